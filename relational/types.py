@@ -218,15 +218,26 @@ class Interval:
 
     @classmethod
     def from_total_usecs(cls, total: int) -> Interval:
-        """The canonical interval with this total: ``|usecs| < 1 day``, ``|days| < 30``, and all
-        three fields with the sign of ``total`` (Postgres' ``justify_interval``)."""
-        sign = -1 if total < 0 else 1
-        rest = abs(total)
-        months, rest = divmod(rest, USECS_PER_MONTH)
-        days, usecs = divmod(rest, USECS_PER_DAY)
-        if months > INT32_MAX:
+        """The canonical interval with this total (Postgres' ``justify_interval``): all fields
+        share the sign of ``total``, ``|usecs| < 1 day`` and ``|days| < 30`` -- except when the
+        month count would not fit an int32, where the excess spills into days, then usecs.
+
+        Every total of a valid ``Interval`` has such a form; larger totals raise.
+        """
+        negative = total < 0
+        rest = -total if negative else total
+        month_limit = -INT32_MIN if negative else INT32_MAX
+        day_limit = -INT32_MIN if negative else INT32_MAX
+        usec_limit = -INT64_MIN if negative else INT64_MAX
+        months = min(rest // USECS_PER_MONTH, month_limit)
+        rest -= months * USECS_PER_MONTH
+        days = rest // USECS_PER_DAY if months < month_limit else min(rest // USECS_PER_DAY, day_limit)
+        rest -= days * USECS_PER_DAY
+        if rest > usec_limit:
             raise ValueOutOfRangeError(f"interval of {total} microseconds is out of range")
-        return cls(sign * months, sign * days, sign * usecs)
+        if negative:
+            return cls(-months, -days, -rest)
+        return cls(months, days, rest)
 
     def justified(self) -> Interval:
         return Interval.from_total_usecs(self.total_usecs())
@@ -375,6 +386,10 @@ def _check_timestamptz(dtype, value):
         raise _type_error(dtype, value)
     if value.tzinfo is None or value.utcoffset() is None:
         raise TypeMismatchError("TIMESTAMPTZ needs an aware datetime (tzinfo set)")
+    try:
+        value.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        raise ValueOutOfRangeError(f"TIMESTAMPTZ out of range once converted to UTC: {value!r}") from None
     return value
 
 

@@ -1,0 +1,367 @@
+"""Memcomparable encoding: order preservation against a model comparator, round trips,
+prefix-freeness, malformed input, native/pure identity, golden bytes, and the vectorized path.
+
+The model (:func:`model_cmp`) is SQL ordering written plainly: NULL placement per order,
+NaN above every number and equal to itself, -0.0 == 0.0, Postgres interval totals, UTC
+instants for TIMESTAMPTZ, structs field by field and lists lexicographically (NULLS LAST
+inside composites).
+"""
+
+import datetime
+import decimal
+import importlib
+import math
+import os
+import pathlib
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from hummock import _twins
+from relational import _memcomparable_py as pure
+from relational import memcomparable as mc
+from relational.errors import DecodeError, SchemaError, TypeMismatchError, ValueOutOfRangeError
+from relational.memcomparable import OrderType
+from relational.types import DataType as T
+from relational.types import Interval, TypeKind
+from strategies import data_types, rows, values
+
+ORDERS = st.builds(OrderType, st.booleans(), st.one_of(st.none(), st.booleans()))
+
+
+def implementations():
+    """The implementations under test in this run: the facade's choice, plus both twins when
+    native code is expected (a missing native module fails here rather than skipping)."""
+    if _twins.pure_python_forced():
+        return [pure]
+    return [pure, importlib.import_module("native._memcomparable")]
+
+
+# --- the model ---------------------------------------------------------------------------
+
+def _cmp(a, b) -> int:
+    return (a > b) - (a < b)
+
+
+def _scalar_cmp(kind, a, b) -> int:
+    if kind in (TypeKind.REAL, TypeKind.DOUBLE):
+        if kind == TypeKind.REAL:
+            a, b = (struct.unpack("<f", struct.pack("<f", x))[0] for x in (a, b))
+        a_nan, b_nan = math.isnan(a), math.isnan(b)
+        if a_nan or b_nan:
+            return _cmp(a_nan, b_nan)
+        return _cmp(a, b)
+    if kind == TypeKind.DECIMAL:
+        a_nan, b_nan = a.is_nan(), b.is_nan()
+        if a_nan or b_nan:
+            return _cmp(a_nan, b_nan)
+        return _cmp(a, b)
+    return _cmp(a, b)
+
+
+def _value_cmp(dtype, a, b, nulls_first=False) -> int:
+    if a is None or b is None:
+        if a is None and b is None:
+            return 0
+        return (1 if a is None else -1) * (-1 if nulls_first else 1)
+    if dtype.kind == TypeKind.STRUCT:
+        for (_, ftype), x, y in zip(dtype.fields, a, b):
+            c = _value_cmp(ftype, x, y)
+            if c:
+                return c
+        return 0
+    if dtype.kind == TypeKind.LIST:
+        for x, y in zip(a, b):
+            c = _value_cmp(dtype.elem, x, y)
+            if c:
+                return c
+        return _cmp(len(a), len(b))
+    return _scalar_cmp(dtype.kind, a, b)
+
+
+def model_cmp(types, orders, a, b) -> int:
+    for dtype, order, x, y in zip(types, orders, a, b):
+        c = _value_cmp(dtype, x, y, order.nulls_first)
+        if x is not None and y is not None and order.descending:
+            c = -c
+        if c:
+            return c
+    return 0
+
+
+def model_equal(dtype, a, b) -> bool:
+    return _value_cmp(dtype, a, b) == 0
+
+
+schemas = st.lists(st.tuples(data_types(), ORDERS), min_size=1, max_size=3)
+
+
+# --- properties ------------------------------------------------------------------------------
+
+@given(st.data())
+def test_order_is_preserved(data):
+    schema = data.draw(schemas)
+    types = tuple(t for t, _ in schema)
+    orders = tuple(o for _, o in schema)
+    a = data.draw(rows(types))
+    b = data.draw(st.one_of(rows(types), st.just(a)))
+    expected = model_cmp(types, orders, a, b)
+    for impl in implementations():
+        ea, eb = impl.encode_row(a, types, orders), impl.encode_row(b, types, orders)
+        assert _cmp(ea, eb) == expected, (impl.__name__, a, b, ea.hex(), eb.hex())
+
+
+@given(st.data())
+def test_single_column_order_for_every_type(data):
+    dtype = data.draw(data_types(max_depth=1))
+    order = data.draw(ORDERS)
+    xs = data.draw(st.lists(values(dtype), min_size=2, max_size=6))
+    for impl in implementations():
+        keys = [impl.encode_row((x,), (dtype,), (order,)) for x in xs]
+        for x, kx in zip(xs, keys):
+            for y, ky in zip(xs, keys):
+                assert _cmp(kx, ky) == model_cmp((dtype,), (order,), (x,), (y,))
+
+
+@given(st.data())
+def test_round_trip(data):
+    schema = data.draw(schemas)
+    types = tuple(t for t, _ in schema)
+    orders = tuple(o for _, o in schema)
+    row = data.draw(rows(types))
+    for impl in implementations():
+        encoded = impl.encode_row(row, types, orders)
+        decoded = impl.decode_row(encoded, types, orders)
+        assert all(model_equal(t, x, y) for t, x, y in zip(types, row, decoded)), (row, decoded)
+        assert impl.encode_row(decoded, types, orders) == encoded
+        prefixed, end = impl.decode_row_prefix(b"xy" + encoded + b"z", types, orders, 2)
+        assert end == 2 + len(encoded) and repr(prefixed) == repr(decoded)
+
+
+@given(st.data())
+def test_native_and_pure_agree(data):
+    schema = data.draw(schemas)
+    types = tuple(t for t, _ in schema)
+    orders = tuple(o for _, o in schema)
+    batch = data.draw(st.lists(rows(types), min_size=1, max_size=4))
+    results = []
+    for impl in implementations():
+        encoded = impl.encode_rows(batch, types, orders)
+        assert encoded == [impl.encode_row(r, types, orders) for r in batch]
+        results.append((encoded, repr(impl.decode_rows(encoded, types, orders))))
+    assert all(r == results[0] for r in results)
+
+
+@given(st.data())
+def test_prefix_free_and_truncation_raises(data):
+    types = (data.draw(data_types()),)
+    orders = (data.draw(ORDERS),)
+    a, b = data.draw(rows(types)), data.draw(rows(types))
+    for impl in implementations():
+        ea, eb = impl.encode_row(a, types, orders), impl.encode_row(b, types, orders)
+        if ea != eb:
+            assert not eb.startswith(ea) and not ea.startswith(eb)
+        for cut in range(len(ea)):
+            with pytest.raises(DecodeError):
+                impl.decode_row(ea[:cut], types, orders)
+        with pytest.raises(DecodeError):
+            impl.decode_row(ea + b"\x00", types, orders)
+
+
+@given(st.data(), st.binary(max_size=40))
+def test_arbitrary_bytes_never_crash(data, garbage):
+    types = tuple(data.draw(st.lists(data_types(), min_size=1, max_size=3)))
+    outcomes = []
+    for impl in implementations():
+        try:
+            outcomes.append(repr(impl.decode_row(garbage, types)))
+        except DecodeError as exc:
+            outcomes.append(type(exc))
+    assert all(o == outcomes[0] for o in outcomes)
+
+
+@given(st.data())
+def test_flipped_byte_never_crashes(data):
+    types = tuple(data.draw(st.lists(data_types(), min_size=1, max_size=3)))
+    row = data.draw(rows(types))
+    for impl in implementations():
+        encoded = bytearray(impl.encode_row(row, types))
+        i = data.draw(st.integers(0, len(encoded) - 1))
+        encoded[i] ^= data.draw(st.integers(1, 255))
+        try:
+            impl.decode_row(bytes(encoded), types)
+        except DecodeError:
+            pass
+
+
+# --- specific cases -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_float_special_values(impl):
+    def key(x, dtype=T.DOUBLE):
+        return impl.encode_row((x,), (dtype,))
+    for dtype in (T.DOUBLE, T.REAL):
+        ordered = [-math.inf, -1e30, -1.0, -1e-30, 0.0, 1e-30, 1.0, 1e30, math.inf, math.nan]
+        keys = [key(x, dtype) for x in ordered]
+        assert keys == sorted(keys)
+        assert key(-0.0, dtype) == key(0.0, dtype)
+        assert key(float("nan"), dtype) == key(-float("nan"), dtype)
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_decimal_scales_and_specials(impl):
+    D = decimal.Decimal
+
+    def key(x):
+        return impl.encode_row((D(x),), (T.DECIMAL,))
+    assert key("1.0") == key("1.00") == key("1")
+    assert key("-0") == key("0") == key("0.000")
+    ordered = ["-Infinity", "-1e40", "-10", "-1.5", "-1.05", "-1", "-0.001", "0", "1e-40", "0.1", "0.105",
+               "0.11", "1", "1.05", "1.5", "10", "1e40", "Infinity", "NaN"]
+    keys = [key(x) for x in ordered]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert impl.decode_row(key("123.4500"), (T.DECIMAL,)) == (D("123.45"),)
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_strings_with_nul_bytes(impl):
+    ordered = ["", "\x00", "\x00\x00", "\x00a", "a", "a\x00", "a\x00\x00", "a\x01", "ab", "b"]
+    for order in (OrderType.ASC, OrderType.DESC):
+        keys = [impl.encode_row((s,), (T.VARCHAR,), (order,)) for s in ordered]
+        assert keys == sorted(keys, reverse=order.descending)
+        assert [impl.decode_row(k, (T.VARCHAR,), (order,))[0] for k in keys] == ordered
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_null_placement(impl):
+    for order, null_is_first in ((OrderType.ASC, False), (OrderType.DESC, True),
+                                 (OrderType(False, True), True), (OrderType(True, False), False)):
+        null_key = impl.encode_row((None,), (T.INT,), (order,))
+        for x in (-(2**31), 0, 2**31 - 1):
+            assert (null_key < impl.encode_row((x,), (T.INT,), (order,))) == null_is_first
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_interval_uses_postgres_totals(impl):
+    assert impl.encode_row((Interval(1, 0, 0),), (T.INTERVAL,)) == impl.encode_row((Interval(0, 30, 0),), (T.INTERVAL,))
+    assert impl.encode_row((Interval(0, 1, 0),), (T.INTERVAL,)) > impl.encode_row((Interval(0, 0, 86_399_999_999),), (T.INTERVAL,))
+    assert impl.decode_row(impl.encode_row((Interval(0, 45, 3),), (T.INTERVAL,)), (T.INTERVAL,)) == (Interval(1, 15, 3),)
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_bad_values_raise_typed_errors(impl):
+    cases = [
+        (T.SMALLINT, 2**15, ValueOutOfRangeError), (T.SMALLINT, -(2**15) - 1, ValueOutOfRangeError),
+        (T.INT, 2**31, ValueOutOfRangeError), (T.BIGINT, 2**63, ValueOutOfRangeError),
+        (T.BIGINT, -(2**63) - 1, ValueOutOfRangeError), (T.INT, "1", TypeMismatchError),
+        (T.INT, True, TypeMismatchError), (T.INT, 1.5, TypeMismatchError), (T.DOUBLE, "x", TypeMismatchError),
+        (T.REAL, 1e39, ValueOutOfRangeError), (T.VARCHAR, b"x", TypeMismatchError),
+        (T.VARCHAR, "\ud800", ValueOutOfRangeError), (T.BYTEA, "x", TypeMismatchError),
+        (T.DATE, datetime.datetime(2020, 1, 1), TypeMismatchError),
+        (T.TIMESTAMP, datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc), TypeMismatchError),
+        (T.TIMESTAMPTZ, datetime.datetime(2020, 1, 1), TypeMismatchError),
+        (T.DECIMAL, decimal.Decimal("sNaN"), ValueOutOfRangeError), (T.DECIMAL, 1.5, TypeMismatchError),
+        (T.BOOLEAN, 1, TypeMismatchError), (T.INTERVAL, 5, TypeMismatchError),
+        (T.struct([("a", T.INT)]), (1, 2), TypeMismatchError), (T.list(T.INT), [2**40], ValueOutOfRangeError),
+    ]
+    for dtype, value, error in cases:
+        with pytest.raises(error):
+            impl.encode_row((value,), (dtype,))
+    with pytest.raises(SchemaError):
+        impl.encode_row((1, 2), (T.INT,))
+    with pytest.raises(SchemaError):
+        impl.encode_row((1,), (T.INT,), (OrderType.ASC, OrderType.ASC))
+    with pytest.raises(SchemaError):
+        impl.encode_row((1,), ("INT",))
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_accepts_non_exact_python_types(impl):
+    assert impl.encode_row((np.int64(5), np.float32(1.5), bytearray(b"x")), (T.BIGINT, T.DOUBLE, T.BYTEA)) == \
+        impl.encode_row((5, 1.5, b"x"), (T.BIGINT, T.DOUBLE, T.BYTEA))
+    assert impl.encode_row([1], [T.INT]) == impl.encode_row((1,), (T.INT,))
+
+
+# --- golden bytes -----------------------------------------------------------------------------
+
+GOLDEN_TYPES = (T.BOOLEAN, T.SMALLINT, T.INT, T.BIGINT, T.DECIMAL, T.REAL, T.DOUBLE, T.VARCHAR, T.BYTEA,
+                T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ, T.INTERVAL,
+                T.struct([("a", T.INT), ("b", T.VARCHAR)]), T.list(T.SMALLINT))
+GOLDEN_ROWS = [
+    (True, -2, 7, -(2**63), decimal.Decimal("-12.340"), 1.5, -0.0, "a\x00é", b"\x00\xff",
+     datetime.date(2021, 4, 1), datetime.time(23, 59, 59, 999999), datetime.datetime(1970, 1, 1, 0, 0, 1),
+     datetime.datetime(2021, 4, 1, 8, tzinfo=datetime.timezone(datetime.timedelta(hours=8))),
+     Interval(1, 2, 3), (5, None), [1, None, -1]),
+    (None,) * 16,
+    (False, 32767, -(2**31), 2**63 - 1, decimal.Decimal("NaN"), float("-inf"), float("nan"), "", b"",
+     datetime.date(1, 1, 1), datetime.time(0), datetime.datetime(9999, 12, 31, 23, 59, 59, 999999),
+     datetime.datetime(1, 1, 2, tzinfo=datetime.timezone.utc), Interval(-1, 0, 0), (None, ""), []),
+]
+GOLDEN_FILE = pathlib.Path(__file__).parent / "golden" / "memcomparable.txt"
+
+
+def _golden_lines():
+    lines = []
+    for i, row in enumerate(GOLDEN_ROWS):
+        for name, orders in (("asc", None), ("desc", tuple(OrderType.DESC for _ in GOLDEN_TYPES))):
+            lines.append(f"row{i}-{name} {pure.encode_row(row, GOLDEN_TYPES, orders).hex()}")
+    return lines
+
+
+def test_golden_bytes():
+    """The format is frozen: these bytes were written once and must never change. Set
+    HUMMOCK_UPDATE_GOLDEN=1 to rewrite the file after a deliberate, versioned format change."""
+    lines = _golden_lines()
+    if os.environ.get("HUMMOCK_UPDATE_GOLDEN") == "1":
+        GOLDEN_FILE.parent.mkdir(exist_ok=True)
+        GOLDEN_FILE.write_text("\n".join(lines) + "\n")
+    assert GOLDEN_FILE.read_text().splitlines() == lines
+    for impl in implementations():
+        for line, (i, row) in zip(lines[::2], enumerate(GOLDEN_ROWS)):
+            encoded = bytes.fromhex(line.split()[1])
+            assert impl.encode_row(row, GOLDEN_TYPES) == encoded
+            decoded = impl.decode_row(encoded, GOLDEN_TYPES)
+            assert all(model_equal(t, x, y) for t, x, y in zip(GOLDEN_TYPES, row, decoded))
+
+
+# --- vectorized path ----------------------------------------------------------------------------
+
+FIXED_TYPES = [T.BOOLEAN, T.SMALLINT, T.INT, T.BIGINT, T.REAL, T.DOUBLE]
+
+
+@given(st.data())
+def test_encode_columns_matches_rows(data):
+    types = data.draw(st.lists(st.sampled_from(FIXED_TYPES), min_size=1, max_size=3))
+    orders = data.draw(st.lists(ORDERS, min_size=len(types), max_size=len(types)))
+    n = data.draw(st.integers(0, 20))
+    table = [data.draw(st.lists(values(t), min_size=n, max_size=n)) for t in types]
+    arrow_type = {TypeKind.BOOLEAN: pa.bool_(), TypeKind.SMALLINT: pa.int16(), TypeKind.INT: pa.int32(),
+                  TypeKind.BIGINT: pa.int64(), TypeKind.REAL: pa.float32(), TypeKind.DOUBLE: pa.float64()}
+    columns = [pa.array(col, type=arrow_type[t.kind]) for col, t in zip(table, types)]
+    prefix = np.array([[i % 256, 7] for i in range(n)], dtype=np.uint8).reshape(n, 2)
+    got = mc.encode_columns(columns, types, orders, prefix=prefix).to_pylist()
+    expected = [bytes(prefix[i]) + mc.encode_row(tuple(col[i] for col in table), types, orders) for i in range(n)]
+    assert got == expected
+
+
+def test_encode_columns_from_numpy_and_errors():
+    col = np.arange(-5, 5, dtype=np.int64)
+    assert mc.encode_columns([col], [T.BIGINT]).to_pylist() == mc.encode_rows([(int(x),) for x in col], [T.BIGINT])
+    with pytest.raises(ValueOutOfRangeError):
+        mc.encode_columns([np.array([2**31], dtype=np.int64)], [T.INT])
+    with pytest.raises(TypeMismatchError):
+        mc.encode_columns([np.array([1.5])], [T.BIGINT])
+    with pytest.raises(SchemaError):
+        mc.encode_columns([["a"]], [T.VARCHAR])
+    with pytest.raises(SchemaError):
+        mc.encode_columns([col, col[:3]], [T.BIGINT, T.BIGINT])
+
+
+def test_order_type_defaults():
+    assert OrderType() == OrderType.ASC and not OrderType.ASC.nulls_first
+    assert OrderType.DESC.nulls_first and OrderType(True, False) != OrderType.DESC
+    assert {OrderType(), OrderType(False, False)} == {OrderType.ASC}
