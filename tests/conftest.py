@@ -26,3 +26,41 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
 def pytest_report_header(config):
     mode = "pure-Python twins (HUMMOCK_PURE_PYTHON=1)" if _twins.pure_python_forced() else "native (Cython)"
     return [f"hummock mode: {mode}; hypothesis profile: {settings._current_profile}"]
+
+
+# --- object stores (hummock/object_store): one moto S3 server per session, and a fixture that
+# runs a test once per backend. Later suites (SSTs, the engine) reuse `object_store`. boto3 and
+# moto are imported inside the fixtures, so suites that never touch a store do not pay for them.
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A moto S3 server on 127.0.0.1 (ephemeral port), started on first use, stopped at the end."""
+    from s3_server import MotoS3
+
+    server = MotoS3()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["memory", "local", "s3"])
+def object_store(request, tmp_path):
+    """A fresh, empty store of each kind: memory, local (under tmp_path), S3 (own bucket/prefix).
+
+    The moto server starts only when an S3 case runs. The S3 store uses 5 MiB parts.
+    """
+    from hummock.object_store import LocalObjectStore, MemoryObjectStore
+
+    if request.param == "memory":
+        store = MemoryObjectStore()
+    elif request.param == "local":
+        store = LocalObjectStore(tmp_path / "objects")
+    else:
+        server = request.getfixturevalue("s3_server")
+        store = server.new_store()
+    yield store
+    store.close()
+    if request.param == "s3":
+        server.drop_bucket(store.bucket)

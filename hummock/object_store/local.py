@@ -1,0 +1,242 @@
+"""The object store on a local directory: the default backend (DESIGN.md section 4).
+
+Layout: the object ``a/b/c`` is the file ``<root>/a/b/c``; directories are created on demand and
+never removed. Crash safety: every object is written to ``<dir>/.tmp-<random>`` in its final
+directory, fsynced, renamed over the final name with ``os.replace`` (atomic on POSIX), and then
+the directory is fsynced, so after a crash a path holds either its old object or its complete
+new one, never a half-written file. Temporary files are invisible (``list`` skips every name
+starting with '.', and object paths can never start a segment with '.'); leftovers of a crash
+are removed by :meth:`LocalObjectStore.cleanup_temp`.
+
+Limits: an object path may not be a directory of another (``a`` and ``a/b`` cannot coexist; the
+second upload raises ObjectStoreError); on case-insensitive file systems paths differing only
+in case collide. The engine builds paths from ids, so neither happens there. Deletes are not
+fsynced: after a crash a deleted object may reappear, which vacuum tolerates.
+
+Thread and process safety: any number of threads or processes may use one root; concurrent
+uploads of one path leave one of the complete objects (the last rename wins).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import stat
+import time
+import uuid
+
+from hummock.object_store.base import (
+    ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
+    resolve_range,
+)
+
+__all__ = ["LocalObjectStore", "TEMP_PREFIX"]
+
+TEMP_PREFIX = ".tmp-"
+# errors meaning "no object at this path": missing, a directory, or a file used as a directory
+_NOT_FOUND = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _io_error(action: str, path: str, exc: OSError) -> ObjectStoreError:
+    return ObjectStoreError(f"cannot {action} object {path!r}: {exc}", path=path)
+
+
+class LocalObjectStore(ObjectStore):
+    """Objects as files under ``root`` (created, with its parents, if missing)."""
+
+    def __init__(self, root: str | os.PathLike):
+        super().__init__()
+        self.root = os.path.abspath(os.fspath(root))
+        try:
+            os.makedirs(self.root, exist_ok=True)
+        except OSError as exc:
+            raise ObjectStoreError(f"cannot create object store root {self.root!r}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"LocalObjectStore(root={self.root!r})"
+
+    def _file(self, path: str) -> str:
+        return os.path.join(self.root, *path.split("/"))
+
+    def _make_dirs(self, directory: str) -> None:
+        """Create ``directory`` and missing parents below root, fsyncing each new entry's parent."""
+        if os.path.isdir(directory):
+            return
+        parent = os.path.dirname(directory)
+        self._make_dirs(parent)
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            return  # created concurrently, or a file stands there: the open of the temp fails
+        _fsync_dir(parent)
+
+    def _open_temp(self, path: str) -> tuple[int, str]:
+        """Create and open a fresh temporary file in the directory of ``path``."""
+        final = self._file(path)
+        self._make_dirs(os.path.dirname(final))
+        temp = os.path.join(os.path.dirname(final), f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), temp
+
+    def _publish(self, fd: int, temp: str, path: str) -> None:
+        """fsync and close ``fd``, rename ``temp`` to ``path``'s file, fsync the directory."""
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        final = self._file(path)
+        os.replace(temp, final)
+        _fsync_dir(os.path.dirname(final))
+
+    def _upload(self, path, data):
+        with self._streaming_upload(path) as uploader:
+            uploader.write(data)
+
+    def _read(self, path, start, end):
+        try:
+            with open(self._file(path), "rb", buffering=0) as f:
+                end = resolve_range(path, start, end, os.fstat(f.fileno()).st_size)
+                data = os.pread(f.fileno(), end - start, start) if end > start else b""
+        except _NOT_FOUND as exc:
+            raise ObjectNotFoundError(f"object {path!r} not found under {self.root!r}",
+                                      path=path) from exc
+        except ObjectStoreError:
+            raise
+        except OSError as exc:
+            raise _io_error("read", path, exc) from exc
+        if len(data) != end - start:  # the file shrank under us: not an object we published
+            raise ObjectStoreError(f"short read of object {path!r}: [{start}, {end}) gave "
+                                   f"{len(data)} bytes", path=path)
+        return data
+
+    def _stat(self, path: str) -> os.stat_result | None:
+        try:
+            st = os.stat(self._file(path))
+        except _NOT_FOUND:
+            return None
+        except OSError as exc:
+            raise _io_error("stat", path, exc) from exc
+        return st if stat.S_ISREG(st.st_mode) else None
+
+    def _size(self, path):
+        st = self._stat(path)
+        if st is None:
+            raise ObjectNotFoundError(f"object {path!r} not found under {self.root!r}", path=path)
+        return st.st_size
+
+    def _exists(self, path):
+        return self._stat(path) is not None
+
+    def _delete(self, paths):
+        for path in paths:
+            try:
+                os.unlink(self._file(path))
+            except _NOT_FOUND:
+                pass
+            except OSError as exc:
+                raise _io_error("delete", path, exc) from exc
+
+    def _list(self, prefix):
+        try:
+            return list(self._walk(self.root, "", prefix))
+        except OSError as exc:
+            raise ObjectStoreError(f"cannot list {self.root!r} (prefix {prefix!r}): {exc}") from exc
+
+    def _walk(self, directory: str, rel: str, prefix: str):
+        """Yield metas of the files below ``directory`` (path ``rel``) that start with prefix."""
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            return  # removed concurrently
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue  # temporary files (and nothing else: object segments never start so)
+            path = rel + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                path += "/"
+                if path.startswith(prefix) or prefix.startswith(path):
+                    yield from self._walk(entry.path, path, prefix)
+            elif entry.is_file(follow_symlinks=False) and path.startswith(prefix):
+                st = entry.stat(follow_symlinks=False)
+                modified = datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc)
+                yield ObjectMeta(path, st.st_size, modified)
+
+    def _streaming_upload(self, path):
+        try:
+            fd, temp = self._open_temp(path)
+        except OSError as exc:
+            raise _io_error("start the upload of", path, exc) from exc
+        return _LocalUploader(self, path, fd, temp)
+
+    def cleanup_temp(self, older_than_seconds: float = 0.0) -> int:
+        """Remove temporary files older than ``older_than_seconds``; return how many.
+
+        REQUIRES: no upload that is still running (in any process sharing the root) has a
+        temporary file older than ``older_than_seconds``; with the default 0 that means no
+        upload is running at all, e.g. when the engine opens the store after a crash.
+        """
+        self._require_open()
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        for directory, _, files in os.walk(self.root):
+            for name in files:
+                temp = os.path.join(directory, name)
+                try:
+                    if name.startswith(TEMP_PREFIX) and os.stat(temp).st_mtime <= cutoff:
+                        os.unlink(temp)
+                        removed += 1
+                except FileNotFoundError:
+                    pass  # finished or removed concurrently
+        return removed
+
+
+class _LocalUploader(StreamingUploader):
+    """Appends to an open temporary file that ``finish`` publishes (``upload`` is one write)."""
+
+    def __init__(self, store: LocalObjectStore, path: str, fd: int, temp: str):
+        super().__init__(path)
+        self._store = store
+        self._fd: int | None = fd
+        self._temp = temp
+
+    def _write(self, data):
+        try:
+            _write_all(self._fd, data)
+        except OSError as exc:
+            raise _io_error("write", self.path, exc) from exc
+
+    def _finish(self):
+        fd, self._fd = self._fd, None
+        try:
+            self._store._publish(fd, self._temp, self.path)
+        except OSError as exc:
+            raise _io_error("publish", self.path, exc) from exc
+
+    def _abort(self):
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _remove_quietly(self._temp)
+
+
+def _write_all(fd: int, data) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _remove_quietly(temp: str) -> None:
+    try:
+        os.unlink(temp)
+    except OSError:
+        pass  # never published; cleanup_temp removes it later if it is still there
