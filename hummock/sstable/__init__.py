@@ -1,0 +1,1 @@
+"""SST format: blocks, filters, builder and reader; see docs/format.md."""
