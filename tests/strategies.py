@@ -11,6 +11,7 @@ import decimal
 
 from hypothesis import strategies as st
 
+from hummock.key import MAX_EPOCH, encode_full_key, full_key_sort_key
 from relational.types import (INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN,
                               DataType, Interval, TypeKind)
 
@@ -68,6 +69,27 @@ def values(dtype: DataType, nullable: bool = True):
     else:
         base = _SCALAR_VALUES[dtype.kind]
     return st.one_of(st.none(), base) if nullable else base
+
+
+# --- KV entries for blocks and SSTs ---------------------------------------------------------
+
+user_keys = st.tuples(st.sampled_from([1, 2]), st.binary(max_size=5) | st.lists(
+    st.sampled_from([b"\x00", b"a", b"b"]), max_size=4).map(b"".join))
+values = st.one_of(st.none(), st.binary(max_size=20), st.just(b""), st.binary(min_size=1000, max_size=5000))
+
+
+@st.composite
+def entry_lists(draw, min_size=1, max_size=60, single_table=False):
+    """Sorted unique (full_key, value_or_None) pairs; many versions per user key."""
+    uks = draw(st.lists(user_keys, min_size=1, max_size=max_size))
+    pairs = {}
+    for table_id, table_key in uks:
+        if single_table:
+            table_id = 1
+        for epoch in draw(st.lists(st.sampled_from([0, 1, 2, 5, 2**16, MAX_EPOCH]), min_size=1, max_size=3, unique=True)):
+            pairs[encode_full_key(table_id, table_key, epoch)] = draw(values)
+    items = sorted(pairs.items(), key=lambda kv: full_key_sort_key(kv[0]))
+    return items[:max(min_size, max_size)]
 
 
 def rows(types, nullable: bool = True):

@@ -1,0 +1,432 @@
+"""Pure-Python twin of ``native/_block.pyx``: the block builder and block iterator.
+
+Builds and reads the *content* of a data block (docs/format.md section 4.1): prefix-compressed
+entries, restart offsets, restart count. Compression and checksums of the stored block are done
+once for both implementations in :mod:`hummock.sstable.block`.
+
+Keys are full keys (``hummock.key``) and are ordered by the full-key comparator (user key
+ascending, then epoch descending). Values are stored tagged (``hummock.value``).
+Callers: :mod:`hummock.sstable.block` only.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from hummock._key_py import compare_full_keys
+from hummock.errors import CorruptionError, InvalidArgumentError
+
+# part of the on-disk format, do not change (mirrored in native/_block.pyx and hummock/key.py)
+_EPOCH_LEN = 8
+_MIN_FULL_KEY_LEN = 12
+_MAX_EPOCH = (1 << 64) - 1
+_TAG_PUT = b"\x01"
+_TAG_DELETE = b"\x02"
+_U32 = struct.Struct("<I")
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _common_prefix(a, b) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _check_key(full_key) -> bytes:
+    if not isinstance(full_key, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(f"full key must be bytes, got {type(full_key).__name__}")
+    full_key = bytes(full_key)
+    if len(full_key) < _MIN_FULL_KEY_LEN:
+        raise InvalidArgumentError(f"full key of {len(full_key)} bytes is shorter than {_MIN_FULL_KEY_LEN}")
+    return full_key
+
+
+class BlockBuilder:
+    """Accumulates entries of one block at a time, plus SST-wide accounting across blocks.
+
+    REQUIRES: keys added in strictly increasing full-key order across the whole SST.
+    ``add`` returns False (adding nothing) when the key's table id differs from the current
+    non-empty block's: the caller cuts the block (``finish_block``) and adds again.
+    """
+
+    def __init__(self, restart_interval: int = 16):
+        if not isinstance(restart_interval, int) or not 1 <= restart_interval <= 65536:
+            raise InvalidArgumentError(f"restart_interval must be in [1, 65536], got {restart_interval!r}")
+        self.restart_interval = restart_interval
+        self._buf = bytearray()
+        self._restarts = [0]
+        self._counter = 0
+        self._block_last = b""
+        self._block_table = None
+        self.block_first_key = None
+        self.block_entry_count = 0
+        # SST-wide accounting
+        self.key_count = 0
+        self.tombstone_count = 0
+        self.min_epoch = None
+        self.max_epoch = None
+        self.smallest_key = None
+        self.last_key = None
+        self.user_keys = []
+        self.table_ids = []
+
+    @property
+    def block_size_estimate(self) -> int:
+        return len(self._buf) + 4 * len(self._restarts) + 4
+
+    def add(self, full_key, value) -> bool:
+        """Add a put (``value`` bytes) or a delete (``value is None``)."""
+        if value is None:
+            return self._add(full_key, _TAG_DELETE, b"")
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"value must be bytes or None, got {type(value).__name__}")
+        return self._add(full_key, _TAG_PUT, bytes(value))
+
+    def add_tagged(self, full_key, tagged_value) -> bool:
+        """Add a value that already carries its tag byte (as read from another SST)."""
+        if not isinstance(tagged_value, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"tagged value must be bytes, got {type(tagged_value).__name__}")
+        tagged_value = bytes(tagged_value)
+        if not tagged_value or tagged_value[:1] not in (_TAG_PUT, _TAG_DELETE) or \
+                (tagged_value[:1] == _TAG_DELETE and len(tagged_value) != 1):
+            raise InvalidArgumentError("tagged value must be 0x01+payload or a lone 0x02")
+        return self._add(full_key, tagged_value[:1], tagged_value[1:])
+
+    def _add(self, full_key, tag: bytes, payload: bytes) -> bool:
+        full_key = _check_key(full_key)
+        table = full_key[:4]
+        if self.block_entry_count and table != self._block_table:
+            return False
+        if self.last_key is not None and compare_full_keys(self.last_key, full_key) >= 0:
+            raise InvalidArgumentError("keys must be added in strictly increasing full-key order")
+        if self._counter >= self.restart_interval:
+            self._restarts.append(len(self._buf))
+            self._counter = 0
+            shared = 0
+        else:
+            shared = _common_prefix(self._block_last, full_key)
+        if not self.block_entry_count:
+            self._block_table = table
+            self.block_first_key = full_key
+        _put_varint(self._buf, shared)
+        _put_varint(self._buf, len(full_key) - shared)
+        _put_varint(self._buf, 1 + len(payload))
+        self._buf += full_key[shared:]
+        self._buf += tag
+        self._buf += payload
+        self._counter += 1
+        self._block_last = full_key
+        self.block_entry_count += 1
+        self._account(full_key, tag)
+        return True
+
+    def _account(self, full_key: bytes, tag: bytes) -> None:
+        user_key = full_key[:-_EPOCH_LEN]
+        if self.last_key is None or self.last_key[:-_EPOCH_LEN] != user_key:
+            self.user_keys.append(user_key)
+        table_id = int.from_bytes(full_key[:4], "big")
+        if not self.table_ids or self.table_ids[-1] != table_id:
+            self.table_ids.append(table_id)
+        epoch = _MAX_EPOCH - int.from_bytes(full_key[-_EPOCH_LEN:], "big")
+        self.min_epoch = epoch if self.min_epoch is None else min(self.min_epoch, epoch)
+        self.max_epoch = epoch if self.max_epoch is None else max(self.max_epoch, epoch)
+        if self.smallest_key is None:
+            self.smallest_key = full_key
+        self.last_key = full_key
+        self.key_count += 1
+        if tag == _TAG_DELETE:
+            self.tombstone_count += 1
+
+    def finish_block(self) -> bytes:
+        """The finished block content; resets the block (not the SST-wide accounting).
+
+        REQUIRES: at least one entry in the block."""
+        if not self.block_entry_count:
+            raise InvalidArgumentError("finish_block on an empty block")
+        out = self._buf
+        for offset in self._restarts:
+            out += _U32.pack(offset)
+        out += _U32.pack(len(self._restarts))
+        content = bytes(out)
+        self._buf = bytearray()
+        self._restarts = [0]
+        self._counter = 0
+        self._block_last = b""
+        self._block_table = None
+        self.block_first_key = None
+        self.block_entry_count = 0
+        return content
+
+
+class BlockIterator:
+    """Iterates the entries of one block content. Decodes "Decodes blocks built by BlockBuilder".
+
+    Position contract (as LevelDB's ``Iterator``): after a ``seek*``/``next``/``prev`` the
+    iterator is either valid (``key()``/``value()`` return the entry) or invalid (past either
+    end). ``key()`` and ``value()`` return new ``bytes`` objects that stay valid forever.
+    Malformed content raises :class:`CorruptionError` when the bad bytes are reached (the trailer
+    is checked at construction).
+    """
+
+    def __init__(self, content, object: str | None = None):
+        block = content if isinstance(content, Block) else Block(content, object)
+        self._data = block.content
+        self._object = block.object if object is None else object
+        self._limit = block.limit
+        self._restarts = block.restarts
+        self._current = self._limit   # offset of the current entry; == limit means invalid
+        self._next = self._limit
+        self._key = b""
+        self._value_start = self._value_end = 0
+
+    def _corrupt(self, message, offset, expected=None, found=None):
+        return CorruptionError(message, object=self._object or "block", offset=offset, expected=expected, found=found)
+
+    def _varint(self, pos: int):
+        result = shift = 0
+        for i in range(5):
+            if pos >= self._limit:
+                raise self._corrupt("truncated varint", pos)
+            byte = self._data[pos]
+            pos += 1
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                if result > 0xFFFFFFFF:
+                    raise self._corrupt("varint exceeds 32 bits", pos - 1 - i)
+                return result, pos
+            shift += 7
+        raise self._corrupt("varint longer than 5 bytes", pos - 5)
+
+    def _parse(self, offset: int, previous_key: bytes):
+        """Decode the entry at ``offset`` given the previous key; position on it."""
+        shared, pos = self._varint(offset)
+        unshared, pos = self._varint(pos)
+        value_len, pos = self._varint(pos)
+        if shared > len(previous_key):
+            raise self._corrupt("shared prefix longer than the previous key", offset, f"<= {len(previous_key)}", shared)
+        if unshared > self._limit - pos or value_len > self._limit - pos - unshared:
+            raise self._corrupt("entry overruns the block", offset, f"<= {self._limit - pos}", unshared + value_len)
+        key = previous_key[:shared] + self._data[pos:pos + unshared]
+        if len(key) < _MIN_FULL_KEY_LEN:
+            raise self._corrupt("key shorter than a full key", offset, f">= {_MIN_FULL_KEY_LEN}", len(key))
+        self._current = offset
+        self._key = key
+        self._value_start = pos + unshared
+        self._value_end = self._value_start + value_len
+        self._next = self._value_end
+
+    def _restart_key(self, index: int) -> bytes:
+        offset = self._restarts[index]
+        shared, pos = self._varint(offset)
+        if shared != 0:
+            raise self._corrupt("restart entry with a shared prefix", offset, 0, shared)
+        self._parse(offset, b"")
+        return self._key
+
+    def is_valid(self) -> bool:
+        return self._current < self._limit
+
+    def key(self) -> bytes:
+        assert self.is_valid(), "key() on an invalid iterator"
+        return self._key
+
+    def value(self) -> bytes:
+        assert self.is_valid(), "value() on an invalid iterator"
+        return self._data[self._value_start:self._value_end]
+
+    def _invalidate(self) -> None:
+        self._current = self._next = self._limit
+        self._key = b""
+
+    def seek_to_first(self) -> None:
+        self._parse(0, b"")
+
+    def seek_to_last(self) -> None:
+        self._restart_key(len(self._restarts) - 1)
+        while self._next < self._limit:
+            self._parse(self._next, self._key)
+
+    def next(self) -> None:
+        assert self.is_valid(), "next() on an invalid iterator"
+        if self._next >= self._limit:
+            self._invalidate()
+        else:
+            self._parse(self._next, self._key)
+
+    def prev(self) -> None:
+        assert self.is_valid(), "prev() on an invalid iterator"
+        target = self._current
+        index = len(self._restarts) - 1
+        while index >= 0 and self._restarts[index] >= target:
+            index -= 1
+        if index < 0:
+            self._invalidate()
+            return
+        self._restart_key(index)
+        while self._next < target:
+            self._parse(self._next, self._key)
+        if self._next != target:
+            raise self._corrupt("entries do not chain to the current entry", target)
+
+    def seek(self, target) -> None:
+        """Position on the first entry whose key is >= ``target`` (full-key order)."""
+        self._seek_raw(_check_key(target))
+
+    def _seek_raw(self, target: bytes) -> None:
+        left, right = 0, len(self._restarts) - 1
+        while left < right:
+            mid = (left + right + 1) // 2
+            if compare_full_keys(self._restart_key(mid), target) < 0:
+                left = mid
+            else:
+                right = mid - 1
+        self._restart_key(left)
+        while compare_full_keys(self._key, target) < 0:
+            if self._next >= self._limit:
+                self._invalidate()
+                return
+            self._parse(self._next, self._key)
+
+    def seek_for_prev(self, target) -> None:
+        """Position on the last entry whose key is <= ``target`` (full-key order)."""
+        self.seek(target)
+        if not self.is_valid():
+            self.seek_to_last()
+        elif compare_full_keys(self._key, target) > 0:
+            self.prev()
+
+    def collect_forward(self, end=None):
+        """Entries from the current one (inclusive) while ``key < end`` (all if ``end`` is None).
+
+        Returns ``(entries, hit_bound)``: ``entries`` a list of ``(key, value)``; ``hit_bound``
+        True when iteration stopped at a key >= ``end`` (the iterator is left there) rather than
+        at the end of the block (the iterator is left invalid).
+        """
+        if end is not None:
+            end = _check_key(end)
+        out = []
+        while self.is_valid():
+            if end is not None and compare_full_keys(self._key, end) >= 0:
+                return out, True
+            out.append((self._key, self._data[self._value_start:self._value_end]))
+            self.next()
+        return out, False
+
+    def collect_backward(self, start=None):
+        """Entries from the current one (inclusive) backwards while ``key >= start``, newest
+        position first (descending order). Returns ``(entries, hit_bound)``: ``hit_bound`` True
+        when entries before the first returned one exist in this block but are ``< start`` (so
+        earlier blocks hold nothing >= ``start`` either). Leaves the iterator invalid.
+
+        REQUIRES: a valid iterator.
+        """
+        assert self.is_valid(), "collect_backward() on an invalid iterator"
+        target = self._current
+        hit_bound = False
+        if start is None:
+            self.seek_to_first()
+        else:
+            self.seek(start)
+            if not self.is_valid() or self._current > target:
+                self._invalidate()
+                return [], True
+            hit_bound = self._current > 0
+        out = []
+        while self.is_valid() and self._current <= target:
+            out.append((self._key, self._data[self._value_start:self._value_end]))
+            self.next()
+        self._invalidate()
+        out.reverse()
+        return out, hit_bound
+
+
+class Block:
+    """A block content whose trailer and restart array were checked once; what the block cache
+    holds. Iterators made from it skip the checks; :meth:`get` is a point lookup."""
+
+    def __init__(self, content, object: str | None = None):
+        self.content = bytes(content)
+        self.object = object
+        data = self.content
+        n = len(data)
+        if n < 4:
+            raise self._corrupt("block shorter than its trailer", 0, ">= 4 bytes", n)
+        num = _U32.unpack_from(data, n - 4)[0]
+        if num == 0 or num > (n - 4) // 4:
+            raise self._corrupt("bad restart count", n - 4, f"1..{(n - 4) // 4}", num)
+        self.limit = n - 4 - 4 * num
+        self.restarts = [_U32.unpack_from(data, self.limit + 4 * i)[0] for i in range(num)]
+        previous = -1
+        for i, offset in enumerate(self.restarts):
+            if offset <= previous or offset >= self.limit or (i == 0 and offset != 0):
+                raise self._corrupt("bad restart offset", self.limit + 4 * i, f"increasing, < {self.limit}", offset)
+            previous = offset
+
+    def _corrupt(self, message, offset, expected=None, found=None):
+        return CorruptionError(message, object=self.object or "block", offset=offset, expected=expected, found=found)
+
+    def __len__(self):
+        return len(self.content)
+
+    def iterator(self, object=None):
+        return BlockIterator(self, object)
+
+    def get(self, user_key, epoch):
+        """Point lookup; see the native twin: ``(version_epoch, value_or_None)``, ``None`` (another
+        user key), or ``False`` (the block ends first: look at the next block)."""
+        user_key = bytes(user_key)
+        it = BlockIterator(self)
+        it._seek_raw(user_key + (_MAX_EPOCH - _as_epoch(epoch)).to_bytes(_EPOCH_LEN, "big"))
+        if not it.is_valid():
+            return False
+        return _entry_version(it, user_key)
+
+    def first_version(self, user_key):
+        it = BlockIterator(self)
+        it.seek_to_first()
+        return _entry_version(it, bytes(user_key))
+
+
+def _entry_version(it: BlockIterator, user_key: bytes):
+    key = it._key
+    if len(key) != len(user_key) + _EPOCH_LEN or key[:-_EPOCH_LEN] != user_key:
+        return None
+    version = _MAX_EPOCH - int.from_bytes(key[-_EPOCH_LEN:], "big")
+    value = it.value()
+    if value[:1] == _TAG_PUT:
+        return version, value[1:]
+    if value == _TAG_DELETE:
+        return version, None
+    raise it._corrupt("bad value tag", it._value_start, "0x01 or lone 0x02", value[:2].hex())
+
+
+def find_block(first_keys: list, full_key) -> int:
+    """Index of the last block whose first key is <= ``full_key`` in full-key order (0 if none)."""
+    full_key = _check_key(full_key)
+    lo, hi = 0, len(first_keys)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if compare_full_keys(first_keys[mid], full_key) <= 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1 if lo > 0 else 0
+
+
+def find_block_for_version(first_keys: list, user_key, epoch) -> int:
+    """:func:`find_block` for the full key ``user_key || inverted(epoch)``."""
+    return find_block(first_keys, bytes(user_key) + (_MAX_EPOCH - _as_epoch(epoch)).to_bytes(_EPOCH_LEN, "big"))
+
+
+def _as_epoch(epoch) -> int:
+    if type(epoch) is not int or not 0 <= epoch <= _MAX_EPOCH:
+        raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+    return epoch

@@ -1,0 +1,166 @@
+"""Builds one SST from full keys added in order (docs/format.md section 4).
+
+:class:`SstableBuilder` feeds a native :class:`~hummock.sstable.block.BlockBuilder`, cuts a block
+when it reaches ``block_size`` (before compression) or when the table id changes (a block never
+spans two table ids), compresses and checksums each block, writes it to a *sink* at once, and at
+``finish`` writes the meta (block metas, filter over user keys, key range, epoch range, counts,
+table ids) and the footer. Per-key work is one native call; per-block work is Python.
+
+Sinks: anything with ``write(bytes)``, ``finish()`` and ``abort()`` -- :class:`BytesSink` keeps
+the SST in memory; an object store's ``streaming_upload(path)`` uploads it as it is built.
+
+REQUIRES: keys strictly increasing in full-key order (checked; ``InvalidArgumentError``).
+Callers: the engine's sync (shared buffer -> SSTs) and compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hummock.errors import InvalidArgumentError
+from hummock.sstable.block import BlockBuilder, compression_tag, encode_stored_block
+from hummock.sstable.filter import build_filter
+from hummock.sstable.meta import FOOTER_SIZE, BlockMeta, SstableInfo, SstableMeta, encode_footer, sst_object_path
+
+
+@dataclass(frozen=True)
+class SstableBuilderOptions:
+    block_size: int = 64 * 1024       # target block content size before compression
+    restart_interval: int = 16
+    compression: str = "lz4"          # "lz4" or "none"
+    bloom_bits_per_key: int = 10
+
+    def __post_init__(self):
+        if not 256 <= self.block_size <= (1 << 28):
+            raise InvalidArgumentError(f"block_size must be in [256, 2**28], got {self.block_size}")
+        if not 1 <= self.restart_interval <= 65536:
+            raise InvalidArgumentError(f"restart_interval must be in [1, 65536], got {self.restart_interval}")
+        compression_tag(self.compression)
+        if not 1 <= self.bloom_bits_per_key <= 64:
+            raise InvalidArgumentError(f"bloom_bits_per_key must be in [1, 64], got {self.bloom_bits_per_key}")
+
+
+class BytesSink:
+    """Collects an SST in memory; :meth:`getvalue` returns it after ``finish``."""
+
+    def __init__(self):
+        self._parts = []
+        self._value = None
+
+    def write(self, data: bytes) -> None:
+        self._parts.append(data)
+
+    def finish(self) -> None:
+        self._value = b"".join(self._parts)
+        self._parts = []
+
+    def abort(self) -> None:
+        self._parts = []
+
+    def getvalue(self) -> bytes:
+        assert self._value is not None, "getvalue() before finish()"
+        return self._value
+
+
+class SstableBuilder:
+    """Accumulates one SST. Not thread-safe: one builder per thread."""
+
+    def __init__(self, sst_id: int, options: SstableBuilderOptions | None = None, sink=None):
+        self.sst_id = sst_id
+        self.options = options or SstableBuilderOptions()
+        self._compression = compression_tag(self.options.compression)
+        self._block_size = self.options.block_size
+        self._blocks = BlockBuilder(self.options.restart_interval)
+        self._sink = sink if sink is not None else BytesSink()
+        self._metas: list[BlockMeta] = []
+        self._offset = 0
+        self._finished = False
+
+    @classmethod
+    def to_store(cls, store, sst_id: int, options: SstableBuilderOptions | None = None) -> SstableBuilder:
+        """A builder that streams its SST to ``store`` under the id's object path."""
+        return cls(sst_id, options, store.streaming_upload(sst_object_path(sst_id)))
+
+    @property
+    def sink(self):
+        return self._sink
+
+    @property
+    def key_count(self) -> int:
+        return self._blocks.key_count
+
+    @property
+    def estimated_size(self) -> int:
+        """Bytes written so far plus the open block (uncompressed): for splitting outputs."""
+        return self._offset + self._blocks.block_size_estimate
+
+    @property
+    def last_key(self):
+        return self._blocks.last_key
+
+    def add(self, full_key: bytes, value: bytes | None) -> None:
+        """Add a put (``value`` bytes) or a delete (``value is None``)."""
+        blocks = self._blocks
+        if not blocks.add(full_key, value):
+            self._cut()
+            blocks.add(full_key, value)
+        if blocks.block_size_estimate >= self._block_size:
+            self._cut()
+
+    def add_tagged(self, full_key: bytes, tagged_value: bytes) -> None:
+        """Add a value that carries its tag byte (copying entries from other SSTs)."""
+        blocks = self._blocks
+        if not blocks.add_tagged(full_key, tagged_value):
+            self._cut()
+            blocks.add_tagged(full_key, tagged_value)
+        if blocks.block_size_estimate >= self._block_size:
+            self._cut()
+
+    def _cut(self) -> None:
+        blocks = self._blocks
+        if not blocks.block_entry_count:
+            return
+        first_key = blocks.block_first_key
+        content = blocks.finish_block()
+        stored = encode_stored_block(content, self._compression)
+        self._sink.write(stored)
+        self._metas.append(BlockMeta(self._offset, len(stored), len(content), first_key))
+        self._offset += len(stored)
+
+    def finish(self) -> SstableInfo:
+        """Write the last block, the meta and the footer; finish the sink; describe the SST.
+
+        REQUIRES: at least one key was added (an empty SST is not a thing: ``InvalidArgumentError``).
+        """
+        if self._finished:
+            raise InvalidArgumentError("SstableBuilder.finish called twice")
+        blocks = self._blocks
+        if blocks.key_count == 0:
+            raise InvalidArgumentError("cannot finish an SST without keys")
+        self._cut()
+        meta = SstableMeta(self._metas, build_filter(blocks.user_keys, self.options.bloom_bits_per_key),
+                           blocks.smallest_key, blocks.last_key, blocks.min_epoch, blocks.max_epoch,
+                           blocks.key_count, blocks.tombstone_count, blocks.table_ids)
+        encoded = meta.encode()
+        meta_offset = self._offset
+        self._sink.write(encoded)
+        self._sink.write(encode_footer(meta_offset, encoded))
+        self._sink.finish()
+        self._finished = True
+        file_size = meta_offset + len(encoded) + FOOTER_SIZE
+        return SstableInfo(self.sst_id, meta.smallest_key, meta.largest_key, file_size, meta_offset,
+                           meta.min_epoch, meta.max_epoch, meta.key_count, meta.tombstone_count, meta.table_ids)
+
+    def abort(self) -> None:
+        """Give up: nothing becomes visible under the SST's name."""
+        self._finished = True
+        self._sink.abort()
+
+
+def build_sstable(entries, sst_id: int = 0, options: SstableBuilderOptions | None = None):
+    """Build an SST in memory from ``(full_key, value_or_None)`` pairs; return ``(bytes, info)``."""
+    builder = SstableBuilder(sst_id, options)
+    for full_key, value in entries:
+        builder.add(full_key, value)
+    info = builder.finish()
+    return builder.sink.getvalue(), info

@@ -1,0 +1,263 @@
+"""Reads SSTs written by :mod:`hummock.sstable.builder`: point gets, seeks and scans.
+
+:class:`Sstable` is an open SST: its decoded meta (one ranged read of meta + footer when the
+``SstableInfo`` is known, shared through the meta cache) and its blocks, each fetched with one
+ranged read, checked (checksum, lengths) and kept in the block cache as decompressed content.
+
+Contracts:
+- ``get(user_key, epoch)`` returns the newest version of ``user_key`` with epoch <= ``epoch`` held
+  by this SST as ``(version_epoch, value_or_None)`` (``None`` = tombstone), or ``None`` when the SST
+  holds no such version. The filter is probed first; at most one block is read, or two when the
+  versions of the key straddle a block boundary.
+- Iterators and scans yield full keys in full-key order (reverse for ``reverse=True``) with their
+  *tagged* values (``hummock.value``). Returned bytes are owned by the caller.
+- Every corruption is reported as :class:`~hummock.errors.CorruptionError` naming the object.
+
+Thread safety: an ``Sstable`` may be shared by threads (it holds immutable data and thread-safe
+caches); an ``SstableIterator`` belongs to one thread.
+Callers: the engine's read path and compaction.
+"""
+
+from __future__ import annotations
+
+from hummock.errors import CorruptionError, InvalidArgumentError
+from hummock.key import MAX_EPOCH
+from hummock.sstable.block import Block, BlockIterator, checksum, decode_stored_block, find_block_for_version
+from hummock.sstable.cache import LruCache
+from hummock.sstable.filter import FilterReader
+from hummock.sstable.meta import FOOTER_SIZE, SstableInfo, SstableMeta, decode_footer, sst_object_path
+
+
+
+def _meta_charge(meta: SstableMeta) -> int:
+    return meta.size_in_memory
+
+
+class Sstable:
+    """An open SST. Create with :meth:`open`."""
+
+    def __init__(self, store, sst_id: int, meta: SstableMeta, block_cache: LruCache | None = None):
+        self.store = store
+        self.sst_id = sst_id
+        self.meta = meta
+        self.path = sst_object_path(sst_id)
+        self._block_cache = block_cache
+        self._filter = FilterReader(meta.filter, object_name=self.path)
+        self._may_contain = self._filter.may_contain
+        self._first_keys = meta.first_keys
+
+    @classmethod
+    def open(cls, store, sst: int | SstableInfo, *, meta_cache: LruCache | None = None,
+             block_cache: LruCache | None = None) -> Sstable:
+        """Open SST ``sst`` (an id, or the ``SstableInfo`` a version carries: one read fewer)."""
+        info = sst if isinstance(sst, SstableInfo) else None
+        sst_id = info.sst_id if info else sst
+        if meta_cache is not None:
+            meta = meta_cache.get_or_load(sst_id, lambda: cls._read_meta(store, sst_id, info), _meta_charge)
+        else:
+            meta = cls._read_meta(store, sst_id, info)
+        return cls(store, sst_id, meta, block_cache)
+
+    @staticmethod
+    def _read_meta(store, sst_id: int, info: SstableInfo | None) -> SstableMeta:
+        path = sst_object_path(sst_id)
+        if info is not None:
+            file_size = info.file_size
+            tail = store.read(path, info.meta_offset, file_size)
+            footer = tail[-FOOTER_SIZE:]
+        else:
+            file_size = store.size(path)
+            if file_size < FOOTER_SIZE:
+                raise CorruptionError("SST shorter than its footer", object=path, offset=0,
+                                      expected=f">= {FOOTER_SIZE} bytes", found=file_size)
+            footer = store.read(path, file_size - FOOTER_SIZE, file_size)
+            tail = None
+        meta_offset, meta_len, meta_sum = decode_footer(footer, object=path, file_size=file_size)
+        if tail is None:
+            meta_bytes = store.read(path, meta_offset, meta_offset + meta_len)
+        else:
+            if meta_offset != info.meta_offset:
+                raise CorruptionError("meta offset differs from the SST info", object=path,
+                                      offset=file_size - FOOTER_SIZE, expected=info.meta_offset, found=meta_offset)
+            meta_bytes = tail[:meta_len]
+        actual = checksum(meta_bytes)
+        if actual != meta_sum:
+            raise CorruptionError("SST meta checksum mismatch", object=path, offset=meta_offset,
+                                  expected=f"{meta_sum:#018x}", found=f"{actual:#018x}")
+        meta = SstableMeta.decode(meta_bytes, object=path, base_offset=meta_offset)
+        _check_block_layout(meta, path, meta_offset)
+        return meta
+
+    # --- blocks ---
+
+    def block(self, index: int) -> Block:
+        """Validated, decompressed block ``index`` (through the block cache)."""
+        cache = self._block_cache
+        if cache is None:
+            return self._load_block(index)
+        key = (self.sst_id, index)
+        block = cache.get(key)
+        if block is None:
+            block = self._load_block(index)
+            cache.put(key, block, len(block))
+        return block
+
+    def _load_block(self, index: int) -> Block:
+        bm = self.meta.blocks[index]
+        stored = self.store.read(self.path, bm.offset, bm.offset + bm.stored_len)
+        content = decode_stored_block(stored, object=self.path, offset=bm.offset, expected_content_len=bm.content_len)
+        return Block(content, f"{self.path} block {index}")
+
+    def _block_iter(self, index: int):
+        return BlockIterator(self.block(index))
+
+    @property
+    def block_count(self) -> int:
+        return len(self.meta.blocks)
+
+    # --- reads ---
+
+    def may_contain(self, user_key: bytes) -> bool:
+        """False when the filter proves ``user_key`` has no version in this SST."""
+        return self._filter.may_contain(user_key)
+
+    def get(self, user_key: bytes, epoch: int = MAX_EPOCH):
+        """Newest version of ``user_key`` at or below ``epoch``: ``(epoch, value_or_None)`` or ``None``.
+
+        REQUIRES: ``user_key`` bytes of at least 4 bytes (the table id); ``epoch`` a u64 int.
+        """
+        if not self._may_contain(user_key):
+            return None
+        first_keys = self._first_keys
+        index = find_block_for_version(first_keys, user_key, epoch)
+        cache = self._block_cache
+        block = cache.get((self.sst_id, index)) if cache is not None else None
+        if block is None:
+            block = self.block(index)
+        found = block.get(user_key, epoch)
+        if found is False:  # the block ended first: the versions may continue in the next block
+            if index + 1 >= len(first_keys):
+                return None
+            return self.block(index + 1).first_version(user_key)
+        return found
+
+    def iter(self) -> SstableIterator:
+        return SstableIterator(self)
+
+    def scan(self, start: bytes | None = None, end: bytes | None = None, *, reverse: bool = False):
+        """Yield ``(full_key, tagged_value)`` for full keys in ``[start, end)``, in order (or in
+        reverse order). Bounds are full keys (``None``: unbounded)."""
+        blocks = len(self.meta.blocks)
+        if not reverse:
+            index = self.meta.block_for(start) if start is not None else 0
+            it = self._block_iter(index)
+            it.seek(start) if start is not None else it.seek_to_first()
+            while True:
+                entries, hit_bound = it.collect_forward(end)
+                yield from entries
+                index += 1
+                if hit_bound or index >= blocks:
+                    return
+                it = self._block_iter(index)
+                it.seek_to_first()
+        else:
+            if end is None:
+                index = blocks - 1
+                it = self._block_iter(index)
+                it.seek_to_last()
+            else:
+                index = self.meta.block_for(end)
+                it = self._block_iter(index)
+                it.seek(end)
+                if it.is_valid():
+                    it.prev()        # last key < end
+                else:
+                    it.seek_to_last()
+                if not it.is_valid():  # every key of this block is >= end
+                    index -= 1
+                    if index < 0:
+                        return
+                    it = self._block_iter(index)
+                    it.seek_to_last()
+            while True:
+                entries, hit_bound = it.collect_backward(start)
+                yield from entries
+                index -= 1
+                if hit_bound or index < 0:
+                    return
+                it = self._block_iter(index)
+                it.seek_to_last()
+
+
+def _check_block_layout(meta: SstableMeta, path: str, meta_offset: int) -> None:
+    """Block metas must tile ``[0, meta_offset)`` exactly, in order, with sane first keys."""
+    expected = 0
+    for i, bm in enumerate(meta.blocks):
+        if bm.offset != expected or bm.stored_len <= 0:
+            raise CorruptionError(f"block {i} is not where the previous one ended", object=path,
+                                  offset=bm.offset, expected=expected, found=bm.offset)
+        if len(bm.first_key) < 12:
+            raise CorruptionError(f"block {i} first key shorter than a full key", object=path,
+                                  offset=bm.offset, expected=">= 12 bytes", found=len(bm.first_key))
+        expected += bm.stored_len
+    if expected != meta_offset:
+        raise CorruptionError("blocks do not end where the meta starts", object=path, offset=meta_offset,
+                              expected=meta_offset, found=expected)
+    if not meta.blocks:
+        raise CorruptionError("SST without blocks", object=path, offset=meta_offset)
+
+
+class SstableIterator:
+    """A positioned iterator over one SST (LevelDB's two-level iterator): valid or not after each
+    move; ``key()`` is a full key, ``value()`` a tagged value."""
+
+    def __init__(self, sst: Sstable):
+        self._sst = sst
+        self._index = -1
+        self._it = None
+
+    def _load(self, index: int) -> None:
+        self._index = index
+        self._it = self._sst._block_iter(index)
+
+    def is_valid(self) -> bool:
+        return self._it is not None and self._it.is_valid()
+
+    def key(self) -> bytes:
+        return self._it.key()
+
+    def value(self) -> bytes:
+        return self._it.value()
+
+    def seek_to_first(self) -> None:
+        self._load(0)
+        self._it.seek_to_first()
+
+    def seek_to_last(self) -> None:
+        self._load(self._sst.block_count - 1)
+        self._it.seek_to_last()
+
+    def seek(self, full_key: bytes) -> None:
+        """First entry >= ``full_key``."""
+        self._load(self._sst.meta.block_for(full_key))
+        self._it.seek(full_key)
+        if not self._it.is_valid() and self._index + 1 < self._sst.block_count:
+            self._load(self._index + 1)
+            self._it.seek_to_first()
+
+    def seek_for_prev(self, full_key: bytes) -> None:
+        """Last entry <= ``full_key``."""
+        self._load(self._sst.meta.block_for(full_key))
+        self._it.seek_for_prev(full_key)
+
+    def next(self) -> None:
+        self._it.next()
+        if not self._it.is_valid() and self._index + 1 < self._sst.block_count:
+            self._load(self._index + 1)
+            self._it.seek_to_first()
+
+    def prev(self) -> None:
+        self._it.prev()
+        if not self._it.is_valid() and self._index > 0:
+            self._load(self._index - 1)
+            self._it.seek_to_last()

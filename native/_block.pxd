@@ -1,0 +1,58 @@
+# cython: language_level=3
+"""C-level view of ``native/_block.pyx`` for other native modules (SST and merge iterators).
+
+Borrowed pointers: ``key_ptr``/``key_len`` and ``value_ptr()``/``value_len()`` stay valid only until
+the iterator moves; copy them to keep them.
+"""
+
+cimport cython
+from libc.stdint cimport uint32_t
+
+
+@cython.final
+cdef class BlockIterator:
+    cdef bytes data
+    cdef const unsigned char* p
+    cdef Py_ssize_t limit
+    cdef uint32_t num_restarts
+    cdef Py_ssize_t current
+    cdef Py_ssize_t next_off
+    cdef unsigned char* key_ptr
+    cdef Py_ssize_t key_len
+    cdef Py_ssize_t key_cap
+    cdef Py_ssize_t value_start
+    cdef Py_ssize_t value_end
+    cdef object object_name
+
+    cdef object corrupt(self, message, offset, expected=*, found=*)
+    cdef uint32_t restart_at(self, Py_ssize_t i) noexcept
+    cdef int varint_slow(self, Py_ssize_t* ppos, uint32_t* out) except -1
+    cdef inline int varint(self, Py_ssize_t* ppos, uint32_t* out) except -1:
+        cdef Py_ssize_t pos = ppos[0]
+        if pos < self.limit and self.p[pos] < 0x80:
+            out[0] = self.p[pos]
+            ppos[0] = pos + 1
+            return 0
+        return self.varint_slow(ppos, out)
+    cdef int parse(self, Py_ssize_t offset) except -1
+    cdef int restart_key(self, Py_ssize_t index) except -1
+    cdef void invalidate(self) noexcept
+    cdef int c_seek(self, const unsigned char* target, Py_ssize_t n) except -1
+    cdef int c_seek_to_first(self) except -1
+    cdef int c_seek_to_last(self) except -1
+    cdef int c_next(self) except -1
+    cdef int c_prev(self) except -1
+    cdef inline bint c_valid(self) noexcept:
+        return self.current < self.limit
+
+
+@cython.final
+cdef class Block:
+    cdef bytes data
+    cdef const unsigned char* p
+    cdef Py_ssize_t limit
+    cdef uint32_t num_restarts
+    cdef object object_name
+    cdef object shared_iter
+    cdef bint busy
+    cdef object corrupt(self, message, offset, expected=*, found=*)

@@ -1,0 +1,666 @@
+# cython: language_level=3
+"""Native block builder and iterator; twin of ``hummock/sstable/_block_py.py``.
+
+Same layout (docs/format.md section 4.1), same names, same exceptions and messages, identical
+bytes. The build loop, the seek and the iteration run in C; every varint, length and offset read
+from a block is checked against the entry area's end before use, so malformed content raises
+``CorruptionError`` and never reads out of bounds.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsUnsignedLongLong
+from libc.stdint cimport uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+from native._keycmp cimport cmp_full_keys
+
+from hummock.errors import CorruptionError, InvalidArgumentError
+
+# part of the on-disk format, do not change (mirrored in the twin and hummock/key.py)
+DEF EPOCH_LEN = 8
+DEF MIN_FULL_KEY_LEN = 12
+DEF TAG_PUT = 0x01
+DEF TAG_DELETE = 0x02
+
+
+cdef inline uint32_t load_u32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline uint64_t load_u64_be(const unsigned char* p) noexcept nogil:
+    cdef uint64_t x = 0
+    cdef int i
+    for i in range(8):
+        x = (x << 8) | p[i]
+    return x
+
+
+cdef bytes as_key(object full_key):
+    """Checked full key as bytes (same rules and messages as the twin's ``_check_key``)."""
+    if type(full_key) is not bytes:
+        if not isinstance(full_key, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"full key must be bytes, got {type(full_key).__name__}")
+        full_key = bytes(full_key)
+    if PyBytes_GET_SIZE(full_key) < MIN_FULL_KEY_LEN:
+        raise InvalidArgumentError(f"full key of {PyBytes_GET_SIZE(full_key)} bytes is shorter than {MIN_FULL_KEY_LEN}")
+    return <bytes>full_key
+
+
+cdef inline int memcmp_eq(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
+    """1 if the first ``n`` bytes are equal, else 0."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if a[i] != b[i]:
+            return 0
+    return 1
+
+
+# --- builder ---------------------------------------------------------------------------------
+
+cdef class BlockBuilder:
+    """See the twin's docstring: one block at a time plus SST-wide accounting."""
+
+    cdef unsigned char* buf
+    cdef Py_ssize_t buf_len, buf_cap
+    cdef uint32_t* restarts
+    cdef Py_ssize_t n_restarts, restarts_cap
+    cdef int counter
+    cdef bytes block_last
+    cdef readonly int restart_interval
+    cdef readonly object block_first_key
+    cdef readonly Py_ssize_t block_entry_count
+    cdef readonly Py_ssize_t key_count
+    cdef readonly Py_ssize_t tombstone_count
+    cdef uint64_t min_ep, max_ep
+    cdef readonly object smallest_key
+    cdef readonly object last_key
+    cdef readonly list user_keys
+    cdef readonly list table_ids
+
+    def __cinit__(self, restart_interval=16):
+        if type(restart_interval) is not int or not 1 <= restart_interval <= 65536:
+            raise InvalidArgumentError(f"restart_interval must be in [1, 65536], got {restart_interval!r}")
+        self.restart_interval = restart_interval
+        self.buf = <unsigned char*>malloc(4096)
+        self.restarts = <uint32_t*>malloc(64 * sizeof(uint32_t))
+        if self.buf == NULL or self.restarts == NULL:
+            raise MemoryError()
+        self.buf_cap = 4096
+        self.restarts_cap = 64
+        self.user_keys = []
+        self.table_ids = []
+        self.reset_block()
+
+    def __dealloc__(self):
+        free(self.buf)
+        free(self.restarts)
+
+    cdef void reset_block(self):
+        self.buf_len = 0
+        self.restarts[0] = 0
+        self.n_restarts = 1
+        self.counter = 0
+        self.block_last = b""
+        self.block_first_key = None
+        self.block_entry_count = 0
+
+    cdef int reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t cap
+        cdef unsigned char* grown
+        if self.buf_len + extra <= self.buf_cap:
+            return 0
+        cap = self.buf_cap * 2
+        if cap < self.buf_len + extra:
+            cap = self.buf_len + extra
+        grown = <unsigned char*>realloc(self.buf, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self.buf = grown
+        self.buf_cap = cap
+        return 0
+
+    cdef inline void put_varint(self, uint32_t v) noexcept:
+        """REQUIRES: 5 bytes reserved."""
+        while v >= 0x80:
+            self.buf[self.buf_len] = (v & 0x7F) | 0x80
+            self.buf_len += 1
+            v >>= 7
+        self.buf[self.buf_len] = v
+        self.buf_len += 1
+
+    @property
+    def block_size_estimate(self):
+        return self.buf_len + 4 * self.n_restarts + 4
+
+    @property
+    def min_epoch(self):
+        return None if self.key_count == 0 else self.min_ep
+
+    @property
+    def max_epoch(self):
+        return None if self.key_count == 0 else self.max_ep
+
+    def add(self, full_key, value):
+        """Add a put (``value`` bytes) or a delete (``value is None``)."""
+        cdef bytes payload
+        if value is None:
+            return self.c_add(as_key(full_key), TAG_DELETE, NULL, 0)
+        if type(value) is not bytes:
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(f"value must be bytes or None, got {type(value).__name__}")
+            value = bytes(value)
+        payload = <bytes>value
+        return self.c_add(as_key(full_key), TAG_PUT, <const unsigned char*>PyBytes_AS_STRING(payload),
+                          PyBytes_GET_SIZE(payload))
+
+    def add_tagged(self, full_key, tagged_value):
+        """Add a value that already carries its tag byte (as read from another SST)."""
+        cdef bytes tv
+        cdef const unsigned char* t
+        if not isinstance(tagged_value, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"tagged value must be bytes, got {type(tagged_value).__name__}")
+        tv = bytes(tagged_value) if type(tagged_value) is not bytes else <bytes>tagged_value
+        t = <const unsigned char*>PyBytes_AS_STRING(tv)
+        if PyBytes_GET_SIZE(tv) == 0 or (t[0] != TAG_PUT and t[0] != TAG_DELETE) or \
+                (t[0] == TAG_DELETE and PyBytes_GET_SIZE(tv) != 1):
+            raise InvalidArgumentError("tagged value must be 0x01+payload or a lone 0x02")
+        return self.c_add(as_key(full_key), t[0], t + 1, PyBytes_GET_SIZE(tv) - 1)
+
+    cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1:
+        cdef const unsigned char* k = <const unsigned char*>PyBytes_AS_STRING(key)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(key)
+        cdef const unsigned char* last
+        cdef Py_ssize_t last_n, shared = 0, limit
+        cdef uint32_t* grown
+        cdef const unsigned char* first
+        if n > 0xFFFFFFFF or plen + 1 > 0xFFFFFFFF:
+            raise InvalidArgumentError("key or value longer than 4 GiB")
+        if self.block_entry_count:
+            first = <const unsigned char*>PyBytes_AS_STRING(self.block_first_key)
+            if first[0] != k[0] or first[1] != k[1] or first[2] != k[2] or first[3] != k[3]:
+                return False
+        if self.last_key is not None:
+            last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
+            if cmp_full_keys(last, PyBytes_GET_SIZE(self.last_key), k, n) >= 0:
+                raise InvalidArgumentError("keys must be added in strictly increasing full-key order")
+        if self.counter >= self.restart_interval:
+            if self.n_restarts == self.restarts_cap:
+                grown = <uint32_t*>realloc(self.restarts, 2 * self.restarts_cap * sizeof(uint32_t))
+                if grown == NULL:
+                    raise MemoryError()
+                self.restarts = grown
+                self.restarts_cap *= 2
+            self.restarts[self.n_restarts] = <uint32_t>self.buf_len
+            self.n_restarts += 1
+            self.counter = 0
+        else:
+            last = <const unsigned char*>PyBytes_AS_STRING(self.block_last)
+            last_n = PyBytes_GET_SIZE(self.block_last)
+            limit = last_n if last_n < n else n
+            while shared < limit and last[shared] == k[shared]:
+                shared += 1
+        if not self.block_entry_count:
+            self.block_first_key = key
+        if self.buf_len + 15 + (n - shared) + 1 + plen > 0xFFFFFFFF:
+            raise InvalidArgumentError("block larger than 4 GiB")
+        self.reserve(15 + (n - shared) + 1 + plen)
+        self.put_varint(<uint32_t>shared)
+        self.put_varint(<uint32_t>(n - shared))
+        self.put_varint(<uint32_t>(1 + plen))
+        memcpy(self.buf + self.buf_len, k + shared, n - shared)
+        self.buf_len += n - shared
+        self.buf[self.buf_len] = tag
+        self.buf_len += 1
+        if plen:
+            memcpy(self.buf + self.buf_len, payload, plen)
+            self.buf_len += plen
+        self.counter += 1
+        self.block_last = key
+        self.block_entry_count += 1
+        self.account(key, k, n, tag)
+        return True
+
+    cdef int account(self, bytes key, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1:
+        cdef const unsigned char* last
+        cdef Py_ssize_t last_n
+        cdef uint64_t epoch = 0xFFFFFFFFFFFFFFFF - load_u64_be(k + n - EPOCH_LEN)
+        cdef uint32_t table_id = (<uint32_t>k[0] << 24) | (<uint32_t>k[1] << 16) | (<uint32_t>k[2] << 8) | k[3]
+        cdef bint new_user_key = True
+        if self.last_key is not None:
+            last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
+            last_n = PyBytes_GET_SIZE(self.last_key)
+            new_user_key = last_n != n or not memcmp_eq(last, k, n - EPOCH_LEN)
+        if new_user_key:
+            self.user_keys.append(PyBytes_FromStringAndSize(<const char*>k, n - EPOCH_LEN))
+        if not self.table_ids or self.table_ids[-1] != table_id:
+            self.table_ids.append(table_id)
+        if self.key_count == 0:
+            self.min_ep = self.max_ep = epoch
+            self.smallest_key = key
+        else:
+            if epoch < self.min_ep:
+                self.min_ep = epoch
+            if epoch > self.max_ep:
+                self.max_ep = epoch
+        self.last_key = key
+        self.key_count += 1
+        if tag == TAG_DELETE:
+            self.tombstone_count += 1
+        return 0
+
+    def finish_block(self):
+        """The finished block content; resets the block (not the SST-wide accounting)."""
+        cdef Py_ssize_t i
+        cdef uint32_t v
+        cdef unsigned char* out
+        if not self.block_entry_count:
+            raise InvalidArgumentError("finish_block on an empty block")
+        self.reserve(4 * self.n_restarts + 4)
+        for i in range(self.n_restarts + 1):
+            v = self.restarts[i] if i < self.n_restarts else <uint32_t>self.n_restarts
+            out = self.buf + self.buf_len
+            out[0] = v & 0xFF
+            out[1] = (v >> 8) & 0xFF
+            out[2] = (v >> 16) & 0xFF
+            out[3] = (v >> 24) & 0xFF
+            self.buf_len += 4
+        content = PyBytes_FromStringAndSize(<const char*>self.buf, self.buf_len)
+        self.reset_block()
+        return content
+
+
+# --- iterator --------------------------------------------------------------------------------
+
+@cython.final
+cdef class BlockIterator:
+    """See the twin's docstring. ``key()``/``value()`` return new bytes objects."""
+
+    def __cinit__(self, content, object=None):
+        cdef Block block
+        self.key_cap = 64
+        self.key_ptr = <unsigned char*>malloc(self.key_cap)
+        if self.key_ptr == NULL:
+            raise MemoryError()
+        self.key_len = 0
+        if isinstance(content, Block):
+            block = <Block>content        # already validated: share it
+        else:
+            block = Block(content, object)
+        self.data = block.data
+        self.p = block.p
+        self.limit = block.limit
+        self.num_restarts = block.num_restarts
+        self.object_name = block.object_name if object is None else object
+        self.current = self.limit
+        self.next_off = self.limit
+
+    def __dealloc__(self):
+        free(self.key_ptr)
+
+    cdef object corrupt(self, message, offset, expected=None, found=None):
+        return CorruptionError(message, object=self.object_name or "block", offset=offset,
+                               expected=expected, found=found)
+
+    cdef uint32_t restart_at(self, Py_ssize_t i) noexcept:
+        return load_u32(self.p + self.limit + 4 * i)
+
+    cdef int varint_slow(self, Py_ssize_t* ppos, uint32_t* out) except -1:
+        cdef Py_ssize_t pos = ppos[0], start = ppos[0]
+        cdef uint64_t result = 0
+        cdef int shift = 0, i
+        cdef unsigned char byte
+        for i in range(5):
+            if pos >= self.limit:
+                raise self.corrupt("truncated varint", pos)
+            byte = self.p[pos]
+            pos += 1
+            result |= (<uint64_t>(byte & 0x7F)) << shift
+            if not (byte & 0x80):
+                if result > 0xFFFFFFFF:
+                    raise self.corrupt("varint exceeds 32 bits", start)
+                out[0] = <uint32_t>result
+                ppos[0] = pos
+                return 0
+            shift += 7
+        raise self.corrupt("varint longer than 5 bytes", pos - 5)
+
+    cdef int parse(self, Py_ssize_t offset) except -1:
+        """Decode the entry at ``offset``; the key buffer holds the previous key."""
+        cdef Py_ssize_t pos = offset
+        cdef uint32_t shared, unshared, value_len
+        cdef Py_ssize_t need
+        cdef unsigned char* grown
+        self.varint(&pos, &shared)
+        self.varint(&pos, &unshared)
+        self.varint(&pos, &value_len)
+        if shared > self.key_len:
+            raise self.corrupt("shared prefix longer than the previous key", offset, f"<= {self.key_len}", shared)
+        if unshared > self.limit - pos or value_len > self.limit - pos - unshared:
+            raise self.corrupt("entry overruns the block", offset, f"<= {self.limit - pos}",
+                               <uint64_t>unshared + value_len)
+        need = <Py_ssize_t>shared + unshared
+        if need > self.key_cap:
+            grown = <unsigned char*>realloc(self.key_ptr, need * 2)
+            if grown == NULL:
+                raise MemoryError()
+            self.key_ptr = grown
+            self.key_cap = need * 2
+        memcpy(self.key_ptr + shared, self.p + pos, unshared)
+        self.key_len = need
+        if need < MIN_FULL_KEY_LEN:
+            raise self.corrupt("key shorter than a full key", offset, f">= {MIN_FULL_KEY_LEN}", need)
+        self.current = offset
+        self.value_start = pos + unshared
+        self.value_end = self.value_start + value_len
+        self.next_off = self.value_end
+        return 0
+
+    cdef int restart_key(self, Py_ssize_t index) except -1:
+        cdef Py_ssize_t offset = self.restart_at(index), pos
+        cdef uint32_t shared
+        pos = offset
+        self.varint(&pos, &shared)
+        if shared != 0:
+            raise self.corrupt("restart entry with a shared prefix", offset, 0, shared)
+        self.key_len = 0
+        return self.parse(offset)
+
+    cdef void invalidate(self) noexcept:
+        self.current = self.limit
+        self.next_off = self.limit
+        self.key_len = 0
+
+    cdef int c_seek_to_first(self) except -1:
+        self.key_len = 0
+        return self.parse(0)
+
+    cdef int c_seek_to_last(self) except -1:
+        self.restart_key(self.num_restarts - 1)
+        while self.next_off < self.limit:
+            self.parse(self.next_off)
+        return 0
+
+    cdef int c_next(self) except -1:
+        if self.next_off >= self.limit:
+            self.invalidate()
+            return 0
+        return self.parse(self.next_off)
+
+    cdef int c_prev(self) except -1:
+        cdef Py_ssize_t target = self.current
+        cdef Py_ssize_t index = self.num_restarts - 1
+        while index >= 0 and self.restart_at(index) >= target:
+            index -= 1
+        if index < 0:
+            self.invalidate()
+            return 0
+        self.restart_key(index)
+        while self.next_off < target:
+            self.parse(self.next_off)
+        if self.next_off != target:
+            raise self.corrupt("entries do not chain to the current entry", target)
+        return 0
+
+    cdef int c_seek(self, const unsigned char* target, Py_ssize_t n) except -1:
+        cdef Py_ssize_t left = 0, right = self.num_restarts - 1, mid, pos
+        cdef uint32_t shared, unshared, value_len
+        while left < right:
+            # restart entries have shared == 0, so their key lies in place: compare it there
+            mid = (left + right + 1) // 2
+            pos = self.restart_at(mid)
+            self.varint(&pos, &shared)
+            self.varint(&pos, &unshared)
+            self.varint(&pos, &value_len)
+            if shared != 0:
+                raise self.corrupt("restart entry with a shared prefix", self.restart_at(mid), 0, shared)
+            if unshared > self.limit - pos or unshared < MIN_FULL_KEY_LEN:
+                raise self.corrupt("restart key overruns the block", self.restart_at(mid),
+                                   f"{MIN_FULL_KEY_LEN}..{self.limit - pos}", unshared)
+            if cmp_full_keys(self.p + pos, unshared, target, n) < 0:
+                left = mid
+            else:
+                right = mid - 1
+        self.restart_key(left)
+        while cmp_full_keys(self.key_ptr, self.key_len, target, n) < 0:
+            if self.next_off >= self.limit:
+                self.invalidate()
+                return 0
+            self.parse(self.next_off)
+        return 0
+
+    # --- Python API (same as the twin) ---
+
+    def is_valid(self):
+        return self.current < self.limit
+
+    def key(self):
+        assert self.current < self.limit, "key() on an invalid iterator"
+        return PyBytes_FromStringAndSize(<const char*>self.key_ptr, self.key_len)
+
+    def value(self):
+        assert self.current < self.limit, "value() on an invalid iterator"
+        return PyBytes_FromStringAndSize(<const char*>self.p + self.value_start, self.value_end - self.value_start)
+
+    def seek_to_first(self):
+        self.c_seek_to_first()
+
+    def seek_to_last(self):
+        self.c_seek_to_last()
+
+    def next(self):
+        assert self.current < self.limit, "next() on an invalid iterator"
+        self.c_next()
+
+    def prev(self):
+        assert self.current < self.limit, "prev() on an invalid iterator"
+        self.c_prev()
+
+    def seek(self, target):
+        cdef bytes t = as_key(target)
+        self.c_seek(<const unsigned char*>PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+
+    def seek_for_prev(self, target):
+        cdef bytes t = as_key(target)
+        cdef const unsigned char* tp = <const unsigned char*>PyBytes_AS_STRING(t)
+        self.c_seek(tp, PyBytes_GET_SIZE(t))
+        if not self.c_valid():
+            self.c_seek_to_last()
+        elif cmp_full_keys(self.key_ptr, self.key_len, tp, PyBytes_GET_SIZE(t)) > 0:
+            self.c_prev()
+
+    def collect_forward(self, end=None):
+        """Entries from the current one while ``key < end``; see the twin. Returns
+        ``(entries, hit_bound)``."""
+        cdef bytes e
+        cdef const unsigned char* ep = NULL
+        cdef Py_ssize_t en = 0
+        cdef list out = []
+        if end is not None:
+            e = as_key(end)
+            ep = <const unsigned char*>PyBytes_AS_STRING(e)
+            en = PyBytes_GET_SIZE(e)
+        while self.current < self.limit:
+            if ep != NULL and cmp_full_keys(self.key_ptr, self.key_len, ep, en) >= 0:
+                return out, True
+            out.append((PyBytes_FromStringAndSize(<const char*>self.key_ptr, self.key_len),
+                        PyBytes_FromStringAndSize(<const char*>self.p + self.value_start,
+                                                  self.value_end - self.value_start)))
+            self.c_next()
+        return out, False
+
+    def collect_backward(self, start=None):
+        """Entries from the current one backwards while ``key >= start``; see the twin."""
+        cdef Py_ssize_t target = self.current
+        cdef bint hit_bound = False
+        cdef bytes s
+        cdef list out = []
+        assert self.current < self.limit, "collect_backward() on an invalid iterator"
+        if start is None:
+            self.c_seek_to_first()
+        else:
+            s = as_key(start)
+            self.c_seek(<const unsigned char*>PyBytes_AS_STRING(s), PyBytes_GET_SIZE(s))
+            if not self.c_valid() or self.current > target:
+                self.invalidate()
+                return [], True
+            hit_bound = self.current > 0
+        while self.current < self.limit and self.current <= target:
+            out.append((PyBytes_FromStringAndSize(<const char*>self.key_ptr, self.key_len),
+                        PyBytes_FromStringAndSize(<const char*>self.p + self.value_start,
+                                                  self.value_end - self.value_start)))
+            self.c_next()
+        self.invalidate()
+        out.reverse()
+        return out, hit_bound
+
+
+# --- validated block, shared by iterators; native point lookups -------------------------------
+
+@cython.final
+cdef class Block:
+    """A block content whose trailer and restart array were checked once; what the block cache
+    holds. Iterators made from it skip the checks; :meth:`get` is a point lookup in one call."""
+
+    def __cinit__(self, content, object=None):
+        cdef Py_ssize_t n, i
+        cdef uint32_t num, offset, previous = 0
+        self.data = content if type(content) is bytes else bytes(content)
+        self.p = <const unsigned char*>PyBytes_AS_STRING(self.data)
+        self.object_name = object
+        n = PyBytes_GET_SIZE(self.data)
+        if n < 4:
+            raise self.corrupt("block shorter than its trailer", 0, ">= 4 bytes", n)
+        num = load_u32(self.p + n - 4)
+        if num == 0 or num > (n - 4) // 4:
+            raise self.corrupt("bad restart count", n - 4, f"1..{(n - 4) // 4}", num)
+        self.num_restarts = num
+        self.limit = n - 4 - 4 * <Py_ssize_t>num
+        for i in range(num):
+            offset = load_u32(self.p + self.limit + 4 * i)
+            if (i > 0 and offset <= previous) or offset >= self.limit or (i == 0 and offset != 0):
+                raise self.corrupt("bad restart offset", self.limit + 4 * i, f"increasing, < {self.limit}", offset)
+            previous = offset
+        self.shared_iter = None
+        self.busy = False
+
+    cdef object corrupt(self, message, offset, expected=None, found=None):
+        return CorruptionError(message, object=self.object_name or "block", offset=offset,
+                               expected=expected, found=found)
+
+    def __len__(self):
+        return PyBytes_GET_SIZE(self.data)
+
+    @property
+    def content(self):
+        return self.data
+
+    def iterator(self, object=None):
+        """A new :class:`BlockIterator` over this block."""
+        return BlockIterator(self, object)
+
+    def get(self, user_key, epoch):
+        """Point lookup: the first entry >= ``user_key || inverted(epoch)``.
+
+        Returns ``(version_epoch, value_or_None)`` when that entry has ``user_key`` (``None`` for a
+        tombstone), ``None`` when it has another user key, and ``False`` when the block ends
+        before such an entry (the caller looks at the next block's first entry).
+        """
+        cdef bytes uk
+        cdef Py_ssize_t un, i
+        cdef uint64_t inv
+        cdef unsigned char small[256]
+        cdef unsigned char* target
+        cdef BlockIterator it
+        cdef bint shared
+        uk = user_key if type(user_key) is bytes else bytes(user_key)
+        un = PyBytes_GET_SIZE(uk)
+        inv = 0xFFFFFFFFFFFFFFFF - as_epoch(epoch)
+        if un + EPOCH_LEN <= 256:
+            target = &small[0]
+        else:
+            target = <unsigned char*>malloc(un + EPOCH_LEN)
+        if target == NULL:
+            raise MemoryError()
+        shared = not self.busy
+        try:
+            memcpy(target, PyBytes_AS_STRING(uk), un)
+            for i in range(EPOCH_LEN):
+                target[un + i] = (inv >> (8 * (EPOCH_LEN - 1 - i))) & 0xFF
+            if shared:
+                if self.shared_iter is None:
+                    self.shared_iter = BlockIterator(self)
+                it = <BlockIterator>self.shared_iter
+                self.busy = True
+            else:
+                it = BlockIterator(self)
+            it.c_seek(target, un + EPOCH_LEN)
+            if not it.c_valid():
+                return False
+            return entry_version(it, <const unsigned char*>PyBytes_AS_STRING(uk), un)
+        finally:
+            if shared:
+                self.busy = False
+            if target != &small[0]:
+                free(target)
+
+    def first_version(self, user_key):
+        """``(version_epoch, value_or_None)`` of the block's first entry if it has ``user_key``,
+        else ``None`` (for versions that continue from the previous block)."""
+        cdef BlockIterator it = BlockIterator(self)
+        cdef bytes uk = user_key if type(user_key) is bytes else bytes(user_key)
+        it.c_seek_to_first()
+        return entry_version(it, <const unsigned char*>PyBytes_AS_STRING(uk), PyBytes_GET_SIZE(uk))
+
+
+cdef object entry_version(BlockIterator it, const unsigned char* uk, Py_ssize_t un):
+    cdef const unsigned char* v
+    cdef Py_ssize_t vn
+    if it.key_len != un + EPOCH_LEN or not memcmp_eq(it.key_ptr, uk, un):
+        return None
+    version = 0xFFFFFFFFFFFFFFFF - load_u64_be(it.key_ptr + un)
+    v = it.p + it.value_start
+    vn = it.value_end - it.value_start
+    if vn >= 1 and v[0] == TAG_PUT:
+        return version, PyBytes_FromStringAndSize(<const char*>v + 1, vn - 1)
+    if vn == 1 and v[0] == TAG_DELETE:
+        return version, None
+    raise it.corrupt("bad value tag", it.value_start, "0x01 or lone 0x02", bytes(v[:2 if vn >= 2 else vn]).hex())
+
+
+def find_block(list first_keys, full_key):
+    """Index of the last block whose first key is <= ``full_key`` in full-key order (0 if none)."""
+    cdef bytes t = as_key(full_key)
+    cdef const unsigned char* tp = <const unsigned char*>PyBytes_AS_STRING(t)
+    cdef Py_ssize_t tn = PyBytes_GET_SIZE(t)
+    cdef Py_ssize_t lo = 0, hi = len(first_keys), mid
+    cdef bytes k
+    while lo < hi:
+        mid = (lo + hi) // 2
+        k = <bytes>first_keys[mid]
+        if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), tp, tn) <= 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1 if lo > 0 else 0
+
+
+def find_block_for_version(list first_keys, user_key, epoch):
+    """:func:`find_block` for the full key ``user_key || inverted(epoch)``."""
+    cdef bytes uk = user_key if type(user_key) is bytes else bytes(user_key)
+    cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), i
+    cdef uint64_t inv = 0xFFFFFFFFFFFFFFFF - as_epoch(epoch)
+    cdef bytes target = PyBytes_FromStringAndSize(NULL, un + EPOCH_LEN)
+    cdef unsigned char* t = <unsigned char*>PyBytes_AS_STRING(target)
+    memcpy(t, PyBytes_AS_STRING(uk), un)
+    for i in range(EPOCH_LEN):
+        t[un + i] = (inv >> (8 * (EPOCH_LEN - 1 - i))) & 0xFF
+    return find_block(first_keys, target)
+
+
+cdef uint64_t as_epoch(object epoch) except? 0:
+    """A checked u64 epoch (same rule and message as the twin)."""
+    if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
+        raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+    return PyLong_AsUnsignedLongLong(epoch)

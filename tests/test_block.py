@@ -1,0 +1,243 @@
+"""Blocks: builder and iterator against a sorted-list model, native vs pure identity, stored-block
+checksums and compression, malformed content.
+
+Model: a Python list of ``(full_key, tagged_value)`` sorted with ``full_key_sort_key``; every
+seek must land where ``bisect`` on that list says.
+"""
+
+import bisect
+import importlib
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hummock import _twins
+from hummock.errors import CorruptionError, InvalidArgumentError
+from hummock.key import MAX_EPOCH, encode_full_key, full_key_sort_key
+from hummock.sstable import _block_py
+from hummock.sstable.block import (BLOCK_TRAILER, COMPRESSION_LZ4, COMPRESSION_NONE, checksum,
+                                   decode_stored_block, encode_stored_block)
+from hummock.value import encode_value
+from strategies import entry_lists, user_keys
+
+
+def implementations():
+    if _twins.pure_python_forced():
+        return [_block_py]
+    return [_block_py, importlib.import_module("native._block")]
+
+
+IMPLS = pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+
+def build(impl, entries, restart_interval):
+    builder = impl.BlockBuilder(restart_interval)
+    for key, value in entries:
+        assert builder.add(key, value)
+    return builder, builder.finish_block()
+
+
+def model_seek(model_keys, target):
+    return bisect.bisect_left([full_key_sort_key(k) for k in model_keys], full_key_sort_key(target))
+
+
+@given(entry_lists(single_table=True), st.integers(1, 20))
+def test_builders_agree_and_account(entries, restart_interval):
+    results = []
+    for impl in implementations():
+        builder, content = build(impl, entries, restart_interval)
+        results.append((content, builder.key_count, builder.tombstone_count, builder.min_epoch, builder.max_epoch,
+                        list(builder.user_keys), list(builder.table_ids), builder.smallest_key, builder.last_key))
+    assert all(r == results[0] for r in results)
+    content, count, tombstones, min_epoch, max_epoch, uks, tables, smallest, last = results[0]
+    epochs = [MAX_EPOCH - int.from_bytes(k[-8:], "big") for k, _ in entries]
+    assert count == len(entries) and tombstones == sum(v is None for _, v in entries)
+    assert (min_epoch, max_epoch) == (min(epochs), max(epochs))
+    assert uks == sorted({k[:-8] for k, _ in entries}) and tables == [1]
+    assert smallest == entries[0][0] and last == entries[-1][0]
+
+
+@given(entry_lists(single_table=True), st.integers(1, 20), st.data())
+def test_iteration_and_seeks_match_model(entries, restart_interval, data):
+    keys = [k for k, _ in entries]
+    tagged = [encode_value(v) for _, v in entries]
+    for impl in implementations():
+        _, content = build(impl, entries, restart_interval)
+        block = impl.Block(content)
+        it = block.iterator()
+        it.seek_to_first()
+        forward = []
+        while it.is_valid():
+            forward.append((it.key(), it.value()))
+            it.next()
+        assert forward == list(zip(keys, tagged))
+        it.seek_to_last()
+        backward = []
+        while it.is_valid():
+            backward.append(it.key())
+            it.prev()
+        assert backward == keys[::-1]
+        for _ in range(5):
+            target = data.draw(st.one_of(st.sampled_from(keys), st.builds(
+                lambda uk, e: encode_full_key(1, uk[1], e), user_keys, st.integers(0, MAX_EPOCH))))
+            pos = model_seek(keys, target)
+            it.seek(target)
+            assert (it.key() if it.is_valid() else None) == (keys[pos] if pos < len(keys) else None)
+            it.seek_for_prev(target)
+            prev_pos = pos if pos < len(keys) and keys[pos] == target else pos - 1
+            assert (it.key() if it.is_valid() else None) == (keys[prev_pos] if prev_pos >= 0 else None)
+            # collect forward from target to an end bound, and backward from target to a start bound
+            end = data.draw(st.sampled_from(keys + [None]))
+            it.seek(target)
+            if it.is_valid():
+                got, hit = it.collect_forward(end)
+                end_pos = len(keys) if end is None else model_seek(keys, end)
+                assert [k for k, _ in got] == keys[pos:max(pos, end_pos)]
+                assert hit == (end is not None and end_pos < len(keys))
+            start = data.draw(st.sampled_from(keys + [None]))
+            it.seek_for_prev(target)
+            if it.is_valid():
+                got, hit = it.collect_backward(start)
+                start_pos = 0 if start is None else model_seek(keys, start)
+                assert [k for k, _ in got] == keys[start_pos:prev_pos + 1][::-1]
+                assert hit == (start is not None and start_pos > 0)
+
+
+@given(entry_lists(single_table=True), st.integers(1, 8), st.data())
+def test_point_get_matches_model(entries, restart_interval, data):
+    keys = [k for k, _ in entries]
+    for impl in implementations():
+        _, content = build(impl, entries, restart_interval)
+        block = impl.Block(content)
+        for _ in range(8):
+            uk = data.draw(st.sampled_from([k[:-8] for k in keys]) | user_keys.map(lambda t: encode_full_key(1, t[1], 0)[:-8]))
+            epoch = data.draw(st.sampled_from([0, 1, 3, 2**16, MAX_EPOCH]))
+            target = uk + (MAX_EPOCH - epoch).to_bytes(8, "big")
+            pos = model_seek(keys, target)
+            if pos == len(keys):
+                expected = False
+            elif keys[pos][:-8] != uk:
+                expected = None
+            else:
+                expected = (MAX_EPOCH - int.from_bytes(keys[pos][-8:], "big"), entries[pos][1])
+            assert block.get(uk, epoch) == expected
+
+
+@IMPLS
+def test_builder_rejects_bad_input(impl):
+    builder = impl.BlockBuilder(16)
+    k1, k2 = encode_full_key(1, b"a", 5), encode_full_key(1, b"a", 4)
+    assert builder.add(k1, b"x")
+    with pytest.raises(InvalidArgumentError):
+        builder.add(k1, b"y")            # duplicate
+    with pytest.raises(InvalidArgumentError):
+        builder.add(encode_full_key(1, b"a", 9), b"y")  # newer epoch after older: out of order
+    with pytest.raises(InvalidArgumentError):
+        builder.add(b"short", b"y")
+    with pytest.raises(InvalidArgumentError):
+        builder.add(k2, 5)
+    with pytest.raises(InvalidArgumentError):
+        builder.add_tagged(k2, b"\x03x")
+    assert builder.add_tagged(k2, b"\x02")
+    assert not builder.add(encode_full_key(2, b"", 1), b"z"), "a block never spans two table ids"
+    content = builder.finish_block()
+    assert builder.add(encode_full_key(2, b"", 1), b"z")
+    with pytest.raises(InvalidArgumentError):
+        impl.BlockBuilder(0)
+    assert impl.Block(content).get(b"\x00\x00\x00\x01a", 4) == (4, None)
+
+
+@IMPLS
+@given(entry_lists(single_table=True, max_size=10), st.data())
+def test_malformed_content_raises_never_crashes(impl, entries, data):
+    _, content = build(impl, entries, 3)
+    mutated = bytearray(content)
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(mutated) - 1))
+        mutated[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(mutated)))
+    for candidate in (bytes(mutated), bytes(mutated[:cut]), content[:cut]):
+        try:
+            block = impl.Block(candidate)
+            it = block.iterator()
+            it.seek_to_first()
+            while it.is_valid():
+                it.key(), it.value()
+                it.next()
+            it.seek_to_last()
+            steps = 0
+            while it.is_valid() and steps < 200:
+                it.prev()
+                steps += 1
+            it.seek(entries[0][0])
+            block.get(entries[0][0][:-8], 5)
+        except CorruptionError:
+            pass
+
+
+def test_malformed_content_same_verdict_in_both_impls():
+    if _twins.pure_python_forced():
+        pytest.skip("HUMMOCK_PURE_PYTHON=1: only the twin is under test in this run")
+    entries = [(encode_full_key(1, b"k%03d" % i, 5), b"v" * (i % 7)) for i in range(40)]
+    impls = implementations()
+    content = build(impls[0], entries, 4)[1]
+
+    def verdict(impl, data):
+        try:
+            it = impl.Block(data).iterator()
+            it.seek_to_first()
+            out = []
+            while it.is_valid():
+                out.append((it.key(), it.value()))
+                it.next()
+            return out
+        except CorruptionError:
+            return "corrupt"
+    for i in range(len(content)):
+        for flip in (0x01, 0x80, 0xFF):
+            data = bytearray(content)
+            data[i] ^= flip
+            verdicts = {repr(verdict(impl, bytes(data))) for impl in impls}
+            assert len(verdicts) == 1, (i, flip)
+
+
+@given(st.binary(max_size=3000), st.sampled_from([COMPRESSION_NONE, COMPRESSION_LZ4]))
+def test_stored_block_round_trip(content, compression):
+    stored = encode_stored_block(content, compression)
+    assert decode_stored_block(stored, expected_content_len=len(content)) == content
+
+
+def test_stored_block_every_flip_is_detected():
+    content = b"".join(b"entry-%04d" % i for i in range(200))
+    for compression in (COMPRESSION_NONE, COMPRESSION_LZ4):
+        stored = encode_stored_block(content, compression)
+        for i in range(len(stored)):
+            bad = bytearray(stored)
+            bad[i] ^= 0x5A
+            with pytest.raises(CorruptionError) as info:
+                decode_stored_block(bytes(bad), object="t.sst", offset=100)
+            assert info.value.object == "t.sst"
+        for cut in range(len(stored)):
+            with pytest.raises(CorruptionError):
+                decode_stored_block(stored[:cut])
+
+
+def _reseal(payload: bytes, tag: int, content_len: int) -> bytes:
+    head = payload + BLOCK_TRAILER.pack(tag, content_len, 0)[:5]
+    return head + struct.pack("<Q", checksum(head))
+
+
+def test_decompression_bomb_and_bad_tags_rejected():
+    with pytest.raises(CorruptionError, match="impossible"):
+        decode_stored_block(_reseal(b"\x00" * 10, COMPRESSION_LZ4, 1 << 29))
+    with pytest.raises(CorruptionError, match="limit"):
+        decode_stored_block(_reseal(b"\x00" * 10, COMPRESSION_LZ4, (1 << 30) + 1))
+    with pytest.raises(CorruptionError, match="compression tag"):
+        decode_stored_block(_reseal(b"abc", 7, 3))
+    with pytest.raises(CorruptionError, match="length"):
+        decode_stored_block(_reseal(b"abc", COMPRESSION_NONE, 4))
+    with pytest.raises(CorruptionError, match="lz4"):
+        decode_stored_block(_reseal(b"\xff" * 20, COMPRESSION_LZ4, 100))
+    with pytest.raises(CorruptionError, match="meta"):
+        decode_stored_block(encode_stored_block(b"abc"), expected_content_len=4)
