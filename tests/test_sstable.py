@@ -231,3 +231,43 @@ def test_corruption_sweep(size, positions):
 def _single(store, data):
     store.upload(sst_object_path(1), data)
     return store
+
+
+def test_specific_corruptions_name_object_and_offset():
+    entries = [(encode_full_key(1, b"k%03d" % i, 5), b"v") for i in range(50)]
+    data, info = build_sstable(entries, 1, SMALL_BLOCKS)
+    store = MemoryObjectStore()
+    path = sst_object_path(1)
+
+    def open_with(blob, *, use_info=False):
+        store.upload(path, blob)
+        return Sstable.open(store, info if use_info else 1)
+
+    cases = {
+        "truncated": data[:-1],
+        "shorter than footer": data[:20],
+        "bad magic": data[:-1] + bytes([data[-1] ^ 1]),
+        "unknown version": data[:-12] + (2).to_bytes(4, "little") + data[-8:],
+    }
+    for name, blob in cases.items():
+        with pytest.raises(CorruptionError) as raised:
+            open_with(blob)
+        assert raised.value.object == path, name
+    with pytest.raises(CorruptionError, match="version") as raised:
+        open_with(cases["unknown version"])
+    assert raised.value.expected == 1 and raised.value.found == 2
+    with pytest.raises(CorruptionError, match="magic"):
+        open_with(cases["bad magic"])
+    with pytest.raises(CorruptionError, match="shorter"):
+        open_with(data[:-1], use_info=True)
+    store.upload(path, data)
+    wrong = SstableInfo(**{**info.__dict__, "meta_offset": info.meta_offset + 1})
+    with pytest.raises(CorruptionError):
+        Sstable.open(store, wrong)
+    block_flip = bytearray(data)
+    block_flip[5] ^= 0x10
+    store.upload(path, bytes(block_flip))
+    sst = Sstable.open(store, 1)
+    with pytest.raises(CorruptionError, match="checksum") as raised:
+        list(sst.scan())
+    assert raised.value.offset == 0 and raised.value.object == path

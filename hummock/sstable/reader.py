@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from hummock.errors import CorruptionError, InvalidArgumentError
 from hummock.key import MAX_EPOCH
+from hummock.object_store import ObjectRangeError
 from hummock.sstable.block import Block, BlockIterator, checksum, decode_stored_block, find_block_for_version
 from hummock.sstable.cache import LruCache
 from hummock.sstable.filter import FilterReader
@@ -63,7 +64,7 @@ class Sstable:
         path = sst_object_path(sst_id)
         if info is not None:
             file_size = info.file_size
-            tail = store.read(path, info.meta_offset, file_size)
+            tail = _read_exact(store, path, info.meta_offset, file_size)
             footer = tail[-FOOTER_SIZE:]
         else:
             file_size = store.size(path)
@@ -74,7 +75,7 @@ class Sstable:
             tail = None
         meta_offset, meta_len, meta_sum = decode_footer(footer, object=path, file_size=file_size)
         if tail is None:
-            meta_bytes = store.read(path, meta_offset, meta_offset + meta_len)
+            meta_bytes = _read_exact(store, path, meta_offset, meta_offset + meta_len)
         else:
             if meta_offset != info.meta_offset:
                 raise CorruptionError("meta offset differs from the SST info", object=path,
@@ -104,7 +105,7 @@ class Sstable:
 
     def _load_block(self, index: int) -> Block:
         bm = self.meta.blocks[index]
-        stored = self.store.read(self.path, bm.offset, bm.offset + bm.stored_len)
+        stored = _read_exact(self.store, self.path, bm.offset, bm.offset + bm.stored_len)
         content = decode_stored_block(stored, object=self.path, offset=bm.offset, expected_content_len=bm.content_len)
         return Block(content, f"{self.path} block {index}")
 
@@ -187,6 +188,16 @@ class Sstable:
                     return
                 it = self._block_iter(index)
                 it.seek_to_last()
+
+
+def _read_exact(store, path: str, start: int, end: int) -> bytes:
+    """A ranged read where a short object is corruption (an SST is never shorter than its meta
+    says), not an I/O error."""
+    try:
+        return store.read(path, start, end)
+    except ObjectRangeError as exc:
+        raise CorruptionError("SST object shorter than its metadata says", object=path, offset=start,
+                              expected=f"bytes [{start}, {end})", found=str(exc)) from None
 
 
 def _check_block_layout(meta: SstableMeta, path: str, meta_offset: int) -> None:
