@@ -75,7 +75,7 @@ def values(dtype: DataType, nullable: bool = True):
 
 user_keys = st.tuples(st.sampled_from([1, 2]), st.binary(max_size=5) | st.lists(
     st.sampled_from([b"\x00", b"a", b"b"]), max_size=4).map(b"".join))
-values = st.one_of(st.none(), st.binary(max_size=20), st.just(b""), st.binary(min_size=1000, max_size=5000))
+kv_values = st.one_of(st.none(), st.binary(max_size=20), st.just(b""), st.binary(min_size=1000, max_size=5000))
 
 
 @st.composite
@@ -87,7 +87,7 @@ def entry_lists(draw, min_size=1, max_size=60, single_table=False):
         if single_table:
             table_id = 1
         for epoch in draw(st.lists(st.sampled_from([0, 1, 2, 5, 2**16, MAX_EPOCH]), min_size=1, max_size=3, unique=True)):
-            pairs[encode_full_key(table_id, table_key, epoch)] = draw(values)
+            pairs[encode_full_key(table_id, table_key, epoch)] = draw(kv_values)
     items = sorted(pairs.items(), key=lambda kv: full_key_sort_key(kv[0]))
     return items[:max(min_size, max_size)]
 
