@@ -27,7 +27,6 @@ from libc.math cimport isinf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_AsDouble, PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLongLong
-from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
