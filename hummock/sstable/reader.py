@@ -148,6 +148,11 @@ class Sstable:
     def scan(self, start: bytes | None = None, end: bytes | None = None, *, reverse: bool = False):
         """Yield ``(full_key, tagged_value)`` for full keys in ``[start, end)``, in order (or in
         reverse order). Bounds are full keys (``None``: unbounded)."""
+        for batch in self.scan_batches(start, end, reverse=reverse):
+            yield from batch
+
+    def scan_batches(self, start: bytes | None = None, end: bytes | None = None, *, reverse: bool = False):
+        """Like :meth:`scan`, but yields one list of entries per block (the read path's unit)."""
         blocks = len(self.meta.blocks)
         if not reverse:
             index = self.meta.block_for(start) if start is not None else 0
@@ -155,7 +160,8 @@ class Sstable:
             it.seek(start) if start is not None else it.seek_to_first()
             while True:
                 entries, hit_bound = it.collect_forward(end)
-                yield from entries
+                if entries:
+                    yield entries
                 index += 1
                 if hit_bound or index >= blocks:
                     return
@@ -182,7 +188,8 @@ class Sstable:
                     it.seek_to_last()
             while True:
                 entries, hit_bound = it.collect_backward(start)
-                yield from entries
+                if entries:
+                    yield entries
                 index -= 1
                 if hit_bound or index < 0:
                     return

@@ -1,0 +1,92 @@
+"""Pure-Python twin of ``native/_iterators.pyx``: the merge + user iterator of the read path.
+
+Inputs are *batch sources*: ``(batches, tagged)`` pairs where ``batches`` iterates lists of
+``(full_key, value)`` entries in full-key order (reverse full-key order for reverse scans) and
+``tagged`` says whether values carry the stored tag byte (SST entries: ``0x01``+payload or
+``0x02``) or are raw (imm entries: bytes, or ``None`` for a delete). Producing whole lists (one
+per SST block or imm slice) keeps per-entry Python work out of the sources.
+
+:class:`UserScan` merges the sources (DESIGN.md's ``MergeIterator``; SSTs of one non-overlapping
+level arrive as one chained source, the ``ConcatIterator``) and resolves versions (the
+``UserIterator``): for each user key the newest version with epoch <= ``read_epoch``, tombstones
+hidden. It yields ``(table_key, value)``.
+
+Contract: each (user key, epoch) appears in at most one source; sources respect the scan bounds.
+Callers: :mod:`hummock.iterators` (the facade) only.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from hummock.errors import CorruptionError
+from hummock.key import full_key_sort_key
+
+_MAX_EPOCH = (1 << 64) - 1
+_TAG_PUT = 0x01
+_TAG_DELETE = 0x02
+
+
+def _entries(batches, tagged: bool):
+    for batch in batches:
+        for full_key, value in batch:
+            yield full_key, value, tagged
+
+
+def _plain(value, tagged: bool):
+    """The user value, or ``None`` for a delete."""
+    if not tagged:
+        return value
+    if value[:1] == b"\x01":
+        return value[1:]
+    if value == b"\x02":
+        return None
+    raise CorruptionError("bad value tag", object="scan", expected="0x01 or lone 0x02", found=value[:2].hex())
+
+
+class UserScan:
+    """Iterator of ``(table_key, value)``; see the module docstring."""
+
+    def __init__(self, sources, read_epoch: int, reverse: bool = False):
+        streams = [_entries(batches, tagged) for batches, tagged in sources]
+        if len(streams) == 1:
+            self._merged = streams[0]
+        else:
+            self._merged = heapq.merge(*streams, key=lambda e: full_key_sort_key(e[0]), reverse=reverse)
+        self._read_epoch = read_epoch
+        self._gen = self._reverse() if reverse else self._forward()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._gen)
+
+    def _forward(self):
+        decided = None
+        read_epoch = self._read_epoch
+        for full_key, value, tagged in self._merged:
+            user_key = full_key[:-8]
+            if user_key == decided:
+                continue
+            if _MAX_EPOCH - int.from_bytes(full_key[-8:], "big") > read_epoch:
+                continue
+            decided = user_key
+            value = _plain(value, tagged)
+            if value is not None:
+                yield user_key[4:], value
+
+    def _reverse(self):
+        # the versions of a user key arrive oldest first: the last visible one wins
+        current, best, have = None, None, False
+        read_epoch = self._read_epoch
+        for full_key, value, tagged in self._merged:
+            user_key = full_key[:-8]
+            if user_key != current:
+                if have and best is not None:
+                    yield current[4:], best
+                current, best, have = user_key, None, False
+            if _MAX_EPOCH - int.from_bytes(full_key[-8:], "big") <= read_epoch:
+                best, have = _plain(value, tagged), True
+        if have and best is not None:
+            yield current[4:], best

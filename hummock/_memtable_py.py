@@ -1,0 +1,74 @@
+"""Pure-Python twin of ``native/_memtable.pyx``: checking ingest batches and merging imms.
+
+- :func:`check_batch` validates a batch (sorted strictly ascending, bytes keys, bytes-or-None
+  values) and splits it into parallel key and value lists;
+- :func:`merge_runs` merges the imms of one table into full keys in full-key order (table key
+  ascending, versioned epoch descending), for flushing them into SSTs.
+
+Callers: :mod:`hummock.shared_buffer` and :mod:`hummock.flush` (through their facades).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from hummock.errors import InvalidArgumentError
+
+ENTRY_OVERHEAD = 48  # bytes charged per entry on top of key and value (list slots, bytes headers)
+_MAX_EPOCH = (1 << 64) - 1
+
+
+def check_batch(kv_pairs):
+    """Validate an ingest batch; return ``(keys, values, size_in_bytes)``.
+
+    REQUIRES: an iterable of ``(key, value)`` pairs, keys bytes-like, strictly ascending and
+    unique, values bytes-like or ``None``. Raises ``InvalidArgumentError`` (a ``ValueError``)
+    naming the first offending position; nothing is kept on error.
+    """
+    keys, values = [], []
+    size = 0
+    previous = None
+    for i, pair in enumerate(kv_pairs):
+        try:
+            key, value = pair
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"batch item {i} is not a (key, value) pair") from None
+        if type(key) is not bytes:
+            if not isinstance(key, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(f"batch item {i}: key must be bytes, got {type(key).__name__}")
+            key = bytes(key)
+        if value is not None and type(value) is not bytes:
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(f"batch item {i}: value must be bytes or None, got {type(value).__name__}")
+            value = bytes(value)
+        if previous is not None and key <= previous:
+            problem = "duplicate key" if key == previous else "keys not sorted ascending"
+            raise InvalidArgumentError(f"batch item {i}: {problem}")
+        previous = key
+        keys.append(key)
+        values.append(value)
+        size += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD
+    return keys, values, size
+
+
+def merge_runs(prefix: bytes, runs):
+    """Merge ``runs`` -- ``(versioned_epoch, keys, values)`` of one table, distinct epochs -- into
+    ``(full_keys, values)`` in full-key order. ``prefix`` is the 4-byte table id."""
+    def entries(epoch, keys, values):
+        suffix = (_MAX_EPOCH - epoch).to_bytes(8, "big")
+        for key, value in zip(keys, values):
+            yield key, suffix, value
+    runs = list(runs)
+    for _, keys, values in runs:
+        if len(keys) != len(values):
+            raise InvalidArgumentError("a run's keys and values differ in length")
+        if any(type(k) is not bytes for k in keys):
+            raise InvalidArgumentError("run keys must be bytes")
+    merged = heapq.merge(*(entries(*run) for run in runs), key=lambda e: (e[0], e[1]))
+    if len(prefix) != 4:
+        raise InvalidArgumentError("prefix must be the 4-byte table id")
+    full_keys, out_values = [], []
+    for key, suffix, value in merged:
+        full_keys.append(prefix + key + suffix)
+        out_values.append(value)
+    return full_keys, out_values

@@ -1,0 +1,218 @@
+# cython: language_level=3
+"""Native merge + user iterator of the read path; twin of ``hummock/_iterators_py.py`` (see its
+docstring for the source contract and the results).
+
+A binary heap of cursors, one per batch source, ordered by the full-key comparator (reversed for
+reverse scans); each cursor walks a Python list of ``(full_key, value)`` entries and asks its
+source for the next list only when one is used up. Version resolution and tag decoding run in C;
+only chosen values become new Python objects.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport uint64_t
+from libc.string cimport memcmp
+
+from native._keycmp cimport cmp_full_keys
+
+from hummock.errors import CorruptionError, InvalidArgumentError
+
+DEF TAG_PUT = 0x01
+DEF TAG_DELETE = 0x02
+
+
+cdef inline uint64_t key_epoch(bytes key) noexcept:
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(key) + PyBytes_GET_SIZE(key) - 8
+    cdef uint64_t x = 0
+    cdef int i
+    for i in range(8):
+        x = (x << 8) | p[i]
+    return 0xFFFFFFFFFFFFFFFF - x
+
+
+cdef inline bint same_user_key(bytes a, bytes b) noexcept:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(a)
+    return n == PyBytes_GET_SIZE(b) and memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), n - 8) == 0
+
+
+@cython.final
+cdef class _Cursor:
+    cdef object batches
+    cdef list batch
+    cdef Py_ssize_t pos
+    cdef bint tagged
+    cdef bytes key
+    cdef object value
+
+    cdef bint load(self) except -1:
+        """Position on the next entry; False when the source is exhausted."""
+        cdef object entry
+        while self.batch is None or self.pos >= len(self.batch):
+            try:
+                batch = next(self.batches)
+            except StopIteration:
+                self.batch = None
+                self.key = None
+                self.value = None
+                return False
+            if type(batch) is not list:
+                raise InvalidArgumentError(f"a batch source yielded {type(batch).__name__}, not a list")
+            self.batch = <list>batch
+            self.pos = 0
+        entry = self.batch[self.pos]
+        if type(entry) is not tuple or len(<tuple>entry) != 2:
+            raise InvalidArgumentError("batch entries must be (full_key, value) tuples")
+        key = (<tuple>entry)[0]
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) < 12:
+            raise CorruptionError("entry key is not a full key", object="scan", expected=">= 12 bytes")
+        self.key = <bytes>key
+        self.value = (<tuple>entry)[1]
+        return True
+
+    cdef bint advance(self) except -1:
+        self.pos += 1
+        return self.load()
+
+
+cdef object plain_value(object value, bint tagged):
+    """The user value, or None for a delete (checks the tag of stored values)."""
+    cdef const unsigned char* p
+    cdef Py_ssize_t n
+    if not tagged:
+        return value
+    if type(value) is not bytes:
+        raise CorruptionError("stored value is not bytes", object="scan")
+    p = <const unsigned char*>PyBytes_AS_STRING(value)
+    n = PyBytes_GET_SIZE(value)
+    if n >= 1 and p[0] == TAG_PUT:
+        return PyBytes_FromStringAndSize(<const char*>p + 1, n - 1)
+    if n == 1 and p[0] == TAG_DELETE:
+        return None
+    raise CorruptionError("bad value tag", object="scan", expected="0x01 or lone 0x02",
+                          found=bytes(value[:2]).hex())
+
+
+cdef inline object table_key(bytes full_key):
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(full_key) + 4, PyBytes_GET_SIZE(full_key) - 12)
+
+
+@cython.final
+cdef class UserScan:
+    """Iterator of ``(table_key, value)``: merged sources, newest visible version per key."""
+
+    cdef list heap
+    cdef Py_ssize_t size
+    cdef uint64_t read_epoch
+    cdef bint reverse
+    cdef bytes decided       # forward: full key of the version chosen for the current user key
+    cdef bytes group         # reverse: a full key of the current user key
+    cdef object best         # reverse: newest visible stored value of the group so far
+    cdef bint best_tagged
+    cdef bint have
+    cdef bytes cur_key       # the entry pop_entry took
+    cdef object cur_value
+    cdef bint cur_tagged
+
+    def __cinit__(self, sources, read_epoch, bint reverse=False):
+        cdef _Cursor c
+        if type(read_epoch) is not int or read_epoch < 0 or read_epoch > 0xFFFFFFFFFFFFFFFF:
+            raise InvalidArgumentError(f"read_epoch must be an int in [0, 2**64), got {read_epoch!r}")
+        self.read_epoch = read_epoch
+        self.reverse = reverse
+        self.heap = []
+        for batches, tagged in sources:
+            c = _Cursor()
+            c.batches = iter(batches)
+            c.tagged = bool(tagged)
+            if c.load():
+                self.heap.append(c)
+        self.size = len(self.heap)
+        cdef Py_ssize_t i
+        for i in range(self.size // 2 - 1, -1, -1):
+            self.sift_down(i)
+
+    cdef inline bint before(self, _Cursor a, _Cursor b) noexcept:
+        cdef int c = cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(a.key), PyBytes_GET_SIZE(a.key),
+                                   <const unsigned char*>PyBytes_AS_STRING(b.key), PyBytes_GET_SIZE(b.key))
+        return c > 0 if self.reverse else c < 0
+
+    cdef void sift_down(self, Py_ssize_t i) noexcept:
+        cdef Py_ssize_t child
+        cdef object t
+        while True:
+            child = 2 * i + 1
+            if child >= self.size:
+                return
+            if child + 1 < self.size and self.before(<_Cursor>self.heap[child + 1], <_Cursor>self.heap[child]):
+                child += 1
+            if self.before(<_Cursor>self.heap[child], <_Cursor>self.heap[i]):
+                t = self.heap[i]
+                self.heap[i] = self.heap[child]
+                self.heap[child] = t
+                i = child
+            else:
+                return
+
+    cdef int pop_entry(self) except -1:
+        """Take the smallest entry into cur_*; REQUIRES size > 0."""
+        cdef _Cursor top = <_Cursor>self.heap[0]
+        self.cur_key = top.key
+        self.cur_value = top.value
+        self.cur_tagged = top.tagged
+        if not top.advance():
+            self.size -= 1
+            self.heap[0] = self.heap[self.size]
+            self.heap.pop()
+        if self.size > 1:
+            self.sift_down(0)
+        return 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef bytes key
+        cdef object value
+        cdef bint tagged
+        if not self.reverse:
+            while self.size > 0:
+                self.pop_entry()
+                key, value, tagged = self.cur_key, self.cur_value, self.cur_tagged
+                if self.decided is not None and same_user_key(self.decided, key):
+                    continue
+                if key_epoch(key) > self.read_epoch:
+                    continue
+                self.decided = key
+                value = plain_value(value, tagged)
+                if value is not None:
+                    return table_key(key), value
+            raise StopIteration
+        while self.size > 0:
+            self.pop_entry()
+            key, value, tagged = self.cur_key, self.cur_value, self.cur_tagged
+            if self.group is not None and same_user_key(self.group, key):
+                if key_epoch(key) <= self.read_epoch:
+                    self.best, self.best_tagged, self.have = value, tagged, True
+                continue
+            result = self.finish_group()
+            self.group = key
+            if key_epoch(key) <= self.read_epoch:
+                self.best, self.best_tagged, self.have = value, tagged, True
+            if result is not None:
+                return result
+        result = self.finish_group()
+        self.group = None
+        if result is not None:
+            return result
+        raise StopIteration
+
+    cdef object finish_group(self):
+        """The output of the finished reverse group, or None; resets the group state."""
+        result = None
+        if self.have:
+            value = plain_value(self.best, self.best_tagged)
+            if value is not None:
+                result = (table_key(self.group), value)
+        self.best = None
+        self.have = False
+        return result

@@ -1,0 +1,68 @@
+"""The read path's UserScan (merge + version resolution), native and pure, against a model."""
+
+import importlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hummock import _twins
+from hummock import _iterators_py
+from hummock.errors import CorruptionError
+from hummock.key import MAX_EPOCH, encode_full_key, full_key_sort_key
+from hummock.value import encode_value
+
+
+def implementations():
+    if _twins.pure_python_forced():
+        return [_iterators_py]
+    return [_iterators_py, importlib.import_module("native._iterators")]
+
+
+IMPLS = pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+
+versions = st.lists(st.tuples(st.sampled_from([b"", b"a", b"a\x00", b"ab", b"b"]), st.integers(0, 6),
+                              st.one_of(st.none(), st.binary(max_size=4))), max_size=40)
+
+
+def split(entries, cuts):
+    batches, start = [], 0
+    for cut in sorted(cuts):
+        batches.append(entries[start:cut])
+        start = cut
+    batches.append(entries[start:])
+    return batches
+
+
+@IMPLS
+@given(versions, st.integers(1, 4), st.integers(0, 7), st.booleans(), st.data())
+def test_user_scan_matches_model(impl, raw, n_sources, read_epoch, reverse, data):
+    unique = {}
+    for key, epoch, value in raw:
+        unique[(key, epoch)] = value
+    buckets = [[] for _ in range(n_sources)]
+    for (key, epoch), value in unique.items():
+        buckets[data.draw(st.integers(0, n_sources - 1))].append((encode_full_key(3, key, epoch), value))
+    sources = []
+    for i, bucket in enumerate(buckets):
+        bucket.sort(key=lambda e: full_key_sort_key(e[0]), reverse=reverse)
+        tagged = i % 2 == 1
+        if tagged:
+            bucket = [(k, encode_value(v)) for k, v in bucket]
+        cuts = data.draw(st.lists(st.integers(0, len(bucket)), max_size=3))
+        sources.append((iter(split(bucket, cuts)), tagged))
+    expected = []
+    for key in sorted({k for k, _ in unique}, reverse=reverse):
+        visible = [(e, v) for (k, e), v in unique.items() if k == key and e <= read_epoch]
+        if visible and max(visible)[1] is not None:
+            expected.append((key, max(visible)[1]))
+    assert list(impl.UserScan(sources, read_epoch, reverse)) == expected
+
+
+@IMPLS
+def test_bad_tags_and_sources(impl):
+    key = encode_full_key(1, b"k", 1)
+    with pytest.raises(CorruptionError):
+        list(impl.UserScan([(iter([[(key, b"\x07x")]]), True)], MAX_EPOCH))
+    assert list(impl.UserScan([], 5)) == []
+    assert list(impl.UserScan([(iter([[], [(key, b"v")], []]), False)], MAX_EPOCH)) == [(b"k", b"v")]
