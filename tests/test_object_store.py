@@ -301,6 +301,106 @@ def test_concurrent_uploads_and_reads(object_store):
         assert object_store.read(f"w{i}/9") == payloads[i]
 
 
+def test_upload_if_absent(object_store):
+    assert object_store.upload_if_absent("m/delta-1", b"first") is True
+    assert object_store.upload_if_absent("m/delta-1", b"second") is False
+    assert object_store.read("m/delta-1") == b"first"
+    assert object_store.upload_if_absent("m/delta-2", memoryview(b"mv")) is True
+    assert object_store.upload_if_absent("m/empty", bytearray()) is True
+    assert object_store.read("m/delta-2") == b"mv" and object_store.read("m/empty") == b""
+    object_store.delete("m/delta-1")
+    assert object_store.upload_if_absent("m/delta-1", b"again") is True  # absent again
+    assert object_store.read("m/delta-1") == b"again"
+    assert [m.path for m in object_store.list()] == ["m/delta-1", "m/delta-2", "m/empty"]
+    for path in ("", "/a", "a/.tmp-1", None):
+        with pytest.raises(InvalidArgumentError):
+            object_store.upload_if_absent(path, b"x")
+    with pytest.raises(InvalidArgumentError):
+        object_store.upload_if_absent("a", "text")
+    if isinstance(object_store, LocalObjectStore):
+        assert temp_files(object_store.root) == []
+    object_store.close()
+    with pytest.raises(ObjectStoreError, match="closed"):
+        object_store.upload_if_absent("m/x", b"x")
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_upload_if_absent_race_has_one_winner(kind, tmp_path):
+    """Threads race to create the same paths: exactly one caller wins each, its bytes stay."""
+    store = MemoryObjectStore() if kind == "memory" else LocalObjectStore(tmp_path)
+    barrier = threading.Barrier(8)
+
+    def contender(i):
+        barrier.wait()
+        return [store.upload_if_absent(f"race/{round_}", b"%d" % i * 1000) for round_ in range(20)]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(contender, range(8)))
+    for round_ in range(20):
+        winners = [i for i in range(8) if results[i][round_]]
+        assert len(winners) == 1
+        assert store.read(f"race/{round_}") == b"%d" % winners[0] * 1000
+    if kind == "local":
+        assert temp_files(tmp_path) == []
+
+
+def test_local_upload_if_absent_failures(tmp_path, monkeypatch):
+    store = LocalObjectStore(tmp_path)
+    store.upload("d/x", b"x")
+    with pytest.raises(ObjectStoreError, match="directory"):
+        store.upload_if_absent("d", b"x")  # a directory is not an object
+    for victim in ("fsync", "link"):
+        def boom(*args, **kwargs):
+            raise OSError(errno.EIO, "injected I/O error")
+        monkeypatch.setattr(os, victim, boom)
+        with pytest.raises(ObjectStoreError, match="injected"):
+            store.upload_if_absent("new", b"data")
+        monkeypatch.undo()
+        assert not store.exists("new") and temp_files(tmp_path) == []
+    assert store.lock_file_path() == os.path.join(store.root, ".writer-lock")
+
+
+def test_s3_upload_if_absent_lost_reply_counts_as_created(make_s3_store, monkeypatch):
+    """A conditional PUT whose reply is lost is retried; the 412 it then gets is our own."""
+    store = make_s3_store(max_attempts=3)
+    real_put = store._client.put_object
+    calls = []
+
+    def lossy_put(**kwargs):
+        calls.append(kwargs.get("IfNoneMatch"))
+        response = real_put(**kwargs)
+        if len(calls) == 1:
+            raise EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
+        return response
+
+    monkeypatch.setattr(store._client, "put_object", lossy_put)
+    assert store.upload_if_absent("d", b"mine") is True
+    assert calls == ["*", "*"]
+    calls.clear()
+    assert store.upload_if_absent("d", b"other bytes") is False  # lost reply, then 412: not ours
+    assert store.read("d") == b"mine"
+
+
+def test_s3_conditional_put_and_conflict_retry(make_s3_store):
+    store = make_s3_store(max_attempts=4)
+    etag = store.conditional_put("lock", b"v1")
+    assert etag and store.conditional_put("lock", b"v1-again") is None
+    data, read_etag, age = store.read_with_etag("lock")
+    assert (data, read_etag) == (b"v1", etag) and 0 <= age < 60
+    failures = [2]
+    store._client.meta.events.register(
+        "before-send.s3.PutObject", slow_down_hook(failures, 409, "ConditionalRequestConflict"))
+    etag2 = store.conditional_put("lock", b"v2", if_match=etag)
+    assert failures == [0] and etag2 not in (None, etag) and store.read("lock") == b"v2"
+    assert store.conditional_put("lock", b"v3", if_match=etag) is None  # stale etag
+    assert store.conditional_put("missing", b"x", if_match=etag) is None
+    assert store.read("lock") == b"v2" and not store.exists("missing")
+    with pytest.raises(ObjectNotFoundError):
+        store.read_with_etag("missing")
+    with pytest.raises(InvalidArgumentError):
+        store.conditional_put("lock", b"x", if_match="")
+
+
 def test_closed_store(object_store):
     object_store.upload("a", b"x")
     object_store.close()

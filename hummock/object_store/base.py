@@ -15,7 +15,10 @@ Invariants every backend keeps:
    '/'-separated segments over ``[A-Za-z0-9._-]``, no empty segment, no segment starting with
    '.' (this rules out '.', '..' and the local store's ``.tmp-`` files). The engine builds paths
    from ids only; user-supplied names never reach a path.
-4. **One error tree.** Backends raise :class:`ObjectStoreError` subclasses for I/O failures and
+4. **Atomic create.** ``upload_if_absent`` publishes an object only if none exists under its
+   path, in one step: of two racing callers exactly one gets ``True``. The version manifest
+   fences concurrent writers with it (``hummock/manifest.py``).
+5. **One error tree.** Backends raise :class:`ObjectStoreError` subclasses for I/O failures and
    :class:`~hummock.errors.InvalidArgumentError` for bad arguments; messages, reprs and logs never
    contain credentials.
 
@@ -234,6 +237,20 @@ class ObjectStore(abc.ABC):
         self._require_open()
         self._upload(path, data)
 
+    def upload_if_absent(self, path: str, data) -> bool:
+        """Store ``data`` under ``path`` only if no object is there; return whether it did.
+
+        Atomic (module invariant 4): the check and the publication are one step, so of any
+        number of racing callers (threads, processes, hosts) exactly one gets ``True``, and an
+        existing object is never modified. ``False`` means the object already existed (its bytes
+        may differ from ``data``). Raises ObjectStoreError on failure; then, as for ``upload``,
+        the object may or may not have been created (on S3 a lost reply leaves it unknown).
+        """
+        path = check_path(path)
+        data = _check_data(data)
+        self._require_open()
+        return self._upload_if_absent(path, data)
+
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         """Return bytes ``[start, end)`` of the object (``None``: from its start / to its end).
 
@@ -310,6 +327,12 @@ class ObjectStore(abc.ABC):
 
     @abc.abstractmethod
     def _upload(self, path: str, data) -> None: ...
+
+    def _upload_if_absent(self, path: str, data) -> bool:
+        """Backend hook for :meth:`upload_if_absent`. Not abstract so that foreign subclasses
+        keep working, but a backend must override it: there is no safe generic fallback."""
+        raise ObjectStoreError(f"{type(self).__name__} does not support atomic create "
+                               f"(upload_if_absent)", path=path)
 
     @abc.abstractmethod
     def _read(self, path: str, start: int, end: int | None) -> bytes: ...

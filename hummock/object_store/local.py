@@ -13,6 +13,15 @@ second upload raises ObjectStoreError); on case-insensitive file systems paths d
 in case collide. The engine builds paths from ids, so neither happens there. Deletes are not
 fsynced: after a crash a deleted object may reappear, which vacuum tolerates.
 
+Atomic create (``upload_if_absent``): the temporary file is written and fsynced as above, then
+hard-linked to the final name with ``os.link``, which fails with ``EEXIST`` if the name exists
+(the POSIX atomic create), and unlinked; the directory is fsynced. REQUIRES a file system with
+hard links (every local POSIX one; not some FUSE or SMB mounts, where it raises ObjectStoreError).
+
+Writer lock hook: :meth:`LocalObjectStore.lock_file_path` is ``<root>/.writer-lock``, outside
+the object namespace (no object path starts a segment with '.', ``list`` skips it and
+``cleanup_temp`` only removes ``.tmp-`` names); ``hummock.manifest.WriterLock`` flocks it.
+
 Thread and process safety: any number of threads or processes may use one root; concurrent
 uploads of one path leave one of the complete objects (the last rename wins).
 """
@@ -30,9 +39,10 @@ from hummock.object_store.base import (
     resolve_range,
 )
 
-__all__ = ["LocalObjectStore", "TEMP_PREFIX"]
+__all__ = ["LocalObjectStore", "TEMP_PREFIX", "LOCK_FILE_NAME"]
 
 TEMP_PREFIX = ".tmp-"
+LOCK_FILE_NAME = ".writer-lock"  # in the root; not an object (segments never start with '.')
 # errors meaning "no object at this path": missing, a directory, or a file used as a directory
 _NOT_FOUND = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
@@ -99,6 +109,36 @@ class LocalObjectStore(ObjectStore):
         with self._streaming_upload(path) as uploader:
             uploader.write(data)
 
+    def _upload_if_absent(self, path, data):
+        try:
+            fd, temp = self._open_temp(path)
+        except OSError as exc:
+            raise _io_error("start the upload of", path, exc) from exc
+        final = self._file(path)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(temp, final)  # atomic create: EEXIST if anything is at final
+            except FileExistsError:
+                if os.path.isdir(final):
+                    raise ObjectStoreError(f"cannot create object {path!r}: a directory of other "
+                                           f"objects has its name", path=path) from None
+                return False
+            _fsync_dir(os.path.dirname(final))
+            return True
+        except OSError as exc:
+            raise _io_error("create", path, exc) from exc
+        finally:
+            _remove_quietly(temp)
+
+    def lock_file_path(self) -> str:
+        """The file ``hummock.manifest.WriterLock`` flocks: ``<root>/.writer-lock`` (see module doc)."""
+        return os.path.join(self.root, LOCK_FILE_NAME)
+
     def _read(self, path, start, end):
         try:
             with open(self._file(path), "rb", buffering=0) as f:
@@ -164,7 +204,10 @@ class LocalObjectStore(ObjectStore):
                 if path.startswith(prefix) or prefix.startswith(path):
                     yield from self._walk(entry.path, path, prefix)
             elif entry.is_file(follow_symlinks=False) and path.startswith(prefix):
-                st = entry.stat(follow_symlinks=False)
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # deleted between scandir and stat: not listed
                 modified = datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc)
                 yield ObjectMeta(path, st.st_size, modified)
 

@@ -41,6 +41,14 @@ class _Objects:
         with self.lock:
             self.data[path] = (data, now)
 
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        with self.lock:
+            if path in self.data:
+                return False
+            self.data[path] = (data, now)
+            return True
+
 
 _named: dict[str, _Objects] = {}
 _named_lock = threading.Lock()
@@ -72,6 +80,14 @@ class MemoryObjectStore(ObjectStore):
 
     def _upload(self, path, data):
         self._objects.put(path, bytes(data))
+
+    def _upload_if_absent(self, path, data):
+        return self._objects.put_if_absent(path, bytes(data))
+
+    def lock_key(self) -> object:
+        """An opaque token naming this handle's table: the same object for every handle on the
+        same table (``named``), so ``hummock.manifest.WriterLock`` can key its registry on it."""
+        return self._objects
 
     def _read(self, path, start, end):
         data = self._objects.get(path)

@@ -14,6 +14,16 @@ bytes asked for; stacking both would multiply the attempts. Every retried reques
 (PUT of the same bytes, part uploads, deletes); a retried ``CompleteMultipartUpload`` whose first
 attempt did succeed is recognised by the object's size.
 
+Conditional writes: ``upload_if_absent`` is one ``PutObject`` with ``If-None-Match: *`` (S3
+answers 412 PreconditionFailed if the key exists, atomically; moto supports it too), and
+:meth:`S3ObjectStore.conditional_put` adds ``If-Match: <etag>`` (compare-and-swap, used by the
+writer lock's heartbeat and takeover). A 409 ConditionalRequestConflict (a racing conditional
+write) is retried. A retried conditional PUT that fails its precondition may be failing on our
+own earlier attempt whose reply was lost; it counts as a success when the stored bytes equal
+ours (for the manifest, equal bytes are the same commit). REQUIRES a service that honours these
+headers; one that ignores them silently turns the atomic create into a plain PUT (the
+manifest's writer lock then is the only guard; AWS S3 and MinIO honour them).
+
 Credentials come from the options or the standard AWS chain (environment, config files, instance
 role); they are handed to a private boto3 session and never kept, printed or logged.
 ``create_bucket_if_missing=True`` creates the bucket at construction; otherwise the store never
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import email.utils
 import logging
 import random
 import re
@@ -46,7 +57,7 @@ from botocore.exceptions import (
 from hummock.errors import InvalidArgumentError
 from hummock.object_store.base import (
     ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
-    check_path, range_error,
+    _check_data, check_path, range_error,
 )
 
 __all__ = ["S3ObjectStore", "S3_MIN_PART_SIZE", "DEFAULT_PART_SIZE"]
@@ -68,7 +79,9 @@ _TRANSIENT_CODES = frozenset({
     "RequestLimitExceeded", "TooManyRequests", "TooManyRequestsException",
     "ProvisionedThroughputExceededException", "RequestTimeout", "RequestTimeoutException",
     "InternalError", "ServiceUnavailable", "BandwidthLimitExceeded",
+    "ConditionalRequestConflict",  # 409: a racing conditional write; retry to learn who won
 })
+_PRECONDITION_CODES = frozenset({"PreconditionFailed", "412"})
 _TRANSIENT_ERRORS = (ConnectionError, HTTPClientError, IncompleteReadError)
 _shared_loader: botocore.loaders.Loader | None = None
 _loader_lock = threading.Lock()
@@ -201,6 +214,71 @@ class S3ObjectStore(ObjectStore):
         else:
             with self._streaming_upload(path) as uploader:
                 uploader.write(data)
+
+    def _upload_if_absent(self, path, data):
+        return self._conditional_put(path, data, None) is not None
+
+    def conditional_put(self, path: str, data, *, if_match: str | None = None) -> str | None:
+        """PUT ``data`` if the object is absent (``if_match`` None) or its ETag is ``if_match``.
+
+        Returns the new object's ETag, or ``None`` when the precondition failed (the object
+        exists, resp. is missing or has another ETag). REQUIRES ``len(data) <= 5 GiB`` (one
+        PUT; else InvalidArgumentError). Raises ObjectStoreError as ``upload`` does.
+        """
+        path = check_path(path)
+        data = _check_data(data)
+        if if_match is not None and (not isinstance(if_match, str) or not if_match):
+            raise InvalidArgumentError(f"if_match must be a non-empty ETag str, got {if_match!r}")
+        self._require_open()
+        return self._conditional_put(path, data, if_match)
+
+    def _conditional_put(self, path: str, data, if_match: str | None) -> str | None:
+        if len(data) > S3_MAX_PUT_SIZE:
+            raise InvalidArgumentError(
+                f"a conditional upload is one PUT of at most {S3_MAX_PUT_SIZE} bytes; "
+                f"{path!r} has {len(data)}")
+        body = data if isinstance(data, bytes) else bytes(data)
+        condition = {"IfNoneMatch": "*"} if if_match is None else {"IfMatch": if_match}
+        attempts = 0
+
+        def put():
+            nonlocal attempts
+            attempts += 1
+            try:
+                return self._client.put_object(Bucket=self.bucket, Key=self._key(path),
+                                               Body=body, **condition)["ETag"]
+            except ClientError as exc:
+                code, status = _error_code(exc)
+                if status == 412 or code in _PRECONDITION_CODES or (
+                        if_match is not None and code in _MISSING_CODES):
+                    return None
+                raise
+        etag = self._call("conditional upload", path, put)
+        if etag is None and attempts > 1:  # maybe our own lost first attempt: look
+            with contextlib.suppress(ObjectNotFoundError):
+                stored, stored_etag, _ = self.read_with_etag(path)
+                if stored == body:
+                    return stored_etag
+        return etag
+
+    def read_with_etag(self, path: str) -> tuple[bytes, str, float | None]:
+        """Return ``(data, etag, age_seconds)`` of the whole object.
+
+        ``age_seconds`` is the server's ``Date`` minus the object's ``Last-Modified`` (both the
+        service's clock, so client clock skew does not matter; 1 s resolution), or ``None`` if
+        the reply lacks them. Raises ObjectNotFoundError if the object is missing.
+        """
+        path = check_path(path)
+        self._require_open()
+        return self._call("read", path, lambda: self._get_with_etag(path))
+
+    def _get_with_etag(self, path: str) -> tuple[bytes, str, float | None]:
+        response = self._client.get_object(Bucket=self.bucket, Key=self._key(path))
+        with contextlib.closing(response["Body"]) as body:
+            data = body.read()
+        if len(data) != response["ContentLength"]:
+            raise _Transient(f"GET returned {len(data)} bytes, expected {response['ContentLength']}")
+        return data, response["ETag"], _server_age(response)
 
     def _read(self, path, start, end):
         if end == start:  # S3 has no empty ranges: only check the bound
@@ -385,6 +463,19 @@ def _check_endpoint(url: str | None) -> str | None:
 def _check_int(name: str, value, low: int, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidArgumentError(f"{name} must be an int in [{low}, {high}], got {value!r}")
+
+
+def _server_age(response: dict) -> float | None:
+    """Seconds between the object's Last-Modified and the reply's Date header (server clock)."""
+    date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    modified = response.get("LastModified")
+    try:
+        now = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return None
+    if modified is None or now.tzinfo is None:
+        return None
+    return (now - modified).total_seconds()
 
 
 def _int_or_none(text) -> int | None:

@@ -1,0 +1,536 @@
+"""The version manifest: ``HummockVersion``\\ s persisted in an object store as write-once objects.
+
+Layout (``docs/format.md`` section 6 has the bytes)::
+
+    manifest/checkpoint-<id:020d>   a whole version (HummockVersion.to_bytes)
+    manifest/delta-<id:020d>        the VersionDelta that produced version <id>
+    manifest/writer-lock            the S3 writer lock (WriterLock); other stores lock elsewhere
+
+Invariants:
+1. **Write-once.** No manifest object is ever overwritten (S3 has no rename): every object is
+   created with ``upload_if_absent``. **The commit point of version N is the moment
+   ``delta-N`` exists**; a crash at any point leaves the store at the last version whose delta
+   object exists, never at a mix.
+2. **Fencing.** Two writers that both try to create ``delta-N`` cannot both succeed: the loser
+   gets :class:`ConcurrentWriterError` and writes nothing. Rotation (4) deletes old deltas, so
+   a writer far behind could re-create a deleted ``delta-N``. A delta is deleted only by a
+   rotation whose previous checkpoint is >= N, after its new checkpoint exists, and a rotation
+   never deletes its previous or new checkpoint; so once ``delta-N`` has been deleted, two
+   checkpoints >= N exist for good. After creating ``delta-N`` the writer lists the checkpoints
+   and treats a second-newest one >= N as a lost race (ConcurrentWriterError; the stray delta
+   is never read, since recovery starts at or after that checkpoint, and rotation deletes it).
+   (A legitimate commit is misreported so only if other writers built and checkpointed twice
+   on top of it between its upload and that list: the failure is then ambiguous, as any
+   failed commit is.) This holds even when the writer lock (below) is wrongly taken over; the
+   lock only makes the error come early and clear.
+3. **Recovery.** ``open`` loads the newest readable checkpoint and replays ``delta-(c+1)``,
+   ``delta-(c+2)``, ... up to the first missing id. A delta that exists but does not decode or
+   apply raises ``CorruptionError`` naming it (it may be a commit a client saw acknowledged). A
+   corrupt checkpoint is skipped (with a warning) only when an older checkpoint and the complete
+   delta chain up to and past it reproduce it; otherwise ``CorruptionError``.
+4. **Rotation.** Every ``checkpoint_interval`` versions the writer stores a checkpoint, then
+   deletes checkpoints older than the *previous* checkpoint and deltas up to it: one older
+   checkpoint plus its delta chain stays, so invariant 3 can skip a corrupt newest checkpoint.
+   A failed checkpoint or delete is logged and retried later; it never fails a commit.
+
+:class:`WriterLock` keeps a second writer off a store: an ``flock`` on the local store's
+``<root>/.writer-lock`` (released by the kernel when the process dies), a process-wide registry
+for memory stores, and on S3 a lock object with an owner and a heartbeat, refreshed by a daemon
+thread with compare-and-swap writes (``If-Match``) and taken over once stale.
+
+Thread safety: a ``Manifest`` may be shared by threads (one internal lock). One process should
+write a store; any number may open it ``read_only`` and ``refresh()``.
+Callers: the storage engine (``hummock/storage.py``): acquire the WriterLock, open the Manifest,
+commit deltas; readers open read-only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+import weakref
+
+from hummock.errors import CorruptionError, HummockError, InvalidArgumentError
+from hummock.object_store import LocalObjectStore, MemoryObjectStore, ObjectStore
+from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
+from hummock.sstable.meta import sst_object_path
+from hummock.version import (
+    DEFAULT_NUM_LEVELS, HummockVersion, VersionConflictError, VersionDelta, apply,
+)
+
+__all__ = ["Manifest", "WriterLock", "ConcurrentWriterError", "ManifestNotFoundError",
+           "checkpoint_path", "delta_path", "MANIFEST_PREFIX", "LOCK_OBJECT_PATH"]
+
+log = logging.getLogger(__name__)
+
+MANIFEST_PREFIX = "manifest/"
+LOCK_OBJECT_PATH = "manifest/writer-lock"
+_NAME = re.compile(r"manifest/(checkpoint|delta)-(\d{20})")
+_SST_PREFIX = sst_object_path(0).split("/")[0] + "/"
+_LOAD_ATTEMPTS = 3  # re-list when an object vanished under us (a concurrent rotation)
+
+
+class ConcurrentWriterError(HummockError):
+    """Another writer owns the store: its lock is held, or it committed the version we tried to."""
+
+
+class ManifestNotFoundError(HummockError, FileNotFoundError):
+    """The store holds no manifest and the caller did not ask to create one."""
+
+
+def checkpoint_path(version_id: int) -> str:
+    return f"{MANIFEST_PREFIX}checkpoint-{version_id:020d}"
+
+
+def delta_path(version_id: int) -> str:
+    return f"{MANIFEST_PREFIX}delta-{version_id:020d}"
+
+
+class _Vanished(Exception):
+    """An object listed a moment ago is gone (rotation by the writer): list again."""
+
+
+class Manifest:
+    """The current version of one store and the log that persists it (module doc)."""
+
+    def __init__(self, store: ObjectStore, version: HummockVersion, checkpoint_id: int, *,
+                 checkpoint_interval: int, read_only: bool):
+        """Private: use :meth:`open`."""
+        self.store = store
+        self.checkpoint_interval = checkpoint_interval
+        self.read_only = read_only
+        self._current = version
+        self._checkpoint_id = checkpoint_id
+        self._dirty = False  # an upload failed or lost a race: reload before the next commit
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, store: ObjectStore, *, create: bool = True, read_only: bool = False,
+             checkpoint_interval: int = 64, num_levels: int = DEFAULT_NUM_LEVELS) -> Manifest:
+        """Load the store's current version (module doc, invariant 3).
+
+        An empty store gets ``HummockVersion.empty(num_levels)`` as checkpoint 0 when ``create``
+        and not ``read_only``, else ManifestNotFoundError; a store with SST objects but no
+        manifest raises CorruptionError (starting over would reuse SST ids). Raises CorruptionError (naming the
+        object) for an unreadable delta or an unrecoverable checkpoint, ObjectStoreError for I/O.
+        """
+        if not isinstance(checkpoint_interval, int) or checkpoint_interval < 1:
+            raise InvalidArgumentError(f"checkpoint_interval must be an int >= 1, got {checkpoint_interval!r}")
+        loaded = _load(store)
+        if loaded is None:
+            if read_only or not create:
+                raise ManifestNotFoundError(f"no manifest in {store!r}")
+            if store.list(_SST_PREFIX):  # a lost manifest: a new one would reuse SST ids
+                raise CorruptionError("store holds SST objects but no manifest; refusing to "
+                                      "start a new one", object=MANIFEST_PREFIX)
+            version = HummockVersion.empty(num_levels)
+            if not store.upload_if_absent(checkpoint_path(0), version.to_bytes()):
+                loaded = _load(store)  # created concurrently: use that one
+            if loaded is None:
+                loaded = (version, 0)
+        return cls(store, loaded[0], loaded[1], checkpoint_interval=checkpoint_interval,
+                   read_only=read_only)
+
+    @property
+    def current(self) -> HummockVersion:
+        """The newest version this handle knows (immutable; safe to keep)."""
+        return self._current
+
+    @property
+    def last_checkpoint_id(self) -> int:
+        return self._checkpoint_id
+
+    def referenced_sst_ids(self) -> frozenset[int]:
+        """Ids of the SSTs the current version references (vacuum must also keep pinned ones)."""
+        return self._current.sst_ids()
+
+    def commit(self, delta: VersionDelta) -> HummockVersion:
+        """Apply ``delta`` and persist it as ``delta-<id>``; return the new current version.
+
+        REQUIRES: not read-only (InvalidArgumentError). Raises VersionConflictError or
+        InvalidArgumentError from :func:`apply` (nothing written); ConcurrentWriterError if
+        another writer already created ``delta-<id>``; ObjectStoreError if the upload fails, in
+        which case **the outcome is unknown** (the object may exist): the handle reloads before
+        its next commit, and ``refresh()`` tells whether the version was published.
+        """
+        with self._lock:
+            if self.read_only:
+                raise InvalidArgumentError("this manifest was opened read-only")
+            if self._dirty:
+                self._reload()
+            version = apply(self._current, delta)
+            path = delta_path(version.id)
+            self._dirty = True
+            if not self.store.upload_if_absent(path, delta.to_bytes()):
+                raise ConcurrentWriterError(
+                    f"another writer committed version {version.id} ({path} exists); this "
+                    f"handle is stale")
+            checkpoints = _ids(self.store, "checkpoint")[0]
+            if len(checkpoints) >= 2 and checkpoints[-2] >= version.id:  # invariant 2
+                raise ConcurrentWriterError(
+                    f"another writer committed version {version.id} and checkpointed version "
+                    f"{checkpoints[-1]}; this handle is stale and its {path} is void")
+            self._dirty = False
+            self._current = version
+            if version.id - self._checkpoint_id >= self.checkpoint_interval:
+                self._write_checkpoint()
+            return version
+
+    def reserve_sst_ids(self, count: int) -> range:
+        """Persist a ``reserve_ids`` delta and return the ids it reserves (version module doc).
+
+        Raises as :meth:`commit`. The ids are safe to use only after this returns.
+        """
+        with self._lock:
+            if self._dirty and not self.read_only:
+                self._reload()
+            before = self._current.next_sst_id
+            return range(before, self.commit(VersionDelta.reserve_sst_ids(self._current, count)).next_sst_id)
+
+    def refresh(self) -> HummockVersion:
+        """Replay what other processes committed since; return the new current version.
+
+        Raises CorruptionError for an unreadable delta, ObjectStoreError for I/O.
+        """
+        with self._lock:
+            self._reload()
+            return self._current
+
+    def checkpoint(self) -> None:
+        """Write a checkpoint of the current version now (and rotate). Raises ObjectStoreError."""
+        with self._lock:
+            if self.read_only:
+                raise InvalidArgumentError("this manifest was opened read-only")
+            self._write_checkpoint(raise_errors=True)
+
+    def _reload(self) -> None:
+        version = _replay(self.store, self._current)
+        # the chain may stop early when a rotation deleted the deltas we lag behind
+        if max(_ids(self.store, "checkpoint")[0], default=-1) > version.id:
+            loaded = _load(self.store)
+            if loaded is not None and loaded[0].id > version.id:
+                version, self._checkpoint_id = loaded
+        self._current = version
+        self._dirty = False
+
+    def _write_checkpoint(self, raise_errors: bool = False) -> None:
+        version, previous = self._current, self._checkpoint_id
+        data, path = version.to_bytes(), checkpoint_path(version.id)
+        try:
+            if not self.store.upload_if_absent(path, data) and self.store.read(path) != data:
+                # never rotate onto a checkpoint we did not write (it may be the corrupt one
+                # open() skipped): the older checkpoint and its deltas must stay
+                log.warning("manifest %s exists with other bytes; not rotating", path)
+                return
+            self._checkpoint_id = version.id
+            checkpoints, deltas = _ids(self.store)
+            self.store.delete([checkpoint_path(c) for c in checkpoints if c < previous]
+                              + [delta_path(d) for d in deltas if d <= previous])
+        except ObjectStoreError as exc:
+            if raise_errors:
+                raise
+            log.warning("manifest checkpoint of version %d in %r failed (retried later): %s",
+                        version.id, self.store, exc)
+
+
+def _ids(store: ObjectStore, kind: str = "") -> tuple[list[int], list[int]]:
+    """(checkpoint ids, delta ids) in the store, ascending; unknown names are ignored.
+    ``kind`` ("checkpoint" or "delta") lists only that kind."""
+    checkpoints, deltas = [], []
+    for meta in store.list(MANIFEST_PREFIX + kind):
+        match = _NAME.fullmatch(meta.path)
+        if match:
+            (checkpoints if match.group(1) == "checkpoint" else deltas).append(int(match.group(2)))
+    return sorted(checkpoints), sorted(deltas)
+
+
+def _load(store: ObjectStore) -> tuple[HummockVersion, int] | None:
+    """(current version, id of the checkpoint it grew from), or None for an empty store."""
+    for _ in range(_LOAD_ATTEMPTS):
+        checkpoints, deltas = _ids(store)
+        if not checkpoints:
+            if deltas:
+                raise CorruptionError("manifest deltas without any checkpoint",
+                                      object=delta_path(deltas[0]))
+            return None
+        try:
+            return _load_listed(store, checkpoints, deltas)
+        except _Vanished:
+            continue
+    raise ObjectStoreError(f"manifest of {store!r} kept changing while it was loaded "
+                           f"({_LOAD_ATTEMPTS} attempts); is a rotation stuck?")
+
+
+def _load_listed(store, checkpoints: list[int], deltas: list[int]) -> tuple[HummockVersion, int]:
+    skipped: list[CorruptionError] = []
+    for c in reversed(checkpoints):
+        path = checkpoint_path(c)
+        try:
+            base = HummockVersion.from_bytes(_read(store, path), object=path)
+            if base.id != c:
+                raise CorruptionError("checkpoint holds another version", object=path,
+                                      expected=c, found=base.id)
+        except CorruptionError as exc:
+            skipped.append(exc)
+            continue
+        version = _replay(store, base)
+        if any(d > version.id for d in deltas):
+            if version.id + 1 in deltas:
+                raise _Vanished()
+            raise CorruptionError("manifest delta missing while later deltas exist",
+                                  object=delta_path(version.id + 1))
+        if skipped:
+            if version.id < checkpoints[-1]:  # the chain does not reach the corrupt checkpoint
+                raise skipped[0]
+            log.warning("skipped %d corrupt manifest checkpoint(s) (newest: %s); version %d "
+                        "rebuilt from checkpoint %d and its deltas", len(skipped), skipped[0], version.id, c)
+        return version, c
+    raise skipped[0]
+
+
+def _read(store: ObjectStore, path: str) -> bytes:
+    try:
+        return store.read(path)
+    except ObjectNotFoundError:
+        raise _Vanished() from None
+
+
+def _replay(store: ObjectStore, version: HummockVersion) -> HummockVersion:
+    """Apply delta-(id+1), delta-(id+2), ... up to the first missing one."""
+    while True:
+        path = delta_path(version.id + 1)
+        try:
+            data = store.read(path)
+        except ObjectNotFoundError:
+            return version
+        delta = VersionDelta.from_bytes(data, object=path)
+        try:
+            version = apply(version, delta)
+        except (VersionConflictError, InvalidArgumentError) as exc:
+            raise CorruptionError(f"manifest delta does not apply: {exc}", object=path,
+                                  expected=version.id, found=delta.prev_id) from exc
+
+
+# --- the single-writer lock ------------------------------------------------------------------
+
+class WriterLock:
+    """Keeps a second writer off one store (module doc). A context manager that releases.
+
+    ``lost`` becomes True if another process took the (S3) lock over; :meth:`check` raises then.
+    Delta fencing (invariant 2) still guards the manifest in that case.
+    """
+
+    def __init__(self, impl, owner: str):
+        """Private: use :meth:`acquire`."""
+        self._impl = impl
+        self.owner = owner
+
+    @classmethod
+    def acquire(cls, store: ObjectStore, owner: str, *, stale_after_seconds: float = 30.0,
+                force: bool = False) -> WriterLock:
+        """Take the writer lock of ``store`` for ``owner`` (a description shown to rivals).
+
+        Raises ConcurrentWriterError if another holder has it: an flock (local; ``force`` cannot
+        break a live process's lock, and a dead one's is already gone), a registered writer
+        (memory; ``force`` takes it over), or an S3 lock object refreshed less than
+        ``stale_after_seconds`` ago (``force`` takes it over regardless). InvalidArgumentError
+        for a bad owner or a store without a lock mechanism.
+        """
+        if not isinstance(owner, str) or not owner or len(owner) > 200:
+            raise InvalidArgumentError(f"owner must be a str of 1 to 200 characters, got {owner!r}")
+        if not isinstance(stale_after_seconds, (int, float)) or stale_after_seconds <= 0:
+            raise InvalidArgumentError(f"stale_after_seconds must be > 0, got {stale_after_seconds!r}")
+        info = {"owner": owner, "host": socket.gethostname(), "pid": os.getpid(),
+                "token": uuid.uuid4().hex}
+        if isinstance(store, LocalObjectStore):
+            impl = _FlockLock(store, info)
+        elif isinstance(store, MemoryObjectStore):
+            impl = _RegistryLock(store, info, force)
+        elif hasattr(store, "conditional_put") and hasattr(store, "read_with_etag"):
+            impl = _ObjectLock(store, info, float(stale_after_seconds), force)
+        else:
+            raise InvalidArgumentError(f"{store!r} offers no writer lock mechanism")
+        return cls(impl, owner)
+
+    @property
+    def lost(self) -> bool:
+        return self._impl.lost
+
+    @property
+    def held(self) -> bool:
+        return not self._impl.released and not self._impl.lost
+
+    def check(self) -> None:
+        """Raise ConcurrentWriterError if the lock was released or taken over."""
+        if not self.held:
+            raise ConcurrentWriterError(f"writer lock of {self.owner!r} is "
+                                        f"{'released' if self._impl.released else 'lost to another writer'}")
+
+    def release(self) -> None:
+        """Give the lock up; idempotent. Never raises for I/O (logs instead)."""
+        if not self._impl.released:
+            self._impl.released = True
+            self._impl.release()
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.release()
+
+
+def _holder(data: bytes) -> str:
+    try:
+        info = json.loads(data)
+        return f"{info['owner']!r} (host {info['host']}, pid {info['pid']})"
+    except (ValueError, KeyError, TypeError):
+        return "an unknown holder"
+
+
+class _FlockLock:
+    """``flock(LOCK_EX | LOCK_NB)`` on ``<root>/.writer-lock``; the file holds the holder's info.
+
+    flock locks belong to an open file description: a second ``open`` conflicts even in the same
+    process, a forked child shares the parent's lock. On NFS Linux maps flock to POSIX locks.
+    """
+
+    def __init__(self, store: LocalObjectStore, info: dict):
+        self.released = self.lost = False
+        path = store.lock_file_path()
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(os.pread(self._fd, 4096, 0))
+            os.close(self._fd)
+            raise ConcurrentWriterError(f"{store.root!r} already has a writer: {holder}") from None
+        except OSError:
+            os.close(self._fd)
+            raise
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, json.dumps(info).encode(), 0)
+
+    def release(self) -> None:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self._fd)
+
+
+_registry: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # memory table -> info
+_registry_lock = threading.Lock()
+
+
+class _RegistryLock:
+    """A process-wide registry keyed by the memory store's table (``lock_key()``)."""
+
+    def __init__(self, store: MemoryObjectStore, info: dict, force: bool):
+        self.released = False
+        self._key, self._info = store.lock_key(), info
+        with _registry_lock:
+            holder = _registry.get(self._key)
+            if holder is not None and not force:
+                raise ConcurrentWriterError(f"{store!r} already has a writer: "
+                                            f"{_holder(json.dumps(holder).encode())}")
+            _registry[self._key] = info
+
+    @property
+    def lost(self) -> bool:
+        with _registry_lock:
+            return _registry.get(self._key) is not self._info
+
+    def release(self) -> None:
+        with _registry_lock:
+            if _registry.get(self._key) is self._info:
+                del _registry[self._key]
+
+
+class _ObjectLock:
+    """The lock object ``manifest/writer-lock`` (JSON: owner, host, pid, token, heartbeat).
+
+    Created with ``If-None-Match: *``; refreshed every ``stale_after / 3`` s by a daemon thread
+    with ``If-Match: <our etag>``, so a heartbeat never overwrites a rival's takeover (it marks
+    the lock lost instead); taken over, once its age (the service's ``Date`` minus its
+    ``Last-Modified``: no client clock involved) reaches ``stale_after``, by an ``If-Match`` write
+    on the stale ETag, so of two racing takers exactly one wins. Release deletes the object
+    after checking it is still ours (a read-then-delete: a takeover in between is lost, which
+    only happens to a holder that was already stale).
+    """
+
+    def __init__(self, store, info: dict, stale_after: float, force: bool):
+        self.released = self.lost = False
+        self._store, self._info, self._stale_after = store, info, stale_after
+        self._etag = self._take(force)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"writer-lock-{info['owner']}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _body(self) -> bytes:
+        return json.dumps({**self._info, "heartbeat": time.time(),
+                           "stale_after_seconds": self._stale_after}).encode()
+
+    def _take(self, force: bool) -> str:
+        for _ in range(_LOAD_ATTEMPTS):
+            etag = self._store.conditional_put(LOCK_OBJECT_PATH, self._body())
+            if etag is not None:
+                return etag
+            try:
+                data, old_etag, age = self._store.read_with_etag(LOCK_OBJECT_PATH)
+            except ObjectNotFoundError:
+                continue  # released meanwhile: try to create it again
+            if age is None:
+                age = _heartbeat_age(data)
+            if not force and age < self._stale_after:
+                raise ConcurrentWriterError(
+                    f"{self._store!r} already has a writer: {_holder(data)}, heartbeat {age:.1f} s "
+                    f"ago (stale after {self._stale_after} s; force=True takes over a dead one)")
+            etag = self._store.conditional_put(LOCK_OBJECT_PATH, self._body(), if_match=old_etag)
+            if etag is not None:
+                log.warning("took over the writer lock of %r from %s (heartbeat %.1f s ago%s)",
+                            self._store, _holder(data), age, ", forced" if force else "")
+                return etag
+        raise ConcurrentWriterError(f"the writer lock of {self._store!r} keeps changing hands")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._stale_after / 3):
+            try:
+                etag = self._store.conditional_put(LOCK_OBJECT_PATH, self._body(), if_match=self._etag)
+            except ObjectStoreError as exc:
+                if self._stop.is_set() or getattr(self._store, "_closed", False):
+                    return
+                log.warning("writer lock heartbeat on %r failed (retrying): %s", self._store, exc)
+                continue
+            if etag is None:
+                self.lost = True
+                log.error("writer lock of %r lost: another writer took it over", self._store)
+                return
+            self._etag = etag
+
+    def release(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.lost:
+            return
+        try:
+            _, etag, _ = self._store.read_with_etag(LOCK_OBJECT_PATH)
+            if etag == self._etag:
+                self._store.delete(LOCK_OBJECT_PATH)
+        except ObjectStoreError as exc:
+            log.warning("cannot delete the writer lock object of %r (it goes stale): %s",
+                        self._store, exc)
+
+
+def _heartbeat_age(data: bytes) -> float:
+    """Age from the holder's own timestamp (client clocks) when the service gave no dates."""
+    try:
+        return time.time() - float(json.loads(data)["heartbeat"])
+    except (ValueError, KeyError, TypeError):
+        return float("inf")  # unreadable: treat as stale

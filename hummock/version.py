@@ -1,0 +1,600 @@
+"""Versions of the LSM tree and the deltas between them: the data model of the manifest.
+
+A :class:`HummockVersion` is an immutable snapshot of the SSTs that make up the store
+(DESIGN.md sections 4 and 6, the "HummockVersion" of RisingWave's Hummock manager):
+
+- ``l0``: sub-levels, **newest first**. Each commit adds one sub-level holding the SSTs of one
+  sync; inside a sub-level the SSTs are sorted by smallest key and, unless ``overlapping``,
+  their key ranges are disjoint. Sub-levels may overlap each other.
+- ``levels``: L1..Ln (``levels[i]`` is level ``i + 1``), each sorted by smallest full key
+  (``hummock.key.full_key_sort_key``) with disjoint key ranges; a level may be empty.
+- ``max_committed_epoch``: every epoch <= it is durable; ``next_sst_id`` / ``next_sub_level_id``
+  are the first ids not yet handed out.
+
+Versions change only through :class:`VersionDelta` and :func:`apply`, which returns a new
+version with ``id = delta.id = delta.prev_id + 1``. Kinds of delta:
+
+- ``commit``: publishes an epoch (strictly increasing) and adds one L0 sub-level (or none for an
+  epoch without data);
+- ``compaction``: removes input SSTs (from L0 sub-levels and/or levels; emptied sub-levels are
+  dropped) and adds outputs to L1+;
+- ``move``: a trivial move: removes SSTs and adds the same ``SstableInfo`` to another level;
+- ``reserve_ids``: raises ``next_sst_id`` by a block. **SST ids are never reused, even after a
+  crash**: the writer persists a ``reserve_ids`` delta *before* it uploads any SST named from the
+  block, so a recovered version's ``next_sst_id`` lies above every id that may exist in the
+  store. ``apply`` enforces it: a commit or compaction may only add ids ``< next_sst_id``.
+
+Invariants (checked by :meth:`HummockVersion._check`; ``apply`` keeps them): SST ids are unique
+across the whole version and below ``next_sst_id``; L1+ levels and non-overlapping sub-levels
+are sorted and disjoint; sub-level ids are unique, decreasing newest-first and below
+``next_sub_level_id``; no sub-level is empty; ``levels`` holds levels ``1..num_levels``.
+Epoch contents of SSTs are not checked (compaction outputs keep their data's epochs).
+
+Serialization (``to_bytes``/``from_bytes``): a frozen envelope and a JSON payload, layout in
+``docs/format.md`` section 6. Decoders check everything and raise ``CorruptionError``.
+
+Errors: :class:`VersionConflictError` (the delta was built for another version, or its inputs
+are gone: the engine discards or :meth:`VersionDelta.rebase`\\ s it) and ``InvalidArgumentError``
+(a malformed delta: the caller's bug). Everything here is pure and thread-safe.
+Callers: ``hummock/manifest.py`` (persistence), the storage engine (commit, compaction).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import struct
+from collections.abc import Iterable, Mapping
+
+from hummock.errors import CorruptionError, HummockError, InvalidArgumentError
+from hummock.key import MIN_FULL_KEY_LEN, full_key_sort_key
+from hummock.sstable.block import checksum
+from hummock.sstable.meta import SstableInfo
+
+__all__ = [
+    "SubLevel", "Level", "HummockVersion", "VersionDelta", "VersionConflictError", "apply",
+    "DEFAULT_NUM_LEVELS", "VERSION_MAGIC", "DELTA_MAGIC", "MANIFEST_FORMAT_VERSION",
+    "KIND_COMMIT", "KIND_COMPACTION", "KIND_MOVE", "KIND_RESERVE",
+]
+
+DEFAULT_NUM_LEVELS = 6
+VERSION_MAGIC = b"HUMKVER1"  # part of the on-disk format, do not change
+DELTA_MAGIC = b"HUMKDLT1"  # part of the on-disk format, do not change
+MANIFEST_FORMAT_VERSION = 1  # part of the on-disk format, do not change
+ENVELOPE = struct.Struct("<8sIIQ")  # magic, format version, payload length, xxh64; frozen
+KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE = "commit", "compaction", "move", "reserve_ids"
+_KINDS = (KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE)
+_U64_MAX = 2**64 - 1
+
+
+class VersionConflictError(HummockError):
+    """A delta does not fit the version: built on another version id, or it removes an SST the
+    version does not hold (at that level). Nothing was applied; rebuild or rebase the delta."""
+
+
+def _key(info: SstableInfo):
+    return full_key_sort_key(info.smallest_key), info.sst_id
+
+
+def _check_run(ssts, what: str) -> str | None:
+    """The first problem of a sorted, disjoint run of SSTs, or None."""
+    for a, b in zip(ssts, ssts[1:]):
+        if full_key_sort_key(a.largest_key) >= full_key_sort_key(b.smallest_key):
+            return f"{what}: SST {a.sst_id} overlaps or is not before SST {b.sst_id}"
+    return None
+
+
+def _check_u64(name: str, value) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _U64_MAX:
+        return value
+    raise InvalidArgumentError(f"{name} must be an int in [0, 2**64), got {value!r}")
+
+
+def _check_infos(ssts, what: str) -> tuple[SstableInfo, ...]:
+    ssts = tuple(ssts)
+    for info in ssts:
+        if not isinstance(info, SstableInfo):
+            raise InvalidArgumentError(f"{what} must be SstableInfo objects, got {type(info).__name__}")
+        if full_key_sort_key(info.smallest_key) > full_key_sort_key(info.largest_key):
+            raise InvalidArgumentError(f"{what}: SST {info.sst_id} has smallest key > largest key")
+    return ssts
+
+
+@dataclasses.dataclass(frozen=True)
+class SubLevel:
+    """One L0 sub-level: the SSTs of one commit, sorted by smallest key."""
+
+    sub_level_id: int
+    ssts: tuple[SstableInfo, ...]
+    overlapping: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """Level ``level`` >= 1: SSTs sorted by smallest full key, key ranges disjoint."""
+
+    level: int
+    ssts: tuple[SstableInfo, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class HummockVersion:
+    """An immutable snapshot of the LSM tree (see the module doc for fields and invariants)."""
+
+    id: int
+    max_committed_epoch: int
+    l0: tuple[SubLevel, ...]
+    levels: tuple[Level, ...]
+    next_sst_id: int
+    next_sub_level_id: int
+
+    @classmethod
+    def empty(cls, num_levels: int = DEFAULT_NUM_LEVELS) -> HummockVersion:
+        """Version 0: no SSTs, epoch 0, ``num_levels`` empty levels (REQUIRES 1 <= n <= 64)."""
+        if not isinstance(num_levels, int) or isinstance(num_levels, bool) or not 1 <= num_levels <= 64:
+            raise InvalidArgumentError(f"num_levels must be an int in [1, 64], got {num_levels!r}")
+        return cls(0, 0, (), tuple(Level(n, ()) for n in range(1, num_levels + 1)), 1, 1)
+
+    def __repr__(self) -> str:
+        return (f"HummockVersion(id={self.id}, max_committed_epoch={self.max_committed_epoch}, "
+                f"l0={len(self.l0)} sub-levels, ssts per level={self.level_counts()}, "
+                f"next_sst_id={self.next_sst_id})")
+
+    @property
+    def num_levels(self) -> int:
+        return len(self.levels)
+
+    @functools.cached_property
+    def _locations(self) -> dict[int, int]:
+        """sst id -> level (0 for L0). Cached: versions are immutable."""
+        where = {info.sst_id: 0 for sub in self.l0 for info in sub.ssts}
+        where.update((info.sst_id, level.level) for level in self.levels for info in level.ssts)
+        return where
+
+    def all_ssts(self) -> list[SstableInfo]:
+        """Every SST: L0 sub-levels newest first, then L1..Ln in key order."""
+        return [info for sub in self.l0 for info in sub.ssts] + [
+            info for level in self.levels for info in level.ssts]
+
+    def sst_ids(self) -> frozenset[int]:
+        """The ids of every SST the version references."""
+        return frozenset(self._locations)
+
+    def level_of(self, sst_id: int) -> int | None:
+        """The level holding ``sst_id`` (0 for L0), or None."""
+        return self._locations.get(sst_id)
+
+    def level_sizes(self) -> tuple[int, ...]:
+        """Total ``file_size`` per level: index 0 is L0, index n is Ln."""
+        return (sum(i.file_size for sub in self.l0 for i in sub.ssts),) + tuple(
+            sum(i.file_size for i in level.ssts) for level in self.levels)
+
+    def level_counts(self) -> tuple[int, ...]:
+        """Number of SSTs per level: index 0 is L0 (all sub-levels), index n is Ln."""
+        return (sum(len(sub.ssts) for sub in self.l0),) + tuple(len(lv.ssts) for lv in self.levels)
+
+    def _problems(self) -> list[str]:
+        """Every violated invariant (module doc), as messages; empty if the version is sound."""
+        out = []
+        ids = [info.sst_id for info in self.all_ssts()]
+        if len(ids) != len(set(ids)):
+            out.append(f"duplicate SST ids {sorted(i for i in set(ids) if ids.count(i) > 1)}")
+        if ids and max(ids) >= self.next_sst_id:
+            out.append(f"SST id {max(ids)} >= next_sst_id {self.next_sst_id}")
+        for info in self.all_ssts():
+            if full_key_sort_key(info.smallest_key) > full_key_sort_key(info.largest_key):
+                out.append(f"SST {info.sst_id} has smallest key > largest key")
+        sub_ids = [sub.sub_level_id for sub in self.l0]
+        if any(a <= b for a, b in zip(sub_ids, sub_ids[1:])):
+            out.append(f"sub-level ids not strictly decreasing newest-first: {sub_ids}")
+        if sub_ids and sub_ids[0] >= self.next_sub_level_id:
+            out.append(f"sub-level id {sub_ids[0]} >= next_sub_level_id {self.next_sub_level_id}")
+        for sub in self.l0:
+            if not sub.ssts:
+                out.append(f"sub-level {sub.sub_level_id} is empty")
+            if list(sub.ssts) != sorted(sub.ssts, key=_key):
+                out.append(f"sub-level {sub.sub_level_id} not sorted by smallest key")
+            if not sub.overlapping:
+                out.append(_check_run(sub.ssts, f"sub-level {sub.sub_level_id}"))
+        if [lv.level for lv in self.levels] != list(range(1, len(self.levels) + 1)):
+            out.append(f"levels are {[lv.level for lv in self.levels]}, expected 1..{len(self.levels)}")
+        for lv in self.levels:
+            if list(lv.ssts) != sorted(lv.ssts, key=_key):
+                out.append(f"L{lv.level} not sorted by smallest key")
+            out.append(_check_run(lv.ssts, f"L{lv.level}"))
+        return [p for p in out if p]
+
+    def _check(self) -> None:
+        """Raise AssertionError listing every violated invariant (an engine bug if it fires)."""
+        problems = self._problems()
+        if problems:
+            raise AssertionError(f"version {self.id} is unsound: " + "; ".join(problems))
+
+    def to_bytes(self) -> bytes:
+        """The checkpoint encoding (docs/format.md section 6)."""
+        return _seal(VERSION_MAGIC, _version_json(self))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, object: str = "<version buffer>") -> HummockVersion:
+        """Decode ``to_bytes`` output. Raises CorruptionError naming ``object`` on any defect,
+        including a decoded version that breaks an invariant."""
+        payload = _open(data, VERSION_MAGIC, object)
+        version = _decode_payload(payload, object, _version_from_json)
+        problems = version._problems()
+        if problems:
+            raise CorruptionError(f"decoded version is unsound: {problems[0]}", object=object,
+                                  offset=ENVELOPE.size)
+        return version
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionDelta:
+    """The change from version ``prev_id`` to version ``id`` (module doc: kinds).
+
+    ``removed`` holds ``(level, sst_id)`` pairs, level 0 meaning "in some L0 sub-level";
+    ``added`` holds ``(level >= 1, SstableInfo)``; ``max_committed_epoch`` and ``next_sst_id``
+    are the values of the resulting version. Build deltas with the constructors, which validate
+    against the version they start from.
+    """
+
+    prev_id: int
+    id: int
+    max_committed_epoch: int
+    next_sst_id: int
+    new_sub_level: SubLevel | None = None
+    removed: tuple[tuple[int, int], ...] = ()
+    added: tuple[tuple[int, SstableInfo], ...] = ()
+    kind: str = KIND_COMMIT
+
+    @classmethod
+    def commit(cls, version: HummockVersion, epoch: int, ssts: Iterable[SstableInfo],
+               overlapping: bool = True) -> VersionDelta:
+        """Publish ``epoch`` with the SSTs of its sync as one new L0 sub-level (none if empty).
+
+        REQUIRES: ``epoch > version.max_committed_epoch``; SST ids unique, reserved (``<
+        version.next_sst_id``) and not in the version; with ``overlapping=False`` disjoint key
+        ranges. Raises InvalidArgumentError otherwise.
+        """
+        _check_u64("epoch", epoch)
+        ssts = tuple(sorted(_check_infos(ssts, "committed SSTs"), key=_key))
+        sub = SubLevel(version.next_sub_level_id, ssts, bool(overlapping)) if ssts else None
+        return cls._validated(version, cls(version.id, version.id + 1, epoch, version.next_sst_id,
+                                           new_sub_level=sub, kind=KIND_COMMIT))
+
+    @classmethod
+    def compaction(cls, version: HummockVersion, removed_ids: Iterable[int],
+                   added_by_level: Mapping[int, Iterable[SstableInfo]]) -> VersionDelta:
+        """Replace the input SSTs ``removed_ids`` (any levels) by outputs in levels >= 1.
+
+        Raises VersionConflictError if an input is not in ``version`` or an output overlaps an
+        SST left in its level (the level changed since the task was planned);
+        InvalidArgumentError if an output id is not reserved or already used, an output level is
+        out of range, or outputs overlap each other.
+        """
+        added = tuple((level, info) for level, infos in sorted(added_by_level.items())
+                      for info in sorted(_check_infos(infos, "compaction outputs"), key=_key))
+        return cls._validated(version, cls._removing(version, KIND_COMPACTION, removed_ids, added))
+
+    @classmethod
+    def move(cls, version: HummockVersion, sst_ids: Iterable[int], target_level: int) -> VersionDelta:
+        """Trivial move: the SSTs ``sst_ids`` leave their level(s) for ``target_level`` >= 1.
+
+        Raises VersionConflictError if one is missing or one overlaps an SST of the target
+        level; InvalidArgumentError if they overlap each other or the level is out of range.
+        """
+        delta = cls._removing(version, KIND_MOVE, sst_ids, ())
+        lookup = {info.sst_id: info for info in version.all_ssts()}
+        added = tuple((target_level, lookup[sst_id]) for _, sst_id in delta.removed)
+        return cls._validated(version, dataclasses.replace(delta, added=added))
+
+    @classmethod
+    def reserve_sst_ids(cls, version: HummockVersion, count: int) -> VersionDelta:
+        """Reserve ``count`` >= 1 ids: ``range(version.next_sst_id, delta.next_sst_id)`` may be
+        used once this delta is persisted (module doc; ``Manifest.reserve_sst_ids`` does both).
+        Raises InvalidArgumentError for a bad count."""
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 2**32:
+            raise InvalidArgumentError(f"count must be an int in [1, 2**32], got {count!r}")
+        return cls._validated(version, cls(version.id, version.id + 1, version.max_committed_epoch,
+                                           version.next_sst_id + count, kind=KIND_RESERVE))
+
+    @classmethod
+    def _removing(cls, version, kind, sst_ids, added) -> VersionDelta:
+        removed = []
+        for sst_id in sst_ids:
+            level = version.level_of(sst_id)
+            if level is None:
+                raise VersionConflictError(f"SST {sst_id!r} is not in version {version.id}")
+            removed.append((level, sst_id))
+        return cls(version.id, version.id + 1, version.max_committed_epoch, version.next_sst_id,
+                   removed=tuple(sorted(removed)), added=added, kind=kind)
+
+    @classmethod
+    def _validated(cls, version: HummockVersion, delta: VersionDelta) -> VersionDelta:
+        apply(version, delta)  # raises if the delta does not fit; the result is discarded
+        return delta
+
+    def rebase(self, version: HummockVersion) -> VersionDelta:
+        """This compaction or move re-targeted at ``version`` (e.g. after commits landed while
+        it ran). Raises VersionConflictError if its inputs are gone or its outputs no longer
+        fit; InvalidArgumentError for other kinds (rebuild a commit; a reservation must not
+        silently change its range)."""
+        if self.kind not in (KIND_COMPACTION, KIND_MOVE):
+            raise InvalidArgumentError(f"only compaction and move deltas are rebased, not {self.kind!r}")
+        delta = dataclasses.replace(self, prev_id=version.id, id=version.id + 1,
+                                    max_committed_epoch=version.max_committed_epoch,
+                                    next_sst_id=version.next_sst_id)
+        try:
+            return self._validated(version, delta)
+        except InvalidArgumentError as exc:
+            raise VersionConflictError(f"delta no longer fits version {version.id}: {exc}") from exc
+
+    def to_bytes(self) -> bytes:
+        """The delta object's encoding (docs/format.md section 6)."""
+        return _seal(DELTA_MAGIC, _delta_json(self))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, object: str = "<delta buffer>") -> VersionDelta:
+        """Decode ``to_bytes`` output. Raises CorruptionError naming ``object`` on any defect."""
+        return _decode_payload(_open(data, DELTA_MAGIC, object), object, _delta_from_json)
+
+
+# --- apply -----------------------------------------------------------------------------------
+
+def apply(version: HummockVersion, delta: VersionDelta) -> HummockVersion:
+    """Return the version ``delta`` produces from ``version`` (a new object; both unchanged).
+
+    Raises VersionConflictError if ``delta.prev_id != version.id``, it removes an SST the
+    version does not hold at that level, or an SST it adds overlaps one the delta did not plan
+    for in its level; InvalidArgumentError if the delta is malformed: ids out of sequence, a
+    commit epoch not above ``max_committed_epoch``, unreserved or reused SST ids, added SSTs
+    overlapping each other, fields a kind must not change.
+    """
+    if delta.prev_id != version.id:
+        raise VersionConflictError(
+            f"{delta.kind} delta {delta.prev_id}->{delta.id} does not apply to version {version.id}")
+    _check_shape(version, delta)
+    l0, levels = list(version.l0), {lv.level: list(lv.ssts) for lv in version.levels}
+    touched = {level for level, _ in delta.removed} | {level for level, _ in delta.added}
+    removed = {}
+    for level, sst_id in delta.removed:
+        removed[sst_id] = _remove(l0, levels, level, sst_id, version.id)
+    new_ids = {}
+    for level, info in delta.added:
+        if level not in levels:
+            raise InvalidArgumentError(f"SST {info.sst_id} added to level {level}; levels are "
+                                       f"1..{version.num_levels}")
+        _check_new_id(version, delta, info, removed, new_ids)
+        levels[level].append(info)
+    for level in sorted({level for level, _ in delta.added}):
+        ssts = sorted(levels[level], key=_key)
+        problem = _check_run(ssts, f"L{level} after the {delta.kind}")
+        if problem:
+            mine = {info.sst_id for lv, info in delta.added if lv == level}
+            outputs_only = _check_run([i for i in ssts if i.sst_id in mine], "outputs")
+            raise (InvalidArgumentError if outputs_only else VersionConflictError)(problem)
+        levels[level] = ssts
+    next_sub = version.next_sub_level_id
+    if delta.new_sub_level is not None:
+        for info in delta.new_sub_level.ssts:
+            _check_new_id(version, delta, info, removed, new_ids)
+        l0.insert(0, delta.new_sub_level)
+        next_sub += 1
+    new_levels = tuple(Level(lv.level, tuple(levels[lv.level])) if lv.level in touched else lv
+                       for lv in version.levels)
+    return HummockVersion(delta.id, delta.max_committed_epoch, tuple(l0), new_levels,
+                          delta.next_sst_id, next_sub)
+
+
+def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
+    """Kind-specific rules on the scalar fields (all InvalidArgumentError)."""
+    def bad(message):
+        raise InvalidArgumentError(f"{delta.kind} delta {delta.prev_id}->{delta.id}: {message}")
+    if delta.kind not in _KINDS:
+        bad(f"unknown kind; expected one of {_KINDS}")
+    if delta.id != delta.prev_id + 1:
+        bad("id must be prev_id + 1")
+    changes_ids = delta.kind == KIND_RESERVE
+    if changes_ids != (delta.next_sst_id != version.next_sst_id) or delta.next_sst_id < version.next_sst_id:
+        bad(f"next_sst_id {delta.next_sst_id} (version has {version.next_sst_id}); only "
+            f"reserve_ids raises it")
+    if delta.kind == KIND_COMMIT:
+        if delta.max_committed_epoch <= version.max_committed_epoch:
+            bad(f"epoch {delta.max_committed_epoch} is not above max_committed_epoch "
+                f"{version.max_committed_epoch}; epochs must strictly increase")
+    elif delta.max_committed_epoch != version.max_committed_epoch:
+        bad("only a commit changes max_committed_epoch")
+    sub = delta.new_sub_level
+    if sub is not None:
+        if delta.kind != KIND_COMMIT:
+            bad("only a commit adds an L0 sub-level")
+        if sub.sub_level_id != version.next_sub_level_id or not sub.ssts:
+            bad(f"new sub-level must be non-empty with id {version.next_sub_level_id}")
+        if list(sub.ssts) != sorted(_check_infos(sub.ssts, "sub-level SSTs"), key=_key) or (
+                not sub.overlapping and _check_run(sub.ssts, "sub-level")):
+            bad("new sub-level must be sorted by smallest key (and disjoint unless overlapping)")
+    _check_infos((info for _, info in delta.added), "added SSTs")
+    if delta.kind in (KIND_COMMIT, KIND_RESERVE) and (delta.removed or delta.added):
+        bad("must not remove or add level SSTs")
+    if delta.kind in (KIND_COMPACTION, KIND_MOVE) and not delta.removed:
+        bad("must remove at least one SST")
+    if len({sst_id for _, sst_id in delta.removed}) != len(delta.removed):
+        bad("removes an SST twice")
+    if delta.kind == KIND_MOVE and sorted(i.sst_id for _, i in delta.added) != sorted(
+            sst_id for _, sst_id in delta.removed):
+        bad("a move must add exactly the SSTs it removes")
+
+
+def _remove(l0: list, levels: dict, level: int, sst_id: int, version_id: int) -> SstableInfo:
+    """Remove ``sst_id`` from ``level`` (0: any sub-level, dropping it once empty)."""
+    if level == 0:
+        for n, sub in enumerate(l0):
+            for info in sub.ssts:
+                if info.sst_id == sst_id:
+                    rest = tuple(i for i in sub.ssts if i.sst_id != sst_id)
+                    if rest:
+                        l0[n] = dataclasses.replace(sub, ssts=rest)
+                    else:
+                        del l0[n]
+                    return info
+    else:
+        for n, info in enumerate(levels.get(level, ())):
+            if info.sst_id == sst_id:
+                return levels[level].pop(n)
+    raise VersionConflictError(f"SST {sst_id} is not in L{level} of version {version_id}")
+
+
+def _check_new_id(version, delta, info: SstableInfo, removed: dict, new_ids: dict) -> None:
+    """An SST a delta adds: reserved, unique, and not in the version unless moved unchanged."""
+    sst_id = info.sst_id
+    if sst_id in new_ids:
+        raise InvalidArgumentError(f"{delta.kind} delta adds SST {sst_id} twice")
+    new_ids[sst_id] = info
+    if sst_id in removed:
+        if removed[sst_id] != info:
+            raise InvalidArgumentError(f"SST {sst_id} is re-added with different metadata")
+        return
+    if version.level_of(sst_id) is not None:
+        raise InvalidArgumentError(f"SST id {sst_id} is already in version {version.id}")
+    if sst_id >= version.next_sst_id:
+        raise InvalidArgumentError(f"SST id {sst_id} is not reserved (next_sst_id is "
+                                   f"{version.next_sst_id}); reserve ids before uploading SSTs")
+
+
+# --- serialization (docs/format.md section 6) -----------------------------------------------
+
+def _seal(magic: bytes, obj) -> bytes:
+    payload = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+    if len(payload) > 0xFFFFFFFF:
+        raise InvalidArgumentError(f"manifest payload of {len(payload)} bytes exceeds 4 GiB")
+    return ENVELOPE.pack(magic, MANIFEST_FORMAT_VERSION, len(payload), checksum(payload)) + payload
+
+
+def _open(data, magic: bytes, object: str) -> bytes:
+    """Check the envelope; return the payload."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(f"expected bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if len(data) < ENVELOPE.size:
+        raise CorruptionError("manifest object shorter than its header", object=object, offset=0,
+                              expected=f">= {ENVELOPE.size} bytes", found=len(data))
+    found_magic, version, length, found_sum = ENVELOPE.unpack_from(data)
+    if found_magic != magic:
+        raise CorruptionError("bad manifest magic", object=object, offset=0, expected=magic,
+                              found=found_magic)
+    if version != MANIFEST_FORMAT_VERSION:
+        raise CorruptionError("unknown manifest format version", object=object, offset=8,
+                              expected=MANIFEST_FORMAT_VERSION, found=version)
+    if length != len(data) - ENVELOPE.size:
+        raise CorruptionError("manifest payload length mismatch", object=object, offset=12,
+                              expected=len(data) - ENVELOPE.size, found=length)
+    payload = data[ENVELOPE.size:]
+    if checksum(payload) != found_sum:
+        raise CorruptionError("manifest checksum mismatch", object=object, offset=16,
+                              expected=f"{found_sum:#018x}", found=f"{checksum(payload):#018x}")
+    return payload
+
+
+class _Bad(Exception):
+    """A structural defect in a decoded payload (turned into CorruptionError)."""
+
+
+def _decode_payload(payload: bytes, object: str, build):
+    try:
+        return build(json.loads(payload))
+    except json.JSONDecodeError as exc:
+        raise CorruptionError(f"manifest payload is not JSON: {exc.msg}", object=object,
+                              offset=ENVELOPE.size + exc.pos) from None
+    except (_Bad, InvalidArgumentError, ValueError, TypeError, KeyError) as exc:
+        raise CorruptionError(f"malformed manifest payload: {exc}", object=object,
+                              offset=ENVELOPE.size) from None
+
+
+def _field(d, name: str, kind):
+    if not isinstance(d, dict) or name not in d:
+        raise _Bad(f"missing field {name!r}")
+    value = d[name]
+    if kind is int:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _U64_MAX:
+            raise _Bad(f"field {name!r} must be a u64, got {value!r}")
+    elif not isinstance(value, kind):
+        raise _Bad(f"field {name!r} must be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+_INFO_FIELDS = frozenset(f.name for f in dataclasses.fields(SstableInfo))
+
+
+def _info_from_json(d) -> SstableInfo:
+    if not isinstance(d, dict) or set(d) != _INFO_FIELDS:
+        raise _Bad(f"SST record must have the fields {sorted(_INFO_FIELDS)}")
+    for name in _INFO_FIELDS - {"smallest_key", "largest_key", "table_ids"}:
+        _field(d, name, int)
+    for table_id in _field(d, "table_ids", list):
+        if not isinstance(table_id, int) or isinstance(table_id, bool) or not 0 <= table_id < 2**32:
+            raise _Bad(f"bad table id {table_id!r}")
+    info = SstableInfo.from_dict(d)
+    if min(len(info.smallest_key), len(info.largest_key)) < MIN_FULL_KEY_LEN:
+        raise _Bad(f"SST {info.sst_id} has a key shorter than a full key")
+    return info
+
+
+def _infos_from_json(items) -> tuple[SstableInfo, ...]:
+    if not isinstance(items, list):
+        raise _Bad("SST list expected")
+    return tuple(_info_from_json(d) for d in items)
+
+
+def _sub_level_json(sub: SubLevel) -> dict:
+    return {"sub_level_id": sub.sub_level_id, "overlapping": sub.overlapping,
+            "ssts": [info.to_dict() for info in sub.ssts]}
+
+
+def _sub_level_from_json(d) -> SubLevel:
+    return SubLevel(_field(d, "sub_level_id", int), _infos_from_json(_field(d, "ssts", list)),
+                    _field(d, "overlapping", bool))
+
+
+def _version_json(v: HummockVersion) -> dict:
+    return {"id": v.id, "max_committed_epoch": v.max_committed_epoch, "next_sst_id": v.next_sst_id,
+            "next_sub_level_id": v.next_sub_level_id, "l0": [_sub_level_json(s) for s in v.l0],
+            "levels": [{"level": lv.level, "ssts": [i.to_dict() for i in lv.ssts]} for lv in v.levels]}
+
+
+def _version_from_json(d) -> HummockVersion:
+    levels = tuple(Level(_field(lv, "level", int), _infos_from_json(_field(lv, "ssts", list)))
+                   for lv in _field(d, "levels", list))
+    return HummockVersion(_field(d, "id", int), _field(d, "max_committed_epoch", int),
+                          tuple(_sub_level_from_json(s) for s in _field(d, "l0", list)), levels,
+                          _field(d, "next_sst_id", int), _field(d, "next_sub_level_id", int))
+
+
+def _delta_json(delta: VersionDelta) -> dict:
+    sub = delta.new_sub_level
+    return {"kind": delta.kind, "prev_id": delta.prev_id, "id": delta.id,
+            "max_committed_epoch": delta.max_committed_epoch, "next_sst_id": delta.next_sst_id,
+            "new_sub_level": None if sub is None else _sub_level_json(sub),
+            "removed": [[level, sst_id] for level, sst_id in delta.removed],
+            "added": [[level, info.to_dict()] for level, info in delta.added]}
+
+
+def _delta_from_json(d) -> VersionDelta:
+    kind = _field(d, "kind", str)
+    if kind not in _KINDS:
+        raise _Bad(f"unknown delta kind {kind!r}")
+    if "new_sub_level" not in d:
+        raise _Bad("missing field 'new_sub_level'")
+    sub = d["new_sub_level"]
+    removed, added = [], []
+    for pair in _field(d, "removed", list):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise _Bad("removed entries are [level, sst_id]")
+        removed.append((_field({"v": pair[0]}, "v", int), _field({"v": pair[1]}, "v", int)))
+    for pair in _field(d, "added", list):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise _Bad("added entries are [level, sst]")
+        added.append((_field({"v": pair[0]}, "v", int), _info_from_json(pair[1])))
+    return VersionDelta(_field(d, "prev_id", int), _field(d, "id", int),
+                        _field(d, "max_committed_epoch", int), _field(d, "next_sst_id", int),
+                        None if sub is None else _sub_level_from_json(sub), tuple(removed),
+                        tuple(added), kind)
