@@ -1,11 +1,16 @@
 """Hummock: an LSM key-value store built for streaming checkpoints (DESIGN.md sections 3-6).
 
 The bottom of the layering (sql -> stream -> relational -> hummock): nothing here imports a
-higher layer. Public so far: the error tree (:mod:`hummock.errors`), full keys and epochs
-(:mod:`hummock.key`); the storage engine (``HummockStorage``) arrives with the engine issue.
+higher layer. Public names: :class:`HummockStorage` and :class:`StorageOptions` (the KV API),
+the error tree (:class:`HummockError`, :class:`CorruptionError`, ...), and ``hummock.key`` for
+epochs (``new_epoch``) and full keys.
 """
 
 from hummock._version import __version__
 from hummock.errors import CorruptionError, HummockError, InvalidArgumentError, KeyFormatError
+from hummock.manifest import ConcurrentWriterError
+from hummock.options import StorageOptions
+from hummock.storage import HummockStorage, ReadOnlyError, Snapshot, StoreClosedError
 
-__all__ = ["__version__", "HummockError", "CorruptionError", "InvalidArgumentError", "KeyFormatError"]
+__all__ = ["__version__", "HummockStorage", "StorageOptions", "Snapshot", "HummockError", "CorruptionError",
+           "InvalidArgumentError", "KeyFormatError", "ConcurrentWriterError", "ReadOnlyError", "StoreClosedError"]

@@ -1,0 +1,74 @@
+"""``StorageOptions``: every tunable of a :class:`~hummock.storage.HummockStorage` in one place.
+
+Names listed in DESIGN.md section 10 are stable; new ones may be added. Values are checked at
+construction (``InvalidArgumentError`` naming the option). Sizes are bytes.
+
+Callers: users (``HummockStorage.open(url, StorageOptions(...))``), the engine, compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+from hummock.errors import InvalidArgumentError
+from hummock.sstable.builder import SstableBuilderOptions
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+@dataclass(frozen=True)
+class StorageOptions:
+    # --- SST format
+    block_size: int = 64 * KiB              # target block size before compression
+    restart_interval: int = 16              # entries between restart points in a block
+    compression: str = "lz4"                # "lz4" or "none"
+    bloom_bits_per_key: int = 10
+    target_sst_size: int = 64 * MiB         # sync and compaction cut outputs at this size
+    # --- memory
+    shared_buffer_capacity: int = 256 * MiB  # uncommitted imms; past it, data spills to staging SSTs
+    block_cache_capacity: int = 256 * MiB
+    meta_cache_capacity: int = 64 * MiB
+    # --- compaction (see docs/compaction.md once the compaction issue lands)
+    compactor: str = "local"                # "local", "spark" or "none"
+    spark_master: str = "local[*]"
+    # --- manifest
+    checkpoint_interval: int = 64            # deltas between manifest checkpoints
+    # --- S3 (also settable in the URL's query; credentials only here or in the environment)
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
+    s3_access_key_id: str | None = field(default=None, repr=False)
+    s3_secret_access_key: str | None = field(default=None, repr=False)
+    s3_session_token: str | None = field(default=None, repr=False)
+    s3_max_attempts: int | None = None
+    s3_part_size: int | None = None
+
+    def __post_init__(self):
+        self.sst_builder_options()  # checks block_size, restart_interval, compression, bloom bits
+        _at_least("target_sst_size", self.target_sst_size, 4 * KiB)
+        _at_least("shared_buffer_capacity", self.shared_buffer_capacity, 64 * KiB)
+        _at_least("block_cache_capacity", self.block_cache_capacity, 0)
+        _at_least("meta_cache_capacity", self.meta_cache_capacity, 0)
+        _at_least("checkpoint_interval", self.checkpoint_interval, 1)
+        if self.compactor not in ("local", "spark", "none"):
+            raise InvalidArgumentError(f"compactor must be 'local', 'spark' or 'none', got {self.compactor!r}")
+
+    def sst_builder_options(self) -> SstableBuilderOptions:
+        return SstableBuilderOptions(block_size=self.block_size, restart_interval=self.restart_interval,
+                                     compression=self.compression, bloom_bits_per_key=self.bloom_bits_per_key)
+
+    def s3_options(self) -> dict:
+        """The S3 settings as keyword options for ``open_object_store`` (unset ones omitted)."""
+        names = {"s3_endpoint": "endpoint_url", "s3_region": "region", "s3_access_key_id": "access_key_id",
+                 "s3_secret_access_key": "secret_access_key", "s3_session_token": "session_token",
+                 "s3_max_attempts": "max_attempts", "s3_part_size": "part_size"}
+        return {names[f.name]: getattr(self, f.name) for f in fields(self)
+                if f.name in names and getattr(self, f.name) is not None}
+
+    def replace(self, **changes) -> StorageOptions:
+        return replace(self, **changes)
+
+
+def _at_least(name: str, value, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise InvalidArgumentError(f"StorageOptions.{name} must be an int >= {minimum}, got {value!r}")

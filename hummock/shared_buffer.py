@@ -1,0 +1,133 @@
+"""The shared buffer: uncommitted writes, as immutable memtables (imms), until they become SSTs.
+
+Every ``ingest_batch`` becomes one :class:`Imm`: one table, one *versioned* epoch, the batch's
+table keys (strictly ascending) and values (``None`` = delete). Several batches of one table in
+one epoch get distinct versioned epochs ``epoch + spill_offset`` (offset 0, 1, 2, ... in
+arrival order), so a later batch always shadows an earlier one and every version stays distinct
+(DESIGN.md section 3: the low 16 bits of an epoch are the spill offset).
+
+Invariants:
+- user epochs written here have their low 16 bits zero (``EPOCH_SPILL_MASK``) and are greater
+  than the sealed epoch; versioned epochs are unique per table;
+- ``size`` is the sum of the imms' byte sizes (keys + values + a per-entry overhead) and is what
+  the engine compares with ``shared_buffer_capacity``;
+- imms are never mutated; ``remove`` drops them only after the caller made them durable
+  elsewhere (staging SSTs), under the engine's lock.
+
+Thread safety: none of its own; the engine serializes calls.
+Callers: :mod:`hummock.storage` only.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from hummock import _twins
+from hummock._memtable_py import ENTRY_OVERHEAD
+from hummock.errors import InvalidArgumentError
+from hummock.key import EPOCH_SPILL_MASK
+
+_impl = _twins.load("_memtable", "hummock._memtable_py")
+#: ``check_batch(kv_pairs) -> (keys, values, size)``: validate a batch (native or twin).
+check_batch = _impl.check_batch
+#: ``merge_runs(prefix, [(epoch, keys, values)]) -> (full_keys, values)``: merge one table's imms.
+merge_runs = _impl.merge_runs
+
+__all__ = ["Imm", "SharedBuffer", "check_batch", "merge_runs", "ENTRY_OVERHEAD"]
+
+
+class Imm:
+    """One immutable sorted batch. ``keys``/``values`` are parallel lists; do not mutate them."""
+
+    __slots__ = ("table_id", "epoch", "keys", "values", "size")
+
+    def __init__(self, table_id: int, epoch: int, keys: list, values: list, size: int):
+        self.table_id = table_id
+        self.epoch = epoch          # versioned epoch: user epoch + spill offset
+        self.keys = keys
+        self.values = values
+        self.size = size
+
+    def get(self, key: bytes):
+        """``(True, value_or_None)`` when the batch holds ``key``, else ``(False, None)``."""
+        i = bisect.bisect_left(self.keys, key)
+        if i < len(self.keys) and self.keys[i] == key:
+            return True, self.values[i]
+        return False, None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __repr__(self) -> str:
+        return f"Imm(table={self.table_id}, epoch={self.epoch}, entries={len(self.keys)}, bytes={self.size})"
+
+
+class SharedBuffer:
+    """All uncommitted imms of a store, by table, oldest first within a table."""
+
+    def __init__(self):
+        self._tables: dict[int, list[Imm]] = {}
+        self._spill_offsets: dict[tuple[int, int], int] = {}
+        self.size = 0
+        self.sealed_epoch = 0
+
+    def add(self, table_id: int, epoch: int, keys: list, values: list, size: int) -> Imm:
+        """Add a checked batch as a new imm at the next spill offset of ``(table_id, epoch)``."""
+        if epoch & EPOCH_SPILL_MASK:
+            raise InvalidArgumentError(
+                f"epoch {epoch} has low 16 bits set; those hold spill offsets (use hummock.key.new_epoch() "
+                "or multiples of 1 << 16)")
+        if epoch <= self.sealed_epoch:
+            raise InvalidArgumentError(f"epoch {epoch} is sealed (sealed up to {self.sealed_epoch}); "
+                                       "write to a newer epoch")
+        offset = self._spill_offsets.get((table_id, epoch), 0)
+        if offset > EPOCH_SPILL_MASK:
+            raise InvalidArgumentError(f"more than {EPOCH_SPILL_MASK + 1} batches for table {table_id} in epoch {epoch}")
+        self._spill_offsets[(table_id, epoch)] = offset + 1
+        imm = Imm(table_id, epoch + offset, keys, values, size)
+        imms = self._tables.setdefault(table_id, [])
+        if imms and imms[-1].epoch > imm.epoch:
+            bisect.insort(imms, imm, key=lambda m: m.epoch)
+        else:
+            imms.append(imm)
+        self.size += size
+        return imm
+
+    def seal(self, epoch: int) -> None:
+        if epoch > self.sealed_epoch:
+            self.sealed_epoch = epoch
+
+    def imms(self, table_id: int) -> list[Imm]:
+        """The table's imms, oldest first (do not mutate)."""
+        return self._tables.get(table_id, [])
+
+    def all_imms(self) -> list[Imm]:
+        """Every imm, in (table id, versioned epoch) order."""
+        return [imm for table_id in sorted(self._tables) for imm in self._tables[table_id]]
+
+    def remove(self, predicate) -> None:
+        """Drop the imms for which ``predicate(imm)`` is true (after they were made durable)."""
+        for table_id in list(self._tables):
+            keep = []
+            for imm in self._tables[table_id]:
+                if predicate(imm):
+                    self.size -= imm.size
+                else:
+                    keep.append(imm)
+            if keep:
+                self._tables[table_id] = keep
+            else:
+                del self._tables[table_id]
+
+    def forget_offsets(self, max_epoch: int) -> None:
+        """Drop spill counters of epochs <= ``max_epoch`` (they can take no more writes)."""
+        for key in [k for k in self._spill_offsets if k[1] <= max_epoch]:
+            del self._spill_offsets[key]
+
+    def clear(self) -> None:
+        self._tables.clear()
+        self._spill_offsets.clear()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._tables.values())

@@ -1,0 +1,461 @@
+"""``HummockStorage``: the KV API of the engine (DESIGN.md sections 3, 5 and 10).
+
+Write path: ``ingest_batch`` checks a sorted batch and adds it to the shared buffer as an imm,
+visible at once to reads on this store. ``seal_epoch`` ends writes at <= epoch, ``sync`` turns
+the imms of epochs <= epoch into staging SSTs, ``commit_epoch`` publishes them in one version
+delta (the commit point) and advances ``max_committed_epoch``; ``checkpoint`` does all three.
+Past ``shared_buffer_capacity`` the oldest epochs' imms are spilled early to staging SSTs, one
+epoch per flush so a commit never publishes a later epoch's data.
+
+Read path: ``get``/``multi_get``/``iter`` build a :class:`~hummock.read_view.ReadView` (imms,
+staging SSTs, the committed version) under the lock and read it outside, with the version
+pinned so vacuum keeps its SSTs. ``snapshot`` pins an epoch and its version for longer.
+
+Recovery: opening replays the manifest; anything not committed is gone, and the writer's first
+vacuum removes SSTs a crash left behind. A second writer on the same URL fails with
+``ConcurrentWriterError``; read-only openers see committed epochs and ``refresh()`` to newer ones.
+
+Thread safety: every public method may be called from several threads; mutations are serialized
+by one lock; reads run concurrently. Contracts are on each method (REQUIRES / raises).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections import Counter
+
+from hummock.errors import HummockError, InvalidArgumentError
+from hummock.flush import flush_imms
+from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
+from hummock.manifest import Manifest, WriterLock
+from hummock.object_store import ObjectStore, open_object_store
+from hummock.options import StorageOptions
+from hummock.read_view import ReadView, VersionIndex, clamp_bounds
+from hummock.shared_buffer import SharedBuffer, check_batch
+from hummock.sstable.cache import LruCache
+from hummock.sstable.reader import Sstable
+from hummock.version import VersionDelta
+
+MAX_TABLE_ID = 0xFFFFFFFF
+
+
+class StoreClosedError(HummockError, ValueError):
+    """The store was closed; open it again to use it."""
+
+
+class ReadOnlyError(HummockError, PermissionError):
+    """A write was attempted on a store opened with ``read_only=True``."""
+
+
+def _check_table_id(table_id) -> int:
+    if isinstance(table_id, bool) or not isinstance(table_id, int) or not 0 <= table_id <= MAX_TABLE_ID:
+        raise InvalidArgumentError(f"table_id must be an int in [0, {MAX_TABLE_ID}], got {table_id!r}")
+    return table_id
+
+
+def _check_epoch(epoch) -> int:
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= MAX_EPOCH:
+        raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+    return epoch
+
+
+def _check_key(key, what: str = "key") -> bytes:
+    if type(key) is bytes:
+        return key
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidArgumentError(f"{what} must be bytes, got {type(key).__name__}")
+
+
+class HummockStorage:
+    """An open store. Create with :meth:`open`; close with :meth:`close` or a ``with`` block."""
+
+    def __init__(self, store: ObjectStore, options: StorageOptions, manifest: Manifest, lock, read_only: bool):
+        self._store = store
+        self.options = options
+        self.read_only = read_only
+        self._manifest = manifest
+        self._writer_lock = lock
+        self._lock = threading.RLock()
+        self._buffer = SharedBuffer()
+        self._staging: list = []              # SstableInfos synced but not committed, oldest first
+        self._staging_epochs: dict = {}       # sst id -> highest user epoch it holds
+        self._block_cache = LruCache(options.block_cache_capacity, "block_cache")
+        self._meta_cache = LruCache(options.meta_cache_capacity, "meta_cache")
+        self._ssts: dict[int, Sstable] = {}
+        self._pins: Counter = Counter()       # version id -> active readers and snapshots
+        self._pinned_versions: dict = {}
+        self._reserved_ids: list[int] = []
+        self._closed = False
+        self._set_version(manifest.current)
+        self._synced_epoch = self._version.max_committed_epoch
+        self._buffer.seal(self._version.max_committed_epoch)
+        self.counters = Counter()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url, options: StorageOptions | None = None, *, read_only: bool = False) -> HummockStorage:
+        """Open (creating if needed, unless ``read_only``) the store at ``url``: a path,
+        ``file:///path``, ``s3://bucket/prefix?endpoint=...`` or ``memory://[name]``.
+
+        Raises ``ConcurrentWriterError`` if another writer holds the store, ``CorruptionError`` if
+        the manifest is damaged (naming the object).
+        """
+        options = options or StorageOptions()
+        store = url if isinstance(url, ObjectStore) else open_object_store(url, **options.s3_options())
+        lock = None
+        try:
+            if not read_only:
+                lock = WriterLock.acquire(store, f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
+            manifest = Manifest.open(store, create=not read_only, read_only=read_only,
+                                     checkpoint_interval=options.checkpoint_interval)
+            storage = cls(store, options, manifest, lock, read_only)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            if not isinstance(url, ObjectStore):
+                store.close()
+            raise
+        if not read_only:
+            storage.vacuum()
+        return storage
+
+    def close(self) -> None:
+        """Release the store. Uncommitted data is dropped (it was never durable)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._buffer.clear()
+            if self._writer_lock is not None:
+                self._writer_lock.release()
+            self._block_cache.clear()
+            self._meta_cache.clear()
+            self._store.close()
+
+    def __enter__(self) -> HummockStorage:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+
+    def _require_writer(self) -> None:
+        self._require_open()
+        if self.read_only:
+            raise ReadOnlyError("the store was opened read_only=True")
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def ingest_batch(self, table_id: int, kv_pairs, epoch: int) -> None:
+        """Write a batch at ``epoch``: ``(key, value)`` pairs sorted strictly ascending by key,
+        value ``None`` = delete. Visible at once to reads on this store at epochs >= ``epoch``.
+
+        REQUIRES: ``epoch`` > the sealed epoch, with its low 16 bits zero (``new_epoch()``).
+        Raises ``InvalidArgumentError`` (a ``ValueError``) for anything else; nothing is written then.
+        """
+        self._require_writer()
+        table_id = _check_table_id(table_id)
+        epoch = _check_epoch(epoch)
+        keys, values, size = check_batch(kv_pairs)
+        if not keys:
+            return
+        with self._lock:
+            self._require_writer()
+            self._buffer.add(table_id, epoch, keys, values, size)
+            self.counters["ingested_keys"] += len(keys)
+            if self._buffer.size > self.options.shared_buffer_capacity:
+                self._spill()
+
+    def seal_epoch(self, epoch: int) -> None:
+        """No more writes at epochs <= ``epoch``. REQUIRES: not below the sealed epoch."""
+        self._require_writer()
+        epoch = _check_epoch(epoch)
+        with self._lock:
+            if epoch < self._buffer.sealed_epoch:
+                raise InvalidArgumentError(f"cannot seal epoch {epoch}: already sealed up to {self._buffer.sealed_epoch}")
+            self._buffer.seal(epoch)
+
+    def sync(self, epoch: int) -> None:
+        """Seal ``epoch`` and upload the imms of epochs <= ``epoch`` as staging SSTs (still
+        uncommitted: a crash loses them). Syncing an epoch already synced does nothing."""
+        self._require_writer()
+        epoch = _check_epoch(epoch)
+        with self._lock:
+            self._buffer.seal(epoch)
+            imms = [m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK <= epoch]
+            self._flush(imms, epoch)
+            self._synced_epoch = max(self._synced_epoch, epoch)
+
+    def commit_epoch(self, epoch: int) -> None:
+        """Publish every write of epochs <= ``epoch`` atomically (one version delta) and make
+        ``epoch`` the ``max_committed_epoch``. Syncs first if needed.
+
+        REQUIRES: ``epoch`` > ``max_committed_epoch``. Raises ``InvalidArgumentError`` otherwise.
+        """
+        self._require_writer()
+        epoch = _check_epoch(epoch)
+        with self._lock:
+            if epoch <= self._version.max_committed_epoch:
+                raise InvalidArgumentError(
+                    f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
+            if epoch > self._synced_epoch or any(m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms()):
+                self.sync(epoch)
+            chosen = [info for info in self._staging if self._staging_epochs[info.sst_id] <= epoch]
+            delta = VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
+            self._set_version(self._manifest.commit(delta))
+            chosen_ids = {info.sst_id for info in chosen}
+            self._staging = [info for info in self._staging if info.sst_id not in chosen_ids]
+            for sst_id in chosen_ids:
+                del self._staging_epochs[sst_id]
+            self._buffer.forget_offsets(epoch)
+            self.counters["commits"] += 1
+
+    def checkpoint(self, epoch: int) -> None:
+        """``seal_epoch`` + ``sync`` + ``commit_epoch``."""
+        self.commit_epoch(epoch)
+
+    # --- flushing ----------------------------------------------------------------------------
+
+    def _all_imms(self):
+        return self._buffer.all_imms()
+
+    def _flush(self, imms, max_user_epoch: int) -> None:
+        """Upload ``imms`` as staging SSTs, then drop them from the buffer (under the lock)."""
+        if not imms:
+            return
+        infos = flush_imms(imms, self._store, self.options.sst_builder_options(), self.options.target_sst_size,
+                           self._new_sst_id)
+        epochs = max(m.epoch & ~EPOCH_SPILL_MASK for m in imms)
+        for info in infos:
+            self._staging.append(info)
+            self._staging_epochs[info.sst_id] = epochs
+        taken = {id(m) for m in imms}
+        self._buffer.remove(lambda imm: id(imm) in taken)
+        self.counters["flushed_ssts"] += len(infos)
+
+    def _spill(self) -> None:
+        """Flush the oldest user epochs, one epoch per flush, until under capacity."""
+        while self._buffer.size > self.options.shared_buffer_capacity // 2:
+            epochs = sorted({m.epoch & ~EPOCH_SPILL_MASK for m in self._all_imms()})
+            if not epochs:
+                return
+            oldest = epochs[0]
+            self._flush([m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK == oldest], oldest)
+            self.counters["spills"] += 1
+
+    def _new_sst_id(self) -> int:
+        if not self._reserved_ids:
+            self._reserved_ids = list(self._manifest.reserve_sst_ids(256))
+            self._set_version(self._manifest.current)
+        return self._reserved_ids.pop(0)
+
+    # --- versions, pins and SST handles --------------------------------------------------
+
+    def _set_version(self, version) -> None:
+        self._version = version
+        self._index = VersionIndex(version)
+
+    def _open_sst(self, info) -> Sstable:
+        sst = self._ssts.get(info.sst_id)
+        if sst is None:
+            sst = Sstable.open(self._store, info, meta_cache=self._meta_cache, block_cache=self._block_cache)
+            self._ssts[info.sst_id] = sst
+        return sst
+
+    def _pin(self, version) -> None:
+        self._pins[version.id] += 1
+        self._pinned_versions[version.id] = version
+
+    def _unpin(self, version) -> None:
+        with self._lock:
+            self._pins[version.id] -= 1
+            if self._pins[version.id] <= 0:
+                del self._pins[version.id]
+                del self._pinned_versions[version.id]
+
+    def _read_view(self, table_id: int, committed_only: bool = False, index=None):
+        """A view of one table's sources and the version it pins (call ``_unpin`` after)."""
+        with self._lock:
+            self._require_open()
+            index = index or self._index
+            self._pin(index.version)
+            if committed_only or self.read_only:
+                return ReadView(table_id, [], [], index, self._open_sst), index.version
+            return ReadView(table_id, list(self._buffer.imms(table_id)), list(self._staging), index,
+                            self._open_sst), index.version
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def get(self, table_id: int, key: bytes, epoch: int):
+        """The value of ``key`` in ``table_id`` at ``epoch`` (the newest version <= epoch), or
+        ``None`` when absent or deleted. Sees this store's uncommitted writes."""
+        table_id = _check_table_id(table_id)
+        key = _check_key(key)
+        epoch = _check_epoch(epoch)
+        view, version = self._read_view(table_id)
+        try:
+            return view.get(key, epoch)
+        finally:
+            self._unpin(version)
+
+    def multi_get(self, table_id: int, keys, epoch: int) -> list:
+        """``[get(table_id, k, epoch) for k in keys]`` from one read view."""
+        table_id = _check_table_id(table_id)
+        epoch = _check_epoch(epoch)
+        keys = [_check_key(k) for k in keys]
+        view, version = self._read_view(table_id)
+        try:
+            return [view.get(k, epoch) for k in keys]
+        finally:
+            self._unpin(version)
+
+    def iter(self, table_id: int, epoch: int, start: bytes | None = None, end: bytes | None = None, *,
+             prefix: bytes | None = None, reverse: bool = False):
+        """Yield ``(key, value)`` for keys in ``[start, end)`` (and with ``prefix``) at ``epoch``,
+        ascending (descending with ``reverse=True``). The version read stays pinned until the
+        iterator is exhausted or closed; returned bytes are the caller's."""
+        table_id = _check_table_id(table_id)
+        epoch = _check_epoch(epoch)
+        start = None if start is None else _check_key(start, "start")
+        end = None if end is None else _check_key(end, "end")
+        prefix = None if prefix is None else _check_key(prefix, "prefix")
+        start, end = clamp_bounds(start, end, prefix)
+        return self._iterate(table_id, epoch, start, end, reverse, committed_only=False)
+
+    def _iterate(self, table_id, epoch, start, end, reverse, committed_only, index=None):
+        if end is not None and start is not None and start >= end:
+            return iter(())
+        view, version = self._read_view(table_id, committed_only, index)
+
+        def generate():
+            try:
+                yield from view.iter(epoch, start, end, reverse)
+            finally:
+                self._unpin(version)
+        return generate()
+
+    @property
+    def max_committed_epoch(self) -> int:
+        return self._version.max_committed_epoch
+
+    def snapshot(self, epoch: int | None = None) -> Snapshot:
+        """Pin committed ``epoch`` (default: ``max_committed_epoch``) and its version; use as a
+        context manager. Compaction and vacuum keep everything the snapshot can read.
+
+        REQUIRES: ``epoch`` <= ``max_committed_epoch``.
+        """
+        with self._lock:
+            self._require_open()
+            committed = self._version.max_committed_epoch
+            epoch = committed if epoch is None else _check_epoch(epoch)
+            if epoch > committed:
+                raise InvalidArgumentError(f"snapshot epoch {epoch} is above max_committed_epoch {committed}")
+            self._pin(self._version)
+            return Snapshot(self, epoch, self._index)
+
+    def version(self):
+        """The current committed :class:`~hummock.version.HummockVersion` (immutable)."""
+        return self._version
+
+    def refresh(self) -> int:
+        """Read-only openers: pick up versions committed by the writer; returns max_committed_epoch."""
+        self._require_open()
+        with self._lock:
+            self._set_version(self._manifest.refresh())
+            return self._version.max_committed_epoch
+
+    def stats(self) -> dict:
+        with self._lock:
+            version = self._version
+            return {
+                "max_committed_epoch": version.max_committed_epoch,
+                "version_id": version.id,
+                "shared_buffer_bytes": self._buffer.size,
+                "imms": len(self._buffer),
+                "staging_ssts": len(self._staging),
+                "l0_sub_levels": len(version.l0),
+                "level_sizes": version.level_sizes(),
+                "pinned_versions": dict(self._pins),
+                "block_cache": self._block_cache.stats(),
+                "meta_cache": self._meta_cache.stats(),
+                **dict(self.counters),
+            }
+
+    # --- vacuum -------------------------------------------------------------------------------
+
+    def vacuum(self) -> int:
+        """Delete SST objects no version, pin or staging list references (orphans of crashes and
+        of compactions). Returns how many objects were deleted. Writers only."""
+        self._require_writer()
+        with self._lock:
+            keep = set(self._version.sst_ids())
+            for version in self._pinned_versions.values():
+                keep |= version.sst_ids()
+            keep |= {info.sst_id for info in self._staging}
+            doomed = []
+            for meta in self._store.list("sst/"):
+                name = meta.path.rsplit("/", 1)[-1]
+                if not name.endswith(".sst") or not name[:-4].isdigit():
+                    continue
+                sst_id = int(name[:-4])
+                if sst_id not in keep and sst_id not in self._reserved_ids:
+                    doomed.append(meta.path)
+            self._store.delete(doomed)
+            for path in doomed:
+                self._ssts.pop(int(path.rsplit("/", 1)[-1][:-4]), None)
+            self.counters["vacuumed_ssts"] += len(doomed)
+            return len(doomed)
+
+
+class Snapshot:
+    """A pinned committed epoch: ``get``, ``multi_get`` and ``iter`` read it until ``release``."""
+
+    def __init__(self, storage: HummockStorage, epoch: int, index: VersionIndex):
+        self._storage = storage
+        self.epoch = epoch
+        self._index = index
+        self._released = False
+
+    def get(self, table_id: int, key: bytes):
+        return self.multi_get(table_id, [key])[0]
+
+    def multi_get(self, table_id: int, keys) -> list:
+        self._require_live()
+        table_id = _check_table_id(table_id)
+        keys = [_check_key(k) for k in keys]
+        view = ReadView(table_id, [], [], self._index, self._storage._open_sst)
+        return [view.get(k, self.epoch) for k in keys]
+
+    def iter(self, table_id: int, start=None, end=None, *, prefix=None, reverse=False):
+        self._require_live()
+        start, end = clamp_bounds(start, end, prefix)
+        if end is not None and start is not None and start >= end:
+            return iter(())
+        view = ReadView(_check_table_id(table_id), [], [], self._index, self._storage._open_sst)
+        return view.iter(self.epoch, start, end, reverse)
+
+    def _require_live(self) -> None:
+        if self._released:
+            raise InvalidArgumentError("snapshot already released")
+        self._storage._require_open()
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._storage._unpin(self._index.version)
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+__all__ = ["HummockStorage", "StorageOptions", "Snapshot", "StoreClosedError", "ReadOnlyError"]

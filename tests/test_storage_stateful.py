@@ -1,0 +1,166 @@
+"""The KV API against ``KvModel`` with a hypothesis state machine, on memory, local and S3 stores.
+
+Rules: ingest batches (deletes included, several per epoch), seal, sync, commit, get/multi_get,
+iter with random bounds/prefix/reverse at random epochs, snapshots pinned and read later,
+reopen (drops uncommitted data). A tiny shared buffer makes spills happen. Runs in whichever
+mode the suite runs (native or ``HUMMOCK_PURE_PYTHON=1``).
+"""
+
+import itertools
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
+                                 run_state_machine_as_test)
+
+from hummock import HummockStorage, StorageOptions
+from kv_model import KvModel
+
+EPOCH = 1 << 16
+KEYS = st.lists(st.sampled_from([b"", b"a", b"a\x00", b"ab", b"b", b"ba", b"c", b"\xff"]), max_size=6, unique=True)
+VALUES = st.one_of(st.none(), st.binary(max_size=8), st.binary(min_size=500, max_size=3000))
+TABLES = st.sampled_from([1, 2])
+OPTIONS = StorageOptions(shared_buffer_capacity=64 * 1024, block_size=512, target_sst_size=8 * 1024,
+                         block_cache_capacity=1 << 20, meta_cache_capacity=1 << 20)
+
+
+class KvMachine(RuleBasedStateMachine):
+    store_factory = None  # set per store kind below
+
+    @initialize()
+    def open_store(self):
+        self.snapshots = []
+        self.opener = type(self).store_factory()   # () -> HummockStorage on the same location
+        self.store = self.opener()
+        self.model = KvModel()
+        self.epoch = EPOCH            # the epoch being written
+        self.written_epochs = [0]
+
+    def teardown(self):
+        for snap, _ in getattr(self, "snapshots", []):
+            snap.release()
+        if hasattr(self, "store"):
+            self.store.close()
+
+    @rule(table=TABLES, keys=KEYS, values=st.data())
+    def ingest(self, table, keys, values):
+        pairs = [(k, values.draw(VALUES)) for k in sorted(keys)]
+        self.store.ingest_batch(table, pairs, self.epoch)
+        self.model.ingest(table, pairs, self.epoch)
+        if self.written_epochs[-1] != self.epoch:
+            self.written_epochs.append(self.epoch)
+
+    @rule(step=st.integers(1, 3))
+    def next_epoch(self, step):
+        self.epoch += step * EPOCH
+
+    @rule()
+    def seal(self):
+        self.store.seal_epoch(self.epoch)
+        self.epoch += EPOCH
+
+    @rule()
+    def sync(self):
+        self.store.sync(self.epoch)
+        self.epoch += EPOCH
+
+    @rule(data=st.data())
+    def commit(self, data):
+        candidates = [e for e in self.written_epochs if e > self.model.committed_epoch] + [self.epoch]
+        epoch = data.draw(st.sampled_from(candidates))
+        if epoch <= self.model.committed_epoch:
+            return
+        self.store.commit_epoch(epoch)
+        self.model.commit(epoch)
+        if self.epoch <= epoch:
+            self.epoch = epoch + EPOCH
+
+    def _read_epoch(self, data):
+        return data.draw(st.sampled_from(self.written_epochs + [self.epoch, self.epoch + 5 * EPOCH, 2**64 - 1]))
+
+    @rule(table=TABLES, data=st.data())
+    def get(self, table, data):
+        epoch = self._read_epoch(data)
+        keys = data.draw(KEYS)
+        assert self.store.multi_get(table, keys, epoch) == [self.model.get(table, k, epoch) for k in keys]
+        for k in keys[:2]:
+            assert self.store.get(table, k, epoch) == self.model.get(table, k, epoch)
+
+    @rule(table=TABLES, data=st.data(), reverse=st.booleans())
+    def scan(self, table, data, reverse):
+        epoch = self._read_epoch(data)
+        start = data.draw(st.one_of(st.none(), st.sampled_from([b"", b"a", b"ab", b"b\x00"])))
+        end = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"a\x00", b"b", b"c", b"\xff\xff"])))
+        prefix = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"b", b"\xff", b""])))
+        got = list(self.store.iter(table, epoch, start, end, prefix=prefix, reverse=reverse))
+        assert got == self.model.items(table, epoch, start, end, prefix, reverse)
+
+    @precondition(lambda self: self.model.committed_epoch > 0 and len(self.snapshots) < 3)
+    @rule()
+    def pin(self):
+        snap = self.store.snapshot()
+        self.snapshots.append((snap, {t: self.model.items(t, snap.epoch) for t in (1, 2)}))
+
+    @precondition(lambda self: self.snapshots)
+    @rule(data=st.data())
+    def read_snapshot_and_unpin(self, data):
+        snap, expected = self.snapshots.pop(data.draw(st.integers(0, len(self.snapshots) - 1)))
+        for table in (1, 2):
+            assert list(snap.iter(table)) == expected[table]
+            for key, value in expected[table][:3]:
+                assert snap.get(table, key) == value
+        snap.release()
+
+    @rule()
+    def reopen(self):
+        for snap, _ in self.snapshots:
+            snap.release()
+        self.snapshots = []
+        self.store.close()
+        self.store = self.opener()
+        self.model.reopen()
+        assert self.store.max_committed_epoch == self.model.committed_epoch
+        self.written_epochs = [e for e in self.written_epochs if e <= self.model.committed_epoch]
+        self.epoch = max(self.epoch, self.model.committed_epoch + EPOCH)
+
+    @invariant()
+    def committed_epoch_matches(self):
+        if hasattr(self, "store"):
+            assert self.store.max_committed_epoch == self.model.committed_epoch
+
+
+_names = (f"kv-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count())
+SETTINGS = settings(max_examples=40, stateful_step_count=30, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _run(factory, settings_=SETTINGS):
+    machine = type("Machine", (KvMachine,), {"store_factory": staticmethod(factory)})
+    run_state_machine_as_test(machine, settings=settings_)
+
+
+def _opener(url, options=OPTIONS):
+    return lambda: HummockStorage.open(url, options)
+
+
+def test_stateful_memory():
+    _run(lambda: _opener(f"memory://{next(_names)}"))
+
+
+def test_stateful_local(tmp_path):
+    counter = itertools.count()
+    _run(lambda: _opener(str(tmp_path / f"store-{next(counter)}")))
+
+
+def test_stateful_s3(s3_server):
+    from s3_server import CREDENTIALS, REGION, new_bucket_name
+
+    def factory():
+        bucket = new_bucket_name()
+        s3_server.admin_client().create_bucket(Bucket=bucket)
+        options = OPTIONS.replace(s3_access_key_id=CREDENTIALS["access_key_id"],
+                                  s3_secret_access_key=CREDENTIALS["secret_access_key"])
+        return _opener(f"s3://{bucket}/kv?endpoint={s3_server.endpoint_url}&region={REGION}", options)
+    _run(factory, settings(SETTINGS, max_examples=8))
