@@ -17,35 +17,27 @@ from __future__ import annotations
 from hummock.shared_buffer import merge_runs
 from hummock.sstable.builder import SstableBuilder
 
-_EPOCH_LEN = 8
-
-
-def merged_entries(imms):
-    """All entries of ``imms`` as ``(full_key, value_or_None)`` in full-key order."""
-    by_table: dict[int, list] = {}
-    for imm in imms:
-        by_table.setdefault(imm.table_id, []).append(imm)
-    for table_id in sorted(by_table):
-        runs = [(imm.epoch, imm.keys, imm.values) for imm in by_table[table_id]]
-        full_keys, values = merge_runs(table_id.to_bytes(4, "big"), runs)
-        yield from zip(full_keys, values)
 
 
 def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id) -> list:
     """Build and upload SSTs holding every entry of ``imms``; return their infos in key order."""
+    by_table: dict[int, list] = {}
+    for imm in imms:
+        by_table.setdefault(imm.table_id, []).append(imm)
     infos = []
     builder = None
-    last_user_key = None
     try:
-        for full_key, value in merged_entries(imms):
-            user_key = full_key[:-_EPOCH_LEN]
-            if builder is not None and builder.estimated_size >= target_sst_size and user_key != last_user_key:
-                infos.append(builder.finish())
-                builder = None
-            if builder is None:
-                builder = SstableBuilder.to_store(store, new_sst_id(), builder_options)
-            builder.add(full_key, value)
-            last_user_key = user_key
+        for table_id in sorted(by_table):
+            runs = [(imm.epoch, imm.keys, imm.values) for imm in by_table[table_id]]
+            keys, values = merge_runs(table_id.to_bytes(4, "big"), runs)
+            i = 0
+            while i < len(keys):
+                if builder is None:
+                    builder = SstableBuilder.to_store(store, new_sst_id(), builder_options)
+                i = builder.add_batch(keys, values, i, stop_at_size=target_sst_size)
+                if i < len(keys):
+                    infos.append(builder.finish())
+                    builder = None
         if builder is not None:
             infos.append(builder.finish())
             builder = None

@@ -168,6 +168,33 @@ cdef class BlockBuilder:
             raise InvalidArgumentError("tagged value must be 0x01+payload or a lone 0x02")
         return self.c_add(as_key(full_key), t[0], t + 1, PyBytes_GET_SIZE(tv) - 1)
 
+    def add_batch(self, list keys, list values, Py_ssize_t start, Py_ssize_t block_size):
+        """Add ``keys[i], values[i]`` from ``start`` as :meth:`add` would, stopping before an
+        entry of another table id or after the entry that brings the block estimate to
+        ``block_size``; return the index of the first entry not added."""
+        cdef Py_ssize_t i = start, n = len(keys)
+        cdef bytes payload
+        if len(values) != n:
+            raise InvalidArgumentError("keys and values differ in length")
+        while i < n:
+            value = values[i]
+            if value is None:
+                added = self.c_add(as_key(keys[i]), TAG_DELETE, NULL, 0)
+            else:
+                if type(value) is not bytes:
+                    if not isinstance(value, (bytes, bytearray, memoryview)):
+                        raise InvalidArgumentError(f"value must be bytes or None, got {type(value).__name__}")
+                    value = bytes(value)
+                payload = <bytes>value
+                added = self.c_add(as_key(keys[i]), TAG_PUT, <const unsigned char*>PyBytes_AS_STRING(payload),
+                                   PyBytes_GET_SIZE(payload))
+            if not added:
+                return i
+            i += 1
+            if self.buf_len + 4 * self.n_restarts + 4 >= block_size:
+                return i
+        return i
+
     cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1:
         cdef const unsigned char* k = <const unsigned char*>PyBytes_AS_STRING(key)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(key)

@@ -61,97 +61,119 @@ def check_batch(kv_pairs):
 @cython.boundscheck(False)
 def merge_runs(bytes prefix, runs):
     """Merge ``(versioned_epoch, keys, values)`` runs of one table into ``(full_keys, values)``
-    in full-key order (see the twin). A binary heap of run indices, compared in C."""
+    in full-key order (see the twin). A binary heap of run indices; each run's head key is kept
+    as a C pointer and length, so comparisons touch no Python object."""
     cdef list run_list = list(runs)
-    cdef Py_ssize_t n = len(run_list), total = 0, i, child, top, size
-    cdef Py_ssize_t* pos = NULL
-    cdef Py_ssize_t* heap = NULL
-    cdef uint64_t* inv = NULL
+    cdef Py_ssize_t n = len(run_list), i, top, size = 0
+    cdef _Runs r = _Runs(n)
     cdef list keys_of = [], values_of = []
     cdef list out_keys = [], out_values = []
     cdef bytes key, full
     cdef char* w
     cdef Py_ssize_t kn, j
+    cdef uint64_t inv
     if PyBytes_GET_SIZE(prefix) != 4:
         raise InvalidArgumentError("prefix must be the 4-byte table id")
-    pos = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
-    heap = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
-    inv = <uint64_t*>malloc((n + 1) * sizeof(uint64_t))
-    if pos == NULL or heap == NULL or inv == NULL:
-        free(pos); free(heap); free(inv)
-        raise MemoryError()
-    try:
-        size = 0
-        for i in range(n):
-            epoch, ks, vs = run_list[i]
-            ks = list(ks)
-            if len(ks) != len(vs):
-                raise InvalidArgumentError("a run's keys and values differ in length")
-            for k in ks:
-                if type(k) is not bytes:
-                    raise InvalidArgumentError("run keys must be bytes")
-            keys_of.append(ks)
-            values_of.append(list(vs))
-            inv[i] = 0xFFFFFFFFFFFFFFFF - <uint64_t>epoch
-            pos[i] = 0
-            total += len(ks)
-            if len(ks):
-                heap[size] = i
-                size += 1
-                sift_up(heap, size - 1, keys_of, pos, inv)
-        while size:
-            top = heap[0]
-            key = <bytes>(<list>keys_of[top])[pos[top]]
-            kn = PyBytes_GET_SIZE(key)
-            full = PyBytes_FromStringAndSize(NULL, kn + 12)
-            w = PyBytes_AS_STRING(full)
-            memcpy(w, PyBytes_AS_STRING(prefix), 4)
-            memcpy(w + 4, PyBytes_AS_STRING(key), kn)
-            for j in range(8):
-                w[4 + kn + j] = <char>((inv[top] >> (8 * (7 - j))) & 0xFF)
-            out_keys.append(full)
-            out_values.append((<list>values_of[top])[pos[top]])
-            pos[top] += 1
-            if pos[top] >= len(<list>keys_of[top]):
-                size -= 1
-                heap[0] = heap[size]
-            sift_down(heap, size, keys_of, pos, inv)
-        return out_keys, out_values
-    finally:
-        free(pos)
-        free(heap)
-        free(inv)
-
-
-cdef inline bint run_less(Py_ssize_t a, Py_ssize_t b, list keys_of, Py_ssize_t* pos, uint64_t* inv):
-    """Run a's head sorts before run b's: table key ascending, then epoch descending."""
-    cdef int c = cmp_bytes(<bytes>(<list>keys_of[a])[pos[a]], <bytes>(<list>keys_of[b])[pos[b]])
-    if c:
-        return c < 0
-    return inv[a] < inv[b]
-
-
-cdef void sift_up(Py_ssize_t* heap, Py_ssize_t i, list keys_of, Py_ssize_t* pos, uint64_t* inv):
-    cdef Py_ssize_t parent, t
-    while i > 0:
-        parent = (i - 1) // 2
-        if run_less(heap[i], heap[parent], keys_of, pos, inv):
-            t = heap[i]; heap[i] = heap[parent]; heap[parent] = t
-            i = parent
+    for i in range(n):
+        epoch, ks, vs = run_list[i]
+        ks = list(ks)
+        vs = list(vs)
+        if len(ks) != len(vs):
+            raise InvalidArgumentError("a run's keys and values differ in length")
+        for k in ks:
+            if type(k) is not bytes:
+                raise InvalidArgumentError("run keys must be bytes")
+        keys_of.append(ks)
+        values_of.append(vs)
+        r.inv[i] = 0xFFFFFFFFFFFFFFFF - <uint64_t>epoch
+        r.pos[i] = 0
+        r.length[i] = len(ks)
+        if r.length[i]:
+            r.load_head(i, <list>ks)
+            r.heap[size] = i
+            size += 1
+            r.sift_up(size - 1)
+    while size:
+        top = r.heap[0]
+        kn = r.head_len[top]
+        full = PyBytes_FromStringAndSize(NULL, kn + 12)
+        w = PyBytes_AS_STRING(full)
+        memcpy(w, PyBytes_AS_STRING(prefix), 4)
+        memcpy(w + 4, r.head[top], kn)
+        inv = r.inv[top]
+        for j in range(8):
+            w[4 + kn + j] = <char>((inv >> (8 * (7 - j))) & 0xFF)
+        out_keys.append(full)
+        out_values.append((<list>values_of[top])[r.pos[top]])
+        r.pos[top] += 1
+        if r.pos[top] >= r.length[top]:
+            size -= 1
+            r.heap[0] = r.heap[size]
         else:
-            break
+            r.load_head(top, <list>keys_of[top])
+        r.sift_down(size)
+    return out_keys, out_values
 
 
-cdef void sift_down(Py_ssize_t* heap, Py_ssize_t size, list keys_of, Py_ssize_t* pos, uint64_t* inv):
-    cdef Py_ssize_t i = 0, child, t
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and run_less(heap[child + 1], heap[child], keys_of, pos, inv):
-            child += 1
-        if run_less(heap[child], heap[i], keys_of, pos, inv):
-            t = heap[i]; heap[i] = heap[child]; heap[child] = t
-            i = child
-        else:
-            break
+@cython.final
+cdef class _Runs:
+    """C arrays describing the runs being merged (freed with the object)."""
+    cdef Py_ssize_t* pos
+    cdef Py_ssize_t* length
+    cdef Py_ssize_t* heap
+    cdef uint64_t* inv
+    cdef const char** head
+    cdef Py_ssize_t* head_len
+
+    def __cinit__(self, Py_ssize_t n):
+        n += 1
+        self.pos = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        self.length = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        self.heap = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        self.inv = <uint64_t*>malloc(n * sizeof(uint64_t))
+        self.head = <const char**>malloc(n * sizeof(const char*))
+        self.head_len = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        if not (self.pos and self.length and self.heap and self.inv and self.head and self.head_len):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.pos); free(self.length); free(self.heap); free(self.inv); free(self.head); free(self.head_len)
+
+    cdef inline void load_head(self, Py_ssize_t i, list keys) noexcept:
+        cdef bytes k = <bytes>keys[self.pos[i]]
+        self.head[i] = PyBytes_AS_STRING(k)
+        self.head_len[i] = PyBytes_GET_SIZE(k)
+
+    cdef inline bint less(self, Py_ssize_t a, Py_ssize_t b) noexcept:
+        """Run a's head sorts before run b's: table key ascending, then epoch descending."""
+        cdef Py_ssize_t na = self.head_len[a], nb = self.head_len[b]
+        cdef int c = memcmp(self.head[a], self.head[b], na if na < nb else nb)
+        if c:
+            return c < 0
+        if na != nb:
+            return na < nb
+        return self.inv[a] < self.inv[b]
+
+    cdef void sift_up(self, Py_ssize_t i) noexcept:
+        cdef Py_ssize_t parent, t
+        while i > 0:
+            parent = (i - 1) // 2
+            if self.less(self.heap[i], self.heap[parent]):
+                t = self.heap[i]; self.heap[i] = self.heap[parent]; self.heap[parent] = t
+                i = parent
+            else:
+                break
+
+    cdef void sift_down(self, Py_ssize_t size) noexcept:
+        cdef Py_ssize_t i = 0, child, t
+        while True:
+            child = 2 * i + 1
+            if child >= size:
+                break
+            if child + 1 < size and self.less(self.heap[child + 1], self.heap[child]):
+                child += 1
+            if self.less(self.heap[child], self.heap[i]):
+                t = self.heap[i]; self.heap[i] = self.heap[child]; self.heap[child] = t
+                i = child
+            else:
+                break

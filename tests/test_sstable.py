@@ -271,3 +271,22 @@ def test_specific_corruptions_name_object_and_offset():
     with pytest.raises(CorruptionError, match="checksum") as raised:
         list(sst.scan())
     assert raised.value.offset == 0 and raised.value.object == path
+
+
+@given(entries=entry_lists(max_size=80), stop=st.sampled_from([None, 600, 5000]))
+def test_add_batch_equals_add(entries, stop):
+    keys = [k for k, _ in entries]
+    values = [v for _, v in entries]
+    one = SstableBuilder(1, SMALL_BLOCKS)
+    for k, v in entries:
+        one.add(k, v)
+    batched = SstableBuilder(1, SMALL_BLOCKS)
+    i = batched.add_batch(keys, values, 0, stop_at_size=stop)
+    if stop is None:
+        assert i == len(keys)
+    else:
+        assert i == len(keys) or (batched.estimated_size >= stop and keys[i][:-8] != keys[i - 1][:-8])
+    for k, v in entries[i:]:
+        batched.add(k, v)
+    assert one.finish() == batched.finish()
+    assert one.sink.getvalue() == batched.sink.getvalue()

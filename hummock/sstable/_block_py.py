@@ -90,6 +90,21 @@ class BlockBuilder:
             raise InvalidArgumentError(f"value must be bytes or None, got {type(value).__name__}")
         return self._add(full_key, _TAG_PUT, bytes(value))
 
+    def add_batch(self, keys: list, values: list, start: int, block_size: int) -> int:
+        """Add ``keys[i], values[i]`` from ``start`` as :meth:`add` would, stopping before an
+        entry of another table id or after the entry that brings the block estimate to
+        ``block_size``; return the index of the first entry not added."""
+        if len(values) != len(keys):
+            raise InvalidArgumentError("keys and values differ in length")
+        i = start
+        while i < len(keys):
+            if not self.add(keys[i], values[i]):
+                return i
+            i += 1
+            if self.block_size_estimate >= block_size:
+                return i
+        return i
+
     def add_tagged(self, full_key, tagged_value) -> bool:
         """Add a value that already carries its tag byte (as read from another SST)."""
         if not isinstance(tagged_value, (bytes, bytearray, memoryview)):

@@ -107,6 +107,26 @@ class SstableBuilder:
         if blocks.block_size_estimate >= self._block_size:
             self._cut()
 
+    def add_batch(self, keys: list, values: list, start: int = 0, stop_at_size: int | None = None) -> int:
+        """Add ``keys[start:]`` with their ``values`` (``None`` = delete) as :meth:`add` would, one
+        native call per block. With ``stop_at_size``, stop at the first user-key boundary once
+        :attr:`estimated_size` reaches it (to split outputs). Returns the index of the first
+        entry not added."""
+        blocks = self._blocks
+        n = len(keys)
+        i = start
+        while i < n:
+            if stop_at_size is not None and self.estimated_size >= stop_at_size:
+                last = blocks.last_key
+                while i < n and last is not None and keys[i][:-8] == last[:-8]:
+                    self.add(keys[i], values[i])   # finish the versions of the last user key
+                    i += 1
+                return i
+            i = blocks.add_batch(keys, values, i, self._block_size)
+            if i < n or blocks.block_size_estimate >= self._block_size:
+                self._cut()
+        return i
+
     def add_tagged(self, full_key: bytes, tagged_value: bytes) -> None:
         """Add a value that carries its tag byte (copying entries from other SSTs)."""
         blocks = self._blocks
