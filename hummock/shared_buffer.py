@@ -97,6 +97,10 @@ class SharedBuffer:
         if epoch > self.sealed_epoch:
             self.sealed_epoch = epoch
 
+    def tables(self) -> list[int]:
+        """Table ids that have imms."""
+        return list(self._tables)
+
     def imms(self, table_id: int) -> list[Imm]:
         """The table's imms, oldest first (do not mutate)."""
         return self._tables.get(table_id, [])

@@ -7,9 +7,11 @@ delta (the commit point) and advances ``max_committed_epoch``; ``checkpoint`` do
 Past ``shared_buffer_capacity`` the oldest epochs' imms are spilled early to staging SSTs, one
 epoch per flush so a commit never publishes a later epoch's data.
 
-Read path: ``get``/``multi_get``/``iter`` build a :class:`~hummock.read_view.ReadView` (imms,
-staging SSTs, the committed version) under the lock and read it outside, with the version
-pinned so vacuum keeps its SSTs. ``snapshot`` pins an epoch and its version for longer.
+Read path: every change swaps in a new immutable :class:`~hummock.read_view.ReadState` (imms,
+staging SSTs, the committed version's SST readers); ``get``/``multi_get`` read the current one
+without taking the lock (native code end to end), ``iter`` pins its version for the scan's
+lifetime, ``snapshot`` pins an epoch and its version for longer. Vacuum spares every SST a live
+state, pin or staging list references, and SSTs that left the version moments ago.
 
 Recovery: opening replays the manifest; anything not committed is gone, and the writer's first
 vacuum removes SSTs a crash left behind. A second writer on the same URL fails with
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
 from collections import Counter
 
@@ -32,7 +35,7 @@ from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.manifest import Manifest, WriterLock
 from hummock.object_store import ObjectStore, open_object_store
 from hummock.options import StorageOptions
-from hummock.read_view import ReadView, VersionIndex, clamp_bounds
+from hummock.read_view import ReadState, SstReader, clamp_bounds, scan, version_groups
 from hummock.shared_buffer import SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
 from hummock.sstable.reader import Sstable
@@ -81,14 +84,17 @@ class HummockStorage:
         self._lock = threading.RLock()
         self._buffer = SharedBuffer()
         self._staging: list = []              # SstableInfos synced but not committed, oldest first
-        self._staging_epochs: dict = {}       # sst id -> highest user epoch it holds
+        self._staging_epochs: dict = {}       # sst id -> (lowest, highest) user epoch it holds
         self._block_cache = LruCache(options.block_cache_capacity, "block_cache")
         self._meta_cache = LruCache(options.meta_cache_capacity, "meta_cache")
-        self._ssts: dict[int, Sstable] = {}
-        self._pins: Counter = Counter()       # version id -> active readers and snapshots
+        self._readers: dict[int, SstReader] = {}  # sst id -> reader, for the version and staging
+        self._pins: Counter = Counter()       # version id -> active scans and snapshots
         self._pinned_versions: dict = {}
+        self._retired_states: list = []       # replaced read states that still had gets in flight
+        self._retired_ssts: dict[int, float] = {}  # sst id -> when it left the version
         self._reserved_ids: list[int] = []
         self._closed = False
+        self._state = None
         self._set_version(manifest.current)
         self._synced_epoch = self._version.max_committed_epoch
         self._buffer.seal(self._version.max_committed_epoch)
@@ -129,6 +135,7 @@ class HummockStorage:
             if self._closed:
                 return
             self._closed = True
+            self._state = _CLOSED
             self._buffer.clear()
             if self._writer_lock is not None:
                 self._writer_lock.release()
@@ -172,6 +179,7 @@ class HummockStorage:
             self.counters["ingested_keys"] += len(keys)
             if self._buffer.size > self.options.shared_buffer_capacity:
                 self._spill()
+            self._refresh_state()
 
     def seal_epoch(self, epoch: int) -> None:
         """No more writes at epochs <= ``epoch``. REQUIRES: not below the sealed epoch."""
@@ -192,12 +200,15 @@ class HummockStorage:
             imms = [m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK <= epoch]
             self._flush(imms, epoch)
             self._synced_epoch = max(self._synced_epoch, epoch)
+            self._refresh_state()
 
     def commit_epoch(self, epoch: int) -> None:
         """Publish every write of epochs <= ``epoch`` atomically (one version delta) and make
         ``epoch`` the ``max_committed_epoch``. Syncs first if needed.
 
-        REQUIRES: ``epoch`` > ``max_committed_epoch``. Raises ``InvalidArgumentError`` otherwise.
+        REQUIRES: ``epoch`` > ``max_committed_epoch``, and no ``sync`` of a later epoch put data
+        of ``epoch`` and of later epochs into the same SSTs (commit the synced epoch instead).
+        Raises ``InvalidArgumentError`` otherwise; nothing is published then.
         """
         self._require_writer()
         epoch = _check_epoch(epoch)
@@ -207,7 +218,15 @@ class HummockStorage:
                     f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
             if epoch > self._synced_epoch or any(m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms()):
                 self.sync(epoch)
-            chosen = [info for info in self._staging if self._staging_epochs[info.sst_id] <= epoch]
+            chosen = []
+            for info in self._staging:
+                lowest, highest = self._staging_epochs[info.sst_id]
+                if highest <= epoch:
+                    chosen.append(info)
+                elif lowest <= epoch:
+                    raise InvalidArgumentError(
+                        f"epoch {epoch} was synced together with later epochs (up to {highest}); "
+                        f"commit {highest} instead")
             delta = VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
             self._set_version(self._manifest.commit(delta))
             chosen_ids = {info.sst_id for info in chosen}
@@ -215,6 +234,7 @@ class HummockStorage:
             for sst_id in chosen_ids:
                 del self._staging_epochs[sst_id]
             self._buffer.forget_offsets(epoch)
+            self._refresh_state()
             self.counters["commits"] += 1
 
     def checkpoint(self, epoch: int) -> None:
@@ -232,10 +252,10 @@ class HummockStorage:
             return
         infos = flush_imms(imms, self._store, self.options.sst_builder_options(), self.options.target_sst_size,
                            self._new_sst_id)
-        epochs = max(m.epoch & ~EPOCH_SPILL_MASK for m in imms)
+        user_epochs = [m.epoch & ~EPOCH_SPILL_MASK for m in imms]
         for info in infos:
             self._staging.append(info)
-            self._staging_epochs[info.sst_id] = epochs
+            self._staging_epochs[info.sst_id] = (min(user_epochs), max(user_epochs))
         taken = {id(m) for m in imms}
         self._buffer.remove(lambda imm: id(imm) in taken)
         self.counters["flushed_ssts"] += len(infos)
@@ -259,15 +279,44 @@ class HummockStorage:
     # --- versions, pins and SST handles --------------------------------------------------
 
     def _set_version(self, version) -> None:
+        """Install a new committed version (under the lock) and rebuild the read state."""
+        old = getattr(self, "_version", None)
         self._version = version
-        self._index = VersionIndex(version)
+        if old is not None:
+            now = time.monotonic()
+            for sst_id in old.sst_ids() - version.sst_ids():
+                self._retired_ssts[sst_id] = now
+        self._groups = version_groups(version, self._reader_for)
+        live = version.sst_ids() | {info.sst_id for info in self._staging}
+        for sst_id in [i for i in self._readers if i not in live]:
+            del self._readers[sst_id]
+        self._refresh_state()
+
+    def _reader_for(self, info) -> SstReader:
+        reader = self._readers.get(info.sst_id)
+        if reader is None:
+            reader = SstReader(info, self._open_sst)
+            self._readers[info.sst_id] = reader
+        return reader
 
     def _open_sst(self, info) -> Sstable:
-        sst = self._ssts.get(info.sst_id)
-        if sst is None:
-            sst = Sstable.open(self._store, info, meta_cache=self._meta_cache, block_cache=self._block_cache)
-            self._ssts[info.sst_id] = sst
-        return sst
+        return Sstable.open(self._store, info, meta_cache=self._meta_cache, block_cache=self._block_cache)
+
+    def _refresh_state(self) -> None:
+        """Swap in a new immutable read state (under the lock); gets in flight keep the old one."""
+        if self._closed:
+            return
+        l0, levels = self._groups
+        if self.read_only:
+            state = ReadState({}, (), l0, levels, self._version)
+        else:
+            imms = {t: tuple(self._buffer.imms(t)) for t in self._buffer.tables()}
+            staging = tuple(self._reader_for(info) for info in self._staging)
+            state = ReadState(imms, staging, l0, levels, self._version)
+        old, self._state = self._state, state
+        if old is not None and old.active:
+            self._retired_states.append(old)
+        self._retired_states = [s for s in self._retired_states if s.active]
 
     def _pin(self, version) -> None:
         self._pins[version.id] += 1
@@ -280,41 +329,17 @@ class HummockStorage:
                 del self._pins[version.id]
                 del self._pinned_versions[version.id]
 
-    def _read_view(self, table_id: int, committed_only: bool = False, index=None):
-        """A view of one table's sources and the version it pins (call ``_unpin`` after)."""
-        with self._lock:
-            self._require_open()
-            index = index or self._index
-            self._pin(index.version)
-            if committed_only or self.read_only:
-                return ReadView(table_id, [], [], index, self._open_sst), index.version
-            return ReadView(table_id, list(self._buffer.imms(table_id)), list(self._staging), index,
-                            self._open_sst), index.version
-
     # --- reads ------------------------------------------------------------------------------
 
     def get(self, table_id: int, key: bytes, epoch: int):
         """The value of ``key`` in ``table_id`` at ``epoch`` (the newest version <= epoch), or
-        ``None`` when absent or deleted. Sees this store's uncommitted writes."""
-        table_id = _check_table_id(table_id)
-        key = _check_key(key)
-        epoch = _check_epoch(epoch)
-        view, version = self._read_view(table_id)
-        try:
-            return view.get(key, epoch)
-        finally:
-            self._unpin(version)
+        ``None`` when absent or deleted. Sees this store's uncommitted writes.
+        Raises ``InvalidArgumentError`` for a bad table id, key or epoch."""
+        return self._state.get(table_id, key, epoch)
 
     def multi_get(self, table_id: int, keys, epoch: int) -> list:
-        """``[get(table_id, k, epoch) for k in keys]`` from one read view."""
-        table_id = _check_table_id(table_id)
-        epoch = _check_epoch(epoch)
-        keys = [_check_key(k) for k in keys]
-        view, version = self._read_view(table_id)
-        try:
-            return [view.get(k, epoch) for k in keys]
-        finally:
-            self._unpin(version)
+        """``[get(table_id, k, epoch) for k in keys]``, all from one read state."""
+        return self._state.multi_get(table_id, keys, epoch)
 
     def iter(self, table_id: int, epoch: int, start: bytes | None = None, end: bytes | None = None, *,
              prefix: bytes | None = None, reverse: bool = False):
@@ -327,19 +352,18 @@ class HummockStorage:
         end = None if end is None else _check_key(end, "end")
         prefix = None if prefix is None else _check_key(prefix, "prefix")
         start, end = clamp_bounds(start, end, prefix)
-        return self._iterate(table_id, epoch, start, end, reverse, committed_only=False)
+        with self._lock:
+            self._require_open()
+            state = self._state
+            self._pin(state.version)
+        return self._scan(state, table_id, epoch, start, end, reverse)
 
-    def _iterate(self, table_id, epoch, start, end, reverse, committed_only, index=None):
-        if end is not None and start is not None and start >= end:
-            return iter(())
-        view, version = self._read_view(table_id, committed_only, index)
-
-        def generate():
-            try:
-                yield from view.iter(epoch, start, end, reverse)
-            finally:
-                self._unpin(version)
-        return generate()
+    def _scan(self, state, table_id, epoch, start, end, reverse):
+        try:
+            if end is None or start is None or start < end:
+                yield from scan(state, table_id, epoch, start, end, reverse)
+        finally:
+            self._unpin(state.version)
 
     @property
     def max_committed_epoch(self) -> int:
@@ -358,7 +382,8 @@ class HummockStorage:
             if epoch > committed:
                 raise InvalidArgumentError(f"snapshot epoch {epoch} is above max_committed_epoch {committed}")
             self._pin(self._version)
-            return Snapshot(self, epoch, self._index)
+            l0, levels = self._groups
+            return Snapshot(self, epoch, ReadState({}, (), l0, levels, self._version))
 
     def version(self):
         """The current committed :class:`~hummock.version.HummockVersion` (immutable)."""
@@ -368,7 +393,9 @@ class HummockStorage:
         """Read-only openers: pick up versions committed by the writer; returns max_committed_epoch."""
         self._require_open()
         with self._lock:
-            self._set_version(self._manifest.refresh())
+            version = self._manifest.refresh()
+            if version is not self._version:
+                self._set_version(version)
             return self._version.max_committed_epoch
 
     def stats(self) -> dict:
@@ -399,6 +426,13 @@ class HummockStorage:
             for version in self._pinned_versions.values():
                 keep |= version.sst_ids()
             keep |= {info.sst_id for info in self._staging}
+            for state in self._retired_states:
+                keep |= state.version.sst_ids() | {r.sst_id for r in state.staging}
+            # a get may have fetched the read state just before it was replaced: spare SSTs that
+            # left the version moments ago
+            now = time.monotonic()
+            self._retired_ssts = {i: t for i, t in self._retired_ssts.items() if now - t < VACUUM_GRACE_SECONDS}
+            keep |= set(self._retired_ssts)
             doomed = []
             for meta in self._store.list("sst/"):
                 name = meta.path.rsplit("/", 1)[-1]
@@ -408,8 +442,6 @@ class HummockStorage:
                 if sst_id not in keep and sst_id not in self._reserved_ids:
                     doomed.append(meta.path)
             self._store.delete(doomed)
-            for path in doomed:
-                self._ssts.pop(int(path.rsplit("/", 1)[-1][:-4]), None)
             self.counters["vacuumed_ssts"] += len(doomed)
             return len(doomed)
 
@@ -417,29 +449,26 @@ class HummockStorage:
 class Snapshot:
     """A pinned committed epoch: ``get``, ``multi_get`` and ``iter`` read it until ``release``."""
 
-    def __init__(self, storage: HummockStorage, epoch: int, index: VersionIndex):
+    def __init__(self, storage: HummockStorage, epoch: int, state):
         self._storage = storage
         self.epoch = epoch
-        self._index = index
+        self._state = state
         self._released = False
 
     def get(self, table_id: int, key: bytes):
-        return self.multi_get(table_id, [key])[0]
+        self._require_live()
+        return self._state.get(table_id, key, self.epoch)
 
     def multi_get(self, table_id: int, keys) -> list:
         self._require_live()
-        table_id = _check_table_id(table_id)
-        keys = [_check_key(k) for k in keys]
-        view = ReadView(table_id, [], [], self._index, self._storage._open_sst)
-        return [view.get(k, self.epoch) for k in keys]
+        return self._state.multi_get(table_id, keys, self.epoch)
 
     def iter(self, table_id: int, start=None, end=None, *, prefix=None, reverse=False):
         self._require_live()
         start, end = clamp_bounds(start, end, prefix)
         if end is not None and start is not None and start >= end:
             return iter(())
-        view = ReadView(_check_table_id(table_id), [], [], self._index, self._storage._open_sst)
-        return view.iter(self.epoch, start, end, reverse)
+        return scan(self._state, _check_table_id(table_id), self.epoch, start, end, reverse)
 
     def _require_live(self) -> None:
         if self._released:
@@ -449,7 +478,7 @@ class Snapshot:
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._storage._unpin(self._index.version)
+            self._storage._unpin(self._state.version)
 
     def __enter__(self) -> Snapshot:
         return self
@@ -457,5 +486,19 @@ class Snapshot:
     def __exit__(self, *exc) -> None:
         self.release()
 
+
+class _ClosedState:
+    """The read state of a closed store: every read raises ``StoreClosedError``."""
+
+    active = 0
+
+    def get(self, *args):
+        raise StoreClosedError("the store is closed")
+
+    multi_get = get
+
+
+_CLOSED = _ClosedState()
+VACUUM_GRACE_SECONDS = 10.0
 
 __all__ = ["HummockStorage", "StorageOptions", "Snapshot", "StoreClosedError", "ReadOnlyError"]

@@ -6,7 +6,7 @@ the iterator moves; copy them to keep them.
 """
 
 cimport cython
-from libc.stdint cimport uint32_t
+from libc.stdint cimport uint32_t, uint64_t
 
 
 @cython.final
@@ -56,3 +56,4 @@ cdef class Block:
     cdef object shared_iter
     cdef bint busy
     cdef object corrupt(self, message, offset, expected=*, found=*)
+    cdef object c_get(self, bytes uk, uint64_t epoch)

@@ -497,9 +497,9 @@ cdef class BlockIterator:
         elif cmp_full_keys(self.key_ptr, self.key_len, tp, PyBytes_GET_SIZE(t)) > 0:
             self.c_prev()
 
-    def collect_forward(self, end=None):
-        """Entries from the current one while ``key < end``; see the twin. Returns
-        ``(entries, hit_bound)``."""
+    def collect_forward(self, end=None, Py_ssize_t limit=-1):
+        """Entries from the current one while ``key < end``, at most ``limit`` of them (no limit
+        if negative); see the twin. Returns ``(entries, hit_bound)``."""
         cdef bytes e
         cdef const unsigned char* ep = NULL
         cdef Py_ssize_t en = 0
@@ -508,7 +508,8 @@ cdef class BlockIterator:
             e = as_key(end)
             ep = <const unsigned char*>PyBytes_AS_STRING(e)
             en = PyBytes_GET_SIZE(e)
-        while self.current < self.limit:
+        while self.current < self.limit and limit != 0:
+            limit -= 1
             if ep != NULL and cmp_full_keys(self.key_ptr, self.key_len, ep, en) >= 0:
                 return out, True
             out.append((PyBytes_FromStringAndSize(<const char*>self.key_ptr, self.key_len),
@@ -594,16 +595,17 @@ cdef class Block:
         tombstone), ``None`` when it has another user key, and ``False`` when the block ends
         before such an entry (the caller looks at the next block's first entry).
         """
-        cdef bytes uk
-        cdef Py_ssize_t un, i
-        cdef uint64_t inv
+        cdef bytes uk = user_key if type(user_key) is bytes else bytes(user_key)
+        return self.c_get(uk, as_epoch(epoch))
+
+    cdef object c_get(self, bytes uk, uint64_t epoch):
+        """:meth:`get` for other native modules (no argument conversion)."""
+        cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), i
+        cdef uint64_t inv = 0xFFFFFFFFFFFFFFFF - epoch
         cdef unsigned char small[256]
         cdef unsigned char* target
         cdef BlockIterator it
         cdef bint shared
-        uk = user_key if type(user_key) is bytes else bytes(user_key)
-        un = PyBytes_GET_SIZE(uk)
-        inv = 0xFFFFFFFFFFFFFFFF - as_epoch(epoch)
         if un + EPOCH_LEN <= 256:
             target = &small[0]
         else:

@@ -318,17 +318,19 @@ class BlockIterator:
         elif compare_full_keys(self._key, target) > 0:
             self.prev()
 
-    def collect_forward(self, end=None):
-        """Entries from the current one (inclusive) while ``key < end`` (all if ``end`` is None).
+    def collect_forward(self, end=None, limit: int = -1):
+        """Entries from the current one (inclusive) while ``key < end`` (all if ``end`` is None),
+        at most ``limit`` of them (no limit if negative).
 
         Returns ``(entries, hit_bound)``: ``entries`` a list of ``(key, value)``; ``hit_bound``
         True when iteration stopped at a key >= ``end`` (the iterator is left there) rather than
-        at the end of the block (the iterator is left invalid).
+        at the limit (left on the next entry) or at the end of the block (left invalid).
         """
         if end is not None:
             end = _check_key(end)
         out = []
-        while self.is_valid():
+        while self.is_valid() and limit != 0:
+            limit -= 1
             if end is not None and compare_full_keys(self._key, end) >= 0:
                 return out, True
             out.append((self._key, self._data[self._value_start:self._value_end]))

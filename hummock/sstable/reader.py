@@ -158,10 +158,16 @@ class Sstable:
             index = self.meta.block_for(start) if start is not None else 0
             it = self._block_iter(index)
             it.seek(start) if start is not None else it.seek_to_first()
+            limit = FIRST_BATCH
             while True:
-                entries, hit_bound = it.collect_forward(end)
+                entries, hit_bound = it.collect_forward(end, limit)
                 if entries:
                     yield entries
+                if hit_bound:
+                    return
+                if it.is_valid():  # stopped at the limit: a seek-and-read-a-few stays cheap
+                    limit = -1
+                    continue
                 index += 1
                 if hit_bound or index >= blocks:
                     return
@@ -195,6 +201,11 @@ class Sstable:
                     return
                 it = self._block_iter(index)
                 it.seek_to_last()
+
+
+#: Entries in the first batch of a forward scan: enough for a seek followed by a few nexts,
+#: after which batches are whole blocks.
+FIRST_BATCH = 16
 
 
 def _read_exact(store, path: str, start: int, end: int) -> bytes:

@@ -1,0 +1,135 @@
+"""Pure-Python twin of ``native/_readpath.pyx``: immutable read states and the point-get path.
+
+A :class:`ReadState` is everything a read needs, frozen at one moment: per table the imms
+(oldest first), the staging SSTs, and the committed version as L0 groups and lower levels of
+:class:`SstReader` s. The engine builds a new state on every change and swaps it in; a reader
+takes the current state and needs no lock. ``active`` counts gets in flight, so vacuum can tell
+when a retired state's SSTs are no longer read.
+
+``get`` order (DESIGN.md section 5): staging data first -- imms newest first, then staging SSTs,
+the newest version among all hits winning (spills can interleave epochs) -- then the L0 groups
+newest first (first group with a hit wins; inside an overlapping group the newest hit), then one
+SST per lower level. SSTs are screened by key range, then by their filter.
+Reads at epoch E see versioned epochs <= E | 0xFFFF.
+
+Callers: :mod:`hummock.read_view` (facade) and the engine.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from hummock.errors import InvalidArgumentError
+
+_MAX_EPOCH = (1 << 64) - 1
+_SPILL_MASK = 0xFFFF
+
+
+class SstReader:
+    """One SST as the read path sees it; opens the SST (``opener(info)``) on first use."""
+
+    def __init__(self, info, opener):
+        self.info = info
+        self.sst_id = info.sst_id
+        self.lo = info.smallest_key[:-8]
+        self.hi = info.largest_key[:-8]
+        self.min_epoch = info.min_epoch
+        self.max_epoch = info.max_epoch
+        self._opener = opener
+        self._sst = None
+
+    @property
+    def sst(self):
+        if self._sst is None:
+            self._sst = self._opener(self.info)
+        return self._sst
+
+    def get(self, user_key: bytes, read_epoch: int):
+        """``(version_epoch, value_or_None)`` of the newest version <= ``read_epoch``, or None."""
+        return self.sst.get(user_key, read_epoch)
+
+
+def _check_args(table_id, key, epoch):
+    if type(table_id) is not int or not 0 <= table_id <= 0xFFFFFFFF:
+        raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
+    if type(key) is not bytes:
+        if not isinstance(key, (bytearray, memoryview)):
+            raise InvalidArgumentError(f"key must be bytes, got {type(key).__name__}")
+        key = bytes(key)
+    if type(epoch) is not int or not 0 <= epoch <= _MAX_EPOCH:
+        raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+    return key
+
+
+class ReadState:
+    """See the module docstring. ``l0``: tuple of ``(overlapping, readers)`` newest first, readers
+    sorted by max epoch (overlapping) or by key (not); ``levels``: tuple of reader tuples sorted
+    by key. Every argument is treated as immutable."""
+
+    def __init__(self, imms: dict, staging: tuple, l0: tuple, levels: tuple, version=None):
+        self.imms = imms
+        self.staging = staging
+        self.l0 = l0
+        self.levels = levels
+        self.version = version
+        self.active = 0
+        self._l0_his = [None if overlapping else [r.hi for r in readers] for overlapping, readers in l0]
+        self._level_his = [[r.hi for r in readers] for readers in levels]
+
+    def get(self, table_id, key, epoch):
+        """The value of ``key`` at ``epoch``, or ``None`` (absent or deleted)."""
+        key = _check_args(table_id, key, epoch)
+        self.active += 1
+        try:
+            found = self._get_version(table_id, key, epoch | _SPILL_MASK)
+        finally:
+            self.active -= 1
+        return None if found is None else found[1]
+
+    def multi_get(self, table_id, keys, epoch) -> list:
+        return [self.get(table_id, k, epoch) for k in keys]
+
+    def _get_version(self, table_id: int, key: bytes, read_epoch: int):
+        best = None
+        for imm in reversed(self.imms.get(table_id, ())):
+            if imm.epoch <= read_epoch:
+                i = bisect.bisect_left(imm.keys, key)
+                if i < len(imm.keys) and imm.keys[i] == key:
+                    best = (imm.epoch, imm.values[i])
+                    break
+        user_key = table_id.to_bytes(4, "big") + key
+        best = _best_of(self.staging, user_key, read_epoch, best)
+        if best is not None:
+            return best
+        for (overlapping, readers), his in zip(self.l0, self._l0_his):
+            best = _best_of(readers, user_key, read_epoch, None) if overlapping else \
+                _one_of(readers, his, user_key, read_epoch)
+            if best is not None:
+                return best
+        for readers, his in zip(self.levels, self._level_his):
+            best = _one_of(readers, his, user_key, read_epoch)
+            if best is not None:
+                return best
+        return None
+
+
+def _best_of(readers, user_key: bytes, read_epoch: int, best):
+    """The newest hit among overlapping readers (``best``: a hit found elsewhere, or None)."""
+    for r in readers:
+        if r.min_epoch > read_epoch or (best is not None and r.max_epoch <= best[0]):
+            continue
+        if r.lo <= user_key <= r.hi:
+            hit = r.get(user_key, read_epoch)
+            if hit is not None and (best is None or hit[0] > best[0]):
+                best = hit
+    return best
+
+
+def _one_of(readers, his, user_key: bytes, read_epoch: int):
+    """The hit in the one reader of a sorted, non-overlapping run whose range holds the key."""
+    i = bisect.bisect_left(his, user_key)
+    if i < len(readers):
+        r = readers[i]
+        if r.lo <= user_key and r.min_epoch <= read_epoch:
+            return r.get(user_key, read_epoch)
+    return None

@@ -1,0 +1,271 @@
+# cython: language_level=3
+"""Native read states and point gets; twin of ``hummock/_readpath_py.py`` (see its docstring for
+the contract and the search order).
+
+The whole get runs in C: argument checks, the imm binary searches, key-range screening, the
+filter probe (one call into the native filter), the block search over first keys, and the lookup
+inside the cached block (a C call into ``native._block.Block``). Python-level work is the block
+cache lookup and, once per SST, opening it.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy
+
+from native._block cimport Block
+from native._keycmp cimport cmp_full_keys
+
+from hummock.errors import InvalidArgumentError
+
+DEF SPILL_MASK = 0xFFFF
+
+
+cdef inline int cmp_bytes(const char* a, Py_ssize_t na, const char* b, Py_ssize_t nb) noexcept:
+    cdef int c = memcmp(a, b, na if na < nb else nb)
+    if c:
+        return c
+    return (na > nb) - (na < nb)
+
+
+cdef inline int cmp_obj(bytes a, bytes b) noexcept:
+    return cmp_bytes(PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+@cython.final
+cdef class SstReader:
+    """One SST as the read path sees it; opens the SST (``opener(info)``) on first use."""
+    cdef readonly object info
+    cdef readonly object sst_id
+    cdef readonly bytes lo
+    cdef readonly bytes hi
+    cdef readonly uint64_t min_epoch
+    cdef readonly uint64_t max_epoch
+    cdef object opener
+    cdef object sst_obj
+    cdef object may_contain
+    cdef list first_keys
+    cdef object block_fn
+
+    def __cinit__(self, info, opener):
+        self.info = info
+        self.sst_id = info.sst_id
+        self.lo = info.smallest_key[:-8]
+        self.hi = info.largest_key[:-8]
+        self.min_epoch = info.min_epoch
+        self.max_epoch = info.max_epoch
+        self.opener = opener
+
+    @property
+    def sst(self):
+        self.ensure_open()
+        return self.sst_obj
+
+    cdef int ensure_open(self) except -1:
+        if self.sst_obj is None:
+            sst = self.opener(self.info)
+            self.may_contain = sst._may_contain
+            self.first_keys = list(sst.meta.first_keys)
+            for key in self.first_keys:
+                if type(key) is not bytes or PyBytes_GET_SIZE(key) < 12:
+                    raise InvalidArgumentError("block first keys must be full keys")
+            self.block_fn = sst.block
+            self.sst_obj = sst
+        return 0
+
+    def get(self, user_key, read_epoch):
+        """``(version_epoch, value_or_None)`` of the newest version <= ``read_epoch``, or None."""
+        cdef bytes uk = user_key if type(user_key) is bytes else bytes(user_key)
+        if PyBytes_GET_SIZE(uk) < 4:
+            raise InvalidArgumentError("user key must hold at least the 4-byte table id")
+        return self.c_get(uk, read_epoch)
+
+    cdef object c_get(self, bytes uk, uint64_t read):
+        cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), lo = 0, hi, mid, i
+        cdef uint64_t inv = 0xFFFFFFFFFFFFFFFF - read
+        cdef unsigned char small[256]
+        cdef unsigned char* target
+        cdef bytes k
+        self.ensure_open()
+        if not self.may_contain(uk):
+            return None
+        if un + 8 <= 256:
+            target = &small[0]
+        else:
+            target = <unsigned char*>malloc(un + 8)
+            if target == NULL:
+                raise MemoryError()
+        try:
+            memcpy(target, PyBytes_AS_STRING(uk), un)
+            for i in range(8):
+                target[un + i] = (inv >> (8 * (7 - i))) & 0xFF
+            hi = len(self.first_keys)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                k = <bytes>self.first_keys[mid]
+                if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), target, un + 8) <= 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        finally:
+            if target != &small[0]:
+                free(target)
+        index = lo - 1 if lo > 0 else 0
+        block = self.block_fn(index)
+        if type(block) is not Block:
+            raise InvalidArgumentError("the block source must return native Blocks")
+        found = (<Block>block).c_get(uk, read)
+        if found is False:  # the versions may continue in the next block
+            if index + 1 >= len(self.first_keys):
+                return None
+            return self.block_fn(index + 1).first_version(uk)
+        return found
+
+
+cdef inline object best_of(tuple readers, bytes uk, uint64_t read, object best):
+    """The newest hit among overlapping readers (``best``: a hit found elsewhere, or None)."""
+    cdef SstReader r
+    cdef uint64_t best_epoch = 0
+    cdef bint have = best is not None
+    if have:
+        best_epoch = best[0]
+    for obj in readers:
+        r = <SstReader>obj
+        if r.min_epoch > read or (have and r.max_epoch <= best_epoch):
+            continue
+        if cmp_obj(r.lo, uk) <= 0 and cmp_obj(uk, r.hi) <= 0:
+            hit = r.c_get(uk, read)
+            if hit is not None and (not have or <uint64_t>hit[0] > best_epoch):
+                best, best_epoch, have = hit, hit[0], True
+    return best
+
+
+cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read):
+    """The hit in the one reader of a sorted, non-overlapping run whose range holds the key."""
+    cdef Py_ssize_t lo = 0, hi = len(his), mid
+    cdef SstReader r
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cmp_obj(<bytes>his[mid], uk) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < len(readers):
+        r = <SstReader>readers[lo]
+        if cmp_obj(r.lo, uk) <= 0 and r.min_epoch <= read:
+            return r.c_get(uk, read)
+    return None
+
+
+@cython.final
+cdef class ReadState:
+    """See the twin's docstring."""
+    cdef readonly dict imms
+    cdef readonly tuple staging
+    cdef readonly tuple l0
+    cdef readonly tuple levels
+    cdef readonly object version
+    cdef readonly Py_ssize_t active
+    cdef list l0_overlapping
+    cdef list l0_readers
+    cdef list l0_his
+    cdef list level_his
+
+    def __cinit__(self, dict imms, tuple staging, tuple l0, tuple levels, version=None):
+        self.imms = imms
+        self.staging = staging
+        self.l0 = l0
+        self.levels = levels
+        self.version = version
+        self.l0_overlapping, self.l0_readers, self.l0_his = [], [], []
+        for overlapping, readers in l0:
+            readers = tuple(readers)
+            for r in readers:
+                if type(r) is not SstReader:
+                    raise InvalidArgumentError("L0 readers must be SstReader objects")
+            self.l0_overlapping.append(bool(overlapping))
+            self.l0_readers.append(readers)
+            self.l0_his.append([(<SstReader>r).hi for r in readers])
+        self.level_his = []
+        for readers in levels:
+            for r in readers:
+                if type(r) is not SstReader:
+                    raise InvalidArgumentError("level readers must be SstReader objects")
+            self.level_his.append([(<SstReader>r).hi for r in readers])
+        for r in staging:
+            if type(r) is not SstReader:
+                raise InvalidArgumentError("staging readers must be SstReader objects")
+
+    def get(self, table_id, key, epoch):
+        """The value of ``key`` at ``epoch``, or ``None`` (absent or deleted)."""
+        cdef bytes k
+        cdef uint64_t e
+        if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
+            raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
+        if type(key) is bytes:
+            k = <bytes>key
+        elif isinstance(key, (bytearray, memoryview)):
+            k = bytes(key)
+        else:
+            raise InvalidArgumentError(f"key must be bytes, got {type(key).__name__}")
+        if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
+            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+        e = epoch
+        self.active += 1
+        try:
+            found = self.c_get_version(table_id, k, e | SPILL_MASK)
+        finally:
+            self.active -= 1
+        return None if found is None else found[1]
+
+    def multi_get(self, table_id, keys, epoch):
+        return [self.get(table_id, k, epoch) for k in keys]
+
+    cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
+        cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, hi, mid, n, i
+        cdef list keys
+        cdef bytes uk
+        cdef char* w
+        best = None
+        imms = self.imms.get(table_id)
+        if imms is not None:
+            for i in range(len(imms) - 1, -1, -1):
+                imm = imms[i]
+                if <uint64_t>imm.epoch > read:
+                    continue
+                keys = imm.keys
+                lo, hi = 0, len(keys)
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if cmp_obj(<bytes>keys[mid], key) < 0:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < len(keys) and cmp_obj(<bytes>keys[lo], key) == 0:
+                    best = (imm.epoch, imm.values[lo])
+                    break
+        uk = PyBytes_FromStringAndSize(NULL, kn + 4)
+        w = PyBytes_AS_STRING(uk)
+        w[0] = (table_id >> 24) & 0xFF
+        w[1] = (table_id >> 16) & 0xFF
+        w[2] = (table_id >> 8) & 0xFF
+        w[3] = table_id & 0xFF
+        memcpy(w + 4, PyBytes_AS_STRING(key), kn)
+        if self.staging:
+            best = best_of(self.staging, uk, read, best)
+        if best is not None:
+            return best
+        n = len(self.l0_readers)
+        for i in range(n):
+            if self.l0_overlapping[i]:
+                best = best_of(<tuple>self.l0_readers[i], uk, read, None)
+            else:
+                best = one_of(<tuple>self.l0_readers[i], <list>self.l0_his[i], uk, read)
+            if best is not None:
+                return best
+        for i in range(len(self.levels)):
+            best = one_of(<tuple>self.levels[i], <list>self.level_his[i], uk, read)
+            if best is not None:
+                return best
+        return None

@@ -1,0 +1,175 @@
+"""HummockStorage API contracts: bad input, lifecycle, readers and writers, snapshots, vacuum."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from hummock import (ConcurrentWriterError, CorruptionError, HummockStorage, InvalidArgumentError,
+                     ReadOnlyError, StorageOptions, StoreClosedError)
+from hummock.key import new_epoch
+from hummock.manifest import delta_path
+
+E = 1 << 16
+SMALL = StorageOptions(shared_buffer_capacity=64 * 1024, block_size=512, target_sst_size=8 * 1024)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with HummockStorage.open(str(tmp_path / "db"), SMALL) as s:
+        yield s
+
+
+def test_readme_example(tmp_path):
+    with HummockStorage.open(str(tmp_path / "db")) as db:
+        epoch = new_epoch()
+        db.ingest_batch(1, [(b"apple", b"red"), (b"kiwi", b"green")], epoch)
+        db.checkpoint(epoch)
+        assert db.get(1, b"apple", epoch) == b"red"
+        assert list(db.iter(1, epoch, prefix=b"k")) == [(b"kiwi", b"green")]
+
+
+def test_bad_batches_write_nothing(store):
+    for bad in ([(b"b", b"1"), (b"a", b"2")], [(b"a", b"1"), (b"a", b"2")], [(b"a", 1)], [("a", b"1")], [b"a"]):
+        with pytest.raises(InvalidArgumentError):
+            store.ingest_batch(1, [(b"0", b"x")] + bad, E)
+    assert store.get(1, b"0", E) is None and list(store.iter(1, E)) == []
+    with pytest.raises(InvalidArgumentError, match="low 16 bits"):
+        store.ingest_batch(1, [(b"a", b"1")], E + 1)
+    for table in (-1, 2**32, "1", True):
+        with pytest.raises(InvalidArgumentError):
+            store.ingest_batch(table, [(b"a", b"1")], E)
+        with pytest.raises(InvalidArgumentError):
+            store.get(table, b"a", E)
+    with pytest.raises(InvalidArgumentError):
+        store.get(1, "a", E)
+    with pytest.raises(InvalidArgumentError):
+        store.get(1, b"a", -1)
+
+
+def test_epochs_never_go_backwards(store):
+    store.ingest_batch(1, [(b"a", b"1")], 3 * E)
+    store.checkpoint(3 * E)
+    with pytest.raises(InvalidArgumentError, match="sealed"):
+        store.ingest_batch(1, [(b"a", b"2")], 2 * E)
+    with pytest.raises(InvalidArgumentError):
+        store.commit_epoch(3 * E)
+    with pytest.raises(InvalidArgumentError):
+        store.seal_epoch(2 * E)
+    store.ingest_batch(1, [(b"b", b"1")], 4 * E)
+    store.ingest_batch(1, [(b"c", b"1")], 5 * E)
+    store.sync(5 * E)
+    with pytest.raises(InvalidArgumentError, match="commit"):
+        store.commit_epoch(4 * E)
+    store.commit_epoch(5 * E)
+    assert store.max_committed_epoch == 5 * E
+
+
+def test_later_batch_in_one_epoch_wins(store):
+    store.ingest_batch(1, [(b"a", b"1"), (b"b", b"1")], E)
+    store.ingest_batch(1, [(b"a", None)], E)
+    store.ingest_batch(1, [(b"b", b"2")], E)
+    assert store.get(1, b"a", E) is None and store.get(1, b"b", E) == b"2"
+    store.checkpoint(E)
+    assert store.get(1, b"a", E) is None and store.get(1, b"b", E) == b"2"
+    assert list(store.iter(1, E)) == [(b"b", b"2")]
+
+
+def test_closed_store_raises(tmp_path):
+    db = HummockStorage.open(str(tmp_path / "db"))
+    db.close()
+    db.close()  # idempotent
+    for call in (lambda: db.get(1, b"a", E), lambda: db.multi_get(1, [b"a"], E), lambda: db.iter(1, E),
+                 lambda: db.ingest_batch(1, [(b"a", b"1")], E), lambda: db.snapshot()):
+        with pytest.raises(StoreClosedError):
+            call()
+
+
+def test_second_writer_fails_and_readers_refresh(tmp_path):
+    path = str(tmp_path / "db")
+    with HummockStorage.open(path) as writer:
+        with pytest.raises(ConcurrentWriterError):
+            HummockStorage.open(path)
+        writer.ingest_batch(1, [(b"a", b"1")], E)
+        writer.checkpoint(E)
+        reader = HummockStorage.open(path, read_only=True)
+        assert reader.get(1, b"a", E) == b"1"
+        with pytest.raises(ReadOnlyError):
+            reader.ingest_batch(1, [(b"b", b"1")], 2 * E)
+        writer.ingest_batch(1, [(b"b", b"2")], 2 * E)
+        assert reader.get(1, b"b", 2 * E) is None, "uncommitted writes are private to the writer"
+        writer.checkpoint(2 * E)
+        assert reader.get(1, b"b", 2 * E) is None
+        assert reader.refresh() == 2 * E
+        assert reader.get(1, b"b", 2 * E) == b"2"
+        reader.close()
+
+
+def test_second_writer_in_another_process_fails(tmp_path):
+    path = str(tmp_path / "db")
+    with HummockStorage.open(path):
+        code = textwrap.dedent(f"""
+            from hummock import HummockStorage, ConcurrentWriterError
+            try:
+                HummockStorage.open({path!r})
+            except ConcurrentWriterError as exc:
+                print("refused:", exc)
+        """)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert out.stdout.startswith("refused:"), out.stderr
+
+
+def test_snapshot_pins_an_epoch(store):
+    store.ingest_batch(1, [(b"a", b"1")], E)
+    store.checkpoint(E)
+    with store.snapshot() as snap:
+        store.ingest_batch(1, [(b"a", b"2"), (b"b", b"2")], 2 * E)
+        store.checkpoint(2 * E)
+        assert snap.get(1, b"a") == b"1" and list(snap.iter(1)) == [(b"a", b"1")]
+        assert store.stats()["pinned_versions"]
+    with pytest.raises(InvalidArgumentError):
+        snap.get(1, b"a")
+    with pytest.raises(InvalidArgumentError):
+        store.snapshot(3 * E)
+    assert not store.stats()["pinned_versions"]
+
+
+def test_spills_keep_memory_bounded_and_reads_correct(store):
+    value = b"x" * 1000
+    for i in range(200):
+        store.ingest_batch(2, [(b"k%05d" % i, value)], E * (i + 1))
+        assert store.stats()["shared_buffer_bytes"] <= SMALL.shared_buffer_capacity
+    assert store.stats()["spills"] > 0 and store.stats()["staging_ssts"] > 0
+    assert store.get(2, b"k00007", E * 200) == value and store.get(2, b"k00007", E * 7) is None
+    store.commit_epoch(E * 200)
+    assert len(list(store.iter(2, E * 200))) == 200
+
+
+def test_vacuum_removes_orphans_but_not_live_ssts(tmp_path):
+    path = str(tmp_path / "db")
+    with HummockStorage.open(path, SMALL) as db:
+        db.ingest_batch(1, [(b"a", b"1")], E)
+        db.checkpoint(E)
+        db.ingest_batch(1, [(b"b", b"1")], 2 * E)
+        db.sync(2 * E)                     # a staging SST that will never be committed
+        assert db.vacuum() == 0            # staging SSTs are live
+    with HummockStorage.open(path, SMALL) as db:  # reopening vacuums the orphan
+        assert db.stats()["vacuumed_ssts"] == 1
+        assert db.get(1, b"a", 2 * E) == b"1" and db.get(1, b"b", 2 * E) is None
+
+
+def test_corrupted_manifest_names_the_object(tmp_path):
+    path = str(tmp_path / "db")
+    with HummockStorage.open(path) as db:
+        db.ingest_batch(1, [(b"a", b"1")], E)
+        db.checkpoint(E)
+        version_id = db.version().id
+    delta = os.path.join(path, delta_path(version_id))
+    data = bytearray(open(delta, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(delta, "wb").write(bytes(data))
+    with pytest.raises(CorruptionError) as raised:
+        HummockStorage.open(path)
+    assert delta_path(version_id) in str(raised.value)
