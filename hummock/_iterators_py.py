@@ -9,7 +9,8 @@ per SST block or imm slice) keeps per-entry Python work out of the sources.
 :class:`UserScan` merges the sources (DESIGN.md's ``MergeIterator``; SSTs of one non-overlapping
 level arrive as one chained source, the ``ConcatIterator``) and resolves versions (the
 ``UserIterator``): for each user key the newest version with epoch <= ``read_epoch``, tombstones
-hidden. It yields ``(table_key, value)``.
+hidden. It yields ``(table_key, value)``. ``owner`` (the engine's read state) is kept referenced
+while the scan lives, so vacuum spares what the scan reads.
 
 Contract: each (user key, epoch) appears in at most one source; sources respect the scan bounds.
 Callers: :mod:`hummock.iterators` (the facade) only.
@@ -47,7 +48,8 @@ def _plain(value, tagged: bool):
 class UserScan:
     """Iterator of ``(table_key, value)``; see the module docstring."""
 
-    def __init__(self, sources, read_epoch: int, reverse: bool = False):
+    def __init__(self, sources, read_epoch: int, reverse: bool = False, owner=None):
+        self.owner = owner  # kept alive for the scan's lifetime (the engine's read state)
         streams = [_entries(batches, tagged) for batches, tagged in sources]
         if len(streams) == 1:
             self._merged = streams[0]
@@ -61,6 +63,12 @@ class UserScan:
 
     def __next__(self):
         return next(self._gen)
+
+    def close(self) -> None:
+        """Stop early: drop the sources and the state this scan was reading."""
+        self._gen = iter(())
+        self._merged = iter(())
+        self.owner = None
 
     def _forward(self):
         decided = None

@@ -92,9 +92,7 @@ def scan(state, table_id: int, epoch: int, start: bytes | None, end: bytes | Non
         add_run(readers, not overlapping)
     for readers in state.levels:
         add_run(readers, True)
-    if not sources:
-        return iter(())
-    return it.UserScan(sources, read_epoch, reverse)
+    return it.UserScan(sources, read_epoch, reverse, state)
 
 
 def _next_table_start(table_id: int):

@@ -10,8 +10,8 @@ epoch per flush so a commit never publishes a later epoch's data.
 Read path: every change swaps in a new immutable :class:`~hummock.read_view.ReadState` (imms,
 staging SSTs, the committed version's SST readers); ``get``/``multi_get`` read the current one
 without taking the lock (native code end to end), ``iter`` pins its version for the scan's
-lifetime, ``snapshot`` pins an epoch and its version for longer. Vacuum spares every SST a live
-state, pin or staging list references, and SSTs that left the version moments ago.
+lifetime (the scan holds its state), ``snapshot`` pins an epoch and its version. Vacuum spares
+every SST that the version, a snapshot, the staging list or a still-referenced state reads.
 
 Recovery: opening replays the manifest; anything not committed is gone, and the writer's first
 vacuum removes SSTs a crash left behind. A second writer on the same URL fails with
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import uuid
+import weakref
 from collections import Counter
 
 from hummock.errors import HummockError, InvalidArgumentError
@@ -88,10 +88,10 @@ class HummockStorage:
         self._block_cache = LruCache(options.block_cache_capacity, "block_cache")
         self._meta_cache = LruCache(options.meta_cache_capacity, "meta_cache")
         self._readers: dict[int, SstReader] = {}  # sst id -> reader, for the version and staging
-        self._pins: Counter = Counter()       # version id -> active scans and snapshots
+        self._pins: Counter = Counter()       # version id -> snapshots pinning it
         self._pinned_versions: dict = {}
-        self._retired_states: list = []       # replaced read states that still had gets in flight
-        self._retired_ssts: dict[int, float] = {}  # sst id -> when it left the version
+        # replaced read states that a get or a scan still holds: vacuum spares their SSTs
+        self._retired_states: weakref.WeakSet = weakref.WeakSet()
         self._reserved_ids: list[int] = []
         self._closed = False
         self._state = None
@@ -280,12 +280,7 @@ class HummockStorage:
 
     def _set_version(self, version) -> None:
         """Install a new committed version (under the lock) and rebuild the read state."""
-        old = getattr(self, "_version", None)
         self._version = version
-        if old is not None:
-            now = time.monotonic()
-            for sst_id in old.sst_ids() - version.sst_ids():
-                self._retired_ssts[sst_id] = now
         self._groups = version_groups(version, self._reader_for)
         live = version.sst_ids() | {info.sst_id for info in self._staging}
         for sst_id in [i for i in self._readers if i not in live]:
@@ -314,9 +309,8 @@ class HummockStorage:
             staging = tuple(self._reader_for(info) for info in self._staging)
             state = ReadState(imms, staging, l0, levels, self._version)
         old, self._state = self._state, state
-        if old is not None and old.active:
-            self._retired_states.append(old)
-        self._retired_states = [s for s in self._retired_states if s.active]
+        if old is not None:
+            self._retired_states.add(old)
 
     def _pin(self, version) -> None:
         self._pins[version.id] += 1
@@ -344,26 +338,19 @@ class HummockStorage:
     def iter(self, table_id: int, epoch: int, start: bytes | None = None, end: bytes | None = None, *,
              prefix: bytes | None = None, reverse: bool = False):
         """Yield ``(key, value)`` for keys in ``[start, end)`` (and with ``prefix``) at ``epoch``,
-        ascending (descending with ``reverse=True``). The version read stays pinned until the
-        iterator is exhausted or closed; returned bytes are the caller's."""
+        ascending (descending with ``reverse=True``). The iterator reads the store as it was when
+        ``iter`` was called, for as long as it is referenced; returned bytes are the caller's."""
         table_id = _check_table_id(table_id)
         epoch = _check_epoch(epoch)
         start = None if start is None else _check_key(start, "start")
         end = None if end is None else _check_key(end, "end")
         prefix = None if prefix is None else _check_key(prefix, "prefix")
         start, end = clamp_bounds(start, end, prefix)
-        with self._lock:
-            self._require_open()
-            state = self._state
-            self._pin(state.version)
-        return self._scan(state, table_id, epoch, start, end, reverse)
-
-    def _scan(self, state, table_id, epoch, start, end, reverse):
-        try:
-            if end is None or start is None or start < end:
-                yield from scan(state, table_id, epoch, start, end, reverse)
-        finally:
-            self._unpin(state.version)
+        self._require_open()
+        state = self._state
+        if end is not None and start is not None and start >= end:
+            return iter(())
+        return scan(state, table_id, epoch, start, end, reverse)
 
     @property
     def max_committed_epoch(self) -> int:
@@ -426,13 +413,8 @@ class HummockStorage:
             for version in self._pinned_versions.values():
                 keep |= version.sst_ids()
             keep |= {info.sst_id for info in self._staging}
-            for state in self._retired_states:
+            for state in list(self._retired_states):
                 keep |= state.version.sst_ids() | {r.sst_id for r in state.staging}
-            # a get may have fetched the read state just before it was replaced: spare SSTs that
-            # left the version moments ago
-            now = time.monotonic()
-            self._retired_ssts = {i: t for i, t in self._retired_ssts.items() if now - t < VACUUM_GRACE_SECONDS}
-            keep |= set(self._retired_ssts)
             doomed = []
             for meta in self._store.list("sst/"):
                 name = meta.path.rsplit("/", 1)[-1]
@@ -490,8 +472,6 @@ class Snapshot:
 class _ClosedState:
     """The read state of a closed store: every read raises ``StoreClosedError``."""
 
-    active = 0
-
     def get(self, *args):
         raise StoreClosedError("the store is closed")
 
@@ -499,6 +479,5 @@ class _ClosedState:
 
 
 _CLOSED = _ClosedState()
-VACUUM_GRACE_SECONDS = 10.0
 
 __all__ = ["HummockStorage", "StorageOptions", "Snapshot", "StoreClosedError", "ReadOnlyError"]

@@ -78,6 +78,7 @@ cdef class BlockBuilder:
     cdef readonly object last_key
     cdef readonly list user_keys
     cdef readonly list table_ids
+    cdef uint32_t last_table_id
 
     def __cinit__(self, restart_interval=16):
         if type(restart_interval) is not int or not 1 <= restart_interval <= 65536:
@@ -261,8 +262,9 @@ cdef class BlockBuilder:
             new_user_key = last_n != n or not memcmp_eq(last, k, n - EPOCH_LEN)
         if new_user_key:
             self.user_keys.append(PyBytes_FromStringAndSize(<const char*>k, n - EPOCH_LEN))
-        if not self.table_ids or self.table_ids[-1] != table_id:
+        if self.key_count == 0 or table_id != self.last_table_id:
             self.table_ids.append(table_id)
+            self.last_table_id = table_id
         if self.key_count == 0:
             self.min_ep = self.max_ep = epoch
             self.smallest_key = key

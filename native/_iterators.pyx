@@ -112,13 +112,15 @@ cdef class UserScan:
     cdef bytes cur_key       # the entry pop_entry took
     cdef object cur_value
     cdef bint cur_tagged
+    cdef object owner        # kept alive while the scan lives (the engine's read state)
 
-    def __cinit__(self, sources, read_epoch, bint reverse=False):
+    def __cinit__(self, sources, read_epoch, bint reverse=False, owner=None):
         cdef _Cursor c
         if type(read_epoch) is not int or read_epoch < 0 or read_epoch > 0xFFFFFFFFFFFFFFFF:
             raise InvalidArgumentError(f"read_epoch must be an int in [0, 2**64), got {read_epoch!r}")
         self.read_epoch = read_epoch
         self.reverse = reverse
+        self.owner = owner
         self.heap = []
         for batches, tagged in sources:
             c = _Cursor()
@@ -169,6 +171,15 @@ cdef class UserScan:
 
     def __iter__(self):
         return self
+
+    def close(self):
+        """Stop early: drop the sources and the state this scan was reading."""
+        self.heap = []
+        self.size = 0
+        self.group = None
+        self.best = None
+        self.have = False
+        self.owner = None
 
     def __next__(self):
         cdef bytes key

@@ -171,6 +171,7 @@ cdef class ReadState:
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
+    cdef object __weakref__
 
     def __cinit__(self, dict imms, tuple staging, tuple l0, tuple levels, version=None):
         self.imms = imms

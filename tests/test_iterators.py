@@ -66,3 +66,12 @@ def test_bad_tags_and_sources(impl):
         list(impl.UserScan([(iter([[(key, b"\x07x")]]), True)], MAX_EPOCH))
     assert list(impl.UserScan([], 5)) == []
     assert list(impl.UserScan([(iter([[], [(key, b"v")], []]), False)], MAX_EPOCH)) == [(b"k", b"v")]
+
+
+@IMPLS
+def test_close_stops_the_scan(impl):
+    batch = [(encode_full_key(1, b"%d" % i, 1), b"v") for i in range(5)]
+    scan = impl.UserScan([(iter([batch]), False)], MAX_EPOCH, False, owner=object())
+    assert next(scan) == (b"0", b"v")
+    scan.close()
+    assert list(scan) == []
