@@ -1,6 +1,7 @@
 """Pure-Python twin of ``native/_iterators.pyx``: the merge + user iterator of the read path.
 
-Inputs are *batch sources*: ``(batches, tagged)`` pairs where ``batches`` iterates lists of
+Inputs are :class:`SstRun` s (SSTs of a run, scanned natively block by block in the native
+twin) or *batch sources*: ``(batches, tagged)`` pairs where ``batches`` iterates lists of
 ``(full_key, value)`` entries in full-key order (reverse full-key order for reverse scans) and
 ``tagged`` says whether values carry the stored tag byte (SST entries: ``0x01``+payload or
 ``0x02``) or are raw (imm entries: bytes, or ``None`` for a delete). Producing whole lists (one
@@ -45,12 +46,29 @@ def _plain(value, tagged: bool):
     raise CorruptionError("bad value tag", object="scan", expected="0x01 or lone 0x02", found=value[:2].hex())
 
 
+class SstRun:
+    """A run of SSTs with disjoint key ranges, in key order, scanned within ``[start, end)``
+    (full keys, ``None``: unbounded). ``readers`` expose ``.sst`` (an opened Sstable)."""
+
+    def __init__(self, readers, start=None, end=None):
+        self.readers = list(readers)
+        self.start = start
+        self.end = end
+
+    def batches(self, reverse: bool):
+        """The run as lists of ``(full_key, tagged_value)`` (the generic source form)."""
+        ordered = self.readers[::-1] if reverse else self.readers
+        for reader in ordered:
+            yield from reader.sst.scan_batches(self.start, self.end, reverse=reverse)
+
+
 class UserScan:
     """Iterator of ``(table_key, value)``; see the module docstring."""
 
     def __init__(self, sources, read_epoch: int, reverse: bool = False, owner=None):
         self.owner = owner  # kept alive for the scan's lifetime (the engine's read state)
-        streams = [_entries(batches, tagged) for batches, tagged in sources]
+        streams = [_entries(source.batches(reverse), True) if isinstance(source, SstRun) else _entries(*source)
+                   for source in sources]
         if len(streams) == 1:
             self._merged = streams[0]
         else:

@@ -1,9 +1,9 @@
 """The read path's iterators: batch sources and the merging, version-resolving ``UserScan``.
 
 ``UserScan(sources, read_epoch, reverse)`` comes from ``native/_iterators.pyx`` when built, else
-from the twin ``hummock/_iterators_py.py`` (same results). This module builds its sources:
-:func:`imm_source` (a slice of one imm, raw values) and :func:`sst_source` (one or more SSTs of a
-non-overlapping run, chained, tagged values). See the twin's docstring for the contracts.
+from the twin ``hummock/_iterators_py.py`` (same results). Sources are
+:func:`imm_source` (a slice of one imm, raw values) and :class:`SstRun` (one or more SSTs of a
+non-overlapping run, tagged values; scanned block by block in C by the native ``UserScan``). See the twin's docstring for the contracts.
 Callers: :mod:`hummock.read_view`.
 """
 
@@ -14,6 +14,8 @@ from hummock.key import encode_full_keys
 
 _impl = _twins.load("_iterators", "hummock._iterators_py")
 UserScan = _impl.UserScan
+#: ``SstRun(readers, start_full, end_full)``: SSTs with disjoint ranges, in key order, as one source.
+SstRun = _impl.SstRun
 
 
 def imm_source(imm, table_id: int, lo: int, hi: int, reverse: bool):
@@ -23,13 +25,3 @@ def imm_source(imm, table_id: int, lo: int, hi: int, reverse: bool):
     if reverse:
         batch.reverse()
     return [batch], False
-
-
-def sst_source(infos, open_sst, start_full, end_full, reverse: bool):
-    """The entries of the SSTs ``infos`` -- in iteration order, key ranges not overlapping -- one
-    batch per block, within ``[start_full, end_full)``. Each SST is opened (``open_sst(info)``)
-    only when the scan reaches it."""
-    def batches():
-        for info in infos:
-            yield from open_sst(info).scan_batches(start_full, end_full, reverse=reverse)
-    return batches(), True

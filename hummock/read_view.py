@@ -55,10 +55,6 @@ def _intersects(reader, lo_user: bytes, hi_user: bytes | None) -> bool:
     return reader.hi >= lo_user and (hi_user is None or reader.lo < hi_user)
 
 
-def _open(reader):
-    return reader.sst
-
-
 def scan(state, table_id: int, epoch: int, start: bytes | None, end: bytes | None, reverse: bool):
     """Yield ``(key, value)`` of ``table_id`` for keys in ``[start, end)`` at ``epoch``, in key order
     (or reverse), from the sources frozen in ``state``."""
@@ -83,10 +79,10 @@ def scan(state, table_id: int, epoch: int, start: bytes | None, end: bytes | Non
         if not chosen:
             return
         if chained:
-            chosen.sort(key=lambda r: r.lo, reverse=reverse)
-            sources.append(it.sst_source(chosen, _open, start_full, end_full, reverse))
+            chosen.sort(key=lambda r: r.lo)
+            sources.append(it.SstRun(chosen, start_full, end_full))
         else:
-            sources.extend(it.sst_source([r], _open, start_full, end_full, reverse) for r in chosen)
+            sources.extend(it.SstRun([r], start_full, end_full) for r in chosen)
     add_run(state.staging, False)
     for overlapping, readers in state.l0:
         add_run(readers, not overlapping)

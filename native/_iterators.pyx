@@ -13,6 +13,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp
 
+from native._block cimport Block, BlockIterator
 from native._keycmp cimport cmp_full_keys
 
 from hummock.errors import CorruptionError, InvalidArgumentError
@@ -35,17 +36,28 @@ cdef inline bint same_user_key(bytes a, bytes b) noexcept:
     return n == PyBytes_GET_SIZE(b) and memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), n - 8) == 0
 
 
-@cython.final
 cdef class _Cursor:
-    cdef object batches
-    cdef list batch
-    cdef Py_ssize_t pos
+    """One source of the merge: ``key``/``value``/``tagged`` describe its current entry."""
     cdef bint tagged
     cdef bytes key
     cdef object value
 
     cdef bint load(self) except -1:
-        """Position on the next entry; False when the source is exhausted."""
+        """Position on the current entry; False when the source is exhausted."""
+        return False
+
+    cdef bint advance(self) except -1:
+        return False
+
+
+@cython.final
+cdef class _BatchCursor(_Cursor):
+    """Walks a Python iterator of ``(full_key, value)`` lists."""
+    cdef object batches
+    cdef list batch
+    cdef Py_ssize_t pos
+
+    cdef bint load(self) except -1:
         cdef object entry
         while self.batch is None or self.pos >= len(self.batch):
             try:
@@ -72,6 +84,124 @@ cdef class _Cursor:
     cdef bint advance(self) except -1:
         self.pos += 1
         return self.load()
+
+
+@cython.final
+cdef class SstRun:
+    """A run of SSTs with disjoint key ranges, in key order, scanned within ``[start, end)``
+    (full keys, ``None``: unbounded). ``readers`` expose ``.sst`` (an opened Sstable)."""
+    cdef readonly list readers
+    cdef readonly object start
+    cdef readonly object end
+
+    def __cinit__(self, readers, start=None, end=None):
+        self.readers = list(readers)
+        self.start = start
+        self.end = end
+
+    def batches(self, bint reverse):
+        """The run as lists of ``(full_key, tagged_value)`` (the generic source form)."""
+        ordered = self.readers[::-1] if reverse else self.readers
+        for reader in ordered:
+            yield from reader.sst.scan_batches(self.start, self.end, reverse=reverse)
+
+
+@cython.final
+cdef class _SstRunCursor(_Cursor):
+    """Walks an :class:`SstRun` forward block by block in C: no per-entry Python calls."""
+    cdef list readers
+    cdef Py_ssize_t reader_index
+    cdef list first_keys
+    cdef object block_fn
+    cdef Py_ssize_t block_index
+    cdef BlockIterator it
+    cdef bytes end
+
+    cdef int start(self, SstRun run) except -1:
+        cdef bytes start = None
+        cdef Py_ssize_t lo, hi, mid
+        cdef bytes k
+        self.tagged = True
+        self.readers = run.readers
+        if run.end is not None:
+            self.end = as_full_key(run.end)
+        if run.start is not None:
+            start = as_full_key(run.start)
+        self.reader_index = -1
+        if not self.next_reader():
+            return 0
+        if start is None:
+            self.open_block(0)
+            self.it.c_seek_to_first()
+            return 0
+        lo, hi = 0, len(self.first_keys)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            k = <bytes>self.first_keys[mid]
+            if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                             <const unsigned char*>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start)) <= 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        self.open_block(lo - 1 if lo > 0 else 0)
+        self.it.c_seek(<const unsigned char*>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start))
+        return 0
+
+    cdef bint next_reader(self) except -1:
+        self.reader_index += 1
+        if self.reader_index >= len(self.readers):
+            self.it = None
+            return False
+        sst = self.readers[self.reader_index].sst
+        self.first_keys = list(sst.meta.first_keys)
+        for key in self.first_keys:
+            if type(key) is not bytes or PyBytes_GET_SIZE(key) < 12:
+                raise CorruptionError("block first key is not a full key", object="scan")
+        self.block_fn = sst.block
+        return True
+
+    cdef int open_block(self, Py_ssize_t index) except -1:
+        block = self.block_fn(index)
+        if type(block) is not Block:
+            raise InvalidArgumentError("the block source must return native Blocks")
+        self.block_index = index
+        self.it = BlockIterator(block)
+        return 0
+
+    cdef bint load(self) except -1:
+        while self.it is not None and not self.it.c_valid():
+            if self.block_index + 1 < len(self.first_keys):
+                self.open_block(self.block_index + 1)
+            elif self.next_reader():
+                self.open_block(0)
+            else:
+                break
+            self.it.c_seek_to_first()
+        if self.it is None or not self.it.c_valid():
+            self.key = None
+            self.value = None
+            return False
+        if self.end is not None and cmp_full_keys(self.it.key_ptr, self.it.key_len,
+                                                  <const unsigned char*>PyBytes_AS_STRING(self.end),
+                                                  PyBytes_GET_SIZE(self.end)) >= 0:
+            self.it = None
+            self.key = None
+            self.value = None
+            return False
+        self.key = PyBytes_FromStringAndSize(<const char*>self.it.key_ptr, self.it.key_len)
+        self.value = PyBytes_FromStringAndSize(<const char*>self.it.p + self.it.value_start,
+                                               self.it.value_end - self.it.value_start)
+        return True
+
+    cdef bint advance(self) except -1:
+        self.it.c_next()
+        return self.load()
+
+
+cdef bytes as_full_key(object key):
+    if type(key) is not bytes or PyBytes_GET_SIZE(key) < 12:
+        raise InvalidArgumentError("scan bounds must be full keys (bytes of at least 12)")
+    return <bytes>key
 
 
 cdef object plain_value(object value, bint tagged):
@@ -122,11 +252,24 @@ cdef class UserScan:
         self.reverse = reverse
         self.owner = owner
         self.heap = []
-        for batches, tagged in sources:
-            c = _Cursor()
-            c.batches = iter(batches)
-            c.tagged = bool(tagged)
-            if c.load():
+        cdef _BatchCursor bc
+        cdef _SstRunCursor rc
+        for source in sources:
+            if type(source) is SstRun and not reverse:
+                rc = _SstRunCursor()
+                rc.start(<SstRun>source)
+                c = rc
+            else:
+                bc = _BatchCursor()
+                if type(source) is SstRun:
+                    bc.batches = iter((<SstRun>source).batches(reverse))
+                    bc.tagged = True
+                else:
+                    batches, tagged = source
+                    bc.batches = iter(batches)
+                    bc.tagged = bool(tagged)
+                c = bc
+            if (<_Cursor>c).load():
                 self.heap.append(c)
         self.size = len(self.heap)
         cdef Py_ssize_t i

@@ -75,3 +75,49 @@ def test_close_stops_the_scan(impl):
     assert next(scan) == (b"0", b"v")
     scan.close()
     assert list(scan) == []
+
+
+class _Reader:
+    def __init__(self, sst):
+        self.sst = sst
+
+
+@IMPLS
+@given(versions, st.integers(1, 3), st.integers(0, 7), st.booleans(), st.data())
+def test_sst_runs_match_model(impl, raw, n_ssts, read_epoch, reverse, data):
+    from hummock.object_store import MemoryObjectStore
+    from hummock.sstable.builder import SstableBuilderOptions, build_sstable
+    from hummock.sstable.reader import Sstable
+    unique = {}
+    for key, epoch, value in raw:
+        unique[(key, epoch)] = value
+    entries = sorted(((encode_full_key(3, k, e), v) for (k, e), v in unique.items()),
+                     key=lambda kv: full_key_sort_key(kv[0]))
+    if not entries:
+        return
+    # split into SSTs at user-key boundaries: a run's SSTs have disjoint user-key ranges
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, len(entries)), max_size=n_ssts - 1))))
+    pieces, start = [], 0
+    for cut in cuts + [len(entries)]:
+        while 0 < cut < len(entries) and entries[cut][0][:-8] == entries[cut - 1][0][:-8]:
+            cut += 1
+        if cut > start:
+            pieces.append(entries[start:cut])
+            start = cut
+    store = MemoryObjectStore()
+    readers = []
+    for i, piece in enumerate(pieces):
+        blob, info = build_sstable(piece, i, SstableBuilderOptions(block_size=256, restart_interval=2))
+        store.upload(info.object_path, blob)
+        readers.append(_Reader(Sstable.open(store, info)))
+    lo = data.draw(st.sampled_from([None, b"a", b"ab"]))
+    start_full = None if lo is None else encode_full_key(3, lo, MAX_EPOCH)
+    scan = impl.UserScan([impl.SstRun(readers, start_full, None)], read_epoch, reverse)
+    expected = []
+    for key in sorted({k for k, _ in unique}, reverse=reverse):
+        if lo is not None and key < lo:
+            continue
+        visible = [(e, v) for (k, e), v in unique.items() if k == key and e <= read_epoch]
+        if visible and max(visible)[1] is not None:
+            expected.append((key, max(visible)[1]))
+    assert list(scan) == expected
