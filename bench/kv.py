@@ -3,7 +3,8 @@ the same invocation.
 
 Workloads (N keys of 16 bytes, 100-byte random values, writes in batches of 1,000 keys per epoch):
 - ``fillseq`` / ``fillrandom``: load N keys in order / in random order into an empty store; the
-  time includes the final ``checkpoint`` (RocksDB: write batches, then ``flush``);
+  time includes the final ``checkpoint`` (RocksDB: write batches, then ``flush``); the batches
+  (sorted lists of pairs) are prepared before the clock starts, for both engines;
 - ``overwrite``: N random keys over the filled store, same batching;
 - ``readrandom`` / ``readmissing``: N point gets of present / absent keys;
 - ``readseq`` / ``readreverse``: one full scan forward / backward;
@@ -42,10 +43,10 @@ def make_keys(n: int, seed: int = 11) -> list[bytes]:
     return [rng.randbytes(16) for _ in range(n)]
 
 
-def batches(keys: list[bytes], values: list[bytes]):
-    for i in range(0, len(keys), BATCH):
-        chunk = sorted(dict(zip(keys[i:i + BATCH], values[i:i + BATCH])).items())
-        yield chunk
+def batches(keys: list[bytes], values: list[bytes]) -> list[list[tuple[bytes, bytes]]]:
+    """The write batches of a fill, prepared before timing (sorted, duplicates dropped)."""
+    return [sorted(dict(zip(keys[i:i + BATCH], values[i:i + BATCH])).items())
+            for i in range(0, len(keys), BATCH)]
 
 
 def timed(fn) -> float:
@@ -62,8 +63,8 @@ class Hummock:
         self.store = HummockStorage.open(path, StorageOptions(**options))
         self.epoch = self.store.max_committed_epoch
 
-    def fill(self, keys, values):
-        for chunk in batches(keys, values):
+    def fill(self, prepared):
+        for chunk in prepared:
             self.epoch += EPOCH_STEP
             self.store.ingest_batch(TABLE, chunk, self.epoch)
         self.store.checkpoint(self.epoch)
@@ -103,9 +104,9 @@ class RocksDict:
         opts.create_if_missing(True)
         self.db = Rdict(path, opts, column_families={"default": opts})
 
-    def fill(self, keys, values):
+    def fill(self, prepared):
         from rocksdict import WriteBatch
-        for chunk in batches(keys, values):
+        for chunk in prepared:
             wb = WriteBatch(raw_mode=True)
             for k, v in chunk:
                 wb.put(k, v)
@@ -149,12 +150,14 @@ def run_engine(make, root: str, n: int) -> dict:
     values = [rng.randbytes(100) for _ in range(n)]
     results = {}
     engine = make(os.path.join(root, "seq"))
-    results["fillseq"] = n / timed(lambda: engine.fill(seq_keys, values))
+    prepared = batches(seq_keys, values)
+    results["fillseq"] = n / timed(lambda: engine.fill(prepared))
     engine.close()
     engine = make(os.path.join(root, "random"))
-    results["fillrandom"] = n / timed(lambda: engine.fill(rand_keys, values))
-    overwrite_keys = [rand_keys[rng.randrange(n)] for _ in range(n)]
-    results["overwrite"] = n / timed(lambda: engine.fill(overwrite_keys, values))
+    prepared = batches(rand_keys, values)
+    results["fillrandom"] = n / timed(lambda: engine.fill(prepared))
+    prepared = batches([rand_keys[rng.randrange(n)] for _ in range(n)], values)
+    results["overwrite"] = n / timed(lambda: engine.fill(prepared))
     probes = [rand_keys[rng.randrange(n)] for _ in range(n)]
     missing = make_keys(n, 3)
     get = engine.get
@@ -186,7 +189,7 @@ def rss_child(n: int, engine: str) -> None:
         keys = make_keys(n, 4)
         for start in range(0, n, 200_000):  # values generated per slice: the harness stays small
             part = keys[start:start + 200_000]
-            make.fill(part, [rng.randbytes(100) for _ in part])
+            make.fill(batches(part, [rng.randbytes(100) for _ in part]))
         for k in keys[:: max(1, n // 100_000)]:
             make.get(k)
         make.scan()

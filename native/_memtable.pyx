@@ -61,19 +61,22 @@ def check_batch(kv_pairs):
 @cython.boundscheck(False)
 def merge_runs(bytes prefix, runs):
     """Merge ``(versioned_epoch, keys, values)`` runs of one table into ``(full_keys, values)``
-    in full-key order (see the twin). A binary heap of run indices; each run's head key is kept
-    as a C pointer and length, so comparisons touch no Python object."""
+    in full-key order (see the twin). A loser tree of runs (about log2(k) comparisons per entry);
+    each run's head key is kept as a C pointer and length, so comparisons touch no Python object."""
     cdef list run_list = list(runs)
-    cdef Py_ssize_t n = len(run_list), i, top, size = 0
-    cdef _Runs r = _Runs(n)
+    cdef Py_ssize_t n = len(run_list), i, top, total = 0
+    cdef _Runs r
     cdef list keys_of = [], values_of = []
-    cdef list out_keys = [], out_values = []
-    cdef bytes key, full
+    cdef list out_keys, out_values
+    cdef bytes full
     cdef char* w
     cdef Py_ssize_t kn, j
     cdef uint64_t inv
     if PyBytes_GET_SIZE(prefix) != 4:
         raise InvalidArgumentError("prefix must be the 4-byte table id")
+    if n == 0:
+        return [], []
+    r = _Runs(n)
     for i in range(n):
         epoch, ks, vs = run_list[i]
         ks = list(ks)
@@ -88,56 +91,64 @@ def merge_runs(bytes prefix, runs):
         r.inv[i] = 0xFFFFFFFFFFFFFFFF - <uint64_t>epoch
         r.pos[i] = 0
         r.length[i] = len(ks)
-        if r.length[i]:
+        r.done[i] = r.length[i] == 0
+        if not r.done[i]:
             r.load_head(i, <list>ks)
-            r.heap[size] = i
-            size += 1
-            r.sift_up(size - 1)
-    while size:
-        top = r.heap[0]
+        total += r.length[i]
+    r.build()
+    out_keys = [None] * total
+    out_values = [None] * total
+    for j in range(total):
+        top = r.tree[0]
         kn = r.head_len[top]
         full = PyBytes_FromStringAndSize(NULL, kn + 12)
         w = PyBytes_AS_STRING(full)
         memcpy(w, PyBytes_AS_STRING(prefix), 4)
         memcpy(w + 4, r.head[top], kn)
         inv = r.inv[top]
-        for j in range(8):
-            w[4 + kn + j] = <char>((inv >> (8 * (7 - j))) & 0xFF)
-        out_keys.append(full)
-        out_values.append((<list>values_of[top])[r.pos[top]])
+        for i in range(8):
+            w[4 + kn + i] = <char>((inv >> (8 * (7 - i))) & 0xFF)
+        out_keys[j] = full
+        out_values[j] = (<list>values_of[top])[r.pos[top]]
         r.pos[top] += 1
         if r.pos[top] >= r.length[top]:
-            size -= 1
-            r.heap[0] = r.heap[size]
+            r.done[top] = True
         else:
             r.load_head(top, <list>keys_of[top])
-        r.sift_down(size)
+        r.replay(top)
     return out_keys, out_values
 
 
 @cython.final
 cdef class _Runs:
-    """C arrays describing the runs being merged (freed with the object)."""
+    """C arrays describing the runs being merged, and their loser tree (freed with the object).
+    ``tree[0]`` is the current winner; ``tree[1..k-1]`` hold the loser of each internal node;
+    run ``i`` is the leaf at position ``k + i``. Exhausted runs lose to every other run."""
+    cdef Py_ssize_t k
     cdef Py_ssize_t* pos
     cdef Py_ssize_t* length
-    cdef Py_ssize_t* heap
+    cdef Py_ssize_t* tree
     cdef uint64_t* inv
     cdef const char** head
     cdef Py_ssize_t* head_len
+    cdef bint* done
 
     def __cinit__(self, Py_ssize_t n):
+        self.k = n
         n += 1
         self.pos = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
         self.length = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
-        self.heap = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        self.tree = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
         self.inv = <uint64_t*>malloc(n * sizeof(uint64_t))
         self.head = <const char**>malloc(n * sizeof(const char*))
         self.head_len = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
-        if not (self.pos and self.length and self.heap and self.inv and self.head and self.head_len):
+        self.done = <bint*>malloc(n * sizeof(bint))
+        if not (self.pos and self.length and self.tree and self.inv and self.head and self.head_len and self.done):
             raise MemoryError()
 
     def __dealloc__(self):
-        free(self.pos); free(self.length); free(self.heap); free(self.inv); free(self.head); free(self.head_len)
+        free(self.pos); free(self.length); free(self.tree); free(self.inv); free(self.head)
+        free(self.head_len); free(self.done)
 
     cdef inline void load_head(self, Py_ssize_t i, list keys) noexcept:
         cdef bytes k = <bytes>keys[self.pos[i]]
@@ -146,34 +157,43 @@ cdef class _Runs:
 
     cdef inline bint less(self, Py_ssize_t a, Py_ssize_t b) noexcept:
         """Run a's head sorts before run b's: table key ascending, then epoch descending."""
-        cdef Py_ssize_t na = self.head_len[a], nb = self.head_len[b]
-        cdef int c = memcmp(self.head[a], self.head[b], na if na < nb else nb)
+        cdef Py_ssize_t na, nb
+        cdef int c
+        if self.done[a]:
+            return False
+        if self.done[b]:
+            return True
+        na = self.head_len[a]
+        nb = self.head_len[b]
+        c = memcmp(self.head[a], self.head[b], na if na < nb else nb)
         if c:
             return c < 0
         if na != nb:
             return na < nb
         return self.inv[a] < self.inv[b]
 
-    cdef void sift_up(self, Py_ssize_t i) noexcept:
-        cdef Py_ssize_t parent, t
-        while i > 0:
-            parent = (i - 1) // 2
-            if self.less(self.heap[i], self.heap[parent]):
-                t = self.heap[i]; self.heap[i] = self.heap[parent]; self.heap[parent] = t
-                i = parent
-            else:
-                break
+    cdef void build(self) noexcept:
+        cdef Py_ssize_t i, node, winner, t
+        for i in range(self.k):
+            self.tree[i] = -1
+        for i in range(self.k):
+            winner = i
+            node = (i + self.k) // 2
+            while node >= 1:
+                if self.tree[node] == -1:
+                    self.tree[node] = winner   # the first player to arrive waits here
+                    winner = -1
+                    break
+                if self.less(self.tree[node], winner):
+                    t = self.tree[node]; self.tree[node] = winner; winner = t
+                node //= 2
+            if winner != -1:
+                self.tree[0] = winner
 
-    cdef void sift_down(self, Py_ssize_t size) noexcept:
-        cdef Py_ssize_t i = 0, child, t
-        while True:
-            child = 2 * i + 1
-            if child >= size:
-                break
-            if child + 1 < size and self.less(self.heap[child + 1], self.heap[child]):
-                child += 1
-            if self.less(self.heap[child], self.heap[i]):
-                t = self.heap[i]; self.heap[i] = self.heap[child]; self.heap[child] = t
-                i = child
-            else:
-                break
+    cdef inline void replay(self, Py_ssize_t run) noexcept:
+        cdef Py_ssize_t node = (run + self.k) // 2, t, winner = run
+        while node >= 1:
+            if self.less(self.tree[node], winner):
+                t = self.tree[node]; self.tree[node] = winner; winner = t
+            node //= 2
+        self.tree[0] = winner
