@@ -73,21 +73,21 @@ def scan(state, table_id: int, epoch: int, start: bytes | None, end: bytes | Non
         hi = len(imm.keys) if end is None else bisect.bisect_left(imm.keys, end)
         if lo < hi:
             sources.append(it.imm_source(imm, table_id, lo, hi, reverse))
-
-    def add_run(readers, chained: bool):
-        chosen = [r for r in readers if r.min_epoch <= read_epoch and _intersects(r, lo_user, hi_user)]
-        if not chosen:
-            return
-        if chained:
-            chosen.sort(key=lambda r: r.lo)
-            sources.append(it.SstRun(chosen, start_full, end_full))
-        else:
-            sources.extend(it.SstRun([r], start_full, end_full) for r in chosen)
-    add_run(state.staging, False)
+    SstRun = it.SstRun
+    for reader in state.staging:   # staging SSTs may overlap: one source each
+        if reader.min_epoch <= read_epoch and _intersects(reader, lo_user, hi_user):
+            sources.append(SstRun([reader], start_full, end_full))
+    runs = [readers for overlapping, readers in state.l0 if not overlapping]
+    runs.extend(state.levels)
     for overlapping, readers in state.l0:
-        add_run(readers, not overlapping)
-    for readers in state.levels:
-        add_run(readers, True)
+        if overlapping:
+            for reader in readers:
+                if reader.min_epoch <= read_epoch and _intersects(reader, lo_user, hi_user):
+                    sources.append(SstRun([reader], start_full, end_full))
+    for readers in runs:   # non-overlapping runs, already sorted by key: one chained source each
+        chosen = [r for r in readers if r.min_epoch <= read_epoch and _intersects(r, lo_user, hi_user)]
+        if chosen:
+            sources.append(SstRun(chosen, start_full, end_full))
     return it.UserScan(sources, read_epoch, reverse, state)
 
 

@@ -137,7 +137,7 @@ cdef class _SstRunCursor(_Cursor):
         lo, hi = 0, len(self.first_keys)
         while lo < hi:
             mid = (lo + hi) // 2
-            k = <bytes>self.first_keys[mid]
+            k = checked_full_key(self.first_keys[mid])
             if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
                              <const unsigned char*>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start)) <= 0:
                 lo = mid + 1
@@ -153,10 +153,10 @@ cdef class _SstRunCursor(_Cursor):
             self.it = None
             return False
         sst = self.readers[self.reader_index].sst
-        self.first_keys = list(sst.meta.first_keys)
-        for key in self.first_keys:
-            if type(key) is not bytes or PyBytes_GET_SIZE(key) < 12:
-                raise CorruptionError("block first key is not a full key", object="scan")
+        first_keys = sst.meta.first_keys
+        if type(first_keys) is not list:
+            raise InvalidArgumentError("an SST's first keys must be a list")
+        self.first_keys = <list>first_keys   # shared, never mutated; keys checked where compared
         self.block_fn = sst.block
         return True
 
@@ -196,6 +196,12 @@ cdef class _SstRunCursor(_Cursor):
     cdef bint advance(self) except -1:
         self.it.c_next()
         return self.load()
+
+
+cdef inline bytes checked_full_key(object key):
+    if type(key) is not bytes or PyBytes_GET_SIZE(key) < 12:
+        raise CorruptionError("block first key is not a full key", object="scan")
+    return <bytes>key
 
 
 cdef bytes as_full_key(object key):

@@ -66,10 +66,10 @@ cdef class SstReader:
         if self.sst_obj is None:
             sst = self.opener(self.info)
             self.may_contain = sst._may_contain
-            self.first_keys = list(sst.meta.first_keys)
-            for key in self.first_keys:
-                if type(key) is not bytes or PyBytes_GET_SIZE(key) < 12:
-                    raise InvalidArgumentError("block first keys must be full keys")
+            first_keys = sst.meta.first_keys
+            if type(first_keys) is not list:
+                raise InvalidArgumentError("an SST's first keys must be a list")
+            self.first_keys = <list>first_keys  # shared, never mutated; keys checked where compared
             self.block_fn = sst.block
             self.sst_obj = sst
         return 0
@@ -103,7 +103,9 @@ cdef class SstReader:
             hi = len(self.first_keys)
             while lo < hi:
                 mid = (lo + hi) // 2
-                k = <bytes>self.first_keys[mid]
+                k = self.first_keys[mid]
+                if type(k) is not bytes or PyBytes_GET_SIZE(k) < 12:
+                    raise InvalidArgumentError("block first keys must be full keys")
                 if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), target, un + 8) <= 0:
                     lo = mid + 1
                 else:
