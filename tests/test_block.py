@@ -6,13 +6,13 @@ seek must land where ``bisect`` on that list says.
 """
 
 import bisect
-import importlib
 import struct
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import twins
 from hummock import _twins
 from hummock.errors import CorruptionError, InvalidArgumentError
 from hummock.key import MAX_EPOCH, encode_full_key, full_key_sort_key
@@ -24,9 +24,7 @@ from strategies import entry_lists, user_keys
 
 
 def implementations():
-    if _twins.pure_python_forced():
-        return [_block_py]
-    return [_block_py, importlib.import_module("native._block")]
+    return twins.implementations(_block_py, "_block")
 
 
 IMPLS = pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)

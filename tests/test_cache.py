@@ -1,20 +1,17 @@
 """The byte-bounded LRU cache (native and twin) against an OrderedDict model."""
 
-import importlib
 from collections import OrderedDict
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hummock import _twins
+import twins
 from hummock.sstable import _cache_py
 
 
 def implementations():
-    if _twins.pure_python_forced():
-        return [_cache_py]
-    return [_cache_py, importlib.import_module("native._lru")]
+    return twins.implementations(_cache_py, "_lru")
 
 
 IMPLS = pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)

@@ -1,12 +1,11 @@
 """The read path's UserScan (merge + version resolution), native and pure, against a model."""
 
-import importlib
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hummock import _twins
+import twins
 from hummock import _iterators_py
 from hummock.errors import CorruptionError
 from hummock.key import MAX_EPOCH, encode_full_key, full_key_sort_key
@@ -14,9 +13,7 @@ from hummock.value import encode_value
 
 
 def implementations():
-    if _twins.pure_python_forced():
-        return [_iterators_py]
-    return [_iterators_py, importlib.import_module("native._iterators")]
+    return twins.implementations(_iterators_py, "_iterators")
 
 
 IMPLS = pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)

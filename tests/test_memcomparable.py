@@ -9,7 +9,6 @@ inside composites).
 
 import datetime
 import decimal
-import importlib
 import math
 import os
 import pathlib
@@ -21,7 +20,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from hummock import _twins
+import twins
 from relational import _memcomparable_py as pure
 from relational import memcomparable as mc
 from relational.errors import DecodeError, SchemaError, TypeMismatchError, ValueOutOfRangeError
@@ -34,11 +33,7 @@ ORDERS = st.builds(OrderType, st.booleans(), st.one_of(st.none(), st.booleans())
 
 
 def implementations():
-    """The implementations under test in this run: the facade's choice, plus both twins when
-    native code is expected (a missing native module fails here rather than skipping)."""
-    if _twins.pure_python_forced():
-        return [pure]
-    return [pure, importlib.import_module("native._memcomparable")]
+    return twins.implementations(pure, "_memcomparable")
 
 
 # --- the model ---------------------------------------------------------------------------

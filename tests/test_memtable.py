@@ -1,20 +1,18 @@
 """Ingest-batch checking and imm merging (native and twin) against plain Python models."""
 
-import importlib
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hummock import _memtable_py, _twins
+import twins
+from hummock import _memtable_py
 from hummock.errors import InvalidArgumentError
 from hummock.key import encode_full_key, full_key_sort_key
 
 
 def implementations():
-    if _twins.pure_python_forced():
-        return [_memtable_py]
-    return [_memtable_py, importlib.import_module("native._memtable")]
+    return twins.implementations(_memtable_py, "_memtable")
 
 
 IMPLS = pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
