@@ -87,7 +87,9 @@ class ReadState:
         return None if found is None else found[1]
 
     def multi_get(self, table_id, keys, epoch) -> list:
-        return [self.get(table_id, k, epoch) for k in keys]
+        """``[get(table_id, k, epoch) for k in keys]``; every key is checked before any is read."""
+        checked = [_check_args(table_id, k, epoch) for k in keys]
+        return [self.get(table_id, k, epoch) for k in checked]
 
     def _get_version(self, table_id: int, key: bytes, read_epoch: int):
         best = None

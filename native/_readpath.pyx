@@ -223,7 +223,30 @@ cdef class ReadState:
         return None if found is None else found[1]
 
     def multi_get(self, table_id, keys, epoch):
-        return [self.get(table_id, k, epoch) for k in keys]
+        """``[get(table_id, k, epoch) for k in keys]`` in one native call."""
+        cdef list out = []
+        cdef uint64_t read
+        if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
+            raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
+        if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
+            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+        read = <uint64_t>epoch | SPILL_MASK
+        checked = []
+        for key in keys:
+            if type(key) is bytes:
+                checked.append(key)
+            elif isinstance(key, (bytearray, memoryview)):
+                checked.append(bytes(key))
+            else:
+                raise InvalidArgumentError(f"key must be bytes, got {type(key).__name__}")
+        self.active += 1
+        try:
+            for key in checked:
+                found = self.c_get_version(table_id, <bytes>key, read)
+                out.append(None if found is None else found[1])
+        finally:
+            self.active -= 1
+        return out
 
     cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
         cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, hi, mid, n, i

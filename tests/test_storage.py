@@ -173,3 +173,33 @@ def test_corrupted_manifest_names_the_object(tmp_path):
     with pytest.raises(CorruptionError) as raised:
         HummockStorage.open(path)
     assert delta_path(version_id) in str(raised.value)
+
+
+def test_read_only_opener_in_another_process_refreshes(tmp_path):
+    path = str(tmp_path / "db")
+    code = textwrap.dedent(f"""
+        import sys
+        from hummock import HummockStorage
+        with HummockStorage.open({path!r}, read_only=True) as db:
+            print(db.get(1, b"a", 2 << 16), flush=True)
+            sys.stdin.readline()              # the writer commits epoch 2 meanwhile
+            db.refresh()
+            print(db.get(1, b"a", 2 << 16), db.max_committed_epoch, flush=True)
+    """)
+    with HummockStorage.open(path) as writer:
+        writer.ingest_batch(1, [(b"a", b"1")], E)
+        writer.checkpoint(E)
+        reader = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        assert reader.stdout.readline().strip() == "b'1'"
+        writer.ingest_batch(1, [(b"a", b"2")], 2 * E)
+        writer.checkpoint(2 * E)
+        out, _ = reader.communicate("go\n", timeout=60)
+    assert out.strip() == f"b'2' {2 * E}"
+
+
+def test_multi_get_checks_every_key_first(store):
+    store.ingest_batch(1, [(b"a", b"1")], E)
+    assert store.multi_get(1, [b"a", bytearray(b"b"), b"a"], E) == [b"1", None, b"1"]
+    with pytest.raises(InvalidArgumentError):
+        store.multi_get(1, [b"a", "b"], E)
