@@ -411,7 +411,10 @@ def test_reader_copies_mutable_input():
         assert reader.data == bytes(impl.build_filter([b"k"]))
 
 
-@pytest.mark.skipif(not os.environ.get("HUMMOCK_SLOW_TESTS"), reason="set HUMMOCK_SLOW_TESTS=1")
+@pytest.mark.skipif(
+    not os.environ.get("HUMMOCK_SLOW_TESTS"),
+    reason="a 1M-key filter build and probe run (tens of seconds, memory-heavy) kept out of CI; "
+           "set HUMMOCK_SLOW_TESTS=1 to run it")
 def test_million_keys_native():
     nat = _require_native()
     rng = random.Random(1)

@@ -61,13 +61,7 @@ class BlockBuilder:
         if not isinstance(restart_interval, int) or not 1 <= restart_interval <= 65536:
             raise InvalidArgumentError(f"restart_interval must be in [1, 65536], got {restart_interval!r}")
         self.restart_interval = restart_interval
-        self._buf = bytearray()
-        self._restarts = [0]
-        self._counter = 0
-        self._block_last = b""
-        self._block_table = None
-        self.block_first_key = None
-        self.block_entry_count = 0
+        self._reset_block()
         # SST-wide accounting
         self.key_count = 0
         self.tombstone_count = 0
@@ -171,6 +165,10 @@ class BlockBuilder:
             out += _U32.pack(offset)
         out += _U32.pack(len(self._restarts))
         content = bytes(out)
+        self._reset_block()
+        return content
+
+    def _reset_block(self) -> None:
         self._buf = bytearray()
         self._restarts = [0]
         self._counter = 0
@@ -178,7 +176,6 @@ class BlockBuilder:
         self._block_table = None
         self.block_first_key = None
         self.block_entry_count = 0
-        return content
 
 
 class BlockIterator:
