@@ -12,6 +12,7 @@ of range) goes through ``DataType.validate``, so errors have the same class and 
 twin.
 """
 
+from native._typekind cimport *
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_FromLongLong
@@ -33,24 +34,7 @@ cdt.import_datetime()
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
 
-# TypeKind numbers (relational/types.py); part of the catalog format.
-cdef enum:
-    K_BOOLEAN = 1
-    K_SMALLINT = 2
-    K_INT = 3
-    K_BIGINT = 4
-    K_DECIMAL = 5
-    K_REAL = 6
-    K_DOUBLE = 7
-    K_VARCHAR = 8
-    K_BYTEA = 9
-    K_DATE = 10
-    K_TIME = 11
-    K_TIMESTAMP = 12
-    K_TIMESTAMPTZ = 13
-    K_INTERVAL = 14
-    K_STRUCT = 15
-    K_LIST = 16
+# TypeKind numbers: native/_typekind.pxd (K_BOOLEAN ... K_LIST).
 
 # Format constants, mirrored from the twin (tests compare both byte for byte).
 cdef enum:

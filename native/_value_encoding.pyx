@@ -19,6 +19,7 @@ during encoding (``__index__``, ``tzinfo.utcoffset``) cannot resize what is bein
 Callers: :mod:`relational.value_encoding` only, through ``hummock._twins.load``.
 """
 
+from native._typekind cimport *
 from libc.stdint cimport (int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
                           INT16_MIN, INT16_MAX, INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX)
 from libc.stdlib cimport free, realloc
@@ -46,24 +47,7 @@ cdef extern from "Python.h":
 
 cdt.import_datetime()
 
-# Type codes: relational.types.TypeKind (part of the catalog format, never renumbered).
-cdef enum:
-    K_BOOLEAN = 1
-    K_SMALLINT = 2
-    K_INT = 3
-    K_BIGINT = 4
-    K_DECIMAL = 5
-    K_REAL = 6
-    K_DOUBLE = 7
-    K_VARCHAR = 8
-    K_BYTEA = 9
-    K_DATE = 10
-    K_TIME = 11
-    K_TIMESTAMP = 12
-    K_TIMESTAMPTZ = 13
-    K_INTERVAL = 14
-    K_STRUCT = 15
-    K_LIST = 16
+# TypeKind numbers: native/_typekind.pxd (K_BOOLEAN ... K_LIST).
 
 assert [int(k) for k in TypeKind] == list(range(1, 17)), "TypeKind drifted from native codes"
 
