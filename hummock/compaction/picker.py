@@ -1,0 +1,161 @@
+"""The leveled compaction picker: which SSTs to compact next, and where to (DESIGN.md section 6).
+
+Levels are sized dynamically, as RocksDB's ``level_compaction_dynamic_level_bytes``: the last
+level L_n holds most data; level L's target is ``size(L_n) / multiplier ** (n - L)``. The *base
+level* (where L0 goes) is the highest level whose target is still at least
+``base_level_bytes``, so a small tree sends L0 straight to L_n and levels fill upwards as it grows.
+
+Rules, first match wins:
+1. L0 -> base level when L0 has ``l0_trigger`` sub-levels or ``l0_bytes_trigger`` bytes: every
+   L0 SST plus the base-level SSTs they overlap.
+2. L_i -> L_i+1 for the level (base <= i < n) with the highest ``size / target`` above 1: one SST
+   of L_i (taking turns through the key space) plus the SSTs of L_i+1 it overlaps; with none, a
+   trivial move.
+Inputs already in a running task (``busy``) are never picked again, so tasks never overlap.
+``bottom`` is true when nothing lies below the target level: tombstones may then be dropped.
+
+Pure functions of a :class:`~hummock.version.HummockVersion`; callers: the compaction manager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_EPOCH_LEN = 8
+
+
+@dataclass(frozen=True)
+class PickerConfig:
+    l0_trigger: int = 4                  # L0 sub-levels that start an L0 -> base compaction
+    l0_bytes_trigger: int = 256 << 20    # ... or this many L0 bytes
+    base_level_bytes: int = 256 << 20    # the base level's target size
+    multiplier: int = 10                 # size ratio between adjacent levels
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """What to compact: ``runs`` are groups of input SSTs with disjoint key ranges (each merged as
+    one sorted source); ``kind`` is ``"compact"`` or ``"move"`` (no rewrite)."""
+
+    kind: str
+    input_level: int
+    target_level: int
+    runs: tuple            # tuple of tuples of SstableInfo
+    bottom: bool
+    reason: str
+
+    @property
+    def input_ids(self) -> frozenset:
+        return frozenset(info.sst_id for run in self.runs for info in run)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(info.file_size for run in self.runs for info in run)
+
+
+def _range(info):
+    return info.smallest_key[:-_EPOCH_LEN], info.largest_key[:-_EPOCH_LEN]
+
+
+def _overlapping(ssts, low: bytes, high: bytes):
+    return [s for s in ssts if _range(s)[1] >= low and _range(s)[0] <= high]
+
+
+def level_sizes(version) -> list[int]:
+    """Bytes per level: index 0 is L0, then L1..Ln."""
+    return [sum(s.file_size for sub in version.l0 for s in sub.ssts)] + \
+        [sum(s.file_size for s in level.ssts) for level in version.levels]
+
+
+def level_targets(version, config: PickerConfig) -> tuple[int, list[int]]:
+    """``(base_level, targets)``: targets[L] for L = 1..n (index 0 unused)."""
+    n = len(version.levels)
+    sizes = level_sizes(version)
+    targets = [0] * (n + 1)
+    bottom = sizes[n] if n else 0
+    for level in range(n, 0, -1):
+        targets[level] = max(bottom // config.multiplier ** (n - level), 1)
+    base = n
+    while base > 1 and targets[base - 1] >= config.base_level_bytes:
+        base -= 1
+    for level in range(base, n):
+        targets[level] = max(targets[level], config.base_level_bytes)
+    return base, targets
+
+
+def _nothing_below(version, level: int) -> bool:
+    return all(not lv.ssts for lv in version.levels[level:])   # levels[level] is L(level+1)
+
+
+def pick(version, config: PickerConfig = PickerConfig(), busy: frozenset = frozenset(),
+         cursor: dict | None = None) -> CompactionTask | None:
+    """The next task, or ``None``. ``cursor`` (level -> last picked key) makes L_i picks take turns."""
+    n = len(version.levels)
+    if n == 0:
+        return None
+    base, targets = level_targets(version, config)
+    sizes = level_sizes(version)
+    l0_ssts = [s for sub in version.l0 for s in sub.ssts]
+    if l0_ssts and (len(version.l0) >= config.l0_trigger or sizes[0] >= config.l0_bytes_trigger):
+        if not any(s.sst_id in busy for s in l0_ssts):
+            low = min(_range(s)[0] for s in l0_ssts)
+            high = max(_range(s)[1] for s in l0_ssts)
+            below = _overlapping(version.levels[base - 1].ssts, low, high)
+            if not any(s.sst_id in busy for s in below):
+                runs = []
+                for sub in version.l0:
+                    if sub.overlapping:
+                        runs.extend((s,) for s in sub.ssts)
+                    else:
+                        runs.append(tuple(sub.ssts))
+                if below:
+                    runs.append(tuple(below))
+                return CompactionTask("compact", 0, base, tuple(runs), _nothing_below(version, base),
+                                      f"L0 has {len(version.l0)} sub-levels, {sizes[0]} bytes")
+    scores = [(sizes[level] / targets[level], level) for level in range(base, n)
+              if sizes[level] > targets[level]]
+    for _, level in sorted(scores, reverse=True):
+        task = _pick_level(version, level, busy, cursor, f"L{level} holds {sizes[level]} bytes, target {targets[level]}")
+        if task is not None:
+            return task
+    return None
+
+
+def _pick_level(version, level: int, busy, cursor, reason: str) -> CompactionTask | None:
+    ssts = sorted(version.levels[level - 1].ssts, key=lambda s: _range(s)[0])
+    after = (cursor or {}).get(level)
+    ordered = [s for s in ssts if after is None or _range(s)[0] > after] + \
+        [s for s in ssts if after is not None and _range(s)[0] <= after]
+    below_level = version.levels[level].ssts
+    for sst in ordered:
+        if sst.sst_id in busy:
+            continue
+        below = _overlapping(below_level, *_range(sst))
+        if any(s.sst_id in busy for s in below):
+            continue
+        if cursor is not None:
+            cursor[level] = _range(sst)[0]
+        bottom = _nothing_below(version, level + 1)
+        if not below:
+            return CompactionTask("move", level, level + 1, ((sst,),), bottom, reason + " (trivial move)")
+        return CompactionTask("compact", level, level + 1, ((sst,), tuple(sorted(below, key=lambda s: _range(s)[0]))),
+                              bottom, reason)
+    return None
+
+
+def pick_all(version, busy: frozenset = frozenset()) -> CompactionTask | None:
+    """A task of a manual full compaction (``compact_all``): push every level above the last one
+    down, L0 first, until everything lives in the last level."""
+    n = len(version.levels)
+    if n == 0:
+        return None
+    eager = PickerConfig(l0_trigger=1, l0_bytes_trigger=1, base_level_bytes=1 << 62)
+    task = pick(version, eager, busy)   # L0 -> base, where base is L_n with this config
+    if task is not None:
+        return task
+    for level in range(1, n):
+        if version.levels[level - 1].ssts:
+            task = _pick_level(version, level, busy, None, f"compact_all: L{level} -> L{level + 1}")
+            if task is not None:
+                return task
+    return None

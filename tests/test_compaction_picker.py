@@ -1,0 +1,113 @@
+"""The leveled picker on hand-built versions: triggers, dynamic base level, trivial moves, busy
+inputs, compact_all; every task it returns applies to the version as a valid delta."""
+
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hummock.compaction.picker import CompactionTask, PickerConfig, level_targets, pick, pick_all
+from hummock.key import encode_full_key
+from hummock.sstable.meta import SstableInfo
+from hummock.version import HummockVersion, Level, SubLevel, VersionDelta, apply
+
+MiB = 1 << 20
+_ids = itertools.count(1)
+
+
+def sst(lo: int, hi: int, size: int = MiB, table: int = 1) -> SstableInfo:
+    return SstableInfo(next(_ids), encode_full_key(table, b"%06d" % lo, 9), encode_full_key(table, b"%06d" % hi, 1),
+                       size, size - 100, 1, 9, 10, 0, (table,))
+
+
+def version(l0=(), levels=None, n=6) -> HummockVersion:
+    levels = levels or {}
+    subs = tuple(SubLevel(100 - i, tuple(ssts), overlapping) for i, (ssts, overlapping) in enumerate(l0))
+    lv = tuple(Level(i, tuple(sorted(levels.get(i, ()), key=lambda s: s.smallest_key))) for i in range(1, n + 1))
+    v = HummockVersion(7, 5, subs, lv, next(_ids) + 1000, 200)
+    v._check()
+    return v
+
+
+def check_applies(v: HummockVersion, task: CompactionTask):
+    """A task's delta must apply: a move as is, a compaction with stand-in outputs."""
+    if task.kind == "move":
+        apply(v, VersionDelta.move(v, task.input_ids, task.target_level))
+    else:
+        ids = itertools.count(v.next_sst_id - 1000)
+        inputs = [s for run in task.runs for s in run]
+        out = SstableInfo(next(ids), min(s.smallest_key for s in inputs), max(s.largest_key for s in inputs),
+                          MiB, MiB - 100, 1, 9, 1, 0, (1,))
+        apply(v, VersionDelta.compaction(v, task.input_ids, {task.target_level: [out]}))
+
+
+def test_nothing_to_do_below_the_triggers():
+    assert pick(version(l0=[([sst(0, 10)], False)] * 1)) is None
+    assert pick(version()) is None
+
+
+def test_l0_goes_to_the_last_level_of_a_small_tree():
+    under = sst(5, 6)
+    far = sst(50, 60)
+    v = version(l0=[([sst(0, 10)], False), ([sst(3, 8), sst(9, 12)], True), ([sst(1, 2)], False),
+                    ([sst(4, 4)], False)], levels={6: [under, far]})
+    task = pick(v)
+    assert task.kind == "compact" and task.input_level == 0 and task.target_level == 6
+    assert under.sst_id in task.input_ids and far.sst_id not in task.input_ids
+    assert task.bottom
+    assert len(task.runs) == 6  # 3 non-overlapping sub-levels, 2 SSTs of an overlapping one, 1 base run
+    check_applies(v, task)
+    assert pick(v, busy=frozenset({under.sst_id})) is None, "busy inputs are never picked twice"
+
+
+def test_base_level_rises_as_the_tree_grows():
+    config = PickerConfig(base_level_bytes=10 * MiB, multiplier=10)
+    big = version(levels={6: [sst(i * 10, i * 10 + 9, 100 * MiB) for i in range(10)]})  # 1000 MiB in L6
+    base, targets = level_targets(big, config)
+    assert base == 4 and targets[4] == 10 * MiB and targets[5] == 100 * MiB
+    small = version(levels={6: [sst(0, 9, 50 * MiB)]})
+    assert level_targets(small, config)[0] == 6
+
+
+def test_oversized_level_compacts_down_or_moves():
+    config = PickerConfig(base_level_bytes=2 * MiB, multiplier=10)
+    l5 = [sst(0, 9, 3 * MiB), sst(20, 29, 3 * MiB)]
+    l6 = [sst(5, 15, 40 * MiB)]
+    v = version(levels={5: l5, 6: l6})
+    task = pick(v, config)
+    assert task.input_level == 5 and task.target_level == 6 and task.kind == "compact"
+    assert task.input_ids == {l5[0].sst_id, l6[0].sst_id} and task.bottom
+    check_applies(v, task)
+    task = pick(v, config, busy=frozenset({l6[0].sst_id}))
+    assert task.kind == "move" and task.input_ids == {l5[1].sst_id}, "an SST overlapping nothing moves down"
+    check_applies(v, task)
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 90), st.integers(1, 9), st.integers(1, 50)),
+                max_size=25))
+def test_compact_all_tasks_always_apply_and_reach_the_last_level(spec):
+    l0, levels = [], {}
+    taken = {i: [] for i in range(1, 7)}
+    for level, lo, width, size in spec:
+        s = sst(lo, lo + width, size * MiB)
+        if level == 0:
+            l0.append(([s], False))
+        elif not any(not (s.largest_key < t.smallest_key or s.smallest_key > t.largest_key) for t in taken[level]):
+            taken[level].append(s)
+            levels.setdefault(level, []).append(s)
+    v = version(l0=l0, levels=levels)
+    for _ in range(100):
+        task = pick_all(v)
+        if task is None:
+            break
+        if task.kind == "move":
+            v = apply(v, VersionDelta.move(v, task.input_ids, task.target_level))
+        else:
+            inputs = [s for run in task.runs for s in run]
+            out = SstableInfo(v.next_sst_id - 1, min(s.smallest_key for s in inputs),
+                              max(s.largest_key for s in inputs), MiB, MiB - 100, 1, 9, 1, 0, (1,))
+            v = apply(v, VersionDelta.compaction(v, task.input_ids, {task.target_level: [out]}))
+            v = HummockVersion(v.id, v.max_committed_epoch, v.l0, v.levels, v.next_sst_id + 1, v.next_sub_level_id)
+        v._check()
+    assert pick_all(v) is None
+    assert not v.l0 and all(not level.ssts for level in v.levels[:-1])
