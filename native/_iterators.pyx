@@ -116,6 +116,7 @@ cdef class _SstRunCursor(_Cursor):
     cdef Py_ssize_t block_index
     cdef BlockIterator it
     cdef bytes end
+    cdef bytes largest      # the current SST's last full key
 
     cdef int start(self, SstRun run) except -1:
         cdef bytes start = None
@@ -130,6 +131,11 @@ cdef class _SstRunCursor(_Cursor):
         self.reader_index = -1
         if not self.next_reader():
             return 0
+        while start is not None and cmp_full_keys(
+                <const unsigned char*>PyBytes_AS_STRING(self.largest), PyBytes_GET_SIZE(self.largest),
+                <const unsigned char*>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start)) < 0:
+            if not self.next_reader():   # this SST ends before the start: skip it
+                return 0
         if start is None:
             self.open_block(0)
             self.it.c_seek_to_first()
@@ -157,6 +163,7 @@ cdef class _SstRunCursor(_Cursor):
         if type(first_keys) is not list:
             raise InvalidArgumentError("an SST's first keys must be a list")
         self.first_keys = <list>first_keys   # shared, never mutated; keys checked where compared
+        self.largest = checked_full_key(sst.meta.largest_key)
         self.block_fn = sst.block
         return True
 
