@@ -29,6 +29,7 @@ import uuid
 import weakref
 from collections import Counter
 
+from hummock.compaction.manager import CompactionManager
 from hummock.errors import HummockError, InvalidArgumentError
 from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
@@ -93,6 +94,9 @@ class HummockStorage:
         # replaced read states that a get or a scan still holds: vacuum spares their SSTs
         self._retired_states: weakref.WeakSet = weakref.WeakSet()
         self._reserved_ids: list[int] = []
+        self._unsettled_ids: set[int] = set()  # handed out, not yet in a version: vacuum spares them
+        self._snapshot_epochs: Counter = Counter()
+        self._compactor = None
         self._closed = False
         self._state = None
         self._set_version(manifest.current)
@@ -111,6 +115,9 @@ class HummockStorage:
         the manifest is damaged (naming the object).
         """
         options = options or StorageOptions()
+        if options.compactor == "spark" and not read_only:
+            raise InvalidArgumentError("compactor='spark' is not available yet (the PySpark runner is "
+                                       "the next step of the compaction work); use 'local' or 'none'")
         store = url if isinstance(url, ObjectStore) else open_object_store(url, **options.s3_options())
         lock = None
         try:
@@ -127,10 +134,16 @@ class HummockStorage:
             raise
         if not read_only:
             storage.vacuum()
+            if options.compactor == "local":
+                storage._compactor = CompactionManager(storage)
+                storage._compactor.start()
         return storage
 
     def close(self) -> None:
-        """Release the store. Uncommitted data is dropped (it was never durable)."""
+        """Release the store. Uncommitted data is dropped (it was never durable); a running
+        compaction task finishes first (its result is applied or discarded)."""
+        if self._compactor is not None:
+            self._compactor.stop()
         with self._lock:
             if self._closed:
                 return
@@ -236,6 +249,9 @@ class HummockStorage:
             self._buffer.forget_offsets(epoch)
             self._refresh_state()
             self.counters["commits"] += 1
+            if self._compactor is not None:
+                self._compactor.notify()
+                self._stall_while_l0_is_full()
 
     def checkpoint(self, epoch: int) -> None:
         """``seal_epoch`` + ``sync`` + ``commit_epoch``."""
@@ -254,6 +270,7 @@ class HummockStorage:
                            self._new_sst_id)
         user_epochs = [m.epoch & ~EPOCH_SPILL_MASK for m in imms]
         for info in infos:
+            self._unsettled_ids.discard(info.sst_id)
             self._staging.append(info)
             self._staging_epochs[info.sst_id] = (min(user_epochs), max(user_epochs))
         taken = {id(m) for m in imms}
@@ -271,16 +288,51 @@ class HummockStorage:
             self.counters["spills"] += 1
 
     def _new_sst_id(self) -> int:
+        """A fresh SST id (under the lock): reserved in the manifest first, never reused."""
         if not self._reserved_ids:
             self._reserved_ids = list(self._manifest.reserve_sst_ids(256))
             self._set_version(self._manifest.current)
-        return self._reserved_ids.pop(0)
+        sst_id = self._reserved_ids.pop(0)
+        self._unsettled_ids.add(sst_id)
+        return sst_id
+
+    def _new_sst_id_locked(self) -> int:
+        with self._lock:
+            return self._new_sst_id()
+
+    def _stall_while_l0_is_full(self) -> None:
+        """Slow (never fail) a writer while L0 has L0_STOP_FACTOR x the trigger's sub-levels."""
+        stop = self._compactor.config.l0_trigger * L0_STOP_FACTOR
+        waited = 0.0
+        while len(self._version.l0) >= stop and waited < L0_STALL_LIMIT_SECONDS and not self._closed:
+            self.counters["write_stalls"] += 1
+            self._compactor._wake.wait(timeout=0.1)
+            waited += 0.1
+
+    def _watermark(self) -> int:
+        """The lowest epoch a reader may still read at: the oldest snapshot, else the committed epoch."""
+        if self._snapshot_epochs:
+            return min(self._snapshot_epochs)
+        return self._version.max_committed_epoch
+
+    def _after_compaction(self) -> None:
+        """Delete what the last compaction made unreachable (under the lock)."""
+        self.vacuum()
+
+    def compact_all(self) -> int:
+        """Compact until all data is in the last level (space reclaimed, reads from one run);
+        returns the number of tasks applied. Runs in the caller's thread, next to any background
+        compaction."""
+        self._require_writer()
+        manager = self._compactor or CompactionManager(self)
+        return manager.compact_all()
 
     # --- versions, pins and SST handles --------------------------------------------------
 
     def _set_version(self, version) -> None:
         """Install a new committed version (under the lock) and rebuild the read state."""
         self._version = version
+        self._unsettled_ids -= version.sst_ids()
         self._groups = version_groups(version, self._reader_for)
         live = version.sst_ids() | {info.sst_id for info in self._staging}
         for sst_id in [i for i in self._readers if i not in live]:
@@ -316,8 +368,11 @@ class HummockStorage:
         self._pins[version.id] += 1
         self._pinned_versions[version.id] = version
 
-    def _unpin(self, version) -> None:
+    def _unpin(self, version, epoch: int) -> None:
         with self._lock:
+            self._snapshot_epochs[epoch] -= 1
+            if self._snapshot_epochs[epoch] <= 0:
+                del self._snapshot_epochs[epoch]
             self._pins[version.id] -= 1
             if self._pins[version.id] <= 0:
                 del self._pins[version.id]
@@ -369,6 +424,7 @@ class HummockStorage:
             if epoch > committed:
                 raise InvalidArgumentError(f"snapshot epoch {epoch} is above max_committed_epoch {committed}")
             self._pin(self._version)
+            self._snapshot_epochs[epoch] += 1
             l0, levels = self._groups
             return Snapshot(self, epoch, ReadState({}, (), l0, levels, self._version))
 
@@ -399,6 +455,7 @@ class HummockStorage:
                 "pinned_versions": dict(self._pins),
                 "block_cache": self._block_cache.stats(),
                 "meta_cache": self._meta_cache.stats(),
+                "compaction": dict(self._compactor.stats) if self._compactor is not None else None,
                 **dict(self.counters),
             }
 
@@ -413,6 +470,7 @@ class HummockStorage:
             for version in self._pinned_versions.values():
                 keep |= version.sst_ids()
             keep |= {info.sst_id for info in self._staging}
+            keep |= self._unsettled_ids       # outputs of compactions still running
             for state in list(self._retired_states):
                 keep |= state.version.sst_ids() | {r.sst_id for r in state.staging}
             doomed = []
@@ -460,7 +518,7 @@ class Snapshot:
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._storage._unpin(self._state.version)
+            self._storage._unpin(self._state.version, self.epoch)
 
     def __enter__(self) -> Snapshot:
         return self
@@ -479,5 +537,7 @@ class _ClosedState:
 
 
 _CLOSED = _ClosedState()
+L0_STOP_FACTOR = 3            # writers stall while L0 has this many times the trigger's sub-levels
+L0_STALL_LIMIT_SECONDS = 30.0  # ... for at most this long per commit
 
 __all__ = ["HummockStorage", "StorageOptions", "Snapshot", "StoreClosedError", "ReadOnlyError"]

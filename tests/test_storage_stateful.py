@@ -2,7 +2,8 @@
 
 Rules: ingest batches (deletes included, several per epoch), seal, sync, commit, get/multi_get,
 iter with random bounds/prefix/reverse at random epochs, snapshots pinned and read later,
-reopen (drops uncommitted data). A tiny shared buffer makes spills happen. Runs in whichever
+compact_all (and the background compactor, which runs at its L0 trigger), reopen (drops
+uncommitted data). A tiny shared buffer makes spills happen. Runs in whichever
 mode the suite runs (native or ``HUMMOCK_PURE_PYTHON=1``).
 """
 
@@ -23,11 +24,15 @@ KEYS = st.lists(st.sampled_from([b"", b"a", b"a\x00", b"ab", b"b", b"ba", b"c", 
 VALUES = st.one_of(st.none(), st.binary(max_size=8), st.binary(min_size=500, max_size=3000))
 TABLES = st.sampled_from([1, 2])
 OPTIONS = StorageOptions(shared_buffer_capacity=64 * 1024, block_size=512, target_sst_size=8 * 1024,
-                         block_cache_capacity=1 << 20, meta_cache_capacity=1 << 20)
+                         block_cache_capacity=1 << 20, meta_cache_capacity=1 << 20, compactor="none")
+COMPACTING = OPTIONS.replace(compactor="local")   # background runner at its L0 trigger, plus compact_all
 
 
 class KvMachine(RuleBasedStateMachine):
     store_factory = None  # set per store kind below
+    # With compaction, versions below the watermark (the oldest snapshot, else the committed
+    # epoch) may be gone: reads at older epochs are then only promised through snapshots.
+    compaction = False
 
     @initialize()
     def open_store(self):
@@ -81,7 +86,11 @@ class KvMachine(RuleBasedStateMachine):
             self.epoch = epoch + EPOCH
 
     def _read_epoch(self, data):
-        return data.draw(st.sampled_from(self.written_epochs + [self.epoch, self.epoch + 5 * EPOCH, 2**64 - 1]))
+        epochs = self.written_epochs + [self.epoch, self.epoch + 5 * EPOCH, 2**64 - 1]
+        if self.compaction:
+            floor = self.model.committed_epoch
+            epochs = [e for e in epochs if e >= floor] + [floor]
+        return data.draw(st.sampled_from(epochs))
 
     @rule(table=TABLES, data=st.data())
     def get(self, table, data):
@@ -99,6 +108,12 @@ class KvMachine(RuleBasedStateMachine):
         prefix = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"b", b"\xff", b""])))
         got = list(self.store.iter(table, epoch, start, end, prefix=prefix, reverse=reverse))
         assert got == self.model.items(table, epoch, start, end, prefix, reverse)
+
+    @precondition(lambda self: self.compaction)
+    @rule()
+    def compact_all(self):
+        """Compaction (manual here; the background runner also runs) never changes a read."""
+        self.store.compact_all()
 
     @precondition(lambda self: self.model.committed_epoch > 0 and len(self.snapshots) < 3)
     @rule()
@@ -140,8 +155,8 @@ SETTINGS = settings(max_examples=40, stateful_step_count=30, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-def _run(factory, settings_=SETTINGS):
-    machine = type("Machine", (KvMachine,), {"store_factory": staticmethod(factory)})
+def _run(factory, settings_=SETTINGS, compaction=False):
+    machine = type("Machine", (KvMachine,), {"store_factory": staticmethod(factory), "compaction": compaction})
     run_state_machine_as_test(machine, settings=settings_)
 
 
@@ -153,9 +168,18 @@ def test_stateful_memory():
     _run(lambda: _opener(f"memory://{next(_names)}"))
 
 
+def test_stateful_memory_with_compaction():
+    _run(lambda: _opener(f"memory://{next(_names)}", COMPACTING), compaction=True)
+
+
 def test_stateful_local(tmp_path):
     counter = itertools.count()
     _run(lambda: _opener(str(tmp_path / f"store-{next(counter)}")))
+
+
+def test_stateful_local_with_compaction(tmp_path):
+    counter = itertools.count()
+    _run(lambda: _opener(str(tmp_path / f"store-{next(counter)}"), COMPACTING), compaction=True)
 
 
 def test_stateful_s3(s3_server):
@@ -164,7 +188,7 @@ def test_stateful_s3(s3_server):
     def factory():
         bucket = new_bucket_name()
         s3_server.admin_client().create_bucket(Bucket=bucket)
-        options = OPTIONS.replace(s3_access_key_id=CREDENTIALS["access_key_id"],
-                                  s3_secret_access_key=CREDENTIALS["secret_access_key"])
+        options = COMPACTING.replace(s3_access_key_id=CREDENTIALS["access_key_id"],
+                                     s3_secret_access_key=CREDENTIALS["secret_access_key"])
         return _opener(f"s3://{bucket}/kv?endpoint={s3_server.endpoint_url}&region={REGION}", options)
-    _run(factory, settings(SETTINGS, max_examples=8))
+    _run(factory, settings(SETTINGS, max_examples=8), compaction=True)

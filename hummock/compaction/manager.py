@@ -1,0 +1,138 @@
+"""Runs compaction tasks for one store: pick, compact, apply as one version delta.
+
+:class:`CompactionManager` owns the in-process runner: a background thread (``compactor="local"``)
+that wakes on every commit, asks the picker for a task whose inputs are not busy, merges them
+with :func:`~hummock.compaction.core.compact` outside the store's lock, and applies the result
+as one ``VersionDelta`` under the lock. A task whose inputs changed meanwhile (conflict) is
+discarded; its outputs are orphans that vacuum removes. ``compact_all`` runs tasks in the
+caller's thread until the picker has nothing left.
+
+Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
+reader at or above it can see survives.
+
+Thread safety: the store's lock guards versions and ids; tasks run concurrently with reads and
+writes. Callers: :class:`hummock.storage.HummockStorage` only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from hummock.compaction.core import CompactionStats, compact
+from hummock.compaction.picker import PickerConfig, pick, pick_all
+from hummock.iterators import SstRun
+from hummock.version import VersionConflictError, VersionDelta
+
+log = logging.getLogger(__name__)
+
+
+class CompactionManager:
+    def __init__(self, storage, config: PickerConfig | None = None):
+        self._storage = storage
+        self.config = config or PickerConfig()
+        self._busy: set[int] = set()
+        self._cursor: dict = {}
+        self._wake = threading.Condition(storage._lock)
+        self._stopping = False
+        self._thread = None
+        self.stats = {"tasks": 0, "moves": 0, "conflicts": 0, "failures": 0, "input_bytes": 0,
+                      "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0}
+
+    # --- background runner ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="hummock-compactor", daemon=True)
+        self._thread.start()
+
+    def notify(self) -> None:
+        """Called under the store's lock after a version change."""
+        self._wake.notify_all()
+
+    def stop(self) -> None:
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            with self._wake:
+                if self._stopping:
+                    return
+                task = pick(self._storage._version, self.config, frozenset(self._busy), self._cursor)
+                if task is None:
+                    self._wake.wait(timeout=5.0)
+                    continue
+                self._busy |= task.input_ids
+            try:
+                self._run(task)
+            except Exception:  # a failed task leaves the version untouched
+                self.stats["failures"] += 1
+                log.exception("compaction task failed; the version is unchanged")
+                with self._wake:
+                    if self._stopping:
+                        return
+                    self._wake.wait(timeout=1.0)
+            finally:
+                with self._wake:
+                    self._busy -= task.input_ids
+                    self._wake.notify_all()
+
+    # --- running a task ---------------------------------------------------------------------
+
+    def compact_all(self) -> int:
+        """Compact until every SST is in the last level; returns the number of tasks applied."""
+        applied = 0
+        while True:
+            with self._wake:
+                task = pick_all(self._storage._version, frozenset(self._busy))
+                if task is None:
+                    if not self._busy:
+                        return applied
+                    self._wake.wait(timeout=1.0)   # a background task holds inputs: wait for it
+                    continue
+                self._busy |= task.input_ids
+            try:
+                applied += self._run(task)
+            finally:
+                with self._wake:
+                    self._busy -= task.input_ids
+                    self._wake.notify_all()
+
+    def _run(self, task) -> int:
+        storage = self._storage
+        if task.kind == "move":
+            with storage._lock:
+                return self._apply(lambda v: VersionDelta.move(v, task.input_ids, task.target_level))
+        with storage._lock:
+            watermark = storage._watermark()
+            runs = [SstRun([storage._reader_for(info) for info in run], None, None) for run in task.runs]
+        stats = CompactionStats()
+        outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
+                          storage.options.target_sst_size, storage._new_sst_id_locked, stats)
+        with storage._lock:
+            applied = self._apply(lambda v: VersionDelta.compaction(v, task.input_ids, {task.target_level: outputs}))
+            if applied:
+                self.stats["input_bytes"] += task.input_bytes
+                self.stats["output_bytes"] += sum(info.file_size for info in outputs)
+                self.stats["dropped_versions"] += stats.dropped_versions
+                self.stats["dropped_tombstones"] += stats.dropped_tombstones
+            return applied
+
+    def _apply(self, make_delta) -> int:
+        """Apply one delta built against the current version (under the lock); 1 if applied."""
+        storage = self._storage
+        try:
+            delta = make_delta(storage._version)
+            version = storage._manifest.commit(delta)
+        except VersionConflictError:
+            self.stats["conflicts"] += 1
+            return 0
+        storage._set_version(version)
+        self.stats["tasks"] += 1
+        if delta.kind == "move":
+            self.stats["moves"] += 1
+        storage._after_compaction()
+        return 1
