@@ -30,7 +30,7 @@ class StorageOptions:
     block_cache_capacity: int = 256 * MiB
     meta_cache_capacity: int = 64 * MiB
     # --- compaction (see docs/compaction.md once the compaction issue lands)
-    compactor: str = "local"                # "local", "spark" or "none"
+    compactor: str = "local"                # "local", "none"; "spark" is refused until its runner lands
     spark_master: str = "local[*]"
     # --- manifest
     checkpoint_interval: int = 64            # deltas between manifest checkpoints
