@@ -149,6 +149,7 @@ class HummockStorage:
                 return
             self._closed = True
             self._state = _CLOSED
+            self._install_readers(_CLOSED)
             self._buffer.clear()
             if self._writer_lock is not None:
                 self._writer_lock.release()
@@ -361,8 +362,15 @@ class HummockStorage:
             staging = tuple(self._reader_for(info) for info in self._staging)
             state = ReadState(imms, staging, l0, levels, self._version)
         old, self._state = self._state, state
+        self._install_readers(state)
         if old is not None:
             self._retired_states.add(old)
+
+    def _install_readers(self, state) -> None:
+        """Make ``get``/``multi_get`` the current state's own (native) methods: a point read is
+        then a single native call, with no Python frame of this class in between."""
+        self.get = state.get
+        self.multi_get = state.multi_get
 
     def _pin(self, version) -> None:
         self._pins[version.id] += 1
@@ -383,7 +391,10 @@ class HummockStorage:
     def get(self, table_id: int, key: bytes, epoch: int):
         """The value of ``key`` in ``table_id`` at ``epoch`` (the newest version <= epoch), or
         ``None`` when absent or deleted. Sees this store's uncommitted writes.
-        Raises ``InvalidArgumentError`` for a bad table id, key or epoch."""
+        Raises ``InvalidArgumentError`` for a bad table id, key or epoch.
+
+        (An open store replaces this method on the instance by the current read state's native
+        ``get``, which behaves the same; see ``_install_readers``.)"""
         return self._state.get(table_id, key, epoch)
 
     def multi_get(self, table_id: int, keys, epoch: int) -> list:
