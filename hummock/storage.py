@@ -212,7 +212,7 @@ class HummockStorage:
         with self._lock:
             self._buffer.seal(epoch)
             imms = [m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK <= epoch]
-            self._flush(imms, epoch)
+            self._flush(imms)
             self._synced_epoch = max(self._synced_epoch, epoch)
             self._refresh_state()
 
@@ -263,7 +263,7 @@ class HummockStorage:
     def _all_imms(self):
         return self._buffer.all_imms()
 
-    def _flush(self, imms, max_user_epoch: int) -> None:
+    def _flush(self, imms) -> None:
         """Upload ``imms`` as staging SSTs, then drop them from the buffer (under the lock)."""
         if not imms:
             return
@@ -285,7 +285,7 @@ class HummockStorage:
             if not epochs:
                 return
             oldest = epochs[0]
-            self._flush([m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK == oldest], oldest)
+            self._flush([m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK == oldest])
             self.counters["spills"] += 1
 
     def _new_sst_id(self) -> int:

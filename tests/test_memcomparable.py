@@ -17,7 +17,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import twins

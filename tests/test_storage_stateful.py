@@ -10,7 +10,6 @@ mode the suite runs (native or ``HUMMOCK_PURE_PYTHON=1``).
 import itertools
 import uuid
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,

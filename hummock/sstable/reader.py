@@ -20,7 +20,7 @@ Callers: the engine's read path and compaction.
 
 from __future__ import annotations
 
-from hummock.errors import CorruptionError, InvalidArgumentError
+from hummock.errors import CorruptionError
 from hummock.key import MAX_EPOCH
 from hummock.object_store import ObjectRangeError
 from hummock.sstable.block import Block, BlockIterator, checksum, decode_stored_block, find_block_for_version
