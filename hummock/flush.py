@@ -15,8 +15,7 @@ Callers: :mod:`hummock.storage`.
 from __future__ import annotations
 
 from hummock.shared_buffer import merge_runs
-from hummock.sstable.builder import SstableBuilder
-
+from hummock.sstable.builder import SstableOutputs
 
 
 def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id) -> list:
@@ -24,24 +23,13 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id) -
     by_table: dict[int, list] = {}
     for imm in imms:
         by_table.setdefault(imm.table_id, []).append(imm)
-    infos = []
-    builder = None
-    try:
+    with SstableOutputs(store, builder_options, new_sst_id) as outputs:
         for table_id in sorted(by_table):
             runs = [(imm.epoch, imm.keys, imm.values) for imm in by_table[table_id]]
             keys, values = merge_runs(table_id.to_bytes(4, "big"), runs)
             i = 0
             while i < len(keys):
-                if builder is None:
-                    builder = SstableBuilder.to_store(store, new_sst_id(), builder_options)
-                i = builder.add_batch(keys, values, i, stop_at_size=target_sst_size)
+                i = outputs.current().add_batch(keys, values, i, stop_at_size=target_sst_size)
                 if i < len(keys):
-                    infos.append(builder.finish())
-                    builder = None
-        if builder is not None:
-            infos.append(builder.finish())
-            builder = None
-    finally:
-        if builder is not None:
-            builder.abort()
-    return infos
+                    outputs.cut()
+    return outputs.infos

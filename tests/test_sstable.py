@@ -290,3 +290,18 @@ def test_add_batch_equals_add(entries, stop):
         batched.add(k, v)
     assert one.finish() == batched.finish()
     assert one.sink.getvalue() == batched.sink.getvalue()
+
+
+def test_outputs_abort_the_open_sst_on_error(object_store):
+    from hummock.sstable.builder import SstableOutputs
+    ids = iter(range(70, 80))
+    try:
+        with SstableOutputs(object_store, SMALL_BLOCKS, lambda: next(ids)) as outputs:
+            outputs.current().add(encode_full_key(1, b"a", 1), b"v")
+            outputs.cut()
+            outputs.current().add(encode_full_key(1, b"b", 1), b"v")
+            raise RuntimeError("injected")
+    except RuntimeError:
+        pass
+    assert [info.sst_id for info in outputs.infos] == [70]
+    assert object_store.exists(sst_object_path(70)) and not object_store.exists(sst_object_path(71))

@@ -24,7 +24,7 @@ import heapq
 from dataclasses import dataclass
 
 from hummock.key import full_key_sort_key
-from hummock.sstable.builder import SstableBuilder
+from hummock.sstable.builder import SstableOutputs
 
 _EPOCH_LEN = 8
 _MAX_EPOCH = (1 << 64) - 1
@@ -75,25 +75,14 @@ def compact(runs, watermark: int, bottom: bool, store, builder_options, target_s
     """Merge ``runs`` (:class:`hummock.iterators.SstRun` s) into new SSTs in ``store``; return
     their infos in key order. See the module docstring for what is kept."""
     stats = stats if stats is not None else CompactionStats()
-    infos = []
-    builder = None
     last_user_key = None
-    try:
+    with SstableOutputs(store, builder_options, new_sst_id) as outputs:
         for full_key, tagged in retained(merged_entries(runs), watermark, bottom, stats):
             user_key = full_key[:-_EPOCH_LEN]
-            if builder is not None and user_key != last_user_key and (
-                    builder.estimated_size >= target_sst_size or user_key[:4] != last_user_key[:4]):
-                infos.append(builder.finish())
-                builder = None
-            if builder is None:
-                builder = SstableBuilder.to_store(store, new_sst_id(), builder_options)
-            builder.add_tagged(full_key, tagged)
+            if outputs.is_open and user_key != last_user_key and (
+                    outputs.current().estimated_size >= target_sst_size or user_key[:4] != last_user_key[:4]):
+                outputs.cut()
+            outputs.current().add_tagged(full_key, tagged)
             last_user_key = user_key
             stats.output_entries += 1
-        if builder is not None:
-            infos.append(builder.finish())
-            builder = None
-    finally:
-        if builder is not None:
-            builder.abort()
-    return infos
+    return outputs.infos

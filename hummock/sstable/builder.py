@@ -177,6 +177,46 @@ class SstableBuilder:
         self._sink.abort()
 
 
+class SstableOutputs:
+    """A sequence of SSTs written to a store, one at a time: what a flush or a compaction
+    produces. ``current()`` is the open builder (started on demand with a fresh id), ``cut()``
+    finishes it, ``infos`` lists the finished SSTs in order. As a context manager it aborts the
+    open builder when the block raises (finished SSTs stay: orphans until committed or vacuumed).
+    """
+
+    def __init__(self, store, options: SstableBuilderOptions, new_sst_id):
+        self._store = store
+        self._options = options
+        self._new_sst_id = new_sst_id
+        self._builder = None
+        self.infos: list[SstableInfo] = []
+
+    @property
+    def is_open(self) -> bool:
+        return self._builder is not None
+
+    def current(self) -> SstableBuilder:
+        if self._builder is None:
+            self._builder = SstableBuilder.to_store(self._store, self._new_sst_id(), self._options)
+        return self._builder
+
+    def cut(self) -> None:
+        """Finish the open SST, if any."""
+        if self._builder is not None:
+            builder, self._builder = self._builder, None
+            self.infos.append(builder.finish())
+
+    def __enter__(self) -> SstableOutputs:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.cut()
+        elif self._builder is not None:
+            self._builder.abort()
+            self._builder = None
+
+
 def build_sstable(entries, sst_id: int = 0, options: SstableBuilderOptions | None = None):
     """Build an SST in memory from ``(full_key, value_or_None)`` pairs; return ``(bytes, info)``."""
     builder = SstableBuilder(sst_id, options)
