@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""C-level view of ``native/_block.pyx`` for other native modules (SST and merge iterators).
+"""C-level view of ``native/_block.pyx`` for other native modules (SST and merge iterators, the
+compaction core feeding ``BlockBuilder.c_add``).
 
 Borrowed pointers: ``key_ptr``/``key_len`` and ``value_ptr()``/``value_len()`` stay valid only until
 the iterator moves; copy them to keep them.
@@ -7,6 +8,42 @@ the iterator moves; copy them to keep them.
 
 cimport cython
 from libc.stdint cimport uint32_t, uint64_t
+
+
+cdef class BlockBuilder:
+    cdef unsigned char* buf
+    cdef Py_ssize_t buf_len, buf_cap
+    cdef uint32_t* restarts
+    cdef Py_ssize_t n_restarts, restarts_cap
+    cdef int counter
+    cdef bytes block_last
+    cdef readonly int restart_interval
+    cdef readonly object block_first_key
+    cdef readonly Py_ssize_t block_entry_count
+    cdef readonly Py_ssize_t key_count
+    cdef readonly Py_ssize_t tombstone_count
+    cdef uint64_t min_ep, max_ep
+    cdef readonly object smallest_key
+    cdef readonly object last_key
+    cdef readonly list user_keys
+    cdef readonly list table_ids
+    cdef uint32_t last_table_id
+
+    cdef void reset_block(self)
+    cdef int reserve(self, Py_ssize_t extra) except -1
+    cdef inline void put_varint(self, uint32_t v) noexcept:
+        """REQUIRES: 5 bytes reserved."""
+        while v >= 0x80:
+            self.buf[self.buf_len] = (v & 0x7F) | 0x80
+            self.buf_len += 1
+            v >>= 7
+        self.buf[self.buf_len] = v
+        self.buf_len += 1
+    cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1
+    cdef int account(self, bytes key, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1
+    cdef inline Py_ssize_t c_size_estimate(self) noexcept:
+        """``block_size_estimate`` without a Python call."""
+        return self.buf_len + 4 * self.n_restarts + 4
 
 
 @cython.final

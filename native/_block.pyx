@@ -60,25 +60,8 @@ cdef inline int memcmp_eq(const unsigned char* a, const unsigned char* b, Py_ssi
 # --- builder ---------------------------------------------------------------------------------
 
 cdef class BlockBuilder:
-    """See the twin's docstring: one block at a time plus SST-wide accounting."""
-
-    cdef unsigned char* buf
-    cdef Py_ssize_t buf_len, buf_cap
-    cdef uint32_t* restarts
-    cdef Py_ssize_t n_restarts, restarts_cap
-    cdef int counter
-    cdef bytes block_last
-    cdef readonly int restart_interval
-    cdef readonly object block_first_key
-    cdef readonly Py_ssize_t block_entry_count
-    cdef readonly Py_ssize_t key_count
-    cdef readonly Py_ssize_t tombstone_count
-    cdef uint64_t min_ep, max_ep
-    cdef readonly object smallest_key
-    cdef readonly object last_key
-    cdef readonly list user_keys
-    cdef readonly list table_ids
-    cdef uint32_t last_table_id
+    """See the twin's docstring: one block at a time plus SST-wide accounting (attributes
+    declared in ``_block.pxd``, where other native modules find ``c_add``)."""
 
     def __cinit__(self, restart_interval=16):
         if type(restart_interval) is not int or not 1 <= restart_interval <= 65536:
@@ -121,15 +104,6 @@ cdef class BlockBuilder:
         self.buf = grown
         self.buf_cap = cap
         return 0
-
-    cdef inline void put_varint(self, uint32_t v) noexcept:
-        """REQUIRES: 5 bytes reserved."""
-        while v >= 0x80:
-            self.buf[self.buf_len] = (v & 0x7F) | 0x80
-            self.buf_len += 1
-            v >>= 7
-        self.buf[self.buf_len] = v
-        self.buf_len += 1
 
     @property
     def block_size_estimate(self):

@@ -37,10 +37,8 @@ cdef inline bint same_user_key(bytes a, bytes b) noexcept:
 
 
 cdef class _Cursor:
-    """One source of the merge: ``key``/``value``/``tagged`` describe its current entry."""
-    cdef bint tagged
-    cdef bytes key
-    cdef object value
+    """One source of the merge: ``key``/``value``/``tagged`` describe its current entry
+    (attributes declared in ``_iterators.pxd``)."""
 
     cdef bint load(self) except -1:
         """Position on the current entry; False when the source is exhausted."""
@@ -90,9 +88,6 @@ cdef class _BatchCursor(_Cursor):
 cdef class SstRun:
     """A run of SSTs with disjoint key ranges, in key order, scanned within ``[start, end)``
     (full keys, ``None``: unbounded). ``readers`` expose ``.sst`` (an opened Sstable)."""
-    cdef readonly list readers
-    cdef readonly object start
-    cdef readonly object end
 
     def __cinit__(self, readers, start=None, end=None):
         self.readers = list(readers)
@@ -108,15 +103,8 @@ cdef class SstRun:
 
 @cython.final
 cdef class _SstRunCursor(_Cursor):
-    """Walks an :class:`SstRun` forward block by block in C: no per-entry Python calls."""
-    cdef list readers
-    cdef Py_ssize_t reader_index
-    cdef list first_keys
-    cdef object block_fn
-    cdef Py_ssize_t block_index
-    cdef BlockIterator it
-    cdef bytes end
-    cdef bytes largest      # the current SST's last full key
+    """Walks an :class:`SstRun` forward block by block in C: no per-entry Python calls
+    (attributes and the ``position`` protocol in ``_iterators.pxd``)."""
 
     cdef int start(self, SstRun run) except -1:
         cdef bytes start = None
@@ -175,7 +163,9 @@ cdef class _SstRunCursor(_Cursor):
         self.it = BlockIterator(block)
         return 0
 
-    cdef bint load(self) except -1:
+    cdef bint position(self) except -1:
+        """Open the next block or SST if the current block is used up; False (and ``it`` None)
+        once the run or its end bound is reached. Copies nothing."""
         while self.it is not None and not self.it.c_valid():
             if self.block_index + 1 < len(self.first_keys):
                 self.open_block(self.block_index + 1)
@@ -185,13 +175,17 @@ cdef class _SstRunCursor(_Cursor):
                 break
             self.it.c_seek_to_first()
         if self.it is None or not self.it.c_valid():
-            self.key = None
-            self.value = None
+            self.it = None
             return False
         if self.end is not None and cmp_full_keys(self.it.key_ptr, self.it.key_len,
                                                   <const unsigned char*>PyBytes_AS_STRING(self.end),
                                                   PyBytes_GET_SIZE(self.end)) >= 0:
             self.it = None
+            return False
+        return True
+
+    cdef bint load(self) except -1:
+        if not self.position():
             self.key = None
             self.value = None
             return False
