@@ -12,6 +12,11 @@ newest first (first group with a hit wins; inside an overlapping group the newes
 SST per lower level. SSTs are screened by key range, then by their filter.
 Reads at epoch E see versioned epochs <= E | 0xFFFF.
 
+``iter`` builds a scan over the same sources: one source per imm slice, per staging SST and per
+SST of an overlapping L0 sub-level, one chained :class:`~hummock.iterators.SstRun` per
+non-overlapping sub-level or lower level (only its SSTs that meet the range and hold an epoch
+<= the read epoch), merged by :class:`~hummock.iterators.UserScan`, which keeps the state alive.
+
 Callers: :mod:`hummock.read_view` (facade) and the engine.
 """
 
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import bisect
 
+from hummock import iterators as it
 from hummock.errors import InvalidArgumentError
+from hummock.key import clamp_bounds
 
 _MAX_EPOCH = (1 << 64) - 1
 _SPILL_MASK = 0xFFFF
@@ -61,6 +68,14 @@ def _check_args(table_id, key, epoch):
     return key
 
 
+def _check_bound(key, what: str):
+    if key is None or type(key) is bytes:
+        return key
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidArgumentError(f"{what} must be bytes, got {type(key).__name__}")
+
+
 class ReadState:
     """See the module docstring. ``l0``: tuple of ``(overlapping, readers)`` newest first, readers
     sorted by max epoch (overlapping) or by key (not); ``levels``: tuple of reader tuples sorted
@@ -90,6 +105,59 @@ class ReadState:
         """``[get(table_id, k, epoch) for k in keys]``; every key is checked before any is read."""
         checked = [_check_args(table_id, k, epoch) for k in keys]
         return [self.get(table_id, k, epoch) for k in checked]
+
+    def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
+        """``(key, value)`` of ``table_id`` for keys in ``[start, end)`` with ``prefix`` at
+        ``epoch``, ascending (descending with ``reverse``); an iterator holding this state."""
+        _check_args(table_id, b"", epoch)
+        start = _check_bound(start, "start")
+        end = _check_bound(end, "end")
+        prefix = _check_bound(prefix, "prefix")
+        start, end = clamp_bounds(start, end, prefix)
+        if start is not None and end is not None and start >= end:
+            return iter(())
+        return self._scan(table_id, epoch | _SPILL_MASK, start, end, bool(reverse))
+
+    def _scan(self, table_id: int, read_epoch: int, start, end, reverse: bool):
+        table = table_id.to_bytes(4, "big")
+        lo_user = table + (start or b"")
+        hi_user = None if end is None else table + end
+        start_full = lo_user + bytes(8)   # the newest version of the first key
+        if hi_user is not None:
+            end_full = hi_user + bytes(8)
+        else:
+            end_full = None if table_id == 0xFFFFFFFF else (table_id + 1).to_bytes(4, "big") + bytes(8)
+
+        def wanted(r):
+            return r.min_epoch <= read_epoch and r.hi >= lo_user and (hi_user is None or r.lo < hi_user)
+
+        sources = []
+        for imm in self.imms.get(table_id, ()):
+            if imm.epoch <= read_epoch:
+                lo = 0 if start is None else bisect.bisect_left(imm.keys, start)
+                hi = len(imm.keys) if end is None else bisect.bisect_left(imm.keys, end)
+                if lo < hi:
+                    sources.append(it.imm_source(imm, table_id, lo, hi, reverse))
+        for r in self.staging:   # staging SSTs may overlap: one source each
+            if wanted(r):
+                sources.append(it.SstRun([r], start_full, end_full))
+        runs = []
+        for (overlapping, readers), his in zip(self.l0, self._l0_his):
+            if overlapping:
+                sources.extend(it.SstRun([r], start_full, end_full) for r in readers if wanted(r))
+            else:
+                runs.append((readers, his))
+        runs.extend(zip(self.levels, self._level_his))
+        for readers, his in runs:   # sorted, non-overlapping: one chained source from the first hit
+            chosen = []
+            for r in readers[bisect.bisect_left(his, lo_user):]:
+                if hi_user is not None and r.lo >= hi_user:
+                    break
+                if r.min_epoch <= read_epoch:
+                    chosen.append(r)
+            if chosen:
+                sources.append(it.SstRun(chosen, start_full, end_full))
+        return it.UserScan(sources, read_epoch, reverse, self)
 
     def _get_version(self, table_id: int, key: bytes, read_epoch: int):
         best = None

@@ -169,3 +169,22 @@ def new_epoch() -> int:
                                  f"{_last_epoch} fits in 64 bits")
         _last_epoch = candidate
         return candidate
+
+
+def prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (``None``: unbounded)."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes((trimmed[-1] + 1,))
+
+
+def clamp_bounds(start, end, prefix):
+    """Intersect the table-key range ``[start, end)`` with the keys having ``prefix`` (``None``: no prefix)."""
+    if prefix is None:
+        return start, end
+    p_start, p_end = prefix, prefix_end(prefix)
+    start = p_start if start is None or start < p_start else start
+    if p_end is not None and (end is None or end > p_end):
+        end = p_end
+    return start, end

@@ -36,7 +36,7 @@ from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.manifest import Manifest, WriterLock
 from hummock.object_store import ObjectStore, open_object_store
 from hummock.options import StorageOptions
-from hummock.read_view import ReadState, SstReader, clamp_bounds, scan, version_groups
+from hummock.read_view import ReadState, SstReader, version_groups
 from hummock.shared_buffer import SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
 from hummock.sstable.reader import Sstable
@@ -63,14 +63,6 @@ def _check_epoch(epoch) -> int:
     if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= MAX_EPOCH:
         raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
     return epoch
-
-
-def _check_key(key, what: str = "key") -> bytes:
-    if type(key) is bytes:
-        return key
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    raise InvalidArgumentError(f"{what} must be bytes, got {type(key).__name__}")
 
 
 class HummockStorage:
@@ -367,10 +359,11 @@ class HummockStorage:
             self._retired_states.add(old)
 
     def _install_readers(self, state) -> None:
-        """Make ``get``/``multi_get`` the current state's own (native) methods: a point read is
-        then a single native call, with no Python frame of this class in between."""
+        """Make ``get``/``multi_get``/``iter`` the current state's own (native) methods: a point
+        read or a scan's set-up is then a single native call, with no Python frame in between."""
         self.get = state.get
         self.multi_get = state.multi_get
+        self.iter = state.iter
 
     def _pin(self, version) -> None:
         self._pins[version.id] += 1
@@ -405,18 +398,9 @@ class HummockStorage:
              prefix: bytes | None = None, reverse: bool = False):
         """Yield ``(key, value)`` for keys in ``[start, end)`` (and with ``prefix``) at ``epoch``,
         ascending (descending with ``reverse=True``). The iterator reads the store as it was when
-        ``iter`` was called, for as long as it is referenced; returned bytes are the caller's."""
-        table_id = _check_table_id(table_id)
-        epoch = _check_epoch(epoch)
-        start = None if start is None else _check_key(start, "start")
-        end = None if end is None else _check_key(end, "end")
-        prefix = None if prefix is None else _check_key(prefix, "prefix")
-        start, end = clamp_bounds(start, end, prefix)
-        self._require_open()
-        state = self._state
-        if end is not None and start is not None and start >= end:
-            return iter(())
-        return scan(state, table_id, epoch, start, end, reverse)
+        ``iter`` was called, for as long as it is referenced; returned bytes are the caller's.
+        (Replaced on an open store by the current read state's ``iter``, like ``get``.)"""
+        return self._state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)
 
     @property
     def max_committed_epoch(self) -> int:
@@ -516,10 +500,7 @@ class Snapshot:
 
     def iter(self, table_id: int, start=None, end=None, *, prefix=None, reverse=False):
         self._require_live()
-        start, end = clamp_bounds(start, end, prefix)
-        if end is not None and start is not None and start >= end:
-            return iter(())
-        return scan(self._state, _check_table_id(table_id), self.epoch, start, end, reverse)
+        return self._state.iter(table_id, self.epoch, start, end, prefix=prefix, reverse=reverse)
 
     def _require_live(self) -> None:
         if self._released:
@@ -544,7 +525,7 @@ class _ClosedState:
     def get(self, *args):
         raise StoreClosedError("the store is closed")
 
-    multi_get = get
+    multi_get = iter = get
 
 
 _CLOSED = _ClosedState()

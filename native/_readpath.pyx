@@ -5,7 +5,8 @@ the contract and the search order).
 The whole get runs in C: argument checks, the imm binary searches, key-range screening, the
 filter probe (one call into the native filter), the block search over first keys, and the lookup
 inside the cached block (a C call into ``native._block.Block``). Python-level work is the block
-cache lookup and, once per SST, opening it.
+cache lookup and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
+sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
 """
 
 cimport cython
@@ -17,7 +18,14 @@ from libc.string cimport memcmp, memcpy
 from native._block cimport Block
 from native._keycmp cimport cmp_full_keys
 
+from hummock import iterators as _iterators
 from hummock.errors import InvalidArgumentError
+from hummock.key import clamp_bounds
+
+cdef object UserScan = _iterators.UserScan
+cdef object SstRun = _iterators.SstRun
+cdef object imm_source = _iterators.imm_source
+cdef object EMPTY = ()
 
 DEF SPILL_MASK = 0xFFFF
 
@@ -123,6 +131,66 @@ cdef class SstReader:
                 return None
             return self.block_fn(index + 1).first_version(uk)
         return found
+
+
+cdef object checked_bound(object key, str what):
+    if key is None or type(key) is bytes:
+        return key
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidArgumentError(f"{what} must be bytes, got {type(key).__name__}")
+
+
+cdef bytes with_table(unsigned long table_id, bytes key):
+    """``table_id`` (4 bytes, big-endian) + ``key``."""
+    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, kn + 4)
+    cdef char* w = PyBytes_AS_STRING(out)
+    w[0] = (table_id >> 24) & 0xFF
+    w[1] = (table_id >> 16) & 0xFF
+    w[2] = (table_id >> 8) & 0xFF
+    w[3] = table_id & 0xFF
+    memcpy(w + 4, PyBytes_AS_STRING(key), kn)
+    return out
+
+
+cdef Py_ssize_t lower_bound(list keys, bytes key) except -1:
+    """The first index whose key is >= ``key`` (imm keys are bytes, checked at ingest)."""
+    cdef Py_ssize_t lo = 0, hi = len(keys), mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cmp_obj(<bytes>keys[mid], key) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline bint wanted(SstReader r, uint64_t read, bytes lo_user, bytes hi_user):
+    """``r`` holds an epoch <= ``read`` and meets the user-key range ``[lo_user, hi_user)``."""
+    return r.min_epoch <= read and cmp_obj(r.hi, lo_user) >= 0 and (
+        hi_user is None or cmp_obj(r.lo, hi_user) < 0)
+
+
+cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes hi_user):
+    """The readers of a sorted, non-overlapping run that a scan of ``[lo_user, hi_user)`` needs."""
+    cdef list chosen = []
+    cdef Py_ssize_t lo = 0, hi = len(his), mid
+    cdef SstReader r
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cmp_obj(<bytes>his[mid], lo_user) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    while lo < len(readers):
+        r = <SstReader>readers[lo]
+        if hi_user is not None and cmp_obj(r.lo, hi_user) >= 0:
+            break
+        if r.min_epoch <= read:
+            chosen.append(r)
+        lo += 1
+    return chosen
 
 
 cdef inline object best_of(tuple readers, bytes uk, uint64_t read, object best):
@@ -247,6 +315,67 @@ cdef class ReadState:
         finally:
             self.active -= 1
         return out
+
+    def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
+        """``(key, value)`` of ``table_id`` for keys in ``[start, end)`` with ``prefix`` at
+        ``epoch``, ascending (descending with ``reverse``); an iterator holding this state."""
+        if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
+            raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
+        if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
+            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+        start = checked_bound(start, "start")
+        end = checked_bound(end, "end")
+        if prefix is not None:
+            start, end = clamp_bounds(start, end, checked_bound(prefix, "prefix"))
+        if start is not None and end is not None and cmp_obj(<bytes>start, <bytes>end) >= 0:
+            return iter(EMPTY)
+        return self.c_scan(table_id, <uint64_t>epoch | SPILL_MASK, start, end, bool(reverse))
+
+    cdef object c_scan(self, unsigned long table_id, uint64_t read, object start, object end, bint reverse):
+        cdef bytes lo_user = with_table(table_id, b"" if start is None else <bytes>start)
+        cdef bytes hi_user = None if end is None else with_table(table_id, <bytes>end)
+        cdef bytes start_full = lo_user + bytes(8)   # the newest version of the first key
+        cdef bytes end_full
+        cdef list sources = []
+        cdef list chosen
+        cdef Py_ssize_t i, j, n, lo, hi
+        cdef SstReader r
+        if hi_user is not None:
+            end_full = hi_user + bytes(8)
+        elif table_id == 0xFFFFFFFF:
+            end_full = None
+        else:
+            end_full = with_table(table_id + 1, bytes(8))
+        imms = self.imms.get(table_id)
+        if imms is not None:
+            for imm in imms:
+                if <uint64_t>imm.epoch > read:
+                    continue
+                keys = imm.keys
+                lo = 0 if start is None else lower_bound(keys, <bytes>start)
+                hi = len(keys) if end is None else lower_bound(keys, <bytes>end)
+                if lo < hi:
+                    sources.append(imm_source(imm, table_id, lo, hi, reverse))
+        for obj in self.staging:   # staging SSTs may overlap: one source each
+            r = <SstReader>obj
+            if wanted(r, read, lo_user, hi_user):
+                sources.append(SstRun([r], start_full, end_full))
+        n = len(self.l0_readers)
+        for i in range(n):
+            if self.l0_overlapping[i]:
+                for obj in <tuple>self.l0_readers[i]:
+                    r = <SstReader>obj
+                    if wanted(r, read, lo_user, hi_user):
+                        sources.append(SstRun([r], start_full, end_full))
+            else:
+                chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user)
+                if chosen:
+                    sources.append(SstRun(chosen, start_full, end_full))
+        for j in range(len(self.levels)):
+            chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user)
+            if chosen:
+                sources.append(SstRun(chosen, start_full, end_full))
+        return UserScan(sources, read, reverse, self)
 
     cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
         cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, hi, mid, n, i

@@ -77,6 +77,22 @@ def test_later_batch_in_one_epoch_wins(store):
     assert list(store.iter(1, E)) == [(b"b", b"2")]
 
 
+def test_iter_arguments_are_checked(store):
+    store.ingest_batch(1, [(b"a", b"1"), (b"b", b"2"), (b"c\xff", b"3"), (b"d", b"4")], E)
+    for bad in (dict(table_id=-1), dict(table_id=1 << 32), dict(table_id=True), dict(table_id="1"),
+                dict(epoch=-1), dict(epoch=1 << 64), dict(epoch=1.0), dict(start="a"), dict(end=1),
+                dict(prefix="c")):
+        args = dict(table_id=1, epoch=E) | bad
+        with pytest.raises(InvalidArgumentError, match=next(iter(bad))):
+            store.iter(args.pop("table_id"), args.pop("epoch"), **args)
+    assert list(store.iter(1, E, bytearray(b"b"), memoryview(b"d"))) == [(b"b", b"2"), (b"c\xff", b"3")]
+    assert list(store.iter(1, E, b"c", b"b")) == [] and list(store.iter(1, E, b"b", b"b")) == []
+    assert list(store.iter(1, E, prefix=b"c")) == [(b"c\xff", b"3")]
+    assert list(store.iter(1, E, b"a", b"c\xff\x00", prefix=b"c", reverse=True)) == [(b"c\xff", b"3")]
+    assert list(store.iter(1, E, prefix=b"")) == list(store.iter(1, E))
+    assert list(store.iter(1, E, prefix=b"\xff")) == [] and list(store.iter(2, E)) == []
+
+
 def test_closed_store_raises(tmp_path):
     db = HummockStorage.open(str(tmp_path / "db"))
     db.close()
