@@ -1,0 +1,79 @@
+# cython: language_level=3, boundscheck=True, wraparound=False, cdivision=True
+"""Native key hashing for vnodes: the fast path of ``relational/_vnode_py.py``.
+
+Same names, signatures, results and exceptions as the pure-Python twin (the reference). The
+hash is XXH64 (``native/_xxh64.pxd``); what is hashed and how a hash becomes a vnode is
+:mod:`relational.vnode` and docs/relational.md.
+
+Safety: ``hash_offsets`` checks every offset before reading: offsets must be non-decreasing,
+start at >= 0 and end within ``data``; a bad array raises ``ValueError``, never reads outside.
+
+Callers: :mod:`relational.vnode` only, through ``hummock._twins.load``.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+
+from native._xxh64 cimport xxh64
+
+
+def hash_bytes(data, seed=0):
+    """XXH64 of ``data`` (bytes-like) with ``seed``."""
+    cdef bytes b = data if type(data) is bytes else bytes(data)
+    cdef uint64_t s = seed
+    return xxh64(<const uint8_t*>PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b), s)
+
+
+def hash_list(keys, seed=0):
+    """``numpy.uint64`` array of XXH64 of each bytes object in the list ``keys``."""
+    cdef Py_ssize_t n = len(keys), i
+    cdef uint64_t s = seed
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] view = out
+    cdef object k
+    for i in range(n):
+        k = keys[i]
+        if type(k) is not bytes:
+            k = bytes(k)
+        view[i] = xxh64(<const uint8_t*>PyBytes_AS_STRING(k), <size_t>PyBytes_GET_SIZE(k), s)
+    return out
+
+
+def hash_offsets(offsets, data, seed=0):
+    """XXH64 of each slice ``data[offsets[i]:offsets[i + 1]]``, as a ``numpy.uint64`` array.
+
+    ``offsets`` is a 1-d int64 array of ``n + 1`` entries (an Arrow binary array's offsets);
+    ``data`` any contiguous bytes-like object. Raises ``ValueError`` for offsets that decrease,
+    are negative or point past ``data``.
+    """
+    cdef const int64_t[::1] off = np.ascontiguousarray(offsets, dtype=np.int64)
+    cdef const uint8_t[::1] buf
+    if len(data) == 0:
+        buf = np.zeros(1, dtype=np.uint8)
+        limit = 0
+    else:
+        buf = np.frombuffer(data, dtype=np.uint8)
+        limit = buf.shape[0]
+    cdef Py_ssize_t size = limit
+    cdef Py_ssize_t n = off.shape[0] - 1, i
+    if n < 0:
+        raise ValueError("offsets must hold at least one entry")
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] view = out
+    cdef uint64_t s = seed
+    cdef int64_t lo, hi
+    if off[0] < 0 or off[n] > size:
+        raise ValueError(f"offsets [{off[0]}, {off[n]}] outside data of {size} bytes")
+    for i in range(n):
+        lo = off[i]
+        hi = off[i + 1]
+        if hi < lo:
+            raise ValueError(f"offsets decrease at {i}: {lo} > {hi}")
+    with nogil:
+        for i in range(n):
+            lo = off[i]
+            hi = off[i + 1]
+            view[i] = xxh64(&buf[0] + lo, <size_t>(hi - lo), s)
+    return out

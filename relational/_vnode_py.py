@@ -1,0 +1,45 @@
+"""Pure-Python twin of ``native/_vnode.pyx``: XXH64 of keys, one at a time or in bulk.
+
+The reference for the native module: same names, results and exceptions. XXH64 comes from the
+``xxhash`` package (the reference implementation of the algorithm).
+
+Callers: :mod:`relational.vnode` only, through ``hummock._twins.load``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xxhash
+
+_xxh64 = xxhash.xxh64_intdigest
+
+
+def hash_bytes(data, seed=0) -> int:
+    """XXH64 of ``data`` (bytes-like) with ``seed``."""
+    return _xxh64(bytes(data), seed)
+
+
+def hash_list(keys, seed=0) -> np.ndarray:
+    """``numpy.uint64`` array of XXH64 of each bytes object in ``keys``."""
+    return np.fromiter((_xxh64(bytes(k), seed) for k in keys), dtype=np.uint64, count=len(keys))
+
+
+def hash_offsets(offsets, data, seed=0) -> np.ndarray:
+    """XXH64 of each slice ``data[offsets[i]:offsets[i + 1]]``, as a ``numpy.uint64`` array.
+
+    Raises ``ValueError`` for offsets that decrease, are negative or point past ``data``.
+    """
+    off = np.ascontiguousarray(offsets, dtype=np.int64)
+    if off.ndim != 1 or len(off) < 1:
+        raise ValueError("offsets must hold at least one entry")
+    buf = bytes(data)
+    n = len(off) - 1
+    if off[0] < 0 or off[n] > len(buf):
+        raise ValueError(f"offsets [{off[0]}, {off[n]}] outside data of {len(buf)} bytes")
+    steps = np.diff(off)
+    if (steps < 0).any():
+        i = int(np.argmax(steps < 0))
+        raise ValueError(f"offsets decrease at {i}: {off[i]} > {off[i + 1]}")
+    bounds = off.tolist()
+    return np.fromiter((_xxh64(buf[bounds[i]:bounds[i + 1]], seed) for i in range(n)),
+                       dtype=np.uint64, count=n)

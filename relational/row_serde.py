@@ -1,0 +1,183 @@
+"""Row serde: how one row of a relational table becomes one key-value pair, and back.
+
+Layout (docs/relational.md, section "Row format"; DESIGN.md section 7)::
+
+    table key = vnode (u16 big-endian) || memcomparable(pk columns, with their order types)
+    value     = value encoding (docs/format.md section 2) of the value columns, in value order
+
+The hummock full key adds ``table_id`` in front and the epoch behind; this module never sees
+them. The vnode is computed from the distribution key (:mod:`relational.vnode`), which must be
+a subset of the pk so that a pk alone locates its row. ``value_indices`` defaults to every
+column (the value then holds the whole row and decoding never touches the key); with a subset,
+decoding rebuilds the row from the pk (decoded from the key) and the value columns, and a
+column that is in neither comes back as ``None``.
+
+Invariants: ``decode(*encode(row))`` equals the row up to the encoders' documented
+normalisations (REAL to float32, TIMESTAMPTZ to UTC; pk columns outside the value also come
+back in memcomparable's canonical form); ``encode_chunk`` gives exactly the bytes of
+``encode`` row by row. Keys of one table sort like the rows' pks within a vnode.
+
+Callers: :mod:`relational.state_table`, :mod:`relational.storage_table`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relational import memcomparable, value_encoding
+from relational.arrow import as_arrow, to_pylist
+from relational.errors import SchemaError
+from relational.memcomparable import OrderType
+from relational.types import DataType
+from relational.vnode import VNODE_BYTES, VNODE_COUNT, compute_vnode, compute_vnodes, vnode_prefix
+
+#: the 2-byte prefix of each vnode, indexed by vnode
+VNODE_PREFIXES = tuple(vnode_prefix(v) for v in range(VNODE_COUNT))
+
+
+def _check_indices(indices, n: int, what: str) -> tuple:
+    out = []
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < n:
+            raise SchemaError(f"{what} must be column indices in [0, {n}), got {i!r}")
+        out.append(int(i))
+    if len(set(out)) != len(out):
+        raise SchemaError(f"{what} repeat a column: {out}")
+    return tuple(out)
+
+
+class RowSerde:
+    """Encoder/decoder of one table's rows. Immutable; safe to share between threads.
+
+    ``types``: the column types in schema order. ``pk_indices``: the pk columns, in key order.
+    ``order_types``: one :class:`OrderType` per pk column (default ASC). ``dist_key_indices``:
+    the distribution key columns (each also a pk column; empty = singleton, vnode 0).
+    ``value_indices``: the columns stored in the value (default all). Raises
+    :class:`SchemaError` for indices that do not fit.
+    """
+
+    def __init__(self, types, pk_indices, order_types=None, dist_key_indices=(), value_indices=None):
+        self.types = tuple(types)
+        for t in self.types:
+            if not isinstance(t, DataType):
+                raise SchemaError(f"column types must be DataType, got {t!r}")
+        n = len(self.types)
+        self.pk_indices = _check_indices(pk_indices, n, "pk_indices")
+        if order_types is None:
+            order_types = [OrderType.ASC] * len(self.pk_indices)
+        self.order_types = tuple(order_types)
+        if len(self.order_types) != len(self.pk_indices) or not all(isinstance(o, OrderType) for o in self.order_types):
+            raise SchemaError(f"need one OrderType per pk column ({len(self.pk_indices)}), got {order_types!r}")
+        self.dist_key_indices = _check_indices(dist_key_indices or (), n, "dist_key_indices")
+        missing = [i for i in self.dist_key_indices if i not in self.pk_indices]
+        if missing:
+            raise SchemaError(f"distribution key columns {missing} are not in the pk {list(self.pk_indices)}")
+        self.value_indices = tuple(range(n)) if value_indices is None else _check_indices(value_indices, n, "value_indices")
+        self.pk_types = tuple(self.types[i] for i in self.pk_indices)
+        self.dist_types = tuple(self.types[i] for i in self.dist_key_indices)
+        self.value_types = tuple(self.types[i] for i in self.value_indices)
+        #: positions of the distribution key columns inside the pk
+        self.dist_in_pk = tuple(self.pk_indices.index(i) for i in self.dist_key_indices)
+        self.full_value = self.value_indices == tuple(range(n))
+        self.pk_vectorizable = all(memcomparable.vectorizable(t) for t in self.pk_types)
+        # when the value is not the whole row: where each column comes from
+        self._sources = None
+        if not self.full_value:
+            in_value = {c: j for j, c in enumerate(self.value_indices)}
+            in_pk = {c: j for j, c in enumerate(self.pk_indices)}
+            self._sources = tuple(("v", in_value[c]) if c in in_value else ("k", in_pk[c]) if c in in_pk
+                                  else (None, 0) for c in range(n))
+            self._needs_pk = any(src == "k" for src, _ in self._sources)
+
+    def __repr__(self):
+        return (f"RowSerde(types={list(self.types)!r}, pk_indices={list(self.pk_indices)}, "
+                f"order_types={list(self.order_types)!r}, dist_key_indices={list(self.dist_key_indices)}, "
+                f"value_indices={list(self.value_indices)})")
+
+    # --- one row ---------------------------------------------------------------------------
+
+    def pk_of(self, row) -> tuple:
+        return tuple(row[i] for i in self.pk_indices)
+
+    def vnode_of_pk(self, pk) -> int:
+        if not self.dist_in_pk:
+            return 0
+        return compute_vnode([pk[i] for i in self.dist_in_pk], self.dist_types)
+
+    def key_of_pk(self, pk) -> bytes:
+        """The table key of the row with primary key ``pk`` (a tuple in pk order)."""
+        if len(pk) != len(self.pk_indices):
+            raise SchemaError(f"a pk has {len(self.pk_indices)} values, got {len(pk)}: {pk!r}")
+        return VNODE_PREFIXES[self.vnode_of_pk(pk)] + memcomparable.encode_row(pk, self.pk_types, self.order_types)
+
+    def encode(self, row) -> tuple[bytes, bytes]:
+        """``(table key, value)`` of one row (a sequence in schema order)."""
+        if len(row) != len(self.types):
+            raise SchemaError(f"a row has {len(self.types)} columns, got {len(row)}: {row!r:.200}")
+        return self.key_of_pk(self.pk_of(row)), self.encode_value(row)
+
+    def encode_value(self, row) -> bytes:
+        if self.full_value:
+            return value_encoding.encode_row(row, self.types)
+        return value_encoding.encode_row([row[i] for i in self.value_indices], self.value_types)
+
+    def decode_pk(self, key: bytes) -> tuple:
+        """The pk values of a table key (memcomparable's canonical forms)."""
+        return memcomparable.decode_row(key[VNODE_BYTES:], self.pk_types, self.order_types)
+
+    def decode(self, key: bytes, value: bytes) -> tuple:
+        """The full row (schema order) of a stored pair; raises ``DecodeError`` if malformed."""
+        if self.full_value:
+            return value_encoding.decode_row(value, self.types)
+        return self._assemble(self.decode_pk(key) if self._needs_pk else None,
+                              value_encoding.decode_row(value, self.value_types))
+
+    def decode_many(self, keys, values) -> list:
+        """``[decode(k, v) ...]`` in one call per encoder."""
+        if self.full_value:
+            return value_encoding.decode_rows(values, self.types)
+        vals = value_encoding.decode_rows(values, self.value_types)
+        if self._needs_pk:
+            pks = memcomparable.decode_rows([k[VNODE_BYTES:] for k in keys], self.pk_types, self.order_types)
+        else:
+            pks = [None] * len(vals)
+        return [self._assemble(p, v) for p, v in zip(pks, vals)]
+
+    def _assemble(self, pk, vals) -> tuple:
+        return tuple(vals[j] if src == "v" else pk[j] if src == "k" else None for src, j in self._sources)
+
+    # --- whole chunks ----------------------------------------------------------------------
+
+    def encode_chunk(self, columns, num_rows: int):
+        """Encode a chunk given all its columns (schema order; Arrow, numpy or sequences).
+
+        Returns ``(vnodes, keys, values)``: a ``numpy.uint16`` array and two lists of bytes,
+        each exactly what :meth:`encode` gives row by row. Fixed-width pk columns are encoded
+        with numpy (``memcomparable.encode_columns``), the rest with one batch call per encoder.
+        """
+        if len(columns) != len(self.types):
+            raise SchemaError(f"a chunk has {len(self.types)} columns, got {len(columns)}")
+        pylists = {}
+
+        def values_of(i):
+            if i not in pylists:
+                pylists[i] = to_pylist(columns[i], self.types[i])
+                if len(pylists[i]) != num_rows:
+                    raise SchemaError(f"column {i} has {len(pylists[i])} values, expected {num_rows}")
+            return pylists[i]
+
+        dist_cols = [columns[i] for i in self.dist_key_indices]
+        vnodes = compute_vnodes(dist_cols, self.dist_types, num_rows)
+        if self.pk_vectorizable:
+            prefix = vnodes.astype(">u2").view(np.uint8).reshape(num_rows, VNODE_BYTES)
+            keys = memcomparable.encode_columns([as_arrow(columns[i], self.types[i]) for i in self.pk_indices], self.pk_types,
+                                                self.order_types, prefix=prefix).to_pylist()
+        else:
+            pk_rows = list(zip(*[values_of(i) for i in self.pk_indices])) if self.pk_indices else [()] * num_rows
+            encoded = memcomparable.encode_rows(pk_rows, self.pk_types, self.order_types)
+            keys = [VNODE_PREFIXES[v] + k for v, k in zip(vnodes.tolist(), encoded)]
+        if len(keys) != num_rows:
+            raise SchemaError(f"the pk columns hold {len(keys)} values, expected {num_rows}")
+        value_rows = list(zip(*[values_of(i) for i in self.value_indices])) if self.value_indices else [()] * num_rows
+        values = value_encoding.encode_rows(value_rows, self.value_types)
+        return vnodes, keys, values
