@@ -17,7 +17,9 @@ version with ``id = delta.id = delta.prev_id + 1``. Kinds of delta:
 - ``commit``: publishes an epoch (strictly increasing) and adds one L0 sub-level (or none for an
   epoch without data);
 - ``compaction``: removes input SSTs (from L0 sub-levels and/or levels; emptied sub-levels are
-  dropped) and adds outputs to L1+;
+  dropped) and adds outputs to L1+; or, *intra-L0*, merges whole consecutive L0 sub-levels into
+  one non-overlapping sub-level that takes their place and the newest one's id (outputs "added
+  to level 0");
 - ``move``: a trivial move: removes SSTs and adds the same ``SstableInfo`` to another level;
 - ``reserve_ids``: raises ``next_sst_id`` by a block. **SST ids are never reused, even after a
   crash**: the writer persists a ``reserve_ids`` delta *before* it uploads any SST named from the
@@ -265,7 +267,9 @@ class VersionDelta:
     @classmethod
     def compaction(cls, version: HummockVersion, removed_ids: Iterable[int],
                    added_by_level: Mapping[int, Iterable[SstableInfo]]) -> VersionDelta:
-        """Replace the input SSTs ``removed_ids`` (any levels) by outputs in levels >= 1.
+        """Replace the input SSTs ``removed_ids`` (any levels) by outputs in levels >= 1; or, with
+        outputs for level 0 only (intra-L0), replace whole consecutive L0 sub-levels by one
+        non-overlapping sub-level in their place (see ``_merged_sub_level_slot``).
 
         Raises VersionConflictError if an input is not in ``version`` or an output overlaps an
         SST left in its level (the level changed since the task was planned);
@@ -355,18 +359,23 @@ def apply(version: HummockVersion, delta: VersionDelta) -> HummockVersion:
             f"{delta.kind} delta {delta.prev_id}->{delta.id} does not apply to version {version.id}")
     _check_shape(version, delta)
     l0, levels = list(version.l0), {lv.level: list(lv.ssts) for lv in version.levels}
-    touched = {level for level, _ in delta.removed} | {level for level, _ in delta.added}
+    touched = {level for level, _ in delta.removed} | {level for level, _ in delta.added if level}
+    merged = sorted((info for level, info in delta.added if level == 0), key=_key)
+    slot = _merged_sub_level_slot(version, delta) if merged else None
     removed = {}
     for level, sst_id in delta.removed:
         removed[sst_id] = _remove(l0, levels, level, sst_id, version.id)
     new_ids = {}
     for level, info in delta.added:
+        if level == 0:
+            _check_new_id(version, delta, info, removed, new_ids)
+            continue
         if level not in levels:
             raise InvalidArgumentError(f"SST {info.sst_id} added to level {level}; levels are "
                                        f"1..{version.num_levels}")
         _check_new_id(version, delta, info, removed, new_ids)
         levels[level].append(info)
-    for level in sorted({level for level, _ in delta.added}):
+    for level in sorted({level for level, _ in delta.added if level}):
         ssts = sorted(levels[level], key=_key)
         problem = _check_run(ssts, f"L{level} after the {delta.kind}")
         if problem:
@@ -374,6 +383,12 @@ def apply(version: HummockVersion, delta: VersionDelta) -> HummockVersion:
             outputs_only = _check_run([i for i in ssts if i.sst_id in mine], "outputs")
             raise (InvalidArgumentError if outputs_only else VersionConflictError)(problem)
         levels[level] = ssts
+    if merged:
+        problem = _check_run(merged, "intra-L0 outputs")
+        if problem:
+            raise InvalidArgumentError(problem)
+        position, sub_level_id = slot
+        l0.insert(position, SubLevel(sub_level_id, tuple(merged), False))
     next_sub = version.next_sub_level_id
     if delta.new_sub_level is not None:
         for info in delta.new_sub_level.ssts:
@@ -423,6 +438,32 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
     if delta.kind == KIND_MOVE and sorted(i.sst_id for _, i in delta.added) != sorted(
             sst_id for _, sst_id in delta.removed):
         bad("a move must add exactly the SSTs it removes")
+
+
+def _merged_sub_level_slot(version: HummockVersion, delta: VersionDelta) -> tuple[int, int]:
+    """Where an intra-L0 compaction's outputs go: ``(index in l0, sub-level id)`` of the newest
+    sub-level it removes. Its inputs must be whole, consecutive L0 sub-levels; the merged
+    sub-level takes their place, so the newest-first order of sub-levels (and of the epochs
+    they hold) is kept. Raises VersionConflictError when a sub-level is no longer whole (the
+    version changed since the task was planned), InvalidArgumentError for a malformed delta."""
+    if delta.kind != KIND_COMPACTION:
+        raise InvalidArgumentError(f"only a compaction adds SSTs to L0 (intra-L0), not a {delta.kind}")
+    if any(level != 0 for level, _ in delta.removed) or any(level != 0 for level, _ in delta.added):
+        raise InvalidArgumentError("an intra-L0 compaction must take and give only L0 SSTs")
+    doomed = {sst_id for _, sst_id in delta.removed}
+    positions = []
+    for n, sub in enumerate(version.l0):
+        ids = {info.sst_id for info in sub.ssts}
+        if ids & doomed:
+            if not ids <= doomed:
+                raise VersionConflictError(f"L0 sub-level {sub.sub_level_id} is not whole in the intra-L0 "
+                                           f"compaction's inputs (version {version.id})")
+            positions.append(n)
+    if not positions:
+        raise VersionConflictError(f"the intra-L0 compaction's inputs are not in version {version.id}")
+    if positions != list(range(positions[0], positions[0] + len(positions))):
+        raise InvalidArgumentError("an intra-L0 compaction must merge consecutive L0 sub-levels")
+    return positions[0], version.l0[positions[0]].sub_level_id
 
 
 def _remove(l0: list, levels: dict, level: int, sst_id: int, version_id: int) -> SstableInfo:

@@ -51,13 +51,36 @@ def test_l0_goes_to_the_last_level_of_a_small_tree():
     far = sst(50, 60)
     v = version(l0=[([sst(0, 10)], False), ([sst(3, 8), sst(9, 12)], True), ([sst(1, 2)], False),
                     ([sst(4, 4)], False)], levels={6: [under, far]})
-    task = pick(v)
+    config = PickerConfig(l0_trigger=4)
+    task = pick(v, config)
     assert task.kind == "compact" and task.input_level == 0 and task.target_level == 6
     assert under.sst_id in task.input_ids and far.sst_id not in task.input_ids
     assert task.bottom
     assert len(task.runs) == 6  # 3 non-overlapping sub-levels, 2 SSTs of an overlapping one, 1 base run
     check_applies(v, task)
-    assert pick(v, busy=frozenset({under.sst_id})) is None, "busy inputs are never picked twice"
+    blocked = pick(v, config, busy=frozenset({under.sst_id}))
+    assert blocked.target_level == 0 and under.sst_id not in blocked.input_ids, "base busy: merge inside L0"
+    assert pick(v, PickerConfig(l0_trigger=4, l0_intra_trigger=9), busy=frozenset({under.sst_id})) is None, \
+        "busy inputs are never picked twice"
+
+
+def test_intra_l0_merges_a_window_of_similar_sub_levels():
+    small = [([sst(i, i + 50, MiB)], False) for i in range(4)]
+    v = version(l0=small + [([sst(0, 90, 8 * MiB), sst(91, 99, MiB)], True)], levels={6: [sst(0, 99, 100 * MiB)]})
+    task = pick(v)
+    assert task.kind == "compact" and task.input_level == task.target_level == 0 and not task.bottom
+    assert task.input_ids == {s.sst_id for ssts, _ in small for s in ssts}, "the 9 MiB sub-level is another tier"
+    check_applies(v, task)
+    merged = apply(v, VersionDelta.compaction(v, task.input_ids, {0: [
+        SstableInfo(v.next_sst_id - 1, small[0][0][0].smallest_key, small[-1][0][0].largest_key,
+                    4 * MiB, 4 * MiB - 100, 1, 9, 40, 0, (1,))]}))
+    assert [sub.sub_level_id for sub in merged.l0] == [100, 96] and not merged.l0[0].overlapping
+    assert pick(merged) is None, "2 sub-levels: below both triggers"
+    busy = frozenset({small[1][0][0].sst_id})
+    assert pick(v, busy=busy) is None, "a busy sub-level breaks the window"
+    assert pick(v, PickerConfig(l0_intra_trigger=5)) is None
+    assert pick(v, PickerConfig(l0_intra_trigger=5, l0_intra_size_ratio=9)).input_level == 0
+    assert pick(v, PickerConfig(l0_trigger=5)).target_level == 6, "L0 -> base comes first"
 
 
 def test_base_level_rises_as_the_tree_grows():

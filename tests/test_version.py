@@ -76,7 +76,8 @@ def disjoint_ranges(draw, count: int) -> list[tuple[int, int]]:
 
 
 def step(draw, version: HummockVersion, model: Model, history: list) -> HummockVersion:
-    op = draw(st.sampled_from(["reserve", "commit", "commit", "compact", "compact", "move", "stale", "bad_epoch"]))
+    op = draw(st.sampled_from(["reserve", "commit", "commit", "compact", "compact", "intra_l0", "move", "stale",
+                               "bad_epoch"]))
     if op == "reserve":
         n = draw(st.integers(1, 6))
         delta = VersionDelta.reserve_sst_ids(version, n)
@@ -130,6 +131,31 @@ def step(draw, version: HummockVersion, model: Model, history: list) -> HummockV
         model.used += len(ids)
         model.ranges.update((o.sst_id, (a, b - 1)) for o, a, b in zip(outputs, bounds, bounds[1:]))
         model.levels[target].update(ids)
+    elif op == "intra_l0":   # merge whole consecutive sub-levels into one, in their place
+        if not version.l0:
+            return version
+        first = draw(st.integers(0, len(version.l0) - 1))
+        last = draw(st.integers(first, len(version.l0) - 1))
+        merged = version.l0[first:last + 1]
+        inputs = {i.sst_id for sub in merged for i in sub.ssts}
+        lo = min(model.ranges[i][0] for i in inputs)
+        hi = max(model.ranges[i][1] for i in inputs)
+        ids = model.free(draw(st.integers(1, 2)))
+        if ids is None:
+            return version
+        cut = draw(st.integers(lo, hi + 1)) if len(ids) == 2 else hi + 1
+        pieces = [(a, b) for a, b in ((lo, cut - 1), (cut, hi)) if a <= b][:len(ids)]
+        outputs = [sst(i, a, b) for i, (a, b) in zip(ids, pieces)]
+        delta = VersionDelta.compaction(version, inputs, {0: outputs})
+        new = apply(version, delta)
+        assert len(new.l0) == len(version.l0) - (last - first)
+        assert new.l0[first].sub_level_id == merged[0].sub_level_id and not new.l0[first].overlapping
+        assert {i.sst_id for i in new.l0[first].ssts} == {o.sst_id for o in outputs}
+        model.levels[0] -= inputs
+        model.levels[0].update(o.sst_id for o in outputs)
+        model.used += len(outputs)
+        model.ranges.update((o.sst_id, r) for o, r in zip(outputs, pieces))
+        model.sub_levels -= last - first
     elif op == "move":
         everything = sorted(i for ids in model.levels.values() for i in ids)
         if not everything:
@@ -299,6 +325,28 @@ def test_compaction_drops_emptied_sub_levels_and_keeps_partial_ones():
     assert v.level_sizes() == (1000, 1000, 0, 0, 0, 0, 0) and v.level_counts()[:2] == (1, 1)
     assert v.level_of(4) == 1 and v.level_of(3) is None and v.next_sub_level_id == 3
     assert [i.sst_id for i in v.all_ssts()] == [2, 4]
+
+
+def test_intra_l0_merges_whole_consecutive_sub_levels_in_place():
+    v = reserved()
+    for n, epoch in enumerate((1, 2, 3, 4)):
+        v = apply(v, VersionDelta.commit(v, epoch * EPOCH, [sst(2 * n + 1, 0, 10), sst(2 * n + 2, 5, 20)]))
+    # sub-levels newest first: ids 4 (SSTs 7, 8), 3 (5, 6), 2 (3, 4), 1 (1, 2)
+    merged = apply(v, VersionDelta.compaction(v, [3, 4, 5, 6], {0: [sst(20, 0, 9), sst(21, 10, 20)]}))
+    merged._check()
+    assert [(s.sub_level_id, s.overlapping, [i.sst_id for i in s.ssts]) for s in merged.l0] == [
+        (4, True, [7, 8]), (3, False, [20, 21]), (1, True, [1, 2])]
+    assert VersionDelta.from_bytes(VersionDelta.compaction(v, [3, 4], {0: [sst(20, 0, 20)]}).to_bytes()).added[0][0] == 0
+    with pytest.raises(VersionConflictError, match="not whole"):        # SST 6 of sub-level 3 left out
+        VersionDelta.compaction(v, [3, 4, 5], {0: [sst(20, 0, 20)]})
+    with pytest.raises(InvalidArgumentError, match="consecutive"):
+        VersionDelta.compaction(v, [1, 2, 5, 6], {0: [sst(20, 0, 20)]})
+    with pytest.raises(InvalidArgumentError, match="only L0"):
+        VersionDelta.compaction(v, [1, 2], {0: [sst(20, 0, 20)], 1: [sst(21, 30, 40)]})
+    with pytest.raises(InvalidArgumentError, match="overlap"):
+        VersionDelta.compaction(v, [1, 2], {0: [sst(20, 0, 10), sst(21, 10, 20)]})
+    with pytest.raises(VersionConflictError):   # inputs already compacted away
+        VersionDelta.compaction(merged, [3, 4], {0: [sst(22, 0, 20)]})
 
 
 def test_reserve_ids_are_never_reused():

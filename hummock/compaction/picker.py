@@ -8,11 +8,19 @@ level* (where L0 goes) is the highest level whose target is still at least
 Rules, first match wins:
 1. L0 -> base level when L0 has ``l0_trigger`` sub-levels or ``l0_bytes_trigger`` bytes: every
    L0 SST plus the base-level SSTs they overlap.
-2. L_i -> L_i+1 for the level (base <= i < n) with the highest ``size / target`` above 1: one SST
+2. Intra-L0 when L0 has ``l0_intra_trigger`` sub-levels: the newest window of at least that many
+   consecutive sub-levels of similar size (none more than ``l0_intra_size_ratio`` times the
+   window's newest one, together under ``l0_bytes_trigger``) merges into one non-overlapping
+   sub-level in their place. Every commit adds a sub-level; merging them in size tiers keeps
+   their count -- the probes of every read -- low, while each byte is rewritten only about
+   log_fanin(L0 bytes / commit bytes) times before L0 goes down, instead of each commit
+   rewriting the overlapped base level.
+3. L_i -> L_i+1 for the level (base <= i < n) with the highest ``size / target`` above 1: one SST
    of L_i (taking turns through the key space) plus the SSTs of L_i+1 it overlaps; with none, a
    trivial move.
 Inputs already in a running task (``busy``) are never picked again, so tasks never overlap.
-``bottom`` is true when nothing lies below the target level: tombstones may then be dropped.
+``bottom`` is true when nothing lies below the target level: tombstones may then be dropped
+(never for intra-L0).
 
 Pure functions of a :class:`~hummock.version.HummockVersion`; callers: the compaction manager.
 """
@@ -26,8 +34,10 @@ _EPOCH_LEN = 8
 
 @dataclass(frozen=True)
 class PickerConfig:
-    l0_trigger: int = 4                  # L0 sub-levels that start an L0 -> base compaction
+    l0_trigger: int = 12                 # L0 sub-levels that start an L0 -> base compaction
     l0_bytes_trigger: int = 256 << 20    # ... or this many L0 bytes
+    l0_intra_trigger: int = 4            # L0 sub-levels that start an intra-L0 compaction
+    l0_intra_size_ratio: int = 2         # a window's sub-levels are at most this times its newest
     base_level_bytes: int = 256 << 20    # the base level's target size
     multiplier: int = 10                 # size ratio between adjacent levels
 
@@ -112,12 +122,39 @@ def pick(version, config: PickerConfig = PickerConfig(), busy: frozenset = froze
                     runs.append(tuple(below))
                 return CompactionTask("compact", 0, base, tuple(runs), _nothing_below(version, base),
                                       f"L0 has {len(version.l0)} sub-levels, {sizes[0]} bytes")
+    task = _pick_intra_l0(version, config, busy)
+    if task is not None:
+        return task
     scores = [(sizes[level] / targets[level], level) for level in range(base, n)
               if sizes[level] > targets[level]]
     for _, level in sorted(scores, reverse=True):
         task = _pick_level(version, level, busy, cursor, f"L{level} holds {sizes[level]} bytes, target {targets[level]}")
         if task is not None:
             return task
+    return None
+
+
+def _pick_intra_l0(version, config: PickerConfig, busy) -> CompactionTask | None:
+    subs = version.l0
+    if len(subs) < config.l0_intra_trigger:
+        return None
+    sizes = [max(1, sum(s.file_size for s in sub.ssts)) for sub in subs]
+    free = [not any(s.sst_id in busy for s in sub.ssts) for sub in subs]
+    for first in range(len(subs)):   # newest first
+        end, total = first, 0
+        while (end < len(subs) and free[end] and sizes[end] <= sizes[first] * config.l0_intra_size_ratio
+               and total + sizes[end] <= config.l0_bytes_trigger):
+            total += sizes[end]
+            end += 1
+        if end - first >= config.l0_intra_trigger:
+            runs = []
+            for sub in subs[first:end]:
+                if sub.overlapping:
+                    runs.extend((s,) for s in sub.ssts)
+                else:
+                    runs.append(tuple(sub.ssts))
+            return CompactionTask("compact", 0, 0, tuple(runs), False,
+                                  f"intra-L0: {end - first} of {len(subs)} sub-levels, {total} bytes")
     return None
 
 
@@ -149,7 +186,7 @@ def pick_all(version, busy: frozenset = frozenset()) -> CompactionTask | None:
     n = len(version.levels)
     if n == 0:
         return None
-    eager = PickerConfig(l0_trigger=1, l0_bytes_trigger=1, base_level_bytes=1 << 62)
+    eager = PickerConfig(l0_trigger=1, l0_bytes_trigger=1, base_level_bytes=1 << 62, l0_intra_trigger=1 << 30)
     task = pick(version, eager, busy)   # L0 -> base, where base is L_n with this config
     if task is not None:
         return task
