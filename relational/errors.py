@@ -5,6 +5,9 @@
   (SMALLINT/INT/BIGINT overflow, REAL overflow, a DECIMAL exponent beyond the format).
 - :class:`DecodeError` (``ValueError``): encoded bytes that are truncated or malformed. Carries
   ``offset`` (where decoding stopped) and ``reason``; never a misread value.
+- :class:`InconsistentOpError` (``ValueError``): a state-table write that contradicts the table in
+  strict mode (insert of an existing pk, delete or update of a missing one, wrong old row).
+- :class:`VnodeNotOwnedError` (``ValueError``): a row outside the vnodes a table instance owns.
 - :class:`SchemaError` (``ValueError``): a schema argument that makes no sense (orders and types
   of different lengths, unknown type codes).
 
@@ -42,3 +45,20 @@ class DecodeError(RelationalError, ValueError):
         self.encoding = encoding
         where = f" at byte {offset}" if offset is not None else ""
         super().__init__(f"malformed {encoding} encoding{where}: {reason}")
+
+
+class InconsistentOpError(RelationalError, ValueError):
+    """A write that contradicts the table's contents in strict (consistent) mode: an insert of an
+    existing pk, a delete or update of a missing pk, or an old row that is not the stored row.
+    Carries ``pk`` (the primary key values, when known) and ``reason``."""
+
+    def __init__(self, reason: str, pk=None, table: str | None = None):
+        self.reason = reason
+        self.pk = pk
+        self.table = table
+        where = f" in table {table}" if table else ""
+        super().__init__(f"{reason}{where}: pk={pk!r}")
+
+
+class VnodeNotOwnedError(RelationalError, ValueError):
+    """A row whose vnode the table instance does not own (its ``vnodes`` bitmap)."""

@@ -1,0 +1,200 @@
+"""MemTable (relational/mem_table.py) against a dict model, in strict and relaxed mode.
+
+A small harness plays the state table's part: it checks "storage" (a dict ``base``) for keys
+the MemTable has no record of, as StateTable does. After any sequence of operations, applying
+``drain()`` to ``base`` must give the model; in strict mode every record's old row is the
+stored row and a cancelled insert leaves no tombstone; ordered range reads (interleaved with
+writes) equal a sort of the live records; ``_check()`` holds after every step.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from relational.errors import InconsistentOpError
+from relational.mem_table import DELETE, INSERT, UPDATE, MemTable
+
+ALL_KEYS = [b"", b"a", b"a\x00", b"ab", b"b", b"c"]
+KEYS = st.sampled_from(ALL_KEYS)
+VALS = st.sampled_from([b"1", b"2", b"3"])
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("insert"), KEYS, VALS),
+    st.tuples(st.just("delete"), KEYS, VALS),
+    st.tuples(st.just("update"), KEYS, VALS, VALS),
+    st.tuples(st.just("range"), st.one_of(st.none(), KEYS), st.one_of(st.none(), KEYS), st.booleans()),
+    st.tuples(st.just("insert_many"), st.lists(KEYS, max_size=3), VALS),
+), max_size=40)
+BASE = st.dictionaries(KEYS, VALS, max_size=4)
+
+
+class Harness:
+    def __init__(self, base, consistent):
+        self.base = dict(base)
+        self.mem = MemTable(consistent=consistent, describe_key=lambda k: ("pk", k))
+        self.model = dict(base)
+
+    def current(self, key):
+        rec = self.mem.get(key)
+        if rec is None:
+            return self.base.get(key)
+        return rec[2]
+
+    def check_storage(self, op, key, old):
+        """What StateTable does in strict mode for a key without a record."""
+        if self.mem.get(key) is not None or not self.mem.consistent:
+            return
+        stored = self.base.get(key)
+        if op == "insert" and stored is not None:
+            raise InconsistentOpError("insert of a pk that already has a row", key)
+        if op in ("delete", "update") and stored != old:
+            raise InconsistentOpError(f"{op} of a missing or different row", key)
+
+    def apply(self, step):
+        kind = step[0]
+        if kind == "range":
+            _, start, end, reverse = step
+            live = [k for k in ALL_KEYS if self.mem.get(k) is not None]
+            expected = sorted((k for k in live if (start is None or k >= start) and (end is None or k < end)),
+                              reverse=reverse)
+            assert [k for k, _ in self.mem.range(start, end, reverse)] == expected
+            assert self.mem.has_range(start, end) == bool(expected) or reverse
+            return
+        if kind == "insert_many":
+            _, keys, value = step
+            if self.mem.consistent and any(self.base.get(k) is not None and self.mem.get(k) is None for k in keys):
+                return   # StateTable's storage check refuses this chunk before the MemTable sees it
+            if self.mem.insert_many(keys, [value] * len(keys)):
+                assert len(set(keys)) == len(keys) and not any(self.mem_had.get(k) for k in keys)
+                for k in keys:
+                    self.model[k] = value
+            return
+        op, key = step[0], step[1]
+        strict = self.mem.consistent
+        cur = self.current(key)
+        if op == "insert":
+            expect_error = strict and cur is not None
+        elif op == "delete":
+            expect_error = strict and cur != step[2]
+        else:
+            expect_error = strict and cur != step[2]
+        try:
+            self.check_storage(op, key, step[2] if op != "insert" else None)
+            if op == "insert":
+                self.mem.insert(key, step[2])
+            elif op == "delete":
+                self.mem.delete(key, step[2])
+            else:
+                self.mem.update(key, step[2], step[3])
+        except InconsistentOpError as exc:
+            assert expect_error, (step, cur)
+            assert exc.pk in (key, ("pk", key))
+            return
+        assert not expect_error, (step, cur)
+        if op == "delete":
+            self.model.pop(key, None)
+        else:
+            self.model[key] = step[-1]
+
+
+def _run(base, ops, consistent):
+    h = Harness(base, consistent)
+    for step in ops:
+        h.mem_had = {k: h.mem.get(k) for k in ALL_KEYS}
+        h.apply(step)
+        h.mem._check()
+    if consistent:
+        for key, (op, old, new) in h.mem._ops.items():
+            if op == INSERT:
+                assert key not in h.base
+            else:
+                assert h.base.get(key) == old, (key, op, old)
+    batch = h.mem.drain()
+    assert [k for k, _ in batch] == sorted(k for k, _ in batch)
+    if consistent:
+        assert all(k in h.base for k, v in batch if v is None), "a cancelled insert left a tombstone"
+    for key, value in batch:
+        if value is None:
+            h.base.pop(key, None)
+        else:
+            h.base[key] = value
+    assert h.base == h.model
+    assert len(h.mem) == 0 and h.mem.drain() == []
+
+
+@given(BASE, OPS)
+def test_strict_mode_against_model(base, ops):
+    _run(base, ops, consistent=True)
+
+
+@given(BASE, OPS)
+def test_relaxed_mode_against_model(base, ops):
+    _run(base, ops, consistent=False)
+
+
+def test_merge_rules_strict():
+    m = MemTable()
+    m.insert(b"k", b"1")
+    m.delete(b"k", b"1")
+    assert m.get(b"k") is None and len(m) == 0          # insert + delete cancel
+    m.delete(b"d", b"old")
+    m.insert(b"d", b"new")
+    assert m.get(b"d") == (UPDATE, b"old", b"new")      # delete + insert = update
+    m.update(b"d", b"new", b"newer")
+    assert m.get(b"d") == (UPDATE, b"old", b"newer")
+    m.delete(b"d", b"newer")
+    assert m.get(b"d") == (DELETE, b"old", None)
+    m.insert(b"i", b"1")
+    m.update(b"i", b"1", b"2")
+    assert m.get(b"i") == (INSERT, None, b"2")
+    assert m.drain() == [(b"d", None), (b"i", b"2")]
+
+
+@pytest.mark.parametrize("setup,call,reason", [
+    (lambda m: m.insert(b"k", b"1"), lambda m: m.insert(b"k", b"2"), "insert of a pk that already has a row"),
+    (lambda m: m.delete(b"k", b"1"), lambda m: m.delete(b"k", b"1"), "delete of a pk that has no row"),
+    (lambda m: m.delete(b"k", b"1"), lambda m: m.update(b"k", b"1", b"2"), "update of a pk that has no row"),
+    (lambda m: m.insert(b"k", b"1"), lambda m: m.delete(b"k", b"9"), "delete whose old row is not the current row"),
+    (lambda m: m.insert(b"k", b"1"), lambda m: m.update(b"k", b"9", b"2"), "update whose old row is not the current row"),
+])
+def test_strict_errors_name_the_pk_and_change_nothing(setup, call, reason):
+    m = MemTable(describe_key=lambda k: (k.decode(),), table="t1")
+    setup(m)
+    before = dict(m._ops)
+    with pytest.raises(InconsistentOpError) as info:
+        call(m)
+    assert info.value.pk == ("k",) and info.value.reason == reason
+    assert "pk=('k',)" in str(info.value) and "t1" in str(info.value)
+    assert m._ops == before
+
+
+def test_relaxed_insert_then_delete_leaves_a_tombstone():
+    m = MemTable(consistent=False)
+    m.insert(b"k", b"1")
+    m.delete(b"k", b"whatever")
+    assert m.drain() == [(b"k", None)]
+
+
+def test_insert_many_falls_back_on_conflicts():
+    m = MemTable()
+    assert m.insert_many([b"a", b"b"], [b"1", b"2"])
+    assert not m.insert_many([b"c", b"c"], [b"1", b"2"])
+    assert not m.insert_many([b"d", b"a"], [b"1", b"2"])
+    assert len(m) == 2
+    list(m.range())
+    assert m.insert_many([b"0", b"z"], [b"1", b"2"])
+    m._check()
+    assert [k for k, _ in m.range()] == [b"0", b"a", b"b", b"z"]
+
+
+def test_range_index_merges_many_new_keys():
+    m = MemTable()
+    for i in range(0, 200, 2):
+        m.insert(b"%03d" % i, b"v")
+    assert len(list(m.range())) == 100
+    for i in range(1, 200, 2):
+        m.insert(b"%03d" % i, b"v")
+    for i in range(0, 200, 3):
+        m.delete(b"%03d" % i, b"v")
+    m._check()
+    assert [k for k, _ in m.range()] == [b"%03d" % i for i in range(200) if i % 3]
+    assert [k for k, _ in m.range(b"010", b"020", reverse=True)] == [b"%03d" % i for i in range(19, 9, -1) if i % 3]
