@@ -30,6 +30,7 @@ import weakref
 from collections import Counter
 
 from hummock.compaction.manager import CompactionManager
+from hummock.compaction.picker import PickerConfig, pending_bytes
 from hummock.errors import HummockError, InvalidArgumentError
 from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
@@ -451,6 +452,8 @@ class HummockStorage:
                 "block_cache": self._block_cache.stats(),
                 "meta_cache": self._meta_cache.stats(),
                 "compaction": dict(self._compactor.stats) if self._compactor is not None else None,
+                "compaction_pending_bytes": pending_bytes(
+                    version, self._compactor.config if self._compactor is not None else PickerConfig()),
                 **dict(self.counters),
             }
 

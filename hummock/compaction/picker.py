@@ -93,6 +93,20 @@ def level_targets(version, config: PickerConfig) -> tuple[int, list[int]]:
     return base, targets
 
 
+def pending_bytes(version, config: PickerConfig = PickerConfig()) -> int:
+    """Compaction debt: bytes the picker wants to move now -- all of L0 once it passes a trigger,
+    plus every level's bytes above its target (what ``stats()`` reports as pending work)."""
+    n = len(version.levels)
+    if n == 0:
+        return 0
+    base, targets = level_targets(version, config)
+    sizes = level_sizes(version)
+    debt = sum(max(0, sizes[level] - targets[level]) for level in range(base, n))
+    if len(version.l0) >= min(config.l0_trigger, config.l0_intra_trigger) or sizes[0] >= config.l0_bytes_trigger:
+        debt += sizes[0]
+    return debt
+
+
 def _nothing_below(version, level: int) -> bool:
     return all(not lv.ssts for lv in version.levels[level:])   # levels[level] is L(level+1)
 
