@@ -139,7 +139,7 @@ def test_compact_all_tasks_always_apply_and_reach_the_last_level(spec):
 def test_pending_bytes_counts_l0_past_a_trigger_and_levels_over_target():
     config = PickerConfig(base_level_bytes=2 * MiB, multiplier=10)
     assert pending_bytes(version(), config) == 0
-    assert pending_bytes(version(l0=[([sst(0, 9)], False)] * 3), config) == 0
-    assert pending_bytes(version(l0=[([sst(0, 9)], False)] * 4), config) == 4 * MiB
+    assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(3)]), config) == 0
+    assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(4)]), config) == 4 * MiB
     over = version(levels={5: [sst(0, 9, 3 * MiB), sst(20, 29, 3 * MiB)], 6: [sst(5, 15, 40 * MiB)]})
     assert pending_bytes(over, config) == 6 * MiB - level_targets(over, config)[1][5]
