@@ -13,22 +13,23 @@ Retention rule, per user key (versions arrive newest first):
 - every older version is dropped: no reader at an epoch >= watermark can see it.
 So a read at any epoch >= watermark returns the same before and after compaction.
 
+The per-entry loop (merge, retention, feeding the SST builder) is ``native/_compact.pyx`` or its
+pure twin ``hummock/compaction/_compact_py.py``: same cuts, byte-identical outputs.
+
 REQUIRES: inputs hold each (user key, epoch) at most once. Errors abort the output SSTs being
 built; SSTs already finished are orphans until the caller commits or vacuum removes them.
-Callers: the compaction runners.
+Corrupt inputs raise ``CorruptionError``.
+Callers: the compaction runners (in-process, and Spark executors with key-range-bounded runs).
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
-from hummock.key import full_key_sort_key
+from hummock import _twins
 from hummock.sstable.builder import SstableOutputs
 
-_EPOCH_LEN = 8
-_MAX_EPOCH = (1 << 64) - 1
-_TAG_DELETE = b"\x02"
+_impl = _twins.load("_compact", "hummock.compaction._compact_py")
 
 
 @dataclass
@@ -39,50 +40,12 @@ class CompactionStats:
     dropped_tombstones: int = 0
 
 
-def merged_entries(runs):
-    """``(full_key, tagged_value)`` of every input, in full-key order."""
-    streams = [(entry for batch in run.batches(False) for entry in batch) for run in runs]
-    if len(streams) == 1:
-        return streams[0]
-    return heapq.merge(*streams, key=lambda entry: full_key_sort_key(entry[0]))
-
-
-def retained(entries, watermark: int, bottom: bool, stats: CompactionStats):
-    """Apply the retention rule (module docstring) to entries in full-key order."""
-    current = None
-    settled = False  # the current user key's newest version <= watermark was handled
-    for full_key, tagged in entries:
-        stats.input_entries += 1
-        user_key = full_key[:-_EPOCH_LEN]
-        if user_key != current:
-            current, settled = user_key, False
-        epoch = _MAX_EPOCH - int.from_bytes(full_key[-_EPOCH_LEN:], "big")
-        if epoch > watermark:
-            yield full_key, tagged
-            continue
-        if settled:
-            stats.dropped_versions += 1
-            continue
-        settled = True
-        if bottom and tagged == _TAG_DELETE:
-            stats.dropped_tombstones += 1
-            continue
-        yield full_key, tagged
-
-
 def compact(runs, watermark: int, bottom: bool, store, builder_options, target_sst_size: int, new_sst_id,
             stats: CompactionStats | None = None) -> list:
-    """Merge ``runs`` (:class:`hummock.iterators.SstRun` s) into new SSTs in ``store``; return
-    their infos in key order. See the module docstring for what is kept."""
+    """Merge ``runs`` (:class:`hummock.iterators.SstRun` s, each scanned within its own key
+    range) into new SSTs in ``store``; return their infos in key order. See the module docstring
+    for what is kept. ``new_sst_id()`` names each output; ``stats`` accumulates counters."""
     stats = stats if stats is not None else CompactionStats()
-    last_user_key = None
     with SstableOutputs(store, builder_options, new_sst_id) as outputs:
-        for full_key, tagged in retained(merged_entries(runs), watermark, bottom, stats):
-            user_key = full_key[:-_EPOCH_LEN]
-            if outputs.is_open and user_key != last_user_key and (
-                    outputs.current().estimated_size >= target_sst_size or user_key[:4] != last_user_key[:4]):
-                outputs.cut()
-            outputs.current().add_tagged(full_key, tagged)
-            last_user_key = user_key
-            stats.output_entries += 1
+        _impl.compact_into(runs, watermark, bottom, outputs, target_sst_size, stats)
     return outputs.infos

@@ -136,6 +136,29 @@ class SstableBuilder:
         if blocks.block_size_estimate >= self._block_size:
             self._cut()
 
+    # --- for bulk feeders (the compaction core) ---------------------------------------------
+    # A feeder may add entries to ``block_builder`` itself, provided it cuts exactly as
+    # ``add_tagged`` does: ``cut_block()`` and add again when an add returns False (a new table
+    # id), and ``cut_block()`` after an add that brings the block estimate to ``block_size``.
+
+    @property
+    def block_builder(self):
+        """The (native or pure) ``BlockBuilder`` holding the open block."""
+        return self._blocks
+
+    @property
+    def block_size(self) -> int:
+        return self._block_size
+
+    @property
+    def written(self) -> int:
+        """Stored bytes of the finished blocks (``estimated_size`` minus the open block)."""
+        return self._offset
+
+    def cut_block(self) -> None:
+        """Finish the open block, if it has entries, and write it to the sink."""
+        self._cut()
+
     def _cut(self) -> None:
         blocks = self._blocks
         if not blocks.block_entry_count:
