@@ -1,0 +1,246 @@
+"""Benchmark ``compaction``: the compaction core on overlapping L0 data, and write amplification.
+
+Workloads:
+- ``core``: :func:`build_dataset` writes ``--mib`` MiB (default 256) of L0 SSTs to a local-directory
+  store under a temp dir: 16-byte table keys, 100-byte random values; of the writes 65% are new
+  keys, 30% overwrite an earlier key and 5% delete one; the writes go, in time order, to
+  ``SUB_LEVELS`` overlapping sub-levels (one epoch each, each sub-level one sorted run of SSTs of
+  at most ``target_sst_size``). The task compacts every sub-level to the bottom level with the
+  watermark at the newest epoch (no snapshot pinned), so overwritten versions and every tombstone
+  are dropped. :func:`run_core` times ``hummock.compaction.core.compact`` on it, single-threaded,
+  reading each block once (no block cache) and uploading the outputs to the same store (fsync
+  included); reported: input MB/s (input = the SST files' bytes) on the wall clock and per CPU
+  second, input keys/s, output bytes, dropped versions and tombstones; median of ``--repeats``
+  runs after one warm-up run (outputs deleted after each run).
+- ``write_amp``: a fillrandom of ``--wa-keys`` keys (16-byte keys, 100-byte values, batches of
+  1,000 keys, a checkpoint every ``--wa-batches-per-checkpoint`` batches) into a
+  ``HummockStorage`` with the in-process background compactor, then ``compact_all``. Write
+  amplification = (bytes flushed + bytes written by compaction) / user bytes ingested
+  (16 + 100 per key). From ``stats()``: compaction output bytes are ``compaction.output_bytes``;
+  flushed bytes are ``live + compaction.input_bytes - compaction.output_bytes`` (every SST ever
+  in the version was flushed or written by a compaction; trivial moves rewrite nothing).
+
+Structure for further runners: :func:`build_dataset` returns ``(store_url, task)``, where the
+task (:class:`CoreTask`) holds only plain data (SST infos per run, watermark, options), so a
+runner in another process can open the store from the URL and run the same task; every section
+adds its figures to the ``results`` dict printed as one JSON line at the end.
+
+Target (issue 5): the core >= 100 MB/s of input per core. Run:
+``python -m bench.compaction [--mib 256] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from bench.harness import machine, report
+from hummock import _twins
+from hummock.compaction.core import CompactionStats, compact
+from hummock.iterators import SstRun
+from hummock.key import encode_full_keys
+from hummock.object_store import open_object_store
+from hummock.sstable.builder import SstableBuilderOptions, SstableOutputs
+from hummock.sstable.meta import sst_object_path
+from hummock.sstable.reader import Sstable
+
+TABLE = 1
+KEY_LEN = 16
+VALUE_LEN = 100
+SUB_LEVELS = 8
+EPOCH_STEP = 1 << 16
+OVERWRITE, DELETE = 0.30, 0.05
+ENTRY_BYTES = 110     # input bytes per write: ~119 per stored entry, some writes collapse
+
+
+@dataclass(frozen=True)
+class CoreTask:
+    """One compaction task over a store, as plain data (picklable)."""
+    runs: tuple                   # tuple of runs, each a tuple of SstableInfo in key order
+    watermark: int
+    bottom: bool
+    target_sst_size: int
+    builder_options: SstableBuilderOptions
+    first_output_id: int          # output SSTs get ids from here up
+    input_bytes: int
+    input_entries: int
+
+
+class _Reader:
+    """What an ``SstRun`` needs from a reader: the opened SST."""
+
+    def __init__(self, sst):
+        self.sst = sst
+
+
+def build_dataset(root: str, mib: int, seed: int = 5, target_sst_size: int = 64 << 20) -> tuple[str, CoreTask]:
+    """Write about ``mib`` MiB of overlapping L0 SSTs under ``root``; return ``(store_url, task)``."""
+    url = os.path.join(root, "store")
+    store = open_object_store(url)
+    options = SstableBuilderOptions()
+    rng = random.Random(seed)
+    wanted = mib * (1 << 20)
+    keys: list[bytes] = []
+    ids = itertools.count(1)
+    runs, input_bytes, input_entries = [], 0, 0
+    for level in range(SUB_LEVELS):
+        # writes still needed, spread over the sub-levels left (some collapse within a sub-level)
+        per_level = max(1, (wanted - input_bytes) // ENTRY_BYTES // (SUB_LEVELS - level))
+        writes: dict[bytes, bytes | None] = {}
+        for _ in range(per_level):
+            r = rng.random()
+            if keys and r < OVERWRITE:
+                writes[keys[rng.randrange(len(keys))]] = rng.randbytes(VALUE_LEN)
+            elif keys and r < OVERWRITE + DELETE:
+                writes[keys[rng.randrange(len(keys))]] = None
+            else:
+                key = rng.randbytes(KEY_LEN)
+                keys.append(key)
+                writes[key] = rng.randbytes(VALUE_LEN)
+        table_keys = sorted(writes)
+        full_keys = encode_full_keys(TABLE, table_keys, (level + 1) * EPOCH_STEP)
+        values = [writes[k] for k in table_keys]
+        with SstableOutputs(store, options, lambda: next(ids)) as outputs:
+            i = 0
+            while i < len(full_keys):
+                i = outputs.current().add_batch(full_keys, values, i, stop_at_size=target_sst_size)
+                if i < len(full_keys):
+                    outputs.cut()
+        runs.append(tuple(outputs.infos))
+        input_bytes += sum(info.file_size for info in outputs.infos)
+        input_entries += len(full_keys)
+    task = CoreTask(tuple(runs[::-1]), SUB_LEVELS * EPOCH_STEP, True, target_sst_size, options,
+                    1_000_000, input_bytes, input_entries)
+    return url, task
+
+
+def run_core(url: str, task: CoreTask, key_range=(None, None)) -> tuple[list, CompactionStats]:
+    """Run the task's compaction once (runs bounded to ``key_range``, full keys); return
+    ``(output infos, stats)``. The caller deletes the outputs."""
+    store = open_object_store(url)
+    runs = [SstRun([_Reader(Sstable.open(store, info)) for info in run], *key_range) for run in task.runs]
+    ids = itertools.count(task.first_output_id)
+    stats = CompactionStats()
+    infos = compact(runs, task.watermark, task.bottom, store, task.builder_options, task.target_sst_size,
+                    lambda: next(ids), stats)
+    return infos, stats
+
+
+def delete_outputs(url: str, infos) -> None:
+    store = open_object_store(url)
+    for info in infos:
+        store.delete(sst_object_path(info.sst_id))
+
+
+def bench_core(url: str, task: CoreTask, repeats: int) -> dict:
+    """Median wall and CPU time of the core on the task, after one warm-up run."""
+    walls, cpus = [], []
+    for attempt in range(repeats + 1):
+        wall, cpu = time.perf_counter(), time.process_time()
+        infos, stats = run_core(url, task)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        output_bytes = sum(info.file_size for info in infos)
+        delete_outputs(url, infos)
+        if attempt:
+            walls.append(wall)
+            cpus.append(cpu)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    mb = task.input_bytes / 1e6
+    return {"input_bytes": task.input_bytes, "input_entries": stats.input_entries,
+            "input_ssts": sum(len(run) for run in task.runs), "sub_levels": len(task.runs),
+            "seconds": wall, "cpu_seconds": cpu, "input_mb_s": mb / wall, "input_mb_per_cpu_s": mb / cpu,
+            "keys_s": stats.input_entries / wall, "output_bytes": output_bytes, "output_ssts": len(infos),
+            "output_entries": stats.output_entries, "dropped_versions": stats.dropped_versions,
+            "dropped_tombstones": stats.dropped_tombstones}
+
+
+def bench_write_amp(root: str, n_keys: int, batches_per_checkpoint: int, seed: int = 9) -> dict:
+    """Write amplification of a fillrandom with the in-process compactor (module docstring)."""
+    from hummock import HummockStorage, StorageOptions
+    rng = random.Random(seed)
+    epoch = 0
+    start = time.perf_counter()
+    with HummockStorage.open(os.path.join(root, "wa"), StorageOptions(compactor="local")) as db:
+        epoch = db.max_committed_epoch
+        for b in range(0, n_keys, 1000):
+            batch = sorted({rng.randbytes(KEY_LEN): rng.randbytes(VALUE_LEN) for _ in range(min(1000, n_keys - b))}.items())
+            epoch += EPOCH_STEP
+            db.ingest_batch(TABLE, batch, epoch)
+            if (b // 1000 + 1) % batches_per_checkpoint == 0:
+                db.checkpoint(epoch)
+        if epoch > db.max_committed_epoch:
+            db.checkpoint(epoch)
+        fill_seconds = time.perf_counter() - start
+        before = db.stats()
+        db.compact_all()
+        stats = db.stats()
+    user_bytes = n_keys * (KEY_LEN + VALUE_LEN)
+    compaction = stats["compaction"]
+    live = sum(stats["level_sizes"])
+
+    def amp(s):
+        c = s["compaction"]
+        flushed = sum(s["level_sizes"]) + c["input_bytes"] - c["output_bytes"]
+        return (flushed + c["output_bytes"]) / user_bytes, flushed
+    during, _ = amp(before)
+    total, flushed = amp(stats)
+    return {"keys": n_keys, "user_bytes": user_bytes, "flushed_bytes": flushed,
+            "compaction_written_bytes": compaction["output_bytes"], "write_amp_fill": during,
+            "write_amp_after_compact_all": total, "live_bytes": live, "tasks": compaction["tasks"],
+            "moves": compaction["moves"], "fill_keys_s": n_keys / fill_seconds,
+            "l0_sub_levels_at_end_of_fill": before["l0_sub_levels"], "level_sizes": list(stats["level_sizes"])}
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, help="MiB of L0 input for the core (default 256)")
+    parser.add_argument("--repeats", type=int, help="timed runs of the core (default 3)")
+    parser.add_argument("--wa-keys", type=int, help="keys of the write-amplification fill (default 2,000,000)")
+    parser.add_argument("--wa-batches-per-checkpoint", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="a small run (16 MiB, 200,000 keys, 1 repeat)")
+    parser.add_argument("--keep", help=argparse.SUPPRESS)  # a directory to build in and keep
+    args = parser.parse_args(argv)
+    for name, full, quick in (("mib", 256, 16), ("repeats", 3, 1), ("wa_keys", 2_000_000, 200_000)):
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    mode = "native" if _twins.LOADED and all(_twins.LOADED.values()) else "pure"
+    root = args.keep or tempfile.mkdtemp(prefix="hummock-bench-compaction-")
+    results = {"bench": "compaction", "mode": mode, "machine": machine()}
+    try:
+        start = time.perf_counter()
+        url, task = build_dataset(root, args.mib)
+        results["build_seconds"] = time.perf_counter() - start
+        results["core"] = bench_core(url, task, args.repeats)
+        if args.wa_keys:
+            results["write_amp"] = bench_write_amp(root, args.wa_keys, args.wa_batches_per_checkpoint)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    core = results["core"]
+    print(f"# compaction core: {core['input_bytes'] / 2**20:,.0f} MiB of L0 in {core['sub_levels']} sub-levels, "
+          f"mode={mode}, median of {args.repeats}")
+    report("compaction_core", [{"runner": "in-process, 1 thread", **core}],
+           ["runner", "input_mb_s", "input_mb_per_cpu_s", "keys_s", "seconds", "output_bytes",
+            "dropped_versions", "dropped_tombstones"])
+    if "write_amp" in results:
+        wa = results["write_amp"]
+        print(f"# write amplification: fillrandom of {wa['keys']:,} keys, in-process compactor")
+        report("compaction_write_amp", [wa], ["keys", "user_bytes", "flushed_bytes", "compaction_written_bytes",
+                                              "write_amp_fill", "write_amp_after_compact_all", "tasks",
+                                              "fill_keys_s"])
+    print(json.dumps(results, sort_keys=True))
+    sys.stdout.flush()
+    return results
+
+
+if __name__ == "__main__":
+    main()
