@@ -29,9 +29,9 @@ class StorageOptions:
     shared_buffer_capacity: int = 256 * MiB  # uncommitted imms; past it, data spills to staging SSTs
     block_cache_capacity: int = 256 * MiB
     meta_cache_capacity: int = 64 * MiB
-    # --- compaction (see docs/compaction.md once the compaction issue lands)
-    compactor: str = "local"                # "local", "none"; "spark" is refused until its runner lands
-    spark_master: str = "local[*]"
+    # --- compaction (docs/compaction.md)
+    compactor: str = "local"                # "local" (background thread), "spark" (PySpark jobs), "none"
+    spark_master: str = "local[*]"          # used when this process makes the SparkSession (compactor="spark")
     # --- manifest
     checkpoint_interval: int = 64            # deltas between manifest checkpoints
     # --- S3 (also settable in the URL's query; credentials only here or in the environment)

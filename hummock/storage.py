@@ -31,6 +31,7 @@ from collections import Counter
 
 from hummock.compaction.manager import CompactionManager
 from hummock.compaction.picker import PickerConfig, pending_bytes
+from hummock.compaction.spark import check_spark_store
 from hummock.errors import HummockError, InvalidArgumentError
 from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
@@ -109,8 +110,7 @@ class HummockStorage:
         """
         options = options or StorageOptions()
         if options.compactor == "spark" and not read_only:
-            raise InvalidArgumentError("compactor='spark' is not available yet (the PySpark runner is "
-                                       "the next step of the compaction work); use 'local' or 'none'")
+            check_spark_store(url)   # Spark executors must reach the store: not memory://
         store = url if isinstance(url, ObjectStore) else open_object_store(url, **options.s3_options())
         lock = None
         try:
@@ -127,7 +127,7 @@ class HummockStorage:
             raise
         if not read_only:
             storage.vacuum()
-            if options.compactor == "local":
+            if options.compactor in ("local", "spark"):
                 storage._compactor = CompactionManager(storage)
                 storage._compactor.start()
         return storage

@@ -5,7 +5,9 @@ that wakes on every commit, asks the picker for a task whose inputs are not busy
 with :func:`~hummock.compaction.core.compact` outside the store's lock, and applies the result
 as one ``VersionDelta`` under the lock. A task whose inputs changed meanwhile (conflict) is
 discarded; its outputs are orphans that vacuum removes. ``compact_all`` runs tasks in the
-caller's thread until the picker has nothing left.
+caller's thread until the picker has nothing left. With ``compactor="spark"`` the same thread
+picks tasks and applies results, but each rewrite runs as one Spark job
+(:class:`~hummock.compaction.spark.SparkRunner`; moves stay metadata-only here).
 
 Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
 reader at or above it can see survives.
@@ -36,6 +38,7 @@ class CompactionManager:
         self._wake = threading.Condition(storage._lock)
         self._stopping = False
         self._thread = None
+        self._spark = None   # the Spark runner (compactor="spark"), made on first use
         self.stats = {"tasks": 0, "moves": 0, "conflicts": 0, "failures": 0, "input_bytes": 0,
                       "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0}
 
@@ -106,20 +109,33 @@ class CompactionManager:
         if task.kind == "move":
             with storage._lock:
                 return self._apply(lambda v: VersionDelta.move(v, task.input_ids, task.target_level))
+        stats = CompactionStats()
+        if storage.options.compactor == "spark":
+            return self._spark_runner().run(task, stats, lambda outputs: self._commit(task, outputs, stats))
         with storage._lock:
             watermark = storage._watermark()
             runs = [SstRun([storage._reader_for(info) for info in run], None, None) for run in task.runs]
-        stats = CompactionStats()
         outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
                           storage.options.target_sst_size, storage._new_sst_id_locked, stats)
         with storage._lock:
-            applied = self._apply(lambda v: VersionDelta.compaction(v, task.input_ids, {task.target_level: outputs}))
-            if applied:
-                self.stats["input_bytes"] += task.input_bytes
-                self.stats["output_bytes"] += sum(info.file_size for info in outputs)
-                self.stats["dropped_versions"] += stats.dropped_versions
-                self.stats["dropped_tombstones"] += stats.dropped_tombstones
-            return applied
+            return self._commit(task, outputs, stats)
+
+    def _spark_runner(self):
+        if self._spark is None:
+            from hummock.compaction.spark import SparkRunner   # pyspark itself loads on the first job
+
+            self._spark = SparkRunner(self._storage)
+        return self._spark
+
+    def _commit(self, task, outputs, stats) -> int:
+        """Apply a compaction's outputs as one delta (under the lock); 1 if applied, 0 if discarded."""
+        applied = self._apply(lambda v: VersionDelta.compaction(v, task.input_ids, {task.target_level: outputs}))
+        if applied:
+            self.stats["input_bytes"] += task.input_bytes
+            self.stats["output_bytes"] += sum(info.file_size for info in outputs)
+            self.stats["dropped_versions"] += stats.dropped_versions
+            self.stats["dropped_tombstones"] += stats.dropped_tombstones
+        return applied
 
     def _apply(self, make_delta) -> int:
         """Apply one delta built against the current version (under the lock); 1 if applied."""

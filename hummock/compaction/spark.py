@@ -1,0 +1,418 @@
+"""The PySpark compaction runner (``compactor="spark"``): one compaction task as one Spark job.
+
+The driver (the process holding the store) cuts a task into key-range splits
+(:mod:`hummock.compaction.splits`: points from the inputs' block metas, about equal bytes each,
+never between versions of one user key), reserves SST ids for all of them in one
+``reserve_ids`` version delta, and runs one Spark partition per split. Each executor task opens
+the same object store from a picklable :class:`StoreDescription` (URL + S3 settings), opens the
+input SSTs with a small private block cache, runs the same
+:func:`~hummock.compaction.core.compact` over its range and returns its ``SstableInfo`` s. The
+driver gathers them in key order; the caller applies them as ONE version delta.
+
+Invariants:
+- SST ids are never reused: split ``k``'s attempt ``a`` names its outputs from its own slice of
+  the reserved block (``ids_per_attempt`` ids per attempt, ``attempts`` slices per split), so
+  a retried or speculative attempt never rewrites an object another attempt wrote. An attempt
+  that runs out of ids fails (and with it the job).
+- A failed or killed job raises :class:`SparkJobError` in the driver before anything is
+  applied; the version is unchanged and the job's outputs are orphans. While a job runs, its
+  reserved ids are "unsettled" (vacuum spares them); afterwards every id not in the version is
+  an orphan that the next vacuum deletes.
+- pyspark is imported only inside this module's functions: importing hummock never loads it.
+- One SparkSession per process: an existing one (e.g. made by the application or a test
+  fixture) is reused, whatever its master; otherwise one is made from ``spark_master``.
+
+Only stores every executor can reach make sense: S3, or a local directory in local mode (or on
+a file system mounted at the same path on every node). The memory store is refused at open.
+
+Callers: :class:`~hummock.compaction.manager.CompactionManager` (through :class:`SparkRunner`),
+benchmarks (:func:`run_task_on_spark`), tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+
+from hummock.compaction.core import CompactionStats, compact
+from hummock.compaction.splits import plan_splits
+from hummock.errors import HummockError, InvalidArgumentError
+from hummock.sstable.meta import SstableInfo
+
+log = logging.getLogger(__name__)
+
+#: Test hook, read by the driver when it builds a job and shipped to the executors:
+#: ``(split_index, outputs)`` makes that split's executor task raise once it has finished
+#: ``outputs`` SSTs (or at its end if it makes fewer). ``None`` (always, outside tests): off.
+FAIL_SPLIT_FOR_TESTS: tuple[int, int] | None = None
+
+EXECUTOR_BLOCK_CACHE_BYTES = 8 << 20   # each executor task's private block cache
+IDLE_WAIT_SECONDS = 30.0               # after a failed job, how long to wait for its tasks to stop
+
+_session_lock = threading.Lock()
+_session = None                        # the SparkSession this process uses
+_stores: dict = {}                     # executor side: StoreDescription -> open ObjectStore
+
+
+class SparkJobError(HummockError, RuntimeError):
+    """A Spark compaction job failed or was killed; nothing was applied."""
+
+
+# --- where the store is -----------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class StoreDescription:
+    """A picklable recipe for opening the same object store elsewhere: ``open_object_store(url,
+    **dict(options))``. Holds S3 credentials when the store's options do (never printed)."""
+
+    url: str
+    options: tuple = dataclasses.field(default=(), repr=False)
+
+    @classmethod
+    def of(cls, store, storage_options=None) -> StoreDescription:
+        """Describe an open ``LocalObjectStore`` or ``S3ObjectStore``; credentials come from
+        ``storage_options`` (a ``StorageOptions``), else executors use the AWS environment.
+        Raises InvalidArgumentError for any other store (executors could not reach it)."""
+        from hummock.object_store import LocalObjectStore, S3ObjectStore
+
+        if isinstance(store, LocalObjectStore):
+            return cls(store.root)
+        if isinstance(store, S3ObjectStore):
+            settings = {"endpoint_url": store.endpoint_url, "region": store.region,
+                        "max_attempts": store.max_attempts, "part_size": store.part_size}
+            if storage_options is not None:
+                settings.update(storage_options.s3_options())
+            settings = {k: v for k, v in settings.items() if v is not None}
+            return cls(f"s3://{store.bucket}/{store.prefix}", tuple(sorted(settings.items())))
+        raise InvalidArgumentError(
+            f"compactor='spark' needs a store every Spark executor can open (a local directory "
+            f"or S3), not {type(store).__name__}")
+
+    def open(self):
+        from hummock.object_store import open_object_store
+
+        return open_object_store(self.url, **dict(self.options))
+
+
+def check_spark_store(url) -> None:
+    """Raise InvalidArgumentError if the store ``url`` (or ObjectStore) names cannot be used with
+    ``compactor="spark"``: the memory store, or a store object other than local or S3."""
+    from hummock.object_store import ObjectStore
+
+    if isinstance(url, ObjectStore):
+        StoreDescription.of(url)
+    elif isinstance(url, str) and url.split("://", 1)[0].lower() == "memory" and "://" in url:
+        raise InvalidArgumentError(
+            "compactor='spark' cannot use a memory:// store: Spark executors run in other "
+            "processes and cannot see it; use a local directory or s3://, or compactor='local'")
+
+
+# --- the session ----------------------------------------------------------------------------
+
+def spark_session(master: str = "local[*]"):
+    """``(session, startup_seconds)``: this process's SparkSession, made on first use (then
+    ``startup_seconds`` covers the JVM, the context and starting the Python workers) or reused
+    (0.0). An active session made elsewhere is reused as is."""
+    global _session
+    with _session_lock:
+        if _session is not None and _session.sparkContext._jsc is not None:
+            return _session, 0.0
+        started = time.perf_counter()
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession() or getattr(SparkSession, "_instantiatedSession", None)
+        if session is None or session.sparkContext._jsc is None:
+            session = _new_session(SparkSession, master)
+        sc = session.sparkContext
+        sc.parallelize(range(sc.defaultParallelism), sc.defaultParallelism).foreach(_warm_up)
+        _session = session
+        return session, time.perf_counter() - started
+
+
+def _new_session(SparkSession, master: str):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (SparkSession.builder.master(master).appName("hummock-compaction")
+               .config("spark.api.mode", "classic")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.python.worker.reuse", "true"))
+    if "HUMMOCK_PURE_PYTHON" in os.environ:   # executors use the driver's choice of twins
+        builder = builder.config("spark.executorEnv.HUMMOCK_PURE_PYTHON", os.environ["HUMMOCK_PURE_PYTHON"])
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _warm_up(_) -> None:
+    """Executor side: import the runner (and hummock) once per Python worker."""
+    import hummock.compaction.spark  # noqa: F401
+
+
+# --- the job ------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """What every executor task of one job shares (pickled into each task)."""
+
+    store: StoreDescription
+    watermark: int
+    bottom: bool
+    builder_options: object
+    target_sst_size: int
+    attempts: int
+    fail_hook: tuple | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Work:
+    """One split and the ids it may use: attempt ``a`` uses
+    ``[first_id + a * ids_per_attempt, first_id + (a + 1) * ids_per_attempt)``."""
+
+    split: object
+    first_id: int
+    ids_per_attempt: int
+
+
+@dataclasses.dataclass
+class SparkJobResult:
+    """The outputs of one Spark compaction job (key order) and what it cost."""
+
+    outputs: list
+    stats: CompactionStats
+    splits: int
+    reserved: range                  # every id reserved for the job
+    session_seconds: float           # starting the session (0.0 when it was reused)
+    plan_seconds: float              # reading block metas, choosing splits, reserving ids
+    job_seconds: float               # plan + the Spark job, session start-up excluded
+
+
+def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, block_metas=None,
+                      max_splits: int | None = None) -> SparkJobResult:
+    """Run ``task`` (a ``CompactionTask`` of kind "compact") as one Spark job; return its outputs.
+
+    ``store``: a :class:`StoreDescription` or a store URL (local path or ``s3://``, opened with
+    ``options.s3_options()``). ``watermark``: the lowest epoch readers may still read at.
+    ``options``: the store's ``StorageOptions`` (builder settings, ``target_sst_size``,
+    ``spark_master``). ``reserve_ids(count)`` must persist a reservation of ``count`` fresh SST
+    ids and return them as a ``range`` before any is used. ``block_metas(info)`` returns an
+    input SST's block metas (default: read from the store). ``max_splits`` defaults to twice
+    Spark's default parallelism, capped so a split holds at least half a target SST.
+
+    Nothing is applied to any version. Raises :class:`SparkJobError` if the job fails (its
+    outputs are then orphans); the ids in ``reserve_ids``' range that are not in the returned
+    outputs never hold live data.
+    """
+    if task.kind != "compact":
+        raise InvalidArgumentError(f"only 'compact' tasks run on Spark, not {task.kind!r}")
+    if not isinstance(store, StoreDescription):
+        store = StoreDescription(os.fspath(store), tuple(sorted(options.s3_options().items())))
+    session, session_seconds = spark_session(options.spark_master)
+    sc = session.sparkContext
+    started = time.perf_counter()
+    if max_splits is None:
+        max_splits = max(1, min(2 * sc.defaultParallelism, task.input_bytes // max(1, options.target_sst_size // 2)))
+    splits = _plan(store, task, block_metas, max_splits)
+    attempts = _max_attempts(sc)
+    quotas = [2 * -(-split.input_bytes // options.target_sst_size) + len(split.table_ids) + 2 for split in splits]
+    reserved = reserve_ids(sum(quotas) * attempts)
+    work, next_id = [], reserved.start
+    for split, quota in zip(splits, quotas):
+        work.append(_Work(split, next_id, quota))
+        next_id += quota * attempts
+    if next_id > reserved.stop:
+        raise InvalidArgumentError(f"reserve_ids returned {len(reserved)} ids, {next_id - reserved.start} needed")
+    job = _Job(store, watermark, task.bottom, options.sst_builder_options(), options.target_sst_size, attempts,
+               FAIL_SPLIT_FOR_TESTS)
+    plan_seconds = time.perf_counter() - started
+    results = _run_job(sc, job, work, task)
+    stats, outputs = CompactionStats(), []
+    for infos, split_stats in results:    # partition order is key order
+        outputs.extend(SstableInfo.from_dict(d) for d in infos)
+        for field in dataclasses.fields(CompactionStats):
+            setattr(stats, field.name, getattr(stats, field.name) + split_stats[field.name])
+    return SparkJobResult(outputs, stats, len(splits), reserved, session_seconds, plan_seconds,
+                          time.perf_counter() - started)
+
+
+def _plan(store: StoreDescription, task, block_metas, max_splits: int) -> list:
+    """The task's splits. A block weighs the larger of its stored and decompressed length, so the
+    id quotas also cover outputs, which are cut by (partly uncompressed) size."""
+    opened = None
+    if block_metas is None:
+        from hummock.sstable.reader import Sstable
+
+        opened = store.open()
+        block_metas = lambda info: Sstable.open(opened, info).meta.blocks  # noqa: E731
+    try:
+        return plan_splits(task.runs, lambda info: [(m.first_key, max(m.stored_len, m.content_len))
+                                                    for m in block_metas(info)], max_splits)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _max_attempts(sc) -> int:
+    """Attempts Spark may make per task: ``local[N,F]`` -> F, plain local -> 1, else
+    ``spark.task.maxFailures``; plus speculation's extra copy when it is on."""
+    master = sc.master
+    conf = sc.getConf()
+    found = re.fullmatch(r"local\[\s*(?:\d+|\*)\s*,\s*(\d+)\s*\]", master)
+    if found:
+        attempts = int(found.group(1))
+    elif master.startswith("local"):
+        attempts = 1
+    else:
+        attempts = int(conf.get("spark.task.maxFailures", "4"))
+    if conf.get("spark.speculation", "false").lower() == "true":
+        attempts += 1
+    return max(1, attempts)
+
+
+def _run_job(sc, job: _Job, work: list, task) -> list:
+    group = f"hummock-compaction-{uuid.uuid4().hex[:12]}"
+    sc.setJobGroup(group, f"compact {len(task.input_ids)} SSTs into L{task.target_level}", interruptOnCancel=True)
+    try:
+        return sc.parallelize(work, len(work)).map(functools.partial(_compact_split, job)).collect()
+    except BaseException as exc:
+        sc.cancelJobGroup(group)
+        _wait_until_idle(sc, group)
+        raise SparkJobError(f"Spark compaction job into L{task.target_level} failed: {_root_cause(exc)}") from exc
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+def _wait_until_idle(sc, group: str) -> None:
+    """Best effort: wait until no task of ``group``'s jobs still runs (so none uploads later)."""
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + IDLE_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        active = 0
+        for job_id in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job_id)
+            for stage_id in (info.stageIds if info else ()):
+                stage = tracker.getStageInfo(stage_id)
+                active += stage.numActiveTasks if stage else 0
+        if not active:
+            return
+        time.sleep(0.05)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The last Python ``module.SomeError: message`` line of a (Java-wrapped) traceback, else the
+    first line of the text."""
+    text = str(exc)
+    found = re.findall(r"^([\w.]*?)(\w+(?:Error|Exception)): (.*)$", text, re.MULTILINE)
+    python = [f"{name}: {message}" for module, name, message in found
+              if not module.startswith(("org.", "java.", "scala.", "py4j.", "pyspark."))
+              and name not in ("PythonException", "Py4JJavaError")]
+    lines = text.strip().splitlines()
+    return python[-1] if python else lines[0][:500] if lines else type(exc).__name__
+
+
+# --- executor side ------------------------------------------------------------------------------
+
+def _compact_split(job: _Job, work: _Work):
+    """Executor task: compact one split; return ``(info dicts, stats dict)``."""
+    from pyspark import TaskContext
+
+    from hummock.iterators import SstRun
+    from hummock.read_view import SstReader
+    from hummock.sstable.cache import LruCache
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    split = work.split
+    if attempt >= job.attempts:
+        raise SparkJobError(f"split {split.index}: attempt {attempt} has no reserved SST ids "
+                            f"({job.attempts} attempts were planned)")
+    first = work.first_id + attempt * work.ids_per_attempt
+    ids = iter(range(first, first + work.ids_per_attempt))
+    fail_after = job.fail_hook[1] if job.fail_hook and job.fail_hook[0] == split.index else None
+    issued = 0
+
+    def new_sst_id() -> int:
+        nonlocal issued
+        if fail_after is not None and issued >= fail_after:
+            raise SparkJobError(f"injected failure in split {split.index} after {issued} outputs (test hook)")
+        issued += 1
+        try:
+            return next(ids)
+        except StopIteration:
+            raise SparkJobError(f"split {split.index} used up its {work.ids_per_attempt} reserved SST ids") from None
+
+    store = _store(job.store)
+    cache = LruCache(EXECUTOR_BLOCK_CACHE_BYTES, "spark_block_cache")
+    opener = functools.partial(_open_sst, store, cache)
+    runs = [SstRun([SstReader(info, opener) for info in run], split.start, split.end) for run in split.runs]
+    stats = CompactionStats()
+    outputs = compact(runs, job.watermark, job.bottom, store, job.builder_options, job.target_sst_size,
+                      new_sst_id, stats)
+    if fail_after is not None:
+        raise SparkJobError(f"injected failure at the end of split {split.index} (test hook)")
+    return [info.to_dict() for info in outputs], dataclasses.asdict(stats)
+
+
+def _open_sst(store, cache, info):
+    from hummock.sstable.reader import Sstable
+
+    return Sstable.open(store, info, block_cache=cache)
+
+
+def _store(description: StoreDescription):
+    """The worker process's open store for ``description`` (opened once, reused by later tasks)."""
+    store = _stores.get(description)
+    if store is None:
+        store = _stores[description] = description.open()
+    return store
+
+
+# --- the manager's runner -----------------------------------------------------------------------
+
+class SparkRunner:
+    """Runs one store's compaction tasks on Spark for :class:`CompactionManager`."""
+
+    def __init__(self, storage):
+        self._storage = storage
+        self._store = StoreDescription.of(storage._store, storage.options)
+
+    def run(self, task, stats: CompactionStats, commit) -> int:
+        """Compact ``task`` on Spark, then ``commit(outputs)`` under the store's lock (returns 1 if
+        applied, 0 if discarded). Raises SparkJobError if the job fails: nothing is applied."""
+        storage = self._storage
+        reserved: list[range] = []
+
+        def reserve(count: int) -> range:
+            with storage._lock:
+                ids = storage._manifest.reserve_sst_ids(count)
+                storage._set_version(storage._manifest.current)
+                storage._unsettled_ids.update(ids)   # vacuum spares them while the job runs
+                reserved.append(ids)
+                return ids
+
+        with storage._lock:
+            watermark = storage._watermark()
+            readers = {info.sst_id: storage._reader_for(info) for run in task.runs for info in run}
+        try:
+            result = run_task_on_spark(self._store, task, watermark, storage.options, reserve,
+                                       block_metas=lambda info: readers[info.sst_id].sst.meta.blocks)
+            for field in dataclasses.fields(CompactionStats):
+                setattr(stats, field.name, getattr(stats, field.name) + getattr(result.stats, field.name))
+            with storage._lock:
+                outputs = {info.sst_id for info in result.outputs}
+                for ids in reserved:     # anything a failed attempt wrote may be vacuumed now
+                    storage._unsettled_ids.difference_update(i for i in ids if i not in outputs)
+                return commit(result.outputs)
+        finally:
+            with storage._lock:
+                for ids in reserved:
+                    storage._unsettled_ids.difference_update(ids)
