@@ -64,3 +64,24 @@ def object_store(request, tmp_path):
     store.close()
     if request.param == "s3":
         server.drop_bucket(store.bucket)
+
+
+# --- Spark (hummock/compaction/spark.py): one local[2] session for the whole test run, made on
+# first use. The runner finds and reuses it (it never makes a second one). Python workers run
+# this interpreter and inherit the environment, HUMMOCK_PURE_PYTHON included.
+@pytest.fixture(scope="session")
+def spark():
+    import sys
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("hummock-tests")
+               .config("spark.api.mode", "classic").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
