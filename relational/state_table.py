@@ -1,0 +1,297 @@
+"""StateTable: the streaming read/write view of one relational table over Hummock (seed 000).
+
+Job: executors write rows (``insert``, ``delete``, ``update``, ``write_chunk``) into a
+:class:`~relational.mem_table.MemTable` holding this epoch's operations, and read with
+read-after-write (``get_row``, ``iter_with_prefix``): the MemTable first, then the store at the
+current epoch. ``commit(new_epoch)`` writes the MemTable as one sorted batch at the current
+epoch (``HummockStorage.ingest_batch``) and moves to ``new_epoch``; making the epoch durable
+(``store.checkpoint``) is the caller's barrier, not the table's. Row format and paths:
+docs/relational.md.
+
+Contracts:
+- REQUIRES ``init_epoch(e)`` before any read or write; epochs only grow.
+- Strict mode (``consistent=True``, the default) checks every write against the table: an
+  insert of an existing pk, a delete or update of a missing pk, or an old row that is not the
+  stored row (compared as encoded bytes) raises :class:`InconsistentOpError` naming the pk and
+  changes nothing. Relaxed mode trusts the caller (executors that guarantee consistency).
+- A row whose vnode is not in ``vnodes`` raises :class:`VnodeNotOwnedError`; reads only see the
+  owned vnodes. Two instances owning disjoint vnodes of one table id may write the same epoch.
+- ``update_watermark(w)``: at the next commit, rows whose first pk column is below ``w``
+  (SQL order; NULLs are never cleaned) are deleted. Until then they stay readable.
+- Rows read are tuples in schema order; iterators read the store as of their creation for
+  storage data, and the MemTable live (do not write while iterating the same range).
+Not thread-safe: one instance belongs to one executor.
+
+Callers: the stream layer's executors, library users (README "StateTable").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hummock.key import prefix_end
+
+from relational.errors import InconsistentOpError, SchemaError, VnodeNotOwnedError
+from relational.mem_table import DELETE, MemTable
+from relational.memcomparable import encode_row as mc_encode_row
+from relational.row_serde import RowSerde
+from relational.table_iter import decoded_rows, merge_mem_over_storage, merge_vnodes, pk_ranges
+from relational.types import DataType
+from relational.vnode import VNODE_BYTES, Bitmap
+
+#: ops of a chunk (the stream layer's ``Op`` uses the same numbers)
+OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT = 1, 2, 3, 4
+_INSERTS = (OP_INSERT, OP_UPDATE_INSERT)
+_DELETES = (OP_DELETE, OP_UPDATE_DELETE)
+DEFAULT_FLUSH_BYTES = 64 << 20
+
+
+def split_schema(schema):
+    """``(names, types)`` of a schema given as DataTypes or ``(name, DataType)`` pairs."""
+    names, types = [], []
+    for i, col in enumerate(schema):
+        if isinstance(col, DataType):
+            names.append(f"c{i}")
+            types.append(col)
+        else:
+            try:
+                name, dtype = col
+            except (TypeError, ValueError):
+                raise SchemaError(f"a column is a DataType or a (name, DataType) pair, got {col!r}") from None
+            if not isinstance(name, str) or not isinstance(dtype, DataType):
+                raise SchemaError(f"a column is a DataType or a (name, DataType) pair, got {col!r}")
+            names.append(name)
+            types.append(dtype)
+    return names, types
+
+
+class StateTable:
+    """One executor's state table. See the module docstring for the contracts."""
+
+    def __init__(self, store, table_id: int, schema, pk_indices, order_types=None, dist_key_indices=None,
+                 value_indices=None, vnodes: Bitmap | None = None, *, consistent: bool = True,
+                 name: str | None = None, flush_threshold: int = DEFAULT_FLUSH_BYTES):
+        self.store = store
+        self.table_id = table_id
+        self.names, types = split_schema(schema)
+        self.serde = RowSerde(types, pk_indices, order_types, dist_key_indices or (), value_indices)
+        self.vnodes = Bitmap.full() if vnodes is None else vnodes
+        if not isinstance(self.vnodes, Bitmap):
+            raise SchemaError(f"vnodes must be a Bitmap, got {vnodes!r}")
+        self.name = name or f"#{table_id}"
+        self.consistent = consistent
+        self.flush_threshold = flush_threshold
+        self.mem = MemTable(consistent, self._describe_key, self.name)
+        self.epoch: int | None = None
+        self._watermark = None
+
+    @classmethod
+    def from_desc(cls, store, desc, vnodes: Bitmap | None = None, **kwargs) -> StateTable:
+        """A state table for a :class:`~relational.catalog.TableDesc`."""
+        return cls(store, desc.table_id, desc.columns, desc.pk_indices, desc.order_types,
+                   desc.dist_key_indices, desc.value_indices, vnodes, name=desc.name, **kwargs)
+
+    @property
+    def types(self):
+        return self.serde.types
+
+    def _describe_key(self, key: bytes):
+        try:
+            return self.serde.decode_pk(key)
+        except Exception:   # a key we cannot decode is named by its bytes
+            return key
+
+    def _require_epoch(self) -> int:
+        if self.epoch is None:
+            raise SchemaError(f"state table {self.name}: call init_epoch(epoch) first")
+        return self.epoch
+
+    # --- epochs -----------------------------------------------------------------------------
+
+    def init_epoch(self, epoch: int) -> None:
+        """Start reading and writing at ``epoch`` (after creation or recovery)."""
+        if self.mem:
+            raise SchemaError(f"state table {self.name}: init_epoch with uncommitted writes")
+        self.epoch = epoch
+
+    def commit(self, new_epoch: int) -> None:
+        """Write this epoch's operations (and watermark cleaning) as one sorted batch at the
+        current epoch, then continue at ``new_epoch`` (> the current epoch)."""
+        epoch = self._require_epoch()
+        if new_epoch <= epoch:
+            raise SchemaError(f"state table {self.name}: commit epoch {new_epoch} is not after {epoch}")
+        if self._watermark is not None:
+            self._clean_below_watermark()
+        batch = self.mem.drain()
+        if batch:
+            self.store.ingest_batch(self.table_id, batch, epoch)
+        self.epoch = new_epoch
+
+    def try_flush(self) -> bool:
+        """Spill the MemTable to the store inside the epoch when it holds more than
+        ``flush_threshold`` bytes (the engine gives the batch a spill offset). Reads are
+        unchanged. Returns whether it flushed."""
+        epoch = self._require_epoch()
+        if self.mem.approx_bytes < self.flush_threshold:
+            return False
+        batch = self.mem.drain()
+        if batch:
+            self.store.ingest_batch(self.table_id, batch, epoch)
+        return True
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def _owned(self, key: bytes) -> None:
+        vnode = key[0] << 8 | key[1]
+        if vnode not in self.vnodes:
+            raise VnodeNotOwnedError(f"state table {self.name}: pk={self.serde.decode_pk(key)!r} is in vnode "
+                                     f"{vnode}, which this instance does not own")
+
+    def _stored(self, key: bytes):
+        return self.store.get(self.table_id, key, self.epoch)
+
+    def _check_absent(self, key: bytes) -> None:
+        if self.consistent and self.mem.get(key) is None and self._stored(key) is not None:
+            raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
+
+    def _check_present(self, key: bytes, old: bytes, what: str) -> None:
+        if self.consistent and self.mem.get(key) is None:
+            stored = self._stored(key)
+            if stored is None:
+                raise InconsistentOpError(f"{what} of a pk that has no row", self._describe_key(key), self.name)
+            if stored != old:
+                raise InconsistentOpError(f"{what} whose old row is not the stored row",
+                                          self._describe_key(key), self.name)
+
+    def insert(self, row) -> None:
+        self._require_epoch()
+        key, value = self.serde.encode(row)
+        self._owned(key)
+        self._check_absent(key)
+        self.mem.insert(key, value)
+
+    def delete(self, row) -> None:
+        self._require_epoch()
+        key, old = self.serde.encode(row)
+        self._owned(key)
+        self._check_present(key, old, "delete")
+        self.mem.delete(key, old)
+
+    def update(self, old_row, new_row) -> None:
+        """Replace ``old_row`` by ``new_row``; with different pks this is a delete and an insert."""
+        self._require_epoch()
+        key, old = self.serde.encode(old_row)
+        new_key, new = self.serde.encode(new_row)
+        self._owned(key)
+        if new_key != key:
+            self._owned(new_key)
+            self._check_present(key, old, "update")
+            self._check_absent(new_key)
+            self.mem.delete(key, old)
+            self.mem.insert(new_key, new)
+            return
+        self._check_present(key, old, "update")
+        self.mem.update(key, old, new)
+
+    def write_chunk(self, ops, columns) -> None:
+        """Apply a chunk: ``ops`` (one op per row: 1 insert, 2 delete, 3 update-delete, 4
+        update-insert; any int sequence, numpy or Arrow array) and ``columns`` (schema order;
+        Arrow arrays, numpy arrays or sequences). Keys and values are encoded for the whole
+        chunk at once; an update is its update-delete then its update-insert row. In strict mode
+        a chunk that fails a check raises at that row, the rows before it applied."""
+        self._require_epoch()
+        ops = np.asarray(ops.to_numpy(zero_copy_only=False) if hasattr(ops, "to_numpy") else ops)
+        n = len(ops)
+        vnodes, keys, values = self.serde.encode_chunk(list(columns), n)
+        if not self.vnodes.is_full() and n and not self.vnodes.mask[vnodes].all():
+            bad = int(np.argmin(self.vnodes.mask[vnodes]))
+            self._owned(keys[bad])
+        if n and (ops == OP_INSERT).all():
+            if self._insert_all(keys, values):
+                return
+        mem = self.mem
+        for i, op in enumerate(ops.tolist()):
+            key = keys[i]
+            if op in _INSERTS:
+                self._check_absent(key)
+                mem.insert(key, values[i])
+            elif op in _DELETES:
+                self._check_present(key, values[i], "delete")
+                mem.delete(key, values[i])
+            else:
+                raise SchemaError(f"unknown op {op!r} at row {i} (1 insert, 2 delete, 3/4 update -/+)")
+
+    def _insert_all(self, keys, values) -> bool:
+        """All-insert chunks: one batched storage check, one dict update. False = take the
+        row-by-row path (a key repeats or already has a record)."""
+        if self.consistent:
+            mem = self.mem
+            fresh = [k for k in keys if mem.get(k) is None] if mem else keys
+            for key, stored in zip(fresh, self.store.multi_get(self.table_id, fresh, self.epoch)):
+                if stored is not None:
+                    raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
+        return self.mem.insert_many(keys, values)
+
+    # --- watermark --------------------------------------------------------------------------
+
+    def update_watermark(self, value) -> None:
+        """Rows whose first pk column is below ``value`` are deleted at the next commit."""
+        if not self.serde.pk_types:
+            raise SchemaError(f"state table {self.name} has no pk to clean by watermark")
+        self._watermark = self.serde.pk_types[0].validate(value)
+
+    def _watermark_ranges(self):
+        """Per owned vnode, the key range of non-NULL first-column values below the watermark.
+        Non-NULL values carry the tag 0x01 (NULLs 0x00 or 0x02), so they span [vp|01, vp|02)."""
+        order = self.serde.order_types[0]
+        w = mc_encode_row([self._watermark], self.serde.pk_types[:1], [order])
+        for vnode in self.vnodes:
+            vp = vnode.to_bytes(VNODE_BYTES, "big")
+            if order.descending:   # smaller values sort after w and every key extending it
+                yield prefix_end(vp + w), vp + b"\x02"
+            else:
+                yield vp + b"\x01", vp + w
+
+    def _clean_below_watermark(self) -> None:
+        doomed = []
+        for lo, hi in self._watermark_ranges():
+            if lo < hi:
+                doomed.extend(self._merged(lo, hi, False))
+        for key, value in doomed:
+            self.mem.delete(key, value)
+        self._watermark = None
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def get_row(self, pk):
+        """The row with primary key ``pk`` (tuple in pk order) as of this epoch's writes, or None."""
+        epoch = self._require_epoch()
+        key = self.serde.key_of_pk(tuple(pk))
+        self._owned(key)
+        rec = self.mem.get(key)
+        if rec is not None:
+            return None if rec[0] == DELETE else self.serde.decode(key, rec[2])
+        value = self.store.get(self.table_id, key, epoch)
+        return None if value is None else self.serde.decode(key, value)
+
+    def _merged(self, lo: bytes, hi, reverse: bool):
+        stored = self.store.iter(self.table_id, self.epoch, lo, hi, reverse=reverse)
+        if not self.mem.has_range(lo, hi):
+            return stored
+        return merge_mem_over_storage(self.mem.range(lo, hi, reverse), iter(stored), reverse)
+
+    def iter_with_prefix(self, pk_prefix=(), *, start=None, end=None, reverse: bool = False):
+        """Yield the rows whose pk starts with ``pk_prefix``, in pk order across vnodes
+        (descending with ``reverse``). ``start`` (inclusive) and ``end`` (exclusive) bound the
+        pk columns after the prefix, as tuples compared in pk order; a partial tuple bounds its
+        columns only (``end=(5,)`` stops before every row whose next column is 5)."""
+        self._require_epoch()
+        ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end)
+        for vnode, _, _ in ranges[:1]:
+            if len(ranges) == 1 and vnode not in self.vnodes:
+                raise VnodeNotOwnedError(f"state table {self.name}: pk prefix {tuple(pk_prefix)!r} is in vnode "
+                                         f"{vnode}, which this instance does not own")
+        streams = [self._merged(lo, hi, reverse) for _, lo, hi in ranges]
+        if not streams:
+            return iter(())
+        return decoded_rows(self.serde, merge_vnodes(streams, reverse))
