@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from hummock.compaction.core import CompactionStats, compact
 from hummock.compaction.picker import PickerConfig, pick, pick_all
@@ -60,6 +61,7 @@ class CompactionManager:
             self._thread.join()
 
     def _loop(self) -> None:
+        failed_in_a_row = 0
         while True:
             with self._wake:
                 if self._stopping:
@@ -71,17 +73,26 @@ class CompactionManager:
                 self._busy |= task.input_ids
             try:
                 self._run(task)
+                failed_in_a_row = 0
             except Exception:  # a failed task leaves the version untouched
                 self.stats["failures"] += 1
+                failed_in_a_row += 1
                 log.exception("compaction task failed; the version is unchanged")
-                with self._wake:
-                    if self._stopping:
-                        return
-                    self._wake.wait(timeout=1.0)
             finally:
                 with self._wake:
                     self._busy -= task.input_ids
                     self._wake.notify_all()
+            # after a failure back off 1 s, 2 s, ... 60 s: a retry reserves ids (on Spark: runs a job)
+            if failed_in_a_row and self._pause(min(60.0, 2.0 ** (failed_in_a_row - 1))):
+                return
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` (commits do not cut it short) unless stopped; True if stopping."""
+        deadline = time.monotonic() + seconds
+        with self._wake:
+            while not self._stopping and deadline - time.monotonic() > 0:
+                self._wake.wait(timeout=deadline - time.monotonic())
+            return self._stopping
 
     # --- running a task ---------------------------------------------------------------------
 

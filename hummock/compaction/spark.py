@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 FAIL_SPLIT_FOR_TESTS: tuple[int, int] | None = None
 
 EXECUTOR_BLOCK_CACHE_BYTES = 8 << 20   # each executor task's private block cache
+EXECUTOR_STORES = 4                    # open object stores an executor's Python worker keeps
 IDLE_WAIT_SECONDS = 30.0               # after a failed job, how long to wait for its tasks to stop
 
 _session_lock = threading.Lock()
@@ -369,10 +370,15 @@ def _open_sst(store, cache, info):
 
 
 def _store(description: StoreDescription):
-    """The worker process's open store for ``description`` (opened once, reused by later tasks)."""
-    store = _stores.get(description)
+    """The worker process's open store for ``description``: reused by later tasks in the worker,
+    the least recently used of more than ``EXECUTOR_STORES`` closed. (A worker runs one task
+    at a time.)"""
+    store = _stores.pop(description, None)
     if store is None:
-        store = _stores[description] = description.open()
+        store = description.open()
+        while len(_stores) >= EXECUTOR_STORES:
+            _stores.pop(next(iter(_stores))).close()
+    _stores[description] = store   # most recently used last
     return store
 
 
