@@ -216,6 +216,12 @@ def test_a_failed_job_leaves_the_version_unchanged_and_vacuum_removes_its_output
         assert store.vacuum() == len(orphans)
         assert sst_objects(store) == after.sst_ids()
         assert answers(store, 3 * EPOCH) == expected
+        with pytest.raises(spark_runner.SparkJobError, match="injected failure"):
+            store.compact_all()                              # fail again, then close: no vacuum
+        assert sst_objects(store) - store.version().sst_ids()
+    with HummockStorage.open(str(tmp_path), OPTIONS) as store:   # the writer's open vacuums
+        assert sst_objects(store) == store.version().sst_ids()
+        assert (store.version().l0, store.version().levels) == (before.l0, before.levels)
         monkeypatch.setattr(spark_runner, "FAIL_SPLIT_FOR_TESTS", None)
         assert store.compact_all() == 1 and answers(store, 3 * EPOCH) == expected
 
