@@ -11,12 +11,15 @@ Workloads:
   reading each block once (no block cache) and uploading the outputs to the same store (fsync
   included); reported: input MB/s (input = the SST files' bytes) on the wall clock and per CPU
   second, input keys/s, output bytes, dropped versions and tombstones; median of ``--repeats``
-  runs after one warm-up run (outputs deleted after each run).
+  runs after one warm-up run (outputs deleted after each run). For reference, one run of the
+  same task with the pure-Python twin of the per-entry loop (``_compact_py``; blocks, SST
+  reading and building stay native) unless ``--no-twin``.
 - ``write_amp``: a fillrandom of ``--wa-keys`` keys (16-byte keys, 100-byte values, batches of
   1,000 keys, a checkpoint every ``--wa-batches-per-checkpoint`` batches) into a
-  ``HummockStorage`` with the in-process background compactor, then ``compact_all``. Write
-  amplification = (bytes flushed + bytes written by compaction) / user bytes ingested
-  (16 + 100 per key). From ``stats()``: compaction output bytes are ``compaction.output_bytes``;
+  ``HummockStorage`` with the in-process background compactor; measured once the compactor has
+  settled (no pending work), and again after a final ``compact_all`` (everything rewritten into
+  the last level). Write amplification = (bytes flushed + bytes written by compaction) / user
+  bytes ingested (16 + 100 per key). From ``stats()``: compaction output bytes are ``compaction.output_bytes``;
   flushed bytes are ``live + compaction.input_bytes - compaction.output_bytes`` (every SST ever
   in the version was flushed or written by a compaction; trivial moves rewrite nothing).
 
@@ -45,6 +48,7 @@ from dataclasses import dataclass
 
 from bench.harness import machine, report
 from hummock import _twins
+from hummock.compaction import _compact_py
 from hummock.compaction.core import CompactionStats, compact
 from hummock.iterators import SstRun
 from hummock.key import encode_full_keys
@@ -123,15 +127,21 @@ def build_dataset(root: str, mib: int, seed: int = 5, target_sst_size: int = 64 
     return url, task
 
 
-def run_core(url: str, task: CoreTask, key_range=(None, None)) -> tuple[list, CompactionStats]:
+def run_core(url: str, task: CoreTask, key_range=(None, None), loop=None) -> tuple[list, CompactionStats]:
     """Run the task's compaction once (runs bounded to ``key_range``, full keys); return
-    ``(output infos, stats)``. The caller deletes the outputs."""
+    ``(output infos, stats)``. The caller deletes the outputs. ``loop``: a module with
+    ``compact_into`` (e.g. the pure twin) to run instead of the loaded core."""
     store = open_object_store(url)
     runs = [SstRun([_Reader(Sstable.open(store, info)) for info in run], *key_range) for run in task.runs]
     ids = itertools.count(task.first_output_id)
     stats = CompactionStats()
-    infos = compact(runs, task.watermark, task.bottom, store, task.builder_options, task.target_sst_size,
-                    lambda: next(ids), stats)
+    if loop is None:
+        infos = compact(runs, task.watermark, task.bottom, store, task.builder_options, task.target_sst_size,
+                        lambda: next(ids), stats)
+    else:
+        with SstableOutputs(store, task.builder_options, lambda: next(ids)) as outputs:
+            loop.compact_into(runs, task.watermark, task.bottom, outputs, task.target_sst_size, stats)
+        infos = outputs.infos
     return infos, stats
 
 
@@ -141,16 +151,16 @@ def delete_outputs(url: str, infos) -> None:
         store.delete(sst_object_path(info.sst_id))
 
 
-def bench_core(url: str, task: CoreTask, repeats: int) -> dict:
+def bench_core(url: str, task: CoreTask, repeats: int, loop=None, warm_up: bool = True) -> dict:
     """Median wall and CPU time of the core on the task, after one warm-up run."""
     walls, cpus = [], []
-    for attempt in range(repeats + 1):
+    for attempt in range(repeats + warm_up):
         wall, cpu = time.perf_counter(), time.process_time()
-        infos, stats = run_core(url, task)
+        infos, stats = run_core(url, task, loop=loop)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         output_bytes = sum(info.file_size for info in infos)
         delete_outputs(url, infos)
-        if attempt:
+        if attempt or not warm_up:
             walls.append(wall)
             cpus.append(cpu)
     wall, cpu = statistics.median(walls), statistics.median(cpus)
@@ -163,41 +173,57 @@ def bench_core(url: str, task: CoreTask, repeats: int) -> dict:
             "dropped_tombstones": stats.dropped_tombstones}
 
 
+def _write_amp(stats: dict, user_bytes: int) -> tuple[float, int, int]:
+    """``(write amplification, flushed bytes, compaction bytes)`` from ``HummockStorage.stats()``."""
+    compaction = stats["compaction"]
+    flushed = sum(stats["level_sizes"]) + compaction["input_bytes"] - compaction["output_bytes"]
+    return (flushed + compaction["output_bytes"]) / user_bytes, flushed, compaction["output_bytes"]
+
+
+def _settle(db, timeout: float = 600.0) -> float:
+    """Wait until the background compactor has nothing left to do; return the seconds waited."""
+    start = time.perf_counter()
+    last = None
+    while time.perf_counter() - start < timeout:
+        stats = db.stats()
+        now = (stats["compaction"]["tasks"], stats["l0_sub_levels"], stats.get("compaction_pending_bytes", 0))
+        if now == last and not now[2]:
+            break
+        last = now
+        time.sleep(1.0)
+    return time.perf_counter() - start
+
+
 def bench_write_amp(root: str, n_keys: int, batches_per_checkpoint: int, seed: int = 9) -> dict:
-    """Write amplification of a fillrandom with the in-process compactor (module docstring)."""
+    """Write amplification of a fillrandom with the in-process compactor (module docstring):
+    once the background compactor has settled after the fill, and after ``compact_all``."""
     from hummock import HummockStorage, StorageOptions
     rng = random.Random(seed)
-    epoch = 0
-    start = time.perf_counter()
+    user_bytes = n_keys * (KEY_LEN + VALUE_LEN)
     with HummockStorage.open(os.path.join(root, "wa"), StorageOptions(compactor="local")) as db:
         epoch = db.max_committed_epoch
+        max_l0 = 0
         for b in range(0, n_keys, 1000):
-            batch = sorted({rng.randbytes(KEY_LEN): rng.randbytes(VALUE_LEN) for _ in range(min(1000, n_keys - b))}.items())
+            batch = sorted({rng.randbytes(KEY_LEN): rng.randbytes(VALUE_LEN)
+                            for _ in range(min(1000, n_keys - b))}.items())
             epoch += EPOCH_STEP
             db.ingest_batch(TABLE, batch, epoch)
             if (b // 1000 + 1) % batches_per_checkpoint == 0:
                 db.checkpoint(epoch)
+                max_l0 = max(max_l0, db.stats()["l0_sub_levels"])
         if epoch > db.max_committed_epoch:
             db.checkpoint(epoch)
-        fill_seconds = time.perf_counter() - start
-        before = db.stats()
+        settle_seconds = _settle(db)
+        settled = db.stats()
         db.compact_all()
-        stats = db.stats()
-    user_bytes = n_keys * (KEY_LEN + VALUE_LEN)
-    compaction = stats["compaction"]
-    live = sum(stats["level_sizes"])
-
-    def amp(s):
-        c = s["compaction"]
-        flushed = sum(s["level_sizes"]) + c["input_bytes"] - c["output_bytes"]
-        return (flushed + c["output_bytes"]) / user_bytes, flushed
-    during, _ = amp(before)
-    total, flushed = amp(stats)
-    return {"keys": n_keys, "user_bytes": user_bytes, "flushed_bytes": flushed,
-            "compaction_written_bytes": compaction["output_bytes"], "write_amp_fill": during,
-            "write_amp_after_compact_all": total, "live_bytes": live, "tasks": compaction["tasks"],
-            "moves": compaction["moves"], "fill_keys_s": n_keys / fill_seconds,
-            "l0_sub_levels_at_end_of_fill": before["l0_sub_levels"], "level_sizes": list(stats["level_sizes"])}
+        final = db.stats()
+    amp, flushed, compacted = _write_amp(settled, user_bytes)
+    amp_all, _, compacted_all = _write_amp(final, user_bytes)
+    return {"keys": n_keys, "user_bytes": user_bytes, "flushed_bytes": flushed, "compaction_bytes": compacted,
+            "write_amp": amp, "tasks": settled["compaction"]["tasks"], "moves": settled["compaction"]["moves"],
+            "max_l0_sub_levels": max_l0, "settle_seconds": settle_seconds,
+            "level_sizes": list(settled["level_sizes"]), "write_amp_after_compact_all": amp_all,
+            "compaction_bytes_after_compact_all": compacted_all}
 
 
 def main(argv=None) -> dict:
@@ -206,6 +232,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, help="timed runs of the core (default 3)")
     parser.add_argument("--wa-keys", type=int, help="keys of the write-amplification fill (default 2,000,000)")
     parser.add_argument("--wa-batches-per-checkpoint", type=int, default=50)
+    parser.add_argument("--no-twin", dest="twin", action="store_false",
+                        help="skip the reference run of the pure-Python per-entry loop")
     parser.add_argument("--quick", action="store_true", help="a small run (16 MiB, 200,000 keys, 1 repeat)")
     parser.add_argument("--keep", help=argparse.SUPPRESS)  # a directory to build in and keep
     args = parser.parse_args(argv)
@@ -220,6 +248,8 @@ def main(argv=None) -> dict:
         url, task = build_dataset(root, args.mib)
         results["build_seconds"] = time.perf_counter() - start
         results["core"] = bench_core(url, task, args.repeats)
+        if args.twin and mode == "native":   # the pure twin of the per-entry loop, for reference
+            results["core_pure_loop"] = bench_core(url, task, 1, loop=_compact_py, warm_up=False)
         if args.wa_keys:
             results["write_amp"] = bench_write_amp(root, args.wa_keys, args.wa_batches_per_checkpoint)
     finally:
@@ -228,15 +258,18 @@ def main(argv=None) -> dict:
     core = results["core"]
     print(f"# compaction core: {core['input_bytes'] / 2**20:,.0f} MiB of L0 in {core['sub_levels']} sub-levels, "
           f"mode={mode}, median of {args.repeats}")
-    report("compaction_core", [{"runner": "in-process, 1 thread", **core}],
+    rows = [{"runner": "in-process, 1 thread", **core}]
+    if "core_pure_loop" in results:
+        rows.append({"runner": "same, pure-Python loop (1 run)", **results["core_pure_loop"]})
+    report("compaction_core", rows,
            ["runner", "input_mb_s", "input_mb_per_cpu_s", "keys_s", "seconds", "output_bytes",
             "dropped_versions", "dropped_tombstones"])
     if "write_amp" in results:
         wa = results["write_amp"]
         print(f"# write amplification: fillrandom of {wa['keys']:,} keys, in-process compactor")
-        report("compaction_write_amp", [wa], ["keys", "user_bytes", "flushed_bytes", "compaction_written_bytes",
-                                              "write_amp_fill", "write_amp_after_compact_all", "tasks",
-                                              "fill_keys_s"])
+        report("compaction_write_amp", [wa], ["keys", "user_bytes", "flushed_bytes", "compaction_bytes",
+                                              "write_amp", "tasks", "max_l0_sub_levels",
+                                              "write_amp_after_compact_all"])
     print(json.dumps(results, sort_keys=True))
     sys.stdout.flush()
     return results

@@ -16,6 +16,13 @@ So a read at any epoch >= watermark returns the same before and after compaction
 The per-entry loop (merge, retention, feeding the SST builder) is ``native/_compact.pyx`` or its
 pure twin ``hummock/compaction/_compact_py.py``: same cuts, byte-identical outputs.
 
+Key ranges: each ``SstRun`` is read within its own ``[start, end)`` (full keys), so a runner may
+split one task into partitions that compact disjoint key ranges independently (the Spark
+runner). REQUIRES: such bounds fall on user-key boundaries -- a bound is the first full key of a
+user key, ``user_key || 0x00 * 8`` -- so that all versions of a user key meet in one call (split
+versions could keep an old put whose newer tombstone another partition dropped); then the
+partitions' outputs do not overlap and together equal one unbounded compaction.
+
 REQUIRES: inputs hold each (user key, epoch) at most once. Errors abort the output SSTs being
 built; SSTs already finished are orphans until the caller commits or vacuum removes them.
 Corrupt inputs raise ``CorruptionError``.
