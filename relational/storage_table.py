@@ -1,0 +1,114 @@
+"""StorageTable: the batch, read-only view of a relational table at a committed epoch.
+
+Job: serve point reads (``get_row``) and ordered range reads as Arrow record batches
+(``batch_iter``) of a table written by state tables, at any committed epoch, without a
+MemTable. Keys and values are decoded with the table's :class:`~relational.row_serde.RowSerde`
+(docs/relational.md), so a StorageTable must be built with the schema the writers used
+(``from_desc`` with the table's :class:`~relational.catalog.TableDesc` does that).
+
+Contracts:
+- REQUIRES ``epoch <= store.max_committed_epoch`` (else ``InvalidArgumentError`` from the store).
+- Every read pins its epoch with ``store.snapshot(epoch)``: ``batch_iter`` takes the snapshot
+  at its first batch and holds it until it is exhausted or closed, so compaction cannot remove what it reads.
+- ``batch_iter`` yields ``pyarrow.RecordBatch``es of at most ``batch_size`` rows, in pk order
+  across the owned vnodes (descending with ``reverse``), with the requested ``columns`` (names
+  or indices; default all) typed by :func:`relational.arrow.arrow_type`.
+Thread-safe as far as the store is: it keeps no mutable state.
+
+Callers: the SQL layer's batch SELECT, library users.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from hummock.errors import InvalidArgumentError
+
+from relational.arrow import arrow_type, to_arrow
+from relational.errors import SchemaError
+from relational.row_serde import RowSerde
+from relational.state_table import split_schema
+from relational.table_iter import decoded_rows, merge_vnodes, pk_ranges
+from relational.vnode import Bitmap
+
+DEFAULT_BATCH_SIZE = 1024
+
+
+class StorageTable:
+    """Read-only batch access to one table at committed epochs."""
+
+    def __init__(self, store, table_id: int, schema, pk_indices, order_types=None, dist_key_indices=None,
+                 value_indices=None, vnodes: Bitmap | None = None, *, name: str | None = None):
+        self.store = store
+        self.table_id = table_id
+        self.names, types = split_schema(schema)
+        self.serde = RowSerde(types, pk_indices, order_types, dist_key_indices or (), value_indices)
+        self.vnodes = Bitmap.full() if vnodes is None else vnodes
+        self.name = name or f"#{table_id}"
+
+    @classmethod
+    def from_desc(cls, store, desc, vnodes: Bitmap | None = None) -> StorageTable:
+        return cls(store, desc.table_id, desc.columns, desc.pk_indices, desc.order_types,
+                   desc.dist_key_indices, desc.value_indices, vnodes, name=desc.name)
+
+    def _column_indices(self, columns) -> list:
+        if columns is None:
+            return list(range(len(self.names)))
+        out = []
+        for c in columns:
+            if isinstance(c, str):
+                if c not in self.names:
+                    raise SchemaError(f"table {self.name} has no column {c!r} (columns: {self.names})")
+                out.append(self.names.index(c))
+            elif isinstance(c, int) and not isinstance(c, bool) and 0 <= c < len(self.names):
+                out.append(c)
+            else:
+                raise SchemaError(f"a column is a name or an index in [0, {len(self.names)}), got {c!r}")
+        return out
+
+    def arrow_schema(self, columns=None) -> pa.Schema:
+        idx = self._column_indices(columns)
+        return pa.schema([(self.names[i], arrow_type(self.serde.types[i])) for i in idx])
+
+    def get_row(self, pk, epoch: int):
+        """The row with primary key ``pk`` at committed ``epoch``, or ``None``."""
+        key = self.serde.key_of_pk(tuple(pk))
+        with self.store.snapshot(epoch) as snap:
+            value = snap.get(self.table_id, key)
+        return None if value is None else self.serde.decode(key, value)
+
+    def batch_iter(self, epoch: int, pk_prefix=(), start=None, end=None, columns=None, *,
+                   batch_size: int = DEFAULT_BATCH_SIZE, reverse: bool = False):
+        """Yield record batches of the rows at committed ``epoch`` with ``pk_prefix`` and the
+        bounds of :meth:`StateTable.iter_with_prefix`, in pk order."""
+        if batch_size < 1:
+            raise SchemaError(f"batch_size must be >= 1, got {batch_size}")
+        idx = self._column_indices(columns)
+        schema = self.arrow_schema(idx)
+        ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end)
+        committed = self.store.max_committed_epoch
+        if epoch > committed:    # checked now, not at the first next()
+            raise InvalidArgumentError(f"table {self.name}: epoch {epoch} is above max_committed_epoch {committed}")
+        return self._batches(epoch, ranges, idx, schema, batch_size, reverse)
+
+    def _batches(self, epoch, ranges, idx, schema, batch_size, reverse):
+        types = self.serde.types
+        snap = self.store.snapshot(epoch)
+        try:
+            streams = [snap.iter(self.table_id, lo, hi, reverse=reverse) for v, lo, hi in ranges
+                       if v in self.vnodes]
+            rows = []
+            for row in decoded_rows(self.serde, merge_vnodes(streams, reverse) if streams else ()):
+                rows.append(row)
+                if len(rows) == batch_size:
+                    yield self._to_batch(rows, idx, types, schema)
+                    rows = []
+            if rows:
+                yield self._to_batch(rows, idx, types, schema)
+        finally:
+            snap.release()
+
+    @staticmethod
+    def _to_batch(rows, idx, types, schema) -> pa.RecordBatch:
+        arrays = [to_arrow([r[i] for r in rows], types[i]) for i in idx]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
