@@ -195,6 +195,7 @@ class SparkJobResult:
     session_seconds: float           # starting the session (0.0 when it was reused)
     plan_seconds: float              # reading block metas, choosing splits, reserving ids
     job_seconds: float               # plan + the Spark job, session start-up excluded
+    split_seconds: list              # per split, the executor's time in compact(), key order
 
 
 def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, block_metas=None,
@@ -207,7 +208,7 @@ def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, bloc
     ``spark_master``). ``reserve_ids(count)`` must persist a reservation of ``count`` fresh SST
     ids and return them as a ``range`` before any is used. ``block_metas(info)`` returns an
     input SST's block metas (default: read from the store). ``max_splits`` defaults to twice
-    Spark's default parallelism, capped so a split holds at least half a target SST.
+    Spark's default parallelism, capped so a split holds at least a quarter of a target SST.
 
     Nothing is applied to any version. Raises :class:`SparkJobError` if the job fails (its
     outputs are then orphans); the ids in ``reserve_ids``' range that are not in the returned
@@ -221,7 +222,7 @@ def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, bloc
     sc = session.sparkContext
     started = time.perf_counter()
     if max_splits is None:
-        max_splits = max(1, min(2 * sc.defaultParallelism, task.input_bytes // max(1, options.target_sst_size // 2)))
+        max_splits = max(1, min(2 * sc.defaultParallelism, task.input_bytes // max(1, options.target_sst_size // 4)))
     splits = _plan(store, task, block_metas, max_splits)
     attempts = _max_attempts(sc)
     quotas = [2 * -(-split.input_bytes // options.target_sst_size) + len(split.table_ids) + 2 for split in splits]
@@ -237,12 +238,12 @@ def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, bloc
     plan_seconds = time.perf_counter() - started
     results = _run_job(sc, job, work, task)
     stats, outputs = CompactionStats(), []
-    for infos, split_stats in results:    # partition order is key order
+    for infos, split_stats, _ in results:    # partition order is key order
         outputs.extend(SstableInfo.from_dict(d) for d in infos)
         for field in dataclasses.fields(CompactionStats):
             setattr(stats, field.name, getattr(stats, field.name) + split_stats[field.name])
     return SparkJobResult(outputs, stats, len(splits), reserved, session_seconds, plan_seconds,
-                          time.perf_counter() - started)
+                          time.perf_counter() - started, [seconds for _, _, seconds in results])
 
 
 def _plan(store: StoreDescription, task, block_metas, max_splits: int) -> list:
@@ -323,7 +324,7 @@ def _root_cause(exc: BaseException) -> str:
 # --- executor side ------------------------------------------------------------------------------
 
 def _compact_split(job: _Job, work: _Work):
-    """Executor task: compact one split; return ``(info dicts, stats dict)``."""
+    """Executor task: compact one split; return ``(info dicts, stats dict, seconds in compact)``."""
     from pyspark import TaskContext
 
     from hummock.iterators import SstRun
@@ -356,11 +357,12 @@ def _compact_split(job: _Job, work: _Work):
     opener = functools.partial(_open_sst, store, cache)
     runs = [SstRun([SstReader(info, opener) for info in run], split.start, split.end) for run in split.runs]
     stats = CompactionStats()
+    began = time.perf_counter()
     outputs = compact(runs, job.watermark, job.bottom, store, job.builder_options, job.target_sst_size,
                       new_sst_id, stats)
     if fail_after is not None:
         raise SparkJobError(f"injected failure at the end of split {split.index} (test hook)")
-    return [info.to_dict() for info in outputs], dataclasses.asdict(stats)
+    return [info.to_dict() for info in outputs], dataclasses.asdict(stats), time.perf_counter() - began
 
 
 def _open_sst(store, cache, info):
