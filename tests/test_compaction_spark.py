@@ -97,13 +97,13 @@ def test_importing_hummock_does_not_load_pyspark():
 
 # --- helpers ----------------------------------------------------------------------------------------
 
-def write_history(store, model, epochs, rounds=1, start=1):
-    """``epochs`` commits; each overwrites a stride of KEYS and deletes a few (values ~60 B)."""
+def write_history(store, model, epochs, rounds=1, start=1, keys=KEYS):
+    """``epochs`` commits; each overwrites a stride of ``keys`` and deletes a few."""
     for e in range(start, start + epochs):
         epoch = e * EPOCH
         for r in range(rounds):
-            pairs = [(k, None if i % 17 == e % 17 else b"v%d.%d." % (e, r) + k * 10)
-                     for i, k in enumerate(KEYS) if i % (e % 3 + 1) == 0]
+            pairs = [(k, None if i % 17 == e % 17 else b"v%d.%d." % (e, r) + k[:5] * 10)
+                     for i, k in enumerate(keys) if i % (e % 3 + 1) == 0]
             store.ingest_batch(1, pairs, epoch)
             model.ingest(1, pairs, epoch)
         store.commit_epoch(epoch)
@@ -180,10 +180,15 @@ def test_l0_to_bottom_level_job(spark, store_url):
         assert answers(reopened, 5 * EPOCH) == expected
 
 
-def test_spark_outputs_hold_what_the_in_process_core_writes(spark, tmp_path):
+# each key a prefix of the next: split bounds (user key + 8 zero bytes) must order by full key
+PREFIX_KEYS = [b"p" + b"\x00" * i for i in range(300)]
+
+
+@pytest.mark.parametrize("keys", [KEYS, PREFIX_KEYS], ids=["plain", "prefixes"])
+def test_spark_outputs_hold_what_the_in_process_core_writes(spark, tmp_path, keys):
     model = KvModel()
     with HummockStorage.open(str(tmp_path), OPTIONS.replace(compactor="none")) as store:
-        write_history(store, model, 3, rounds=2)
+        write_history(store, model, 3, rounds=2, keys=keys)
         task = pick_all(store.version())
         watermark = store._watermark()
         ids = iter(range(10**6, 2 * 10**6))
