@@ -213,6 +213,19 @@ def test_bounds_inside_an_sst_and_between_runs(impl):
     assert run_core(impl, [SstRun(readers, hi, hi)], 9, True, store, OPTIONS, 1 << 20, ids) == []
 
 
+@IMPLS
+def test_runs_of_either_sstrun_class_are_accepted(impl):
+    """A runner may hand the twin's SstRun to the native loop (it copies readers and bounds)."""
+    from hummock import _iterators_py
+    store = MemoryObjectStore()
+    ids = itertools.count(1)
+    entries = [(encode_full_key(1, b"%03d" % i, 5), b"x") for i in range(50)]
+    readers = make_runs(store, [entries], ids, per_sst=20)[0]
+    lo = encode_full_key(1, b"010", MAX_EPOCH)
+    infos = run_core(impl, [_iterators_py.SstRun(readers, lo, None)], 9, True, store, OPTIONS, 1 << 20, ids)
+    assert [k for k, _ in contents(store, infos)] == [k for k, _ in entries[10:]]
+
+
 # --- output cuts ---------------------------------------------------------------------------------
 
 @IMPLS
