@@ -226,7 +226,7 @@ class StateTable:
         row-by-row path (a key repeats or already has a record)."""
         if self.consistent:
             mem = self.mem
-            fresh = [k for k in keys if mem.get(k) is None] if mem else keys
+            fresh = sorted([k for k in keys if mem.get(k) is None] if mem else keys)   # sorted probes: fewer cache misses
             for key, stored in zip(fresh, self.store.multi_get(self.table_id, fresh, self.epoch)):
                 if stored is not None:
                     raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
