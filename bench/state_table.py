@@ -1,0 +1,135 @@
+"""Benchmark ``state_table``: the relational layer's write, point-read and scan paths.
+
+Workloads (table: ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12 chars; N rows with
+the ids in random order):
+- ``write``: ``write_chunk`` of N rows in Arrow chunks of 1,024 (all inserts), a ``commit``
+  every 16 chunks followed by ``store.checkpoint`` of the committed epoch (a barrier every
+  16,384 rows), timed to the last checkpoint. The chunks are built before the clock starts.
+- ``get_row``: 100,000 point reads of present random ids on the warm table (one at a time).
+- ``scan``: one full ``iter_with_prefix()`` (empty prefix) in pk order, rows decoded to tuples.
+- ``batch_iter``: the same scan through ``StorageTable.batch_iter`` as Arrow record batches.
+The store has default options (in-process compaction keeps L0 short). Each runs on three tables: ``singleton`` (no distribution key, relaxed mode), ``singleton-strict``
+(every insert checked against storage), ``hashed-strict`` (distribution key = pk, so a scan
+merges 256 vnodes). Targets (issue 6): write >= 500k rows/s, get_row >= 200k ops/s, scan >= 1M
+rows/s. No peer exists in Python for this layer; the KV figures of ``bench.kv`` are the floor.
+Method: bench/harness.py (warm-up, median of repeats; writes: median of fresh runs).
+
+Run: ``python -m bench.state_table [--rows N] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from bench.harness import median_rate, report
+
+CHUNK = 1024
+CHUNKS_PER_EPOCH = 16
+CONFIGS = [("singleton", None, False), ("singleton-strict", None, True), ("hashed-strict", [0], True)]
+
+
+def make_chunks(n: int, seed: int = 7):
+    ids = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    chunks = []
+    for i in range(0, n, CHUNK):
+        c = ids[i:i + CHUNK]
+        chunks.append([pa.array(c), pa.array((c % 1000).astype(np.int32)), pa.array((c % 77).astype(np.int32)),
+                       pa.array([f"value-{x:06d}" for x in c.tolist()])])
+    return ids, chunks
+
+
+def open_table(path, dist, consistent):
+    from hummock import HummockStorage, StorageOptions
+    from hummock.key import new_epoch
+    from relational.state_table import StateTable
+    from relational.types import DataType as T
+    store = HummockStorage.open(path, StorageOptions())   # default: in-process compaction
+    schema = [("id", T.BIGINT), ("a", T.INT), ("b", T.INT), ("s", T.VARCHAR)]
+    table = StateTable(store, 1, schema, [0], dist_key_indices=dist, consistent=consistent)
+    table.init_epoch(new_epoch())
+    return store, table
+
+
+def write_all(store, table, chunks) -> None:
+    from hummock.key import new_epoch
+    from relational.state_table import OP_INSERT
+    ops = np.full(CHUNK, OP_INSERT, dtype=np.int8)
+    for j, cols in enumerate(chunks):
+        table.write_chunk(ops[:len(cols[0])], cols)
+        if j % CHUNKS_PER_EPOCH == CHUNKS_PER_EPOCH - 1 or j == len(chunks) - 1:
+            epoch = table.epoch
+            table.commit(new_epoch())
+            store.checkpoint(epoch)
+
+
+def run_config(name, dist, consistent, ids, chunks, repeats) -> dict:
+    from relational.storage_table import StorageTable
+    n = len(ids)
+    warm_path = tempfile.mkdtemp(prefix="bench-state-table-")
+    store, table = open_table(warm_path, dist, consistent)        # warm-up: imports, schema caches
+    write_all(store, table, chunks[:2 * CHUNKS_PER_EPOCH])
+    store.close()
+    shutil.rmtree(warm_path, ignore_errors=True)
+    rates = []
+    for r in range(repeats):
+        path = tempfile.mkdtemp(prefix="bench-state-table-")
+        store, table = open_table(path, dist, consistent)
+        start = time.perf_counter()
+        write_all(store, table, chunks)
+        rates.append(n / (time.perf_counter() - start))
+        if r < repeats - 1:
+            store.close()
+            shutil.rmtree(path, ignore_errors=True)
+    row = {"table": name, "rows": n, "write rows/s": statistics.median(rates)}
+    probe = [(int(x),) for x in np.random.default_rng(3).choice(ids, size=min(100_000, n), replace=False)]
+
+    def gets():
+        for pk in probe:
+            table.get_row(pk)
+    row["get_row ops/s"] = median_rate(gets, len(probe), repeats=3)
+
+    def scan():
+        count = sum(1 for _ in table.iter_with_prefix())
+        assert count == n, count
+    row["scan rows/s"] = median_rate(scan, n, repeats=3)
+    reader = StorageTable(store, 1, list(zip(table.names, table.types)), [0], dist_key_indices=dist)
+    epoch = store.max_committed_epoch
+
+    def batches():
+        count = sum(b.num_rows for b in reader.batch_iter(epoch))
+        assert count == n, count
+    row["batch_iter rows/s"] = median_rate(batches, n, repeats=3)
+    store.close()
+    shutil.rmtree(path, ignore_errors=True)
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--quick", action="store_true", help="100,000 rows, one write run")
+    args = parser.parse_args(argv)
+    n = 100_000 if args.quick else args.rows
+    repeats = 1 if args.quick else 3
+    from hummock import _twins
+    import relational.value_encoding  # noqa: F401  (loads the twins, for the mode column)
+    mode = "native" if all(_twins.LOADED.values()) else "pure"
+    ids, chunks = make_chunks(n)
+    rows = []
+    for name, dist, consistent in CONFIGS:
+        row = run_config(name, dist, consistent, ids, chunks, repeats)
+        row["mode"] = mode
+        rows.append(row)
+    report("state_table", rows, ["table", "mode", "rows", "write rows/s", "get_row ops/s", "scan rows/s",
+                                 "batch_iter rows/s"])
+
+
+if __name__ == "__main__":
+    main()
