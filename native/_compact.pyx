@@ -12,6 +12,7 @@ copies the value straight from the input block. Python is called once per output
 
 Bounds: every key and value comes from a ``BlockIterator`` that checked it against its block; a
 bad value tag raises ``CorruptionError`` before it is used.
+Callers: :mod:`hummock.compaction.core` only (through ``_twins.load``).
 """
 
 cimport cython
