@@ -39,7 +39,7 @@ from hummock.manifest import Manifest, WriterLock
 from hummock.object_store import ObjectStore, open_object_store
 from hummock.options import StorageOptions
 from hummock.read_view import ReadState, SstReader, version_groups
-from hummock.shared_buffer import SharedBuffer, check_batch
+from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
 from hummock.sstable.reader import Sstable
 from hummock.version import VersionDelta
@@ -184,6 +184,7 @@ class HummockStorage:
             self._require_writer()
             self._buffer.add(table_id, epoch, keys, values, size)
             self.counters["ingested_keys"] += len(keys)
+            self.counters["ingested_bytes"] += size - ENTRY_OVERHEAD * len(keys)   # keys + values
             if self._buffer.size > self.options.shared_buffer_capacity:
                 self._spill()
             self._refresh_state()
@@ -270,6 +271,7 @@ class HummockStorage:
         taken = {id(m) for m in imms}
         self._buffer.remove(lambda imm: id(imm) in taken)
         self.counters["flushed_ssts"] += len(infos)
+        self.counters["flushed_bytes"] += sum(info.file_size for info in infos)
 
     def _spill(self) -> None:
         """Flush the oldest user epochs, one epoch per flush, until under capacity."""

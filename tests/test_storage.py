@@ -219,3 +219,12 @@ def test_multi_get_checks_every_key_first(store):
     assert store.multi_get(1, [b"a", bytearray(b"b"), b"a"], E) == [b"1", None, b"1"]
     with pytest.raises(InvalidArgumentError):
         store.multi_get(1, [b"a", "b"], E)
+
+
+def test_stats_count_ingested_and_flushed_bytes(store):
+    store.ingest_batch(1, [(b"ab", b"xyz"), (b"c", None)], E)
+    store.checkpoint(E)
+    stats = store.stats()
+    assert stats["ingested_keys"] == 2 and stats["ingested_bytes"] == 2 + 3 + 1
+    assert stats["flushed_bytes"] == sum(info.file_size for info in store.version().all_ssts()) > 0
+    assert stats["compaction_pending_bytes"] == 0
