@@ -31,12 +31,14 @@ benchmarks (:func:`run_task_on_spark`), tests.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import logging
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -147,11 +149,39 @@ def _new_session(SparkSession, master: str):
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.python.worker.reuse", "true"))
+    if "SPARK_CONF_DIR" not in os.environ:     # quiet from the start, not only after setLogLevel
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_log_config()}")
     if "HUMMOCK_PURE_PYTHON" in os.environ:   # executors use the driver's choice of twins
         builder = builder.config("spark.executorEnv.HUMMOCK_PURE_PYTHON", os.environ["HUMMOCK_PURE_PYTHON"])
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _log_config() -> str:
+    """A log4j2 file for the driver JVM: errors only, to stderr (a temp file, removed at exit).
+    The two named loggers are the ones Spark compares with the root logger before printing
+    "Setting default log level" (PySpark's gateway; the Scala shell)."""
+    fd, path = tempfile.mkstemp(prefix="hummock-spark-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(_LOG4J2)
+    atexit.register(os.remove, path)
+    return path
 
 
 def _warm_up(_) -> None:
