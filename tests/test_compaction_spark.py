@@ -89,6 +89,22 @@ def test_store_descriptions_and_refusals(tmp_path):
     HummockStorage.open(MemoryObjectStore(), OPTIONS.replace(compactor="local")).close()
 
 
+class _FakeContext:
+    def __init__(self, master, **conf):
+        self.master, self._conf = master, conf
+
+    def getConf(self):
+        return self._conf   # .get(key, default), like SparkConf
+
+
+@pytest.mark.parametrize("master, conf, attempts", [
+    ("local[2]", {}, 1), ("local", {}, 1), ("local[*, 3]", {}, 3), ("local-cluster[2,1,512]", {}, 4),
+    ("spark://host:7077", {"spark.task.maxFailures": "8"}, 8),
+    ("yarn", {"spark.speculation": "true"}, 5)])
+def test_ids_are_reserved_for_every_attempt_spark_may_make(master, conf, attempts):
+    assert spark_runner._max_attempts(_FakeContext(master, **conf)) == attempts
+
+
 def test_importing_hummock_does_not_load_pyspark():
     code = ("import sys, hummock, hummock.storage, hummock.compaction.spark; "
             "assert 'pyspark' not in sys.modules, 'pyspark was imported'")

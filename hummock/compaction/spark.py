@@ -301,7 +301,7 @@ def _max_attempts(sc) -> int:
     found = re.fullmatch(r"local\[\s*(?:\d+|\*)\s*,\s*(\d+)\s*\]", master)
     if found:
         attempts = int(found.group(1))
-    elif master.startswith("local"):
+    elif master == "local" or master.startswith("local["):
         attempts = 1
     else:
         attempts = int(conf.get("spark.task.maxFailures", "4"))
