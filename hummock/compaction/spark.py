@@ -32,6 +32,7 @@ benchmarks (:func:`run_task_on_spark`), tests.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -315,9 +316,12 @@ def _run_job(sc, job: _Job, work: list, task) -> list:
     sc.setJobGroup(group, f"compact {len(task.input_ids)} SSTs into L{task.target_level}", interruptOnCancel=True)
     try:
         return sc.parallelize(work, len(work)).map(functools.partial(_compact_split, job)).collect()
-    except BaseException as exc:
-        sc.cancelJobGroup(group)
-        _wait_until_idle(sc, group)
+    except BaseException as exc:   # failed, or interrupted in the driver: stop what still runs
+        with contextlib.suppress(Exception):
+            sc.cancelJobGroup(group)
+            _wait_until_idle(sc, group)
+        if not isinstance(exc, Exception):
+            raise
         raise SparkJobError(f"Spark compaction job into L{task.target_level} failed: {_root_cause(exc)}") from exc
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
