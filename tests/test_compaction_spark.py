@@ -14,6 +14,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -194,6 +195,19 @@ def test_l0_to_bottom_level_job(spark, store_url):
         assert not store.version().l0
     with HummockStorage.open(url, options.replace(compactor="none")) as reopened:
         assert answers(reopened, 5 * EPOCH) == expected
+
+
+def test_the_background_thread_runs_spark_jobs_at_the_l0_trigger(spark, tmp_path):
+    model = KvModel()
+    with HummockStorage.open(str(tmp_path), OPTIONS) as store:
+        write_history(store, model, 5)                   # passes the L0 trigger (4 sub-levels)
+        deadline = time.monotonic() + 120                # a bound for a loaded machine, not a timing
+        while store.stats()["compaction"]["tasks"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stats = store.stats()["compaction"]
+        assert stats["tasks"] >= 1 and stats["failures"] == 0 and stats["output_bytes"] > 0
+        assert len(store.version().l0) < 5
+        assert answers(store, 5 * EPOCH)[0] == model.items(1, 5 * EPOCH)
 
 
 # each key a prefix of the next: split bounds (user key + 8 zero bytes) must order by full key
