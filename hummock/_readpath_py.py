@@ -6,7 +6,8 @@ A :class:`ReadState` is everything a read needs, frozen at one moment: per table
 takes the current state and needs no lock. ``active`` counts gets in flight, so vacuum can tell
 when a retired state's SSTs are no longer read.
 
-``get`` order (DESIGN.md section 5): staging data first -- imms newest first, then staging SSTs,
+``get`` order (DESIGN.md section 5): staging data first -- imms newest first (the native twin
+screens each by a bloom filter built on first use), then staging SSTs,
 the newest version among all hits winning (spills can interleave epochs) -- then the L0 groups
 newest first (first group with a hit wins; inside an overlapping group the newest hit), then one
 SST per lower level. SSTs are screened by key range, then by their filter.

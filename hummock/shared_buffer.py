@@ -26,6 +26,7 @@ from hummock import _twins
 from hummock._memtable_py import ENTRY_OVERHEAD
 from hummock.errors import InvalidArgumentError
 from hummock.key import EPOCH_SPILL_MASK
+from hummock.sstable.filter import FilterReader, build_filter
 
 _impl = _twins.load("_memtable", "hummock._memtable_py")
 #: ``check_batch(kv_pairs) -> (keys, values, size)``: validate a batch (native or twin).
@@ -36,10 +37,21 @@ merge_runs = _impl.merge_runs
 __all__ = ["Imm", "SharedBuffer", "check_batch", "merge_runs", "ENTRY_OVERHEAD"]
 
 
-class Imm:
-    """One immutable sorted batch. ``keys``/``values`` are parallel lists; do not mutate them."""
+#: Imms with fewer keys get no bloom filter: their binary search costs about as much as a probe.
+IMM_FILTER_MIN_KEYS = 64
 
-    __slots__ = ("table_id", "epoch", "keys", "values", "size")
+
+class Imm:
+    """One immutable sorted batch. ``keys``/``values`` are parallel lists; do not mutate them.
+
+    ``filter`` is ``None`` until a native point read first asks for it (:meth:`build_filter`),
+    then a bloom :class:`~hummock.sstable.filter.FilterReader` over the table keys (``False``
+    for small imms): absent keys -- most of a strict-mode insert's checks -- then skip the imm's
+    binary search. Built on demand, so write-only workloads never pay for it; two readers racing
+    both build the same filter. (The pure read path skips it: a pure-Python hash costs more than
+    the binary search it saves.)"""
+
+    __slots__ = ("table_id", "epoch", "keys", "values", "size", "filter")
 
     def __init__(self, table_id: int, epoch: int, keys: list, values: list, size: int):
         self.table_id = table_id
@@ -47,6 +59,16 @@ class Imm:
         self.keys = keys
         self.values = values
         self.size = size
+        self.filter = None
+
+    def build_filter(self):
+        """Build (once) and return :attr:`filter`."""
+        if self.filter is None:
+            if len(self.keys) < IMM_FILTER_MIN_KEYS:
+                self.filter = False
+            else:
+                self.filter = FilterReader(build_filter(self.keys), object_name="imm filter")
+        return self.filter
 
     def get(self, key: bytes):
         """``(True, value_or_None)`` when the batch holds ``key``, else ``(False, None)``."""

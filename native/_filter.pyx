@@ -103,6 +103,11 @@ cdef inline uint64_t _merge_round(uint64_t acc, uint64_t v) noexcept nogil:
     return acc * P1 + P4
 
 
+cdef uint64_t filter_key_hash(const uint8_t* p, size_t n) noexcept nogil:
+    """The hash a filter stores for the user key ``p[:n]`` (XXH64 with the format's seed)."""
+    return _xxh64(p, n, HASH_SEED)
+
+
 cdef uint64_t _xxh64(const uint8_t* p, size_t n, uint64_t seed) noexcept nogil:
     """XXH64 of the ``n`` bytes at ``p``. Reads exactly ``p[0 .. n)``."""
     cdef size_t left = n   # bytes not yet consumed; every load below reads <= left bytes
@@ -362,13 +367,6 @@ cdef class FilterReader:
     Immutable after construction, so it is safe to share between threads.
     """
 
-    cdef bytes _data          # owns the buffer _bits points into
-    cdef str _name
-    cdef const uint8_t* _bits
-    cdef uint64_t _num_bits   # == 8 * (len(_data) - HEADER_LEN), checked in __init__
-    cdef uint32_t _num_keys
-    cdef int _probes_n
-
     def __init__(self, data, *, object_name="filter"):
         if not isinstance(object_name, str):
             raise InvalidArgumentError(
@@ -413,30 +411,16 @@ cdef class FilterReader:
         return (f"FilterReader(num_keys={self._num_keys}, num_bits={self._num_bits}, "
                 f"num_probes={self._probes_n})")
 
-    cdef inline bint _probe(self, uint64_t h) noexcept nogil:
-        if self._num_bits == 0:
-            return False
-        cdef uint32_t g = <uint32_t>h
-        cdef uint32_t delta = <uint32_t>(h >> 32)
-        cdef uint64_t b
-        cdef int j
-        for j in range(self._probes_n):
-            b = (<uint64_t>g * self._num_bits) >> 32   # < num_bits (see module docstring)
-            if not (self._bits[b >> 3] & (1 << (b & 7))):
-                return False
-            g += delta                                  # wraps modulo 2**32
-        return True
-
     def may_contain_hash(self, key_hash):
         """Probe with a :func:`key_hash` value. REQUIRES: an int in [0, 2**64 - 1]."""
-        return self._probe(_u64(key_hash, "key_hash"))
+        return self.probe(_u64(key_hash, "key_hash"))
 
     def may_contain(self, user_key):
         """False if ``user_key`` is certainly not in the filter. REQUIRES: bytes-like."""
         if PyBytes_Check(user_key):
-            return self._probe(_xxh64(<const uint8_t*>PyBytes_AS_STRING(user_key),
+            return self.probe(_xxh64(<const uint8_t*>PyBytes_AS_STRING(user_key),
                                       <size_t>PyBytes_GET_SIZE(user_key), HASH_SEED))
-        return self._probe(_hash_key(user_key, "user_key"))
+        return self.probe(_hash_key(user_key, "user_key"))
 
     def may_contain_many(self, user_keys):
         """:meth:`may_contain` of each key of a list or tuple, in order."""
@@ -452,7 +436,7 @@ cdef class FilterReader:
                            HASH_SEED)
             else:
                 h = _hash_key(k, f"user_keys[{i}]")
-            if self._probe(h):
+            if self.probe(h):
                 out[i] = True
         return out
 

@@ -2,8 +2,9 @@
 """Native read states and point gets; twin of ``hummock/_readpath_py.py`` (see its docstring for
 the contract and the search order).
 
-The whole get runs in C: argument checks, the imm binary searches, key-range screening, the
-filter probe (one call into the native filter), the block search over first keys, and the lookup
+The whole get runs in C: argument checks, the imm filter probes and binary searches, key-range
+screening, the SST filter probes (the key is hashed once per get and every filter is probed in C
+through ``native/_filter.pxd``), the block search over first keys, and the lookup
 inside the cached block (a C call into ``native._block.Block``). Python-level work is the block
 cache lookup and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
@@ -16,6 +17,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
 
 from native._block cimport Block
+from native._filter cimport FilterReader, filter_key_hash
 from native._keycmp cimport cmp_full_keys
 
 from hummock import iterators as _iterators
@@ -52,7 +54,7 @@ cdef class SstReader:
     cdef readonly uint64_t max_epoch
     cdef object opener
     cdef object sst_obj
-    cdef object may_contain
+    cdef FilterReader filter
     cdef list first_keys
     cdef object block_fn
 
@@ -73,7 +75,10 @@ cdef class SstReader:
     cdef int ensure_open(self) except -1:
         if self.sst_obj is None:
             sst = self.opener(self.info)
-            self.may_contain = sst._may_contain
+            flt = sst._filter
+            if type(flt) is not FilterReader:
+                raise InvalidArgumentError("the native read path needs the native FilterReader")
+            self.filter = <FilterReader>flt
             first_keys = sst.meta.first_keys
             if type(first_keys) is not list:
                 raise InvalidArgumentError("an SST's first keys must be a list")
@@ -87,16 +92,17 @@ cdef class SstReader:
         cdef bytes uk = user_key if type(user_key) is bytes else bytes(user_key)
         if PyBytes_GET_SIZE(uk) < 4:
             raise InvalidArgumentError("user key must hold at least the 4-byte table id")
-        return self.c_get(uk, read_epoch)
+        return self.c_get(uk, read_epoch, key_hash(uk))
 
-    cdef object c_get(self, bytes uk, uint64_t read):
+    cdef object c_get(self, bytes uk, uint64_t read, uint64_t uk_hash):
+        """``get`` for a checked user key whose filter hash is ``uk_hash``."""
         cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), lo = 0, hi, mid, i
         cdef uint64_t inv = 0xFFFFFFFFFFFFFFFF - read
         cdef unsigned char small[256]
         cdef unsigned char* target
         cdef bytes k
         self.ensure_open()
-        if not self.may_contain(uk):
+        if not self.filter.probe(uk_hash):
             return None
         if un + 8 <= 256:
             target = &small[0]
@@ -131,6 +137,10 @@ cdef class SstReader:
                 return None
             return self.block_fn(index + 1).first_version(uk)
         return found
+
+
+cdef inline uint64_t key_hash(bytes key) noexcept:
+    return filter_key_hash(<const unsigned char*>PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key))
 
 
 cdef object checked_bound(object key, str what):
@@ -193,7 +203,7 @@ cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes 
     return chosen
 
 
-cdef inline object best_of(tuple readers, bytes uk, uint64_t read, object best):
+cdef inline object best_of(tuple readers, bytes uk, uint64_t read, object best, uint64_t uk_hash):
     """The newest hit among overlapping readers (``best``: a hit found elsewhere, or None)."""
     cdef SstReader r
     cdef uint64_t best_epoch = 0
@@ -205,13 +215,13 @@ cdef inline object best_of(tuple readers, bytes uk, uint64_t read, object best):
         if r.min_epoch > read or (have and r.max_epoch <= best_epoch):
             continue
         if cmp_obj(r.lo, uk) <= 0 and cmp_obj(uk, r.hi) <= 0:
-            hit = r.c_get(uk, read)
+            hit = r.c_get(uk, read, uk_hash)
             if hit is not None and (not have or <uint64_t>hit[0] > best_epoch):
                 best, best_epoch, have = hit, hit[0], True
     return best
 
 
-cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read):
+cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read, uint64_t uk_hash):
     """The hit in the one reader of a sorted, non-overlapping run whose range holds the key."""
     cdef Py_ssize_t lo = 0, hi = len(his), mid
     cdef SstReader r
@@ -224,7 +234,7 @@ cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read):
     if lo < len(readers):
         r = <SstReader>readers[lo]
         if cmp_obj(r.lo, uk) <= 0 and r.min_epoch <= read:
-            return r.c_get(uk, read)
+            return r.c_get(uk, read, uk_hash)
     return None
 
 
@@ -382,6 +392,8 @@ cdef class ReadState:
         cdef list keys
         cdef bytes uk
         cdef char* w
+        cdef uint64_t key_h = 0, uk_h
+        cdef bint have_hash = False
         best = None
         imms = self.imms.get(table_id)
         if imms is not None:
@@ -389,6 +401,14 @@ cdef class ReadState:
                 imm = imms[i]
                 if <uint64_t>imm.epoch > read:
                     continue
+                flt = imm.filter
+                if flt is None:
+                    flt = imm.build_filter()
+                if type(flt) is FilterReader:
+                    if not have_hash:
+                        key_h, have_hash = key_hash(key), True
+                    if not (<FilterReader>flt).probe(key_h):
+                        continue
                 keys = imm.keys
                 lo, hi = 0, len(keys)
                 while lo < hi:
@@ -407,20 +427,21 @@ cdef class ReadState:
         w[2] = (table_id >> 8) & 0xFF
         w[3] = table_id & 0xFF
         memcpy(w + 4, PyBytes_AS_STRING(key), kn)
+        uk_h = key_hash(uk)
         if self.staging:
-            best = best_of(self.staging, uk, read, best)
+            best = best_of(self.staging, uk, read, best, uk_h)
         if best is not None:
             return best
         n = len(self.l0_readers)
         for i in range(n):
             if self.l0_overlapping[i]:
-                best = best_of(<tuple>self.l0_readers[i], uk, read, None)
+                best = best_of(<tuple>self.l0_readers[i], uk, read, None, uk_h)
             else:
-                best = one_of(<tuple>self.l0_readers[i], <list>self.l0_his[i], uk, read)
+                best = one_of(<tuple>self.l0_readers[i], <list>self.l0_his[i], uk, read, uk_h)
             if best is not None:
                 return best
         for i in range(len(self.levels)):
-            best = one_of(<tuple>self.levels[i], <list>self.level_his[i], uk, read)
+            best = one_of(<tuple>self.levels[i], <list>self.level_his[i], uk, read, uk_h)
             if best is not None:
                 return best
         return None

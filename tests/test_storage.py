@@ -9,6 +9,7 @@ import pytest
 
 from hummock import (ConcurrentWriterError, CorruptionError, HummockStorage, InvalidArgumentError,
                      ReadOnlyError, StorageOptions, StoreClosedError)
+from hummock import _twins
 from hummock.key import new_epoch
 from hummock.manifest import delta_path
 
@@ -228,3 +229,18 @@ def test_stats_count_ingested_and_flushed_bytes(store):
     assert stats["ingested_keys"] == 2 and stats["ingested_bytes"] == 2 + 3 + 1
     assert stats["flushed_bytes"] == sum(info.file_size for info in store.version().all_ssts()) > 0
     assert stats["compaction_pending_bytes"] == 0
+
+
+def test_point_reads_over_large_imms_use_their_filters(store):
+    present = [b"k%05d" % i for i in range(0, 2000, 2)]
+    store.ingest_batch(1, [(k, k) for k in present], E)
+    store.ingest_batch(1, [(b"k00000", None)], 2 * E)         # a small imm: no filter
+    absent = [b"k%05d" % i for i in range(1, 2000, 2)]
+    assert store.multi_get(1, present, 2 * E) == [None] + present[1:]
+    assert store.multi_get(1, absent, 2 * E) == [None] * len(absent)
+    assert store.get(1, b"k00000", E) == b"k00000"
+    filters = [imm.filter for imm in store._buffer.imms(1)]
+    if _twins.LOADED.get("_readpath"):
+        assert filters[1] is False and filters[0] is not None and filters[0] is not False
+    else:
+        assert filters == [None, None], "the pure read path never builds imm filters"

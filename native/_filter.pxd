@@ -1,0 +1,33 @@
+# cython: language_level=3
+"""C-level view of ``native/_filter.pyx`` for other native modules: hash a user key once
+(:func:`filter_key_hash`) and probe any number of filters with it (``FilterReader.probe``), with
+no Python call per probe. Used by the read path's point gets (imm and SST filters)."""
+
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+
+
+cdef uint64_t filter_key_hash(const uint8_t* p, size_t n) noexcept nogil
+
+
+cdef class FilterReader:
+    cdef bytes _data          # owns the buffer _bits points into
+    cdef str _name
+    cdef const uint8_t* _bits
+    cdef uint64_t _num_bits   # == 8 * (len(_data) - HEADER_LEN), checked in __init__
+    cdef uint32_t _num_keys
+    cdef int _probes_n
+
+    cdef inline bint probe(self, uint64_t h) noexcept nogil:
+        """False if no key with hash ``h`` was added (see the module docstring of the pyx)."""
+        if self._num_bits == 0:
+            return False
+        cdef uint32_t g = <uint32_t>h
+        cdef uint32_t delta = <uint32_t>(h >> 32)
+        cdef uint64_t b
+        cdef int j
+        for j in range(self._probes_n):
+            b = (<uint64_t>g * self._num_bits) >> 32   # < num_bits
+            if not (self._bits[b >> 3] & (1 << (b & 7))):
+                return False
+            g += delta                                  # wraps modulo 2**32
+        return True
