@@ -1,6 +1,6 @@
 """Intra-L0 compaction end to end: sub-levels of several commits merge into one in their place,
-reads at every pinned epoch are unchanged, and the merged sub-level survives a reopen (the
-delta's level-0 outputs replay from the manifest)."""
+reads at every pinned epoch are unchanged, the merged sub-level survives a reopen (the delta's
+level-0 outputs replay from the manifest), and the task's reads bypass the block cache."""
 
 import random
 
@@ -30,7 +30,9 @@ def test_intra_l0_merges_commits_and_keeps_every_pinned_read(tmp_path):
         manager = CompactionManager(store)
         task = pick(store.version(), manager.config)
         assert task is not None and task.input_level == task.target_level == 0 and not task.bottom
+        cached = store.stats()["block_cache"]["inserts"]
         assert manager._run(task) == 1
+        assert store.stats()["block_cache"]["inserts"] == cached, "compaction inputs bypass the block cache"
         l0 = store.version().l0
         assert len(l0) == 1 and not l0[0].overlapping
         assert not ids_before & {s.sst_id for s in l0[0].ssts}

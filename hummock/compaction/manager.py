@@ -25,6 +25,8 @@ import time
 from hummock.compaction.core import CompactionStats, compact
 from hummock.compaction.picker import PickerConfig, pick, pick_all
 from hummock.iterators import SstRun
+from hummock.read_view import SstReader
+from hummock.sstable.reader import Sstable
 from hummock.version import VersionConflictError, VersionDelta
 
 log = logging.getLogger(__name__)
@@ -125,11 +127,17 @@ class CompactionManager:
             return self._spark_runner().run(task, stats, lambda outputs: self._commit(task, outputs, stats))
         with storage._lock:
             watermark = storage._watermark()
-            runs = [SstRun([storage._reader_for(info) for info in run], None, None) for run in task.runs]
+            runs = [SstRun([self._input_reader(info) for info in run], None, None) for run in task.runs]
         outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
                           storage.options.target_sst_size, storage._new_sst_id_locked, stats)
         with storage._lock:
             return self._commit(task, outputs, stats)
+
+    def _input_reader(self, info) -> SstReader:
+        """A reader of a compaction input that bypasses the block cache: a task reads each block
+        once, and caching them would evict the blocks that reads need (metas stay cached)."""
+        storage = self._storage
+        return SstReader(info, lambda i: Sstable.open(storage._store, i, meta_cache=storage._meta_cache))
 
     def _spark_runner(self):
         if self._spark is None:
