@@ -8,20 +8,24 @@ rows in batches (one encoder call per batch).
 Invariants: every stream handled here is strictly ordered by table key (descending when
 ``reverse``); the merge of MemTable over storage yields each key once, the MemTable's record
 winning (its DELETE hides the stored row); the vnode merge orders by the key without its
-2-byte vnode, i.e. by the encoded pk, which is the pk order.
+2-byte vnode, i.e. by the encoded pk, which is the pk order. That merge is native
+(``native/_vnode_merge.pyx``, a heap of stream slots comparing keys with ``memcmp``; twin
+``relational/_vnode_merge_py.py``); an empty stream costs one ``next`` and leaves the heap.
 
 Callers: :mod:`relational.state_table`, :mod:`relational.storage_table`.
 """
 
 from __future__ import annotations
 
-import heapq
 from itertools import islice
 
+from hummock import _twins
 from hummock.key import prefix_end
 from relational import memcomparable
 from relational.mem_table import DELETE
 from relational.vnode import VNODE_BYTES
+
+_merge = _twins.load("_vnode_merge", "relational._vnode_merge_py")
 
 BATCH = 256
 
@@ -85,17 +89,11 @@ def merge_mem_over_storage(mem_items, store_items, reverse: bool):
             s = next(store_items, None)
 
 
-def _pk_ordered(stream):
-    for key, value in stream:
-        yield key[VNODE_BYTES:], key, value
-
-
 def merge_vnodes(streams: list, reverse: bool):
     """One stream of ``(key, value)`` in pk order from per-vnode streams in key order."""
     if len(streams) == 1:
         return streams[0]
-    merged = heapq.merge(*[_pk_ordered(s) for s in streams], reverse=reverse)
-    return ((key, value) for _, key, value in merged)
+    return _merge.merge_by_tail(streams, reverse, VNODE_BYTES)
 
 
 def decoded_rows(serde, pairs):
