@@ -5,7 +5,8 @@ Same names, signatures, results and exceptions as the pure-Python twin (the refe
 hash is XXH64 (``native/_xxh64.pxd``); what is hashed and how a hash becomes a vnode is
 :mod:`relational.vnode` and docs/relational.md.
 
-Safety: ``hash_offsets`` checks every offset before reading: offsets must be non-decreasing,
+Safety: ``key_with_vnode`` reads its two bytes objects whole and writes exactly their lengths
+plus two; ``hash_offsets`` checks every offset before reading: offsets must be non-decreasing,
 start at >= 0 and end within ``data``; a bad array raises ``ValueError``, never reads outside.
 
 Callers: :mod:`relational.vnode` only, through ``hummock._twins.load``.
@@ -14,7 +15,8 @@ Callers: :mod:`relational.vnode` only, through ``hummock._twins.load``.
 import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.string cimport memcpy
 
 from native._xxh64 cimport xxh64
 
@@ -76,4 +78,25 @@ def hash_offsets(offsets, data, seed=0):
             lo = off[i]
             hi = off[i + 1]
             view[i] = xxh64(&buf[0] + lo, <size_t>(hi - lo), s)
+    return out
+
+
+def key_with_vnode(head, tail=b"", seed=0, count=256):
+    """``u16be(XXH64(head, seed) % count) || head || tail``: a table key from the encoded
+    distribution key ``head`` and the rest of the encoded pk ``tail`` (bytes-like), in one call.
+    Raises ``ValueError`` unless ``1 <= count <= 65536``."""
+    cdef bytes h = head if type(head) is bytes else bytes(head)
+    cdef bytes t = tail if type(tail) is bytes else bytes(tail)
+    cdef uint64_t s = seed
+    if not 1 <= count <= 65536:
+        raise ValueError(f"count must be in [1, 65536], got {count}")
+    cdef uint64_t c = count
+    cdef Py_ssize_t nh = PyBytes_GET_SIZE(h), nt = PyBytes_GET_SIZE(t)
+    cdef uint64_t v = xxh64(<const uint8_t*>PyBytes_AS_STRING(h), <size_t>nh, s) % c
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, nh + nt + 2)
+    cdef char* w = PyBytes_AS_STRING(out)
+    w[0] = <char>((v >> 8) & 0xFF)
+    w[1] = <char>(v & 0xFF)
+    memcpy(w + 2, PyBytes_AS_STRING(h), nh)
+    memcpy(w + 2 + nh, PyBytes_AS_STRING(t), nt)
     return out

@@ -43,3 +43,13 @@ def hash_offsets(offsets, data, seed=0) -> np.ndarray:
     bounds = off.tolist()
     return np.fromiter((_xxh64(buf[bounds[i]:bounds[i + 1]], seed) for i in range(n)),
                        dtype=np.uint64, count=n)
+
+
+def key_with_vnode(head, tail=b"", seed=0, count=256) -> bytes:
+    """``u16be(XXH64(head, seed) % count) || head || tail``: a table key from the encoded
+    distribution key ``head`` and the rest of the encoded pk ``tail`` (bytes-like), in one call.
+    Raises ``ValueError`` unless ``1 <= count <= 65536``."""
+    head, tail = bytes(head), bytes(tail)
+    if not 1 <= count <= 65536:
+        raise ValueError(f"count must be in [1, 65536], got {count}")
+    return (_xxh64(head, seed) % count).to_bytes(2, "big") + head + tail

@@ -56,7 +56,10 @@ class MemTable:
         self.consistent = consistent
         self._describe = describe_key or (lambda key: key)
         self._table = table
-        self._ops: dict[bytes, tuple] = {}
+        #: key -> record; read-only for callers (``get`` without a method call). Replaced, not
+        #: emptied, by :meth:`clear`, so re-read it after a commit.
+        self.records: dict[bytes, tuple] = {}
+        self._ops = self.records
         self._sorted: list[bytes] | None = None   # built on the first range read
         self._pending: list[bytes] = []           # keys added since, not yet in _sorted
         self._stale = 0                           # removed keys still in _sorted
@@ -217,7 +220,7 @@ class MemTable:
         return batch
 
     def clear(self) -> None:
-        self._ops = {}
+        self._ops = self.records = {}
         self._sorted = None
         self._pending = []
         self._stale = 0

@@ -29,10 +29,12 @@ from relational.arrow import as_arrow, to_pylist
 from relational.errors import SchemaError
 from relational.memcomparable import OrderType
 from relational.types import DataType
-from relational.vnode import VNODE_BYTES, VNODE_COUNT, compute_vnode, compute_vnodes, vnode_prefix
+from relational.vnode import (VNODE_BYTES, VNODE_COUNT, VNODE_SEED, compute_vnode, compute_vnodes, key_with_vnode,
+                              vnode_prefix)
 
 #: the 2-byte prefix of each vnode, indexed by vnode
 VNODE_PREFIXES = tuple(vnode_prefix(v) for v in range(VNODE_COUNT))
+_SINGLETON_PREFIX = VNODE_PREFIXES[0]
 
 
 def _check_indices(indices, n: int, what: str) -> tuple:
@@ -80,6 +82,14 @@ class RowSerde:
         self.dist_in_pk = tuple(self.pk_indices.index(i) for i in self.dist_key_indices)
         self.full_value = self.value_indices == tuple(range(n))
         self.pk_vectorizable = all(memcomparable.vectorizable(t) for t in self.pk_types)
+        # Single-row keys: when the distribution key is the pk's first k columns, all ASC NULLS
+        # LAST, its memcomparable bytes (what the vnode hashes) are the first part of the pk's,
+        # so a key is one encoder call per part and one native hash-and-join call.
+        k = len(self.dist_in_pk)
+        self._dist_head = k if k and self.dist_in_pk == tuple(range(k)) and all(
+            o == OrderType.ASC for o in self.order_types[:k]) else 0
+        self._head = (self.pk_types[:k], self.order_types[:k])
+        self._tail = (self.pk_types[k:], self.order_types[k:])
         # when the value is not the whole row: where each column comes from
         self._sources = None
         if not self.full_value:
@@ -106,8 +116,18 @@ class RowSerde:
 
     def key_of_pk(self, pk) -> bytes:
         """The table key of the row with primary key ``pk`` (a tuple in pk order)."""
-        if len(pk) != len(self.pk_indices):
-            raise SchemaError(f"a pk has {len(self.pk_indices)} values, got {len(pk)}: {pk!r}")
+        n = len(pk)
+        if n != len(self.pk_indices):
+            raise SchemaError(f"a pk has {len(self.pk_indices)} values, got {n}: {pk!r}")
+        k = self._dist_head
+        if k == n and k:
+            return key_with_vnode(memcomparable.encode_row(pk, self.pk_types, self.order_types), b"",
+                                  VNODE_SEED, VNODE_COUNT)
+        if k:
+            return key_with_vnode(memcomparable.encode_row(pk[:k], *self._head),
+                                  memcomparable.encode_row(pk[k:], *self._tail), VNODE_SEED, VNODE_COUNT)
+        if not self.dist_in_pk:
+            return _SINGLETON_PREFIX + memcomparable.encode_row(pk, self.pk_types, self.order_types)
         return VNODE_PREFIXES[self.vnode_of_pk(pk)] + memcomparable.encode_row(pk, self.pk_types, self.order_types)
 
     def encode(self, row) -> tuple[bytes, bytes]:

@@ -82,6 +82,7 @@ class StateTable:
         self.consistent = consistent
         self.flush_threshold = flush_threshold
         self.mem = MemTable(consistent, self._describe_key, self.name)
+        self._owns_all = self.vnodes.is_full()
         self.epoch: int | None = None
         self._watermark = None
 
@@ -142,6 +143,8 @@ class StateTable:
     # --- writes -----------------------------------------------------------------------------
 
     def _owned(self, key: bytes) -> None:
+        if self._owns_all:
+            return
         vnode = key[0] << 8 | key[1]
         if vnode not in self.vnodes:
             raise VnodeNotOwnedError(f"state table {self.name}: pk={self.serde.decode_pk(key)!r} is in vnode "
@@ -265,14 +268,22 @@ class StateTable:
 
     def get_row(self, pk):
         """The row with primary key ``pk`` (tuple in pk order) as of this epoch's writes, or None."""
-        epoch = self._require_epoch()
-        key = self.serde.key_of_pk(tuple(pk))
-        self._owned(key)
-        rec = self.mem.get(key)
+        epoch = self.epoch
+        if epoch is None:
+            self._require_epoch()
+        key = self.serde.key_of_pk(pk if type(pk) is tuple else tuple(pk))
+        if not self._owns_all:
+            self._owned(key)
+        rec = self.mem.records.get(key)
         if rec is not None:
-            return None if rec[0] == DELETE else self.serde.decode(key, rec[2])
-        value = self.store.get(self.table_id, key, epoch)
-        return None if value is None else self.serde.decode(key, value)
+            if rec[0] == DELETE:
+                return None
+            value = rec[2]
+        else:
+            value = self.store.get(self.table_id, key, epoch)
+            if value is None:
+                return None
+        return self.serde.decode(key, value)
 
     def _merged(self, lo: bytes, hi, reverse: bool):
         stored = self.store.iter(self.table_id, self.epoch, lo, hi, reverse=reverse)

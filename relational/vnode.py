@@ -35,6 +35,9 @@ SINGLETON_VNODE = 0
 hash_bytes = _impl.hash_bytes
 hash_list = _impl.hash_list
 hash_offsets = _impl.hash_offsets
+#: ``key_with_vnode(head, tail=b"", seed=0, count=256)``: ``u16be(XXH64(head) % count) || head
+#: || tail`` in one native call (the single-row key path of a distribution key that is a pk prefix)
+key_with_vnode = _impl.key_with_vnode
 
 
 def _asc(types):

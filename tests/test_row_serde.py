@@ -62,6 +62,30 @@ def test_roundtrip_and_chunk_equals_rows(case):
     assert list(zip(keys2, values2)) == pairs
 
 
+@st.composite
+def dist_prefix_schemas(draw):
+    """Schemas whose distribution key is the pk's first k columns (the single-row fast path when
+    those are ASC NULLS LAST; other orders take the general path)."""
+    types = draw(st.lists(data_types(max_depth=1), min_size=1, max_size=4))
+    n = len(types)
+    pk = draw(st.permutations(range(n)).map(lambda p: p[:draw(st.integers(1, n))]))
+    k = draw(st.integers(1, len(pk)))
+    orders = [draw(st.sampled_from([OrderType.ASC, OrderType.ASC, OrderType.DESC, OrderType(False, True)]))
+              for _ in pk]
+    return RowSerde(types, pk, orders, list(pk[:k]))
+
+
+@given(dist_prefix_schemas().flatmap(lambda s: st.tuples(st.just(s), st.lists(rows(s.types), max_size=4))))
+def test_key_of_pk_with_distribution_key_as_pk_prefix(case):
+    serde, rows_ = case
+    for row in rows_:
+        pk = serde.pk_of(row)
+        vnode = compute_vnode([pk[i] for i in serde.dist_in_pk], serde.dist_types)
+        expected = vnode.to_bytes(2, "big") + mc_encode(pk, serde.pk_types, serde.order_types)
+        assert serde.key_of_pk(pk) == expected
+        assert serde.key_of_pk(list(pk)) == expected
+
+
 def test_vectorized_pk_with_nulls_and_desc():
     serde = RowSerde([T.BIGINT, T.INT, T.VARCHAR], [1, 0], [OrderType.DESC, OrderType.ASC], dist_key_indices=[0])
     rows_ = [(1, None, "a"), (None, 5, None), (-3, 2**31 - 1, "x")]

@@ -129,6 +129,22 @@ def test_hashes_match_xxhash(impl, keys, seed):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+@given(head=st.binary(max_size=40), tail=st.binary(max_size=20), seed=st.sampled_from([0, 7]),
+       count=st.sampled_from([1, 2, 256, 65536]))
+def test_key_with_vnode(impl, head, tail, seed, count):
+    vnode = xxhash.xxh64_intdigest(head, seed) % count
+    assert impl.key_with_vnode(head, tail, seed, count) == vnode.to_bytes(2, "big") + head + tail
+    assert impl.key_with_vnode(bytearray(head), memoryview(tail), seed, count) == impl.key_with_vnode(head, tail, seed, count)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("count", [0, -1, 65537])
+def test_key_with_vnode_bad_count(impl, count):
+    with pytest.raises(ValueError):
+        impl.key_with_vnode(b"k", b"", 0, count)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("offsets,data", [
     ([0, 5], b"abc"),          # past the end
     ([-1, 2], b"abc"),         # negative
