@@ -42,11 +42,13 @@ from __future__ import annotations
 
 import bisect
 from itertools import repeat
+from operator import itemgetter
 
 from relational.errors import InconsistentOpError
 
 INSERT, DELETE, UPDATE = 1, 2, 3
 OP_NAMES = {INSERT: "INSERT", DELETE: "DELETE", UPDATE: "UPDATE"}
+_NEW = itemgetter(2)
 
 
 class MemTable:
@@ -145,13 +147,17 @@ class MemTable:
             raise self._error("update whose old row is not the current row", key)
         self._ops[key] = (op, prev, new)
 
-    def insert_many(self, keys: list, values: list) -> bool:
+    def insert_many(self, keys: list, values: list, distinct: bool = False) -> bool:
         """Insert many new keys at once, if none is in the table and none repeats; returns
-        False (and changes nothing) otherwise, so the caller falls back to :meth:`insert`."""
-        batch = dict(zip(keys, zip(repeat(INSERT), repeat(None), values)))
-        if len(batch) != len(keys) or (self._ops and not self._ops.keys().isdisjoint(batch)):
+        False (and changes nothing) otherwise, so the caller falls back to :meth:`insert`.
+        ``distinct=True`` is the caller's promise that no key repeats (it checked). Keys given
+        in ascending order keep :meth:`drain` cheap (its sort merges the runs)."""
+        ops = self._ops
+        if ops and not ops.keys().isdisjoint(keys):
             return False
-        self._ops.update(batch)
+        if not distinct and len(set(keys)) != len(keys):
+            return False
+        ops.update(zip(keys, zip(repeat(INSERT), repeat(None), values)))
         if self._sorted is not None:
             self._pending.extend(keys)
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)
@@ -214,10 +220,17 @@ class MemTable:
     def drain(self) -> list:
         """The KV batch of this buffer, ``[(key, new_value_or_None), ...]`` sorted by key, and
         empty the buffer."""
+        keys, values = self.drain_columns()
+        return list(zip(keys, values))
+
+    def drain_columns(self) -> tuple[list, list]:
+        """:meth:`drain` as two lists, ``(keys, new_values_or_None)`` (the sort merges the
+        ascending runs that chunk inserts leave, in dict order)."""
         ops = self._ops
-        batch = [(key, ops[key][2]) for key in sorted(ops)]
+        keys = sorted(ops)
+        values = list(map(_NEW, map(ops.__getitem__, keys)))
         self.clear()
-        return batch
+        return keys, values
 
     def clear(self) -> None:
         self._ops = self.records = {}

@@ -27,6 +27,9 @@ Callers: the stream layer's executors, library users (README "StateTable").
 
 from __future__ import annotations
 
+from itertools import islice
+from operator import eq
+
 import numpy as np
 
 from hummock.key import prefix_end
@@ -123,9 +126,9 @@ class StateTable:
             raise SchemaError(f"state table {self.name}: commit epoch {new_epoch} is not after {epoch}")
         if self._watermark is not None:
             self._clean_below_watermark()
-        batch = self.mem.drain()
-        if batch:
-            self.store.ingest_batch(self.table_id, batch, epoch)
+        keys, values = self.mem.drain_columns()
+        if keys:
+            self.store.ingest_batch(self.table_id, zip(keys, values), epoch)
         self.epoch = new_epoch
 
     def try_flush(self) -> bool:
@@ -135,9 +138,9 @@ class StateTable:
         epoch = self._require_epoch()
         if self.mem.approx_bytes < self.flush_threshold:
             return False
-        batch = self.mem.drain()
-        if batch:
-            self.store.ingest_batch(self.table_id, batch, epoch)
+        keys, values = self.mem.drain_columns()
+        if keys:
+            self.store.ingest_batch(self.table_id, zip(keys, values), epoch)
         return True
 
     # --- writes -----------------------------------------------------------------------------
@@ -205,13 +208,16 @@ class StateTable:
         self._require_epoch()
         ops = np.asarray(ops.to_numpy(zero_copy_only=False) if hasattr(ops, "to_numpy") else ops)
         n = len(ops)
-        vnodes, keys, values = self.serde.encode_chunk(list(columns), n)
-        if not self.vnodes.is_full() and n and not self.vnodes.mask[vnodes].all():
+        all_inserts = bool(n) and bool((ops == OP_INSERT).all())
+        vnodes, keys, values = self.serde.encode_chunk(list(columns), n, sort=all_inserts)
+        if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
             bad = int(np.argmin(self.vnodes.mask[vnodes]))
             self._owned(keys[bad])
-        if n and (ops == OP_INSERT).all():
+        if all_inserts:
             if self._insert_all(keys, values):
                 return
+            # a key repeats or already has a record: apply the rows in chunk order
+            vnodes, keys, values = self.serde.encode_chunk(list(columns), n)
         mem = self.mem
         for i, op in enumerate(ops.tolist()):
             key = keys[i]
@@ -225,15 +231,19 @@ class StateTable:
                 raise SchemaError(f"unknown op {op!r} at row {i} (1 insert, 2 delete, 3/4 update -/+)")
 
     def _insert_all(self, keys, values) -> bool:
-        """All-insert chunks: one batched storage check, one dict update. False = take the
-        row-by-row path (a key repeats or already has a record)."""
+        """All-insert chunks, ``keys`` sorted: one sorted storage check, one dict update. False =
+        take the row-by-row path (a key repeats or already has a record); nothing changed then."""
+        if any(map(eq, keys, islice(keys, 1, None))):
+            return False
+        records = self.mem.records
+        if records and not records.keys().isdisjoint(keys):
+            return False
         if self.consistent:
-            mem = self.mem
-            fresh = sorted([k for k in keys if mem.get(k) is None] if mem else keys)   # sorted probes: fewer cache misses
-            for key, stored in zip(fresh, self.store.multi_get(self.table_id, fresh, self.epoch)):
-                if stored is not None:
-                    raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
-        return self.mem.insert_many(keys, values)
+            found = self.store.multi_get(self.table_id, keys, self.epoch)
+            if found.count(None) != len(found):
+                key = next(k for k, v in zip(keys, found) if v is not None)
+                raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
+        return self.mem.insert_many(keys, values, distinct=True)
 
     # --- watermark --------------------------------------------------------------------------
 

@@ -60,6 +60,10 @@ def test_roundtrip_and_chunk_equals_rows(case):
         return
     _, keys2, values2 = serde.encode_chunk(arrow_columns, len(rows_))
     assert list(zip(keys2, values2)) == pairs
+    for cols in (columns, arrow_columns):    # sort=True: stable key order, vnodes follow
+        vnodes3, keys3, values3 = serde.encode_chunk(cols, len(rows_), sort=True)
+        assert list(zip(keys3, values3)) == sorted(pairs, key=lambda kv: kv[0])
+        assert vnodes3.tolist() == [int.from_bytes(k[:2], "big") for k in keys3]
 
 
 @st.composite
@@ -84,6 +88,17 @@ def test_key_of_pk_with_distribution_key_as_pk_prefix(case):
         expected = vnode.to_bytes(2, "big") + mc_encode(pk, serde.pk_types, serde.order_types)
         assert serde.key_of_pk(pk) == expected
         assert serde.key_of_pk(list(pk)) == expected
+
+
+def test_sorted_chunk_of_fixed_width_keys_orders_like_bytes():
+    # BIGINT pks whose keys hold 0x00 and 0xFF bytes anywhere; the numpy sort must agree with bytes
+    serde = RowSerde([T.BIGINT, T.INT], [0], dist_key_indices=[0])
+    ids = [0, -1, 1, 255, -256, 2**63 - 1, -2**63, 256, 65280, 7, 7]
+    vals = list(range(len(ids)))
+    for cols in ([ids, vals], [pa.array(ids, pa.int64()), pa.array(vals, pa.int32())]):
+        _, keys, values = serde.encode_chunk(cols, len(ids), sort=True)
+        pairs = [serde.encode(r) for r in zip(ids, vals)]
+        assert list(zip(keys, values)) == sorted(pairs, key=lambda kv: kv[0])
 
 
 def test_vectorized_pk_with_nulls_and_desc():

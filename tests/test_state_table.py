@@ -209,6 +209,23 @@ def test_write_chunk_with_repeated_keys_takes_the_row_path(store):
         s.write_chunk([OP_INSERT] * 2, [[1, 1], [1, 2], [0, 0], ["a", "b"]])
 
 
+@pytest.mark.parametrize("dist", [None, [0]])
+def test_strict_insert_chunk_checks_storage_and_memtable(store, dist):
+    t = _table(store, BENCH_SCHEMA, dist_key_indices=dist)
+    t.write_chunk(np.full(3, OP_INSERT), _chunk([5, 3, 9]))
+    t.commit(new_epoch())
+    t.write_chunk(np.full(2, OP_INSERT), _chunk([40, 7]))       # two chunks in one epoch
+    with pytest.raises(InconsistentOpError, match=r"pk=\(9,\)"):
+        t.write_chunk(np.full(3, OP_INSERT), _chunk([100, 9, 1]))   # 9 is stored: nothing applied
+    assert t.get_row((100,)) is None and t.get_row((1,)) is None
+    with pytest.raises(InconsistentOpError, match=r"pk=\(40,\)"):
+        t.write_chunk(np.full(2, OP_INSERT), _chunk([2, 40]))        # 40 is in the MemTable: row path
+    assert t.get_row((2,)) is not None                               # rows before it applied
+    t.write_chunk(np.full(2, OP_INSERT), _chunk([-1, 8]))
+    t.commit(new_epoch())
+    assert [r[0] for r in t.iter_with_prefix()] == [-1, 2, 3, 5, 7, 8, 9, 40]
+
+
 # --- vnodes -----------------------------------------------------------------------------------
 
 def test_vnode_partitioned_instances_see_only_their_rows(store):
