@@ -46,3 +46,28 @@ def test_intra_l0_merges_commits_and_keeps_every_pinned_read(tmp_path):
     with HummockStorage.open(path, OPTIONS, read_only=True) as reopened:
         assert [sub.overlapping for sub in reopened.version().l0] == [False]
         assert answers(reopened, 5 * E) == before[5]
+
+
+def test_a_discarded_task_leaves_orphans_that_vacuum_deletes_at_once(tmp_path, monkeypatch):
+    import hummock.compaction.manager as manager_module
+    rng = random.Random(4)
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS) as store:
+        for n in range(1, 6):
+            batch = {b"%04d" % rng.randrange(400): b"v%d" % n for _ in range(60)}
+            store.ingest_batch(1, sorted(batch.items()), n * E)
+            store.checkpoint(n * E)
+        expected = answers(store, 5 * E)
+        real_compact = manager_module.compact
+
+        def compact_then_lose_the_race(*args, **kwargs):
+            outputs = real_compact(*args, **kwargs)
+            monkeypatch.setattr(manager_module, "compact", real_compact)
+            assert store.compact_all() >= 1          # another task takes the same inputs first
+            return outputs
+        monkeypatch.setattr(manager_module, "compact", compact_then_lose_the_race)
+        manager = CompactionManager(store)
+        assert manager._run(pick(store.version(), manager.config)) == 0 and manager.stats["conflicts"] == 1
+        assert store.vacuum() >= 1, "the discarded task's outputs are orphans now, not at the next open"
+        live = {f"sst/{i:020d}.sst" for i in store.version().sst_ids()}
+        assert {m.path for m in store._store.list("sst/")} == live
+        assert answers(store, 5 * E) == expected

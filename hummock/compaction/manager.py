@@ -128,10 +128,23 @@ class CompactionManager:
         with storage._lock:
             watermark = storage._watermark()
             runs = [SstRun([self._input_reader(info) for info in run], None, None) for run in task.runs]
-        outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
-                          storage.options.target_sst_size, storage._new_sst_id_locked, stats)
-        with storage._lock:
-            return self._commit(task, outputs, stats)
+        handed_out = []
+
+        def new_sst_id():
+            sst_id = storage._new_sst_id_locked()
+            handed_out.append(sst_id)
+            return sst_id
+        applied = 0
+        try:
+            outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
+                              storage.options.target_sst_size, new_sst_id, stats)
+            with storage._lock:
+                applied = self._commit(task, outputs, stats)
+        finally:
+            if not applied:   # failed or discarded: its outputs are orphans for the next vacuum
+                with storage._lock:
+                    storage._unsettled_ids.difference_update(handed_out)
+        return applied
 
     def _input_reader(self, info) -> SstReader:
         """A reader of a compaction input that bypasses the block cache: a task reads each block
