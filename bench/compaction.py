@@ -19,17 +19,23 @@ Workloads:
   ``HummockStorage`` with the in-process background compactor; measured once the compactor has
   settled (no pending work), and again after a final ``compact_all`` (everything rewritten into
   the last level). Write amplification = (bytes flushed + bytes written by compaction) / user
-  bytes ingested (16 + 100 per key). From ``stats()``: compaction output bytes are ``compaction.output_bytes``;
-  flushed bytes are ``live + compaction.input_bytes - compaction.output_bytes`` (every SST ever
-  in the version was flushed or written by a compaction; trivial moves rewrite nothing).
+  bytes ingested (16 + 100 per key), from ``stats()``: ``flushed_bytes`` and
+  ``compaction.output_bytes`` (trivial moves rewrite nothing).
 
-Structure for further runners: :func:`build_dataset` returns ``(store_url, task)``, where the
-task (:class:`CoreTask`) holds only plain data (SST infos per run, watermark, options), so a
-runner in another process can open the store from the URL and run the same task; every section
-adds its figures to the ``results`` dict printed as one JSON line at the end.
+- ``spark``: the same task as one Spark job (:func:`hummock.compaction.spark.run_task_on_spark`)
+  on ``local[1]`` and ``local[2]``, each master in a child process of its own (one SparkSession
+  per process). Reported separately: session start-up (JVM, Python workers, a warm-up job) and
+  the median job time over ``--repeats`` runs, which excludes start-up but includes planning the
+  key-range splits, reserving ids, shipping the task and gathering the outputs; and the speed-up
+  over the in-process run above. ``--no-spark`` skips it.
 
-Target (issue 5): the core >= 100 MB/s of input per core. Run:
-``python -m bench.compaction [--mib 256] [--quick]``.
+:func:`build_dataset` returns ``(store_url, task)``, where the task (:class:`CoreTask`) holds only
+plain data (SST infos per run, watermark, options), so a runner in another process can open the
+store from the URL and run the same task; every section adds its figures to the ``results``
+dict printed as one JSON line at the end.
+
+Targets (issue 5): the core >= 100 MB/s of input per core; Spark ``local[2]`` >= 1.6x the
+in-process single thread on the same task. Run: ``python -m bench.compaction [--mib 256] [--quick]``.
 """
 
 from __future__ import annotations
@@ -173,10 +179,68 @@ def bench_core(url: str, task: CoreTask, repeats: int, loop=None, warm_up: bool 
             "dropped_tombstones": stats.dropped_tombstones}
 
 
+SPARK_MASTERS = ("local[1]", "local[2]")
+
+
+def spark_child(task_file: str, master: str, repeats: int) -> None:
+    """Child mode: run the pickled ``(url, CoreTask)`` as Spark jobs on ``master``; print JSON."""
+    import pickle
+
+    from hummock import StorageOptions
+    from hummock.compaction.picker import CompactionTask
+    from hummock.compaction.spark import run_task_on_spark, spark_session
+    with open(task_file, "rb") as f:
+        url, core = pickle.load(f)
+    options = StorageOptions(spark_master=master, target_sst_size=core.target_sst_size,
+                             block_size=core.builder_options.block_size,
+                             restart_interval=core.builder_options.restart_interval,
+                             compression=core.builder_options.compression,
+                             bloom_bits_per_key=core.builder_options.bloom_bits_per_key)
+    task = CompactionTask("compact", 0, 1, core.runs, core.bottom, "bench")
+    ids = itertools.count(core.first_output_id, 10_000)
+
+    def reserve_ids(count: int) -> range:
+        start = next(ids)
+        assert count <= 10_000
+        return range(start, start + count)
+    _, session_seconds = spark_session(master)
+    jobs, result = [], None
+    for attempt in range(repeats + 1):   # the first job warms up the Python workers
+        result = run_task_on_spark(url, task, core.watermark, options, reserve_ids)
+        delete_outputs(url, result.outputs)
+        if attempt:
+            jobs.append(result.job_seconds)
+    if result.stats.input_entries != core.input_entries:
+        raise SystemExit(f"spark read {result.stats.input_entries} entries, the task has {core.input_entries}")
+    print(json.dumps({"master": master, "session_seconds": session_seconds, "job_seconds": statistics.median(jobs),
+                      "splits": result.splits, "split_seconds": result.split_seconds,
+                      "output_entries": result.stats.output_entries}))
+
+
+def bench_spark(root: str, url: str, task: CoreTask, repeats: int, in_process_seconds: float) -> list:
+    """Run the task on each of ``SPARK_MASTERS`` in a child process; rows for the report."""
+    import pickle
+    import subprocess
+    task_file = os.path.join(root, "task.pickle")
+    with open(task_file, "wb") as f:
+        pickle.dump((url, task), f)
+    rows = []
+    for master in SPARK_MASTERS:
+        out = subprocess.run([sys.executable, "-m", "bench.compaction", "--spark-child", master, "--task-file",
+                              task_file, "--repeats", str(repeats)], capture_output=True, text=True, check=True)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        mb = task.input_bytes / 1e6
+        row.update(runner=f"spark {master}", input_mb_s=mb / row["job_seconds"],
+                   keys_s=task.input_entries / row["job_seconds"],
+                   speedup_vs_in_process=in_process_seconds / row["job_seconds"])
+        rows.append(row)
+    return rows
+
+
 def _write_amp(stats: dict, user_bytes: int) -> tuple[float, int, int]:
     """``(write amplification, flushed bytes, compaction bytes)`` from ``HummockStorage.stats()``."""
     compaction = stats["compaction"]
-    flushed = sum(stats["level_sizes"]) + compaction["input_bytes"] - compaction["output_bytes"]
+    flushed = stats["flushed_bytes"]
     return (flushed + compaction["output_bytes"]) / user_bytes, flushed, compaction["output_bytes"]
 
 
@@ -235,8 +299,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-twin", dest="twin", action="store_false",
                         help="skip the reference run of the pure-Python per-entry loop")
     parser.add_argument("--quick", action="store_true", help="a small run (16 MiB, 200,000 keys, 1 repeat)")
+    parser.add_argument("--no-spark", dest="spark", action="store_false", help="skip the Spark runs")
     parser.add_argument("--keep", help=argparse.SUPPRESS)  # a directory to build in and keep
+    parser.add_argument("--spark-child", help=argparse.SUPPRESS)   # child mode: the master to run on
+    parser.add_argument("--task-file", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.spark_child:
+        spark_child(args.task_file, args.spark_child, args.repeats or 3)
+        return {}
     for name, full, quick in (("mib", 256, 16), ("repeats", 3, 1), ("wa_keys", 2_000_000, 200_000)):
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
@@ -250,6 +320,8 @@ def main(argv=None) -> dict:
         results["core"] = bench_core(url, task, args.repeats)
         if args.twin and mode == "native":   # the pure twin of the per-entry loop, for reference
             results["core_pure_loop"] = bench_core(url, task, 1, loop=_compact_py, warm_up=False)
+        if args.spark:
+            results["spark"] = bench_spark(root, url, task, args.repeats, results["core"]["seconds"])
         if args.wa_keys:
             results["write_amp"] = bench_write_amp(root, args.wa_keys, args.wa_batches_per_checkpoint)
     finally:
@@ -264,6 +336,10 @@ def main(argv=None) -> dict:
     report("compaction_core", rows,
            ["runner", "input_mb_s", "input_mb_per_cpu_s", "keys_s", "seconds", "output_bytes",
             "dropped_versions", "dropped_tombstones"])
+    if "spark" in results:
+        print("# the same task as one Spark job; job time excludes session start-up (reported apart)")
+        report("compaction_spark", results["spark"], ["runner", "input_mb_s", "keys_s", "job_seconds", "splits",
+                                                      "speedup_vs_in_process", "session_seconds"])
     if "write_amp" in results:
         wa = results["write_amp"]
         print(f"# write amplification: fillrandom of {wa['keys']:,} keys, in-process compactor")
