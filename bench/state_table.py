@@ -8,13 +8,14 @@ the ids in random order):
 - ``get_row``: 100,000 point reads of present random ids on the warm table (one at a time).
 - ``scan``: one full ``iter_with_prefix()`` (empty prefix) in pk order, rows decoded to tuples.
 - ``batch_iter``: the same scan through ``StorageTable.batch_iter`` as Arrow record batches.
-The store has default options (in-process compaction keeps L0 short). Each runs on three tables: ``singleton`` (no distribution key, relaxed mode), ``singleton-strict``
+The store has default options (in-process compaction keeps L0 short; the headline figures);
+``--compactor none`` shows the layer without the background compactor sharing the cores. Each runs on three tables: ``singleton`` (no distribution key, relaxed mode), ``singleton-strict``
 (every insert checked against storage), ``hashed-strict`` (distribution key = pk, so a scan
 merges 256 vnodes). Targets (issue 6): write >= 500k rows/s, get_row >= 200k ops/s, scan >= 1M
 rows/s. No peer exists in Python for this layer; the KV figures of ``bench.kv`` are the floor.
 Method: bench/harness.py (warm-up, median of repeats; writes: median of fresh runs).
 
-Run: ``python -m bench.state_table [--rows N] [--quick]``.
+Run: ``python -m bench.state_table [--rows N] [--quick] [--compactor local|none]``.
 """
 
 from __future__ import annotations
@@ -45,12 +46,13 @@ def make_chunks(n: int, seed: int = 7):
     return ids, chunks
 
 
-def open_table(path, dist, consistent):
+def open_table(path, dist, consistent, compactor=None):
     from hummock import HummockStorage, StorageOptions
     from hummock.key import new_epoch
     from relational.state_table import StateTable
     from relational.types import DataType as T
-    store = HummockStorage.open(path, StorageOptions())   # default: in-process compaction
+    options = StorageOptions() if compactor is None else StorageOptions(compactor=compactor)
+    store = HummockStorage.open(path, options)   # default: in-process compaction
     schema = [("id", T.BIGINT), ("a", T.INT), ("b", T.INT), ("s", T.VARCHAR)]
     table = StateTable(store, 1, schema, [0], dist_key_indices=dist, consistent=consistent)
     table.init_epoch(new_epoch())
@@ -69,18 +71,18 @@ def write_all(store, table, chunks) -> None:
             store.checkpoint(epoch)
 
 
-def run_config(name, dist, consistent, ids, chunks, repeats) -> dict:
+def run_config(name, dist, consistent, ids, chunks, repeats, compactor=None) -> dict:
     from relational.storage_table import StorageTable
     n = len(ids)
     warm_path = tempfile.mkdtemp(prefix="bench-state-table-")
-    store, table = open_table(warm_path, dist, consistent)        # warm-up: imports, schema caches
+    store, table = open_table(warm_path, dist, consistent, compactor)        # warm-up: imports, schema caches
     write_all(store, table, chunks[:2 * CHUNKS_PER_EPOCH])
     store.close()
     shutil.rmtree(warm_path, ignore_errors=True)
     rates = []
     for r in range(repeats):
         path = tempfile.mkdtemp(prefix="bench-state-table-")
-        store, table = open_table(path, dist, consistent)
+        store, table = open_table(path, dist, consistent, compactor)
         start = time.perf_counter()
         write_all(store, table, chunks)
         rates.append(n / (time.perf_counter() - start))
@@ -115,6 +117,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="100,000 rows, one write run")
+    parser.add_argument("--compactor", choices=["local", "none"], default=None,
+                        help="store compactor (default: the store's default, in-process)")
     args = parser.parse_args(argv)
     n = 100_000 if args.quick else args.rows
     repeats = 1 if args.quick else 3
@@ -124,10 +128,11 @@ def main(argv=None) -> None:
     ids, chunks = make_chunks(n)
     rows = []
     for name, dist, consistent in CONFIGS:
-        row = run_config(name, dist, consistent, ids, chunks, repeats)
+        row = run_config(name, dist, consistent, ids, chunks, repeats, args.compactor)
         row["mode"] = mode
+        row["compactor"] = args.compactor or "default"
         rows.append(row)
-    report("state_table", rows, ["table", "mode", "rows", "write rows/s", "get_row ops/s", "scan rows/s",
+    report("state_table", rows, ["table", "mode", "compactor", "rows", "write rows/s", "get_row ops/s", "scan rows/s",
                                  "batch_iter rows/s"])
 
 

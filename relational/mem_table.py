@@ -150,12 +150,11 @@ class MemTable:
     def insert_many(self, keys: list, values: list, distinct: bool = False) -> bool:
         """Insert many new keys at once, if none is in the table and none repeats; returns
         False (and changes nothing) otherwise, so the caller falls back to :meth:`insert`.
-        ``distinct=True`` is the caller's promise that no key repeats (it checked). Keys given
-        in ascending order keep :meth:`drain` cheap (its sort merges the runs)."""
+        ``distinct=True`` is the caller's promise that no key repeats and none has a record
+        (it checked both). Keys given in ascending order keep :meth:`drain` cheap (its sort
+        merges the runs)."""
         ops = self._ops
-        if ops and not ops.keys().isdisjoint(keys):
-            return False
-        if not distinct and len(set(keys)) != len(keys):
+        if not distinct and (ops and not ops.keys().isdisjoint(keys) or len(set(keys)) != len(keys)):
             return False
         ops.update(zip(keys, zip(repeat(INSERT), repeat(None), values)))
         if self._sorted is not None:
