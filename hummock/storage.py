@@ -323,6 +323,27 @@ class HummockStorage:
         manager = self._compactor or CompactionManager(self)
         return manager.compact_all()
 
+    def compact_range(self, table_id: int, start: bytes | None = None, end: bytes | None = None) -> int:
+        """Compact the keys ``[start, end)`` of ``table_id`` (``None``: open-ended) into the last
+        level, dropping what no reader can see (tombstones included); returns the number of tasks
+        applied. Like ``compact_all``, in the caller's thread; SSTs reaching outside the range
+        move with it."""
+        self._require_writer()
+        table_id = _check_table_id(table_id)
+        prefix = table_id.to_bytes(4, "big")
+        for name, key in (("start", start), ("end", end)):
+            if key is not None and not isinstance(key, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(f"{name} must be bytes, got {type(key).__name__}")
+        low = prefix + bytes(start or b"")
+        if end is not None:
+            high = prefix + bytes(end)
+        else:
+            high = None if table_id == MAX_TABLE_ID else (table_id + 1).to_bytes(4, "big")
+        if high is not None and low >= high:
+            return 0
+        manager = self._compactor or CompactionManager(self)
+        return manager.compact_range(low, high)
+
     # --- versions, pins and SST handles --------------------------------------------------
 
     def _set_version(self, version) -> None:

@@ -1,10 +1,16 @@
-"""Intra-L0 compaction end to end: sub-levels of several commits merge into one in their place,
+"""Intra-L0 and manual range compaction end to end.
+
+Intra-L0: sub-levels of several commits merge into one in their place,
 reads at every pinned epoch are unchanged, the merged sub-level survives a reopen (the delta's
-level-0 outputs replay from the manifest), and the task's reads bypass the block cache."""
+level-0 outputs replay from the manifest), and the task's reads bypass the block cache. A
+range compaction takes L0 down whole, rewrites the range's bottom SSTs without tombstones and
+changes no read."""
 
 import random
 
-from hummock import HummockStorage, StorageOptions
+import pytest
+
+from hummock import HummockStorage, InvalidArgumentError, StorageOptions
 from hummock.compaction.manager import CompactionManager
 from hummock.compaction.picker import pick
 
@@ -71,3 +77,38 @@ def test_a_discarded_task_leaves_orphans_that_vacuum_deletes_at_once(tmp_path, m
         live = {f"sst/{i:020d}.sst" for i in store.version().sst_ids()}
         assert {m.path for m in store._store.list("sst/")} == live
         assert answers(store, 5 * E) == expected
+
+
+def test_compact_range_moves_the_range_down_and_drops_its_tombstones(tmp_path):
+    rng = random.Random(5)
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS) as store:
+        for n in range(1, 4):
+            for table in (1, 2):
+                batch = {b"%04d" % rng.randrange(400): (None if rng.random() < 0.3 else b"v%d" % n)
+                         for _ in range(80)}
+                store.ingest_batch(table, sorted(batch.items()), n * E)
+            store.checkpoint(n * E)
+        expected = {t: list(store.iter(t, 3 * E)) for t in (1, 2)}
+        assert store.compact_range(1, b"0100", b"0200") >= 1
+        version = store.version()
+        version._check()
+        assert not version.l0, "L0 goes down whole once it meets the range"
+        last = version.levels[-1].ssts
+        assert last and all(not lv.ssts for lv in version.levels[:-1])
+        in_range = [s for s in last if s.largest_key[:-8] >= b"\0\0\0\x010100" and s.smallest_key[:-8] < b"\0\0\0\x010200"]
+        assert in_range and all(s.tombstone_count == 0 for s in in_range)
+        assert {t: list(store.iter(t, 3 * E)) for t in (1, 2)} == expected
+        assert store.compact_range(1, b"0200", b"0100") == 0 and store.compact_range(7) == 0
+        with store.snapshot(3 * E):                            # pins the tombstones written next
+            store.ingest_batch(1, [(b"%04d" % k, None) for k in range(0, 400, 3)], 4 * E)
+            store.checkpoint(4 * E)
+            store.compact_all()
+            assert sum(s.tombstone_count for s in store.version().levels[-1].ssts) > 0
+        expected = list(store.iter(1, 4 * E))
+        assert store.compact_range(1) == 1, "only the bottom rewrite is left to do"
+        assert sum(s.tombstone_count for s in store.version().levels[-1].ssts) == 0
+        assert list(store.iter(1, 4 * E)) == expected
+        with pytest.raises(InvalidArgumentError):
+            store.compact_range(1, "0100")
+        with pytest.raises(InvalidArgumentError):
+            store.compact_range(-1)

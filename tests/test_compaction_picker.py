@@ -143,3 +143,31 @@ def test_pending_bytes_counts_l0_past_a_trigger_and_levels_over_target():
     assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(4)]), config) == 4 * MiB
     over = version(levels={5: [sst(0, 9, 3 * MiB), sst(20, 29, 3 * MiB)], 6: [sst(5, 15, 40 * MiB)]})
     assert pending_bytes(over, config) == 6 * MiB - level_targets(over, config)[1][5]
+
+
+def test_pick_range_moves_only_the_range_and_takes_l0_whole():
+    from hummock.compaction.picker import pick_bottom_rewrite, pick_range
+    key = lambda k: encode_full_key(1, b"%06d" % k, 1)[:-8]   # noqa: E731
+    inside, outside = sst(10, 19), sst(50, 59)
+    bottom = [sst(0, 30), sst(40, 70)]
+    v = version(levels={3: [inside, outside], 6: bottom})
+    task = pick_range(v, key(15), key(16))
+    assert (task.kind, task.input_level, task.target_level, task.input_ids) == ("move", 3, 4, {inside.sst_id})
+    moved = v
+    for level in (3, 4):                # moves down level by level while nothing lies below
+        moved = apply(moved, VersionDelta.move(moved, task.input_ids, task.target_level))
+        task = pick_range(moved, key(15), key(16))
+    assert task.input_level == 5 and task.input_ids == {inside.sst_id, bottom[0].sst_id}, "then merges"
+    check_applies(moved, task)
+    assert pick_range(v, key(20), key(49)) is None, "nothing in [20, 49) above the last level"
+    assert pick_range(moved, key(15), key(16), busy=frozenset({bottom[0].sst_id})) is None
+    with_l0 = version(l0=[([sst(15, 16)], False), ([sst(80, 90)], True)], levels={6: bottom})
+    assert pick_range(with_l0, key(15), key(16)).input_level == 0
+    assert len([s for run in pick_range(with_l0, key(15), key(16)).runs for s in run]) == 4, \
+        "all of L0 plus the bottom SSTs it overlaps"
+    assert pick_bottom_rewrite(v, key(0), None) is None, "no tombstones in the last level"
+    dead = SstableInfo(next(_ids), key(100) + bytes(8), key(110) + bytes(8), MiB, MiB - 100, 1, 9, 10, 3, (1,))
+    v = version(levels={6: bottom + [dead]})
+    task = pick_bottom_rewrite(v, key(0), None)
+    assert task.input_ids == {dead.sst_id} and task.target_level == task.input_level == 6 and task.bottom
+    check_applies(v, task)

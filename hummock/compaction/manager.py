@@ -23,7 +23,7 @@ import threading
 import time
 
 from hummock.compaction.core import CompactionStats, compact
-from hummock.compaction.picker import PickerConfig, pick, pick_all
+from hummock.compaction.picker import PickerConfig, pick, pick_all, pick_bottom_rewrite, pick_range
 from hummock.iterators import SstRun
 from hummock.read_view import SstReader
 from hummock.sstable.reader import Sstable
@@ -100,10 +100,30 @@ class CompactionManager:
 
     def compact_all(self) -> int:
         """Compact until every SST is in the last level; returns the number of tasks applied."""
+        return self._run_until_done(pick_all)
+
+    def compact_range(self, low: bytes, high: bytes | None) -> int:
+        """Move every SST holding user keys in ``[low, high)`` to the last level, then rewrite the
+        last level's SSTs there that hold tombstones; returns the number of tasks applied."""
+        applied = self._run_until_done(lambda version, busy: pick_range(version, low, high, busy))
+        rewritten = []   # rewrite each bottom SST once: pinned snapshots may keep its tombstones
+
+        def bottom_once(version, busy):
+            if rewritten:
+                return None
+            task = pick_bottom_rewrite(version, low, high, busy)
+            if task is not None:
+                rewritten.append(task)
+            return task
+        return applied + self._run_until_done(bottom_once)
+
+    def _run_until_done(self, pick_task) -> int:
+        """Run ``pick_task(version, busy)``'s tasks in this thread until it has none and no
+        background task holds inputs; returns the number applied."""
         applied = 0
         while True:
             with self._wake:
-                task = pick_all(self._storage._version, frozenset(self._busy))
+                task = pick_task(self._storage._version, frozenset(self._busy))
                 if task is None:
                     if not self._busy:
                         return applied

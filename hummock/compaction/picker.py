@@ -18,6 +18,10 @@ Rules, first match wins:
 3. L_i -> L_i+1 for the level (base <= i < n) with the highest ``size / target`` above 1: one SST
    of L_i (taking turns through the key space) plus the SSTs of L_i+1 it overlaps; with none, a
    trivial move.
+Manual: :func:`pick_all` (``compact_all``) pushes every level down to the last one;
+:func:`pick_range` / :func:`pick_bottom_rewrite` (``compact_range``) do it for the SSTs meeting a
+key range (L0 whole, if any of it meets the range), then rewrite the range's last-level SSTs
+that hold tombstones.
 Inputs already in a running task (``busy``) are never picked again, so tasks never overlap.
 ``bottom`` is true when nothing lies below the target level: tombstones may then be dropped
 (never for intra-L0).
@@ -177,21 +181,67 @@ def _pick_level(version, level: int, busy, cursor, reason: str) -> CompactionTas
     after = (cursor or {}).get(level)
     ordered = [s for s in ssts if after is None or _range(s)[0] > after] + \
         [s for s in ssts if after is not None and _range(s)[0] <= after]
-    below_level = version.levels[level].ssts
     for sst in ordered:
-        if sst.sst_id in busy:
-            continue
-        below = _overlapping(below_level, *_range(sst))
-        if any(s.sst_id in busy for s in below):
-            continue
-        if cursor is not None:
-            cursor[level] = _range(sst)[0]
-        bottom = _nothing_below(version, level + 1)
-        if not below:
-            return CompactionTask("move", level, level + 1, ((sst,),), bottom, reason + " (trivial move)")
-        return CompactionTask("compact", level, level + 1, ((sst,), tuple(sorted(below, key=lambda s: _range(s)[0]))),
-                              bottom, reason)
+        task = _sst_task(version, level, sst, busy, reason)
+        if task is not None:
+            if cursor is not None:
+                cursor[level] = _range(sst)[0]
+            return task
     return None
+
+
+def _sst_task(version, level: int, sst, busy, reason: str) -> CompactionTask | None:
+    """``sst`` of L_level plus the SSTs of L_level+1 it overlaps (a trivial move with none)."""
+    if sst.sst_id in busy:
+        return None
+    below = _overlapping(version.levels[level].ssts, *_range(sst))
+    if any(s.sst_id in busy for s in below):
+        return None
+    bottom = _nothing_below(version, level + 1)
+    if not below:
+        return CompactionTask("move", level, level + 1, ((sst,),), bottom, reason + " (trivial move)")
+    return CompactionTask("compact", level, level + 1, ((sst,), tuple(sorted(below, key=lambda s: _range(s)[0]))),
+                          bottom, reason)
+
+
+_EAGER = PickerConfig(l0_trigger=1, l0_bytes_trigger=1, base_level_bytes=1 << 62, l0_intra_trigger=1 << 30)
+
+
+def pick_range(version, low: bytes, high: bytes | None, busy: frozenset = frozenset()) -> CompactionTask | None:
+    """A task of a manual range compaction: move every SST holding user keys in ``[low, high)``
+    (full user keys, table id included; ``high`` None: unbounded) down to the last level.
+    L0 goes down whole once any of its SSTs meets the range -- moving only part of it could put
+    a newer version below an older one left in L0, which reads would then see first."""
+    n = len(version.levels)
+    if n == 0:
+        return None
+
+    def meets(s) -> bool:
+        lo, hi = _range(s)
+        return hi >= low and (high is None or lo < high)
+    if any(meets(s) for sub in version.l0 for s in sub.ssts):
+        return pick(version, _EAGER, busy)
+    for level in range(1, n):
+        for sst in sorted((s for s in version.levels[level - 1].ssts if meets(s)), key=lambda s: _range(s)[0]):
+            task = _sst_task(version, level, sst, busy, f"manual range compaction: L{level} -> L{level + 1}")
+            if task is not None:
+                return task
+    return None
+
+
+def pick_bottom_rewrite(version, low: bytes, high: bytes | None, busy: frozenset = frozenset()
+                        ) -> CompactionTask | None:
+    """The last level's SSTs in ``[low, high)`` that hold tombstones, rewritten in place (the
+    end of a manual range compaction: drops the tombstones and the versions nobody can read)."""
+    n = len(version.levels)
+    if n == 0:
+        return None
+    ssts = [s for s in version.levels[n - 1].ssts
+            if s.tombstone_count and _range(s)[1] >= low and (high is None or _range(s)[0] < high)]
+    if not ssts or any(s.sst_id in busy for s in ssts):
+        return None
+    return CompactionTask("compact", n, n, (tuple(sorted(ssts, key=lambda s: _range(s)[0])),), True,
+                          "manual range compaction: rewrite the last level")
 
 
 def pick_all(version, busy: frozenset = frozenset()) -> CompactionTask | None:
@@ -200,8 +250,7 @@ def pick_all(version, busy: frozenset = frozenset()) -> CompactionTask | None:
     n = len(version.levels)
     if n == 0:
         return None
-    eager = PickerConfig(l0_trigger=1, l0_bytes_trigger=1, base_level_bytes=1 << 62, l0_intra_trigger=1 << 30)
-    task = pick(version, eager, busy)   # L0 -> base, where base is L_n with this config
+    task = pick(version, _EAGER, busy)   # L0 -> base, where base is L_n with this config
     if task is not None:
         return task
     for level in range(1, n):
