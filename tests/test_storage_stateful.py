@@ -2,7 +2,8 @@
 
 Rules: ingest batches (deletes included, several per epoch), seal, sync, commit, get/multi_get,
 iter with random bounds/prefix/reverse at random epochs, snapshots pinned and read later,
-compact_all (and the background compactor, which runs at its L0 trigger), reopen (drops
+compact_all and compact_range (and the background compactor, which runs at its L0 trigger),
+reopen (drops
 uncommitted data). A tiny shared buffer makes spills happen. Runs in whichever
 mode the suite runs (native or ``HUMMOCK_PURE_PYTHON=1``).
 """
@@ -19,7 +20,8 @@ from hummock import HummockStorage, StorageOptions
 from kv_model import KvModel
 
 EPOCH = 1 << 16
-KEYS = st.lists(st.sampled_from([b"", b"a", b"a\x00", b"ab", b"b", b"ba", b"c", b"\xff"]), max_size=6, unique=True)
+KEY = st.sampled_from([b"", b"a", b"a\x00", b"ab", b"b", b"ba", b"c", b"\xff"])
+KEYS = st.lists(KEY, max_size=6, unique=True)
 VALUES = st.one_of(st.none(), st.binary(max_size=8), st.binary(min_size=500, max_size=3000))
 TABLES = st.sampled_from([1, 2])
 OPTIONS = StorageOptions(shared_buffer_capacity=64 * 1024, block_size=512, target_sst_size=8 * 1024,
@@ -113,6 +115,12 @@ class KvMachine(RuleBasedStateMachine):
     def compact_all(self):
         """Compaction (manual here; the background runner also runs) never changes a read."""
         self.store.compact_all()
+
+    @precondition(lambda self: self.compaction)
+    @rule(table=TABLES, start=st.one_of(st.none(), KEY), end=st.one_of(st.none(), KEY))
+    def compact_range(self, table, start, end):
+        """A manual range compaction never changes a read either."""
+        self.store.compact_range(table, start, end)
 
     @precondition(lambda self: self.model.committed_epoch > 0 and len(self.snapshots) < 3)
     @rule()
