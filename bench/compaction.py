@@ -16,11 +16,12 @@ Workloads:
   reading and building stay native) unless ``--no-twin``.
 - ``write_amp``: a fillrandom of ``--wa-keys`` keys (16-byte keys, 100-byte values, batches of
   1,000 keys, a checkpoint every ``--wa-batches-per-checkpoint`` batches) into a
-  ``HummockStorage`` with the in-process background compactor; measured once the compactor has
-  settled (no pending work), and again after a final ``compact_all`` (everything rewritten into
-  the last level). Write amplification = (bytes flushed + bytes written by compaction) / user
-  bytes ingested (16 + 100 per key), from ``stats()``: ``flushed_bytes`` and
-  ``compaction.output_bytes`` (trivial moves rewrite nothing).
+  ``HummockStorage`` with the in-process background compactor, and again with ``compactor="none"``;
+  measured once the compactor has settled (no pending work): write amplification, L0 sub-levels,
+  and 20,000 point gets of random written keys (reads stay fast while L0 stays bounded); the
+  gets again after a final ``compact_all`` (everything in the last level). Write amplification =
+  (bytes flushed + bytes written by compaction) / user bytes ingested (16 + 100 per key), from
+  ``stats()``: ``flushed_bytes`` and ``compaction.output_bytes`` (trivial moves rewrite nothing).
 
 - ``spark``: the same task as one Spark job (:func:`hummock.compaction.spark.run_task_on_spark`)
   on ``local[1]`` and ``local[2]``, each master in a child process of its own (one SparkSession
@@ -258,18 +259,34 @@ def _settle(db, timeout: float = 600.0) -> float:
     return time.perf_counter() - start
 
 
-def bench_write_amp(root: str, n_keys: int, batches_per_checkpoint: int, seed: int = 9) -> dict:
+def _readrandom(db, keys: list, n: int = 20_000, seed: int = 3) -> float:
+    """Point gets of ``n`` random written keys per second (the fill's last epoch)."""
+    rng = random.Random(seed)
+    probes = [keys[rng.randrange(len(keys))] for _ in range(n)]
+    epoch, get = db.max_committed_epoch, db.get
+    start = time.perf_counter()
+    for k in probes:
+        get(TABLE, k, epoch)
+    return n / (time.perf_counter() - start)
+
+
+def bench_write_amp(root: str, n_keys: int, batches_per_checkpoint: int, compactor: str = "local",
+                    seed: int = 9) -> dict:
     """Write amplification of a fillrandom with the in-process compactor (module docstring):
-    once the background compactor has settled after the fill, and after ``compact_all``."""
+    once the background compactor has settled after the fill, and after ``compact_all``; and
+    point-read speed at those moments (with ``compactor="none"``: L0 left as the fill made it)."""
     from hummock import HummockStorage, StorageOptions
     rng = random.Random(seed)
     user_bytes = n_keys * (KEY_LEN + VALUE_LEN)
-    with HummockStorage.open(os.path.join(root, "wa"), StorageOptions(compactor="local")) as db:
+    written = []
+    with HummockStorage.open(os.path.join(root, f"wa-{compactor}"), StorageOptions(compactor=compactor)) as db:
         epoch = db.max_committed_epoch
         max_l0 = 0
+        start = time.perf_counter()
         for b in range(0, n_keys, 1000):
             batch = sorted({rng.randbytes(KEY_LEN): rng.randbytes(VALUE_LEN)
                             for _ in range(min(1000, n_keys - b))}.items())
+            written.extend(k for k, _ in batch[::50])
             epoch += EPOCH_STEP
             db.ingest_batch(TABLE, batch, epoch)
             if (b // 1000 + 1) % batches_per_checkpoint == 0:
@@ -277,17 +294,22 @@ def bench_write_amp(root: str, n_keys: int, batches_per_checkpoint: int, seed: i
                 max_l0 = max(max_l0, db.stats()["l0_sub_levels"])
         if epoch > db.max_committed_epoch:
             db.checkpoint(epoch)
-        settle_seconds = _settle(db)
+        fill_seconds = time.perf_counter() - start
+        settle_seconds = _settle(db) if compactor != "none" else 0.0
         settled = db.stats()
+        reads_settled = _readrandom(db, written)
         db.compact_all()
         final = db.stats()
+        reads_compacted = _readrandom(db, written)
+    if compactor == "none":
+        settled["compaction"] = final["compaction"] = {"output_bytes": 0, "tasks": 0, "moves": 0}
     amp, flushed, compacted = _write_amp(settled, user_bytes)
-    amp_all, _, compacted_all = _write_amp(final, user_bytes)
-    return {"keys": n_keys, "user_bytes": user_bytes, "flushed_bytes": flushed, "compaction_bytes": compacted,
-            "write_amp": amp, "tasks": settled["compaction"]["tasks"], "moves": settled["compaction"]["moves"],
-            "max_l0_sub_levels": max_l0, "settle_seconds": settle_seconds,
-            "level_sizes": list(settled["level_sizes"]), "write_amp_after_compact_all": amp_all,
-            "compaction_bytes_after_compact_all": compacted_all}
+    return {"compactor": compactor, "keys": n_keys, "user_bytes": user_bytes, "flushed_bytes": flushed,
+            "compaction_bytes": compacted, "write_amp": amp, "tasks": settled["compaction"]["tasks"],
+            "moves": settled["compaction"]["moves"], "max_l0_sub_levels": max_l0,
+            "l0_sub_levels_settled": settled["l0_sub_levels"], "fill_keys_s": n_keys / fill_seconds,
+            "settle_seconds": settle_seconds, "level_sizes": list(settled["level_sizes"]),
+            "readrandom_settled_ops_s": reads_settled, "readrandom_after_compact_all_ops_s": reads_compacted}
 
 
 def main(argv=None) -> dict:
@@ -323,7 +345,8 @@ def main(argv=None) -> dict:
         if args.spark:
             results["spark"] = bench_spark(root, url, task, args.repeats, results["core"]["seconds"])
         if args.wa_keys:
-            results["write_amp"] = bench_write_amp(root, args.wa_keys, args.wa_batches_per_checkpoint)
+            results["write_amp"] = [bench_write_amp(root, args.wa_keys, args.wa_batches_per_checkpoint, compactor)
+                                    for compactor in ("local", "none")]
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -342,10 +365,11 @@ def main(argv=None) -> dict:
                                                       "speedup_vs_in_process", "session_seconds"])
     if "write_amp" in results:
         wa = results["write_amp"]
-        print(f"# write amplification: fillrandom of {wa['keys']:,} keys, in-process compactor")
-        report("compaction_write_amp", [wa], ["keys", "user_bytes", "flushed_bytes", "compaction_bytes",
-                                              "write_amp", "tasks", "max_l0_sub_levels",
-                                              "write_amp_after_compact_all"])
+        print(f"# fillrandom of {wa[0]['keys']:,} keys: write amplification and point reads, background "
+              f"compactor vs none (reads once it settled, and after compact_all)")
+        report("compaction_write_amp", wa, ["compactor", "fill_keys_s", "write_amp", "tasks", "max_l0_sub_levels",
+                                            "l0_sub_levels_settled", "readrandom_settled_ops_s",
+                                            "readrandom_after_compact_all_ops_s"])
     print(json.dumps(results, sort_keys=True))
     sys.stdout.flush()
     return results
