@@ -31,6 +31,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.memoryview cimport PyMemoryView_Check
 from cpython.tuple cimport PyTuple_Check
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
+
+from native._xxh64 cimport _load32, xxh64 as _xxh64
 from libc.string cimport memset
 
 from hummock.errors import CorruptionError, InvalidArgumentError
@@ -67,92 +69,11 @@ _MIN_BITS = MIN_BITS
 _MAX_BITS = MAX_BITS
 
 
-# ---- XXH64 --------------------------------------------------------------------------------
-
-cdef uint64_t P1 = 11400714785074694791ULL
-cdef uint64_t P2 = 14029467366897019727ULL
-cdef uint64_t P3 = 1609587929392839161ULL
-cdef uint64_t P4 = 9650029242287828579ULL
-cdef uint64_t P5 = 2870177450012600261ULL
-
-
-cdef inline uint64_t _rotl(uint64_t x, int r) noexcept nogil:
-    return (x << r) | (x >> (64 - r))
-
-
-# Little-endian loads, portable to big-endian hosts (compilers fuse them into one load).
-cdef inline uint64_t _read64(const uint8_t* p) noexcept nogil:
-    return (<uint64_t>p[0] | (<uint64_t>p[1] << 8) | (<uint64_t>p[2] << 16)
-            | (<uint64_t>p[3] << 24) | (<uint64_t>p[4] << 32) | (<uint64_t>p[5] << 40)
-            | (<uint64_t>p[6] << 48) | (<uint64_t>p[7] << 56))
-
-
-cdef inline uint32_t _read32(const uint8_t* p) noexcept nogil:
-    return (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16)
-            | (<uint32_t>p[3] << 24))
-
-
-cdef inline uint64_t _round(uint64_t acc, uint64_t lane) noexcept nogil:
-    acc += lane * P2
-    acc = _rotl(acc, 31)
-    return acc * P1
-
-
-cdef inline uint64_t _merge_round(uint64_t acc, uint64_t v) noexcept nogil:
-    acc ^= _round(0, v)
-    return acc * P1 + P4
-
+# ---- hashing (XXH64 from native/_xxh64.pxd, shared with native/_vnode.pyx) -----------
 
 cdef uint64_t filter_key_hash(const uint8_t* p, size_t n) noexcept nogil:
     """The hash a filter stores for the user key ``p[:n]`` (XXH64 with the format's seed)."""
     return _xxh64(p, n, HASH_SEED)
-
-
-cdef uint64_t _xxh64(const uint8_t* p, size_t n, uint64_t seed) noexcept nogil:
-    """XXH64 of the ``n`` bytes at ``p``. Reads exactly ``p[0 .. n)``."""
-    cdef size_t left = n   # bytes not yet consumed; every load below reads <= left bytes
-    cdef uint64_t h, v1, v2, v3, v4
-    if left >= 32:
-        v1 = seed + P1 + P2
-        v2 = seed + P2
-        v3 = seed
-        v4 = seed - P1
-        while left >= 32:
-            v1 = _round(v1, _read64(p))
-            v2 = _round(v2, _read64(p + 8))
-            v3 = _round(v3, _read64(p + 16))
-            v4 = _round(v4, _read64(p + 24))
-            p += 32
-            left -= 32
-        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
-        h = _merge_round(h, v1)
-        h = _merge_round(h, v2)
-        h = _merge_round(h, v3)
-        h = _merge_round(h, v4)
-    else:
-        h = seed + P5
-    h += <uint64_t>n
-    while left >= 8:
-        h ^= _round(0, _read64(p))
-        h = _rotl(h, 27) * P1 + P4
-        p += 8
-        left -= 8
-    if left >= 4:
-        h ^= <uint64_t>_read32(p) * P1
-        h = _rotl(h, 23) * P2 + P3
-        p += 4
-        left -= 4
-    while left > 0:
-        h ^= <uint64_t>p[0] * P5
-        h = _rotl(h, 11) * P1
-        p += 1
-        left -= 1
-    h ^= h >> 33
-    h *= P2
-    h ^= h >> 29
-    h *= P3
-    h ^= h >> 32
-    return h
 
 
 # ---- argument checks (messages identical to the twin's) -----------------------------------
@@ -352,7 +273,7 @@ def build_filter_from_hashes(key_hashes, bits_per_key=10):
 # ---- reading ------------------------------------------------------------------------------
 
 cdef inline uint32_t _get_u32le(const uint8_t* p) noexcept nogil:
-    return _read32(p)
+    return _load32(p)
 
 
 cdef class FilterReader:

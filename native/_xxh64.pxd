@@ -3,7 +3,7 @@
 
 ``xxh64(p, n, seed)`` reads exactly ``p[0 .. n)``; callers bounds-check ``n`` first. Results
 equal the ``xxhash`` package's ``xxh64_intdigest`` (tests pin both). Used by
-``native/_vnode.pyx``; the same algorithm also lives in ``native/_filter.pyx``.
+``native/_vnode.pyx`` (vnode hashes) and ``native/_filter.pyx`` (bloom filter key hashes).
 """
 
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
