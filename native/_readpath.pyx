@@ -165,7 +165,8 @@ cdef bytes with_table(unsigned long table_id, bytes key):
 
 
 cdef Py_ssize_t lower_bound(list keys, bytes key) except -1:
-    """The first index whose key is >= ``key`` (imm keys are bytes, checked at ingest)."""
+    """The first index whose key is >= ``key`` in sorted ``keys`` (all bytes: imm keys are
+    checked at ingest, SST bounds come from decoded metas)."""
     cdef Py_ssize_t lo = 0, hi = len(keys), mid
     while lo < hi:
         mid = (lo + hi) // 2
@@ -185,14 +186,8 @@ cdef inline bint wanted(SstReader r, uint64_t read, bytes lo_user, bytes hi_user
 cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes hi_user):
     """The readers of a sorted, non-overlapping run that a scan of ``[lo_user, hi_user)`` needs."""
     cdef list chosen = []
-    cdef Py_ssize_t lo = 0, hi = len(his), mid
+    cdef Py_ssize_t lo = lower_bound(his, lo_user)
     cdef SstReader r
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if cmp_obj(<bytes>his[mid], lo_user) < 0:
-            lo = mid + 1
-        else:
-            hi = mid
     while lo < len(readers):
         r = <SstReader>readers[lo]
         if hi_user is not None and cmp_obj(r.lo, hi_user) >= 0:
@@ -223,14 +218,8 @@ cdef inline object best_of(tuple readers, bytes uk, uint64_t read, object best, 
 
 cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read, uint64_t uk_hash):
     """The hit in the one reader of a sorted, non-overlapping run whose range holds the key."""
-    cdef Py_ssize_t lo = 0, hi = len(his), mid
+    cdef Py_ssize_t lo = lower_bound(his, uk)
     cdef SstReader r
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if cmp_obj(<bytes>his[mid], uk) < 0:
-            lo = mid + 1
-        else:
-            hi = mid
     if lo < len(readers):
         r = <SstReader>readers[lo]
         if cmp_obj(r.lo, uk) <= 0 and r.min_epoch <= read:
@@ -388,7 +377,7 @@ cdef class ReadState:
         return UserScan(sources, read, reverse, self)
 
     cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
-        cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, hi, mid, n, i
+        cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, n, i
         cdef list keys
         cdef bytes uk
         cdef char* w
@@ -410,13 +399,7 @@ cdef class ReadState:
                     if not (<FilterReader>flt).probe(key_h):
                         continue
                 keys = imm.keys
-                lo, hi = 0, len(keys)
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if cmp_obj(<bytes>keys[mid], key) < 0:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = lower_bound(keys, key)
                 if lo < len(keys) and cmp_obj(<bytes>keys[lo], key) == 0:
                     best = (imm.epoch, imm.values[lo])
                     break
