@@ -44,7 +44,8 @@ import threading
 import time
 import uuid
 
-from hummock.compaction.core import CompactionStats, compact
+from hummock.compaction.core import CompactionStats
+from hummock.compaction.remote import StoreDescription, compact_split
 from hummock.compaction.splits import plan_splits
 from hummock.errors import HummockError, InvalidArgumentError
 from hummock.sstable.meta import SstableInfo
@@ -57,12 +58,10 @@ log = logging.getLogger(__name__)
 FAIL_SPLIT_FOR_TESTS: tuple[int, int] | None = None
 
 EXECUTOR_BLOCK_CACHE_BYTES = 8 << 20   # each executor task's private block cache
-EXECUTOR_STORES = 4                    # open object stores an executor's Python worker keeps
 IDLE_WAIT_SECONDS = 30.0               # after a failed job, how long to wait for its tasks to stop
 
 _session_lock = threading.Lock()
 _session = None                        # the SparkSession this process uses
-_stores: dict = {}                     # executor side: StoreDescription -> open ObjectStore
 
 
 class SparkJobError(HummockError, RuntimeError):
@@ -70,40 +69,6 @@ class SparkJobError(HummockError, RuntimeError):
 
 
 # --- where the store is -----------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class StoreDescription:
-    """A picklable recipe for opening the same object store elsewhere: ``open_object_store(url,
-    **dict(options))``. Holds S3 credentials when the store's options do (never printed)."""
-
-    url: str
-    options: tuple = dataclasses.field(default=(), repr=False)
-
-    @classmethod
-    def of(cls, store, storage_options=None) -> StoreDescription:
-        """Describe an open ``LocalObjectStore`` or ``S3ObjectStore``; credentials come from
-        ``storage_options`` (a ``StorageOptions``), else executors use the AWS environment.
-        Raises InvalidArgumentError for any other store (executors could not reach it)."""
-        from hummock.object_store import LocalObjectStore, S3ObjectStore
-
-        if isinstance(store, LocalObjectStore):
-            return cls(store.root)
-        if isinstance(store, S3ObjectStore):
-            settings = {"endpoint_url": store.endpoint_url, "region": store.region,
-                        "max_attempts": store.max_attempts, "part_size": store.part_size}
-            if storage_options is not None:
-                settings.update(storage_options.s3_options())
-            settings = {k: v for k, v in settings.items() if v is not None}
-            return cls(f"s3://{store.bucket}/{store.prefix}", tuple(sorted(settings.items())))
-        raise InvalidArgumentError(
-            f"compactor='spark' needs a store every Spark executor can open (a local directory "
-            f"or S3), not {type(store).__name__}")
-
-    def open(self):
-        from hummock.object_store import open_object_store
-
-        return open_object_store(self.url, **dict(self.options))
-
 
 def check_spark_store(url) -> None:
     """Raise InvalidArgumentError if the store ``url`` (or ObjectStore) names cannot be used with
@@ -361,10 +326,6 @@ def _compact_split(job: _Job, work: _Work):
     """Executor task: compact one split; return ``(info dicts, stats dict, seconds in compact)``."""
     from pyspark import TaskContext
 
-    from hummock.iterators import SstRun
-    from hummock.read_view import SstReader
-    from hummock.sstable.cache import LruCache
-
     context = TaskContext.get()
     attempt = context.attemptNumber() if context is not None else 0
     split = work.split
@@ -386,36 +347,11 @@ def _compact_split(job: _Job, work: _Work):
         except StopIteration:
             raise SparkJobError(f"split {split.index} used up its {work.ids_per_attempt} reserved SST ids") from None
 
-    store = _store(job.store)
-    cache = LruCache(EXECUTOR_BLOCK_CACHE_BYTES, "spark_block_cache")
-    opener = functools.partial(_open_sst, store, cache)
-    runs = [SstRun([SstReader(info, opener) for info in run], split.start, split.end) for run in split.runs]
-    stats = CompactionStats()
-    began = time.perf_counter()
-    outputs = compact(runs, job.watermark, job.bottom, store, job.builder_options, job.target_sst_size,
-                      new_sst_id, stats)
+    result = compact_split(job.store, split, new_sst_id, job.watermark, job.bottom, job.builder_options,
+                           job.target_sst_size, EXECUTOR_BLOCK_CACHE_BYTES)
     if fail_after is not None:
         raise SparkJobError(f"injected failure at the end of split {split.index} (test hook)")
-    return [info.to_dict() for info in outputs], dataclasses.asdict(stats), time.perf_counter() - began
-
-
-def _open_sst(store, cache, info):
-    from hummock.sstable.reader import Sstable
-
-    return Sstable.open(store, info, block_cache=cache)
-
-
-def _store(description: StoreDescription):
-    """The worker process's open store for ``description``: reused by later tasks in the worker,
-    the least recently used of more than ``EXECUTOR_STORES`` closed. (A worker runs one task
-    at a time.)"""
-    store = _stores.pop(description, None)
-    if store is None:
-        store = description.open()
-        while len(_stores) >= EXECUTOR_STORES:
-            _stores.pop(next(iter(_stores))).close()
-    _stores[description] = store   # most recently used last
-    return store
+    return result
 
 
 # --- the manager's runner -----------------------------------------------------------------------
