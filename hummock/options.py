@@ -32,6 +32,8 @@ class StorageOptions:
     # --- compaction (docs/compaction.md)
     compactor: str = "local"                # "local" (background thread), "spark" (PySpark jobs), "none"
     spark_master: str = "local[*]"          # used when this process makes the SparkSession (compactor="spark")
+    compaction_workers: int = 0             # with "local": 0 merges in the background thread; N >= 1 in a
+    #                                         pool of N worker processes (local or S3 stores; off the GIL)
     # --- manifest
     checkpoint_interval: int = 64            # deltas between manifest checkpoints
     # --- S3 (also settable in the URL's query; credentials only here or in the environment)
@@ -50,6 +52,7 @@ class StorageOptions:
         _at_least("block_cache_capacity", self.block_cache_capacity, 0)
         _at_least("meta_cache_capacity", self.meta_cache_capacity, 0)
         _at_least("checkpoint_interval", self.checkpoint_interval, 1)
+        _at_least("compaction_workers", self.compaction_workers, 0)
         if self.compactor not in ("local", "spark", "none"):
             raise InvalidArgumentError(f"compactor must be 'local', 'spark' or 'none', got {self.compactor!r}")
 

@@ -7,7 +7,10 @@ as one ``VersionDelta`` under the lock. A task whose inputs changed meanwhile (c
 discarded; its outputs are orphans that vacuum removes. ``compact_all`` runs tasks in the
 caller's thread until the picker has nothing left. With ``compactor="spark"`` the same thread
 picks tasks and applies results, but each rewrite runs as one Spark job
-(:class:`~hummock.compaction.spark.SparkRunner`; moves stay metadata-only here).
+(:class:`~hummock.compaction.spark.SparkRunner`; moves stay metadata-only here); with
+``compaction_workers`` >= 1 (local or S3 stores) it runs in worker processes instead
+(:class:`~hummock.compaction.pool.PoolRunner`), leaving the interpreter lock to readers and
+writers.
 
 Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
 reader at or above it can see survives.
@@ -24,6 +27,7 @@ import time
 
 from hummock.compaction.core import CompactionStats, compact
 from hummock.compaction.picker import PickerConfig, pick, pick_all, pick_bottom_rewrite, pick_range
+from hummock.compaction.pool import PoolRunner, can_use_workers
 from hummock.iterators import SstRun
 from hummock.read_view import SstReader
 from hummock.sstable.reader import Sstable
@@ -41,7 +45,11 @@ class CompactionManager:
         self._wake = threading.Condition(storage._lock)
         self._stopping = False
         self._thread = None
-        self._spark = None   # the Spark runner (compactor="spark"), made on first use
+        self._spark = None
+        self._pool = None   # a PoolRunner when compaction_workers > 0 and workers can open the store
+        workers = storage.options.compaction_workers
+        if workers and storage.options.compactor == "local" and can_use_workers(storage._store):
+            self._pool = PoolRunner(storage, workers)   # the Spark runner (compactor="spark"), made on first use
         self.stats = {"tasks": 0, "moves": 0, "conflicts": 0, "failures": 0, "input_bytes": 0,
                       "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0}
 
@@ -145,6 +153,8 @@ class CompactionManager:
         stats = CompactionStats()
         if storage.options.compactor == "spark":
             return self._spark_runner().run(task, stats, lambda outputs: self._commit(task, outputs, stats))
+        if self._pool is not None:
+            return self._pool.run(task, stats, lambda outputs: self._commit(task, outputs, stats))
         with storage._lock:
             watermark = storage._watermark()
             runs = [SstRun([self._input_reader(info) for info in run], None, None) for run in task.runs]

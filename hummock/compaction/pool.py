@@ -1,0 +1,201 @@
+"""Worker-process runner: a compaction task's key-range splits run in worker processes.
+
+With ``StorageOptions(compaction_workers=N)``, N >= 1, the in-process runner's background thread
+still picks tasks and applies results, but the merge runs in a pool of N worker processes,
+shared by every store of this process and started on first use: plain child interpreters
+(``python -m hummock.compaction.worker``) that read pickled splits on stdin and write results on
+stdout, so nothing of the parent is forked and its main module is never re-imported. A task is cut into
+up to N key-range splits (:mod:`hummock.compaction.splits`, as for Spark), SST ids for all of
+them are reserved in one ``reserve_ids`` delta, each worker runs
+:func:`hummock.compaction.remote.compact_split`, and the thread applies ONE delta. The point:
+the native merge holds the interpreter lock while it runs, so a merge in a thread takes that
+lock -- and the core it could have used -- from readers and writers; in a worker it takes
+neither.
+
+Invariants: nothing is applied unless every split succeeded; while a task runs its reserved ids
+are "unsettled" (vacuum spares them) and afterwards every one not in the version is an orphan
+for the next vacuum. A worker that dies breaks the pool: the task fails (version unchanged)
+and the next task starts a fresh pool. Only stores another process can open qualify (a local
+directory, S3); a memory store compacts in the thread as before. Tasks of several stores take
+turns on the pool.
+
+Callers: :class:`~hummock.compaction.manager.CompactionManager` only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import traceback
+
+from hummock.compaction.core import CompactionStats
+from hummock.compaction.remote import StoreDescription, compact_split
+from hummock.compaction.splits import plan_splits
+from hummock.errors import HummockError
+from hummock.sstable.meta import SstableInfo
+
+WORKER_BLOCK_CACHE_BYTES = 8 << 20   # each split's private block cache in a worker
+#: Test hook, shipped with each request: the split with this index raises after writing its first
+#: output (or at its end). ``None`` (always, outside tests): off.
+FAIL_SPLIT_FOR_TESTS: int | None = None
+
+_lock = threading.Lock()    # one task at a time on the pool
+_workers: list = []         # the live _Worker processes
+
+
+class WorkerError(HummockError, RuntimeError):
+    """A worker process failed a split (or died); nothing was applied."""
+
+
+def can_use_workers(store) -> bool:
+    """True if worker processes can open ``store`` (a local directory or S3)."""
+    from hummock.object_store import LocalObjectStore, S3ObjectStore
+
+    return isinstance(store, (LocalObjectStore, S3ObjectStore))
+
+
+class _Worker:
+    """One child interpreter running :func:`_serve`; requests and replies are pickles on its pipes."""
+
+    def __init__(self):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.proc = subprocess.Popen([sys.executable, "-m", "hummock.compaction.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env)
+
+    def send(self, request) -> None:
+        pickle.dump(request, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        self.proc.stdin.flush()
+
+    def receive(self):
+        try:
+            status, payload = pickle.load(self.proc.stdout)
+        except (EOFError, pickle.UnpicklingError, OSError) as exc:
+            raise WorkerError(f"compaction worker process {self.proc.pid} died "
+                              f"(exit code {self.proc.poll()})") from exc
+        if status != "ok":
+            raise WorkerError(f"a compaction split failed in worker {self.proc.pid}: {payload}")
+        return payload
+
+    def stop(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except Exception:
+            self.proc.kill()
+
+
+def _pool(size: int) -> list:
+    """The live workers, started or restarted up to ``size`` (under ``_lock``)."""
+    for worker in [w for w in _workers if w.proc.poll() is not None]:
+        _workers.remove(worker)
+    while len(_workers) < size:
+        _workers.append(_Worker())
+    return _workers[:size]
+
+
+@atexit.register
+def _shutdown() -> None:
+    with _lock:
+        for worker in _workers:
+            worker.stop()
+        _workers.clear()
+
+
+def _run_split(store, split, first_id: int, quota: int, watermark: int, bottom: bool, builder_options,
+               target_sst_size: int, fail_split: int | None):
+    """Worker side: compact ``split`` naming outputs from ``range(first_id, first_id + quota)``."""
+    ids = iter(range(first_id, first_id + quota))
+    failing = fail_split == split.index
+
+    def new_sst_id() -> int:
+        if failing and issued:
+            raise WorkerError(f"injected failure in split {split.index} (test hook)")
+        issued.append(1)
+        try:
+            return next(ids)
+        except StopIteration:
+            raise WorkerError(f"split {split.index} used up its {quota} reserved SST ids") from None
+    issued: list = []
+    result = compact_split(store, split, new_sst_id, watermark, bottom, builder_options, target_sst_size,
+                           WORKER_BLOCK_CACHE_BYTES)
+    if failing:
+        raise WorkerError(f"injected failure at the end of split {split.index} (test hook)")
+    return result
+
+
+class PoolRunner:
+    """Runs one store's compaction tasks on the shared worker pool for the manager."""
+
+    def __init__(self, storage, workers: int):
+        self._storage = storage
+        self._workers = workers
+        self._store = StoreDescription.of(storage._store, storage.options)
+
+    def run(self, task, stats: CompactionStats, commit) -> int:
+        """Compact ``task`` in the workers, then ``commit(outputs)`` under the store's lock (1 if
+        applied, 0 if discarded). Raises WorkerError if a split fails: nothing is applied."""
+        storage = self._storage
+        options = storage.options
+        with storage._lock:
+            watermark = storage._watermark()
+            readers = {info.sst_id: storage._reader_for(info) for run in task.runs for info in run}
+        splits = plan_splits(task.runs, lambda info: [(m.first_key, max(m.stored_len, m.content_len))
+                                                      for m in readers[info.sst_id].sst.meta.blocks],
+                             self._workers)
+        quotas = [2 * -(-split.input_bytes // options.target_sst_size) + len(split.table_ids) + 2
+                  for split in splits]
+        with storage._lock:
+            reserved = storage._manifest.reserve_sst_ids(sum(quotas))
+            storage._set_version(storage._manifest.current)
+            storage._unsettled_ids.update(reserved)   # vacuum spares them while the task runs
+        try:
+            with _lock:
+                workers = _pool(len(splits))
+                first, sent, results, failure = reserved.start, [], [], None
+                for worker, split, quota in zip(workers, splits, quotas):
+                    try:
+                        worker.send((self._store, split, first, quota, watermark, task.bottom,
+                                     options.sst_builder_options(), options.target_sst_size,
+                                     FAIL_SPLIT_FOR_TESTS))
+                        sent.append(worker)
+                    except OSError as exc:
+                        failure = failure or WorkerError(f"compaction worker {worker.proc.pid} is gone: {exc}")
+                    first += quota
+                for worker in sent:   # every reply read: no worker still writes when this returns
+                    try:
+                        results.append(worker.receive())
+                    except WorkerError as exc:
+                        failure = failure or exc
+                if failure is not None:
+                    raise failure
+            outputs = [SstableInfo.from_dict(d) for infos, _, _ in results for d in infos]
+            for _, split_stats, _ in results:
+                for name, value in split_stats.items():
+                    setattr(stats, name, getattr(stats, name) + value)
+            with storage._lock:
+                return commit(outputs)
+        finally:
+            with storage._lock:
+                storage._unsettled_ids.difference_update(reserved)
+
+
+def _serve() -> None:
+    """Worker main loop: run each pickled split from stdin, reply ``("ok", result)`` or
+    ``("error", text)`` on stdout; exit at end of input."""
+    requests, replies = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr    # a stray print must not corrupt the reply stream
+    while True:
+        try:
+            request = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            reply = ("ok", _run_split(*request))
+        except Exception as exc:   # reported to the parent, which fails the task
+            reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
+        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+        replies.flush()
