@@ -9,13 +9,15 @@ the ids in random order):
 - ``scan``: one full ``iter_with_prefix()`` (empty prefix) in pk order, rows decoded to tuples.
 - ``batch_iter``: the same scan through ``StorageTable.batch_iter`` as Arrow record batches.
 The store has default options (in-process compaction keeps L0 short; the headline figures);
-``--compactor none`` shows the layer without the background compactor sharing the cores. Each runs on three tables: ``singleton`` (no distribution key, relaxed mode), ``singleton-strict``
+``--compactor none`` shows the layer without the background compactor sharing the cores, and
+``--compactor workers`` with its merges in a worker process (``compaction_workers=1``). Each runs
+on three tables: ``singleton`` (no distribution key, relaxed mode), ``singleton-strict``
 (every insert checked against storage), ``hashed-strict`` (distribution key = pk, so a scan
 merges 256 vnodes). Targets (issue 6): write >= 500k rows/s, get_row >= 200k ops/s, scan >= 1M
 rows/s. No peer exists in Python for this layer; the KV figures of ``bench.kv`` are the floor.
 Method: bench/harness.py (warm-up, median of repeats; writes: median of fresh runs).
 
-Run: ``python -m bench.state_table [--rows N] [--quick] [--compactor local|none]``.
+Run: ``python -m bench.state_table [--rows N] [--quick] [--compactor local|workers|none]``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,12 @@ def open_table(path, dist, consistent, compactor=None):
     from hummock.key import new_epoch
     from relational.state_table import StateTable
     from relational.types import DataType as T
-    options = StorageOptions() if compactor is None else StorageOptions(compactor=compactor)
+    if compactor is None:
+        options = StorageOptions()
+    elif compactor == "workers":     # the in-process runner's merges in one worker process
+        options = StorageOptions(compaction_workers=1)
+    else:
+        options = StorageOptions(compactor=compactor)
     store = HummockStorage.open(path, options)   # default: in-process compaction
     schema = [("id", T.BIGINT), ("a", T.INT), ("b", T.INT), ("s", T.VARCHAR)]
     table = StateTable(store, 1, schema, [0], dist_key_indices=dist, consistent=consistent)
@@ -117,8 +124,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="100,000 rows, one write run")
-    parser.add_argument("--compactor", choices=["local", "none"], default=None,
-                        help="store compactor (default: the store's default, in-process)")
+    parser.add_argument("--compactor", choices=["local", "workers", "none"], default=None,
+                        help="store compactor (default: the store's default, in-process); "
+                             "workers: compaction_workers=1")
     args = parser.parse_args(argv)
     n = 100_000 if args.quick else args.rows
     repeats = 1 if args.quick else 3
