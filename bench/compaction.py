@@ -16,7 +16,8 @@ Workloads:
   reading and building stay native) unless ``--no-twin``.
 - ``write_amp``: a fillrandom of ``--wa-keys`` keys (16-byte keys, 100-byte values, batches of
   1,000 keys, a checkpoint every ``--wa-batches-per-checkpoint`` batches) into a
-  ``HummockStorage`` with the in-process background compactor, and again with ``compactor="none"``;
+  ``HummockStorage`` with the in-process background compactor, again with its merges in a worker
+  process (``compaction_workers=1``), and with ``compactor="none"``;
   measured once the compactor has settled (no pending work): write amplification, L0 sub-levels,
   and 20,000 point gets of random written keys (reads stay fast while L0 stays bounded); the
   gets again after a final ``compact_all`` (everything in the last level). Write amplification =
@@ -279,7 +280,8 @@ def bench_write_amp(root: str, n_keys: int, batches_per_checkpoint: int, compact
     rng = random.Random(seed)
     user_bytes = n_keys * (KEY_LEN + VALUE_LEN)
     written = []
-    with HummockStorage.open(os.path.join(root, f"wa-{compactor}"), StorageOptions(compactor=compactor)) as db:
+    options = StorageOptions(compaction_workers=1) if compactor == "workers" else StorageOptions(compactor=compactor)
+    with HummockStorage.open(os.path.join(root, f"wa-{compactor}"), options) as db:
         epoch = db.max_committed_epoch
         max_l0 = 0
         start = time.perf_counter()
@@ -346,7 +348,7 @@ def main(argv=None) -> dict:
             results["spark"] = bench_spark(root, url, task, args.repeats, results["core"]["seconds"])
         if args.wa_keys:
             results["write_amp"] = [bench_write_amp(root, args.wa_keys, args.wa_batches_per_checkpoint, compactor)
-                                    for compactor in ("local", "none")]
+                                    for compactor in ("local", "workers", "none")]
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
