@@ -141,6 +141,10 @@ def test_pending_bytes_counts_l0_past_a_trigger_and_levels_over_target():
     assert pending_bytes(version(), config) == 0
     assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(3)]), config) == 0
     assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(4)]), config) == 4 * MiB
+    def tiers():
+        return [([sst(0, 9, MiB)], False) for _ in range(3)] + [([sst(0, 9, 8 * MiB)], False)]
+    assert pending_bytes(version(l0=tiers()), config) == 0, "4 sub-levels but no tier to merge: nothing to do"
+    assert pending_bytes(version(l0=tiers() + tiers() + tiers()), PickerConfig(l0_trigger=12)) == 33 * MiB
     over = version(levels={5: [sst(0, 9, 3 * MiB), sst(20, 29, 3 * MiB)], 6: [sst(5, 15, 40 * MiB)]})
     assert pending_bytes(over, config) == 6 * MiB - level_targets(over, config)[1][5]
 

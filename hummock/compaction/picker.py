@@ -98,16 +98,20 @@ def level_targets(version, config: PickerConfig) -> tuple[int, list[int]]:
 
 
 def pending_bytes(version, config: PickerConfig = PickerConfig()) -> int:
-    """Compaction debt: bytes the picker wants to move now -- all of L0 once it passes a trigger,
-    plus every level's bytes above its target (what ``stats()`` reports as pending work)."""
+    """Compaction debt: bytes the picker wants to rewrite now -- all of L0 once it passes an
+    L0 -> base trigger, else the sub-levels an intra-L0 task would merge, plus every level's
+    bytes above its target (what ``stats()`` reports as pending work)."""
     n = len(version.levels)
     if n == 0:
         return 0
     base, targets = level_targets(version, config)
     sizes = level_sizes(version)
     debt = sum(max(0, sizes[level] - targets[level]) for level in range(base, n))
-    if len(version.l0) >= min(config.l0_trigger, config.l0_intra_trigger) or sizes[0] >= config.l0_bytes_trigger:
+    if len(version.l0) >= config.l0_trigger or sizes[0] >= config.l0_bytes_trigger:
         debt += sizes[0]
+    else:
+        intra = _pick_intra_l0(version, config, frozenset())
+        debt += intra.input_bytes if intra is not None else 0
     return debt
 
 
