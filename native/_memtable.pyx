@@ -61,8 +61,9 @@ def check_batch(kv_pairs):
 @cython.boundscheck(False)
 def merge_runs(bytes prefix, runs):
     """Merge ``(versioned_epoch, keys, values)`` runs of one table into ``(full_keys, values)``
-    in full-key order (see the twin). A loser tree of runs (about log2(k) comparisons per entry);
-    each run's head key is kept as a C pointer and length, so comparisons touch no Python object."""
+    in full-key order (see the twin). Runs with disjoint key ranges (sequential writes) are just
+    concatenated; otherwise a loser tree of runs (about log2(k) comparisons per entry) keeps each
+    run's head key as a C pointer and length, so comparisons touch no Python object."""
     cdef list run_list = list(runs)
     cdef Py_ssize_t n = len(run_list), i, top, total = 0
     cdef _Runs r
@@ -95,9 +96,21 @@ def merge_runs(bytes prefix, runs):
         if not r.done[i]:
             r.load_head(i, <list>ks)
         total += r.length[i]
-    r.build()
     out_keys = [None] * total
     out_values = [None] * total
+    order = disjoint_order(keys_of)
+    if order is not None:   # e.g. sequential batches: concatenate, no comparisons
+        j = 0
+        for i in order:
+            ks = <list>keys_of[i]
+            vs = <list>values_of[i]
+            inv = r.inv[i]
+            for top in range(len(ks)):
+                out_keys[j] = full_key(prefix, <bytes>ks[top], inv)
+                out_values[j] = vs[top]
+                j += 1
+        return out_keys, out_values
+    r.build()
     for j in range(total):
         top = r.tree[0]
         kn = r.head_len[top]
@@ -117,6 +130,31 @@ def merge_runs(bytes prefix, runs):
             r.load_head(top, <list>keys_of[top])
         r.replay(top)
     return out_keys, out_values
+
+
+cdef object disjoint_order(list keys_of):
+    """The non-empty runs' indexes in key order if their key ranges are disjoint (each run's last
+    key below the next run's first key), else ``None``."""
+    cdef list order = sorted([i for i in range(len(keys_of)) if keys_of[i]], key=lambda i: keys_of[i][0])
+    cdef Py_ssize_t a
+    cdef list before, after
+    for a in range(1, len(order)):
+        before, after = <list>keys_of[order[a - 1]], <list>keys_of[order[a]]
+        if cmp_bytes(<bytes>before[len(before) - 1], <bytes>after[0]) >= 0:
+            return None
+    return order
+
+
+cdef inline bytes full_key(bytes prefix, bytes key, uint64_t inv):
+    """``prefix`` (table id) | ``key`` | ``inv`` big-endian (the inverted epoch)."""
+    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), i
+    cdef bytes full = PyBytes_FromStringAndSize(NULL, kn + 12)
+    cdef char* w = PyBytes_AS_STRING(full)
+    memcpy(w, PyBytes_AS_STRING(prefix), 4)
+    memcpy(w + 4, PyBytes_AS_STRING(key), kn)
+    for i in range(8):
+        w[4 + kn + i] = <char>((inv >> (8 * (7 - i))) & 0xFF)
+    return full
 
 
 @cython.final

@@ -47,3 +47,21 @@ def test_merge_runs_is_full_key_order(impl, key_sets):
     assert list(zip(full_keys, values)) == expected
     with pytest.raises(InvalidArgumentError):
         impl.merge_runs(b"\x00", runs)
+
+
+@IMPLS
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=6), st.randoms(use_true_random=False),
+       st.booleans())
+def test_merge_runs_of_disjoint_runs_in_any_order(impl, sizes, rnd, touching):
+    """Sequential batches (disjoint key ranges) take the concatenating path; runs that share a
+    boundary key (``touching``) must still come out epoch-descending for that key."""
+    runs, start = [], 0
+    for i, size in enumerate(sizes):
+        keys = [b"%06d" % (start + k) for k in range(size)]
+        start += size - (1 if touching and size else 0)
+        runs.append(((i + 1) << 16, keys, [bytes([i])] * size))
+    rnd.shuffle(runs)
+    full_keys, values = impl.merge_runs(b"\x00\x00\x00\x09", runs)
+    expected = sorted(((encode_full_key(9, k, epoch), v) for epoch, ks, vs in runs for k, v in zip(ks, vs)),
+                      key=lambda e: full_key_sort_key(e[0]))
+    assert list(zip(full_keys, values)) == expected
