@@ -305,3 +305,28 @@ def test_outputs_abort_the_open_sst_on_error(object_store):
         pass
     assert [info.sst_id for info in outputs.infos] == [70]
     assert object_store.exists(sst_object_path(70)) and not object_store.exists(sst_object_path(71))
+
+
+def test_lz4_backs_off_on_incompressible_blocks_and_resumes(monkeypatch):
+    """Random values make lz4 futile: the builder then tries it on fewer blocks (backoff up to
+    16), and data that compresses again is compressed again within that window."""
+    import lz4.block
+    tries = []
+    real = lz4.block.compress
+    monkeypatch.setattr(lz4.block, "compress", lambda data, **kw: tries.append(1) or real(data, **kw))
+    rng = random.Random(1)
+    options = SstableBuilderOptions(block_size=1024)
+    keys = [encode_full_key(1, b"%06d" % i, 1 << 16) for i in range(4000)]
+    values = [rng.randbytes(100) for _ in range(2000)] + [b"a" * 100 for _ in range(2000)]
+    builder = SstableBuilder(1, options)
+    builder.add_batch(keys, values)
+    builder_info = builder.finish()
+    tags = [builder.sink.getvalue()[m.offset + m.stored_len - 13] for m in builder._metas]
+    random_blocks = next(i for i, m in enumerate(builder._metas) if m.first_key >= keys[2000]) - 1
+    assert set(tags[:random_blocks]) == {0}, "random values never compress"
+    assert len(tries) < random_blocks // 3 + (len(tags) - random_blocks), "most futile attempts are skipped"
+    first_lz4 = tags.index(1)
+    assert random_blocks < first_lz4 <= random_blocks + 1 + 16 and set(tags[first_lz4:]) == {1}
+    store = MemoryObjectStore()
+    store.upload(sst_object_path(1), builder.sink.getvalue())
+    assert [k for k, _ in Sstable.open(store, builder_info).scan()] == keys

@@ -18,9 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hummock.errors import InvalidArgumentError
-from hummock.sstable.block import BlockBuilder, compression_tag, encode_stored_block
+from hummock.sstable.block import (BLOCK_TRAILER_SIZE, COMPRESSION_LZ4, COMPRESSION_NONE, BlockBuilder,
+                                   compression_tag, encode_stored_block)
 from hummock.sstable.filter import build_filter
 from hummock.sstable.meta import FOOTER_SIZE, BlockMeta, SstableInfo, SstableMeta, encode_footer, sst_object_path
+
+
+LZ4_MAX_BACKOFF = 16   # most blocks stored without trying lz4 after blocks it could not shrink
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class SstableBuilder:
         self.sst_id = sst_id
         self.options = options or SstableBuilderOptions()
         self._compression = compression_tag(self.options.compression)
+        self._lz4_backoff = 0      # blocks to store without trying lz4 after the last miss
+        self._lz4_skip = 0         # ... of which this many are left
         self._block_size = self.options.block_size
         self._blocks = BlockBuilder(self.options.restart_interval)
         self._sink = sink if sink is not None else BytesSink()
@@ -159,13 +165,31 @@ class SstableBuilder:
         """Finish the open block, if it has entries, and write it to the sink."""
         self._cut()
 
+    def _block_compression(self) -> int:
+        """lz4 is tried on each block unless recent blocks of this SST did not compress well
+        enough to keep it (random or encrypted values): after such a miss the next 1, 2, 4, ...
+        ``LZ4_MAX_BACKOFF`` blocks are stored as they are, and a block that compresses resets
+        the backoff. Any choice gives a valid SST; this only saves the futile attempts (~7% of
+        a flush of random values)."""
+        if self._lz4_skip:
+            self._lz4_skip -= 1
+            if self._lz4_skip:
+                return COMPRESSION_NONE
+        return self._compression
+
     def _cut(self) -> None:
         blocks = self._blocks
         if not blocks.block_entry_count:
             return
         first_key = blocks.block_first_key
         content = blocks.finish_block()
-        stored = encode_stored_block(content, self._compression)
+        stored = encode_stored_block(content, self._block_compression())
+        if self._compression == COMPRESSION_LZ4 and not self._lz4_skip:
+            if stored[-BLOCK_TRAILER_SIZE] == COMPRESSION_LZ4:
+                self._lz4_backoff = 0
+            else:                  # lz4 did not pay off: skip 1, 2, 4, ... 16 blocks
+                self._lz4_backoff = min(2 * self._lz4_backoff or 1, LZ4_MAX_BACKOFF)
+                self._lz4_skip = self._lz4_backoff + 1
         self._sink.write(stored)
         self._metas.append(BlockMeta(self._offset, len(stored), len(content), first_key))
         self._offset += len(stored)
