@@ -223,7 +223,7 @@ def test_spark_outputs_hold_what_the_in_process_core_writes(spark, tmp_path, key
         watermark = store._watermark()
         ids = iter(range(10**6, 2 * 10**6))
         result = spark_runner.run_task_on_spark(str(tmp_path), task, watermark, store.options,
-                                                store._manifest.reserve_sst_ids)
+                                                store._manifest.reserve_sst_ids, max_splits=4)
         readers = [SstRun([store._reader_for(i) for i in run], None, None) for run in task.runs]
         local = compact(readers, watermark, task.bottom, store._store, store.options.sst_builder_options(),
                         store.options.target_sst_size, lambda: next(ids))

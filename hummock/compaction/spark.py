@@ -203,8 +203,10 @@ def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, bloc
     ``options``: the store's ``StorageOptions`` (builder settings, ``target_sst_size``,
     ``spark_master``). ``reserve_ids(count)`` must persist a reservation of ``count`` fresh SST
     ids and return them as a ``range`` before any is used. ``block_metas(info)`` returns an
-    input SST's block metas (default: read from the store). ``max_splits`` defaults to twice
-    Spark's default parallelism, capped so a split holds at least a quarter of a target SST.
+    input SST's block metas (default: read from the store). ``max_splits`` defaults to Spark's
+    default parallelism (splits are balanced by bytes; each extra split re-opens the inputs:
+    on local[2] 4 splits took 0.98 s where 2 took 0.72-0.78 s), capped so a split holds at least
+    a quarter of a target SST.
 
     Nothing is applied to any version. Raises :class:`SparkJobError` if the job fails (its
     outputs are then orphans); the ids in ``reserve_ids``' range that are not in the returned
@@ -218,7 +220,7 @@ def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, bloc
     sc = session.sparkContext
     started = time.perf_counter()
     if max_splits is None:
-        max_splits = max(1, min(2 * sc.defaultParallelism, task.input_bytes // max(1, options.target_sst_size // 4)))
+        max_splits = max(1, min(sc.defaultParallelism, task.input_bytes // max(1, options.target_sst_size // 4)))
     splits = _plan(store, task, block_metas, max_splits)
     attempts = _max_attempts(sc)
     quotas = [2 * -(-split.input_bytes // options.target_sst_size) + len(split.table_ids) + 2 for split in splits]
