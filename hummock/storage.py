@@ -477,8 +477,18 @@ class HummockStorage:
                 "compaction": dict(self._compactor.stats) if self._compactor is not None else None,
                 "compaction_pending_bytes": pending_bytes(
                     version, self._compactor.config if self._compactor is not None else PickerConfig()),
+                "write_amplification": self._write_amplification(),
                 **dict(self.counters),
             }
+
+    def _write_amplification(self) -> float | None:
+        """Bytes written to SSTs (flushes + compaction outputs) per byte ingested (keys +
+        values) since open; ``None`` before anything was ingested."""
+        ingested = self.counters["ingested_bytes"]
+        if not ingested:
+            return None
+        compacted = self._compactor.stats["output_bytes"] if self._compactor is not None else 0
+        return (self.counters["flushed_bytes"] + compacted) / ingested
 
     # --- vacuum -------------------------------------------------------------------------------
 

@@ -223,12 +223,14 @@ def test_multi_get_checks_every_key_first(store):
 
 
 def test_stats_count_ingested_and_flushed_bytes(store):
+    assert store.stats()["write_amplification"] is None
     store.ingest_batch(1, [(b"ab", b"xyz"), (b"c", None)], E)
     store.checkpoint(E)
     stats = store.stats()
     assert stats["ingested_keys"] == 2 and stats["ingested_bytes"] == 2 + 3 + 1
     assert stats["flushed_bytes"] == sum(info.file_size for info in store.version().all_ssts()) > 0
     assert stats["compaction_pending_bytes"] == 0
+    assert stats["write_amplification"] == stats["flushed_bytes"] / 6
 
 
 def test_point_reads_over_large_imms_use_their_filters(store):
