@@ -110,16 +110,17 @@ def _run_split(store, split, first_id: int, quota: int, watermark: int, bottom: 
     """Worker side: compact ``split`` naming outputs from ``range(first_id, first_id + quota)``."""
     ids = iter(range(first_id, first_id + quota))
     failing = fail_split == split.index
+    issued = 0
 
     def new_sst_id() -> int:
+        nonlocal issued
         if failing and issued:
             raise WorkerError(f"injected failure in split {split.index} (test hook)")
-        issued.append(1)
+        issued += 1
         try:
             return next(ids)
         except StopIteration:
             raise WorkerError(f"split {split.index} used up its {quota} reserved SST ids") from None
-    issued: list = []
     result = compact_split(store, split, new_sst_id, watermark, bottom, builder_options, target_sst_size,
                            WORKER_BLOCK_CACHE_BYTES)
     if failing:
