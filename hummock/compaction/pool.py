@@ -39,8 +39,8 @@ from hummock.errors import HummockError
 from hummock.sstable.meta import SstableInfo
 
 WORKER_BLOCK_CACHE_BYTES = 8 << 20   # each split's private block cache in a worker
-#: Test hook, shipped with each request: the split with this index raises after writing its first
-#: output (or at its end). ``None`` (always, outside tests): off.
+#: Test hook, shipped with each request: the split with this index raises after its first output
+#: (or at its end). ``None`` (always, outside tests): off.
 FAIL_SPLIT_FOR_TESTS: int | None = None
 
 _lock = threading.Lock()    # one task at a time on the pool
@@ -108,24 +108,9 @@ def _shutdown() -> None:
 def _run_split(store, split, first_id: int, quota: int, watermark: int, bottom: bool, builder_options,
                target_sst_size: int, fail_split: int | None):
     """Worker side: compact ``split`` naming outputs from ``range(first_id, first_id + quota)``."""
-    ids = iter(range(first_id, first_id + quota))
-    failing = fail_split == split.index
-    issued = 0
-
-    def new_sst_id() -> int:
-        nonlocal issued
-        if failing and issued:
-            raise WorkerError(f"injected failure in split {split.index} (test hook)")
-        issued += 1
-        try:
-            return next(ids)
-        except StopIteration:
-            raise WorkerError(f"split {split.index} used up its {quota} reserved SST ids") from None
-    result = compact_split(store, split, new_sst_id, watermark, bottom, builder_options, target_sst_size,
-                           WORKER_BLOCK_CACHE_BYTES)
-    if failing:
-        raise WorkerError(f"injected failure at the end of split {split.index} (test hook)")
-    return result
+    return compact_split(store, split, range(first_id, first_id + quota), watermark, bottom, builder_options,
+                         target_sst_size, WORKER_BLOCK_CACHE_BYTES, error=WorkerError,
+                         fail_after=1 if fail_split == split.index else None)
 
 
 class PoolRunner:

@@ -19,7 +19,7 @@ import functools
 import time
 
 from hummock.compaction.core import CompactionStats, compact
-from hummock.errors import InvalidArgumentError
+from hummock.errors import HummockError, InvalidArgumentError
 
 CACHED_STORES = 4      # open object stores a process keeps between splits
 _stores: dict = {}     # StoreDescription -> open ObjectStore (most recently used last)
@@ -72,13 +72,29 @@ def open_cached_store(description: StoreDescription):
     return store
 
 
-def compact_split(store: StoreDescription, split, new_sst_id, watermark: int, bottom: bool, builder_options,
-                  target_sst_size: int, cache_bytes: int) -> tuple[list, dict, float]:
+def compact_split(store: StoreDescription, split, ids: range, watermark: int, bottom: bool, builder_options,
+                  target_sst_size: int, cache_bytes: int, *, error=HummockError,
+                  fail_after: int | None = None) -> tuple[list, dict, float]:
     """Compact ``split`` (its runs, within its bounds); return ``(info dicts, stats dict, seconds
-    in the core)``. ``new_sst_id()`` names the outputs."""
+    in the core)``. Outputs are named from ``ids`` (reserved by the caller); running out raises
+    ``error``. Test hook: with ``fail_after`` = k the split raises ``error`` when asked for its
+    (k+1)-th id, or at its end if it makes fewer outputs."""
     from hummock.iterators import SstRun
     from hummock.read_view import SstReader
     from hummock.sstable.cache import LruCache
+
+    available = iter(ids)
+    issued = 0
+
+    def new_sst_id() -> int:
+        nonlocal issued
+        if fail_after is not None and issued >= fail_after:
+            raise error(f"injected failure in split {split.index} after {issued} outputs (test hook)")
+        issued += 1
+        try:
+            return next(available)
+        except StopIteration:
+            raise error(f"split {split.index} used up its {len(ids)} reserved SST ids") from None
 
     opened = open_cached_store(store)
     opener = functools.partial(_open_sst, opened, LruCache(cache_bytes, "split_block_cache"))
@@ -86,6 +102,8 @@ def compact_split(store: StoreDescription, split, new_sst_id, watermark: int, bo
     stats = CompactionStats()
     began = time.perf_counter()
     outputs = compact(runs, watermark, bottom, opened, builder_options, target_sst_size, new_sst_id, stats)
+    if fail_after is not None:
+        raise error(f"injected failure at the end of split {split.index} (test hook)")
     return [info.to_dict() for info in outputs], dataclasses.asdict(stats), time.perf_counter() - began
 
 

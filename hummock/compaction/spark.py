@@ -335,25 +335,10 @@ def _compact_split(job: _Job, work: _Work):
         raise SparkJobError(f"split {split.index}: attempt {attempt} has no reserved SST ids "
                             f"({job.attempts} attempts were planned)")
     first = work.first_id + attempt * work.ids_per_attempt
-    ids = iter(range(first, first + work.ids_per_attempt))
     fail_after = job.fail_hook[1] if job.fail_hook and job.fail_hook[0] == split.index else None
-    issued = 0
-
-    def new_sst_id() -> int:
-        nonlocal issued
-        if fail_after is not None and issued >= fail_after:
-            raise SparkJobError(f"injected failure in split {split.index} after {issued} outputs (test hook)")
-        issued += 1
-        try:
-            return next(ids)
-        except StopIteration:
-            raise SparkJobError(f"split {split.index} used up its {work.ids_per_attempt} reserved SST ids") from None
-
-    result = compact_split(job.store, split, new_sst_id, job.watermark, job.bottom, job.builder_options,
-                           job.target_sst_size, EXECUTOR_BLOCK_CACHE_BYTES)
-    if fail_after is not None:
-        raise SparkJobError(f"injected failure at the end of split {split.index} (test hook)")
-    return result
+    return compact_split(job.store, split, range(first, first + work.ids_per_attempt), job.watermark, job.bottom,
+                         job.builder_options, job.target_sst_size, EXECUTOR_BLOCK_CACHE_BYTES,
+                         error=SparkJobError, fail_after=fail_after)
 
 
 # --- the manager's runner -----------------------------------------------------------------------
