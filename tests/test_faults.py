@@ -1,0 +1,757 @@
+"""Durability under faults (issue 10): the fault harness itself, then the KV and StateTable
+state machines run through it on memory, local and S3 stores at 5% and 30% faults.
+
+What the fault runs check (the engine's contract under object-store faults):
+- every engine call either works or raises a ``HummockError`` (anything else fails the test,
+  and so does a ``HummockError`` raised while no fault was injected anywhere); a read that
+  returns is exact (compared with the model);
+- a failed ``ingest_batch`` wrote nothing; a failed commit (``commit_epoch``/``checkpoint``) has
+  an unknown outcome, resolved either by retrying the same epoch (under faults a few times, then
+  with faults paused, which must succeed) or by reopening (the committed epoch is then the old
+  one or the new one, and the data is exactly that epoch's);
+- after each example, with faults paused: the same handle still writes and commits (no wedge),
+  background threads logged only ``HummockError``\\ s, a reopen reads exactly the model at
+  ``max_committed_epoch``, and every SST the version references exists in the inner store
+  (vacuum, which runs with ``vacuum_min_age_s=0``, never deleted a committed SST).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import sys
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
+
+from faults import (KINDS, OPS, ErrorLog, FaultInjected, Faults, FaultyObjectStore, local_location,
+                    memory_location, s3_location)
+from hummock import HummockStorage, StorageOptions
+from hummock.errors import HummockError, InvalidArgumentError
+from hummock.manifest import ConcurrentWriterError
+from hummock.object_store import MemoryObjectStore
+from hummock.object_store.base import ObjectStoreError
+from hummock.sstable.meta import sst_object_path
+from relational.errors import InconsistentOpError
+
+# --- the wrapper itself ----------------------------------------------------------------------
+
+
+def _fill(store: FaultyObjectStore, n: int = 4) -> list[str]:
+    with store.paused():
+        paths = [f"obj/{i}" for i in range(n)]
+        for i, path in enumerate(paths):
+            store.upload(path, bytes([i]) * 100)
+    return paths
+
+
+def _run_op(store: FaultyObjectStore, op: str, i: int):
+    """One operation of kind ``op`` on a store filled by ``_fill``."""
+    path = f"obj/{i % 4}"
+    if op == "upload":
+        return store.upload(f"new/{i}", b"x" * 10)
+    if op == "upload_if_absent":
+        return store.upload_if_absent(f"new/{i}", b"x" * 10)
+    if op == "read":
+        return store.read(path, 10, 60)
+    if op == "size":
+        return store.size(path)
+    if op == "exists":
+        return store.exists(path)
+    if op == "delete":
+        return store.delete([f"gone/{i}", f"gone/{i + 1}"])
+    if op == "list":
+        return store.list("obj/")
+    with store.paused():
+        uploader = store.streaming_upload(f"stream/{i}") if op != "streaming_upload" else None
+    if op == "streaming_upload":
+        store.streaming_upload(f"stream/{i}").abort()
+    elif op == "stream_write":
+        uploader.write(b"abc")
+        uploader.abort()
+    else:
+        with store.paused():
+            uploader.write(b"abc")
+        uploader.finish()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_fires_at_its_rate(kind):
+    """With ``rates={kind: 0.2}`` the kind strikes about 20% of the operations it applies to,
+    and never any other operation; the counters count exactly those."""
+    faults = Faults(rates={kind: 0.2}, seed=7, stall_seconds=(0.0, 0.0001), list_lag_ops=3)
+    store = FaultyObjectStore(MemoryObjectStore(), faults)
+    _fill(store)
+    trials = 400
+    for op in OPS:
+        before = faults.counts[kind]
+        for i in range(trials):
+            try:
+                _run_op(store, op, i)
+            except FaultInjected as exc:
+                assert exc.kind == kind and exc.op == op
+        fired = faults.counts[kind] - before
+        assert fired == faults.by_op[(op, kind)]
+        if kind in OPS[op]:
+            assert 0.13 * trials <= fired <= 0.27 * trials, (op, fired)
+        else:
+            assert fired == 0, op
+    assert set(faults.counts) == {kind}
+    assert faults.report()[kind] == faults.counts[kind]
+
+
+def test_rate_is_split_over_the_kinds_of_an_operation():
+    faults = Faults(0.3, seed=3, stall_seconds=(0.0, 0.0001))
+    store = FaultyObjectStore(MemoryObjectStore(), faults)
+    _fill(store)
+    for i in range(1000):
+        try:
+            store.read("obj/1", 0, 50)
+        except ObjectStoreError:
+            pass
+    faulted = sum(faults.by_op[("read", k)] for k in KINDS)
+    assert 230 <= faulted <= 370
+    for kind in OPS["read"]:   # a third each
+        assert 60 <= faults.by_op[("read", kind)] <= 150, kind
+    assert faults.probability("error_after", "read") == 0.0
+
+
+def test_faults_are_seeded():
+    def decisions(seed):
+        faults = Faults(0.5, seed=seed)
+        return [faults.decide("read") for _ in range(200)]
+    assert decisions(1) == decisions(1)
+    assert decisions(1) != decisions(2)
+
+
+def test_error_before_leaves_the_store_untouched():
+    faults = Faults(rates={"error_before": 1.0})
+    inner = MemoryObjectStore()
+    store = FaultyObjectStore(inner, faults)
+    with pytest.raises(ObjectStoreError):
+        store.upload("a", b"1")
+    with pytest.raises(ObjectStoreError):
+        store.upload_if_absent("a", b"1")
+    with pytest.raises(ObjectStoreError):
+        store.streaming_upload("a")
+    assert inner.list() == []
+    inner.upload("b", b"2")
+    with pytest.raises(ObjectStoreError):
+        store.delete("b")
+    assert inner.read("b") == b"2"
+
+
+def test_error_after_really_applied_the_operation():
+    """Ambiguous errors: the operation ran, the caller still sees ObjectStoreError."""
+    faults = Faults(rates={"error_after": 1.0})
+    inner = MemoryObjectStore()
+    store = FaultyObjectStore(inner, faults)
+    with pytest.raises(ObjectStoreError):
+        store.upload("a", b"1")
+    assert inner.read("a") == b"1"
+    with pytest.raises(ObjectStoreError):
+        store.upload_if_absent("b", b"2")
+    assert inner.read("b") == b"2"
+    with store.paused():
+        assert store.upload_if_absent("b", b"2") is False   # a retry finds its own object
+    with pytest.raises(ObjectStoreError):
+        store.delete(["a"])
+    assert not inner.exists("a")
+    with pytest.raises(ObjectStoreError):
+        store.delete(["b", "c", "d"])
+    assert not inner.exists("b")      # at least the first path went
+    uploader = store.streaming_upload("s")
+    uploader.write(b"xy")
+    uploader.write(b"z")
+    with pytest.raises(ObjectStoreError):
+        uploader.finish()
+    assert inner.read("s") == b"xyz"    # published, though the finish "failed"
+    with pytest.raises(InvalidArgumentError):
+        uploader.write(b"more")          # the uploader is aborted, as after any failed finish
+    assert faults.counts["error_after"] == 5
+
+
+def test_failed_stream_write_aborts_without_publishing():
+    faults = Faults(rates={"error_before": 1.0})
+    inner = MemoryObjectStore()
+    store = FaultyObjectStore(inner, faults)
+    with store.paused():
+        uploader = store.streaming_upload("s")
+    with pytest.raises(ObjectStoreError):
+        with uploader:
+            uploader.write(b"abc")
+    assert not inner.exists("s")
+
+
+def test_short_reads_raise_or_return_fewer_bytes():
+    faults = Faults(rates={"short_read": 1.0}, seed=5)
+    store = FaultyObjectStore(MemoryObjectStore(), faults)
+    with store.paused():
+        store.upload("a", bytes(range(100)))
+    raised = truncated = 0
+    for _ in range(100):
+        try:
+            data = store.read("a", 10, 90)
+        except ObjectStoreError:
+            raised += 1
+        else:
+            assert len(data) < 80 and data == bytes(range(10, 10 + len(data)))
+            truncated += 1
+    assert raised > 20 and truncated > 20
+    assert faults.truncated == truncated and faults.counts["short_read"] == 100
+    with pytest.raises(ObjectStoreError):   # nothing to cut from an empty range: it raises
+        store.read("a", 5, 5)
+
+
+def test_listing_lags_behind_recent_uploads():
+    faults = Faults(rates={"list_lag": 1.0}, list_lag_ops=3)
+    store = FaultyObjectStore(MemoryObjectStore(), faults)
+    for i in range(5):
+        store.upload(f"p/{i}", b"x")
+    # the list itself is the 6th operation: uploads 3 and 4 are within the last 3 operations
+    assert [m.path for m in store.list("p/")] == ["p/0", "p/1", "p/2"]
+    assert faults.omitted == 2
+    store.exists("p/0")
+    store.exists("p/0")
+    assert [m.path for m in store.list("p/")] == [f"p/{i}" for i in range(5)]
+    with store.paused():
+        store.upload("p/5", b"x")
+        assert len(store.list("p/")) == 6
+
+
+def test_pause_and_enabled_switch():
+    faults = Faults(1.0)
+    store = FaultyObjectStore(MemoryObjectStore(), faults)
+    with store.paused():
+        assert not store.enabled
+        for i in range(50):
+            store.upload(f"a/{i}", b"x")
+            assert store.read(f"a/{i}") == b"x"
+        assert len(store.list()) == 50
+        with faults.paused():   # nested
+            pass
+        assert not faults.enabled
+    assert store.enabled and faults.injected == 0
+    store.enabled = False
+    store.delete("a/0")
+    assert faults.injected == 0
+    store.enabled = True
+    with pytest.raises(ObjectStoreError):
+        for i in range(50):   # every op gets a fault; stalls alone do not raise
+            store.exists("a/1")
+    assert faults.injected > 0
+
+
+def test_injected_faults_are_only_object_store_errors():
+    faults = Faults(0.5, seed=11, stall_seconds=(0.0, 0.0001))
+    store = FaultyObjectStore(MemoryObjectStore(), faults)
+    _fill(store)
+    for i in range(300):
+        for op in OPS:
+            try:
+                _run_op(store, op, i)
+            except ObjectStoreError:
+                pass
+    report = faults.report()
+    assert all(report[k] > 0 for k in KINDS), report
+
+
+def test_wrapper_passes_the_contract_through(object_store):
+    """Any of the three stores inside: with faults off the wrapper behaves as the store."""
+    store = FaultyObjectStore(object_store, Faults(1.0))
+    assert store.lock_store() is object_store.lock_store()
+    with store.paused():
+        store.upload("x/a", b"hello")
+        assert store.upload_if_absent("x/b", b"b") is True
+        assert store.upload_if_absent("x/b", b"c") is False
+        with store.streaming_upload("x/c") as uploader:
+            uploader.write(b"12")
+            uploader.write(b"34")
+        assert store.read("x/a", 1, 3) == b"el"
+        assert store.read("x/c") == b"1234"
+        assert store.size("x/c") == 4 and store.exists("x/b")
+        assert [m.path for m in store.list("x/")] == ["x/a", "x/b", "x/c"]
+        store.delete(["x/a", "x/b"])
+        assert [m.path for m in object_store.list("x/")] == ["x/c"]
+
+
+def test_engine_opens_on_the_wrapper_and_the_writer_lock_is_the_inner_stores(tmp_path):
+    faults = Faults(0.3)
+    location = local_location(tmp_path / "db", faults)
+    with faults.paused():
+        db = location.open(FAULT_OPTIONS)
+        try:
+            with pytest.raises(ConcurrentWriterError):
+                location.open(FAULT_OPTIONS)
+            with pytest.raises(ConcurrentWriterError):
+                HummockStorage.open(str(tmp_path / "db"), FAULT_OPTIONS)
+            db.ingest_batch(1, [(b"k", b"v")], 1 << 16)
+            db.checkpoint(1 << 16)
+        finally:
+            db.close()
+        with HummockStorage.open(str(tmp_path / "db"), FAULT_OPTIONS) as plain:
+            assert plain.get(1, b"k", 1 << 16) == b"v"
+
+
+# --- the state machines under faults ---------------------------------------------------------
+
+from kv_model import KvModel  # noqa: E402
+from test_storage_stateful import EPOCH, KEY, OPTIONS as KV_OPTIONS, TABLES, VALUES, KvMachine  # noqa: E402
+from table_stores import OPTIONS as TABLE_OPTIONS  # noqa: E402
+from test_state_table_stateful import StateTableMachine  # noqa: E402
+
+
+def _vacuum_at_once(options: StorageOptions) -> StorageOptions:
+    """Vacuum deletes unreferenced SSTs at once (``vacuum_min_age_s=0``), so that a vacuum
+    deleting a committed SST shows up in these short runs."""
+    if "vacuum_min_age_s" in {f.name for f in dataclasses.fields(StorageOptions)}:
+        return options.replace(vacuum_min_age_s=0)
+    return options   # the option is being added (issue 10); until then vacuum has no minimum age
+
+
+FAULT_OPTIONS = _vacuum_at_once(KV_OPTIONS)
+FAULT_COMPACTING = FAULT_OPTIONS.replace(compactor="local")
+FAULT_TABLE_OPTIONS = _vacuum_at_once(TABLE_OPTIONS)
+SEEDS = st.integers(0, 2**32 - 1)
+OPEN_ATTEMPTS = 3     # opens and commit retries tried under faults before pausing them
+NOT_FROM_FAULTS = (InvalidArgumentError, InconsistentOpError)   # logic errors, never fault-made
+
+
+class FaultRunner:
+    """Mixin: calls into the engine that may fail under faults, and the per-example checks."""
+
+    faults: Faults
+
+    def _attempt(self, fn, *args, **kwargs):
+        """``(True, result)`` or ``(False, error)`` for a ``HummockError``. Anything else fails
+        the test, and so does a ``HummockError`` while no fault was injected anywhere during the
+        call, or one that only logic errors raise (bad arguments, inconsistent ops)."""
+        before = self.faults.disruptions
+        try:
+            return True, fn(*args, **kwargs)
+        except NOT_FROM_FAULTS:
+            raise
+        except HummockError as exc:
+            if self.faults.disruptions == before:
+                raise AssertionError(f"{exc!r} raised while no fault was injected") from exc
+            return False, exc
+
+    def _open(self):
+        """Open the location: a few times under faults, then with faults paused (must work)."""
+        for _ in range(OPEN_ATTEMPTS):
+            ok, result = self._attempt(self.location.open, self.options)
+            if ok:
+                return result
+        with self.faults.paused():
+            return self.location.open(self.options)
+
+    def _check_ssts_exist(self, store):
+        """Every SST the committed version references is in the inner store."""
+        inner = self.location.inner()
+        try:
+            missing = [i for i in sorted(store.version().sst_ids()) if not inner.exists(sst_object_path(i))]
+        finally:
+            inner.close()
+        assert not missing, f"the committed version references deleted SSTs {missing}"
+
+    def _check_background_errors(self):
+        foreign = self.errors.foreign()
+        assert not foreign, f"background threads failed with non-HummockErrors: {foreign!r}"
+
+    def _report(self):
+        REPORT.append((type(self).__name__, self.faults.report()))
+
+
+REPORT: list = []
+
+
+class KvFaultMachine(FaultRunner, KvMachine):
+    """``KvMachine`` through a ``FaultyObjectStore``: the model changes only on success."""
+
+    make_location = None    # (faults) -> Location
+    rate = 0.05
+    options = FAULT_OPTIONS
+
+    @initialize(seed=SEEDS)
+    def open_store(self, seed):
+        self.snapshots = []
+        self.errors = ErrorLog().__enter__()
+        self.faults = Faults(self.rate, seed=seed)
+        self.location = type(self).make_location(self.faults)
+        self.store = self._open()
+        self.model = KvModel()
+        self.epoch = EPOCH
+        self.written_epochs = [0]
+        self.synced = 0
+
+    def teardown(self):
+        try:
+            if sys.exc_info()[0] is None and hasattr(self, "store"):
+                with self.faults.paused():
+                    self._final_check()
+        finally:
+            if hasattr(self, "faults"):
+                self._report()
+            if hasattr(self, "errors"):
+                self.errors.__exit__()
+            super().teardown()
+
+    def _final_check(self):
+        """Faults off: the handle still writes and commits, a reopen reads exactly the model."""
+        self._check_background_errors()
+        epoch = max(self.epoch, self.model.committed_epoch + EPOCH)
+        self.store.ingest_batch(1, [(b"zz-after-faults", b"ok")], epoch)
+        self.model.ingest(1, [(b"zz-after-faults", b"ok")], epoch)
+        self.store.checkpoint(epoch)
+        self.model.commit(epoch)
+        self.epoch = epoch + EPOCH
+        self._check_all(self.store)
+        for snap, _ in self.snapshots:
+            snap.release()
+        self.snapshots = []
+        self.store.close()
+        self.store = self.location.open(self.options)
+        self.model.reopen()
+        assert self.store.max_committed_epoch == self.model.committed_epoch
+        self._check_all(self.store)
+        self._check_ssts_exist(self.store)
+        self._check_background_errors()
+
+    def _check_all(self, store):
+        epoch = self.model.committed_epoch
+        for table in (1, 2):
+            assert list(store.iter(table, epoch)) == self.model.items(table, epoch)
+
+    def _reset_after_reopen(self):
+        self.model.reopen()
+        assert self.store.max_committed_epoch == self.model.committed_epoch
+        self.written_epochs = [e for e in self.written_epochs if e <= self.model.committed_epoch]
+        self.synced = 0
+        self.epoch = max(self.epoch, self.model.committed_epoch + EPOCH)
+
+    # --- writes ---------------------------------------------------------------------------
+
+    @rule(table=TABLES, keys=st.lists(KEY, max_size=6, unique=True), values=st.data())
+    def ingest(self, table, keys, values):
+        pairs = [(k, values.draw(VALUES)) for k in sorted(keys)]
+        ok, _ = self._attempt(self.store.ingest_batch, table, pairs, self.epoch)
+        if ok:   # a failed ingest wrote nothing
+            self.model.ingest(table, pairs, self.epoch)
+            if self.written_epochs[-1] != self.epoch:
+                self.written_epochs.append(self.epoch)
+
+    @rule()
+    def seal(self):
+        self._attempt(self.store.seal_epoch, self.epoch)
+        self.epoch += EPOCH
+
+    @rule()
+    def sync(self):
+        self._attempt(self.store.sync, self.epoch)   # sealed even when the upload failed
+        self.synced = self.epoch
+        self.epoch += EPOCH
+
+    @rule(data=st.data())
+    def commit(self, data):
+        floor = max(self.model.committed_epoch + 1, self.synced)
+        candidates = [e for e in self.written_epochs if e >= floor] + [self.epoch]
+        epoch = data.draw(st.sampled_from(candidates))
+        if epoch <= self.model.committed_epoch:
+            return
+        call = self.store.checkpoint if data.draw(st.booleans()) else self.store.commit_epoch
+        ok, _ = self._attempt(call, epoch)
+        if self.epoch <= epoch:
+            self.epoch = epoch + EPOCH
+        if ok:
+            self.model.commit(epoch)
+            return
+        # the outcome is unknown: retry the same epoch, or reopen and look
+        if data.draw(st.sampled_from(["retry", "reopen"])) == "retry":
+            for _ in range(OPEN_ATTEMPTS):
+                ok, _ = self._attempt(call, epoch)
+                if ok:
+                    break
+            else:
+                with self.faults.paused():
+                    call(epoch)
+            self.model.commit(epoch)
+        else:
+            old = self.model.committed_epoch
+            self._close_and_reopen()
+            committed = self.store.max_committed_epoch
+            assert committed in (old, epoch), (old, epoch, committed)
+            if committed == epoch:
+                self.model.commit(epoch)
+            self._reset_after_reopen()
+
+    @rule()
+    def vacuum(self):
+        self._attempt(self.store.vacuum)
+
+    # --- reads ----------------------------------------------------------------------------
+
+    @rule(table=TABLES, data=st.data())
+    def get(self, table, data):
+        epoch = self._read_epoch(data)
+        keys = data.draw(st.lists(KEY, max_size=6, unique=True))
+        ok, got = self._attempt(self.store.multi_get, table, keys, epoch)
+        if ok:
+            assert got == [self.model.get(table, k, epoch) for k in keys]
+        for k in keys[:2]:
+            ok, got = self._attempt(self.store.get, table, k, epoch)
+            if ok:
+                assert got == self.model.get(table, k, epoch)
+
+    @rule(table=TABLES, data=st.data(), reverse=st.booleans())
+    def scan(self, table, data, reverse):
+        epoch = self._read_epoch(data)
+        start = data.draw(st.one_of(st.none(), st.sampled_from([b"", b"a", b"ab", b"b\x00"])))
+        end = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"a\x00", b"b", b"c", b"\xff\xff"])))
+        prefix = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"b", b"\xff", b""])))
+        ok, got = self._attempt(lambda: list(self.store.iter(table, epoch, start, end, prefix=prefix,
+                                                             reverse=reverse)))
+        if ok:
+            assert got == self.model.items(table, epoch, start, end, prefix, reverse)
+
+    @precondition(lambda self: self.compaction)
+    @rule()
+    def compact_all(self):
+        self._attempt(self.store.compact_all)
+
+    @precondition(lambda self: self.compaction)
+    @rule(table=TABLES, start=st.one_of(st.none(), KEY), end=st.one_of(st.none(), KEY))
+    def compact_range(self, table, start, end):
+        self._attempt(self.store.compact_range, table, start, end)
+
+    @precondition(lambda self: self.model.committed_epoch > 0 and len(self.snapshots) < 3)
+    @rule()
+    def pin(self):
+        ok, snap = self._attempt(self.store.snapshot)
+        if ok:
+            self.snapshots.append((snap, {t: self.model.items(t, snap.epoch) for t in (1, 2)}))
+
+    @precondition(lambda self: self.snapshots)
+    @rule(data=st.data())
+    def read_snapshot_and_unpin(self, data):
+        snap, expected = self.snapshots.pop(data.draw(st.integers(0, len(self.snapshots) - 1)))
+        for table in (1, 2):
+            ok, got = self._attempt(lambda: list(snap.iter(table)))
+            if ok:
+                assert got == expected[table]
+            for key, value in expected[table][:3]:
+                ok, got = self._attempt(snap.get, table, key)
+                if ok:
+                    assert got == value
+        snap.release()
+
+    def _close_and_reopen(self):
+        for snap, _ in self.snapshots:
+            snap.release()
+        self.snapshots = []
+        self.store.close()
+        self.store = self._open()
+
+    @rule()
+    def reopen(self):
+        self._close_and_reopen()
+        self._reset_after_reopen()
+
+
+_names = (f"faults-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count())
+
+
+def _settings(examples: int, steps: int = 30):
+    return settings(max_examples=examples, stateful_step_count=steps, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _kv_locations(kind, tmp_path, request):
+    """(faults) -> Location of a new location of ``kind`` for each example."""
+    counter = itertools.count()
+    if kind == "memory":
+        return lambda faults: memory_location(next(_names), faults)
+    if kind == "local":
+        return lambda faults: local_location(tmp_path / f"store-{next(counter)}", faults)
+    server = request.getfixturevalue("s3_server")
+    return lambda faults: s3_location(server, faults)
+
+
+KV_CASES = [  # (store kind, compaction, examples)
+    ("memory", False, 20),
+    ("memory", True, 15),
+    ("local", True, 12),
+    ("s3", True, 4),
+]
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.30], ids=["5pct", "30pct"])
+@pytest.mark.parametrize("kind,compaction,examples", KV_CASES,
+                         ids=[f"{k}{'-compacting' if c else ''}" for k, c, _ in KV_CASES])
+def test_kv_under_faults(kind, compaction, examples, rate, tmp_path, request):
+    machine = type("KvFaults", (KvFaultMachine,), {
+        "make_location": staticmethod(_kv_locations(kind, tmp_path, request)),
+        "rate": rate, "compaction": compaction,
+        "options": FAULT_COMPACTING if compaction else FAULT_OPTIONS})
+    run_state_machine_as_test(machine, settings=_settings(examples))
+
+
+# --- StateTable ------------------------------------------------------------------------------
+
+# the parent's rule arguments, whatever they are (another engineer owns that machine)
+_SETUP_ARGUMENTS = getattr(StateTableMachine.setup, "hypothesis_stateful_initialize_rule").arguments
+
+
+def _arguments(name: str) -> dict:
+    return getattr(getattr(StateTableMachine, name), "hypothesis_stateful_rule").arguments
+
+
+class StateTableFaultMachine(FaultRunner, StateTableMachine):
+    """``StateTableMachine`` through a ``FaultyObjectStore``. A StateTable write that raised
+    (``commit`` and ``try_flush`` drain the MemTable first; ``write_chunk`` may have applied a
+    prefix of the chunk) is recovered from as a streaming job would: reopen and resume at the
+    last checkpoint. Single-row ops that raise change nothing."""
+
+    make_location = None
+    rate = 0.05
+    options = FAULT_TABLE_OPTIONS
+
+    @initialize(seed=SEEDS, **_SETUP_ARGUMENTS)
+    def setup(self, seed, **arguments):
+        self.errors = ErrorLog().__enter__()
+        self.faults = Faults(self.rate, seed=seed)
+        self.location = type(self).make_location(self.faults)
+        type(self).make_opener = staticmethod(lambda: self._open)
+        super().setup(**arguments)
+
+    def teardown(self):
+        try:
+            if sys.exc_info()[0] is None and hasattr(self, "store"):
+                with self.faults.paused():
+                    self._final_check()
+        finally:
+            if hasattr(self, "faults"):
+                self._report()
+            if hasattr(self, "errors"):
+                self.errors.__exit__()
+            super().teardown()
+
+    def _final_check(self):
+        self._check_background_errors()
+        StateTableMachine.commit(self)          # the same handle still writes and commits
+        StateTableMachine.checkpoint(self)
+        StateTableMachine.iterate(self, (), None, None, False)
+        StateTableMachine.reopen(self)          # exactly the last checkpoint
+        StateTableMachine.iterate(self, (), None, None, False)
+        self._check_ssts_exist(self.store)
+        self._check_background_errors()
+
+    def _recover(self):
+        """After a failed StateTable write: resume from the last checkpoint."""
+        self.reopen()
+
+    def _single_row(self, op, *args):
+        saved = dict(self.model)
+        ok, _ = self._attempt(op, *args)
+        if not ok:   # the table op raised before changing anything
+            self.model = saved
+
+    def _or_recover(self, op, *args):
+        ok, _ = self._attempt(op, *args)
+        if not ok:
+            self._recover()
+        return ok
+
+    @rule(**_arguments("insert"))
+    def insert(self, **arguments):
+        self._single_row(super().insert, **arguments)
+
+    @rule(**_arguments("delete"))
+    def delete(self, **arguments):
+        self._single_row(super().delete, **arguments)
+
+    @rule(**_arguments("update"))
+    def update(self, **arguments):
+        self._single_row(super().update, **arguments)
+
+    @rule(**_arguments("write_chunk"))
+    def write_chunk(self, **arguments):
+        self._or_recover(super().write_chunk, **arguments)
+
+    @rule()
+    def try_flush(self):
+        ok, _ = self._attempt(super().try_flush)
+        self.table.flush_threshold = 1 << 30
+        if not ok:
+            self._recover()
+
+    @rule()
+    def commit(self):
+        self._or_recover(super().commit)
+
+    @precondition(lambda self: self.pending)
+    @rule(data=st.data())
+    def checkpoint(self, data):
+        epoch = self.pending[-1]
+        ok, _ = self._attempt(self.store.checkpoint, epoch)
+        if not ok:   # unknown outcome: retry the same epoch, or reopen and look
+            if data.draw(st.sampled_from(["retry", "reopen"])) == "reopen":
+                old = self.checkpointed[0] if self.checkpointed else 0
+                self.store.close()
+                self.store = self._open()
+                committed = self.store.max_committed_epoch
+                assert committed in (old, epoch), (old, epoch, committed)
+                if committed == epoch:
+                    self.checkpointed = (epoch, self.history[epoch])
+                self.reopen()
+                return
+            for _ in range(OPEN_ATTEMPTS):
+                ok, _ = self._attempt(self.store.checkpoint, epoch)
+                if ok:
+                    break
+            else:
+                with self.faults.paused():
+                    self.store.checkpoint(epoch)
+        self.checkpointed = (epoch, self.history[epoch])
+        self.pending = []
+
+    @rule(data=st.data())
+    def commit_and_checkpoint(self, data):
+        if self._or_recover(super().commit):
+            self.checkpoint(data)
+
+    @rule(**_arguments("get_row"))
+    def get_row(self, **arguments):
+        self._attempt(super().get_row, **arguments)
+
+    @rule(**_arguments("iterate"))
+    def iterate(self, **arguments):
+        self._attempt(super().iterate, **arguments)
+
+    @precondition(lambda self: self.checkpointed is not None)
+    @rule(**_arguments("read_old_epoch"))
+    def read_old_epoch(self, **arguments):
+        self._attempt(super().read_old_epoch, **arguments)
+
+
+TABLE_CASES = [("memory", 15), ("local", 10), ("s3", 3)]
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.30], ids=["5pct", "30pct"])
+@pytest.mark.parametrize("kind,examples", TABLE_CASES, ids=[k for k, _ in TABLE_CASES])
+def test_state_table_under_faults(kind, examples, rate, tmp_path, request):
+    machine = type("StateTableFaults", (StateTableFaultMachine,), {
+        "make_location": staticmethod(_kv_locations(kind, tmp_path, request)), "rate": rate})
+    run_state_machine_as_test(machine, settings=_settings(examples, steps=40))
+
+
+def test_zz_fault_report(capsys):
+    """Prints the faults injected by the runs above, per kind (``-s`` shows it)."""
+    total = {}
+    for _, report in REPORT:
+        for key, n in report.items():
+            total[key] = total.get(key, 0) + n
+    with capsys.disabled():
+        print(f"\nfault report over {len(REPORT)} examples: {total}")
