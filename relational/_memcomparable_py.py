@@ -18,7 +18,8 @@ import datetime
 import decimal
 import struct
 
-from relational.errors import DecodeError, SchemaError
+from relational._value_encoding_py import DECIMAL_MAX_PRECISION
+from relational.errors import DecodeError, SchemaError, ValueOutOfRangeError
 from relational.types import DataType, Interval, TypeKind
 
 # --- frozen constants: part of the on-disk format, do not change -------------------------
@@ -109,6 +110,9 @@ def decimal_body(value: decimal.Decimal) -> bytes:
     if value.is_zero():
         return bytes((DECIMAL_ZERO,))
     sign, digits, _ = value.as_tuple()
+    if len(digits) > DECIMAL_MAX_PRECISION:   # the same limit as the value encoding
+        raise ValueOutOfRangeError(f"DECIMAL of {len(digits)} digits exceeds the precision limit "
+                                   f"{DECIMAL_MAX_PRECISION}: {value!r:.80}")
     exponent = value.adjusted() + 1          # value = 0.d1d2d3... * 10**exponent
     end = len(digits)
     while digits[end - 1] == 0:              # canonical: no trailing zeros (1.0 == 1.00)
@@ -157,6 +161,9 @@ def decode_decimal(data: bytes, pos: int, mask: int):
             break
         if byte > 100:
             raise DecodeError(f"bad DECIMAL digit byte 0x{byte:02x}", pos - 1, "memcomparable")
+        if len(digits) > DECIMAL_MAX_PRECISION:   # the last pair may hold one padding zero
+            raise DecodeError(f"DECIMAL mantissa longer than {DECIMAL_MAX_PRECISION} digits", start,
+                              "memcomparable")
         pair = byte - 1
         digits.append(pair // 10)
         digits.append(pair % 10)
@@ -164,6 +171,9 @@ def decode_decimal(data: bytes, pos: int, mask: int):
         raise DecodeError("non-canonical DECIMAL mantissa", start, "memcomparable")
     if digits[-1] == 0:
         digits.pop()
+    if len(digits) > DECIMAL_MAX_PRECISION:
+        raise DecodeError(f"DECIMAL mantissa longer than {DECIMAL_MAX_PRECISION} digits", start,
+                          "memcomparable")
     value = decimal.Decimal((1 if tag == DECIMAL_NEGATIVE else 0, tuple(digits), exponent - len(digits)))
     return value, pos
 

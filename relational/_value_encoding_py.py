@@ -46,6 +46,12 @@ MAX_DAYS = 3_652_059 - UNIX_EPOCH_ORDINAL         # 9999-12-31
 MIN_USECS = MIN_DAYS * USECS_PER_DAY              # 0001-01-01T00:00:00
 MAX_USECS = (MAX_DAYS + 1) * USECS_PER_DAY - 1    # 9999-12-31T23:59:59.999999
 DECIMAL_MAX_ADJUSTED = 1 << 30                    # |adjusted exponent| bound of DataType.validate
+#: Most digits a DECIMAL coefficient may have: Postgres' unconstrained NUMERIC (131072 digits
+#: before the point, 16383 after). Encoders refuse more (ValueOutOfRangeError) and decoders call
+#: more a DecodeError, so a hostile length cannot make a decoder convert a huge integer.
+DECIMAL_MAX_PRECISION = 131072 + 16383
+#: Bytes of the largest coefficient, 10**DECIMAL_MAX_PRECISION - 1 (pinned by a test).
+DECIMAL_MAX_COEFFICIENT_BYTES = 61230
 
 _UTC = datetime.timezone.utc
 _EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
@@ -118,6 +124,9 @@ def put_decimal(out: bytearray, value: decimal.Decimal) -> None:
         return
     if not isinstance(exponent, int) or not -(1 << 63) <= exponent < (1 << 63):
         raise ValueOutOfRangeError(f"DECIMAL exponent out of range: {value!r:.80}")
+    if len(digits) > DECIMAL_MAX_PRECISION:
+        raise ValueOutOfRangeError(f"DECIMAL of {len(digits)} digits exceeds the precision limit "
+                                   f"{DECIMAL_MAX_PRECISION}: {value!r:.80}")
     # Decimal((0, digits, 0)) is exact whatever the context, and int() of it avoids str(int)
     coefficient = int(decimal.Decimal((0, digits, 0)))
     raw = coefficient.to_bytes((coefficient.bit_length() + 7) // 8, "big")
@@ -126,6 +135,28 @@ def put_decimal(out: bytearray, value: decimal.Decimal) -> None:
     put_varint(out, exponent << 1 if exponent >= 0 else (-exponent << 1) - 1)  # zigzag
     put_varint(out, len(raw))
     out += raw
+
+
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+_POW256 = (decimal.Decimal(256),)   # _POW256[j] = 256 ** (2 ** j), exact; grown by replacement
+
+
+def _coefficient_decimal(raw: bytes) -> decimal.Decimal:
+    """The big-endian unsigned integer ``raw`` as an exact Decimal, divide and conquer: a plain
+    ``Decimal(int)`` is quadratic in the length, this is as fast as decimal's multiplication."""
+    if len(raw) <= 256:
+        return decimal.Decimal(int.from_bytes(raw, "big"))
+    global _POW256
+    j = (len(raw) - 1).bit_length() - 1     # the low 2**j bytes, 2**j < len(raw) <= 2**(j+1)
+    powers = _POW256
+    if len(powers) <= j:                    # a new tuple, so concurrent callers never see a gap
+        grown = list(powers)
+        while len(grown) <= j:
+            grown.append(_EXACT.multiply(grown[-1], grown[-1]))
+        _POW256 = powers = tuple(grown)
+    low = 1 << j
+    high = _coefficient_decimal(raw[:-low])
+    return _EXACT.add(_EXACT.multiply(high, powers[j]), _coefficient_decimal(raw[-low:]))
 
 
 def get_decimal(data: bytes, pos: int) -> tuple[decimal.Decimal, int]:
@@ -149,21 +180,27 @@ def get_decimal(data: bytes, pos: int) -> tuple[decimal.Decimal, int]:
     exponent_pos = pos + 1
     zigzag, pos = get_varint(data, exponent_pos)
     exponent = (zigzag >> 1) ^ -(zigzag & 1)
+    length_pos = pos
     length, pos = get_varint(data, pos)
     need(data, pos, length)
-    coefficient = int.from_bytes(data[pos:pos + length], "big")
+    raw = data[pos:pos + length].lstrip(b"\x00")   # coefficients need not be minimal
     pos += length
+    if len(raw) > DECIMAL_MAX_COEFFICIENT_BYTES:
+        raise _error(f"DECIMAL coefficient of {len(raw)} bytes exceeds {DECIMAL_MAX_PRECISION} digits",
+                     length_pos)
+    magnitude = None if len(raw) <= 64 else _coefficient_decimal(raw)
+    if magnitude is not None and magnitude.adjusted() >= DECIMAL_MAX_PRECISION:
+        raise _error(f"DECIMAL coefficient exceeds {DECIMAL_MAX_PRECISION} digits", length_pos)
     if not decimal.MIN_ETINY <= exponent <= decimal.MAX_EMAX:
         raise _error(f"DECIMAL exponent {exponent} out of range", exponent_pos)
     try:
-        if length <= 64:   # str() of at most 155 digits: well below any int_max_str_digits
-            value = decimal.Decimal(f"{'-' if sign else ''}{coefficient}E{exponent}")
+        if magnitude is None:   # str() of at most 155 digits: well below any int_max_str_digits
+            value = decimal.Decimal(f"{'-' if sign else ''}{int.from_bytes(raw, 'big')}E{exponent}")
         else:
-            digits = decimal.Decimal(coefficient).as_tuple().digits
-            value = decimal.Decimal((sign, digits, exponent))
+            value = decimal.Decimal((sign, magnitude.as_tuple().digits, exponent))
     except (decimal.InvalidOperation, ValueError, OverflowError):
         raise _error(f"DECIMAL exponent {exponent} out of range", exponent_pos) from None
-    if coefficient and not -DECIMAL_MAX_ADJUSTED < value.adjusted() < DECIMAL_MAX_ADJUSTED:
+    if raw and not -DECIMAL_MAX_ADJUSTED < value.adjusted() < DECIMAL_MAX_ADJUSTED:
         raise _error(f"DECIMAL exponent {exponent} out of range", exponent_pos)
     return value, pos
 
@@ -444,13 +481,14 @@ def _get_values(data: bytes, pos: int, types) -> tuple[tuple, int]:
     n = len(types)
     size = (n + 7) >> 3
     need(data, pos, size)
-    bitmap = int.from_bytes(data[pos:pos + size], "little")
-    if bitmap >> n:
-        raise _error("nonzero padding bits in null bitmap", pos + size - 1)
+    bitmap = pos
+    if n & 7 and data[bitmap + size - 1] >> (n & 7):
+        raise _error("nonzero padding bits in null bitmap", bitmap + size - 1)
     pos += size
     values = []
     for i, dtype in enumerate(types):
-        if bitmap >> i & 1:
+        # one byte per test: a bitmap read as one big integer makes a long LIST quadratic
+        if data[bitmap + (i >> 3)] >> (i & 7) & 1:
             values.append(None)
         else:
             value, pos = _GET[dtype.kind](data, pos, dtype)
