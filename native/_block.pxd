@@ -3,7 +3,8 @@
 compaction core feeding ``BlockBuilder.c_add``).
 
 Borrowed pointers: ``key_ptr``/``key_len`` and ``value_ptr()``/``value_len()`` stay valid only until
-the iterator moves; copy them to keep them.
+the iterator moves; copy them to keep them. A ``BlockIterator`` whose method raised is invalid
+(``c_valid()`` false, ``key_len`` 0): read its key only while ``c_valid()``.
 """
 
 cimport cython
@@ -71,7 +72,8 @@ cdef class BlockIterator:
             ppos[0] = pos + 1
             return 0
         return self.varint_slow(ppos, out)
-    cdef int parse(self, Py_ssize_t offset) except -1
+    cdef int parse(self, Py_ssize_t offset, Py_ssize_t prev_len) except -1
+    cdef Py_ssize_t restart_entry(self, Py_ssize_t index, Py_ssize_t* key_len) except -1
     cdef int restart_key(self, Py_ssize_t index) except -1
     cdef void invalidate(self) noexcept
     cdef int c_seek(self, const unsigned char* target, Py_ssize_t n) except -1

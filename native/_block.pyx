@@ -303,6 +303,9 @@ cdef class BlockIterator:
         free(self.key_ptr)
 
     cdef object corrupt(self, message, offset, expected=None, found=None):
+        """The error to raise; leaves the iterator invalid first (an iterator that raised never
+        reads again: its key buffer may hold a half-decoded key)."""
+        self.invalidate()
         return CorruptionError(message, object=self.object_name or "block", offset=offset,
                                expected=expected, found=found)
 
@@ -329,8 +332,9 @@ cdef class BlockIterator:
             shift += 7
         raise self.corrupt("varint longer than 5 bytes", pos - 5)
 
-    cdef int parse(self, Py_ssize_t offset) except -1:
-        """Decode the entry at ``offset``; the key buffer holds the previous key."""
+    cdef int parse(self, Py_ssize_t offset, Py_ssize_t prev_len) except -1:
+        """Decode the entry at ``offset``; the key buffer's first ``prev_len`` bytes hold the
+        previous key (0 at a restart). Every check comes before the key buffer changes."""
         cdef Py_ssize_t pos = offset
         cdef uint32_t shared, unshared, value_len
         cdef Py_ssize_t need
@@ -338,27 +342,48 @@ cdef class BlockIterator:
         self.varint(&pos, &shared)
         self.varint(&pos, &unshared)
         self.varint(&pos, &value_len)
-        if shared > self.key_len:
-            raise self.corrupt("shared prefix longer than the previous key", offset, f"<= {self.key_len}", shared)
+        if shared > prev_len:
+            raise self.corrupt("shared prefix longer than the previous key", offset, f"<= {prev_len}", shared)
         if unshared > self.limit - pos or value_len > self.limit - pos - unshared:
             raise self.corrupt("entry overruns the block", offset, f"<= {self.limit - pos}",
                                <uint64_t>unshared + value_len)
         need = <Py_ssize_t>shared + unshared
+        if need < MIN_FULL_KEY_LEN:
+            raise self.corrupt("key shorter than a full key", offset, f">= {MIN_FULL_KEY_LEN}", need)
         if need > self.key_cap:
             grown = <unsigned char*>realloc(self.key_ptr, need * 2)
             if grown == NULL:
+                self.invalidate()
                 raise MemoryError()
             self.key_ptr = grown
             self.key_cap = need * 2
         memcpy(self.key_ptr + shared, self.p + pos, unshared)
         self.key_len = need
-        if need < MIN_FULL_KEY_LEN:
-            raise self.corrupt("key shorter than a full key", offset, f">= {MIN_FULL_KEY_LEN}", need)
         self.current = offset
         self.value_start = pos + unshared
         self.value_end = self.value_start + value_len
         self.next_off = self.value_end
         return 0
+
+    cdef Py_ssize_t restart_entry(self, Py_ssize_t index, Py_ssize_t* key_len) except -1:
+        """Check the restart entry ``index`` as :meth:`restart_key` would (same checks, same
+        order, same messages) without moving; return the offset of its key, which lies in place
+        (``shared == 0``), and store its length in ``key_len``."""
+        cdef Py_ssize_t offset = self.restart_at(index), pos
+        cdef uint32_t shared, unshared, value_len
+        pos = offset
+        self.varint(&pos, &shared)
+        if shared != 0:
+            raise self.corrupt("restart entry with a shared prefix", offset, 0, shared)
+        self.varint(&pos, &unshared)
+        self.varint(&pos, &value_len)
+        if unshared > self.limit - pos or value_len > self.limit - pos - unshared:
+            raise self.corrupt("entry overruns the block", offset, f"<= {self.limit - pos}",
+                               <uint64_t>unshared + value_len)
+        if unshared < MIN_FULL_KEY_LEN:
+            raise self.corrupt("key shorter than a full key", offset, f">= {MIN_FULL_KEY_LEN}", unshared)
+        key_len[0] = unshared
+        return pos
 
     cdef int restart_key(self, Py_ssize_t index) except -1:
         cdef Py_ssize_t offset = self.restart_at(index), pos
@@ -367,29 +392,28 @@ cdef class BlockIterator:
         self.varint(&pos, &shared)
         if shared != 0:
             raise self.corrupt("restart entry with a shared prefix", offset, 0, shared)
-        self.key_len = 0
-        return self.parse(offset)
+        return self.parse(offset, 0)
 
     cdef void invalidate(self) noexcept:
         self.current = self.limit
         self.next_off = self.limit
         self.key_len = 0
+        self.value_start = self.value_end = 0
 
     cdef int c_seek_to_first(self) except -1:
-        self.key_len = 0
-        return self.parse(0)
+        return self.parse(0, 0)
 
     cdef int c_seek_to_last(self) except -1:
         self.restart_key(self.num_restarts - 1)
         while self.next_off < self.limit:
-            self.parse(self.next_off)
+            self.parse(self.next_off, self.key_len)
         return 0
 
     cdef int c_next(self) except -1:
         if self.next_off >= self.limit:
             self.invalidate()
             return 0
-        return self.parse(self.next_off)
+        return self.parse(self.next_off, self.key_len)
 
     cdef int c_prev(self) except -1:
         cdef Py_ssize_t target = self.current
@@ -401,27 +425,18 @@ cdef class BlockIterator:
             return 0
         self.restart_key(index)
         while self.next_off < target:
-            self.parse(self.next_off)
+            self.parse(self.next_off, self.key_len)
         if self.next_off != target:
             raise self.corrupt("entries do not chain to the current entry", target)
         return 0
 
     cdef int c_seek(self, const unsigned char* target, Py_ssize_t n) except -1:
-        cdef Py_ssize_t left = 0, right = self.num_restarts - 1, mid, pos
-        cdef uint32_t shared, unshared, value_len
+        cdef Py_ssize_t left = 0, right = self.num_restarts - 1, mid, pos, key_len
         while left < right:
             # restart entries have shared == 0, so their key lies in place: compare it there
             mid = (left + right + 1) // 2
-            pos = self.restart_at(mid)
-            self.varint(&pos, &shared)
-            self.varint(&pos, &unshared)
-            self.varint(&pos, &value_len)
-            if shared != 0:
-                raise self.corrupt("restart entry with a shared prefix", self.restart_at(mid), 0, shared)
-            if unshared > self.limit - pos or unshared < MIN_FULL_KEY_LEN:
-                raise self.corrupt("restart key overruns the block", self.restart_at(mid),
-                                   f"{MIN_FULL_KEY_LEN}..{self.limit - pos}", unshared)
-            if cmp_full_keys(self.p + pos, unshared, target, n) < 0:
+            pos = self.restart_entry(mid, &key_len)
+            if cmp_full_keys(self.p + pos, key_len, target, n) < 0:
                 left = mid
             else:
                 right = mid - 1
@@ -430,7 +445,7 @@ cdef class BlockIterator:
             if self.next_off >= self.limit:
                 self.invalidate()
                 return 0
-            self.parse(self.next_off)
+            self.parse(self.next_off, self.key_len)
         return 0
 
     # --- Python API (same as the twin) ---

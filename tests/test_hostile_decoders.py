@@ -12,6 +12,9 @@ import decimal
 import pytest
 
 import twins
+from hummock.errors import CorruptionError
+from hummock.key import encode_full_key
+from hummock.sstable import _block_py
 from relational import _memcomparable_py as mc_pure
 from relational import _value_encoding_py as ve_pure
 from relational.errors import DecodeError, ValueOutOfRangeError
@@ -165,3 +168,88 @@ def test_list_bitmap_padding_bits_still_checked():
         with pytest.raises(DecodeError, match="padding") as info:
             impl.decode_row(data, [T.list(T.INT)])
         assert info.value.offset == 4
+
+
+# --- blocks: a native iterator agrees with the twin and is invalid once it raised ------------
+
+def block_impls():
+    return twins.implementations(_block_py, "_block")
+
+
+ENTRIES = [(encode_full_key(1, b"key%03d" % i, 5), b"v%d" % i) for i in range(6)]
+
+
+def _block(restart_interval: int = 2):
+    """Content of a block of ENTRIES (same bytes from either builder) and its entry offsets."""
+    builder = _block_py.BlockBuilder(restart_interval)
+    for key, value in ENTRIES:
+        builder.add(key, value)
+    content = builder.finish_block()
+    it = _block_py.BlockIterator(content)
+    it.seek_to_first()
+    offsets = []
+    while it.is_valid():
+        offsets.append(it._current)
+        it.next()
+    assert len(offsets) == len(ENTRIES)
+    return bytearray(content), offsets
+
+
+def test_seek_checks_every_restart_entry_it_compares():
+    """Native seek compared restart keys in place without checking their value lengths, and
+    returned a key where the twin (which parses each restart entry) raised."""
+    content, offsets = _block()
+    # entry 2 starts restart 1 (one-byte varints): its value length now runs past the block
+    content[offsets[2] + 2] = 0x7F
+    for impl in block_impls():
+        block = impl.Block(bytes(content))
+        with pytest.raises(CorruptionError, match="entry overruns the block") as info:
+            block.iterator().seek(ENTRIES[0][0])
+        assert info.value.offset == offsets[2]
+        with pytest.raises(CorruptionError, match="entry overruns the block"):
+            block.get(ENTRIES[0][0][:-8], 5)
+
+
+def test_seek_reports_a_short_restart_key_alike():
+    content, offsets = _block()
+    content[offsets[2] + 1] = 5   # restart 1's key: 5 bytes, shorter than a full key
+    for impl in block_impls():
+        with pytest.raises(CorruptionError, match="key shorter than a full key") as info:
+            impl.Block(bytes(content)).iterator().seek(ENTRIES[0][0])
+        assert info.value.offset == offsets[2]
+
+
+def test_iterator_that_raised_on_reposition_is_invalid():
+    """A failed seek_to_first used to leave the native iterator "valid" on its old entry with
+    a zero-length key, which a later bounded scan passed to memcmp as a negative length."""
+    content, offsets = _block()
+    content[offsets[0] + 2] = 0x7F   # entry 0's value overruns; seek_to_last never reads it
+    for impl in block_impls():
+        it = impl.Block(bytes(content)).iterator()
+        it.seek_to_last()
+        assert it.key() == ENTRIES[-1][0]
+        with pytest.raises(CorruptionError):
+            it.seek_to_first()
+        assert not it.is_valid()
+        with pytest.raises(AssertionError):
+            it.key()
+        assert it.collect_forward(ENTRIES[-1][0]) == ([], False)
+        it.seek_to_last()                        # a fresh positioning works again
+        assert (it.key(), it.value()) == (ENTRIES[-1][0], b"\x01" + ENTRIES[-1][1])
+
+
+def test_iterator_that_raised_on_next_is_invalid():
+    content, offsets = _block(restart_interval=16)
+    content[offsets[3]] = 0   # entry 3 shares nothing now: its 9-byte suffix alone is its key
+    for impl in block_impls():
+        it = impl.Block(bytes(content)).iterator()
+        it.seek_to_first()
+        it.next(), it.next()
+        assert it.key() == ENTRIES[2][0]
+        with pytest.raises(CorruptionError, match="key shorter than a full key"):
+            it.next()
+        assert not it.is_valid()
+        assert it.collect_forward() == ([], False)
+        with pytest.raises(CorruptionError, match="key shorter than a full key"):
+            it.seek(ENTRIES[3][0])
+        assert not it.is_valid()

@@ -185,7 +185,8 @@ class BlockIterator:
     iterator is either valid (``key()``/``value()`` return the entry) or invalid (past either
     end). ``key()`` and ``value()`` return new ``bytes`` objects that stay valid forever.
     Malformed content raises :class:`CorruptionError` when the bad bytes are reached (the trailer
-    is checked at construction).
+    is checked at construction); an iterator that raised is left invalid, whatever it was
+    positioned on before (so both twins agree on every later call).
     """
 
     def __init__(self, content, object: str | None = None):
@@ -200,6 +201,8 @@ class BlockIterator:
         self._value_start = self._value_end = 0
 
     def _corrupt(self, message, offset, expected=None, found=None):
+        """The error to raise; leaves the iterator invalid first."""
+        self._invalidate()
         return CorruptionError(message, object=self._object or "block", offset=offset, expected=expected, found=found)
 
     def _varint(self, pos: int):
@@ -257,6 +260,7 @@ class BlockIterator:
     def _invalidate(self) -> None:
         self._current = self._next = self._limit
         self._key = b""
+        self._value_start = self._value_end = 0
 
     def seek_to_first(self) -> None:
         self._parse(0, b"")
