@@ -7,10 +7,13 @@ epochs (``new_epoch``) and full keys.
 """
 
 from hummock._version import __version__
-from hummock.errors import CorruptionError, HummockError, InvalidArgumentError, KeyFormatError
-from hummock.manifest import ConcurrentWriterError
+from hummock.errors import (
+    CorruptionError, ExpiredEpochError, HummockError, InvalidArgumentError, KeyFormatError,
+)
+from hummock.manifest import ConcurrentWriterError, OutcomeUnknownError
 from hummock.options import StorageOptions
 from hummock.storage import HummockStorage, ReadOnlyError, Snapshot, StoreClosedError
 
 __all__ = ["__version__", "HummockStorage", "StorageOptions", "Snapshot", "HummockError", "CorruptionError",
-           "InvalidArgumentError", "KeyFormatError", "ConcurrentWriterError", "ReadOnlyError", "StoreClosedError"]
+           "InvalidArgumentError", "KeyFormatError", "ConcurrentWriterError", "ReadOnlyError", "StoreClosedError",
+           "ExpiredEpochError", "OutcomeUnknownError"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 
 from hummock import iterators as it
-from hummock.errors import InvalidArgumentError
+from hummock.errors import ExpiredEpochError, InvalidArgumentError
 from hummock.key import clamp_bounds
 
 _MAX_EPOCH = (1 << 64) - 1
@@ -82,8 +82,9 @@ class ReadState:
     sorted by max epoch (overlapping) or by key (not); ``levels``: tuple of reader tuples sorted
     by key. Every argument is treated as immutable."""
 
-    def __init__(self, imms: dict, staging: tuple, l0: tuple, levels: tuple, version=None):
+    def __init__(self, imms: dict, staging: tuple, l0: tuple, levels: tuple, version=None, min_epoch=0):
         self.imms = imms
+        self.min_epoch = min_epoch   # reads below raise ExpiredEpochError
         self.staging = staging
         self.l0 = l0
         self.levels = levels
@@ -95,6 +96,8 @@ class ReadState:
     def get(self, table_id, key, epoch):
         """The value of ``key`` at ``epoch``, or ``None`` (absent or deleted)."""
         key = _check_args(table_id, key, epoch)
+        if epoch < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
         self.active += 1
         try:
             found = self._get_version(table_id, key, epoch | _SPILL_MASK)
@@ -104,6 +107,13 @@ class ReadState:
 
     def multi_get(self, table_id, keys, epoch) -> list:
         """``[get(table_id, k, epoch) for k in keys]``; every key is checked before any is read."""
+        _check_args(table_id, b"", epoch)
+        if epoch < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
+        try:
+            keys = iter(keys)
+        except TypeError:
+            raise InvalidArgumentError(f"keys must be an iterable of bytes, got {type(keys).__name__}") from None
         checked = [_check_args(table_id, k, epoch) for k in keys]
         return [self.get(table_id, k, epoch) for k in checked]
 
@@ -111,6 +121,8 @@ class ReadState:
         """``(key, value)`` of ``table_id`` for keys in ``[start, end)`` with ``prefix`` at
         ``epoch``, ascending (descending with ``reverse``); an iterator holding this state."""
         _check_args(table_id, b"", epoch)
+        if epoch < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
         start = _check_bound(start, "start")
         end = _check_bound(end, "end")
         prefix = _check_bound(prefix, "prefix")

@@ -47,3 +47,16 @@ class CorruptionError(HummockError, ValueError):
             detail.append(f"expected={expected!r}")
             detail.append(f"found={found!r}")
         super().__init__(f"{message} ({', '.join(detail)})" if detail else message)
+
+
+class ExpiredEpochError(HummockError, ValueError):
+    """A read asked for an epoch the store no longer keeps exactly: compaction may have dropped
+    versions below ``min_readable_epoch``. Read at or above it, or pin the epoch first (a
+    snapshot, or ``StorageOptions.retention_seconds``)."""
+
+    def __init__(self, epoch: int, min_readable_epoch: int):
+        self.epoch = epoch
+        self.min_readable_epoch = min_readable_epoch
+        super().__init__(f"epoch {epoch} has expired: the oldest epoch this store still reads "
+                         f"exactly is {min_readable_epoch} (min_readable_epoch); hold a snapshot "
+                         f"or set StorageOptions.retention_seconds to keep old epochs readable")

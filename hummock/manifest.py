@@ -32,6 +32,11 @@ Invariants:
    deletes checkpoints older than the *previous* checkpoint and deltas up to it: one older
    checkpoint plus its delta chain stays, so invariant 3 can skip a corrupt newest checkpoint.
    A failed checkpoint or delete is logged and retried later; it never fails a commit.
+5. **Unknown outcomes.** A failed upload of ``delta-N`` may still have stored it (the reply
+   was lost). It is never taken as a failure: the delta stays *pending* and every later call
+   on the handle first publishes it again idempotently (``upload_if_absent``; existing bytes
+   equal to ours are our own upload) -- so a pending delta ends up committed, or the handle
+   learns it was fenced. Its SST ids therefore stay referenced while it is pending.
 
 :class:`WriterLock` keeps a second writer off a store: an ``flock`` on the local store's
 ``<root>/.writer-lock`` (released by the kernel when the process dies), a process-wide registry
@@ -46,6 +51,7 @@ commit deltas; readers open read-only.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import logging
@@ -58,6 +64,7 @@ import uuid
 import weakref
 
 from hummock.errors import CorruptionError, HummockError, InvalidArgumentError
+from hummock.killpoints import kill_point
 from hummock.object_store import LocalObjectStore, MemoryObjectStore, ObjectStore
 from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.sstable.meta import sst_object_path
@@ -65,7 +72,7 @@ from hummock.version import (
     DEFAULT_NUM_LEVELS, HummockVersion, VersionConflictError, VersionDelta, apply,
 )
 
-__all__ = ["Manifest", "WriterLock", "ConcurrentWriterError", "ManifestNotFoundError",
+__all__ = ["Manifest", "WriterLock", "ConcurrentWriterError", "ManifestNotFoundError", "OutcomeUnknownError",
            "checkpoint_path", "delta_path", "MANIFEST_PREFIX", "LOCK_OBJECT_PATH"]
 
 log = logging.getLogger(__name__)
@@ -75,10 +82,17 @@ LOCK_OBJECT_PATH = "manifest/writer-lock"
 _NAME = re.compile(r"manifest/(checkpoint|delta)-(\d{20})")
 _SST_PREFIX = sst_object_path(0).split("/")[0] + "/"
 _LOAD_ATTEMPTS = 3  # re-list when an object vanished under us (a concurrent rotation)
+_RESOLVE_ATTEMPTS = 3  # in-line tries of a manifest write before it is left pending
+_RESOLVE_BACKOFF = 0.05  # seconds, doubled per try
 
 
 class ConcurrentWriterError(HummockError):
     """Another writer owns the store: its lock is held, or it committed the version we tried to."""
+
+
+class OutcomeUnknownError(ObjectStoreError):
+    """A manifest write failed after it may have been applied (a lost reply); the delta stays
+    pending on the handle, which finishes it on its next call (module invariant 5)."""
 
 
 class ManifestNotFoundError(HummockError, FileNotFoundError):
@@ -108,7 +122,9 @@ class Manifest:
         self.read_only = read_only
         self._current = version
         self._checkpoint_id = checkpoint_id
-        self._dirty = False  # an upload failed or lost a race: reload before the next commit
+        self._dirty = False  # lost a race to another writer: reload before the next commit
+        self._pending = None  # (version, delta bytes) whose upload had an unknown outcome
+        self._token = uuid.uuid4().hex[:16]   # stamped on our deltas (VersionDelta.writer)
         self._lock = threading.RLock()
 
     @classmethod
@@ -156,32 +172,93 @@ class Manifest:
 
         REQUIRES: not read-only (InvalidArgumentError). Raises VersionConflictError or
         InvalidArgumentError from :func:`apply` (nothing written); ConcurrentWriterError if
-        another writer already created ``delta-<id>``; ObjectStoreError if the upload fails, in
-        which case **the outcome is unknown** (the object may exist): the handle reloads before
-        its next commit, and ``refresh()`` tells whether the version was published.
+        another writer already created ``delta-<id>``; :class:`OutcomeUnknownError` if the
+        upload failed in a way that may have stored it (module invariant 5): the delta then
+        stays *pending*, and the next call on this handle (or :meth:`resolve_pending`) finishes
+        it -- adopts it if it landed, uploads it again if not -- before anything else. A
+        pending delta is never dropped, so its SST ids stay referenced.
         """
         with self._lock:
             if self.read_only:
                 raise InvalidArgumentError("this manifest was opened read-only")
+            self._resolve_pending()
             if self._dirty:
                 self._reload()
             version = apply(self._current, delta)
-            path = delta_path(version.id)
-            self._dirty = True
-            if not self.store.upload_if_absent(path, delta.to_bytes()):
-                raise ConcurrentWriterError(
-                    f"another writer committed version {version.id} ({path} exists); this "
-                    f"handle is stale")
-            checkpoints = _ids(self.store, "checkpoint")[0]
-            if len(checkpoints) >= 2 and checkpoints[-2] >= version.id:  # invariant 2
-                raise ConcurrentWriterError(
-                    f"another writer committed version {version.id} and checkpointed version "
-                    f"{checkpoints[-1]}; this handle is stale and its {path} is void")
-            self._dirty = False
-            self._current = version
+            # the handle's token makes our bytes unique: found stored, they are our own upload
+            self._pending = (version, dataclasses.replace(delta, writer=self._token).to_bytes())
+            self._resolve_pending()
             if version.id - self._checkpoint_id >= self.checkpoint_interval:
                 self._write_checkpoint()
             return version
+
+    @property
+    def pending(self) -> bool:
+        """Whether a delta whose upload had an unknown outcome still waits to be resolved."""
+        return self._pending is not None
+
+    def resolve_pending(self) -> HummockVersion:
+        """Finish a pending delta (see :meth:`commit`); return the current version. Raises
+        OutcomeUnknownError while the store keeps failing, ConcurrentWriterError if another
+        writer stored a different delta under its id."""
+        with self._lock:
+            self._resolve_pending()
+            return self._current
+
+    def _resolve_pending(self) -> None:
+        """Publish ``self._pending`` idempotently: create ``delta-<id>`` if absent, else accept
+        it only if the stored bytes are ours (our own earlier, unacknowledged upload)."""
+        if self._pending is None:
+            return
+        version, data = self._pending
+        path = delta_path(version.id)
+        for attempt in range(_RESOLVE_ATTEMPTS):
+            try:
+                kill_point("manifest.before_delta_write")
+                if not self.store.upload_if_absent(path, data):
+                    try:
+                        stored = self.store.read(path)
+                    except ObjectNotFoundError:
+                        stored = None   # deleted by a rotation: only another writer rotates past it
+                    if stored != data:
+                        self._pending, self._dirty = None, True
+                        raise ConcurrentWriterError(
+                            f"another writer committed version {version.id} ({path} exists); "
+                            f"this handle is stale")
+                kill_point("manifest.after_delta_write")
+                checkpoints = _ids(self.store, "checkpoint")[0]
+            except ObjectStoreError as exc:
+                if attempt + 1 == _RESOLVE_ATTEMPTS:
+                    raise OutcomeUnknownError(
+                        f"the upload of {path} failed and its outcome is unknown ({exc}); the "
+                        f"delta stays pending and the next call on this store retries it",
+                        path=path) from exc
+                log.warning("manifest write of %s failed (attempt %d of %d, retrying): %s",
+                            path, attempt + 1, _RESOLVE_ATTEMPTS, exc)
+                time.sleep(_RESOLVE_BACKOFF * 2 ** attempt)
+                continue
+            if len(checkpoints) >= 2 and checkpoints[-2] >= version.id:  # invariant 2
+                self._pending, self._dirty = None, True
+                raise ConcurrentWriterError(
+                    f"another writer committed version {version.id} and checkpointed version "
+                    f"{checkpoints[-1]}; this handle is stale and its {path} is void")
+            self._pending = None
+            self._current = version
+            return
+
+    def confirm_head(self) -> None:
+        """Raise ConcurrentWriterError unless this handle's version is still the newest in the
+        store: no ``delta-<id+1>`` and no checkpoint above it (another writer took over).
+        Vacuum calls it before deleting anything. Raises ObjectStoreError for I/O."""
+        with self._lock:
+            self._resolve_pending()
+            head = self._current.id
+            if self.store.exists(delta_path(head + 1)) or max(
+                    _ids(self.store, "checkpoint")[0], default=-1) > head:
+                self._dirty = True
+                raise ConcurrentWriterError(
+                    f"another writer committed past version {head} of this handle; it is fenced "
+                    f"and must not delete anything")
 
     def reserve_sst_ids(self, count: int) -> range:
         """Persist a ``reserve_ids`` delta and return the ids it reserves (version module doc).
@@ -189,6 +266,7 @@ class Manifest:
         Raises as :meth:`commit`. The ids are safe to use only after this returns.
         """
         with self._lock:
+            self._resolve_pending()
             if self._dirty and not self.read_only:
                 self._reload()
             before = self._current.next_sst_id
@@ -200,6 +278,7 @@ class Manifest:
         Raises CorruptionError for an unreadable delta, ObjectStoreError for I/O.
         """
         with self._lock:
+            self._resolve_pending()
             self._reload()
             return self._current
 
@@ -349,6 +428,7 @@ class WriterLock:
             raise InvalidArgumentError(f"stale_after_seconds must be > 0, got {stale_after_seconds!r}")
         info = {"owner": owner, "host": socket.gethostname(), "pid": os.getpid(),
                 "token": uuid.uuid4().hex}
+        store = store.lock_store() if hasattr(store, "lock_store") else store
         if isinstance(store, LocalObjectStore):
             impl = _FlockLock(store, info)
         elif isinstance(store, MemoryObjectStore):
@@ -372,6 +452,15 @@ class WriterLock:
         if not self.held:
             raise ConcurrentWriterError(f"writer lock of {self.owner!r} is "
                                         f"{'released' if self._impl.released else 'lost to another writer'}")
+
+    def confirm(self) -> None:
+        """Raise ConcurrentWriterError unless the lock is provably ours *now*: held, not taken
+        over, and (S3) our last heartbeat younger than the stale limit -- a writer that was cut
+        off or paused past its lease must not act on it (vacuum calls this before each delete
+        batch). Raises ObjectStoreError if the lock object cannot be read."""
+        self.check()
+        self._impl.confirm()
+        self.check()
 
     def release(self) -> None:
         """Give the lock up; idempotent. Never raises for I/O (logs instead)."""
@@ -417,6 +506,9 @@ class _FlockLock:
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, json.dumps(info).encode(), 0)
 
+    def confirm(self) -> None:
+        """The kernel holds an flock for as long as this process lives: nothing to check."""
+
     def release(self) -> None:
         try:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -446,6 +538,9 @@ class _RegistryLock:
         with _registry_lock:
             return _registry.get(self._key) is not self._info
 
+    def confirm(self) -> None:
+        """``lost`` is exact for the registry; ``WriterLock.confirm`` checks it."""
+
     def release(self) -> None:
         with _registry_lock:
             if _registry.get(self._key) is self._info:
@@ -468,6 +563,7 @@ class _ObjectLock:
         self.released = self.lost = False
         self._store, self._info, self._stale_after = store, info, stale_after
         self._etag = self._take(force)
+        self._beat_lock = threading.Lock()   # a heartbeat's put and its new ETag are one step
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"writer-lock-{info['owner']}",
                                         daemon=True)
@@ -502,7 +598,10 @@ class _ObjectLock:
     def _beat(self) -> None:
         while not self._stop.wait(self._stale_after / 3):
             try:
-                etag = self._store.conditional_put(LOCK_OBJECT_PATH, self._body(), if_match=self._etag)
+                with self._beat_lock:
+                    etag = self._store.conditional_put(LOCK_OBJECT_PATH, self._body(), if_match=self._etag)
+                    if etag is not None:
+                        self._etag = etag
             except ObjectStoreError as exc:
                 if self._stop.is_set() or getattr(self._store, "_closed", False):
                     return
@@ -512,7 +611,22 @@ class _ObjectLock:
                 self.lost = True
                 log.error("writer lock of %r lost: another writer took it over", self._store)
                 return
-            self._etag = etag
+
+    def confirm(self) -> None:
+        """Read the lock object: it must still carry our ETag (else lost) and be younger than
+        the stale limit by the service's clock (else expired: a rival may take it any moment)."""
+        with self._beat_lock:
+            try:
+                _, etag, age = self._store.read_with_etag(LOCK_OBJECT_PATH)
+            except ObjectNotFoundError:
+                etag, age = None, None
+            if etag != self._etag:
+                self.lost = True
+                raise ConcurrentWriterError(f"writer lock of {self._store!r} was taken over or removed")
+        if age is not None and age >= self._stale_after:
+            raise ConcurrentWriterError(
+                f"writer lock of {self._store!r} has not been renewed for {age:.1f} s (stale after "
+                f"{self._stale_after} s): this writer's lease expired and it must not delete")
 
     def release(self) -> None:
         self._stop.set()

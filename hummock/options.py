@@ -36,6 +36,15 @@ class StorageOptions:
     #                                         pool of N worker processes (local or S3 stores; off the GIL)
     # --- manifest
     checkpoint_interval: int = 64            # deltas between manifest checkpoints
+    # --- durability (docs/engine.md "What vacuum may delete")
+    vacuum_min_age_s: float = 600.0          # vacuum never deletes an object younger than this, nor an
+    #                                          SST that left the version less than this ago; 0 or >=
+    #                                          reader_lease_s / 2 (0: at once -- tests, single process)
+    reader_lease_s: float = 60.0             # a read-only opener's pin (lease object) lives this long
+    #                                          unless renewed (it renews every third of it); readers
+    #                                          and the writer of a store use the same value
+    retention_seconds: float = 0.0           # keep every epoch committed in the last N seconds exactly
+    #                                          readable (compaction keeps their versions)
     # --- S3 (also settable in the URL's query; credentials only here or in the environment)
     s3_endpoint: str | None = None
     s3_region: str | None = None
@@ -53,6 +62,14 @@ class StorageOptions:
         _at_least("meta_cache_capacity", self.meta_cache_capacity, 0)
         _at_least("checkpoint_interval", self.checkpoint_interval, 1)
         _at_least("compaction_workers", self.compaction_workers, 0)
+        for name in ("vacuum_min_age_s", "retention_seconds"):
+            _seconds(name, getattr(self, name), 0.0)
+        _seconds("reader_lease_s", self.reader_lease_s, 0.001)
+        if 0 < self.vacuum_min_age_s < self.reader_lease_s / 2:
+            raise InvalidArgumentError(
+                f"StorageOptions.vacuum_min_age_s ({self.vacuum_min_age_s}) must be 0 or at least "
+                f"reader_lease_s / 2 ({self.reader_lease_s / 2}): readers need that long to pin a "
+                f"version they loaded (docs/engine.md)")
         if self.compactor not in ("local", "spark", "none"):
             raise InvalidArgumentError(f"compactor must be 'local', 'spark' or 'none', got {self.compactor!r}")
 
@@ -70,6 +87,11 @@ class StorageOptions:
 
     def replace(self, **changes) -> StorageOptions:
         return replace(self, **changes)
+
+
+def _seconds(name: str, value, minimum: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value < float("inf"):
+        raise InvalidArgumentError(f"StorageOptions.{name} must be a number of seconds >= {minimum}, got {value!r}")
 
 
 def _at_least(name: str, value, minimum: int) -> None:

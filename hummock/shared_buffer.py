@@ -93,8 +93,8 @@ class SharedBuffer:
         self.size = 0
         self.sealed_epoch = 0
 
-    def add(self, table_id: int, epoch: int, keys: list, values: list, size: int) -> Imm:
-        """Add a checked batch as a new imm at the next spill offset of ``(table_id, epoch)``."""
+    def check_add(self, table_id: int, epoch: int) -> None:
+        """Raise InvalidArgumentError if a batch of ``table_id`` at ``epoch`` cannot be added."""
         if epoch & EPOCH_SPILL_MASK:
             raise InvalidArgumentError(
                 f"epoch {epoch} has low 16 bits set; those hold spill offsets (use hummock.key.new_epoch() "
@@ -105,6 +105,11 @@ class SharedBuffer:
         offset = self._spill_offsets.get((table_id, epoch), 0)
         if offset > EPOCH_SPILL_MASK:
             raise InvalidArgumentError(f"more than {EPOCH_SPILL_MASK + 1} batches for table {table_id} in epoch {epoch}")
+
+    def add(self, table_id: int, epoch: int, keys: list, values: list, size: int) -> Imm:
+        """Add a checked batch as a new imm at the next spill offset of ``(table_id, epoch)``."""
+        self.check_add(table_id, epoch)
+        offset = self._spill_offsets.get((table_id, epoch), 0)
         self._spill_offsets[(table_id, epoch)] = offset + 1
         imm = Imm(table_id, epoch + offset, keys, values, size)
         imms = self._tables.setdefault(table_id, [])

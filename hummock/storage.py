@@ -23,8 +23,11 @@ by one lock; reads run concurrently. Contracts are on each method (REQUIRES / ra
 
 from __future__ import annotations
 
+import collections
+import datetime
 import os
 import threading
+import time
 import uuid
 import weakref
 from collections import Counter
@@ -32,11 +35,14 @@ from collections import Counter
 from hummock.compaction.manager import CompactionManager
 from hummock.compaction.picker import PickerConfig, pending_bytes
 from hummock.compaction.spark import check_spark_store
-from hummock.errors import HummockError, InvalidArgumentError
+from hummock.errors import ExpiredEpochError, HummockError, InvalidArgumentError
 from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
+from hummock.killpoints import kill_point
+from hummock.leases import ReaderLease, VersionExpiredError, live_lease_floor
 from hummock.manifest import Manifest, WriterLock
-from hummock.object_store import ObjectStore, open_object_store
+from hummock.object_store import LocalObjectStore, ObjectStore, open_object_store
+from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
 from hummock.read_view import ReadState, SstReader, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
@@ -67,11 +73,24 @@ def _check_epoch(epoch) -> int:
     return epoch
 
 
+def _check_user_epoch(epoch) -> int:
+    """An epoch a writer seals, syncs or commits: its low 16 bits (spill offsets) are zero."""
+    if _check_epoch(epoch) & EPOCH_SPILL_MASK:
+        raise InvalidArgumentError(
+            f"epoch {epoch} has low 16 bits set; those hold spill offsets (use "
+            f"hummock.key.new_epoch() or multiples of 1 << 16)")
+    return epoch
+
+
 class HummockStorage:
     """An open store. Create with :meth:`open`; close with :meth:`close` or a ``with`` block."""
 
-    def __init__(self, store: ObjectStore, options: StorageOptions, manifest: Manifest, lock, read_only: bool):
+    def __init__(self, store: ObjectStore, options: StorageOptions, manifest: Manifest, lock, read_only: bool,
+                 lease: ReaderLease | None = None):
         self._store = store
+        self._lease = lease   # read-only openers: the lease object pinning their oldest version
+        # SSTs are read through a view that turns a vacuumed SST into VersionExpiredError for readers
+        self._sst_store = _ReaderSstStore(store) if read_only else store
         self.options = options
         self.read_only = read_only
         self._manifest = manifest
@@ -89,7 +108,14 @@ class HummockStorage:
         self._retired_states: weakref.WeakSet = weakref.WeakSet()
         self._reserved_ids: list[int] = []
         self._unsettled_ids: set[int] = set()  # handed out, not yet in a version: vacuum spares them
+        self._fate_unknown_ids: set[int] = set()  # released while a manifest delta was pending
         self._snapshot_epochs: Counter = Counter()
+        # vacuum bookkeeping: sst id -> (id of the version it left, monotonic time it left)
+        self._retired: dict[int, tuple[int, float]] = {}
+        self._opened = (manifest.current.id, time.monotonic())   # retirement of unknown SSTs
+        # retention: (monotonic time, epoch) of commits, oldest first; epochs committed before
+        # open count as committed at open
+        self._commit_times = collections.deque([(time.monotonic(), manifest.current.max_committed_epoch)])
         self._compactor = None
         self._closed = False
         self._state = None
@@ -108,24 +134,34 @@ class HummockStorage:
         Raises ``ConcurrentWriterError`` if another writer holds the store, ``CorruptionError`` if
         the manifest is damaged (naming the object).
         """
-        options = options or StorageOptions()
+        if options is None:
+            options = StorageOptions()
+        elif not isinstance(options, StorageOptions):
+            raise InvalidArgumentError(
+                f"options must be a StorageOptions, got {type(options).__name__} (for a dict d, "
+                f"pass StorageOptions(**d))")
         if options.compactor == "spark" and not read_only:
             check_spark_store(url)   # Spark executors must reach the store: not memory://
         store = url if isinstance(url, ObjectStore) else open_object_store(url, **options.s3_options())
-        lock = None
+        lock = lease = None
         try:
             if not read_only:
                 lock = WriterLock.acquire(store, f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
-            manifest = Manifest.open(store, create=not read_only, read_only=read_only,
-                                     checkpoint_interval=options.checkpoint_interval)
-            storage = cls(store, options, manifest, lock, read_only)
+            lease = ReaderLease(store, options.reader_lease_s) if read_only else None
+            manifest = _open_pinned(store, options, read_only, lease)
+            storage = cls(store, options, manifest, lock, read_only, lease)
         except BaseException:
             if lock is not None:
                 lock.release()
+            if lease is not None:
+                lease.close()
             if not isinstance(url, ObjectStore):
                 store.close()
             raise
         if not read_only:
+            local = store.lock_store()
+            if isinstance(local, LocalObjectStore):   # temp files of uploads a crash cut short
+                local.cleanup_temp(older_than_seconds=options.vacuum_min_age_s)
             storage.vacuum()
             if options.compactor in ("local", "spark"):
                 storage._compactor = CompactionManager(storage)
@@ -146,6 +182,8 @@ class HummockStorage:
             self._buffer.clear()
             if self._writer_lock is not None:
                 self._writer_lock.release()
+            if self._lease is not None:
+                self._lease.close()
             self._block_cache.clear()
             self._meta_cache.clear()
             self._store.close()
@@ -182,17 +220,18 @@ class HummockStorage:
             return
         with self._lock:
             self._require_writer()
+            if self._buffer.size + size > self.options.shared_buffer_capacity:
+                self._buffer.check_add(table_id, epoch)
+                self._spill()    # before the add: if the upload fails, nothing was written
             self._buffer.add(table_id, epoch, keys, values, size)
             self.counters["ingested_keys"] += len(keys)
             self.counters["ingested_bytes"] += size - ENTRY_OVERHEAD * len(keys)   # keys + values
-            if self._buffer.size > self.options.shared_buffer_capacity:
-                self._spill()
             self._refresh_state()
 
     def seal_epoch(self, epoch: int) -> None:
         """No more writes at epochs <= ``epoch``. REQUIRES: not below the sealed epoch."""
         self._require_writer()
-        epoch = _check_epoch(epoch)
+        epoch = _check_user_epoch(epoch)
         with self._lock:
             if epoch < self._buffer.sealed_epoch:
                 raise InvalidArgumentError(f"cannot seal epoch {epoch}: already sealed up to {self._buffer.sealed_epoch}")
@@ -202,7 +241,7 @@ class HummockStorage:
         """Seal ``epoch`` and upload the imms of epochs <= ``epoch`` as staging SSTs (still
         uncommitted: a crash loses them). Syncing an epoch already synced does nothing."""
         self._require_writer()
-        epoch = _check_epoch(epoch)
+        epoch = _check_user_epoch(epoch)
         with self._lock:
             self._buffer.seal(epoch)
             imms = [m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK <= epoch]
@@ -219,9 +258,12 @@ class HummockStorage:
         Raises ``InvalidArgumentError`` otherwise; nothing is published then.
         """
         self._require_writer()
-        epoch = _check_epoch(epoch)
+        epoch = _check_user_epoch(epoch)
         with self._lock:
-            if epoch <= self._version.max_committed_epoch:
+            self._adopt_pending()
+            if epoch == self._version.max_committed_epoch:
+                return   # already committed (a retry after an error whose commit landed)
+            if epoch < self._version.max_committed_epoch:
                 raise InvalidArgumentError(
                     f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
             if epoch > self._synced_epoch or any(m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms()):
@@ -236,21 +278,31 @@ class HummockStorage:
                         f"epoch {epoch} was synced together with later epochs (up to {highest}); "
                         f"commit {highest} instead")
             delta = VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
-            self._set_version(self._manifest.commit(delta))
-            chosen_ids = {info.sst_id for info in chosen}
-            self._staging = [info for info in self._staging if info.sst_id not in chosen_ids]
-            for sst_id in chosen_ids:
-                del self._staging_epochs[sst_id]
-            self._buffer.forget_offsets(epoch)
-            self._refresh_state()
+            try:
+                version = self._manifest.commit(delta)
+            finally:   # on an unknown outcome the delta is pending: the staging SSTs stay
+                self._set_version(self._manifest.current)
+            self._set_version(version)   # drops the committed staging SSTs
+            self._commit_times.append((time.monotonic(), epoch))
             self.counters["commits"] += 1
             if self._compactor is not None:
                 self._compactor.notify()
                 self._stall_while_l0_is_full()
 
     def checkpoint(self, epoch: int) -> None:
-        """``seal_epoch`` + ``sync`` + ``commit_epoch``."""
+        """``seal_epoch`` + ``sync`` + ``commit_epoch``. After an error the commit's outcome
+        may be unknown; calling ``checkpoint(epoch)`` again is safe (it finishes or retries
+        the commit, and returns at once if it had landed)."""
         self.commit_epoch(epoch)
+
+    def _adopt_pending(self) -> None:
+        """Finish a manifest delta left pending by an earlier error and adopt the version
+        (under the lock). Raises while the store keeps failing."""
+        if self._manifest.pending:
+            try:
+                self._manifest.resolve_pending()
+            finally:
+                self._set_version(self._manifest.current)
 
     # --- flushing ----------------------------------------------------------------------------
 
@@ -261,8 +313,18 @@ class HummockStorage:
         """Upload ``imms`` as staging SSTs, then drop them from the buffer (under the lock)."""
         if not imms:
             return
-        infos = flush_imms(imms, self._store, self.options.sst_builder_options(), self.options.target_sst_size,
-                           self._new_sst_id)
+        handed_out = []
+
+        def new_sst_id():
+            handed_out.append(self._new_sst_id())
+            return handed_out[-1]
+        try:
+            infos = flush_imms(imms, self._store, self.options.sst_builder_options(),
+                               self.options.target_sst_size, new_sst_id)
+        except BaseException:
+            self._release_ids(handed_out)   # never in a delta: whatever was uploaded is an orphan
+            raise
+        kill_point("flush.after_sst_upload")
         user_epochs = [m.epoch & ~EPOCH_SPILL_MASK for m in imms]
         for info in infos:
             self._unsettled_ids.discard(info.sst_id)
@@ -286,8 +348,10 @@ class HummockStorage:
     def _new_sst_id(self) -> int:
         """A fresh SST id (under the lock): reserved in the manifest first, never reused."""
         if not self._reserved_ids:
-            self._reserved_ids = list(self._manifest.reserve_sst_ids(256))
-            self._set_version(self._manifest.current)
+            try:
+                self._reserved_ids = list(self._manifest.reserve_sst_ids(256))
+            finally:   # a pending delta may have been finished on the way
+                self._set_version(self._manifest.current)
         sst_id = self._reserved_ids.pop(0)
         self._unsettled_ids.add(sst_id)
         return sst_id
@@ -295,6 +359,15 @@ class HummockStorage:
     def _new_sst_id_locked(self) -> int:
         with self._lock:
             return self._new_sst_id()
+
+    def _release_ids(self, ids) -> None:
+        """Let vacuum delete the objects of ``ids`` (handed out, never published), unless a
+        manifest delta is pending: it may name them, so they wait for its resolution."""
+        with self._lock:
+            if self._manifest.pending:
+                self._fate_unknown_ids.update(ids)
+            else:
+                self._unsettled_ids.difference_update(ids)
 
     def _stall_while_l0_is_full(self) -> None:
         """Slow (never fail) a writer while L0 has L0_STOP_FACTOR x the trigger's sub-levels."""
@@ -306,10 +379,27 @@ class HummockStorage:
             waited += 0.1
 
     def _watermark(self) -> int:
-        """The lowest epoch a reader may still read at: the oldest snapshot, else the committed epoch."""
+        """The epoch compaction may drop versions below (under the lock): the lowest of the
+        oldest snapshot, the retention window's floor and the committed epoch. Every read at or
+        above it stays exact; a compaction using it raises the version's ``safe_epoch`` to it."""
+        watermark = self._version.max_committed_epoch
         if self._snapshot_epochs:
-            return min(self._snapshot_epochs)
-        return self._version.max_committed_epoch
+            watermark = min(watermark, min(self._snapshot_epochs))
+        retention = self.options.retention_seconds
+        if retention:
+            horizon = time.monotonic() - retention
+            times = self._commit_times
+            while len(times) > 1 and times[1][0] <= horizon:   # the state current at the horizon
+                times.popleft()
+            watermark = min(watermark, times[0][1] if times[0][0] <= horizon else self._version.safe_epoch)
+        return watermark
+
+    @property
+    def min_readable_epoch(self) -> int:
+        """Reads at epochs below this raise ``ExpiredEpochError``: compaction may have dropped
+        the versions they need (``HummockVersion.safe_epoch``). It only rises, and only when a
+        compaction is applied; a snapshot or ``retention_seconds`` holds it back."""
+        return self._version.safe_epoch
 
     def _after_compaction(self) -> None:
         """Delete what the last compaction made unreachable (under the lock)."""
@@ -347,9 +437,26 @@ class HummockStorage:
     # --- versions, pins and SST handles --------------------------------------------------
 
     def _set_version(self, version) -> None:
-        """Install a new committed version (under the lock) and rebuild the read state."""
+        """Install a new committed version (under the lock) and rebuild the read state.
+        Staging SSTs the version now holds (a commit, maybe one finished late) leave staging."""
+        old = getattr(self, "_version", None)
         self._version = version
-        self._unsettled_ids -= version.sst_ids()
+        in_version = version.sst_ids()
+        if old is not None and not self.read_only:
+            now = time.monotonic()
+            for sst_id in old.sst_ids() - in_version:
+                self._retired.setdefault(sst_id, (version.id, now))
+        self._unsettled_ids -= in_version
+        if self._fate_unknown_ids and not self._manifest.pending:
+            self._unsettled_ids -= self._fate_unknown_ids
+            self._fate_unknown_ids.clear()
+        if any(info.sst_id in in_version for info in self._staging):
+            for info in self._staging:
+                if info.sst_id in in_version:
+                    del self._staging_epochs[info.sst_id]
+            self._staging = [info for info in self._staging if info.sst_id not in in_version]
+        if self._buffer.sealed_epoch >= version.max_committed_epoch:
+            self._buffer.forget_offsets(version.max_committed_epoch)
         self._groups = version_groups(version, self._reader_for)
         live = version.sst_ids() | {info.sst_id for info in self._staging}
         for sst_id in [i for i in self._readers if i not in live]:
@@ -364,19 +471,20 @@ class HummockStorage:
         return reader
 
     def _open_sst(self, info) -> Sstable:
-        return Sstable.open(self._store, info, meta_cache=self._meta_cache, block_cache=self._block_cache)
+        return Sstable.open(self._sst_store, info, meta_cache=self._meta_cache, block_cache=self._block_cache)
 
     def _refresh_state(self) -> None:
         """Swap in a new immutable read state (under the lock); gets in flight keep the old one."""
         if self._closed:
             return
         l0, levels = self._groups
+        floor = self._version.safe_epoch
         if self.read_only:
-            state = ReadState({}, (), l0, levels, self._version)
+            state = ReadState({}, (), l0, levels, self._version, floor)
         else:
             imms = {t: tuple(self._buffer.imms(t)) for t in self._buffer.tables()}
             staging = tuple(self._reader_for(info) for info in self._staging)
-            state = ReadState(imms, staging, l0, levels, self._version)
+            state = ReadState(imms, staging, l0, levels, self._version, floor)
         old, self._state = self._state, state
         self._install_readers(state)
         if old is not None:
@@ -442,10 +550,13 @@ class HummockStorage:
             epoch = committed if epoch is None else _check_epoch(epoch)
             if epoch > committed:
                 raise InvalidArgumentError(f"snapshot epoch {epoch} is above max_committed_epoch {committed}")
+            if epoch < self._version.safe_epoch:
+                raise ExpiredEpochError(epoch, self._version.safe_epoch)
             self._pin(self._version)
+            self._publish_lease()
             self._snapshot_epochs[epoch] += 1
             l0, levels = self._groups
-            return Snapshot(self, epoch, ReadState({}, (), l0, levels, self._version))
+            return Snapshot(self, epoch, ReadState({}, (), l0, levels, self._version, self._version.safe_epoch))
 
     def version(self):
         """The current committed :class:`~hummock.version.HummockVersion` (immutable)."""
@@ -455,10 +566,24 @@ class HummockStorage:
         """Read-only openers: pick up versions committed by the writer; returns max_committed_epoch."""
         self._require_open()
         with self._lock:
-            version = self._manifest.refresh()
+            if self._lease is not None:
+                version = _refresh_pinned(self._manifest, self._lease, self._oldest_pinned_id)
+            else:
+                version = self._manifest.refresh()
             if version is not self._version:
                 self._set_version(version)
             return self._version.max_committed_epoch
+
+    def _oldest_pinned_id(self, current_id: int) -> int:
+        """The oldest version id this process may still read (under the lock)."""
+        return min([current_id, *self._pinned_versions])
+
+    def _publish_lease(self) -> None:
+        """Readers: re-publish the lease after a pin changed (under the lock)."""
+        if self._lease is not None:
+            oldest = self._oldest_pinned_id(self._version.id)
+            if oldest != self._lease.version_id:
+                self._lease.publish(oldest)
 
     def stats(self) -> dict:
         with self._lock:
@@ -493,28 +618,134 @@ class HummockStorage:
     # --- vacuum -------------------------------------------------------------------------------
 
     def vacuum(self) -> int:
-        """Delete SST objects no version, pin or staging list references (orphans of crashes and
-        of compactions). Returns how many objects were deleted. Writers only."""
+        """Delete SST objects nothing can read any more; return how many were deleted. Writers only.
+
+        Deleted: SSTs that no version this process pins, staging list, running task or retired
+        read state references, that are older than ``vacuum_min_age_s`` (a slow uploader, a
+        paused process or a Spark task may still be writing a young one), and that left the
+        version at least as long ago with no live reader lease naming an older version
+        (readers in other processes, ``hummock/leases.py``). Only ids this writer could have
+        handed out (below ``next_sst_id``) are candidates. Before each delete batch the writer
+        confirms its lease and that no other writer committed past its version; a fenced or
+        expired writer raises ``ConcurrentWriterError`` and deletes nothing more. A pending
+        manifest delta is finished first (its SSTs must stay); raises if that fails.
+        """
         self._require_writer()
         with self._lock:
-            keep = set(self._version.sst_ids())
-            for version in self._pinned_versions.values():
-                keep |= version.sst_ids()
+            self._adopt_pending()
+            version = self._version
+            keep = set(version.sst_ids())
+            for pinned in self._pinned_versions.values():
+                keep |= pinned.sst_ids()
             keep |= {info.sst_id for info in self._staging}
             keep |= self._unsettled_ids       # outputs of compactions still running
+            keep |= self._fate_unknown_ids
+            keep.update(self._reserved_ids)
             for state in list(self._retired_states):
                 keep |= state.version.sst_ids() | {r.sst_id for r in state.staging}
-            doomed = []
+            now = time.monotonic()
+            wall = datetime.datetime.now(datetime.timezone.utc)
+            grace = min_age = self.options.vacuum_min_age_s
+            candidates, listed = [], set()
             for meta in self._store.list("sst/"):
-                name = meta.path.rsplit("/", 1)[-1]
-                if not name.endswith(".sst") or not name[:-4].isdigit():
+                sst_id = _sst_id_of(meta.path)
+                if sst_id is None:
                     continue
-                sst_id = int(name[:-4])
-                if sst_id not in keep and sst_id not in self._reserved_ids:
-                    doomed.append(meta.path)
-            self._store.delete(doomed)
-            self.counters["vacuumed_ssts"] += len(doomed)
-            return len(doomed)
+                listed.add(sst_id)
+                if sst_id in keep or sst_id >= version.next_sst_id:
+                    continue   # referenced, or reserved by another writer: never ours to delete
+                if (wall - meta.last_modified).total_seconds() < min_age:
+                    continue
+                left_at, left_time = self._retired.get(sst_id, self._opened)
+                if now - left_time < grace:
+                    continue   # a reader may have loaded a version holding it just before it left
+                candidates.append((left_at, sst_id, meta.path))
+            for sst_id in [i for i in self._retired if i not in listed]:
+                del self._retired[sst_id]   # gone (deleted earlier, or by a crash's lost upload)
+            if not candidates:
+                return 0
+            floor = live_lease_floor(self._store)   # listed after the grace check (leases.py)
+            doomed = [(sst_id, path) for left_at, sst_id, path in candidates
+                      if floor is None or floor >= left_at]
+            deleted = 0
+            for start in range(0, len(doomed), VACUUM_BATCH):
+                batch = doomed[start:start + VACUUM_BATCH]
+                self._confirm_lease()
+                self._store.delete([path for _, path in batch])
+                for sst_id, _ in batch:
+                    self._retired.pop(sst_id, None)
+                deleted += len(batch)
+                self.counters["vacuumed_ssts"] += len(batch)
+                kill_point("vacuum.mid_delete")
+            return deleted
+
+    def _confirm_lease(self) -> None:
+        """Raise ConcurrentWriterError unless this writer still owns the store right now: its
+        lock is live (not taken over, not expired) and no one committed past its version."""
+        self._writer_lock.confirm()
+        self._manifest.confirm_head()
+
+
+def _sst_id_of(path: str) -> int | None:
+    name = path.rsplit("/", 1)[-1]
+    if not name.endswith(".sst") or not name[:-4].isdigit():
+        return None
+    return int(name[:-4])
+
+
+def _open_pinned(store, options: StorageOptions, read_only: bool, lease) -> Manifest:
+    """Open the manifest; a reader then publishes its lease, within half its lease time of
+    starting to load (leases.py) -- or loads again."""
+    for _ in range(PIN_ATTEMPTS):
+        started = time.monotonic()
+        manifest = Manifest.open(store, create=not read_only, read_only=read_only,
+                                 checkpoint_interval=options.checkpoint_interval)
+        if lease is None:
+            return manifest
+        lease.publish(manifest.current.id)
+        if time.monotonic() - started <= lease.ttl_s / 2:
+            return manifest
+    raise ObjectStoreError(f"could not pin a version of {store!r}: loading the manifest and "
+                           f"publishing the reader lease took over {lease.ttl_s / 2} s {PIN_ATTEMPTS} times")
+
+
+def _refresh_pinned(manifest: Manifest, lease, oldest_pinned) -> object:
+    """A reader's refresh: reload, then publish the lease naming ``oldest_pinned(new id)``
+    within half the lease time of starting, or reload again (leases.py)."""
+    for _ in range(PIN_ATTEMPTS):
+        started = time.monotonic()
+        version = manifest.refresh()
+        lease.publish(oldest_pinned(version.id))
+        if time.monotonic() - started <= lease.ttl_s / 2:
+            return version
+    raise ObjectStoreError(f"could not pin a version: refreshing and publishing the reader lease "
+                           f"took over {lease.ttl_s / 2} s {PIN_ATTEMPTS} times")
+
+
+class _ReaderSstStore:
+    """What a read-only opener reads SSTs through: a missing SST means the writer vacuumed it
+    (this reader's lease lapsed, or its version is older than any lease protected), which
+    becomes :class:`VersionExpiredError` telling the caller to ``refresh()``."""
+
+    def __init__(self, store: ObjectStore):
+        self._store = store
+
+    def _expired(self, path: str, exc) -> VersionExpiredError:
+        return VersionExpiredError(
+            f"{path} of the version this reader holds was vacuumed by the writer (the reader's "
+            f"lease lapsed or its version is too old); call refresh() and read again")
+
+    def read(self, path: str, start=None, end=None) -> bytes:
+        try:
+            return self._store.read(path, start, end)
+        except ObjectNotFoundError as exc:
+            raise self._expired(path, exc) from exc
+
+    def size(self, path: str) -> int:
+        try:
+            return self._store.size(path)
+        except ObjectNotFoundError as exc:
+            raise self._expired(path, exc) from exc
 
 
 class Snapshot:
@@ -565,6 +796,8 @@ class _ClosedState:
 
 
 _CLOSED = _ClosedState()
+VACUUM_BATCH = 1000           # objects deleted between two lease confirmations
+PIN_ATTEMPTS = 5              # a reader's tries at loading a version and pinning it in time
 L0_STOP_FACTOR = 3            # writers stall while L0 has this many times the trigger's sub-levels
 L0_STALL_LIMIT_SECONDS = 30.0  # ... for at most this long per commit
 

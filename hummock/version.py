@@ -10,6 +10,10 @@ A :class:`HummockVersion` is an immutable snapshot of the SSTs that make up the 
   (``hummock.key.full_key_sort_key``) with disjoint key ranges; a level may be empty.
 - ``max_committed_epoch``: every epoch <= it is durable; ``next_sst_id`` / ``next_sub_level_id``
   are the first ids not yet handed out.
+- ``safe_epoch``: the highest watermark any applied compaction used. Compaction keeps, per key,
+  the newest version <= its watermark and every newer one, so reads at epochs >= safe_epoch are
+  exact and reads below may not be (the engine refuses them: ``ExpiredEpochError``). Only a
+  compaction delta raises it; it never exceeds ``max_committed_epoch``.
 
 Versions change only through :class:`VersionDelta` and :func:`apply`, which returns a new
 version with ``id = delta.id = delta.prev_id + 1``. Kinds of delta:
@@ -49,6 +53,7 @@ import json
 import struct
 from collections.abc import Iterable, Mapping
 
+from hummock._json_depth import MAX_JSON_DEPTH, json_depth_bound
 from hummock.errors import CorruptionError, HummockError, InvalidArgumentError
 from hummock.key import MIN_FULL_KEY_LEN, full_key_sort_key
 from hummock.sstable.block import checksum
@@ -130,6 +135,7 @@ class HummockVersion:
     levels: tuple[Level, ...]
     next_sst_id: int
     next_sub_level_id: int
+    safe_epoch: int = 0   # reads below it may miss versions compaction dropped (max watermark used)
 
     @classmethod
     def empty(cls, num_levels: int = DEFAULT_NUM_LEVELS) -> HummockVersion:
@@ -199,6 +205,8 @@ class HummockVersion:
                 out.append(f"sub-level {sub.sub_level_id} not sorted by smallest key")
             if not sub.overlapping:
                 out.append(_check_run(sub.ssts, f"sub-level {sub.sub_level_id}"))
+        if self.safe_epoch > self.max_committed_epoch:
+            out.append(f"safe_epoch {self.safe_epoch} > max_committed_epoch {self.max_committed_epoch}")
         if [lv.level for lv in self.levels] != list(range(1, len(self.levels) + 1)):
             out.append(f"levels are {[lv.level for lv in self.levels]}, expected 1..{len(self.levels)}")
         for lv in self.levels:
@@ -248,6 +256,8 @@ class VersionDelta:
     removed: tuple[tuple[int, int], ...] = ()
     added: tuple[tuple[int, SstableInfo], ...] = ()
     kind: str = KIND_COMMIT
+    safe_epoch: int = 0   # the resulting version's safe_epoch (compactions raise it)
+    writer: str = ""      # a token of the writer that built it: two writers' deltas never match
 
     @classmethod
     def commit(cls, version: HummockVersion, epoch: int, ssts: Iterable[SstableInfo],
@@ -262,11 +272,12 @@ class VersionDelta:
         ssts = tuple(sorted(_check_infos(ssts, "committed SSTs"), key=_key))
         sub = SubLevel(version.next_sub_level_id, ssts, bool(overlapping)) if ssts else None
         return cls._validated(version, cls(version.id, version.id + 1, epoch, version.next_sst_id,
-                                           new_sub_level=sub, kind=KIND_COMMIT))
+                                           new_sub_level=sub, kind=KIND_COMMIT,
+                                           safe_epoch=version.safe_epoch))
 
     @classmethod
     def compaction(cls, version: HummockVersion, removed_ids: Iterable[int],
-                   added_by_level: Mapping[int, Iterable[SstableInfo]]) -> VersionDelta:
+                   added_by_level: Mapping[int, Iterable[SstableInfo]], watermark: int = 0) -> VersionDelta:
         """Replace the input SSTs ``removed_ids`` (any levels) by outputs in levels >= 1; or, with
         outputs for level 0 only (intra-L0), replace whole consecutive L0 sub-levels by one
         non-overlapping sub-level in their place (see ``_merged_sub_level_slot``).
@@ -278,7 +289,9 @@ class VersionDelta:
         """
         added = tuple((level, info) for level, infos in sorted(added_by_level.items())
                       for info in sorted(_check_infos(infos, "compaction outputs"), key=_key))
-        return cls._validated(version, cls._removing(version, KIND_COMPACTION, removed_ids, added))
+        delta = cls._removing(version, KIND_COMPACTION, removed_ids, added)
+        safe = max(version.safe_epoch, min(_check_u64("watermark", watermark), version.max_committed_epoch))
+        return cls._validated(version, dataclasses.replace(delta, safe_epoch=safe))
 
     @classmethod
     def move(cls, version: HummockVersion, sst_ids: Iterable[int], target_level: int) -> VersionDelta:
@@ -300,7 +313,8 @@ class VersionDelta:
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 2**32:
             raise InvalidArgumentError(f"count must be an int in [1, 2**32], got {count!r}")
         return cls._validated(version, cls(version.id, version.id + 1, version.max_committed_epoch,
-                                           version.next_sst_id + count, kind=KIND_RESERVE))
+                                           version.next_sst_id + count, kind=KIND_RESERVE,
+                                           safe_epoch=version.safe_epoch))
 
     @classmethod
     def _removing(cls, version, kind, sst_ids, added) -> VersionDelta:
@@ -311,7 +325,7 @@ class VersionDelta:
                 raise VersionConflictError(f"SST {sst_id!r} is not in version {version.id}")
             removed.append((level, sst_id))
         return cls(version.id, version.id + 1, version.max_committed_epoch, version.next_sst_id,
-                   removed=tuple(sorted(removed)), added=added, kind=kind)
+                   removed=tuple(sorted(removed)), added=added, kind=kind, safe_epoch=version.safe_epoch)
 
     @classmethod
     def _validated(cls, version: HummockVersion, delta: VersionDelta) -> VersionDelta:
@@ -327,7 +341,8 @@ class VersionDelta:
             raise InvalidArgumentError(f"only compaction and move deltas are rebased, not {self.kind!r}")
         delta = dataclasses.replace(self, prev_id=version.id, id=version.id + 1,
                                     max_committed_epoch=version.max_committed_epoch,
-                                    next_sst_id=version.next_sst_id)
+                                    next_sst_id=version.next_sst_id,
+                                    safe_epoch=max(self.safe_epoch, version.safe_epoch))
         try:
             return self._validated(version, delta)
         except InvalidArgumentError as exc:
@@ -398,7 +413,7 @@ def apply(version: HummockVersion, delta: VersionDelta) -> HummockVersion:
     new_levels = tuple(Level(lv.level, tuple(levels[lv.level])) if lv.level in touched else lv
                        for lv in version.levels)
     return HummockVersion(delta.id, delta.max_committed_epoch, tuple(l0), new_levels,
-                          delta.next_sst_id, next_sub)
+                          delta.next_sst_id, next_sub, max(version.safe_epoch, delta.safe_epoch))
 
 
 def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
@@ -435,6 +450,11 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
         bad("must remove at least one SST")
     if len({sst_id for _, sst_id in delta.removed}) != len(delta.removed):
         bad("removes an SST twice")
+    if delta.safe_epoch < version.safe_epoch or delta.safe_epoch > delta.max_committed_epoch:
+        bad(f"safe_epoch {delta.safe_epoch} must lie in [{version.safe_epoch}, "
+            f"{delta.max_committed_epoch}] (it never falls, nor passes the committed epoch)")
+    if delta.kind != KIND_COMPACTION and delta.safe_epoch != version.safe_epoch:
+        bad("only a compaction raises safe_epoch")
     if delta.kind == KIND_MOVE and sorted(i.sst_id for _, i in delta.added) != sorted(
             sst_id for _, sst_id in delta.removed):
         bad("a move must add exactly the SSTs it removes")
@@ -541,6 +561,9 @@ class _Bad(Exception):
 
 
 def _decode_payload(payload: bytes, object: str, build):
+    if json_depth_bound(payload) > MAX_JSON_DEPTH:   # refused before json.loads recurses into it
+        raise CorruptionError("manifest payload nests too deeply", object=object, offset=ENVELOPE.size,
+                              expected=f"<= {MAX_JSON_DEPTH} levels", found=f"> {MAX_JSON_DEPTH}")
     try:
         return build(json.loads(payload))
     except json.JSONDecodeError as exc:
@@ -597,9 +620,16 @@ def _sub_level_from_json(d) -> SubLevel:
 
 
 def _version_json(v: HummockVersion) -> dict:
-    return {"id": v.id, "max_committed_epoch": v.max_committed_epoch, "next_sst_id": v.next_sst_id,
-            "next_sub_level_id": v.next_sub_level_id, "l0": [_sub_level_json(s) for s in v.l0],
-            "levels": [{"level": lv.level, "ssts": [i.to_dict() for i in lv.ssts]} for lv in v.levels]}
+    out = {"id": v.id, "max_committed_epoch": v.max_committed_epoch, "next_sst_id": v.next_sst_id,
+           "next_sub_level_id": v.next_sub_level_id, "l0": [_sub_level_json(s) for s in v.l0],
+           "levels": [{"level": lv.level, "ssts": [i.to_dict() for i in lv.ssts]} for lv in v.levels]}
+    if v.safe_epoch:   # optional: absent in objects written before it existed (= 0)
+        out["safe_epoch"] = v.safe_epoch
+    return out
+
+
+def _optional(d, name: str, kind, default):
+    return _field(d, name, kind) if isinstance(d, dict) and name in d else default
 
 
 def _version_from_json(d) -> HummockVersion:
@@ -607,7 +637,8 @@ def _version_from_json(d) -> HummockVersion:
                    for lv in _field(d, "levels", list))
     return HummockVersion(_field(d, "id", int), _field(d, "max_committed_epoch", int),
                           tuple(_sub_level_from_json(s) for s in _field(d, "l0", list)), levels,
-                          _field(d, "next_sst_id", int), _field(d, "next_sub_level_id", int))
+                          _field(d, "next_sst_id", int), _field(d, "next_sub_level_id", int),
+                          _optional(d, "safe_epoch", int, 0))
 
 
 def _delta_json(delta: VersionDelta) -> dict:
@@ -616,7 +647,9 @@ def _delta_json(delta: VersionDelta) -> dict:
             "max_committed_epoch": delta.max_committed_epoch, "next_sst_id": delta.next_sst_id,
             "new_sub_level": None if sub is None else _sub_level_json(sub),
             "removed": [[level, sst_id] for level, sst_id in delta.removed],
-            "added": [[level, info.to_dict()] for level, info in delta.added]}
+            "added": [[level, info.to_dict()] for level, info in delta.added],
+            **({"safe_epoch": delta.safe_epoch} if delta.safe_epoch else {}),
+            **({"writer": delta.writer} if delta.writer else {})}
 
 
 def _delta_from_json(d) -> VersionDelta:
@@ -638,4 +671,5 @@ def _delta_from_json(d) -> VersionDelta:
     return VersionDelta(_field(d, "prev_id", int), _field(d, "id", int),
                         _field(d, "max_committed_epoch", int), _field(d, "next_sst_id", int),
                         None if sub is None else _sub_level_from_json(sub), tuple(removed),
-                        tuple(added), kind)
+                        tuple(added), kind, _optional(d, "safe_epoch", int, 0),
+                        _optional(d, "writer", str, ""))

@@ -21,7 +21,7 @@ from native._filter cimport FilterReader, filter_key_hash
 from native._keycmp cimport cmp_full_keys
 
 from hummock import iterators as _iterators
-from hummock.errors import InvalidArgumentError
+from hummock.errors import ExpiredEpochError, InvalidArgumentError
 from hummock.key import clamp_bounds
 
 cdef object UserScan = _iterators.UserScan
@@ -236,14 +236,16 @@ cdef class ReadState:
     cdef readonly tuple levels
     cdef readonly object version
     cdef readonly Py_ssize_t active
+    cdef readonly uint64_t min_epoch
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
     cdef object __weakref__
 
-    def __cinit__(self, dict imms, tuple staging, tuple l0, tuple levels, version=None):
+    def __cinit__(self, dict imms, tuple staging, tuple l0, tuple levels, version=None, min_epoch=0):
         self.imms = imms
+        self.min_epoch = min_epoch
         self.staging = staging
         self.l0 = l0
         self.levels = levels
@@ -282,6 +284,8 @@ cdef class ReadState:
         if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
             raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
         e = epoch
+        if e < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
         self.active += 1
         try:
             found = self.c_get_version(table_id, k, e | SPILL_MASK)
@@ -297,8 +301,14 @@ cdef class ReadState:
             raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
         if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
             raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+        if <uint64_t>epoch < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
         read = <uint64_t>epoch | SPILL_MASK
         checked = []
+        try:
+            keys = iter(keys)
+        except TypeError:
+            raise InvalidArgumentError(f"keys must be an iterable of bytes, got {type(keys).__name__}") from None
         for key in keys:
             if type(key) is bytes:
                 checked.append(key)
@@ -322,6 +332,8 @@ cdef class ReadState:
             raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
         if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
             raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+        if <uint64_t>epoch < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
         start = checked_bound(start, "start")
         end = checked_bound(end, "end")
         if prefix is not None:

@@ -11,7 +11,7 @@ import sys
 from hummock import HummockStorage, StorageOptions
 
 OPTIONS = StorageOptions(shared_buffer_capacity=64 * 1024, block_size=1024, target_sst_size=16 * 1024,
-                         checkpoint_interval=8)
+                         checkpoint_interval=8, vacuum_min_age_s=0)
 
 
 def crash_batch(i: int):

@@ -15,7 +15,8 @@ from hummock.compaction.manager import CompactionManager
 from hummock.compaction.picker import pick
 
 E = 1 << 16
-OPTIONS = StorageOptions(block_size=512, target_sst_size=4096, shared_buffer_capacity=1 << 20, compactor="none")
+OPTIONS = StorageOptions(block_size=512, target_sst_size=4096, shared_buffer_capacity=1 << 20, compactor="none",
+                          vacuum_min_age_s=0)
 
 
 def answers(store, epoch):

@@ -12,7 +12,8 @@ from hummock import HummockStorage, StorageOptions
 from hummock.compaction import pool
 
 E = 1 << 16
-OPTIONS = StorageOptions(block_size=512, target_sst_size=16 * 1024, shared_buffer_capacity=1 << 20, compactor="none")
+OPTIONS = StorageOptions(block_size=512, target_sst_size=16 * 1024, shared_buffer_capacity=1 << 20, compactor="none",
+                          vacuum_min_age_s=0)
 
 
 def fill(store, seed: int, epochs: int = 6, keys: int = 300):

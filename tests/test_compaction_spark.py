@@ -37,7 +37,7 @@ from kv_model import KvModel
 EPOCH = 1 << 16
 OPTIONS = StorageOptions(compactor="spark", target_sst_size=4 * 1024, block_size=512,
                          shared_buffer_capacity=64 * 1024, block_cache_capacity=1 << 20,
-                         meta_cache_capacity=1 << 20)
+                         meta_cache_capacity=1 << 20, vacuum_min_age_s=0)
 KEYS = [b"k%04d" % i for i in range(600)]
 
 

@@ -25,7 +25,8 @@ KEYS = st.lists(KEY, max_size=6, unique=True)
 VALUES = st.one_of(st.none(), st.binary(max_size=8), st.binary(min_size=500, max_size=3000))
 TABLES = st.sampled_from([1, 2])
 OPTIONS = StorageOptions(shared_buffer_capacity=64 * 1024, block_size=512, target_sst_size=8 * 1024,
-                         block_cache_capacity=1 << 20, meta_cache_capacity=1 << 20, compactor="none")
+                         block_cache_capacity=1 << 20, meta_cache_capacity=1 << 20, compactor="none",
+                         vacuum_min_age_s=0)
 COMPACTING = OPTIONS.replace(compactor="local")   # background runner at its L0 trigger, plus compact_all
 
 

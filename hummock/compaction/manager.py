@@ -29,6 +29,7 @@ from hummock.compaction.core import CompactionStats, compact
 from hummock.compaction.picker import PickerConfig, pick, pick_all, pick_bottom_rewrite, pick_range
 from hummock.compaction.pool import PoolRunner, can_use_workers
 from hummock.iterators import SstRun
+from hummock.killpoints import kill_point
 from hummock.read_view import SstReader
 from hummock.sstable.reader import Sstable
 from hummock.version import VersionConflictError, VersionDelta
@@ -152,9 +153,11 @@ class CompactionManager:
                 return self._apply(lambda v: VersionDelta.move(v, task.input_ids, task.target_level))
         stats = CompactionStats()
         if storage.options.compactor == "spark":
-            return self._spark_runner().run(task, stats, lambda outputs: self._commit(task, outputs, stats))
+            return self._spark_runner().run(
+                task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
         if self._pool is not None:
-            return self._pool.run(task, stats, lambda outputs: self._commit(task, outputs, stats))
+            return self._pool.run(
+                task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
         with storage._lock:
             watermark = storage._watermark()
             runs = [SstRun([self._input_reader(info) for info in run], None, None) for run in task.runs]
@@ -168,12 +171,12 @@ class CompactionManager:
         try:
             outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
                               storage.options.target_sst_size, new_sst_id, stats)
+            kill_point("compaction.after_outputs")
             with storage._lock:
-                applied = self._commit(task, outputs, stats)
+                applied = self._commit(task, outputs, stats, watermark)
         finally:
             if not applied:   # failed or discarded: its outputs are orphans for the next vacuum
-                with storage._lock:
-                    storage._unsettled_ids.difference_update(handed_out)
+                storage._release_ids(handed_out)   # (kept while a delta naming them is pending)
         return applied
 
     def _input_reader(self, info) -> SstReader:
@@ -189,9 +192,11 @@ class CompactionManager:
             self._spark = SparkRunner(self._storage)
         return self._spark
 
-    def _commit(self, task, outputs, stats) -> int:
-        """Apply a compaction's outputs as one delta (under the lock); 1 if applied, 0 if discarded."""
-        applied = self._apply(lambda v: VersionDelta.compaction(v, task.input_ids, {task.target_level: outputs}))
+    def _commit(self, task, outputs, stats, watermark: int) -> int:
+        """Apply a compaction's outputs as one delta (under the lock); 1 if applied, 0 if
+        discarded. The delta raises the version's safe_epoch to the ``watermark`` the merge used."""
+        applied = self._apply(lambda v: VersionDelta.compaction(
+            v, task.input_ids, {task.target_level: outputs}, watermark=watermark))
         if applied:
             self.stats["input_bytes"] += task.input_bytes
             self.stats["output_bytes"] += sum(info.file_size for info in outputs)
@@ -208,7 +213,10 @@ class CompactionManager:
         except VersionConflictError:
             self.stats["conflicts"] += 1
             return 0
+        finally:   # a delta finished late (pending) may have come with this call
+            storage._set_version(storage._manifest.current)
         storage._set_version(version)
+        kill_point("compaction.after_install")
         self.stats["tasks"] += 1
         if delta.kind == "move":
             self.stats["moves"] += 1

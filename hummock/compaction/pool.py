@@ -163,10 +163,9 @@ class PoolRunner:
                 for name, value in split_stats.items():
                     setattr(stats, name, getattr(stats, name) + value)
             with storage._lock:
-                return commit(outputs)
-        finally:
-            with storage._lock:
-                storage._unsettled_ids.difference_update(reserved)
+                return commit(outputs, watermark)
+        finally:   # applied outputs are in the version; the rest are orphans (unless pending)
+            storage._release_ids(reserved)
 
 
 def _serve() -> None:

@@ -376,8 +376,7 @@ class SparkRunner:
                 outputs = {info.sst_id for info in result.outputs}
                 for ids in reserved:     # anything a failed attempt wrote may be vacuumed now
                     storage._unsettled_ids.difference_update(i for i in ids if i not in outputs)
-                return commit(result.outputs)
-        finally:
-            with storage._lock:
-                for ids in reserved:
-                    storage._unsettled_ids.difference_update(ids)
+                return commit(result.outputs, watermark)
+        finally:   # applied outputs are in the version; the rest are orphans (unless pending)
+            for ids in reserved:
+                storage._release_ids(ids)

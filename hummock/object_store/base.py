@@ -309,6 +309,11 @@ class ObjectStore(abc.ABC):
         self._require_open()
         return self._streaming_upload(path)
 
+    def lock_store(self) -> ObjectStore:
+        """The store whose writer-lock mechanism guards this one (``hummock.manifest.WriterLock``):
+        the store itself; a wrapper (fault injection, metrics) returns the store it wraps."""
+        return self
+
     def close(self) -> None:
         """Release connections and handles; later calls raise ObjectStoreError. Idempotent."""
         if not self._closed:

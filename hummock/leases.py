@@ -1,0 +1,130 @@
+"""Reader leases: how read-only openers in other processes pin what they read against vacuum.
+
+A read-only :class:`~hummock.storage.HummockStorage` writes ``leases/reader-<token>``, a small
+JSON object naming the **oldest version id it may still read** (its current version or an older
+one a snapshot holds) and its time to live. It rewrites the object every third of the TTL from a
+daemon thread and deletes it on close; a reader that dies simply stops renewing and its lease
+expires. The writer's vacuum (``HummockStorage.vacuum``) honours every live lease:
+
+- an SST that left the writer's version at version ``R`` is kept while a live lease names a
+  version ``< R`` (that reader's version may still reference it);
+- and, whatever the leases say, for a grace period after it left the version (the
+  ``vacuum_min_age_s`` option, at least half the lease time), so a reader that loaded the
+  manifest just before the SST left has time to publish its lease.
+
+The reader keeps its side of that bargain in :meth:`ReaderLease.pin`: it measures from the start
+of the manifest read to the moment its lease is stored, and if that took more than half the
+grace it reloads and pins again (the first lease keeps protecting it meanwhile).
+
+A lease is *live* while its object's age (now minus the store's last-modified time) is below its
+TTL; expired leases older than ``DEAD_AFTER`` TTLs are deleted by the writer's vacuum. A reader
+whose lease lapsed (paused, cut off) may find SSTs gone; its reads then raise
+:class:`VersionExpiredError`, which says to ``refresh()``.
+
+Callers: ``hummock/storage.py`` only. Format of the object: docs/format.md ("Reader leases").
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import socket
+import threading
+import uuid
+
+from hummock.errors import HummockError
+from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
+
+__all__ = ["ReaderLease", "VersionExpiredError", "live_lease_floor", "LEASE_PREFIX"]
+
+log = logging.getLogger(__name__)
+
+LEASE_PREFIX = "leases/"
+DEAD_AFTER = 10          # an expired lease this many TTLs old is removed by the writer
+_MAX_LEASE_BYTES = 4096  # a lease object larger than this is not ours: ignored (and kept)
+
+
+class VersionExpiredError(HummockError):
+    """A read-only opener's version lost SSTs to the writer's vacuum (its lease lapsed, or it
+    held no lease for that version): call ``refresh()`` and read again."""
+
+
+class ReaderLease:
+    """One reader's lease object (module doc). Thread-safe; ``close`` is idempotent."""
+
+    def __init__(self, store, ttl_s: float):
+        self._store = store
+        self.ttl_s = float(ttl_s)
+        self.path = f"{LEASE_PREFIX}reader-{uuid.uuid4().hex}"
+        self.version_id: int | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _body(self) -> bytes:
+        return json.dumps({"version_id": self.version_id, "ttl_s": self.ttl_s, "pid": os.getpid(),
+                           "host": socket.gethostname()}).encode()
+
+    def publish(self, version_id: int) -> None:
+        """Store the lease naming ``version_id`` (the oldest version this reader may read).
+        Raises ObjectStoreError if the store refuses; starts the renewal thread on first use."""
+        with self._lock:
+            self.version_id = version_id
+            self._store.upload(self.path, self._body())
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._renew, name="hummock-reader-lease",
+                                                daemon=True)
+                self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            try:
+                with self._lock:
+                    if not self._stop.is_set():
+                        self._store.upload(self.path, self._body())
+            except ObjectStoreError as exc:   # retried at the next tick; reads may then expire
+                log.warning("reader lease %s not renewed (retrying): %s", self.path, exc)
+
+    def close(self) -> None:
+        """Stop renewing and delete the lease (best effort: an undeleted one just expires)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        try:
+            self._store.delete(self.path)
+        except ObjectStoreError as exc:
+            log.warning("reader lease %s not deleted (it expires by itself): %s", self.path, exc)
+
+
+def live_lease_floor(store, now: datetime.datetime | None = None, *, remove_dead: bool = True) -> int | None:
+    """The lowest version id any live reader lease names, or ``None`` when none is live.
+
+    Reads every lease object under ``leases/``; one that does not decode counts as live with
+    version 0 (pins everything) for an hour (and is removed after ``DEAD_AFTER`` hours) -- a damaged lease must
+    not let vacuum delete what a reader may hold. With ``remove_dead``, leases expired for
+    ``DEAD_AFTER`` TTLs are deleted. Raises ObjectStoreError for I/O.
+    """
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    floor, dead = None, []
+    for meta in store.list(LEASE_PREFIX):
+        age = (now - meta.last_modified).total_seconds()
+        try:
+            if meta.size > _MAX_LEASE_BYTES:
+                raise ValueError("too large")
+            info = json.loads(store.read(meta.path))
+            version_id, ttl = int(info["version_id"]), float(info["ttl_s"])
+            if version_id < 0 or not ttl > 0:
+                raise ValueError("out of range")
+        except ObjectNotFoundError:
+            continue   # released meanwhile
+        except (ValueError, KeyError, TypeError):
+            version_id, ttl = 0, 3600.0
+        if age < ttl:
+            floor = version_id if floor is None else min(floor, version_id)
+        elif age > DEAD_AFTER * ttl:
+            dead.append(meta.path)
+    if remove_dead and dead:
+        store.delete(dead)
+    return floor
