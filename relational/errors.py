@@ -10,6 +10,9 @@
 - :class:`VnodeNotOwnedError` (``ValueError``): a row outside the vnodes a table instance owns.
 - :class:`SchemaError` (``ValueError``): a schema argument that makes no sense (orders and types
   of different lengths, unknown type codes).
+- :class:`EpochError` (an :class:`~hummock.errors.InvalidArgumentError`, so ``ValueError``): an
+  epoch a table refuses (not an int, low 16 bits set, not above the current epoch, above the
+  committed epoch for a read); carries ``epoch`` and ``current``.
 
 Callers: the relational encoders (pure and native raise the same classes), state tables and the
 layers above, which may subclass :class:`RelationalError` for their own errors.
@@ -17,7 +20,7 @@ layers above, which may subclass :class:`RelationalError` for their own errors.
 
 from __future__ import annotations
 
-from hummock.errors import HummockError
+from hummock.errors import HummockError, InvalidArgumentError
 
 
 class RelationalError(HummockError):
@@ -34,6 +37,16 @@ class ValueOutOfRangeError(RelationalError, OverflowError):
 
 class SchemaError(RelationalError, ValueError):
     """Types, orders or indices that do not fit together."""
+
+
+class EpochError(RelationalError, InvalidArgumentError):
+    """An epoch argument a table refuses. Carries ``epoch`` (as given) and ``current`` (the
+    table's epoch, or the store's ``max_committed_epoch`` for reads; ``None`` if unknown)."""
+
+    def __init__(self, message: str, epoch=None, current=None):
+        self.epoch = epoch
+        self.current = current
+        super().__init__(message)
 
 
 class DecodeError(RelationalError, ValueError):

@@ -31,6 +31,13 @@ row raises too. Relaxed mode turns INSERT + delete into a tombstone rather than 
 because it never checked storage: the insert may have overwritten a stored row. Errors name the
 key through ``describe_key`` (the state table passes its pk decoder) and change nothing.
 
+All or nothing (what the state table builds on): every single operation raises before it
+changes anything; :meth:`check_insert`/:meth:`check_delete` ask whether an operation would be
+refused without doing it (an update that moves a row checks both keys first); :meth:`undo`
+puts back records saved before a run of operations (a chunk that fails half-way); and
+:meth:`columns` reads the batch without emptying the buffer, so a commit empties it
+(:meth:`clear`) only once the store has accepted the batch.
+
 Invariants (checked by :meth:`_check`): every record has the shape above; the sorted-key index
 holds every live key, in ascending byte order, plus possibly removed keys that reads skip.
 Not thread-safe: one state table, one executor thread.
@@ -147,6 +154,39 @@ class MemTable:
             raise self._error("update whose old row is not the current row", key)
         self._ops[key] = (op, prev, new)
 
+    def check_insert(self, key: bytes, what: str = "insert") -> None:
+        """Raise what :meth:`insert` of ``key`` would raise on its record (strict mode); change
+        nothing. A key without a record passes (the caller checks storage)."""
+        rec = self._ops.get(key)
+        if rec is not None and rec[0] != DELETE and self.consistent:
+            raise self._error(f"{what} of a pk that already has a row", key)
+
+    def check_delete(self, key: bytes, old: bytes, what: str = "delete") -> None:
+        """Raise what :meth:`delete` of ``key`` with ``old`` would raise on its record (strict
+        mode); change nothing. A key without a record passes (the caller checks storage)."""
+        rec = self._ops.get(key)
+        if rec is None or not self.consistent:
+            return
+        if rec[0] == DELETE:
+            raise self._error(f"{what} of a pk that has no row", key)
+        if rec[2] != old:
+            raise self._error(f"{what} whose old row is not the current row", key)
+
+    def undo(self, saved: list, approx_bytes: int) -> None:
+        """Put back the records ``saved`` as ``[(key, record_or_None), ...]``, taken before a
+        run of operations (in order; a key saved twice gets its first record back), and the
+        ``approx_bytes`` of then."""
+        ops = self._ops
+        for key, rec in reversed(saved):
+            if rec is None:
+                if key in ops:
+                    self._remove(key)
+            else:
+                if key not in ops:
+                    self._add_key(key)
+                ops[key] = rec
+        self.approx_bytes = approx_bytes
+
     def insert_many(self, keys: list, values: list, distinct: bool = False) -> bool:
         """Insert many new keys at once, if none is in the table and none repeats; returns
         False (and changes nothing) otherwise, so the caller falls back to :meth:`insert`.
@@ -216,6 +256,14 @@ class MemTable:
 
     # --- flush ------------------------------------------------------------------------------
 
+    def columns(self) -> tuple[list, list]:
+        """The KV batch of this buffer as two lists, ``(keys, new_values_or_None)``, sorted by
+        key (the sort merges the ascending runs that chunk inserts leave, in dict order). The
+        buffer is unchanged: the caller clears it once the batch is written."""
+        ops = self._ops
+        keys = sorted(ops)
+        return keys, list(map(_NEW, map(ops.__getitem__, keys)))
+
     def drain(self) -> list:
         """The KV batch of this buffer, ``[(key, new_value_or_None), ...]`` sorted by key, and
         empty the buffer."""
@@ -223,13 +271,17 @@ class MemTable:
         return list(zip(keys, values))
 
     def drain_columns(self) -> tuple[list, list]:
-        """:meth:`drain` as two lists, ``(keys, new_values_or_None)`` (the sort merges the
-        ascending runs that chunk inserts leave, in dict order)."""
-        ops = self._ops
-        keys = sorted(ops)
-        values = list(map(_NEW, map(ops.__getitem__, keys)))
+        """:meth:`columns`, then empty the buffer."""
+        batch = self.columns()
         self.clear()
-        return keys, values
+        return batch
+
+    def copy(self) -> MemTable:
+        """An independent MemTable with the same records (its index is rebuilt when read)."""
+        other = MemTable(self.consistent, self._describe, self._table)
+        other._ops = other.records = dict(self._ops)
+        other.approx_bytes = self.approx_bytes
+        return other
 
     def clear(self) -> None:
         self._ops = self.records = {}

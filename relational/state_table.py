@@ -9,15 +9,26 @@ epoch (``HummockStorage.ingest_batch``) and moves to ``new_epoch``; making the e
 docs/relational.md.
 
 Contracts:
-- REQUIRES ``init_epoch(e)`` before any read or write; epochs only grow.
+- REQUIRES ``init_epoch(e)`` before any read or write. Epochs are ``int``s with the low 16 bits
+  zero (``hummock.key.new_epoch()``; the store uses those bits for spill offsets) and only grow:
+  ``init_epoch`` and ``commit`` refuse anything else with :class:`EpochError` naming the values.
 - Strict mode (``consistent=True``, the default) checks every write against the table: an
   insert of an existing pk, a delete or update of a missing pk, or an old row that is not the
-  stored row (compared as encoded bytes) raises :class:`InconsistentOpError` naming the pk and
-  changes nothing. Relaxed mode trusts the caller (executors that guarantee consistency).
+  stored row (compared as encoded bytes) raises :class:`InconsistentOpError` naming the pk.
+  Relaxed mode trusts the caller (executors that guarantee consistency).
+- Every write is all or nothing: a call that raises (an inconsistent row, an unknown op, a row
+  of the wrong shape, a store error during a strict check) leaves the MemTable exactly as it
+  was. An update that moves a row to another pk checks both pks first; ``write_chunk`` checks
+  the whole chunk before applying it (all-insert chunks) or undoes the rows it applied (others).
+- ``commit`` and ``try_flush`` empty the MemTable only after ``store.ingest_batch`` returned: if
+  the store refuses the batch (``InvalidArgumentError``, ``StoreClosedError``, an
+  ``ObjectStoreError`` while it spills; the store then wrote nothing), the MemTable, the pending
+  watermark cleaning and the epoch are as before and calling ``commit`` again retries.
 - A row whose vnode is not in ``vnodes`` raises :class:`VnodeNotOwnedError`; reads only see the
   owned vnodes. Two instances owning disjoint vnodes of one table id may write the same epoch.
 - ``update_watermark(w)``: at the next commit, rows whose first pk column is below ``w``
-  (SQL order; NULLs are never cleaned) are deleted. Until then they stay readable.
+  (SQL order; NULLs are never cleaned) are deleted, in the same batch as the epoch's writes
+  (all or nothing with it). Until then they stay readable.
 - Rows read are tuples in schema order; iterators read the store as of their creation for
   storage data, and the MemTable live (do not write while iterating the same range).
 Not thread-safe: one instance belongs to one executor.
@@ -32,9 +43,9 @@ from operator import eq
 
 import numpy as np
 
-from hummock.key import prefix_end
+from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH, prefix_end
 
-from relational.errors import InconsistentOpError, SchemaError, VnodeNotOwnedError
+from relational.errors import EpochError, InconsistentOpError, SchemaError, VnodeNotOwnedError
 from relational.mem_table import DELETE, MemTable
 from relational.memcomparable import encode_row as mc_encode_row
 from relational.row_serde import RowSerde
@@ -66,6 +77,23 @@ def split_schema(schema):
             names.append(name)
             types.append(dtype)
     return names, types
+
+
+def check_epoch_arg(epoch, what: str, table: str, current=None) -> int:
+    """``epoch`` as an int if it is a valid table epoch above ``current``; else EpochError."""
+    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)):
+        raise EpochError(f"state table {table}: {what} needs an int epoch, got {type(epoch).__name__} {epoch!r}",
+                         epoch, current)
+    value = int(epoch)
+    if not 0 <= value <= MAX_EPOCH:
+        raise EpochError(f"state table {table}: {what} epoch {epoch!r} is outside [0, {MAX_EPOCH}]", epoch, current)
+    if value & EPOCH_SPILL_MASK:
+        raise EpochError(f"state table {table}: {what} epoch {epoch!r} has spill-offset bits set (low 16 bits "
+                         f"{value & EPOCH_SPILL_MASK:#x}); epochs come from hummock.key.new_epoch()", epoch, current)
+    if current is not None and value <= current:
+        raise EpochError(f"state table {table}: {what} epoch {epoch!r} is not above the current epoch {current}",
+                         epoch, current)
+    return value
 
 
 class StateTable:
@@ -113,34 +141,44 @@ class StateTable:
     # --- epochs -----------------------------------------------------------------------------
 
     def init_epoch(self, epoch: int) -> None:
-        """Start reading and writing at ``epoch`` (after creation or recovery)."""
+        """Start reading and writing at ``epoch`` (after creation or recovery).
+
+        REQUIRES: an empty MemTable (``SchemaError`` otherwise) and a valid epoch above the
+        current one, if any (``EpochError``). Nothing changes when it raises."""
+        epoch = check_epoch_arg(epoch, "init_epoch", self.name, self.epoch)
         if self.mem:
             raise SchemaError(f"state table {self.name}: init_epoch with uncommitted writes")
         self.epoch = epoch
 
     def commit(self, new_epoch: int) -> None:
         """Write this epoch's operations (and watermark cleaning) as one sorted batch at the
-        current epoch, then continue at ``new_epoch`` (> the current epoch)."""
+        current epoch, then continue at ``new_epoch``.
+
+        REQUIRES: ``new_epoch`` a valid epoch above the current one (``EpochError``). All or
+        nothing: if ``ingest_batch`` raises, the MemTable, the pending watermark and the epoch
+        are unchanged and the error propagates; calling ``commit`` again retries."""
         epoch = self._require_epoch()
-        if new_epoch <= epoch:
-            raise SchemaError(f"state table {self.name}: commit epoch {new_epoch} is not after {epoch}")
-        if self._watermark is not None:
-            self._clean_below_watermark()
-        keys, values = self.mem.drain_columns()
+        new_epoch = check_epoch_arg(new_epoch, "commit", self.name, epoch)
+        batch = self._cleaned() if self._watermark is not None else self.mem
+        keys, values = batch.columns()
         if keys:
             self.store.ingest_batch(self.table_id, zip(keys, values), epoch)
+        self.mem.clear()   # only now: the store has the batch
+        self._watermark = None
         self.epoch = new_epoch
 
     def try_flush(self) -> bool:
         """Spill the MemTable to the store inside the epoch when it holds more than
         ``flush_threshold`` bytes (the engine gives the batch a spill offset). Reads are
-        unchanged. Returns whether it flushed."""
+        unchanged. Returns whether it flushed. If ``ingest_batch`` raises, the MemTable is
+        unchanged and the error propagates."""
         epoch = self._require_epoch()
         if self.mem.approx_bytes < self.flush_threshold:
             return False
-        keys, values = self.mem.drain_columns()
+        keys, values = self.mem.columns()
         if keys:
             self.store.ingest_batch(self.table_id, zip(keys, values), epoch)
+        self.mem.clear()
         return True
 
     # --- writes -----------------------------------------------------------------------------
@@ -170,6 +208,7 @@ class StateTable:
                                           self._describe_key(key), self.name)
 
     def insert(self, row) -> None:
+        """Insert ``row``; strict mode: its pk must have no row. Raises and changes nothing otherwise."""
         self._require_epoch()
         key, value = self.serde.encode(row)
         self._owned(key)
@@ -177,6 +216,7 @@ class StateTable:
         self.mem.insert(key, value)
 
     def delete(self, row) -> None:
+        """Delete ``row``; strict mode: it must be the pk's current row. Raises and changes nothing otherwise."""
         self._require_epoch()
         key, old = self.serde.encode(row)
         self._owned(key)
@@ -184,7 +224,8 @@ class StateTable:
         self.mem.delete(key, old)
 
     def update(self, old_row, new_row) -> None:
-        """Replace ``old_row`` by ``new_row``; with different pks this is a delete and an insert."""
+        """Replace ``old_row`` by ``new_row``; with different pks this is a delete and an
+        insert, both checked before either is applied. Raises and changes nothing on failure."""
         self._require_epoch()
         key, old = self.serde.encode(old_row)
         new_key, new = self.serde.encode(new_row)
@@ -193,6 +234,9 @@ class StateTable:
             self._owned(new_key)
             self._check_present(key, old, "update")
             self._check_absent(new_key)
+            if self.consistent:   # the MemTable's own checks, for both keys, before changing either
+                self.mem.check_delete(key, old, "update")
+                self.mem.check_insert(new_key, "update")
             self.mem.delete(key, old)
             self.mem.insert(new_key, new)
             return
@@ -203,12 +247,22 @@ class StateTable:
         """Apply a chunk: ``ops`` (one op per row: 1 insert, 2 delete, 3 update-delete, 4
         update-insert; any int sequence, numpy or Arrow array) and ``columns`` (schema order;
         Arrow arrays, numpy arrays or sequences). Keys and values are encoded for the whole
-        chunk at once; an update is its update-delete then its update-insert row. In strict mode
-        a chunk that fails a check raises at that row, the rows before it applied."""
+        chunk at once; an update is its update-delete then its update-insert row.
+
+        All or nothing: a chunk with an unknown op, a row outside the owned vnodes or (strict
+        mode) a row that fails its check raises naming that row and applies none of its rows.
+        All-insert chunks are checked whole before any row is applied (one sorted storage
+        probe); other chunks apply row by row and undo the applied rows if one fails."""
         self._require_epoch()
         ops = np.asarray(ops.to_numpy(zero_copy_only=False) if hasattr(ops, "to_numpy") else ops)
         n = len(ops)
         all_inserts = bool(n) and bool((ops == OP_INSERT).all())
+        if not all_inserts and n:
+            bad = (ops < OP_INSERT) | (ops > OP_UPDATE_INSERT)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise SchemaError(f"state table {self.name}: unknown op {int(ops[i])} at row {i} "
+                                  "(1 insert, 2 delete, 3/4 update -/+); nothing applied")
         vnodes, keys, values = self.serde.encode_chunk(list(columns), n, sort=all_inserts)
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
             bad = int(np.argmin(self.vnodes.mask[vnodes]))
@@ -218,17 +272,27 @@ class StateTable:
                 return
             # a key repeats or already has a record: apply the rows in chunk order
             vnodes, keys, values = self.serde.encode_chunk(list(columns), n)
+        self._apply_rows(ops.tolist(), keys, values)
+
+    def _apply_rows(self, ops: list, keys: list, values: list) -> None:
+        """Apply the rows in order; if one raises, undo the rows before it, then re-raise."""
         mem = self.mem
-        for i, op in enumerate(ops.tolist()):
-            key = keys[i]
-            if op in _INSERTS:
-                self._check_absent(key)
-                mem.insert(key, values[i])
-            elif op in _DELETES:
-                self._check_present(key, values[i], "delete")
-                mem.delete(key, values[i])
-            else:
-                raise SchemaError(f"unknown op {op!r} at row {i} (1 insert, 2 delete, 3/4 update -/+)")
+        records = mem.records
+        saved = []
+        approx_bytes = mem.approx_bytes
+        try:
+            for i, op in enumerate(ops):
+                key = keys[i]
+                saved.append((key, records.get(key)))
+                if op in _INSERTS:
+                    self._check_absent(key)
+                    mem.insert(key, values[i])
+                else:
+                    self._check_present(key, values[i], "delete")
+                    mem.delete(key, values[i])
+        except BaseException:
+            mem.undo(saved, approx_bytes)
+            raise
 
     def _insert_all(self, keys, values) -> bool:
         """All-insert chunks, ``keys`` sorted: one sorted storage check, one dict update. False =
@@ -265,14 +329,18 @@ class StateTable:
             else:
                 yield vp + b"\x01", vp + w
 
-    def _clean_below_watermark(self) -> None:
+    def _cleaned(self) -> MemTable:
+        """A copy of the MemTable with the rows below the watermark deleted: the batch of a
+        commit with watermark cleaning. The MemTable itself is unchanged (the commit clears it
+        once the store has the batch)."""
         doomed = []
         for lo, hi in self._watermark_ranges():
             if lo < hi:
                 doomed.extend(self._merged(lo, hi, False))
+        batch = self.mem.copy()
         for key, value in doomed:
-            self.mem.delete(key, value)
-        self._watermark = None
+            batch.delete(key, value)
+        return batch
 
     # --- reads ------------------------------------------------------------------------------
 

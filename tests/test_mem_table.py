@@ -198,3 +198,69 @@ def test_range_index_merges_many_new_keys():
     m._check()
     assert [k for k, _ in m.range()] == [b"%03d" % i for i in range(200) if i % 3]
     assert [k for k, _ in m.range(b"010", b"020", reverse=True)] == [b"%03d" % i for i in range(19, 9, -1) if i % 3]
+
+
+# --- all or nothing: checks without effects, undo, columns without draining -------------------
+
+def _snapshot(m):
+    return dict(m._ops), m.approx_bytes, [k for k, _ in m.range()]
+
+
+@given(st.booleans(), OPS, OPS)
+def test_undo_restores_the_records_before_a_run_of_operations(consistent, before_ops, run):
+    """The state table's chunk path: save each key's record before its operation, and on a
+    failure put them back; the MemTable (records, size, ordered reads) is as before the run."""
+    h = Harness({}, consistent)
+    for step in before_ops:
+        h.mem_had = {k: h.mem.get(k) for k in ALL_KEYS}
+        h.apply(step)
+    records, approx, keys = _snapshot(h.mem)
+    saved = []
+    for step in run:
+        if step[0] in ("insert", "delete", "update"):
+            saved.append((step[1], h.mem.get(step[1])))
+            try:
+                getattr(h.mem, step[0])(*step[1:])
+            except InconsistentOpError:
+                pass
+        elif step[0] == "range":
+            list(h.mem.range(step[1], step[2], step[3]))
+    h.mem.undo(saved, approx)
+    h.mem._check()
+    assert _snapshot(h.mem) == (records, approx, keys)
+
+
+@given(st.booleans(), OPS, KEYS, VALS)
+def test_checks_raise_exactly_when_the_operation_would(consistent, ops, key, value):
+    h = Harness({}, consistent)
+    for step in ops:
+        h.mem_had = {k: h.mem.get(k) for k in ALL_KEYS}
+        h.apply(step)
+    for op, check, args in (("insert", h.mem.check_insert, (key,)), ("delete", h.mem.check_delete, (key, value))):
+        before = _snapshot(h.mem)
+        try:
+            check(*args)
+            refused = None
+        except InconsistentOpError as exc:
+            refused = exc.reason
+        assert _snapshot(h.mem) == before
+        trial = h.mem.copy()
+        try:
+            getattr(trial, op)(*((key, value) if op == "insert" else args))
+            assert refused is None
+        except InconsistentOpError as exc:
+            assert exc.reason == refused
+        assert _snapshot(h.mem) == before            # the copy is independent
+
+
+def test_columns_leave_the_buffer_and_drain_empties_it():
+    m = MemTable()
+    m.insert(b"b", b"2")
+    m.delete(b"a", b"1")
+    assert m.columns() == ([b"a", b"b"], [None, b"2"]) and len(m) == 2
+    assert m.drain_columns() == ([b"a", b"b"], [None, b"2"]) and len(m) == 0
+    m.delete(b"k", b"1")
+    with pytest.raises(InconsistentOpError, match="update of a pk that has no row"):
+        m.check_delete(b"k", b"1", "update")      # the caller names the operation
+    with pytest.raises(InconsistentOpError, match="update whose old row is not the current row"):
+        m.insert(b"k", b"2") or m.check_delete(b"k", b"1", "update")
