@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import xxhash
 
+from hummock._json_depth import MAX_JSON_DEPTH, json_depth_bound
 from hummock.errors import CorruptionError
 from relational.errors import SchemaError
 from relational.memcomparable import OrderType
@@ -125,7 +126,12 @@ class TableDesc:
                    obj["append_only"], obj["retention_seconds"], obj.get("properties", {}))
 
     def to_bytes(self) -> bytes:
+        """The record (format above). Raises SchemaError for a description whose JSON would nest
+        deeper than a decoder accepts (``MAX_JSON_DEPTH``: deeply nested types or properties)."""
         payload = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+        if json_depth_bound(payload) > MAX_JSON_DEPTH:
+            raise SchemaError(f"table {self.name}: its description nests deeper than {MAX_JSON_DEPTH} "
+                              "levels (types or properties)")
         return _ENVELOPE.pack(RECORD_MAGIC, RECORD_VERSION, len(payload), xxhash.xxh64_intdigest(payload, 0)) + payload
 
     @classmethod
@@ -145,6 +151,9 @@ class TableDesc:
         found = xxhash.xxh64_intdigest(payload, 0)
         if found != checksum:
             raise CorruptionError("table record checksum mismatch", object=what, offset=16, expected=checksum, found=found)
+        if json_depth_bound(payload) > MAX_JSON_DEPTH:   # refused before json.loads recurses into it
+            raise CorruptionError("table record nests too deeply", object=what, offset=_ENVELOPE.size,
+                                  expected=f"<= {MAX_JSON_DEPTH} levels", found=f"> {MAX_JSON_DEPTH}")
         try:
             return cls.from_json(json.loads(payload))
         except (ValueError, KeyError, TypeError, SchemaError) as exc:
