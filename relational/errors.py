@@ -9,7 +9,10 @@
   strict mode (insert of an existing pk, delete or update of a missing one, wrong old row).
 - :class:`VnodeNotOwnedError` (``ValueError``): a row outside the vnodes a table instance owns.
 - :class:`SchemaError` (``ValueError``): a schema argument that makes no sense (orders and types
-  of different lengths, unknown type codes).
+  of different lengths, unknown type codes, a missing ``pk_indices``), or a row or chunk of the
+  wrong width.
+- :class:`RowError` (a ``SchemaError``, also ``TypeError``): a row, pk, pk prefix or bound that
+  is not a sequence of values (an int, a str, ``None`` where a tuple belongs).
 - :class:`EpochError` (an :class:`~hummock.errors.InvalidArgumentError`, so ``ValueError``): an
   epoch a table refuses (not an int, low 16 bits set, not above the current epoch, above the
   committed epoch for a read); carries ``epoch`` and ``current``.
@@ -37,6 +40,10 @@ class ValueOutOfRangeError(RelationalError, OverflowError):
 
 class SchemaError(RelationalError, ValueError):
     """Types, orders or indices that do not fit together."""
+
+
+class RowError(SchemaError, TypeError):
+    """A row, pk, pk prefix or bound that is not a sequence of column values."""
 
 
 class EpochError(RelationalError, InvalidArgumentError):

@@ -24,6 +24,8 @@ Contracts:
   the store refuses the batch (``InvalidArgumentError``, ``StoreClosedError``, an
   ``ObjectStoreError`` while it spills; the store then wrote nothing), the MemTable, the pending
   watermark cleaning and the epoch are as before and calling ``commit`` again retries.
+- Rows and pks are tuples (or lists) of values; anything else raises :class:`RowError`, a
+  wrong width :class:`SchemaError`, a value of the wrong type :class:`TypeMismatchError`.
 - A row whose vnode is not in ``vnodes`` raises :class:`VnodeNotOwnedError`; reads only see the
   owned vnodes. Two instances owning disjoint vnodes of one table id may write the same epoch.
 - ``update_watermark(w)``: at the next commit, rows whose first pk column is below ``w``
@@ -38,6 +40,7 @@ Callers: the stream layer's executors, library users (README "StateTable").
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from itertools import islice
 from operator import eq
 
@@ -45,11 +48,11 @@ import numpy as np
 
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH, prefix_end
 
-from relational.errors import EpochError, InconsistentOpError, SchemaError, VnodeNotOwnedError
+from relational.errors import EpochError, InconsistentOpError, RowError, SchemaError, VnodeNotOwnedError
 from relational.mem_table import DELETE, MemTable
 from relational.memcomparable import encode_row as mc_encode_row
 from relational.row_serde import RowSerde
-from relational.table_iter import decoded_rows, merge_mem_over_storage, merge_vnodes, pk_ranges
+from relational.table_iter import as_values, decoded_rows, merge_mem_over_storage, merge_vnodes, pk_ranges
 from relational.types import DataType
 from relational.vnode import VNODE_BYTES, Bitmap
 
@@ -57,6 +60,7 @@ from relational.vnode import VNODE_BYTES, Bitmap
 OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT = 1, 2, 3, 4
 _INSERTS = (OP_INSERT, OP_UPDATE_INSERT)
 _DELETES = (OP_DELETE, OP_UPDATE_DELETE)
+_NOT_A_ROW = (str, bytes, bytearray, memoryview)
 DEFAULT_FLUSH_BYTES = 64 << 20
 
 
@@ -77,6 +81,28 @@ def split_schema(schema):
             names.append(name)
             types.append(dtype)
     return names, types
+
+
+def _index_list(value, what: str, required: bool = False):
+    """``value`` as a list (``None`` stays ``None`` unless ``required``); SchemaError if it is
+    not a sequence."""
+    if value is None:
+        if required:
+            raise SchemaError(f"{what} is required: the pk's column indices in key order, e.g. [0]")
+        return None
+    if isinstance(value, _NOT_A_ROW) or not isinstance(value, Iterable):
+        raise SchemaError(f"{what} must be a sequence, got {type(value).__name__} {value!r}")
+    return list(value)
+
+
+def table_layout(schema, pk_indices, order_types=None, dist_key_indices=None, value_indices=None):
+    """``(names, RowSerde)`` of a table's schema and key layout (the state and storage tables'
+    constructor arguments); :class:`SchemaError` naming the argument that does not fit."""
+    names, types = split_schema(schema)
+    serde = RowSerde(types, _index_list(pk_indices, "pk_indices", required=True),
+                     _index_list(order_types, "order_types"), _index_list(dist_key_indices, "dist_key_indices") or (),
+                     _index_list(value_indices, "value_indices"))
+    return names, serde
 
 
 def check_epoch_arg(epoch, what: str, table: str, current=None) -> int:
@@ -104,8 +130,8 @@ class StateTable:
                  name: str | None = None, flush_threshold: int = DEFAULT_FLUSH_BYTES):
         self.store = store
         self.table_id = table_id
-        self.names, types = split_schema(schema)
-        self.serde = RowSerde(types, pk_indices, order_types, dist_key_indices or (), value_indices)
+        self.names, self.serde = table_layout(schema, pk_indices, order_types, dist_key_indices, value_indices)
+        self._width = len(self.names)
         self.vnodes = Bitmap.full() if vnodes is None else vnodes
         if not isinstance(self.vnodes, Bitmap):
             raise SchemaError(f"vnodes must be a Bitmap, got {vnodes!r}")
@@ -207,10 +233,18 @@ class StateTable:
                 raise InconsistentOpError(f"{what} whose old row is not the stored row",
                                           self._describe_key(key), self.name)
 
+    def _encode(self, row, what: str):
+        """``(key, value)`` of a row given as a tuple or list (or another sequence of values)."""
+        if type(row) is not tuple and type(row) is not list:
+            if isinstance(row, _NOT_A_ROW) or not isinstance(row, Sequence):
+                raise RowError(f"state table {self.name}: {what} takes a row, a tuple of {self._width} values "
+                               f"in schema order, got {type(row).__name__} {row!r:.200}")
+        return self.serde.encode(row)
+
     def insert(self, row) -> None:
         """Insert ``row``; strict mode: its pk must have no row. Raises and changes nothing otherwise."""
         self._require_epoch()
-        key, value = self.serde.encode(row)
+        key, value = self._encode(row, "insert")
         self._owned(key)
         self._check_absent(key)
         self.mem.insert(key, value)
@@ -218,7 +252,7 @@ class StateTable:
     def delete(self, row) -> None:
         """Delete ``row``; strict mode: it must be the pk's current row. Raises and changes nothing otherwise."""
         self._require_epoch()
-        key, old = self.serde.encode(row)
+        key, old = self._encode(row, "delete")
         self._owned(key)
         self._check_present(key, old, "delete")
         self.mem.delete(key, old)
@@ -227,8 +261,8 @@ class StateTable:
         """Replace ``old_row`` by ``new_row``; with different pks this is a delete and an
         insert, both checked before either is applied. Raises and changes nothing on failure."""
         self._require_epoch()
-        key, old = self.serde.encode(old_row)
-        new_key, new = self.serde.encode(new_row)
+        key, old = self._encode(old_row, "update")
+        new_key, new = self._encode(new_row, "update")
         self._owned(key)
         if new_key != key:
             self._owned(new_key)
@@ -243,6 +277,24 @@ class StateTable:
         self._check_present(key, old, "update")
         self.mem.update(key, old, new)
 
+    def _ops_array(self, ops) -> np.ndarray:
+        """``ops`` as a 1-D integer numpy array whose every op is known; SchemaError otherwise."""
+        if hasattr(ops, "to_numpy"):
+            ops = ops.to_numpy(zero_copy_only=False)
+        arr = np.asarray(ops)
+        if arr.ndim != 1:
+            raise RowError(f"state table {self.name}: ops must be a sequence of ints, got {ops!r:.200}")
+        if arr.dtype.kind not in "iu":
+            try:
+                ints = arr.astype(np.int64)
+                exact = bool((ints == arr).all())
+            except (TypeError, ValueError):
+                exact = False
+            if not exact:
+                raise RowError(f"state table {self.name}: ops must be ints, got {arr.dtype} {ops!r:.200}")
+            arr = ints
+        return arr
+
     def write_chunk(self, ops, columns) -> None:
         """Apply a chunk: ``ops`` (one op per row: 1 insert, 2 delete, 3 update-delete, 4
         update-insert; any int sequence, numpy or Arrow array) and ``columns`` (schema order;
@@ -254,7 +306,7 @@ class StateTable:
         All-insert chunks are checked whole before any row is applied (one sorted storage
         probe); other chunks apply row by row and undo the applied rows if one fails."""
         self._require_epoch()
-        ops = np.asarray(ops.to_numpy(zero_copy_only=False) if hasattr(ops, "to_numpy") else ops)
+        ops = self._ops_array(ops)
         n = len(ops)
         all_inserts = bool(n) and bool((ops == OP_INSERT).all())
         if not all_inserts and n:
@@ -263,6 +315,11 @@ class StateTable:
                 i = int(np.argmax(bad))
                 raise SchemaError(f"state table {self.name}: unknown op {int(ops[i])} at row {i} "
                                   "(1 insert, 2 delete, 3/4 update -/+); nothing applied")
+        if not isinstance(columns, (list, tuple)):
+            if isinstance(columns, _NOT_A_ROW) or not isinstance(columns, Iterable):
+                raise RowError(f"state table {self.name}: columns must be a sequence of {self._width} columns, "
+                               f"got {type(columns).__name__}")
+            columns = list(columns)
         vnodes, keys, values = self.serde.encode_chunk(list(columns), n, sort=all_inserts)
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
             bad = int(np.argmin(self.vnodes.mask[vnodes]))
@@ -345,11 +402,12 @@ class StateTable:
     # --- reads ------------------------------------------------------------------------------
 
     def get_row(self, pk):
-        """The row with primary key ``pk`` (tuple in pk order) as of this epoch's writes, or None."""
+        """The row with primary key ``pk`` (tuple in pk order) as of this epoch's writes, or
+        None. A pk that is not a tuple or list raises RowError, a wrong width SchemaError."""
         epoch = self.epoch
         if epoch is None:
             self._require_epoch()
-        key = self.serde.key_of_pk(pk if type(pk) is tuple else tuple(pk))
+        key = self.serde.key_of_pk(pk if type(pk) is tuple else as_values(pk, "pk"))
         if not self._owns_all:
             self._owned(key)
         rec = self.mem.records.get(key)

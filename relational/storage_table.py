@@ -7,10 +7,14 @@ MemTable. Keys and values are decoded with the table's :class:`~relational.row_s
 (``from_desc`` with the table's :class:`~relational.catalog.TableDesc` does that).
 
 Contracts:
-- REQUIRES ``epoch <= store.max_committed_epoch`` (else ``InvalidArgumentError`` from the store).
+- Every read names its epoch: an ``int`` with ``epoch <= store.max_committed_epoch``. ``None``
+  (there is no "latest" default), another type or an epoch above the committed one raises
+  :class:`~relational.errors.EpochError` (an ``InvalidArgumentError``) at the call, before any
+  read; below what the store retains the store raises ``ExpiredEpochError``.
 - Every read pins its epoch with ``store.snapshot(epoch)``: ``batch_iter`` takes the snapshot
   at its first batch and holds it until it is exhausted or closed, so compaction cannot remove what it reads.
-- ``batch_iter`` yields ``pyarrow.RecordBatch``es of at most ``batch_size`` rows, in pk order
+- ``batch_iter`` yields ``pyarrow.RecordBatch``es of at most ``batch_size`` rows (an ``int``
+  >= 1, else ``SchemaError``), in pk order
   across the owned vnodes (descending with ``reverse``), with the requested ``columns`` (names
   or indices; default all) typed by :func:`relational.arrow.arrow_type`.
 Thread-safe as far as the store is: it keeps no mutable state.
@@ -20,15 +24,13 @@ Callers: the SQL layer's batch SELECT, library users.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
-from hummock.errors import InvalidArgumentError
-
 from relational.arrow import arrow_type, to_arrow
-from relational.errors import SchemaError
-from relational.row_serde import RowSerde
-from relational.state_table import split_schema
-from relational.table_iter import decoded_rows, merge_vnodes, pk_ranges
+from relational.errors import EpochError, SchemaError
+from relational.state_table import table_layout
+from relational.table_iter import as_values, decoded_rows, merge_vnodes, pk_ranges
 from relational.vnode import Bitmap
 
 DEFAULT_BATCH_SIZE = 1024
@@ -41,9 +43,10 @@ class StorageTable:
                  value_indices=None, vnodes: Bitmap | None = None, *, name: str | None = None):
         self.store = store
         self.table_id = table_id
-        self.names, types = split_schema(schema)
-        self.serde = RowSerde(types, pk_indices, order_types, dist_key_indices or (), value_indices)
+        self.names, self.serde = table_layout(schema, pk_indices, order_types, dist_key_indices, value_indices)
         self.vnodes = Bitmap.full() if vnodes is None else vnodes
+        if not isinstance(self.vnodes, Bitmap):
+            raise SchemaError(f"vnodes must be a Bitmap, got {vnodes!r}")
         self.name = name or f"#{table_id}"
 
     @classmethod
@@ -70,9 +73,21 @@ class StorageTable:
         idx = self._column_indices(columns)
         return pa.schema([(self.names[i], arrow_type(self.serde.types[i])) for i in idx])
 
+    def _check_epoch(self, epoch) -> int:
+        """``epoch`` as an int if it is a committed epoch; EpochError otherwise."""
+        committed = self.store.max_committed_epoch
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)):
+            raise EpochError(f"table {self.name}: a read needs the committed epoch to read at (an int), "
+                             f"got {type(epoch).__name__} {epoch!r}", epoch, committed)
+        if not 0 <= epoch <= committed:
+            raise EpochError(f"table {self.name}: epoch {epoch!r} is not in [0, max_committed_epoch {committed}]",
+                             epoch, committed)
+        return int(epoch)
+
     def get_row(self, pk, epoch: int):
-        """The row with primary key ``pk`` at committed ``epoch``, or ``None``."""
-        key = self.serde.key_of_pk(tuple(pk))
+        """The row with primary key ``pk`` (tuple in pk order) at committed ``epoch``, or ``None``."""
+        epoch = self._check_epoch(epoch)
+        key = self.serde.key_of_pk(as_values(pk, "pk"))
         with self.store.snapshot(epoch) as snap:
             value = snap.get(self.table_id, key)
         return None if value is None else self.serde.decode(key, value)
@@ -81,15 +96,13 @@ class StorageTable:
                    batch_size: int = DEFAULT_BATCH_SIZE, reverse: bool = False):
         """Yield record batches of the rows at committed ``epoch`` with ``pk_prefix`` and the
         bounds of :meth:`StateTable.iter_with_prefix`, in pk order."""
-        if batch_size < 1:
-            raise SchemaError(f"batch_size must be >= 1, got {batch_size}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise SchemaError(f"table {self.name}: batch_size must be an int >= 1, got {batch_size!r}")
+        epoch = self._check_epoch(epoch)    # checked now, not at the first next()
         idx = self._column_indices(columns)
         schema = self.arrow_schema(idx)
         ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end)
-        committed = self.store.max_committed_epoch
-        if epoch > committed:    # checked now, not at the first next()
-            raise InvalidArgumentError(f"table {self.name}: epoch {epoch} is above max_committed_epoch {committed}")
-        return self._batches(epoch, ranges, idx, schema, batch_size, reverse)
+        return self._batches(epoch, ranges, idx, schema, int(batch_size), reverse)
 
     def _batches(self, epoch, ranges, idx, schema, batch_size, reverse):
         types = self.serde.types

@@ -17,11 +17,13 @@ Callers: :mod:`relational.state_table`, :mod:`relational.storage_table`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import islice
 
 from hummock import _twins
 from hummock.key import prefix_end
 from relational import memcomparable
+from relational.errors import RowError
 from relational.mem_table import DELETE
 from relational.vnode import VNODE_BYTES
 
@@ -30,14 +32,24 @@ _merge = _twins.load("_vnode_merge", "relational._vnode_merge_py")
 BATCH = 256
 
 
+def as_values(values, what: str) -> tuple:
+    """``values`` (a tuple, list or other iterable of column values) as a tuple; a str, bytes,
+    ``None`` or a scalar raises :class:`RowError` naming ``what`` it should have been."""
+    if type(values) is tuple:
+        return values
+    if isinstance(values, (str, bytes, bytearray, memoryview)) or not isinstance(values, Iterable):
+        raise RowError(f"a {what} is a tuple of values in pk order, got {type(values).__name__} {values!r:.200}")
+    return tuple(values)
+
+
 def pk_ranges(serde, vnodes, pk_prefix=(), start=None, end=None):
     """``[(vnode, lo, hi)]``: the table-key ranges holding the rows with ``pk_prefix`` and, on
     the pk columns after it, ``start <= rest < end`` (partial tuples compare as prefixes; the
     order is the pk order). ``hi`` may be ``None`` (unbounded). When the prefix covers the
     distribution key only its vnode is searched; ``vnodes`` (a Bitmap) limits the rest."""
-    pk_prefix = tuple(pk_prefix)
-    start = tuple(start) if start is not None else None
-    end = tuple(end) if end is not None else None
+    pk_prefix = as_values(pk_prefix, "pk prefix")
+    start = as_values(start, "start bound") if start is not None else None
+    end = as_values(end, "end bound") if end is not None else None
     width = len(serde.pk_types)
     for part in (start, end):
         if part is not None and len(pk_prefix) + len(part) > width:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hummock.key import new_epoch
-from relational.errors import EpochError, InconsistentOpError, SchemaError, VnodeNotOwnedError
+from relational.errors import EpochError, InconsistentOpError, RowError, SchemaError, TypeMismatchError, VnodeNotOwnedError
 from relational.memcomparable import OrderType
 from relational.state_table import OP_DELETE, OP_INSERT, OP_UPDATE_DELETE, OP_UPDATE_INSERT, StateTable
 from relational.types import DataType as T
@@ -159,6 +159,50 @@ def test_epochs_and_arguments(store):
         t.write_chunk([9], [[2], [2], [2]])
     with pytest.raises(SchemaError):
         StateTable(store, 1, ["INT"], [0])
+
+
+def test_bad_arguments_raise_typed_errors_naming_them(store):
+    """Rows, pks, prefixes, bounds and epochs of the wrong shape or type raise the relational
+    errors (never a bare TypeError), say what was expected and change nothing."""
+    with pytest.raises(SchemaError, match="pk_indices is required"):
+        StateTable(store, 1, INT3, None)
+    for bad in (0, "0"):
+        with pytest.raises(SchemaError, match="pk_indices must be a sequence"):
+            StateTable(store, 1, INT3, bad)
+    with pytest.raises(SchemaError, match="dist_key_indices"):
+        StateTable(store, 1, INT3, [0], dist_key_indices=0)
+    with pytest.raises(SchemaError, match="order_types"):
+        StateTable(store, 1, INT3, [0], order_types=OrderType.ASC)
+    t = _table(store, name="orders")
+    t.insert((1, 1, 1))
+    before = dict(t.mem.records)
+    for call in (lambda: t.insert(5), lambda: t.insert("abc"), lambda: t.insert({1, 2, 3}), lambda: t.insert(None),
+                 lambda: t.delete(1), lambda: t.update((1, 1, 1), 7), lambda: t.get_row(1), lambda: t.get_row(None),
+                 lambda: t.get_row("1"), lambda: t.iter_with_prefix(1), lambda: t.iter_with_prefix((), start=1),
+                 lambda: t.iter_with_prefix((), end="x"), lambda: t.write_chunk(None, [[1], [1], [1]]),
+                 lambda: t.write_chunk([OP_INSERT], None)):
+        with pytest.raises(RowError) as info:
+            call()
+        assert isinstance(info.value, TypeError) and isinstance(info.value, SchemaError)
+        assert "tuple" in str(info.value) or "sequence" in str(info.value) or "ints" in str(info.value)
+    with pytest.raises(SchemaError, match="a row has 3 columns, got 2"):
+        t.insert((2, 2))
+    with pytest.raises(SchemaError, match="a pk has 1 values, got 2"):
+        t.get_row((1, 2))
+    with pytest.raises(TypeMismatchError, match="INT"):
+        t.get_row(("x",))
+    with pytest.raises(TypeMismatchError):
+        t.insert((2, "x", 2))
+    with pytest.raises(RowError, match="ops must be ints"):
+        t.write_chunk([1.5], [[2], [2], [2]])
+    for bad in (None, "1", 1.5):
+        with pytest.raises(EpochError, match=repr(bad).replace("(", r"\(")) as info:
+            t.commit(bad)
+        assert info.value.epoch is bad and info.value.current == t.epoch
+    assert dict(t.mem.records) == before
+    assert t.get_row([1]) == (1, 1, 1)                # a list is a pk too
+    t.insert([2, 2, 2])                               # and a row
+    assert t.get_row((2,)) == (2, 2, 2) and len(t.mem) == 2
 
 
 # --- write_chunk ------------------------------------------------------------------------------

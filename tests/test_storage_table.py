@@ -5,6 +5,7 @@ batches equal (as encoded bytes) to the rows in pk order; old epochs stay readab
 batch iteration holds its snapshot, across compaction; column selection, prefixes, reverse.
 """
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,7 +15,7 @@ from hummock.errors import InvalidArgumentError
 from hummock.key import new_epoch
 from relational.arrow import to_arrow, to_pylist
 from relational.catalog import TableDesc
-from relational.errors import SchemaError, ValueOutOfRangeError
+from relational.errors import EpochError, RowError, SchemaError, ValueOutOfRangeError
 from relational.memcomparable import OrderType
 from relational.state_table import StateTable
 from relational.storage_table import StorageTable
@@ -74,6 +75,34 @@ def test_epoch_above_committed_is_refused(store):
         st_.batch_iter(e1 + (1 << 40))
     with pytest.raises(InvalidArgumentError):
         st_.get_row((0, 0), e1 + (1 << 40))
+
+
+def test_the_epoch_is_required_and_arguments_are_checked(store):
+    """get_row and batch_iter refuse a missing or non-int epoch the same way (EpochError, an
+    InvalidArgumentError), at the call; a bad batch size or pk is a SchemaError/RowError."""
+    t, e1 = _filled(store, 3)
+    st_ = StorageTable(store, 3, SCHEMA, [1, 0], dist_key_indices=[0])
+    for bad in (None, "1", 1.5, True):
+        for call in (lambda: st_.get_row((0, 0), bad), lambda: st_.batch_iter(bad)):
+            with pytest.raises(EpochError, match="committed epoch") as info:
+                call()
+            assert isinstance(info.value, InvalidArgumentError) and info.value.epoch is bad
+            assert info.value.current == store.max_committed_epoch
+    with pytest.raises(EpochError, match="max_committed_epoch"):
+        st_.get_row((0, 0), -1)
+    for bad in (0, -3, "8", 2.0, None, True):
+        with pytest.raises(SchemaError, match="batch_size must be an int >= 1"):
+            st_.batch_iter(e1, batch_size=bad)
+    with pytest.raises(RowError):
+        st_.get_row(0, e1)
+    with pytest.raises(RowError):
+        st_.batch_iter(e1, pk_prefix=2)
+    with pytest.raises(SchemaError, match="pk_indices is required"):
+        StorageTable(store, 3, SCHEMA, None)
+    with pytest.raises(SchemaError, match="vnodes must be a Bitmap"):
+        StorageTable(store, 3, SCHEMA, [1, 0], vnodes=[1, 2])
+    assert st_.get_row((0, 0), e1) == (0, 0, "s0") and st_.get_row([1, 1], e1) == (1, 1, "s1")
+    assert _rows(st_.batch_iter(e1, batch_size=np.int64(2))) == [(0, 0, "s0"), (1, 1, "s1"), (2, 2, "s2")]
 
 
 def test_old_epochs_and_a_pinned_snapshot_across_compaction(tmp_path, request):
