@@ -28,6 +28,11 @@ def check_batch(kv_pairs):
     keys, values = [], []
     size = 0
     previous = None
+    try:
+        kv_pairs = iter(kv_pairs)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"a batch must be an iterable of (key, value) pairs, got {type(kv_pairs).__name__}") from None
     for i, pair in enumerate(kv_pairs):
         try:
             key, value = pair

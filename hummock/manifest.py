@@ -493,7 +493,12 @@ class _FlockLock:
     def __init__(self, store: LocalObjectStore, info: dict):
         self.released = self.lost = False
         path = store.lock_file_path()
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:   # e.g. a read-only file system: open read_only=True instead
+            raise ObjectStoreError(f"cannot open the writer lock file {path!r} ({exc}); a writer "
+                                   f"needs a writable store (readers: read_only=True)",
+                                   ) from exc
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

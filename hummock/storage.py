@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import logging
 import os
 import threading
 import time
@@ -51,6 +52,7 @@ from hummock.sstable.reader import Sstable
 from hummock.version import VersionDelta
 
 MAX_TABLE_ID = 0xFFFFFFFF
+log = logging.getLogger(__name__)
 
 
 class StoreClosedError(HummockError, ValueError):
@@ -161,7 +163,10 @@ class HummockStorage:
         if not read_only:
             local = store.lock_store()
             if isinstance(local, LocalObjectStore):   # temp files of uploads a crash cut short
-                local.cleanup_temp(older_than_seconds=options.vacuum_min_age_s)
+                try:
+                    local.cleanup_temp(older_than_seconds=options.vacuum_min_age_s)
+                except OSError as exc:   # best effort: leftovers only cost space
+                    log.warning("could not remove temporary files under %r: %s", local.root, exc)
             storage.vacuum()
             if options.compactor in ("local", "spark"):
                 storage._compactor = CompactionManager(storage)

@@ -27,6 +27,11 @@ def check_batch(kv_pairs):
     cdef Py_ssize_t size = 0, i = 0
     cdef bytes previous = None, k
     cdef int c
+    try:
+        kv_pairs = iter(kv_pairs)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"a batch must be an iterable of (key, value) pairs, got {type(kv_pairs).__name__}") from None
     for pair in kv_pairs:
         if type(pair) is tuple and len(<tuple>pair) == 2:
             key = (<tuple>pair)[0]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
                                  run_state_machine_as_test)
 
-from hummock import HummockStorage, StorageOptions
+from hummock import ExpiredEpochError, HummockStorage, StorageOptions
 from kv_model import KvModel
 
 EPOCH = 1 << 16
@@ -88,19 +88,27 @@ class KvMachine(RuleBasedStateMachine):
             self.epoch = epoch + EPOCH
 
     def _read_epoch(self, data):
-        epochs = self.written_epochs + [self.epoch, self.epoch + 5 * EPOCH, 2**64 - 1]
-        if self.compaction:
-            floor = self.model.committed_epoch
-            epochs = [e for e in epochs if e >= floor] + [floor]
+        epochs = self.written_epochs + [self.epoch, self.epoch + 5 * EPOCH, 2**64 - 1, 0, EPOCH // 2]
         return data.draw(st.sampled_from(epochs))
+
+    def _exact_or_expired(self, read, epoch, expected):
+        """A read answers exactly or raises ExpiredEpochError below min_readable_epoch (which
+        compaction raises; checked after the read, since the background compactor may run)."""
+        try:
+            got = read()
+        except ExpiredEpochError as exc:
+            assert epoch < self.store.min_readable_epoch and exc.epoch == epoch
+            return
+        assert got == expected, (epoch, self.store.min_readable_epoch)
 
     @rule(table=TABLES, data=st.data())
     def get(self, table, data):
         epoch = self._read_epoch(data)
         keys = data.draw(KEYS)
-        assert self.store.multi_get(table, keys, epoch) == [self.model.get(table, k, epoch) for k in keys]
+        self._exact_or_expired(lambda: self.store.multi_get(table, keys, epoch), epoch,
+                               [self.model.get(table, k, epoch) for k in keys])
         for k in keys[:2]:
-            assert self.store.get(table, k, epoch) == self.model.get(table, k, epoch)
+            self._exact_or_expired(lambda: self.store.get(table, k, epoch), epoch, self.model.get(table, k, epoch))
 
     @rule(table=TABLES, data=st.data(), reverse=st.booleans())
     def scan(self, table, data, reverse):
@@ -108,8 +116,8 @@ class KvMachine(RuleBasedStateMachine):
         start = data.draw(st.one_of(st.none(), st.sampled_from([b"", b"a", b"ab", b"b\x00"])))
         end = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"a\x00", b"b", b"c", b"\xff\xff"])))
         prefix = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"b", b"\xff", b""])))
-        got = list(self.store.iter(table, epoch, start, end, prefix=prefix, reverse=reverse))
-        assert got == self.model.items(table, epoch, start, end, prefix, reverse)
+        self._exact_or_expired(lambda: list(self.store.iter(table, epoch, start, end, prefix=prefix, reverse=reverse)),
+                               epoch, self.model.items(table, epoch, start, end, prefix, reverse))
 
     @precondition(lambda self: self.compaction)
     @rule()
@@ -151,6 +159,26 @@ class KvMachine(RuleBasedStateMachine):
         self.written_epochs = [e for e in self.written_epochs if e <= self.model.committed_epoch]
         self.synced = 0
         self.epoch = max(self.epoch, self.model.committed_epoch + EPOCH)
+
+    @precondition(lambda self: self.model.committed_epoch > 0 and len(self.snapshots) < 3)
+    @rule(data=st.data())
+    def pin_old_epoch(self, data):
+        """A snapshot of an older committed epoch: exact if at or above min_readable_epoch,
+        else refused with ExpiredEpochError."""
+        epoch = data.draw(st.sampled_from([e for e in self.written_epochs if e <= self.model.committed_epoch]))
+        try:
+            snap = self.store.snapshot(epoch)
+        except ExpiredEpochError:
+            assert epoch < self.store.min_readable_epoch
+            return
+        self.snapshots.append((snap, {t: self.model.items(t, epoch) for t in (1, 2)}))
+
+    @invariant()
+    def min_readable_epoch_is_sane(self):
+        if hasattr(self, "store"):
+            assert 0 <= self.store.min_readable_epoch <= self.store.max_committed_epoch
+            if not self.compaction:
+                assert self.store.min_readable_epoch == 0
 
     @invariant()
     def committed_epoch_matches(self):
