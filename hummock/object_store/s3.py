@@ -25,7 +25,10 @@ headers; one that ignores them silently turns the atomic create into a plain PUT
 manifest's writer lock then is the only guard; AWS S3 and MinIO honour them).
 
 Credentials come from the options or the standard AWS chain (environment, config files, instance
-role); they are handed to a private boto3 session and never kept, printed or logged.
+role); they are handed to a private boto3 session and never kept, printed or logged. botocore
+itself logs signed requests at DEBUG (the Authorization header with the access key id, the
+session token): creating a store installs :class:`_RedactCredentials` on the botocore, boto3,
+s3transfer and urllib3 loggers, which rewrites such records before any handler sees them.
 ``create_bucket_if_missing=True`` creates the bucket at construction; otherwise the store never
 creates buckets. Abandoned multipart uploads (a crash mid-upload) are left to a bucket lifecycle
 rule (AbortIncompleteMultipartUpload).
@@ -87,6 +90,61 @@ _shared_loader: botocore.loaders.Loader | None = None
 _loader_lock = threading.Lock()
 
 
+# --- log redaction ---------------------------------------------------------------------------
+
+# A credential-bearing name (header, query parameter or signing field), its separator (as in a
+# dict repr "'X-Amz-Security-Token': b'...'", a canonical request "x-amz-security-token:...", a
+# query "X-Amz-Credential=..." or "Credential=AKID/..." inside Authorization), and its value.
+_SECRET_FIELD = re.compile(
+    r"""(?P<name>authorization|x-amz-security-token|(?:x-amz-)?credential|(?:x-amz-)?signature)"""
+    r"""(?P<sep>['"]?\s*[:=]\s*)(?P<value>b?'[^']*'|b?"[^"]*"|[^\s&,;'"}\]]+)""",
+    re.IGNORECASE)
+# AWS access key ids, wherever they appear (AKIA: long-term, ASIA: temporary, ...).
+_ACCESS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA|ABIA|ACCA)[A-Z0-9]{16}\b")
+_REDACTED = "<redacted>"
+_LOGGER_ROOTS = ("botocore", "boto3", "s3transfer", "urllib3")
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with credential values (Authorization, X-Amz-Security-Token, X-Amz-Credential,
+    signatures, AWS access key ids) replaced by ``<redacted>``."""
+    text = _SECRET_FIELD.sub(lambda m: m.group("name") + m.group("sep") + _REDACTED, text)
+    return _ACCESS_KEY_ID.sub(_REDACTED, text)
+
+
+class _RedactCredentials(logging.Filter):
+    """Rewrites a log record's message so it holds no credentials (see :func:`redact_credentials`).
+
+    Attached to each logger of botocore & co. (a logger's filters see only the records logged at
+    that logger, not those of its children). Costs nothing unless the logger is enabled."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:   # a malformed record: leave it to logging's own error report
+            return True
+        redacted = redact_credentials(message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+_REDACTOR = _RedactCredentials()
+_redaction_lock = threading.Lock()
+
+
+def _install_log_redaction() -> None:
+    """Put the redacting filter on every botocore/boto3/s3transfer/urllib3 logger that exists
+    (modules create theirs when imported, so each new store looks again). Idempotent."""
+    with _redaction_lock:
+        names = [name for name in list(logging.root.manager.loggerDict)
+                 if name in _LOGGER_ROOTS or name.startswith(tuple(r + "." for r in _LOGGER_ROOTS))]
+        for name in ("botocore.auth", "botocore.endpoint", "botocore.awsrequest", *names):
+            logger = logging.getLogger(name)
+            if _REDACTOR not in logger.filters:
+                logger.addFilter(_REDACTOR)
+
+
 class _Transient(Exception):
     """A condition this module detects itself and retries (short body, per-key delete error)."""
 
@@ -135,6 +193,7 @@ class S3ObjectStore(ObjectStore):
                 "them), or none of them to use the AWS environment")
         self.max_attempts, self.part_size = max_attempts, part_size
         self._base_delay, self._max_delay = retry_base_delay, retry_max_delay
+        _install_log_redaction()
         config = Config(
             retries={"total_max_attempts": 1, "mode": "standard"},  # retried by _call
             connect_timeout=connect_timeout, read_timeout=read_timeout,
@@ -149,6 +208,7 @@ class S3ObjectStore(ObjectStore):
         except BotoCoreError as exc:
             raise ObjectStoreError(
                 f"cannot create an S3 client for bucket {bucket!r}: {exc}") from exc
+        _install_log_redaction()   # again: making the client imported more of botocore
         self.region = self._client.meta.region_name
         if create_bucket_if_missing:
             self._call("create bucket", None, self._create_bucket)
