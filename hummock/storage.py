@@ -181,6 +181,12 @@ class HummockStorage:
         with self._lock:
             if self._closed:
                 return
+            if self._manifest.pending:   # finish a commit whose outcome is unknown, if we can
+                try:
+                    self._manifest.resolve_pending()
+                except HummockError as exc:
+                    log.warning("closing with a manifest delta of unknown outcome (a reopen "
+                                "sees whether it landed): %s", exc)
             self._closed = True
             self._state = _CLOSED
             self._install_readers(_CLOSED)
