@@ -2,25 +2,35 @@
 
 Rules: insert / delete / update (strict mode: valid ones succeed, invalid ones raise
 InconsistentOpError and change nothing), write_chunk of mixed ops, try_flush (tiny threshold),
-commit, checkpoint, reopen (back to the last checkpoint), get_row, iter_with_prefix with random
-prefix / bounds / reverse compared with a Python sort of the model under the table's ASC/DESC
-orders, and StorageTable reads at old committed epochs. Runs on memory, local and S3 stores
-(S3 with fewer examples), in whichever mode (native / pure) the suite runs.
+update_watermark (rows below it leave the model at the next commit), commit, checkpoint, reopen
+(back to the last checkpoint), get_row, iter_with_prefix with random prefix / bounds / reverse
+compared with a Python sort of the model under the table's ASC/DESC orders, and StorageTable
+reads at old committed epochs. Runs on memory, local and S3 stores (S3 with fewer examples), in
+whichever mode (native / pure) the suite runs.
+
+All or nothing (issue 10): a commit or try_flush whose ingest the store refuses changes nothing
+(MemTable, watermark, epoch) and the retry commits the epoch; an update moving a row onto an
+existing pk, a chunk with one inconsistent row anywhere, a row, pk or epoch of the wrong shape
+all raise and leave the table exactly as it was.
 """
 
 import pyarrow as pa
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
+from hummock import StoreClosedError
+from hummock.errors import InvalidArgumentError
 from hummock.key import new_epoch
-from relational.errors import InconsistentOpError
+from hummock.object_store.base import ObjectStoreError
+from relational.errors import EpochError, InconsistentOpError, RowError
 from relational.memcomparable import OrderType
 from relational.state_table import OP_DELETE, OP_INSERT, OP_UPDATE_DELETE, OP_UPDATE_INSERT, StateTable
 from relational.storage_table import StorageTable
 from relational.types import DataType as T
 from table_stores import opener
 from test_state_table import pk_sort_key
+from test_state_table_atomic import FaultyStore
 
 SCHEMA = [("g", T.INT), ("k", T.VARCHAR), ("v", T.BIGINT), ("d", T.DOUBLE)]
 G = st.one_of(st.none(), st.integers(-2, 2))
@@ -29,6 +39,10 @@ PK = st.tuples(G, K)
 V = st.integers(-10, 10)
 D = st.one_of(st.none(), st.sampled_from([0.5, -1.0]))
 ORDERS = st.sampled_from([OrderType.ASC, OrderType.DESC, OrderType(False, True), OrderType(True, False)])
+REFUSALS = st.sampled_from([lambda: InvalidArgumentError("injected: batch refused"),
+                            lambda: StoreClosedError("injected: the store is closed"),
+                            lambda: ObjectStoreError("injected: spill upload failed", path="sst/9.sst")])
+COLUMN_TYPES = [pa.int32(), pa.string(), pa.int64(), pa.float64()]
 
 
 class StateTableMachine(RuleBasedStateMachine):
@@ -46,6 +60,7 @@ class StateTableMachine(RuleBasedStateMachine):
         self.history = {}              # committed (ingested) epoch -> model at that epoch
         self.checkpointed = None       # (epoch, model) of the last checkpoint
         self.pending = []              # epochs ingested but not yet checkpointed
+        self.watermark = None          # pending watermark on the first pk column
         self._new_table()
 
     def _new_table(self):
@@ -55,6 +70,10 @@ class StateTableMachine(RuleBasedStateMachine):
     def teardown(self):
         if hasattr(self, "store"):
             self.store.close()
+
+    def _state(self):
+        """What a refused operation must leave unchanged."""
+        return self.table.epoch, dict(self.table.mem.records), self.table._watermark
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -102,29 +121,100 @@ class StateTableMachine(RuleBasedStateMachine):
         self.table.update(old, self._row(pk, v, d))
         self.model[pk] = self._row(pk, v, d)
 
-    @rule(pks=st.lists(PK, unique=True, max_size=6), data=st.data())
-    def write_chunk(self, pks, data):
+    def _valid_chunk(self, pks, data, model):
+        """Ops and rows of a consistent chunk over ``pks``, applied to ``model``."""
         ops, rows = [], []
         for pk in pks:
-            if pk in self.model:
-                old = self.model[pk]
+            if pk in model:
+                old = model[pk]
                 if data.draw(st.booleans()):
                     ops.append(OP_DELETE)
                     rows.append(old)
-                    del self.model[pk]
+                    del model[pk]
                 else:
                     new = self._row(pk, data.draw(V), data.draw(D))
                     ops += [OP_UPDATE_DELETE, OP_UPDATE_INSERT]
                     rows += [old, new]
-                    self.model[pk] = new
+                    model[pk] = new
             else:
                 new = self._row(pk, data.draw(V), data.draw(D))
                 ops.append(OP_INSERT)
                 rows.append(new)
-                self.model[pk] = new
-        columns = [pa.array([r[i] for r in rows], t) for i, t in
-                   enumerate([pa.int32(), pa.string(), pa.int64(), pa.float64()])]
-        self.table.write_chunk(ops, columns)
+                model[pk] = new
+        return ops, rows
+
+    @staticmethod
+    def _columns(rows):
+        return [pa.array([r[i] for r in rows], t) for i, t in enumerate(COLUMN_TYPES)]
+
+    @rule(pks=st.lists(PK, unique=True, max_size=6), data=st.data())
+    def write_chunk(self, pks, data):
+        ops, rows = self._valid_chunk(pks, data, self.model)
+        self.table.write_chunk(ops, self._columns(rows))
+
+    # --- invalid writes change nothing ------------------------------------------------------
+
+    @rule(pks=st.lists(PK, unique=True, max_size=6), bad_pk=PK, inserts_only=st.booleans(), data=st.data())
+    def write_inconsistent_chunk(self, pks, bad_pk, inserts_only, data):
+        """A consistent chunk with one inconsistent row at a random position: nothing applied.
+        ``inserts_only``: new pks and an insert of an existing one (the batched path)."""
+        if inserts_only and self.model:
+            bad_pk = data.draw(st.sampled_from(sorted(self.model, key=repr)))
+            pks = [pk for pk in pks if pk not in self.model]
+        if bad_pk in pks:
+            return
+        ops, rows = self._valid_chunk(pks, data, dict(self.model))
+        if bad_pk in self.model:
+            old = self.model[bad_pk]
+            wrong = (old[0], old[1], old[2] + 100, old[3])
+            choices = [(OP_INSERT, self._row(bad_pk, 0, None))]
+            if not inserts_only:
+                choices += [(OP_DELETE, wrong), (OP_UPDATE_DELETE, wrong)]
+            op, row = data.draw(st.sampled_from(choices))
+        else:
+            op, row = data.draw(st.sampled_from([OP_DELETE, OP_UPDATE_DELETE])), self._row(bad_pk, 0, None)
+        at = data.draw(st.integers(0, len(ops)))
+        ops.insert(at, op)
+        rows.insert(at, row)
+        event("inconsistent chunk: " + ("all inserts" if set(ops) == {OP_INSERT} else "mixed ops"))
+        before = self._state()
+        try:
+            self.table.write_chunk(ops, self._columns(rows))
+        except InconsistentOpError as exc:
+            assert exc.pk == bad_pk
+        else:
+            raise AssertionError(f"an inconsistent row for {bad_pk} at {at} was accepted")
+        assert self._state() == before
+
+    @precondition(lambda self: len(self.model) >= 2)
+    @rule(data=st.data(), v=V)
+    def update_onto_an_existing_pk(self, data, v):
+        src, dst = data.draw(st.lists(st.sampled_from(sorted(self.model, key=repr)), min_size=2, max_size=2,
+                                      unique=True))
+        before = self._state()
+        try:
+            self.table.update(self.model[src], self._row(dst, v, None))
+        except InconsistentOpError as exc:
+            assert exc.pk == dst
+        else:
+            raise AssertionError(f"update of {src} onto the existing {dst} accepted")
+        assert self._state() == before
+        assert self.table.get_row(src) == self.model[src] and self.table.get_row(dst) == self.model[dst]
+
+    @rule(call=st.sampled_from(["insert", "delete", "get_row", "prefix", "commit", "commit_spill"]))
+    def bad_argument(self, call):
+        before = self._state()
+        expected = EpochError if call.startswith("commit") else RowError
+        try:
+            {"insert": lambda: self.table.insert(7), "delete": lambda: self.table.delete(None),
+             "get_row": lambda: self.table.get_row(1), "prefix": lambda: self.table.iter_with_prefix(1),
+             "commit": lambda: self.table.commit(None),
+             "commit_spill": lambda: self.table.commit(new_epoch() + 1)}[call]()
+        except expected:
+            pass
+        else:
+            raise AssertionError(f"{call} with a bad argument accepted")
+        assert self._state() == before
 
     @rule()
     def try_flush(self):
@@ -132,12 +222,61 @@ class StateTableMachine(RuleBasedStateMachine):
         assert self.table.try_flush()
         self.table.flush_threshold = 1 << 30
 
+    @rule(w=st.integers(-2, 3))
+    def update_watermark(self, w):
+        self.table.update_watermark(w)
+        self.watermark = w
+
     @rule()
     def commit(self):
         epoch = self.table.epoch
         self.table.commit(new_epoch())
+        self._committed(epoch)
+
+    def _committed(self, epoch):
+        if self.watermark is not None:   # NULLs are never cleaned
+            self.model = {pk: r for pk, r in self.model.items() if pk[0] is None or pk[0] >= self.watermark}
+            self.watermark = None
         self.history[epoch] = dict(self.model)
         self.pending.append(epoch)
+
+    def _refused(self, refusal, call):
+        """Run ``call`` with the next ingest refused; True if it raised (and changed nothing)."""
+        proxy = FaultyStore(self.store)
+        exc = refusal()
+        proxy.refuse_ingest(exc)
+        before = self._state()
+        self.table.store = proxy
+        try:
+            call()
+        except type(exc) as raised:
+            assert raised is exc and proxy.ingest_calls == 1
+            assert self._state() == before
+            return True
+        finally:
+            self.table.store = self.store
+        assert proxy.ingest_calls == 0     # nothing to write, so nothing to refuse
+        return False
+
+    @rule(refusal=REFUSALS)
+    def refused_commit_then_retry(self, refusal):
+        epoch = self.table.epoch
+        refused = self._refused(refusal, lambda: self.table.commit(new_epoch()))
+        event(f"commit with a refusal: {'refused, retried' if refused else 'nothing to write'}")
+        if refused:
+            for pk in list(self.model)[:3]:          # the epoch's rows are still readable
+                assert self.table.get_row(pk) == self.model[pk]
+            self.commit()                            # the retry
+        else:
+            self._committed(epoch)
+
+    @rule(refusal=REFUSALS)
+    def refused_flush(self, refusal):
+        self.table.flush_threshold = 0
+        try:
+            self._refused(refusal, self.table.try_flush)
+        finally:
+            self.table.flush_threshold = 1 << 30
 
     @precondition(lambda self: self.pending)
     @rule()
@@ -163,6 +302,7 @@ class StateTableMachine(RuleBasedStateMachine):
             self.model = dict(snapshot)
             self.history = {e: m for e, m in self.history.items() if e <= epoch}
         self.pending = []
+        self.watermark = None
         self._new_table()
 
     # --- reads ------------------------------------------------------------------------------
