@@ -75,6 +75,7 @@ S3_MAX_PUT_SIZE = 5 * 1024 * MiB  # larger objects go through a multipart upload
 DELETE_BATCH = 1000  # DeleteObjects accepts at most 1000 keys
 DEFAULT_PART_SIZE = 8 * MiB
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_ADDRESSING_STYLES = ("auto", "path", "virtual")
 _MISSING_CODES = frozenset({"NoSuchKey", "NotFound", "404"})  # "404": a HEAD has no error body
 _RANGE_CODES = frozenset({"InvalidRange", "416"})
 _TRANSIENT_CODES = frozenset({
@@ -191,6 +192,9 @@ class S3ObjectStore(ObjectStore):
             raise InvalidArgumentError(
                 "pass access_key_id and secret_access_key together (session_token only with "
                 "them), or none of them to use the AWS environment")
+        if addressing_style is not None and addressing_style not in _ADDRESSING_STYLES:
+            raise InvalidArgumentError(f"addressing_style must be one of {', '.join(_ADDRESSING_STYLES)} "
+                                       f"(or None), got {addressing_style!r}")
         self.max_attempts, self.part_size = max_attempts, part_size
         self._base_delay, self._max_delay = retry_base_delay, retry_max_delay
         _install_log_redaction()
