@@ -3,10 +3,12 @@ builtin or botocore exception: S3 addressing styles, NUL bytes in local paths an
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from hummock.errors import InvalidArgumentError
-from hummock.object_store import S3ObjectStore, open_object_store
+from hummock.object_store import LocalObjectStore, S3ObjectStore, open_object_store
 
 ENDPOINT = "http://127.0.0.1:9"   # never contacted: nothing here makes a request
 
@@ -24,3 +26,17 @@ def test_known_addressing_styles_are_accepted(style):
     store = S3ObjectStore("bucket", endpoint_url=ENDPOINT, region="us-east-1", addressing_style=style,
                           access_key_id="k", secret_access_key="s")
     store.close()
+
+
+@pytest.mark.parametrize("url", ["/tmp/hummock\0db", "rel/a\0", "file:///tmp/hummock%00db",
+                                 pathlib.Path("/tmp/hummock\0db")], ids=["abs", "rel", "file-url", "pathlike"])
+def test_nul_byte_in_a_local_path_is_refused(url, tmp_path):
+    with pytest.raises(InvalidArgumentError, match="NUL byte"):
+        open_object_store(url)
+
+
+def test_nul_byte_in_a_local_root_is_refused(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="NUL byte"):
+        LocalObjectStore(str(tmp_path / "a\0b"))
+    with pytest.raises(InvalidArgumentError, match="NUL byte"):
+        LocalObjectStore(bytes(tmp_path / "a") + b"\0")

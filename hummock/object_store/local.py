@@ -34,6 +34,7 @@ import stat
 import time
 import uuid
 
+from hummock.errors import InvalidArgumentError
 from hummock.object_store.base import (
     ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
     resolve_range,
@@ -63,8 +64,14 @@ class LocalObjectStore(ObjectStore):
     """Objects as files under ``root`` (created, with its parents, if missing)."""
 
     def __init__(self, root: str | os.PathLike):
+        """Raises InvalidArgumentError for a root holding a NUL byte (no file system accepts
+        one), ObjectStoreError if the root cannot be created."""
         super().__init__()
-        self.root = os.path.abspath(os.fspath(root))
+        root = os.fspath(root)
+        if ("\0" if isinstance(root, str) else b"\0") in root:
+            raise InvalidArgumentError("local object store path contains a NUL byte, which no "
+                                       "file name may hold")
+        self.root = os.path.abspath(root)
         try:
             os.makedirs(self.root, exist_ok=True)
         except OSError as exc:
