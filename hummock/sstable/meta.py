@@ -2,7 +2,7 @@
 
 Byte layout in docs/format.md section 4.3. An SST object is::
 
-    data block 0 | ... | data block n-1 | meta | footer (36 bytes)
+    data block 0 | ... | data block n-1 | meta | footer (32 bytes)
 
 The footer locates and checksums the meta; :class:`SstableInfo` (what versions carry) records
 ``meta_offset`` and ``file_size`` so a reader fetches meta + footer in one ranged read.
@@ -23,7 +23,7 @@ from hummock.sstable.block import checksum, find_block
 SST_MAGIC = 0x31545353_4B4D5548  # b"HUMKSST1" little-endian; part of the on-disk format, do not change
 SST_FORMAT_VERSION = 1            # part of the on-disk format, do not change
 FOOTER = struct.Struct("<QIQIQ")  # meta_offset, meta_len, meta_xxh64, version, magic; part of the format
-FOOTER_SIZE = FOOTER.size         # 36 bytes
+FOOTER_SIZE = FOOTER.size         # 32 bytes
 _BLOCK_META = struct.Struct("<QIII")  # offset, stored_len, content_len, first_key_len
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -149,10 +149,10 @@ def decode_footer(footer: bytes, *, object: str, file_size: int) -> tuple[int, i
                               expected=f">= {FOOTER_SIZE} bytes", found=len(footer))
     meta_offset, meta_len, meta_sum, version, magic = FOOTER.unpack(footer)
     if magic != SST_MAGIC:
-        raise CorruptionError("bad SST magic", object=object, offset=offset + 28,
+        raise CorruptionError("bad SST magic", object=object, offset=offset + 24,
                               expected=f"{SST_MAGIC:#018x}", found=f"{magic:#018x}")
     if version != SST_FORMAT_VERSION:
-        raise CorruptionError("unknown SST format version", object=object, offset=offset + 24,
+        raise CorruptionError("unknown SST format version", object=object, offset=offset + 20,
                               expected=SST_FORMAT_VERSION, found=version)
     if meta_offset + meta_len != offset:
         raise CorruptionError("meta does not end at the footer", object=object, offset=offset,
