@@ -1,0 +1,352 @@
+"""Fuzz every decoder of stored bytes with random and mutated-valid input (hypothesis).
+
+Each property feeds garbage and near-valid bytes (valid encodings with bytes flipped, set,
+inserted, deleted or cut; JSON payloads re-sealed with a correct checksum so they get past the
+envelope) and asserts:
+
+- only the documented errors come out: ``CorruptionError`` or another ``HummockError``
+  (``DecodeError``, ``KeyFormatError``, ...), never ``RecursionError``, ``IndexError``,
+  ``struct.error`` and the like;
+- native and pure twins agree: the same result, or an exception of the same class, for every
+  call (for blocks: a whole scripted session, including what the iterator says after it raised).
+
+Twins: the pure twin always, the native module too unless ``HUMMOCK_PURE_PYTHON=1`` (the suite
+runs in both modes). Decoders without a native twin (SST meta and footer, manifest, catalog) are
+fuzzed for their error contract only. Pinned examples: test_hostile_decoders.py and
+test_hostile_manifest.py. Every property stays within a few seconds under HYPOTHESIS_PROFILE=ci.
+"""
+
+from __future__ import annotations
+
+import json
+
+import xxhash
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import twins
+from hummock import _key_py
+from hummock.errors import HummockError
+from hummock.key import MAX_EPOCH, encode_full_key
+from hummock.object_store import MemoryObjectStore
+from hummock.sstable import _block_py, _filter_py
+from hummock.sstable.block import checksum, decode_stored_block, encode_stored_block
+from hummock.sstable.builder import SstableBuilderOptions, build_sstable
+from hummock.sstable.meta import FOOTER_SIZE, SstableInfo, SstableMeta, decode_footer, sst_object_path
+from hummock.sstable.reader import Sstable
+from hummock.version import (DELTA_MAGIC, ENVELOPE, MANIFEST_FORMAT_VERSION, VERSION_MAGIC, HummockVersion,
+                             VersionDelta, apply)
+from relational import _memcomparable_py, _value_encoding_py
+from relational.catalog import _ENVELOPE as RECORD_ENVELOPE
+from relational.catalog import RECORD_MAGIC, RECORD_VERSION, TableDesc
+from relational.memcomparable import OrderType
+from relational.types import DataType as T
+from strategies import data_types, entry_lists, rows
+
+FUZZ = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
+
+
+def verdict(fn, *args, **kwargs):
+    """``("ok", repr(result))`` or ``("error", exception class name)`` for documented errors;
+    anything else propagates and fails the test."""
+    try:
+        return "ok", repr(fn(*args, **kwargs))
+    except HummockError as exc:
+        return "error", type(exc).__name__
+
+
+def agree(verdicts: list) -> None:
+    assert all(v == verdicts[0] for v in verdicts), verdicts
+
+
+@st.composite
+def mutated(draw, valid: bytes, max_ops: int = 4) -> bytes:
+    """``valid`` with 1..max_ops byte-level edits (or, sometimes, random bytes instead)."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.binary(max_size=max(16, 2 * len(valid))))
+    data = bytearray(valid)
+    for _ in range(draw(st.integers(1, max_ops))):
+        op = draw(st.sampled_from(["flip", "set", "insert", "delete", "cut"]))
+        at = draw(st.integers(0, len(data)))
+        if op == "flip" and at < len(data):
+            data[at] ^= 1 << draw(st.integers(0, 7))
+        elif op == "set" and at < len(data):
+            data[at] = draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF, draw(st.integers(0, 255))]))
+        elif op == "insert":
+            data[at:at] = draw(st.binary(min_size=1, max_size=8))
+        elif op == "delete":
+            del data[at:at + draw(st.integers(1, 8))]
+        elif op == "cut":
+            del data[at:]
+    return bytes(data)
+
+
+# --- keys ----------------------------------------------------------------------------------------
+
+KEY_IMPLS = twins.implementations(_key_py, "_key")
+
+
+@FUZZ
+@given(st.binary(max_size=40), st.binary(max_size=40))
+def test_fuzz_key_decoding(a, b):
+    for name in ("decode_full_key", "user_key", "epoch_of"):
+        agree([verdict(getattr(impl, name), a) for impl in KEY_IMPLS])
+    agree([verdict(impl.compare_full_keys, a, b) for impl in KEY_IMPLS])
+
+
+# --- blocks ----------------------------------------------------------------------------------------
+
+BLOCK_IMPLS = twins.implementations(_block_py, "_block")
+
+
+def block_session(impl, content: bytes, targets: list) -> list:
+    """Everything a reader may do with a block, each step's outcome and the iterator's state
+    after it (kept going after errors: an iterator that raised must say it is invalid)."""
+    try:
+        block = impl.Block(content)
+    except HummockError as exc:
+        return [("block", type(exc).__name__)]
+    it = block.iterator()
+    trace = []
+
+    def step(name, fn):
+        trace.append((name,) + verdict(fn))
+        trace.append(("valid", it.is_valid(), it.key() if it.is_valid() else None,
+                      it.value() if it.is_valid() else None))
+
+    def walk(first, move):
+        first()
+        for _ in range(300):
+            if not it.is_valid():
+                break
+            move()
+
+    step("forward", lambda: walk(it.seek_to_first, it.next))
+    step("backward", lambda: walk(it.seek_to_last, it.prev))
+    for target in targets:
+        step("seek", lambda: it.seek(target))
+        step("collect", lambda: it.collect_forward(target, 3) if it.is_valid() else None)
+        step("seek_for_prev", lambda: it.seek_for_prev(target))
+        step("back", lambda: it.collect_backward(target[:4] + b"\x00" * 8) if it.is_valid() else None)
+        epoch = MAX_EPOCH - int.from_bytes(target[-8:], "big")
+        step("get", lambda: block.get(target[:-8], epoch))
+        step("first_version", lambda: block.first_version(target[:-8]))
+    return trace
+
+
+@st.composite
+def block_inputs(draw):
+    entries = draw(entry_lists(single_table=True, max_size=12))
+    content = _block_py.BlockBuilder(draw(st.integers(1, 5)))
+    for key, value in entries:
+        content.add(key, value)
+    valid = content.finish_block()
+    keys = [k for k, _ in entries]
+    targets = draw(st.lists(st.one_of(st.sampled_from(keys), st.builds(
+        lambda t, e: encode_full_key(1, t, e), st.binary(max_size=4), st.sampled_from([0, 2, MAX_EPOCH]))),
+        min_size=1, max_size=3))
+    return draw(mutated(valid)), targets
+
+
+@FUZZ
+@given(block_inputs())
+def test_fuzz_block_decode_seek_iterate(inputs):
+    content, targets = inputs
+    agree([block_session(impl, content, targets) for impl in BLOCK_IMPLS])
+
+
+@FUZZ
+@given(st.binary(max_size=300), st.sampled_from([0, 1]), st.data())
+def test_fuzz_stored_block(content, compression, data):
+    stored = data.draw(mutated(encode_stored_block(content, compression)))
+    result = verdict(decode_stored_block, stored, object="b", offset=0)
+    assert result[0] == "ok" or result[1] == "CorruptionError"
+
+
+FILTER_IMPLS = twins.implementations(_filter_py, "_filter")
+
+
+@FUZZ
+@given(st.lists(st.binary(max_size=8), max_size=20), st.data())
+def test_fuzz_filter(keys, data):
+    raw = data.draw(mutated(_filter_py.build_filter(keys, 10)))
+    probes = keys[:5] + [b"absent"]
+
+    def read(impl):
+        reader = impl.FilterReader(raw)
+        return [reader.may_contain(k) for k in probes], reader.num_keys, reader.num_bits
+    agree([verdict(read, impl) for impl in FILTER_IMPLS])
+
+
+# --- SST meta, footer and whole SSTs -------------------------------------------------------------
+
+@st.composite
+def sst_bytes(draw):
+    entries = draw(entry_lists(max_size=15))
+    data, info = build_sstable(entries, 1, SstableBuilderOptions(block_size=256, restart_interval=4))
+    return data, info, entries
+
+
+@FUZZ
+@given(sst_bytes(), st.data())
+def test_fuzz_sst_meta_and_footer(sst, data):
+    raw, info, _ = sst
+    meta = raw[info.meta_offset:len(raw) - FOOTER_SIZE]
+    bad_meta = data.draw(mutated(meta))
+    result = verdict(SstableMeta.decode, bad_meta, object="m", base_offset=info.meta_offset)
+    assert result[0] == "ok" or result[1] == "CorruptionError"
+    footer = data.draw(mutated(raw[-FOOTER_SIZE:]))
+    result = verdict(decode_footer, footer, object="f", file_size=len(raw))
+    assert result[0] == "ok" or result[1] == "CorruptionError"
+
+
+@FUZZ
+@given(sst_bytes(), st.data())
+def test_fuzz_whole_sst(sst, data):
+    raw, _, entries = sst
+    store = MemoryObjectStore()
+    store.upload(sst_object_path(1), data.draw(mutated(raw)))
+
+    def read():
+        table = Sstable.open(store, 1)
+        scanned = list(table.scan())
+        backward = list(table.scan(reverse=True))
+        gets = [table.get(k[:-8], MAX_EPOCH - int.from_bytes(k[-8:], "big")) for k, _ in entries[:5]]
+        return scanned, backward, gets
+    verdict(read)
+
+
+# --- relational encodings --------------------------------------------------------------------------
+
+VALUE_IMPLS = twins.implementations(_value_encoding_py, "_value_encoding")
+MC_IMPLS = twins.implementations(_memcomparable_py, "_memcomparable")
+
+
+@st.composite
+def value_rows(draw):
+    types = draw(st.lists(data_types(), min_size=1, max_size=4))
+    valid = _value_encoding_py.encode_row(draw(rows(types)), types)
+    return types, draw(mutated(valid))
+
+
+@FUZZ
+@given(value_rows())
+def test_fuzz_value_decoding(row):
+    types, data = row
+    agree([verdict(impl.decode_row, data, types) for impl in VALUE_IMPLS])
+    agree([verdict(impl.decode_rows, [data, data[:-1]], types) for impl in VALUE_IMPLS])
+
+
+@st.composite
+def memcomparable_rows(draw):
+    types = draw(st.lists(data_types(), min_size=1, max_size=4))
+    orders = [OrderType(draw(st.booleans()), draw(st.sampled_from([None, True, False]))) for _ in types]
+    valid = _memcomparable_py.encode_row(draw(rows(types)), types, orders)
+    return types, orders, draw(mutated(valid))
+
+
+@FUZZ
+@given(memcomparable_rows(), st.integers(0, 6))
+def test_fuzz_memcomparable_decoding(row, offset):
+    types, orders, data = row
+    agree([verdict(impl.decode_row, data, types, orders) for impl in MC_IMPLS])
+    agree([verdict(impl.decode_row_prefix, data, types, orders, offset) for impl in MC_IMPLS])
+
+
+# --- manifest and catalog JSON records ------------------------------------------------------------
+
+def seal(magic: bytes, payload: bytes) -> bytes:
+    return ENVELOPE.pack(magic, MANIFEST_FORMAT_VERSION, len(payload), checksum(payload)) + payload
+
+
+def seal_record(payload: bytes) -> bytes:
+    return RECORD_ENVELOPE.pack(RECORD_MAGIC, RECORD_VERSION, len(payload),
+                                xxhash.xxh64_intdigest(payload, 0)) + payload
+
+
+def _sst(sst_id: int, lo: int) -> SstableInfo:
+    return SstableInfo(sst_id, encode_full_key(1, b"%03d" % lo, 5), encode_full_key(1, b"%03d" % (lo + 5), 5),
+                       1000, 900, 5, 5, 3, 0, (1,))
+
+
+def _history():
+    version = HummockVersion.empty()
+    deltas = [VersionDelta.reserve_sst_ids(version, 10)]
+    version = apply(version, deltas[0])
+    for i in range(3):
+        deltas.append(VersionDelta.commit(version, (i + 1) << 16, [_sst(1 + i, 10 * i)]))
+        version = apply(version, deltas[-1])
+    deltas.append(VersionDelta.compaction(version, [1, 2], {1: [_sst(4, 0)]}))
+    return apply(version, deltas[-1]), deltas
+
+
+VERSION, DELTAS = _history()
+
+# JSON-level edits: each keeps the payload close to valid so decoding gets past json.loads
+_JSON_EDITS = [
+    lambda p, x: p.replace(b"[", b"[" * (x % 100 + 1), 1).replace(b"]", b"]" * (x % 100 + 1), 1),
+    lambda p, x: b"[" * (x * 37 % 5000) + p + b"]" * (x * 37 % 5000),
+    lambda p, x: p.replace(b"1", b"%d" % (x * 2**61), 1),
+    lambda p, x: p.replace(b"1", b"-1", 1),
+    lambda p, x: p.replace(b"true", b"null", 1).replace(b"false", b"1", 1),
+    lambda p, x: p.replace(b'"', b"", 2),
+    lambda p, x: p.replace(b"[]", b"[[]]", 1).replace(b"{}", b"[]", 1),
+    lambda p, x: p.replace(b":", b':{"x":', 1).replace(b"}", b"}}", 1),
+    lambda p, x: p.replace(b'"', b'"\\u00', 1),
+    lambda p, x: p[: x % max(1, len(p))],
+]
+
+
+@st.composite
+def json_payloads(draw, valid: bytes):
+    payload = valid
+    for _ in range(draw(st.integers(1, 3))):
+        edit = draw(st.sampled_from(_JSON_EDITS))
+        payload = edit(payload, draw(st.integers(0, 10_000)))
+    return payload
+
+
+@FUZZ
+@given(st.data(), st.booleans())
+def test_fuzz_version_and_delta_decoding(data, reseal):
+    for magic, kind, valid in ([(VERSION_MAGIC, HummockVersion, VERSION.to_bytes())] +
+                               [(DELTA_MAGIC, VersionDelta, d.to_bytes()) for d in DELTAS]):
+        if reseal:
+            raw = seal(magic, data.draw(json_payloads(valid[ENVELOPE.size:])))
+        else:
+            raw = data.draw(mutated(valid))
+        result = verdict(kind.from_bytes, raw, object="manifest/x")
+        assert result[0] == "ok" or result[1] == "CorruptionError"
+
+
+@st.composite
+def table_records(draw):
+    dtype = draw(data_types())
+    desc = TableDesc(draw(st.integers(0, 1000)), draw(st.text(max_size=5)), [("k", T.INT), ("v", dtype)], [0],
+                     properties=draw(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
+    return desc.to_bytes()
+
+
+@FUZZ
+@given(table_records(), st.data(), st.booleans())
+def test_fuzz_catalog_record_decoding(record, data, reseal):
+    if reseal:
+        raw = seal_record(data.draw(json_payloads(record[RECORD_ENVELOPE.size:])))
+    else:
+        raw = data.draw(mutated(record))
+    result = verdict(TableDesc.from_bytes, raw, "catalog record")
+    assert result[0] == "ok" or result[1] == "CorruptionError"
+
+
+def test_json_edits_produce_valid_json_sometimes():
+    """The JSON edits must not all break the JSON: the structural checks behind json.loads are
+    what they are for."""
+    payload = VERSION.to_bytes()[ENVELOPE.size:]
+    parsed = 0
+    for edit in _JSON_EDITS:
+        try:
+            json.loads(edit(payload, 3))
+            parsed += 1
+        except (ValueError, RecursionError):
+            pass
+    assert parsed >= 4
