@@ -41,7 +41,7 @@ from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.killpoints import kill_point
 from hummock.leases import ReaderLease, VersionExpiredError, live_lease_floor
-from hummock.manifest import Manifest, WriterLock
+from hummock.manifest import Manifest, ManifestNotFoundError, WriterLock
 from hummock.object_store import LocalObjectStore, ObjectStore, open_object_store
 from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
@@ -144,7 +144,13 @@ class HummockStorage:
                 f"pass StorageOptions(**d))")
         if options.compactor == "spark" and not read_only:
             check_spark_store(url)   # Spark executors must reach the store: not memory://
-        store = url if isinstance(url, ObjectStore) else open_object_store(url, **options.s3_options())
+        if isinstance(url, ObjectStore):
+            store = url
+        else:
+            try:
+                store = open_object_store(url, create=not read_only, **options.s3_options())
+            except ObjectNotFoundError as exc:   # a reader never creates the store it asks for
+                raise ManifestNotFoundError(f"no store at {url!r} to open read-only: {exc}") from None
         lock = lease = None
         try:
             if not read_only:

@@ -65,3 +65,16 @@ def test_writer_on_a_read_only_file_system(tmp_path, monkeypatch):
     monkeypatch.undo()
     with HummockStorage.open(path, StorageOptions(compactor="none"), read_only=True) as reader:
         assert reader.get(1, b"a", E) == b"1"
+
+
+def test_read_only_open_creates_nothing(tmp_path):
+    from hummock.manifest import ManifestNotFoundError
+    missing = tmp_path / "nowhere"
+    for url in (str(missing), f"file://{missing}"):
+        with pytest.raises(ManifestNotFoundError, match="read-only"):
+            HummockStorage.open(url, read_only=True)
+    assert not missing.exists()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ManifestNotFoundError):
+        HummockStorage.open(str(tmp_path / "empty"), read_only=True)
+    assert list((tmp_path / "empty").iterdir()) == []

@@ -53,11 +53,13 @@ _S3_QUERY = {
 _S3_OPTIONS = frozenset(inspect.signature(S3ObjectStore).parameters) - {"bucket", "prefix"}
 
 
-def open_object_store(url: str | os.PathLike, **options) -> ObjectStore:
-    """Open the object store ``url`` names (see the module doc for the forms and options)."""
+def open_object_store(url: str | os.PathLike, *, create: bool = True, **options) -> ObjectStore:
+    """Open the object store ``url`` names (see the module doc for the forms and options).
+    ``create=False`` (read-only openers) never creates anything: a missing local directory
+    raises ObjectNotFoundError instead."""
     options = {name: value for name, value in options.items() if value is not None}
     if isinstance(url, os.PathLike):
-        return _local(os.fspath(url), options)
+        return _local(os.fspath(url), options, create)
     if not isinstance(url, str) or not url:
         raise InvalidArgumentError(f"object store URL must be a non-empty str, got {url!r}")
     if "://" not in url:
@@ -65,7 +67,7 @@ def open_object_store(url: str | os.PathLike, **options) -> ObjectStore:
             raise InvalidArgumentError(
                 f"object store URL with scheme {url.split(':')[0]!r} but no '//'; use "
                 f"file:///, memory:// or s3://, or start a relative path with ./")
-        return _local(url, options)
+        return _local(url, options, create)
     scheme = url.split("://", 1)[0].lower()
     parts = urllib.parse.urlsplit(url)
     # '@' marks user info; a secret may hold '/', so look before the query, not just the netloc
@@ -76,7 +78,7 @@ def open_object_store(url: str | os.PathLike, **options) -> ObjectStore:
     if scheme == "file":  # the URL is not repeated in errors: it may carry user info
         if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
             raise InvalidArgumentError("file URL must look like file:///absolute/path")
-        return _local(urllib.parse.unquote(parts.path), options)
+        return _local(urllib.parse.unquote(parts.path), options, create)
     if scheme == "memory":
         return _memory(parts, options)
     if scheme == "s3":
@@ -90,11 +92,11 @@ def _reject_options(kind: str, options: dict) -> None:
         raise InvalidArgumentError(f"options {sorted(options)} do not apply to a {kind} store")
 
 
-def _local(path: str, options: dict) -> LocalObjectStore:
+def _local(path: str, options: dict, create: bool = True) -> LocalObjectStore:
     _reject_options("local", options)
     if not path:
         raise InvalidArgumentError("local object store path is empty")
-    return LocalObjectStore(path)
+    return LocalObjectStore(path, create=create)
 
 
 def _memory(parts: urllib.parse.SplitResult, options: dict) -> MemoryObjectStore:

@@ -63,15 +63,20 @@ def _io_error(action: str, path: str, exc: OSError) -> ObjectStoreError:
 class LocalObjectStore(ObjectStore):
     """Objects as files under ``root`` (created, with its parents, if missing)."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, *, create: bool = True):
         """Raises InvalidArgumentError for a root holding a NUL byte (no file system accepts
-        one), ObjectStoreError if the root cannot be created."""
+        one), ObjectStoreError if the root cannot be created -- or, with ``create=False`` (read-
+        only openers), ObjectNotFoundError if it does not exist: nothing is created then."""
         super().__init__()
         root = os.fspath(root)
         if ("\0" if isinstance(root, str) else b"\0") in root:
             raise InvalidArgumentError("local object store path contains a NUL byte, which no "
                                        "file name may hold")
         self.root = os.path.abspath(root)
+        if not create:
+            if not os.path.isdir(self.root):
+                raise ObjectNotFoundError(f"local object store root {self.root!r} does not exist")
+            return
         try:
             os.makedirs(self.root, exist_ok=True)
         except OSError as exc:
