@@ -14,8 +14,10 @@ that the child died by SIGKILL at the phase the point belongs to, then reopens t
 
 Local directories for every point (memory stores die with the process), S3 on the session's
 moto server for three. On S3 the dead child's writer-lock object stays behind with a fresh
-heartbeat: the child and the parent use a 3 s stale limit (instead of 30 s) and the parent's
-open waits until the lock is stale and takes it over -- as a restarted writer would.
+heartbeat (a local store's flock died with the child): the parent, which saw the child die
+by SIGKILL, takes the lock over with ``force`` -- what an operator does for a writer known
+dead, instead of waiting 30 s for the lock to go stale (stale takeover: tests/test_manifest.py
+and tests/test_two_process.py).
 """
 
 import json
@@ -23,7 +25,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -36,7 +37,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 from kill_writer import OPTIONS, TABLES, epoch_batches  # noqa: E402
 
 WRITER = os.path.join(os.path.dirname(__file__), "kill_writer.py")
-LOCK_STALE_S = 3.0     # 1 s heartbeats; the service's ages have 1 s resolution
 CHILD_TIMEOUT_S = 120
 
 # (kill point, hit, the child's phase at the kill, acknowledged epochs by then). The phases are
@@ -98,7 +98,7 @@ def _location(kind, tmp_path, request):
 
 
 def run_child(url: str, extra: dict, kill: str | None) -> tuple[int, list[str], str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", HUMMOCK_TEST_LOCK_STALE=str(LOCK_STALE_S))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop(ENV_VAR, None)
     if kill:
         env[ENV_VAR] = kill
@@ -124,21 +124,18 @@ def check_reads(store, model: KvModel, committed: int) -> None:
         assert store.multi_get(table, keys, top) == [model.get(table, k, top) for k in keys]
 
 
-def open_writer(url, options, monkeypatch, deadline_s: float = 30.0):
-    """Open as the writer; on S3 wait for the dead child's lock to go stale, as a restart would."""
-    acquire = WriterLock.acquire.__func__
+def open_writer(url, options, monkeypatch):
+    """Open as the writer. On S3 the killed child's lock object is still fresh: take it over
+    with ``force`` (the child is known dead). A local store needs nothing: the flock died."""
+    if url.startswith("s3://"):
+        with pytest.raises(ConcurrentWriterError):
+            HummockStorage.open(url, options)     # the dead writer's lock is still fresh
+        acquire = WriterLock.acquire.__func__
 
-    def short(cls, store, owner, *, stale_after_seconds=LOCK_STALE_S, force=False):
-        return acquire(cls, store, owner, stale_after_seconds=stale_after_seconds, force=force)
-    monkeypatch.setattr(WriterLock, "acquire", classmethod(short))
-    deadline = time.monotonic() + deadline_s
-    while True:
-        try:
-            return HummockStorage.open(url, options)
-        except ConcurrentWriterError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+        def forced(cls, store, owner, *, stale_after_seconds=30.0, force=False):
+            return acquire(cls, store, owner, stale_after_seconds=stale_after_seconds, force=True)
+        monkeypatch.setattr(WriterLock, "acquire", classmethod(forced))
+    return HummockStorage.open(url, options)
 
 
 @pytest.mark.parametrize("kind, point, hit, phase, acked_at_kill", _params())
