@@ -18,7 +18,15 @@ b. ``test_writer_cut_off_past_its_lease_deletes_nothing``: writer A stops heart-
 c. ``test_pinned_reader_keeps_its_version_across_compaction_and_vacuum``: a read-only handle
    (its lease) keeps its version and a snapshot readable while the writer compacts and vacuums
    with ``vacuum_min_age_s=0``; once it refreshes, releases or closes, the writer's vacuum
-   deletes those SSTs.
+   deletes those SSTs. Also: a scan left open across the reader's ``refresh()`` keeps reading
+   (``iter``'s contract); a reader killed with SIGKILL holds nothing once its lease expires
+   (and the writer removes the dead lease); a reader whose lease lapsed gets
+   ``VersionExpiredError`` and reads exactly again after ``refresh()``.
+
+``test_fenced_writer_never_publishes_again`` and
+``test_reader_scan_open_across_refresh_keeps_reading`` fail on the engine as of this file's
+first commit: both are engine bugs reported to the lead (a fenced writer's retried commit lands
+on top of its successor's version; a reader's lease ignores the versions its open scans hold).
 """
 
 import json
@@ -313,10 +321,12 @@ def test_pinned_reader_keeps_its_version_across_compaction_and_vacuum(tmp_path):
 
 
 def test_reader_refresh_releases_its_old_version_to_vacuum(tmp_path):
-    """Without a snapshot, a refresh re-publishes the lease at the new version: the writer may
-    then delete what only the old version used, while the reader stays open and exact."""
+    """Without a snapshot or a scan holding it, a refreshed reader's lease soon names the new
+    version (at the refresh or at a renewal): the writer then deletes what only the old version
+    used, while the reader stays open and exact."""
     path = str(tmp_path / "store")
-    options = StorageOptions(compactor="none", target_sst_size=4096, block_size=1024, vacuum_min_age_s=0)
+    options = StorageOptions(compactor="none", target_sst_size=4096, block_size=1024, vacuum_min_age_s=0,
+                             reader_lease_s=1.0)
     model = KvModel()
     with HummockStorage.open(path, options) as writer:
         for i in range(1, 6):
@@ -328,6 +338,112 @@ def test_reader_refresh_releases_its_old_version_to_vacuum(tmp_path):
             gone = old.sst_ids() - writer.version().sst_ids()
             assert gone and gone <= sst_ids_on(writer)
             reader.refresh()
+            deadline = time.monotonic() + 30
+            while gone & sst_ids_on(writer):
+                assert time.monotonic() < deadline, "the refreshed reader's lease kept its old version"
+                writer.vacuum()
+                time.sleep(0.1)
+            assert list(reader.iter(1, 5 * E)) == model.items(1, 5 * E)
+
+
+def test_reader_scan_open_across_refresh_keeps_reading(tmp_path):
+    """``iter`` reads the store as it was when called, for as long as the iterator is
+    referenced (its docstring). On a read-only handle a scan still open when the handle
+    refreshes must keep its version pinned (the lease), not fail with VersionExpiredError."""
+    path = str(tmp_path / "store")
+    options = StorageOptions(compactor="none", target_sst_size=4096, block_size=1024, vacuum_min_age_s=0,
+                             block_cache_capacity=0, meta_cache_capacity=0)
+    model = KvModel()
+    with HummockStorage.open(path, options) as writer:
+        for i in range(1, 4):
+            _commit(writer, model, i)
+        writer.compact_all()
+        with HummockStorage.open(path, options, read_only=True) as reader:
+            epoch = reader.max_committed_epoch
+            scan = reader.iter(1, epoch)
+            head = [next(scan) for _ in range(5)]
+            for i in range(4, 6):
+                _commit(writer, model, i)
+            writer.compact_all()
+            reader.refresh()
             writer.vacuum()
-            assert not gone & sst_ids_on(writer)
+            assert head + list(scan) == model.items(1, epoch)
+
+
+def test_killed_reader_lease_expires_and_vacuum_goes_on(tmp_path):
+    """A reader process killed with SIGKILL stops renewing its lease: the writer's vacuum keeps
+    what the reader's version holds only until the lease expires, then deletes it, and
+    removes the dead lease object itself after leases.DEAD_AFTER lease times."""
+    from hummock.leases import DEAD_AFTER, LEASE_PREFIX
+
+    path = str(tmp_path / "store")
+    lease_s = 0.5
+    options = StorageOptions(compactor="none", target_sst_size=4096, block_size=1024, vacuum_min_age_s=0,
+                             reader_lease_s=lease_s)
+    model = KvModel()
+    code = ("import sys, time; from hummock import HummockStorage, StorageOptions; "
+            f"s = HummockStorage.open(sys.argv[1], StorageOptions(reader_lease_s={lease_s}), read_only=True); "
+            "print('pinned', s.version().id, flush=True); time.sleep(120)")
+    with HummockStorage.open(path, options) as writer:
+        for i in range(1, 5):
+            _commit(writer, model, i)
+        child = subprocess.Popen([sys.executable, "-c", code, path], stdout=subprocess.PIPE, text=True)
+        try:
+            line = child.stdout.readline()
+            assert line.startswith("pinned "), line
+            pinned = int(line.split()[1])
+            assert pinned == writer.version().id
+            held = writer.version().sst_ids()
+            writer.compact_all()
+            writer.vacuum()
+            gone = held - writer.version().sst_ids()
+            assert gone and gone <= sst_ids_on(writer), "vacuum deleted SSTs a live reader lease pins"
+            assert writer._store.list(LEASE_PREFIX)
+        finally:
+            child.kill()
+            child.wait()
+        deadline = time.monotonic() + 30 + DEAD_AFTER * lease_s
+        i = 5
+        while gone & sst_ids_on(writer) or writer._store.list(LEASE_PREFIX):
+            assert time.monotonic() < deadline, "the dead reader's lease never expired"
+            time.sleep(0.2)
+            _commit(writer, model, i)   # fresh garbage: vacuum lists leases only when it has some
+            writer.compact_all()
+            writer.vacuum()
+            i += 1
+        assert sst_ids_on(writer) == writer.version().sst_ids()
+        assert list(writer.iter(1, (i - 1) * E)) == model.items(1, (i - 1) * E)
+
+
+def test_reader_whose_lease_lapsed_gets_a_clear_refresh_request(tmp_path):
+    """A reader that stopped renewing (a pause past its lease) may find its SSTs vacuumed: its
+    reads raise VersionExpiredError (a HummockError saying to refresh), never wrong rows, and
+    after refresh() it reads the new version exactly."""
+    from hummock import HummockError
+    from hummock.leases import VersionExpiredError
+
+    path = str(tmp_path / "store")
+    lease_s = 0.5
+    options = StorageOptions(compactor="none", target_sst_size=4096, block_size=1024, vacuum_min_age_s=0,
+                             reader_lease_s=lease_s, block_cache_capacity=0, meta_cache_capacity=0)
+    model = KvModel()
+    with HummockStorage.open(path, options) as writer:
+        for i in range(1, 5):
+            _commit(writer, model, i)
+        with HummockStorage.open(path, options, read_only=True) as reader:
+            old_epoch = reader.max_committed_epoch
+            reader._lease._stop.set()       # the reader pauses: no renewals from now on
+            reader._lease._thread.join()
+            held = reader.version().sst_ids()
+            _commit(writer, model, 5)
+            writer.compact_all()
+            deadline = time.monotonic() + 30
+            while held & sst_ids_on(writer):   # kept until the lease has expired
+                assert time.monotonic() < deadline, "the lapsed lease still protects its version"
+                time.sleep(0.1)
+                writer.vacuum()
+            with pytest.raises(VersionExpiredError, match="refresh") as info:
+                list(reader.iter(1, old_epoch))
+            assert isinstance(info.value, HummockError)
+            assert reader.refresh() == 5 * E
             assert list(reader.iter(1, 5 * E)) == model.items(1, 5 * E)
