@@ -338,7 +338,12 @@ class Location:
     def open(self, options, *, read_only: bool = False):
         from hummock import HummockStorage
 
-        return HummockStorage.open(self.store(), options, read_only=read_only)
+        store = self.store()
+        try:
+            return HummockStorage.open(store, options, read_only=read_only)
+        except BaseException:
+            store.close()   # the engine closes only the stores it opened itself
+            raise
 
 
 def memory_location(name: str, faults: Faults) -> Location:

@@ -23,13 +23,14 @@ import sys
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
 from faults import (KINDS, OPS, ErrorLog, FaultInjected, Faults, FaultyObjectStore, local_location,
                     memory_location, s3_location)
 from hummock import HummockStorage, StorageOptions
+from hummock.key import new_epoch
 from hummock.errors import HummockError, InvalidArgumentError
 from hummock.manifest import ConcurrentWriterError
 from hummock.object_store import MemoryObjectStore
@@ -336,7 +337,7 @@ class FaultRunner:
             raise
         except HummockError as exc:
             if self.faults.disruptions == before:
-                raise AssertionError(f"{exc!r} raised while no fault was injected") from exc
+                raise AssertionError(f"{exc!r} raised by a call during which no fault was injected") from exc
             return False, exc
 
     def _open(self):
@@ -564,7 +565,10 @@ _names = (f"faults-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count())
 
 
 def _settings(examples: int, steps: int = 30):
-    return settings(max_examples=examples, stateful_step_count=steps, deadline=None,
+    """Under the ``ci`` profile failing examples are reported unshrunk: shrinking a fault run
+    takes minutes; the default profile shrinks (print_blob gives the example to replay)."""
+    phases = [p for p in Phase if p != Phase.shrink or settings._current_profile != "ci"]
+    return settings(max_examples=examples, stateful_step_count=steps, deadline=None, phases=phases,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -600,19 +604,28 @@ def test_kv_under_faults(kind, compaction, examples, rate, tmp_path, request):
 
 # --- StateTable ------------------------------------------------------------------------------
 
-# the parent's rule arguments, whatever they are (another engineer owns that machine)
+# the parent's rules and their arguments, whatever they are (another engineer owns that machine)
 _SETUP_ARGUMENTS = getattr(StateTableMachine.setup, "hypothesis_stateful_initialize_rule").arguments
 
 
+def _parent_rule(name: str):
+    return getattr(getattr(StateTableMachine, name), "hypothesis_stateful_rule")
+
+
 def _arguments(name: str) -> dict:
-    return getattr(getattr(StateTableMachine, name), "hypothesis_stateful_rule").arguments
+    return _parent_rule(name).arguments
 
 
 class StateTableFaultMachine(FaultRunner, StateTableMachine):
-    """``StateTableMachine`` through a ``FaultyObjectStore``. A StateTable write that raised
-    (``commit`` and ``try_flush`` drain the MemTable first; ``write_chunk`` may have applied a
-    prefix of the chunk) is recovered from as a streaming job would: reopen and resume at the
-    last checkpoint. Single-row ops that raise change nothing."""
+    """``StateTableMachine`` through a ``FaultyObjectStore``.
+
+    Rules adapted here run under faults: single-row writes (which raise before changing
+    anything), ``write_chunk`` (may have applied a prefix of the chunk when it raised: resume
+    from the last checkpoint, as a streaming job recovers), ``try_flush``/``commit`` (a refused
+    ingest leaves the table as it was: retry, or resume from the checkpoint), ``checkpoint``
+    (unknown outcome: retry the epoch or reopen and look), ``reopen`` and the reads. Every other
+    rule of the parent (they test refusals and invalid input of their own) runs with faults
+    paused, so new parent rules keep working here unchanged."""
 
     make_location = None
     rate = 0.05
@@ -639,61 +652,101 @@ class StateTableFaultMachine(FaultRunner, StateTableMachine):
             super().teardown()
 
     def _final_check(self):
+        """Faults off: the handle still commits and checkpoints, reads match, a reopen is
+        exactly the last checkpoint, and the version's SSTs all exist."""
         self._check_background_errors()
-        StateTableMachine.commit(self)          # the same handle still writes and commits
+        StateTableMachine.commit(self)
         StateTableMachine.checkpoint(self)
         StateTableMachine.iterate(self, (), None, None, False)
-        StateTableMachine.reopen(self)          # exactly the last checkpoint
+        StateTableMachine.reopen(self)
         StateTableMachine.iterate(self, (), None, None, False)
         self._check_ssts_exist(self.store)
         self._check_background_errors()
 
-    def _recover(self):
-        """After a failed StateTable write: resume from the last checkpoint."""
-        self.reopen()
+    def _resume_from_checkpoint(self):
+        StateTableMachine.reopen(self)
 
-    def _single_row(self, op, *args):
+    def _single_row(self, op, *args, **arguments):
         saved = dict(self.model)
-        ok, _ = self._attempt(op, *args)
+        ok, _ = self._attempt(op, *args, **arguments)
         if not ok:   # the table op raised before changing anything
             self.model = saved
 
-    def _or_recover(self, op, *args):
-        ok, _ = self._attempt(op, *args)
-        if not ok:
-            self._recover()
-        return ok
-
     @rule(**_arguments("insert"))
-    def insert(self, **arguments):
-        self._single_row(super().insert, **arguments)
+    def insert(self, *args, **arguments):
+        self._single_row(super().insert, *args, **arguments)
 
     @rule(**_arguments("delete"))
-    def delete(self, **arguments):
-        self._single_row(super().delete, **arguments)
+    def delete(self, *args, **arguments):
+        self._single_row(super().delete, *args, **arguments)
 
     @rule(**_arguments("update"))
-    def update(self, **arguments):
-        self._single_row(super().update, **arguments)
+    def update(self, *args, **arguments):
+        self._single_row(super().update, *args, **arguments)
 
     @rule(**_arguments("write_chunk"))
-    def write_chunk(self, **arguments):
-        self._or_recover(super().write_chunk, **arguments)
-
-    @rule()
-    def try_flush(self):
-        ok, _ = self._attempt(super().try_flush)
-        self.table.flush_threshold = 1 << 30
+    def write_chunk(self, *args, **arguments):
+        saved = dict(self.model)
+        ok, _ = self._attempt(super().write_chunk, *args, **arguments)
         if not ok:
-            self._recover()
+            self.model = saved
+            self._resume_from_checkpoint()
 
-    @rule()
+    def _retry_or_resume(self, data, call) -> bool:
+        """After ``call`` raised: retry it (a few times under faults, then paused), or resume
+        from the checkpoint. True if it finally ran."""
+        if data.draw(st.sampled_from(["retry", "resume"])) == "resume":
+            self._resume_from_checkpoint()
+            return False
+        for _ in range(OPEN_ATTEMPTS):
+            ok, _ = self._attempt(call)
+            if ok:
+                return True
+        with self.faults.paused():
+            call()
+        return True
+
+    # the parent's commit / checkpoint / try_flush / commit_and_checkpoint rules are replaced by
+    # the rules below; the names stay plain methods for the parent's rules that call them
+    def try_flush(self):
+        StateTableMachine.try_flush(self)
+
     def commit(self):
-        self._or_recover(super().commit)
+        StateTableMachine.commit(self)
+
+    def checkpoint(self):
+        StateTableMachine.checkpoint(self)
+
+    def commit_and_checkpoint(self):
+        StateTableMachine.commit_and_checkpoint(self)
+
+    @rule(data=st.data())
+    def flush_under_faults(self, data):
+        def flush():
+            self.table.flush_threshold = 0
+            try:
+                assert self.table.try_flush()
+            finally:
+                self.table.flush_threshold = 1 << 30
+        ok, _ = self._attempt(flush)
+        if not ok:
+            self._retry_or_resume(data, flush)
+
+    def _commit(self, data) -> bool:
+        epoch = self.table.epoch
+        ok, _ = self._attempt(self.table.commit, new_epoch())
+        if not ok and not self._retry_or_resume(data, lambda: self.table.commit(new_epoch())):
+            return False
+        self._committed(epoch)
+        return True
+
+    @rule(data=st.data())
+    def commit_under_faults(self, data):
+        self._commit(data)
 
     @precondition(lambda self: self.pending)
     @rule(data=st.data())
-    def checkpoint(self, data):
+    def checkpoint_under_faults(self, data):
         epoch = self.pending[-1]
         ok, _ = self._attempt(self.store.checkpoint, epoch)
         if not ok:   # unknown outcome: retry the same epoch, or reopen and look
@@ -705,7 +758,7 @@ class StateTableFaultMachine(FaultRunner, StateTableMachine):
                 assert committed in (old, epoch), (old, epoch, committed)
                 if committed == epoch:
                     self.checkpointed = (epoch, self.history[epoch])
-                self.reopen()
+                StateTableMachine.reopen(self)
                 return
             for _ in range(OPEN_ATTEMPTS):
                 ok, _ = self._attempt(self.store.checkpoint, epoch)
@@ -718,22 +771,44 @@ class StateTableFaultMachine(FaultRunner, StateTableMachine):
         self.pending = []
 
     @rule(data=st.data())
-    def commit_and_checkpoint(self, data):
-        if self._or_recover(super().commit):
-            self.checkpoint(data)
+    def commit_and_checkpoint_under_faults(self, data):
+        if self._commit(data):
+            self.checkpoint_under_faults(data)
+
+    @rule()
+    def reopen(self):
+        StateTableMachine.reopen(self)   # opens through self._open: under faults, retried
 
     @rule(**_arguments("get_row"))
-    def get_row(self, **arguments):
-        self._attempt(super().get_row, **arguments)
+    def get_row(self, *args, **arguments):
+        self._attempt(super().get_row, *args, **arguments)
 
     @rule(**_arguments("iterate"))
-    def iterate(self, **arguments):
-        self._attempt(super().iterate, **arguments)
+    def iterate(self, *args, **arguments):
+        self._attempt(super().iterate, *args, **arguments)
 
     @precondition(lambda self: self.checkpointed is not None)
     @rule(**_arguments("read_old_epoch"))
-    def read_old_epoch(self, **arguments):
-        self._attempt(super().read_old_epoch, **arguments)
+    def read_old_epoch(self, *args, **arguments):
+        self._attempt(super().read_old_epoch, *args, **arguments)
+
+
+def _paused_rule(parent):
+    """The parent's rule, run with faults paused (same arguments and preconditions)."""
+    def run(self, **arguments):
+        with self.faults.paused():
+            parent.function(self, **arguments)
+    run.__name__ = run.__qualname__ = parent.function.__name__
+    wrapped = rule(**parent.arguments)(run)
+    for condition in parent.preconditions:
+        wrapped = precondition(condition)(wrapped)
+    return wrapped
+
+
+for _name in dir(StateTableMachine):
+    _rule = getattr(getattr(StateTableMachine, _name), "hypothesis_stateful_rule", None)
+    if _rule is not None and _name not in StateTableFaultMachine.__dict__:
+        setattr(StateTableFaultMachine, _name, _paused_rule(_rule))
 
 
 TABLE_CASES = [("memory", 15), ("local", 10), ("s3", 3)]
