@@ -59,6 +59,7 @@ class ReaderLease:
         self.ttl_s = float(ttl_s)
         self.path = f"{LEASE_PREFIX}reader-{uuid.uuid4().hex}"
         self.version_id: int | None = None
+        self._source = None   # () -> the oldest version id the reader holds now (follow)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -78,12 +79,20 @@ class ReaderLease:
                                                 daemon=True)
                 self._thread.start()
 
+    def follow(self, source) -> None:
+        """Each renewal names ``source()`` -- the oldest version the reader still holds -- so the
+        lease moves forward once scans of older versions are gone."""
+        self._source = source
+
     def _renew(self) -> None:
         while not self._stop.wait(self.ttl_s / 3):
             try:
                 with self._lock:
-                    if not self._stop.is_set():
-                        self._store.upload(self.path, self._body())
+                    if self._stop.is_set():
+                        return
+                    if self._source is not None:
+                        self.version_id = self._source()
+                    self._store.upload(self.path, self._body())
             except ObjectStoreError as exc:   # retried at the next tick; reads may then expire
                 log.warning("reader lease %s not renewed (retrying): %s", self.path, exc)
 
@@ -106,9 +115,10 @@ def live_lease_floor(store, now: datetime.datetime | None = None, *, remove_dead
     not let vacuum delete what a reader may hold. With ``remove_dead``, leases expired for
     ``DEAD_AFTER`` TTLs are deleted. Raises ObjectStoreError for I/O.
     """
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    metas = store.list(LEASE_PREFIX)
+    now = now or store.now()   # the store's clock, which stamped last_modified
     floor, dead = None, []
-    for meta in store.list(LEASE_PREFIX):
+    for meta in metas:
         age = (now - meta.last_modified).total_seconds()
         try:
             if meta.size > _MAX_LEASE_BYTES:

@@ -122,7 +122,7 @@ class Manifest:
         self.read_only = read_only
         self._current = version
         self._checkpoint_id = checkpoint_id
-        self._dirty = False  # lost a race to another writer: reload before the next commit
+        self._fenced = False  # lost a race to another writer: this handle never writes again
         self._pending = None  # (version, delta bytes) whose upload had an unknown outcome
         self._token = uuid.uuid4().hex[:16]   # stamped on our deltas (VersionDelta.writer)
         self._lock = threading.RLock()
@@ -182,8 +182,7 @@ class Manifest:
             if self.read_only:
                 raise InvalidArgumentError("this manifest was opened read-only")
             self._resolve_pending()
-            if self._dirty:
-                self._reload()
+            self._require_unfenced()
             version = apply(self._current, delta)
             # the handle's token makes our bytes unique: found stored, they are our own upload
             self._pending = (version, dataclasses.replace(delta, writer=self._token).to_bytes())
@@ -191,6 +190,17 @@ class Manifest:
             if version.id - self._checkpoint_id >= self.checkpoint_interval:
                 self._write_checkpoint()
             return version
+
+    def _require_unfenced(self) -> None:
+        if self._fenced:
+            raise ConcurrentWriterError(
+                "another writer committed to this store after this handle opened it (fenced); "
+                "this handle refuses every write -- reopen the store to write again")
+
+    @property
+    def fenced(self) -> bool:
+        """Whether another writer took the store over: the handle refuses every write."""
+        return self._fenced
 
     @property
     def pending(self) -> bool:
@@ -221,7 +231,7 @@ class Manifest:
                     except ObjectNotFoundError:
                         stored = None   # deleted by a rotation: only another writer rotates past it
                     if stored != data:
-                        self._pending, self._dirty = None, True
+                        self._pending, self._fenced = None, True
                         raise ConcurrentWriterError(
                             f"another writer committed version {version.id} ({path} exists); "
                             f"this handle is stale")
@@ -238,7 +248,7 @@ class Manifest:
                 time.sleep(_RESOLVE_BACKOFF * 2 ** attempt)
                 continue
             if len(checkpoints) >= 2 and checkpoints[-2] >= version.id:  # invariant 2
-                self._pending, self._dirty = None, True
+                self._pending, self._fenced = None, True
                 raise ConcurrentWriterError(
                     f"another writer committed version {version.id} and checkpointed version "
                     f"{checkpoints[-1]}; this handle is stale and its {path} is void")
@@ -255,7 +265,7 @@ class Manifest:
             head = self._current.id
             if self.store.exists(delta_path(head + 1)) or max(
                     _ids(self.store, "checkpoint")[0], default=-1) > head:
-                self._dirty = True
+                self._fenced = True
                 raise ConcurrentWriterError(
                     f"another writer committed past version {head} of this handle; it is fenced "
                     f"and must not delete anything")
@@ -267,8 +277,7 @@ class Manifest:
         """
         with self._lock:
             self._resolve_pending()
-            if self._dirty and not self.read_only:
-                self._reload()
+            self._require_unfenced()
             before = self._current.next_sst_id
             return range(before, self.commit(VersionDelta.reserve_sst_ids(self._current, count)).next_sst_id)
 
@@ -297,7 +306,6 @@ class Manifest:
             if loaded is not None and loaded[0].id > version.id:
                 version, self._checkpoint_id = loaded
         self._current = version
-        self._dirty = False
 
     def _write_checkpoint(self, raise_errors: bool = False) -> None:
         version, previous = self._current, self._checkpoint_id

@@ -24,7 +24,6 @@ by one lock; reads run concurrently. Contracts are on each method (REQUIRES / ra
 from __future__ import annotations
 
 import collections
-import datetime
 import logging
 import os
 import threading
@@ -41,7 +40,7 @@ from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.killpoints import kill_point
 from hummock.leases import ReaderLease, VersionExpiredError, live_lease_floor
-from hummock.manifest import Manifest, ManifestNotFoundError, WriterLock
+from hummock.manifest import ConcurrentWriterError, Manifest, ManifestNotFoundError, WriterLock
 from hummock.object_store import LocalObjectStore, ObjectStore, open_object_store
 from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
@@ -158,6 +157,8 @@ class HummockStorage:
             lease = ReaderLease(store, options.reader_lease_s) if read_only else None
             manifest = _open_pinned(store, options, read_only, lease)
             storage = cls(store, options, manifest, lock, read_only, lease)
+            if lease is not None:   # renewals move the lease forward once old scans end
+                lease.follow(lambda: storage._oldest_pinned_id(storage._version.id))
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -277,6 +278,7 @@ class HummockStorage:
         self._require_writer()
         epoch = _check_user_epoch(epoch)
         with self._lock:
+            self._check_ownership()
             self._adopt_pending()
             if epoch == self._version.max_committed_epoch:
                 return   # already committed (a retry after an error whose commit landed)
@@ -311,6 +313,14 @@ class HummockStorage:
         may be unknown; calling ``checkpoint(epoch)`` again is safe (it finishes or retries
         the commit, and returns at once if it had landed)."""
         self.commit_epoch(epoch)
+
+    def _check_ownership(self) -> None:
+        """Raise ConcurrentWriterError if this writer was fenced: its lock was taken over or
+        released, or another writer committed past it. A fenced store never publishes again."""
+        self._writer_lock.check()
+        if self._manifest.fenced:
+            raise ConcurrentWriterError("another writer committed to this store since it was "
+                                        "opened; this handle is fenced -- reopen it to write")
 
     def _adopt_pending(self) -> None:
         """Finish a manifest delta left pending by an earlier error and adopt the version
@@ -365,6 +375,7 @@ class HummockStorage:
     def _new_sst_id(self) -> int:
         """A fresh SST id (under the lock): reserved in the manifest first, never reused."""
         if not self._reserved_ids:
+            self._check_ownership()
             try:
                 self._reserved_ids = list(self._manifest.reserve_sst_ids(256))
             finally:   # a pending delta may have been finished on the way
@@ -596,8 +607,19 @@ class HummockStorage:
             return self._version.max_committed_epoch
 
     def _oldest_pinned_id(self, current_id: int) -> int:
-        """The oldest version id this process may still read (under the lock)."""
-        return min([current_id, *self._pinned_versions])
+        """The oldest version id this process may still read: ``current_id``, the version now
+        installed, snapshots' versions and those of replaced read states a scan still holds.
+        Safe without the lock (the lease renewal thread calls it): it retries a collection
+        that changed while it was read."""
+        for _ in range(10):
+            try:
+                ids = [current_id, self._version.id, *self._pinned_versions]
+                ids += [state.version.id for state in list(self._retired_states)
+                        if state.version is not None]
+                return min(ids)
+            except RuntimeError:   # changed size during iteration: read again
+                continue
+        return min(current_id, self._lease.version_id if self._lease.version_id is not None else current_id)
 
     def _publish_lease(self) -> None:
         """Readers: re-publish the lease after a pin changed (under the lock)."""
@@ -665,10 +687,11 @@ class HummockStorage:
             for state in list(self._retired_states):
                 keep |= state.version.sst_ids() | {r.sst_id for r in state.staging}
             now = time.monotonic()
-            wall = datetime.datetime.now(datetime.timezone.utc)
             grace = min_age = self.options.vacuum_min_age_s
             candidates, listed = [], set()
-            for meta in self._store.list("sst/"):
+            metas = self._store.list("sst/")
+            wall = self._store.now()   # the store's clock: no client skew in object ages
+            for meta in metas:
                 sst_id = _sst_id_of(meta.path)
                 if sst_id is None:
                     continue

@@ -31,6 +31,9 @@ class ScriptedStore(ObjectStore):
     def lock_store(self):
         return self.inner.lock_store()
 
+    def now(self):
+        return self.inner.now()
+
     def _rule(self, op: str, path: str):
         for rule in self.rules:
             if rule[0] == op and path.startswith(rule[1]) and rule[3] > 0:

@@ -311,10 +311,14 @@ def test_second_writer_loses_the_race(object_store):
     with pytest.raises(ConcurrentWriterError, match="another writer committed version 1"):
         second.commit(rival)
     assert Manifest.open(object_store).current == versions[1]
-    with pytest.raises(VersionConflictError):  # the handle reloaded: the rival no longer fits
-        second.commit(rival)
-    assert second.current == versions[1]
-    second.commit(deltas[1])
+    for retry in (rival, deltas[1]):   # a fenced handle never writes again, even a fitting delta
+        with pytest.raises(ConcurrentWriterError, match="fenced"):
+            second.commit(retry)
+    with pytest.raises(ConcurrentWriterError, match="fenced"):
+        second.reserve_sst_ids(4)
+    assert second.fenced and not first.fenced
+    third = Manifest.open(object_store)   # a new handle (a reopen) writes again
+    third.commit(deltas[1])
     with pytest.raises(ConcurrentWriterError):
         first.commit(deltas[1])
     assert first.refresh() == versions[2]

@@ -201,3 +201,48 @@ def test_local_temp_cleanup_helper_counts(tmp_path):
     (tmp_path / "objects" / ".tmp-x").write_bytes(b"1")
     assert store.cleanup_temp(older_than_seconds=3600) == 0
     assert store.cleanup_temp() == 1
+
+
+def test_a_writer_clock_far_ahead_does_not_expire_leases_on_s3(s3_server, monkeypatch):
+    """Ages are measured on the store's clock (S3: the service's Date header), so a writer whose
+    own clock runs 700 s ahead neither sees a live reader lease as expired nor a young object
+    as old."""
+    import hummock.object_store.base as base
+    from s3_server import CREDENTIALS, REGION
+
+    first = s3_server.new_store()
+    url = f"s3://{first.bucket}/{first.prefix}?endpoint={s3_server.endpoint_url}&region={REGION}"
+    options = NOW.replace(vacuum_min_age_s=30.0, reader_lease_s=60.0,
+                          s3_access_key_id=CREDENTIALS["access_key_id"],
+                          s3_secret_access_key=CREDENTIALS["secret_access_key"])
+    with HummockStorage.open(url, options) as writer:
+        _fill(writer, range(1, 5))
+        reader = HummockStorage.open(url, options, read_only=True)
+
+        real = datetime.datetime
+
+        class Ahead(real):
+            @classmethod
+            def now(cls, tz=None):
+                return real.now(tz) + datetime.timedelta(seconds=700)
+        import types
+        skewed = types.SimpleNamespace(datetime=Ahead, timezone=datetime.timezone,
+                                       timedelta=datetime.timedelta)
+        import hummock.leases as leases
+        import hummock.storage as storage
+        for module in (base, leases, storage):             # this process's clock, as hummock sees it
+            if hasattr(module, "datetime"):
+                monkeypatch.setattr(module, "datetime", skewed)
+        assert base.ObjectStore.now(writer._store) - real.now(datetime.timezone.utc) > datetime.timedelta(seconds=600)
+        writer.compact_all()
+        writer._retired = {i: (v, t - 3600) for i, (v, t) in writer._retired.items()}  # left long ago
+        assert writer.vacuum() == 0      # young by the service's clock, and leased
+        monkeypatch.undo()
+        reader._block_cache.clear()
+        reader._meta_cache.clear()
+        reader._readers.clear()
+        reader._set_version(reader.version())
+        assert len(list(reader.iter(1, 4 * E))) == 300
+        reader.close()
+    first.close()
+    s3_server.drop_bucket(first.bucket)

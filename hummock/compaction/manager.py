@@ -207,6 +207,7 @@ class CompactionManager:
     def _apply(self, make_delta) -> int:
         """Apply one delta built against the current version (under the lock); 1 if applied."""
         storage = self._storage
+        storage._check_ownership()   # a fenced writer publishes nothing
         try:
             delta = make_delta(storage._version)
             version = storage._manifest.commit(delta)

@@ -309,6 +309,12 @@ class ObjectStore(abc.ABC):
         self._require_open()
         return self._streaming_upload(path)
 
+    def now(self) -> datetime.datetime:
+        """The store's clock (UTC), the one its ``last_modified`` times come from: ages are
+        ``now() - last_modified``. Local and memory stores use this machine's clock; S3 uses the
+        service's ``Date`` header, so a skewed client clock cannot age an object early."""
+        return datetime.datetime.now(datetime.timezone.utc)
+
     def lock_store(self) -> ObjectStore:
         """The store whose writer-lock mechanism guards this one (``hummock.manifest.WriterLock``):
         the store itself; a wrapper (fault injection, metrics) returns the store it wraps."""

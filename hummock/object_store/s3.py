@@ -196,6 +196,8 @@ class S3ObjectStore(ObjectStore):
             raise InvalidArgumentError(f"addressing_style must be one of {', '.join(_ADDRESSING_STYLES)} "
                                        f"(or None), got {addressing_style!r}")
         self.max_attempts, self.part_size = max_attempts, part_size
+        self._server_clock = None   # (the service's Date of the last listing, monotonic then)
+        self._clock_lock = threading.Lock()
         self._base_delay, self._max_delay = retry_base_delay, retry_max_delay
         _install_log_redaction()
         config = Config(
@@ -408,10 +410,25 @@ class S3ObjectStore(ObjectStore):
     def _list(self, prefix):
         return self._call("list", prefix, lambda: list(self._list_pages(prefix)))
 
+    def now(self) -> datetime.datetime:
+        """The service's clock: the ``Date`` of the last listing, plus the local monotonic time
+        elapsed since (1 s resolution, as S3's Last-Modified); the local clock before any."""
+        with self._clock_lock:
+            if self._server_clock is None:
+                return super().now()
+            date, at = self._server_clock
+        return date + datetime.timedelta(seconds=time.monotonic() - at)
+
     def _list_pages(self, prefix: str):
         paginator = self._client.get_paginator("list_objects_v2")
         skip = len(self._key_prefix)
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key_prefix + prefix):
+            date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+            with contextlib.suppress(TypeError, ValueError):
+                stamp = email.utils.parsedate_to_datetime(date)
+                if stamp.tzinfo is not None:
+                    with self._clock_lock:
+                        self._server_clock = (stamp, time.monotonic())
             for obj in page.get("Contents", ()):
                 path = obj["Key"][skip:]
                 with contextlib.suppress(InvalidArgumentError):  # a foreign object: not ours
