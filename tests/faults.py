@@ -19,7 +19,8 @@ over a new handle: :class:`Location` makes them). Fault kinds:
 Only ``ObjectStoreError`` is raised by injected faults (``FaultInjected``, a subclass that says
 which kind and operation). ``rate`` is the probability that one operation gets some fault, split
 evenly among the kinds that apply to it; ``rates={kind: p}`` sets per-kind probabilities instead
-(each kind then fires with probability ``p`` on every operation it applies to). Decisions come
+(each kind then fires with probability ``p`` on every operation it applies to);
+``inject(kind, op, times=, path_prefix=)`` scripts faults for deterministic tests. Decisions come
 from ``random.Random`` seeded with ``(seed, thread name)``, so a single-threaded run is
 reproducible from its seed. ``with faults.paused():`` (or ``faults.enabled = False``) stops
 faults; stall/list lag included. The writer lock is not faulted: ``lock_store()`` returns the
@@ -98,6 +99,7 @@ class Faults:
         self._local = threading.local()
         self._op_no = 0
         self._recent: dict[str, int] = {}     # path -> op number of its last upload
+        self._scripted: list[list] = []       # [kind, op, path prefix, times left]
 
     # --- switch ---------------------------------------------------------------------------
 
@@ -128,13 +130,43 @@ class Faults:
             return 0.0
         return self.rate / sum(1 for k in OPS[op] if k in self.kinds)
 
-    def decide(self, op: str) -> str | None:
+    def inject(self, kind: str, op: str, *, times: int = 1, path_prefix: str = "") -> None:
+        """Script a fault: the next ``times`` operations ``op`` on a path starting with
+        ``path_prefix`` get ``kind`` (while faults are enabled), before any random fault."""
+        if kind not in OPS[op]:
+            raise ValueError(f"fault {kind!r} does not apply to {op!r}")
+        with self._lock:
+            self._scripted.append([kind, op, path_prefix, times])
+
+    def clear(self) -> None:
+        """Drop the scripted faults not yet injected."""
+        with self._lock:
+            self._scripted.clear()
+
+    def _count(self, kind: str, op: str) -> str:
+        with self._lock:
+            self.counts[kind] += 1
+            self.by_op[(op, kind)] += 1
+        return kind
+
+    def decide(self, op: str, path: str | None = None) -> str | None:
         """Count the operation and return the fault kind to inject into it, or None."""
         with self._lock:
             self._op_no += 1
             self.ops[op] += 1
-        if not self.enabled:
-            return None
+            if not self.enabled:
+                return None
+            for script in self._scripted:
+                kind, scripted_op, prefix, _ = script
+                if scripted_op == op and (path or "").startswith(prefix):
+                    script[3] -= 1
+                    if not script[3]:
+                        self._scripted.remove(script)
+                    break
+            else:
+                kind = None
+        if kind is not None:
+            return self._count(kind, op)
         u = self._rng().random()
         probabilities = [(kind, self.probability(kind, op)) for kind in OPS[op]]
         total = sum(p for _, p in probabilities)
@@ -142,10 +174,7 @@ class Faults:
             u *= total
         for kind, p in probabilities:
             if u < p:
-                with self._lock:
-                    self.counts[kind] += 1
-                    self.by_op[(op, kind)] += 1
-                return kind
+                return self._count(kind, op)
             u -= p
         return None
 
@@ -223,7 +252,7 @@ class FaultyObjectStore(ObjectStore):
 
     def _before(self, op: str, path: str | None) -> str | None:
         """Decide the fault of one operation; raise or stall now if it strikes before."""
-        kind = self.faults.decide(op)
+        kind = self.faults.decide(op, path)
         if kind == "error_before":
             raise FaultInjected(kind, op, path)
         if kind == "stall":

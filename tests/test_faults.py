@@ -30,13 +30,31 @@ from hypothesis.stateful import initialize, precondition, rule, run_state_machin
 from faults import (KINDS, OPS, ErrorLog, FaultInjected, Faults, FaultyObjectStore, local_location,
                     memory_location, s3_location)
 from hummock import HummockStorage, StorageOptions
-from hummock.key import new_epoch
 from hummock.errors import HummockError, InvalidArgumentError
+from hummock.key import new_epoch
 from hummock.manifest import ConcurrentWriterError
 from hummock.object_store import MemoryObjectStore
 from hummock.object_store.base import ObjectStoreError
 from hummock.sstable.meta import sst_object_path
+from kv_model import KvModel
 from relational.errors import InconsistentOpError
+from table_stores import OPTIONS as TABLE_OPTIONS
+from test_state_table_stateful import StateTableMachine
+from test_storage_stateful import EPOCH, KEY, OPTIONS as KV_OPTIONS, TABLES, VALUES, KvMachine
+
+
+def _vacuum_at_once(options: StorageOptions) -> StorageOptions:
+    """Vacuum deletes unreferenced SSTs at once (``vacuum_min_age_s=0``), so that a vacuum
+    deleting a committed SST shows up in these short runs."""
+    if "vacuum_min_age_s" in {f.name for f in dataclasses.fields(StorageOptions)}:
+        return options.replace(vacuum_min_age_s=0)
+    return options   # the option is being added (issue 10); until then vacuum has no minimum age
+
+
+FAULT_OPTIONS = _vacuum_at_once(KV_OPTIONS)
+FAULT_COMPACTING = FAULT_OPTIONS.replace(compactor="local")
+FAULT_TABLE_OPTIONS = _vacuum_at_once(TABLE_OPTIONS)
+
 
 # --- the wrapper itself ----------------------------------------------------------------------
 
@@ -297,27 +315,160 @@ def test_engine_opens_on_the_wrapper_and_the_writer_lock_is_the_inner_stores(tmp
             assert plain.get(1, b"k", 1 << 16) == b"v"
 
 
+def test_scripted_faults_strike_the_matching_operations_first():
+    faults = Faults()
+    store = FaultyObjectStore(MemoryObjectStore(), faults)
+    faults.inject("error_after", "upload", times=2, path_prefix="m/")
+    store.upload("x", b"1")
+    for path in ("m/1", "m/2"):
+        with pytest.raises(FaultInjected):
+            store.upload(path, b"1")
+    store.upload("m/3", b"1")
+    assert faults.counts == {"error_after": 2}
+    faults.inject("error_before", "read", times=5)
+    with faults.paused():
+        assert store.read("m/1") == b"1"     # paused: the script waits
+    faults.clear()
+    assert store.read("m/1") == b"1"
+
+
+# --- targeted fault scenarios on each store -------------------------------------------------
+
+@pytest.fixture(params=["memory", "local", "s3"])
+def location(request, tmp_path):
+    """A fresh location of each kind with an idle fault plan (rate 0: scripted faults only)."""
+    faults = Faults(list_lag_ops=64)
+    if request.param == "memory":
+        return memory_location(f"faults-{uuid.uuid4().hex[:8]}", faults)
+    if request.param == "local":
+        return local_location(tmp_path / "db", faults)
+    return s3_location(request.getfixturevalue("s3_server"), faults)
+
+
+def _epochs(db, first: int, count: int, table: int = 1):
+    """Write and commit ``count`` epochs of 40 keys each (values grow, so SSTs differ)."""
+    for i in range(first, first + count):
+        db.ingest_batch(table, [(b"k%03d" % j, b"v%d-" % i * 40) for j in range(40)], i * EPOCH)
+        db.checkpoint(i * EPOCH)
+
+
+def _expected(last: int):
+    return [(b"k%03d" % j, b"v%d-" % last * 40) for j in range(40)]
+
+
+@pytest.mark.parametrize("lost_replies", [1, 8])
+def test_ambiguous_commit_retried_with_the_same_epoch(location, lost_replies):
+    """The delta of a checkpoint is stored but every reply is lost (``lost_replies`` times):
+    the call may fail; retrying the same epoch then commits it exactly once (or is a no-op
+    when it had succeeded), the next epoch commits, and a reopen reads both."""
+    faults = location.faults
+    db = location.open(FAULT_OPTIONS)
+    try:
+        _epochs(db, 1, 1)
+        db.ingest_batch(1, [(b"k000", b"two")], 2 * EPOCH)
+        faults.inject("error_after", "upload_if_absent", times=lost_replies, path_prefix="manifest/delta-")
+        try:
+            db.checkpoint(2 * EPOCH)
+        except HummockError:
+            pass
+        faults.clear()
+        db.checkpoint(2 * EPOCH)
+        assert db.max_committed_epoch == 2 * EPOCH
+        assert db.get(1, b"k000", 2 * EPOCH) == b"two"
+        _epochs(db, 3, 1)
+    finally:
+        db.close()
+    with location.open(FAULT_OPTIONS) as db:
+        assert db.max_committed_epoch == 3 * EPOCH
+        assert db.get(1, b"k000", 2 * EPOCH) == b"two"
+        assert list(db.iter(1, 3 * EPOCH)) == _expected(3)
+
+
+@pytest.mark.parametrize("lost_replies", [1, 8])
+def test_ambiguous_compaction_delta_keeps_its_outputs(location, lost_replies):
+    """A compaction whose delta is stored but reported failed: vacuum (at once, and at the
+    next open) must not delete its outputs, which the stored version references."""
+    faults = location.faults
+    db = location.open(FAULT_OPTIONS)
+    try:
+        _epochs(db, 1, 3)
+        faults.inject("error_after", "upload_if_absent", times=lost_replies, path_prefix="manifest/delta-")
+        try:
+            db.compact_all()
+        except HummockError:
+            pass
+        faults.clear()
+        db.vacuum()
+        assert list(db.iter(1, 3 * EPOCH)) == _expected(3)
+        _epochs(db, 4, 1)
+        db.vacuum()
+        assert list(db.iter(1, 4 * EPOCH)) == _expected(4)
+    finally:
+        db.close()
+    with location.open(FAULT_OPTIONS) as db:
+        _assert_ssts_exist(location, db)
+        assert list(db.iter(1, 4 * EPOCH)) == _expected(4)
+
+
+@pytest.mark.parametrize("op,prefix", [("list", "sst/"), ("delete", "sst/")])
+def test_failed_vacuum_at_open_leaves_the_store_openable(location, op, prefix):
+    """Open runs vacuum; a fault there may fail the open, but must not leave the writer
+    lock (or anything else) behind: the next open works."""
+    faults = location.faults
+    with location.open(FAULT_OPTIONS) as db:
+        _epochs(db, 1, 4)
+        db.ingest_batch(1, [(b"k000", b"never committed")], 5 * EPOCH)
+        db.sync(5 * EPOCH)        # an uploaded, uncommitted SST: the next open's vacuum deletes it
+    faults.inject("error_before", op, path_prefix=prefix)
+    try:
+        location.open(FAULT_OPTIONS).close()
+    except HummockError:
+        pass
+    faults.clear()
+    with location.open(FAULT_OPTIONS) as db:
+        assert list(db.iter(1, 4 * EPOCH)) == _expected(4)
+
+
+def test_reopen_under_listing_lag_sees_every_commit(location):
+    """A listing that omits recent objects (the newest checkpoint, deltas, SSTs): a reopen
+    may fail, but if it opens it is at the last committed epoch with its data, never an
+    older or empty version."""
+    faults = location.faults
+    with location.open(FAULT_OPTIONS) as db:
+        _epochs(db, 1, 2)
+    faults.rates = {"list_lag": 1.0}
+    try:
+        db = location.open(FAULT_OPTIONS)
+    except HummockError:
+        pass
+    else:
+        try:
+            assert db.max_committed_epoch == 2 * EPOCH
+            assert list(db.iter(1, 2 * EPOCH)) == _expected(2)
+        finally:
+            db.close()
+    faults.rates = {}
+    with location.open(FAULT_OPTIONS) as db:
+        assert db.max_committed_epoch == 2 * EPOCH
+        assert list(db.iter(1, 2 * EPOCH)) == _expected(2)
+
+
+def _assert_ssts_exist(location, db):
+    inner = location.inner()
+    try:
+        missing = [i for i in sorted(db.version().sst_ids()) if not inner.exists(sst_object_path(i))]
+    finally:
+        inner.close()
+    assert not missing, f"the committed version references deleted SSTs {missing}"
+
+
 # --- the state machines under faults ---------------------------------------------------------
 
-from kv_model import KvModel  # noqa: E402
-from test_storage_stateful import EPOCH, KEY, OPTIONS as KV_OPTIONS, TABLES, VALUES, KvMachine  # noqa: E402
-from table_stores import OPTIONS as TABLE_OPTIONS  # noqa: E402
-from test_state_table_stateful import StateTableMachine  # noqa: E402
 
 
-def _vacuum_at_once(options: StorageOptions) -> StorageOptions:
-    """Vacuum deletes unreferenced SSTs at once (``vacuum_min_age_s=0``), so that a vacuum
-    deleting a committed SST shows up in these short runs."""
-    if "vacuum_min_age_s" in {f.name for f in dataclasses.fields(StorageOptions)}:
-        return options.replace(vacuum_min_age_s=0)
-    return options   # the option is being added (issue 10); until then vacuum has no minimum age
-
-
-FAULT_OPTIONS = _vacuum_at_once(KV_OPTIONS)
-FAULT_COMPACTING = FAULT_OPTIONS.replace(compactor="local")
-FAULT_TABLE_OPTIONS = _vacuum_at_once(TABLE_OPTIONS)
 SEEDS = st.integers(0, 2**32 - 1)
 OPEN_ATTEMPTS = 3     # opens and commit retries tried under faults before pausing them
+LIST_LAG_OPS = 32     # a lagging list omits what the last 32 operations uploaded
 NOT_FROM_FAULTS = (InvalidArgumentError, InconsistentOpError)   # logic errors, never fault-made
 
 
@@ -351,12 +502,7 @@ class FaultRunner:
 
     def _check_ssts_exist(self, store):
         """Every SST the committed version references is in the inner store."""
-        inner = self.location.inner()
-        try:
-            missing = [i for i in sorted(store.version().sst_ids()) if not inner.exists(sst_object_path(i))]
-        finally:
-            inner.close()
-        assert not missing, f"the committed version references deleted SSTs {missing}"
+        _assert_ssts_exist(self.location, store)
 
     def _check_background_errors(self):
         foreign = self.errors.foreign()
@@ -380,7 +526,7 @@ class KvFaultMachine(FaultRunner, KvMachine):
     def open_store(self, seed):
         self.snapshots = []
         self.errors = ErrorLog().__enter__()
-        self.faults = Faults(self.rate, seed=seed)
+        self.faults = Faults(self.rate, seed=seed, list_lag_ops=LIST_LAG_OPS)
         self.location = type(self).make_location(self.faults)
         self.store = self._open()
         self.model = KvModel()
@@ -634,7 +780,7 @@ class StateTableFaultMachine(FaultRunner, StateTableMachine):
     @initialize(seed=SEEDS, **_SETUP_ARGUMENTS)
     def setup(self, seed, **arguments):
         self.errors = ErrorLog().__enter__()
-        self.faults = Faults(self.rate, seed=seed)
+        self.faults = Faults(self.rate, seed=seed, list_lag_ops=LIST_LAG_OPS)
         self.location = type(self).make_location(self.faults)
         type(self).make_opener = staticmethod(lambda: self._open)
         super().setup(**arguments)
