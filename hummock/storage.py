@@ -174,7 +174,16 @@ class HummockStorage:
                     local.cleanup_temp(older_than_seconds=options.vacuum_min_age_s)
                 except OSError as exc:   # best effort: leftovers only cost space
                     log.warning("could not remove temporary files under %r: %s", local.root, exc)
-            storage.vacuum()
+            try:
+                storage.vacuum()   # the last crash's orphans; best effort, the next vacuum retries
+            except ConcurrentWriterError:
+                storage.close()    # another writer moved on right after our lock: not ours
+                raise
+            except HummockError as exc:
+                log.warning("vacuum at open failed (retried later): %s", exc)
+            except BaseException:
+                storage.close()
+                raise
             if options.compactor in ("local", "spark"):
                 storage._compactor = CompactionManager(storage)
                 storage._compactor.start()
