@@ -77,21 +77,37 @@ def _check_bound(key, what: str):
     raise InvalidArgumentError(f"{what} must be bytes, got {type(key).__name__}")
 
 
-class ReadState:
-    """See the module docstring. ``l0``: tuple of ``(overlapping, readers)`` newest first, readers
-    sorted by max epoch (overlapping) or by key (not); ``levels``: tuple of reader tuples sorted
-    by key. Every argument is treated as immutable."""
+class VersionView:
+    """The committed version's part of a read state, built once per version (its cost grows
+    with the number of SSTs; a write's new state reuses it). ``l0``: tuple of ``(overlapping,
+    readers)`` newest first, readers sorted by max epoch (overlapping) or by key (not);
+    ``levels``: tuple of reader tuples sorted by key; ``min_epoch``: reads below raise
+    ExpiredEpochError. Every argument is treated as immutable."""
 
-    def __init__(self, imms: dict, staging: tuple, l0: tuple, levels: tuple, version=None, min_epoch=0):
-        self.imms = imms
-        self.min_epoch = min_epoch   # reads below raise ExpiredEpochError
-        self.staging = staging
+    def __init__(self, l0: tuple, levels: tuple, version=None, min_epoch=0):
         self.l0 = l0
         self.levels = levels
         self.version = version
+        self.min_epoch = min_epoch
+        self.l0_his = [None if overlapping else [r.hi for r in readers] for overlapping, readers in l0]
+        self.level_his = [[r.hi for r in readers] for readers in levels]
+
+
+class ReadState:
+    """See the module docstring: ``imms`` (table id -> imms oldest first), ``staging`` (readers)
+    and a :class:`VersionView`. Building one costs O(imm tables + staging SSTs), not O(SSTs)."""
+
+    def __init__(self, imms: dict, staging: tuple, view: VersionView):
+        self.imms = imms
+        self.staging = staging
+        self.view = view
+        self.l0 = view.l0
+        self.levels = view.levels
+        self.version = view.version
+        self.min_epoch = view.min_epoch   # reads below raise ExpiredEpochError
         self.active = 0
-        self._l0_his = [None if overlapping else [r.hi for r in readers] for overlapping, readers in l0]
-        self._level_his = [[r.hi for r in readers] for readers in levels]
+        self._l0_his = view.l0_his
+        self._level_his = view.level_his
 
     def get(self, table_id, key, epoch):
         """The value of ``key`` at ``epoch``, or ``None`` (absent or deleted)."""
@@ -216,3 +232,28 @@ def _one_of(readers, his, user_key: bytes, read_epoch: int):
         if r.lo <= user_key and r.min_epoch <= read_epoch:
             return r.get(user_key, read_epoch)
     return None
+
+
+class ReadHandle:
+    """The store's stable read methods: ``get``/``multi_get``/``iter`` read whichever state is
+    installed in ``state`` when they are called, so a caller may keep ``g = store.get`` and
+    always read the current store. ``closed_error``: if set, every read raises it."""
+
+    def __init__(self, state):
+        self.state = state
+        self.closed_error = None
+
+    def get(self, table_id, key, epoch):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        return self.state.get(table_id, key, epoch)
+
+    def multi_get(self, table_id, keys, epoch):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        return self.state.multi_get(table_id, keys, epoch)
+
+    def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        return self.state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)

@@ -4,7 +4,9 @@ A :class:`ReadState` (native ``native/_readpath.pyx`` or the twin ``hummock/_rea
 freezes the imms of every table, the staging SSTs and the committed version's SSTs as
 :class:`SstReader` groups; its ``get``/``multi_get`` are the point-read path and its ``iter``
 the scan path (sources merged by :class:`~hummock.iterators.UserScan`). This module builds the
-version part of a state (:func:`version_groups`).
+version part of a state (:func:`version_groups`), which a :class:`VersionView` holds once per
+version, so a write's new state costs nothing per SST; a :class:`ReadHandle` gives the store
+stable ``get``/``multi_get``/``iter`` methods over whichever state is installed.
 
 Reads at epoch E see, per user key, the newest version with epoch <= E | 0xFFFF (every spill
 offset of epoch E), tombstones hidden (DESIGN.md section 5).
@@ -19,6 +21,8 @@ from hummock.key import EPOCH_SPILL_MASK
 _impl = _twins.load("_readpath", "hummock._readpath_py")
 ReadState = _impl.ReadState
 SstReader = _impl.SstReader
+VersionView = _impl.VersionView
+ReadHandle = _impl.ReadHandle
 
 _EPOCH_LEN = 8
 

@@ -44,7 +44,7 @@ from hummock.manifest import ConcurrentWriterError, Manifest, ManifestNotFoundEr
 from hummock.object_store import LocalObjectStore, ObjectStore, open_object_store
 from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
-from hummock.read_view import ReadState, SstReader, version_groups
+from hummock.read_view import ReadHandle, ReadState, SstReader, VersionView, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
 from hummock.sstable.reader import Sstable
@@ -120,6 +120,7 @@ class HummockStorage:
         self._compactor = None
         self._closed = False
         self._state = None
+        self._handle = None   # the stable get/multi_get/iter (ReadHandle) over self._state
         self._set_version(manifest.current)
         self._synced_epoch = self._version.max_committed_epoch
         self._buffer.seal(self._version.max_committed_epoch)
@@ -204,8 +205,7 @@ class HummockStorage:
                     log.warning("closing with a manifest delta of unknown outcome (a reopen "
                                 "sees whether it landed): %s", exc)
             self._closed = True
-            self._state = _CLOSED
-            self._install_readers(_CLOSED)
+            self._handle.closed_error = StoreClosedError
             self._buffer.clear()
             if self._writer_lock is not None:
                 self._writer_lock.release()
@@ -498,7 +498,8 @@ class HummockStorage:
             self._staging = [info for info in self._staging if info.sst_id not in in_version]
         if self._buffer.sealed_epoch >= version.max_committed_epoch:
             self._buffer.forget_offsets(version.max_committed_epoch)
-        self._groups = version_groups(version, self._reader_for)
+        l0, levels = version_groups(version, self._reader_for)
+        self._view = VersionView(l0, levels, version, version.safe_epoch)
         live = version.sst_ids() | {info.sst_id for info in self._staging}
         for sst_id in [i for i in self._readers if i not in live]:
             del self._readers[sst_id]
@@ -518,25 +519,20 @@ class HummockStorage:
         """Swap in a new immutable read state (under the lock); gets in flight keep the old one."""
         if self._closed:
             return
-        l0, levels = self._groups
-        floor = self._version.safe_epoch
         if self.read_only:
-            state = ReadState({}, (), l0, levels, self._version, floor)
+            state = ReadState({}, (), self._view)
         else:
             imms = {t: tuple(self._buffer.imms(t)) for t in self._buffer.tables()}
             staging = tuple(self._reader_for(info) for info in self._staging)
-            state = ReadState(imms, staging, l0, levels, self._version, floor)
+            state = ReadState(imms, staging, self._view)
         old, self._state = self._state, state
-        self._install_readers(state)
+        if self._handle is None:
+            self._handle = ReadHandle(state)
+            self.get, self.multi_get, self.iter = self._handle.get, self._handle.multi_get, self._handle.iter
+        else:
+            self._handle.state = state
         if old is not None:
             self._retired_states.add(old)
-
-    def _install_readers(self, state) -> None:
-        """Make ``get``/``multi_get``/``iter`` the current state's own (native) methods: a point
-        read or a scan's set-up is then a single native call, with no Python frame in between."""
-        self.get = state.get
-        self.multi_get = state.multi_get
-        self.iter = state.iter
 
     def _pin(self, version) -> None:
         self._pins[version.id] += 1
@@ -559,8 +555,9 @@ class HummockStorage:
         ``None`` when absent or deleted. Sees this store's uncommitted writes.
         Raises ``InvalidArgumentError`` for a bad table id, key or epoch.
 
-        (An open store replaces this method on the instance by the current read state's native
-        ``get``, which behaves the same; see ``_install_readers``.)"""
+        (An open store replaces this method on the instance by its ``ReadHandle``'s native
+        ``get``, which behaves the same and always reads the current state: a caller may keep
+        ``g = store.get``.)"""
         return self._state.get(table_id, key, epoch)
 
     def multi_get(self, table_id: int, keys, epoch: int) -> list:
@@ -572,7 +569,7 @@ class HummockStorage:
         """Yield ``(key, value)`` for keys in ``[start, end)`` (and with ``prefix``) at ``epoch``,
         ascending (descending with ``reverse=True``). The iterator reads the store as it was when
         ``iter`` was called, for as long as it is referenced; returned bytes are the caller's.
-        (Replaced on an open store by the current read state's ``iter``, like ``get``.)"""
+        (Replaced on an open store by its ``ReadHandle``'s ``iter``, like ``get``.)"""
         return self._state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)
 
     @property
@@ -596,8 +593,7 @@ class HummockStorage:
             self._pin(self._version)
             self._publish_lease()
             self._snapshot_epochs[epoch] += 1
-            l0, levels = self._groups
-            return Snapshot(self, epoch, ReadState({}, (), l0, levels, self._version, self._version.safe_epoch))
+            return Snapshot(self, epoch, ReadState({}, (), self._view))
 
     def version(self):
         """The current committed :class:`~hummock.version.HummockVersion` (immutable)."""
@@ -839,16 +835,6 @@ class Snapshot:
         self.release()
 
 
-class _ClosedState:
-    """The read state of a closed store: every read raises ``StoreClosedError``."""
-
-    def get(self, *args):
-        raise StoreClosedError("the store is closed")
-
-    multi_get = iter = get
-
-
-_CLOSED = _ClosedState()
 VACUUM_BATCH = 1000           # objects deleted between two lease confirmations
 PIN_ATTEMPTS = 5              # a reader's tries at loading a version and pinning it in time
 L0_STOP_FACTOR = 3            # writers stall while L0 has this many times the trigger's sub-levels

@@ -228,28 +228,22 @@ cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read, uint
 
 
 @cython.final
-cdef class ReadState:
-    """See the twin's docstring."""
-    cdef readonly dict imms
-    cdef readonly tuple staging
+cdef class VersionView:
+    """See the twin's docstring: the committed version's part of a read state, built once."""
     cdef readonly tuple l0
     cdef readonly tuple levels
     cdef readonly object version
-    cdef readonly Py_ssize_t active
     cdef readonly uint64_t min_epoch
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
-    cdef object __weakref__
 
-    def __cinit__(self, dict imms, tuple staging, tuple l0, tuple levels, version=None, min_epoch=0):
-        self.imms = imms
-        self.min_epoch = min_epoch
-        self.staging = staging
+    def __cinit__(self, tuple l0, tuple levels, version=None, min_epoch=0):
         self.l0 = l0
         self.levels = levels
         self.version = version
+        self.min_epoch = min_epoch
         self.l0_overlapping, self.l0_readers, self.l0_his = [], [], []
         for overlapping, readers in l0:
             readers = tuple(readers)
@@ -265,12 +259,54 @@ cdef class ReadState:
                 if type(r) is not SstReader:
                     raise InvalidArgumentError("level readers must be SstReader objects")
             self.level_his.append([(<SstReader>r).hi for r in readers])
+
+
+cdef class ReadState:
+    """See the twin's docstring."""
+    cdef readonly dict imms
+    cdef readonly tuple staging
+    cdef readonly VersionView view
+    cdef readonly tuple l0
+    cdef readonly tuple levels
+    cdef readonly object version
+    cdef readonly Py_ssize_t active
+    cdef readonly uint64_t min_epoch
+    cdef list l0_overlapping
+    cdef list l0_readers
+    cdef list l0_his
+    cdef list level_his
+    cdef object __weakref__
+
+    def __cinit__(self, dict imms, tuple staging, VersionView view not None):
+        self.imms = imms
+        self.staging = staging
+        self.view = view
+        self.l0 = view.l0
+        self.levels = view.levels
+        self.version = view.version
+        self.min_epoch = view.min_epoch
+        self.l0_overlapping = view.l0_overlapping   # shared with the view, never mutated
+        self.l0_readers = view.l0_readers
+        self.l0_his = view.l0_his
+        self.level_his = view.level_his
         for r in staging:
             if type(r) is not SstReader:
                 raise InvalidArgumentError("staging readers must be SstReader objects")
 
     def get(self, table_id, key, epoch):
         """The value of ``key`` at ``epoch``, or ``None`` (absent or deleted)."""
+        return self.c_get(table_id, key, epoch)
+
+    def multi_get(self, table_id, keys, epoch):
+        """``[get(table_id, k, epoch) for k in keys]`` in one native call."""
+        return self.c_multi_get(table_id, keys, epoch)
+
+    def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
+        """``(key, value)`` of ``table_id`` for keys in ``[start, end)`` with ``prefix`` at
+        ``epoch``, ascending (descending with ``reverse``); an iterator holding this state."""
+        return self.c_iter(table_id, epoch, start, end, prefix, reverse)
+
+    cdef object c_get(self, table_id, key, epoch):
         cdef bytes k
         cdef uint64_t e
         if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
@@ -293,8 +329,7 @@ cdef class ReadState:
             self.active -= 1
         return None if found is None else found[1]
 
-    def multi_get(self, table_id, keys, epoch):
-        """``[get(table_id, k, epoch) for k in keys]`` in one native call."""
+    cdef object c_multi_get(self, table_id, keys, epoch):
         cdef list out = []
         cdef uint64_t read
         if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
@@ -325,9 +360,7 @@ cdef class ReadState:
             self.active -= 1
         return out
 
-    def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
-        """``(key, value)`` of ``table_id`` for keys in ``[start, end)`` with ``prefix`` at
-        ``epoch``, ascending (descending with ``reverse``); an iterator holding this state."""
+    cdef object c_iter(self, table_id, epoch, start, end, prefix, reverse):
         if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
             raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
         if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
@@ -440,3 +473,28 @@ cdef class ReadState:
             if best is not None:
                 return best
         return None
+
+
+cdef class ReadHandle:
+    """See the twin's docstring: stable read methods over the installed ``state``."""
+    cdef public ReadState state
+    cdef public object closed_error
+
+    def __cinit__(self, ReadState state not None):
+        self.state = state
+        self.closed_error = None
+
+    def get(self, table_id, key, epoch):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        return self.state.c_get(table_id, key, epoch)
+
+    def multi_get(self, table_id, keys, epoch):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        return self.state.c_multi_get(table_id, keys, epoch)
+
+    def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        return self.state.c_iter(table_id, epoch, start, end, prefix, reverse)

@@ -249,3 +249,20 @@ def test_point_reads_over_large_imms_use_their_filters(store):
         assert filters[1] is False and filters[0] is not None and filters[0] is not False
     else:
         assert filters == [None, None], "the pure read path never builds imm filters"
+
+
+def test_read_methods_are_stable_objects(tmp_path):
+    """``g = db.get`` kept by a caller reads the current store, not the state of when it was
+    taken (and so pins nothing); a write's new read state reuses the version's view."""
+    with HummockStorage.open(str(tmp_path / "db"), SMALL.replace(compactor="none")) as db:
+        get, multi_get, scan = db.get, db.multi_get, db.iter
+        view = db._state.view
+        db.ingest_batch(1, [(b"a", b"1")], E)
+        assert get(1, b"a", E) == b"1" and multi_get(1, [b"a"], E) == [b"1"]
+        assert list(scan(1, E)) == [(b"a", b"1")]
+        assert db._state.view is view          # built once per version, not per write
+        db.checkpoint(E)
+        assert db._state.view is not view
+        assert db.get is get or db.get == get
+    with pytest.raises(StoreClosedError):
+        get(1, b"a", E)
