@@ -77,7 +77,8 @@ class Faults:
     location. Thread-safe."""
 
     def __init__(self, rate: float = 0.0, *, seed: int = 0, kinds=KINDS, rates: dict | None = None,
-                 stall_seconds: tuple[float, float] = (0.001, 0.005), list_lag_ops: int = 8):
+                 stall_seconds: tuple[float, float] = (0.001, 0.005), list_lag_ops: int = 8,
+                 truncate_share: float = 0.5):
         unknown = set(rates or {}).union(kinds) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}")
@@ -89,6 +90,7 @@ class Faults:
         self.seed = seed
         self.stall_seconds = stall_seconds
         self.list_lag_ops = list_lag_ops
+        self.truncate_share = truncate_share  # short reads that return fewer bytes (rest raise)
         self.enabled = True
         self.counts: Counter = Counter()      # kind -> faults injected
         self.by_op: Counter = Counter()       # (op, kind) -> faults injected
@@ -279,7 +281,7 @@ class FaultyObjectStore(ObjectStore):
         kind = self._before("read", path)
         data = self.inner.read(path, start, end)
         if kind == "short_read":
-            if data and self.faults.randint(0, 1):
+            if data and self.faults.uniform(0.0, 1.0) < self.faults.truncate_share:
                 with self.faults._lock:
                     self.faults.truncated += 1
                 return data[:self.faults.randint(0, len(data) - 1)]
