@@ -998,7 +998,7 @@ class StateTableFaultMachine(FaultRunner, StateTableMachine):
 _pause_unadapted_rules(StateTableFaultMachine, StateTableMachine)
 
 
-TABLE_CASES = [("memory", 15), ("local", 10), ("s3", 3)]
+TABLE_CASES = [("memory", 15), ("local", 10), ("s3", 2)]
 
 
 @pytest.mark.parametrize("rate", [0.05, 0.30], ids=["5pct", "30pct"])
