@@ -182,22 +182,30 @@ class RowSerde:
             raise SchemaError(f"a chunk has {len(self.types)} columns, got {len(columns)}")
         pylists = {}
 
-        def values_of(i):
-            if i not in pylists:
-                pylists[i] = to_pylist(columns[i], self.types[i])
-                if len(pylists[i]) != num_rows:
-                    raise SchemaError(f"column {i} has {len(pylists[i])} values, expected {num_rows}")
-            return pylists[i]
+        def values_of(i, perm=None):
+            """Column ``i`` as Python values, in chunk order or permuted by ``perm``."""
+            if (i, perm is None) not in pylists:
+                column = columns[i] if perm is None else _take(columns[i], perm, num_rows, i)
+                values = to_pylist(column, self.types[i])
+                if len(values) != num_rows:
+                    raise SchemaError(f"column {i} has {len(values)} values, expected {num_rows}")
+                pylists[i, perm is None] = values
+            return pylists[i, perm is None]
 
         dist_cols = [columns[i] for i in self.dist_key_indices]
         vnodes = compute_vnodes(dist_cols, self.dist_types, num_rows)
-        order = None
+        perm = None       # numpy order the keys were sorted in; the value columns follow it
         if self.pk_vectorizable:
             prefix = vnodes.astype(">u2").view(np.uint8).reshape(num_rows, VNODE_BYTES)
             encoded = memcomparable.encode_columns([as_arrow(columns[i], self.types[i]) for i in self.pk_indices],
                                                    self.pk_types, self.order_types, prefix=prefix)
+            if len(encoded) != num_rows:
+                raise SchemaError(f"the pk columns hold {len(encoded)} values, expected {num_rows}")
             if sort:
-                order = _equal_width_order(encoded)
+                perm = _equal_width_order(encoded)
+                if perm is not None:    # sort in Arrow and numpy, before anything becomes a list
+                    encoded = encoded.take(perm)
+                    vnodes = vnodes[perm]
             keys = encoded.to_pylist()
         else:
             pk_rows = list(zip(*[values_of(i) for i in self.pk_indices])) if self.pk_indices else [()] * num_rows
@@ -205,22 +213,37 @@ class RowSerde:
             keys = [VNODE_PREFIXES[v] + k for v, k in zip(vnodes.tolist(), encoded)]
         if len(keys) != num_rows:
             raise SchemaError(f"the pk columns hold {len(keys)} values, expected {num_rows}")
-        value_rows = list(zip(*[values_of(i) for i in self.value_indices])) if self.value_indices else [()] * num_rows
+        value_rows = (list(zip(*[values_of(i, perm) for i in self.value_indices])) if self.value_indices
+                      else [()] * num_rows)
         values = value_encoding.encode_rows(value_rows, self.value_types)
-        if sort:
-            if order is None:
-                order = sorted(range(num_rows), key=keys.__getitem__)
-            else:
-                order = order.tolist()
+        order = None
+        if perm is not None:
+            order = perm.tolist()
+        elif sort:
+            order = sorted(range(num_rows), key=keys.__getitem__)
             keys = list(map(keys.__getitem__, order))
             values = list(map(values.__getitem__, order))
             vnodes = vnodes[order] if order else vnodes
         return vnodes, keys, values
 
 
+def _take(column, perm: np.ndarray, num_rows: int, i: int):
+    """``column`` (Arrow, numpy or a sequence of ``num_rows`` values) reordered by ``perm``."""
+    if not isinstance(column, (pa.Array, pa.ChunkedArray, np.ndarray)):
+        column = list(column)
+    if len(column) != num_rows:
+        raise SchemaError(f"column {i} has {len(column)} values, expected {num_rows}")
+    if isinstance(column, list):
+        return list(map(column.__getitem__, perm.tolist()))
+    return column.take(perm) if not isinstance(column, np.ndarray) else column[perm]
+
+
 def _equal_width_order(keys: pa.Array):
-    """The stable sorting permutation of a binary array whose entries all have one width > 0
-    (numpy compares such ``S<width>`` items exactly like bytes), or ``None`` for other arrays."""
+    """The stable sorting permutation of a binary array whose entries all have one width > 0,
+    or ``None`` for other arrays. The keys are cut into big-endian 8-byte words (zero-padded
+    at the end, which keeps the order of equal-width keys) and sorted with ``numpy.lexsort``
+    on the words as unsigned ints: bytewise order, several times faster than comparing
+    ``S<width>`` items."""
     n = len(keys)
     if n == 0 or keys.null_count:
         return None
@@ -230,9 +253,15 @@ def _equal_width_order(keys: pa.Array):
     width = int(off[1] - off[0])
     if width <= 0 or int(off[-1] - off[0]) != n * width or (np.diff(off) != width).any():
         return None
-    items = np.frombuffer(data, dtype=f"S{width}", count=n, offset=int(off[0]))
-    order = np.argsort(items)            # quicksort: twice as fast, and exact for distinct keys
-    ordered = items[order]
-    if (ordered[1:] == ordered[:-1]).any():
-        order = np.argsort(items, kind="stable")
-    return order
+    matrix = np.frombuffer(data, dtype=np.uint8, count=n * width, offset=int(off[0])).reshape(n, width)
+    words = -(-width // 8)
+    if words * 8 != width:
+        padded = np.zeros((n, words * 8), dtype=np.uint8)
+        padded[:, :width] = matrix
+        matrix = padded
+    else:
+        matrix = np.ascontiguousarray(matrix)
+    columns = matrix.view(">u8").astype(np.uint64)          # (n, words), native byte order
+    if words == 1:
+        return np.argsort(columns[:, 0], kind="stable")
+    return np.lexsort(columns.T[::-1])                       # last key is the primary one
