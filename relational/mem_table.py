@@ -38,8 +38,17 @@ puts back records saved before a run of operations (a chunk that fails half-way)
 :meth:`columns` reads the batch without emptying the buffer, so a commit empties it
 (:meth:`clear`) only once the store has accepted the batch.
 
+Range reads are snapshots: an iterator from :meth:`range` yields the records of its range as
+they were when :meth:`range` was called, whatever is written meanwhile (a join probes a
+range, then updates the rows it found). It reads the shared index and records while nothing
+changes; the first write after its creation (any method that changes a record, or re-sorts
+the index) first copies the iterator's remaining keys and their records into the iterator
+("freezing" it, once, O(what is left of its range)) and forgets it. Exhausted iterators
+unregister themselves, so writes after a finished scan cost one attribute test.
+
 Invariants (checked by :meth:`_check`): every record has the shape above; the sorted-key index
-holds every live key, in ascending byte order, plus possibly removed keys that reads skip.
+holds every live key, in ascending byte order, plus possibly removed keys that reads skip;
+every registered (live, unfrozen) range iterator reads the current index and records.
 Not thread-safe: one state table, one executor thread.
 
 Callers: :mod:`relational.state_table` only.
@@ -48,6 +57,7 @@ Callers: :mod:`relational.state_table` only.
 from __future__ import annotations
 
 import bisect
+import weakref
 from itertools import repeat
 from operator import itemgetter
 
@@ -72,6 +82,7 @@ class MemTable:
         self._sorted: list[bytes] | None = None   # built on the first range read
         self._pending: list[bytes] = []           # keys added since, not yet in _sorted
         self._stale = 0                           # removed keys still in _sorted
+        self._live: dict = {}                     # id -> weakref of range iterators reading _sorted, _ops
         self.approx_bytes = 0
 
     # --- state ------------------------------------------------------------------------------
@@ -98,9 +109,24 @@ class MemTable:
         if self._sorted is not None:
             self._stale += 1
 
+    def _freeze_live(self) -> None:
+        """Before a write: give every live range iterator its own copy of what it has left."""
+        live, self._live = self._live, {}
+        for ref in list(live.values()):
+            it = ref()
+            if it is not None:
+                it._freeze()
+
+    def _register(self, it) -> None:
+        """Track a live range iterator; a dropped one leaves by itself (weak reference)."""
+        live, key = self._live, id(it)
+        live[key] = weakref.ref(it, lambda _, live=live, key=key: live.pop(key, None))
+
     # --- writes -----------------------------------------------------------------------------
 
     def insert(self, key: bytes, new: bytes) -> None:
+        if self._live:
+            self._freeze_live()
         rec = self._ops.get(key)
         if rec is None:
             self._ops[key] = (INSERT, None, new)
@@ -116,6 +142,8 @@ class MemTable:
             self._ops[key] = (op, old, new)
 
     def delete(self, key: bytes, old: bytes) -> None:
+        if self._live:
+            self._freeze_live()
         rec = self._ops.get(key)
         if rec is None:
             self._ops[key] = (DELETE, old, None)
@@ -138,6 +166,8 @@ class MemTable:
             self._ops[key] = (DELETE, prev, None)
 
     def update(self, key: bytes, old: bytes, new: bytes) -> None:
+        if self._live:
+            self._freeze_live()
         rec = self._ops.get(key)
         if rec is None:
             self._ops[key] = (UPDATE, old, new)
@@ -176,6 +206,8 @@ class MemTable:
         """Put back the records ``saved`` as ``[(key, record_or_None), ...]``, taken before a
         run of operations (in order; a key saved twice gets its first record back), and the
         ``approx_bytes`` of then."""
+        if self._live:
+            self._freeze_live()
         ops = self._ops
         for key, rec in reversed(saved):
             if rec is None:
@@ -196,6 +228,8 @@ class MemTable:
         ops = self._ops
         if not distinct and (ops and not ops.keys().isdisjoint(keys) or len(set(keys)) != len(keys)):
             return False
+        if self._live:
+            self._freeze_live()
         ops.update(zip(keys, zip(repeat(INSERT), repeat(None), values)))
         if self._sorted is not None:
             self._pending.extend(keys)
@@ -218,6 +252,8 @@ class MemTable:
             index = self._sorted = [k for k in index if k in ops]
             self._stale = 0
         if self._pending:
+            if self._live:   # the merge below changes the list live iterators read
+                self._freeze_live()
             fresh = []
             for key in sorted(set(self._pending)):
                 i = bisect.bisect_left(index, key)
@@ -233,26 +269,27 @@ class MemTable:
         return index
 
     def range(self, start: bytes | None = None, end: bytes | None = None, reverse: bool = False):
-        """Yield ``(key, record)`` for keys in ``[start, end)``, ascending (descending with
-        ``reverse``). A snapshot of the key list is taken at the call; records are read as the
-        iteration reaches them (a key removed meanwhile is skipped)."""
+        """An iterator of ``(key, record)`` for keys in ``[start, end)``, ascending (descending
+        with ``reverse``): the records as they are at this call, whatever is written to the
+        MemTable while it is iterated (module docstring, "Range reads are snapshots"). It stays
+        valid after :meth:`clear` (it keeps the old records)."""
         index = self._index()
         lo = 0 if start is None else bisect.bisect_left(index, start)
-        hi = len(index) if end is None else bisect.bisect_left(index, end)
-        keys = index[lo:hi]
-        if reverse:
-            keys.reverse()
-        ops = self._ops
-        for key in keys:
-            rec = ops.get(key)
-            if rec is not None:
-                yield key, rec
+        hi = len(index) if end is None else max(lo, bisect.bisect_left(index, end))
+        return _Range(self, index, lo, hi, reverse)
 
     def has_range(self, start: bytes | None, end: bytes | None) -> bool:
         """True when some live key lies in ``[start, end)``."""
-        if not self._ops:
+        ops = self._ops
+        if not ops:
             return False
-        return next(self.range(start, end), None) is not None
+        index = self._index()
+        lo = 0 if start is None else bisect.bisect_left(index, start)
+        hi = len(index) if end is None else bisect.bisect_left(index, end)
+        for i in range(lo, hi):
+            if index[i] in ops:
+                return True
+        return False
 
     # --- flush ------------------------------------------------------------------------------
 
@@ -284,10 +321,13 @@ class MemTable:
         return other
 
     def clear(self) -> None:
+        """Empty the buffer. Live range iterators keep reading the old records (which are
+        no longer changed), so they need no copy."""
         self._ops = self.records = {}
         self._sorted = None
         self._pending = []
         self._stale = 0
+        self._live = {}
         self.approx_bytes = 0
 
     def _check(self) -> None:
@@ -305,3 +345,53 @@ class MemTable:
             assert all(a < b for a, b in zip(self._sorted, self._sorted[1:])), "index out of order"
             indexed = set(self._sorted) | set(self._pending)
             assert set(self._ops) <= indexed, "a live key is missing from the index"
+        for it in filter(None, (ref() for ref in self._live.values())):
+            assert it._keys is self._sorted and it._ops is self._ops, "a live iterator reads stale structures"
+
+
+class _Range:
+    """Iterator of :meth:`MemTable.range`: while registered in the MemTable's ``_live`` set it
+    reads the shared sorted index (positions ``_pos`` up to ``_stop``, step ``_step``) and the
+    shared records; :meth:`_freeze` (called by the MemTable before it changes either) replaces
+    both by private copies of what is left."""
+
+    __slots__ = ("_mem", "_keys", "_ops", "_pos", "_stop", "_step", "__weakref__")
+
+    def __init__(self, mem: MemTable, index: list, lo: int, hi: int, reverse: bool):
+        self._keys = index
+        self._ops = mem._ops
+        if reverse:
+            self._pos, self._stop, self._step = hi - 1, lo - 1, -1
+        else:
+            self._pos, self._stop, self._step = lo, hi, 1
+        self._mem = None
+        if lo < hi:
+            self._mem = mem
+            mem._register(self)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        keys, ops, pos, stop, step = self._keys, self._ops, self._pos, self._stop, self._step
+        while pos != stop:
+            key = keys[pos]
+            pos += step
+            rec = ops.get(key)
+            if rec is not None:
+                self._pos = pos
+                return key, rec
+        self._pos = pos
+        if self._mem is not None:
+            self._mem._live.pop(id(self), None)
+            self._mem = None
+        raise StopIteration
+
+    def _freeze(self) -> None:
+        """Copy the remaining keys (in iteration order) and their records; forget the MemTable."""
+        pos, stop, step, ops = self._pos, self._stop, self._step, self._ops
+        rest = self._keys[pos:stop] if step == 1 else self._keys[stop + 1:pos + 1][::-1]
+        self._ops = {key: ops[key] for key in rest if key in ops}
+        self._keys = rest
+        self._pos, self._stop, self._step = 0, len(rest), 1
+        self._mem = None
