@@ -33,10 +33,11 @@ key through ``describe_key`` (the state table passes its pk decoder) and change 
 
 All or nothing (what the state table builds on): every single operation raises before it
 changes anything; :meth:`check_insert`/:meth:`check_delete` ask whether an operation would be
-refused without doing it (an update that moves a row checks both keys first); :meth:`undo`
-puts back records saved before a run of operations (a chunk that fails half-way); and
-:meth:`columns` reads the batch without emptying the buffer, so a commit empties it
-(:meth:`clear`) only once the store has accepted the batch.
+refused without doing it (an update that moves a row checks both keys first); :meth:`apply`
+runs a whole chunk of inserts and deletes through the merge rules into an overlay and changes
+the buffer only when every operation passed; :meth:`undo` puts back records saved before a run
+of operations; and :meth:`columns` reads the batch without emptying the buffer, so a commit
+empties it (:meth:`clear`) only once the store has accepted the batch.
 
 Range reads are snapshots: an iterator from :meth:`range` yields the records of its range as
 they were when :meth:`range` was called, whatever is written meanwhile (a join probes a
@@ -61,7 +62,12 @@ import weakref
 from itertools import repeat
 from operator import itemgetter
 
+from hummock import _twins
 from relational.errors import InconsistentOpError
+
+#: ``merge_ops``: a run of inserts and deletes through the merge rules, into an overlay
+#: (``native/_rel_memapply.pyx``, twin ``relational/_rel_memapply_py.py``)
+_apply = _twins.load("_rel_memapply", "relational._rel_memapply_py")
 
 INSERT, DELETE, UPDATE = 1, 2, 3
 OP_NAMES = {INSERT: "INSERT", DELETE: "DELETE", UPDATE: "UPDATE"}
@@ -235,6 +241,36 @@ class MemTable:
             self._pending.extend(keys)
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)
         return True
+
+    def apply(self, inserts, keys: list, values: list, stored=None) -> None:
+        """Apply a run of operations all or nothing: ``inserts[i]`` true inserts ``values[i]``
+        under ``keys[i]``, false deletes the row ``values[i]`` (the old row). The result is
+        exactly that of :meth:`insert`/:meth:`delete` called in order; the first operation they
+        would refuse raises the same :class:`InconsistentOpError`, and then nothing changed.
+
+        ``stored`` (strict mode): ``key -> stored value`` (``None``: no row) for every key that
+        had no record when the run started; a key without a record is checked against it as
+        the state table checks storage (insert: no row; delete: exactly this row). A key whose
+        record a cancelled insert removed during the run had no stored row (strict inserts are
+        checked) and is absent from ``stored``. Ignored in relaxed mode.
+
+        Operations on one key depend only on each other, so the caller may reorder a run as
+        long as each key's operations keep their order (a stable sort by key)."""
+        overlay, gone, added = _apply.merge_ops(self._ops, inserts, keys, values, stored, self.consistent,
+                                                self._error)
+        if not overlay and not gone:
+            return
+        # every operation passed: change the buffer
+        if self._live:
+            self._freeze_live()
+        ops = self._ops
+        for key in gone:
+            if key in ops:
+                self._remove(key)
+        if self._sorted is not None:
+            self._pending.extend(key for key in overlay if key not in ops)
+        ops.update(overlay)
+        self.approx_bytes += added
 
     # --- reads ------------------------------------------------------------------------------
 

@@ -268,12 +268,98 @@ def test_columns_leave_the_buffer_and_drain_empties_it():
         m.insert(b"k", b"2") or m.check_delete(b"k", b"1", "update")
 
 
+# --- apply: a chunk of operations through the merge rules, all or nothing ---------------------
+
+import relational._rel_memapply_py as memapply_py   # noqa: E402
+from relational import mem_table                     # noqa: E402
+from twins import implementations                    # noqa: E402
+
+APPLY_IMPLS = implementations(memapply_py, "_rel_memapply")
+RUN = st.lists(st.tuples(st.booleans(), KEYS, VALS), max_size=12)
+
+
+def _one_by_one(mem, base, run):
+    """What the state table's row path does: per operation, check storage for a key without a
+    record (strict), then the single-operation method. Returns the error's (reason, key)."""
+    for is_insert, key, value in run:
+        if mem.consistent and mem.get(key) is None:
+            stored = base.get(key)
+            if is_insert and stored is not None:
+                return "insert of a pk that already has a row", key
+            if not is_insert and stored is None:
+                return "delete of a pk that has no row", key
+            if not is_insert and stored != value:
+                return "delete whose old row is not the stored row", key
+        try:
+            (mem.insert if is_insert else mem.delete)(key, value)
+        except InconsistentOpError as exc:
+            return exc.reason, key
+    return None
+
+
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+@given(consistent=st.booleans(), base=BASE, before=OPS, run=RUN, indexed=st.booleans())
+def test_apply_equals_the_operations_one_by_one(impl, consistent, base, before, run, indexed):
+    """``MemTable.apply`` (native and pure ``merge_ops``) gives the records and size of the
+    single operations in order, or raises the first refusal of those and changes nothing."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mem_table, "_apply", impl)
+        _apply_case(consistent, base, before, run, indexed)
+
+
+def _apply_case(consistent, base, before, run, indexed):
+    h = Harness(base, consistent)
+    for step in before:
+        h.mem_had = {k: h.mem.get(k) for k in ALL_KEYS}
+        h.apply(step)
+    if indexed:
+        list(h.mem.range())
+    reference = h.mem.copy()
+    refusal = _one_by_one(reference, h.base, run)
+    before_state = _snapshot(h.mem)
+    # what the state table probes: the stored value of every key without a record
+    stored = {k: h.base.get(k) for _, k, _ in run if h.mem.get(k) is None}
+    inserts, keys, values = ([r[i] for r in run] for i in range(3))
+    try:
+        h.mem.apply(inserts, keys, values, stored if consistent else None)
+    except InconsistentOpError as exc:
+        assert refusal == (exc.reason, exc.pk[1]), (refusal, exc.reason, exc.pk)
+        assert _snapshot(h.mem) == before_state
+        return
+    assert refusal is None
+    h.mem._check()
+    assert h.mem._ops == reference._ops
+    assert h.mem.approx_bytes == reference.approx_bytes
+    assert [k for k, _ in h.mem.range()] == sorted(reference._ops)
+
+
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+def test_merge_ops_refuses_bad_input_alike(impl):
+    err = lambda reason, key: InconsistentOpError(reason, key)   # noqa: E731
+    cases = [
+        ((None, [], [], [], None, True, err), TypeError),
+        (({}, [], [], [], [], True, err), TypeError),
+        (({}, [True], [b"k"], [], None, True, err), ValueError),
+        (({}, [True], ["k"], [b"v"], None, True, err), TypeError),
+        (({}, [True], [b"k"], [bytearray(b"v")], None, True, err), TypeError),
+        (({b"k": (1, None)}, [True], [b"k"], [b"v"], None, False, err), ValueError),
+        (({b"k": [1, None, b"v"]}, [False], [b"k"], [b"v"], None, True, err), ValueError),
+    ]
+    for args, exc in cases:
+        with pytest.raises(exc):
+            impl.merge_ops(*args)
+    overlay, gone, added = impl.merge_ops({b"a": (1, None, b"1")}, (x for x in [False, True]), iter([b"a", b"b"]),
+                                          [b"1", b"22"], {b"b": None}, True, err)
+    assert overlay == {b"b": (1, None, b"22")} and gone == [b"a"] and added == 1 + 2 + 64
+
+
 # --- range iterators are snapshots ----------------------------------------------------------
 
 WRITES = st.lists(st.one_of(
     st.tuples(st.just("insert"), KEYS, VALS),
     st.tuples(st.just("delete"), KEYS, VALS),
     st.tuples(st.just("update"), KEYS, VALS, VALS),
+    st.tuples(st.just("apply"), RUN),
     st.tuples(st.just("insert_many"), st.lists(KEYS, max_size=3, unique=True), VALS),
     st.tuples(st.just("open"), st.one_of(st.none(), KEYS), st.one_of(st.none(), KEYS), st.booleans()),
     st.tuples(st.just("next"), st.integers(0, 5), st.integers(1, 3)),
@@ -299,6 +385,9 @@ def test_range_iterators_yield_the_records_as_of_their_creation(consistent, step
                 getattr(mem, kind)(step[1], step[2])
             elif kind == "update":
                 mem.update(step[1], step[2], step[3])
+            elif kind == "apply":
+                run = step[1]
+                mem.apply([r[0] for r in run], [r[1] for r in run], [r[2] for r in run], {})
             elif kind == "insert_many":
                 mem.insert_many(step[1], [step[2]] * len(step[1]))
             elif kind == "open":

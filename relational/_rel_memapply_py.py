@@ -1,0 +1,97 @@
+"""Pure-Python twin of ``native/_rel_memapply.pyx``: a chunk of inserts and deletes through the
+MemTable's merge rules, into an overlay, without touching the MemTable.
+
+The reference for the native module: same name, results and exceptions. The merge rules are
+those of :mod:`relational.mem_table` (its module docstring has the table); records are
+``(op, old, new)`` tuples with ``op`` 1 INSERT, 2 DELETE, 3 UPDATE (the numbers are
+``relational.mem_table``'s; do not change one without the other).
+
+``merge_ops(records, inserts, keys, values, stored, consistent, error)``:
+
+- ``records``: the MemTable's ``key -> record`` dict (read only);
+- ``inserts``, ``keys``, ``values``: one entry per operation, in order: a truthy ``inserts[i]``
+  inserts the row ``values[i]`` under ``keys[i]``, a falsy one deletes the row ``values[i]``
+  (its old value); keys and values are ``bytes``;
+- ``stored`` (strict mode): ``key -> stored value or None`` for keys without a record (a key
+  missing from it counts as no stored row); ``None`` means empty;
+- ``error(reason, key)``: builds the exception raised for the first operation the rules
+  refuse (strict mode); nothing is changed then, since nothing here changes anything.
+
+Returns ``(overlay, gone, added)``: ``overlay`` maps each key whose run ended with a record to
+that record, ``gone`` lists (in first-touch order) the keys whose run ended with no record (a
+strict insert cancelled by its delete), and ``added`` is the ``approx_bytes`` the MemTable
+adds: ``len(key) + len(value) + 64`` each time a key without a record gets one. Raises
+``ValueError`` when the three sequences differ in length or a record is not a 3-tuple, and
+``TypeError`` when ``records`` or ``stored`` is not a dict or a key or value is not ``bytes``.
+
+Callers: :meth:`relational.mem_table.MemTable.apply` only, through ``hummock._twins.load``.
+"""
+
+from __future__ import annotations
+
+INSERT, DELETE, UPDATE = 1, 2, 3
+_UNSEEN = object()
+
+
+def _check_record(rec) -> tuple:
+    if type(rec) is not tuple or len(rec) != 3:
+        raise ValueError(f"a MemTable record is an (op, old, new) tuple, got {rec!r:.80}")
+    return rec
+
+
+def merge_ops(records, inserts, keys, values, stored, consistent, error):
+    """See the module docstring."""
+    if type(records) is not dict or not (stored is None or type(stored) is dict):
+        raise TypeError(f"records and stored are dicts, got {type(records).__name__} and {type(stored).__name__}")
+    inserts, keys, values = list(inserts), list(keys), list(values)
+    n = len(keys)
+    if len(inserts) != n or len(values) != n:
+        raise ValueError(f"inserts, keys and values differ in length: {len(inserts)}, {n}, {len(values)}")
+    if stored is None:
+        stored = {}
+    overlay = {}          # key -> record after the run so far, or None (no record)
+    added = 0
+    for i in range(n):
+        key = keys[i]
+        value = values[i]
+        if type(key) is not bytes or type(value) is not bytes:
+            raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
+        is_insert = bool(inserts[i])
+        rec = overlay.get(key, _UNSEEN)
+        if rec is _UNSEEN:
+            rec = records.get(key)
+        if rec is None:
+            if consistent:
+                found = stored.get(key)
+                if is_insert:
+                    if found is not None:
+                        raise error("insert of a pk that already has a row", key)
+                elif found is None:
+                    raise error("delete of a pk that has no row", key)
+                elif found != value:
+                    raise error("delete whose old row is not the stored row", key)
+            overlay[key] = (INSERT, None, value) if is_insert else (DELETE, value, None)
+            added += len(key) + len(value) + 64
+            continue
+        op, old, cur = _check_record(rec)
+        if is_insert:
+            if op == DELETE:
+                overlay[key] = (UPDATE, old, value)
+            elif consistent:
+                raise error("insert of a pk that already has a row", key)
+            else:
+                overlay[key] = (op, old, value)
+        elif op == DELETE:
+            if consistent:
+                raise error("delete of a pk that has no row", key)
+            overlay[key] = rec
+        elif consistent and cur != value:
+            raise error("delete whose old row is not the current row", key)
+        elif op == INSERT:
+            overlay[key] = None if consistent else (DELETE, cur, None)
+        else:
+            overlay[key] = (DELETE, old, None)
+    gone = [key for key, rec in overlay.items() if rec is None]
+    for key in gone:
+        del overlay[key]
+    return overlay, gone, added
