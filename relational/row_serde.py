@@ -169,7 +169,7 @@ class RowSerde:
 
     # --- whole chunks ----------------------------------------------------------------------
 
-    def encode_chunk(self, columns, num_rows: int, *, sort: bool = False):
+    def encode_chunk(self, columns, num_rows: int, *, sort: bool = False, return_order: bool = False):
         """Encode a chunk given all its columns (schema order; Arrow, numpy or sequences).
 
         Returns ``(vnodes, keys, values)``: a ``numpy.uint16`` array and two lists of bytes,
@@ -177,6 +177,8 @@ class RowSerde:
         with numpy (``memcomparable.encode_columns``), the rest with one batch call per encoder.
         With ``sort=True`` the three come back in key order (a stable sort: equal keys keep
         their chunk order); equal-width keys (fixed-width pks without NULLs) sort in numpy.
+        ``return_order=True`` adds a fourth item: the chunk positions in the order returned (a
+        list), or ``None`` when unsorted.
         """
         if len(columns) != len(self.types):
             raise SchemaError(f"a chunk has {len(self.types)} columns, got {len(columns)}")
@@ -224,6 +226,8 @@ class RowSerde:
             keys = list(map(keys.__getitem__, order))
             values = list(map(values.__getitem__, order))
             vnodes = vnodes[order] if order else vnodes
+        if return_order:
+            return vnodes, keys, values, order
         return vnodes, keys, values
 
 

@@ -19,7 +19,7 @@ Contracts:
 - Every write is all or nothing: a call that raises (an inconsistent row, an unknown op, a row
   of the wrong shape, a store error during a strict check) leaves the MemTable exactly as it
   was. An update that moves a row to another pk checks both pks first; ``write_chunk`` checks
-  the whole chunk before applying it (all-insert chunks) or undoes the rows it applied (others).
+  the whole chunk (one batched storage probe in strict mode) before it changes anything.
 - ``commit`` and ``try_flush`` empty the MemTable only after ``store.ingest_batch`` returned: if
   the store refuses the batch (``InvalidArgumentError``, ``StoreClosedError``, an
   ``ObjectStoreError`` while it spills; the store then wrote nothing), the MemTable, the pending
@@ -41,8 +41,10 @@ Callers: the stream layer's executors, library users (README "StateTable").
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import islice
+from itertools import compress, islice
 from operator import eq
+
+import pyarrow as pa
 
 import numpy as np
 
@@ -295,18 +297,72 @@ class StateTable:
             arr = ints
         return arr
 
-    def write_chunk(self, ops, columns) -> None:
+    def _visibility(self, visibility, n: int) -> np.ndarray:
+        """``visibility`` as a numpy bool array of ``n`` entries (Arrow NULLs are invisible)."""
+        if isinstance(visibility, (pa.Array, pa.ChunkedArray)):
+            if visibility.null_count:
+                visibility = visibility.fill_null(False)
+            visibility = visibility.to_numpy(zero_copy_only=False)
+        mask = np.asarray(visibility)
+        if mask.ndim == 1 and mask.size == 0:
+            mask = mask.astype(np.bool_)
+        if mask.ndim != 1 or mask.dtype != np.bool_:
+            raise RowError(f"state table {self.name}: visibility must be a sequence of bools, "
+                           f"got {type(visibility).__name__} {visibility!r:.200}")
+        if len(mask) != n:
+            raise SchemaError(f"state table {self.name}: visibility has {len(mask)} entries for {n} rows")
+        return mask
+
+    def _visible_columns(self, columns: list, mask: np.ndarray) -> list:
+        n = len(mask)
+        out = []
+        for i, column in enumerate(columns):
+            if isinstance(column, (pa.Array, pa.ChunkedArray, np.ndarray)):
+                if len(column) != n:
+                    raise SchemaError(f"state table {self.name}: column {i} has {len(column)} values, expected {n}")
+                out.append(column.filter(pa.array(mask)) if not isinstance(column, np.ndarray) else column[mask])
+            else:
+                values = list(column)
+                if len(values) != n:
+                    raise SchemaError(f"state table {self.name}: column {i} has {len(values)} values, expected {n}")
+                out.append(list(compress(values, mask)))
+        return out
+
+    def write_chunk(self, ops, columns, visibility=None) -> None:
         """Apply a chunk: ``ops`` (one op per row: 1 insert, 2 delete, 3 update-delete, 4
         update-insert; any int sequence, numpy or Arrow array) and ``columns`` (schema order;
-        Arrow arrays, numpy arrays or sequences). Keys and values are encoded for the whole
-        chunk at once; an update is its update-delete then its update-insert row.
+        Arrow arrays, numpy arrays or sequences). An update is its update-delete row (a delete
+        of the old row) then its update-insert row (an insert of the new one). ``visibility``
+        (optional, one bool per row; numpy, Arrow or a sequence): rows marked False are skipped
+        entirely (not encoded, not checked).
 
-        All or nothing: a chunk with an unknown op, a row outside the owned vnodes or (strict
-        mode) a row that fails its check raises naming that row and applies none of its rows.
-        All-insert chunks are checked whole before any row is applied (one sorted storage
-        probe); other chunks apply row by row and undo the applied rows if one fails."""
+        The whole chunk is encoded at once and sorted by key (a stable sort, so the rows of one
+        pk keep their order and the result is that of applying the rows in chunk order). An
+        all-insert chunk of new keys is checked with one sorted ``multi_get`` (strict) and
+        added with one dict update; any other chunk is checked with one ``multi_get`` of its
+        keys that have no MemTable record (strict) and run through the MemTable's merge rules
+        into an overlay (``MemTable.apply``) that replaces the records only when every row
+        passed.
+
+        All or nothing: a chunk with an unknown op, a row outside the owned vnodes, a value
+        that does not encode, a store error while probing or (strict mode) a row that fails its
+        check raises and applies none of its rows; an inconsistent row is the first one in
+        chunk order that fails, named by ``InconsistentOpError.pk``."""
         self._require_epoch()
         ops = self._ops_array(ops)
+        if not isinstance(columns, (list, tuple)):
+            if isinstance(columns, _NOT_A_ROW) or not isinstance(columns, Iterable):
+                raise RowError(f"state table {self.name}: columns must be a sequence of {self._width} columns, "
+                               f"got {type(columns).__name__}")
+        columns = list(columns)
+        if visibility is not None:
+            mask = self._visibility(visibility, len(ops))
+            if not mask.all():
+                if len(columns) != self._width:
+                    raise SchemaError(f"state table {self.name}: a chunk has {self._width} columns, "
+                                      f"got {len(columns)}")
+                ops = ops[mask]
+                columns = self._visible_columns(columns, mask)
         n = len(ops)
         all_inserts = bool(n) and bool((ops == OP_INSERT).all())
         if not all_inserts and n:
@@ -315,45 +371,42 @@ class StateTable:
                 i = int(np.argmax(bad))
                 raise SchemaError(f"state table {self.name}: unknown op {int(ops[i])} at row {i} "
                                   "(1 insert, 2 delete, 3/4 update -/+); nothing applied")
-        if not isinstance(columns, (list, tuple)):
-            if isinstance(columns, _NOT_A_ROW) or not isinstance(columns, Iterable):
-                raise RowError(f"state table {self.name}: columns must be a sequence of {self._width} columns, "
-                               f"got {type(columns).__name__}")
-            columns = list(columns)
-        vnodes, keys, values = self.serde.encode_chunk(list(columns), n, sort=all_inserts)
+        vnodes, keys, values, order = self.serde.encode_chunk(columns, n, sort=True, return_order=True)
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
             bad = int(np.argmin(self.vnodes.mask[vnodes]))
             self._owned(keys[bad])
-        if all_inserts:
-            if self._insert_all(keys, values):
-                return
-            # a key repeats or already has a record: apply the rows in chunk order
-            vnodes, keys, values = self.serde.encode_chunk(list(columns), n)
-        self._apply_rows(ops.tolist(), keys, values)
+        if not n or all_inserts and self._insert_all(keys, values, order):
+            return
+        inserts = (ops == OP_INSERT) | (ops == OP_UPDATE_INSERT)
+        self._apply_batch(inserts, order, keys, values)
 
-    def _apply_rows(self, ops: list, keys: list, values: list) -> None:
-        """Apply the rows in order; if one raises, undo the rows before it, then re-raise."""
-        mem = self.mem
-        records = mem.records
-        saved = []
-        approx_bytes = mem.approx_bytes
+    def _apply_batch(self, inserts: np.ndarray, order, keys: list, values: list) -> None:
+        """Apply rows given in key order (``order``: their chunk positions); ``inserts`` (chunk
+        order) tells inserts from deletes. Strict mode: one ``multi_get`` of the keys without a
+        MemTable record. Raises, changing nothing, at the first row in chunk order that fails."""
+        stored = None
+        if self.consistent:
+            records = self.mem.records
+            probe = list(dict.fromkeys(keys)) if not records else [k for k in dict.fromkeys(keys) if k not in records]
+            stored = dict(zip(probe, self.store.multi_get(self.table_id, probe, self.epoch))) if probe else {}
+        sorted_inserts = inserts[order].tolist() if order else inserts.tolist()
         try:
-            for i, op in enumerate(ops):
-                key = keys[i]
-                saved.append((key, records.get(key)))
-                if op in _INSERTS:
-                    self._check_absent(key)
-                    mem.insert(key, values[i])
-                else:
-                    self._check_present(key, values[i], "delete")
-                    mem.delete(key, values[i])
-        except BaseException:
-            mem.undo(saved, approx_bytes)
+            self.mem.apply(sorted_inserts, keys, values, stored)
+        except InconsistentOpError:
+            if not order:
+                raise
+            # name the first failing row in chunk order: each key's rows are independent of
+            # the others', so the same rows in chunk order fail too (and change nothing)
+            chunk_keys, chunk_values = [None] * len(order), [None] * len(order)
+            for j, i in enumerate(order):
+                chunk_keys[i], chunk_values[i] = keys[j], values[j]
+            self.mem.apply(inserts.tolist(), chunk_keys, chunk_values, stored)
             raise
 
-    def _insert_all(self, keys, values) -> bool:
-        """All-insert chunks, ``keys`` sorted: one sorted storage check, one dict update. False =
-        take the row-by-row path (a key repeats or already has a record); nothing changed then."""
+    def _insert_all(self, keys, values, order) -> bool:
+        """All-insert chunks, ``keys`` sorted (``order``: their chunk positions): one sorted
+        storage check, one dict update. False = take the general path (a key repeats or already
+        has a record); nothing changed then."""
         if any(map(eq, keys, islice(keys, 1, None))):
             return False
         records = self.mem.records
@@ -361,8 +414,9 @@ class StateTable:
             return False
         if self.consistent:
             found = self.store.multi_get(self.table_id, keys, self.epoch)
-            if found.count(None) != len(found):
-                key = next(k for k, v in zip(keys, found) if v is not None)
+            if found.count(None) != len(found):   # name the first such row in chunk order
+                _, j = min((order[j], j) for j, v in enumerate(found) if v is not None)
+                key = keys[j]
                 raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
         return self.mem.insert_many(keys, values, distinct=True)
 

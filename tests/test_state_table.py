@@ -244,7 +244,8 @@ def test_write_chunk_equals_row_by_row(store, dist):
     assert list(a.iter_with_prefix()) == expected
 
 
-def test_write_chunk_with_repeated_keys_takes_the_row_path(store):
+def test_write_chunk_with_repeated_keys_takes_the_general_path(store):
+    """Repeated keys in an all-insert chunk: applied in chunk order through the merge rules."""
     t = _table(store, BENCH_SCHEMA, consistent=False)
     t.write_chunk([OP_INSERT] * 3, [[1, 1, 2], [1, 2, 3], [0, 0, 0], ["a", "b", "c"]])
     assert list(t.iter_with_prefix()) == [(1, 2, 0, "b"), (2, 3, 0, "c")]
@@ -263,8 +264,8 @@ def test_strict_insert_chunk_checks_storage_and_memtable(store, dist):
         t.write_chunk(np.full(3, OP_INSERT), _chunk([100, 9, 1]))   # 9 is stored: nothing applied
     assert t.get_row((100,)) is None and t.get_row((1,)) is None
     with pytest.raises(InconsistentOpError, match=r"pk=\(40,\)"):
-        t.write_chunk(np.full(2, OP_INSERT), _chunk([2, 40]))        # 40 is in the MemTable: row path
-    assert t.get_row((2,)) is None                                   # undone: nothing applied
+        t.write_chunk(np.full(2, OP_INSERT), _chunk([2, 40]))        # 40 is in the MemTable: general path
+    assert t.get_row((2,)) is None                                   # nothing applied
     t.write_chunk(np.full(2, OP_INSERT), _chunk([-1, 8]))
     t.commit(new_epoch())
     assert [r[0] for r in t.iter_with_prefix()] == [-1, 3, 5, 7, 8, 9, 40]

@@ -36,7 +36,8 @@ SCHEMA = [("id", T.BIGINT), ("a", T.INT), ("s", T.VARCHAR)]
 class FaultyStore:
     """A HummockStorage proxy: ``refuse_ingest(exc, times)`` makes the next ``times`` calls of
     ``ingest_batch`` raise ``exc`` without reaching the store (as the store itself refuses:
-    nothing written); ``fail_get_after(n, exc)`` lets ``n`` point reads through, then raises."""
+    nothing written); ``fail_get_after(n, exc)`` lets ``n`` point reads through (``get``s, or
+    keys of ``multi_get`` calls, which fail whole), then raises."""
 
     def __init__(self, store):
         self._store = store
@@ -66,6 +67,15 @@ class FaultyStore:
                 raise self._get_exc
             self._gets_left -= 1
         return self._store.get(table_id, key, epoch)
+
+    def multi_get(self, table_id, keys, epoch):
+        keys = list(keys)
+        if self._gets_left is not None:
+            if self._gets_left < len(keys):   # one call: it fails as a whole
+                self._gets_left = 0
+                raise self._get_exc
+            self._gets_left -= len(keys)
+        return self._store.multi_get(table_id, keys, epoch)
 
 
 @pytest.fixture(params=["memory", "local"])
