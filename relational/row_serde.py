@@ -15,7 +15,7 @@ column that is in neither comes back as ``None``.
 Invariants: ``decode(*encode(row))`` equals the row up to the encoders' documented
 normalisations (REAL to float32, TIMESTAMPTZ to UTC; pk columns outside the value also come
 back in memcomparable's canonical form); ``encode_chunk`` gives exactly the bytes of
-``encode`` row by row. Keys of one table sort like the rows' pks within a vnode.
+``encode`` row by row, and ``keys_of_pks`` those of ``key_of_pk`` pk by pk. Keys of one table sort like the rows' pks within a vnode.
 
 Callers: :mod:`relational.state_table`, :mod:`relational.storage_table`.
 """
@@ -30,8 +30,8 @@ from relational.arrow import as_arrow, to_pylist
 from relational.errors import SchemaError
 from relational.memcomparable import OrderType
 from relational.types import DataType
-from relational.vnode import (VNODE_BYTES, VNODE_COUNT, VNODE_SEED, compute_vnode, compute_vnodes, key_with_vnode,
-                              vnode_prefix)
+from relational.vnode import (VNODE_BYTES, VNODE_COUNT, VNODE_SEED, compute_vnode, compute_vnodes, hash_list,
+                              key_with_vnode, vnode_prefix)
 
 #: the 2-byte prefix of each vnode, indexed by vnode
 VNODE_PREFIXES = tuple(vnode_prefix(v) for v in range(VNODE_COUNT))
@@ -130,6 +130,29 @@ class RowSerde:
         if not self.dist_in_pk:
             return _SINGLETON_PREFIX + memcomparable.encode_row(pk, self.pk_types, self.order_types)
         return VNODE_PREFIXES[self.vnode_of_pk(pk)] + memcomparable.encode_row(pk, self.pk_types, self.order_types)
+
+    def keys_of_pks(self, pks: list) -> list:
+        """``[key_of_pk(pk) for pk in pks]`` with one encoder call for all the pks (plus one for
+        the distribution keys when they are not the whole pk) and one hash call.
+
+        REQUIRES: every pk is a tuple or list (the caller checks; a wrong width raises
+        :class:`SchemaError`, a wrong value the encoder's typed error, naming that pk)."""
+        width = len(self.pk_indices)
+        for pk in pks:
+            if len(pk) != width:
+                raise SchemaError(f"a pk has {width} values, got {len(pk)}: {pk!r}")
+        encoded = memcomparable.encode_rows(pks, self.pk_types, self.order_types)
+        if not self.dist_in_pk:
+            return list(map(_SINGLETON_PREFIX.__add__, encoded))
+        if self._dist_head == width:   # the vnode hashes the pk's own bytes
+            dist = encoded
+        else:
+            where = self.dist_in_pk
+            dist = memcomparable.encode_rows([[pk[i] for i in where] for pk in pks], self.dist_types,
+                                             [OrderType.ASC] * len(where))
+        vnodes = (hash_list(dist, VNODE_SEED) % np.uint64(VNODE_COUNT)).tolist()
+        prefixes = VNODE_PREFIXES
+        return [prefixes[v] + k for v, k in zip(vnodes, encoded)]
 
     def encode(self, row) -> tuple[bytes, bytes]:
         """``(table key, value)`` of one row (a sequence in schema order)."""

@@ -2,8 +2,8 @@
 
 Job: executors write rows (``insert``, ``delete``, ``update``, ``write_chunk``) into a
 :class:`~relational.mem_table.MemTable` holding this epoch's operations, and read with
-read-after-write (``get_row``, ``iter_with_prefix``): the MemTable first, then the store at the
-current epoch. ``commit(new_epoch)`` writes the MemTable as one sorted batch at the current
+read-after-write (``get_row``, ``get_rows``, ``iter_with_prefix``, ``iter_batches``): the
+MemTable first, then the store at the current epoch. ``commit(new_epoch)`` writes the MemTable as one sorted batch at the current
 epoch (``HummockStorage.ingest_batch``) and moves to ``new_epoch``; making the epoch durable
 (``store.checkpoint``) is the caller's barrier, not the table's. Row format and paths:
 docs/relational.md.
@@ -31,8 +31,13 @@ Contracts:
 - ``update_watermark(w)``: at the next commit, rows whose first pk column is below ``w``
   (SQL order; NULLs are never cleaned) are deleted, in the same batch as the epoch's writes
   (all or nothing with it). Until then they stay readable.
-- Rows read are tuples in schema order; iterators read the store as of their creation for
-  storage data, and the MemTable live (do not write while iterating the same range).
+- Rows read are tuples in schema order. An iterator (``iter_with_prefix``, ``iter_batches``)
+  yields the table as it was when it was created: the store as of that call and the MemTable
+  as of that call. Writes to the same range while it is iterated (a join probes its state,
+  then updates the degrees of the rows it found) never break it and are not seen by it; the
+  MemTable copies what an open iterator has left of its range on the first write after the
+  iterator's creation (mem_table.py, "Range reads are snapshots"). It stays valid across
+  ``commit`` and ``try_flush`` too (it keeps reading the old MemTable and store state).
 Not thread-safe: one instance belongs to one executor.
 
 Callers: the stream layer's executors, library users (README "StateTable").
@@ -54,7 +59,9 @@ from relational.errors import EpochError, InconsistentOpError, RowError, SchemaE
 from relational.mem_table import DELETE, MemTable
 from relational.memcomparable import encode_row as mc_encode_row
 from relational.row_serde import RowSerde
-from relational.table_iter import as_values, decoded_rows, merge_mem_over_storage, merge_vnodes, pk_ranges
+from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
+                                   decoded_rows, merge_mem_over_storage, merge_vnodes, pinned_vnode, pk_ranges,
+                                   record_batches)
 from relational.types import DataType
 from relational.vnode import VNODE_BYTES, Bitmap
 
@@ -64,6 +71,7 @@ _INSERTS = (OP_INSERT, OP_UPDATE_INSERT)
 _DELETES = (OP_DELETE, OP_UPDATE_DELETE)
 _NOT_A_ROW = (str, bytes, bytearray, memoryview)
 DEFAULT_FLUSH_BYTES = 64 << 20
+DEFAULT_BATCH_SIZE = 1024
 
 
 def split_schema(schema):
@@ -475,24 +483,97 @@ class StateTable:
                 return None
         return self.serde.decode(key, value)
 
+    def get_rows(self, pks) -> list:
+        """``[get_row(pk) for pk in pks]`` in a few calls: the pks are encoded at once
+        (``RowSerde.keys_of_pks``), the MemTable answers the keys it has, one
+        ``store.multi_get`` the rest, and the found values are decoded in one call.
+
+        Raises as :meth:`get_row` (``RowError``, ``SchemaError``, a value's typed error,
+        ``VnodeNotOwnedError``), naming the first bad pk, before reading anything."""
+        epoch = self.epoch
+        if epoch is None:
+            self._require_epoch()
+        if isinstance(pks, _NOT_A_ROW) or not isinstance(pks, Iterable):
+            raise RowError(f"state table {self.name}: get_rows takes a sequence of pks, got {type(pks).__name__}")
+        pks = list(pks)
+        for pk in pks:
+            if type(pk) is not tuple and type(pk) is not list:
+                pks = [as_values(pk, "pk") for pk in pks]
+                break
+        if not pks:
+            return []
+        keys = self.serde.keys_of_pks(pks)
+        if not self._owns_all:
+            for key in keys:
+                self._owned(key)
+        records = self.mem.records
+        if records:
+            recs = list(map(records.get, keys))
+            missing = [k for k, r in zip(keys, recs) if r is None]
+            found = iter(self.store.multi_get(self.table_id, missing, epoch) if missing else ())
+            values = [next(found) if r is None else r[2] for r in recs]   # a DELETE's new value is None
+        else:
+            values = self.store.multi_get(self.table_id, keys, epoch)
+        if None not in values:
+            return self.serde.decode_many(keys, values)
+        at = [i for i, v in enumerate(values) if v is not None]
+        out = [None] * len(values)
+        if at:
+            rows = self.serde.decode_many([keys[i] for i in at], [values[i] for i in at])
+            for i, row in zip(at, rows):
+                out[i] = row
+        return out
+
     def _merged(self, lo: bytes, hi, reverse: bool):
         stored = self.store.iter(self.table_id, self.epoch, lo, hi, reverse=reverse)
         if not self.mem.has_range(lo, hi):
             return stored
         return merge_mem_over_storage(self.mem.range(lo, hi, reverse), iter(stored), reverse)
 
-    def iter_with_prefix(self, pk_prefix=(), *, start=None, end=None, reverse: bool = False):
-        """Yield the rows whose pk starts with ``pk_prefix``, in pk order across vnodes
-        (descending with ``reverse``). ``start`` (inclusive) and ``end`` (exclusive) bound the
-        pk columns after the prefix, as tuples compared in pk order; a partial tuple bounds its
-        columns only (``end=(5,)`` stops before every row whose next column is 5)."""
+    def _pairs(self, pk_prefix, start, end, start_inclusive, end_inclusive, reverse, limit):
+        """The merged ``(key, value)`` stream of a read, built now (the iterators' snapshot)."""
         self._require_epoch()
-        ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end)
-        for vnode, _, _ in ranges[:1]:
-            if len(ranges) == 1 and vnode not in self.vnodes:
+        limit = check_limit(limit, self.name)
+        ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end, bool(start_inclusive),
+                           bool(end_inclusive))
+        if not self._owns_all:
+            pinned = pinned_vnode(self.serde, pk_prefix)
+            if pinned is not None and pinned not in self.vnodes:
                 raise VnodeNotOwnedError(f"state table {self.name}: pk prefix {tuple(pk_prefix)!r} is in vnode "
-                                         f"{vnode}, which this instance does not own")
-        streams = [self._merged(lo, hi, reverse) for _, lo, hi in ranges]
-        if not streams:
-            return iter(())
-        return decoded_rows(self.serde, merge_vnodes(streams, reverse))
+                                         f"{pinned}, which this instance does not own")
+        if not ranges or limit == 0:
+            return ()
+        pairs = merge_vnodes([self._merged(lo, hi, reverse) for _, lo, hi in ranges], reverse)
+        return pairs if limit is None else islice(pairs, limit)
+
+    def iter_with_prefix(self, pk_prefix=(), *, start=None, end=None, start_inclusive: bool = True,
+                         end_inclusive: bool = False, reverse: bool = False, limit: int | None = None):
+        """Yield the rows whose pk starts with ``pk_prefix``, in pk order across vnodes
+        (descending with ``reverse``), at most ``limit`` of them (``None``: all).
+
+        ``start`` and ``end`` bound the pk columns after the prefix, as tuples compared in pk
+        order; a partial tuple bounds its columns only (``end=(5,)`` stops before every row
+        whose next column is 5, or after the last of them with ``end_inclusive=True``).
+        Defaults: ``start`` inclusive, ``end`` exclusive. With ``reverse`` the bounds keep their
+        meaning (``start`` is still the low end).
+
+        The iterator sees the table as of this call (module docstring); writes while it is
+        open are safe. A prefix whose vnode this instance does not own raises
+        ``VnodeNotOwnedError``; a ``limit`` that is not ``None`` or an int >= 0 raises
+        ``SchemaError``; both at the call."""
+        pairs = self._pairs(pk_prefix, start, end, start_inclusive, end_inclusive, reverse, limit)
+        return decoded_rows(self.serde, pairs) if pairs != () else iter(())
+
+    def iter_batches(self, pk_prefix=(), *, start=None, end=None, start_inclusive: bool = True,
+                     end_inclusive: bool = False, reverse: bool = False, limit: int | None = None,
+                     batch_size: int = DEFAULT_BATCH_SIZE, columns=None):
+        """:meth:`iter_with_prefix` as ``pyarrow.RecordBatch``es of at most ``batch_size`` rows
+        with ``columns`` (names or indices; default all), typed as ``StorageTable.batch_iter``
+        types them (:func:`relational.arrow.arrow_type`). Same snapshot and errors, plus
+        ``SchemaError`` for a bad ``batch_size`` or column, at the call."""
+        batch_size = check_batch_size(batch_size, self.name)
+        idx = column_indices(self.names, columns, self.name)
+        schema = batch_schema(self.names, self.serde.types, idx)
+        rows = self.iter_with_prefix(pk_prefix, start=start, end=end, start_inclusive=start_inclusive,
+                                     end_inclusive=end_inclusive, reverse=reverse, limit=limit)
+        return record_batches(rows, idx, self.serde.types, schema, batch_size)

@@ -16,7 +16,8 @@ Contracts:
 - ``batch_iter`` yields ``pyarrow.RecordBatch``es of at most ``batch_size`` rows (an ``int``
   >= 1, else ``SchemaError``), in pk order
   across the owned vnodes (descending with ``reverse``), with the requested ``columns`` (names
-  or indices; default all) typed by :func:`relational.arrow.arrow_type`.
+  or indices; default all) typed by :func:`relational.arrow.arrow_type`; the bounds and
+  ``limit`` are those of ``StateTable.iter_with_prefix``.
 Thread-safe as far as the store is: it keeps no mutable state.
 
 Callers: the SQL layer's batch SELECT, library users.
@@ -24,13 +25,15 @@ Callers: the SQL layer's batch SELECT, library users.
 
 from __future__ import annotations
 
+from itertools import islice
+
 import numpy as np
 import pyarrow as pa
 
-from relational.arrow import arrow_type, to_arrow
 from relational.errors import EpochError, SchemaError
 from relational.state_table import table_layout
-from relational.table_iter import as_values, decoded_rows, merge_vnodes, pk_ranges
+from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
+                                   decoded_rows, merge_vnodes, pk_ranges, record_batches)
 from relational.vnode import Bitmap
 
 DEFAULT_BATCH_SIZE = 1024
@@ -55,23 +58,10 @@ class StorageTable:
                    desc.dist_key_indices, desc.value_indices, vnodes, name=desc.name)
 
     def _column_indices(self, columns) -> list:
-        if columns is None:
-            return list(range(len(self.names)))
-        out = []
-        for c in columns:
-            if isinstance(c, str):
-                if c not in self.names:
-                    raise SchemaError(f"table {self.name} has no column {c!r} (columns: {self.names})")
-                out.append(self.names.index(c))
-            elif isinstance(c, int) and not isinstance(c, bool) and 0 <= c < len(self.names):
-                out.append(c)
-            else:
-                raise SchemaError(f"a column is a name or an index in [0, {len(self.names)}), got {c!r}")
-        return out
+        return column_indices(self.names, columns, self.name)
 
     def arrow_schema(self, columns=None) -> pa.Schema:
-        idx = self._column_indices(columns)
-        return pa.schema([(self.names[i], arrow_type(self.serde.types[i])) for i in idx])
+        return batch_schema(self.names, self.serde.types, self._column_indices(columns))
 
     def _check_epoch(self, epoch) -> int:
         """``epoch`` as an int if it is a committed epoch; EpochError otherwise."""
@@ -93,35 +83,26 @@ class StorageTable:
         return None if value is None else self.serde.decode(key, value)
 
     def batch_iter(self, epoch: int, pk_prefix=(), start=None, end=None, columns=None, *,
-                   batch_size: int = DEFAULT_BATCH_SIZE, reverse: bool = False):
-        """Yield record batches of the rows at committed ``epoch`` with ``pk_prefix`` and the
-        bounds of :meth:`StateTable.iter_with_prefix`, in pk order."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise SchemaError(f"table {self.name}: batch_size must be an int >= 1, got {batch_size!r}")
+                   batch_size: int = DEFAULT_BATCH_SIZE, reverse: bool = False, start_inclusive: bool = True,
+                   end_inclusive: bool = False, limit: int | None = None):
+        """Yield record batches of the rows at committed ``epoch`` with ``pk_prefix``, the
+        bounds and the ``limit`` of :meth:`StateTable.iter_with_prefix`, in pk order."""
+        batch_size = check_batch_size(batch_size, self.name)
+        limit = check_limit(limit, self.name)
         epoch = self._check_epoch(epoch)    # checked now, not at the first next()
         idx = self._column_indices(columns)
-        schema = self.arrow_schema(idx)
-        ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end)
-        return self._batches(epoch, ranges, idx, schema, int(batch_size), reverse)
+        schema = batch_schema(self.names, self.serde.types, idx)
+        ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end, start_inclusive, end_inclusive)
+        return self._batches(epoch, ranges, idx, schema, batch_size, reverse, limit)
 
-    def _batches(self, epoch, ranges, idx, schema, batch_size, reverse):
-        types = self.serde.types
+    def _batches(self, epoch, ranges, idx, schema, batch_size, reverse, limit):
         snap = self.store.snapshot(epoch)
         try:
             streams = [snap.iter(self.table_id, lo, hi, reverse=reverse) for v, lo, hi in ranges
                        if v in self.vnodes]
-            rows = []
-            for row in decoded_rows(self.serde, merge_vnodes(streams, reverse) if streams else ()):
-                rows.append(row)
-                if len(rows) == batch_size:
-                    yield self._to_batch(rows, idx, types, schema)
-                    rows = []
-            if rows:
-                yield self._to_batch(rows, idx, types, schema)
+            pairs = merge_vnodes(streams, reverse) if streams and limit != 0 else ()
+            if limit is not None:
+                pairs = islice(pairs, limit)
+            yield from record_batches(decoded_rows(self.serde, pairs), idx, self.serde.types, schema, batch_size)
         finally:
             snap.release()
-
-    @staticmethod
-    def _to_batch(rows, idx, types, schema) -> pa.RecordBatch:
-        arrays = [to_arrow([r[i] for r in rows], types[i]) for i in idx]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
