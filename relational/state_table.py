@@ -28,6 +28,8 @@ Contracts:
   wrong width :class:`SchemaError`, a value of the wrong type :class:`TypeMismatchError`.
 - A row whose vnode is not in ``vnodes`` raises :class:`VnodeNotOwnedError`; reads only see the
   owned vnodes. Two instances owning disjoint vnodes of one table id may write the same epoch.
+  ``update_vnode_bitmap(new)`` (rescaling) changes the owned set between epochs: it requires an
+  empty MemTable (call it after ``commit``) and returns the old set.
 - ``update_watermark(w)``: at the next commit, rows whose first pk column is below ``w``
   (SQL order; NULLs are never cleaned) are deleted, in the same batch as the epoch's writes
   (all or nothing with it). Until then they stay readable.
@@ -460,6 +462,25 @@ class StateTable:
         for key, value in doomed:
             batch.delete(key, value)
         return batch
+
+    # --- vnodes -----------------------------------------------------------------------------
+
+    def update_vnode_bitmap(self, new_bitmap: Bitmap) -> Bitmap:
+        """Own the vnodes of ``new_bitmap`` from now on (rescaling) and return the old set.
+
+        REQUIRES: no uncommitted writes (call it after ``commit``, before the new epoch's first
+        write): ``SchemaError`` otherwise, and for a ``new_bitmap`` that is not a Bitmap;
+        nothing changes then. Reads (and a pending watermark's cleaning) then cover the new set;
+        rows of vnodes given away stay in the store for their new owner. Iterators created
+        before keep their vnodes."""
+        if not isinstance(new_bitmap, Bitmap):
+            raise SchemaError(f"state table {self.name}: update_vnode_bitmap takes a Bitmap, got {new_bitmap!r}")
+        if self.mem:
+            raise SchemaError(f"state table {self.name}: update_vnode_bitmap with {len(self.mem)} uncommitted "
+                              "writes; commit the epoch first")
+        old, self.vnodes = self.vnodes, new_bitmap
+        self._owns_all = new_bitmap.is_full()
+        return old
 
     # --- reads ------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """StateTable as stream executors use it (issue 11 part 5): ``get_rows``, bounded and limited
 iteration, writes while iterating, ``write_chunk`` with a visibility mask and mixed ops in one
-batch, ``iter_batches``; and the chunk encoder's key sort and ``keys_of_pks`` they rest on.
+batch, ``update_vnode_bitmap``, ``iter_batches``; and the chunk encoder's key sort and
+``keys_of_pks`` they rest on.
 
 Every table test runs on a memory and a local store. The state machine against a dict model
 (tests/test_state_table_stateful.py) covers the same calls in random sequences.
@@ -324,6 +325,51 @@ def test_a_failing_mixed_chunk_names_its_first_bad_row_in_chunk_order(store):
         t.write_chunk([OP_INSERT] * 3, _cols([(70, 0, "n"), (9, 0, "exists"), (3, 0, "exists")]))
     assert info.value.pk == (9,)
     assert (dict(t.mem.records), t.mem.approx_bytes) == before
+
+
+# --- update_vnode_bitmap ----------------------------------------------------------------------
+
+def test_rescale_moves_vnodes_between_instances(store):
+    """One instance owns everything, then the vnodes split between two (scale out), then one
+    owns them all again (scale in); each reads exactly its vnodes' rows after the change."""
+    a = _table(store, dist_key_indices=[0])
+    a.write_chunk([OP_INSERT] * 200, _cols([(i, i, "x") for i in range(200)]))
+    with pytest.raises(SchemaError, match="uncommitted writes"):
+        a.update_vnode_bitmap(Bitmap.from_range(0, 128))
+    assert a.vnodes == Bitmap.full()
+    _commit(store, a)
+    left, right = Bitmap.from_range(0, 128), Bitmap.from_range(128, 256)
+    assert a.update_vnode_bitmap(left) == Bitmap.full()
+    b = StateTable(store, 1, SCHEMA, [0], dist_key_indices=[0], vnodes=right)
+    b.init_epoch(a.epoch)
+    mine = {i for i in range(200) if a.serde.vnode_of_pk((i,)) < 128}
+    assert [r[0] for r in a.iter_with_prefix()] == sorted(mine)
+    assert [r[0] for r in b.iter_with_prefix()] == sorted(set(range(200)) - mine)
+    assert a.get_rows([(i,) for i in sorted(mine)]) == [(i, i, "x") for i in sorted(mine)]
+    with pytest.raises(VnodeNotOwnedError):
+        a.insert((min(set(range(200)) - mine), 0, "not mine"))
+    other = min(set(range(200)) - mine)
+    b.delete((other, other, "x"))
+    a.delete((min(mine), min(mine), "x"))
+    epoch = a.epoch
+    a.commit(new_epoch())
+    b.commit(new_epoch())
+    store.checkpoint(epoch)
+    assert a.update_vnode_bitmap(Bitmap.full()) == left
+    assert [r[0] for r in a.iter_with_prefix()] == sorted(set(range(200)) - {min(mine), other})
+    with pytest.raises(SchemaError, match="takes a Bitmap"):
+        a.update_vnode_bitmap([1, 2])
+
+
+def test_singleton_table_without_vnode_zero_owns_nothing(store):
+    t = _table(store)
+    t.insert((1, 1, "x"))
+    _commit(store, t)
+    t.update_vnode_bitmap(Bitmap(range(1, 256)))
+    with pytest.raises(VnodeNotOwnedError):
+        t.get_rows([(1,)])
+    with pytest.raises(VnodeNotOwnedError):
+        t.iter_with_prefix()
 
 
 # --- iter_batches -----------------------------------------------------------------------------
