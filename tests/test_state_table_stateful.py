@@ -1,12 +1,19 @@
 """StateTable against a dict model (pk -> row) with a hypothesis state machine.
 
 Rules: insert / delete / update (strict mode: valid ones succeed, invalid ones raise
-InconsistentOpError and change nothing), write_chunk of mixed ops, try_flush (tiny threshold),
-update_watermark (rows below it leave the model at the next commit), commit, checkpoint, reopen
-(back to the last checkpoint), get_row, iter_with_prefix with random prefix / bounds / reverse
-compared with a Python sort of the model under the table's ASC/DESC orders, and StorageTable
-reads at old committed epochs. Runs on memory, local and S3 stores (S3 with fewer examples), in
-whichever mode (native / pure) the suite runs.
+InconsistentOpError and change nothing), write_chunk of mixed ops, write_visible_chunk (mixed
+ops plus rows masked out by a visibility mask that would be refused if they were applied:
+inconsistent, unknown ops, other vnodes), try_flush (tiny threshold), update_watermark (rows
+below it leave the model at the next commit), commit, checkpoint, reopen (back to the last
+checkpoint), get_row, get_rows (many pks, repeats, absent ones), iterate: iter_with_prefix or
+iter_batches with random prefix, bounds (inclusive or exclusive at either end, partial on the
+first pk column), reverse, limit and batch size, compared with a Python sort of the model under
+the table's ASC/DESC orders, write_while_iterating (a join's pattern: an open iterator while
+chunks, updates of the rows it yielded, commits and flushes change its range; it yields the
+rows as of its creation), rescale (update_vnode_bitmap between epochs; reads then cover the new
+vnodes, writes outside them raise VnodeNotOwnedError; reopen owns every vnode again), and
+StorageTable reads at old committed epochs. Runs on memory, local and S3 stores (S3 with fewer
+examples), in whichever mode (native / pure) the suite runs.
 
 All or nothing (issue 10): a commit or try_flush whose ingest the store refuses changes nothing
 (MemTable, watermark, epoch) and the retry commits the epoch; an update moving a row onto an
@@ -14,6 +21,9 @@ existing pk, a chunk with one inconsistent row anywhere, a row, pk or epoch of t
 all raise and leave the table exactly as it was.
 """
 
+from itertools import islice
+
+import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -23,11 +33,12 @@ from hummock import StoreClosedError
 from hummock.errors import InvalidArgumentError
 from hummock.key import new_epoch
 from hummock.object_store.base import ObjectStoreError
-from relational.errors import EpochError, InconsistentOpError, RowError
+from relational.errors import EpochError, InconsistentOpError, RowError, SchemaError, VnodeNotOwnedError
 from relational.memcomparable import OrderType
 from relational.state_table import OP_DELETE, OP_INSERT, OP_UPDATE_DELETE, OP_UPDATE_INSERT, StateTable
 from relational.storage_table import StorageTable
 from relational.types import DataType as T
+from relational.vnode import Bitmap
 from table_stores import opener
 from test_state_table import pk_sort_key
 from test_state_table_atomic import FaultyStore
@@ -43,6 +54,7 @@ REFUSALS = st.sampled_from([lambda: InvalidArgumentError("injected: batch refuse
                             lambda: StoreClosedError("injected: the store is closed"),
                             lambda: ObjectStoreError("injected: spill upload failed", path="sst/9.sst")])
 COLUMN_TYPES = [pa.int32(), pa.string(), pa.int64(), pa.float64()]
+BOUND = st.one_of(st.none(), K, st.integers(-2, 2))   # a str bounds k (after a prefix), an int g
 
 
 class StateTableMachine(RuleBasedStateMachine):
@@ -61,11 +73,29 @@ class StateTableMachine(RuleBasedStateMachine):
         self.checkpointed = None       # (epoch, model) of the last checkpoint
         self.pending = []              # epochs ingested but not yet checkpointed
         self.watermark = None          # pending watermark on the first pk column
+        self.vnodes = Bitmap.full()    # what the table instance owns (rescale changes it)
         self._new_table()
 
     def _new_table(self):
-        self.table = StateTable(self.store, 5, flush_threshold=1 << 30, **self.args)
+        self.table = StateTable(self.store, 5, flush_threshold=1 << 30, vnodes=self.vnodes, **self.args)
         self.table.init_epoch(new_epoch())
+
+    def _owns(self, pk) -> bool:
+        return self.table.serde.vnode_of_pk(pk) in self.vnodes
+
+    def _owned_model(self) -> dict:
+        return {pk: r for pk, r in self.model.items() if self._owns(pk)}
+
+    def _not_owned(self, call):
+        """``call`` writes or reads outside the owned vnodes: it raises and changes nothing."""
+        before = self._state()
+        try:
+            call()
+        except VnodeNotOwnedError:
+            pass
+        else:
+            raise AssertionError(f"access outside the owned vnodes {self.vnodes} accepted")
+        assert self._state() == before
 
     def teardown(self):
         if hasattr(self, "store"):
@@ -73,7 +103,7 @@ class StateTableMachine(RuleBasedStateMachine):
 
     def _state(self):
         """What a refused operation must leave unchanged."""
-        return self.table.epoch, dict(self.table.mem.records), self.table._watermark
+        return self.table.epoch, dict(self.table.mem.records), self.table._watermark, self.table.vnodes
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -83,6 +113,8 @@ class StateTableMachine(RuleBasedStateMachine):
     @rule(pk=PK, v=V, d=D)
     def insert(self, pk, v, d):
         row = self._row(pk, v, d)
+        if not self._owns(pk):
+            return self._not_owned(lambda: self.table.insert(row))
         if pk in self.model:
             try:
                 self.table.insert(row)
@@ -95,6 +127,8 @@ class StateTableMachine(RuleBasedStateMachine):
 
     @rule(pk=PK, data=st.data())
     def delete(self, pk, data):
+        if not self._owns(pk):
+            return self._not_owned(lambda: self.table.delete(self.model.get(pk) or self._row(pk, 0, None)))
         if pk in self.model:
             self.table.delete(self.model.pop(pk))
             return
@@ -110,6 +144,8 @@ class StateTableMachine(RuleBasedStateMachine):
         if pk not in self.model:
             return
         old = self.model[pk]
+        if not self._owns(pk):
+            return self._not_owned(lambda: self.table.update(old, self._row(pk, v, d)))
         if wrong_old:
             bad = (old[0], old[1], old[2] + 100, old[3])
             try:
@@ -149,8 +185,27 @@ class StateTableMachine(RuleBasedStateMachine):
 
     @rule(pks=st.lists(PK, unique=True, max_size=6), data=st.data())
     def write_chunk(self, pks, data):
+        pks = [pk for pk in pks if self._owns(pk)]
         ops, rows = self._valid_chunk(pks, data, self.model)
         self.table.write_chunk(ops, self._columns(rows))
+
+    @rule(pks=st.lists(PK, unique=True, max_size=6), data=st.data())
+    def write_visible_chunk(self, pks, data):
+        """A consistent chunk (over owned pks) with invisible rows that would be refused if
+        applied (an inconsistent row, an unknown op, a row of a vnode not owned); the mask
+        comes as a list, a numpy array or an Arrow array."""
+        ops, rows = self._valid_chunk([pk for pk in pks if self._owns(pk)], data, self.model)
+        visible = [True] * len(ops)
+        for _ in range(data.draw(st.integers(0, 3))):
+            at = data.draw(st.integers(0, len(ops)))
+            pk = data.draw(PK)
+            op = data.draw(st.sampled_from([OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, 9]))
+            ops.insert(at, op)
+            rows.insert(at, self._row(pk, 99, None))
+            visible.insert(at, False)
+        form = data.draw(st.sampled_from([list, np.array, pa.array]))
+        event(f"visibility: {sum(visible)} of {len(visible)} rows visible")
+        self.table.write_chunk(ops, self._columns(rows), visibility=form(visible))
 
     # --- invalid writes change nothing ------------------------------------------------------
 
@@ -158,10 +213,12 @@ class StateTableMachine(RuleBasedStateMachine):
     def write_inconsistent_chunk(self, pks, bad_pk, inserts_only, data):
         """A consistent chunk with one inconsistent row at a random position: nothing applied.
         ``inserts_only``: new pks and an insert of an existing one (the batched path)."""
-        if inserts_only and self.model:
-            bad_pk = data.draw(st.sampled_from(sorted(self.model, key=repr)))
+        owned = self._owned_model()
+        if inserts_only and owned:
+            bad_pk = data.draw(st.sampled_from(sorted(owned, key=repr)))
             pks = [pk for pk in pks if pk not in self.model]
-        if bad_pk in pks:
+        pks = [pk for pk in pks if self._owns(pk)]
+        if bad_pk in pks or not self._owns(bad_pk):
             return
         ops, rows = self._valid_chunk(pks, data, dict(self.model))
         if bad_pk in self.model:
@@ -189,7 +246,10 @@ class StateTableMachine(RuleBasedStateMachine):
     @precondition(lambda self: len(self.model) >= 2)
     @rule(data=st.data(), v=V)
     def update_onto_an_existing_pk(self, data, v):
-        src, dst = data.draw(st.lists(st.sampled_from(sorted(self.model, key=repr)), min_size=2, max_size=2,
+        owned = self._owned_model()
+        if len(owned) < 2:
+            return
+        src, dst = data.draw(st.lists(st.sampled_from(sorted(owned, key=repr)), min_size=2, max_size=2,
                                       unique=True))
         before = self._state()
         try:
@@ -234,8 +294,9 @@ class StateTableMachine(RuleBasedStateMachine):
         self._committed(epoch)
 
     def _committed(self, epoch):
-        if self.watermark is not None:   # NULLs are never cleaned
-            self.model = {pk: r for pk, r in self.model.items() if pk[0] is None or pk[0] >= self.watermark}
+        if self.watermark is not None:   # NULLs are never cleaned; only owned vnodes are
+            self.model = {pk: r for pk, r in self.model.items()
+                          if pk[0] is None or pk[0] >= self.watermark or not self._owns(pk)}
             self.watermark = None
         self.history[epoch] = dict(self.model)
         self.pending.append(epoch)
@@ -264,7 +325,7 @@ class StateTableMachine(RuleBasedStateMachine):
         refused = self._refused(refusal, lambda: self.table.commit(new_epoch()))
         event(f"commit with a refusal: {'refused, retried' if refused else 'nothing to write'}")
         if refused:
-            for pk in list(self.model)[:3]:          # the epoch's rows are still readable
+            for pk in list(self._owned_model())[:3]:   # the epoch's rows are still readable
                 assert self.table.get_row(pk) == self.model[pk]
             self.commit()                            # the retry
         else:
@@ -303,35 +364,148 @@ class StateTableMachine(RuleBasedStateMachine):
             self.history = {e: m for e, m in self.history.items() if e <= epoch}
         self.pending = []
         self.watermark = None
+        self.vnodes = Bitmap.full()    # a recovered instance owns every vnode again
         self._new_table()
 
     # --- reads ------------------------------------------------------------------------------
 
     @rule(pk=PK)
     def get_row(self, pk):
+        if not self._owns(pk):
+            return self._not_owned(lambda: self.table.get_row(pk))
         assert self.table.get_row(pk) == self.model.get(pk)
 
-    def _expected(self, rows, prefix, start, end, reverse):
-        key = pk_sort_key(self.orders)
-        ordered = sorted(rows, key=lambda r: key(r[:2]))
-        if prefix:
-            ordered = [r for r in ordered if r[0] == prefix[0]]
-            if start is not None:
-                ordered = [r for r in ordered if key((0, r[1])) >= key((0, start))]
-            if end is not None:
-                ordered = [r for r in ordered if key((0, r[1])) < key((0, end))]
-        return ordered[::-1] if reverse else ordered
+    @rule(pks=st.lists(PK, max_size=8), owned_only=st.booleans())
+    def get_rows(self, pks, owned_only):
+        if owned_only:
+            pks = [pk for pk in pks if self._owns(pk)]
+        if not all(map(self._owns, pks)):
+            return self._not_owned(lambda: self.table.get_rows(pks))
+        assert self.table.get_rows(pks) == [self.model.get(pk) for pk in pks]
 
-    @rule(prefix=st.one_of(st.just(()), G.map(lambda g: (g,))), start=st.one_of(st.none(), K),
-          end=st.one_of(st.none(), K), reverse=st.booleans())
-    def iterate(self, prefix, start, end, reverse):
-        bounds = dict(start=(start,), end=(end,)) if prefix else {}
-        if not prefix:
-            start = end = None
-        got = list(self.table.iter_with_prefix(prefix, reverse=reverse,
-                                               start=bounds.get("start") if start is not None else None,
-                                               end=bounds.get("end") if end is not None else None))
-        assert got == self._expected(list(self.model.values()), prefix, start, end, reverse)
+    def _expected(self, rows, prefix, start, end, reverse, start_inclusive=True, end_inclusive=False, limit=None,
+                  every_vnode=False):
+        """The model's rows (of the owned vnodes, or ``every_vnode``) with ``prefix`` between
+        the bounds (tuples over the pk columns after the prefix, compared as prefixes), in pk
+        order, reversed, limited."""
+        key = pk_sort_key(self.orders)
+        ordered = sorted((r for r in rows if every_vnode or self._owns(r[:2])), key=lambda r: key(r[:2]))
+        n = len(prefix)
+        ordered = [r for r in ordered if r[:n] == tuple(prefix)]
+        rest = pk_sort_key(self.orders[n:])
+        if start is not None:
+            lo = rest(start)
+            ordered = [r for r in ordered if (rest(r[n:n + len(start)]) >= lo if start_inclusive
+                                              else rest(r[n:n + len(start)]) > lo)]
+        if end is not None:
+            hi = rest(end)
+            ordered = [r for r in ordered if (rest(r[n:n + len(end)]) <= hi if end_inclusive
+                                              else rest(r[n:n + len(end)]) < hi)]
+        if reverse:
+            ordered = ordered[::-1]
+        return ordered if limit is None else ordered[:limit]
+
+    def _pinned_elsewhere(self, prefix) -> bool:
+        """True when every row with ``prefix`` is in one vnode this instance does not own."""
+        if self.args["dist_key_indices"] is None:
+            return 0 not in self.vnodes
+        return bool(prefix) and not self._owns((prefix[0], ""))
+
+    @rule(prefix=st.one_of(st.just(()), G.map(lambda g: (g,))), start=BOUND, end=BOUND, reverse=st.booleans(),
+          start_inclusive=st.booleans(), end_inclusive=st.booleans(), limit=st.one_of(st.none(), st.integers(0, 3)),
+          batch_size=st.sampled_from([None, None, 1, 3]))
+    def iterate(self, prefix, start, end, reverse, start_inclusive=True, end_inclusive=False, limit=None,
+                batch_size=None):
+        """iter_with_prefix (or iter_batches with ``batch_size``): a str bound bounds k after a
+        (g,) prefix, an int bound bounds g without a prefix (a partial bound); others are
+        dropped."""
+        def bound(b):
+            if b is None or isinstance(b, str) != bool(prefix):
+                return None
+            return (b,)
+        start, end = bound(start), bound(end)
+        kwargs = dict(start=start, end=end, start_inclusive=start_inclusive, end_inclusive=end_inclusive,
+                      reverse=reverse, limit=limit)
+        if self._pinned_elsewhere(prefix):
+            return self._not_owned(lambda: self.table.iter_with_prefix(prefix, **kwargs))
+        if batch_size is None:
+            got = list(self.table.iter_with_prefix(prefix, **kwargs))
+        else:
+            batches = list(self.table.iter_batches(prefix, batch_size=batch_size, **kwargs))
+            assert all(0 < b.num_rows <= batch_size for b in batches)
+            assert all(b.schema.names == ["g", "k", "v", "d"] for b in batches)
+            got = [tuple(r.values()) for b in batches for r in b.to_pylist()]
+        assert got == self._expected(list(self.model.values()), prefix, start, end, reverse, start_inclusive,
+                                     end_inclusive, limit)
+
+    @rule(prefix=st.one_of(st.just(()), G.map(lambda g: (g,))), reverse=st.booleans(), data=st.data())
+    def write_while_iterating(self, prefix, reverse, data):
+        """A join's pattern: an iterator is open while its range changes (chunks, updates of
+        the rows it already yielded, new rows, commits, flushes); it yields the rows as of its
+        creation, and afterwards a new read sees every change."""
+        if self._pinned_elsewhere(prefix):
+            return
+        # this epoch's writes in the range first, so that the iterator has MemTable records left
+        pks = [pk for pk in data.draw(st.lists(PK, unique=True, max_size=12)) if self._owns(pk)]
+        ops, rows = self._valid_chunk(pks, data, self.model)
+        self.table.write_chunk(ops, self._columns(rows))
+        expected = self._expected(list(self.model.values()), prefix, None, None, reverse)
+        it = self.table.iter_with_prefix(prefix, reverse=reverse)
+        got = []
+        for _ in range(data.draw(st.integers(1, 4))):
+            got += islice(it, data.draw(st.integers(0, 3)))
+            action = data.draw(st.sampled_from(["chunk", "degrees", "commit", "flush"]))
+            event(f"write while iterating: {action}")
+            if action == "chunk":
+                pks = [pk for pk in data.draw(st.lists(PK, unique=True, max_size=6)) if self._owns(pk)]
+                ops, rows = self._valid_chunk(pks, data, self.model)
+                self.table.write_chunk(ops, self._columns(rows))
+            elif action == "degrees":    # update the rows found so far; insert one next to them
+                for row in got:
+                    pk = row[:2]
+                    if pk in self.model:
+                        old = self.model[pk]
+                        new = (old[0], old[1], old[2] + 1, old[3])
+                        self.table.update(old, new)
+                        self.model[pk] = new
+                pk = (prefix[0] if prefix else data.draw(G), data.draw(K))
+                if pk not in self.model and self._owns(pk):
+                    self.table.insert(self._row(pk, 0, None))
+                    self.model[pk] = self._row(pk, 0, None)
+            elif action == "commit":
+                self.commit()
+            else:
+                self.try_flush()
+        got += list(it)
+        assert got == expected
+        assert list(self.table.iter_with_prefix(prefix, reverse=reverse)) == self._expected(
+            list(self.model.values()), prefix, None, None, reverse)
+
+    @rule(data=st.data())
+    def rescale(self, data):
+        """update_vnode_bitmap between epochs: refused (changing nothing) with uncommitted
+        writes; after a commit it returns the old set and reads cover the new one."""
+        if self.table.mem:
+            before = self._state()
+            try:
+                self.table.update_vnode_bitmap(Bitmap.full())
+            except SchemaError:
+                pass
+            else:
+                raise AssertionError("update_vnode_bitmap with uncommitted writes accepted")
+            assert self._state() == before
+            self.commit()
+        choices = [Bitmap.full(), Bitmap.from_range(0, 128), Bitmap.from_range(128, 256), Bitmap([0]),
+                   Bitmap(range(1, 256))]
+        if self.model:
+            v = self.table.serde.vnode_of_pk(data.draw(st.sampled_from(sorted(self.model, key=repr))))
+            choices += [Bitmap([v]), Bitmap(x for x in range(256) if x != v)]
+        new = data.draw(st.sampled_from(choices))
+        assert self.table.update_vnode_bitmap(new) == self.vnodes
+        self.vnodes = new
+        event(f"rescale to {len(new)} vnodes")
+        pks = sorted(self._owned_model(), key=repr)
+        assert self.table.get_rows(pks) == [self.model[pk] for pk in pks]
 
     @precondition(lambda self: self.checkpointed is not None)
     @rule(data=st.data(), reverse=st.booleans())
@@ -341,7 +515,7 @@ class StateTableMachine(RuleBasedStateMachine):
         reader = StorageTable(self.store, 5, **self.args)
         rows = [tuple(r.values()) for b in reader.batch_iter(epoch, batch_size=3, reverse=reverse)
                 for r in b.to_pylist()]
-        assert rows == self._expected(list(self.history[epoch].values()), (), None, None, reverse)
+        assert rows == self._expected(list(self.history[epoch].values()), (), None, None, reverse, every_vnode=True)
         pk = data.draw(PK)
         assert reader.get_row(pk, epoch) == self.history[epoch].get(pk)
 
