@@ -365,6 +365,7 @@ class StateTable:
                 raise RowError(f"state table {self.name}: columns must be a sequence of {self._width} columns, "
                                f"got {type(columns).__name__}")
         columns = list(columns)
+        visible_rows = None        # chunk positions of the visible rows, when some are not
         if visibility is not None:
             mask = self._visibility(visibility, len(ops))
             if not mask.all():
@@ -373,13 +374,15 @@ class StateTable:
                                       f"got {len(columns)}")
                 ops = ops[mask]
                 columns = self._visible_columns(columns, mask)
+                visible_rows = np.flatnonzero(mask)
         n = len(ops)
         all_inserts = bool(n) and bool((ops == OP_INSERT).all())
         if not all_inserts and n:
             bad = (ops < OP_INSERT) | (ops > OP_UPDATE_INSERT)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise SchemaError(f"state table {self.name}: unknown op {int(ops[i])} at row {i} "
+                row = i if visible_rows is None else int(visible_rows[i])
+                raise SchemaError(f"state table {self.name}: unknown op {int(ops[i])} at row {row} "
                                   "(1 insert, 2 delete, 3/4 update -/+); nothing applied")
         vnodes, keys, values, order = self.serde.encode_chunk(columns, n, sort=True, return_order=True)
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():

@@ -278,6 +278,8 @@ def test_visibility_arguments_are_checked(store):
         t.write_chunk([OP_INSERT] * 2, cols, visibility=[1, 0])
     with pytest.raises(SchemaError, match="column 2 has 1 values"):
         t.write_chunk([OP_INSERT] * 2, cols[:2] + [["a"]], visibility=[True, False])
+    with pytest.raises(SchemaError, match="unknown op 7 at row 1"):   # rows are named by chunk position
+        t.write_chunk([OP_INSERT, 7], cols, visibility=[False, True])
     assert not t.mem
 
 
