@@ -1,11 +1,15 @@
 """``HummockStorage``: the KV API of the engine (DESIGN.md sections 3, 5 and 10).
 
 Write path: ``ingest_batch`` checks a sorted batch and adds it to the shared buffer as an imm,
-visible at once to reads on this store. ``seal_epoch`` ends writes at <= epoch, ``sync`` turns
-the imms of epochs <= epoch into staging SSTs, ``commit_epoch`` publishes them in one version
-delta (the commit point) and advances ``max_committed_epoch``; ``checkpoint`` does all three.
-Past ``shared_buffer_capacity`` the oldest epochs' imms are spilled early to staging SSTs, one
-epoch per flush so a commit never publishes a later epoch's data.
+visible at once to reads on this store. ``seal_epoch`` ends writes at <= epoch and hands the
+imms of those epochs to the uploader (``hummock/uploader.py``), which builds and uploads them as
+staging SSTs on its own thread while writers go on with later epochs; ``sync`` waits for the
+uploads of epochs <= epoch (starting any not yet started), ``commit_epoch`` publishes the staging
+SSTs in one version delta (the commit point) and advances ``max_committed_epoch``;
+``checkpoint`` does all three. Past ``shared_buffer_capacity`` the oldest epochs' imms are
+spilled early, one epoch per upload so a commit never publishes a later epoch's data; the writer
+that crossed the capacity waits for the spill (back-pressure), never the engine lock's holders.
+No SST is built or uploaded under the engine lock.
 
 Read path: every change swaps in a new immutable :class:`~hummock.read_view.ReadState` (imms,
 staging SSTs, the committed version's SST readers); ``get``/``multi_get`` read the current one
@@ -48,6 +52,7 @@ from hummock.read_view import ReadHandle, ReadState, SstReader, VersionView, ver
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
 from hummock.sstable.reader import Sstable
+from hummock.uploader import Uploader, UploadTask
 from hummock.version import VersionDelta
 
 MAX_TABLE_ID = 0xFFFFFFFF
@@ -118,6 +123,10 @@ class HummockStorage:
         # open count as committed at open
         self._commit_times = collections.deque([(time.monotonic(), manifest.current.max_committed_epoch)])
         self._compactor = None
+        self._uploader = Uploader(self._upload)
+        self._uploading: list[UploadTask] = []   # submitted, not ended, in submission order
+        self._uploading_imms: set[int] = set()   # id() of the imms of those tasks
+        self._upload_log = None   # a list collecting (kind, lowest, highest, submitted, finished)
         self._closed = False
         self._state = None
         self._handle = None   # the stable get/multi_get/iter (ReadHandle) over self._state
@@ -195,6 +204,8 @@ class HummockStorage:
         compaction task finishes first (its result is applied or discarded)."""
         if self._compactor is not None:
             self._compactor.stop()
+        # queued uploads end with StoreClosedError; a running one finishes (and is dropped)
+        self._uploader.close(StoreClosedError("the store was closed before this upload ran"))
         with self._lock:
             if self._closed:
                 return
@@ -236,6 +247,10 @@ class HummockStorage:
         """Write a batch at ``epoch``: ``(key, value)`` pairs sorted strictly ascending by key,
         value ``None`` = delete. Visible at once to reads on this store at epochs >= ``epoch``.
 
+        When the batch would take the shared buffer past ``shared_buffer_capacity``, the oldest
+        epochs are spilled first and this call waits for those uploads (back-pressure); if one
+        fails, its error is raised and nothing was written.
+
         REQUIRES: ``epoch`` > the sealed epoch, with its low 16 bits zero (``new_epoch()``).
         Raises ``InvalidArgumentError`` (a ``ValueError``) for anything else; nothing is written then.
         """
@@ -245,40 +260,60 @@ class HummockStorage:
         keys, values, size = check_batch(kv_pairs)
         if not keys:
             return
-        with self._lock:
-            self._require_writer()
-            if self._buffer.size + size > self.options.shared_buffer_capacity:
-                self._buffer.check_add(table_id, epoch)
-                self._spill()    # before the add: if the upload fails, nothing was written
-            self._buffer.add(table_id, epoch, keys, values, size)
-            self.counters["ingested_keys"] += len(keys)
-            self.counters["ingested_bytes"] += size - ENTRY_OVERHEAD * len(keys)   # keys + values
-            self._refresh_state()
+        spilled = False
+        while True:
+            with self._lock:
+                self._require_writer()
+                if not spilled and self._buffer.size + size > self.options.shared_buffer_capacity:
+                    self._buffer.check_add(table_id, epoch)
+                    waits = self._start_spill()
+                else:
+                    self._buffer.add(table_id, epoch, keys, values, size)
+                    self.counters["ingested_keys"] += len(keys)
+                    self.counters["ingested_bytes"] += size - ENTRY_OVERHEAD * len(keys)   # keys + values
+                    self._refresh_state()
+                    return
+            for task in waits:   # outside the lock: uploads install themselves under it
+                task.wait()      # a failed spill raises here, before the add
+            spilled = True
 
     def seal_epoch(self, epoch: int) -> None:
-        """No more writes at epochs <= ``epoch``. REQUIRES: not below the sealed epoch."""
+        """No more writes at epochs <= ``epoch``; their imms start uploading in the background
+        (``sync`` waits for them). REQUIRES: not below the sealed epoch."""
         self._require_writer()
         epoch = _check_user_epoch(epoch)
         with self._lock:
             if epoch < self._buffer.sealed_epoch:
                 raise InvalidArgumentError(f"cannot seal epoch {epoch}: already sealed up to {self._buffer.sealed_epoch}")
             self._buffer.seal(epoch)
+            self._start_upload(epoch, "seal")
 
     def sync(self, epoch: int) -> None:
-        """Seal ``epoch`` and upload the imms of epochs <= ``epoch`` as staging SSTs (still
-        uncommitted: a crash loses them). Syncing an epoch already synced does nothing."""
+        """Seal ``epoch`` and wait until the imms of epochs <= ``epoch`` are staging SSTs (still
+        uncommitted: a crash loses them); uploads of later epochs go on meanwhile. Raises the
+        error of a failed upload (its imms stay buffered: syncing again retries them). Syncing
+        an epoch already synced does nothing."""
         self._require_writer()
         epoch = _check_user_epoch(epoch)
         with self._lock:
             self._buffer.seal(epoch)
-            imms = [m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK <= epoch]
-            self._flush(imms)
-            self._synced_epoch = max(self._synced_epoch, epoch)
-            self._refresh_state()
+            waits = self._start_upload(epoch, "sync")
+        for task in waits:
+            task.wait()
+        with self._lock:
+            self._require_writer()
+            # every task waited for succeeded; imms <= epoch left over can only be those of a
+            # task that failed before this call and that another thread's sync resubmitted
+            again = any(m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms())
+            if not again:
+                self._synced_epoch = max(self._synced_epoch, epoch)
+        if again:
+            self.sync(epoch)
 
     def commit_epoch(self, epoch: int) -> None:
         """Publish every write of epochs <= ``epoch`` atomically (one version delta) and make
-        ``epoch`` the ``max_committed_epoch``. Syncs first if needed.
+        ``epoch`` the ``max_committed_epoch``. Syncs first if needed (waiting for the uploads
+        of epochs <= ``epoch`` without holding the engine lock).
 
         REQUIRES: ``epoch`` > ``max_committed_epoch``, and no ``sync`` of a later epoch put data
         of ``epoch`` and of later epochs into the same SSTs (commit the synced epoch instead).
@@ -286,36 +321,44 @@ class HummockStorage:
         """
         self._require_writer()
         epoch = _check_user_epoch(epoch)
-        with self._lock:
-            self._check_ownership()
-            self._adopt_pending()
-            if epoch == self._version.max_committed_epoch:
-                return   # already committed (a retry after an error whose commit landed)
-            if epoch < self._version.max_committed_epoch:
-                raise InvalidArgumentError(
-                    f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
-            if epoch > self._synced_epoch or any(m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms()):
-                self.sync(epoch)
-            chosen = []
-            for info in self._staging:
-                lowest, highest = self._staging_epochs[info.sst_id]
-                if highest <= epoch:
-                    chosen.append(info)
-                elif lowest <= epoch:
+        while True:
+            with self._lock:
+                self._check_ownership()
+                self._adopt_pending()
+                if epoch == self._version.max_committed_epoch:
+                    return   # already committed (a retry after an error whose commit landed)
+                if epoch < self._version.max_committed_epoch:
                     raise InvalidArgumentError(
-                        f"epoch {epoch} was synced together with later epochs (up to {highest}); "
-                        f"commit {highest} instead")
-            delta = VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
-            try:
-                version = self._manifest.commit(delta)
-            finally:   # on an unknown outcome the delta is pending: the staging SSTs stay
-                self._set_version(self._manifest.current)
-            self._set_version(version)   # drops the committed staging SSTs
-            self._commit_times.append((time.monotonic(), epoch))
-            self.counters["commits"] += 1
-            if self._compactor is not None:
-                self._compactor.notify()
-                self._stall_while_l0_is_full()
+                        f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
+                if epoch <= self._synced_epoch and not any(
+                        m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms()):
+                    self._publish(epoch)
+                    if self._compactor is not None:
+                        self._compactor.notify()   # (its condition shares the engine lock)
+                    break
+            self.sync(epoch)
+        if self._compactor is not None:
+            self._stall_while_l0_is_full()
+
+    def _publish(self, epoch: int) -> None:
+        """The commit itself (under the lock; everything of epochs <= ``epoch`` is staged)."""
+        chosen = []
+        for info in self._staging:
+            lowest, highest = self._staging_epochs[info.sst_id]
+            if highest <= epoch:
+                chosen.append(info)
+            elif lowest <= epoch:
+                raise InvalidArgumentError(
+                    f"epoch {epoch} was synced together with later epochs (up to {highest}); "
+                    f"commit {highest} instead")
+        delta = VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
+        try:
+            version = self._manifest.commit(delta)
+        finally:   # on an unknown outcome the delta is pending: the staging SSTs stay
+            self._set_version(self._manifest.current)
+        self._set_version(version)   # drops the committed staging SSTs
+        self._commit_times.append((time.monotonic(), epoch))
+        self.counters["commits"] += 1
 
     def checkpoint(self, epoch: int) -> None:
         """``seal_epoch`` + ``sync`` + ``commit_epoch``. After an error the commit's outcome
@@ -345,41 +388,80 @@ class HummockStorage:
     def _all_imms(self):
         return self._buffer.all_imms()
 
-    def _flush(self, imms) -> None:
-        """Upload ``imms`` as staging SSTs, then drop them from the buffer (under the lock)."""
-        if not imms:
-            return
+    def _start_upload(self, epoch: int, kind: str) -> list:
+        """Hand the buffered imms of user epochs <= ``epoch`` that no task holds yet to the
+        uploader as one task (under the lock); return every unfinished task holding epochs
+        <= ``epoch``, oldest first -- what a ``sync(epoch)`` waits for."""
+        imms = [m for m in self._all_imms()
+                if m.epoch & ~EPOCH_SPILL_MASK <= epoch and id(m) not in self._uploading_imms]
+        if imms:
+            self._submit(imms, kind)
+        return [task for task in self._uploading if task.lowest <= epoch]
+
+    def _start_spill(self) -> list:
+        """Hand the oldest epochs' imms to the uploader, one epoch per task, until what is not
+        uploading fits in half the capacity (under the lock); return the unfinished tasks."""
+        target = self.options.shared_buffer_capacity // 2
+        idle = [m for m in self._all_imms() if id(m) not in self._uploading_imms]
+        idle_size = sum(m.size for m in idle)
+        for epoch in sorted({m.epoch & ~EPOCH_SPILL_MASK for m in idle}):
+            if idle_size <= target:
+                break
+            imms = [m for m in idle if m.epoch & ~EPOCH_SPILL_MASK == epoch]
+            self._submit(imms, "spill")
+            idle_size -= sum(m.size for m in imms)
+            self.counters["spills"] += 1
+        return list(self._uploading)
+
+    def _submit(self, imms: list, kind: str) -> None:
+        epochs = [m.epoch & ~EPOCH_SPILL_MASK for m in imms]
+        task = UploadTask(imms, min(epochs), max(epochs), kind)
+        task.submitted = time.perf_counter()
+        self._uploading.append(task)
+        self._uploading_imms.update(id(m) for m in imms)
+        self._uploader.submit(task)
+
+    def _upload(self, task: UploadTask) -> None:
+        """The uploader thread's work: build and upload ``task``'s SSTs without the engine lock,
+        then, under it, make them staging SSTs and drop the imms in one step. On error the ids
+        handed out are released (their objects are orphans for vacuum) and the imms stay
+        buffered for a retry. Always ends the task."""
         handed_out = []
 
         def new_sst_id():
-            handed_out.append(self._new_sst_id())
+            handed_out.append(self._new_sst_id_locked())
             return handed_out[-1]
+        infos, error = None, None
         try:
-            infos = flush_imms(imms, self._store, self.options.sst_builder_options(),
+            if self._closed:
+                raise StoreClosedError("the store was closed before this upload ran")
+            infos = flush_imms(task.imms, self._store, self.options.sst_builder_options(),
                                self.options.target_sst_size, new_sst_id)
-        except BaseException:
-            self._release_ids(handed_out)   # never in a delta: whatever was uploaded is an orphan
-            raise
-        kill_point("flush.after_sst_upload")
-        user_epochs = [m.epoch & ~EPOCH_SPILL_MASK for m in imms]
-        for info in infos:
-            self._unsettled_ids.discard(info.sst_id)
-            self._staging.append(info)
-            self._staging_epochs[info.sst_id] = (min(user_epochs), max(user_epochs))
-        taken = {id(m) for m in imms}
-        self._buffer.remove(lambda imm: id(imm) in taken)
-        self.counters["flushed_ssts"] += len(infos)
-        self.counters["flushed_bytes"] += sum(info.file_size for info in infos)
-
-    def _spill(self) -> None:
-        """Flush the oldest user epochs, one epoch per flush, until under capacity."""
-        while self._buffer.size > self.options.shared_buffer_capacity // 2:
-            epochs = sorted({m.epoch & ~EPOCH_SPILL_MASK for m in self._all_imms()})
-            if not epochs:
-                return
-            oldest = epochs[0]
-            self._flush([m for m in self._all_imms() if m.epoch & ~EPOCH_SPILL_MASK == oldest])
-            self.counters["spills"] += 1
+            kill_point("flush.after_sst_upload")
+        except BaseException as exc:   # noqa: BLE001 -- handed to the waiters
+            error = exc
+        with self._lock:
+            self._uploading.remove(task)
+            self._uploading_imms.difference_update(id(m) for m in task.imms)
+            if error is None and self._closed:
+                error = StoreClosedError("the store was closed while this upload ran")
+            if error is not None:
+                self._release_ids(handed_out)   # never in a delta: an orphan for vacuum
+            else:
+                for info in infos:
+                    self._unsettled_ids.discard(info.sst_id)
+                    self._staging.append(info)
+                    self._staging_epochs[info.sst_id] = (task.lowest, task.highest)
+                taken = {id(m) for m in task.imms}
+                self._buffer.remove(lambda imm: id(imm) in taken)
+                self.counters["flushed_ssts"] += len(infos)
+                self.counters["flushed_bytes"] += sum(info.file_size for info in infos)
+                self._refresh_state()
+            task.finished = time.perf_counter()
+            if self._upload_log is not None:
+                self._upload_log.append((task.kind, task.lowest, task.highest, task.submitted, task.finished))
+        task.error = error
+        task.done.set()
 
     def _new_sst_id(self) -> int:
         """A fresh SST id (under the lock): reserved in the manifest first, never reused."""
@@ -410,10 +492,11 @@ class HummockStorage:
         """Slow (never fail) a writer while L0 has L0_STOP_FACTOR x the trigger's sub-levels."""
         stop = self._compactor.config.l0_trigger * L0_STOP_FACTOR
         waited = 0.0
-        while len(self._version.l0) >= stop and waited < L0_STALL_LIMIT_SECONDS and not self._closed:
-            self.counters["write_stalls"] += 1
-            self._compactor._wake.wait(timeout=0.1)
-            waited += 0.1
+        with self._lock:   # the wait releases it
+            while len(self._version.l0) >= stop and waited < L0_STALL_LIMIT_SECONDS and not self._closed:
+                self.counters["write_stalls"] += 1
+                self._compactor._wake.wait(timeout=0.1)
+                waited += 0.1
 
     def _watermark(self) -> int:
         """The epoch compaction may drop versions below (under the lock): the lowest of the
@@ -641,6 +724,8 @@ class HummockStorage:
                 "version_id": version.id,
                 "shared_buffer_bytes": self._buffer.size,
                 "imms": len(self._buffer),
+                "upload_tasks": len(self._uploading),
+                "uploading_bytes": sum(task.size for task in self._uploading),
                 "staging_ssts": len(self._staging),
                 "l0_sub_levels": len(version.l0),
                 "level_sizes": version.level_sizes(),

@@ -1,0 +1,193 @@
+"""The write path off the upload (issue 11 part 1): sealing an epoch hands its imms to the
+uploader; writes, reads and seals of later epochs go on while it uploads; ``sync(e)`` waits only
+for uploads of epochs <= e; a failed upload keeps its data buffered and a retry finishes it.
+
+Slow uploads are scripted with ``ScriptedStore.hold`` (a gate that blocks SST uploads until the
+test opens it), so every interleaving here is deterministic.
+"""
+
+import threading
+import time
+
+import pytest
+
+from hummock import HummockStorage, StorageOptions
+from hummock.object_store import MemoryObjectStore
+from hummock.object_store.base import ObjectStoreError
+from hummock.storage import StoreClosedError
+from scripted_store import ScriptedStore
+
+E = 1 << 16
+OPTIONS = StorageOptions(compactor="none", vacuum_min_age_s=0)
+
+
+def _rows(tag: bytes, n: int = 20):
+    return [(b"k%03d" % i, tag + b"%d" % i) for i in range(n)]
+
+
+def _run(fn):
+    """Run ``fn`` on a thread; return (thread, box) where box holds its result or error."""
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:   # noqa: BLE001 -- inspected by the test
+            box["error"] = exc
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, box
+
+
+@pytest.fixture()
+def scripted():
+    inner = MemoryObjectStore()
+    faulty = ScriptedStore(inner)
+    store = HummockStorage.open(faulty, OPTIONS)
+    yield faulty, store
+    for gate in faulty.gates:
+        gate.open()
+    store.close()
+
+
+def test_writes_reads_and_seals_of_the_next_epoch_go_on_while_an_epoch_uploads(scripted):
+    faulty, store = scripted
+    gate = faulty.hold("upload", "sst/")
+    store.ingest_batch(1, _rows(b"a"), E)
+    store.seal_epoch(E)                           # the upload starts and blocks at the gate
+    assert gate.entered.wait(10)
+    # nothing below waits for the upload: each call would hang here if it held the engine lock
+    store.ingest_batch(1, _rows(b"b", 5), 2 * E)
+    assert store.get(1, b"k000", E) == b"a0"      # the uploading imm is still read
+    assert store.get(1, b"k000", 2 * E) == b"b0"
+    assert store.stats()["imms"] == 2 and store.stats()["staging_ssts"] == 0
+    syncer, box = _run(lambda: store.sync(E))
+    syncer.join(0.3)
+    assert syncer.is_alive(), "sync(E) returned before E's SSTs were uploaded"
+    store.ingest_batch(2, _rows(b"c", 3), 2 * E)  # writers are not blocked by a waiting sync either
+    gate.open()
+    syncer.join(10)
+    assert not syncer.is_alive() and "error" not in box
+    stats = store.stats()
+    assert stats["staging_ssts"] >= 1 and stats["imms"] == 2   # E uploaded, 2E still buffered
+    store.commit_epoch(E)
+    assert store.max_committed_epoch == E
+    assert store.get(1, b"k000", E) == b"a0" and store.get(1, b"k000", 2 * E) == b"b0"
+    store.checkpoint(2 * E)
+    assert dict(store.iter(2, 2 * E)) == dict(_rows(b"c", 3))
+
+
+def test_sync_waits_only_for_epochs_up_to_its_own(scripted):
+    faulty, store = scripted
+    store.ingest_batch(1, _rows(b"a"), E)
+    store.seal_epoch(E)
+    store.sync(E)                                 # E is staged
+    gate = faulty.hold("upload", "sst/")
+    store.ingest_batch(1, _rows(b"b"), 2 * E)
+    store.seal_epoch(2 * E)                       # 2E's upload blocks at the gate
+    assert gate.entered.wait(10)
+    store.commit_epoch(E)                         # neither waits for 2E's upload
+    assert store.max_committed_epoch == E
+    committer, box = _run(lambda: store.commit_epoch(2 * E))
+    committer.join(0.3)
+    assert committer.is_alive(), "commit_epoch(2E) published before 2E was uploaded"
+    gate.open()
+    committer.join(10)
+    assert "error" not in box and store.max_committed_epoch == 2 * E
+
+
+def test_epochs_sealed_one_by_one_commit_one_by_one(scripted):
+    _, store = scripted
+    for i in (1, 2, 3):
+        store.ingest_batch(1, _rows(b"%d" % i), i * E)
+        store.seal_epoch(i * E)                   # one upload per sealed epoch
+    store.sync(3 * E)
+    for i in (1, 2, 3):                           # so each can be committed alone
+        store.commit_epoch(i * E)
+        assert store.get(1, b"k001", i * E) == b"%d1" % i
+    assert store.version().max_committed_epoch == 3 * E
+
+
+def _wait_for_uploads(store):
+    deadline = time.monotonic() + 10
+    while store.stats()["upload_tasks"]:
+        assert time.monotonic() < deadline, "uploads never ended"
+        time.sleep(0.01)
+
+
+def test_a_failed_background_upload_keeps_its_data_and_the_next_sync_retries_it(scripted):
+    faulty, store = scripted
+    faulty.fail("upload", "sst/")
+    store.ingest_batch(1, _rows(b"a"), E)
+    store.seal_epoch(E)                           # this upload fails; nobody waits for it
+    _wait_for_uploads(store)
+    assert faulty.injected == 1
+    assert store.stats()["imms"] == 1 and store.stats()["staging_ssts"] == 0
+    assert store.get(1, b"k005", E) == b"a5"      # still buffered and read
+    store.checkpoint(E)                           # the sync retries the upload, then commits
+    assert store.max_committed_epoch == E and store.stats()["imms"] == 0
+    assert dict(store.iter(1, E)) == dict(_rows(b"a"))
+
+
+def test_a_failing_upload_is_raised_by_the_sync_waiting_for_it(scripted):
+    faulty, store = scripted
+    gate = faulty.hold("upload", "sst/")
+    faulty.fail("upload", "sst/")
+    store.ingest_batch(1, _rows(b"a"), E)
+    store.seal_epoch(E)
+    assert gate.entered.wait(10)
+    syncer, box = _run(lambda: store.sync(E))
+    syncer.join(0.2)
+    gate.open()                                   # the held upload now fails
+    syncer.join(10)
+    assert isinstance(box.get("error"), ObjectStoreError)
+    store.checkpoint(E)                           # the retry succeeds
+    assert dict(store.iter(1, E)) == dict(_rows(b"a"))
+
+
+def test_a_full_buffer_makes_the_writer_wait_for_the_spill_and_a_failed_spill_writes_nothing():
+    faulty = ScriptedStore(MemoryObjectStore())
+    options = OPTIONS.replace(shared_buffer_capacity=64 * 1024)
+    with HummockStorage.open(faulty, options) as store:
+        store.ingest_batch(1, [(b"k%04d" % i, b"x" * 400) for i in range(100)], E)
+        faulty.fail("upload", "sst/")
+        big = [(b"m%04d" % i, b"y" * 40) for i in range(600)]
+        with pytest.raises(ObjectStoreError, match="injected"):
+            store.ingest_batch(1, big, 2 * E)     # the spill it waits for fails: not written
+        assert store.get(1, b"m0000", 2 * E) is None and store.get(1, b"k0000", E) == b"x" * 400
+        store.ingest_batch(1, big, 2 * E)         # the spill is retried and succeeds
+        assert store.stats()["spills"] >= 2 and store.stats()["staging_ssts"] >= 1
+        assert store.get(1, b"m0000", 2 * E) == b"y" * 40
+        store.checkpoint(2 * E)
+        assert len(list(store.iter(1, 2 * E))) == 700
+
+
+def test_close_ends_waiting_syncs_and_queued_uploads(scripted):
+    faulty, store = scripted
+    gate = faulty.hold("upload", "sst/")
+    store.ingest_batch(1, _rows(b"a"), E)
+    store.seal_epoch(E)
+    assert gate.entered.wait(10)
+    store.ingest_batch(1, _rows(b"b"), 2 * E)
+    store.seal_epoch(2 * E)                       # queued behind E's upload
+    syncer, box = _run(lambda: store.sync(2 * E))
+    syncer.join(0.2)
+    closer, _ = _run(store.close)
+    closer.join(0.2)
+    gate.open()                                   # E's upload ends; 2E's never runs
+    closer.join(10)
+    syncer.join(10)
+    assert not closer.is_alive() and not syncer.is_alive()
+    assert isinstance(box.get("error"), StoreClosedError)
+
+
+def test_upload_errors_of_a_closed_store_leave_nothing_committed(tmp_path):
+    path = str(tmp_path / "db")
+    with HummockStorage.open(path, OPTIONS) as store:
+        store.ingest_batch(1, _rows(b"a"), E)
+        store.checkpoint(E)
+        store.ingest_batch(1, _rows(b"b"), 2 * E)
+        store.seal_epoch(2 * E)                   # uploads, never committed
+    with HummockStorage.open(path, OPTIONS) as store:
+        assert store.max_committed_epoch == E
+        assert dict(store.iter(1, 2 * E)) == dict(_rows(b"a"))
