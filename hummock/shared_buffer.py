@@ -89,6 +89,9 @@ class SharedBuffer:
 
     def __init__(self):
         self._tables: dict[int, list[Imm]] = {}
+        # table id -> tuple of its imms, kept in step with _tables: a read state copies this
+        # dict (O(tables)) instead of freezing every table's list on every write
+        self._frozen: dict[int, tuple] = {}
         self._spill_offsets: dict[tuple[int, int], int] = {}
         self.size = 0
         self.sealed_epoch = 0
@@ -117,6 +120,7 @@ class SharedBuffer:
             bisect.insort(imms, imm, key=lambda m: m.epoch)
         else:
             imms.append(imm)
+        self._frozen[table_id] = tuple(imms)
         self.size += size
         return imm
 
@@ -131,6 +135,10 @@ class SharedBuffer:
     def imms(self, table_id: int) -> list[Imm]:
         """The table's imms, oldest first (do not mutate)."""
         return self._tables.get(table_id, [])
+
+    def frozen(self) -> dict[int, tuple]:
+        """A new dict: table id -> its imms oldest first, as a tuple (what a read state holds)."""
+        return dict(self._frozen)
 
     def all_imms(self) -> list[Imm]:
         """Every imm, in (table id, versioned epoch) order."""
@@ -147,8 +155,10 @@ class SharedBuffer:
                     keep.append(imm)
             if keep:
                 self._tables[table_id] = keep
+                self._frozen[table_id] = tuple(keep)
             else:
                 del self._tables[table_id]
+                del self._frozen[table_id]
 
     def forget_offsets(self, max_epoch: int) -> None:
         """Drop spill counters of epochs <= ``max_epoch`` (they can take no more writes)."""
@@ -157,8 +167,24 @@ class SharedBuffer:
 
     def clear(self) -> None:
         self._tables.clear()
+        self._frozen.clear()
         self._spill_offsets.clear()
         self.size = 0
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._tables.values())
+
+    def _check(self) -> None:
+        """Assert the invariants (tests): sizes add up, each table's imms are in strictly
+        increasing versioned-epoch order above nothing sealed before them, and the frozen
+        view equals the lists."""
+        total = 0
+        for table_id, imms in self._tables.items():
+            assert imms, f"table {table_id} has an empty imm list"
+            assert self._frozen.get(table_id) == tuple(imms), f"frozen view of table {table_id} is stale"
+            epochs = [imm.epoch for imm in imms]
+            assert epochs == sorted(set(epochs)), f"table {table_id}: epochs not strictly increasing: {epochs}"
+            assert all(imm.table_id == table_id for imm in imms)
+            total += sum(imm.size for imm in imms)
+        assert set(self._frozen) == set(self._tables), "frozen view has other tables"
+        assert total == self.size, f"size {self.size} != sum of imm sizes {total}"

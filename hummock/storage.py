@@ -605,7 +605,7 @@ class HummockStorage:
         if self.read_only:
             state = ReadState({}, (), self._view)
         else:
-            imms = {t: tuple(self._buffer.imms(t)) for t in self._buffer.tables()}
+            imms = self._buffer.frozen()
             staging = tuple(self._reader_for(info) for info in self._staging)
             state = ReadState(imms, staging, self._view)
         old, self._state = self._state, state

@@ -219,7 +219,7 @@ class RowSerde:
 
         dist_cols = [columns[i] for i in self.dist_key_indices]
         vnodes = compute_vnodes(dist_cols, self.dist_types, num_rows)
-        perm = None       # numpy order the keys were sorted in; the value columns follow it
+        perm = None       # the order the keys were sorted in (Arrow); the value columns follow it
         if self.pk_vectorizable:
             prefix = vnodes.astype(">u2").view(np.uint8).reshape(num_rows, VNODE_BYTES)
             encoded = memcomparable.encode_columns([as_arrow(columns[i], self.types[i]) for i in self.pk_indices],
@@ -229,8 +229,9 @@ class RowSerde:
             if sort:
                 perm = _equal_width_order(encoded)
                 if perm is not None:    # sort in Arrow and numpy, before anything becomes a list
-                    encoded = encoded.take(perm)
                     vnodes = vnodes[perm]
+                    perm = pa.array(perm)   # (Arrow's take converts a numpy index on every call)
+                    encoded = encoded.take(perm)
             keys = encoded.to_pylist()
         else:
             pk_rows = list(zip(*[values_of(i) for i in self.pk_indices])) if self.pk_indices else [()] * num_rows
@@ -243,7 +244,7 @@ class RowSerde:
         values = value_encoding.encode_rows(value_rows, self.value_types)
         order = None
         if perm is not None:
-            order = perm.tolist()
+            order = perm.to_pylist()
         elif sort:
             order = sorted(range(num_rows), key=keys.__getitem__)
             keys = list(map(keys.__getitem__, order))
@@ -254,15 +255,16 @@ class RowSerde:
         return vnodes, keys, values
 
 
-def _take(column, perm: np.ndarray, num_rows: int, i: int):
-    """``column`` (Arrow, numpy or a sequence of ``num_rows`` values) reordered by ``perm``."""
+def _take(column, perm: pa.Array, num_rows: int, i: int):
+    """``column`` (Arrow, numpy or a sequence of ``num_rows`` values) reordered by ``perm``
+    (an Arrow integer array)."""
     if not isinstance(column, (pa.Array, pa.ChunkedArray, np.ndarray)):
         column = list(column)
     if len(column) != num_rows:
         raise SchemaError(f"column {i} has {len(column)} values, expected {num_rows}")
     if isinstance(column, list):
-        return list(map(column.__getitem__, perm.tolist()))
-    return column.take(perm) if not isinstance(column, np.ndarray) else column[perm]
+        return list(map(column.__getitem__, perm.to_pylist()))
+    return column.take(perm) if not isinstance(column, np.ndarray) else column[perm.to_numpy()]
 
 
 def _equal_width_order(keys: pa.Array):

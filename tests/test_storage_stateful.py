@@ -181,6 +181,12 @@ class KvMachine(RuleBasedStateMachine):
                 assert self.store.min_readable_epoch == 0
 
     @invariant()
+    def shared_buffer_is_consistent(self):
+        if hasattr(self, "store"):
+            with self.store._lock:   # (an upload installs its SSTs under it)
+                self.store._buffer._check()
+
+    @invariant()
     def committed_epoch_matches(self):
         if hasattr(self, "store"):
             assert self.store.max_committed_epoch == self.model.committed_epoch
