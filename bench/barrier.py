@@ -29,9 +29,9 @@ Run: ``python -m bench.barrier [--epochs N] [--tables T] [--rows R] [--store loc
 from __future__ import annotations
 
 import argparse
+import math
 import queue
 import shutil
-import statistics
 import tempfile
 import threading
 import time
@@ -196,10 +196,11 @@ def run(kind: str, mode: str, epochs: int, n_tables: int, rows: int, timeline: i
             ms = [(x - start) * 1000 for x in (w0, w1, sealed, up[0], up[1], committed.get(index, float("nan")))]
             print(f"  epoch {index:3d}: writes {ms[0]:8.1f}-{ms[1]:8.1f} | sealed {ms[2]:8.1f} | "
                   f"upload {ms[3]:8.1f}-{ms[4]:8.1f} | committed {ms[5]:8.1f}")
-    q = statistics.quantiles(latencies, n=100)
+    ranked = sorted(latencies)
+    p50, p99 = (ranked[max(0, math.ceil(f * len(ranked)) - 1)] for f in (0.50, 0.99))   # nearest rank
     total_rows = sum(len(ops) for per_table in chunks for ops, _ in per_table)
     return {"store": kind, "mode": mode, "tables": n_tables, "rows/table/epoch": rows, "epochs": epochs,
-            "barrier p50 ms": q[49] * 1000, "barrier p99 ms": q[98] * 1000, "barrier max ms": max(latencies) * 1000,
+            "barrier p50 ms": p50 * 1000, "barrier p99 ms": p99 * 1000, "barrier max ms": max(latencies) * 1000,
             "epochs/s": epochs / elapsed, "rows/s": total_rows / elapsed,
             "overlapped epochs %": 100.0 * overlapped / max(1, len(events) - 1),
             "longest write during upload ms": write_during_upload * 1000}
