@@ -36,6 +36,7 @@ import uuid
 import weakref
 from collections import Counter
 
+from hummock.compaction.host import EngineHost
 from hummock.compaction.manager import CompactionManager
 from hummock.compaction.picker import PickerConfig, pending_bytes
 from hummock.compaction.spark import check_spark_store
@@ -123,6 +124,7 @@ class HummockStorage:
         # open count as committed at open
         self._commit_times = collections.deque([(time.monotonic(), manifest.current.max_committed_epoch)])
         self._compactor = None
+        self._host = EngineHost(self)   # what compaction runners see of the engine
         self._uploader = Uploader(self._upload)
         self._uploading: list[UploadTask] = []   # submitted, not ended, in submission order
         self._uploading_imms: set[int] = set()   # id() of the imms of those tasks
@@ -195,7 +197,7 @@ class HummockStorage:
                 storage.close()
                 raise
             if options.compactor in ("local", "spark"):
-                storage._compactor = CompactionManager(storage)
+                storage._compactor = CompactionManager(storage._host)
                 storage._compactor.start()
         return storage
 
@@ -464,20 +466,27 @@ class HummockStorage:
         task.done.set()
 
     def _new_sst_id(self) -> int:
-        """A fresh SST id (under the lock): reserved in the manifest first, never reused."""
+        """A fresh SST id (under the lock), held until published or released: taken from a
+        block of 256 reserved in the manifest first, never reused."""
         if not self._reserved_ids:
-            self._check_ownership()
-            try:
-                self._reserved_ids = list(self._manifest.reserve_sst_ids(256))
-            finally:   # a pending delta may have been finished on the way
-                self._set_version(self._manifest.current)
-        sst_id = self._reserved_ids.pop(0)
-        self._unsettled_ids.add(sst_id)
-        return sst_id
+            self._reserved_ids = list(self._reserve_ids(256))
+        return self._reserved_ids.pop(0)
 
     def _new_sst_id_locked(self) -> int:
         with self._lock:
             return self._new_sst_id()
+
+    def _reserve_ids(self, count: int) -> range:
+        """Persist a ``reserve_ids`` delta for ``count`` fresh ids and hold them (vacuum spares
+        held ids until ``_release_ids`` or a version holds them). Under the lock; the one place
+        ids are reserved (uploads, compaction in-process, in workers and on Spark)."""
+        self._check_ownership()
+        try:
+            ids = self._manifest.reserve_sst_ids(count)
+        finally:   # a pending delta may have been finished on the way
+            self._set_version(self._manifest.current)
+        self._unsettled_ids.update(ids)
+        return ids
 
     def _release_ids(self, ids) -> None:
         """Let vacuum delete the objects of ``ids`` (handed out, never published), unless a
@@ -534,7 +543,7 @@ class HummockStorage:
         returns the number of tasks applied. Runs in the caller's thread, next to any background
         compaction."""
         self._require_writer()
-        manager = self._compactor or CompactionManager(self)
+        manager = self._compactor or CompactionManager(self._host)
         return manager.compact_all()
 
     def compact_range(self, table_id: int, start: bytes | None = None, end: bytes | None = None) -> int:
@@ -555,7 +564,7 @@ class HummockStorage:
             high = None if table_id == MAX_TABLE_ID else (table_id + 1).to_bytes(4, "big")
         if high is not None and low >= high:
             return 0
-        manager = self._compactor or CompactionManager(self)
+        manager = self._compactor or CompactionManager(self._host)
         return manager.compact_range(low, high)
 
     # --- versions, pins and SST handles --------------------------------------------------

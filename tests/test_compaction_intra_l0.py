@@ -34,7 +34,7 @@ def test_intra_l0_merges_commits_and_keeps_every_pinned_read(tmp_path):
         before = {n: answers(store, n * E) for n in range(1, 6)}
         snapshots = [store.snapshot(n * E) for n in (2, 4)]    # the watermark is epoch 2
         ids_before = {s.sst_id for sub in store.version().l0 for s in sub.ssts}
-        manager = CompactionManager(store)
+        manager = CompactionManager(store._host)
         task = pick(store.version(), manager.config)
         assert task is not None and task.input_level == task.target_level == 0 and not task.bottom
         cached = store.stats()["block_cache"]["inserts"]
@@ -72,7 +72,7 @@ def test_a_discarded_task_leaves_orphans_that_vacuum_deletes_at_once(tmp_path, m
             assert store.compact_all() >= 1          # another task takes the same inputs first
             return outputs
         monkeypatch.setattr(manager_module, "compact", compact_then_lose_the_race)
-        manager = CompactionManager(store)
+        manager = CompactionManager(store._host)
         assert manager._run(pick(store.version(), manager.config)) == 0 and manager.stats["conflicts"] == 1
         assert store.vacuum() >= 1, "the discarded task's outputs are orphans now, not at the next open"
         live = {f"sst/{i:020d}.sst" for i in store.version().sst_ids()}

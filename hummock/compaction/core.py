@@ -31,6 +31,8 @@ Callers: the compaction runners (in-process, and Spark executors with key-range-
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from hummock import _twins
@@ -45,6 +47,12 @@ class CompactionStats:
     output_entries: int = 0
     dropped_versions: int = 0
     dropped_tombstones: int = 0
+
+    def add(self, other) -> None:
+        """Fold ``other``'s counters (a CompactionStats or a dict of its fields) into these."""
+        items = other.items() if isinstance(other, dict) else dataclasses.asdict(other).items()
+        for name, value in items:
+            setattr(self, name, getattr(self, name) + value)
 
 
 def compact(runs, watermark: int, bottom: bool, store, builder_options, target_sst_size: int, new_sst_id,

@@ -15,7 +15,10 @@ writers.
 Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
 reader at or above it can see survives.
 
-Thread safety: the store's lock guards versions and ids; tasks run concurrently with reads and
+The manager, like the pool and Spark runners, talks to the engine only through a
+:class:`~hummock.compaction.host.CompactionHost` (version, watermark, input readers, ids, apply).
+
+Thread safety: the host's lock guards versions and ids; tasks run concurrently with reads and
 writes. Callers: :class:`hummock.storage.HummockStorage` only.
 """
 
@@ -30,27 +33,25 @@ from hummock.compaction.picker import PickerConfig, pick, pick_all, pick_bottom_
 from hummock.compaction.pool import PoolRunner, can_use_workers
 from hummock.iterators import SstRun
 from hummock.killpoints import kill_point
-from hummock.read_view import SstReader
-from hummock.sstable.reader import Sstable
-from hummock.version import VersionConflictError, VersionDelta
+from hummock.version import KIND_MOVE, VersionDelta
 
 log = logging.getLogger(__name__)
 
 
 class CompactionManager:
-    def __init__(self, storage, config: PickerConfig | None = None):
-        self._storage = storage
+    def __init__(self, host, config: PickerConfig | None = None):
+        self._host = host            # a CompactionHost (hummock/compaction/host.py)
         self.config = config or PickerConfig()
         self._busy: set[int] = set()
         self._cursor: dict = {}
-        self._wake = threading.Condition(storage._lock)
+        self._wake = host.condition()
         self._stopping = False
         self._thread = None
         self._spark = None
         self._pool = None   # a PoolRunner when compaction_workers > 0 and workers can open the store
-        workers = storage.options.compaction_workers
-        if workers and storage.options.compactor == "local" and can_use_workers(storage._store):
-            self._pool = PoolRunner(storage, workers)   # the Spark runner (compactor="spark"), made on first use
+        workers = host.options.compaction_workers
+        if workers and host.options.compactor == "local" and can_use_workers(host.store):
+            self._pool = PoolRunner(host, workers)   # the Spark runner (compactor="spark"), made on first use
         self.stats = {"tasks": 0, "moves": 0, "conflicts": 0, "failures": 0, "input_bytes": 0,
                       "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0}
 
@@ -77,7 +78,7 @@ class CompactionManager:
             with self._wake:
                 if self._stopping:
                     return
-                task = pick(self._storage._version, self.config, frozenset(self._busy), self._cursor)
+                task = pick(self._host.version(), self.config, frozenset(self._busy), self._cursor)
                 if task is None:
                     self._wake.wait(timeout=5.0)
                     continue
@@ -132,7 +133,7 @@ class CompactionManager:
         applied = 0
         while True:
             with self._wake:
-                task = pick_task(self._storage._version, frozenset(self._busy))
+                task = pick_task(self._host.version(), frozenset(self._busy))
                 if task is None:
                     if not self._busy:
                         return applied
@@ -147,57 +148,48 @@ class CompactionManager:
                     self._wake.notify_all()
 
     def _run(self, task) -> int:
-        storage = self._storage
+        host = self._host
         if task.kind == "move":
-            with storage._lock:
-                return self._apply(lambda v: VersionDelta.move(v, task.input_ids, task.target_level))
+            return self._apply(lambda v: VersionDelta.move(v, task.input_ids, task.target_level))
         stats = CompactionStats()
-        if storage.options.compactor == "spark":
+        if host.options.compactor == "spark":
             return self._spark_runner().run(
                 task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
         if self._pool is not None:
             return self._pool.run(
                 task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
-        with storage._lock:
-            watermark = storage._watermark()
-            runs = [SstRun([self._input_reader(info) for info in run], None, None) for run in task.runs]
+        watermark = host.watermark()
+        runs = [SstRun([host.input_reader(info) for info in run], None, None) for run in task.runs]
         handed_out = []
 
         def new_sst_id():
-            sst_id = storage._new_sst_id_locked()
+            sst_id = host.new_sst_id()
             handed_out.append(sst_id)
             return sst_id
         applied = 0
         try:
-            outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
-                              storage.options.target_sst_size, new_sst_id, stats)
+            outputs = compact(runs, watermark, task.bottom, host.store, host.options.sst_builder_options(),
+                              host.options.target_sst_size, new_sst_id, stats)
             kill_point("compaction.after_outputs")
-            with storage._lock:
-                applied = self._commit(task, outputs, stats, watermark)
+            applied = self._commit(task, outputs, stats, watermark)
         finally:
             if not applied:   # failed or discarded: its outputs are orphans for the next vacuum
-                storage._release_ids(handed_out)   # (kept while a delta naming them is pending)
+                host.release_ids(handed_out)   # (kept while a delta naming them is pending)
         return applied
-
-    def _input_reader(self, info) -> SstReader:
-        """A reader of a compaction input that bypasses the block cache: a task reads each block
-        once, and caching them would evict the blocks that reads need (metas stay cached)."""
-        storage = self._storage
-        return SstReader(info, lambda i: Sstable.open(storage._store, i, meta_cache=storage._meta_cache))
 
     def _spark_runner(self):
         if self._spark is None:
             from hummock.compaction.spark import SparkRunner   # pyspark itself loads on the first job
 
-            self._spark = SparkRunner(self._storage)
+            self._spark = SparkRunner(self._host)
         return self._spark
 
-    def _commit(self, task, outputs, stats, watermark: int) -> int:
-        """Apply a compaction's outputs as one delta (under the lock); 1 if applied, 0 if
-        discarded. The delta raises the version's safe_epoch to the ``watermark`` the merge used."""
+    def _commit(self, task, outputs, stats: CompactionStats, watermark: int) -> int:
+        """Apply a compaction's outputs as one delta; 1 if applied, 0 if discarded. The delta
+        raises the version's safe_epoch to the ``watermark`` the merge used."""
         applied = self._apply(lambda v: VersionDelta.compaction(
             v, task.input_ids, {task.target_level: outputs}, watermark=watermark))
-        if applied:
+        if applied:   # the one place a task's counters reach the manager's stats
             self.stats["input_bytes"] += task.input_bytes
             self.stats["output_bytes"] += sum(info.file_size for info in outputs)
             self.stats["dropped_versions"] += stats.dropped_versions
@@ -205,21 +197,14 @@ class CompactionManager:
         return applied
 
     def _apply(self, make_delta) -> int:
-        """Apply one delta built against the current version (under the lock); 1 if applied."""
-        storage = self._storage
-        storage._check_ownership()   # a fenced writer publishes nothing
-        try:
-            delta = make_delta(storage._version)
-            version = storage._manifest.commit(delta)
-        except VersionConflictError:
+        """Apply one delta built against the current version; 1 if applied, 0 on a conflict."""
+        delta = self._host.apply(make_delta)
+        if delta is None:
             self.stats["conflicts"] += 1
             return 0
-        finally:   # a delta finished late (pending) may have come with this call
-            storage._set_version(storage._manifest.current)
-        storage._set_version(version)
         kill_point("compaction.after_install")
         self.stats["tasks"] += 1
-        if delta.kind == "move":
+        if delta.kind == KIND_MOVE:
             self.stats["moves"] += 1
-        storage._after_compaction()
+        self._host.after_apply()
         return 1

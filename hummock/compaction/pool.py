@@ -116,28 +116,24 @@ def _run_split(store, split, first_id: int, quota: int, watermark: int, bottom: 
 class PoolRunner:
     """Runs one store's compaction tasks on the shared worker pool for the manager."""
 
-    def __init__(self, storage, workers: int):
-        self._storage = storage
+    def __init__(self, host, workers: int):
+        self._host = host            # a CompactionHost (hummock/compaction/host.py)
         self._workers = workers
-        self._store = StoreDescription.of(storage._store, storage.options)
+        self._store = StoreDescription.of(host.store, host.options)
 
     def run(self, task, stats: CompactionStats, commit) -> int:
-        """Compact ``task`` in the workers, then ``commit(outputs)`` under the store's lock (1 if
-        applied, 0 if discarded). Raises WorkerError if a split fails: nothing is applied."""
-        storage = self._storage
-        options = storage.options
-        with storage._lock:
-            watermark = storage._watermark()
-            readers = {info.sst_id: storage._reader_for(info) for run in task.runs for info in run}
+        """Compact ``task`` in the workers, then ``commit(outputs, watermark)`` (1 if applied,
+        0 if discarded). Raises WorkerError if a split fails: nothing is applied."""
+        host = self._host
+        options = host.options
+        watermark = host.watermark()
+        readers = {info.sst_id: host.input_reader(info, cached=True) for run in task.runs for info in run}
         splits = plan_splits(task.runs, lambda info: [(m.first_key, max(m.stored_len, m.content_len))
                                                       for m in readers[info.sst_id].sst.meta.blocks],
                              self._workers)
         quotas = [2 * -(-split.input_bytes // options.target_sst_size) + len(split.table_ids) + 2
                   for split in splits]
-        with storage._lock:
-            reserved = storage._manifest.reserve_sst_ids(sum(quotas))
-            storage._set_version(storage._manifest.current)
-            storage._unsettled_ids.update(reserved)   # vacuum spares them while the task runs
+        reserved = host.reserve_ids(sum(quotas))   # held (vacuum spares them) while the task runs
         try:
             with _lock:
                 workers = _pool(len(splits))
@@ -160,12 +156,10 @@ class PoolRunner:
                     raise failure
             outputs = [SstableInfo.from_dict(d) for infos, _, _ in results for d in infos]
             for _, split_stats, _ in results:
-                for name, value in split_stats.items():
-                    setattr(stats, name, getattr(stats, name) + value)
-            with storage._lock:
-                return commit(outputs, watermark)
+                stats.add(split_stats)
+            return commit(outputs, watermark)
         finally:   # applied outputs are in the version; the rest are orphans (unless pending)
-            storage._release_ids(reserved)
+            host.release_ids(reserved)
 
 
 def _serve() -> None:

@@ -346,37 +346,31 @@ def _compact_split(job: _Job, work: _Work):
 class SparkRunner:
     """Runs one store's compaction tasks on Spark for :class:`CompactionManager`."""
 
-    def __init__(self, storage):
-        self._storage = storage
-        self._store = StoreDescription.of(storage._store, storage.options)
+    def __init__(self, host):
+        self._host = host            # a CompactionHost (hummock/compaction/host.py)
+        self._store = StoreDescription.of(host.store, host.options)
 
     def run(self, task, stats: CompactionStats, commit) -> int:
-        """Compact ``task`` on Spark, then ``commit(outputs)`` under the store's lock (returns 1 if
-        applied, 0 if discarded). Raises SparkJobError if the job fails: nothing is applied."""
-        storage = self._storage
+        """Compact ``task`` on Spark, then ``commit(outputs, watermark)`` (returns 1 if applied,
+        0 if discarded). Raises SparkJobError if the job fails: nothing is applied."""
+        host = self._host
         reserved: list[range] = []
 
         def reserve(count: int) -> range:
-            with storage._lock:
-                ids = storage._manifest.reserve_sst_ids(count)
-                storage._set_version(storage._manifest.current)
-                storage._unsettled_ids.update(ids)   # vacuum spares them while the job runs
-                reserved.append(ids)
-                return ids
+            ids = host.reserve_ids(count)   # held (vacuum spares them) while the job runs
+            reserved.append(ids)
+            return ids
 
-        with storage._lock:
-            watermark = storage._watermark()
-            readers = {info.sst_id: storage._reader_for(info) for run in task.runs for info in run}
+        watermark = host.watermark()
+        readers = {info.sst_id: host.input_reader(info, cached=True) for run in task.runs for info in run}
         try:
-            result = run_task_on_spark(self._store, task, watermark, storage.options, reserve,
+            result = run_task_on_spark(self._store, task, watermark, host.options, reserve,
                                        block_metas=lambda info: readers[info.sst_id].sst.meta.blocks)
-            for field in dataclasses.fields(CompactionStats):
-                setattr(stats, field.name, getattr(stats, field.name) + getattr(result.stats, field.name))
-            with storage._lock:
-                outputs = {info.sst_id for info in result.outputs}
-                for ids in reserved:     # anything a failed attempt wrote may be vacuumed now
-                    storage._unsettled_ids.difference_update(i for i in ids if i not in outputs)
-                return commit(result.outputs, watermark)
+            stats.add(result.stats)
+            outputs = {info.sst_id for info in result.outputs}
+            for ids in reserved:     # anything a failed attempt wrote may be vacuumed now
+                host.release_ids([i for i in ids if i not in outputs])
+            return commit(result.outputs, watermark)
         finally:   # applied outputs are in the version; the rest are orphans (unless pending)
             for ids in reserved:
-                storage._release_ids(ids)
+                host.release_ids(ids)
