@@ -60,3 +60,7 @@ class ExpiredEpochError(HummockError, ValueError):
         super().__init__(f"epoch {epoch} has expired: the oldest epoch this store still reads "
                          f"exactly is {min_readable_epoch} (min_readable_epoch); hold a snapshot "
                          f"or set StorageOptions.retention_seconds to keep old epochs readable")
+
+
+class ConcurrentWriterError(HummockError):
+    """Another writer owns the store: its lock is held, or it committed the version we tried to."""

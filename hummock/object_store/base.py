@@ -315,6 +315,12 @@ class ObjectStore(abc.ABC):
         service's ``Date`` header, so a skewed client clock cannot age an object early."""
         return datetime.datetime.now(datetime.timezone.utc)
 
+    def writer_lock(self, info: dict, *, stale_after: float, force: bool):
+        """This store's writer-lock mechanism (``hummock/object_store/locks.py``), taken for
+        the holder ``info``; raises ``ConcurrentWriterError`` if another writer holds it. Stores
+        without a mechanism refuse writers (``InvalidArgumentError``)."""
+        raise InvalidArgumentError(f"{self!r} offers no writer lock mechanism")
+
     def lock_store(self) -> ObjectStore:
         """The store whose writer-lock mechanism guards this one (``hummock.manifest.WriterLock``):
         the store itself; a wrapper (fault injection, metrics) returns the store it wraps."""

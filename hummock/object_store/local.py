@@ -39,6 +39,7 @@ from hummock.object_store.base import (
     ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
     resolve_range,
 )
+from hummock.object_store.locks import FlockLock
 
 __all__ = ["LocalObjectStore", "TEMP_PREFIX", "LOCK_FILE_NAME"]
 
@@ -146,6 +147,11 @@ class LocalObjectStore(ObjectStore):
             raise _io_error("create", path, exc) from exc
         finally:
             _remove_quietly(temp)
+
+    def writer_lock(self, info: dict, *, stale_after: float, force: bool):
+        """An ``flock`` on :meth:`lock_file_path` (``force`` cannot break a live process's
+        lock, and a dead one's is already gone)."""
+        return FlockLock(self, info)
 
     def lock_file_path(self) -> str:
         """The file ``hummock.manifest.WriterLock`` flocks: ``<root>/.writer-lock`` (see module doc)."""

@@ -18,6 +18,7 @@ import threading
 from hummock.object_store.base import (
     ObjectMeta, ObjectNotFoundError, ObjectStore, StreamingUploader, resolve_range,
 )
+from hummock.object_store.locks import RegistryLock
 
 __all__ = ["MemoryObjectStore"]
 
@@ -83,6 +84,10 @@ class MemoryObjectStore(ObjectStore):
 
     def _upload_if_absent(self, path, data):
         return self._objects.put_if_absent(path, bytes(data))
+
+    def writer_lock(self, info: dict, *, stale_after: float, force: bool):
+        """A process-wide registry entry keyed by :meth:`lock_key` (``force`` takes it over)."""
+        return RegistryLock(self, info, force)
 
     def lock_key(self) -> object:
         """An opaque token naming this handle's table: the same object for every handle on the

@@ -62,6 +62,7 @@ from hummock.object_store.base import (
     ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
     _check_data, check_path, range_error,
 )
+from hummock.object_store.locks import ObjectLock
 
 __all__ = ["S3ObjectStore", "S3_MIN_PART_SIZE", "DEFAULT_PART_SIZE"]
 
@@ -283,6 +284,11 @@ class S3ObjectStore(ObjectStore):
 
     def _upload_if_absent(self, path, data):
         return self._conditional_put(path, data, None) is not None
+
+    def writer_lock(self, info: dict, *, stale_after: float, force: bool):
+        """The lock object ``manifest/writer-lock``, taken and renewed by conditional writes
+        (``force`` takes over a live holder's)."""
+        return ObjectLock(self, info, stale_after, force)
 
     def conditional_put(self, path: str, data, *, if_match: str | None = None) -> str | None:
         """PUT ``data`` if the object is absent (``if_match`` None) or its ETag is ``if_match``.
