@@ -103,6 +103,10 @@ class HummockStorage:
         self._manifest = manifest
         self._writer_lock = lock
         self._lock = threading.RLock()
+        # serializes changes of the manifest (commits, compactions, id reservations, vacuum);
+        # always taken before self._lock, never while holding it, so manifest I/O happens
+        # without the engine lock and writers go on meanwhile
+        self._manifest_lock = threading.RLock()
         self._buffer = SharedBuffer()
         self._staging: list = []              # SstableInfos synced but not committed, oldest first
         self._staging_epochs: dict = {}       # sst id -> (lowest, highest) user epoch it holds
@@ -208,7 +212,7 @@ class HummockStorage:
             self._compactor.stop()
         # queued uploads end with StoreClosedError; a running one finishes (and is dropped)
         self._uploader.close(StoreClosedError("the store was closed before this upload ran"))
-        with self._lock:
+        with self._manifest_lock, self._lock:
             if self._closed:
                 return
             if self._manifest.pending:   # finish a commit whose outcome is unknown, if we can
@@ -324,26 +328,28 @@ class HummockStorage:
         self._require_writer()
         epoch = _check_user_epoch(epoch)
         while True:
-            with self._lock:
-                self._check_ownership()
-                self._adopt_pending()
-                if epoch == self._version.max_committed_epoch:
-                    return   # already committed (a retry after an error whose commit landed)
-                if epoch < self._version.max_committed_epoch:
-                    raise InvalidArgumentError(
-                        f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
-                if epoch <= self._synced_epoch and not any(
-                        m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms()):
-                    self._publish(epoch)
-                    if self._compactor is not None:
-                        self._compactor.notify()   # (its condition shares the engine lock)
+            with self._manifest_lock:
+                with self._lock:
+                    self._check_ownership()
+                    self._adopt_pending()
+                    if epoch == self._version.max_committed_epoch:
+                        return   # already committed (a retry after an error whose commit landed)
+                    if epoch < self._version.max_committed_epoch:
+                        raise InvalidArgumentError(
+                            f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
+                    staged = epoch <= self._synced_epoch and not any(
+                        m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms())
+                    delta = self._commit_delta(epoch) if staged else None
+                if delta is not None:
+                    self._publish(delta)
                     break
             self.sync(epoch)
         if self._compactor is not None:
             self._stall_while_l0_is_full()
 
-    def _publish(self, epoch: int) -> None:
-        """The commit itself (under the lock; everything of epochs <= ``epoch`` is staged)."""
+    def _commit_delta(self, epoch: int) -> VersionDelta:
+        """The commit delta of ``epoch`` (under both locks; everything of epochs <= ``epoch``
+        is staged): the staging SSTs holding only epochs <= ``epoch``."""
         chosen = []
         for info in self._staging:
             lowest, highest = self._staging_epochs[info.sst_id]
@@ -353,14 +359,23 @@ class HummockStorage:
                 raise InvalidArgumentError(
                     f"epoch {epoch} was synced together with later epochs (up to {highest}); "
                     f"commit {highest} instead")
-        delta = VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
+        return VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
+
+    def _publish(self, delta: VersionDelta) -> None:
+        """Write the commit delta (under the manifest lock only: reads, writes and uploads go
+        on), then install the version under the engine lock."""
         try:
             version = self._manifest.commit(delta)
-        finally:   # on an unknown outcome the delta is pending: the staging SSTs stay
-            self._set_version(self._manifest.current)
-        self._set_version(version)   # drops the committed staging SSTs
-        self._commit_times.append((time.monotonic(), epoch))
-        self.counters["commits"] += 1
+        except BaseException:   # on an unknown outcome the delta is pending: the staging SSTs stay
+            with self._lock:
+                self._set_version(self._manifest.current)
+            raise
+        with self._lock:
+            self._set_version(version)   # drops the committed staging SSTs
+            self._commit_times.append((time.monotonic(), delta.max_committed_epoch))
+            self.counters["commits"] += 1
+            if self._compactor is not None:
+                self._compactor.notify()   # (its condition shares the engine lock)
 
     def checkpoint(self, epoch: int) -> None:
         """``seal_epoch`` + ``sync`` + ``commit_epoch``. After an error the commit's outcome
@@ -473,7 +488,8 @@ class HummockStorage:
         return self._reserved_ids.pop(0)
 
     def _new_sst_id_locked(self) -> int:
-        with self._lock:
+        """``_new_sst_id`` for callers holding no lock (the uploader): the manifest lock first."""
+        with self._manifest_lock, self._lock:
             return self._new_sst_id()
 
     def _reserve_ids(self, count: int) -> range:
@@ -531,7 +547,7 @@ class HummockStorage:
         return self._version.safe_epoch
 
     def _after_compaction(self) -> None:
-        """Delete what the last compaction made unreachable (under the lock). Best effort: the
+        """Delete what the last compaction made unreachable (called holding no lock). Best effort: the
         compaction is applied either way, and the next vacuum retries."""
         try:
             self.vacuum()
@@ -773,18 +789,22 @@ class HummockStorage:
         manifest delta is finished first (its SSTs must stay); raises if that fails.
         """
         self._require_writer()
-        with self._lock:
-            self._adopt_pending()
-            version = self._version
-            keep = set(version.sst_ids())
-            for pinned in self._pinned_versions.values():
-                keep |= pinned.sst_ids()
-            keep |= {info.sst_id for info in self._staging}
-            keep |= self._unsettled_ids       # outputs of compactions still running
-            keep |= self._fate_unknown_ids
-            keep.update(self._reserved_ids)
-            for state in list(self._retired_states):
-                keep |= state.version.sst_ids() | {r.sst_id for r in state.staging}
+        with self._manifest_lock:   # no version change meanwhile; writers and reads go on
+            with self._lock:
+                self._adopt_pending()
+                version = self._version
+                keep = set(version.sst_ids())
+                for pinned in self._pinned_versions.values():
+                    keep |= pinned.sst_ids()
+                keep |= {info.sst_id for info in self._staging}
+                keep |= self._unsettled_ids       # held ids: uploads and compactions in flight
+                keep |= self._fate_unknown_ids
+                keep.update(self._reserved_ids)
+                for state in list(self._retired_states):
+                    keep |= state.version.sst_ids() | {r.sst_id for r in state.staging}
+                retired = dict(self._retired)
+            # Ids handed out from now on are either held above (reserved before) or reserved
+            # after -- at or above version.next_sst_id, never candidates.
             now = time.monotonic()
             grace = min_age = self.options.vacuum_min_age_s
             candidates, listed = [], set()
@@ -799,12 +819,13 @@ class HummockStorage:
                     continue   # referenced, or reserved by another writer: never ours to delete
                 if (wall - meta.last_modified).total_seconds() < min_age:
                     continue
-                left_at, left_time = self._retired.get(sst_id, self._opened)
+                left_at, left_time = retired.get(sst_id, self._opened)
                 if now - left_time < grace:
                     continue   # a reader may have loaded a version holding it just before it left
                 candidates.append((left_at, sst_id, meta.path))
-            for sst_id in [i for i in self._retired if i not in listed]:
-                del self._retired[sst_id]   # gone (deleted earlier, or by a crash's lost upload)
+            with self._lock:
+                for sst_id in [i for i in self._retired if i not in listed and i in retired]:
+                    del self._retired[sst_id]   # gone (deleted earlier, or by a crash's lost upload)
             if not candidates:
                 return 0
             floor = live_lease_floor(self._store)   # listed after the grace check (leases.py)
@@ -815,10 +836,11 @@ class HummockStorage:
                 batch = doomed[start:start + VACUUM_BATCH]
                 self._confirm_lease()
                 self._store.delete([path for _, path in batch])
-                for sst_id, _ in batch:
-                    self._retired.pop(sst_id, None)
+                with self._lock:
+                    for sst_id, _ in batch:
+                        self._retired.pop(sst_id, None)
+                    self.counters["vacuumed_ssts"] += len(batch)
                 deleted += len(batch)
-                self.counters["vacuumed_ssts"] += len(batch)
                 kill_point("vacuum.mid_delete")
             return deleted
 

@@ -191,3 +191,38 @@ def test_upload_errors_of_a_closed_store_leave_nothing_committed(tmp_path):
     with HummockStorage.open(path, OPTIONS) as store:
         assert store.max_committed_epoch == E
         assert dict(store.iter(1, 2 * E)) == dict(_rows(b"a"))
+
+
+def test_a_commit_writing_the_manifest_blocks_no_writer_or_reader(scripted):
+    faulty, store = scripted
+    store.ingest_batch(1, _rows(b"a"), E)
+    store.sync(E)
+    gate = faulty.hold("upload_if_absent", "manifest/delta-")
+    committer, box = _run(lambda: store.commit_epoch(E))
+    assert gate.entered.wait(10)                  # the commit is writing its delta
+    store.ingest_batch(1, _rows(b"b"), 2 * E)     # would hang if the commit held the engine lock
+    store.seal_epoch(2 * E)
+    assert store.get(1, b"k001", E) == b"a1" and store.get(1, b"k001", 2 * E) == b"b1"
+    assert store.max_committed_epoch == 0
+    gate.open()
+    committer.join(10)
+    assert "error" not in box and store.max_committed_epoch == E
+    store.checkpoint(2 * E)
+    assert dict(store.iter(1, 2 * E)) == dict(_rows(b"b"))
+
+
+def test_a_vacuum_deleting_blocks_no_writer(scripted):
+    faulty, store = scripted
+    for i in (1, 2, 3):
+        store.ingest_batch(1, _rows(b"%d" % i), i * E)
+        store.checkpoint(i * E)
+    gate = faulty.hold("delete", "sst/")
+    compactor, box = _run(store.compact_all)      # applies, then vacuums the inputs
+    assert gate.entered.wait(10)
+    store.ingest_batch(1, _rows(b"x"), 4 * E)     # would hang if vacuum held the engine lock
+    assert store.get(1, b"k002", 4 * E) == b"x2" and store.get(1, b"k002", 3 * E) == b"32"
+    gate.open()
+    compactor.join(10)
+    assert "error" not in box and store.stats()["vacuumed_ssts"] >= 3
+    store.checkpoint(4 * E)
+    assert dict(store.iter(1, 4 * E)) == dict(_rows(b"x"))

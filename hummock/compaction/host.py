@@ -11,9 +11,9 @@ their objects -- until :meth:`release_ids` (never published: their objects becom
 or until a version holds them (published). A runner releases every id it did not publish,
 also on failure; releasing a published id is harmless.
 
-Thread safety: every method may be called from any thread; each takes the engine's lock for
-as long as it needs it and never holds it across I/O other than the manifest write of
-:meth:`apply`. Callers: ``hummock/compaction/`` only.
+Thread safety: every method may be called from any thread. Methods that change the manifest
+(ids, :meth:`apply`) take the engine's manifest lock first, then its engine lock only around
+in-memory steps: no manifest I/O blocks the store's readers and writers. Callers: ``hummock/compaction/`` only.
 """
 
 from __future__ import annotations
@@ -109,29 +109,35 @@ class EngineHost(CompactionHost):
         return SstReader(info, lambda i: Sstable.open(storage._store, i, meta_cache=storage._meta_cache))
 
     def new_sst_id(self) -> int:
-        with self._storage._lock:
-            return self._storage._new_sst_id()
+        return self._storage._new_sst_id_locked()
 
     def reserve_ids(self, count: int) -> range:
-        with self._storage._lock:
-            return self._storage._reserve_ids(count)
+        storage = self._storage
+        with storage._manifest_lock, storage._lock:
+            return storage._reserve_ids(count)
 
     def release_ids(self, ids) -> None:
         self._storage._release_ids(ids)
 
     def apply(self, make_delta):
         storage = self._storage
-        with storage._lock:
-            storage._check_ownership()   # a fenced writer publishes nothing
+        with storage._manifest_lock:   # the manifest write holds no engine lock
+            with storage._lock:
+                storage._check_ownership()   # a fenced writer publishes nothing
+                try:
+                    delta = make_delta(storage._version)
+                except VersionConflictError:   # its inputs are gone
+                    return None
             try:
-                delta = make_delta(storage._version)
                 version = storage._manifest.commit(delta)
             except VersionConflictError:
                 return None
             finally:   # a delta finished late (pending) may have come with this call
-                storage._set_version(storage._manifest.current)
-            storage._set_version(version)
-            self._condition.notify_all()
+                with storage._lock:
+                    storage._set_version(storage._manifest.current)
+            with storage._lock:
+                storage._set_version(version)
+                self._condition.notify_all()
             return delta
 
     def after_apply(self) -> None:
