@@ -407,11 +407,14 @@ class HummockStorage:
 
     def _start_upload(self, epoch: int, kind: str) -> list:
         """Hand the buffered imms of user epochs <= ``epoch`` that no task holds yet to the
-        uploader as one task (under the lock); return every unfinished task holding epochs
+        uploader -- one task per epoch for a seal, one task for a sync (under the lock); return every unfinished task holding epochs
         <= ``epoch``, oldest first -- what a ``sync(epoch)`` waits for."""
         imms = [m for m in self._all_imms()
                 if m.epoch & ~EPOCH_SPILL_MASK <= epoch and id(m) not in self._uploading_imms]
-        if imms:
+        if imms and kind == "seal":   # one task per epoch: each stays committable on its own
+            for user_epoch in sorted({m.epoch & ~EPOCH_SPILL_MASK for m in imms}):
+                self._submit([m for m in imms if m.epoch & ~EPOCH_SPILL_MASK == user_epoch], kind)
+        elif imms:                    # a sync merges its epochs into as few SSTs as it can
             self._submit(imms, kind)
         return [task for task in self._uploading if task.lowest <= epoch]
 

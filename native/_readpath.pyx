@@ -476,7 +476,11 @@ cdef class ReadState:
 
 
 cdef class ReadHandle:
-    """See the twin's docstring: stable read methods over the installed ``state``."""
+    """See the twin's docstring: stable read methods over the installed ``state``.
+
+    Each method reads ``state`` into a local first: a cdef method called on ``self.state``
+    directly would get a *borrowed* reference, and another thread installing a new state while
+    the read runs Python code (a scan's set-up does) would free the old one under it."""
     cdef public ReadState state
     cdef public object closed_error
 
@@ -487,14 +491,17 @@ cdef class ReadHandle:
     def get(self, table_id, key, epoch):
         if self.closed_error is not None:
             raise self.closed_error("the store is closed")
-        return self.state.c_get(table_id, key, epoch)
+        cdef ReadState state = self.state   # a strong reference for the whole read
+        return state.c_get(table_id, key, epoch)
 
     def multi_get(self, table_id, keys, epoch):
         if self.closed_error is not None:
             raise self.closed_error("the store is closed")
-        return self.state.c_multi_get(table_id, keys, epoch)
+        cdef ReadState state = self.state
+        return state.c_multi_get(table_id, keys, epoch)
 
     def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
         if self.closed_error is not None:
             raise self.closed_error("the store is closed")
-        return self.state.c_iter(table_id, epoch, start, end, prefix, reverse)
+        cdef ReadState state = self.state
+        return state.c_iter(table_id, epoch, start, end, prefix, reverse)

@@ -226,3 +226,34 @@ def test_a_vacuum_deleting_blocks_no_writer(scripted):
     assert "error" not in box and store.stats()["vacuumed_ssts"] >= 3
     store.checkpoint(4 * E)
     assert dict(store.iter(1, 4 * E)) == dict(_rows(b"x"))
+
+
+def test_reads_racing_uploads_that_install_new_states_are_exact():
+    """Reads in one thread while the uploader (another thread) installs new read states. The
+    native read handle once called into its state through a borrowed reference, so a state
+    replaced mid-scan was freed under the reader: a segfault within seconds here."""
+    options = OPTIONS.replace(shared_buffer_capacity=64 * 1024)
+    with HummockStorage.open(MemoryObjectStore(), options) as store:
+        stop = threading.Event()
+        committed = []
+
+        def writer():
+            i = 1
+            while not stop.is_set():
+                store.ingest_batch(1, [(b"k%03d" % j, b"%d" % i) for j in range(50)], i * E)
+                store.seal_epoch(i * E)       # the upload installs a new state in its thread
+                if i % 4 == 0:
+                    store.commit_epoch(i * E)
+                    committed.append(i * E)
+                i += 1
+        thread, box = _run(writer)
+        deadline = time.monotonic() + 2.0
+        scans = 0
+        while time.monotonic() < deadline:
+            rows = list(store.iter(1, 2**64 - 1))
+            assert len(rows) in (0, 50) and len({v for _, v in rows}) <= 1   # one epoch's batch
+            store.multi_get(1, [b"k000", b"k049"], 2**64 - 1)
+            scans += 1
+        stop.set()
+        thread.join(10)
+        assert "error" not in box and scans > 10 and committed

@@ -1,7 +1,8 @@
 """The KV API against ``KvModel`` with a hypothesis state machine, on memory, local and S3 stores.
 
-Rules: ingest batches (deletes included, several per epoch), seal, sync, commit, get/multi_get,
-iter with random bounds/prefix/reverse at random epochs, snapshots pinned and read later,
+Rules: ingest batches (deletes included, several per epoch), seal (which starts an upload in the
+background), sync, commit, get/multi_get, iter with random bounds/prefix/reverse at random
+epochs, writes (and seals) in the middle of a scan, snapshots pinned and read later,
 compact_all and compact_range (and the background compactor, which runs at its L0 trigger),
 reopen (drops
 uncommitted data). A tiny shared buffer makes spills happen. Runs in whichever
@@ -118,6 +119,25 @@ class KvMachine(RuleBasedStateMachine):
         prefix = data.draw(st.one_of(st.none(), st.sampled_from([b"a", b"b", b"\xff", b""])))
         self._exact_or_expired(lambda: list(self.store.iter(table, epoch, start, end, prefix=prefix, reverse=reverse)),
                                epoch, self.model.items(table, epoch, start, end, prefix, reverse))
+
+    @rule(table=TABLES, keys=KEYS, data=st.data(), reverse=st.booleans(), seal=st.booleans())
+    def scan_while_writing(self, table, keys, data, reverse, seal):
+        """An iterator reads the store as it was when ``iter`` was called: a batch ingested
+        (and maybe sealed, so its upload swaps imms for staging SSTs) halfway through the scan
+        never shows up in it, and the scan never fails."""
+        epoch = data.draw(st.sampled_from([self.epoch, 2**64 - 1]))
+        expected = self.model.items(table, epoch, reverse=reverse)
+        it = self.store.iter(table, epoch, reverse=reverse)
+        got = list(itertools.islice(it, 2))
+        pairs = [(k, data.draw(VALUES)) for k in sorted(keys)]
+        self.store.ingest_batch(table, pairs, self.epoch)
+        self.model.ingest(table, pairs, self.epoch)
+        if self.written_epochs[-1] != self.epoch:
+            self.written_epochs.append(self.epoch)
+        if seal:
+            self.seal()
+        got += list(it)
+        assert got == expected
 
     @precondition(lambda self: self.compaction)
     @rule()
