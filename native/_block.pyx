@@ -9,7 +9,7 @@ from a block is checked against the entry area's end before use, so malformed co
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.long cimport PyLong_AsUnsignedLongLong
+from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -227,7 +227,7 @@ cdef class BlockBuilder:
     cdef int account(self, bytes key, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1:
         cdef const unsigned char* last
         cdef Py_ssize_t last_n
-        cdef uint64_t epoch = 0xFFFFFFFFFFFFFFFF - load_u64_be(k + n - EPOCH_LEN)
+        cdef uint64_t epoch = ~load_u64_be(k + n - EPOCH_LEN)   # 2**64-1 - x in C (a literal would be a Python int)
         cdef uint32_t table_id = (<uint32_t>k[0] << 24) | (<uint32_t>k[1] << 16) | (<uint32_t>k[2] << 8) | k[3]
         cdef bint new_user_key = True
         if self.last_key is not None:
@@ -592,7 +592,7 @@ cdef class Block:
     cdef object c_get(self, bytes uk, uint64_t epoch):
         """:meth:`get` for other native modules (no argument conversion)."""
         cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), i
-        cdef uint64_t inv = 0xFFFFFFFFFFFFFFFF - epoch
+        cdef uint64_t inv = ~epoch   # the inverted epoch, in C
         cdef unsigned char small[256]
         cdef unsigned char* target
         cdef BlockIterator it
@@ -639,7 +639,7 @@ cdef object entry_version(BlockIterator it, const unsigned char* uk, Py_ssize_t 
     cdef Py_ssize_t vn
     if it.key_len != un + EPOCH_LEN or not memcmp_eq(it.key_ptr, uk, un):
         return None
-    version = 0xFFFFFFFFFFFFFFFF - load_u64_be(it.key_ptr + un)
+    version = PyLong_FromUnsignedLongLong(~load_u64_be(it.key_ptr + un))   # 2**64-1 - x in C
     v = it.p + it.value_start
     vn = it.value_end - it.value_start
     if vn >= 1 and v[0] == TAG_PUT:
@@ -670,7 +670,7 @@ def find_block_for_version(list first_keys, user_key, epoch):
     """:func:`find_block` for the full key ``user_key || inverted(epoch)``."""
     cdef bytes uk = user_key if type(user_key) is bytes else bytes(user_key)
     cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), i
-    cdef uint64_t inv = 0xFFFFFFFFFFFFFFFF - as_epoch(epoch)
+    cdef uint64_t inv = ~as_epoch(epoch)
     cdef bytes target = PyBytes_FromStringAndSize(NULL, un + EPOCH_LEN)
     cdef unsigned char* t = <unsigned char*>PyBytes_AS_STRING(target)
     memcpy(t, PyBytes_AS_STRING(uk), un)

@@ -41,7 +41,7 @@ cdef inline uint64_t key_epoch(const unsigned char* k, Py_ssize_t n) noexcept:
     cdef int i
     for i in range(EPOCH_LEN):
         x = (x << 8) | p[i]
-    return 0xFFFFFFFFFFFFFFFF - x
+    return ~x   # 2**64-1 - x in C (the literal would make it Python arithmetic)
 
 
 cdef inline bint before(PyObject* a, PyObject* b) noexcept:

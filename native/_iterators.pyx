@@ -28,7 +28,7 @@ cdef inline uint64_t key_epoch(bytes key) noexcept:
     cdef int i
     for i in range(8):
         x = (x << 8) | p[i]
-    return 0xFFFFFFFFFFFFFFFF - x
+    return ~x   # 2**64-1 - x in C (the literal would make it Python arithmetic)
 
 
 cdef inline bint same_user_key(bytes a, bytes b) noexcept:

@@ -10,25 +10,18 @@ consistent again, because releasing a value may run arbitrary code.
 """
 
 cimport cython
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
 
 
 @cython.final
 cdef class _Node:
-    cdef object key
-    cdef object value
-    cdef Py_ssize_t charge
-    cdef _Node prev
-    cdef _Node next
+    pass   # fields in native/_lru.pxd
 
 
 @cython.final
 cdef class LruCache:
-    cdef readonly object name
-    cdef readonly Py_ssize_t capacity
-    cdef dict entries
-    cdef _Node head          # sentinel: head.next is the most recently used
-    cdef Py_ssize_t used_bytes
-    cdef readonly Py_ssize_t hits, misses, evictions, inserts
+    # fields in native/_lru.pxd (key -> _Node dict, sentinel, byte count, counters)
 
     def __cinit__(self, capacity_bytes, name="cache"):
         if capacity_bytes < 0:
@@ -41,11 +34,11 @@ cdef class LruCache:
         self.head.next = self.head
         self.used_bytes = 0
 
-    cdef inline void unlink(self, _Node node) noexcept:
+    cdef void unlink(self, _Node node) noexcept:
         node.prev.next = node.next
         node.next.prev = node.prev
 
-    cdef inline void push_front(self, _Node node) noexcept:
+    cdef void push_front(self, _Node node) noexcept:
         node.prev = self.head
         node.next = self.head.next
         self.head.next.prev = node
@@ -53,14 +46,22 @@ cdef class LruCache:
 
     def get(self, key):
         """The cached value or ``None``; counts a hit or a miss."""
-        node = self.entries.get(key)
-        if node is None:
+        value = self.c_peek(key)
+        if value is None:
             self.misses += 1
+        return value
+
+    cdef object c_peek(self, key):
+        """:meth:`get` for other native modules, counting a hit only: ``None`` on a miss, which
+        the caller then reports through :meth:`get` or counts itself."""
+        cdef PyObject* p = PyDict_GetItem(self.entries, key)
+        if p == NULL:
             return None
-        self.unlink(<_Node>node)
-        self.push_front(<_Node>node)
+        node = <_Node>p
+        self.unlink(node)
+        self.push_front(node)
         self.hits += 1
-        return (<_Node>node).value
+        return node.value
 
     def put(self, key, value, Py_ssize_t charge):
         cdef _Node node

@@ -94,7 +94,7 @@ def merge_runs(bytes prefix, runs):
                 raise InvalidArgumentError("run keys must be bytes")
         keys_of.append(ks)
         values_of.append(vs)
-        r.inv[i] = 0xFFFFFFFFFFFFFFFF - <uint64_t>epoch
+        r.inv[i] = ~(<uint64_t>epoch)   # 2**64-1 - epoch in C
         r.pos[i] = 0
         r.length[i] = len(ks)
         r.done[i] = r.length[i] == 0

@@ -18,7 +18,8 @@ from libc.string cimport memcmp, memcpy
 
 from native._block cimport Block
 from native._filter cimport FilterReader, filter_key_hash
-from native._keycmp cimport cmp_full_keys
+from native._keycmp cimport cmp_full_keys, cmp_mem
+from native._lru cimport LruCache
 
 from hummock import iterators as _iterators
 from hummock.errors import ExpiredEpochError, InvalidArgumentError
@@ -33,7 +34,7 @@ DEF SPILL_MASK = 0xFFFF
 
 
 cdef inline int cmp_bytes(const char* a, Py_ssize_t na, const char* b, Py_ssize_t nb) noexcept:
-    cdef int c = memcmp(a, b, na if na < nb else nb)
+    cdef int c = cmp_mem(<const unsigned char*>a, <const unsigned char*>b, na if na < nb else nb)
     if c:
         return c
     return (na > nb) - (na < nb)
@@ -46,6 +47,8 @@ cdef inline int cmp_obj(bytes a, bytes b) noexcept:
 @cython.final
 cdef class SstReader:
     """One SST as the read path sees it; opens the SST (``opener(info)``) on first use."""
+    cdef LruCache cache        # the SST's block cache when it is the native LruCache, else None
+    cdef tuple cache_ids       # (sst_id, index) keys of that cache, built on first use
     cdef readonly object info
     cdef readonly object sst_id
     cdef readonly bytes lo
@@ -72,6 +75,22 @@ cdef class SstReader:
         self.ensure_open()
         return self.sst_obj
 
+    cdef object block_at(self, Py_ssize_t index):
+        """Block ``index`` of the open SST: a hit in a native block cache is read in C (the
+        cache counts it); anything else goes through the SST's ``block`` (which counts the
+        miss, loads and caches). Cache keys are ``Sstable.block``'s ``(sst_id, index)``."""
+        cdef Py_ssize_t n
+        if self.cache_ids is None:
+            n = len(self.first_keys)
+            cache = getattr(self.sst_obj, "_block_cache", None)
+            self.cache = <LruCache>cache if type(cache) is LruCache else None
+            self.cache_ids = tuple([(self.sst_obj.sst_id, i) for i in range(n)])
+        if self.cache is not None and 0 <= index < len(self.cache_ids):
+            block = self.cache.c_peek(self.cache_ids[index])
+            if block is not None:
+                return block
+        return self.block_fn(index)
+
     cdef int ensure_open(self) except -1:
         if self.sst_obj is None:
             sst = self.opener(self.info)
@@ -97,7 +116,7 @@ cdef class SstReader:
     cdef object c_get(self, bytes uk, uint64_t read, uint64_t uk_hash):
         """``get`` for a checked user key whose filter hash is ``uk_hash``."""
         cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), lo = 0, hi, mid, i
-        cdef uint64_t inv = 0xFFFFFFFFFFFFFFFF - read
+        cdef uint64_t inv = ~read   # 2**64-1 - read in C
         cdef unsigned char small[256]
         cdef unsigned char* target
         cdef bytes k
@@ -128,14 +147,14 @@ cdef class SstReader:
             if target != &small[0]:
                 free(target)
         index = lo - 1 if lo > 0 else 0
-        block = self.block_fn(index)
+        block = self.block_at(index)
         if type(block) is not Block:
             raise InvalidArgumentError("the block source must return native Blocks")
         found = (<Block>block).c_get(uk, read)
         if found is False:  # the versions may continue in the next block
             if index + 1 >= len(self.first_keys):
                 return None
-            return self.block_fn(index + 1).first_version(uk)
+            return self.block_at(index + 1).first_version(uk)
         return found
 
 

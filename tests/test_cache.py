@@ -70,3 +70,33 @@ def test_get_or_load_erase_if_clear(impl):
     assert len(cache) == 0 and cache.used == 0 and cache.stats()["name"] == "blocks"
     with pytest.raises(ValueError):
         impl.LruCache(-1)
+
+
+def test_point_gets_count_one_block_cache_lookup_each(tmp_path):
+    """Point gets read blocks through the store's block cache (the native read path looks hits
+    up in C): one miss and one insert the first time a block is read, one hit per get after,
+    a miss counted once; the same counts in both modes."""
+    from hummock import HummockStorage, StorageOptions
+    from hummock.key import new_epoch
+    store = HummockStorage.open(str(tmp_path / "store"), StorageOptions(block_size=1024, compactor="none"))
+    try:
+        epoch = new_epoch()
+        keys = [b"k%05d" % i for i in range(400)]
+        store.ingest_batch(1, [(k, b"v" * 20) for k in keys], epoch)
+        store.checkpoint(epoch)
+        store._block_cache.clear()    # the upload may have cached blocks
+
+        def counts():
+            s = store.stats()["block_cache"]
+            return s["hits"], s["misses"], s["inserts"]
+
+        before = counts()
+        assert store.get(1, keys[0], epoch) == b"v" * 20
+        hits, misses, inserts = (a - b for a, b in zip(counts(), before))
+        assert (hits, misses, inserts) == (0, 1, 1)
+        before = counts()
+        assert store.multi_get(1, keys[:3], epoch) == [b"v" * 20] * 3   # the same first block
+        assert tuple(a - b for a, b in zip(counts(), before)) == (3, 0, 0)
+        store._block_cache._check()
+    finally:
+        store.close()

@@ -131,11 +131,7 @@ class Sstable:
             return None
         first_keys = self._first_keys
         index = find_block_for_version(first_keys, user_key, epoch)
-        cache = self._block_cache
-        block = cache.get((self.sst_id, index)) if cache is not None else None
-        if block is None:
-            block = self.block(index)
-        found = block.get(user_key, epoch)
+        found = self.block(index).get(user_key, epoch)   # one cache lookup: a miss counts once
         if found is False:  # the block ended first: the versions may continue in the next block
             if index + 1 >= len(first_keys):
                 return None
