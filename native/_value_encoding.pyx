@@ -22,7 +22,7 @@ Callers: :mod:`relational.value_encoding` only, through ``hummock._twins.load``.
 from native._typekind cimport *
 from libc.stdint cimport (int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
                           INT16_MIN, INT16_MAX, INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX)
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from libc.math cimport isinf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -618,3 +618,113 @@ def decode_rows(datas, types):
     """:func:`decode_row` for every buffer of ``datas`` with one schema."""
     cdef _Node schema = _schema(types)
     return [_decode(data, schema) for data in datas]
+
+
+# --- whole columns (no Python value per cell) ----------------------------------------------
+
+COLUMN_WIDTHS = (0, 1, 2, 4, 8)
+
+
+cdef struct _Col:
+    int width                 # 1, 2, 4, 8: fixed little-endian; 0: varint length + bytes
+    const int64_t* values     # n values, or n + 1 offsets (width 0)
+    const unsigned char* data # width 0: the bytes the offsets point into
+    const unsigned char* nulls  # NULL: no NULLs; else n flags, nonzero = NULL
+
+
+def encode_column_buffers(cols, n):
+    """See the twin's docstring: ``encode_rows`` of ``n`` rows given as raw column buffers.
+
+    Every descriptor is checked before anything is written: widths, buffer lengths, and that
+    the offsets of a bytes column never decrease and stay within its data, so the loop below
+    reads only inside the buffers it holds (memoryviews keep them alive)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"the row count must be an int >= 0, got {n!r:.40}")
+    if not isinstance(cols, (list, tuple)):
+        raise TypeError(f"columns must be a list of descriptors, got {type(cols).__name__}")
+    cdef Py_ssize_t rows = n, ncols = len(cols), i, j, k, size, start, end, previous
+    cdef const int64_t[::1] values
+    cdef const unsigned char[::1] data
+    cdef const unsigned char[::1] nulls
+    cdef list keep = []               # the memoryviews, alive while _Col points into them
+    cdef _Col* cs = <_Col*>malloc(sizeof(_Col) * (ncols if ncols else 1))
+    cdef _Buf b
+    cdef list out = []
+    cdef uint64_t v
+    if cs == NULL:
+        raise MemoryError()
+    b.data = NULL
+    b.len = 0
+    b.cap = 0
+    try:
+        for i in range(ncols):
+            col = cols[i]
+            if type(col) is not tuple or len(<tuple>col) != 4:
+                raise ValueError(f"column {i}: a descriptor is a (width, values, data, nulls) tuple")
+            width, vals, raw, flags = <tuple>col
+            if type(width) is not int or width not in COLUMN_WIDTHS:
+                raise ValueError(f"column {i}: width must be one of {COLUMN_WIDTHS}, got {width!r:.40}")
+            values = _int64_view(vals)
+            if values.shape[0] != (rows + 1 if width == 0 else rows):
+                raise ValueError(f"column {i}: {values.shape[0]} values, expected {rows + 1 if width == 0 else rows}")
+            cs[i].width = width
+            cs[i].values = &values[0] if values.shape[0] else NULL
+            cs[i].data = NULL
+            cs[i].nulls = NULL
+            keep.append(values)
+            if width == 0:
+                data = _byte_view(raw)
+                keep.append(data)
+                previous = 0
+                for j in range(rows + 1):
+                    end = values[j]
+                    if end < previous or end > data.shape[0]:
+                        raise ValueError(f"column {i}: offset {j} is {end}, outside [{previous}, {data.shape[0]}]")
+                    previous = end
+                cs[i].data = &data[0] if data.shape[0] else NULL
+            if flags is not None:
+                nulls = _byte_view(flags)
+                if nulls.shape[0] != rows:
+                    raise ValueError(f"column {i}: {nulls.shape[0]} null flags, expected {rows}")
+                keep.append(nulls)
+                cs[i].nulls = &nulls[0] if rows else NULL
+        size = (ncols + 7) >> 3
+        for j in range(rows):
+            b.len = 0
+            _put_u8(&b, FORMAT_TAG)
+            _put_varint(&b, <uint64_t>ncols)
+            _grow(&b, size)
+            memset(b.data + b.len, 0, size)
+            k = b.len
+            b.len += size
+            for i in range(ncols):
+                if cs[i].nulls != NULL and cs[i].nulls[j]:
+                    b.data[k + (i >> 3)] |= <uint8_t>(1 << (i & 7))
+                elif cs[i].width:
+                    _put_le(&b, <uint64_t>cs[i].values[j], cs[i].width)
+                else:
+                    start = cs[i].values[j]
+                    end = cs[i].values[j + 1]
+                    _put_varint(&b, <uint64_t>(end - start))
+                    if end > start:
+                        _put_bytes(&b, <const char*>(cs[i].data + start), end - start)
+            out.append(PyBytes_FromStringAndSize(<char *>b.data, b.len))
+    finally:
+        free(cs)
+        free(b.data)
+    return out
+
+
+cdef const int64_t[::1] _int64_view(object obj):
+    """``obj`` (a buffer) as contiguous int64s; TypeError otherwise."""
+    try:
+        return memoryview(obj).cast("B").cast("q")
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"column values must be a contiguous int64 buffer: {exc}") from None
+
+
+cdef const unsigned char[::1] _byte_view(object obj):
+    try:
+        return memoryview(obj).cast("B")
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"column data must be a contiguous buffer: {exc}") from None

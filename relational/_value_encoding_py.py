@@ -527,3 +527,90 @@ def decode_rows(datas, types) -> list:
     """:func:`decode_row` for every buffer of ``datas`` with one schema."""
     types = _compile(types)
     return [_decode(data, types) for data in datas]
+
+
+# --- whole columns (no Python value per cell) ----------------------------------------------
+
+#: widths of ``encode_column_buffers``' fixed-width columns (0: length-prefixed bytes)
+COLUMN_WIDTHS = (0, 1, 2, 4, 8)
+
+
+def _view(obj, fmt, what: str) -> memoryview:
+    """``obj`` as a flat memoryview of bytes (``fmt`` None) or of int64s; TypeError otherwise."""
+    try:
+        view = memoryview(obj).cast("B")
+        return view if fmt is None else view.cast(fmt)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: {exc}") from None
+
+
+def _check_buffers(cols, n: int) -> list:
+    """The column descriptors of ``encode_column_buffers``, checked (see its docstring)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"the row count must be an int >= 0, got {n!r:.40}")
+    if not isinstance(cols, (list, tuple)):
+        raise TypeError(f"columns must be a list of descriptors, got {type(cols).__name__}")
+    out = []
+    for i, col in enumerate(cols):
+        if not isinstance(col, tuple) or len(col) != 4:
+            raise ValueError(f"column {i}: a descriptor is a (width, values, data, nulls) tuple")
+        width, values, data, nulls = col
+        if type(width) is not int or width not in COLUMN_WIDTHS:
+            raise ValueError(f"column {i}: width must be one of {COLUMN_WIDTHS}, got {width!r:.40}")
+        values = _view(values, "q", "column values must be a contiguous int64 buffer")
+        want = n + 1 if width == 0 else n
+        if len(values) != want:
+            raise ValueError(f"column {i}: {len(values)} values, expected {want}")
+        if width == 0:
+            data = _view(data, None, "column data must be a contiguous buffer")
+            previous = 0
+            for j in range(n + 1):
+                end = values[j]
+                if end < previous or end > len(data):
+                    raise ValueError(f"column {i}: offset {j} is {end}, outside [{previous}, {len(data)}]")
+                previous = end
+        if nulls is not None:
+            nulls = _view(nulls, None, "column data must be a contiguous buffer")
+            if len(nulls) != n:
+                raise ValueError(f"column {i}: {len(nulls)} null flags, expected {n}")
+        out.append((width, values, data, nulls))
+    return out
+
+
+def encode_column_buffers(cols, n) -> list:
+    """The value encoding of ``n`` rows given as columns of raw buffers: ``encode_rows`` of
+    the rows whose values these buffers hold, without a Python value per cell.
+
+    ``cols``: one ``(width, values, data, nulls)`` per column, in value order:
+    - ``width`` 1, 2, 4 or 8: ``values`` holds ``n`` int64s; row ``j`` writes the low ``width``
+      bytes of ``values[j]``, little-endian (the caller prepared them: integers checked to fit
+      their type, floats as their bit patterns with NaNs canonical, booleans as 0/1);
+    - ``width`` 0: length-prefixed bytes; ``values`` holds ``n + 1`` int64 offsets into the
+      bytes-like ``data`` (non-decreasing, within ``data``), row ``j`` writes the varint length
+      then ``data[values[j]:values[j + 1]]`` (VARCHAR as UTF-8, BYTEA as is);
+    - ``nulls``: ``None`` or ``n`` bytes, nonzero = NULL (the row's bitmap bit is set and
+      nothing is written for it).
+
+    Raises ``ValueError`` for a descriptor that does not fit (width, lengths, an offset out of
+    order or outside ``data``) and ``TypeError`` for one that is not a buffer, before writing.
+    Callers: :mod:`relational.value_columns` only (which prepares the buffers)."""
+    cols = _check_buffers(cols, n)
+    head = bytearray((FORMAT_TAG,))
+    put_varint(head, len(cols))
+    size = (len(cols) + 7) >> 3
+    out = []
+    for j in range(n):
+        row = bytearray(head)
+        bitmap = len(row)
+        row += bytes(size)
+        for i, (width, values, data, nulls) in enumerate(cols):
+            if nulls is not None and nulls[j]:
+                row[bitmap + (i >> 3)] |= 1 << (i & 7)
+            elif width:
+                row += (values[j] & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+            else:
+                start, end = values[j], values[j + 1]
+                put_varint(row, end - start)
+                row += data[start:end]
+        out.append(bytes(row))
+    return out

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from relational import memcomparable, value_encoding
+from relational import memcomparable, value_columns, value_encoding
 from relational.arrow import as_arrow, to_pylist
 from relational.errors import SchemaError
 from relational.memcomparable import OrderType
@@ -197,7 +197,9 @@ class RowSerde:
 
         Returns ``(vnodes, keys, values)``: a ``numpy.uint16`` array and two lists of bytes,
         each exactly what :meth:`encode` gives row by row. Fixed-width pk columns are encoded
-        with numpy (``memcomparable.encode_columns``), the rest with one batch call per encoder.
+        with numpy (``memcomparable.encode_columns``), Arrow/numpy value columns of simple
+        types from their buffers (:mod:`relational.value_columns`), the rest with one batch
+        call per encoder.
         With ``sort=True`` the three come back in key order (a stable sort: equal keys keep
         their chunk order); equal-width keys (fixed-width pks without NULLs) sort in numpy.
         ``return_order=True`` adds a fourth item: the chunk positions in the order returned (a
@@ -239,13 +241,18 @@ class RowSerde:
             keys = [VNODE_PREFIXES[v] + k for v, k in zip(vnodes.tolist(), encoded)]
         if len(keys) != num_rows:
             raise SchemaError(f"the pk columns hold {len(keys)} values, expected {num_rows}")
-        value_rows = (list(zip(*[values_of(i, perm) for i in self.value_indices])) if self.value_indices
-                      else [()] * num_rows)
-        values = value_encoding.encode_rows(value_rows, self.value_types)
-        order = None
-        if perm is not None:
-            order = perm.to_pylist()
-        elif sort:
+        order = None if perm is None else perm.to_pylist()
+        # the values in chunk order straight from the columns' buffers when they allow it ...
+        values = value_columns.encode_columns([columns[i] for i in self.value_indices], self.value_types,
+                                              num_rows) if self.value_indices else None
+        if values is not None:
+            if order is not None:
+                values = list(map(values.__getitem__, order))
+        else:   # ... else through Python values, already in key order when sorted above
+            value_rows = (list(zip(*[values_of(i, perm) for i in self.value_indices])) if self.value_indices
+                          else [()] * num_rows)
+            values = value_encoding.encode_rows(value_rows, self.value_types)
+        if perm is None and sort:
             order = sorted(range(num_rows), key=keys.__getitem__)
             keys = list(map(keys.__getitem__, order))
             values = list(map(values.__getitem__, order))

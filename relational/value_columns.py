@@ -1,0 +1,134 @@
+"""Whole columns to value-encoded rows, without a Python value per cell.
+
+Job: the fast path of :meth:`relational.row_serde.RowSerde.encode_chunk` for the value: a
+chunk's value columns, given as Arrow arrays (or numpy arrays), are turned into raw buffers
+(int64 values, or offsets into UTF-8/bytes data, plus NULL flags) with numpy and Arrow, and
+the native ``encode_column_buffers`` (twin in ``relational/_value_encoding_py.py``) writes
+each row's bytes in one loop.
+
+Invariant: :func:`encode_columns` returns exactly ``value_encoding.encode_rows`` of the rows
+the columns hold (``to_pylist`` of each column), byte for byte, or ``None`` when it cannot
+promise that cheaply; the caller then takes the row path, which also raises the typed error
+of a bad value. Columns it takes: Arrow or numpy columns of
+
+=============  ==========================================================================
+SMALLINT/INT/  any Arrow or numpy integer type whose values all fit the column's type
+BIGINT
+BOOLEAN        Arrow bool, numpy bool
+DOUBLE         Arrow or numpy float16/32/64 (widened exactly; every NaN written canonical)
+REAL           Arrow or numpy float32 (NaN canonical)
+VARCHAR        Arrow string / large_string whose data is valid UTF-8 (checked)
+BYTEA          Arrow binary / large_binary
+=============  ==========================================================================
+
+Anything else (another type, a Python sequence, a ChunkedArray of several chunks, a column of
+the wrong length) gives ``None``.
+
+Callers: :mod:`relational.row_serde` only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from hummock import _twins
+from relational.types import TypeKind
+
+_impl = _twins.load("_value_encoding", "relational._value_encoding_py")
+
+_INT_RANGES = {TypeKind.SMALLINT: (2, -(1 << 15), (1 << 15) - 1), TypeKind.INT: (4, -(1 << 31), (1 << 31) - 1),
+               TypeKind.BIGINT: (8, -(1 << 63), (1 << 63) - 1)}
+_FLOAT64_CANONICAL_NAN = np.int64(0x7FF8000000000000)
+_FLOAT32_CANONICAL_NAN = np.int64(0x7FC00000)
+_FIXED_KINDS = frozenset((*_INT_RANGES, TypeKind.BOOLEAN, TypeKind.DOUBLE, TypeKind.REAL))
+_BYTES_TYPES = {TypeKind.VARCHAR: (pa.string(), pa.large_string()), TypeKind.BYTEA: (pa.binary(), pa.large_binary())}
+
+
+def encode_columns(columns, types, num_rows: int):
+    """``encode_rows`` of the rows held by ``columns`` (value order, one per type), or
+    ``None`` when a column is not one the module docstring lists."""
+    if num_rows == 0:
+        return None
+    descriptors = []
+    for column, dtype in zip(columns, types):
+        descriptor = _describe(column, dtype, num_rows)
+        if descriptor is None:
+            return None
+        descriptors.append(descriptor)
+    return _impl.encode_column_buffers(descriptors, num_rows)
+
+
+def _describe(column, dtype, n: int):
+    """``(width, values, data, nulls)`` of one column for ``encode_column_buffers``, or None."""
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks != 1:
+            return None
+        column = column.chunk(0)
+    if len(column) != n:
+        return None
+    kind = dtype.kind
+    if isinstance(column, np.ndarray):
+        if column.ndim != 1:
+            return None
+        values, nulls = column, None
+    elif isinstance(column, pa.Array):
+        if kind in _BYTES_TYPES:
+            return _bytes_column(column, kind, n)
+        if kind not in _FIXED_KINDS or not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+                                            or pa.types.is_boolean(column.type)):
+            return None
+        nulls = None
+        if column.null_count:
+            nulls = column.is_null().to_numpy(zero_copy_only=False).view(np.uint8)
+            column = column.fill_null(False if pa.types.is_boolean(column.type) else 0)
+        values = column.to_numpy(zero_copy_only=False)
+    else:
+        return None
+    fixed = _fixed(values, kind)
+    return None if fixed is None else (fixed[0], fixed[1], None, nulls)
+
+
+def _fixed(values: np.ndarray, kind):
+    """``(width, int64 values)`` of a numpy column for ``kind``, or None."""
+    dt = values.dtype
+    if kind in _INT_RANGES:
+        if dt.kind not in "iu":
+            return None
+        width, lo, hi = _INT_RANGES[kind]
+        if np.iinfo(dt).min < lo or np.iinfo(dt).max > hi:   # a wider type: check the values
+            if len(values) and (int(values.min()) < lo or int(values.max()) > hi):
+                return None
+        return width, np.ascontiguousarray(values, dtype=np.int64)
+    if kind == TypeKind.BOOLEAN:
+        return (1, values.astype(np.int64)) if dt == np.bool_ else None
+    if kind == TypeKind.DOUBLE:
+        if dt.kind != "f":
+            return None
+        floats = np.ascontiguousarray(values, dtype=np.float64)
+        bits = floats.view(np.int64).copy()
+        bits[np.isnan(floats)] = _FLOAT64_CANONICAL_NAN
+        return 8, bits
+    if kind == TypeKind.REAL:
+        if dt != np.float32:
+            return None
+        floats = np.ascontiguousarray(values)
+        bits = floats.view(np.int32).astype(np.int64)
+        bits[np.isnan(floats)] = _FLOAT32_CANONICAL_NAN
+        return 4, bits
+    return None
+
+
+def _bytes_column(column: pa.Array, kind, n: int):
+    """The offsets, data and NULL flags of a VARCHAR or BYTEA Arrow column, or None."""
+    if column.type not in _BYTES_TYPES[kind]:
+        return None
+    try:
+        column.validate(full=True)    # offsets in bounds; VARCHAR: UTF-8, as to_pylist would decode it
+    except pa.ArrowInvalid:
+        return None
+    _, offsets, data = column.buffers()
+    dtype = np.int64 if column.type in (pa.large_string(), pa.large_binary()) else np.int32
+    offsets = np.frombuffer(offsets, dtype=dtype)[column.offset:column.offset + n + 1].astype(np.int64)
+    nulls = column.is_null().to_numpy(zero_copy_only=False).view(np.uint8) if column.null_count else None
+    return 0, offsets, b"" if data is None else data, nulls

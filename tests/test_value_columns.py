@@ -1,0 +1,191 @@
+"""Whole-column value encoding (relational/value_columns.py, ``encode_column_buffers`` in
+native/_value_encoding.pyx and its twin).
+
+The reference is the row path: ``encode_columns`` must give exactly ``encode_rows`` of the
+columns' Python values (``to_pylist``), or ``None``. The buffer encoder's twins agree byte for
+byte on random buffers and raise the same exception classes for descriptors that do not fit.
+"""
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from relational import _value_encoding_py as pure
+from relational import value_columns
+from relational.arrow import to_pylist
+from relational.types import DataType as T
+from relational.value_encoding import encode_rows
+from twins import implementations
+
+IMPLS = implementations(pure, "_value_encoding")
+
+
+def encode_by_rows(columns, types):
+    values = [to_pylist(c, t) for c, t in zip(columns, types)]
+    return encode_rows(list(zip(*values)), types)
+
+
+# --- the buffer encoder's twins -------------------------------------------------------------
+
+@st.composite
+def descriptors(draw):
+    n = draw(st.integers(0, 12))
+    cols = []
+    for _ in range(draw(st.integers(0, 10))):
+        width = draw(st.sampled_from([0, 1, 2, 4, 8]))
+        nulls = draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=n, max_size=n).map(bytes)))
+        if width:
+            values = np.array(draw(st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=n, max_size=n)),
+                              dtype=np.int64)
+            cols.append((width, values, None, nulls))
+        else:
+            data = draw(st.binary(max_size=40))
+            cuts = sorted(draw(st.lists(st.integers(0, len(data)), min_size=n + 1, max_size=n + 1)))
+            cols.append((0, np.array(cuts, dtype=np.int64), data, nulls))
+    return cols, n
+
+
+@given(descriptors())
+def test_twins_agree_on_random_buffers(case):
+    cols, n = case
+    results = [impl.encode_column_buffers(cols, n) for impl in IMPLS]
+    assert all(r == results[0] for r in results)
+    assert len(results[0]) == n
+
+
+def test_buffers_equal_rows_spelled_out():
+    ints = np.array([1, -2, 3], dtype=np.int64)
+    offsets = np.array([0, 2, 2, 5], dtype=np.int64)
+    cols = [(8, ints, None, None), (0, offsets, b"abxyz", bytes([0, 1, 0])), (4, ints, None, None)]
+    rows = encode_rows([(1, "ab", 1), (-2, None, -2), (3, "xyz", 3)], [T.BIGINT, T.VARCHAR, T.INT])
+    for impl in IMPLS:
+        assert impl.encode_column_buffers(cols, 3) == rows
+
+
+BAD = [
+    ("n", [], -1, ValueError),
+    ("n type", [], 1.0, ValueError),
+    ("cols", "x", 0, TypeError),
+    ("not a tuple", [[8, np.zeros(1, np.int64), None, None]], 1, ValueError),
+    ("width", [(3, np.zeros(1, np.int64), None, None)], 1, ValueError),
+    ("bool width", [(True, np.zeros(1, np.int64), None, None)], 1, ValueError),
+    ("short values", [(8, np.zeros(1, np.int64), None, None)], 2, ValueError),
+    ("offsets count", [(0, np.zeros(2, np.int64), b"", None)], 2, ValueError),
+    ("offset beyond data", [(0, np.array([0, 4], np.int64), b"abc", None)], 1, ValueError),
+    ("offset decreasing", [(0, np.array([2, 1], np.int64), b"abc", None)], 1, ValueError),
+    ("negative offset", [(0, np.array([-1, 1], np.int64), b"abc", None)], 1, ValueError),
+    ("null flags count", [(8, np.zeros(2, np.int64), None, b"\x00")], 2, ValueError),
+    ("values not a buffer", [(8, [1], None, None)], 1, TypeError),
+    ("values not int64-sized", [(8, b"abc", None, None)], 1, TypeError),
+    ("values not contiguous", [(8, np.zeros(4, np.int64)[::2], None, None)], 2, TypeError),
+    ("data not a buffer", [(0, np.array([0, 0], np.int64), "ab", None)], 1, TypeError),
+]
+
+
+@pytest.mark.parametrize("name, cols, n, error", BAD, ids=[b[0] for b in BAD])
+def test_bad_descriptors_raise_the_same_class(name, cols, n, error):
+    for impl in IMPLS:
+        with pytest.raises(error):
+            impl.encode_column_buffers(cols, n)
+
+
+# --- the facade against the row path -------------------------------------------------------
+
+INT_TYPES = {T.SMALLINT: [pa.int8(), pa.int16(), pa.uint8()],
+             T.INT: [pa.int16(), pa.int32(), pa.int64(), pa.uint32()],
+             T.BIGINT: [pa.int32(), pa.int64(), pa.uint64()]}
+
+
+@st.composite
+def int_columns(draw):
+    dtype = draw(st.sampled_from(sorted(INT_TYPES, key=str)))
+    atype = draw(st.sampled_from(INT_TYPES[dtype]))
+    bits = atype.bit_width
+    lo, hi = (0, (1 << bits) - 1) if atype in (pa.uint8(), pa.uint32(), pa.uint64()) else (-(1 << bits - 1),
+                                                                                             (1 << bits - 1) - 1)
+    values = draw(st.lists(st.one_of(st.none(), st.integers(lo, hi)), min_size=1, max_size=8))
+    return dtype, pa.array(values, type=atype)
+
+
+SOME_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(-0.0), st.just(math.nan))
+FLOATS = st.one_of(st.none(), SOME_FLOATS)
+
+
+@st.composite
+def other_columns(draw):
+    which = draw(st.sampled_from(["double", "double32", "real", "bool", "str", "large_str", "bin", "large_bin"]))
+    n = draw(st.integers(1, 8))
+    if which in ("double", "double32", "real"):
+        values = draw(st.lists(FLOATS, min_size=n, max_size=n))
+        atype = pa.float64() if which == "double" else pa.float32()
+        return (T.REAL if which == "real" else T.DOUBLE), pa.array(values, type=atype)
+    if which == "bool":
+        return T.BOOLEAN, pa.array(draw(st.lists(st.one_of(st.none(), st.booleans()), min_size=n, max_size=n)),
+                                   type=pa.bool_())
+    if which in ("str", "large_str"):
+        values = draw(st.lists(st.one_of(st.none(), st.text(max_size=6)), min_size=n, max_size=n))
+        return T.VARCHAR, pa.array(values, type=pa.string() if which == "str" else pa.large_string())
+    values = draw(st.lists(st.one_of(st.none(), st.binary(max_size=6)), min_size=n, max_size=n))
+    return T.BYTEA, pa.array(values, type=pa.binary() if which == "bin" else pa.large_binary())
+
+
+def _same_length(columns):
+    n = min(len(c) for _, c in columns)
+    return [(t, c.slice(len(c) - n)) for t, c in columns], n   # slices: a nonzero Arrow offset
+
+
+@given(st.lists(st.one_of(int_columns(), other_columns()), min_size=1, max_size=5))
+def test_arrow_columns_encode_as_their_rows(columns):
+    columns, n = _same_length(columns)
+    types = [t for t, _ in columns]
+    arrays = [c for _, c in columns]
+    got = value_columns.encode_columns(arrays, types, n)
+    if got is None:   # only an integer that does not fit its column falls back here
+        with pytest.raises(OverflowError):
+            encode_by_rows(arrays, types)
+        return
+    assert got == encode_by_rows(arrays, types)
+    chunked = [pa.chunked_array([c]) for c in arrays]
+    assert value_columns.encode_columns(chunked, types, n) == got
+
+
+@given(st.lists(st.integers(-(1 << 31), (1 << 31) - 1), min_size=1, max_size=8),
+       st.lists(SOME_FLOATS, min_size=8, max_size=8))
+def test_numpy_columns_encode_as_their_rows(ints, floats):
+    n = len(ints)
+    columns = [np.array(ints, dtype=np.int32), np.array(floats[:n], dtype=np.float64),
+               np.array(floats[:n], dtype=np.float32), np.array([i % 2 == 0 for i in ints])]
+    types = [T.INT, T.DOUBLE, T.REAL, T.BOOLEAN]
+    assert value_columns.encode_columns(columns, types, n) == encode_by_rows(columns, types)
+
+
+@pytest.mark.parametrize("column, dtype", [
+    (pa.array([1, 2], pa.int64()), T.DATE),                       # a type it does not take
+    ([1, 2], T.BIGINT),                                           # Python values
+    (pa.chunked_array([[1], [2]], pa.int64()), T.BIGINT),         # several chunks
+    (pa.array([1, 2, 3], pa.int64()), T.BIGINT),                  # the wrong length
+    (pa.array([1.0, 2.0], pa.float64()), T.BIGINT),               # floats for an integer column
+    (pa.array([1, 2], pa.int32()), T.DOUBLE),                     # integers for a float column
+    (pa.array([1.0, 2.0], pa.float64()), T.REAL),                 # REAL takes float32 only
+    (pa.array([40000, 1], pa.int32()), T.SMALLINT),               # a value out of range
+    (pa.array(["a", "b"]), T.BYTEA),                              # strings for BYTEA
+    (np.array([[1, 2]]), T.BIGINT),                               # not one-dimensional
+])
+def test_columns_it_does_not_take_give_none(column, dtype):
+    assert value_columns.encode_columns([column], [dtype], 2) is None
+
+
+def test_invalid_utf8_falls_back_to_the_row_path():
+    bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32).tobytes()),
+                                                 pa.py_buffer(b"\xff\xfe")])
+    assert value_columns.encode_columns([bad], [T.VARCHAR], 1) is None
+
+
+def test_nan_bits_are_canonical():
+    weird = np.array([0x7FF0000000000001], dtype=np.int64).view(np.float64)   # a signalling NaN
+    got = value_columns.encode_columns([pa.array(weird)], [T.DOUBLE], 1)
+    assert got == encode_rows([(math.nan,)], [T.DOUBLE])
