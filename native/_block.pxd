@@ -77,6 +77,7 @@ cdef class BlockIterator:
     cdef int restart_key(self, Py_ssize_t index) except -1
     cdef void invalidate(self) noexcept
     cdef int c_seek(self, const unsigned char* target, Py_ssize_t n) except -1
+    cdef int c_seek_from(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t n) except -1
     cdef int c_seek_to_first(self) except -1
     cdef int c_seek_to_last(self) except -1
     cdef int c_next(self) except -1
@@ -94,5 +95,13 @@ cdef class Block:
     cdef object object_name
     cdef object shared_iter
     cdef bint busy
+    # restart index of point lookups (built on the first get; see Block.build_index)
+    cdef int index_state            # 0: not built, 1: built, 2: not usable (search the entries)
+    cdef uint64_t* rwords           # per restart: 8 user-key bytes after the common prefix
+    cdef uint32_t* rkey_pos         # per restart: offset of its key (in place: shared == 0)
+    cdef uint32_t* rkey_len         # per restart: its full-key length
+    cdef Py_ssize_t cp_len          # bytes every restart's user key shares
     cdef object corrupt(self, message, offset, expected=*, found=*)
     cdef object c_get(self, bytes uk, uint64_t epoch)
+    cdef int build_index(self) except -1
+    cdef Py_ssize_t restart_for(self, const unsigned char* target, Py_ssize_t n) noexcept

@@ -14,7 +14,7 @@ from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
-from native._keycmp cimport cmp_full_keys
+from native._keycmp cimport cmp_full_keys, cmp_mem, load_be64
 
 from hummock.errors import CorruptionError, InvalidArgumentError
 
@@ -46,6 +46,43 @@ cdef bytes as_key(object full_key):
     if PyBytes_GET_SIZE(full_key) < MIN_FULL_KEY_LEN:
         raise InvalidArgumentError(f"full key of {PyBytes_GET_SIZE(full_key)} bytes is shorter than {MIN_FULL_KEY_LEN}")
     return <bytes>full_key
+
+
+cdef inline int read_varint32(const unsigned char* p, Py_ssize_t limit, Py_ssize_t* ppos, uint32_t* out) noexcept:
+    """A varint32 at ``ppos[0]`` before ``limit``: 0 and the value, or -1 (truncated, too long,
+    over 32 bits; the same rules as ``BlockIterator.varint``)."""
+    cdef Py_ssize_t pos = ppos[0]
+    cdef uint64_t result = 0
+    cdef int shift = 0, i
+    cdef unsigned char byte
+    for i in range(5):
+        if pos >= limit:
+            return -1
+        byte = p[pos]
+        pos += 1
+        result |= (<uint64_t>(byte & 0x7F)) << shift
+        if not (byte & 0x80):
+            if result > <uint64_t>0xFFFFFFFFU:
+                return -1
+            out[0] = <uint32_t>result
+            ppos[0] = pos
+            return 0
+        shift += 7
+    return -1
+
+
+cdef inline uint64_t word_at(const unsigned char* k, Py_ssize_t ulen, Py_ssize_t at) noexcept:
+    """The 8 bytes of a user key (``ulen`` bytes at ``k``) from ``at``, big-endian, zero-padded
+    past its end."""
+    cdef uint64_t w = 0
+    cdef Py_ssize_t i
+    if at + 8 <= ulen:
+        return load_be64(k + at)
+    for i in range(8):
+        w <<= 8
+        if at + i < ulen:
+            w |= k[at + i]
+    return w
 
 
 cdef inline int memcmp_eq(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
@@ -440,7 +477,12 @@ cdef class BlockIterator:
                 left = mid
             else:
                 right = mid - 1
-        self.restart_key(left)
+        return self.c_seek_from(left, target, n)
+
+    cdef int c_seek_from(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t n) except -1:
+        """Move to the first entry >= ``target``, scanning from restart ``restart`` (the last
+        restart whose key is < ``target``, or 0: what ``c_seek``'s binary search finds)."""
+        self.restart_key(restart)
         while cmp_full_keys(self.key_ptr, self.key_len, target, n) < 0:
             if self.next_off >= self.limit:
                 self.invalidate()
@@ -568,6 +610,99 @@ cdef class Block:
         return CorruptionError(message, object=self.object_name or "block", offset=offset,
                                expected=expected, found=found)
 
+    def __dealloc__(self):
+        free(self.rwords)
+        free(self.rkey_pos)
+        free(self.rkey_len)
+
+    cdef int build_index(self) except -1:
+        """Index the restart keys for point lookups: each one's place and length, and 8 bytes of
+        its user key after the prefix they all share, as a big-endian number. A lookup then
+        binary-searches those numbers in one small array instead of decoding restart entries
+        spread over the block (fewer cache misses), and compares whole keys only on ties.
+
+        Built only if every restart entry passes the checks ``restart_entry`` makes and the
+        restart keys strictly increase; otherwise (``index_state`` 2) lookups keep searching the
+        entries, so a damaged block raises or answers exactly as before. Not charged to the
+        block cache (16 bytes a restart, ~2% of a 64 KiB block)."""
+        cdef Py_ssize_t n = self.num_restarts, i, pos, cp = 0, first_u, last_u
+        cdef uint32_t shared, unshared, value_len
+        cdef uint64_t* words
+        cdef uint32_t* kpos
+        cdef uint32_t* klen
+        self.index_state = 2
+        words = <uint64_t*>malloc(8 * n)
+        kpos = <uint32_t*>malloc(4 * n)
+        klen = <uint32_t*>malloc(4 * n)
+        if words == NULL or kpos == NULL or klen == NULL:
+            free(words)
+            free(kpos)
+            free(klen)
+            return 0
+        for i in range(n):
+            pos = load_u32(self.p + self.limit + 4 * i)
+            if (read_varint32(self.p, self.limit, &pos, &shared) or shared != 0
+                    or read_varint32(self.p, self.limit, &pos, &unshared)
+                    or read_varint32(self.p, self.limit, &pos, &value_len)
+                    or unshared > self.limit - pos or value_len > self.limit - pos - unshared
+                    or unshared < MIN_FULL_KEY_LEN
+                    or (i > 0 and cmp_full_keys(self.p + kpos[i - 1], klen[i - 1], self.p + pos, unshared) >= 0)):
+                free(words)
+                free(kpos)
+                free(klen)
+                return 0
+            kpos[i] = <uint32_t>pos
+            klen[i] = unshared
+        first_u = klen[0] - EPOCH_LEN
+        last_u = klen[n - 1] - EPOCH_LEN
+        while cp < first_u and cp < last_u and self.p[kpos[0] + cp] == self.p[kpos[n - 1] + cp]:
+            cp += 1
+        for i in range(n):
+            words[i] = word_at(self.p + kpos[i], klen[i] - EPOCH_LEN, cp)
+        self.rwords, self.rkey_pos, self.rkey_len, self.cp_len = words, kpos, klen, cp
+        self.index_state = 1
+        return 0
+
+    cdef Py_ssize_t restart_for(self, const unsigned char* target, Py_ssize_t n) noexcept:
+        """With the index built: the last restart whose key is < the full key ``target``, or 0
+        if none is (exactly what ``BlockIterator.c_seek``'s binary search finds, since the
+        restart keys strictly increase). Restart user keys all start with the ``cp_len`` bytes
+        ``P``; their numbers never decrease with the keys, a smaller number means a smaller key
+        and a larger one a larger key (a zero-padded shorter key is a prefix), so only restarts
+        with the target's own number need whole-key comparisons."""
+        cdef Py_ssize_t count = self.num_restarts, tu = n - EPOCH_LEN, cp = self.cp_len, lo = 0, hi, mid, ties
+        cdef const unsigned char* prefix = self.p + self.rkey_pos[0]
+        cdef int c = cmp_mem(target, prefix, tu if tu < cp else cp)
+        cdef uint64_t tw
+        if c < 0 or (c == 0 and tu < cp):
+            return 0                      # below every restart key
+        if c > 0:
+            return count - 1              # above every restart key
+        tw = word_at(target, tu, cp)
+        hi = count
+        while lo < hi:                    # first restart whose number is >= tw
+            mid = (lo + hi) >> 1
+            if self.rwords[mid] < tw:
+                lo = mid + 1
+            else:
+                hi = mid
+        ties = lo
+        hi = count
+        while ties < hi:                  # first restart whose number is > tw
+            mid = (ties + hi) >> 1
+            if self.rwords[mid] <= tw:
+                ties = mid + 1
+            else:
+                hi = mid
+        hi = ties
+        while lo < hi:                    # among the ties: first restart whose key is >= target
+            mid = (lo + hi) >> 1
+            if cmp_full_keys(self.p + self.rkey_pos[mid], self.rkey_len[mid], target, n) < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo - 1 if lo > 0 else 0
+
     def __len__(self):
         return PyBytes_GET_SIZE(self.data)
 
@@ -615,7 +750,12 @@ cdef class Block:
                 self.busy = True
             else:
                 it = BlockIterator(self)
-            it.c_seek(target, un + EPOCH_LEN)
+            if self.index_state == 0:
+                self.build_index()
+            if self.index_state == 1:
+                it.c_seek_from(self.restart_for(target, un + EPOCH_LEN), target, un + EPOCH_LEN)
+            else:
+                it.c_seek(target, un + EPOCH_LEN)
             if not it.c_valid():
                 return False
             return entry_version(it, <const unsigned char*>PyBytes_AS_STRING(uk), un)

@@ -239,3 +239,58 @@ def test_decompression_bomb_and_bad_tags_rejected():
         decode_stored_block(_reseal(b"\xff" * 20, COMPRESSION_LZ4, 100))
     with pytest.raises(CorruptionError, match="meta"):
         decode_stored_block(encode_stored_block(b"abc"), expected_content_len=4)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.binary(max_size=3), st.integers(0, 5)), min_size=1, max_size=60,
+                unique=True), st.integers(1, 6), st.data())
+def test_point_get_on_keys_sharing_long_prefixes(parts, restart_interval, data):
+    """Native point gets binary-search 8 bytes of each restart key after the prefix they share
+    (Block.build_index): keys that tie on those bytes, or end inside them, must still land
+    where the model says."""
+    entries = sorted(((encode_full_key(1, b"p" * 6 + b"q" * (n * 4) + tail, epoch), encode_value(b"v"))
+                      for n, tail, epoch in parts), key=lambda kv: full_key_sort_key(kv[0]))
+    keys = [k for k, _ in entries]
+    for impl in implementations():
+        block = impl.Block(build(impl, entries, restart_interval)[1])
+        for _ in range(10):
+            n, tail = data.draw(st.integers(0, 4)), data.draw(st.binary(max_size=4))
+            uk = encode_full_key(1, b"p" * data.draw(st.integers(4, 7)) + b"q" * (n * 4) + tail, 0)[:-8]
+            epoch = data.draw(st.sampled_from([0, 2, 5, MAX_EPOCH]))
+            pos = model_seek(keys, uk + (MAX_EPOCH - epoch).to_bytes(8, "big"))
+            if pos == len(keys):
+                expected = False
+            elif keys[pos][:-8] != uk:
+                expected = None
+            else:
+                expected = (MAX_EPOCH - int.from_bytes(keys[pos][-8:], "big"), entries[pos][1])
+            assert block.get(uk, epoch) == expected
+
+
+def test_point_get_on_damaged_blocks_same_answer_in_both_impls():
+    """A damaged block answers a point get as the twin does (or both raise CorruptionError):
+    the native restart index is only used when every restart entry checks out."""
+    if _twins.pure_python_forced():
+        pytest.skip("HUMMOCK_PURE_PYTHON=1: only the twin is under test in this run")
+    entries = [(encode_full_key(1, b"k%03d" % i, 5), encode_value(b"v" * (i % 7))) for i in range(40)]
+    impls = implementations()
+    content = build(impls[0], entries, 4)[1]
+    probes = [b"\x00\x00\x00\x01k%03d" % i for i in (0, 7, 13, 39, 99)]
+
+    def answers(impl, data):
+        try:
+            block = impl.Block(data)
+        except CorruptionError:
+            return "corrupt"
+        out = []
+        for uk in probes:
+            try:
+                out.append(block.get(uk, 5))
+            except CorruptionError:
+                out.append("corrupt")
+        return out
+    for i in range(len(content)):
+        for flip in (0x01, 0x80, 0xFF):
+            data = bytearray(content)
+            data[i] ^= flip
+            verdicts = {repr(answers(impl, bytes(data))) for impl in impls}
+            assert len(verdicts) == 1, (i, flip, verdicts)
