@@ -582,7 +582,8 @@ cdef class BlockIterator:
 @cython.final
 cdef class Block:
     """A block content whose trailer and restart array were checked once; what the block cache
-    holds. Iterators made from it skip the checks; :meth:`get` is a point lookup in one call."""
+    holds. Iterators made from it skip the checks; :meth:`get` is a point lookup in one call,
+    through a restart index built on the first one (:meth:`build_index`)."""
 
     def __cinit__(self, content, object=None):
         cdef Py_ssize_t n, i

@@ -5,8 +5,8 @@ the contract and the search order).
 The whole get runs in C: argument checks, the imm filter probes and binary searches, key-range
 screening, the SST filter probes (the key is hashed once per get and every filter is probed in C
 through ``native/_filter.pxd``), the block search over first keys, and the lookup
-inside the cached block (a C call into ``native._block.Block``). Python-level work is the block
-cache lookup and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
+inside the cached block (a C call into ``native._block.Block``), and the block cache lookup of a
+hit (``LruCache.c_peek``). Python-level work is a block-cache miss and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
 """
 
