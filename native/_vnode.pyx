@@ -100,3 +100,42 @@ def key_with_vnode(head, tail=b"", seed=0, count=256):
     memcpy(w + 2, PyBytes_AS_STRING(h), nh)
     memcpy(w + 2 + nh, PyBytes_AS_STRING(t), nt)
     return out
+
+
+def keys_with_vnodes(keys, hashed=None, seed=0, count=256):
+    """``[u16be(XXH64(hashed[i], seed) % count) || keys[i] for each i]``: table keys from encoded
+    pks ``keys`` and the encoded distribution keys ``hashed`` (``None``: the keys themselves,
+    when the distribution key is the whole pk), in one call. Items are bytes, bytearray or
+    memoryview (else ``TypeError``); ``ValueError`` unless ``1 <= count <= 65536`` and both
+    lists have one length."""
+    if not 1 <= count <= 65536:
+        raise ValueError(f"count must be in [1, 65536], got {count}")
+    cdef list ks = list(keys)
+    cdef list hs = ks if hashed is None else list(hashed)
+    cdef Py_ssize_t n = len(ks), i, nk
+    if len(hs) != n:
+        raise ValueError(f"keys and hashed differ in length: {n} and {len(hs)}")
+    cdef uint64_t s = seed, c = count, v
+    cdef list out = []
+    cdef bytes k, h, key
+    cdef char* w
+    for i in range(n):
+        k = _as_bytes(ks[i])
+        h = k if hashed is None else _as_bytes(hs[i])
+        v = xxh64(<const uint8_t*>PyBytes_AS_STRING(h), <size_t>PyBytes_GET_SIZE(h), s) % c
+        nk = PyBytes_GET_SIZE(k)
+        key = PyBytes_FromStringAndSize(NULL, nk + 2)
+        w = PyBytes_AS_STRING(key)
+        w[0] = <char>((v >> 8) & 0xFF)
+        w[1] = <char>(v & 0xFF)
+        memcpy(w + 2, PyBytes_AS_STRING(k), nk)
+        out.append(key)
+    return out
+
+
+cdef bytes _as_bytes(object item):
+    if type(item) is bytes:
+        return <bytes>item
+    if isinstance(item, (bytearray, memoryview)):
+        return bytes(item)
+    raise TypeError(f"keys are bytes, got {type(item).__name__}")

@@ -53,3 +53,31 @@ def key_with_vnode(head, tail=b"", seed=0, count=256) -> bytes:
     if not 1 <= count <= 65536:
         raise ValueError(f"count must be in [1, 65536], got {count}")
     return (_xxh64(head, seed) % count).to_bytes(2, "big") + head + tail
+
+
+def _as_bytes(item) -> bytes:
+    if type(item) is bytes:
+        return item
+    if isinstance(item, (bytearray, memoryview)):
+        return bytes(item)
+    raise TypeError(f"keys are bytes, got {type(item).__name__}")
+
+
+def keys_with_vnodes(keys, hashed=None, seed=0, count=256) -> list:
+    """``[u16be(XXH64(hashed[i], seed) % count) || keys[i] for each i]``: table keys from encoded
+    pks ``keys`` and the encoded distribution keys ``hashed`` (``None``: the keys themselves,
+    when the distribution key is the whole pk), in one call. Items are bytes, bytearray or
+    memoryview (else ``TypeError``); ``ValueError`` unless ``1 <= count <= 65536`` and both
+    lists have one length."""
+    if not 1 <= count <= 65536:
+        raise ValueError(f"count must be in [1, 65536], got {count}")
+    keys = list(keys)
+    hashes = keys if hashed is None else list(hashed)
+    if len(hashes) != len(keys):
+        raise ValueError(f"keys and hashed differ in length: {len(keys)} and {len(hashes)}")
+    out = []
+    for k, h in zip(keys, hashes):
+        k = _as_bytes(k)
+        h = k if hashed is None else _as_bytes(h)
+        out.append((_xxh64(h, seed) % count).to_bytes(2, "big") + k)
+    return out

@@ -30,8 +30,8 @@ from relational.arrow import as_arrow, to_pylist
 from relational.errors import SchemaError
 from relational.memcomparable import OrderType
 from relational.types import DataType
-from relational.vnode import (VNODE_BYTES, VNODE_COUNT, VNODE_SEED, compute_vnode, compute_vnodes, hash_list,
-                              key_with_vnode, vnode_prefix)
+from relational.vnode import (VNODE_BYTES, VNODE_COUNT, VNODE_SEED, compute_vnode, compute_vnodes, key_with_vnode,
+                              keys_with_vnodes, vnode_prefix)
 
 #: the 2-byte prefix of each vnode, indexed by vnode
 VNODE_PREFIXES = tuple(vnode_prefix(v) for v in range(VNODE_COUNT))
@@ -133,7 +133,7 @@ class RowSerde:
 
     def keys_of_pks(self, pks: list) -> list:
         """``[key_of_pk(pk) for pk in pks]`` with one encoder call for all the pks (plus one for
-        the distribution keys when they are not the whole pk) and one hash call.
+        the distribution keys when they are not the whole pk) and one hash-and-prefix call.
 
         REQUIRES: every pk is a tuple or list (the caller checks; a wrong width raises
         :class:`SchemaError`, a wrong value the encoder's typed error, naming that pk)."""
@@ -145,14 +145,11 @@ class RowSerde:
         if not self.dist_in_pk:
             return list(map(_SINGLETON_PREFIX.__add__, encoded))
         if self._dist_head == width:   # the vnode hashes the pk's own bytes
-            dist = encoded
-        else:
-            where = self.dist_in_pk
-            dist = memcomparable.encode_rows([[pk[i] for i in where] for pk in pks], self.dist_types,
-                                             [OrderType.ASC] * len(where))
-        vnodes = (hash_list(dist, VNODE_SEED) % np.uint64(VNODE_COUNT)).tolist()
-        prefixes = VNODE_PREFIXES
-        return [prefixes[v] + k for v, k in zip(vnodes, encoded)]
+            return keys_with_vnodes(encoded, None, VNODE_SEED, VNODE_COUNT)
+        where = self.dist_in_pk
+        dist = memcomparable.encode_rows([[pk[i] for i in where] for pk in pks], self.dist_types,
+                                         [OrderType.ASC] * len(where))
+        return keys_with_vnodes(encoded, dist, VNODE_SEED, VNODE_COUNT)
 
     def encode(self, row) -> tuple[bytes, bytes]:
         """``(table key, value)`` of one row (a sequence in schema order)."""

@@ -38,6 +38,9 @@ hash_offsets = _impl.hash_offsets
 #: ``key_with_vnode(head, tail=b"", seed=0, count=256)``: ``u16be(XXH64(head) % count) || head
 #: || tail`` in one native call (the single-row key path of a distribution key that is a pk prefix)
 key_with_vnode = _impl.key_with_vnode
+#: ``keys_with_vnodes(keys, hashed=None, seed=0, count=256)``: ``[u16be(XXH64(hashed[i]) % count)
+#: || keys[i] ...]`` in one native call (``hashed`` None: the keys themselves; the batch key path)
+keys_with_vnodes = _impl.keys_with_vnodes
 
 
 def _asc(types):

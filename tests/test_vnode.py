@@ -145,6 +145,32 @@ def test_key_with_vnode_bad_count(impl, count):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+@given(keys=st.lists(st.binary(max_size=30), max_size=12), hashed=st.booleans(), seed=st.sampled_from([0, 7]),
+       count=st.sampled_from([1, 256, 65536]))
+def test_keys_with_vnodes_is_key_with_vnode_per_key(impl, keys, hashed, seed, count):
+    dists = [k[:3] for k in keys] if hashed else None
+    got = impl.keys_with_vnodes(keys, dists, seed, count)
+    heads = dists if hashed else keys
+    assert got == [impl.key_with_vnode(h, b"", seed, count)[:2] + k for h, k in zip(heads, keys)]
+    assert got == vnode_py.keys_with_vnodes(keys, dists, seed, count)
+    assert impl.keys_with_vnodes([bytearray(k) for k in keys], dists and [memoryview(d) for d in dists],
+                                 seed, count) == got
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("keys, hashed, count, error", [
+    ([b"a"], None, 0, ValueError),              # count out of range
+    ([b"a"], None, 65537, ValueError),
+    ([b"a", b"b"], [b"a"], 256, ValueError),    # lengths differ
+    ([b"a", 5], None, 256, TypeError),          # not bytes
+    ([b"a"], ["a"], 256, TypeError),
+])
+def test_keys_with_vnodes_bad_input(impl, keys, hashed, count, error):
+    with pytest.raises(error):
+        impl.keys_with_vnodes(keys, hashed, 0, count)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("offsets,data", [
     ([0, 5], b"abc"),          # past the end
     ([-1, 2], b"abc"),         # negative
