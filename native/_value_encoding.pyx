@@ -632,7 +632,7 @@ cdef struct _Col:
     const unsigned char* nulls  # NULL: no NULLs; else n flags, nonzero = NULL
 
 
-def encode_column_buffers(cols, n):
+def encode_column_buffers(cols, n, order=None):
     """See the twin's docstring: ``encode_rows`` of ``n`` rows given as raw column buffers.
 
     Every descriptor is checked before anything is written: widths, buffer lengths, and that
@@ -647,6 +647,9 @@ def encode_column_buffers(cols, n):
     cdef const unsigned char[::1] data
     cdef const unsigned char[::1] nulls
     cdef list keep = []               # the memoryviews, alive while _Col points into them
+    cdef const int64_t[::1] rows_order
+    cdef bint ordered = order is not None
+    cdef Py_ssize_t r
     cdef _Col* cs = <_Col*>malloc(sizeof(_Col) * (ncols if ncols else 1))
     cdef _Buf b
     cdef list out = []
@@ -688,8 +691,16 @@ def encode_column_buffers(cols, n):
                     raise ValueError(f"column {i}: {nulls.shape[0]} null flags, expected {rows}")
                 keep.append(nulls)
                 cs[i].nulls = &nulls[0] if rows else NULL
+        if ordered:
+            rows_order = _int64_view(order)
+            if rows_order.shape[0] != rows:
+                raise ValueError(f"order has {rows_order.shape[0]} entries, expected {rows}")
+            for j in range(rows):
+                if rows_order[j] < 0 or rows_order[j] >= rows:
+                    raise ValueError(f"order entry {j} is {rows_order[j]}, outside [0, {rows})")
         size = (ncols + 7) >> 3
-        for j in range(rows):
+        for r in range(rows):
+            j = rows_order[r] if ordered else r
             b.len = 0
             _put_u8(&b, FORMAT_TAG)
             _put_varint(&b, <uint64_t>ncols)

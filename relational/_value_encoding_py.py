@@ -577,7 +577,7 @@ def _check_buffers(cols, n: int) -> list:
     return out
 
 
-def encode_column_buffers(cols, n) -> list:
+def encode_column_buffers(cols, n, order=None) -> list:
     """The value encoding of ``n`` rows given as columns of raw buffers: ``encode_rows`` of
     the rows whose values these buffers hold, without a Python value per cell.
 
@@ -591,15 +591,27 @@ def encode_column_buffers(cols, n) -> list:
     - ``nulls``: ``None`` or ``n`` bytes, nonzero = NULL (the row's bitmap bit is set and
       nothing is written for it).
 
+    ``order`` (optional): ``n`` int64s, a row number in ``[0, n)`` each; the rows are written in
+    that order (row ``order[0]`` first), e.g. sorted by key.
+
     Raises ``ValueError`` for a descriptor that does not fit (width, lengths, an offset out of
-    order or outside ``data``) and ``TypeError`` for one that is not a buffer, before writing.
-    Callers: :mod:`relational.value_columns` only (which prepares the buffers)."""
+    order or outside ``data``) or a bad ``order``, and ``TypeError`` for one that is not a
+    buffer, before writing. Callers: :mod:`relational.value_columns` only (which prepares the
+    buffers)."""
     cols = _check_buffers(cols, n)
+    rows = range(n)
+    if order is not None:
+        rows = _view(order, "q", "column values must be a contiguous int64 buffer")
+        if len(rows) != n:
+            raise ValueError(f"order has {len(rows)} entries, expected {n}")
+        for j, row in enumerate(rows):
+            if not 0 <= row < n:
+                raise ValueError(f"order entry {j} is {row}, outside [0, {n})")
     head = bytearray((FORMAT_TAG,))
     put_varint(head, len(cols))
     size = (len(cols) + 7) >> 3
     out = []
-    for j in range(n):
+    for j in rows:
         row = bytearray(head)
         bitmap = len(row)
         row += bytes(size)

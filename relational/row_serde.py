@@ -200,7 +200,7 @@ class RowSerde:
         With ``sort=True`` the three come back in key order (a stable sort: equal keys keep
         their chunk order); equal-width keys (fixed-width pks without NULLs) sort in numpy.
         ``return_order=True`` adds a fourth item: the chunk positions in the order returned (a
-        list), or ``None`` when unsorted.
+        ``numpy.int64`` array), or ``None`` when unsorted.
         """
         if len(columns) != len(self.types):
             raise SchemaError(f"a chunk has {len(self.types)} columns, got {len(columns)}")
@@ -219,6 +219,7 @@ class RowSerde:
         dist_cols = [columns[i] for i in self.dist_key_indices]
         vnodes = compute_vnodes(dist_cols, self.dist_types, num_rows)
         perm = None       # the order the keys were sorted in (Arrow); the value columns follow it
+        order = None      # the same as a numpy array
         if self.pk_vectorizable:
             prefix = vnodes.astype(">u2").view(np.uint8).reshape(num_rows, VNODE_BYTES)
             encoded = memcomparable.encode_columns([as_arrow(columns[i], self.types[i]) for i in self.pk_indices],
@@ -226,10 +227,11 @@ class RowSerde:
             if len(encoded) != num_rows:
                 raise SchemaError(f"the pk columns hold {len(encoded)} values, expected {num_rows}")
             if sort:
-                perm = _equal_width_order(encoded)
-                if perm is not None:    # sort in Arrow and numpy, before anything becomes a list
-                    vnodes = vnodes[perm]
-                    perm = pa.array(perm)   # (Arrow's take converts a numpy index on every call)
+                order = _equal_width_order(encoded)
+                if order is not None:   # sort in Arrow and numpy, before anything becomes a list
+                    order = order.astype(np.int64, copy=False)
+                    vnodes = vnodes[order]
+                    perm = pa.array(order)   # (Arrow's take converts a numpy index on every call)
                     encoded = encoded.take(perm)
             keys = encoded.to_pylist()
         else:
@@ -238,22 +240,19 @@ class RowSerde:
             keys = [VNODE_PREFIXES[v] + k for v, k in zip(vnodes.tolist(), encoded)]
         if len(keys) != num_rows:
             raise SchemaError(f"the pk columns hold {len(keys)} values, expected {num_rows}")
-        order = None if perm is None else perm.to_pylist()
-        # the values in chunk order straight from the columns' buffers when they allow it ...
+        # the values straight from the columns' buffers, in key order, when they allow it ...
         values = value_columns.encode_columns([columns[i] for i in self.value_indices], self.value_types,
-                                              num_rows) if self.value_indices else None
-        if values is not None:
-            if order is not None:
-                values = list(map(values.__getitem__, order))
-        else:   # ... else through Python values, already in key order when sorted above
+                                              num_rows, order) if self.value_indices else None
+        if values is None:   # ... else through Python values, taken in key order when sorted above
             value_rows = (list(zip(*[values_of(i, perm) for i in self.value_indices])) if self.value_indices
                           else [()] * num_rows)
             values = value_encoding.encode_rows(value_rows, self.value_types)
         if perm is None and sort:
-            order = sorted(range(num_rows), key=keys.__getitem__)
-            keys = list(map(keys.__getitem__, order))
-            values = list(map(values.__getitem__, order))
-            vnodes = vnodes[order] if order else vnodes
+            positions = sorted(range(num_rows), key=keys.__getitem__)
+            keys = list(map(keys.__getitem__, positions))
+            values = list(map(values.__getitem__, positions))
+            order = np.array(positions, dtype=np.int64)
+            vnodes = vnodes[order] if num_rows else vnodes
         if return_order:
             return vnodes, keys, values, order
         return vnodes, keys, values

@@ -402,16 +402,16 @@ class StateTable:
             records = self.mem.records
             probe = list(dict.fromkeys(keys)) if not records else [k for k in dict.fromkeys(keys) if k not in records]
             stored = dict(zip(probe, self.store.multi_get(self.table_id, probe, self.epoch))) if probe else {}
-        sorted_inserts = inserts[order].tolist() if order else inserts.tolist()
+        sorted_inserts = (inserts if order is None else inserts[order]).tolist()
         try:
             self.mem.apply(sorted_inserts, keys, values, stored)
         except InconsistentOpError:
-            if not order:
+            if order is None:
                 raise
             # name the first failing row in chunk order: each key's rows are independent of
             # the others', so the same rows in chunk order fail too (and change nothing)
             chunk_keys, chunk_values = [None] * len(order), [None] * len(order)
-            for j, i in enumerate(order):
+            for j, i in enumerate(order.tolist()):
                 chunk_keys[i], chunk_values[i] = keys[j], values[j]
             self.mem.apply(inserts.tolist(), chunk_keys, chunk_values, stored)
             raise
@@ -428,7 +428,7 @@ class StateTable:
         if self.consistent:
             found = self.store.multi_get(self.table_id, keys, self.epoch)
             if found.count(None) != len(found):   # name the first such row in chunk order
-                _, j = min((order[j], j) for j, v in enumerate(found) if v is not None)
+                _, j = min((int(order[j]), j) for j, v in enumerate(found) if v is not None)
                 key = keys[j]
                 raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
         return self.mem.insert_many(keys, values, distinct=True)

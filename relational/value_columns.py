@@ -45,9 +45,10 @@ _FIXED_KINDS = frozenset((*_INT_RANGES, TypeKind.BOOLEAN, TypeKind.DOUBLE, TypeK
 _BYTES_TYPES = {TypeKind.VARCHAR: (pa.string(), pa.large_string()), TypeKind.BYTEA: (pa.binary(), pa.large_binary())}
 
 
-def encode_columns(columns, types, num_rows: int):
+def encode_columns(columns, types, num_rows: int, order=None):
     """``encode_rows`` of the rows held by ``columns`` (value order, one per type), or
-    ``None`` when a column is not one the module docstring lists."""
+    ``None`` when a column is not one the module docstring lists. ``order`` (a numpy int64
+    array of row numbers, optional): the rows in that order instead of the columns' order."""
     if num_rows == 0:
         return None
     descriptors = []
@@ -56,7 +57,7 @@ def encode_columns(columns, types, num_rows: int):
         if descriptor is None:
             return None
         descriptors.append(descriptor)
-    return _impl.encode_column_buffers(descriptors, num_rows)
+    return _impl.encode_column_buffers(descriptors, num_rows, order)
 
 
 def _describe(column, dtype, n: int):

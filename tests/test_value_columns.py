@@ -49,12 +49,15 @@ def descriptors(draw):
     return cols, n
 
 
-@given(descriptors())
-def test_twins_agree_on_random_buffers(case):
+@given(descriptors(), st.data())
+def test_twins_agree_on_random_buffers(case, data):
     cols, n = case
     results = [impl.encode_column_buffers(cols, n) for impl in IMPLS]
     assert all(r == results[0] for r in results)
     assert len(results[0]) == n
+    order = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
+    for impl in IMPLS:   # rows written in a given order: the same rows, permuted
+        assert impl.encode_column_buffers(cols, n, order) == [results[0][i] for i in order]
 
 
 def test_buffers_equal_rows_spelled_out():
@@ -91,6 +94,22 @@ def test_bad_descriptors_raise_the_same_class(name, cols, n, error):
     for impl in IMPLS:
         with pytest.raises(error):
             impl.encode_column_buffers(cols, n)
+
+
+ONE = [(8, np.array([1, 2], np.int64), None, None)]
+
+
+@pytest.mark.parametrize("order, error", [
+    (np.array([0], np.int64), ValueError),           # too short
+    (np.array([0, 2], np.int64), ValueError),        # a row that does not exist
+    (np.array([-1, 0], np.int64), ValueError),
+    (np.array([0, 1, 1], np.int32), TypeError),      # not int64s (12 bytes)
+    ([0, 1], TypeError),                             # not a buffer
+])
+def test_bad_order_raises_the_same_class(order, error):
+    for impl in IMPLS:
+        with pytest.raises(error):
+            impl.encode_column_buffers(ONE, 2, order)
 
 
 # --- the facade against the row path -------------------------------------------------------
