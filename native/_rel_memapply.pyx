@@ -10,13 +10,31 @@ Safety: the three lists' lengths are checked before the loop, every key and valu
 be ``bytes`` before its length is read, and every record read from the dictionaries is checked
 to be a 3-tuple before it is unpacked.
 
-Callers: :meth:`relational.mem_table.MemTable.apply` only, through ``hummock._twins.load``.
+Garbage collector: the records it builds hold only an int, bytes and None, which cannot form a
+reference cycle, so they are untracked at once (what the collector itself does to such tuples
+at its next pass); a MemTable whose records are all untracked stays an untracked dict, which
+the collector never traverses (an epoch's MemTable holds tens of thousands of records).
+
+Callers: :meth:`relational.mem_table.MemTable.apply` and ``insert_many`` only, through
+``hummock._twins.load``.
 """
 
 cimport cython
 from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
+
+
+cdef inline tuple _record(object op, object old, object new):
+    """An ``(op, old, new)`` record, untracked when it holds only an int, bytes and None (module
+    docstring, "Garbage collector")."""
+    cdef tuple t = (op, old, new)
+    if (type(op) is int and (old is None or type(old) is bytes) and (new is None or type(new) is bytes)):
+        PyObject_GC_UnTrack(<void*>t)
+    return t
 
 INSERT, DELETE, UPDATE = 1, 2, 3
 cdef object _INSERT = 1, _DELETE = 2, _UPDATE = 3
@@ -67,20 +85,20 @@ cdef tuple _merge(dict records, list ins, list ks, list vs, dict st, bint consis
                 elif found != value:
                     raise error("delete whose old row is not the stored row", key)
             if is_insert:
-                overlay[key] = (_INSERT, None, value)
+                overlay[key] = _record(_INSERT, None, value)
             else:
-                overlay[key] = (_DELETE, value, None)
+                overlay[key] = _record(_DELETE, value, None)
             added += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + 64
             continue
         t = _check_record(rec)
         op, old, cur = t[0], t[1], t[2]
         if is_insert:
             if op == _DELETE:
-                overlay[key] = (_UPDATE, old, value)
+                overlay[key] = _record(_UPDATE, old, value)
             elif consistent:
                 raise error("insert of a pk that already has a row", key)
             else:
-                overlay[key] = (op, old, value)
+                overlay[key] = _record(op, old, value)
         elif op == _DELETE:
             if consistent:
                 raise error("delete of a pk that has no row", key)
@@ -88,10 +106,26 @@ cdef tuple _merge(dict records, list ins, list ks, list vs, dict st, bint consis
         elif consistent and cur != value:
             raise error("delete whose old row is not the current row", key)
         elif op == _INSERT:
-            overlay[key] = None if consistent else (_DELETE, cur, None)
+            overlay[key] = None if consistent else _record(_DELETE, cur, None)
         else:
-            overlay[key] = (_DELETE, old, None)
+            overlay[key] = _record(_DELETE, old, None)
     gone = [k for k, r in overlay.items() if r is None]
     for k in gone:
         del overlay[k]
     return overlay, gone, added
+
+
+def insert_new(records, keys, values):
+    """See the twin's docstring: ``records[k] = (INSERT, None, v)`` for each pair, untracked."""
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    cdef list ks = list(keys), vs = list(values)
+    cdef Py_ssize_t n = len(ks), i
+    cdef dict d = <dict>records
+    if len(vs) != n:
+        raise ValueError(f"keys and values differ in length: {n}, {len(vs)}")
+    for i in range(n):
+        if type(ks[i]) is not bytes or type(vs[i]) is not bytes:
+            raise TypeError(f"keys and values are bytes, got {type(ks[i]).__name__} and {type(vs[i]).__name__}")
+    for i in range(n):
+        d[ks[i]] = _record(_INSERT, None, vs[i])

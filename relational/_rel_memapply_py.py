@@ -24,7 +24,10 @@ adds: ``len(key) + len(value) + 64`` each time a key without a record gets one. 
 ``ValueError`` when the three sequences differ in length or a record is not a 3-tuple, and
 ``TypeError`` when ``records`` or ``stored`` is not a dict or a key or value is not ``bytes``.
 
-Callers: :meth:`relational.mem_table.MemTable.apply` only, through ``hummock._twins.load``.
+``insert_new(records, keys, values)``: the all-insert chunk's records (below).
+
+Callers: :meth:`relational.mem_table.MemTable.apply` and ``insert_many`` only, through
+``hummock._twins.load``.
 """
 
 from __future__ import annotations
@@ -95,3 +98,20 @@ def merge_ops(records, inserts, keys, values, stored, consistent, error):
     for key in gone:
         del overlay[key]
     return overlay, gone, added
+
+
+def insert_new(records, keys, values) -> None:
+    """``records[k] = (INSERT, None, v)`` for each pair of ``keys`` and ``values`` (bytes; the
+    caller checked that no key repeats or has a record). Checks everything before it changes
+    anything: ``TypeError`` unless ``records`` is a dict and every key and value bytes,
+    ``ValueError`` when the lengths differ. (The native module leaves these records untracked by
+    the garbage collector, as it does merge_ops' records.)"""
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    keys, values = list(keys), list(values)
+    if len(keys) != len(values):
+        raise ValueError(f"keys and values differ in length: {len(keys)}, {len(values)}")
+    for key, value in zip(keys, values):
+        if type(key) is not bytes or type(value) is not bytes:
+            raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
+    records.update(zip(keys, [(INSERT, None, value) for value in values]))

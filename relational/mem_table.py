@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import bisect
 import weakref
-from itertools import repeat
 from operator import itemgetter
 
 from hummock import _twins
@@ -236,7 +235,7 @@ class MemTable:
             return False
         if self._live:
             self._freeze_live()
-        ops.update(zip(keys, zip(repeat(INSERT), repeat(None), values)))
+        _apply.insert_new(ops, keys, values)
         if self._sorted is not None:
             self._pending.extend(keys)
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)

@@ -353,6 +353,42 @@ def test_merge_ops_refuses_bad_input_alike(impl):
     assert overlay == {b"b": (1, None, b"22")} and gone == [b"a"] and added == 1 + 2 + 64
 
 
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+@given(st.dictionaries(st.binary(max_size=4), st.binary(max_size=4), max_size=8),
+       st.dictionaries(st.binary(min_size=5, max_size=6), st.binary(max_size=4), max_size=8))
+def test_insert_new_adds_insert_records(impl, before, new):
+    records = {k: (2, v, None) for k, v in before.items()}
+    expected = {**records, **{k: (1, None, v) for k, v in new.items()}}
+    impl.insert_new(records, list(new), list(new.values()))
+    assert records == expected
+
+
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+def test_insert_new_refuses_bad_input_and_changes_nothing(impl):
+    for args, exc in [((None, [], []), TypeError), (({}, [b"k"], []), ValueError),
+                      (({}, [b"k", "j"], [b"v", b"w"]), TypeError), (({}, [b"k", b"j"], [b"v", 5]), TypeError)]:
+        with pytest.raises(exc):
+            impl.insert_new(*args)
+        assert args[0] in (None, {})
+
+
+def test_native_records_are_left_to_no_garbage_collection():
+    """The native merge and insert build records the collector never has to traverse (an
+    epoch's MemTable holds tens of thousands), so the MemTable's dict stays untracked too."""
+    import gc
+    if len(APPLY_IMPLS) == 1:
+        pytest.skip("HUMMOCK_PURE_PYTHON=1: the twin leaves tracking to the collector")
+    native = APPLY_IMPLS[1]
+    records = {}
+    native.insert_new(records, [b"a", b"b"], [b"1", b"2"])
+    overlay, _, _ = native.merge_ops(records, [False, True, True], [b"a", b"a", b"c"], [b"1", b"9", b"3"],
+                                     {}, True, lambda reason, key: InconsistentOpError(reason, key))
+    records.update(overlay)
+    assert records == {b"a": (1, None, b"9"), b"b": (1, None, b"2"), b"c": (1, None, b"3")}
+    assert not any(gc.is_tracked(r) for r in records.values())
+    assert not gc.is_tracked(records)
+
+
 # --- range iterators are snapshots ----------------------------------------------------------
 
 WRITES = st.lists(st.one_of(
