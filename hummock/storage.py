@@ -47,6 +47,7 @@ from hummock.options import StorageOptions
 from hummock.read_view import ReadHandle, ReadState, SstReader, VersionView, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
+from hummock.sstable.meta import MAX_PREFIX_LEN
 from hummock.sstable.reader import Sstable
 from hummock.version import VersionDelta
 
@@ -118,6 +119,7 @@ class HummockStorage:
         # open count as committed at open
         self._commit_times = collections.deque([(time.monotonic(), manifest.current.max_committed_epoch)])
         self._compactor = None
+        self._builder_options = None   # cache of _sst_builder_options()
         self._closed = False
         self._state = None
         self._handle = None   # the stable get/multi_get/iter (ReadHandle) over self._state
@@ -355,7 +357,7 @@ class HummockStorage:
             handed_out.append(self._new_sst_id())
             return handed_out[-1]
         try:
-            infos = flush_imms(imms, self._store, self.options.sst_builder_options(),
+            infos = flush_imms(imms, self._store, self._sst_builder_options(),
                                self.options.target_sst_size, new_sst_id)
         except BaseException:
             self._release_ids(handed_out)   # never in a delta: whatever was uploaded is an orphan
@@ -571,6 +573,54 @@ class HummockStorage:
         ``iter`` was called, for as long as it is referenced; returned bytes are the caller's.
         (Replaced on an open store by its ``ReadHandle``'s ``iter``, like ``get``.)"""
         return self._state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)
+
+    # --- table options (prefix filters) --------------------------------------------------------
+
+    def set_table_options(self, table_id: int, *, prefix_len: int | None) -> None:
+        """Declare (``prefix_len`` an int in [1, 65535]) or drop (``None``) the key-prefix
+        length of ``table_id``: the number of leading table-key bytes (after the 4-byte table
+        id; for a state table, its 2-byte vnode and the first pk columns) that SSTs built from
+        now on -- flushes and compactions, in every process -- index in a prefix filter, so an
+        ``iter`` whose range lies within one prefix of at least that length skips SSTs without
+        it, reading no block (docs/engine.md "Prefix filters"). Persisted in the version (one
+        ``table_options`` delta; nothing is written when the declaration does not change).
+        Reads stay exact whatever is declared. Raises ``InvalidArgumentError``, ``ReadOnlyError``.
+        """
+        self._require_writer()
+        table_id = _check_table_id(table_id)
+        if prefix_len is not None and (isinstance(prefix_len, bool) or not isinstance(prefix_len, int)
+                                       or not 1 <= prefix_len <= MAX_PREFIX_LEN):
+            raise InvalidArgumentError(f"prefix_len must be None or an int in [1, {MAX_PREFIX_LEN}], "
+                                       f"got {prefix_len!r}")
+        with self._lock:
+            self._require_writer()
+            self._check_ownership()
+            self._adopt_pending()
+            lens = dict(self._version.prefix_len_map)
+            if lens.get(table_id) == prefix_len:
+                return
+            if prefix_len is None:
+                del lens[table_id]
+            else:
+                lens[table_id] = prefix_len
+            try:
+                version = self._manifest.commit(VersionDelta.table_options(self._version, lens))
+            finally:   # on an unknown outcome the delta is pending
+                self._set_version(self._manifest.current)
+            self._set_version(version)
+
+    def table_options(self, table_id: int) -> dict:
+        """The declared options of ``table_id``: ``{"prefix_len": n or None}``."""
+        return {"prefix_len": self._version.prefix_len_map.get(_check_table_id(table_id))}
+
+    def _sst_builder_options(self):
+        """The SST builder settings of flushes and compactions: the options' plus the prefix
+        lengths the current version declares (one object per declaration set)."""
+        lens = self._version.table_prefix_lens
+        cached = self._builder_options
+        if cached is None or cached.prefix_lens != lens:
+            cached = self._builder_options = self.options.sst_builder_options().replace(prefix_lens=lens)
+        return cached
 
     @property
     def max_committed_epoch(self) -> int:

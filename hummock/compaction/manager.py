@@ -169,7 +169,7 @@ class CompactionManager:
             return sst_id
         applied = 0
         try:
-            outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
+            outputs = compact(runs, watermark, task.bottom, storage._store, storage._sst_builder_options(),
                               storage.options.target_sst_size, new_sst_id, stats)
             kill_point("compaction.after_outputs")
             with storage._lock:

@@ -128,6 +128,7 @@ class PoolRunner:
         options = storage.options
         with storage._lock:
             watermark = storage._watermark()
+            builder_options = storage._sst_builder_options()
             readers = {info.sst_id: storage._reader_for(info) for run in task.runs for info in run}
         splits = plan_splits(task.runs, lambda info: [(m.first_key, max(m.stored_len, m.content_len))
                                                       for m in readers[info.sst_id].sst.meta.blocks],
@@ -145,7 +146,7 @@ class PoolRunner:
                 for worker, split, quota in zip(workers, splits, quotas):
                     try:
                         worker.send((self._store, split, first, quota, watermark, task.bottom,
-                                     options.sst_builder_options(), options.target_sst_size,
+                                     builder_options, options.target_sst_size,
                                      FAIL_SPLIT_FOR_TESTS))
                         sent.append(worker)
                     except OSError as exc:
