@@ -17,6 +17,11 @@ Reads at epoch E see versioned epochs <= E | 0xFFFF.
 SST of an overlapping L0 sub-level, one chained :class:`~hummock.iterators.SstRun` per
 non-overlapping sub-level or lower level (only its SSTs that meet the range and hold an epoch
 <= the read epoch), merged by :class:`~hummock.iterators.UserScan`, which keeps the state alive.
+Prefix filters: when the version declares a prefix length ``n`` for the table and every key of
+the scan's range starts with ``start[:n]``, an SST whose prefix filter (built with some length
+``m``, the range confined to ``start[:m]`` too) says no is no source: no block is read for it.
+An SST without a prefix filter for the table, or with a length the range is not confined to,
+is always read. A scan without sources is an empty iterator.
 
 Callers: :mod:`hummock.read_view` (facade) and the engine.
 """
@@ -27,7 +32,7 @@ import bisect
 
 from hummock import iterators as it
 from hummock.errors import ExpiredEpochError, InvalidArgumentError
-from hummock.key import clamp_bounds
+from hummock.key import clamp_bounds, prefix_end
 
 _MAX_EPOCH = (1 << 64) - 1
 _SPILL_MASK = 0xFFFF
@@ -55,6 +60,36 @@ class SstReader:
     def get(self, user_key: bytes, read_epoch: int):
         """``(version_epoch, value_or_None)`` of the newest version <= ``read_epoch``, or None."""
         return self.sst.get(user_key, read_epoch)
+
+    def prefix_excludes(self, probe) -> bool:
+        """True when this SST's prefix filter proves no key of ``probe``'s range is here."""
+        sst = self.sst
+        if sst.prefix_filter is None:
+            return False
+        n = sst.prefix_lens.get(probe.table_id)
+        if n is None or n > len(probe.start):
+            return False
+        return probe.confined_to(n) and not sst.prefix_filter.may_contain(probe.lo_user[:4 + n])
+
+
+def confined(start: bytes, end, n: int) -> bool:
+    """Every key of ``[start, end)`` starts with ``start[:n]`` (REQUIRES ``len(start) >= n``)."""
+    bound = prefix_end(start[:n])
+    return bound is None or (end is not None and end <= bound)
+
+
+class _PrefixProbe:
+    """A scan whose range lies within one key prefix of at least the table's declared length:
+    SSTs whose prefix filter rules that prefix out are skipped (docs/engine.md "Prefix filters")."""
+
+    def __init__(self, table_id: int, start: bytes, end, lo_user: bytes):
+        self.table_id, self.start, self.end, self.lo_user = table_id, start, end, lo_user
+        self._n, self._ok = None, False
+
+    def confined_to(self, n: int) -> bool:
+        if n != self._n:
+            self._n, self._ok = n, confined(self.start, self.end, n)
+        return self._ok
 
 
 def _check_args(table_id, key, epoch):
@@ -89,6 +124,7 @@ class VersionView:
         self.levels = levels
         self.version = version
         self.min_epoch = min_epoch
+        self.prefix_lens = getattr(version, "prefix_len_map", None) or {}   # declared prefix lengths
         self.l0_his = [None if overlapping else [r.hi for r in readers] for overlapping, readers in l0]
         self.level_his = [[r.hi for r in readers] for readers in levels]
 
@@ -108,6 +144,7 @@ class ReadState:
         self.active = 0
         self._l0_his = view.l0_his
         self._level_his = view.level_his
+        self._prefix_lens = view.prefix_lens
 
     def get(self, table_id, key, epoch):
         """The value of ``key`` at ``epoch``, or ``None`` (absent or deleted)."""
@@ -157,8 +194,14 @@ class ReadState:
         else:
             end_full = None if table_id == 0xFFFFFFFF else (table_id + 1).to_bytes(4, "big") + bytes(8)
 
+        probe = None
+        declared = self._prefix_lens.get(table_id)
+        if declared is not None and start is not None and len(start) >= declared and confined(start, end, declared):
+            probe = _PrefixProbe(table_id, start, end, lo_user)
+
         def wanted(r):
-            return r.min_epoch <= read_epoch and r.hi >= lo_user and (hi_user is None or r.lo < hi_user)
+            return r.min_epoch <= read_epoch and r.hi >= lo_user and (hi_user is None or r.lo < hi_user) and (
+                probe is None or not r.prefix_excludes(probe))
 
         sources = []
         for imm in self.imms.get(table_id, ()):
@@ -182,10 +225,12 @@ class ReadState:
             for r in readers[bisect.bisect_left(his, lo_user):]:
                 if hi_user is not None and r.lo >= hi_user:
                     break
-                if r.min_epoch <= read_epoch:
+                if r.min_epoch <= read_epoch and (probe is None or not r.prefix_excludes(probe)):
                     chosen.append(r)
             if chosen:
                 sources.append(it.SstRun(chosen, start_full, end_full))
+        if not sources:
+            return iter(())
         return it.UserScan(sources, read_epoch, reverse, self)
 
     def _get_version(self, table_id: int, key: bytes, read_epoch: int):

@@ -52,6 +52,7 @@ from hummock.options import StorageOptions
 from hummock.read_view import ReadHandle, ReadState, SstReader, VersionView, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
+from hummock.sstable.meta import MAX_PREFIX_LEN
 from hummock.sstable.reader import Sstable
 from hummock.uploader import Uploader, UploadTask
 from hummock.version import VersionDelta
@@ -133,6 +134,7 @@ class HummockStorage:
         self._uploading: list[UploadTask] = []   # submitted, not ended, in submission order
         self._uploading_imms: set[int] = set()   # id() of the imms of those tasks
         self._upload_log = None   # a list collecting (kind, lowest, highest, submitted, finished)
+        self._builder_options = None   # cache of _sst_builder_options()
         self._closed = False
         self._state = None
         self._handle = None   # the stable get/multi_get/iter (ReadHandle) over self._state
@@ -455,7 +457,7 @@ class HummockStorage:
         try:
             if self._closed:
                 raise StoreClosedError("the store was closed before this upload ran")
-            infos = flush_imms(task.imms, self._store, self.options.sst_builder_options(),
+            infos = flush_imms(task.imms, self._store, self._sst_builder_options(),
                                self.options.target_sst_size, new_sst_id)
             kill_point("flush.after_sst_upload")
         except BaseException as exc:   # noqa: BLE001 -- handed to the waiters
@@ -682,6 +684,54 @@ class HummockStorage:
         ``iter`` was called, for as long as it is referenced; returned bytes are the caller's.
         (Replaced on an open store by its ``ReadHandle``'s ``iter``, like ``get``.)"""
         return self._state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)
+
+    # --- table options (prefix filters) --------------------------------------------------------
+
+    def set_table_options(self, table_id: int, *, prefix_len: int | None) -> None:
+        """Declare (``prefix_len`` an int in [1, 65535]) or drop (``None``) the key-prefix
+        length of ``table_id``: the number of leading table-key bytes (after the 4-byte table
+        id; for a state table, its 2-byte vnode and the first pk columns) that SSTs built from
+        now on -- flushes and compactions, in every process -- index in a prefix filter, so an
+        ``iter`` whose range lies within one prefix of at least that length skips SSTs without
+        it, reading no block (docs/engine.md "Prefix filters"). Persisted in the version (one
+        ``table_options`` delta; nothing is written when the declaration does not change).
+        Reads stay exact whatever is declared. Raises ``InvalidArgumentError``, ``ReadOnlyError``.
+        """
+        self._require_writer()
+        table_id = _check_table_id(table_id)
+        if prefix_len is not None and (isinstance(prefix_len, bool) or not isinstance(prefix_len, int)
+                                       or not 1 <= prefix_len <= MAX_PREFIX_LEN):
+            raise InvalidArgumentError(f"prefix_len must be None or an int in [1, {MAX_PREFIX_LEN}], "
+                                       f"got {prefix_len!r}")
+        with self._manifest_lock, self._lock:   # (a manifest write: the manifest lock first)
+            self._require_writer()
+            self._check_ownership()
+            self._adopt_pending()
+            lens = dict(self._version.prefix_len_map)
+            if lens.get(table_id) == prefix_len:
+                return
+            if prefix_len is None:
+                del lens[table_id]
+            else:
+                lens[table_id] = prefix_len
+            try:
+                version = self._manifest.commit(VersionDelta.table_options(self._version, lens))
+            finally:   # on an unknown outcome the delta is pending
+                self._set_version(self._manifest.current)
+            self._set_version(version)
+
+    def table_options(self, table_id: int) -> dict:
+        """The declared options of ``table_id``: ``{"prefix_len": n or None}``."""
+        return {"prefix_len": self._version.prefix_len_map.get(_check_table_id(table_id))}
+
+    def _sst_builder_options(self):
+        """The SST builder settings of flushes and compactions: the options' plus the prefix
+        lengths the current version declares (one object per declaration set)."""
+        lens = self._version.table_prefix_lens
+        cached = self._builder_options
+        if cached is None or cached.prefix_lens != lens:
+            cached = self._builder_options = self.options.sst_builder_options().replace(prefix_lens=lens)
+        return cached
 
     @property
     def max_committed_epoch(self) -> int:

@@ -40,6 +40,15 @@ Contracts:
   MemTable copies what an open iterator has left of its range on the first write after the
   iterator's creation (mem_table.py, "Range reads are snapshots"). It stays valid across
   ``commit`` and ``try_flush`` too (it keeps reading the old MemTable and store state).
+- ``prefix_len_hint=k`` declares that reads probe prefixes of the first ``k`` pk columns (a
+  join key, a group key): when those columns all have fixed-width key encodings (BOOLEAN,
+  integers, floats, DATE, TIME, TIMESTAMP[TZ], INTERVAL) the table declares the prefix length
+  ``2 + their widths`` bytes to the store (``set_table_options``), whose SSTs then carry prefix
+  filters, and an ``iter_with_prefix`` with at least ``k`` non-NULL prefix values skips SSTs
+  without that prefix (no block read). With a variable-width column among them (VARCHAR,
+  BYTEA, DECIMAL, STRUCT, LIST) nothing is declared (``prefix_len`` is None): one byte length
+  would not be the prefix of every probe. Results never change, only what is read; every
+  instance of one table id should pass the same hint (the last declaration wins).
 Not thread-safe: one instance belongs to one executor.
 
 Callers: the stream layer's executors, library users (README "StateTable").
@@ -60,6 +69,7 @@ from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH, prefix_end
 from relational.errors import EpochError, InconsistentOpError, RowError, SchemaError, VnodeNotOwnedError
 from relational.mem_table import DELETE, MemTable
 from relational.memcomparable import encode_row as mc_encode_row
+from relational.memcomparable import fixed_width
 from relational.row_serde import RowSerde
 from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
                                    decoded_rows, merge_mem_over_storage, merge_vnodes, pinned_vnode, pk_ranges,
@@ -139,7 +149,8 @@ class StateTable:
 
     def __init__(self, store, table_id: int, schema, pk_indices, order_types=None, dist_key_indices=None,
                  value_indices=None, vnodes: Bitmap | None = None, *, consistent: bool = True,
-                 name: str | None = None, flush_threshold: int = DEFAULT_FLUSH_BYTES):
+                 name: str | None = None, flush_threshold: int = DEFAULT_FLUSH_BYTES,
+                 prefix_len_hint: int | None = None):
         self.store = store
         self.table_id = table_id
         self.names, self.serde = table_layout(schema, pk_indices, order_types, dist_key_indices, value_indices)
@@ -154,6 +165,25 @@ class StateTable:
         self._owns_all = self.vnodes.is_full()
         self.epoch: int | None = None
         self._watermark = None
+        self.prefix_len = self._declare_prefix(prefix_len_hint)
+
+    def _declare_prefix(self, hint) -> int | None:
+        """Turn ``prefix_len_hint`` (the first ``hint`` pk columns) into the store's prefix
+        length in bytes -- the vnode plus those columns' fixed encoded widths -- and declare it
+        (``HummockStorage.set_table_options``); return it, or None when nothing is declared."""
+        if hint is None:
+            return None
+        width = len(self.serde.pk_types)
+        if isinstance(hint, bool) or not isinstance(hint, (int, np.integer)) or not 1 <= hint <= width:
+            raise SchemaError(f"state table {self.name}: prefix_len_hint must be None or an int in "
+                              f"[1, {width}] (pk columns), got {hint!r}")
+        widths = [fixed_width(t) for t in self.serde.pk_types[:int(hint)]]
+        if None in widths:
+            return None   # a variable-width column: no one prefix length fits every probe
+        prefix_len = VNODE_BYTES + sum(widths)
+        if not getattr(self.store, "read_only", False):
+            self.store.set_table_options(self.table_id, prefix_len=prefix_len)
+        return prefix_len
 
     @classmethod
     def from_desc(cls, store, desc, vnodes: Bitmap | None = None, **kwargs) -> StateTable:

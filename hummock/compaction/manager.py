@@ -168,7 +168,7 @@ class CompactionManager:
             return sst_id
         applied = 0
         try:
-            outputs = compact(runs, watermark, task.bottom, host.store, host.options.sst_builder_options(),
+            outputs = compact(runs, watermark, task.bottom, host.store, host.builder_options(),
                               host.options.target_sst_size, new_sst_id, stats)
             kill_point("compaction.after_outputs")
             applied = self._commit(task, outputs, stats, watermark)

@@ -128,6 +128,7 @@ class PoolRunner:
         options = host.options
         watermark = host.watermark()
         readers = {info.sst_id: host.input_reader(info, cached=True) for run in task.runs for info in run}
+        builder_options = host.builder_options()
         splits = plan_splits(task.runs, lambda info: [(m.first_key, max(m.stored_len, m.content_len))
                                                       for m in readers[info.sst_id].sst.meta.blocks],
                              self._workers)
@@ -141,7 +142,7 @@ class PoolRunner:
                 for worker, split, quota in zip(workers, splits, quotas):
                     try:
                         worker.send((self._store, split, first, quota, watermark, task.bottom,
-                                     options.sst_builder_options(), options.target_sst_size,
+                                     builder_options, options.target_sst_size,
                                      FAIL_SPLIT_FOR_TESTS))
                         sent.append(worker)
                     except OSError as exc:

@@ -195,13 +195,14 @@ class SparkJobResult:
 
 
 def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, block_metas=None,
-                      max_splits: int | None = None) -> SparkJobResult:
+                      max_splits: int | None = None, builder_options=None) -> SparkJobResult:
     """Run ``task`` (a ``CompactionTask`` of kind "compact") as one Spark job; return its outputs.
 
     ``store``: a :class:`StoreDescription` or a store URL (local path or ``s3://``, opened with
     ``options.s3_options()``). ``watermark``: the lowest epoch readers may still read at.
     ``options``: the store's ``StorageOptions`` (builder settings, ``target_sst_size``,
-    ``spark_master``). ``reserve_ids(count)`` must persist a reservation of ``count`` fresh SST
+    ``spark_master``); ``builder_options`` overrides ``options.sst_builder_options()`` (the engine
+    passes its own, which carry the version's declared prefix lengths). ``reserve_ids(count)`` must persist a reservation of ``count`` fresh SST
     ids and return them as a ``range`` before any is used. ``block_metas(info)`` returns an
     input SST's block metas (default: read from the store). ``max_splits`` defaults to Spark's
     default parallelism (splits are balanced by bytes; each extra split re-opens the inputs:
@@ -231,7 +232,9 @@ def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, bloc
         next_id += quota * attempts
     if next_id > reserved.stop:
         raise InvalidArgumentError(f"reserve_ids returned {len(reserved)} ids, {next_id - reserved.start} needed")
-    job = _Job(store, watermark, task.bottom, options.sst_builder_options(), options.target_sst_size, attempts,
+    if builder_options is None:
+        builder_options = options.sst_builder_options()
+    job = _Job(store, watermark, task.bottom, builder_options, options.target_sst_size, attempts,
                FAIL_SPLIT_FOR_TESTS)
     plan_seconds = time.perf_counter() - started
     results = _run_job(sc, job, work, task)
@@ -365,7 +368,8 @@ class SparkRunner:
         readers = {info.sst_id: host.input_reader(info, cached=True) for run in task.runs for info in run}
         try:
             result = run_task_on_spark(self._store, task, watermark, host.options, reserve,
-                                       block_metas=lambda info: readers[info.sst_id].sst.meta.blocks)
+                                       block_metas=lambda info: readers[info.sst_id].sst.meta.blocks,
+                                       builder_options=host.builder_options())
             stats.add(result.stats)
             outputs = {info.sst_id for info in result.outputs}
             for ids in reserved:     # anything a failed attempt wrote may be vacuumed now
