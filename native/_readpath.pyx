@@ -8,6 +8,9 @@ through ``native/_filter.pxd``), the block search over first keys, and the looku
 inside the cached block (a C call into ``native._block.Block``). Python-level work is the block
 cache lookup and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
+Table watermarks (``marks``): a get resolves its table's records (cached per version for reads
+at the newest epochs) and checks the version it found in C; tables without records cost one
+test of an empty dict.
 """
 
 cimport cython
@@ -18,6 +21,7 @@ from libc.string cimport memcmp, memcpy
 
 from native._block cimport Block
 from native._filter cimport FilterReader, filter_key_hash
+from native._iterators cimport range_hides, unpack_hide
 from native._keycmp cimport cmp_full_keys
 
 from hummock import iterators as _iterators
@@ -183,8 +187,10 @@ cdef inline bint wanted(SstReader r, uint64_t read, bytes lo_user, bytes hi_user
         hi_user is None or cmp_obj(r.lo, hi_user) < 0)
 
 
-cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes hi_user):
-    """The readers of a sorted, non-overlapping run that a scan of ``[lo_user, hi_user)`` needs."""
+cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes hi_user,
+                   bint has_floor, uint64_t floor):
+    """The readers of a sorted, non-overlapping run that a scan of ``[lo_user, hi_user)`` needs
+    (those holding a version <= ``read``, and above ``floor`` if ``has_floor``)."""
     cdef list chosen = []
     cdef Py_ssize_t lo = lower_bound(his, lo_user)
     cdef SstReader r
@@ -192,7 +198,7 @@ cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes 
         r = <SstReader>readers[lo]
         if hi_user is not None and cmp_obj(r.lo, hi_user) >= 0:
             break
-        if r.min_epoch <= read:
+        if r.min_epoch <= read and not (has_floor and r.max_epoch <= floor):
             chosen.append(r)
         lo += 1
     return chosen
@@ -234,16 +240,18 @@ cdef class VersionView:
     cdef readonly tuple levels
     cdef readonly object version
     cdef readonly uint64_t min_epoch
+    cdef readonly dict marks
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
 
-    def __cinit__(self, tuple l0, tuple levels, version=None, min_epoch=0):
+    def __cinit__(self, tuple l0, tuple levels, version=None, min_epoch=0, marks=None):
         self.l0 = l0
         self.levels = levels
         self.version = version
         self.min_epoch = min_epoch
+        self.marks = {} if marks is None else dict(marks)
         self.l0_overlapping, self.l0_readers, self.l0_his = [], [], []
         for overlapping, readers in l0:
             readers = tuple(readers)
@@ -271,16 +279,18 @@ cdef class ReadState:
     cdef readonly object version
     cdef readonly Py_ssize_t active
     cdef readonly uint64_t min_epoch
+    cdef readonly dict marks
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
     cdef object __weakref__
 
-    def __cinit__(self, dict imms, tuple staging, VersionView view not None):
+    def __cinit__(self, dict imms, tuple staging, VersionView view not None, marks=None):
         self.imms = imms
         self.staging = staging
         self.view = view
+        self.marks = view.marks if marks is None else (marks if type(marks) is dict else dict(marks))
         self.l0 = view.l0
         self.levels = view.levels
         self.version = view.version
@@ -327,7 +337,25 @@ cdef class ReadState:
             found = self.c_get_version(table_id, k, e | SPILL_MASK)
         finally:
             self.active -= 1
-        return None if found is None else found[1]
+        if found is None:
+            return None
+        if self.marks and self.c_hidden(table_id, k, e | SPILL_MASK, found[0]):
+            return None
+        return found[1]
+
+    cdef bint c_hidden(self, table_id, bytes key, uint64_t read, version_epoch) except -1:
+        """Whether the table's watermark records hide ``key``'s version at ``version_epoch``."""
+        cdef bint has_floor
+        cdef uint64_t floor
+        cdef dict ranges
+        records = self.marks.get(table_id)
+        if records is None:
+            return False
+        ranges = unpack_hide(records.resolve(read), &has_floor, &floor)
+        if has_floor and <uint64_t>version_epoch <= floor:
+            return True
+        return ranges is not None and range_hides(ranges, <const unsigned char*>PyBytes_AS_STRING(key),
+                                                  PyBytes_GET_SIZE(key))
 
     cdef object c_multi_get(self, table_id, keys, epoch):
         cdef list out = []
@@ -351,11 +379,15 @@ cdef class ReadState:
                 checked.append(bytes(key))
             else:
                 raise InvalidArgumentError(f"key must be bytes, got {type(key).__name__}")
+        cdef bint marked = bool(self.marks) and table_id in self.marks
         self.active += 1
         try:
             for key in checked:
                 found = self.c_get_version(table_id, <bytes>key, read)
-                out.append(None if found is None else found[1])
+                if found is None or (marked and self.c_hidden(table_id, <bytes>key, read, found[0])):
+                    out.append(None)
+                else:
+                    out.append(found[1])
         finally:
             self.active -= 1
         return out
@@ -384,6 +416,14 @@ cdef class ReadState:
         cdef list chosen
         cdef Py_ssize_t i, j, n, lo, hi
         cdef SstReader r
+        cdef bint has_floor = False
+        cdef uint64_t floor = 0
+        hide = None
+        if self.marks:
+            records = self.marks.get(table_id)
+            if records is not None:
+                hide = records.resolve(read)
+                unpack_hide(hide, &has_floor, &floor)
         if hi_user is not None:
             end_full = hi_user + bytes(8)
         elif table_id == 0xFFFFFFFF:
@@ -393,7 +433,7 @@ cdef class ReadState:
         imms = self.imms.get(table_id)
         if imms is not None:
             for imm in imms:
-                if <uint64_t>imm.epoch > read:
+                if <uint64_t>imm.epoch > read or (has_floor and <uint64_t>imm.epoch <= floor):
                     continue
                 keys = imm.keys
                 lo = 0 if start is None else lower_bound(keys, <bytes>start)
@@ -402,24 +442,28 @@ cdef class ReadState:
                     sources.append(imm_source(imm, table_id, lo, hi, reverse))
         for obj in self.staging:   # staging SSTs may overlap: one source each
             r = <SstReader>obj
-            if wanted(r, read, lo_user, hi_user):
+            if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor):
                 sources.append(SstRun([r], start_full, end_full))
         n = len(self.l0_readers)
         for i in range(n):
             if self.l0_overlapping[i]:
                 for obj in <tuple>self.l0_readers[i]:
                     r = <SstReader>obj
-                    if wanted(r, read, lo_user, hi_user):
+                    if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor):
                         sources.append(SstRun([r], start_full, end_full))
             else:
-                chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user)
+                chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user,
+                                  has_floor, floor)
                 if chosen:
                     sources.append(SstRun(chosen, start_full, end_full))
         for j in range(len(self.levels)):
-            chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user)
+            chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user,
+                              has_floor, floor)
             if chosen:
                 sources.append(SstRun(chosen, start_full, end_full))
-        return UserScan(sources, read, reverse, self)
+        if hide is None:
+            return UserScan(sources, read, reverse, self)
+        return UserScan(sources, read, reverse, self, hide)
 
     cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
         cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, n, i
