@@ -13,7 +13,8 @@ picks tasks and applies results, but each rewrite runs as one Spark job
 writers.
 
 Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
-reader at or above it can see survives.
+reader at or above it can see survives; what table watermarks and truncations hide at it is
+dropped (``HummockStorage._compaction_hide``, passed to every runner).
 
 Thread safety: the store's lock guards versions and ids; tasks run concurrently with reads and
 writes. Callers: :class:`hummock.storage.HummockStorage` only.
@@ -52,7 +53,8 @@ class CompactionManager:
         if workers and storage.options.compactor == "local" and can_use_workers(storage._store):
             self._pool = PoolRunner(storage, workers)   # the Spark runner (compactor="spark"), made on first use
         self.stats = {"tasks": 0, "moves": 0, "conflicts": 0, "failures": 0, "input_bytes": 0,
-                      "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0}
+                      "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0,
+                      "dropped_hidden": 0}
 
     # --- background runner ---------------------------------------------------------------
 
@@ -160,6 +162,7 @@ class CompactionManager:
                 task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
         with storage._lock:
             watermark = storage._watermark()
+            hide = storage._compaction_hide(watermark)
             runs = [SstRun([self._input_reader(info) for info in run], None, None) for run in task.runs]
         handed_out = []
 
@@ -170,7 +173,7 @@ class CompactionManager:
         applied = 0
         try:
             outputs = compact(runs, watermark, task.bottom, storage._store, storage.options.sst_builder_options(),
-                              storage.options.target_sst_size, new_sst_id, stats)
+                              storage.options.target_sst_size, new_sst_id, stats, hide)
             kill_point("compaction.after_outputs")
             with storage._lock:
                 applied = self._commit(task, outputs, stats, watermark)
@@ -202,6 +205,7 @@ class CompactionManager:
             self.stats["output_bytes"] += sum(info.file_size for info in outputs)
             self.stats["dropped_versions"] += stats.dropped_versions
             self.stats["dropped_tombstones"] += stats.dropped_tombstones
+            self.stats["dropped_hidden"] += stats.dropped_hidden
         return applied
 
     def _apply(self, make_delta) -> int:
