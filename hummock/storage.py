@@ -363,8 +363,9 @@ class HummockStorage:
         """Empty ``table_id`` from ``epoch`` on (``TRUNCATE``, ``DROP``): reads at epochs >=
         ``epoch`` see none of the versions written before this call (at ``epoch`` or earlier);
         writes made after it, at ``epoch`` or later, stay visible. Older reads and snapshots
-        still see the old rows. The uncommitted writes it hides leave the shared buffer at once;
-        the commit of ``epoch`` publishes it in the same version delta, and SSTs holding only
+        still see the old rows. The uncommitted writes of ``epoch`` it hides leave the shared
+        buffer at once (those of older epochs stay for older reads); the commit of ``epoch``
+        publishes the truncation in its version delta, and SSTs holding only
         truncated data of this table then leave the version (as soon as no snapshot or
         retention window needs them); compaction drops the rest. Watermarks stay.
 
@@ -378,7 +379,8 @@ class HummockStorage:
             self._check_unsealed(epoch)
             through = epoch + self._buffer.next_offset(table_id, epoch) - 1
             records = self._marks.get(table_id, TableWatermarks()).with_truncation(epoch, through)
-            self._buffer.remove(lambda imm: imm.table_id == table_id and imm.epoch <= through)
+            # its own epoch's imms no read can see any more; older ones stay for older reads
+            self._buffer.remove(lambda imm: imm.table_id == table_id and epoch <= imm.epoch <= through)
             self._truncated_tables.add(table_id)
             self._install_marks(table_id, records)
 
