@@ -357,7 +357,7 @@ class HummockStorage:
             if not ranges:
                 return
             records = self._marks.get(table_id, TableWatermarks())
-            self._install_marks(table_id, records.with_watermarks(epoch, ranges))
+            self._install_marks(table_id, records.with_watermarks(epoch, ranges))   # checked again: cheap
 
     def truncate_table(self, table_id: int, epoch: int) -> None:
         """Empty ``table_id`` from ``epoch`` on (``TRUNCATE``, ``DROP``): reads at epochs >=

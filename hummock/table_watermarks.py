@@ -189,10 +189,12 @@ class TableWatermarks:
 
     # --- building ---------------------------------------------------------------------------
 
-    def with_watermarks(self, epoch: int, ranges: dict) -> TableWatermarks:
-        """These records plus ``ranges`` (``check_ranges`` output) at ``epoch``, each merged into
-        its vnode's current range (module doc). Raises InvalidArgumentError if ``epoch`` is
-        below the newest watermark entry's or a range is disjoint from its vnode's current one."""
+    def with_watermarks(self, epoch: int, ranges) -> TableWatermarks:
+        """These records plus ``ranges`` (``{vnode: W or (lo, hi)}``, see :func:`check_ranges`)
+        at ``epoch``, each merged into its vnode's current range (module doc). Raises
+        InvalidArgumentError for bad ranges, an ``epoch`` below the newest watermark entry's or a
+        range disjoint from its vnode's current one."""
+        ranges = check_ranges(ranges)
         if self.entries and epoch < self.entries[-1][0]:
             _bad(f"watermark epoch {epoch} is below this table's newest watermark epoch "
                  f"{self.entries[-1][0]}; watermarks arrive in epoch order")
