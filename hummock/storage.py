@@ -13,6 +13,11 @@ without taking the lock (native code end to end), ``iter`` pins its version for 
 lifetime (the scan holds its state), ``snapshot`` pins an epoch and its version. Vacuum spares
 every SST that the version, a snapshot, the staging list or a still-referenced state reads.
 
+Table watermarks (``update_table_watermarks``, ``truncate_table``; ``hummock/table_watermarks.py``):
+records that make reads at epochs >= theirs hide keys at once, published with the commit of
+their epoch in its version delta, applied by compaction; a truncation's whole SSTs leave the
+version after the commit (``_drop_truncated_ssts``).
+
 Recovery: opening replays the manifest; anything not committed is gone, and the writer's first
 vacuum removes SSTs a crash left behind. A second writer on the same URL fails with
 ``ConcurrentWriterError``; read-only openers see committed epochs and ``refresh()`` to newer ones.

@@ -14,12 +14,16 @@ A :class:`HummockVersion` is an immutable snapshot of the SSTs that make up the 
   the newest version <= its watermark and every newer one, so reads at epochs >= safe_epoch are
   exact and reads below may not be (the engine refuses them: ``ExpiredEpochError``). Only a
   compaction delta raises it; it never exceeds ``max_committed_epoch``.
+- ``table_watermarks``: table id -> :class:`~hummock.table_watermarks.TableWatermarks`, the
+  watermark and truncation records reads apply (that module states their rules). A commit
+  appends the records of the epochs it publishes; a compaction that raises ``safe_epoch``
+  folds each table's history at or below it (``apply`` derives the fold, so replay agrees).
 
 Versions change only through :class:`VersionDelta` and :func:`apply`, which returns a new
 version with ``id = delta.id = delta.prev_id + 1``. Kinds of delta:
 
 - ``commit``: publishes an epoch (strictly increasing) and adds one L0 sub-level (or none for an
-  epoch without data);
+  epoch without data), with the table watermark records of the epochs it publishes;
 - ``compaction``: removes input SSTs (from L0 sub-levels and/or levels; emptied sub-levels are
   dropped) and adds outputs to L1+; or, *intra-L0*, merges whole consecutive L0 sub-levels into
   one non-overlapping sub-level that takes their place and the newest one's id (outputs "added
