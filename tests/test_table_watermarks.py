@@ -383,3 +383,39 @@ def test_resolve_all_is_plain_data_for_other_processes():
     hide = resolve_all({3: records, 4: TableWatermarks()}, 2 * E | 0xFFFF)
     assert pickle.loads(pickle.dumps(hide)) == {3: (2 * E + 3, {0: (b"", b"x")})}
     assert resolve_all({3: records}, E - 1) == {}
+
+
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-2, 2**65), st.text(max_size=4),
+                        st.sampled_from(["00", "ff", "zz", "0"]))
+JSON_VALUES = st.recursive(JSON_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                                   st.dictionaries(st.text(max_size=3), inner,
+                                                                                   max_size=3)), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.lists(st.integers(0, 5), max_size=6), value=JSON_VALUES)
+def test_hostile_records_in_a_checkpoint_decode_or_raise_corruption(path, value):
+    """A checksummed checkpoint whose watermark records were replaced anywhere by any JSON value
+    either decodes to a sound version or raises CorruptionError -- nothing else."""
+    import json
+
+    from hummock.version import ENVELOPE, checksum
+    v = HummockVersion.empty()
+    records = TableWatermarks().with_watermarks(E, {0: (b"", b"x"), 3: (b"a", None)}).with_truncation(E, E + 1)
+    v = apply(v, VersionDelta.commit(v, E, (), table_watermarks={4: records}))
+    payload = json.loads(v.to_bytes()[ENVELOPE.size:])
+    node, parent, slot = payload["table_watermarks"], payload, "table_watermarks"
+    for step in path:
+        if isinstance(node, list) and node:
+            parent, slot, node = node, step % len(node), node[step % len(node)]
+        elif isinstance(node, dict) and node:
+            k = sorted(node)[step % len(node)]
+            parent, slot, node = node, k, node[k]
+    parent[slot] = value
+    raw = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    data = ENVELOPE.pack(b"HUMKVER1", 1, len(raw), checksum(raw)) + raw
+    try:
+        decoded = HummockVersion.from_bytes(data)
+    except CorruptionError:
+        return
+    assert decoded._problems() == []
