@@ -45,13 +45,12 @@ from collections.abc import Mapping
 
 from hummock.errors import InvalidArgumentError
 
-__all__ = ["TableWatermarks", "check_ranges", "hides", "resolve_all", "MAX_VNODE", "VNODE_LEN"]
+__all__ = ["TableWatermarks", "check_ranges", "hides", "resolve_all", "with_pending", "MAX_VNODE", "VNODE_LEN"]
 
 VNODE_LEN = 2              # bytes of vnode at the start of a table key
 MAX_VNODE = 0xFFFF
 _SPILL_MASK = 0xFFFF
 _U64_MAX = 2**64 - 1
-_EMPTY: dict = {}
 
 
 def _bad(message: str):

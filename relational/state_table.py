@@ -72,7 +72,7 @@ from relational.table_iter import (as_values, batch_schema, check_batch_size, ch
                                    decoded_rows, merge_mem_over_storage, merge_vnodes, pinned_vnode, pk_ranges,
                                    record_batches)
 from relational.types import DataType
-from relational.vnode import VNODE_BYTES, Bitmap
+from relational.vnode import Bitmap
 
 #: ops of a chunk (the stream layer's ``Op`` uses the same numbers)
 OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT = 1, 2, 3, 4
