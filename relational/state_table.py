@@ -72,7 +72,7 @@ from relational.table_iter import (as_values, batch_schema, check_batch_size, ch
                                    decoded_rows, merge_mem_over_storage, merge_vnodes, pinned_vnode, pk_ranges,
                                    record_batches)
 from relational.types import DataType
-from relational.vnode import Bitmap
+from relational.vnode import SINGLETON_VNODE, Bitmap
 
 #: ops of a chunk (the stream layer's ``Op`` uses the same numbers)
 OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT = 1, 2, 3, 4
@@ -477,7 +477,8 @@ class StateTable:
         return self.store.table_watermarks(self.table_id)
 
     def _watermark_ranges(self) -> dict:
-        """Per owned vnode, the range of key bytes after the vnode that the pending watermark
+        """Per owned vnode (the one vnode of a singleton table), the range of key bytes after the
+        vnode that the pending watermark
         hides: the non-NULL first-column values below it. Non-NULL values carry the tag 0x01
         (NULLs 0x00 or 0x02, never hidden), so ascending they span ``[01, w)``; descending,
         smaller values sort after ``w`` and every key extending it: ``[prefix_end(w), 02)``
@@ -490,6 +491,8 @@ class StateTable:
             rng = (lo, b"\x02")
         else:
             rng = (b"\x01", w)
+        if not self.serde.dist_key_indices:   # a singleton table lives in one vnode
+            return {SINGLETON_VNODE: rng} if SINGLETON_VNODE in self.vnodes else {}
         return dict.fromkeys(self.vnodes, rng)
 
     # --- vnodes -----------------------------------------------------------------------------
