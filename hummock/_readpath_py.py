@@ -11,7 +11,11 @@ screens each by a bloom filter built on first use), then staging SSTs,
 the newest version among all hits winning (spills can interleave epochs) -- then the L0 groups
 newest first (first group with a hit wins; inside an overlapping group the newest hit), then one
 SST per lower level. SSTs are screened by key range, then by their filter.
-Reads at epoch E see versioned epochs <= E | 0xFFFF.
+Reads at epoch E see versioned epochs <= E | 0xFFFF. Table watermarks and truncations
+(``marks``: table id -> :class:`~hummock.table_watermarks.TableWatermarks`) hide what they
+cover at E: a get checks the version it found (``hides``), a scan hands the resolved records
+to ``UserScan`` and skips sources that hold only truncated versions. Tables without records
+cost one dict lookup on an empty dict.
 
 ``iter`` builds a scan over the same sources: one source per imm slice, per staging SST and per
 SST of an overlapping L0 sub-level, one chained :class:`~hummock.iterators.SstRun` per
@@ -33,6 +37,7 @@ import bisect
 from hummock import iterators as it
 from hummock.errors import ExpiredEpochError, InvalidArgumentError
 from hummock.key import clamp_bounds, prefix_end
+from hummock.table_watermarks import hides
 
 _MAX_EPOCH = (1 << 64) - 1
 _SPILL_MASK = 0xFFFF
@@ -117,26 +122,30 @@ class VersionView:
     with the number of SSTs; a write's new state reuses it). ``l0``: tuple of ``(overlapping,
     readers)`` newest first, readers sorted by max epoch (overlapping) or by key (not);
     ``levels``: tuple of reader tuples sorted by key; ``min_epoch``: reads below raise
-    ExpiredEpochError. Every argument is treated as immutable."""
+    ExpiredEpochError; ``marks``: the version's table watermarks (table id ->
+    ``TableWatermarks``). Every argument is treated as immutable."""
 
-    def __init__(self, l0: tuple, levels: tuple, version=None, min_epoch=0):
+    def __init__(self, l0: tuple, levels: tuple, version=None, min_epoch=0, marks=None):
         self.l0 = l0
         self.levels = levels
         self.version = version
         self.min_epoch = min_epoch
         self.prefix_lens = getattr(version, "prefix_len_map", None) or {}   # declared prefix lengths
+        self.marks = {} if marks is None else marks
         self.l0_his = [None if overlapping else [r.hi for r in readers] for overlapping, readers in l0]
         self.level_his = [[r.hi for r in readers] for readers in levels]
 
 
 class ReadState:
-    """See the module docstring: ``imms`` (table id -> imms oldest first), ``staging`` (readers)
-    and a :class:`VersionView`. Building one costs O(imm tables + staging SSTs), not O(SSTs)."""
+    """See the module docstring: ``imms`` (table id -> imms oldest first), ``staging`` (readers),
+    a :class:`VersionView` and ``marks`` (table watermarks; default: the view's). Building one
+    costs O(imm tables + staging SSTs), not O(SSTs)."""
 
-    def __init__(self, imms: dict, staging: tuple, view: VersionView):
+    def __init__(self, imms: dict, staging: tuple, view: VersionView, marks=None):
         self.imms = imms
         self.staging = staging
         self.view = view
+        self.marks = view.marks if marks is None else marks
         self.l0 = view.l0
         self.levels = view.levels
         self.version = view.version
@@ -156,7 +165,13 @@ class ReadState:
             found = self._get_version(table_id, key, epoch | _SPILL_MASK)
         finally:
             self.active -= 1
-        return None if found is None else found[1]
+        if found is None:
+            return None
+        if self.marks:
+            records = self.marks.get(table_id)
+            if records is not None and hides(records.resolve(epoch | _SPILL_MASK), key, found[0]):
+                return None
+        return found[1]
 
     def multi_get(self, table_id, keys, epoch) -> list:
         """``[get(table_id, k, epoch) for k in keys]``; every key is checked before any is read."""
@@ -198,14 +213,19 @@ class ReadState:
         declared = self._prefix_lens.get(table_id)
         if declared is not None and start is not None and len(start) >= declared and confined(start, end, declared):
             probe = _PrefixProbe(table_id, start, end, lo_user)
+        hide = None
+        records = self.marks.get(table_id) if self.marks else None
+        if records is not None:
+            hide = records.resolve(read_epoch)
+        floor = -1 if hide is None or hide[0] is None else hide[0]   # versions <= floor are hidden
 
         def wanted(r):
-            return r.min_epoch <= read_epoch and r.hi >= lo_user and (hi_user is None or r.lo < hi_user) and (
-                probe is None or not r.prefix_excludes(probe))
+            return (r.min_epoch <= read_epoch and r.max_epoch > floor and r.hi >= lo_user
+                    and (hi_user is None or r.lo < hi_user) and (probe is None or not r.prefix_excludes(probe)))
 
         sources = []
         for imm in self.imms.get(table_id, ()):
-            if imm.epoch <= read_epoch:
+            if floor < imm.epoch <= read_epoch:
                 lo = 0 if start is None else bisect.bisect_left(imm.keys, start)
                 hi = len(imm.keys) if end is None else bisect.bisect_left(imm.keys, end)
                 if lo < hi:
@@ -225,13 +245,14 @@ class ReadState:
             for r in readers[bisect.bisect_left(his, lo_user):]:
                 if hi_user is not None and r.lo >= hi_user:
                     break
-                if r.min_epoch <= read_epoch and (probe is None or not r.prefix_excludes(probe)):
+                if r.min_epoch <= read_epoch and r.max_epoch > floor and (
+                        probe is None or not r.prefix_excludes(probe)):
                     chosen.append(r)
             if chosen:
                 sources.append(it.SstRun(chosen, start_full, end_full))
         if not sources:
             return iter(())
-        return it.UserScan(sources, read_epoch, reverse, self)
+        return it.UserScan(sources, read_epoch, reverse, self, hide)
 
     def _get_version(self, table_id: int, key: bytes, read_epoch: int):
         best = None

@@ -17,12 +17,16 @@ A :class:`HummockVersion` is an immutable snapshot of the SSTs that make up the 
 - ``table_prefix_lens``: per table id, the declared key-prefix length (bytes of table key) that
   flushes and compactions build SST prefix filters on (docs/engine.md "Prefix filters"); sorted
   ``(table_id, n)`` pairs, ``prefix_len_map`` as a dict. Only a ``table_options`` delta changes it.
+- ``table_watermarks``: table id -> :class:`~hummock.table_watermarks.TableWatermarks`, the
+  watermark and truncation records reads apply (that module states their rules). A commit
+  appends the records of the epochs it publishes; a compaction that raises ``safe_epoch``
+  folds each table's history at or below it (``apply`` derives the fold, so replay agrees).
 
 Versions change only through :class:`VersionDelta` and :func:`apply`, which returns a new
 version with ``id = delta.id = delta.prev_id + 1``. Kinds of delta:
 
 - ``commit``: publishes an epoch (strictly increasing) and adds one L0 sub-level (or none for an
-  epoch without data);
+  epoch without data), with the table watermark records of the epochs it publishes;
 - ``compaction``: removes input SSTs (from L0 sub-levels and/or levels; emptied sub-levels are
   dropped) and adds outputs to L1+; or, *intra-L0*, merges whole consecutive L0 sub-levels into
   one non-overlapping sub-level that takes their place and the newest one's id (outputs "added
@@ -63,6 +67,7 @@ from hummock.key import MIN_FULL_KEY_LEN, full_key_sort_key
 from hummock.sstable.block import checksum
 from hummock.sstable.builder import check_prefix_lens
 from hummock.sstable.meta import SstableInfo
+from hummock.table_watermarks import TableWatermarks
 
 __all__ = [
     "SubLevel", "Level", "HummockVersion", "VersionDelta", "VersionConflictError", "apply",
@@ -143,6 +148,8 @@ class HummockVersion:
     next_sub_level_id: int
     safe_epoch: int = 0   # reads below it may miss versions compaction dropped (max watermark used)
     table_prefix_lens: tuple = ()   # sorted (table_id, prefix_len) pairs: declared prefix filters
+    #: table id -> its TableWatermarks (hummock/table_watermarks.py); tables without records absent
+    table_watermarks: Mapping[int, TableWatermarks] = dataclasses.field(default_factory=dict, hash=False)
 
     @functools.cached_property
     def prefix_len_map(self) -> dict:
@@ -219,6 +226,13 @@ class HummockVersion:
                 out.append(_check_run(sub.ssts, f"sub-level {sub.sub_level_id}"))
         if self.safe_epoch > self.max_committed_epoch:
             out.append(f"safe_epoch {self.safe_epoch} > max_committed_epoch {self.max_committed_epoch}")
+        for table_id, records in self.table_watermarks.items():
+            if not isinstance(records, TableWatermarks) or not records:
+                out.append(f"table {table_id}: empty or malformed watermark records")
+                continue
+            out.extend(f"table {table_id}: {p}" for p in records.problems())
+            if records.newest_epoch > self.max_committed_epoch:
+                out.append(f"table {table_id} has a watermark record above max_committed_epoch")
         if [lv.level for lv in self.levels] != list(range(1, len(self.levels) + 1)):
             out.append(f"levels are {[lv.level for lv in self.levels]}, expected 1..{len(self.levels)}")
         for lv in self.levels:
@@ -271,22 +285,28 @@ class VersionDelta:
     safe_epoch: int = 0   # the resulting version's safe_epoch (compactions raise it)
     writer: str = ""      # a token of the writer that built it: two writers' deltas never match
     table_prefix_lens: tuple | None = None   # table_options: the new declarations (else None)
+    #: commits only: table id -> the watermark records of epochs in (previous committed, epoch]
+    table_watermarks: Mapping[int, TableWatermarks] = dataclasses.field(default_factory=dict, hash=False)
 
     @classmethod
     def commit(cls, version: HummockVersion, epoch: int, ssts: Iterable[SstableInfo],
-               overlapping: bool = True) -> VersionDelta:
-        """Publish ``epoch`` with the SSTs of its sync as one new L0 sub-level (none if empty).
+               overlapping: bool = True, table_watermarks: Mapping[int, TableWatermarks] | None = None,
+               ) -> VersionDelta:
+        """Publish ``epoch`` with the SSTs of its sync as one new L0 sub-level (none if empty)
+        and the table watermark records of the epochs it publishes.
 
         REQUIRES: ``epoch > version.max_committed_epoch``; SST ids unique, reserved (``<
         version.next_sst_id``) and not in the version; with ``overlapping=False`` disjoint key
-        ranges. Raises InvalidArgumentError otherwise.
+        ranges; watermark records with epochs in ``(max_committed_epoch, epoch]`` that extend
+        the version's (``TableWatermarks.extended``). Raises InvalidArgumentError otherwise.
         """
         _check_u64("epoch", epoch)
         ssts = tuple(sorted(_check_infos(ssts, "committed SSTs"), key=_key))
         sub = SubLevel(version.next_sub_level_id, ssts, bool(overlapping)) if ssts else None
+        marks = {t: r for t, r in (table_watermarks or {}).items() if r}
         return cls._validated(version, cls(version.id, version.id + 1, epoch, version.next_sst_id,
                                            new_sub_level=sub, kind=KIND_COMMIT,
-                                           safe_epoch=version.safe_epoch))
+                                           safe_epoch=version.safe_epoch, table_watermarks=marks))
 
     @classmethod
     def compaction(cls, version: HummockVersion, removed_ids: Iterable[int],
@@ -435,8 +455,33 @@ def apply(version: HummockVersion, delta: VersionDelta) -> HummockVersion:
     new_levels = tuple(Level(lv.level, tuple(levels[lv.level])) if lv.level in touched else lv
                        for lv in version.levels)
     prefix_lens = version.table_prefix_lens if delta.table_prefix_lens is None else delta.table_prefix_lens
+    safe_epoch = max(version.safe_epoch, delta.safe_epoch)
     return HummockVersion(delta.id, delta.max_committed_epoch, tuple(l0), new_levels,
-                          delta.next_sst_id, next_sub, max(version.safe_epoch, delta.safe_epoch), prefix_lens)
+                          delta.next_sst_id, next_sub, safe_epoch, table_prefix_lens=prefix_lens,
+                          table_watermarks=_applied_watermarks(version, delta, safe_epoch))
+
+
+def _applied_watermarks(version: HummockVersion, delta: VersionDelta, safe_epoch: int):
+    """The resulting version's table watermarks: a commit's records appended, and the history
+    at or below a raised ``safe_epoch`` folded (``TableWatermarks.folded``)."""
+    marks = version.table_watermarks
+    if delta.table_watermarks:
+        marks = dict(marks)
+        for table_id, records in delta.table_watermarks.items():
+            if not isinstance(records, TableWatermarks):
+                raise InvalidArgumentError(f"watermarks of table {table_id} must be TableWatermarks")
+            problems = records.problems()
+            if problems:
+                raise InvalidArgumentError(f"watermarks of table {table_id}: {problems[0]}")
+            epochs = [e for e, _ in records.entries] + [e for e, _ in records.truncations]
+            if not all(version.max_committed_epoch < e <= delta.max_committed_epoch for e in epochs):
+                raise InvalidArgumentError(
+                    f"watermarks of table {table_id} must have epochs in ({version.max_committed_epoch}, "
+                    f"{delta.max_committed_epoch}]: those the commit publishes")
+            marks[table_id] = marks.get(table_id, TableWatermarks()).extended(records)
+    if safe_epoch > version.safe_epoch and marks:
+        marks = {t: r.folded(safe_epoch) for t, r in marks.items()}
+    return marks
 
 
 def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
@@ -471,6 +516,8 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
         bad("table_prefix_lens is set by (and only by) a table_options delta")
     if delta.table_prefix_lens is not None and check_prefix_lens(delta.table_prefix_lens) != delta.table_prefix_lens:
         bad("table_prefix_lens must be sorted (table_id, prefix_len) pairs")
+    if delta.table_watermarks and delta.kind != KIND_COMMIT:
+        bad("only a commit carries table watermarks")
     if delta.kind in (KIND_COMMIT, KIND_RESERVE, KIND_TABLE_OPTIONS) and (delta.removed or delta.added):
         bad("must not remove or add level SSTs")
     if delta.kind in (KIND_COMPACTION, KIND_MOVE) and not delta.removed:
@@ -654,6 +701,23 @@ def _version_json(v: HummockVersion) -> dict:
         out["safe_epoch"] = v.safe_epoch
     if v.table_prefix_lens:   # optional: absent in objects written before it existed (= none)
         out["table_prefix_lens"] = [list(pair) for pair in v.table_prefix_lens]
+    if v.table_watermarks:   # optional: absent = no table has watermarks
+        out["table_watermarks"] = _marks_json(v.table_watermarks)
+    return out
+
+
+def _marks_json(marks) -> list:
+    return [marks[t].to_json(t) for t in sorted(marks)]
+
+
+def _marks_from_json(d) -> dict:
+    items = _optional(d, "table_watermarks", list, [])
+    out = {}
+    for item in items:
+        table_id, records = TableWatermarks.from_json(item)
+        if table_id in out or not records:
+            raise _Bad(f"table {table_id}: duplicate or empty watermark record")
+        out[table_id] = records
     return out
 
 
@@ -677,7 +741,8 @@ def _version_from_json(d) -> HummockVersion:
                           tuple(_sub_level_from_json(s) for s in _field(d, "l0", list)), levels,
                           _field(d, "next_sst_id", int), _field(d, "next_sub_level_id", int),
                           _optional(d, "safe_epoch", int, 0),
-                          _prefix_lens_from_json(_optional(d, "table_prefix_lens", list, [])))
+                          table_prefix_lens=_prefix_lens_from_json(_optional(d, "table_prefix_lens", list, [])),
+                          table_watermarks=_marks_from_json(d))
 
 
 def _delta_json(delta: VersionDelta) -> dict:
@@ -690,7 +755,8 @@ def _delta_json(delta: VersionDelta) -> dict:
             **({"safe_epoch": delta.safe_epoch} if delta.safe_epoch else {}),
             **({"writer": delta.writer} if delta.writer else {}),
             **({"table_prefix_lens": [list(p) for p in delta.table_prefix_lens]}
-               if delta.table_prefix_lens is not None else {})}
+               if delta.table_prefix_lens is not None else {}),
+            **({"table_watermarks": _marks_json(delta.table_watermarks)} if delta.table_watermarks else {})}
 
 
 def _delta_from_json(d) -> VersionDelta:
@@ -714,4 +780,6 @@ def _delta_from_json(d) -> VersionDelta:
                         None if sub is None else _sub_level_from_json(sub), tuple(removed),
                         tuple(added), kind, _optional(d, "safe_epoch", int, 0),
                         _optional(d, "writer", str, ""),
-                        _prefix_lens_from_json(d["table_prefix_lens"]) if "table_prefix_lens" in d else None)
+                        table_prefix_lens=(_prefix_lens_from_json(d["table_prefix_lens"])
+                                           if "table_prefix_lens" in d else None),
+                        table_watermarks=_marks_from_json(d))

@@ -8,6 +8,9 @@ through ``native/_filter.pxd``), the block search over first keys, and the looku
 inside the cached block (a C call into ``native._block.Block``). Python-level work is the block
 cache lookup and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
+Table watermarks (``marks``): a get resolves its table's records (cached per version for reads
+at the newest epochs) and checks the version it found in C; tables without records cost one
+test of an empty dict.
 """
 
 cimport cython
@@ -19,6 +22,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 from native._block cimport Block
 from native._filter cimport FilterReader, filter_key_hash
+from native._iterators cimport range_hides, unpack_hide
 from native._keycmp cimport cmp_full_keys
 
 from hummock import iterators as _iterators
@@ -299,9 +303,10 @@ cdef inline bint wanted(SstReader r, uint64_t read, bytes lo_user, bytes hi_user
 
 
 cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes hi_user,
-                   PrefixProbe* probe=NULL):
+                   bint has_floor, uint64_t floor, PrefixProbe* probe=NULL):
     """The readers of a sorted, non-overlapping run that a scan of ``[lo_user, hi_user)`` needs
-    (with a ``probe``, not those whose prefix filter rules the range out); None for none."""
+    (those holding a version <= ``read``, above ``floor`` if ``has_floor``, and -- with a
+    ``probe`` -- not ruled out by their prefix filter); None for none."""
     cdef list chosen = None   # made on the first reader chosen
     cdef Py_ssize_t lo = lower_bound(his, lo_user)
     cdef SstReader r
@@ -309,7 +314,8 @@ cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes 
         r = <SstReader>readers[lo]
         if hi_user is not None and cmp_obj(r.lo, hi_user) >= 0:
             break
-        if r.min_epoch <= read and (probe == NULL or not r.prefix_excludes(probe)):
+        if r.min_epoch <= read and not (has_floor and r.max_epoch <= floor) and (
+                probe == NULL or not r.prefix_excludes(probe)):
             if chosen is None:
                 chosen = [r]
             else:
@@ -354,19 +360,21 @@ cdef class VersionView:
     cdef readonly tuple levels
     cdef readonly object version
     cdef readonly uint64_t min_epoch
+    cdef readonly dict marks
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
     cdef dict prefix_lens   # the version's declared prefix lengths (table id -> n)
 
-    def __cinit__(self, tuple l0, tuple levels, version=None, min_epoch=0):
+    def __cinit__(self, tuple l0, tuple levels, version=None, min_epoch=0, marks=None):
         lens = getattr(version, "prefix_len_map", None)
         self.prefix_lens = lens if type(lens) is dict else {}
         self.l0 = l0
         self.levels = levels
         self.version = version
         self.min_epoch = min_epoch
+        self.marks = {} if marks is None else dict(marks)
         self.l0_overlapping, self.l0_readers, self.l0_his = [], [], []
         for overlapping, readers in l0:
             readers = tuple(readers)
@@ -394,6 +402,7 @@ cdef class ReadState:
     cdef readonly object version
     cdef readonly Py_ssize_t active
     cdef readonly uint64_t min_epoch
+    cdef readonly dict marks
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
@@ -401,10 +410,11 @@ cdef class ReadState:
     cdef dict prefix_lens
     cdef object __weakref__
 
-    def __cinit__(self, dict imms, tuple staging, VersionView view not None):
+    def __cinit__(self, dict imms, tuple staging, VersionView view not None, marks=None):
         self.imms = imms
         self.staging = staging
         self.view = view
+        self.marks = view.marks if marks is None else (marks if type(marks) is dict else dict(marks))
         self.l0 = view.l0
         self.levels = view.levels
         self.version = view.version
@@ -452,7 +462,25 @@ cdef class ReadState:
             found = self.c_get_version(table_id, k, e | SPILL_MASK)
         finally:
             self.active -= 1
-        return None if found is None else found[1]
+        if found is None:
+            return None
+        if self.marks and self.c_hidden(table_id, k, e | SPILL_MASK, found[0]):
+            return None
+        return found[1]
+
+    cdef bint c_hidden(self, table_id, bytes key, uint64_t read, version_epoch) except -1:
+        """Whether the table's watermark records hide ``key``'s version at ``version_epoch``."""
+        cdef bint has_floor
+        cdef uint64_t floor
+        cdef dict ranges
+        records = self.marks.get(table_id)
+        if records is None:
+            return False
+        ranges = unpack_hide(records.resolve(read), &has_floor, &floor)
+        if has_floor and <uint64_t>version_epoch <= floor:
+            return True
+        return ranges is not None and range_hides(ranges, <const unsigned char*>PyBytes_AS_STRING(key),
+                                                  PyBytes_GET_SIZE(key))
 
     cdef object c_multi_get(self, table_id, keys, epoch):
         cdef list out = []
@@ -476,11 +504,15 @@ cdef class ReadState:
                 checked.append(bytes(key))
             else:
                 raise InvalidArgumentError(f"key must be bytes, got {type(key).__name__}")
+        cdef bint marked = bool(self.marks) and table_id in self.marks
         self.active += 1
         try:
             for key in checked:
                 found = self.c_get_version(table_id, <bytes>key, read)
-                out.append(None if found is None else found[1])
+                if found is None or (marked and self.c_hidden(table_id, <bytes>key, read, found[0])):
+                    out.append(None)
+                else:
+                    out.append(found[1])
         finally:
             self.active -= 1
         return out
@@ -523,6 +555,14 @@ cdef class ReadState:
                 probe.table_id, probe.start, probe.end = table_id, <PyObject*>start, <PyObject*>end
                 probe.lo_user, probe.start_len, probe.n = <PyObject*>lo_user, PyBytes_GET_SIZE(<bytes>start), -1
                 pp = &probe
+        cdef bint has_floor = False
+        cdef uint64_t floor = 0
+        hide = None
+        if self.marks:
+            records = self.marks.get(table_id)
+            if records is not None:
+                hide = records.resolve(read)
+                unpack_hide(hide, &has_floor, &floor)
         if hi_user is not None:
             end_full = full_key_from(table_id, end)
         elif table_id == 0xFFFFFFFF:
@@ -532,7 +572,7 @@ cdef class ReadState:
         imms = self.imms.get(table_id)
         if imms is not None:
             for imm in imms:
-                if <uint64_t>imm.epoch > read:
+                if <uint64_t>imm.epoch > read or (has_floor and <uint64_t>imm.epoch <= floor):
                     continue
                 keys = imm.keys
                 lo = 0 if start is None else lower_bound(keys, <bytes>start)
@@ -541,26 +581,32 @@ cdef class ReadState:
                     sources.append(imm_source(imm, table_id, lo, hi, reverse))
         for obj in self.staging:   # staging SSTs may overlap: one source each
             r = <SstReader>obj
-            if wanted(r, read, lo_user, hi_user) and (pp == NULL or not r.prefix_excludes(pp)):
+            if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor) and (
+                    pp == NULL or not r.prefix_excludes(pp)):
                 sources.append(SstRun([r], start_full, end_full))
         n = len(self.l0_readers)
         for i in range(n):
             if self.l0_overlapping[i]:
                 for obj in <tuple>self.l0_readers[i]:
                     r = <SstReader>obj
-                    if wanted(r, read, lo_user, hi_user) and (pp == NULL or not r.prefix_excludes(pp)):
+                    if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor) and (
+                            pp == NULL or not r.prefix_excludes(pp)):
                         sources.append(SstRun([r], start_full, end_full))
             else:
-                chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user, pp)
+                chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user,
+                                  has_floor, floor, pp)
                 if chosen:
                     sources.append(SstRun(chosen, start_full, end_full))
         for j in range(len(self.levels)):
-            chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user, pp)
+            chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user,
+                              has_floor, floor, pp)
             if chosen:
                 sources.append(SstRun(chosen, start_full, end_full))
         if not sources:
             return iter(EMPTY)
-        return UserScan(sources, read, reverse, self)
+        if hide is None:
+            return UserScan(sources, read, reverse, self)
+        return UserScan(sources, read, reverse, self, hide)
 
     cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
         cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, n, i

@@ -49,6 +49,12 @@ class CompactionHost(ABC):
         exactly (snapshots, the retention window, the committed epoch) stays exact."""
 
     @abstractmethod
+    def hide(self, watermark: int) -> dict:
+        """What table watermarks and truncations let a merge at ``watermark`` drop (table id ->
+        resolved records; empty when none): ``compact(..., hide)``, passed on to workers and
+        Spark. Safe to ask after :meth:`watermark`: watermarks only grow."""
+
+    @abstractmethod
     def builder_options(self):
         """The ``SstableBuilderOptions`` outputs are built with now (the store's options plus
         the tables' declared prefix lengths, for prefix filters)."""
@@ -105,6 +111,10 @@ class EngineHost(CompactionHost):
     def watermark(self) -> int:
         with self._storage._lock:
             return self._storage._watermark()
+
+    def hide(self, watermark: int) -> dict:
+        with self._storage._lock:
+            return self._storage._compaction_hide(watermark)
 
     def builder_options(self):
         with self._storage._lock:
