@@ -11,7 +11,10 @@ per SST block or imm slice) keeps per-entry Python work out of the sources.
 level arrive as one chained source, the ``ConcatIterator``) and resolves versions (the
 ``UserIterator``): for each user key the newest version with epoch <= ``read_epoch``, tombstones
 hidden. It yields ``(table_key, value)``. ``owner`` (the engine's read state) is kept referenced
-while the scan lives, so vacuum spares what the scan reads.
+while the scan lives, so vacuum spares what the scan reads. ``hide`` (optional) is a resolved
+table watermark (``TableWatermarks.resolve``): versions at or below its truncation epoch are
+ignored as if absent (so the newest one above it, if any, wins), and keys in a watermark range
+are skipped (``hummock/table_watermarks.py``).
 
 Contract: each (user key, epoch) appears in at most one source; sources respect the scan bounds.
 Callers: :mod:`hummock.iterators` (the facade) only.
@@ -23,6 +26,7 @@ import heapq
 
 from hummock.errors import CorruptionError
 from hummock.key import full_key_sort_key
+from hummock.table_watermarks import VNODE_LEN
 
 _MAX_EPOCH = (1 << 64) - 1
 _TAG_PUT = 0x01
@@ -65,8 +69,10 @@ class SstRun:
 class UserScan:
     """Iterator of ``(table_key, value)``; see the module docstring."""
 
-    def __init__(self, sources, read_epoch: int, reverse: bool = False, owner=None):
+    def __init__(self, sources, read_epoch: int, reverse: bool = False, owner=None, hide=None):
         self.owner = owner  # kept alive for the scan's lifetime (the engine's read state)
+        self._floor = -1 if hide is None or hide[0] is None else hide[0]
+        self._ranges = None if hide is None else hide[1]
         streams = [_entries(source.batches(reverse), True) if isinstance(source, SstRun) else _entries(*source)
                    for source in sources]
         if len(streams) == 1:
@@ -88,31 +94,42 @@ class UserScan:
         self._merged = iter(())
         self.owner = None
 
+    def _in_range(self, user_key: bytes) -> bool:
+        """``user_key`` (table id + table key) lies in its vnode's watermark range."""
+        if self._ranges is None or len(user_key) < 4 + VNODE_LEN:
+            return False
+        rng = self._ranges.get(user_key[4] << 8 | user_key[5])
+        if rng is None:
+            return False
+        rest = user_key[4 + VNODE_LEN:]
+        return rng[0] <= rest and (rng[1] is None or rest < rng[1])
+
     def _forward(self):
         decided = None
-        read_epoch = self._read_epoch
+        read_epoch, floor = self._read_epoch, self._floor
         for full_key, value, tagged in self._merged:
             user_key = full_key[:-8]
             if user_key == decided:
                 continue
-            if _MAX_EPOCH - int.from_bytes(full_key[-8:], "big") > read_epoch:
+            epoch = _MAX_EPOCH - int.from_bytes(full_key[-8:], "big")
+            if epoch > read_epoch or epoch <= floor:
                 continue
             decided = user_key
             value = _plain(value, tagged)
-            if value is not None:
+            if value is not None and not self._in_range(user_key):
                 yield user_key[4:], value
 
     def _reverse(self):
         # the versions of a user key arrive oldest first: the last visible one wins
         current, best, have = None, None, False
-        read_epoch = self._read_epoch
+        read_epoch, floor = self._read_epoch, self._floor
         for full_key, value, tagged in self._merged:
             user_key = full_key[:-8]
             if user_key != current:
-                if have and best is not None:
+                if have and best is not None and not self._in_range(current):
                     yield current[4:], best
                 current, best, have = user_key, None, False
-            if _MAX_EPOCH - int.from_bytes(full_key[-8:], "big") <= read_epoch:
+            if floor < _MAX_EPOCH - int.from_bytes(full_key[-8:], "big") <= read_epoch:
                 best, have = _plain(value, tagged), True
-        if have and best is not None:
+        if have and best is not None and not self._in_range(current):
             yield current[4:], best

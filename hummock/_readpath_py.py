@@ -11,12 +11,21 @@ screens each by a bloom filter built on first use), then staging SSTs,
 the newest version among all hits winning (spills can interleave epochs) -- then the L0 groups
 newest first (first group with a hit wins; inside an overlapping group the newest hit), then one
 SST per lower level. SSTs are screened by key range, then by their filter.
-Reads at epoch E see versioned epochs <= E | 0xFFFF.
+Reads at epoch E see versioned epochs <= E | 0xFFFF. Table watermarks and truncations
+(``marks``: table id -> :class:`~hummock.table_watermarks.TableWatermarks`) hide what they
+cover at E: a get checks the version it found (``hides``), a scan hands the resolved records
+to ``UserScan`` and skips sources that hold only truncated versions. Tables without records
+cost one dict lookup on an empty dict.
 
 ``iter`` builds a scan over the same sources: one source per imm slice, per staging SST and per
 SST of an overlapping L0 sub-level, one chained :class:`~hummock.iterators.SstRun` per
 non-overlapping sub-level or lower level (only its SSTs that meet the range and hold an epoch
 <= the read epoch), merged by :class:`~hummock.iterators.UserScan`, which keeps the state alive.
+Prefix filters: when the version declares a prefix length ``n`` for the table and every key of
+the scan's range starts with ``start[:n]``, an SST whose prefix filter (built with some length
+``m``, the range confined to ``start[:m]`` too) says no is no source: no block is read for it.
+An SST without a prefix filter for the table, or with a length the range is not confined to,
+is always read. A scan without sources is an empty iterator.
 
 Callers: :mod:`hummock.read_view` (facade) and the engine.
 """
@@ -27,7 +36,8 @@ import bisect
 
 from hummock import iterators as it
 from hummock.errors import ExpiredEpochError, InvalidArgumentError
-from hummock.key import clamp_bounds
+from hummock.key import clamp_bounds, prefix_end
+from hummock.table_watermarks import hides
 
 _MAX_EPOCH = (1 << 64) - 1
 _SPILL_MASK = 0xFFFF
@@ -56,6 +66,36 @@ class SstReader:
         """``(version_epoch, value_or_None)`` of the newest version <= ``read_epoch``, or None."""
         return self.sst.get(user_key, read_epoch)
 
+    def prefix_excludes(self, probe) -> bool:
+        """True when this SST's prefix filter proves no key of ``probe``'s range is here."""
+        sst = self.sst
+        if sst.prefix_filter is None:
+            return False
+        n = sst.prefix_lens.get(probe.table_id)
+        if n is None or n > len(probe.start):
+            return False
+        return probe.confined_to(n) and not sst.prefix_filter.may_contain(probe.lo_user[:4 + n])
+
+
+def confined(start: bytes, end, n: int) -> bool:
+    """Every key of ``[start, end)`` starts with ``start[:n]`` (REQUIRES ``len(start) >= n``)."""
+    bound = prefix_end(start[:n])
+    return bound is None or (end is not None and end <= bound)
+
+
+class _PrefixProbe:
+    """A scan whose range lies within one key prefix of at least the table's declared length:
+    SSTs whose prefix filter rules that prefix out are skipped (docs/engine.md "Prefix filters")."""
+
+    def __init__(self, table_id: int, start: bytes, end, lo_user: bytes):
+        self.table_id, self.start, self.end, self.lo_user = table_id, start, end, lo_user
+        self._n, self._ok = None, False
+
+    def confined_to(self, n: int) -> bool:
+        if n != self._n:
+            self._n, self._ok = n, confined(self.start, self.end, n)
+        return self._ok
+
 
 def _check_args(table_id, key, epoch):
     if type(table_id) is not int or not 0 <= table_id <= 0xFFFFFFFF:
@@ -82,25 +122,30 @@ class VersionView:
     with the number of SSTs; a write's new state reuses it). ``l0``: tuple of ``(overlapping,
     readers)`` newest first, readers sorted by max epoch (overlapping) or by key (not);
     ``levels``: tuple of reader tuples sorted by key; ``min_epoch``: reads below raise
-    ExpiredEpochError. Every argument is treated as immutable."""
+    ExpiredEpochError; ``marks``: the version's table watermarks (table id ->
+    ``TableWatermarks``). Every argument is treated as immutable."""
 
-    def __init__(self, l0: tuple, levels: tuple, version=None, min_epoch=0):
+    def __init__(self, l0: tuple, levels: tuple, version=None, min_epoch=0, marks=None):
         self.l0 = l0
         self.levels = levels
         self.version = version
         self.min_epoch = min_epoch
+        self.prefix_lens = getattr(version, "prefix_len_map", None) or {}   # declared prefix lengths
+        self.marks = {} if marks is None else marks
         self.l0_his = [None if overlapping else [r.hi for r in readers] for overlapping, readers in l0]
         self.level_his = [[r.hi for r in readers] for readers in levels]
 
 
 class ReadState:
-    """See the module docstring: ``imms`` (table id -> imms oldest first), ``staging`` (readers)
-    and a :class:`VersionView`. Building one costs O(imm tables + staging SSTs), not O(SSTs)."""
+    """See the module docstring: ``imms`` (table id -> imms oldest first), ``staging`` (readers),
+    a :class:`VersionView` and ``marks`` (table watermarks; default: the view's). Building one
+    costs O(imm tables + staging SSTs), not O(SSTs)."""
 
-    def __init__(self, imms: dict, staging: tuple, view: VersionView):
+    def __init__(self, imms: dict, staging: tuple, view: VersionView, marks=None):
         self.imms = imms
         self.staging = staging
         self.view = view
+        self.marks = view.marks if marks is None else marks
         self.l0 = view.l0
         self.levels = view.levels
         self.version = view.version
@@ -108,6 +153,7 @@ class ReadState:
         self.active = 0
         self._l0_his = view.l0_his
         self._level_his = view.level_his
+        self._prefix_lens = view.prefix_lens
 
     def get(self, table_id, key, epoch):
         """The value of ``key`` at ``epoch``, or ``None`` (absent or deleted)."""
@@ -119,7 +165,13 @@ class ReadState:
             found = self._get_version(table_id, key, epoch | _SPILL_MASK)
         finally:
             self.active -= 1
-        return None if found is None else found[1]
+        if found is None:
+            return None
+        if self.marks:
+            records = self.marks.get(table_id)
+            if records is not None and hides(records.resolve(epoch | _SPILL_MASK), key, found[0]):
+                return None
+        return found[1]
 
     def multi_get(self, table_id, keys, epoch) -> list:
         """``[get(table_id, k, epoch) for k in keys]``; every key is checked before any is read."""
@@ -157,12 +209,23 @@ class ReadState:
         else:
             end_full = None if table_id == 0xFFFFFFFF else (table_id + 1).to_bytes(4, "big") + bytes(8)
 
+        probe = None
+        declared = self._prefix_lens.get(table_id)
+        if declared is not None and start is not None and len(start) >= declared and confined(start, end, declared):
+            probe = _PrefixProbe(table_id, start, end, lo_user)
+        hide = None
+        records = self.marks.get(table_id) if self.marks else None
+        if records is not None:
+            hide = records.resolve(read_epoch)
+        floor = -1 if hide is None or hide[0] is None else hide[0]   # versions <= floor are hidden
+
         def wanted(r):
-            return r.min_epoch <= read_epoch and r.hi >= lo_user and (hi_user is None or r.lo < hi_user)
+            return (r.min_epoch <= read_epoch and r.max_epoch > floor and r.hi >= lo_user
+                    and (hi_user is None or r.lo < hi_user) and (probe is None or not r.prefix_excludes(probe)))
 
         sources = []
         for imm in self.imms.get(table_id, ()):
-            if imm.epoch <= read_epoch:
+            if floor < imm.epoch <= read_epoch:
                 lo = 0 if start is None else bisect.bisect_left(imm.keys, start)
                 hi = len(imm.keys) if end is None else bisect.bisect_left(imm.keys, end)
                 if lo < hi:
@@ -182,11 +245,14 @@ class ReadState:
             for r in readers[bisect.bisect_left(his, lo_user):]:
                 if hi_user is not None and r.lo >= hi_user:
                     break
-                if r.min_epoch <= read_epoch:
+                if r.min_epoch <= read_epoch and r.max_epoch > floor and (
+                        probe is None or not r.prefix_excludes(probe)):
                     chosen.append(r)
             if chosen:
                 sources.append(it.SstRun(chosen, start_full, end_full))
-        return it.UserScan(sources, read_epoch, reverse, self)
+        if not sources:
+            return iter(())
+        return it.UserScan(sources, read_epoch, reverse, self, hide)
 
     def _get_version(self, table_id: int, key: bytes, read_epoch: int):
         best = None

@@ -109,6 +109,10 @@ class SharedBuffer:
         if offset > EPOCH_SPILL_MASK:
             raise InvalidArgumentError(f"more than {EPOCH_SPILL_MASK + 1} batches for table {table_id} in epoch {epoch}")
 
+    def next_offset(self, table_id: int, epoch: int) -> int:
+        """The spill offset the next batch of ``(table_id, epoch)`` gets (the batches so far)."""
+        return self._spill_offsets.get((table_id, epoch), 0)
+
     def add(self, table_id: int, epoch: int, keys: list, values: list, size: int) -> Imm:
         """Add a checked batch as a new imm at the next spill offset of ``(table_id, epoch)``."""
         self.check_add(table_id, epoch)

@@ -17,6 +17,11 @@ without taking the lock (native code end to end), ``iter`` pins its version for 
 lifetime (the scan holds its state), ``snapshot`` pins an epoch and its version. Vacuum spares
 every SST that the version, a snapshot, the staging list or a still-referenced state reads.
 
+Table watermarks (``update_table_watermarks``, ``truncate_table``; ``hummock/table_watermarks.py``):
+records that make reads at epochs >= theirs hide keys at once, published with the commit of
+their epoch in its version delta, applied by compaction; a truncation's whole SSTs leave the
+version after the commit (``_drop_truncated_ssts``).
+
 Recovery: opening replays the manifest; anything not committed is gone, and the writer's first
 vacuum removes SSTs a crash left behind. A second writer on the same URL fails with
 ``ConcurrentWriterError``; read-only openers see committed epochs and ``refresh()`` to newer ones.
@@ -52,8 +57,10 @@ from hummock.options import StorageOptions
 from hummock.read_view import ReadHandle, ReadState, SstReader, VersionView, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
+from hummock.sstable.meta import MAX_PREFIX_LEN
 from hummock.sstable.reader import Sstable
 from hummock.uploader import Uploader, UploadTask
+from hummock.table_watermarks import TableWatermarks, check_ranges, resolve_all, with_pending
 from hummock.version import VersionDelta
 
 MAX_TABLE_ID = 0xFFFFFFFF
@@ -133,9 +140,15 @@ class HummockStorage:
         self._uploading: list[UploadTask] = []   # submitted, not ended, in submission order
         self._uploading_imms: set[int] = set()   # id() of the imms of those tasks
         self._upload_log = None   # a list collecting (kind, lowest, highest, submitted, finished)
+        self._builder_options = None   # cache of _sst_builder_options()
         self._closed = False
         self._state = None
         self._handle = None   # the stable get/multi_get/iter (ReadHandle) over self._state
+        # table id -> TableWatermarks the reads apply: the version's plus uncommitted ones
+        self._marks = {}
+        # tables whose truncated SSTs may still be removed whole (_drop_truncated_ssts)
+        self._truncated_tables = set() if read_only else {
+            t for t, r in manifest.current.table_watermarks.items() if r.truncations}
         self._set_version(manifest.current)
         self._synced_epoch = self._version.max_committed_epoch
         self._buffer.seal(self._version.max_committed_epoch)
@@ -359,7 +372,8 @@ class HummockStorage:
                 raise InvalidArgumentError(
                     f"epoch {epoch} was synced together with later epochs (up to {highest}); "
                     f"commit {highest} instead")
-        return VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1)
+        return VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1,
+                                   table_watermarks=self._marks_to_publish(epoch))
 
     def _publish(self, delta: VersionDelta) -> None:
         """Write the commit delta (under the manifest lock only: reads, writes and uploads go
@@ -374,6 +388,7 @@ class HummockStorage:
             self._set_version(version)   # drops the committed staging SSTs
             self._commit_times.append((time.monotonic(), delta.max_committed_epoch))
             self.counters["commits"] += 1
+            self._drop_truncated_ssts()
             if self._compactor is not None:
                 self._compactor.notify()   # (its condition shares the engine lock)
 
@@ -382,6 +397,130 @@ class HummockStorage:
         may be unknown; calling ``checkpoint(epoch)`` again is safe (it finishes or retries
         the commit, and returns at once if it had landed)."""
         self.commit_epoch(epoch)
+
+    # --- table watermarks and truncation (hummock/table_watermarks.py) --------------------------
+
+    def update_table_watermarks(self, table_id: int, epoch: int, watermarks) -> None:
+        """From ``epoch`` on, hide keys of ``table_id`` below a watermark, per vnode:
+        ``watermarks`` maps a vnode (the first 2 bytes of a table key, big-endian) to ``W``
+        (hide the keys whose bytes after the vnode are ``< W``) or to a range ``(lo, hi)`` (hide
+        those in ``[lo, hi)``; ``hi`` ``None``: no upper end). Reads on this store at epochs
+        >= ``epoch`` hide them at once, whenever the keys were written (also later);
+        reads at older epochs and snapshots still see them; the commit of ``epoch`` makes the
+        watermark durable, and compaction then drops the keys for good.
+
+        Watermarks only grow: each range is merged into its vnode's current one (their hull),
+        so one below the current is ignored and several per epoch keep the highest. REQUIRES:
+        ``epoch`` unsealed with its low 16 bits zero (as for ``ingest_batch``) and not below this
+        table's newest watermark epoch; ranges non-empty and overlapping or touching the vnode's
+        current one. Raises ``InvalidArgumentError`` otherwise; nothing changes then."""
+        self._require_writer()
+        table_id = _check_table_id(table_id)
+        epoch = _check_user_epoch(epoch)
+        ranges = check_ranges(watermarks)
+        with self._lock:
+            self._require_writer()
+            self._check_unsealed(epoch)
+            if not ranges:
+                return
+            records = self._marks.get(table_id, TableWatermarks())
+            self._install_marks(table_id, records.with_watermarks(epoch, ranges))   # checked again: cheap
+
+    def truncate_table(self, table_id: int, epoch: int) -> None:
+        """Empty ``table_id`` from ``epoch`` on (``TRUNCATE``, ``DROP``): reads at epochs >=
+        ``epoch`` see none of the versions written before this call (at ``epoch`` or earlier);
+        writes made after it, at ``epoch`` or later, stay visible. Older reads and snapshots
+        still see the old rows. The uncommitted writes of ``epoch`` it hides leave the shared
+        buffer at once (those of older epochs stay for older reads); the commit of ``epoch``
+        publishes the truncation in its version delta, and SSTs holding only
+        truncated data of this table then leave the version (as soon as no snapshot or
+        retention window needs them); compaction drops the rest. Watermarks stay.
+
+        REQUIRES: ``epoch`` unsealed with its low 16 bits zero and not below this table's newest
+        truncation epoch. Raises ``InvalidArgumentError`` otherwise; nothing changes then."""
+        self._require_writer()
+        table_id = _check_table_id(table_id)
+        epoch = _check_user_epoch(epoch)
+        with self._lock:
+            self._require_writer()
+            self._check_unsealed(epoch)
+            through = epoch + self._buffer.next_offset(table_id, epoch) - 1
+            records = self._marks.get(table_id, TableWatermarks()).with_truncation(epoch, through)
+            # its own epoch's imms no read can see any more; older ones stay for older reads
+            self._buffer.remove(lambda imm: imm.table_id == table_id and epoch <= imm.epoch <= through)
+            self._truncated_tables.add(table_id)
+            self._install_marks(table_id, records)
+
+    def table_watermarks(self, table_id: int) -> TableWatermarks:
+        """The watermark records of ``table_id`` this store's reads apply (committed, plus
+        uncommitted ones on a writer); empty if it has none."""
+        table_id = _check_table_id(table_id)
+        return self._marks.get(table_id, TableWatermarks())
+
+    def _check_unsealed(self, epoch: int) -> None:
+        if epoch <= self._buffer.sealed_epoch:
+            raise InvalidArgumentError(f"epoch {epoch} is sealed (sealed up to {self._buffer.sealed_epoch}); "
+                                       "use a newer epoch")
+
+    def _install_marks(self, table_id: int, records: TableWatermarks) -> None:
+        """Make ``records`` the table's watermark records for reads (under the lock)."""
+        marks = dict(self._marks)
+        marks[table_id] = records
+        self._marks = marks
+        self._refresh_state()
+
+    def _marks_to_publish(self, epoch: int) -> dict:
+        """The uncommitted watermark records a commit of ``epoch`` publishes (under the lock)."""
+        committed = self._version.max_committed_epoch
+        out = {}
+        for table_id, records in self._marks.items():
+            if records.newest_epoch > committed:
+                part = records.between(committed, epoch)
+                if part:
+                    out[table_id] = part
+        return out
+
+    def _drop_truncated_ssts(self) -> None:
+        """Remove from the version, in one delta, the SSTs holding only versions of one table
+        that a truncation hides, once every reader is at or above the truncation's epoch (the
+        compaction watermark: snapshots and the retention window hold it back); that delta
+        raises ``safe_epoch`` to the watermark as a compaction would. Best effort, under the
+        lock: an error is logged and the next commit retries."""
+        if not self._truncated_tables:
+            return
+        watermark = self._watermark()
+        version = self._version
+        doomed, done = [], []
+        for table_id in self._truncated_tables:
+            committed = version.table_watermarks.get(table_id, TableWatermarks()).truncations
+            applicable = [t for t in committed if t[0] <= watermark]
+            if applicable:
+                through = applicable[-1][1]
+                doomed += [info.sst_id for info in version.all_ssts()
+                           if list(info.table_ids) == [table_id] and info.max_epoch <= through]
+            newest = self._marks.get(table_id, TableWatermarks()).truncations
+            if not newest or newest[-1][0] <= watermark:
+                done.append(table_id)   # nothing left that a later commit could remove
+        if not doomed:
+            self._truncated_tables.difference_update(done)
+            return
+        try:
+            self._check_ownership()
+            delta = VersionDelta.compaction(version, doomed, {}, watermark=watermark)
+            try:
+                new = self._manifest.commit(delta)
+            finally:
+                self._set_version(self._manifest.current)
+            self._set_version(new)
+            self.counters["truncated_ssts_dropped"] += len(doomed)
+            self._truncated_tables.difference_update(done)
+        except HummockError as exc:
+            log.warning("could not remove the SSTs of truncated tables (retried at the next commit): %s", exc)
+
+    def _compaction_hide(self, watermark: int) -> dict:
+        """What a compaction at ``watermark`` may drop besides old versions (under the lock):
+        ``{table_id: resolved}`` of the committed table watermarks (``resolve_all``)."""
+        return resolve_all(self._version.table_watermarks, watermark | EPOCH_SPILL_MASK)
 
     def _check_ownership(self) -> None:
         """Raise ConcurrentWriterError if this writer was fenced: its lock was taken over or
@@ -455,7 +594,7 @@ class HummockStorage:
         try:
             if self._closed:
                 raise StoreClosedError("the store was closed before this upload ran")
-            infos = flush_imms(task.imms, self._store, self.options.sst_builder_options(),
+            infos = flush_imms(task.imms, self._store, self._sst_builder_options(),
                                self.options.target_sst_size, new_sst_id)
             kill_point("flush.after_sst_upload")
         except BaseException as exc:   # noqa: BLE001 -- handed to the waiters
@@ -609,8 +748,9 @@ class HummockStorage:
             self._staging = [info for info in self._staging if info.sst_id not in in_version]
         if self._buffer.sealed_epoch >= version.max_committed_epoch:
             self._buffer.forget_offsets(version.max_committed_epoch)
+        self._marks = with_pending(version.table_watermarks, self._marks, version.max_committed_epoch)
         l0, levels = version_groups(version, self._reader_for)
-        self._view = VersionView(l0, levels, version, version.safe_epoch)
+        self._view = VersionView(l0, levels, version, version.safe_epoch, version.table_watermarks)
         live = version.sst_ids() | {info.sst_id for info in self._staging}
         for sst_id in [i for i in self._readers if i not in live]:
             del self._readers[sst_id]
@@ -635,7 +775,7 @@ class HummockStorage:
         else:
             imms = self._buffer.frozen()
             staging = tuple(self._reader_for(info) for info in self._staging)
-            state = ReadState(imms, staging, self._view)
+            state = ReadState(imms, staging, self._view, self._marks)
         old, self._state = self._state, state
         if self._handle is None:
             self._handle = ReadHandle(state)
@@ -682,6 +822,54 @@ class HummockStorage:
         ``iter`` was called, for as long as it is referenced; returned bytes are the caller's.
         (Replaced on an open store by its ``ReadHandle``'s ``iter``, like ``get``.)"""
         return self._state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)
+
+    # --- table options (prefix filters) --------------------------------------------------------
+
+    def set_table_options(self, table_id: int, *, prefix_len: int | None) -> None:
+        """Declare (``prefix_len`` an int in [1, 65535]) or drop (``None``) the key-prefix
+        length of ``table_id``: the number of leading table-key bytes (after the 4-byte table
+        id; for a state table, its 2-byte vnode and the first pk columns) that SSTs built from
+        now on -- flushes and compactions, in every process -- index in a prefix filter, so an
+        ``iter`` whose range lies within one prefix of at least that length skips SSTs without
+        it, reading no block (docs/engine.md "Prefix filters"). Persisted in the version (one
+        ``table_options`` delta; nothing is written when the declaration does not change).
+        Reads stay exact whatever is declared. Raises ``InvalidArgumentError``, ``ReadOnlyError``.
+        """
+        self._require_writer()
+        table_id = _check_table_id(table_id)
+        if prefix_len is not None and (isinstance(prefix_len, bool) or not isinstance(prefix_len, int)
+                                       or not 1 <= prefix_len <= MAX_PREFIX_LEN):
+            raise InvalidArgumentError(f"prefix_len must be None or an int in [1, {MAX_PREFIX_LEN}], "
+                                       f"got {prefix_len!r}")
+        with self._manifest_lock, self._lock:   # (a manifest write: the manifest lock first)
+            self._require_writer()
+            self._check_ownership()
+            self._adopt_pending()
+            lens = dict(self._version.prefix_len_map)
+            if lens.get(table_id) == prefix_len:
+                return
+            if prefix_len is None:
+                del lens[table_id]
+            else:
+                lens[table_id] = prefix_len
+            try:
+                version = self._manifest.commit(VersionDelta.table_options(self._version, lens))
+            finally:   # on an unknown outcome the delta is pending
+                self._set_version(self._manifest.current)
+            self._set_version(version)
+
+    def table_options(self, table_id: int) -> dict:
+        """The declared options of ``table_id``: ``{"prefix_len": n or None}``."""
+        return {"prefix_len": self._version.prefix_len_map.get(_check_table_id(table_id))}
+
+    def _sst_builder_options(self):
+        """The SST builder settings of flushes and compactions: the options' plus the prefix
+        lengths the current version declares (one object per declaration set)."""
+        lens = self._version.table_prefix_lens
+        cached = self._builder_options
+        if cached is None or cached.prefix_lens != lens:
+            cached = self._builder_options = self.options.sst_builder_options().replace(prefix_lens=lens)
+        return cached
 
     @property
     def max_committed_epoch(self) -> int:

@@ -14,17 +14,25 @@ A :class:`HummockVersion` is an immutable snapshot of the SSTs that make up the 
   the newest version <= its watermark and every newer one, so reads at epochs >= safe_epoch are
   exact and reads below may not be (the engine refuses them: ``ExpiredEpochError``). Only a
   compaction delta raises it; it never exceeds ``max_committed_epoch``.
+- ``table_prefix_lens``: per table id, the declared key-prefix length (bytes of table key) that
+  flushes and compactions build SST prefix filters on (docs/engine.md "Prefix filters"); sorted
+  ``(table_id, n)`` pairs, ``prefix_len_map`` as a dict. Only a ``table_options`` delta changes it.
+- ``table_watermarks``: table id -> :class:`~hummock.table_watermarks.TableWatermarks`, the
+  watermark and truncation records reads apply (that module states their rules). A commit
+  appends the records of the epochs it publishes; a compaction that raises ``safe_epoch``
+  folds each table's history at or below it (``apply`` derives the fold, so replay agrees).
 
 Versions change only through :class:`VersionDelta` and :func:`apply`, which returns a new
 version with ``id = delta.id = delta.prev_id + 1``. Kinds of delta:
 
 - ``commit``: publishes an epoch (strictly increasing) and adds one L0 sub-level (or none for an
-  epoch without data);
+  epoch without data), with the table watermark records of the epochs it publishes;
 - ``compaction``: removes input SSTs (from L0 sub-levels and/or levels; emptied sub-levels are
   dropped) and adds outputs to L1+; or, *intra-L0*, merges whole consecutive L0 sub-levels into
   one non-overlapping sub-level that takes their place and the newest one's id (outputs "added
   to level 0");
 - ``move``: a trivial move: removes SSTs and adds the same ``SstableInfo`` to another level;
+- ``table_options``: replaces ``table_prefix_lens`` (nothing else changes);
 - ``reserve_ids``: raises ``next_sst_id`` by a block. **SST ids are never reused, even after a
   crash**: the writer persists a ``reserve_ids`` delta *before* it uploads any SST named from the
   block, so a recovered version's ``next_sst_id`` lies above every id that may exist in the
@@ -57,12 +65,14 @@ from hummock._json_depth import MAX_JSON_DEPTH, json_depth_bound
 from hummock.errors import CorruptionError, HummockError, InvalidArgumentError
 from hummock.key import MIN_FULL_KEY_LEN, full_key_sort_key
 from hummock.sstable.block import checksum
+from hummock.sstable.builder import check_prefix_lens
 from hummock.sstable.meta import SstableInfo
+from hummock.table_watermarks import TableWatermarks
 
 __all__ = [
     "SubLevel", "Level", "HummockVersion", "VersionDelta", "VersionConflictError", "apply",
     "DEFAULT_NUM_LEVELS", "VERSION_MAGIC", "DELTA_MAGIC", "MANIFEST_FORMAT_VERSION",
-    "KIND_COMMIT", "KIND_COMPACTION", "KIND_MOVE", "KIND_RESERVE",
+    "KIND_COMMIT", "KIND_COMPACTION", "KIND_MOVE", "KIND_RESERVE", "KIND_TABLE_OPTIONS",
 ]
 
 DEFAULT_NUM_LEVELS = 6
@@ -71,7 +81,8 @@ DELTA_MAGIC = b"HUMKDLT1"  # part of the on-disk format, do not change
 MANIFEST_FORMAT_VERSION = 1  # part of the on-disk format, do not change
 ENVELOPE = struct.Struct("<8sIIQ")  # magic, format version, payload length, xxh64; frozen
 KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE = "commit", "compaction", "move", "reserve_ids"
-_KINDS = (KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE)
+KIND_TABLE_OPTIONS = "table_options"
+_KINDS = (KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE, KIND_TABLE_OPTIONS)
 _U64_MAX = 2**64 - 1
 
 
@@ -136,6 +147,14 @@ class HummockVersion:
     next_sst_id: int
     next_sub_level_id: int
     safe_epoch: int = 0   # reads below it may miss versions compaction dropped (max watermark used)
+    table_prefix_lens: tuple = ()   # sorted (table_id, prefix_len) pairs: declared prefix filters
+    #: table id -> its TableWatermarks (hummock/table_watermarks.py); tables without records absent
+    table_watermarks: Mapping[int, TableWatermarks] = dataclasses.field(default_factory=dict, hash=False)
+
+    @functools.cached_property
+    def prefix_len_map(self) -> dict:
+        """``table_prefix_lens`` as a dict: table id -> declared prefix length."""
+        return dict(self.table_prefix_lens)
 
     @classmethod
     def empty(cls, num_levels: int = DEFAULT_NUM_LEVELS) -> HummockVersion:
@@ -207,6 +226,13 @@ class HummockVersion:
                 out.append(_check_run(sub.ssts, f"sub-level {sub.sub_level_id}"))
         if self.safe_epoch > self.max_committed_epoch:
             out.append(f"safe_epoch {self.safe_epoch} > max_committed_epoch {self.max_committed_epoch}")
+        for table_id, records in self.table_watermarks.items():
+            if not isinstance(records, TableWatermarks) or not records:
+                out.append(f"table {table_id}: empty or malformed watermark records")
+                continue
+            out.extend(f"table {table_id}: {p}" for p in records.problems())
+            if records.newest_epoch > self.max_committed_epoch:
+                out.append(f"table {table_id} has a watermark record above max_committed_epoch")
         if [lv.level for lv in self.levels] != list(range(1, len(self.levels) + 1)):
             out.append(f"levels are {[lv.level for lv in self.levels]}, expected 1..{len(self.levels)}")
         for lv in self.levels:
@@ -258,22 +284,29 @@ class VersionDelta:
     kind: str = KIND_COMMIT
     safe_epoch: int = 0   # the resulting version's safe_epoch (compactions raise it)
     writer: str = ""      # a token of the writer that built it: two writers' deltas never match
+    table_prefix_lens: tuple | None = None   # table_options: the new declarations (else None)
+    #: commits only: table id -> the watermark records of epochs in (previous committed, epoch]
+    table_watermarks: Mapping[int, TableWatermarks] = dataclasses.field(default_factory=dict, hash=False)
 
     @classmethod
     def commit(cls, version: HummockVersion, epoch: int, ssts: Iterable[SstableInfo],
-               overlapping: bool = True) -> VersionDelta:
-        """Publish ``epoch`` with the SSTs of its sync as one new L0 sub-level (none if empty).
+               overlapping: bool = True, table_watermarks: Mapping[int, TableWatermarks] | None = None,
+               ) -> VersionDelta:
+        """Publish ``epoch`` with the SSTs of its sync as one new L0 sub-level (none if empty)
+        and the table watermark records of the epochs it publishes.
 
         REQUIRES: ``epoch > version.max_committed_epoch``; SST ids unique, reserved (``<
         version.next_sst_id``) and not in the version; with ``overlapping=False`` disjoint key
-        ranges. Raises InvalidArgumentError otherwise.
+        ranges; watermark records with epochs in ``(max_committed_epoch, epoch]`` that extend
+        the version's (``TableWatermarks.extended``). Raises InvalidArgumentError otherwise.
         """
         _check_u64("epoch", epoch)
         ssts = tuple(sorted(_check_infos(ssts, "committed SSTs"), key=_key))
         sub = SubLevel(version.next_sub_level_id, ssts, bool(overlapping)) if ssts else None
+        marks = {t: r for t, r in (table_watermarks or {}).items() if r}
         return cls._validated(version, cls(version.id, version.id + 1, epoch, version.next_sst_id,
                                            new_sub_level=sub, kind=KIND_COMMIT,
-                                           safe_epoch=version.safe_epoch))
+                                           safe_epoch=version.safe_epoch, table_watermarks=marks))
 
     @classmethod
     def compaction(cls, version: HummockVersion, removed_ids: Iterable[int],
@@ -315,6 +348,15 @@ class VersionDelta:
         return cls._validated(version, cls(version.id, version.id + 1, version.max_committed_epoch,
                                            version.next_sst_id + count, kind=KIND_RESERVE,
                                            safe_epoch=version.safe_epoch))
+
+    @classmethod
+    def table_options(cls, version: HummockVersion, prefix_lens) -> VersionDelta:
+        """Replace the version's declared prefix lengths by ``prefix_lens`` (a dict or
+        ``(table_id, n)`` pairs; ``check_prefix_lens`` rules, InvalidArgumentError)."""
+        return cls._validated(version, cls(version.id, version.id + 1, version.max_committed_epoch,
+                                           version.next_sst_id, kind=KIND_TABLE_OPTIONS,
+                                           safe_epoch=version.safe_epoch,
+                                           table_prefix_lens=check_prefix_lens(prefix_lens)))
 
     @classmethod
     def _removing(cls, version, kind, sst_ids, added) -> VersionDelta:
@@ -412,8 +454,34 @@ def apply(version: HummockVersion, delta: VersionDelta) -> HummockVersion:
         next_sub += 1
     new_levels = tuple(Level(lv.level, tuple(levels[lv.level])) if lv.level in touched else lv
                        for lv in version.levels)
+    prefix_lens = version.table_prefix_lens if delta.table_prefix_lens is None else delta.table_prefix_lens
+    safe_epoch = max(version.safe_epoch, delta.safe_epoch)
     return HummockVersion(delta.id, delta.max_committed_epoch, tuple(l0), new_levels,
-                          delta.next_sst_id, next_sub, max(version.safe_epoch, delta.safe_epoch))
+                          delta.next_sst_id, next_sub, safe_epoch, table_prefix_lens=prefix_lens,
+                          table_watermarks=_applied_watermarks(version, delta, safe_epoch))
+
+
+def _applied_watermarks(version: HummockVersion, delta: VersionDelta, safe_epoch: int):
+    """The resulting version's table watermarks: a commit's records appended, and the history
+    at or below a raised ``safe_epoch`` folded (``TableWatermarks.folded``)."""
+    marks = version.table_watermarks
+    if delta.table_watermarks:
+        marks = dict(marks)
+        for table_id, records in delta.table_watermarks.items():
+            if not isinstance(records, TableWatermarks):
+                raise InvalidArgumentError(f"watermarks of table {table_id} must be TableWatermarks")
+            problems = records.problems()
+            if problems:
+                raise InvalidArgumentError(f"watermarks of table {table_id}: {problems[0]}")
+            epochs = [e for e, _ in records.entries] + [e for e, _ in records.truncations]
+            if not all(version.max_committed_epoch < e <= delta.max_committed_epoch for e in epochs):
+                raise InvalidArgumentError(
+                    f"watermarks of table {table_id} must have epochs in ({version.max_committed_epoch}, "
+                    f"{delta.max_committed_epoch}]: those the commit publishes")
+            marks[table_id] = marks.get(table_id, TableWatermarks()).extended(records)
+    if safe_epoch > version.safe_epoch and marks:
+        marks = {t: r.folded(safe_epoch) for t, r in marks.items()}
+    return marks
 
 
 def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
@@ -444,7 +512,13 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
                 not sub.overlapping and _check_run(sub.ssts, "sub-level")):
             bad("new sub-level must be sorted by smallest key (and disjoint unless overlapping)")
     _check_infos((info for _, info in delta.added), "added SSTs")
-    if delta.kind in (KIND_COMMIT, KIND_RESERVE) and (delta.removed or delta.added):
+    if (delta.kind == KIND_TABLE_OPTIONS) != (delta.table_prefix_lens is not None):
+        bad("table_prefix_lens is set by (and only by) a table_options delta")
+    if delta.table_prefix_lens is not None and check_prefix_lens(delta.table_prefix_lens) != delta.table_prefix_lens:
+        bad("table_prefix_lens must be sorted (table_id, prefix_len) pairs")
+    if delta.table_watermarks and delta.kind != KIND_COMMIT:
+        bad("only a commit carries table watermarks")
+    if delta.kind in (KIND_COMMIT, KIND_RESERVE, KIND_TABLE_OPTIONS) and (delta.removed or delta.added):
         bad("must not remove or add level SSTs")
     if delta.kind in (KIND_COMPACTION, KIND_MOVE) and not delta.removed:
         bad("must remove at least one SST")
@@ -625,7 +699,35 @@ def _version_json(v: HummockVersion) -> dict:
            "levels": [{"level": lv.level, "ssts": [i.to_dict() for i in lv.ssts]} for lv in v.levels]}
     if v.safe_epoch:   # optional: absent in objects written before it existed (= 0)
         out["safe_epoch"] = v.safe_epoch
+    if v.table_prefix_lens:   # optional: absent in objects written before it existed (= none)
+        out["table_prefix_lens"] = [list(pair) for pair in v.table_prefix_lens]
+    if v.table_watermarks:   # optional: absent = no table has watermarks
+        out["table_watermarks"] = _marks_json(v.table_watermarks)
     return out
+
+
+def _marks_json(marks) -> list:
+    return [marks[t].to_json(t) for t in sorted(marks)]
+
+
+def _marks_from_json(d) -> dict:
+    items = _optional(d, "table_watermarks", list, [])
+    out = {}
+    for item in items:
+        table_id, records = TableWatermarks.from_json(item)
+        if table_id in out or not records:
+            raise _Bad(f"table {table_id}: duplicate or empty watermark record")
+        out[table_id] = records
+    return out
+
+
+def _prefix_lens_from_json(items) -> tuple:
+    if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
+        raise _Bad("table_prefix_lens entries are [table_id, prefix_len]")
+    lens = check_prefix_lens([tuple(p) for p in items])
+    if [list(p) for p in lens] != items:
+        raise _Bad("table_prefix_lens must be sorted by table id")
+    return lens
 
 
 def _optional(d, name: str, kind, default):
@@ -638,7 +740,9 @@ def _version_from_json(d) -> HummockVersion:
     return HummockVersion(_field(d, "id", int), _field(d, "max_committed_epoch", int),
                           tuple(_sub_level_from_json(s) for s in _field(d, "l0", list)), levels,
                           _field(d, "next_sst_id", int), _field(d, "next_sub_level_id", int),
-                          _optional(d, "safe_epoch", int, 0))
+                          _optional(d, "safe_epoch", int, 0),
+                          table_prefix_lens=_prefix_lens_from_json(_optional(d, "table_prefix_lens", list, [])),
+                          table_watermarks=_marks_from_json(d))
 
 
 def _delta_json(delta: VersionDelta) -> dict:
@@ -649,7 +753,10 @@ def _delta_json(delta: VersionDelta) -> dict:
             "removed": [[level, sst_id] for level, sst_id in delta.removed],
             "added": [[level, info.to_dict()] for level, info in delta.added],
             **({"safe_epoch": delta.safe_epoch} if delta.safe_epoch else {}),
-            **({"writer": delta.writer} if delta.writer else {})}
+            **({"writer": delta.writer} if delta.writer else {}),
+            **({"table_prefix_lens": [list(p) for p in delta.table_prefix_lens]}
+               if delta.table_prefix_lens is not None else {}),
+            **({"table_watermarks": _marks_json(delta.table_watermarks)} if delta.table_watermarks else {})}
 
 
 def _delta_from_json(d) -> VersionDelta:
@@ -672,4 +779,7 @@ def _delta_from_json(d) -> VersionDelta:
                         _field(d, "max_committed_epoch", int), _field(d, "next_sst_id", int),
                         None if sub is None else _sub_level_from_json(sub), tuple(removed),
                         tuple(added), kind, _optional(d, "safe_epoch", int, 0),
-                        _optional(d, "writer", str, ""))
+                        _optional(d, "writer", str, ""),
+                        table_prefix_lens=(_prefix_lens_from_json(d["table_prefix_lens"])
+                                           if "table_prefix_lens" in d else None),
+                        table_watermarks=_marks_from_json(d))

@@ -10,6 +10,10 @@ full key, which the block builder keeps as the last key) and one ``BlockBuilder.
 copies the value straight from the input block. Python is called once per output block
 (``SstableBuilder.cut_block``: compression, checksum, upload) and once per output SST.
 
+Table watermarks (``hide``, see the twin): the table's resolved record is looked up when the
+table id changes, the range check (``range_hides``) runs once per user key, the truncation
+check once per entry.
+
 Bounds: every key and value comes from a ``BlockIterator`` that checked it against its block; a
 bad value tag raises ``CorruptionError`` before it is used.
 Callers: :mod:`hummock.compaction.core` only (through ``_twins.load``).
@@ -24,7 +28,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
 from native._block cimport BlockBuilder, BlockIterator
-from native._iterators cimport SstRun, _SstRunCursor
+from native._iterators cimport SstRun, _SstRunCursor, range_hides, unpack_hide
 from native._keycmp cimport cmp_full_keys
 
 from hummock.errors import CorruptionError, InvalidArgumentError
@@ -111,7 +115,7 @@ cdef _SstRunCursor cursor_for(object run):
     return cursor
 
 
-def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_size, stats):
+def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_size, stats, hide=None):
     """Merge ``runs`` (``SstRun`` s) into ``outputs`` (an ``SstableOutputs``); see the twin."""
     cdef uint64_t wm
     cdef _Heap heap
@@ -127,9 +131,17 @@ def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_si
     cdef BlockBuilder blocks = None
     cdef object builder = None
     cdef bytes key
-    cdef Py_ssize_t n_in = 0, n_out = 0, dropped_versions = 0, dropped_tombstones = 0
+    cdef Py_ssize_t n_in = 0, n_out = 0, dropped_versions = 0, dropped_tombstones = 0, dropped_hidden = 0
+    cdef unsigned char hide_table[4]     # table id whose record has_floor/floor/ranges hold
+    cdef bint have_table = False, has_floor = False, in_range = False
+    cdef uint64_t floor = 0
+    cdef object ranges = None
     if type(watermark) is not int or watermark < 0 or watermark > 0xFFFFFFFFFFFFFFFF:
         raise InvalidArgumentError(f"watermark must be an int in [0, 2**64), got {watermark!r}")
+    if hide is None:
+        hide = {}
+    elif type(hide) is not dict:
+        raise InvalidArgumentError(f"hide must be a dict {{table_id: resolved}}, got {type(hide).__name__}")
     wm = PyLong_AsUnsignedLongLong(watermark)
     heap = _Heap([cursor_for(run) for run in runs])
     try:
@@ -149,6 +161,14 @@ def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_si
                 memcpy(cur, k, n - EPOCH_LEN)
                 cur_len = n - EPOCH_LEN
                 settled = emitted = False
+                if hide:
+                    if not have_table or memcmp(hide_table, k, 4) != 0:
+                        memcpy(hide_table, k, 4)
+                        have_table = True
+                        ranges = unpack_hide((<dict>hide).get((<unsigned long>k[0] << 24) | (<unsigned long>k[1] << 16)
+                                                               | (<unsigned long>k[2] << 8) | <unsigned long>k[3]),
+                                             &has_floor, &floor)
+                    in_range = ranges is not None and range_hides(<dict>ranges, k + 4, cur_len - 4)
             if vn >= 1 and v[0] == TAG_PUT:
                 tombstone = False
             elif vn == 1 and v[0] == TAG_DELETE:
@@ -156,6 +176,10 @@ def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_si
             else:
                 raise CorruptionError("bad value tag", object="compaction input", expected="0x01 or lone 0x02",
                                       found=bytes(v[:2 if vn >= 2 else vn]).hex())
+            if in_range or (has_floor and key_epoch(k, n) <= floor):
+                dropped_hidden += 1
+                heap.advance_top()
+                continue
             if key_epoch(k, n) <= wm:
                 if settled:
                     dropped_versions += 1
@@ -197,3 +221,4 @@ def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_si
         stats.output_entries += n_out
         stats.dropped_versions += dropped_versions
         stats.dropped_tombstones += dropped_tombstones
+        stats.dropped_hidden += dropped_hidden

@@ -33,7 +33,7 @@ from cpython.tuple cimport PyTuple_Check
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
 from native._xxh64 cimport _load32, xxh64 as _xxh64
-from libc.string cimport memset
+from libc.string cimport memcmp, memset
 
 from hummock.errors import CorruptionError, InvalidArgumentError
 
@@ -266,6 +266,88 @@ def build_filter_from_hashes(key_hashes, bits_per_key=10):
         for i in range(n):
             hashes[i] = _u64(values[i], f"key_hashes[{i}]")
         return _build(hashes, n, bpk)
+    finally:
+        PyMem_Free(hashes)
+
+
+DEF MAX_PREFIX_LEN = 0xFFFF
+
+
+cdef dict _prefix_lens(object prefix_lens):
+    if not isinstance(prefix_lens, dict):
+        raise InvalidArgumentError(
+            f"prefix_lens must be a dict of table id -> prefix length, got {type(prefix_lens).__name__}")
+    for table_id, n in (<dict>prefix_lens).items():
+        if not (PyLong_Check(table_id) and not PyBool_Check(table_id) and 0 <= table_id <= MAX_U32):
+            raise InvalidArgumentError(f"prefix_lens: table id must be an int in [0, {MAX_U32}], got {table_id!r}")
+        if not (PyLong_Check(n) and not PyBool_Check(n) and 1 <= n <= MAX_PREFIX_LEN):
+            raise InvalidArgumentError(
+                f"prefix_lens: prefix length of table {table_id} must be an int in [1, {MAX_PREFIX_LEN}], got {n!r}")
+    return <dict>prefix_lens
+
+
+cdef Py_ssize_t _prefix_hashes(list keys, dict lens, uint64_t* out) except -1:
+    """Fill ``out`` (room for ``len(keys)``) with the twin's ``prefix_hashes``; return the count."""
+    cdef Py_ssize_t n = len(keys), i, count = 0, kn
+    cdef Py_ssize_t plen = -1, last_len = -1
+    cdef uint32_t table = 0
+    cdef bint have_table = False
+    cdef const uint8_t* p
+    cdef const uint8_t* last = NULL
+    cdef bytes kb
+    cdef bytes last_obj = None       # keeps ``last`` alive
+    cdef object k
+    cdef uint32_t t
+    for i in range(n):
+        k = keys[i]
+        kb = <bytes>k if PyBytes_Check(k) else _as_bytes(k, f"user_keys[{i}]")
+        kn = PyBytes_GET_SIZE(kb)
+        if kn < 4:
+            raise InvalidArgumentError(f"user_keys[{i}] is shorter than a table id (4 bytes)")
+        p = <const uint8_t*>PyBytes_AS_STRING(kb)
+        t = (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+        if not have_table or t != table:
+            have_table, table = True, t
+            found = lens.get(t)
+            plen = -1 if found is None else <Py_ssize_t>found
+            last = NULL
+        if plen < 0 or kn < 4 + plen:
+            continue
+        if last != NULL and memcmp(last, p, <size_t>(4 + plen)) == 0:
+            continue
+        out[count] = _xxh64(p, <size_t>(4 + plen), HASH_SEED)
+        count += 1
+        last, last_obj = p, kb
+    return count
+
+
+def prefix_hashes(user_keys, prefix_lens):
+    """See the twin: the key hashes of the distinct declared prefixes of ``user_keys``."""
+    cdef list keys = _sequence(user_keys, "user_keys", "bytes-like keys")
+    cdef dict lens = _prefix_lens(prefix_lens)
+    cdef Py_ssize_t n = len(keys), count, i
+    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(<size_t>(n if n > 0 else 1) * sizeof(uint64_t))
+    if hashes == NULL:
+        raise MemoryError()
+    try:
+        count = _prefix_hashes(keys, lens, hashes)
+        return [hashes[i] for i in range(count)]
+    finally:
+        PyMem_Free(hashes)
+
+
+def build_prefix_filter(user_keys, prefix_lens, bits_per_key=10):
+    """See the twin: the filter over ``prefix_hashes(user_keys, prefix_lens)``."""
+    cdef int bpk = _check_bits_per_key(bits_per_key)
+    cdef list keys = _sequence(user_keys, "user_keys", "bytes-like keys")
+    cdef dict lens = _prefix_lens(prefix_lens)
+    cdef Py_ssize_t n = len(keys), count
+    cdef uint64_t* hashes = <uint64_t*>PyMem_Malloc(<size_t>(n if n > 0 else 1) * sizeof(uint64_t))
+    if hashes == NULL:
+        raise MemoryError()
+    try:
+        count = _prefix_hashes(keys, lens, hashes)
+        return _build(hashes, count, bpk)
     finally:
         PyMem_Free(hashes)
 

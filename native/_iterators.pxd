@@ -10,6 +10,7 @@ the entry into ``key``/``value`` (what the read path's merge uses).
 """
 
 cimport cython
+from libc.stdint cimport uint64_t
 
 from native._block cimport BlockIterator
 
@@ -45,3 +46,8 @@ cdef class _SstRunCursor(_Cursor):
     cdef bint next_reader(self) except -1
     cdef int open_block(self, Py_ssize_t index) except -1
     cdef bint position(self) except -1
+
+
+# Table watermarks (see _iterators.pyx): the key check and the unpacking of a resolved record.
+cdef bint range_hides(dict ranges, const unsigned char* k, Py_ssize_t n) except -1
+cdef object unpack_hide(object hide, bint* has_floor, uint64_t* floor)

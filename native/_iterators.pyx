@@ -5,7 +5,9 @@ docstring for the source contract and the results).
 A binary heap of cursors, one per batch source, ordered by the full-key comparator (reversed for
 reverse scans); each cursor walks a Python list of ``(full_key, value)`` entries and asks its
 source for the next list only when one is used up. Version resolution and tag decoding run in C;
-only chosen values become new Python objects.
+only chosen values become new Python objects. A resolved table watermark (``hide``, see the
+twin) is applied in C: one epoch compare per entry and, for tables with watermark ranges, one
+dict lookup per key returned (:func:`range_hides`, shared with the read path and compaction).
 """
 
 cimport cython
@@ -29,6 +31,53 @@ cdef inline uint64_t key_epoch(bytes key) noexcept:
     for i in range(8):
         x = (x << 8) | p[i]
     return ~x   # 2**64-1 - x in C (the literal would make it Python arithmetic)
+
+
+cdef inline int cmp_raw(const unsigned char* a, Py_ssize_t na, bytes b) noexcept:
+    cdef Py_ssize_t nb = PyBytes_GET_SIZE(b)
+    cdef int c = memcmp(a, PyBytes_AS_STRING(b), na if na < nb else nb)
+    if c:
+        return c
+    return (na > nb) - (na < nb)
+
+
+cdef bint range_hides(dict ranges, const unsigned char* k, Py_ssize_t n) except -1:
+    """Whether table key ``k[:n]`` lies in its vnode's range of ``ranges`` (``{vnode: (lo,
+    hi)}``, from ``TableWatermarks.resolve``: tuples of bytes and bytes-or-None, checked)."""
+    cdef object rng, hi
+    if n < 2:
+        return False
+    rng = ranges.get((k[0] << 8) | k[1])
+    if rng is None:
+        return False
+    if type(rng) is not tuple or len(<tuple>rng) != 2 or type((<tuple>rng)[0]) is not bytes:
+        raise InvalidArgumentError("a watermark range must be a (lo bytes, hi bytes or None) tuple")
+    if cmp_raw(k + 2, n - 2, <bytes>(<tuple>rng)[0]) < 0:
+        return False
+    hi = (<tuple>rng)[1]
+    if hi is None:
+        return True
+    if type(hi) is not bytes:
+        raise InvalidArgumentError("a watermark range must be a (lo bytes, hi bytes or None) tuple")
+    return cmp_raw(k + 2, n - 2, <bytes>hi) < 0
+
+
+cdef object unpack_hide(object hide, bint* has_floor, uint64_t* floor):
+    """Split a resolved table watermark (``None`` or ``(through or None, ranges or None)``):
+    sets the truncation floor, returns the ranges dict (or None)."""
+    has_floor[0] = False
+    floor[0] = 0
+    if hide is None:
+        return None
+    if type(hide) is not tuple or len(<tuple>hide) != 2:
+        raise InvalidArgumentError("hide must be None or a (through, ranges) tuple")
+    through, rng = hide
+    if through is not None:
+        has_floor[0] = True
+        floor[0] = <uint64_t>through
+    if rng is not None and type(rng) is not dict:
+        raise InvalidArgumentError("watermark ranges must be a dict")
+    return rng
 
 
 cdef inline bint same_user_key(bytes a, bytes b) noexcept:
@@ -250,11 +299,15 @@ cdef class UserScan:
     cdef object cur_value
     cdef bint cur_tagged
     cdef object owner        # kept alive while the scan lives (the engine's read state)
+    cdef bint has_floor      # hide: versions <= floor are ignored (a truncation)
+    cdef uint64_t floor
+    cdef dict ranges         # hide: {vnode: (lo, hi)} watermark ranges, or None
 
-    def __cinit__(self, sources, read_epoch, bint reverse=False, owner=None):
+    def __cinit__(self, sources, read_epoch, bint reverse=False, owner=None, hide=None):
         cdef _Cursor c
         if type(read_epoch) is not int or read_epoch < 0 or read_epoch > 0xFFFFFFFFFFFFFFFF:
             raise InvalidArgumentError(f"read_epoch must be an int in [0, 2**64), got {read_epoch!r}")
+        self.ranges = unpack_hide(hide, &self.has_floor, &self.floor)
         self.read_epoch = read_epoch
         self.reverse = reverse
         self.owner = owner
@@ -341,23 +394,23 @@ cdef class UserScan:
                 key, value, tagged = self.cur_key, self.cur_value, self.cur_tagged
                 if self.decided is not None and same_user_key(self.decided, key):
                     continue
-                if key_epoch(key) > self.read_epoch:
+                if not self.visible(key):
                     continue
                 self.decided = key
                 value = plain_value(value, tagged)
-                if value is not None:
+                if value is not None and not (self.ranges is not None and self.in_range(key)):
                     return table_key(key), value
             raise StopIteration
         while self.size > 0:
             self.pop_entry()
             key, value, tagged = self.cur_key, self.cur_value, self.cur_tagged
             if self.group is not None and same_user_key(self.group, key):
-                if key_epoch(key) <= self.read_epoch:
+                if self.visible(key):
                     self.best, self.best_tagged, self.have = value, tagged, True
                 continue
             result = self.finish_group()
             self.group = key
-            if key_epoch(key) <= self.read_epoch:
+            if self.visible(key):
                 self.best, self.best_tagged, self.have = value, tagged, True
             if result is not None:
                 return result
@@ -367,10 +420,19 @@ cdef class UserScan:
             return result
         raise StopIteration
 
+    cdef inline bint visible(self, bytes key) noexcept:
+        """The version ``key`` is readable: at or below the read epoch, above a truncation."""
+        cdef uint64_t e = key_epoch(key)
+        return e <= self.read_epoch and not (self.has_floor and e <= self.floor)
+
+    cdef bint in_range(self, bytes full_key) except -1:
+        return range_hides(self.ranges, <const unsigned char*>PyBytes_AS_STRING(full_key) + 4,
+                           PyBytes_GET_SIZE(full_key) - 12)
+
     cdef object finish_group(self):
         """The output of the finished reverse group, or None; resets the group state."""
         result = None
-        if self.have:
+        if self.have and not (self.ranges is not None and self.in_range(self.group)):
             value = plain_value(self.best, self.best_tagged)
             if value is not None:
                 result = (table_key(self.group), value)

@@ -8,22 +8,26 @@ through ``native/_filter.pxd``), the block search over first keys, and the looku
 inside the cached block (a C call into ``native._block.Block``), and the block cache lookup of a
 hit (``LruCache.c_peek``). Python-level work is a block-cache miss and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
+Table watermarks (``marks``): a get resolves its table's records (cached per version for reads
+at the newest epochs) and checks the version it found in C; tables without records cost one
+test of an empty dict.
 """
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 
 from native._block cimport Block
 from native._filter cimport FilterReader, filter_key_hash
+from native._iterators cimport range_hides, unpack_hide
 from native._keycmp cimport cmp_full_keys, cmp_mem
 from native._lru cimport LruCache
 
 from hummock import iterators as _iterators
 from hummock.errors import ExpiredEpochError, InvalidArgumentError
-from hummock.key import clamp_bounds
 
 cdef object UserScan = _iterators.UserScan
 cdef object SstRun = _iterators.SstRun
@@ -60,6 +64,10 @@ cdef class SstReader:
     cdef FilterReader filter
     cdef list first_keys
     cdef object block_fn
+    cdef FilterReader prefix_filter   # None: the SST has no prefix filter
+    cdef dict prefix_lens             # table id -> prefix length its prefix filter covers
+    cdef long long one_table          # the only table of prefix_lens (-1: none or several)
+    cdef Py_ssize_t one_len
 
     def __cinit__(self, info, opener):
         self.info = info
@@ -103,8 +111,50 @@ cdef class SstReader:
                 raise InvalidArgumentError("an SST's first keys must be a list")
             self.first_keys = <list>first_keys  # shared, never mutated; keys checked where compared
             self.block_fn = sst.block
+            self.set_prefix_filter(sst)
             self.sst_obj = sst
         return 0
+
+    cdef int set_prefix_filter(self, sst) except -1:
+        flt = sst.prefix_filter
+        self.one_table = -1
+        if flt is None:
+            return 0
+        if type(flt) is not FilterReader:
+            raise InvalidArgumentError("the native read path needs the native FilterReader")
+        lens = sst.prefix_lens
+        if type(lens) is not dict:
+            raise InvalidArgumentError("an SST's prefix lengths must be a dict")
+        self.prefix_lens = <dict>lens
+        if len(self.prefix_lens) == 1:
+            for table_id, n in self.prefix_lens.items():
+                self.one_table, self.one_len = table_id, n
+        self.prefix_filter = <FilterReader>flt
+        return 0
+
+    cdef int prefix_excludes(self, PrefixProbe* probe) except -1:
+        """1 when the SST's prefix filter proves no key of the probe's range is here."""
+        cdef Py_ssize_t n
+        self.ensure_open()
+        if self.prefix_filter is None:
+            return 0
+        if self.one_table >= 0:
+            if self.one_table != <long long>probe.table_id:
+                return 0
+            n = self.one_len
+        else:
+            found = self.prefix_lens.get(probe.table_id)
+            if found is None:
+                return 0
+            n = found
+        if n > probe.start_len:
+            return 0
+        if n != probe.n:
+            probe.n = n
+            probe.ok = confined(probe.start, probe.end, n)
+            if probe.ok:
+                probe.h = filter_key_hash(<const unsigned char*>PyBytes_AS_STRING(<object>probe.lo_user), <size_t>(4 + n))
+        return probe.ok and not self.prefix_filter.probe(probe.h)
 
     def get(self, user_key, read_epoch):
         """``(version_epoch, value_or_None)`` of the newest version <= ``read_epoch``, or None."""
@@ -158,6 +208,44 @@ cdef class SstReader:
         return found
 
 
+cdef struct PrefixProbe:
+    # a scan whose range may lie within one key prefix: SSTs whose prefix filter rules it out are skipped
+    unsigned long table_id
+    PyObject* start       # the range's table-key start (bytes, kept alive by the scan's caller)
+    PyObject* end         # its end (bytes or None)
+    PyObject* lo_user     # table id || start
+    Py_ssize_t start_len
+    Py_ssize_t n          # the prefix length last checked (-1: none yet)
+    bint ok               # every key of the range starts with start[:n]
+    uint64_t h            # the filter hash of lo_user[:4 + n]
+
+
+cdef bint confined(PyObject* start, PyObject* end, Py_ssize_t n) noexcept:
+    """Every key of ``[start, end)`` starts with ``start[:n]``, i.e. ``end`` is at most
+    ``prefix_end(start[:n])`` (REQUIRES ``len(start) >= n``; ``end`` bytes or None)."""
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(<object>start)
+    cdef const unsigned char* e
+    cdef Py_ssize_t i = n - 1, en
+    cdef int c
+    while i >= 0 and p[i] == 0xFF:
+        i -= 1
+    if i < 0:
+        return True        # start[:n] is all 0xFF: every key from start on has it
+    if end == <PyObject*>None:
+        return False
+    e = <const unsigned char*>PyBytes_AS_STRING(<object>end)
+    en = PyBytes_GET_SIZE(<object>end)
+    # compare end with prefix_end(start[:n]) = start[:i] + (start[i] + 1)
+    c = memcmp(e, p, <size_t>(en if en < i else i))
+    if c != 0:
+        return c < 0
+    if en <= i:
+        return True
+    if e[i] != p[i] + 1:
+        return e[i] < p[i] + 1
+    return en == i + 1
+
+
 cdef inline uint64_t key_hash(bytes key) noexcept:
     return filter_key_hash(<const unsigned char*>PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key))
 
@@ -183,6 +271,37 @@ cdef bytes with_table(unsigned long table_id, bytes key):
     return out
 
 
+cdef bytes full_key_from(unsigned long table_id, object key):
+    """``table_id`` (4 bytes, big-endian) + ``key`` (bytes, or None for none) + 8 zero bytes:
+    the first full key of a user key (its newest version)."""
+    cdef Py_ssize_t kn = 0 if key is None else PyBytes_GET_SIZE(<bytes>key)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, kn + 12)
+    cdef char* w = PyBytes_AS_STRING(out)
+    w[0] = (table_id >> 24) & 0xFF
+    w[1] = (table_id >> 16) & 0xFF
+    w[2] = (table_id >> 8) & 0xFF
+    w[3] = table_id & 0xFF
+    if kn:
+        memcpy(w + 4, PyBytes_AS_STRING(<bytes>key), kn)
+    memset(w + 4 + kn, 0, 8)
+    return out
+
+
+cdef object key_prefix_end(bytes prefix):
+    """``hummock.key.prefix_end``: the smallest key above every key with ``prefix`` (None: none)."""
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(prefix)
+    cdef Py_ssize_t i = PyBytes_GET_SIZE(prefix) - 1
+    while i >= 0 and p[i] == 0xFF:
+        i -= 1
+    if i < 0:
+        return None
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, i + 1)   # NULL: a new object (never a shared 1-byte one)
+    cdef unsigned char* w = <unsigned char*>PyBytes_AS_STRING(out)
+    memcpy(w, p, i)
+    w[i] = p[i] + 1
+    return out
+
+
 cdef Py_ssize_t lower_bound(list keys, bytes key) except -1:
     """The first index whose key is >= ``key`` in sorted ``keys`` (all bytes: imm keys are
     checked at ingest, SST bounds come from decoded metas)."""
@@ -202,17 +321,24 @@ cdef inline bint wanted(SstReader r, uint64_t read, bytes lo_user, bytes hi_user
         hi_user is None or cmp_obj(r.lo, hi_user) < 0)
 
 
-cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes hi_user):
-    """The readers of a sorted, non-overlapping run that a scan of ``[lo_user, hi_user)`` needs."""
-    cdef list chosen = []
+cdef list run_from(tuple readers, list his, uint64_t read, bytes lo_user, bytes hi_user,
+                   bint has_floor, uint64_t floor, PrefixProbe* probe=NULL):
+    """The readers of a sorted, non-overlapping run that a scan of ``[lo_user, hi_user)`` needs
+    (those holding a version <= ``read``, above ``floor`` if ``has_floor``, and -- with a
+    ``probe`` -- not ruled out by their prefix filter); None for none."""
+    cdef list chosen = None   # made on the first reader chosen
     cdef Py_ssize_t lo = lower_bound(his, lo_user)
     cdef SstReader r
     while lo < len(readers):
         r = <SstReader>readers[lo]
         if hi_user is not None and cmp_obj(r.lo, hi_user) >= 0:
             break
-        if r.min_epoch <= read:
-            chosen.append(r)
+        if r.min_epoch <= read and not (has_floor and r.max_epoch <= floor) and (
+                probe == NULL or not r.prefix_excludes(probe)):
+            if chosen is None:
+                chosen = [r]
+            else:
+                chosen.append(r)
         lo += 1
     return chosen
 
@@ -253,16 +379,21 @@ cdef class VersionView:
     cdef readonly tuple levels
     cdef readonly object version
     cdef readonly uint64_t min_epoch
+    cdef readonly dict marks
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
+    cdef dict prefix_lens   # the version's declared prefix lengths (table id -> n)
 
-    def __cinit__(self, tuple l0, tuple levels, version=None, min_epoch=0):
+    def __cinit__(self, tuple l0, tuple levels, version=None, min_epoch=0, marks=None):
+        lens = getattr(version, "prefix_len_map", None)
+        self.prefix_lens = lens if type(lens) is dict else {}
         self.l0 = l0
         self.levels = levels
         self.version = version
         self.min_epoch = min_epoch
+        self.marks = {} if marks is None else dict(marks)
         self.l0_overlapping, self.l0_readers, self.l0_his = [], [], []
         for overlapping, readers in l0:
             readers = tuple(readers)
@@ -290,16 +421,19 @@ cdef class ReadState:
     cdef readonly object version
     cdef readonly Py_ssize_t active
     cdef readonly uint64_t min_epoch
+    cdef readonly dict marks
     cdef list l0_overlapping
     cdef list l0_readers
     cdef list l0_his
     cdef list level_his
+    cdef dict prefix_lens
     cdef object __weakref__
 
-    def __cinit__(self, dict imms, tuple staging, VersionView view not None):
+    def __cinit__(self, dict imms, tuple staging, VersionView view not None, marks=None):
         self.imms = imms
         self.staging = staging
         self.view = view
+        self.marks = view.marks if marks is None else (marks if type(marks) is dict else dict(marks))
         self.l0 = view.l0
         self.levels = view.levels
         self.version = view.version
@@ -308,6 +442,7 @@ cdef class ReadState:
         self.l0_readers = view.l0_readers
         self.l0_his = view.l0_his
         self.level_his = view.level_his
+        self.prefix_lens = view.prefix_lens
         for r in staging:
             if type(r) is not SstReader:
                 raise InvalidArgumentError("staging readers must be SstReader objects")
@@ -346,7 +481,25 @@ cdef class ReadState:
             found = self.c_get_version(table_id, k, e | SPILL_MASK)
         finally:
             self.active -= 1
-        return None if found is None else found[1]
+        if found is None:
+            return None
+        if self.marks and self.c_hidden(table_id, k, e | SPILL_MASK, found[0]):
+            return None
+        return found[1]
+
+    cdef bint c_hidden(self, table_id, bytes key, uint64_t read, version_epoch) except -1:
+        """Whether the table's watermark records hide ``key``'s version at ``version_epoch``."""
+        cdef bint has_floor
+        cdef uint64_t floor
+        cdef dict ranges
+        records = self.marks.get(table_id)
+        if records is None:
+            return False
+        ranges = unpack_hide(records.resolve(read), &has_floor, &floor)
+        if has_floor and <uint64_t>version_epoch <= floor:
+            return True
+        return ranges is not None and range_hides(ranges, <const unsigned char*>PyBytes_AS_STRING(key),
+                                                  PyBytes_GET_SIZE(key))
 
     cdef object c_multi_get(self, table_id, keys, epoch):
         cdef list out = []
@@ -370,11 +523,15 @@ cdef class ReadState:
                 checked.append(bytes(key))
             else:
                 raise InvalidArgumentError(f"key must be bytes, got {type(key).__name__}")
+        cdef bint marked = bool(self.marks) and table_id in self.marks
         self.active += 1
         try:
             for key in checked:
                 found = self.c_get_version(table_id, <bytes>key, read)
-                out.append(None if found is None else found[1])
+                if found is None or (marked and self.c_hidden(table_id, <bytes>key, read, found[0])):
+                    out.append(None)
+                else:
+                    out.append(found[1])
         finally:
             self.active -= 1
         return out
@@ -388,8 +545,13 @@ cdef class ReadState:
             raise ExpiredEpochError(epoch, self.min_epoch)
         start = checked_bound(start, "start")
         end = checked_bound(end, "end")
-        if prefix is not None:
-            start, end = clamp_bounds(start, end, checked_bound(prefix, "prefix"))
+        if prefix is not None:   # hummock.key.clamp_bounds, in C
+            prefix = checked_bound(prefix, "prefix")
+            p_end = key_prefix_end(<bytes>prefix)
+            if start is None or cmp_obj(<bytes>start, <bytes>prefix) < 0:
+                start = prefix
+            if p_end is not None and (end is None or cmp_obj(<bytes>end, <bytes>p_end) > 0):
+                end = p_end
         if start is not None and end is not None and cmp_obj(<bytes>start, <bytes>end) >= 0:
             return iter(EMPTY)
         return self.c_scan(table_id, <uint64_t>epoch | SPILL_MASK, start, end, bool(reverse))
@@ -397,22 +559,39 @@ cdef class ReadState:
     cdef object c_scan(self, unsigned long table_id, uint64_t read, object start, object end, bint reverse):
         cdef bytes lo_user = with_table(table_id, b"" if start is None else <bytes>start)
         cdef bytes hi_user = None if end is None else with_table(table_id, <bytes>end)
-        cdef bytes start_full = lo_user + bytes(8)   # the newest version of the first key
+        cdef bytes start_full = full_key_from(table_id, start)   # the newest version of the first key
         cdef bytes end_full
         cdef list sources = []
         cdef list chosen
         cdef Py_ssize_t i, j, n, lo, hi
         cdef SstReader r
+        cdef PrefixProbe probe
+        cdef PrefixProbe* pp = NULL
+        if self.prefix_lens and start is not None:
+            declared = self.prefix_lens.get(table_id)
+            if declared is not None and PyBytes_GET_SIZE(<bytes>start) >= <Py_ssize_t>declared and \
+                    confined(<PyObject*>start, <PyObject*>end, <Py_ssize_t>declared):
+                probe.table_id, probe.start, probe.end = table_id, <PyObject*>start, <PyObject*>end
+                probe.lo_user, probe.start_len, probe.n = <PyObject*>lo_user, PyBytes_GET_SIZE(<bytes>start), -1
+                pp = &probe
+        cdef bint has_floor = False
+        cdef uint64_t floor = 0
+        hide = None
+        if self.marks:
+            records = self.marks.get(table_id)
+            if records is not None:
+                hide = records.resolve(read)
+                unpack_hide(hide, &has_floor, &floor)
         if hi_user is not None:
-            end_full = hi_user + bytes(8)
+            end_full = full_key_from(table_id, end)
         elif table_id == 0xFFFFFFFF:
             end_full = None
         else:
-            end_full = with_table(table_id + 1, bytes(8))
+            end_full = full_key_from(table_id + 1, None)
         imms = self.imms.get(table_id)
         if imms is not None:
             for imm in imms:
-                if <uint64_t>imm.epoch > read:
+                if <uint64_t>imm.epoch > read or (has_floor and <uint64_t>imm.epoch <= floor):
                     continue
                 keys = imm.keys
                 lo = 0 if start is None else lower_bound(keys, <bytes>start)
@@ -421,24 +600,32 @@ cdef class ReadState:
                     sources.append(imm_source(imm, table_id, lo, hi, reverse))
         for obj in self.staging:   # staging SSTs may overlap: one source each
             r = <SstReader>obj
-            if wanted(r, read, lo_user, hi_user):
+            if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor) and (
+                    pp == NULL or not r.prefix_excludes(pp)):
                 sources.append(SstRun([r], start_full, end_full))
         n = len(self.l0_readers)
         for i in range(n):
             if self.l0_overlapping[i]:
                 for obj in <tuple>self.l0_readers[i]:
                     r = <SstReader>obj
-                    if wanted(r, read, lo_user, hi_user):
+                    if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor) and (
+                            pp == NULL or not r.prefix_excludes(pp)):
                         sources.append(SstRun([r], start_full, end_full))
             else:
-                chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user)
+                chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user,
+                                  has_floor, floor, pp)
                 if chosen:
                     sources.append(SstRun(chosen, start_full, end_full))
         for j in range(len(self.levels)):
-            chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user)
+            chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user,
+                              has_floor, floor, pp)
             if chosen:
                 sources.append(SstRun(chosen, start_full, end_full))
-        return UserScan(sources, read, reverse, self)
+        if not sources:
+            return iter(EMPTY)
+        if hide is None:
+            return UserScan(sources, read, reverse, self)
+        return UserScan(sources, read, reverse, self, hide)
 
     cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
         cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, n, i

@@ -103,6 +103,20 @@ _INT_RANGE = {TypeKind.SMALLINT: (INT16_MIN, INT16_MAX), TypeKind.INT: (INT32_MI
 _TAG_NOT_NULL, _TAG_NULL_FIRST, _TAG_NULL_LAST = 0x01, 0x00, 0x02
 
 
+# bytes of a non-NULL value (tag included) of the types whose encoding has one length (section 1)
+_KEY_WIDTH = {TypeKind.BOOLEAN: 2, TypeKind.SMALLINT: 3, TypeKind.INT: 5, TypeKind.BIGINT: 9,
+              TypeKind.REAL: 5, TypeKind.DOUBLE: 9, TypeKind.DATE: 5, TypeKind.TIME: 9,
+              TypeKind.TIMESTAMP: 9, TypeKind.TIMESTAMPTZ: 9, TypeKind.INTERVAL: 17}
+
+
+def fixed_width(dtype: DataType) -> int | None:
+    """The encoded length (tag included) of every non-NULL value of ``dtype``, for the types
+    whose values all encode to one length (BOOLEAN, the integers and floats, DATE, TIME,
+    TIMESTAMP[TZ], INTERVAL); ``None`` for the others (VARCHAR, BYTEA, DECIMAL, STRUCT, LIST).
+    A NULL is its tag byte alone, whatever the type."""
+    return _KEY_WIDTH.get(dtype.kind) if isinstance(dtype, DataType) else None
+
+
 def vectorizable(dtype: DataType) -> bool:
     """True when :func:`encode_columns` encodes columns of this type without per-row Python work."""
     return dtype.kind in _FIXED

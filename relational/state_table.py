@@ -23,7 +23,9 @@ Contracts:
 - ``commit`` and ``try_flush`` empty the MemTable only after ``store.ingest_batch`` returned: if
   the store refuses the batch (``InvalidArgumentError``, ``StoreClosedError``, an
   ``ObjectStoreError`` while it spills; the store then wrote nothing), the MemTable, the pending
-  watermark cleaning and the epoch are as before and calling ``commit`` again retries.
+  watermark and the epoch are as before and calling ``commit`` again retries. (The watermark is
+  published after the batch; the store refuses it only for reasons it would have refused the
+  batch for.)
 - Rows and pks are tuples (or lists) of values; anything else raises :class:`RowError`, a
   wrong width :class:`SchemaError`, a value of the wrong type :class:`TypeMismatchError`.
 - A row whose vnode is not in ``vnodes`` raises :class:`VnodeNotOwnedError`; reads only see the
@@ -31,8 +33,12 @@ Contracts:
   ``update_vnode_bitmap(new)`` (rescaling) changes the owned set between epochs: it requires an
   empty MemTable (call it after ``commit``) and returns the old set.
 - ``update_watermark(w)``: at the next commit, rows whose first pk column is below ``w``
-  (SQL order; NULLs are never cleaned) are deleted, in the same batch as the epoch's writes
-  (all or nothing with it). Until then they stay readable.
+  (SQL order; NULLs are never cleaned) disappear, in every owned vnode, from the current
+  epoch on: the commit publishes one store table watermark per owned vnode
+  (``HummockStorage.update_table_watermarks``), which hides them -- rows of earlier epochs and
+  rows written in this epoch alike -- without scanning or writing tombstones; compaction
+  removes them later. Several calls per epoch keep the highest; a watermark below an earlier
+  epoch's changes nothing (watermarks never go back). Until the commit they stay readable.
 - Rows read are tuples in schema order. An iterator (``iter_with_prefix``, ``iter_batches``)
   yields the table as it was when it was created: the store as of that call and the MemTable
   as of that call. Writes to the same range while it is iterated (a join probes its state,
@@ -40,6 +46,15 @@ Contracts:
   MemTable copies what an open iterator has left of its range on the first write after the
   iterator's creation (mem_table.py, "Range reads are snapshots"). It stays valid across
   ``commit`` and ``try_flush`` too (it keeps reading the old MemTable and store state).
+- ``prefix_len_hint=k`` declares that reads probe prefixes of the first ``k`` pk columns (a
+  join key, a group key): when those columns all have fixed-width key encodings (BOOLEAN,
+  integers, floats, DATE, TIME, TIMESTAMP[TZ], INTERVAL) the table declares the prefix length
+  ``2 + their widths`` bytes to the store (``set_table_options``), whose SSTs then carry prefix
+  filters, and an ``iter_with_prefix`` with at least ``k`` non-NULL prefix values skips SSTs
+  without that prefix (no block read). With a variable-width column among them (VARCHAR,
+  BYTEA, DECIMAL, STRUCT, LIST) nothing is declared (``prefix_len`` is None): one byte length
+  would not be the prefix of every probe. Results never change, only what is read; every
+  instance of one table id should pass the same hint (the last declaration wins).
 Not thread-safe: one instance belongs to one executor.
 
 Callers: the stream layer's executors, library users (README "StateTable").
@@ -56,16 +71,18 @@ import pyarrow as pa
 import numpy as np
 
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH, prefix_end
+from hummock.table_watermarks import TableWatermarks
 
 from relational.errors import EpochError, InconsistentOpError, RowError, SchemaError, VnodeNotOwnedError
 from relational.mem_table import DELETE, MemTable
 from relational.memcomparable import encode_row as mc_encode_row
+from relational.memcomparable import fixed_width
 from relational.row_serde import RowSerde
 from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
                                    decoded_rows, merge_mem_over_storage, merge_vnodes, pinned_vnode, pk_ranges,
                                    record_batches)
 from relational.types import DataType
-from relational.vnode import VNODE_BYTES, Bitmap
+from relational.vnode import SINGLETON_VNODE, VNODE_BYTES, Bitmap
 
 #: ops of a chunk (the stream layer's ``Op`` uses the same numbers)
 OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT = 1, 2, 3, 4
@@ -139,7 +156,8 @@ class StateTable:
 
     def __init__(self, store, table_id: int, schema, pk_indices, order_types=None, dist_key_indices=None,
                  value_indices=None, vnodes: Bitmap | None = None, *, consistent: bool = True,
-                 name: str | None = None, flush_threshold: int = DEFAULT_FLUSH_BYTES):
+                 name: str | None = None, flush_threshold: int = DEFAULT_FLUSH_BYTES,
+                 prefix_len_hint: int | None = None):
         self.store = store
         self.table_id = table_id
         self.names, self.serde = table_layout(schema, pk_indices, order_types, dist_key_indices, value_indices)
@@ -154,6 +172,25 @@ class StateTable:
         self._owns_all = self.vnodes.is_full()
         self.epoch: int | None = None
         self._watermark = None
+        self.prefix_len = self._declare_prefix(prefix_len_hint)
+
+    def _declare_prefix(self, hint) -> int | None:
+        """Turn ``prefix_len_hint`` (the first ``hint`` pk columns) into the store's prefix
+        length in bytes -- the vnode plus those columns' fixed encoded widths -- and declare it
+        (``HummockStorage.set_table_options``); return it, or None when nothing is declared."""
+        if hint is None:
+            return None
+        width = len(self.serde.pk_types)
+        if isinstance(hint, bool) or not isinstance(hint, (int, np.integer)) or not 1 <= hint <= width:
+            raise SchemaError(f"state table {self.name}: prefix_len_hint must be None or an int in "
+                              f"[1, {width}] (pk columns), got {hint!r}")
+        widths = [fixed_width(t) for t in self.serde.pk_types[:int(hint)]]
+        if None in widths:
+            return None   # a variable-width column: no one prefix length fits every probe
+        prefix_len = VNODE_BYTES + sum(widths)
+        if not getattr(self.store, "read_only", False):
+            self.store.set_table_options(self.table_id, prefix_len=prefix_len)
+        return prefix_len
 
     @classmethod
     def from_desc(cls, store, desc, vnodes: Bitmap | None = None, **kwargs) -> StateTable:
@@ -189,18 +226,21 @@ class StateTable:
         self.epoch = epoch
 
     def commit(self, new_epoch: int) -> None:
-        """Write this epoch's operations (and watermark cleaning) as one sorted batch at the
-        current epoch, then continue at ``new_epoch``.
+        """Write this epoch's operations as one sorted batch at the current epoch, publish the
+        pending watermark (if any) at it, then continue at ``new_epoch``.
 
         REQUIRES: ``new_epoch`` a valid epoch above the current one (``EpochError``). All or
         nothing: if ``ingest_batch`` raises, the MemTable, the pending watermark and the epoch
         are unchanged and the error propagates; calling ``commit`` again retries."""
         epoch = self._require_epoch()
         new_epoch = check_epoch_arg(new_epoch, "commit", self.name, epoch)
-        batch = self._cleaned() if self._watermark is not None else self.mem
-        keys, values = batch.columns()
+        keys, values = self.mem.columns()
         if keys:
             self.store.ingest_batch(self.table_id, zip(keys, values), epoch)
+        if self._watermark is not None:
+            ranges = self._watermark_ranges()
+            if ranges:   # cannot be refused once the batch was taken (same epoch, same store)
+                self.store.update_table_watermarks(self.table_id, epoch, ranges)
         self.mem.clear()   # only now: the store has the batch
         self._watermark = None
         self.epoch = new_epoch
@@ -436,35 +476,54 @@ class StateTable:
     # --- watermark --------------------------------------------------------------------------
 
     def update_watermark(self, value) -> None:
-        """Rows whose first pk column is below ``value`` are deleted at the next commit."""
+        """Rows whose first pk column is below ``value`` (SQL order; NULLs never) disappear at
+        the next commit (module docstring). Several calls before a commit keep the highest.
+        Raises ``SchemaError`` for a table without pk or a NULL ``value``, the type's error for a
+        value of the wrong type; nothing changes then."""
         if not self.serde.pk_types:
             raise SchemaError(f"state table {self.name} has no pk to clean by watermark")
-        self._watermark = self.serde.pk_types[0].validate(value)
+        value = self.serde.pk_types[0].validate(value)
+        if value is None:
+            raise SchemaError(f"state table {self.name}: a watermark cannot be NULL")
+        encoded = mc_encode_row([value], self.serde.pk_types[:1], self.serde.order_types[:1])
+        if self._watermark is not None:   # the highest value: the largest encoding, or the
+            pick = min if self.serde.order_types[0].descending else max   # smallest when descending
+            encoded = pick(encoded, self._watermark)
+        self._watermark = encoded
 
-    def _watermark_ranges(self):
-        """Per owned vnode, the key range of non-NULL first-column values below the watermark.
-        Non-NULL values carry the tag 0x01 (NULLs 0x00 or 0x02), so they span [vp|01, vp|02)."""
-        order = self.serde.order_types[0]
-        w = mc_encode_row([self._watermark], self.serde.pk_types[:1], [order])
-        for vnode in self.vnodes:
-            vp = vnode.to_bytes(VNODE_BYTES, "big")
-            if order.descending:   # smaller values sort after w and every key extending it
-                yield prefix_end(vp + w), vp + b"\x02"
-            else:
-                yield vp + b"\x01", vp + w
+    def truncate(self) -> None:
+        """Empty the whole table id -- every vnode, every instance's rows (``TRUNCATE``,
+        ``DROP``): the MemTable is cleared and the store hides every row written before this
+        call from the current epoch on (``HummockStorage.truncate_table``); rows written
+        afterwards are kept. The store's watermarks stay. If the store refuses (closed,
+        read-only), nothing changes."""
+        epoch = self._require_epoch()
+        self.store.truncate_table(self.table_id, epoch)
+        self.mem.clear()
 
-    def _cleaned(self) -> MemTable:
-        """A copy of the MemTable with the rows below the watermark deleted: the batch of a
-        commit with watermark cleaning. The MemTable itself is unchanged (the commit clears it
-        once the store has the batch)."""
-        doomed = []
-        for lo, hi in self._watermark_ranges():
-            if lo < hi:
-                doomed.extend(self._merged(lo, hi, False))
-        batch = self.mem.copy()
-        for key, value in doomed:
-            batch.delete(key, value)
-        return batch
+    @property
+    def watermark_records(self) -> TableWatermarks:
+        """The store's watermark records of this table (what reads hide; for inspection)."""
+        return self.store.table_watermarks(self.table_id)
+
+    def _watermark_ranges(self) -> dict:
+        """Per owned vnode (the one vnode of a singleton table), the range of key bytes after the
+        vnode that the pending watermark
+        hides: the non-NULL first-column values below it. Non-NULL values carry the tag 0x01
+        (NULLs 0x00 or 0x02, never hidden), so ascending they span ``[01, w)``; descending,
+        smaller values sort after ``w`` and every key extending it: ``[prefix_end(w), 02)``
+        (empty, so nothing to publish, when ``w`` is the smallest encoding)."""
+        w = self._watermark
+        if self.serde.order_types[0].descending:
+            lo = prefix_end(w)
+            if lo is None or lo >= b"\x02":
+                return {}
+            rng = (lo, b"\x02")
+        else:
+            rng = (b"\x01", w)
+        if not self.serde.dist_key_indices:   # a singleton table lives in one vnode
+            return {SINGLETON_VNODE: rng} if SINGLETON_VNODE in self.vnodes else {}
+        return dict.fromkeys(self.vnodes, rng)
 
     # --- vnodes -----------------------------------------------------------------------------
 
@@ -473,7 +532,8 @@ class StateTable:
 
         REQUIRES: no uncommitted writes (call it after ``commit``, before the new epoch's first
         write): ``SchemaError`` otherwise, and for a ``new_bitmap`` that is not a Bitmap;
-        nothing changes then. Reads (and a pending watermark's cleaning) then cover the new set;
+        nothing changes then. Reads (and a pending watermark, published per owned vnode at the
+        commit) then cover the new set;
         rows of vnodes given away stay in the store for their new owner. Iterators created
         before keep their vnodes."""
         if not isinstance(new_bitmap, Bitmap):

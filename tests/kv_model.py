@@ -18,6 +18,8 @@ class KvModel:
         self.versions = defaultdict(list)   # (table, key) -> [(versioned_epoch, value)]
         self.offsets = defaultdict(int)     # (table, epoch) -> next spill offset
         self.committed_epoch = 0
+        self.watermarks = defaultdict(list)    # (table, vnode) -> [(epoch, lo, hi)], hulls
+        self.truncations = defaultdict(list)   # table -> [(epoch, through)]
 
     def ingest(self, table: int, pairs, epoch: int) -> None:
         if not pairs:
@@ -39,10 +41,65 @@ class KvModel:
             else:
                 del self.versions[key]
         self.offsets = defaultdict(int, {k: v for k, v in self.offsets.items() if k[1] <= self.committed_epoch})
+        for records in (self.watermarks, self.truncations):
+            for key in list(records):
+                records[key] = [r for r in records[key] if r[0] <= self.committed_epoch]
+                if not records[key]:
+                    del records[key]
+
+    # --- watermarks and truncations ----------------------------------------------------------
+
+    def watermark_error(self, table: int, epoch: int, ranges: dict) -> str | None:
+        """Why the store must refuse ``ranges`` ({vnode: (lo, hi)}) at ``epoch``, or None."""
+        newest = max((r[-1][0] for (t, _), r in self.watermarks.items() if t == table and r), default=0)
+        if epoch < newest:
+            return "epoch below the newest watermark's"
+        for vnode, (lo, hi) in ranges.items():
+            if hi is not None and lo >= hi:
+                return "empty range"
+            current = self.watermarks.get((table, vnode))
+            if current:
+                _, clo, chi = current[-1]
+                if (chi is not None and lo > chi) or (hi is not None and clo > hi):
+                    return "disjoint from the current range"
+        return None
+
+    def update_watermarks(self, table: int, epoch: int, ranges: dict) -> None:
+        for vnode, (lo, hi) in ranges.items():
+            history = self.watermarks[(table, vnode)]
+            if history:
+                _, clo, chi = history[-1]
+                lo, hi = min(lo, clo), (None if hi is None or chi is None else max(hi, chi))
+                if history[-1][0] == epoch:
+                    history.pop()
+            history.append((epoch, lo, hi))
+
+    def truncate(self, table: int, epoch: int) -> None:
+        through = epoch + self.offsets[(table, epoch)] - 1
+        history = self.truncations[table]
+        if history and history[-1][0] == epoch:
+            through = max(through, history.pop()[1])
+        history.append((epoch, through))
+
+    def _through(self, table: int, read: int) -> int:
+        return max((t for e, t in self.truncations.get(table, ()) if e <= read), default=-1)
+
+    def _hidden(self, table: int, key: bytes, read: int) -> bool:
+        if len(key) < 2:
+            return False
+        ranges = [r for r in self.watermarks.get((table, key[0] << 8 | key[1]), ()) if r[0] <= read]
+        if not ranges:
+            return False
+        _, lo, hi = ranges[-1]
+        return lo <= key[2:] and (hi is None or key[2:] < hi)
 
     def get(self, table: int, key: bytes, epoch: int):
-        visible = [v for v in self.versions.get((table, key), []) if v[0] <= epoch | SPILL_MASK]
-        return max(visible)[1] if visible else None
+        read = epoch | SPILL_MASK
+        through = self._through(table, read)
+        visible = [v for v in self.versions.get((table, key), []) if through < v[0] <= read]
+        if not visible or self._hidden(table, key, read):
+            return None
+        return max(visible)[1]
 
     def items(self, table: int, epoch: int, start=None, end=None, prefix=None, reverse=False):
         out = []

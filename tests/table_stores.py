@@ -1,7 +1,8 @@
 """Store locations for the relational-table tests: one opener per kind (memory, local, S3).
 
 ``opener(kind, tmp_path, request)`` returns a zero-argument function that opens (and after a
-close, reopens) one HummockStorage location of that kind; S3 starts the session's moto server
+close, reopens) one HummockStorage location of that kind (``location`` gives its URL and
+options, e.g. for a read-only opener); S3 starts the session's moto server
 only when an S3 case runs. Small shared buffers make spills happen in small tests.
 """
 
@@ -16,6 +17,12 @@ _counter = itertools.count()
 
 
 def opener(kind: str, tmp_path, request, options: StorageOptions = OPTIONS):
+    url, options = location(kind, tmp_path, request, options)
+    return lambda: HummockStorage.open(url, options)
+
+
+def location(kind: str, tmp_path, request, options: StorageOptions = OPTIONS):
+    """``(url, options)`` of a new, empty store location of ``kind``."""
     if kind == "memory":
         url = f"memory://rel-{uuid.uuid4().hex[:8]}"
     elif kind == "local":
@@ -28,4 +35,4 @@ def opener(kind: str, tmp_path, request, options: StorageOptions = OPTIONS):
         options = options.replace(s3_access_key_id=CREDENTIALS["access_key_id"],
                                   s3_secret_access_key=CREDENTIALS["secret_access_key"])
         url = f"s3://{bucket}/rel?endpoint={server.endpoint_url}&region={REGION}"
-    return lambda: HummockStorage.open(url, options)
+    return url, options

@@ -120,6 +120,64 @@ def test_reads_at_or_above_the_watermark_are_unchanged(impl, raw, n_runs, waterm
         assert len(below) <= 1, "at most one version at or below the watermark survives"
 
 
+WM_KEYS = [b"a", b"ab", b"ab\x00", b"abc", b"abd", b"ba", b"bac"]   # vnodes 0x6162 ("ab") and 0x6261 ("ba")
+WM_BOUNDS = [b"", b"\x00", b"c", b"d"]
+
+
+def hides_strategy():
+    """``hide`` for compact_into: per table, a truncation (versions <= through) and/or ranges."""
+    rng = st.tuples(st.sampled_from(WM_BOUNDS), st.sampled_from(WM_BOUNDS + [None])).filter(
+        lambda r: r[1] is None or r[0] < r[1])
+    record = st.tuples(st.one_of(st.none(), st.integers(0, 9)),
+                       st.one_of(st.none(), st.dictionaries(st.sampled_from([0x6162, 0x6261]), rng, min_size=1)))
+    return st.dictionaries(st.sampled_from([1, 2]), record.filter(lambda r: r != (None, None)), max_size=2)
+
+
+def visible(entries, hide, user_key, epoch):
+    """The model read with ``hide`` applied: versions <= through ignored, range keys absent."""
+    through, ranges = hide.get(int.from_bytes(user_key[:4], "big"), (None, None))
+    table_key = user_key[4:]
+    if ranges and len(table_key) >= 2:
+        r = ranges.get(table_key[0] << 8 | table_key[1])
+        if r is not None and r[0] <= table_key[2:] and (r[1] is None or table_key[2:] < r[1]):
+            return None
+    return read([(k, v) for k, v in entries if through is None or epoch_of(k) > through], user_key, epoch)
+
+
+@IMPLS
+@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.sampled_from(WM_KEYS), st.integers(1, 8),
+                          st.one_of(st.none(), st.binary(max_size=6))), min_size=1, max_size=40),
+       st.integers(1, 3), st.integers(0, 9), st.booleans(), hides_strategy(), st.data())
+def test_versions_table_watermarks_hide_are_dropped_and_the_rest_read_as_before(impl, raw, n_runs, watermark,
+                                                                                 bottom, hide, data):
+    unique = {encode_full_key(t, k, e): v for t, k, e, v in raw}
+    store, ids = MemoryObjectStore(), itertools.count(100)
+    buckets = [[] for _ in range(n_runs)]
+    for full_key, value in unique.items():
+        buckets[data.draw(st.integers(0, n_runs - 1))].append((full_key, value))
+    runs = [SstRun(readers, None, None) for readers in make_runs(store, buckets, ids)]
+    stats = CompactionStats()
+    with SstableOutputs(store, OPTIONS, lambda: next(ids)) as outputs:
+        impl.compact_into(runs, watermark, bottom, outputs, 64, stats, hide)
+    after, before = contents(store, outputs.infos), list(unique.items())
+    check_outputs(outputs.infos)
+    for user_key in {k[:-8] for k in unique}:
+        for epoch in range(watermark, 10):
+            assert visible(after, hide, user_key, epoch) == visible(before, hide, user_key, epoch)
+    hidden = [k for k, _ in before if visible([(k, b"x")], hide, k[:-8], 9) is None]
+    assert not {k for k, _ in after} & set(hidden), "every hidden version is gone"
+    assert stats.dropped_hidden == len(hidden)
+    assert stats.input_entries == stats.output_entries + stats.dropped_versions + stats.dropped_tombstones + \
+        stats.dropped_hidden
+
+
+def test_a_bad_hide_is_refused_by_both_implementations():
+    for impl in twins.implementations(_compact_py, "_compact"):
+        with SstableOutputs(MemoryObjectStore(), OPTIONS, lambda: 1) as outputs:
+            with pytest.raises(InvalidArgumentError):
+                impl.compact_into([], 0, True, outputs, 64, CompactionStats(), [(1, None)])
+
+
 def test_compact_uses_the_loaded_implementation_and_matches_the_model():
     """The public entry point (whichever twin is loaded), on one fixed history."""
     store = MemoryObjectStore()
@@ -149,6 +207,7 @@ big_versions = st.lists(st.tuples(st.integers(1, 3), st.binary(min_size=0, max_s
        st.sampled_from([OPTIONS, RAW_OPTIONS, SstableBuilderOptions(block_size=1024, restart_interval=1)]),
        st.data())
 def test_native_and_pure_write_identical_ssts(raw, n_runs, watermark, bottom, target, options, data):
+    """... also with table watermarks hiding versions (``hide``)."""
     pure, native = twins.implementations(_compact_py, "_compact")
     unique = {encode_full_key(t, k, e): v for t, k, e, v in raw}
     buckets = [[] for _ in range(n_runs)]
@@ -163,10 +222,19 @@ def test_native_and_pure_write_identical_ssts(raw, n_runs, watermark, bottom, ta
     ids = itertools.count(1)
     readers = make_runs(store, buckets, ids, options, per_sst=data.draw(st.integers(1, 50)))
     results = []
+    hide = data.draw(st.one_of(st.none(), st.dictionaries(st.integers(1, 3), st.tuples(
+        st.one_of(st.none(), st.integers(0, 13)),
+        st.one_of(st.none(), st.dictionaries(st.sampled_from(sorted({k[4] << 8 | k[5] for k in unique if len(k) >= 14}
+                                                                   or {0})),
+                                             st.tuples(st.binary(max_size=1), st.one_of(st.none(), st.binary(
+                                                 min_size=1, max_size=2))).filter(
+                                                 lambda r: r[1] is None or r[0] < r[1]), min_size=1))))))
     for impl in (pure, native):
         out_store, out_ids, stats = MemoryObjectStore(), itertools.count(1000), CompactionStats()
-        infos = run_core(impl, [SstRun(r, start, end) for r in readers], watermark, bottom, out_store, options,
-                         target, out_ids, stats)
+        with SstableOutputs(out_store, options, lambda: next(out_ids)) as outputs:
+            impl.compact_into([SstRun(r, start, end) for r in readers], watermark, bottom, outputs, target, stats,
+                              hide)
+        infos = outputs.infos
         check_outputs(infos)
         results.append((infos, [out_store.read(info.object_path) for info in infos], stats))
     assert results[0] == results[1]

@@ -352,6 +352,76 @@ def test_watermark_cleans_rows_below_it(store, order):
     assert left == [r for r in rows if r[0] is None or r[0] >= 3][2:] + rows[:2]
 
 
+def test_watermark_cleaning_writes_no_tombstones_and_keeps_older_epochs_readable(store):
+    from relational.storage_table import StorageTable
+    t = _table(store, [("ts", T.INT), ("k", T.INT)], pk=(0, 1), dist_key_indices=[1])
+    for ts in range(10):
+        for k in range(4):
+            t.insert((ts, k))
+    first = t.epoch
+    t.commit(new_epoch())
+    store.checkpoint(first)
+    ingested = store.stats()["ingested_keys"]
+    t.update_watermark(5)
+    t.update_watermark(7)       # several per epoch: the highest wins
+    t.update_watermark(6)
+    t.insert((2, 9))            # written in the epoch that carries the watermark: cleaned too
+    second = t.epoch
+    t.commit(new_epoch())
+    store.checkpoint(second)
+    assert store.stats()["ingested_keys"] == ingested + 1      # the insert; no tombstones
+    assert sorted(t.iter_with_prefix()) == [(ts, k) for ts in (7, 8, 9) for k in range(4)]
+    reader = StorageTable(store, 1, [("ts", T.INT), ("k", T.INT)], [0, 1], dist_key_indices=[1])
+    assert len([r for b in reader.batch_iter(first) for r in b.to_pylist()]) == 40   # older epoch: exact
+    t.update_watermark(3)       # below an earlier epoch's: changes nothing, never goes back
+    t.insert((4, 0))            # written later below the watermark: hidden once committed
+    assert t.get_row((4, 0)) == (4, 0)                            # until then, in the MemTable
+    t.commit(new_epoch())
+    assert t.get_row((4, 0)) is None and len(list(t.iter_with_prefix())) == 12
+    assert t.watermark_records.latest[0][1] == t.watermark_records.latest[255][1]
+
+
+def test_watermarks_publish_only_the_owned_vnodes(store):
+    schema = [("ts", T.INT), ("k", T.INT)]
+    owned = Bitmap.from_range(0, 128)
+    t = StateTable(store, 1, schema, [0, 1], dist_key_indices=[1], vnodes=owned)
+    t.init_epoch(new_epoch())
+    rows = [(ts, k) for ts in range(4) for k in range(40) if compute_vnode((k,), [T.INT]) in owned]
+    for r in rows:
+        t.insert(r)
+    t.update_watermark(2)
+    t.commit(new_epoch())
+    assert set(t.watermark_records.latest) == set(owned)
+    assert sorted(t.iter_with_prefix()) == sorted(r for r in rows if r[0] >= 2)
+
+
+def test_a_null_watermark_is_refused(store):
+    t = _table(store, [("ts", T.INT), ("k", T.INT)], pk=(0, 1))
+    with pytest.raises(SchemaError, match="NULL"):
+        t.update_watermark(None)
+    with pytest.raises(TypeMismatchError):
+        t.update_watermark("x")
+    assert t._watermark is None
+
+
+def test_truncate_empties_every_vnode_from_this_epoch_on(store):
+    t = _table(store, INT3, dist_key_indices=[0])
+    for i in range(50):
+        t.insert((i, i, i))
+    first = t.epoch
+    t.commit(new_epoch())
+    t.insert((100, 1, 1))
+    t.truncate()                 # the MemTable's rows and the stored ones
+    t.insert((7, 7, 7))          # written after it: kept
+    assert list(t.iter_with_prefix()) == [(7, 7, 7)]
+    second = t.epoch
+    t.commit(new_epoch())
+    store.checkpoint(second)
+    assert list(t.iter_with_prefix()) == [(7, 7, 7)] and t.get_row((3,)) is None
+    key = t.serde.key_of_pk((3,))
+    assert store.get(1, key, first) == t.serde.encode((3, 3, 3))[1]     # older epochs: exact
+
+
 # --- ordering under ASC/DESC pks, against a Python sort ---------------------------------------
 
 SORTABLE = [T.BIGINT, T.INT, T.VARCHAR, T.BOOLEAN, T.DOUBLE]

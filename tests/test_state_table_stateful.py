@@ -3,9 +3,12 @@
 Rules: insert / delete / update (strict mode: valid ones succeed, invalid ones raise
 InconsistentOpError and change nothing), write_chunk of mixed ops, write_visible_chunk (mixed
 ops plus rows masked out by a visibility mask that would be refused if they were applied:
-inconsistent, unknown ops, other vnodes), try_flush (tiny threshold), update_watermark (rows
-below it leave the model at the next commit), commit, checkpoint, reopen (back to the last
-checkpoint), get_row, get_rows (many pks, repeats, absent ones), iterate: iter_with_prefix or
+inconsistent, unknown ops, other vnodes), try_flush (tiny threshold), update_watermark (several
+per epoch, the highest wins; at the commit each owned vnode's store watermark rises to it, never
+falls, and every row below its vnode's store watermark leaves the model as soon as it leaves the
+MemTable: at that commit, at a later commit or flush), truncate (the whole table id is empty
+from the current epoch on), commit, checkpoint, reopen (back to the last checkpoint, store
+watermarks included), get_row, get_rows (many pks, repeats, absent ones), iterate: iter_with_prefix or
 iter_batches with random prefix, bounds (inclusive or exclusive at either end, partial on the
 first pk column), reverse, limit and batch size, compared with a Python sort of the model under
 the table's ASC/DESC orders, write_while_iterating (a join's pattern: an open iterator while
@@ -73,6 +76,8 @@ class StateTableMachine(RuleBasedStateMachine):
         self.checkpointed = None       # (epoch, model) of the last checkpoint
         self.pending = []              # epochs ingested but not yet checkpointed
         self.watermark = None          # pending watermark on the first pk column
+        self.store_wm = {}             # vnode -> the store's watermark value (published)
+        self.wm_history = {}           # committed (ingested) epoch -> store_wm at that epoch
         self.vnodes = Bitmap.full()    # what the table instance owns (rescale changes it)
         self._new_table()
 
@@ -281,11 +286,33 @@ class StateTableMachine(RuleBasedStateMachine):
         self.table.flush_threshold = 0
         assert self.table.try_flush()
         self.table.flush_threshold = 1 << 30
+        self._hide_below_store_watermarks()
 
     @rule(w=st.integers(-2, 3))
     def update_watermark(self, w):
         self.table.update_watermark(w)
-        self.watermark = w
+        self.watermark = w if self.watermark is None else max(self.watermark, w)
+
+    @rule(refusal=REFUSALS, refused=st.booleans())
+    def truncate(self, refusal, refused):
+        """The whole table id (every vnode) is empty from this epoch on; a refused call (the
+        store closed or read-only) changes nothing."""
+        if refused:
+            proxy = FaultyStore(self.store)
+            exc = refusal()
+            proxy.truncate_table = lambda *args: (_ for _ in ()).throw(exc)
+            before = self._state()
+            self.table.store = proxy
+            try:
+                self.table.truncate()
+            except type(exc):
+                assert self._state() == before
+                return
+            finally:
+                self.table.store = self.store
+            raise AssertionError("a refused truncate returned")
+        self.table.truncate()
+        self.model = {}
 
     @rule()
     def commit(self):
@@ -293,12 +320,20 @@ class StateTableMachine(RuleBasedStateMachine):
         self.table.commit(new_epoch())
         self._committed(epoch)
 
+    def _hide_below_store_watermarks(self):
+        """Rows that left the MemTable below their vnode's store watermark are hidden (NULLs never)."""
+        vnode_of = self.table.serde.vnode_of_pk
+        self.model = {pk: r for pk, r in self.model.items()
+                      if pk[0] is None or pk[0] >= self.store_wm.get(vnode_of(pk), pk[0])}
+
     def _committed(self, epoch):
-        if self.watermark is not None:   # NULLs are never cleaned; only owned vnodes are
-            self.model = {pk: r for pk, r in self.model.items()
-                          if pk[0] is None or pk[0] >= self.watermark or not self._owns(pk)}
+        if self.watermark is not None:   # published for the owned vnodes; it never falls
+            for vnode in self.vnodes:
+                self.store_wm[vnode] = max(self.store_wm.get(vnode, self.watermark), self.watermark)
             self.watermark = None
+        self._hide_below_store_watermarks()
         self.history[epoch] = dict(self.model)
+        self.wm_history[epoch] = dict(self.store_wm)
         self.pending.append(epoch)
 
     def _refused(self, refusal, call):
@@ -335,7 +370,8 @@ class StateTableMachine(RuleBasedStateMachine):
     def refused_flush(self, refusal):
         self.table.flush_threshold = 0
         try:
-            self._refused(refusal, self.table.try_flush)
+            if not self._refused(refusal, self.table.try_flush):
+                self._hide_below_store_watermarks()
         finally:
             self.table.flush_threshold = 1 << 30
 
@@ -357,11 +393,12 @@ class StateTableMachine(RuleBasedStateMachine):
         self.store.close()
         self.store = self.open_store()
         if self.checkpointed is None:
-            self.model, self.history = {}, {}
+            self.model, self.history, self.store_wm = {}, {}, {}
         else:
             epoch, snapshot = self.checkpointed
             self.model = dict(snapshot)
             self.history = {e: m for e, m in self.history.items() if e <= epoch}
+            self.store_wm = dict(self.wm_history[epoch])
         self.pending = []
         self.watermark = None
         self.vnodes = Bitmap.full()    # a recovered instance owns every vnode again
@@ -511,7 +548,10 @@ class StateTableMachine(RuleBasedStateMachine):
     @rule(data=st.data(), reverse=st.booleans())
     def read_old_epoch(self, data, reverse):
         committed = self.store.max_committed_epoch
-        epoch = data.draw(st.sampled_from(sorted(e for e in self.history if e <= committed)))
+        readable = sorted(e for e in self.history if self.store.min_readable_epoch <= e <= committed)
+        if not readable:   # removing a truncated table's SSTs raised min_readable_epoch past them
+            return
+        epoch = data.draw(st.sampled_from(readable))
         reader = StorageTable(self.store, 5, **self.args)
         rows = [tuple(r.values()) for b in reader.batch_iter(epoch, batch_size=3, reverse=reverse)
                 for r in b.to_pylist()]

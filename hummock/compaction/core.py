@@ -12,6 +12,9 @@ Retention rule, per user key (versions arrive newest first):
   except a tombstone at the bottom level, which hides nothing any more and is dropped;
 - every older version is dropped: no reader at an epoch >= watermark can see it.
 So a read at any epoch >= watermark returns the same before and after compaction.
+Table watermarks and truncations (``hide``: what a read at the watermark hides, from
+``HummockStorage._compaction_hide``) drop more: every version they hide at the watermark, since
+they hide it at every later epoch too (``hummock/table_watermarks.py``).
 
 The per-entry loop (merge, retention, feeding the SST builder) is ``native/_compact.pyx`` or its
 pure twin ``hummock/compaction/_compact_py.py``: same cuts, byte-identical outputs.
@@ -47,6 +50,7 @@ class CompactionStats:
     output_entries: int = 0
     dropped_versions: int = 0
     dropped_tombstones: int = 0
+    dropped_hidden: int = 0      # versions a table watermark or truncation hides
 
     def add(self, other) -> None:
         """Fold ``other``'s counters (a CompactionStats or a dict of its fields) into these."""
@@ -56,11 +60,12 @@ class CompactionStats:
 
 
 def compact(runs, watermark: int, bottom: bool, store, builder_options, target_sst_size: int, new_sst_id,
-            stats: CompactionStats | None = None) -> list:
+            stats: CompactionStats | None = None, hide: dict | None = None) -> list:
     """Merge ``runs`` (:class:`hummock.iterators.SstRun` s, each scanned within its own key
     range) into new SSTs in ``store``; return their infos in key order. See the module docstring
-    for what is kept. ``new_sst_id()`` names each output; ``stats`` accumulates counters."""
+    for what is kept. ``new_sst_id()`` names each output; ``stats`` accumulates counters;
+    ``hide``: ``{table_id: resolved table watermark}`` at ``watermark`` (default: none)."""
     stats = stats if stats is not None else CompactionStats()
     with SstableOutputs(store, builder_options, new_sst_id) as outputs:
-        _impl.compact_into(runs, watermark, bottom, outputs, target_sst_size, stats)
+        _impl.compact_into(runs, watermark, bottom, outputs, target_sst_size, stats, hide)
     return outputs.infos

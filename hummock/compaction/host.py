@@ -2,7 +2,7 @@
 
 :class:`CompactionHost` is everything a runner (the in-process manager, the worker pool, the
 Spark runner) needs from the store it compacts: the current version, the watermark a merge may
-drop versions below, readers for input SSTs, SST ids, and applying a finished task as one
+drop versions below, the options outputs are built with, readers for input SSTs, SST ids, and applying a finished task as one
 version delta. The engine implements it (:class:`EngineHost`, made by
 :class:`~hummock.storage.HummockStorage`); tests may implement it to drive a runner alone.
 
@@ -47,6 +47,17 @@ class CompactionHost(ABC):
     def watermark(self) -> int:
         """The epoch a merge may drop versions below: every read the store still serves
         exactly (snapshots, the retention window, the committed epoch) stays exact."""
+
+    @abstractmethod
+    def hide(self, watermark: int) -> dict:
+        """What table watermarks and truncations let a merge at ``watermark`` drop (table id ->
+        resolved records; empty when none): ``compact(..., hide)``, passed on to workers and
+        Spark. Safe to ask after :meth:`watermark`: watermarks only grow."""
+
+    @abstractmethod
+    def builder_options(self):
+        """The ``SstableBuilderOptions`` outputs are built with now (the store's options plus
+        the tables' declared prefix lengths, for prefix filters)."""
 
     @abstractmethod
     def input_reader(self, info, *, cached: bool = False) -> SstReader:
@@ -100,6 +111,14 @@ class EngineHost(CompactionHost):
     def watermark(self) -> int:
         with self._storage._lock:
             return self._storage._watermark()
+
+    def hide(self, watermark: int) -> dict:
+        with self._storage._lock:
+            return self._storage._compaction_hide(watermark)
+
+    def builder_options(self):
+        with self._storage._lock:
+            return self._storage._sst_builder_options()
 
     def input_reader(self, info, *, cached: bool = False) -> SstReader:
         storage = self._storage

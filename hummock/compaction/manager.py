@@ -13,7 +13,8 @@ picks tasks and applies results, but each rewrite runs as one Spark job
 writers.
 
 Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
-reader at or above it can see survives.
+reader at or above it can see survives; what table watermarks and truncations hide at it is
+dropped (``HummockStorage._compaction_hide``, passed to every runner).
 
 The manager, like the pool and Spark runners, talks to the engine only through a
 :class:`~hummock.compaction.host.CompactionHost` (version, watermark, input readers, ids, apply).
@@ -53,7 +54,8 @@ class CompactionManager:
         if workers and host.options.compactor == "local" and can_use_workers(host.store):
             self._pool = PoolRunner(host, workers)   # the Spark runner (compactor="spark"), made on first use
         self.stats = {"tasks": 0, "moves": 0, "conflicts": 0, "failures": 0, "input_bytes": 0,
-                      "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0}
+                      "output_bytes": 0, "dropped_versions": 0, "dropped_tombstones": 0,
+                      "dropped_hidden": 0}
 
     # --- background runner ---------------------------------------------------------------
 
@@ -159,6 +161,7 @@ class CompactionManager:
             return self._pool.run(
                 task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
         watermark = host.watermark()
+        hide = host.hide(watermark)
         runs = [SstRun([host.input_reader(info) for info in run], None, None) for run in task.runs]
         handed_out = []
 
@@ -168,8 +171,8 @@ class CompactionManager:
             return sst_id
         applied = 0
         try:
-            outputs = compact(runs, watermark, task.bottom, host.store, host.options.sst_builder_options(),
-                              host.options.target_sst_size, new_sst_id, stats)
+            outputs = compact(runs, watermark, task.bottom, host.store, host.builder_options(),
+                              host.options.target_sst_size, new_sst_id, stats, hide)
             kill_point("compaction.after_outputs")
             applied = self._commit(task, outputs, stats, watermark)
         finally:
@@ -194,6 +197,7 @@ class CompactionManager:
             self.stats["output_bytes"] += sum(info.file_size for info in outputs)
             self.stats["dropped_versions"] += stats.dropped_versions
             self.stats["dropped_tombstones"] += stats.dropped_tombstones
+            self.stats["dropped_hidden"] += stats.dropped_hidden
         return applied
 
     def _apply(self, make_delta) -> int:

@@ -106,11 +106,11 @@ def _shutdown() -> None:
 
 
 def _run_split(store, split, first_id: int, quota: int, watermark: int, bottom: bool, builder_options,
-               target_sst_size: int, fail_split: int | None):
+               target_sst_size: int, fail_split: int | None, hide: dict | None = None):
     """Worker side: compact ``split`` naming outputs from ``range(first_id, first_id + quota)``."""
     return compact_split(store, split, range(first_id, first_id + quota), watermark, bottom, builder_options,
                          target_sst_size, WORKER_BLOCK_CACHE_BYTES, error=WorkerError,
-                         fail_after=1 if fail_split == split.index else None)
+                         fail_after=1 if fail_split == split.index else None, hide=hide)
 
 
 class PoolRunner:
@@ -127,7 +127,9 @@ class PoolRunner:
         host = self._host
         options = host.options
         watermark = host.watermark()
+        hide = host.hide(watermark)
         readers = {info.sst_id: host.input_reader(info, cached=True) for run in task.runs for info in run}
+        builder_options = host.builder_options()
         splits = plan_splits(task.runs, lambda info: [(m.first_key, max(m.stored_len, m.content_len))
                                                       for m in readers[info.sst_id].sst.meta.blocks],
                              self._workers)
@@ -141,8 +143,8 @@ class PoolRunner:
                 for worker, split, quota in zip(workers, splits, quotas):
                     try:
                         worker.send((self._store, split, first, quota, watermark, task.bottom,
-                                     options.sst_builder_options(), options.target_sst_size,
-                                     FAIL_SPLIT_FOR_TESTS))
+                                     builder_options, options.target_sst_size,
+                                     FAIL_SPLIT_FOR_TESTS, hide or None))
                         sent.append(worker)
                     except OSError as exc:
                         failure = failure or WorkerError(f"compaction worker {worker.proc.pid} is gone: {exc}")

@@ -1,7 +1,8 @@
 """Compaction in another process: what a Spark executor or a worker process runs for one split.
 
 A split (:mod:`hummock.compaction.splits`) travels with a picklable :class:`StoreDescription`
-of the store (URL + S3 settings), the watermark and the builder settings; the process opens the
+of the store (URL + S3 settings), the watermark, what table watermarks hide at it and the
+builder settings; the process opens the
 store (kept open for later splits: :func:`open_cached_store`), opens the split's input SSTs with
 a private block cache, runs the one compaction core (:func:`~hummock.compaction.core.compact`)
 over the split's key range and returns plain data: the outputs' ``SstableInfo`` dicts, the
@@ -74,11 +75,12 @@ def open_cached_store(description: StoreDescription):
 
 def compact_split(store: StoreDescription, split, ids: range, watermark: int, bottom: bool, builder_options,
                   target_sst_size: int, cache_bytes: int, *, error=HummockError,
-                  fail_after: int | None = None) -> tuple[list, dict, float]:
+                  fail_after: int | None = None, hide: dict | None = None) -> tuple[list, dict, float]:
     """Compact ``split`` (its runs, within its bounds); return ``(info dicts, stats dict, seconds
     in the core)``. Outputs are named from ``ids`` (reserved by the caller); running out raises
     ``error``. Test hook: with ``fail_after`` = k the split raises ``error`` when asked for its
-    (k+1)-th id, or at its end if it makes fewer outputs."""
+    (k+1)-th id, or at its end if it makes fewer outputs. ``hide``: as for
+    :func:`~hummock.compaction.core.compact`."""
     from hummock.iterators import SstRun
     from hummock.read_view import SstReader
     from hummock.sstable.cache import LruCache
@@ -101,7 +103,7 @@ def compact_split(store: StoreDescription, split, ids: range, watermark: int, bo
     runs = [SstRun([SstReader(info, opener) for info in run], split.start, split.end) for run in split.runs]
     stats = CompactionStats()
     began = time.perf_counter()
-    outputs = compact(runs, watermark, bottom, opened, builder_options, target_sst_size, new_sst_id, stats)
+    outputs = compact(runs, watermark, bottom, opened, builder_options, target_sst_size, new_sst_id, stats, hide)
     if fail_after is not None:
         raise error(f"injected failure at the end of split {split.index} (test hook)")
     return [info.to_dict() for info in outputs], dataclasses.asdict(stats), time.perf_counter() - began

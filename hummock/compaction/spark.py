@@ -168,6 +168,7 @@ class _Job:
     target_sst_size: int
     attempts: int
     fail_hook: tuple | None
+    hide: dict | None = None      # {table_id: resolved table watermark} at the watermark
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,18 +196,21 @@ class SparkJobResult:
 
 
 def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, block_metas=None,
-                      max_splits: int | None = None) -> SparkJobResult:
+                      max_splits: int | None = None, builder_options=None,
+                      hide: dict | None = None) -> SparkJobResult:
     """Run ``task`` (a ``CompactionTask`` of kind "compact") as one Spark job; return its outputs.
 
     ``store``: a :class:`StoreDescription` or a store URL (local path or ``s3://``, opened with
     ``options.s3_options()``). ``watermark``: the lowest epoch readers may still read at.
     ``options``: the store's ``StorageOptions`` (builder settings, ``target_sst_size``,
-    ``spark_master``). ``reserve_ids(count)`` must persist a reservation of ``count`` fresh SST
+    ``spark_master``); ``builder_options`` overrides ``options.sst_builder_options()`` (the engine
+    passes its own, which carry the version's declared prefix lengths). ``reserve_ids(count)`` must persist a reservation of ``count`` fresh SST
     ids and return them as a ``range`` before any is used. ``block_metas(info)`` returns an
     input SST's block metas (default: read from the store). ``max_splits`` defaults to Spark's
     default parallelism (splits are balanced by bytes; each extra split re-opens the inputs:
     on local[2] 4 splits took 0.98 s where 2 took 0.72-0.78 s), capped so a split holds at least
-    a quarter of a target SST.
+    a quarter of a target SST. ``hide``: what table watermarks hide at ``watermark``
+    (``HummockStorage._compaction_hide``), dropped too.
 
     Nothing is applied to any version. Raises :class:`SparkJobError` if the job fails (its
     outputs are then orphans); the ids in ``reserve_ids``' range that are not in the returned
@@ -231,8 +235,10 @@ def run_task_on_spark(store, task, watermark: int, options, reserve_ids, *, bloc
         next_id += quota * attempts
     if next_id > reserved.stop:
         raise InvalidArgumentError(f"reserve_ids returned {len(reserved)} ids, {next_id - reserved.start} needed")
-    job = _Job(store, watermark, task.bottom, options.sst_builder_options(), options.target_sst_size, attempts,
-               FAIL_SPLIT_FOR_TESTS)
+    if builder_options is None:
+        builder_options = options.sst_builder_options()
+    job = _Job(store, watermark, task.bottom, builder_options, options.target_sst_size, attempts,
+               FAIL_SPLIT_FOR_TESTS, hide or None)
     plan_seconds = time.perf_counter() - started
     results = _run_job(sc, job, work, task)
     stats, outputs = CompactionStats(), []
@@ -338,7 +344,7 @@ def _compact_split(job: _Job, work: _Work):
     fail_after = job.fail_hook[1] if job.fail_hook and job.fail_hook[0] == split.index else None
     return compact_split(job.store, split, range(first, first + work.ids_per_attempt), job.watermark, job.bottom,
                          job.builder_options, job.target_sst_size, EXECUTOR_BLOCK_CACHE_BYTES,
-                         error=SparkJobError, fail_after=fail_after)
+                         error=SparkJobError, fail_after=fail_after, hide=job.hide)
 
 
 # --- the manager's runner -----------------------------------------------------------------------
@@ -362,10 +368,12 @@ class SparkRunner:
             return ids
 
         watermark = host.watermark()
+        hide = host.hide(watermark)
         readers = {info.sst_id: host.input_reader(info, cached=True) for run in task.runs for info in run}
         try:
             result = run_task_on_spark(self._store, task, watermark, host.options, reserve,
-                                       block_metas=lambda info: readers[info.sst_id].sst.meta.blocks)
+                                       block_metas=lambda info: readers[info.sst_id].sst.meta.blocks,
+                                       builder_options=host.builder_options(), hide=hide)
             stats.add(result.stats)
             outputs = {info.sst_id for info in result.outputs}
             for ids in reserved:     # anything a failed attempt wrote may be vacuumed now

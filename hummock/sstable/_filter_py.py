@@ -150,6 +150,61 @@ def build_filter_from_hashes(key_hashes, bits_per_key=10) -> bytes:
     return _build(hashes, bits_per_key)
 
 
+_MAX_PREFIX_LEN = 0xFFFF
+
+
+def _prefix_lens(prefix_lens) -> dict:
+    if not isinstance(prefix_lens, dict):
+        raise InvalidArgumentError(
+            f"prefix_lens must be a dict of table id -> prefix length, got {type(prefix_lens).__name__}")
+    for table_id, n in prefix_lens.items():
+        if not (_is_int(table_id) and 0 <= table_id <= _MAX_U32):
+            raise InvalidArgumentError(f"prefix_lens: table id must be an int in [0, {_MAX_U32}], got {table_id!r}")
+        if not (_is_int(n) and 1 <= n <= _MAX_PREFIX_LEN):
+            raise InvalidArgumentError(
+                f"prefix_lens: prefix length of table {table_id} must be an int in [1, {_MAX_PREFIX_LEN}], got {n!r}")
+    return prefix_lens
+
+
+def prefix_hashes(user_keys, prefix_lens) -> list[int]:
+    """The :func:`key_hash` of every distinct key prefix a prefix filter holds: for each user key
+    (``table_id (4 bytes) || table_key``) whose table has a length ``n`` in ``prefix_lens`` and
+    whose table key has at least ``n`` bytes, its first ``4 + n`` bytes. Consecutive equal
+    prefixes are hashed once (keys usually arrive sorted); order otherwise does not matter.
+
+    REQUIRES: ``user_keys`` a list or tuple of bytes-like keys of at least 4 bytes;
+    ``prefix_lens`` a dict of table id (u32) -> prefix length in [1, 65535].
+    """
+    user_keys = _sequence(user_keys, "user_keys", "bytes-like keys")
+    lens = _prefix_lens(prefix_lens)
+    out = []
+    table = plen = None
+    last = None
+    for i, k in enumerate(user_keys):
+        if type(k) is not bytes:
+            k = _as_bytes(k, f"user_keys[{i}]")
+        if len(k) < 4:
+            raise InvalidArgumentError(f"user_keys[{i}] is shorter than a table id (4 bytes)")
+        if k[:4] != table:
+            table = k[:4]
+            plen = lens.get(int.from_bytes(table, "big"))
+            last = None
+        if plen is None or len(k) < 4 + plen:
+            continue
+        prefix = k[:4 + plen]
+        if prefix != last:
+            out.append(xxh64_intdigest(prefix, _HASH_SEED))
+            last = prefix
+    return out
+
+
+def build_prefix_filter(user_keys, prefix_lens, bits_per_key=10) -> bytes:
+    """The filter over :func:`prefix_hashes` ``(user_keys, prefix_lens)`` (same layout as
+    :func:`build_filter`; the empty filter when no key has a declared prefix)."""
+    bits_per_key = _check_bits_per_key(bits_per_key)
+    return _build(prefix_hashes(user_keys, prefix_lens), bits_per_key)
+
+
 # ---- reading ------------------------------------------------------------------------------
 
 def _parse_header(data: bytes, name: str) -> tuple[int, int, int]:

@@ -25,6 +25,12 @@ the pure twin ``hummock/sstable/_filter_py.py``; same names, bytes, exceptions a
   bytes-like keys in any order; ``bits_per_key`` an int in ``[1, 64]``.
 - ``build_filter_from_hashes(key_hashes, bits_per_key=10) -> bytes``: the same from
   :func:`key_hash` values (identical bytes).
+- ``prefix_hashes(user_keys, prefix_lens) -> list[int]`` and ``build_prefix_filter(user_keys,
+  prefix_lens, bits_per_key=10) -> bytes``: the *prefix filter* of an SST (docs/format.md
+  section 4.3), the same Bloom layout over the distinct ``table_id || table_key[:n]`` of the
+  keys whose table declares a prefix length ``n`` in ``prefix_lens`` (a dict of table id ->
+  n in [1, 65535]); keys shorter than ``4 + n`` bytes add nothing (no probe of length >= n can
+  match them). A probe hashes ``table_id || prefix[:n]`` with :func:`key_hash`.
 - ``key_hash(user_key) -> int``: the 64-bit hash the filter uses, so ``multi_get`` can hash a
   key once and probe every candidate SST with ``FilterReader.may_contain_hash``.
 - ``xxh64(data, seed=0) -> int``: plain XXH64, exposed for tests and tools.
@@ -45,6 +51,7 @@ __all__ = [
     "KIND_BLOOM", "FORMAT_VERSION", "HEADER_LEN", "HASH_SEED", "MIN_PROBES", "MAX_PROBES",
     "MIN_BITS", "MAX_BITS", "DEFAULT_BITS_PER_KEY", "MIN_BITS_PER_KEY", "MAX_BITS_PER_KEY",
     "build_filter", "build_filter_from_hashes", "key_hash", "xxh64", "FilterReader",
+    "build_prefix_filter", "prefix_hashes",
     "IMPLEMENTATION",
 ]
 
@@ -73,3 +80,5 @@ build_filter_from_hashes = _impl.build_filter_from_hashes
 key_hash = _impl.key_hash
 xxh64 = _impl.xxh64
 FilterReader = _impl.FilterReader
+build_prefix_filter = _impl.build_prefix_filter
+prefix_hashes = _impl.prefix_hashes

@@ -27,6 +27,8 @@ FOOTER_SIZE = FOOTER.size         # 32 bytes
 _BLOCK_META = struct.Struct("<QIII")  # offset, stored_len, content_len, first_key_len
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+_PREFIX_ENTRY = struct.Struct("<II")  # table id, prefix length (bytes of table key); part of the format
+MAX_PREFIX_LEN = 0xFFFF
 
 
 def sst_object_path(sst_id: int) -> str:
@@ -80,10 +82,10 @@ class SstableMeta:
     """The decoded meta section of one SST."""
 
     __slots__ = ("blocks", "filter", "smallest_key", "largest_key", "min_epoch", "max_epoch", "key_count",
-                 "tombstone_count", "table_ids", "first_keys")
+                 "tombstone_count", "table_ids", "first_keys", "prefix_lens", "prefix_filter")
 
     def __init__(self, blocks, filter, smallest_key, largest_key, min_epoch, max_epoch, key_count,
-                 tombstone_count, table_ids):
+                 tombstone_count, table_ids, prefix_lens=None, prefix_filter=b""):
         self.blocks = list(blocks)
         self.filter = filter
         self.smallest_key = smallest_key
@@ -94,6 +96,9 @@ class SstableMeta:
         self.tombstone_count = tombstone_count
         self.table_ids = tuple(table_ids)
         self.first_keys = [b.first_key for b in self.blocks]
+        # the optional prefix-filter section: table id -> prefix length its filter covers
+        self.prefix_lens = dict(prefix_lens or {})
+        self.prefix_filter = prefix_filter
 
     def block_for(self, full_key: bytes) -> int:
         """Index of the last block whose first key is <= ``full_key`` (0 if none is)."""
@@ -102,7 +107,7 @@ class SstableMeta:
     @property
     def size_in_memory(self) -> int:
         """Approximate bytes held, for the meta cache's accounting."""
-        return 200 + len(self.filter) + sum(120 + len(b.first_key) for b in self.blocks)
+        return 200 + len(self.filter) + len(self.prefix_filter) + sum(120 + len(b.first_key) for b in self.blocks)
 
     def encode(self) -> bytes:
         out = bytearray(_U32.pack(len(self.blocks)))
@@ -115,6 +120,11 @@ class SstableMeta:
         out += _U32.pack(len(self.table_ids))
         for table_id in self.table_ids:
             out += _U32.pack(table_id)
+        if self.prefix_lens:   # optional section (docs/format.md 4.3): absent in older SSTs
+            out += _U32.pack(len(self.prefix_lens))
+            for table_id in sorted(self.prefix_lens):
+                out += _PREFIX_ENTRY.pack(table_id, self.prefix_lens[table_id])
+            out += _U32.pack(len(self.prefix_filter)) + self.prefix_filter
         return bytes(out)
 
     @classmethod
@@ -133,8 +143,31 @@ class SstableMeta:
         table_count = reader.u32("table id count")
         reader.check_count(table_count, 4, "table id count")
         table_ids = [reader.u32("table id") for _ in range(table_count)]
+        prefix_lens, prefix_filter = {}, b""
+        if not reader.at_end():
+            prefix_lens = _decode_prefix_lens(reader)
+            prefix_filter = reader.take(reader.u32("prefix filter length"), "prefix filter")
         reader.expect_end()
-        return cls(blocks, filter_data, smallest, largest, min_epoch, max_epoch, key_count, tombstones, table_ids)
+        return cls(blocks, filter_data, smallest, largest, min_epoch, max_epoch, key_count, tombstones, table_ids,
+                   prefix_lens, prefix_filter)
+
+
+def _decode_prefix_lens(reader) -> dict:
+    """The prefix-filter section's ``(table id, prefix length)`` entries: at least one, table
+    ids strictly increasing, lengths in [1, 65535]."""
+    count = reader.u32("prefix filter table count")
+    reader.check_count(count, _PREFIX_ENTRY.size, "prefix filter table count")
+    if count == 0:
+        reader.fail_value("prefix filter section without tables", ">= 1", 0)
+    out = {}
+    for _ in range(count):
+        table_id, prefix_len = reader.unpack(_PREFIX_ENTRY, "prefix filter entry")
+        if out and table_id <= max(out):
+            reader.fail_value("prefix filter table ids not increasing", f"> {max(out)}", table_id)
+        if not 1 <= prefix_len <= MAX_PREFIX_LEN:
+            reader.fail_value("prefix length out of range", f"1..{MAX_PREFIX_LEN}", prefix_len)
+        out[table_id] = prefix_len
+    return out
 
 
 def encode_footer(meta_offset: int, meta: bytes) -> bytes:
@@ -188,6 +221,13 @@ class _Reader:
             raise CorruptionError(f"SST meta {what} larger than the meta", object=self.object,
                                   offset=self.base + self.pos - 4,
                                   expected=f"<= {(len(self.data) - self.pos) // min_size}", found=count)
+
+    def at_end(self) -> bool:
+        return self.pos == len(self.data)
+
+    def fail_value(self, what: str, expected, found):
+        raise CorruptionError(f"bad SST meta: {what}", object=self.object, offset=self.base + self.pos,
+                              expected=expected, found=found)
 
     def expect_end(self) -> None:
         if self.pos != len(self.data):

@@ -9,6 +9,8 @@ Contracts:
   by this SST as ``(version_epoch, value_or_None)`` (``None`` = tombstone), or ``None`` when the SST
   holds no such version. The filter is probed first; at most one block is read, or two when the
   versions of the key straddle a block boundary.
+- ``may_contain_prefix(table_id, prefix)`` answers from the meta alone (no block read): False
+  only when no key of the table here starts with ``prefix`` (the optional prefix filter).
 - Iterators and scans yield full keys in full-key order (reverse for ``reverse=True``) with their
   *tagged* values (``hummock.value``). Returned bytes are owned by the caller.
 - Every corruption is reported as :class:`~hummock.errors.CorruptionError` naming the object.
@@ -46,6 +48,10 @@ class Sstable:
         self._filter = FilterReader(meta.filter, object_name=self.path)
         self._may_contain = self._filter.may_contain
         self._first_keys = meta.first_keys
+        # the optional prefix filter: table id -> prefix length it covers, and the filter
+        self.prefix_lens = meta.prefix_lens
+        self.prefix_filter = FilterReader(meta.prefix_filter, object_name=f"{self.path} prefix filter") \
+            if meta.prefix_lens else None
 
     @classmethod
     def open(cls, store, sst: int | SstableInfo, *, meta_cache: LruCache | None = None,
@@ -121,6 +127,15 @@ class Sstable:
     def may_contain(self, user_key: bytes) -> bool:
         """False when the filter proves ``user_key`` has no version in this SST."""
         return self._filter.may_contain(user_key)
+
+    def may_contain_prefix(self, table_id: int, prefix: bytes) -> bool:
+        """False when the prefix filter proves that no key of ``table_id`` in this SST starts
+        with the table-key prefix ``prefix``. Without a prefix filter for the table, or for a
+        ``prefix`` shorter than the length the filter covers, the answer is True."""
+        n = self.prefix_lens.get(table_id)
+        if n is None or len(prefix) < n:
+            return True
+        return self.prefix_filter.may_contain(table_id.to_bytes(4, "big") + prefix[:n])
 
     def get(self, user_key: bytes, epoch: int = MAX_EPOCH):
         """Newest version of ``user_key`` at or below ``epoch``: ``(epoch, value_or_None)`` or ``None``.
