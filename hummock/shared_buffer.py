@@ -61,6 +61,11 @@ class Imm:
         self.size = size
         self.filter = None
 
+    @property
+    def user_epoch(self) -> int:
+        """The epoch the batch was written at (:attr:`epoch` without its spill offset)."""
+        return self.epoch & ~EPOCH_SPILL_MASK
+
     def build_filter(self):
         """Build (once) and return :attr:`filter`."""
         if self.filter is None:

@@ -323,7 +323,7 @@ class HummockStorage:
             self._require_writer()
             # every task waited for succeeded; imms <= epoch left over can only be those of a
             # task that failed before this call and that another thread's sync resubmitted
-            again = any(m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms())
+            again = self._has_imms_up_to(epoch)
             if not again:
                 self._synced_epoch = max(self._synced_epoch, epoch)
         if again:
@@ -350,8 +350,7 @@ class HummockStorage:
                     if epoch < self._version.max_committed_epoch:
                         raise InvalidArgumentError(
                             f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
-                    staged = epoch <= self._synced_epoch and not any(
-                        m.epoch & ~EPOCH_SPILL_MASK <= epoch for m in self._all_imms())
+                    staged = epoch <= self._synced_epoch and not self._has_imms_up_to(epoch)
                     delta = self._commit_delta(epoch) if staged else None
                 if delta is not None:
                     self._publish(delta)
@@ -548,11 +547,10 @@ class HummockStorage:
         """Hand the buffered imms of user epochs <= ``epoch`` that no task holds yet to the
         uploader -- one task per epoch for a seal, one task for a sync (under the lock); return every unfinished task holding epochs
         <= ``epoch``, oldest first -- what a ``sync(epoch)`` waits for."""
-        imms = [m for m in self._all_imms()
-                if m.epoch & ~EPOCH_SPILL_MASK <= epoch and id(m) not in self._uploading_imms]
+        imms = [m for m in self._all_imms() if m.user_epoch <= epoch and id(m) not in self._uploading_imms]
         if imms and kind == "seal":   # one task per epoch: each stays committable on its own
-            for user_epoch in sorted({m.epoch & ~EPOCH_SPILL_MASK for m in imms}):
-                self._submit([m for m in imms if m.epoch & ~EPOCH_SPILL_MASK == user_epoch], kind)
+            for group in _by_user_epoch(imms):
+                self._submit(group, kind)
         elif imms:                    # a sync merges its epochs into as few SSTs as it can
             self._submit(imms, kind)
         return [task for task in self._uploading if task.lowest <= epoch]
@@ -563,17 +561,20 @@ class HummockStorage:
         target = self.options.shared_buffer_capacity // 2
         idle = [m for m in self._all_imms() if id(m) not in self._uploading_imms]
         idle_size = sum(m.size for m in idle)
-        for epoch in sorted({m.epoch & ~EPOCH_SPILL_MASK for m in idle}):
+        for imms in _by_user_epoch(idle):
             if idle_size <= target:
                 break
-            imms = [m for m in idle if m.epoch & ~EPOCH_SPILL_MASK == epoch]
             self._submit(imms, "spill")
             idle_size -= sum(m.size for m in imms)
             self.counters["spills"] += 1
         return list(self._uploading)
 
+    def _has_imms_up_to(self, epoch: int) -> bool:
+        """Whether the buffer still holds writes of user epochs <= ``epoch`` (under the lock)."""
+        return any(m.user_epoch <= epoch for m in self._all_imms())
+
     def _submit(self, imms: list, kind: str) -> None:
-        epochs = [m.epoch & ~EPOCH_SPILL_MASK for m in imms]
+        epochs = [m.user_epoch for m in imms]
         task = UploadTask(imms, min(epochs), max(epochs), kind)
         task.submitted = time.perf_counter()
         self._uploading.append(task)
@@ -1040,6 +1041,14 @@ class HummockStorage:
         lock is live (not taken over, not expired) and no one committed past its version."""
         self._writer_lock.confirm()
         self._manifest.confirm_head()
+
+
+def _by_user_epoch(imms) -> list[list]:
+    """``imms`` grouped by user epoch, oldest epoch first (each group keeps the imms' order)."""
+    groups: dict[int, list] = {}
+    for imm in imms:
+        groups.setdefault(imm.user_epoch, []).append(imm)
+    return [groups[e] for e in sorted(groups)]
 
 
 def _sst_id_of(path: str) -> int | None:

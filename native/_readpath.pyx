@@ -258,24 +258,10 @@ cdef object checked_bound(object key, str what):
     raise InvalidArgumentError(f"{what} must be bytes, got {type(key).__name__}")
 
 
-cdef bytes with_table(unsigned long table_id, bytes key):
-    """``table_id`` (4 bytes, big-endian) + ``key``."""
-    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key)
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, kn + 4)
-    cdef char* w = PyBytes_AS_STRING(out)
-    w[0] = (table_id >> 24) & 0xFF
-    w[1] = (table_id >> 16) & 0xFF
-    w[2] = (table_id >> 8) & 0xFF
-    w[3] = table_id & 0xFF
-    memcpy(w + 4, PyBytes_AS_STRING(key), kn)
-    return out
-
-
-cdef bytes full_key_from(unsigned long table_id, object key):
-    """``table_id`` (4 bytes, big-endian) + ``key`` (bytes, or None for none) + 8 zero bytes:
-    the first full key of a user key (its newest version)."""
+cdef bytes table_prefixed(unsigned long table_id, object key, Py_ssize_t zeros):
+    """``table_id`` (4 bytes, big-endian) + ``key`` (bytes, or None for none) + ``zeros`` zero bytes."""
     cdef Py_ssize_t kn = 0 if key is None else PyBytes_GET_SIZE(<bytes>key)
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, kn + 12)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, kn + 4 + zeros)
     cdef char* w = PyBytes_AS_STRING(out)
     w[0] = (table_id >> 24) & 0xFF
     w[1] = (table_id >> 16) & 0xFF
@@ -283,8 +269,20 @@ cdef bytes full_key_from(unsigned long table_id, object key):
     w[3] = table_id & 0xFF
     if kn:
         memcpy(w + 4, PyBytes_AS_STRING(<bytes>key), kn)
-    memset(w + 4 + kn, 0, 8)
+    if zeros:
+        memset(w + 4 + kn, 0, zeros)
     return out
+
+
+cdef inline bytes with_table(unsigned long table_id, bytes key):
+    """``table_id`` (4 bytes, big-endian) + ``key``."""
+    return table_prefixed(table_id, key, 0)
+
+
+cdef inline bytes full_key_from(unsigned long table_id, object key):
+    """``table_id`` + ``key`` (or none) + 8 zero bytes: the first full key of a user key (its
+    newest version)."""
+    return table_prefixed(table_id, key, 8)
 
 
 cdef object key_prefix_end(bytes prefix):
