@@ -731,19 +731,37 @@ cdef class Block:
         cdef uint64_t inv = ~epoch   # the inverted epoch, in C
         cdef unsigned char small[256]
         cdef unsigned char* target
-        cdef BlockIterator it
-        cdef bint shared
+        cdef int status = 0
+        cdef uint64_t version = 0
         if un + EPOCH_LEN <= 256:
             target = &small[0]
         else:
             target = <unsigned char*>malloc(un + EPOCH_LEN)
         if target == NULL:
             raise MemoryError()
-        shared = not self.busy
         try:
             memcpy(target, PyBytes_AS_STRING(uk), un)
             for i in range(EPOCH_LEN):
                 target[un + i] = (inv >> (8 * (EPOCH_LEN - 1 - i))) & 0xFF
+            value = self.c_find(target, un + EPOCH_LEN, &status, &version)
+        finally:
+            if target != &small[0]:
+                free(target)
+        if status == 1:
+            return PyLong_FromUnsignedLongLong(version), value
+        return False if status == 2 else None
+
+    cdef object c_find(self, const unsigned char* target, Py_ssize_t tn, int* status, uint64_t* version):
+        """The point lookup of :meth:`get` for a full key ``target`` (user key || inverted read
+        epoch; REQUIRES ``tn >= MIN_FULL_KEY_LEN``), without building a result tuple: the first
+        entry >= ``target`` with ``target``'s user key sets ``status`` 1 and ``version`` and
+        returns its value (None for a tombstone); an entry of another user key sets ``status`` 0,
+        the block ending first sets 2 (both return None)."""
+        cdef BlockIterator it
+        cdef bint shared = not self.busy
+        cdef Py_ssize_t un = tn - EPOCH_LEN, vn
+        cdef const unsigned char* v
+        try:
             if shared:
                 if self.shared_iter is None:
                     self.shared_iter = BlockIterator(self)
@@ -754,17 +772,30 @@ cdef class Block:
             if self.index_state == 0:
                 self.build_index()
             if self.index_state == 1:
-                it.c_seek_from(self.restart_for(target, un + EPOCH_LEN), target, un + EPOCH_LEN)
+                it.c_seek_from(self.restart_for(target, tn), target, tn)
             else:
-                it.c_seek(target, un + EPOCH_LEN)
+                it.c_seek(target, tn)
             if not it.c_valid():
-                return False
-            return entry_version(it, <const unsigned char*>PyBytes_AS_STRING(uk), un)
+                status[0] = 2
+                return None
+            if it.key_len != tn or not memcmp_eq(it.key_ptr, target, un):
+                status[0] = 0
+                return None
+            v = it.p + it.value_start
+            vn = it.value_end - it.value_start
+            if vn >= 1 and v[0] == TAG_PUT:
+                value = PyBytes_FromStringAndSize(<const char*>v + 1, vn - 1)
+            elif vn == 1 and v[0] == TAG_DELETE:
+                value = None
+            else:
+                raise it.corrupt("bad value tag", it.value_start, "0x01 or lone 0x02",
+                                 bytes(v[:2 if vn >= 2 else vn]).hex())
+            version[0] = ~load_u64_be(it.key_ptr + un)   # 2**64-1 - x in C
+            status[0] = 1
+            return value
         finally:
             if shared:
                 self.busy = False
-            if target != &small[0]:
-                free(target)
 
     def first_version(self, user_key):
         """``(version_epoch, value_or_None)`` of the block's first entry if it has ``user_key``,

@@ -15,9 +15,10 @@ test of an empty dict.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcmp, memcpy, memset
 
 from native._block cimport Block
@@ -46,6 +47,16 @@ cdef inline int cmp_bytes(const char* a, Py_ssize_t na, const char* b, Py_ssize_
 
 cdef inline int cmp_obj(bytes a, bytes b) noexcept:
     return cmp_bytes(PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a), PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+@cython.final
+cdef class FindCursor:
+    """Where the previous lookup of an ascending sequence of keys ended in one SST: its reader,
+    block index and block (kept alive here). The next, larger key searches from that block on
+    and reuses it when it lands there (``SstReader.c_find``). Used by one batch, never shared."""
+    cdef object reader     # the SstReader of ``block`` (None: nothing yet)
+    cdef Py_ssize_t index
+    cdef object block
 
 
 @cython.final
@@ -165,14 +176,12 @@ cdef class SstReader:
 
     cdef object c_get(self, bytes uk, uint64_t read, uint64_t uk_hash):
         """``get`` for a checked user key whose filter hash is ``uk_hash``."""
-        cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), lo = 0, hi, mid, i
+        cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), i
         cdef uint64_t inv = ~read   # 2**64-1 - read in C
         cdef unsigned char small[256]
         cdef unsigned char* target
-        cdef bytes k
-        self.ensure_open()
-        if not self.filter.probe(uk_hash):
-            return None
+        cdef int status = 0
+        cdef uint64_t version = 0
         if un + 8 <= 256:
             target = &small[0]
         else:
@@ -183,29 +192,71 @@ cdef class SstReader:
             memcpy(target, PyBytes_AS_STRING(uk), un)
             for i in range(8):
                 target[un + i] = (inv >> (8 * (7 - i))) & 0xFF
-            hi = len(self.first_keys)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                k = self.first_keys[mid]
-                if type(k) is not bytes or PyBytes_GET_SIZE(k) < 12:
-                    raise InvalidArgumentError("block first keys must be full keys")
-                if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), target, un + 8) <= 0:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            value = self.c_find(target, un + 8, uk_hash, None, &status, &version)
         finally:
             if target != &small[0]:
                 free(target)
+        if status != 1:
+            return None
+        return PyLong_FromUnsignedLongLong(version), value
+
+    cdef object c_find(self, const unsigned char* target, Py_ssize_t tn, uint64_t uk_hash, FindCursor cur,
+                       int* status, uint64_t* version):
+        """The lookup of ``c_get`` for a built full key ``target`` (user key || inverted read
+        epoch, ``tn >= 12``) without a result tuple: ``status`` 1 with ``version`` set and the
+        value returned (None: a tombstone) when the SST holds a version <= the read epoch, else
+        0 (returns None). ``cur`` (or None): the cursor of an ascending batch of targets in
+        this SST; the search starts at its block and keeps the block found."""
+        cdef Py_ssize_t lo = 0, hi, mid, index, n
+        cdef bytes k
+        status[0] = 0
+        self.ensure_open()
+        if not self.filter.probe(uk_hash):
+            return None
+        n = len(self.first_keys)
+        hi = n
+        if cur is not None and cur.reader is self:
+            lo = cur.index + 1          # an ascending batch: the block is cur.index or later
+            if lo < n:
+                k = self.first_keys[lo]
+                if type(k) is not bytes or PyBytes_GET_SIZE(k) < 12:
+                    raise InvalidArgumentError("block first keys must be full keys")
+                if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), target, tn) > 0:
+                    hi = lo             # still in the cursor's block
+                else:
+                    lo += 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            k = self.first_keys[mid]
+            if type(k) is not bytes or PyBytes_GET_SIZE(k) < 12:
+                raise InvalidArgumentError("block first keys must be full keys")
+            if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), target, tn) <= 0:
+                lo = mid + 1
+            else:
+                hi = mid
         index = lo - 1 if lo > 0 else 0
-        block = self.block_at(index)
-        if type(block) is not Block:
-            raise InvalidArgumentError("the block source must return native Blocks")
-        found = (<Block>block).c_get(uk, read)
-        if found is False:  # the versions may continue in the next block
-            if index + 1 >= len(self.first_keys):
-                return None
-            return self.block_at(index + 1).first_version(uk)
-        return found
+        if cur is not None and cur.reader is self and cur.index == index:
+            block = cur.block
+            if self.cache is not None:
+                self.cache.hits += 1    # counted as the lookup it saves (stats match the twin's)
+        else:
+            block = self.block_at(index)
+            if type(block) is not Block:
+                raise InvalidArgumentError("the block source must return native Blocks")
+            if cur is not None:
+                cur.reader, cur.index, cur.block = self, index, block
+        value = (<Block>block).c_find(target, tn, status, version)
+        if status[0] != 2:
+            return value
+        status[0] = 0                   # the versions may continue in the next block
+        if index + 1 >= n:
+            return None
+        found = self.block_at(index + 1).first_version(PyBytes_FromStringAndSize(<const char*>target, tn - 8))
+        if found is None:
+            return None
+        version[0] = <uint64_t>found[0]
+        status[0] = 1
+        return found[1]
 
 
 cdef struct PrefixProbe:
@@ -370,6 +421,92 @@ cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read, uint
     return None
 
 
+cdef struct SortedKey:
+    # one key of a multi_get batch: its full key (table id || key || inverted read epoch) and place
+    const unsigned char* p   # into a bytes object the batch keeps alive
+    Py_ssize_t n
+    Py_ssize_t i             # its position in the caller's list
+
+
+cdef int cmp_sorted_keys(const void* a, const void* b) noexcept nogil:
+    """Full-key order of two batch keys (all share one read epoch), then caller position."""
+    cdef const SortedKey* x = <const SortedKey*>a
+    cdef const SortedKey* y = <const SortedKey*>b
+    cdef int c = cmp_mem(x.p, y.p, x.n if x.n < y.n else y.n)
+    if c:
+        return c
+    if x.n != y.n:
+        return -1 if x.n < y.n else 1
+    return (x.i > y.i) - (x.i < y.i)
+
+
+cdef Py_ssize_t lower_bound_from(list keys, const unsigned char* key, Py_ssize_t kn, Py_ssize_t lo) except -1:
+    """``lower_bound`` of the user key ``key[:kn]`` in sorted ``keys``, knowing it is >= ``lo``
+    (checks ``keys[lo]`` first: ascending batch keys often stay in one SST)."""
+    cdef Py_ssize_t hi = len(keys), mid
+    cdef bytes k
+    if lo >= hi:
+        return hi
+    k = <bytes>keys[lo]
+    if cmp_bytes(PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), <const char*>key, kn) >= 0:
+        return lo
+    lo += 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        k = <bytes>keys[mid]
+        if cmp_bytes(PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), <const char*>key, kn) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_t n, uint64_t read,
+                            uint64_t* hashes, list out, uint64_t* versions, unsigned char* done) except -1:
+    """``one_of`` for every key of a batch not yet ``done``, visiting them in ``order``
+    (ascending): one forward walk over the run's SSTs, one ``FindCursor`` for block reuse.
+    Records each hit in ``out``/``versions``/``done``; returns the number of hits."""
+    cdef Py_ssize_t k, i, pos = 0, count = len(readers), hits = 0
+    cdef SstReader r
+    cdef FindCursor cur = FindCursor()
+    cdef int status
+    cdef uint64_t version
+    cur.reader = None
+    for k in range(n):
+        i = order[k].i
+        if done[i]:
+            continue
+        pos = lower_bound_from(his, order[k].p, order[k].n - 8, pos)
+        if pos >= count:
+            break                                  # every later key is above the run
+        r = <SstReader>readers[pos]
+        if r.min_epoch > read or cmp_bytes(PyBytes_AS_STRING(r.lo), PyBytes_GET_SIZE(r.lo),
+                                           <const char*>order[k].p, order[k].n - 8) > 0:
+            continue
+        value = r.c_find(order[k].p, order[k].n, hashes[i], cur, &status, &version)
+        if status == 1:
+            out[i], versions[i], done[i] = value, version, 1
+            hits += 1
+    return hits
+
+
+cdef Py_ssize_t find_overlapping(tuple readers, SortedKey* order, Py_ssize_t n, uint64_t read,
+                                 uint64_t* hashes, list out, uint64_t* versions, unsigned char* done) except -1:
+    """``best_of`` (overlapping SSTs: the newest hit wins) for every key of a batch not yet
+    ``done``; records hits as ``find_in_run`` does and returns their number."""
+    cdef Py_ssize_t k, i, hits = 0
+    for k in range(n):
+        i = order[k].i
+        if done[i]:
+            continue
+        best = best_of(readers, PyBytes_FromStringAndSize(<const char*>order[k].p, order[k].n - 8), read, None,
+                       hashes[i])
+        if best is not None:
+            out[i], versions[i], done[i] = best[1], <uint64_t>best[0], 1
+            hits += 1
+    return hits
+
+
 @cython.final
 cdef class VersionView:
     """See the twin's docstring: the committed version's part of a read state, built once."""
@@ -522,17 +659,80 @@ cdef class ReadState:
             else:
                 raise InvalidArgumentError(f"key must be bytes, got {type(key).__name__}")
         cdef bint marked = bool(self.marks) and table_id in self.marks
+        if not checked:
+            return out
         self.active += 1
         try:
-            for key in checked:
-                found = self.c_get_version(table_id, <bytes>key, read)
-                if found is None or (marked and self.c_hidden(table_id, <bytes>key, read, found[0])):
-                    out.append(None)
-                else:
-                    out.append(found[1])
+            return self.c_find_many(<unsigned long>table_id, checked, read, marked)
         finally:
             self.active -= 1
-        return out
+
+    cdef list c_find_many(self, unsigned long table_id, list keys, uint64_t read, bint marked):
+        """``multi_get``'s answers for checked ``keys``: each key's newest version <= ``read``
+        as ``c_get_version`` finds it, in one pass per source. The keys are visited in
+        ascending order (sorted here unless they come sorted), so each sorted run of SSTs is
+        walked forward once and keys landing in one block share its lookup (``FindCursor``);
+        results come back in the callers' order."""
+        cdef Py_ssize_t n = len(keys), i, j, left = n, tn
+        cdef list out = [None] * n
+        cdef list targets = [None] * n
+        cdef SortedKey* order = <SortedKey*>malloc(n * sizeof(SortedKey))
+        cdef uint64_t* hashes = <uint64_t*>malloc(n * sizeof(uint64_t))
+        cdef uint64_t* versions = <uint64_t*>malloc(n * sizeof(uint64_t))
+        cdef unsigned char* done = <unsigned char*>malloc(n)
+        cdef unsigned char* w
+        cdef uint64_t inv = ~read
+        cdef bint ascending = True
+        cdef bytes t
+        try:
+            if order == NULL or hashes == NULL or versions == NULL or done == NULL:
+                raise MemoryError()
+            for i in range(n):
+                t = table_prefixed(table_id, keys[i], 8)
+                tn = PyBytes_GET_SIZE(t)
+                w = <unsigned char*>PyBytes_AS_STRING(t)
+                for j in range(8):
+                    w[tn - 8 + j] = (inv >> (8 * (7 - j))) & 0xFF
+                targets[i] = t
+                order[i].p, order[i].n, order[i].i = w, tn, i
+                hashes[i] = filter_key_hash(w, <size_t>(tn - 8))
+                done[i] = 0
+                if i and ascending and cmp_sorted_keys(&order[i - 1], &order[i]) > 0:
+                    ascending = False
+            if not ascending:
+                qsort(order, n, sizeof(SortedKey), cmp_sorted_keys)
+            imms = self.imms.get(table_id)
+            if imms is not None or self.staging:
+                for i in range(n):
+                    uk = None if not self.staging else (<bytes>targets[i])[:PyBytes_GET_SIZE(<bytes>targets[i]) - 8]
+                    best = self.c_memory_version(keys[i], uk, read, hashes[i], imms)
+                    if best is not None:
+                        out[i], versions[i], done[i] = best[1], <uint64_t>best[0], 1
+                        left -= 1
+            for i in range(len(self.l0_readers)):
+                if left == 0:
+                    break
+                if self.l0_overlapping[i]:
+                    left -= find_overlapping(<tuple>self.l0_readers[i], order, n, read, hashes, out, versions, done)
+                else:
+                    left -= find_in_run(<tuple>self.l0_readers[i], <list>self.l0_his[i], order, n, read, hashes,
+                                        out, versions, done)
+            for i in range(len(self.levels)):
+                if left == 0:
+                    break
+                left -= find_in_run(<tuple>self.levels[i], <list>self.level_his[i], order, n, read, hashes,
+                                    out, versions, done)
+            if marked:
+                for i in range(n):
+                    if done[i] and out[i] is not None and self.c_hidden(
+                            table_id, <bytes>keys[i], read, PyLong_FromUnsignedLongLong(versions[i])):
+                        out[i] = None
+            return out
+        finally:
+            free(order)
+            free(hashes)
+            free(versions)
+            free(done)
 
     cdef object c_iter(self, table_id, epoch, start, end, prefix, reverse):
         if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
@@ -625,15 +825,15 @@ cdef class ReadState:
             return UserScan(sources, read, reverse, self)
         return UserScan(sources, read, reverse, self, hide)
 
-    cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
-        cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), lo, n, i
-        cdef list keys
-        cdef bytes uk
-        cdef char* w
-        cdef uint64_t key_h = 0, uk_h
+    cdef object c_memory_version(self, bytes key, bytes uk, uint64_t read, uint64_t uk_hash, imms):
+        """The newest version <= ``read`` of ``key`` among the table's imms (``imms``: its list
+        or None) and the staging SSTs, as ``(epoch, value_or_None)``, or None. ``uk``: table id
+        || key, hashing to ``uk_hash`` (may be None when there are no staging SSTs)."""
+        cdef Py_ssize_t lo, i
+        cdef list ks
+        cdef uint64_t key_h = 0
         cdef bint have_hash = False
         best = None
-        imms = self.imms.get(table_id)
         if imms is not None:
             for i in range(len(imms) - 1, -1, -1):
                 imm = imms[i]
@@ -647,23 +847,24 @@ cdef class ReadState:
                         key_h, have_hash = key_hash(key), True
                     if not (<FilterReader>flt).probe(key_h):
                         continue
-                keys = imm.keys
-                lo = lower_bound(keys, key)
-                if lo < len(keys) and cmp_obj(<bytes>keys[lo], key) == 0:
+                ks = imm.keys
+                lo = lower_bound(ks, key)
+                if lo < len(ks) and cmp_obj(<bytes>ks[lo], key) == 0:
                     best = (imm.epoch, imm.values[lo])
                     break
-        uk = PyBytes_FromStringAndSize(NULL, kn + 4)
-        w = PyBytes_AS_STRING(uk)
-        w[0] = (table_id >> 24) & 0xFF
-        w[1] = (table_id >> 16) & 0xFF
-        w[2] = (table_id >> 8) & 0xFF
-        w[3] = table_id & 0xFF
-        memcpy(w + 4, PyBytes_AS_STRING(key), kn)
-        uk_h = key_hash(uk)
         if self.staging:
-            best = best_of(self.staging, uk, read, best, uk_h)
-        if best is not None:
-            return best
+            best = best_of(self.staging, uk, read, best, uk_hash)
+        return best
+
+    cdef object c_get_version(self, unsigned long table_id, bytes key, uint64_t read):
+        cdef Py_ssize_t n, i
+        cdef bytes uk = with_table(table_id, key)
+        cdef uint64_t uk_h = key_hash(uk)
+        imms = self.imms.get(table_id)
+        if imms is not None or self.staging:
+            best = self.c_memory_version(key, uk, read, uk_h, imms)
+            if best is not None:
+                return best
         n = len(self.l0_readers)
         for i in range(n):
             if self.l0_overlapping[i]:
