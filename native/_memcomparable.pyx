@@ -602,10 +602,12 @@ cdef tuple dec_row(bytes data, Py_ssize_t* ppos, _Schema schema):
     return <tuple>row
 
 
-cdef tuple dec_whole(object data, _Schema schema):
-    cdef Py_ssize_t pos = 0
+cdef tuple dec_whole(object data, _Schema schema, Py_ssize_t offset=0):
+    cdef Py_ssize_t pos = offset
     if type(data) is not bytes:
         data = bytes(data)
+    if offset and (offset < 0 or offset > PyBytes_GET_SIZE(data)):
+        raise DecodeError(f"offset {offset} outside a buffer of {len(data)} bytes", offset, "memcomparable")
     row = dec_row(<bytes>data, &pos, schema)
     if pos != PyBytes_GET_SIZE(data):
         raise DecodeError(f"{PyBytes_GET_SIZE(data) - pos} trailing bytes after the row", pos, "memcomparable")
@@ -617,10 +619,11 @@ def decode_row(data, types, orders=None):
     return dec_whole(data, get_schema(types, orders))
 
 
-def decode_rows(datas, types, orders=None):
-    """:func:`decode_row` for many buffers with one schema."""
+def decode_rows(datas, types, orders=None, Py_ssize_t offset=0):
+    """:func:`decode_row` for many buffers with one schema; with ``offset``, each row starts
+    that many bytes in (a table key after its vnode) and must end its buffer."""
     cdef _Schema schema = get_schema(types, orders)
-    return [dec_whole(d, schema) for d in datas]
+    return [dec_whole(d, schema, offset) for d in datas]
 
 
 def decode_row_prefix(data, types, orders=None, Py_ssize_t offset=0):

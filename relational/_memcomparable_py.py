@@ -478,8 +478,21 @@ def decode_row_prefix(data, types, orders=None, offset=0):
     return _decode_from(data, offset, schema)
 
 
-def decode_rows(datas, types, orders=None) -> list:
-    """:func:`decode_row` for many buffers with one schema."""
-    return [decode_row(d, types, orders) for d in datas]
+def decode_rows(datas, types, orders=None, offset=0) -> list:
+    """:func:`decode_row` for many buffers with one schema; with ``offset``, each row starts
+    that many bytes in (a table key after its vnode) and must end its buffer."""
+    if not offset:
+        return [decode_row(d, types, orders) for d in datas]
+    schema = compile_schema(types, orders)
+    out = []
+    for data in datas:
+        data = bytes(data)
+        if not 0 <= offset <= len(data):
+            raise DecodeError(f"offset {offset} outside a buffer of {len(data)} bytes", offset, "memcomparable")
+        row, pos = _decode_from(data, offset, schema)
+        if pos != len(data):
+            raise DecodeError(f"{len(data) - pos} trailing bytes after the row", pos, "memcomparable")
+        out.append(row)
+    return out
 
 

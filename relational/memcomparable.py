@@ -40,7 +40,7 @@ encode_row = _impl.encode_row
 decode_row = _impl.decode_row
 #: ``encode_rows(rows, types, orders=None) -> list[bytes]`` (one call for many rows)
 encode_rows = _impl.encode_rows
-#: ``decode_rows(datas, types, orders=None) -> list[tuple]``
+#: ``decode_rows(datas, types, orders=None, offset=0) -> list[tuple]`` (rows start ``offset`` bytes in)
 decode_rows = _impl.decode_rows
 #: ``decode_row_prefix(data, types, orders=None, offset=0) -> (tuple, end_offset)``
 decode_row_prefix = _impl.decode_row_prefix

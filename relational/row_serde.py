@@ -22,6 +22,8 @@ Callers: :mod:`relational.state_table`, :mod:`relational.storage_table`.
 
 from __future__ import annotations
 
+from operator import add, itemgetter
+
 import numpy as np
 import pyarrow as pa
 
@@ -99,6 +101,7 @@ class RowSerde:
             self._sources = tuple(("v", in_value[c]) if c in in_value else ("k", in_pk[c]) if c in in_pk
                                   else (None, 0) for c in range(n))
             self._needs_pk = any(src == "k" for src, _ in self._sources)
+            self._pick = self._row_picker(len(self.pk_indices) if self._needs_pk else 0)
 
     def __repr__(self):
         return (f"RowSerde(types={list(self.types)!r}, pk_indices={list(self.pk_indices)}, "
@@ -138,9 +141,10 @@ class RowSerde:
         REQUIRES: every pk is a tuple or list (the caller checks; a wrong width raises
         :class:`SchemaError`, a wrong value the encoder's typed error, naming that pk)."""
         width = len(self.pk_indices)
-        for pk in pks:
-            if len(pk) != width:
-                raise SchemaError(f"a pk has {width} values, got {len(pk)}: {pk!r}")
+        if any(map(width.__ne__, map(len, pks))):
+            for pk in pks:
+                if len(pk) != width:
+                    raise SchemaError(f"a pk has {width} values, got {len(pk)}: {pk!r}")
         encoded = memcomparable.encode_rows(pks, self.pk_types, self.order_types)
         if not self.dist_in_pk:
             return list(map(_SINGLETON_PREFIX.__add__, encoded))
@@ -179,13 +183,34 @@ class RowSerde:
             return value_encoding.decode_rows(values, self.types)
         vals = value_encoding.decode_rows(values, self.value_types)
         if self._needs_pk:
-            pks = memcomparable.decode_rows([k[VNODE_BYTES:] for k in keys], self.pk_types, self.order_types)
+            pks = memcomparable.decode_rows(keys, self.pk_types, self.order_types, VNODE_BYTES)
         else:
-            pks = [None] * len(vals)
-        return [self._assemble(p, v) for p, v in zip(pks, vals)]
+            pks = None
+        pick = self._pick
+        if pick is False:
+            return [self._assemble(p, v) for p, v in zip(pks or [None] * len(vals), vals)]
+        joined = list(map(add, pks, vals)) if pks is not None else vals
+        return joined if pick is None else list(map(pick, joined))
+
+    def _row_picker(self, pk_width: int):
+        """The function making a row (schema order) from ``pk + vals`` (``vals`` alone when
+        ``pk_width`` is 0): ``None`` when that concatenation already is the row, else a C-level
+        ``itemgetter``; ``False`` when some column is in neither (rows built one by one)."""
+        if any(src is None for src, _ in self._sources):
+            return False
+        perm = tuple(j if src == "k" else pk_width + j for src, j in self._sources)
+        if perm == tuple(range(pk_width + len(self.value_indices))):
+            return None
+        if len(perm) == 1:
+            return lambda t, i=perm[0]: (t[i],)
+        return itemgetter(*perm)
 
     def _assemble(self, pk, vals) -> tuple:
-        return tuple(vals[j] if src == "v" else pk[j] if src == "k" else None for src, j in self._sources)
+        pick = self._pick
+        if pick is False:
+            return tuple(vals[j] if src == "v" else pk[j] if src == "k" else None for src, j in self._sources)
+        joined = pk + vals if self._needs_pk else vals
+        return joined if pick is None else pick(joined)
 
     # --- whole chunks ----------------------------------------------------------------------
 

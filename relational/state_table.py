@@ -89,6 +89,7 @@ OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT = 1, 2, 3, 4
 _INSERTS = (OP_INSERT, OP_UPDATE_INSERT)
 _DELETES = (OP_DELETE, OP_UPDATE_DELETE)
 _NOT_A_ROW = (str, bytes, bytearray, memoryview)
+_TUPLE_OR_LIST = frozenset((tuple, list))   # pk containers get_rows takes as they are
 DEFAULT_FLUSH_BYTES = 64 << 20
 DEFAULT_BATCH_SIZE = 1024
 
@@ -580,10 +581,8 @@ class StateTable:
         if isinstance(pks, _NOT_A_ROW) or not isinstance(pks, Iterable):
             raise RowError(f"state table {self.name}: get_rows takes a sequence of pks, got {type(pks).__name__}")
         pks = list(pks)
-        for pk in pks:
-            if type(pk) is not tuple and type(pk) is not list:
-                pks = [as_values(pk, "pk") for pk in pks]
-                break
+        if not _TUPLE_OR_LIST.issuperset(map(type, pks)):
+            pks = [as_values(pk, "pk") for pk in pks]
         if not pks:
             return []
         keys = self.serde.keys_of_pks(pks)

@@ -135,6 +135,25 @@ def test_round_trip(data):
         assert impl.encode_row(decoded, types, orders) == encoded
         prefixed, end = impl.decode_row_prefix(b"xy" + encoded + b"z", types, orders, 2)
         assert end == 2 + len(encoded) and repr(prefixed) == repr(decoded)
+        assert repr(impl.decode_rows([b"xy" + encoded], types, orders, 2)) == repr([decoded])
+
+
+def test_decode_rows_offset_errors_name_the_offset():
+    """``decode_rows(..., offset)`` rejects an offset outside a buffer and bytes after the row,
+    with the same error in both implementations."""
+    from relational.types import DataType as T
+    seen = []
+    for impl in implementations():
+        key = b"\x00\x07" + impl.encode_row([5], [T.BIGINT])
+        assert impl.decode_rows([key], [T.BIGINT], None, 2) == [(5,)]
+        errors = []
+        for datas, offset in (([key], len(key) + 1), ([key], -1), ([key + b"!"], 2), ([key], 3)):
+            with pytest.raises(DecodeError) as info:
+                impl.decode_rows(datas, [T.BIGINT], None, offset)
+            errors.append(str(info.value))
+        seen.append(errors)
+    assert all(errors == seen[0] for errors in seen), seen
+    assert "outside a buffer of 11 bytes" in seen[0][0] and "trailing" in seen[0][2]
 
 
 @given(st.data())
