@@ -1,0 +1,135 @@
+"""``stream.cache``: executor caches under one memory budget, against an exact model.
+
+The model keeps every live entry of every cache in one list, least recently used first; a
+``put`` over the capacity drops from the front until usage is at most the low-water mark.
+The caches must answer every ``get`` as the model does (a hit or an eviction), and
+``_check`` must hold after every step.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+
+from stream.cache import LOW_WATER, MemoryBudget, row_bytes
+from stream import cache as cache_module
+
+OVERHEAD = cache_module._ENTRY_OVERHEAD
+CAPACITY = 4000
+
+
+class CacheMachine(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.budget = MemoryBudget(CAPACITY)
+        self.caches = [self.budget.cache(f"c{i}") for i in range(3)]
+        self.model: list = []          # [(cache index, key, value, charge)], least recent first
+
+    def _find(self, c, key):
+        for i, (mc, mk, _, _) in enumerate(self.model):
+            if mc == c and mk == key:
+                return i
+        return None
+
+    def _evict_model(self):
+        used = sum(e[3] for e in self.model)
+        if used <= CAPACITY:
+            return
+        target = int(CAPACITY * LOW_WATER)
+        while used > target and self.model:
+            used -= self.model.pop(0)[3]
+
+    @rule(c=st.integers(0, 2), key=st.integers(0, 9), value=st.integers(), charge=st.integers(0, 1500))
+    def put(self, c, key, value, charge):
+        self.caches[c].put(key, value, charge)
+        i = self._find(c, key)
+        if i is not None:
+            self.model.pop(i)
+        self.model.append((c, key, value, charge + OVERHEAD))
+        self._evict_model()
+
+    @rule(c=st.integers(0, 2), key=st.integers(0, 9))
+    def get(self, c, key):
+        i = self._find(c, key)
+        got = self.caches[c].get(key, "absent")
+        if i is None:
+            assert got == "absent"
+        else:
+            entry = self.model.pop(i)
+            self.model.append(entry)
+            assert got == entry[2]
+
+    @rule(c=st.integers(0, 2), key=st.integers(0, 9))
+    def peek(self, c, key):
+        i = self._find(c, key)
+        assert self.caches[c].peek(key, "absent") == ("absent" if i is None else self.model[i][2])
+
+    @rule(c=st.integers(0, 2), key=st.integers(0, 9))
+    def pop(self, c, key):
+        i = self._find(c, key)
+        got = self.caches[c].pop(key, "absent")
+        assert got == ("absent" if i is None else self.model.pop(i)[2])
+
+    @rule(c=st.integers(0, 2))
+    def clear(self, c):
+        self.caches[c].clear()
+        self.model = [e for e in self.model if e[0] != c]
+
+    @invariant()
+    def consistent(self):
+        self.budget._check()
+        assert self.budget.used == sum(e[3] for e in self.model)
+        for c, cache in enumerate(self.caches):
+            assert cache.keys() == [e[1] for e in self.model if e[0] == c]
+
+
+def test_caches_evict_the_globally_least_recently_used():
+    run_state_machine_as_test(CacheMachine, settings=settings(max_examples=150, stateful_step_count=60,
+                                                               deadline=None))
+
+
+def test_a_cold_cache_is_evicted_before_a_hot_one():
+    budget = MemoryBudget(6_000)       # 40 entries of 220 bytes do not fit
+    cold, hot = budget.cache("cold"), budget.cache("hot")
+    for k in range(20):
+        cold.put(k, k, 100)
+    for k in range(200):
+        hot.put(k % 20, k, 100)     # 20 hot keys, touched again and again
+    assert budget.used <= budget.capacity
+    assert len(hot) == 20 and len(cold) < 20
+    budget._check()
+
+
+def test_an_entry_larger_than_the_budget_does_not_stay():
+    budget = MemoryBudget(1000)
+    cache = budget.cache("c")
+    cache.put("small", 1, 10)
+    cache.put("huge", 2, 5000)
+    assert "huge" not in cache and "small" not in cache and budget.used == 0
+    budget._check()
+
+
+def test_close_leaves_the_budget_and_stats_count():
+    budget = MemoryBudget(10_000)
+    a, b = budget.cache("a"), budget.cache("b")
+    a.put(1, "x", 50)
+    b.put(1, "y", 50)
+    assert a.get(1) == "x" and a.get(2) is None
+    assert a.stats()["hits"] == 1 and a.stats()["misses"] == 1
+    a.close()
+    assert budget.used == b.used and set(budget.stats()["caches"]) == {"b"}
+    budget._check()
+    with pytest.raises(KeyError):
+        b.pop(2)
+
+
+def test_bad_capacity_is_refused():
+    for bad in (-1, 1.5, True, "1"):
+        with pytest.raises(ValueError):
+            MemoryBudget(bad)
+
+
+def test_row_bytes_grows_with_the_values():
+    assert row_bytes((1, "a" * 100)) > row_bytes((1, "a")) > row_bytes(())
+    assert row_bytes((None, True)) == row_bytes((None, False))
