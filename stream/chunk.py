@@ -243,16 +243,14 @@ class StreamChunk:
                                         int(pair_start[np.argmax(split)]))
         followed = np.zeros(len(ops), np.bool_)
         followed[:-1] = ui[1:]
-        orphan_ud = ud & ~followed
-        if orphan_ud.any():
-            raise InvalidChunkError("an update-delete (U-) is not immediately followed by its update-insert (U+)",
-                                    int(positions[np.argmax(orphan_ud)]))
         preceded = np.zeros(len(ops), np.bool_)
         preceded[1:] = ud[:-1]
-        orphan_ui = ui & ~preceded
-        if orphan_ui.any():
-            raise InvalidChunkError("an update-insert (U+) does not follow an update-delete (U-)",
-                                    int(positions[np.argmax(orphan_ui)]))
+        orphan = (ud & ~followed) | (ui & ~preceded)
+        if orphan.any():   # the first bad row in chunk order
+            k = int(np.argmax(orphan))
+            what = ("an update-delete (U-) is not immediately followed by its update-insert (U+)" if ud[k]
+                    else "an update-insert (U+) does not follow an update-delete (U-)")
+            raise InvalidChunkError(what, int(positions[k]))
         if stream_key and ud.any():
             old_at = pa.array(positions[np.flatnonzero(ud)])
             new_at = pa.array(positions[np.flatnonzero(ud)] + 1)

@@ -228,8 +228,8 @@ class Or(And):
 
 class Not(Expr):
     def __init__(self, arg: Expr):
-        _require_bool(arg, self)
         self.arg, self.data_type = arg, DataType.BOOLEAN
+        _require_bool(arg, self)
 
     def children(self) -> tuple:
         return (self.arg,)

@@ -76,7 +76,8 @@ class Materialize(UnaryExecutor):
             return None
         pk = self.pk_indices_
         keys = [tuple(row[i] for i in pk) for _, row in rows]
-        current = dict(zip(keys, self.table.get_rows(list(dict.fromkeys(keys)))))  # one batched read
+        distinct = list(dict.fromkeys(keys))
+        current = dict(zip(distinct, self.table.get_rows(distinct)))   # one batched read
         builder = StreamChunkBuilder(self.schema, 2 * len(rows) + 3)   # never fills: one chunk out
         for (op, row), key in zip(rows, keys):
             cur = current[key]
