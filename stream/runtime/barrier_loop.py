@@ -31,6 +31,11 @@ from stream.errors import BarrierError
 from stream.message import Barrier, Stop
 
 
+def _retrieve(future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class _Inflight:
     __slots__ = ("barrier", "remaining", "future", "injected", "collected")
 
@@ -72,6 +77,7 @@ class BarrierLoop:
         barrier = Barrier(self.epoch, self.next_epoch(), checkpoint, mutation)
         self.epoch = barrier.curr_epoch
         future = asyncio.get_running_loop().create_future()
+        future.add_done_callback(_retrieve)   # a ticker's barrier has no waiter: no "never retrieved"
         inflight = _Inflight(barrier, set(self.actor_ids), future)
         self._inflight[barrier.curr_epoch] = inflight
         self._order.append(inflight)
@@ -105,6 +111,11 @@ class BarrierLoop:
             try:
                 if barrier.checkpoint:
                     await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
+            except asyncio.CancelledError:   # the runtime shuts down
+                for pending in self._order:
+                    pending.future.cancel()
+                inflight.future.cancel()
+                raise
             except BaseException as exc:
                 self.fail(exc)
                 return

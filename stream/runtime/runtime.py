@@ -235,15 +235,20 @@ class StreamRuntime:
     def stop(self) -> int:
         """Stop every actor after a checkpointed Stop barrier; returns the committed epoch."""
         self._check()
+        self._call(self._stop_ticker())   # no barrier after the Stop barrier
         ids = frozenset(a.actor_id for a in self.actors)
         barrier = self.barrier(True, Stop(ids))
         self._call(self._join())
         self._shutdown()
         return barrier.prev_epoch
 
-    async def _join(self) -> None:
+    async def _stop_ticker(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+            self._ticker = None
+
+    async def _join(self) -> None:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def abort(self) -> None:
