@@ -141,6 +141,7 @@ class Arith(Expr):
             raise ExpressionError(f"operator {op} needs numeric operands, got {left.data_type.sql_name()} and "
                                   f"{right.data_type.sql_name()}", self)
         self.data_type = common
+        self._nonzero_divisor = isinstance(right, Lit) and right.value not in (None, 0)
 
     def children(self) -> tuple:
         return self.left, self.right
@@ -148,8 +149,8 @@ class Arith(Expr):
     def _eval(self, columns):
         left = _cast_to(self.left._eval(columns), self.left.data_type, self.data_type, self)
         right = _cast_to(self.right._eval(columns), self.right.data_type, self.data_type, self)
-        if self.op in ("/", "%"):
-            zero = pc.equal(right, pa.scalar(0, right.type))   # division by zero: NULL (module docstring)
+        if self.op in ("/", "%") and not self._nonzero_divisor:   # division by zero: NULL (module docstring)
+            zero = pc.equal(right, pa.scalar(0, right.type))
             right = pc.if_else(zero, pa.scalar(None, right.type), right)
         return _wrap(self._KERNELS[self.op], self, left, right)
 

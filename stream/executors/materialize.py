@@ -59,6 +59,7 @@ class Materialize(UnaryExecutor):
                 self.table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
             except InconsistentOpError as exc:
                 raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
+            self.table.try_flush()   # spill a large epoch inside it (bounded memory)
             return chunk
         out = self._resolve(chunk)
         if out is None:
@@ -67,6 +68,7 @@ class Materialize(UnaryExecutor):
             self.table.write_chunk(out.ops, out.columns)
         except InconsistentOpError as exc:   # only if the table changed under us: a bug
             raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
+        self.table.try_flush()
         return out
 
     def _resolve(self, chunk: StreamChunk) -> StreamChunk | None:

@@ -16,6 +16,7 @@ Callers: :mod:`stream.runtime.runtime`, :mod:`stream.runtime.dispatch`.
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from stream.align import align_barriers
 from stream.executor import Executor
@@ -51,6 +52,39 @@ class Channel:
             msg = await get()
             if msg is _END:
                 return
+            yield msg
+
+
+class SourceChannel(Channel):
+    """A table's input channel, written from other threads without a round trip: ``offer``
+    (any thread) waits on a ``threading.Semaphore`` of ``capacity`` permits -- the bound on
+    data chunks in flight, i.e. the backpressure on writers -- and hands the chunk to the
+    loop with ``call_soon_threadsafe``; the reader returns a permit per chunk it takes.
+    Barriers (``send``, on the loop) need no permit: the barrier loop bounds them. Messages
+    keep the order in which they were handed to the loop, so a write that returned before a
+    barrier was injected belongs to that barrier's epoch."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, name: str = "source"):
+        self.queue = asyncio.Queue()
+        self.name = name
+        self.permits = threading.Semaphore(capacity)
+
+    def offer(self, loop, msg, timeout: float) -> bool:
+        """Hand ``msg`` to the loop; False if no permit came within ``timeout`` seconds."""
+        if not self.permits.acquire(timeout=timeout):
+            return False
+        loop.call_soon_threadsafe(self.queue.put_nowait, (msg,))
+        return True
+
+    async def messages(self):
+        get, release = self.queue.get, self.permits.release
+        while True:
+            msg = await get()
+            if msg is _END:
+                return
+            if type(msg) is tuple:   # a data chunk that holds a permit
+                release()
+                msg = msg[0]
             yield msg
 
 

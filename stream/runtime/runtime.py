@@ -12,8 +12,8 @@ Building (before ``start``):
 Running: ``start()`` starts every actor and sends the initial barrier (``prev_epoch`` = the
 store's ``max_committed_epoch``, not a checkpoint): every state table then reads exactly the
 committed state -- which is how recovery works: reopen the store, build the same graph,
-``start()``. ``write(source, chunk)`` sends a DML chunk (from any thread; it blocks while the
-source channel is full). ``barrier(checkpoint=True)`` injects a barrier and returns once every
+``start()``. ``write(source, chunk)`` hands a DML chunk to the source (from any thread, without waiting
+for the loop; it blocks while ``channel_capacity`` chunks of that source are in flight). ``barrier(checkpoint=True)`` injects a barrier and returns once every
 actor passed it and (for a checkpoint) the store committed its ``prev_epoch``; ``flush()`` is
 that and returns the committed epoch (SQL ``FLUSH``). With ``barrier_interval_ms`` a ticker
 injects barriers by itself, every ``checkpoint_frequency``-th one a checkpoint. ``stop()``
@@ -37,7 +37,7 @@ from stream.executors.source import TableSource
 from stream.message import Stop
 from stream.runtime.actor import Actor
 from stream.runtime.barrier_loop import BarrierLoop
-from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver
+from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver, SourceChannel
 from stream.runtime.dispatch import BroadcastDispatcher, HashDispatcher, SimpleDispatcher, vnode_mapping
 from stream.schema import Schema
 
@@ -49,7 +49,7 @@ class SourceHandle:
 
     def __init__(self, name: str, schema: Schema, stream_key, capacity: int):
         self.name = name
-        self.channel = Channel(capacity, name)
+        self.channel = SourceChannel(capacity, name)
         self.executor = TableSource(self.channel, schema, stream_key)
 
 
@@ -216,16 +216,26 @@ class StreamRuntime:
     def write(self, source: SourceHandle, chunk) -> None:
         """Send a DML chunk into ``source`` (any thread; blocks while its channel is full)."""
         self._check()
-        self._call(source.channel.send(chunk))
+        loop = self._loop
+        if loop is None:
+            raise StreamError("the graph is not running: call start()")
+        while not source.channel.offer(loop, chunk, _POLL_S):
+            self._check()
 
-    def barrier(self, checkpoint: bool = True, mutation=None):
+    def barrier(self, checkpoint: bool = True, mutation=None, *, wait: bool = True):
         """Inject a barrier and wait until every actor passed it (and the store committed its
-        ``prev_epoch`` for a checkpoint). Returns the barrier."""
+        ``prev_epoch`` for a checkpoint). Returns the barrier; with ``wait=False`` returns at
+        once a ``concurrent.futures.Future`` of it (the writer goes on while the barrier
+        flows and the checkpoint runs, as with the ticker)."""
         self._check()
 
         async def go():
             future = await self.barrier_loop.inject(checkpoint, mutation)
             return await future
+        if not wait:
+            if self._loop is None:
+                raise StreamError("the graph is not running: call start()")
+            return asyncio.run_coroutine_threadsafe(go(), self._loop)
         return self._call(go())
 
     def flush(self) -> int:
