@@ -165,8 +165,12 @@ def test_checkpoints_commit_in_epoch_order_and_latencies_are_recorded(store):
     src = rt.source("t", S, [0])
     rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
     rt.start()
+    deadline = time.monotonic() + 30
     for k in range(10):
         rt.write(src, inserts([k]))
+    while len(commits) < 3:   # the ticker's checkpoints, each slower than the interval
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
     rt.stop()
     assert commits == sorted(commits) and len(commits) >= 2
     assert all(collect <= commit for collect, commit in rt.barrier_loop.latencies)

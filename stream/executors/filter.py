@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.types import DataType
-from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
+from stream.chunk import DELETE, INSERT, UPDATE_DELETE, StreamChunk
 from stream.errors import ExecutorError
 from stream.executor import UnaryExecutor
 from stream.expr import Expr

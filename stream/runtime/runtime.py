@@ -197,24 +197,17 @@ class StreamRuntime:
             try:
                 return future.result(_POLL_S)
             except FutureTimeout:
-                if self._failure is not None:
+                if self._failure is not None:   # an actor failed: what we wait for may never come
                     future.cancel()
-                    raise self._failure
-            except ActorFailedError:
-                raise
-            except StreamError:
-                raise
-            except BaseException:
-                if self._failure is not None:
-                    raise self._failure
-                raise
+                    raise self._failure from None
 
     def _check(self) -> None:
         if self._failure is not None:
             raise self._failure
 
     def write(self, source: SourceHandle, chunk) -> None:
-        """Send a DML chunk into ``source`` (any thread; blocks while its channel is full)."""
+        """Hand a DML chunk to ``source`` (any thread but the runtime's own; blocks while
+        ``channel_capacity`` of its chunks are in flight)."""
         self._check()
         loop = self._loop
         if loop is None:
