@@ -39,7 +39,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from bench.harness import machine, report
+from bench.harness import _fmt, machine
 
 CHUNK = 1024
 CHECKPOINT_EVERY = 1000
@@ -140,6 +140,15 @@ def run_once(workload: str, schema, chunks, compactor: str, profiler=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def print_table(rows: list, columns: list) -> None:
+    """``rows`` as an aligned table (harness.report's layout, without its JSON line: this bench
+    prints one JSON line of its own)."""
+    widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for r in rows:
+        print("  ".join(_fmt(r.get(c)).ljust(widths[c]) for c in columns))
+
+
 async def _on_loop(fn):
     fn()
 
@@ -181,8 +190,7 @@ def main(argv=None) -> None:
         rows.append({"workload": workload, "rows": n_chunks * CHUNK, "rows_per_s": rate,
                      "compactor": args.compactor,
                      "barrier_ms_p50": percentile(latencies, 50), "barrier_ms_p99": percentile(latencies, 99)})
-    report("stream_detail", rows, ["workload", "rows", "rows_per_s", "compactor", "barrier_ms_p50",
-                                   "barrier_ms_p99"])
+    print_table(rows, ["workload", "rows", "rows_per_s", "compactor", "barrier_ms_p50", "barrier_ms_p99"])
     print(json.dumps({"bench": "stream", "rows_per_s": rates, "compactor": args.compactor,
                       "barrier_ms_p50": percentile(all_latencies, 50),
                       "barrier_ms_p99": percentile(all_latencies, 99),
