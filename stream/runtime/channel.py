@@ -59,7 +59,9 @@ class SourceChannel(Channel):
     """A table's input channel, written from other threads without a round trip: ``offer``
     (any thread) waits on a ``threading.Semaphore`` of ``capacity`` permits -- the bound on
     data chunks in flight, i.e. the backpressure on writers -- and hands the chunk to the
-    loop with ``call_soon_threadsafe``; the reader returns a permit per chunk it takes.
+    loop with ``call_soon_threadsafe``; the reader returns the permits of the chunks it took
+    in batches of half the capacity (or whenever the queue ran empty), so a blocked writer
+    wakes -- and competes for the interpreter lock -- once per batch.
     Barriers (``send``, on the loop) need no permit: the barrier loop bounds them. Messages
     keep the order in which they were handed to the loop, so a write that returned before a
     barrier was injected belongs to that barrier's epoch."""
@@ -67,6 +69,7 @@ class SourceChannel(Channel):
     def __init__(self, capacity: int = DEFAULT_CAPACITY, name: str = "source"):
         self.queue = asyncio.Queue()
         self.name = name
+        self.capacity = capacity
         self.permits = threading.Semaphore(capacity)
 
     def offer(self, loop, msg, timeout: float) -> bool:
@@ -77,13 +80,18 @@ class SourceChannel(Channel):
         return True
 
     async def messages(self):
-        get, release = self.queue.get, self.permits.release
+        queue, release = self.queue, self.permits.release
+        batch = max(1, self.capacity // 2)
+        owed = 0
         while True:
-            msg = await get()
+            if owed and (owed >= batch or queue.empty()):
+                release(owed)   # in batches: the writer wakes once per batch, not per chunk
+                owed = 0
+            msg = await queue.get()
             if msg is _END:
                 return
             if type(msg) is tuple:   # a data chunk that holds a permit
-                release()
+                owed += 1
                 msg = msg[0]
             yield msg
 
