@@ -1,0 +1,202 @@
+"""Benchmark ``stream``: rows per second through the streaming engine, and barrier latency.
+
+Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12 chars; chunks of
+1,024 inserts with distinct ids, built before the clock starts; a checkpoint barrier every
+1,000 chunks and one at the end, the clock stops when it is committed):
+- ``project_filter_materialize``: TableSource -> Project(id, a * 2, b + 1, s) ->
+  Filter(a2 % 4 = 0 OR b1 > 50; keeps ~62%) -> Materialize into a relaxed state table
+  (``consistent=False``; distribution key = pk): an MV whose input is consistent by
+  construction needs no check (RisingWave's ``NoCheck``). The issue's target: >= 500k rows/s.
+- ``project_filter_materialize_strict``: the same into a strict table (every insert probed
+  against the store: one batched ``multi_get`` per chunk), which names a broken key.
+- ``materialize``: TableSource -> Materialize (relaxed; the state table write alone, through the
+  engine, every input row written).
+- ``project_filter``: TableSource -> Project -> Filter, no state (the engine's overhead).
+- ``hash_exchange_2``: TableSource -> hash exchange by id -> 2 actors of Project -> Filter ->
+  Materialize, each owning half the vnodes (one event loop: this shows the exchange's cost,
+  not parallelism).
+The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
+bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
+Barrier latency: inject -> committed (checkpoint done) of every barrier in the run, p50/p99 ms.
+``--compactor`` picks the store's compaction (``local``: in-process, the default; ``workers``:
+``compaction_workers=1``; ``none``). Method: bench/harness.py (one warm-up run, then the
+median of ``--repeats`` fresh runs, each on a new local store in a temp directory).
+``--profile WORKLOAD`` runs one workload under cProfile and prints the top functions.
+
+Run: ``python -m bench.stream [--chunks N] [--quick] [--compactor local|workers|none]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from bench.harness import _fmt, machine
+
+CHUNK = 1024
+CHECKPOINT_EVERY = 1000
+WORKLOADS = ["project_filter_materialize", "project_filter_materialize_strict", "materialize", "project_filter",
+             "hash_exchange_2"]
+
+
+def make_chunks(n_chunks: int, seed: int = 7):
+    from relational.types import DataType as T
+    from stream.chunk import StreamChunk
+    from stream.schema import Schema
+    schema = Schema([("id", T.BIGINT), ("a", T.INT), ("b", T.INT), ("s", T.VARCHAR)])
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(n_chunks * CHUNK).astype(np.int64)
+    ops = np.ones(CHUNK, np.int8)
+    chunks = []
+    for i in range(n_chunks):
+        c = ids[i * CHUNK:(i + 1) * CHUNK]
+        chunks.append(StreamChunk(ops, [pa.array(c), pa.array((c % 1000).astype(np.int32)),
+                                        pa.array((c % 77).astype(np.int32)),
+                                        pa.array([f"value-{x:06d}" for x in c.tolist()])], schema))
+    return schema, chunks
+
+
+def options(compactor: str):
+    from hummock import StorageOptions
+    if compactor == "workers":
+        return StorageOptions(compaction_workers=1)
+    if compactor == "none":
+        return StorageOptions(compactor="none")
+    return StorageOptions()
+
+
+def build(workload: str, store, schema):
+    from relational import StateTable
+    from relational.types import DataType as T
+    from stream.executors import Filter, Materialize, Project
+    from stream.expr import Arith, Cmp, Col, Lit, Or
+    from stream.runtime import StreamRuntime
+    from stream.runtime.dispatch import vnode_bitmaps
+
+    rt = StreamRuntime(store)
+    src = rt.source("t", schema, [0])
+
+    def project_filter(head):
+        p = Project(head, [Col(0, T.BIGINT), Arith("*", Col(1, T.INT), Lit(2, T.INT)),
+                           Arith("+", Col(2, T.INT), Lit(1, T.INT)), Col(3, T.VARCHAR)],
+                    names=["id", "a2", "b1", "s"])
+        return Filter(p, Or(Cmp("=", Arith("%", Col(1, T.INT), Lit(4, T.INT)), Lit(0, T.INT)),
+                            Cmp(">", Col(2, T.INT), Lit(50, T.INT))))
+
+    def mv(head, table_id, vnodes=None, strict=False):
+        table = StateTable(store, table_id, head.schema.pairs(), [0], dist_key_indices=[0], vnodes=vnodes,
+                           consistent=strict)
+        return Materialize(head, table)
+
+    if workload == "project_filter_materialize":
+        rt.actor(mv(project_filter(src.executor), 1))
+    elif workload == "project_filter_materialize_strict":
+        rt.actor(mv(project_filter(src.executor), 1, strict=True))
+    elif workload == "materialize":
+        rt.actor(mv(src.executor, 1))
+    elif workload == "project_filter":
+        rt.actor(project_filter(src.executor))
+    elif workload == "hash_exchange_2":
+        up = rt.actor(src.executor)
+        for head, vnodes in zip(rt.exchange([up], 2, "hash", key=[0]), vnode_bitmaps(2)):
+            rt.actor(mv(project_filter(head), 1, vnodes))
+    else:
+        raise SystemExit(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)}")
+    return rt, src
+
+
+def run_once(workload: str, schema, chunks, compactor: str, profiler=None):
+    """(seconds, barrier latencies in ms) of one fresh run; ``profiler`` (cProfile) profiles
+    the event loop's thread, where the graph runs."""
+    from hummock import HummockStorage
+    tmp = tempfile.mkdtemp(prefix="bench-stream-")
+    try:
+        with HummockStorage.open(tmp + "/db", options(compactor)) as store:
+            rt, src = build(workload, store, schema)
+            rt.start()
+            if profiler is not None:
+                rt._call(_on_loop(profiler.enable))
+            start = time.perf_counter()
+            for i, chunk in enumerate(chunks, 1):
+                rt.write(src, chunk)
+                if i % CHECKPOINT_EVERY == 0:   # like the ticker: the writer does not wait
+                    rt.barrier(checkpoint=True, wait=False)
+            rt.flush()
+            elapsed = time.perf_counter() - start
+            if profiler is not None:
+                rt._call(_on_loop(profiler.disable))
+            latencies = [commit * 1000 for _, commit in rt.barrier_loop.latencies[1:]]   # not the initial one
+            rt.stop()
+        return elapsed, latencies
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def print_table(rows: list, columns: list) -> None:
+    """``rows`` as an aligned table (harness.report's layout, without its JSON line: this bench
+    prints one JSON line of its own)."""
+    widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for r in rows:
+        print("  ".join(_fmt(r.get(c)).ljust(widths[c]) for c in columns))
+
+
+async def _on_loop(fn):
+    fn()
+
+
+def percentile(values, q: float):
+    if not values:
+        return None
+    return float(np.percentile(np.array(values), q))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=5000)
+    parser.add_argument("--quick", action="store_true", help="2,000 chunks, 1 repeat (under a minute)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compactor", choices=["local", "workers", "none"], default="local")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--profile", metavar="WORKLOAD")
+    args = parser.parse_args(argv)
+    n_chunks, repeats = (2000, 1) if args.quick else (args.chunks, args.repeats)
+    schema, chunks = make_chunks(n_chunks)
+    if args.profile:
+        import cProfile
+        import pstats
+        profiler = cProfile.Profile()
+        run_once(args.profile, schema, chunks, args.compactor, profiler)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        return
+    rows, rates, all_latencies = [], {}, []
+    for workload in args.workloads.split(","):
+        run_once(workload, schema, chunks[:max(50, n_chunks // 20)], args.compactor)   # warm-up
+        timings = []
+        for _ in range(repeats):
+            elapsed, latencies = run_once(workload, schema, chunks, args.compactor)
+            timings.append(elapsed)
+            all_latencies += latencies
+        rate = n_chunks * CHUNK / statistics.median(timings)
+        rates[workload] = round(rate)
+        rows.append({"workload": workload, "rows": n_chunks * CHUNK, "rows_per_s": rate,
+                     "compactor": args.compactor,
+                     "barrier_ms_p50": percentile(latencies, 50), "barrier_ms_p99": percentile(latencies, 99)})
+    print_table(rows, ["workload", "rows", "rows_per_s", "compactor", "barrier_ms_p50", "barrier_ms_p99"])
+    print(json.dumps({"bench": "stream", "rows_per_s": rates, "compactor": args.compactor,
+                      "barrier_ms_p50": percentile(all_latencies, 50),
+                      "barrier_ms_p99": percentile(all_latencies, 99),
+                      "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                      "machine": machine()}, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

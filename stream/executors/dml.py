@@ -1,0 +1,84 @@
+"""Dml: the entry of a table's changes into the stream graph, with row ids for tables without
+a primary key.
+
+Per chunk: the columns are conformed to the table's schema (same DataTypes in order; an Arrow
+column of another numeric/string width is cast, safely, to the declared type; anything else is
+an :class:`~stream.errors.InvalidChunkError`), invisible rows are dropped, and the chunk is
+validated (update pairs adjacent; with ``row_id_index`` after the ids are filled in).
+
+Row ids (``row_id_index`` set: the table's hidden BIGINT pk column, RisingWave's ``_row_id``):
+an INSERT whose row id is NULL gets a new id from its :class:`~stream.row_id.RowIdGenerator`
+(``generator`` = this DML actor's number); a U+ whose row id is NULL takes the id of its U-
+(an update keeps its row); a DELETE or U- must name its row id (it comes from reading the table),
+else ``InvalidChunkError``. Ids given on inserts are kept. The generator starts, after each
+(re)start, at the physical time of the first barrier's epoch (stream/row_id.py).
+
+Callers: the runtime's table sources, the planner (``INSERT/UPDATE/DELETE``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from relational.types import DataType
+from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
+from stream.errors import InvalidChunkError
+from stream.executor import UnaryExecutor
+from stream.message import Barrier
+from stream.row_id import RowIdGenerator
+
+
+class Dml(UnaryExecutor):
+    """Conforms DML chunks to ``schema`` and fills row ids (module docstring)."""
+
+    def __init__(self, input, schema, stream_key, row_id_index: int | None = None, generator: int = 0,
+                 identity: str | None = None):
+        super().__init__(input, schema, stream_key, identity or "Dml")
+        if row_id_index is not None and self.schema.types[row_id_index] != DataType.BIGINT:
+            raise InvalidChunkError(f"{self.identity}: the row id column must be BIGINT")
+        self.row_id_index = row_id_index
+        self.row_ids = RowIdGenerator(generator)
+
+    def on_init(self, barrier: Barrier) -> None:
+        self.row_ids.start_at_epoch(barrier.curr_epoch)
+
+    def _conform(self, chunk: StreamChunk) -> StreamChunk:
+        if chunk.schema.types != self.schema.types:
+            raise InvalidChunkError(f"{self.identity}: a chunk of {chunk.schema!r} for a table of {self.schema!r}")
+        columns = list(chunk.columns)
+        for i, (column, atype) in enumerate(zip(columns, self.schema.arrow_types)):
+            if column.type != atype:
+                try:
+                    columns[i] = pc.cast(column, atype, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise InvalidChunkError(f"{self.identity}: column {self.schema.names[i]} of type {column.type} "
+                                            f"does not fit {atype}: {exc}") from None
+        return StreamChunk(chunk.ops, columns, self.schema, chunk.visibility).compact()
+
+    def on_chunk(self, chunk: StreamChunk):
+        chunk = self._conform(chunk)
+        if self.row_id_index is None:
+            return chunk.validate(self.stream_key)
+        chunk.validate()
+        r = self.row_id_index
+        column = chunk.columns[r]
+        if not column.null_count:
+            return chunk.validate(self.stream_key)
+        null = column.is_null().to_numpy(zero_copy_only=False)
+        ops = chunk.ops
+        unnamed = null & ((ops == DELETE) | (ops == UPDATE_DELETE))
+        if unnamed.any():
+            raise InvalidChunkError(f"{self.identity}: a delete must name its row id "
+                                    f"({self.schema.names[r]} is NULL)", int(np.argmax(unnamed)))
+        ids = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=True)
+        fresh = np.flatnonzero(null & (ops == INSERT))
+        if len(fresh):
+            ids[fresh] = self.row_ids.next_ids(len(fresh))
+        kept = np.flatnonzero(null & (ops == UPDATE_INSERT))
+        if len(kept):
+            ids[kept] = ids[kept - 1]   # the U- right before (validated above)
+        columns = list(chunk.columns)
+        columns[r] = pa.array(ids, type=pa.int64())
+        return StreamChunk(ops, columns, self.schema).validate(self.stream_key)

@@ -1,0 +1,102 @@
+"""Materialize: writes a stream into the state table of a materialized view or a table, keyed
+by its pk (seed 000: ``mv | table_id | pk | materialized value``), and passes the applied
+changes downstream (MV on MV).
+
+Conflict behaviours (``conflict``), for tables whose pk comes from the user:
+
+- ``"no_check"`` (MVs; the input's stream key is the pk, so the stream is consistent): the chunk
+  goes to ``StateTable.write_chunk`` as it is (ops, columns, visibility; no per-row Python).
+  With a strict state table (``consistent=True``) an insert of an existing pk or a delete of a
+  missing one raises :class:`~stream.errors.InconsistentStreamError` naming this executor and
+  the pk; the table's write is all or nothing, so none of the chunk's rows is applied and the
+  committed state is untouched.
+- ``"overwrite"`` (the default for tables with a pk; upsert): an insert of an existing pk
+  replaces the row (emitted as U-/U+ of the old and new row); a delete removes whatever row the
+  pk has (the stored row is emitted), a delete of a missing pk does nothing.
+- ``"ignore"``: an insert of an existing pk is dropped; deletes as ``overwrite``.
+- ``"do_update_if_not_null"``: an insert of an existing pk updates only the columns whose new
+  value is not NULL; deletes as ``overwrite``.
+With a conflict behaviour the chunk's pks are read in one ``get_rows`` call and the rows are
+then resolved in order in Python (one chunk may touch a pk several times); the resolved
+changes -- consistent with the state by construction -- are written with one ``write_chunk``
+and are this executor's output.
+
+Callers: the planner (CREATE TABLE / CREATE MATERIALIZED VIEW), tests.
+"""
+
+from __future__ import annotations
+
+from relational.errors import InconsistentOpError
+from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
+from stream.errors import ExecutorError, InconsistentStreamError
+from stream.executor import UnaryExecutor
+
+CONFLICT_BEHAVIOURS = ("no_check", "overwrite", "ignore", "do_update_if_not_null")
+
+
+class Materialize(UnaryExecutor):
+    """Writes its input into ``table`` (a StateTable with the input's schema) and passes the
+    applied changes on (module docstring)."""
+
+    def __init__(self, input, table, conflict: str = "no_check", identity: str | None = None):
+        identity = identity or f"Materialize({table.name})"
+        if conflict not in CONFLICT_BEHAVIOURS:
+            raise ExecutorError(identity, f"conflict must be one of {CONFLICT_BEHAVIOURS}, got {conflict!r}")
+        if list(table.types) != list(input.schema.types):
+            raise ExecutorError(identity, f"the table's columns {table.types} do not match the input {input.schema!r}")
+        pk = list(table.serde.pk_indices)
+        super().__init__(input, stream_key=pk, identity=identity)
+        self.table = table
+        self.conflict = conflict
+        self.pk_indices_ = pk
+
+    def state_tables(self) -> list:
+        return [self.table]
+
+    def on_chunk(self, chunk: StreamChunk):
+        if self.conflict == "no_check":
+            try:
+                self.table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
+            except InconsistentOpError as exc:
+                raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
+            self.table.try_flush()   # spill a large epoch inside it (bounded memory)
+            return chunk
+        out = self._resolve(chunk)
+        if out is None:
+            return None
+        try:
+            self.table.write_chunk(out.ops, out.columns)
+        except InconsistentOpError as exc:   # only if the table changed under us: a bug
+            raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
+        self.table.try_flush()
+        return out
+
+    def _resolve(self, chunk: StreamChunk) -> StreamChunk | None:
+        """The changes that apply ``chunk`` to the table under the conflict behaviour."""
+        rows = chunk.rows()
+        if not rows:
+            return None
+        pk = self.pk_indices_
+        keys = [tuple(row[i] for i in pk) for _, row in rows]
+        distinct = list(dict.fromkeys(keys))
+        current = dict(zip(distinct, self.table.get_rows(distinct)))   # one batched read
+        builder = StreamChunkBuilder(self.schema, 2 * len(rows) + 3)   # never fills: one chunk out
+        for (op, row), key in zip(rows, keys):
+            cur = current[key]
+            if op == INSERT or op == UPDATE_INSERT:
+                if cur is None:
+                    builder.append(INSERT, row)
+                    current[key] = row
+                    continue
+                if self.conflict == "ignore":
+                    continue
+                new = row if self.conflict == "overwrite" else tuple(
+                    c if n is None else n for n, c in zip(row, cur))
+                if new != cur:
+                    builder.append_update(cur, new)
+                    current[key] = new
+            elif op == DELETE or op == UPDATE_DELETE:
+                if cur is not None:
+                    builder.append(DELETE, cur)
+                    current[key] = None
+        return builder.take()

@@ -1,0 +1,140 @@
+"""The barrier loop: injects barriers into the sources, collects them from every actor, and
+checkpoints the store (seed 002, "Barrier based checkpoint"; RisingWave's barrier manager).
+
+Per barrier: ``inject`` takes ``curr_epoch = new_epoch()`` (kept above the previous epoch),
+sends ``Barrier(prev_epoch, curr_epoch, checkpoint, mutation)`` into every source channel (it
+waits while a channel is full: backpressure reaches the barrier loop too), and records the set
+of actors that must pass it. ``collect`` is called by each actor after passing the barrier on.
+When the set is empty, the barrier is complete; completed barriers are finished strictly in
+epoch order by one task: a checkpoint barrier runs ``store.checkpoint(prev_epoch)`` in a worker
+thread (the actors go on with ``curr_epoch`` meanwhile; the store allows writes above the
+sealed epoch), then the barrier's future resolves. A non-checkpoint barrier resolves when
+collected; its epoch is committed by the next checkpoint (``commit_epoch`` publishes every
+epoch up to its argument).
+
+Invariants: an epoch is checkpointed only after every actor committed its state tables for
+it, so ``max_committed_epoch`` is always a consistent cut of the whole graph (an MV equals its
+computation over the base tables at that epoch). Stop mutations shrink the actor set.
+Timings (inject -> collected -> committed, seconds) are kept in ``latencies``.
+
+Callers: :mod:`stream.runtime.runtime` (on the event loop's thread only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+
+from hummock.key import EPOCH_PHYSICAL_SHIFT, new_epoch
+from stream.errors import BarrierError
+from stream.message import Barrier, Stop
+
+
+def _retrieve(future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+class _Inflight:
+    __slots__ = ("barrier", "remaining", "future", "injected", "collected")
+
+    def __init__(self, barrier, remaining, future):
+        self.barrier, self.remaining, self.future = barrier, remaining, future
+        self.injected = time.perf_counter()
+        self.collected = None
+
+
+class BarrierLoop:
+    """Injection, collection and checkpoints (module docstring)."""
+
+    def __init__(self, store, source_channels, actor_ids, prev_epoch: int):
+        self.store = store
+        self.source_channels = list(source_channels)
+        self.actor_ids = set(actor_ids)
+        self.epoch = prev_epoch
+        self._inflight: dict = {}
+        self._order: deque = deque()
+        self._completed = asyncio.Queue()
+        self._task = None
+        self.failure: BaseException | None = None
+        self.latencies: list = []   # (collect seconds, commit seconds) per barrier
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._finish_in_order())
+
+    def next_epoch(self) -> int:
+        epoch = new_epoch()
+        if epoch <= self.epoch:   # a clock behind the committed epoch (another process's)
+            epoch = self.epoch + (1 << EPOCH_PHYSICAL_SHIFT)
+        return epoch
+
+    async def inject(self, checkpoint: bool = True, mutation=None) -> asyncio.Future:
+        """Send a new barrier into every source; returns the future of its completion
+        (resolves to the barrier once collected, and checkpointed if ``checkpoint``)."""
+        if self.failure is not None:
+            raise self.failure
+        barrier = Barrier(self.epoch, self.next_epoch(), checkpoint, mutation)
+        self.epoch = barrier.curr_epoch
+        future = asyncio.get_running_loop().create_future()
+        future.add_done_callback(_retrieve)   # a ticker's barrier has no waiter: no "never retrieved"
+        inflight = _Inflight(barrier, set(self.actor_ids), future)
+        self._inflight[barrier.curr_epoch] = inflight
+        self._order.append(inflight)
+        if isinstance(mutation, Stop):
+            self.actor_ids -= set(mutation.actor_ids)
+        if not inflight.remaining:
+            self._complete(inflight)
+        for channel in self.source_channels:
+            await channel.send(barrier)
+        return future
+
+    def collect(self, actor_id: int, barrier: Barrier) -> None:
+        inflight = self._inflight.get(barrier.curr_epoch)
+        if inflight is None or actor_id not in inflight.remaining:
+            raise BarrierError(f"actor {actor_id} reported {barrier!r}, which it does not owe")
+        inflight.remaining.discard(actor_id)
+        if not inflight.remaining:
+            self._complete(inflight)
+
+    def _complete(self, inflight) -> None:
+        inflight.collected = time.perf_counter()
+        del self._inflight[inflight.barrier.curr_epoch]
+        self._completed.put_nowait(inflight)
+
+    async def _finish_in_order(self) -> None:
+        while True:
+            inflight = await self._completed.get()
+            head = self._order.popleft()
+            assert head is inflight, "barriers complete in injection order"
+            barrier = inflight.barrier
+            try:
+                if barrier.checkpoint:
+                    await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
+            except asyncio.CancelledError:   # the runtime shuts down
+                for pending in self._order:
+                    pending.future.cancel()
+                inflight.future.cancel()
+                raise
+            except BaseException as exc:
+                self.fail(exc)
+                return
+            done = time.perf_counter()
+            self.latencies.append((inflight.collected - inflight.injected, done - inflight.injected))
+            if not inflight.future.done():
+                inflight.future.set_result(barrier)
+
+    def in_flight(self) -> int:
+        return len(self._order)
+
+    def fail(self, exc: BaseException) -> None:
+        """Fail every barrier not yet finished (an actor or a checkpoint failed)."""
+        if self.failure is None:
+            self.failure = exc
+        for inflight in self._order:
+            if not inflight.future.done():
+                inflight.future.set_exception(exc)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()

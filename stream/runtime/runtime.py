@@ -1,0 +1,300 @@
+"""StreamRuntime: builds a graph of actors, runs it on one asyncio event loop in a background
+thread, and drives barriers and checkpoints (docs/streaming.md, "Runtime").
+
+Building (before ``start``):
+
+    rt = StreamRuntime(store, barrier_interval_ms=1000)
+    t = rt.source("t", schema, stream_key=[0])           # a table's input: DML writes + barriers
+    a = rt.actor(Materialize(Dml(t.executor, ...), table))   # an actor: a chain of executors
+    outs = rt.exchange([a], 2, "hash", key=[0])          # channels + dispatchers -> 2 Merge heads
+    for i, head in enumerate(outs): rt.actor(Materialize(Project(head, ...), tables[i]))
+
+Running: ``start()`` starts every actor and sends the initial barrier (``prev_epoch`` = the
+store's ``max_committed_epoch``, not a checkpoint): every state table then reads exactly the
+committed state -- which is how recovery works: reopen the store, build the same graph,
+``start()``. ``write(source, chunk)`` hands a DML chunk to the source (from any thread, without waiting
+for the loop; it blocks while ``channel_capacity`` chunks of that source are in flight). ``barrier(checkpoint=True)`` injects a barrier and returns once every
+actor passed it and (for a checkpoint) the store committed its ``prev_epoch``; ``flush()`` is
+that and returns the committed epoch (SQL ``FLUSH``). With ``barrier_interval_ms`` a ticker
+injects barriers by itself, every ``checkpoint_frequency``-th one a checkpoint. ``stop()``
+sends a checkpointed Stop barrier to every actor and waits for them; ``abort()`` cancels
+everything without a checkpoint (what a crash leaves: the store keeps only committed epochs).
+
+Errors: an actor that raises fails the graph; the next ``write``/``barrier``/``stop`` raises
+:class:`~stream.errors.ActorFailedError` with the original error as ``__cause__``.
+Thread-safety: the building methods belong to one thread before ``start``; after it,
+``write``, ``barrier``, ``flush``, ``stop`` and ``abort`` may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from stream.errors import ActorFailedError, StreamError
+from stream.executors.source import TableSource
+from stream.message import Stop
+from stream.runtime.actor import Actor
+from stream.runtime.barrier_loop import BarrierLoop
+from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver, SourceChannel
+from stream.runtime.dispatch import BroadcastDispatcher, HashDispatcher, SimpleDispatcher, vnode_mapping
+from stream.schema import Schema
+
+_POLL_S = 0.05
+
+
+class SourceHandle:
+    """A table's input: ``executor`` heads its DML actor; write through ``StreamRuntime.write``."""
+
+    def __init__(self, name: str, schema: Schema, stream_key, capacity: int):
+        self.name = name
+        self.channel = SourceChannel(capacity, name)
+        self.executor = TableSource(self.channel, schema, stream_key)
+
+
+class StreamRuntime:
+    """One stream graph over one store (module docstring)."""
+
+    def __init__(self, store, *, barrier_interval_ms: int | None = None, checkpoint_frequency: int = 1,
+                 channel_capacity: int = DEFAULT_CAPACITY, max_in_flight_barriers: int = 4):
+        self.store = store
+        self.barrier_interval_ms = barrier_interval_ms
+        self.checkpoint_frequency = max(1, int(checkpoint_frequency))
+        self.channel_capacity = channel_capacity
+        self.max_in_flight = max(1, max_in_flight_barriers)
+        self.sources: list[SourceHandle] = []
+        self.actors: list[Actor] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._tasks: list = []
+        self._failure: BaseException | None = None
+        self.barrier_loop: BarrierLoop | None = None
+        self._ticker = None
+
+    # --- building -------------------------------------------------------------------------------
+
+    def _require_building(self) -> None:
+        if self._loop is not None:
+            raise StreamError("the graph is running: build it before start()")
+
+    def source(self, name: str, schema, stream_key=()) -> SourceHandle:
+        """A new table input (DML channel + barriers)."""
+        self._require_building()
+        handle = SourceHandle(name, schema if isinstance(schema, Schema) else Schema(schema), stream_key,
+                              self.channel_capacity)
+        self.sources.append(handle)
+        return handle
+
+    def actor(self, executor) -> Actor:
+        """A new actor running ``executor`` (the last of its chain)."""
+        self._require_building()
+        actor = Actor(len(self.actors) + 1, executor, self._collect)
+        self.actors.append(actor)
+        return actor
+
+    def exchange(self, upstreams, n: int = 1, kind: str = "simple", key=None) -> list:
+        """Connect ``upstreams`` (actors with one output schema) to ``n`` new downstream heads:
+        ``kind`` "simple" (n = 1), "broadcast" or "hash" (by the vnode of columns ``key``).
+        Returns the ``n`` head executors (a Receiver or a Merge each) for downstream actors."""
+        self._require_building()
+        upstreams = list(upstreams)
+        if not upstreams or n < 1:
+            raise StreamError("an exchange needs upstream actors and n >= 1")
+        first = upstreams[0].executor
+        for up in upstreams[1:]:
+            if up.executor.schema != first.schema:
+                raise StreamError(f"exchange upstreams disagree: {up.executor.schema!r} vs {first.schema!r}")
+        if kind == "simple" and n != 1:
+            raise StreamError("a simple exchange has exactly one downstream")
+        if kind == "hash" and not key:
+            raise StreamError("a hash exchange needs key column indices")
+        if kind not in ("simple", "broadcast", "hash"):
+            raise StreamError(f"unknown exchange kind {kind!r}")
+        grid = []
+        mapping = vnode_mapping(n)
+        for up in upstreams:
+            row = [Channel(self.channel_capacity, f"{up.actor_id}->{i}") for i in range(n)]
+            grid.append(row)
+            if kind == "simple":
+                up.dispatchers.append(SimpleDispatcher(row[0]))
+            elif kind == "broadcast":
+                up.dispatchers.append(BroadcastDispatcher(row))
+            else:
+                up.dispatchers.append(HashDispatcher(row, key, mapping))
+        heads = []
+        for i in range(n):
+            channels = [row[i] for row in grid]
+            if len(channels) == 1:
+                heads.append(Receiver(channels[0], first.schema, first.stream_key))
+            else:
+                heads.append(Merge(channels, first.schema, first.stream_key))
+        return heads
+
+    # --- running --------------------------------------------------------------------------------
+
+    def start(self) -> int:
+        """Start every actor and pass the initial barrier; returns the first epoch."""
+        self._require_building()
+        if not self.actors:
+            raise StreamError("no actors to run")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="stream-runtime", daemon=True)
+        self._thread.start()
+        barrier = self._call(self._start())
+        return barrier.curr_epoch
+
+    async def _start(self):
+        self.barrier_loop = BarrierLoop(self.store, [s.channel for s in self.sources],
+                                        [a.actor_id for a in self.actors], self.store.max_committed_epoch)
+        self.barrier_loop.start()
+        for actor in self.actors:
+            task = asyncio.ensure_future(actor.run())
+            task.add_done_callback(lambda t, a=actor: self._actor_done(a, t))
+            self._tasks.append(task)
+        future = await self.barrier_loop.inject(checkpoint=False)
+        barrier = await future
+        if self.barrier_interval_ms:
+            self._ticker = asyncio.ensure_future(self._tick())
+        return barrier
+
+    def _actor_done(self, actor: Actor, task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        if self._failure is None:
+            failure = ActorFailedError(actor.actor_id, f"{type(exc).__name__}: {exc}")
+            failure.__cause__ = exc
+            self._failure = failure
+            if self.barrier_loop is not None:
+                self.barrier_loop.fail(failure)
+            for a in self.actors:   # unblock the others: ending their outputs ends the graph
+                for d in a.dispatchers:
+                    d.close_nowait()
+
+    def _collect(self, actor_id, barrier) -> None:
+        self.barrier_loop.collect(actor_id, barrier)
+
+    async def _tick(self) -> None:
+        count = 0
+        while True:
+            await asyncio.sleep(self.barrier_interval_ms / 1000)
+            while self.barrier_loop.in_flight() >= self.max_in_flight:
+                await asyncio.sleep(self.barrier_interval_ms / 4000)
+            count += 1
+            try:
+                await self.barrier_loop.inject(checkpoint=count % self.checkpoint_frequency == 0)
+            except BaseException:
+                return
+
+    def _call(self, coro, timeout: float | None = None):
+        """Run ``coro`` on the loop and wait for it, raising the graph's failure if any."""
+        if self._loop is None:
+            coro.close()
+            raise StreamError("the graph is not running: call start()")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        while True:
+            try:
+                return future.result(_POLL_S)
+            except FutureTimeout:
+                if self._failure is not None:   # an actor failed: what we wait for may never come
+                    future.cancel()
+                    raise self._failure from None
+
+    def _check(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def write(self, source: SourceHandle, chunk) -> None:
+        """Hand a DML chunk to ``source`` (any thread but the runtime's own; blocks while
+        ``channel_capacity`` of its chunks are in flight)."""
+        self._check()
+        loop = self._loop
+        if loop is None:
+            raise StreamError("the graph is not running: call start()")
+        while not source.channel.offer(loop, chunk, _POLL_S):
+            self._check()
+
+    def barrier(self, checkpoint: bool = True, mutation=None, *, wait: bool = True):
+        """Inject a barrier and wait until every actor passed it (and the store committed its
+        ``prev_epoch`` for a checkpoint). Returns the barrier; with ``wait=False`` returns at
+        once a ``concurrent.futures.Future`` of it (the writer goes on while the barrier
+        flows and the checkpoint runs, as with the ticker)."""
+        self._check()
+
+        async def go():
+            future = await self.barrier_loop.inject(checkpoint, mutation)
+            return await future
+        if not wait:
+            if self._loop is None:
+                raise StreamError("the graph is not running: call start()")
+            return asyncio.run_coroutine_threadsafe(go(), self._loop)
+        return self._call(go())
+
+    def flush(self) -> int:
+        """Make everything written so far visible: a checkpoint barrier; the committed epoch."""
+        return self.barrier(True).prev_epoch
+
+    def stop(self) -> int:
+        """Stop every actor after a checkpointed Stop barrier; returns the committed epoch."""
+        self._check()
+        self._call(self._stop_ticker())   # no barrier after the Stop barrier
+        ids = frozenset(a.actor_id for a in self.actors)
+        barrier = self.barrier(True, Stop(ids))
+        self._call(self._join())
+        self._shutdown()
+        return barrier.prev_epoch
+
+    async def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+            self._ticker = None
+
+    async def _join(self) -> None:
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def abort(self) -> None:
+        """Cancel everything now, without a checkpoint (a crash, for tests and shutdown after
+        an error). The store keeps what was committed."""
+        if self._loop is None:
+            return
+
+        async def cancel():
+            if self._ticker is not None:
+                self._ticker.cancel()
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        asyncio.run_coroutine_threadsafe(cancel(), self._loop).result()
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+
+        async def quiesce():   # cancel the loop's own tasks and let them finish cancelling
+            tasks = [t for t in (self._ticker, self.barrier_loop and self.barrier_loop._task) if t is not None]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        asyncio.run_coroutine_threadsafe(quiesce(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join()
+        loop.close()
+
+    @property
+    def failure(self):
+        return self._failure
+
+    def __enter__(self) -> StreamRuntime:
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if self._loop is None:
+            return
+        if exc_type is None and self._failure is None:
+            self.stop()
+        else:
+            self.abort()

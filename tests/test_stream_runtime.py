@@ -1,0 +1,176 @@
+"""The runtime (stream/runtime/): channels with backpressure, N x M hash exchanges with barrier
+alignment, broadcast, Pause/Resume, failure propagation with nothing committed lost, and the
+barrier loop's order of checkpoints."""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from hummock import HummockStorage
+from relational import StateTable, StorageTable
+from relational.types import DataType as T
+from stream.chunk import StreamChunk
+from stream.errors import ActorFailedError, InconsistentStreamError, StreamError
+from stream.executors import Dml, Materialize
+from stream.message import Pause, Resume
+from stream.runtime import StreamRuntime
+from stream.runtime.channel import Channel
+from stream.runtime.dispatch import vnode_bitmaps
+from stream.schema import Schema
+
+S = Schema([("id", T.BIGINT), ("v", T.INT)])
+
+
+@pytest.fixture
+def store():
+    s = HummockStorage.open("memory://")
+    yield s
+    s.close()
+
+
+def table(store, table_id, vnodes=None):
+    return StateTable(store, table_id, S.pairs(), [0], dist_key_indices=[0], vnodes=vnodes)
+
+
+def contents(store, table_id, epoch):
+    reader = StorageTable(store, table_id, S.pairs(), [0], dist_key_indices=[0])
+    return sorted(tuple(r.values()) for b in reader.batch_iter(epoch) for r in b.to_pylist())
+
+
+def inserts(ids, v=0):
+    return StreamChunk.from_rows(S, [("+", (i, v)) for i in ids])
+
+
+def test_two_sources_hash_into_two_actors_with_aligned_barriers(store):
+    rt = StreamRuntime(store, channel_capacity=2)
+    sources = [rt.source(f"t{i}", S, [0]) for i in range(2)]
+    ups = [rt.actor(Dml(s.executor, S, [0])) for s in sources]
+    heads = rt.exchange(ups, 2, "hash", key=[0])
+    for head, vnodes in zip(heads, vnode_bitmaps(2)):
+        rt.actor(Materialize(head, table(store, 7, vnodes)))   # one table id, disjoint vnodes
+    [bcast_a, bcast_b] = rt.exchange([ups[0]], 2, "broadcast")
+    rt.actor(Materialize(bcast_a, table(store, 8)))
+    rt.actor(Materialize(bcast_b, table(store, 9)))
+    rt.start()
+    for k in range(20):
+        rt.write(sources[k % 2], inserts(range(k * 10, k * 10 + 10), k))
+        if k % 7 == 3:
+            rt.barrier(checkpoint=False)
+    epoch = rt.flush()
+    assert contents(store, 7, epoch) == [(i, i // 10) for i in range(200)]
+    expected = [(i, i // 10) for i in range(200) if (i // 10) % 2 == 0]
+    assert contents(store, 8, epoch) == contents(store, 9, epoch) == expected
+    rt.stop()
+
+
+def test_backpressure_blocks_the_writer_until_the_graph_drains(store):
+    rt = StreamRuntime(store, channel_capacity=1)
+    src = rt.source("t", S, [0])
+    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
+    rt.start()
+    gate = threading.Event()
+    # hold the event loop: the next write cannot be delivered until it is released
+    rt._loop.call_soon_threadsafe(gate.wait)
+    done = threading.Event()
+
+    def writer():
+        rt.write(src, inserts([1]))
+        rt.write(src, inserts([2]))
+        done.set()
+    t = threading.Thread(target=writer)
+    t.start()
+    assert not done.wait(0.2)   # blocked: the loop (and so the channel) is held
+    gate.set()
+    t.join(10)
+    assert done.is_set()
+    assert contents(store, 1, rt.flush()) == [(1, 0), (2, 0)]
+    rt.stop()
+
+
+def test_channel_is_bounded():
+    async def go():
+        ch = Channel(2)
+        await ch.send(1)
+        await ch.send(2)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(ch.send(3), 0.05)
+        assert ch.queue.qsize() == 2
+    asyncio.run(go())
+
+
+def test_an_actor_error_fails_the_graph_and_loses_nothing_committed(store):
+    rt = StreamRuntime(store)
+    src = rt.source("t", S, [0])
+    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1), identity="Materialize(t)"))
+    rt.start()
+    rt.write(src, inserts([1, 2]))
+    committed = rt.flush()
+    rt.write(src, inserts([3]))
+    rt.write(src, inserts([2]))   # insert of an existing pk: strict mode refuses
+    with pytest.raises(ActorFailedError) as info:
+        rt.flush()
+    cause = info.value.__cause__
+    assert isinstance(cause, InconsistentStreamError) and cause.executor == "Materialize(t)" and cause.pk == (2,)
+    assert store.max_committed_epoch == committed
+    assert contents(store, 1, committed) == [(1, 0), (2, 0)]
+    with pytest.raises(ActorFailedError):
+        rt.write(src, inserts([9]))
+    rt.abort()
+
+
+def test_pause_holds_data_back_until_resume(store):
+    rt = StreamRuntime(store)
+    src = rt.source("t", S, [0])
+    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
+    rt.start()
+    rt.barrier(True, Pause())
+    rt.write(src, inserts([1]))
+    assert contents(store, 1, rt.flush()) == []
+    rt.barrier(True, Resume())
+    assert contents(store, 1, rt.flush()) == [(1, 0)]
+    rt.stop()
+
+
+def test_building_rules_and_stop(store):
+    rt = StreamRuntime(store)
+    with pytest.raises(StreamError, match="no actors"):
+        rt.start()
+    src = rt.source("t", S, [0])
+    a = rt.actor(Dml(src.executor, S, [0]))
+    with pytest.raises(StreamError, match="simple exchange"):
+        rt.exchange([a], 2, "simple")
+    with pytest.raises(StreamError, match="needs key"):
+        rt.exchange([a], 2, "hash")
+    with pytest.raises(StreamError, match="not running"):
+        rt.flush()
+    rt.start()
+    with pytest.raises(StreamError, match="is running"):
+        rt.actor(Dml(src.executor, S, [0]))
+    epoch = rt.stop()
+    assert store.max_committed_epoch == epoch
+
+
+def test_checkpoints_commit_in_epoch_order_and_latencies_are_recorded(store):
+    commits = []
+    real = store.checkpoint
+
+    def slow_checkpoint(epoch):
+        time.sleep(0.01)
+        commits.append(epoch)
+        real(epoch)
+    store.checkpoint = slow_checkpoint
+    rt = StreamRuntime(store, barrier_interval_ms=2, checkpoint_frequency=1)
+    src = rt.source("t", S, [0])
+    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
+    rt.start()
+    deadline = time.monotonic() + 30
+    for k in range(10):
+        rt.write(src, inserts([k]))
+    while len(commits) < 3:   # the ticker's checkpoints, each slower than the interval
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    rt.stop()
+    assert commits == sorted(commits) and len(commits) >= 2
+    assert all(collect <= commit for collect, commit in rt.barrier_loop.latencies)
