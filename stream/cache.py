@@ -209,3 +209,15 @@ class StateCache:
         stamps = [e[2] for e in self._entries.values()]
         assert stamps == sorted(stamps), f"{self.name}: entries out of recency order"
         assert self.used == sum(e[1] for e in self._entries.values()), (self.name, self.used)
+
+
+_default_budget: MemoryBudget | None = None
+
+
+def default_budget() -> MemoryBudget:
+    """The process-wide budget (``DEFAULT_BUDGET_BYTES``) of executors built without one; a
+    runtime or a SQL connection passes its own to every stateful executor it builds."""
+    global _default_budget
+    if _default_budget is None:
+        _default_budget = MemoryBudget(DEFAULT_BUDGET_BYTES)
+    return _default_budget
