@@ -14,10 +14,11 @@ What :func:`ingest` guarantees:
 - **Only into an empty table.** The table must hold nothing at all: no SST of the version
   names it, no staging SST or buffered write of this store does, and it carries no watermark
   records (a watermark would hide loaded rows). Otherwise :class:`TableNotEmptyError`.
-- **Only a new epoch.** ``epoch`` is a user epoch (low 16 bits zero) above
-  ``max_committed_epoch``, and this store holds no uncommitted write at an epoch <= ``epoch``
-  (the commit would make ``epoch`` committed without them); afterwards the store is sealed up
-  to ``epoch``. Versions inside the SSTs must lie in ``[epoch, epoch | 0xFFFF]`` (a loader may
+- **A commit of a new epoch.** ``epoch`` is a user epoch (low 16 bits zero) above
+  ``max_committed_epoch``; the delta is the commit of ``epoch`` -- it also publishes this
+  store's writes of epochs <= ``epoch`` (a catalog record of the loaded table, say), exactly as
+  ``commit_epoch(epoch)`` would, syncing them first -- plus the loaded SSTs. The store is sealed
+  up to ``epoch`` afterwards. Versions inside the SSTs must lie in ``[epoch, epoch | 0xFFFF]`` (a loader may
   use the spill offsets to order its tasks). Else ``InvalidArgumentError``.
 - **Only what exists.** Each SST's meta is read back from the store and must describe exactly
   the ``SstableInfo`` given (id, key range, epochs, counts, table ids): a lost, partial or
@@ -118,27 +119,44 @@ def _require_empty(storage, version, table_id: int) -> None:
 
 def ingest(storage, table_id: int, infos, epoch: int) -> None:
     """Publish ``infos`` (SSTs of ``table_id`` already in the store) at ``epoch`` in one commit
-    delta (module docstring). Raises TableNotEmptyError, InvalidArgumentError,
-    ConcurrentWriterError (fenced: nothing published), OutcomeUnknownError (pending)."""
+    delta with every write of this store at epochs <= ``epoch`` (module docstring). Raises
+    TableNotEmptyError, InvalidArgumentError, ConcurrentWriterError (fenced: nothing
+    published), OutcomeUnknownError (pending: call again)."""
     infos = check_infos(table_id, infos, epoch)
     verify_objects(storage._store, infos)     # no lock: reads only
-    with storage._manifest_lock:
-        with storage._lock:
-            storage._require_writer()
-            storage._check_ownership()
-            storage._adopt_pending()
-            version = storage._version
-            if epoch == version.max_committed_epoch and {i.sst_id for i in infos} <= version.sst_ids():
-                return   # a retry after an unknown outcome whose commit landed
-            if epoch <= version.max_committed_epoch:
-                raise InvalidArgumentError(f"ingest epoch {epoch} is not above max_committed_epoch "
-                                           f"{version.max_committed_epoch}")
-            _require_empty(storage, version, table_id)
-            if storage._has_imms_up_to(epoch) or any(
-                    storage._staging_epochs[info.sst_id][0] <= epoch for info in storage._staging):
-                raise InvalidArgumentError(f"this store has uncommitted writes at epochs <= {epoch}; commit "
-                                           f"them first or ingest at a later epoch")
-            delta = VersionDelta.commit(version, epoch, infos, overlapping=_overlapping(infos),
-                                        table_watermarks=storage._marks_to_publish(epoch))
-            storage._buffer.seal(epoch)   # later writes at <= epoch would land below the commit
-        storage._publish(delta)
+    ids = {info.sst_id for info in infos}
+    while True:
+        with storage._manifest_lock:
+            with storage._lock:
+                storage._require_writer()
+                storage._check_ownership()
+                storage._adopt_pending()
+                version = storage._version
+                if epoch == version.max_committed_epoch and ids <= version.sst_ids():
+                    return   # a retry after an unknown outcome whose commit landed
+                if epoch <= version.max_committed_epoch:
+                    raise InvalidArgumentError(f"ingest epoch {epoch} is not above max_committed_epoch "
+                                               f"{version.max_committed_epoch}")
+                _require_empty(storage, version, table_id)
+                staged = epoch <= storage._synced_epoch and not storage._has_imms_up_to(epoch)
+                if staged:
+                    ssts = _staged_up_to(storage, epoch) + infos
+                    delta = VersionDelta.commit(version, epoch, ssts, overlapping=_overlapping(ssts),
+                                                table_watermarks=storage._marks_to_publish(epoch))
+            if staged:
+                storage._publish(delta)
+                return
+        storage.sync(epoch)   # seals epoch: later writes at <= epoch are refused
+
+
+def _staged_up_to(storage, epoch: int) -> tuple:
+    """Under the lock: the staging SSTs a commit of ``epoch`` publishes (as ``_commit_delta``)."""
+    chosen = []
+    for info in storage._staging:
+        lowest, highest = storage._staging_epochs[info.sst_id]
+        if highest <= epoch:
+            chosen.append(info)
+        elif lowest <= epoch:
+            raise InvalidArgumentError(f"epoch {epoch} was synced together with later epochs (up to "
+                                       f"{highest}); ingest at {highest} or later instead")
+    return tuple(chosen)

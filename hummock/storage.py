@@ -420,12 +420,13 @@ class HummockStorage:
         self._release_ids(ids)
 
     def ingest_ssts(self, table_id: int, infos, epoch: int) -> None:
-        """Publish SSTs of ``table_id`` built outside the engine under reserved ids, all in one
-        commit delta at ``epoch``, which becomes ``max_committed_epoch`` (docs/engine.md "Bulk
-        loads"). REQUIRES: the table is empty (else ``TableNotEmptyError``); ``epoch`` a user
-        epoch above ``max_committed_epoch`` with no uncommitted write of this store at or below
-        it; each SST exists and matches its info (else ``InvalidArgumentError``; nothing is
-        published). After an unknown outcome, retry as for ``checkpoint``."""
+        """``commit_epoch(epoch)`` that also publishes SSTs of ``table_id`` built outside the
+        engine under reserved ids: all of them and this store's writes of epochs <= ``epoch`` in
+        one commit delta, or nothing (docs/engine.md "Bulk loads"). REQUIRES: the table is empty
+        (else ``TableNotEmptyError``); ``epoch`` a user epoch above ``max_committed_epoch``;
+        each SST exists and matches its info, at versions in ``[epoch, epoch | 0xFFFF]`` (else
+        ``InvalidArgumentError``; nothing is published). After an error, calling it again with
+        the same arguments is safe, as for ``checkpoint``."""
         from hummock.external_ssts import ingest
 
         self._require_writer()
