@@ -135,11 +135,12 @@ def test_to_arrow_and_to_parquet_without_spark(tmp_path):
 @given(data=st.data())
 def test_reads_equal_storage_table_on_local_and_s3(hummock_spark, tmp_path_factory, request, data):
     kind = data.draw(st.sampled_from(["local", "s3"]), label="store")
-    types = data.draw(st.lists(data_types(1), min_size=1, max_size=5), label="types")
+    types = list(data.draw(st.permutations(SCALARS), label="scalars"))   # every type, every example
+    types += data.draw(st.lists(data_types(2).filter(lambda t: t.is_composite), max_size=2), label="composites")
     columns = tuple((f"c{i}", t) for i, t in enumerate(types))
-    pk = data.draw(st.lists(st.sampled_from(range(len(types))), min_size=1, max_size=2, unique=True), label="pk")
+    pk = data.draw(st.lists(st.sampled_from(range(len(types))), min_size=1, max_size=3, unique=True), label="pk")
     desc = TableDesc(5, "random", columns, tuple(pk), dist_key_indices=(pk[0],))
-    rows_ = data.draw(st.lists(rows(types), max_size=40), label="rows")
+    rows_ = data.draw(st.lists(rows(types), max_size=30), label="rows")
     url, options = location(kind, tmp_path_factory.mktemp("read"), request)
     with HummockStorage.open(url, options) as store:
         epoch = _write_table(store, desc, rows_)
