@@ -71,6 +71,7 @@ DEFAULT_IDS_PER_TASK = 1024
 DEFAULT_MAX_PARTITIONS = 4096
 DEFAULT_ATTEMPTS = 4
 EXECUTOR_BLOCK_CACHE_BYTES = 16 << 20
+LOAD_MIN_AGE_S = StorageOptions().vacuum_min_age_s   # what a load's own writers spare at open
 #: pk column kinds whose Spark filter values compare as our encodings do (pushdown narrows by them)
 PUSHABLE_KINDS = frozenset((TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT,
                             TypeKind.VARCHAR, TypeKind.BYTEA, TypeKind.DATE))
@@ -141,14 +142,14 @@ class _Store:
                               "other processes; use a local directory or s3://")
         return cls(url, storage_options(options))
 
-    def open(self, *, read_only: bool) -> HummockStorage:
-        return HummockStorage.open(self.url, self.options, read_only=read_only)
-
-    def description(self):
-        from hummock.compaction.remote import StoreDescription
-
-        with self.open(read_only=True) as storage:
-            return StoreDescription.of(storage._store, self.options)
+    def open(self, *, read_only: bool, spare_young: bool = False) -> HummockStorage:
+        """Open the store. ``spare_young``: a writer whose vacuum at open spares objects younger
+        than the default minimum age whatever the options say, so a load's own unpublished SSTs
+        survive until its commit (``vacuum_min_age_s=0`` would delete them)."""
+        options = self.options
+        if spare_young and options.vacuum_min_age_s < LOAD_MIN_AGE_S:
+            options = options.replace(vacuum_min_age_s=LOAD_MIN_AGE_S)
+        return HummockStorage.open(self.url, options, read_only=read_only)
 
 
 def find_table(storage, name_or_id, epoch: int) -> TableDesc | None:
@@ -205,7 +206,7 @@ class HummockReader(DataSourceReader):
     def __init__(self, options, schema):
         store = _Store.of(options)
         self._partition_bytes = _int_option(options, "partition_bytes", DEFAULT_PARTITION_BYTES, 1 << 16)
-        pin_ttl = float(options.get("pin_ttl_s", DEFAULT_PIN_TTL_S))
+        pin_ttl = _int_option(options, "pin_ttl_s", int(DEFAULT_PIN_TTL_S), 1)
         with store.open(read_only=True) as storage:
             version = storage.version()
             epoch = _read_epoch(options, version)
@@ -396,7 +397,7 @@ def plan_load(options, schema) -> _LoadPlan:
     max_partitions = _int_option(options, "max_partitions", DEFAULT_MAX_PARTITIONS, 1, EPOCH_SPILL_MASK + 1)
     attempts = _int_option(options, "attempts", DEFAULT_ATTEMPTS, 1, 64)
     fail = options.get("test_fail_partition")
-    with store.open(read_only=False) as storage:
+    with store.open(read_only=False, spare_young=True) as storage:
         from hummock.compaction.remote import StoreDescription
 
         committed = storage.max_committed_epoch
@@ -464,15 +465,18 @@ class HummockWriter(DataSourceArrowWriter):
 
         plan = self._plan
         infos = [SstableInfo.from_dict(d) for m in messages if m is not None for d in m.infos]
-        with plan.store.open(read_only=False) as storage:
+        with plan.store.open(read_only=False, spare_young=True) as storage:
             commit_load(storage, plan.desc, infos, plan.epoch, new_table=plan.new_table)
 
     def abort(self, messages):
-        plan = self._plan
-        paths = [f"sst/{d['sst_id']:020d}.sst" for m in messages if m is not None for d in m.infos]
-        with plan.store.open(read_only=False) as storage:
+        """Delete the SSTs the finished tasks reported (never published), then vacuum: what
+        failed tasks left is deleted by it once older than ``vacuum_min_age_s``."""
+        from hummock.sstable.meta import sst_object_path
+
+        ids = [d["sst_id"] for m in messages if m is not None for d in m.infos]
+        with self._plan.store.open(read_only=False) as storage:
             referenced = storage.version().sst_ids()
-            doomed = [p for p in paths if int(p[4:-4]) not in referenced]
+            doomed = [sst_object_path(i) for i in ids if i not in referenced]
             if doomed:
                 storage._store.delete(doomed)
             storage.vacuum()
