@@ -71,6 +71,7 @@ DEFAULT_IDS_PER_TASK = 1024
 DEFAULT_MAX_PARTITIONS = 4096
 DEFAULT_ATTEMPTS = 4
 EXECUTOR_BLOCK_CACHE_BYTES = 16 << 20
+DEFAULT_BATCH_ROWS = 65536             # rows per Arrow batch a read task yields (fewer, larger batches cross to the JVM faster)
 LOAD_MIN_AGE_S = StorageOptions().vacuum_min_age_s   # what a load's own writers spare at open
 #: pk column kinds whose Spark filter values compare as our encodings do (pushdown narrows by them)
 PUSHABLE_KINDS = frozenset((TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT,
@@ -206,6 +207,7 @@ class HummockReader(DataSourceReader):
     def __init__(self, options, schema):
         store = _Store.of(options)
         self._partition_bytes = _int_option(options, "partition_bytes", DEFAULT_PARTITION_BYTES, 1 << 16)
+        self._batch_rows = _int_option(options, "batch_rows", DEFAULT_BATCH_ROWS, 1, 1 << 22)
         pin_ttl = _int_option(options, "pin_ttl_s", int(DEFAULT_PIN_TTL_S), 1)
         with store.open(read_only=True) as storage:
             version = storage.version()
@@ -236,12 +238,8 @@ class HummockReader(DataSourceReader):
 
     def _narrow(self, pk_prefix, start, end, start_inclusive, end_inclusive) -> None:
         """Read only the key ranges of these pk bounds (``table_iter.pk_ranges``)."""
-        from relational.row_serde import RowSerde
-
-        desc = self._plan.desc
-        serde = RowSerde(desc.types, desc.pk_indices, desc.order_types, desc.dist_key_indices, desc.value_indices)
-        self._ranges = [(lo, hi) for _, lo, hi in pk_ranges(serde, Bitmap.full(), pk_prefix, start, end,
-                                                            start_inclusive, end_inclusive)]
+        self._ranges = [(lo, hi) for _, lo, hi in pk_ranges(_serde(self._plan.desc), Bitmap.full(), pk_prefix,
+                                                            start, end, start_inclusive, end_inclusive)]
 
     def partitions(self):
         parts = plan_partitions(self._ranges, self._weights, self._partition_bytes)
@@ -256,7 +254,7 @@ class HummockReader(DataSourceReader):
         reader = _version_reader(plan)
         serde = _serde(desc)
         types = desc.types
-        for rows in scan_rows(reader, desc.table_id, plan.epoch, serde, partition.ranges):
+        for rows in scan_rows(reader, desc.table_id, plan.epoch, serde, partition.ranges, self._batch_rows):
             arrays = [spark_column([r[i] for r in rows], types[i], target.field(j).type)
                       for j, i in enumerate(plan.columns)]
             yield pa.RecordBatch.from_arrays(arrays, schema=target)

@@ -64,19 +64,19 @@ def plan_partitions(ranges, weights, partition_bytes: int) -> list:
     return parts or [[]]
 
 
-def scan_rows(reader, table_id: int, epoch: int, serde, ranges):
-    """Yield lists of rows (tuples in schema order) of ``ranges`` at ``epoch``, in key order;
-    ``reader`` has ``iter(table_id, epoch, start, end)`` (a ``VersionReader`` or a snapshot-like
-    store)."""
+def scan_rows(reader, table_id: int, epoch: int, serde, ranges, batch_rows: int = SCAN_BATCH):
+    """Yield lists of at most ``batch_rows`` rows (tuples in schema order) of ``ranges`` at
+    ``epoch``, in key order; ``reader`` has ``iter(table_id, epoch, start, end)`` (a
+    ``VersionReader`` or a snapshot-like store)."""
     for lo, hi in ranges:
         pairs = reader.iter(table_id, epoch, lo or None, hi)
         while True:
-            batch = list(islice(pairs, SCAN_BATCH))
+            batch = list(islice(pairs, batch_rows))
             if not batch:
                 break
             keys, values = zip(*batch)
             yield serde.decode_many(keys, values)
-            if len(batch) < SCAN_BATCH:
+            if len(batch) < batch_rows:
                 break
 
 
