@@ -33,7 +33,7 @@ a failed job's ``abort`` deletes what it knows and vacuums. Every process that w
 must be this one at that moment (the store has one writer): close other writers first.
 
 Options (strings): ``url``, ``table``; reads: ``epoch``, ``columns``, ``partition_bytes``
-(default 96 MiB), ``pin_ttl_s`` (3600), ``pushdown`` (true/false); writes: ``pk``,
+(default 96 MiB), ``batch_rows`` (65,536), ``pin_ttl_s`` (3600), ``pushdown`` (true/false); writes: ``pk``,
 ``dist_key`` (default: the pk), ``table_id``, ``ids_per_task`` (1024), ``max_partitions``
 (4096, at most 65536), ``attempts`` (4); any ``StorageOptions`` field (``s3_endpoint``,
 ``s3_access_key_id``, ``reader_lease_s``, ``target_sst_size``, ...). Bad options raise
