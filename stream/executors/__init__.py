@@ -4,10 +4,13 @@ into :mod:`stream.executor` the same way.
 """
 
 from stream.executors.dml import Dml
+from stream.executors.agg_call import AggCall
 from stream.executors.filter import Filter
+from stream.executors.hash_agg import HashAgg, SimpleAgg, agg_table_count
 from stream.executors.materialize import Materialize
 from stream.executors.project import Project
 from stream.executors.source import TableSource, Values
 from stream.executors.union import Union
 
-__all__ = ["Dml", "Filter", "Materialize", "Project", "TableSource", "Union", "Values"]
+__all__ = ["AggCall", "Dml", "Filter", "HashAgg", "Materialize", "Project", "SimpleAgg", "TableSource", "Union", "Values",
+           "agg_table_count"]

@@ -1,0 +1,543 @@
+"""HashAgg and SimpleAgg: grouped (and ungrouped) aggregation with exact retractions.
+
+Output: the group key columns then one column per :class:`~stream.executors.agg_call.AggCall`;
+the stream key is the group key (SimpleAgg: empty, it has one row). Only groups that changed
+in an epoch are emitted, before the barrier: a new group as ``+``, a changed one as ``U-``/``U+``
+(old and new output), a HashAgg group whose row count drops to 0 as ``-`` (its state rows are
+deleted). SimpleAgg always has its one row (``count`` 0, ``sum`` NULL when empty): it is
+inserted in the first epoch and only updated afterwards. To bound memory an epoch that touches
+more than ``max_dirty_groups`` groups flushes its changed groups early (emitting and writing
+them), so a group may change twice in one epoch; every emitted change is exact.
+
+State (seed 000, all through StateTables, ``table_ids`` in this order; :func:`agg_table_count`):
+
+1. value state ``group key | row_count, slots of every call`` (pk: the group key; distribution
+   key: the group key). ``row_count`` counts the group's input rows, so an empty group is
+   deleted; the slots are agg_call's (for retractable min/max the current result).
+2. per min/max call on a retractable input: the materialized input ``group key | value |
+   input stream key`` (value ascending for min, descending for max, so the best value is the
+   first row of the group's prefix; NULL values are not stored).
+3. per ``count(DISTINCT col)``: the distinct dedup table ``group key | value -> count``.
+
+Caches (:class:`~stream.cache.StateCache` under one budget): group states (an evicted group is
+read again from the value state, batched with ``get_rows`` per chunk), and per min/max call the
+best ``EXTREME_CACHE_ROWS`` values of a group (a sorted multiset; the invariant: it holds every
+stored value strictly better than its worst one and at least one value equal to it, or it is
+``complete`` and holds them all), refilled by ``iter_with_prefix(group, limit=...)`` when it
+runs empty. A group not in that cache keeps its current extreme in the value state: inserts
+update it directly; a delete of the current extreme marks it unknown and the barrier refills.
+Append-only inputs (``append_only=True``: a delete raises) keep only the extreme itself.
+
+Per chunk the work is vectorized: group ids by dictionary-encoding the key columns, per-group
+sums with ``np.add.reduceat``; Python loops run once per touched group (and per row only for
+min/max candidates and distinct values, grouped with Arrow first).
+
+Strict mode (``consistent=True``, the default): a delete that would take a group's row count,
+or a distinct value's count, below zero raises
+:class:`~stream.errors.InconsistentStreamError` naming the executor and group.
+
+Invariants (``_check``): a cached group state equals its value-state row; an extreme cache is
+sorted, at most ``EXTREME_CACHE_ROWS`` long, and a sub-multiset of the materialized input that
+satisfies the invariant above.
+
+Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
+"""
+
+from __future__ import annotations
+
+import bisect
+import decimal
+
+import numpy as np
+import pyarrow as pa
+
+from relational.arrow import to_arrow, to_pylist
+from relational.errors import InconsistentOpError
+from relational.memcomparable import OrderType
+from relational.state_table import StateTable
+from relational.types import DataType
+from stream.cache import default_budget, row_bytes
+from stream.chunk import DELETE, INSERT, UPDATE_DELETE, StreamChunk, StreamChunkBuilder
+from stream.errors import ExecutorError, InconsistentStreamError
+from stream.executor import UnaryExecutor
+from stream.executors.agg_call import AggCall, additive_weights, filter_mask, valid_mask
+from stream.schema import Schema
+
+EXTREME_CACHE_ROWS = 16
+DEFAULT_MAX_DIRTY_GROUPS = 1 << 16
+_UNKNOWN = object()     # an extreme to be re-read from the materialized input
+_STATE_OVERHEAD = 200   # bytes charged per cached group besides its key
+
+
+def agg_table_count(calls, append_only: bool = False) -> int:
+    """How many state tables (table ids) an aggregation with ``calls`` needs."""
+    return 1 + sum(1 for c in calls if (c.is_extreme and not append_only) or c.distinct)
+
+
+class HashAgg(UnaryExecutor):
+    """Grouped aggregation (module docstring). ``group_key``: input column indices;
+    ``calls``: AggCalls; ``table_ids``: ``agg_table_count(calls, append_only)`` ids."""
+
+    keep_empty_group = False
+
+    def __init__(self, input, group_key, calls, store, table_ids, *, append_only: bool = False,
+                 vnodes=None, consistent: bool = True, budget=None, names=None,
+                 max_dirty_groups: int = DEFAULT_MAX_DIRTY_GROUPS, identity: str | None = None):
+        identity = identity or f"{type(self).__name__}({', '.join(map(repr, calls))})"
+        in_schema = input.schema
+        group_key = list(group_key)
+        for i in group_key:
+            if not 0 <= i < len(in_schema):
+                raise ExecutorError(identity, f"group key column {i} is not in {in_schema!r}")
+        calls = [c.bind(in_schema) for c in calls]
+        if not calls:
+            raise ExecutorError(identity, "an aggregation needs at least one call")
+        table_ids = list(table_ids)
+        if len(table_ids) != agg_table_count(calls, append_only):
+            raise ExecutorError(identity, f"needs {agg_table_count(calls, append_only)} table ids, got {len(table_ids)}")
+        if self.keep_empty_group and group_key:
+            raise ExecutorError(identity, "SimpleAgg has no group key")
+        key_pairs = [(in_schema.names[i], in_schema.types[i]) for i in group_key]
+        names = list(names) if names is not None else [f"agg{j}" for j in range(len(calls))]
+        out = Schema(key_pairs + [(n, c.return_type) for n, c in zip(names, calls)])
+        super().__init__(input, out, list(range(len(group_key))), identity)
+        self.group_key, self.calls, self.append_only = group_key, calls, append_only
+        self.consistent = consistent
+        self.max_dirty_groups = max_dirty_groups
+        nk = len(group_key)
+        dist = list(range(nk)) if nk else None
+        # 1. value state: key | row_count | slots
+        self.slots = []        # per call: (first slot index in the state list, width)
+        state_cols = list(key_pairs) + [("_row_count", DataType.BIGINT)]
+        at = 1
+        for j, c in enumerate(calls):
+            self.slots.append((at, len(c.slot_types)))
+            state_cols += [(f"_s{j}_{k}", t) for k, t in enumerate(c.slot_types)]
+            at += len(c.slot_types)
+        self.width = at
+        ids = iter(table_ids)
+        self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
+                                      vnodes=vnodes, consistent=consistent, name=f"{identity}.value",
+                                      prefix_len_hint=nk or None)
+        # 2./3. materialized inputs and distinct tables
+        in_key = list(input.stream_key)
+        self.extreme = {}      # call index -> (table, columns to write, descending)
+        self.distinct = {}     # call index -> table
+        for j, c in enumerate(calls):
+            if c.is_extreme and not append_only:
+                if not in_key:
+                    raise ExecutorError(identity, "a retractable min/max needs an input stream key")
+                cols = key_pairs + [("_v", c.arg_type)] + [(f"_k{i}", in_schema.types[i]) for i in in_key]
+                desc = c.kind == "max"
+                orders = [OrderType.ASC] * nk + [OrderType(desc, nulls_first=False)] + [OrderType.ASC] * len(in_key)
+                table = StateTable(store, next(ids), cols, list(range(len(cols))), orders, dist_key_indices=dist,
+                                   vnodes=vnodes, consistent=consistent, name=f"{identity}.input{j}",
+                                   prefix_len_hint=nk or None)
+                self.extreme[j] = (table, group_key + [c.arg] + in_key, desc)
+            elif c.distinct:
+                cols = key_pairs + [("_v", c.arg_type), ("_count", DataType.BIGINT)]
+                self.distinct[j] = StateTable(store, next(ids), cols, list(range(nk + 1)), dist_key_indices=dist,
+                                              vnodes=vnodes, consistent=consistent, name=f"{identity}.distinct{j}",
+                                              prefix_len_hint=nk or None)
+        self.budget = budget if budget is not None else default_budget()
+        self.groups = self.budget.cache(f"{identity}.groups")
+        self.extreme_caches = {j: self.budget.cache(f"{identity}.extreme{j}") for j in self.extreme}
+        self._dirty: dict = {}  # group key -> [old state tuple or None, state list]
+        self._key_types = [in_schema.types[i] for i in group_key]
+
+    # --- executor hooks ---------------------------------------------------------------------------
+
+    def state_tables(self) -> list:
+        return [self.value_table, *(t for t, _, _ in self.extreme.values()), *self.distinct.values()]
+
+    def on_init(self, barrier) -> None:
+        self._reset()
+        if self.keep_empty_group:
+            row = self.value_table.get_row(())
+            if row is None:   # the first epoch ever: the empty row is inserted at its barrier
+                self._dirty[()] = [None, self._new_state()]
+
+    def on_vnodes_changed(self, barrier) -> None:
+        if barrier.mutation is not None:
+            self._reset()
+
+    def _reset(self) -> None:
+        self._dirty.clear()
+        self.groups.clear()
+        for cache in self.extreme_caches.values():
+            cache.clear()
+
+    def on_barrier(self, barrier):
+        return self._flush()
+
+    def on_chunk(self, chunk: StreamChunk):
+        chunk = chunk.compact()
+        n = len(chunk)
+        if not n:
+            return None
+        ops = chunk.ops
+        negative = (ops == DELETE) | (ops == UPDATE_DELETE)
+        if self.append_only and negative.any():
+            raise ExecutorError(self.identity, "a delete reached an append-only aggregation")
+        sign = np.where(negative, -1, 1).astype(np.int64)
+        columns = chunk.columns
+        inv, first, counts = _group_ids([columns[i] for i in self.group_key], n)
+        g = len(first)
+        keys = self._keys(columns, first, g)
+        order = np.argsort(inv, kind="stable") if g > 1 else None
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if g > 1 else None
+
+        def gsum(x):
+            if order is None:
+                return [x.sum().item()] if isinstance(x, np.ndarray) else [sum(x)]
+            if isinstance(x, np.ndarray):
+                return np.add.reduceat(x[order], starts).tolist()
+            out = [0] * g
+            for gi, v in zip(inv.tolist(), x):
+                if v:
+                    out[gi] += v
+            return out
+
+        additive = [(0, gsum(sign))]   # (state index, per-group deltas)
+        extreme_rows = []              # (call index, slot, row mask) of retractable extremes
+        best_inserted = []             # (slot, per-group best, kind) of append-only extremes
+        distinct_rows = []
+        for j, c in enumerate(self.calls):
+            at, _ = self.slots[j]
+            fmask = filter_mask(c, columns, n)
+            if c.arg is None:
+                w = sign if fmask is None else sign * fmask
+                additive.append((at, gsum(w)))
+                continue
+            col = columns[c.arg]
+            mask = valid_mask(col)
+            if fmask is not None:
+                mask &= fmask
+            if c.is_extreme:
+                if j in self.extreme:
+                    extreme_rows.append((j, at, mask))
+                else:
+                    best_inserted.append((at, _group_best(inv, col, mask, g, c), c.kind))
+                continue
+            if c.distinct:
+                distinct_rows.append((j, at, mask))
+                continue
+            w = sign * mask
+            for k, d in enumerate(additive_weights(c, col, w)):
+                if type(d) is tuple:   # a bigint sum's (high, low) halves
+                    hi, lo = gsum(d[0]), gsum(d[1])
+                    additive.append((at + k, [(h << 32) + l for h, l in zip(hi, lo)]))
+                else:
+                    additive.append((at + k, gsum(d)))
+        states = self._load(keys)
+        self._apply(keys, states, additive, best_inserted)
+        for j, at, mask in extreme_rows:
+            self._apply_extreme(j, at, chunk, sign, mask, inv, keys, states)
+        for j, at, mask in distinct_rows:
+            self._apply_distinct(j, at, chunk, sign, mask, inv, keys, states)
+        if len(self._dirty) > self.max_dirty_groups:
+            return self._flush()
+        return None
+
+    # --- groups -----------------------------------------------------------------------------------
+
+    def _keys(self, columns, first, g) -> list:
+        if not self.group_key:
+            return [()]
+        idx = pa.array(first)
+        cols = [to_pylist(columns[i].take(idx), t) for i, t in zip(self.group_key, self._key_types)]
+        if len(cols) == 1:
+            return [(v,) for v in cols[0]]
+        return list(zip(*cols))
+
+    def _new_state(self) -> list:
+        state = [0]
+        for c in self.calls:
+            state += c.initial_slots()
+        return state
+
+    def _load(self, keys) -> list:
+        """The state lists of ``keys`` (made dirty: their old state is remembered), reading the
+        groups missing from the dirty set and the cache with one ``get_rows``."""
+        dirty, cache = self._dirty, self.groups
+        states = [None] * len(keys)
+        missing = []
+        for gi, key in enumerate(keys):
+            entry = dirty.get(key)
+            if entry is not None:
+                states[gi] = entry[1]
+                continue
+            state = cache.get(key)
+            if state is None:
+                missing.append(gi)
+                continue
+            dirty[key] = [tuple(state), state]
+            states[gi] = state
+        if missing:
+            nk = len(self.group_key)
+            rows = self.value_table.get_rows([keys[gi] for gi in missing])
+            for gi, row in zip(missing, rows):
+                key = keys[gi]
+                if row is None:
+                    state = self._new_state()
+                    dirty[key] = [None, state]
+                else:
+                    state = list(row[nk:])
+                    dirty[key] = [tuple(state), state]
+                states[gi] = state
+        return states
+
+    def _apply(self, keys, states, additive, best_inserted) -> None:
+        for at, deltas in additive:
+            for state, d in zip(states, deltas):
+                if d:
+                    state[at] += d
+        if self.consistent:
+            for key, state in zip(keys, states):
+                if state[0] < 0:
+                    raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
+        for at, bests, kind in best_inserted:
+            for state, v in zip(states, bests):
+                if v is not None:
+                    cur = state[at]
+                    if cur is None or (v < cur if kind == "min" else v > cur):
+                        state[at] = v
+
+    # --- min / max on a retractable input -----------------------------------------------------------
+
+    def _apply_extreme(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
+        table, cols, desc = self.extreme[j]
+        self._write(table, chunk.ops, [chunk.columns[i] for i in cols], mask)
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return
+        c = self.calls[j]
+        values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
+        cache = self.extreme_caches[j]
+        is_min = not desc
+        for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
+            key = keys[gi]
+            entry = cache.peek(key)
+            state = states[gi]
+            if entry is None:
+                cur = state[at]
+                if cur is _UNKNOWN:
+                    continue
+                if s > 0:
+                    if cur is None or (v < cur if is_min else v > cur):
+                        state[at] = v
+                elif v == cur:
+                    state[at] = _UNKNOWN
+                continue
+            vals, complete = entry
+            if s > 0:
+                if complete or (v < vals[-1] if is_min else v > vals[0]):
+                    bisect.insort(vals, v)
+                    if len(vals) > EXTREME_CACHE_ROWS:
+                        vals.pop() if is_min else vals.pop(0)
+                        entry[1] = False
+            else:
+                i = bisect.bisect_left(vals, v)
+                if i < len(vals) and vals[i] == v:
+                    del vals[i]
+                    if not vals and not entry[1]:
+                        cache.pop(key)
+                        state[at] = _UNKNOWN
+                        continue
+                elif complete and self.consistent:
+                    raise InconsistentStreamError(self.identity, f"a delete of {c!r} value {v!r} the group does not have", key)
+            state[at] = (vals[0] if is_min else vals[-1]) if vals else None
+
+    def _refill_extreme(self, j, key):
+        """The best stored values of group ``key`` for call ``j`` (cached); returns the extreme."""
+        table, _, desc = self.extreme[j]
+        nk = len(self.group_key)
+        vals = [row[nk] for row in table.iter_with_prefix(key, limit=EXTREME_CACHE_ROWS)]
+        complete = len(vals) < EXTREME_CACHE_ROWS
+        best = vals[0] if vals else None
+        vals.sort()
+        charge = row_bytes(key) + 64 + EXTREME_CACHE_ROWS * (row_bytes((best,)) - 48)
+        self.extreme_caches[j].put(key, [vals, complete], charge)
+        return best
+
+    # --- count(DISTINCT) ----------------------------------------------------------------------------
+
+    def _apply_distinct(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return
+        c = self.calls[j]
+        values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
+        deltas: dict = {}
+        for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
+            k = (gi, v)
+            deltas[k] = deltas.get(k, 0) + s
+        items = [(k, d) for k, d in deltas.items() if d]
+        if not items:
+            return
+        table = self.distinct[j]
+        pks = [(*keys[gi], v) for (gi, v), _ in items]
+        stored = table.get_rows(pks)
+        ops, out = [], []
+        for ((gi, _), d), pk, row in zip(items, pks, stored):
+            old = 0 if row is None else row[-1]
+            new = old + d
+            if new < 0:
+                if self.consistent:
+                    raise InconsistentStreamError(self.identity, f"a delete of {c!r} value the group does not have",
+                                                  keys[gi])
+                new = 0
+            if old == 0 and new > 0:
+                states[gi][at] += 1
+                ops.append(INSERT)
+                out.append((*pk, new))
+            elif old > 0 and new == 0:
+                states[gi][at] -= 1
+                ops.append(DELETE)
+                out.append(row)
+            elif old != new:
+                ops += [UPDATE_DELETE, UPDATE_DELETE + 1]
+                out += [row, (*pk, new)]
+        if ops:
+            self._write(table, np.array(ops, np.int8), _columns(out, table.types))
+
+    def _write(self, table, ops, columns, visibility=None) -> None:
+        try:
+            table.write_chunk(ops, columns, visibility)
+        except InconsistentOpError as exc:
+            raise InconsistentStreamError(self.identity, f"{table.name}: {exc.reason}", exc.pk) from exc
+        table.try_flush()   # spill a large epoch inside it (bounded memory)
+
+    # --- output -------------------------------------------------------------------------------------
+
+    def _output(self, key, state):
+        out = list(key)
+        for c, (at, width) in zip(self.calls, self.slots):
+            out.append(c.result(state[at:at + width], self.identity, key))
+        return tuple(out)
+
+    def _flush(self):
+        """Write every dirty group's state and return its changes (chunks)."""
+        if not self._dirty:
+            return None
+        dirty, self._dirty = self._dirty, {}
+        builder = StreamChunkBuilder(self.schema)
+        out = []
+        ops, rows = [], []
+        keep_empty = self.keep_empty_group
+        cache = self.groups
+        for key, (old, state) in dirty.items():
+            for j in self.extreme:
+                at = self.slots[j][0]
+                if state[at] is _UNKNOWN:
+                    state[at] = self._refill_extreme(j, key)
+            new = tuple(state)
+            if new == old:
+                cache.put(key, state, row_bytes(key) + _STATE_OVERHEAD)
+                continue
+            live = keep_empty or new[0] > 0
+            was = old is not None and (keep_empty or old[0] > 0)
+            if live:
+                new_out = self._output(key, new)
+                done = builder.append_update(self._output(key, old), new_out) if was \
+                    else builder.append(INSERT, new_out)
+                cache.put(key, state, row_bytes(key) + _STATE_OVERHEAD)
+            else:
+                done = builder.append(DELETE, self._output(key, old)) if was else None
+                cache.pop(key, None)
+                for j in self.extreme:
+                    self.extreme_caches[j].pop(key, None)
+            if done is not None:
+                out.append(done)
+            if old is not None and live:
+                ops += [UPDATE_DELETE, UPDATE_DELETE + 1]
+                rows += [(*key, *old), (*key, *new)]
+            elif live:
+                ops.append(INSERT)
+                rows.append((*key, *new))
+            elif old is not None:
+                ops.append(DELETE)
+                rows.append((*key, *old))
+        if ops:
+            self._write(self.value_table, np.array(ops, np.int8), _columns(rows, self.value_table.types))
+        last = builder.take()
+        if last is not None:
+            out.append(last)
+        return out
+
+    # --- checks -------------------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        """Cached states equal the value state; extreme caches keep their invariant."""
+        nk = len(self.group_key)
+        for key in self.groups.keys():
+            if key in self._dirty:
+                continue
+            row = self.value_table.get_row(key)
+            assert row is not None and tuple(row[nk:]) == tuple(self.groups.peek(key)), (key, row)
+        for j, cache in self.extreme_caches.items():
+            table, _, desc = self.extreme[j]
+            for key in cache.keys():
+                vals, complete = cache.peek(key)
+                assert vals == sorted(vals) and len(vals) <= EXTREME_CACHE_ROWS, (key, vals)
+                stored = sorted(row[nk] for row in table.iter_with_prefix(key))
+                if complete:
+                    assert vals == stored, (key, vals, stored)
+                    continue
+                assert vals, key
+                worst = vals[-1] if not desc else vals[0]
+                better = [v for v in stored if (v < worst if not desc else v > worst)]
+                assert sorted(v for v in vals if v != worst) == better, (key, vals, stored)
+                assert vals.count(worst) <= stored.count(worst), (key, vals, stored)
+        self.budget._check()
+
+
+class SimpleAgg(HashAgg):
+    """Aggregation without a group key: one output row, present even when the input is empty
+    (module docstring)."""
+
+    keep_empty_group = True
+
+    def __init__(self, input, calls, store, table_ids, **kwargs):
+        super().__init__(input, [], calls, store, table_ids, **kwargs)
+
+
+def _columns(rows, types) -> list:
+    return [to_arrow(list(col), t) for col, t in zip(zip(*rows), types)]
+
+
+def _group_ids(key_columns, n):
+    """``(inverse, first, counts)``: each row's group id, each group's first row, its size."""
+    if not key_columns:
+        return np.zeros(n, np.int64), np.zeros(1, np.int64), np.array([n])
+    codes = None
+    for col in key_columns:
+        enc = col.dictionary_encode(null_encoding="encode")
+        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        if codes is None:
+            codes = idx
+        else:
+            codes = np.unique(codes * len(enc.dictionary) + idx, return_inverse=True)[1].astype(np.int64)
+    _, first, inv, counts = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
+    return inv.astype(np.int64), first, counts
+
+
+def _group_best(inv, column, mask, g, call) -> list:
+    """Per group, the min or max of ``column`` over the rows in ``mask`` (None: no such row)."""
+    rows = np.flatnonzero(mask)
+    out = [None] * g
+    if not len(rows):
+        return out
+    kind = call.kind
+    if call.arg_type == DataType.DECIMAL:   # text in Arrow: compare as Decimals
+        values = to_pylist(column.take(pa.array(rows)), call.arg_type)
+        for gi, v in zip(inv[rows].tolist(), values):
+            cur = out[gi]
+            if cur is None or (v < cur if kind == "min" else v > cur):
+                out[gi] = v
+        return out
+    table = pa.table({"g": pa.array(inv[rows]), "v": column.take(pa.array(rows))})
+    res = table.group_by("g").aggregate([("v", kind)])
+    for gi, v in zip(res.column("g").to_pylist(), res.column(f"v_{kind}").to_pylist()):
+        out[gi] = v
+    return out
