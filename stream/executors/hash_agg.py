@@ -115,6 +115,7 @@ class HashAgg(UnaryExecutor):
             state_cols += [(f"_s{j}_{k}", t) for k, t in enumerate(c.slot_types)]
             at += len(c.slot_types)
         self.width = at
+        self._add = _make_adder(self._additive_slots(), consistent, self._negative_group)
         ids = iter(table_ids)
         self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
                                       vnodes=vnodes, consistent=consistent, name=f"{identity}.value",
@@ -142,7 +143,8 @@ class HashAgg(UnaryExecutor):
         self.budget = budget if budget is not None else default_budget()
         self.groups = self.budget.cache(f"{identity}.groups")
         self.extreme_caches = {j: self.budget.cache(f"{identity}.extreme{j}") for j in self.extreme}
-        self._dirty: dict = {}  # group key -> [old state tuple or None, state list]
+        self._dirty: dict = {}  # group key -> state list (changed this epoch)
+        self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
         self._key_types = [in_schema.types[i] for i in group_key]
 
     # --- executor hooks ---------------------------------------------------------------------------
@@ -155,7 +157,8 @@ class HashAgg(UnaryExecutor):
         if self.keep_empty_group:
             row = self.value_table.get_row(())
             if row is None:   # the first epoch ever: the empty row is inserted at its barrier
-                self._dirty[()] = [None, self._new_state()]
+                self._dirty[()] = self._new_state()
+                self._old[()] = None
 
     def on_vnodes_changed(self, barrier) -> None:
         if barrier.mutation is not None:
@@ -163,6 +166,7 @@ class HashAgg(UnaryExecutor):
 
     def _reset(self) -> None:
         self._dirty.clear()
+        self._old.clear()
         self.groups.clear()
         for cache in self.extreme_caches.values():
             cache.clear()
@@ -181,11 +185,11 @@ class HashAgg(UnaryExecutor):
             raise ExecutorError(self.identity, "a delete reached an append-only aggregation")
         sign = np.where(negative, -1, 1).astype(np.int64)
         columns = chunk.columns
-        inv, first, counts = _group_ids([columns[i] for i in self.group_key], n)
-        g = len(first)
-        keys = self._keys(columns, first, g)
-        order = np.argsort(inv, kind="stable") if g > 1 else None
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if g > 1 else None
+        inv, order, starts = _group_ids([columns[i] for i in self.group_key], n)
+        g = len(starts)
+        keys = self._keys(columns, order[starts] if order is not None else np.zeros(1, np.int64), g)
+        if g == 1:
+            order = None
 
         def gsum(x):
             if order is None:
@@ -217,7 +221,7 @@ class HashAgg(UnaryExecutor):
                 if j in self.extreme:
                     extreme_rows.append((j, at, mask))
                 else:
-                    best_inserted.append((at, _group_best(inv, col, mask, g, c), c.kind))
+                    best_inserted.append((at, _group_best(inv, order, starts, col, mask, g, c), c.kind))
                 continue
             if c.distinct:
                 distinct_rows.append((j, at, mask))
@@ -239,6 +243,16 @@ class HashAgg(UnaryExecutor):
             return self._flush()
         return None
 
+    def _additive_slots(self) -> list:
+        """The state indices ``on_chunk`` adds deltas to, in the order it lists them."""
+        ats = [0]
+        for c, (at, width) in zip(self.calls, self.slots):
+            if c.arg is None:
+                ats.append(at)
+            elif not c.is_extreme and not c.distinct:
+                ats += range(at, at + width)
+        return ats
+
     # --- groups -----------------------------------------------------------------------------------
 
     def _keys(self, columns, first, g) -> list:
@@ -259,20 +273,22 @@ class HashAgg(UnaryExecutor):
     def _load(self, keys) -> list:
         """The state lists of ``keys`` (made dirty: their old state is remembered), reading the
         groups missing from the dirty set and the cache with one ``get_rows``."""
-        dirty, cache = self._dirty, self.groups
-        states = [None] * len(keys)
+        dirty = self._dirty
+        states = list(map(dirty.get, keys))
+        if None not in states:
+            return states
+        old, cache = self._old, self.groups
         missing = []
-        for gi, key in enumerate(keys):
-            entry = dirty.get(key)
-            if entry is not None:
-                states[gi] = entry[1]
+        for gi, state in enumerate(states):
+            if state is not None:
                 continue
+            key = keys[gi]
             state = cache.get(key)
             if state is None:
                 missing.append(gi)
                 continue
-            dirty[key] = [tuple(state), state]
-            states[gi] = state
+            dirty[key] = states[gi] = state
+            old[key] = tuple(state)
         if missing:
             nk = len(self.group_key)
             rows = self.value_table.get_rows([keys[gi] for gi in missing])
@@ -280,28 +296,24 @@ class HashAgg(UnaryExecutor):
                 key = keys[gi]
                 if row is None:
                     state = self._new_state()
-                    dirty[key] = [None, state]
+                    old[key] = None
                 else:
                     state = list(row[nk:])
-                    dirty[key] = [tuple(state), state]
-                states[gi] = state
+                    old[key] = tuple(state)
+                dirty[key] = states[gi] = state
         return states
 
     def _apply(self, keys, states, additive, best_inserted) -> None:
-        for at, deltas in additive:
-            for state, d in zip(states, deltas):
-                if d:
-                    state[at] += d
-        if self.consistent:
-            for key, state in zip(keys, states):
-                if state[0] < 0:
-                    raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
+        self._add(keys, states, *[deltas for _, deltas in additive])
         for at, bests, kind in best_inserted:
             for state, v in zip(states, bests):
                 if v is not None:
                     cur = state[at]
                     if cur is None or (v < cur if kind == "min" else v > cur):
                         state[at] = v
+
+    def _negative_group(self, key):
+        raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
 
     # --- min / max on a retractable input -----------------------------------------------------------
 
@@ -421,12 +433,14 @@ class HashAgg(UnaryExecutor):
         if not self._dirty:
             return None
         dirty, self._dirty = self._dirty, {}
+        olds, self._old = self._old, {}
         builder = StreamChunkBuilder(self.schema)
         out = []
         ops, rows = [], []
         keep_empty = self.keep_empty_group
         cache = self.groups
-        for key, (old, state) in dirty.items():
+        for key, state in dirty.items():
+            old = olds[key]
             for j in self.extreme:
                 at = self.slots[j][0]
                 if state[at] is _UNKNOWN:
@@ -507,29 +521,59 @@ def _columns(rows, types) -> list:
 
 
 def _group_ids(key_columns, n):
-    """``(inverse, first, counts)``: each row's group id, each group's first row, its size."""
+    """``(inverse, order, starts)``: each row's group id (groups numbered in key order), the
+    rows sorted by group (stable; None without a group key) and where each group starts in
+    that order."""
     if not key_columns:
-        return np.zeros(n, np.int64), np.zeros(1, np.int64), np.array([n])
-    codes = None
-    for col in key_columns:
-        enc = col.dictionary_encode(null_encoding="encode")
-        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        if codes is None:
-            codes = idx
-        else:
-            codes = np.unique(codes * len(enc.dictionary) + idx, return_inverse=True)[1].astype(np.int64)
-    _, first, inv, counts = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
-    return inv.astype(np.int64), first, counts
+        return np.zeros(n, np.int64), None, np.zeros(1, np.int64)
+    if len(key_columns) == 1 and key_columns[0].null_count == 0 and pa.types.is_integer(key_columns[0].type):
+        codes = key_columns[0].to_numpy()
+    else:
+        codes = None
+        for col in key_columns:
+            enc = col.dictionary_encode(null_encoding="encode")
+            idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            codes = idx if codes is None else codes * len(enc.dictionary) + idx
+            if len(key_columns) > 1:   # renumber densely so the next product cannot overflow
+                codes = np.unique(codes, return_inverse=True)[1].astype(np.int64)
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    boundary = np.empty(n, np.bool_)
+    boundary[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    inv = np.empty(n, np.int64)
+    inv[order] = np.cumsum(boundary) - 1
+    return inv, order, starts
 
 
-def _group_best(inv, column, mask, g, call) -> list:
+_NUMERIC_EXTREMES = {pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()}
+
+
+def _group_best(inv, order, starts, column, mask, g, call) -> list:
     """Per group, the min or max of ``column`` over the rows in ``mask`` (None: no such row)."""
+    kind = call.kind
+    if column.type in _NUMERIC_EXTREMES:
+        values = column.to_numpy(zero_copy_only=False)
+        if values.dtype.kind == "f":   # NaN is the largest value (Postgres): max keeps it, min skips it
+            fill, reduce = (np.inf, np.fmin) if kind == "min" else (-np.inf, np.maximum)
+        else:
+            info = np.iinfo(values.dtype)
+            fill, reduce = (info.max, np.minimum) if kind == "min" else (info.min, np.maximum)
+        if not mask.all():
+            values = np.where(mask, values, fill)
+        if order is not None:
+            values, mask = values[order], mask[order]
+        best = reduce.reduceat(values, starts).tolist()
+        if mask.all():
+            return best
+        present = np.add.reduceat(mask.astype(np.int64), starts).tolist()
+        return [b if p else None for b, p in zip(best, present)]
     rows = np.flatnonzero(mask)
     out = [None] * g
     if not len(rows):
         return out
-    kind = call.kind
-    if call.arg_type == DataType.DECIMAL:   # text in Arrow: compare as Decimals
+    if call.arg_type == DataType.DECIMAL or order is None:   # DECIMAL is text in Arrow
         values = to_pylist(column.take(pa.array(rows)), call.arg_type)
         for gi, v in zip(inv[rows].tolist(), values):
             cur = out[gi]
@@ -538,6 +582,22 @@ def _group_best(inv, column, mask, g, call) -> list:
         return out
     table = pa.table({"g": pa.array(inv[rows]), "v": column.take(pa.array(rows))})
     res = table.group_by("g").aggregate([("v", kind)])
-    for gi, v in zip(res.column("g").to_pylist(), res.column(f"v_{kind}").to_pylist()):
+    for gi, v in zip(res.column("g").to_pylist(), to_pylist(res.column(f"v_{kind}"), call.arg_type)):
         out[gi] = v
     return out
+
+
+def _make_adder(ats, check_negative: bool, on_negative):
+    """A function ``add(keys, states, *deltas)`` doing ``states[g][ats[i]] += deltas[i][g]``
+    for every group ``g`` in one loop (generated for these slots: the per-group loop is the
+    hot path of an aggregation); with ``check_negative`` it calls ``on_negative(key)`` for a
+    group whose row count (slot 0) went below zero."""
+    names = [f"d{i}" for i in range(len(ats))]
+    lines = [f"def add(keys, states, {', '.join(names)}):",
+             f"    for key, st, {', '.join(names)} in zip(keys, states, {', '.join(names)}):"]
+    lines += [f"        st[{at}] += {name}" for at, name in zip(ats, names)]
+    if check_negative:
+        lines.append("        if st[0] < 0: on_negative(key)")
+    namespace = {"on_negative": on_negative}
+    exec("\n".join(lines), namespace)   # noqa: S102 -- generated from slot indices only
+    return namespace["add"]
