@@ -57,7 +57,7 @@ from relational.memcomparable import OrderType
 from relational.state_table import StateTable
 from relational.types import DataType
 from stream.cache import default_budget, row_bytes
-from stream.chunk import DELETE, INSERT, UPDATE_DELETE, StreamChunk, StreamChunkBuilder
+from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
 from stream.executors.agg_call import AggCall, additive_weights, filter_mask, valid_mask
@@ -65,8 +65,11 @@ from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
 DEFAULT_MAX_DIRTY_GROUPS = 1 << 16
+DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (its estimate;
+                                 # Python objects take about three times that)
 _UNKNOWN = object()     # an extreme to be re-read from the materialized input
-_STATE_OVERHEAD = 200   # bytes charged per cached group besides its key
+_STATE_OVERHEAD = 160   # bytes per cached group besides its key and state list (dict slots)
+_UPDATE = (UPDATE_DELETE, UPDATE_INSERT)
 
 
 def agg_table_count(calls, append_only: bool = False) -> int:
@@ -82,7 +85,9 @@ class HashAgg(UnaryExecutor):
 
     def __init__(self, input, group_key, calls, store, table_ids, *, append_only: bool = False,
                  vnodes=None, consistent: bool = True, budget=None, names=None,
-                 max_dirty_groups: int = DEFAULT_MAX_DIRTY_GROUPS, identity: str | None = None):
+                 max_dirty_groups: int = DEFAULT_MAX_DIRTY_GROUPS, extreme_cache_rows: int = EXTREME_CACHE_ROWS,
+                 flush_threshold: int = DEFAULT_FLUSH_BYTES,
+                 identity: str | None = None):
         identity = identity or f"{type(self).__name__}({', '.join(map(repr, calls))})"
         in_schema = input.schema
         group_key = list(group_key)
@@ -104,6 +109,9 @@ class HashAgg(UnaryExecutor):
         self.group_key, self.calls, self.append_only = group_key, calls, append_only
         self.consistent = consistent
         self.max_dirty_groups = max_dirty_groups
+        if extreme_cache_rows < 1:
+            raise ExecutorError(identity, f"extreme_cache_rows must be >= 1, got {extreme_cache_rows}")
+        self.extreme_cache_rows = extreme_cache_rows
         nk = len(group_key)
         dist = list(range(nk)) if nk else None
         # 1. value state: key | row_count | slots
@@ -115,10 +123,14 @@ class HashAgg(UnaryExecutor):
             state_cols += [(f"_s{j}_{k}", t) for k, t in enumerate(c.slot_types)]
             at += len(c.slot_types)
         self.width = at
+        initial = [0]
+        for c in calls:
+            initial += c.initial_slots()
+        self._initial = tuple(initial)
         self._add = _make_adder(self._additive_slots(), consistent, self._negative_group)
         ids = iter(table_ids)
         self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
-                                      vnodes=vnodes, consistent=consistent, name=f"{identity}.value",
+                                      vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.value",
                                       prefix_len_hint=nk or None)
         # 2./3. materialized inputs and distinct tables
         in_key = list(input.stream_key)
@@ -132,13 +144,13 @@ class HashAgg(UnaryExecutor):
                 desc = c.kind == "max"
                 orders = [OrderType.ASC] * nk + [OrderType(desc, nulls_first=False)] + [OrderType.ASC] * len(in_key)
                 table = StateTable(store, next(ids), cols, list(range(len(cols))), orders, dist_key_indices=dist,
-                                   vnodes=vnodes, consistent=consistent, name=f"{identity}.input{j}",
+                                   vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.input{j}",
                                    prefix_len_hint=nk or None)
                 self.extreme[j] = (table, group_key + [c.arg] + in_key, desc)
             elif c.distinct:
                 cols = key_pairs + [("_v", c.arg_type), ("_count", DataType.BIGINT)]
                 self.distinct[j] = StateTable(store, next(ids), cols, list(range(nk + 1)), dist_key_indices=dist,
-                                              vnodes=vnodes, consistent=consistent, name=f"{identity}.distinct{j}",
+                                              vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.distinct{j}",
                                               prefix_len_hint=nk or None)
         self.budget = budget if budget is not None else default_budget()
         self.groups = self.budget.cache(f"{identity}.groups")
@@ -146,6 +158,7 @@ class HashAgg(UnaryExecutor):
         self._dirty: dict = {}  # group key -> state list (changed this epoch)
         self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
         self._key_types = [in_schema.types[i] for i in group_key]
+        self._key_bytes = row_bytes([None] * nk) + 32 * nk   # a key of small scalars
 
     # --- executor hooks ---------------------------------------------------------------------------
 
@@ -265,10 +278,7 @@ class HashAgg(UnaryExecutor):
         return list(zip(*cols))
 
     def _new_state(self) -> list:
-        state = [0]
-        for c in self.calls:
-            state += c.initial_slots()
-        return state
+        return list(self._initial)
 
     def _load(self, keys) -> list:
         """The state lists of ``keys`` (made dirty: their old state is remembered), reading the
@@ -327,6 +337,7 @@ class HashAgg(UnaryExecutor):
         values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
         cache = self.extreme_caches[j]
         is_min = not desc
+        limit = self.extreme_cache_rows
         for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
             key = keys[gi]
             entry = cache.peek(key)
@@ -345,7 +356,7 @@ class HashAgg(UnaryExecutor):
             if s > 0:
                 if complete or (v < vals[-1] if is_min else v > vals[0]):
                     bisect.insort(vals, v)
-                    if len(vals) > EXTREME_CACHE_ROWS:
+                    if len(vals) > limit:
                         vals.pop() if is_min else vals.pop(0)
                         entry[1] = False
             else:
@@ -364,11 +375,12 @@ class HashAgg(UnaryExecutor):
         """The best stored values of group ``key`` for call ``j`` (cached); returns the extreme."""
         table, _, desc = self.extreme[j]
         nk = len(self.group_key)
-        vals = [row[nk] for row in table.iter_with_prefix(key, limit=EXTREME_CACHE_ROWS)]
-        complete = len(vals) < EXTREME_CACHE_ROWS
+        limit = self.extreme_cache_rows
+        vals = [row[nk] for row in table.iter_with_prefix(key, limit=limit)]
+        complete = len(vals) < limit
         best = vals[0] if vals else None
         vals.sort()
-        charge = row_bytes(key) + 64 + EXTREME_CACHE_ROWS * (row_bytes((best,)) - 48)
+        charge = row_bytes(key) + 64 + limit * (row_bytes((best,)) - 48)
         self.extreme_caches[j].put(key, [vals, complete], charge)
         return best
 
@@ -408,7 +420,7 @@ class HashAgg(UnaryExecutor):
                 ops.append(DELETE)
                 out.append(row)
             elif old != new:
-                ops += [UPDATE_DELETE, UPDATE_DELETE + 1]
+                ops += _UPDATE
                 out += [row, (*pk, new)]
         if ops:
             self._write(table, np.array(ops, np.int8), _columns(out, table.types))
@@ -422,62 +434,77 @@ class HashAgg(UnaryExecutor):
 
     # --- output -------------------------------------------------------------------------------------
 
-    def _output(self, key, state):
-        out = list(key)
-        for c, (at, width) in zip(self.calls, self.slots):
-            out.append(c.result(state[at:at + width], self.identity, key))
-        return tuple(out)
-
     def _flush(self):
-        """Write every dirty group's state and return its changes (chunks)."""
+        """Write every dirty group's state and return its changes (chunks of at most
+        ``DEFAULT_CHUNK_SIZE`` rows, update pairs kept together). Column-wise: the changes are
+        ``(op, key, state)`` triples whose ops are the same for the value state and the output."""
         if not self._dirty:
             return None
         dirty, self._dirty = self._dirty, {}
         olds, self._old = self._old, {}
-        builder = StreamChunkBuilder(self.schema)
-        out = []
-        ops, rows = [], []
         keep_empty = self.keep_empty_group
-        cache = self.groups
+        cache, charge = self.groups, self._group_charge
+        extremes = [(j, self.slots[j][0]) for j in self.extreme]
+        ops, keys, states = [], [], []
+        hidden = []   # positions of update pairs whose output does not change (state only)
         for key, state in dirty.items():
-            old = olds[key]
-            for j in self.extreme:
-                at = self.slots[j][0]
+            for j, at in extremes:
                 if state[at] is _UNKNOWN:
                     state[at] = self._refill_extreme(j, key)
             new = tuple(state)
+            old = olds[key]
             if new == old:
-                cache.put(key, state, row_bytes(key) + _STATE_OVERHEAD)
+                cache.put(key, state, charge)
                 continue
-            live = keep_empty or new[0] > 0
-            was = old is not None and (keep_empty or old[0] > 0)
-            if live:
-                new_out = self._output(key, new)
-                done = builder.append_update(self._output(key, old), new_out) if was \
-                    else builder.append(INSERT, new_out)
-                cache.put(key, state, row_bytes(key) + _STATE_OVERHEAD)
+            was = old is not None   # a stored HashAgg group always has rows
+            if keep_empty or new[0] > 0:
+                cache.put(key, state, charge)
+                if was:
+                    if old[1:] == new[1:]:   # only the row count changed: same output
+                        hidden += (len(ops), len(ops) + 1)
+                    ops += _UPDATE
+                    keys += (key, key)
+                    states += (old, new)
+                else:
+                    ops.append(INSERT)
+                    keys.append(key)
+                    states.append(new)
             else:
-                done = builder.append(DELETE, self._output(key, old)) if was else None
                 cache.pop(key, None)
-                for j in self.extreme:
+                for j, _ in extremes:
                     self.extreme_caches[j].pop(key, None)
-            if done is not None:
-                out.append(done)
-            if old is not None and live:
-                ops += [UPDATE_DELETE, UPDATE_DELETE + 1]
-                rows += [(*key, *old), (*key, *new)]
-            elif live:
-                ops.append(INSERT)
-                rows.append((*key, *new))
-            elif old is not None:
-                ops.append(DELETE)
-                rows.append((*key, *old))
-        if ops:
-            self._write(self.value_table, np.array(ops, np.int8), _columns(rows, self.value_table.types))
-        last = builder.take()
-        if last is not None:
-            out.append(last)
-        return out
+                if was:
+                    ops.append(DELETE)
+                    keys.append(key)
+                    states.append(old)
+        if not ops:
+            return None
+        ops = np.array(ops, np.int8)
+        nk = len(self.group_key)
+        key_cols = [to_arrow(list(col), t) for col, t in zip(zip(*keys), self._key_types)] if nk else []
+        slot_cols = list(zip(*states))
+        state_cols = [to_arrow(list(col), t) for col, t in zip(slot_cols, self.value_table.types[nk:])]
+        self._write(self.value_table, ops, key_cols + state_cols)
+        results = []
+        for c, (at, width) in zip(self.calls, self.slots):
+            if c.kind == "count" or c.is_extreme:   # the slot is the result, same type
+                results.append(state_cols[at])
+            else:
+                results.append(to_arrow(c.result_column(slot_cols[at:at + width], self.identity, keys),
+                                        c.return_type))
+        out = StreamChunk(ops, key_cols + results, self.schema)
+        if hidden:
+            visible = np.ones(len(ops), np.bool_)
+            visible[hidden] = False
+            if not visible.any():
+                return None
+            out = out.with_visibility(visible).compact()
+        return _split(out)
+
+    @property
+    def _group_charge(self) -> int:
+        """Bytes charged per cached group: its key, state list and the cache's entry."""
+        return self._key_bytes + row_bytes(self._new_state()) + _STATE_OVERHEAD
 
     # --- checks -------------------------------------------------------------------------------------
 
@@ -493,7 +520,7 @@ class HashAgg(UnaryExecutor):
             table, _, desc = self.extreme[j]
             for key in cache.keys():
                 vals, complete = cache.peek(key)
-                assert vals == sorted(vals) and len(vals) <= EXTREME_CACHE_ROWS, (key, vals)
+                assert vals == sorted(vals) and len(vals) <= self.extreme_cache_rows, (key, vals)
                 stored = sorted(row[nk] for row in table.iter_with_prefix(key))
                 if complete:
                     assert vals == stored, (key, vals, stored)
@@ -514,6 +541,22 @@ class SimpleAgg(HashAgg):
 
     def __init__(self, input, calls, store, table_ids, **kwargs):
         super().__init__(input, [], calls, store, table_ids, **kwargs)
+
+
+def _split(chunk: StreamChunk) -> list:
+    """``chunk`` as chunks of at most ``DEFAULT_CHUNK_SIZE`` rows (one more to keep a pair)."""
+    n = len(chunk)
+    if n <= DEFAULT_CHUNK_SIZE:
+        return [chunk]
+    out, at = [], 0
+    ops = chunk.ops
+    while at < n:
+        end = min(at + DEFAULT_CHUNK_SIZE, n)
+        if end < n and ops[end - 1] == UPDATE_DELETE:
+            end += 1
+        out.append(StreamChunk(ops[at:end], [c.slice(at, end - at) for c in chunk.columns], chunk.schema))
+        at = end
+    return out
 
 
 def _columns(rows, types) -> list:
