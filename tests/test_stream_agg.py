@@ -279,3 +279,22 @@ def test_bad_calls_are_refused_at_construction():
         AggCall("sum", 4).bind(S)
     with pytest.raises(ExecutorError, match="table ids"):
         HashAgg(ListSource(S, [0], []), [1], [AggCall("max", 2)], HummockStorage.open("memory://"), [1])
+
+
+def test_state_table_layout():
+    """docs/format.md section 8: the persisted columns of the aggregation state tables."""
+    calls = [AggCall("count"), AggCall("sum", 2), AggCall("sum", 3), AggCall("max", 4), AggCall("bool_or", 5),
+             AggCall("count", 2, distinct=True), AggCall("min", 2)]
+    ex = HashAgg(ListSource(S, [0], []), [1], calls, HummockStorage.open("memory://"), [7, 8, 9, 10])
+    value, max_in, min_in, distinct = ex.state_tables()   # value, extremes, distincts
+    assert [t.table_id for t in (value, max_in, min_in, distinct)] == [7, 8, 10, 9]
+    assert list(zip(value.names, value.types)) == [
+        ("g", T.INT), ("_row_count", T.BIGINT), ("_s0_0", T.BIGINT), ("_s1_0", T.BIGINT), ("_s1_1", T.BIGINT),
+        ("_s2_0", T.DECIMAL), ("_s2_1", T.BIGINT), ("_s3_0", T.VARCHAR), ("_s4_0", T.BIGINT), ("_s4_1", T.BIGINT),
+        ("_s5_0", T.BIGINT), ("_s6_0", T.INT)]
+    assert list(value.serde.pk_indices) == [0] and list(value.serde.dist_key_indices) == [0]
+    assert list(zip(max_in.names, max_in.types)) == [("g", T.INT), ("_v", T.VARCHAR), ("_k0", T.BIGINT)]
+    assert [o.descending for o in max_in.serde.order_types] == [False, True, False]
+    assert [o.descending for o in min_in.serde.order_types] == [False, False, False]
+    assert list(zip(distinct.names, distinct.types)) == [("g", T.INT), ("_v", T.INT), ("_count", T.BIGINT)]
+    assert list(distinct.serde.pk_indices) == [0, 1]

@@ -158,7 +158,9 @@ class HashAgg(UnaryExecutor):
         self._dirty: dict = {}  # group key -> state list (changed this epoch)
         self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
         self._key_types = [in_schema.types[i] for i in group_key]
-        self._key_bytes = row_bytes([None] * nk) + 32 * nk   # a key of small scalars
+        # bytes charged per cached group: a key of small scalars, the state list, dict slots
+        self._group_charge = row_bytes([None] * nk) + 32 * nk + row_bytes(self._initial) + 32 * self.width \
+            + _STATE_OVERHEAD
 
     # --- executor hooks ---------------------------------------------------------------------------
 
@@ -299,9 +301,10 @@ class HashAgg(UnaryExecutor):
                 continue
             dirty[key] = states[gi] = state
             old[key] = tuple(state)
-        if missing:
+        if missing:   # read, then cache (a dirty group stays in ``dirty`` if the cache evicts it)
             nk = len(self.group_key)
             rows = self.value_table.get_rows([keys[gi] for gi in missing])
+            charge = self._group_charge
             for gi, row in zip(missing, rows):
                 key = keys[gi]
                 if row is None:
@@ -311,6 +314,7 @@ class HashAgg(UnaryExecutor):
                     state = list(row[nk:])
                     old[key] = tuple(state)
                 dirty[key] = states[gi] = state
+                cache.put(key, state, charge)
         return states
 
     def _apply(self, keys, states, additive, best_inserted) -> None:
@@ -443,7 +447,7 @@ class HashAgg(UnaryExecutor):
         dirty, self._dirty = self._dirty, {}
         olds, self._old = self._old, {}
         keep_empty = self.keep_empty_group
-        cache, charge = self.groups, self._group_charge
+        cache = self.groups
         extremes = [(j, self.slots[j][0]) for j in self.extreme]
         ops, keys, states = [], [], []
         hidden = []   # positions of update pairs whose output does not change (state only)
@@ -454,11 +458,9 @@ class HashAgg(UnaryExecutor):
             new = tuple(state)
             old = olds[key]
             if new == old:
-                cache.put(key, state, charge)
                 continue
             was = old is not None   # a stored HashAgg group always has rows
             if keep_empty or new[0] > 0:
-                cache.put(key, state, charge)
                 if was:
                     if old[1:] == new[1:]:   # only the row count changed: same output
                         hidden += (len(ops), len(ops) + 1)
@@ -501,10 +503,6 @@ class HashAgg(UnaryExecutor):
             out = out.with_visibility(visible).compact()
         return _split(out)
 
-    @property
-    def _group_charge(self) -> int:
-        """Bytes charged per cached group: its key, state list and the cache's entry."""
-        return self._key_bytes + row_bytes(self._new_state()) + _STATE_OVERHEAD
 
     # --- checks -------------------------------------------------------------------------------------
 
