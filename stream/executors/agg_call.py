@@ -122,54 +122,29 @@ class AggCall:
             return [0.0 if self.arg_type.kind in _FLOATS else 0, 0]
         return [0] * len(self.slot_types)
 
-    def result(self, slots, executor: str, group):
-        """The call's output value from its state ``slots`` (a list slice)."""
+    def result_column(self, slot_cols, executor: str, keys) -> list:
+        """The call's output values of many groups at once: ``slot_cols`` are its state slots as
+        columns (sequences), ``keys`` the groups (named by an overflow)."""
         kind = self.kind
         if kind == "count" or kind in ("min", "max"):
-            return slots[0]
+            return list(slot_cols[0])
         if kind in ("sum", "avg"):
-            total, count = slots
-            if count == 0:
-                return None
+            totals, counts = slot_cols
             if kind == "avg":
                 if self.return_type == DataType.DOUBLE:
-                    return total / count
-                return numeric_div(decimal.Decimal(total), count)
-            if self.return_type == DataType.BIGINT and not _INT64_MIN <= total <= _INT64_MAX:
-                raise AggregateOverflowError(executor, repr(self), group)
-            return decimal.Decimal(total) if self.return_type == DataType.DECIMAL else total
-        trues, falses = slots
-        if trues + falses == 0:
-            return None
-        return falses == 0 if kind == "bool_and" else trues > 0
-
-
-def _result_column(self, slot_cols, executor: str, keys) -> list:
-    """The call's output values of many groups at once: ``slot_cols`` are its state slots as
-    columns (sequences), ``keys`` the groups (named by an overflow)."""
-    kind = self.kind
-    if kind == "count" or kind in ("min", "max"):
-        return list(slot_cols[0])
-    if kind in ("sum", "avg"):
-        totals, counts = slot_cols
-        if kind == "avg":
-            if self.return_type == DataType.DOUBLE:
-                return [t / c if c else None for t, c in zip(totals, counts)]
-            return [numeric_div(decimal.Decimal(t), c) if c else None for t, c in zip(totals, counts)]
-        out = [t if c else None for t, c in zip(totals, counts)]
-        if self.return_type == DataType.BIGINT:
-            present = [t for t in out if t is not None]
-            if present and (min(present) < _INT64_MIN or max(present) > _INT64_MAX):
-                bad = next(i for i, t in enumerate(out) if t is not None and not _INT64_MIN <= t <= _INT64_MAX)
-                raise AggregateOverflowError(executor, repr(self), keys[bad])
-        return out
-    trues, falses = slot_cols
-    if kind == "bool_and":
-        return [f == 0 if t or f else None for t, f in zip(trues, falses)]
-    return [t > 0 if t or f else None for t, f in zip(trues, falses)]
-
-
-AggCall.result_column = _result_column
+                    return [t / c if c else None for t, c in zip(totals, counts)]
+                return [numeric_div(decimal.Decimal(t), c) if c else None for t, c in zip(totals, counts)]
+            out = [t if c else None for t, c in zip(totals, counts)]
+            if self.return_type == DataType.BIGINT:
+                present = [t for t in out if t is not None]
+                if present and (min(present) < _INT64_MIN or max(present) > _INT64_MAX):
+                    bad = next(i for i, t in enumerate(out) if t is not None and not _INT64_MIN <= t <= _INT64_MAX)
+                    raise AggregateOverflowError(executor, repr(self), keys[bad])
+            return out
+        trues, falses = slot_cols
+        if kind == "bool_and":
+            return [f == 0 if t or f else None for t, f in zip(trues, falses)]
+        return [t > 0 if t or f else None for t, f in zip(trues, falses)]
 
 
 def numeric_div(num: decimal.Decimal, den: int) -> decimal.Decimal:

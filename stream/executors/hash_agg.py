@@ -46,7 +46,6 @@ Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
 from __future__ import annotations
 
 import bisect
-import decimal
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +59,7 @@ from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import AggCall, additive_weights, filter_mask, valid_mask
+from stream.executors.agg_call import additive_weights, filter_mask, valid_mask
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
