@@ -194,6 +194,13 @@ def valid_mask(column: pa.Array) -> np.ndarray:
     return column.is_valid().to_numpy(zero_copy_only=False)
 
 
+def _zero_filled(column: pa.Array) -> np.ndarray:
+    """A numeric column as numpy, NULLs as 0 (their weight is 0 anyway)."""
+    if column.null_count:
+        column = column.fill_null(0)
+    return column.to_numpy(zero_copy_only=False)
+
+
 def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
     """Per-row deltas (numpy arrays, one per state slot) of an additive call; ``weight`` is
     the row's sign (+1/-1) times its FILTER and non-NULL masks. DECIMAL sums are Python lists
@@ -204,14 +211,14 @@ def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
     if kind in ("sum", "avg"):
         k = call.arg_type.kind
         if k in _SMALL_INTS:
-            values = column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            values = _zero_filled(column).astype(np.int64)
             return [values * weight, weight]
         if k == TypeKind.BIGINT:
-            values = column.fill_null(0).to_numpy(zero_copy_only=False)
+            values = _zero_filled(column)
             hi, lo = values >> 32, values & 0xFFFFFFFF   # exact: each part's sum fits int64
             return [(hi * weight, lo * weight), weight]
         if k in _FLOATS:
-            values = column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+            values = _zero_filled(column).astype(np.float64)
             return [values * weight, weight]
         values = column.to_pylist()   # DECIMAL as text
         return [[decimal.Decimal(v) * int(w) if w else 0 for v, w in zip(values, weight.tolist())], weight]

@@ -126,7 +126,9 @@ class HashAgg(UnaryExecutor):
         for c in calls:
             initial += c.initial_slots()
         self._initial = tuple(initial)
-        self._add = _make_adder(self._additive_slots(), consistent, self._negative_group)
+        self._add = _make_adder(self._additive_slots(), [(self.slots[j][0], c.kind) for j, c in enumerate(calls)
+                                                         if c.is_extreme and append_only],
+                                consistent, self._negative_group)
         ids = iter(table_ids)
         self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
                                       vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.value",
@@ -199,9 +201,12 @@ class HashAgg(UnaryExecutor):
             raise ExecutorError(self.identity, "a delete reached an append-only aggregation")
         sign = np.where(negative, -1, 1).astype(np.int64)
         columns = chunk.columns
-        inv, order, starts = _group_ids([columns[i] for i in self.group_key], n)
+        inv, order, starts, uniq = _group_ids([columns[i] for i in self.group_key], n)
         g = len(starts)
-        keys = self._keys(columns, order[starts] if order is not None else np.zeros(1, np.int64), g)
+        if uniq is not None:   # one integer key column without NULLs: the sorted values are the keys
+            keys = [(v,) for v in uniq.tolist()]
+        else:
+            keys = self._keys(columns, order[starts] if order is not None else np.zeros(1, np.int64), g)
         if g == 1:
             order = None
 
@@ -317,13 +322,7 @@ class HashAgg(UnaryExecutor):
         return states
 
     def _apply(self, keys, states, additive, best_inserted) -> None:
-        self._add(keys, states, *[deltas for _, deltas in additive])
-        for at, bests, kind in best_inserted:
-            for state, v in zip(states, bests):
-                if v is not None:
-                    cur = state[at]
-                    if cur is None or (v < cur if kind == "min" else v > cur):
-                        state[at] = v
+        self._add(keys, states, *[deltas for _, deltas in additive], *[bests for _, bests, _ in best_inserted])
 
     def _negative_group(self, key):
         raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
@@ -561,13 +560,16 @@ def _columns(rows, types) -> list:
 
 
 def _group_ids(key_columns, n):
-    """``(inverse, order, starts)``: each row's group id (groups numbered in key order), the
-    rows sorted by group (stable; None without a group key) and where each group starts in
-    that order."""
+    """``(inverse, order, starts, uniq)``: each row's group id (groups numbered in key order),
+    the rows sorted by group (stable; None without a group key), where each group starts in
+    that order, and for one integer key column without NULLs the groups' key values (numpy;
+    else None)."""
     if not key_columns:
-        return np.zeros(n, np.int64), None, np.zeros(1, np.int64)
+        return np.zeros(n, np.int64), None, np.zeros(1, np.int64), None
+    uniq = None
     if len(key_columns) == 1 and key_columns[0].null_count == 0 and pa.types.is_integer(key_columns[0].type):
         codes = key_columns[0].to_numpy()
+        uniq = codes
     else:
         codes = None
         for col in key_columns:
@@ -584,7 +586,7 @@ def _group_ids(key_columns, n):
     starts = np.flatnonzero(boundary)
     inv = np.empty(n, np.int64)
     inv[order] = np.cumsum(boundary) - 1
-    return inv, order, starts
+    return inv, order, starts, (ordered[starts] if uniq is not None else None)
 
 
 _NUMERIC_EXTREMES = {pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()}
@@ -627,15 +629,23 @@ def _group_best(inv, order, starts, column, mask, g, call) -> list:
     return out
 
 
-def _make_adder(ats, check_negative: bool, on_negative):
-    """A function ``add(keys, states, *deltas)`` doing ``states[g][ats[i]] += deltas[i][g]``
-    for every group ``g`` in one loop (generated for these slots: the per-group loop is the
-    hot path of an aggregation); with ``check_negative`` it calls ``on_negative(key)`` for a
-    group whose row count (slot 0) went below zero."""
-    names = [f"d{i}" for i in range(len(ats))]
+def _make_adder(ats, extremes, check_negative: bool, on_negative):
+    """A function ``add(keys, states, *deltas, *bests)`` doing ``states[g][ats[i]] +=
+    deltas[i][g]`` for every group ``g`` in one loop (generated for these slots: the per-group
+    loop is the hot path of an aggregation), then for each ``(at, kind)`` of ``extremes`` (an
+    append-only min or max) keeping the better of ``states[g][at]`` and ``bests[i][g]`` (None:
+    no value). With ``check_negative`` it calls ``on_negative(key)`` for a group whose row
+    count (slot 0) went below zero."""
+    names = [f"d{i}" for i in range(len(ats))] + [f"b{i}" for i in range(len(extremes))]
     lines = [f"def add(keys, states, {', '.join(names)}):",
              f"    for key, st, {', '.join(names)} in zip(keys, states, {', '.join(names)}):"]
-    lines += [f"        st[{at}] += {name}" for at, name in zip(ats, names)]
+    lines += [f"        st[{at}] += d{i}" for i, at in enumerate(ats)]
+    for i, (at, kind) in enumerate(extremes):
+        better = "<" if kind == "min" else ">"
+        lines += [f"        if b{i} is not None:",
+                  f"            cur = st[{at}]",
+                  f"            if cur is None or b{i} {better} cur:",
+                  f"                st[{at}] = b{i}"]
     if check_negative:
         lines.append("        if st[0] < 0: on_negative(key)")
     namespace = {"on_negative": on_negative}
