@@ -298,3 +298,47 @@ def test_state_table_layout():
     assert [o.descending for o in min_in.serde.order_types] == [False, False, False]
     assert list(zip(distinct.names, distinct.types)) == [("g", T.INT), ("_v", T.INT), ("_count", T.BIGINT)]
     assert list(distinct.serde.pk_indices) == [0, 1]
+
+
+def _final(epochs):
+    """The MV an aggregation's output builds (group key -> results), checking every delete
+    and U- names the current row."""
+    state = {}
+    for epoch in epochs:
+        for op, row in epoch:
+            if op in (1, 4):
+                assert row[0] not in state
+                state[row[0]] = row[1:]
+            else:
+                assert state.pop(row[0]) == row[1:]
+    return state
+
+
+def test_many_changed_groups_come_out_in_chunks_that_keep_update_pairs_whole():
+    rows = [(i, i, i, 0, "", None) for i in range(1500)]
+    src_batches = [[chunk(*[("+", r) for r in rows[:700]]), chunk(*[("+", r) for r in rows[700:]])],
+                   [chunk(*[("U-", r), ("U+", (r[0], r[1], r[2] + 1, 0, "", None))]) for r in rows[:600]]]
+    store, epochs = HummockStorage.open("memory://"), Epochs()
+    msgs = [epochs.barrier()]
+    for batch in src_batches:
+        msgs += batch + [epochs.barrier()]
+    out = drain(Checked(HashAgg(ListSource(S, [0], msgs), [1], [AggCall("sum", 2)], store, [10])))
+    sizes = [len(m) for m in out if isinstance(m, StreamChunk)]
+    assert max(sizes) <= 1025 and sum(sizes) == 1500 + 1200
+    mv = _final([[r for m in out if isinstance(m, StreamChunk) for r in m.rows()]])
+    assert mv == {i: (i + 1 if i < 600 else i,) for i in range(1500)}
+
+
+def test_an_epoch_over_max_dirty_groups_flushes_early_and_stays_exact():
+    rows = [(i, i % 40, i, 0, "", None) for i in range(200)]
+    batches = [[chunk(*[("+", r) for r in rows[k:k + 20]]) for k in range(0, 200, 20)],
+               [chunk(*[("-", r) for r in rows[k:k + 30:3]]) for k in range(0, 200, 30)]]
+    ex, out = run(hash_agg([1], [AggCall("count"), AggCall("max", 2)], max_dirty_groups=5, extreme_cache_rows=2),
+                  batches)
+    deleted = {r[0] for k in range(0, 200, 30) for r in rows[k:k + 30:3]}
+    kept = [r for r in rows if r[0] not in deleted]
+    groups = {}
+    for r in kept:
+        groups.setdefault(r[1], []).append(r[2])
+    assert _final(out) == {g: (len(v), max(v)) for g, v in groups.items()}
+    ex._check()
