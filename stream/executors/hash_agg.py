@@ -63,7 +63,7 @@ from stream.executors.agg_call import additive_weights, filter_mask, valid_mask
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
-DEFAULT_MAX_DIRTY_GROUPS = 1 << 16
+DEFAULT_MAX_DIRTY_GROUPS = 1 << 14   # ~300 B each with its old state: a few MiB
 DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (its estimate;
                                  # Python objects take about three times that)
 _UNKNOWN = object()     # an extreme to be re-read from the materialized input
