@@ -342,3 +342,14 @@ def test_an_epoch_over_max_dirty_groups_flushes_early_and_stays_exact():
         groups.setdefault(r[1], []).append(r[2])
     assert _final(out) == {g: (len(v), max(v)) for g, v in groups.items()}
     ex._check()
+
+
+def test_keys_equal_as_values_but_not_as_text_are_one_group():
+    schema = Schema([("id", T.BIGINT), ("n", T.DECIMAL), ("x", T.DOUBLE)])
+    rows = [(1, D("1.0"), 0.0), (2, D("1.00"), -0.0), (3, D("2"), 1.0)]
+    e = Epochs()
+    msgs = [e.barrier(), StreamChunk.from_rows(schema, [("+", r) for r in rows]), e.barrier()]
+    by_n = HashAgg(ListSource(schema, [0], msgs), [1], [AggCall("count")], HummockStorage.open("memory://"), [1])
+    assert sorted(r for _, r in visible_rows(drain(by_n))) == [(D("1.0"), 2), (D("2"), 1)]
+    by_x = HashAgg(ListSource(schema, [0], msgs), [2], [AggCall("count")], HummockStorage.open("memory://"), [1])
+    assert sorted(r for _, r in visible_rows(drain(by_x))) == [(0.0, 2), (1.0, 1)]

@@ -207,6 +207,9 @@ class HashAgg(UnaryExecutor):
             keys = [(v,) for v in uniq.tolist()]
         else:
             keys = self._keys(columns, order[starts] if order is not None else np.zeros(1, np.int64), g)
+            if g > 1 and len(set(keys)) != g:   # Arrow-distinct, SQL-equal keys: 1.0 and 1.00, -0.0 and 0.0
+                inv, order, starts, keys = _merge_equal_keys(keys, inv)
+                g = len(keys)
         if g == 1:
             order = None
 
@@ -587,6 +590,17 @@ def _group_ids(key_columns, n):
     inv = np.empty(n, np.int64)
     inv[order] = np.cumsum(boundary) - 1
     return inv, order, starts, (ordered[starts] if uniq is not None else None)
+
+
+def _merge_equal_keys(keys, inv):
+    """Renumber groups whose keys are equal as values (one group each)."""
+    ids: dict = {}
+    remap = np.array([ids.setdefault(k, len(ids)) for k in keys], np.int64)
+    inv = remap[inv]
+    order = np.argsort(inv, kind="stable")
+    ordered = inv[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    return inv, order, starts, list(ids)
 
 
 _NUMERIC_EXTREMES = {pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()}
