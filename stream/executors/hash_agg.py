@@ -9,7 +9,8 @@ inserted in the first epoch and only updated afterwards. To bound memory an epoc
 more than ``max_dirty_groups`` groups flushes its changed groups early (emitting and writing
 them), so a group may change twice in one epoch; every emitted change is exact.
 
-State (seed 000, all through StateTables, ``table_ids`` in this order; :func:`agg_table_count`):
+State (seed 000, all through StateTables; ``table_ids``: the value state's, then one per table of
+2. and 3. in call order; :func:`agg_table_count`; docs/format.md section 8):
 
 1. value state ``group key | row_count, slots of every call`` (pk: the group key; distribution
    key: the group key). ``row_count`` counts the group's input rows, so an empty group is
@@ -28,15 +29,18 @@ runs empty. A group not in that cache keeps its current extreme in the value sta
 update it directly; a delete of the current extreme marks it unknown and the barrier refills.
 Append-only inputs (``append_only=True``: a delete raises) keep only the extreme itself.
 
-Per chunk the work is vectorized: group ids by dictionary-encoding the key columns, per-group
-sums with ``np.add.reduceat``; Python loops run once per touched group (and per row only for
-min/max candidates and distinct values, grouped with Arrow first).
+Per chunk the work is vectorized: one stable sort groups the rows (by an integer key column
+itself, else by the key columns' dictionary codes), per-group sums are ``np.add.reduceat``
+(append-only numeric extremes ``minimum/maximum.reduceat``), and one generated loop applies
+them to the touched groups' states; Python runs per row only for retractable min/max
+candidates and distinct values.
 
 Strict mode (``consistent=True``, the default): a delete that would take a group's row count,
 or a distinct value's count, below zero raises
 :class:`~stream.errors.InconsistentStreamError` naming the executor and group.
 
-Invariants (``_check``): a cached group state equals its value-state row; an extreme cache is
+Invariants (``_check``): a cached group state not changed in this epoch equals its value-state
+row; an extreme cache is
 sorted, at most ``EXTREME_CACHE_ROWS`` long, and a sub-multiset of the materialized input that
 satisfies the invariant above.
 
