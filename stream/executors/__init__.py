@@ -1,6 +1,7 @@
 """Streaming executors, one module each (docs/streaming.md): sources and DML, Project,
-Filter, Materialize, Union. Stateful and multi-input executors (HashAgg, HashJoin, TopN) plug
-into :mod:`stream.executor` the same way.
+Filter, Materialize, Union, HashAgg/SimpleAgg (aggregate calls in ``agg_call``). Other
+stateful and multi-input executors (HashJoin, TopN) plug into :mod:`stream.executor` the same
+way.
 """
 
 from stream.executors.dml import Dml
