@@ -15,7 +15,7 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
 - ``hash_exchange_2``: TableSource -> hash exchange by id -> 2 actors of Project -> Filter ->
   Materialize, each owning half the vnodes (one event loop: this shows the exchange's cost,
   not parallelism).
-- ``hash_agg_1k``, ``hash_agg_1k_append_only``, ``hash_agg_1m``: HashAgg workloads
+- ``hash_agg_1k``, ``hash_agg_1k_retractable``, ``hash_agg_1m``, ``hash_agg_1m_retractable``: HashAgg workloads
   (bench/stream_agg.py).
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
 bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
