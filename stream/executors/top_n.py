@@ -126,10 +126,11 @@ class GroupTopN(UnaryExecutor):
 
     ``order_by``: ``[(column index, OrderType)]``. ``table``: a state table laid out as
     :func:`top_n_state_table` builds it (checked). ``budget``: the MemoryBudget of the group
-    cache (None: the process-wide default)."""
+    cache (None: the process-wide default). ``cache_extra``: rows cached below the window
+    after a refill (at least ``limit // 2``), so a few retractions do not each cost a scan."""
 
     def __init__(self, input, table, order_by, limit: int, offset: int = 0, group_key=(), with_ties: bool = False,
-                 append_only: bool = False, budget=None, identity: str | None = None):
+                 append_only: bool = False, budget=None, cache_extra: int = 8, identity: str | None = None):
         identity = identity or f"{'GroupTopN' if group_key else 'TopN'}({table.name})"
         for name, value, low in (("limit", limit, 0), ("offset", offset, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -155,8 +156,9 @@ class GroupTopN(UnaryExecutor):
         self._order_types = [input.schema.types[c] for c in self._order]
         self._order_orders = self._tail_orders[:len(self._order)]
         self._need = offset + limit
-        self._fill = self._need + max(8, limit // 2)        # rows a refill brings the cache to
-        self._high = self._fill + max(16, limit)            # trim back to _fill above this
+        extra = max(1, cache_extra, limit // 2)
+        self._fill = self._need + extra                     # rows a refill brings the cache to
+        self._high = self._fill + max(2 * extra, limit)     # trim back to _fill above this
         self.budget = budget if budget is not None else default_budget()
         self.cache = self.budget.cache(identity)
 
@@ -199,7 +201,7 @@ class GroupTopN(UnaryExecutor):
             if n >= self._need:
                 if not self.with_ties or self.limit == 0 or g.okey(n - 1) != g.okey(self._need - 1):
                     return
-            self._scan(group, g, max(self._fill - n, self.limit, 8))
+            self._scan(group, g, max(self._fill - n, self._fill - self._need))
 
     def _window_end(self, g: _Group) -> int:
         end = min(self._need, len(g.keys))
@@ -240,18 +242,19 @@ class GroupTopN(UnaryExecutor):
             self._ensure(group, g)
             touched[group] = g
         keys = encode_keys([columns[c] for c in self._tail], self._tail_types, self._tail_orders)
-        # 2. rows past the last cached row of an incomplete group change nothing cached
+        # 2. rows past the last cached row of an incomplete group change nothing cached (a
+        #    delete of the last cached row itself does)
         if self.append_only:
             candidates = None
         elif groups is None:
             g = touched[()]
             candidates = None if g.complete else []
             if not g.complete and g.keys:
-                below = pc.less(pa.array(keys, pa.binary()), pa.scalar(g.keys[-1], pa.binary()))
+                below = pc.less_equal(pa.array(keys, pa.binary()), pa.scalar(g.keys[-1], pa.binary()))
                 candidates = below.to_numpy(zero_copy_only=False).nonzero()[0].tolist()
         else:
             candidates = [i for i, (key, group) in enumerate(zip(keys, groups))
-                          if touched[group].complete or (touched[group].keys and key < touched[group].keys[-1])]
+                          if touched[group].complete or (touched[group].keys and key <= touched[group].keys[-1])]
         # 3. the state: every row (retractable), or later only the window (append-only)
         if not self.append_only:
             try:
@@ -368,5 +371,6 @@ class TopN(GroupTopN):
     group key (its table is keyed by order key | stream key, in one vnode)."""
 
     def __init__(self, input, table, order_by, limit: int, offset: int = 0, with_ties: bool = False,
-                 append_only: bool = False, budget=None, identity: str | None = None):
-        super().__init__(input, table, order_by, limit, offset, (), with_ties, append_only, budget, identity)
+                 append_only: bool = False, budget=None, cache_extra: int = 8, identity: str | None = None):
+        super().__init__(input, table, order_by, limit, offset, (), with_ties, append_only, budget, cache_extra,
+                         identity)
