@@ -29,7 +29,9 @@ Append-only inputs (``append_only=True``): rows pushed out of the window can nev
 so the table holds only each group's window (with its ties); the cache is the whole group's
 state. A non-insert op is an :class:`~stream.errors.ExecutorError`.
 
-Output: the input's schema and stream key. Per input chunk, the window of every touched group
+Output: the input's schema; stream key: the group key then the input's stream key (a row
+that changes group is a delete in one group's actor and an insert in another's, which may reach
+a downstream merge in either order: with the group in the key they are two keys). Per input chunk, the window of every touched group
 before and after the chunk is compared: rows that left are deletes, rows that entered are
 inserts, and a row whose stream key stays in the window with other values is an update pair.
 The chunk emits all deletes first, then the pairs, then the inserts, so a key that moves
@@ -138,8 +140,9 @@ class GroupTopN(UnaryExecutor):
         order_by = [(int(c), o) for c, o in order_by]
         if not order_by or any(not isinstance(o, OrderType) or not 0 <= c < len(input.schema) for c, o in order_by):
             raise ExecutorError(identity, f"order_by must be (column, OrderType) pairs of the input, got {order_by!r}")
-        super().__init__(input, identity=identity)
         group_key = [int(c) for c in group_key]
+        stream_key = group_key + [c for c in input.stream_key if c not in group_key]
+        super().__init__(input, stream_key=stream_key, identity=identity)
         pk, orders = top_n_layout(input.stream_key, order_by, group_key)
         if (list(table.types) != list(input.schema.types) or list(table.serde.pk_indices) != pk
                 or list(table.serde.order_types) != orders):
@@ -301,7 +304,7 @@ class GroupTopN(UnaryExecutor):
             for row in state_adds.values():
                 self.table.insert(row)
         deletes, pairs, inserts = [], [], []
-        stream_key = self.stream_key
+        stream_key = self.stream_key     # the group and the input key: pairs stay in a group
         for group, g in touched.items():
             if not self.append_only:
                 self._trim(g)
