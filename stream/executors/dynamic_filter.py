@@ -20,7 +20,8 @@ nothing (one row; :func:`dynamic_filter_right_table`). A left row with a NULL ke
 Both are committed on every barrier; recovery reads the right row back in ``on_init``.
 
 Output: the left schema and stream key. Barrier-aligned over the two inputs
-(:func:`stream.align.align_barriers`); left watermarks pass on, right ones are dropped.
+(:func:`stream.align.align_barriers`). Watermarks are dropped (a scalar that moves emits left
+rows of any age).
 Strict left tables raise :class:`~stream.errors.InconsistentStreamError` naming the key.
 
 Callers: the planner (a comparison with a scalar subquery), tests.
@@ -178,8 +179,7 @@ class DynamicFilter(Executor):
                         yield out
                 else:
                     self.on_right(msg)
-            elif i == 0:
-                yield msg
+            # watermarks are dropped: a moving scalar emits old left rows
 
     def _check(self) -> None:
         """The right table holds the row in force; every left row is keyed as the layout says."""

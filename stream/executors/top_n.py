@@ -171,6 +171,9 @@ class GroupTopN(UnaryExecutor):
     def on_init(self, barrier) -> None:
         self.cache.clear()
 
+    def on_watermark(self, watermark):
+        return None   # a deletion can bring an old row back into the window: no order to promise
+
     # --- the group cache ----------------------------------------------------------------------
 
     def _scan(self, group: tuple, g: _Group, limit: int) -> None:
