@@ -16,7 +16,9 @@ from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChu
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executors.top_n import GroupTopN, TopN, top_n_layout, top_n_state_table
 from stream.schema import Schema
-from stream_harness import Epochs, ListSource
+from stream.executor import Checked
+from stream.message import Watermark
+from stream_harness import Epochs, ListSource, drain, visible_rows
 from stream_topn_model import apply_changes, top_n
 
 S = Schema([("id", T.BIGINT), ("g", T.VARCHAR), ("v", T.INT), ("w", T.INT)])
@@ -204,6 +206,16 @@ def test_a_delete_of_a_missing_row_is_a_strict_error_naming_the_key(store):
     d = Driver(store)
     with pytest.raises(InconsistentStreamError, match="TopN"):
         d.send(("-", (7, "a", 1, 0)))
+
+
+def test_the_executor_loop_runs_it_and_drops_watermarks(store):
+    e = Epochs()
+    msgs = [e.barrier(), StreamChunk.from_rows(S, [("+", (1, "a", 3, 0)), ("+", (2, "a", 1, 0))]), Watermark(2, 1),
+            e.barrier(), StreamChunk.from_rows(S, [("-", (2, "a", 1, 0))]), e.barrier()]
+    x = TopN(ListSource(S, [0], msgs), top_n_state_table(store, 1, S, [0], [(2, ASC)]), [(2, ASC)], 1)
+    out = drain(Checked(x))
+    assert not any(type(m) is Watermark for m in out)
+    assert visible_rows(out) == [(INSERT, (2, "a", 1, 0)), (DELETE, (2, "a", 1, 0)), (INSERT, (1, "a", 3, 0))]
 
 
 def test_layout_and_bad_arguments(store):

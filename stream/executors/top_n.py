@@ -37,6 +37,7 @@ inserts, and a row whose stream key stays in the window with other values is an 
 The chunk emits all deletes first, then the pairs, then the inserts, so a key that moves
 between groups is deleted before it is inserted. Strict state tables turn an inconsistent input
 row into :class:`~stream.errors.InconsistentStreamError` naming this executor and the key.
+Watermarks are dropped: a delete can bring an old row back into the window.
 
 Callers: the planner (ORDER BY ... LIMIT), tests, bench/stream_top_n.py.
 """
