@@ -65,6 +65,7 @@ class Driver:
         value = None if self.committed_right is None else self.committed_right[0]
         want = {(r[0],): r for r in self.left.values() if passes(self.op, r[1], value)}
         assert self.mv == want
+        self.x._check()
 
 
 @pytest.fixture

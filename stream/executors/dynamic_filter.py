@@ -182,5 +182,6 @@ class DynamicFilter(Executor):
             # watermarks are dropped: a moving scalar emits old left rows
 
     def _check(self) -> None:
-        """The right table holds the row in force; every left row is keyed as the layout says."""
-        assert self.right_table.get_row(()) == self._row or self._row != self._pending, self.identity
+        """The right table holds the row in force (right changes reach it at the barrier)."""
+        stored = self.right_table.get_row(())
+        assert stored == (None if self._row is None else tuple(self._row)), (self.identity, stored, self._row)
