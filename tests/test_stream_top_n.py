@@ -136,6 +136,13 @@ def test_several_order_columns_desc_then_asc(store):
     assert sorted(d.mv) == [(1,), (3,), (9,)]   # w=1 first; v 0, 0, then 1 of ids 1 and 7: the lower pk
 
 
+def test_ordering_by_the_group_column_only_leaves_the_pk_to_decide(store):
+    d = Driver(store, order_by=[(1, DESC)], group_key=[1], limit=2, with_ties=True)
+    d.send(("+", (3, "a", 0, 0)), ("+", (1, "a", 0, 0)), ("+", (2, "b", 0, 0)))
+    d.check()
+    assert sorted(d.mv) == [(1,), (2,), (3,)]     # every row of a group ties on (g)
+
+
 def test_retractions_drain_the_cache_and_it_refills_by_prefix_scan(store):
     budget = MemoryBudget(1 << 20)
     d = Driver(store, limit=3, budget=budget)

@@ -82,11 +82,11 @@ def top_n_state_table(store, table_id: int, schema, stream_key, order_by, group_
     return StateTable(store, table_id, schema.pairs(), pk, orders, dist_key_indices=list(group_key), **kwargs)
 
 
-def encode_keys(columns, types, orders) -> list:
-    """The memcomparable bytes of each row of ``columns`` (Arrow arrays) in ``orders``:
-    vectorized when every type allows it, else one ``encode_rows`` call."""
+def encode_keys(columns, types, orders, num_rows: int) -> list:
+    """The memcomparable bytes of each of the ``num_rows`` rows of ``columns`` (Arrow arrays) in
+    ``orders``: vectorized when every type allows it, else one ``encode_rows`` call."""
     if not columns:
-        return []
+        return [b""] * num_rows
     if all(vectorizable(t) for t in types):
         return encode_columns(columns, types, orders).to_pylist()
     values = [to_pylist(c, t) for c, t in zip(columns, types)]
@@ -248,7 +248,7 @@ class GroupTopN(UnaryExecutor):
             g = self._load(group)
             self._ensure(group, g)
             touched[group] = g
-        keys = encode_keys([columns[c] for c in self._tail], self._tail_types, self._tail_orders)
+        keys = encode_keys([columns[c] for c in self._tail], self._tail_types, self._tail_orders, n)
         # 2. rows past the last cached row of an incomplete group change nothing cached (a
         #    delete of the last cached row itself does)
         if self.append_only:
@@ -286,7 +286,7 @@ class GroupTopN(UnaryExecutor):
         """Apply the rows of ``chunk`` (sort keys ``keys``, groups ``groups``; None: one group)
         to the cached groups ``touched`` and return the windows' changes."""
         columns, schema = chunk.columns, chunk.schema
-        okeys = encode_keys([columns[c] for c in self._order], self._order_types, self._order_orders)
+        okeys = encode_keys([columns[c] for c in self._order], self._order_types, self._order_orders, len(chunk))
         rows = list(zip(*[to_pylist(c, t) for c, t in zip(columns, schema.types)]))
         if groups is None:
             groups = [()] * len(rows)
