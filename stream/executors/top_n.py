@@ -248,20 +248,9 @@ class GroupTopN(UnaryExecutor):
             g = self._load(group)
             self._ensure(group, g)
             touched[group] = g
-        keys = encode_keys([columns[c] for c in self._tail], self._tail_types, self._tail_orders, n)
-        # 2. rows past the last cached row of an incomplete group change nothing cached (a
-        #    delete of the last cached row itself does)
-        if self.append_only:
-            candidates = None
-        elif groups is None:
-            g = touched[()]
-            candidates = None if g.complete else []
-            if not g.complete and g.keys:
-                below = pc.less_equal(pa.array(keys, pa.binary()), pa.scalar(g.keys[-1], pa.binary()))
-                candidates = below.to_numpy(zero_copy_only=False).nonzero()[0].tolist()
-        else:
-            candidates = [i for i, (key, group) in enumerate(zip(keys, groups))
-                          if touched[group].complete or (touched[group].keys and key <= touched[group].keys[-1])]
+        # 2. one group: only rows that may sort at or before its last cached row (the window's
+        #    last, append-only) can change the cache -- one Arrow compare on the first sort column
+        candidates = self._candidates(columns, touched[()]) if groups is None else None
         # 3. the state: every row (retractable), or later only the window (append-only)
         if not self.append_only:
             try:
@@ -271,21 +260,44 @@ class GroupTopN(UnaryExecutor):
             self.table.try_flush()
         if candidates is not None and len(candidates) < n:
             if not candidates:
-                for group, g in touched.items():
-                    self.cache.put(group, g, g.charge)   # keep them recent (and back if evicted)
+                g = touched[()]
+                self.cache.put((), g, g.charge)   # keep it recent (and back if evicted)
                 return None
             at = pa.array(candidates, pa.int64())
             chunk = StreamChunk(ops[candidates], [c.take(at) for c in columns], schema)
-            keys = [keys[i] for i in candidates]
-            if groups is not None:
-                groups = [groups[i] for i in candidates]
-            touched = {group: touched[group] for group in (dict.fromkeys(groups) if groups is not None else ((),))}
-        return self._apply(chunk, keys, groups, touched)
+        return self._apply(chunk, groups, touched)
 
-    def _apply(self, chunk: StreamChunk, keys, groups, touched: dict):
-        """Apply the rows of ``chunk`` (sort keys ``keys``, groups ``groups``; None: one group)
-        to the cached groups ``touched`` and return the windows' changes."""
+    def _candidates(self, columns, g: _Group):
+        """Positions of the rows whose first sort column is at or before that of the row that
+        bounds what can matter: the last cached row of an incomplete cache (retractable), the
+        window's last row of a full window (append-only). None: every row. A superset (ties
+        on the first column pass); :meth:`_apply` decides exactly, by the whole key."""
+        if self.append_only:
+            if len(g.keys) < self._need or not self._need:
+                return None
+            bound = g.rows[g.keys[self._need - 1]][0]
+        else:
+            if g.complete:
+                return None
+            if not g.keys:
+                return []
+            bound = g.rows[g.keys[-1]][0]
+        column, order = self._tail[0], self._tail_orders[0]
+        value, values = bound[column], columns[column]
+        if value is None:
+            if not order.nulls_first:
+                return None     # NULLs last: every row sorts at or before a NULL
+            mask = values.is_null()
+        else:
+            compare = pc.greater_equal if order.descending else pc.less_equal
+            mask = pc.fill_null(compare(values, pa.scalar(value, values.type)), order.nulls_first)
+        return mask.to_numpy(zero_copy_only=False).nonzero()[0].tolist()
+
+    def _apply(self, chunk: StreamChunk, groups, touched: dict):
+        """Apply the rows of ``chunk`` (their groups ``groups``; None: all in the one group) to
+        the cached groups ``touched`` and return the windows' changes."""
         columns, schema = chunk.columns, chunk.schema
+        keys = encode_keys([columns[c] for c in self._tail], self._tail_types, self._tail_orders, len(chunk))
         okeys = encode_keys([columns[c] for c in self._order], self._order_types, self._order_orders, len(chunk))
         rows = list(zip(*[to_pylist(c, t) for c, t in zip(columns, schema.types)]))
         if groups is None:
