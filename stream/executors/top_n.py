@@ -53,7 +53,7 @@ from relational import StateTable
 from relational.arrow import to_pylist
 from relational.errors import InconsistentOpError
 from relational.memcomparable import OrderType, encode_columns, encode_rows, vectorizable
-from stream.cache import default_budget, row_bytes
+from stream.cache import _ENTRY_OVERHEAD, default_budget, row_bytes
 from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
@@ -201,14 +201,18 @@ class GroupTopN(UnaryExecutor):
             self.cache.put(group, g, g.charge)
         return g
 
-    def _ensure(self, group: tuple, g: _Group) -> None:
-        """Refill ``g`` until it holds the window and, WITH TIES, the row after the last tie."""
+    def _ensure(self, group: tuple, g: _Group) -> bool:
+        """Refill ``g`` until it holds the window and, WITH TIES, the row after the last tie;
+        True if it read anything (its charge changed)."""
+        read = False
         while not g.complete:
             n = len(g.keys)
             if n >= self._need:
                 if not self.with_ties or self.limit == 0 or g.okey(n - 1) != g.okey(self._need - 1):
-                    return
+                    break
             self._scan(group, g, max(self._fill - n, self._fill - self._need))
+            read = True
+        return read
 
     def _window_end(self, g: _Group) -> int:
         end = min(self._need, len(g.keys))
@@ -246,7 +250,8 @@ class GroupTopN(UnaryExecutor):
         touched: dict = {}
         for group in (dict.fromkeys(groups) if groups is not None else ((),)):
             g = self._load(group)
-            self._ensure(group, g)
+            if self._ensure(group, g):
+                self.cache.put(group, g, g.charge)
             touched[group] = g
         # 2. one group: only rows that may sort at or before its last cached row (the window's
         #    last, append-only) can change the cache -- one Arrow compare on the first sort column
@@ -296,17 +301,27 @@ class GroupTopN(UnaryExecutor):
     def _apply(self, chunk: StreamChunk, groups, touched: dict):
         """Apply the rows of ``chunk`` (their groups ``groups``; None: all in the one group) to
         the cached groups ``touched`` and return the windows' changes."""
-        columns, schema = chunk.columns, chunk.schema
-        keys = encode_keys([columns[c] for c in self._tail], self._tail_types, self._tail_orders, len(chunk))
-        okeys = encode_keys([columns[c] for c in self._order], self._order_types, self._order_orders, len(chunk))
-        rows = list(zip(*[to_pylist(c, t) for c, t in zip(columns, schema.types)]))
+        columns, schema, n = chunk.columns, chunk.schema, len(chunk)
+        keys = encode_keys([columns[c] for c in self._tail], self._tail_types, self._tail_orders, n)
         if groups is None:
-            groups = [()] * len(rows)
-        before = {group: self._window(g) for group, g in touched.items()}
+            groups = [()] * n
+        pick = [i for i, (key, group) in enumerate(zip(keys, groups)) if self._may_change(touched[group], key)]
+        if not pick:
+            return None
+        ops = chunk.ops
+        if len(pick) < n:     # only these rows become Python values
+            at = pa.array(pick, pa.int64())
+            columns, ops = [c.take(at) for c in columns], ops[pick]
+            keys, groups = [keys[i] for i in pick], [groups[i] for i in pick]
+        okeys = encode_keys([columns[c] for c in self._order], self._order_types, self._order_orders, len(pick))
+        rows = list(zip(*[to_pylist(c, t) for c, t in zip(columns, schema.types)]))
+        before: dict = {}      # group -> its window before the chunk, for the groups that change
         state_adds: dict = {}
         state_drops: dict = {}
-        for op, key, okey, row, group in zip(chunk.ops.tolist(), keys, okeys, rows, groups):
+        for op, key, okey, row, group in zip(ops.tolist(), keys, okeys, rows, groups):
             g = touched[group]
+            if group not in before:
+                before[group] = self._window(g)
             if self.append_only:
                 self._append(g, key, okey, row, state_adds, state_drops)
             elif op in _INSERTS:
@@ -321,13 +336,13 @@ class GroupTopN(UnaryExecutor):
                 self.table.insert(row)
         deletes, pairs, inserts = [], [], []
         stream_key = self.stream_key     # the group and the input key: pairs stay in a group
-        for group, g in touched.items():
+        for group, old in before.items():
+            g = touched[group]
             if not self.append_only:
                 self._trim(g)
                 self._ensure(group, g)
             new = self._window(g)
-            self.cache.put(group, g, g.charge)
-            old = before[group]
+            self.cache.put(group, g, g.charge)   # its new charge (and back, if evicted meanwhile)
             if old == new:
                 continue
             gone = {tuple(r[i] for i in stream_key): r for k, r in old.items() if new.get(k) != r}
@@ -340,6 +355,14 @@ class GroupTopN(UnaryExecutor):
                     pairs.append((old_row, r))
             deletes.extend(gone.values())
         return self._emit(deletes, pairs, inserts)
+
+    def _may_change(self, g: _Group, key: bytes) -> bool:
+        """Whether a row with sort key ``key`` can change cached group ``g``: it sorts at or
+        before the last cached row or the cache is complete (retractable); it sorts before the
+        window's last row, the window is not full, or ties may join (append-only)."""
+        if self.append_only:
+            return self.with_ties or len(g.keys) < self._need or bool(self._need and key < g.keys[self._need - 1])
+        return g.complete or bool(g.keys and key <= g.keys[-1])
 
     def _append(self, g: _Group, key, okey, row, adds: dict, drops: dict) -> None:
         """Append-only: admit ``row`` if it falls inside the window (or ties with its last row),
@@ -383,6 +406,7 @@ class GroupTopN(UnaryExecutor):
             if g.complete:
                 assert len(stored) == len(cached), (self.identity, group, len(stored), len(cached))
             assert g.charge == sum(row_bytes(r) + len(k) + len(o) + _ROW_OVERHEAD for k, (r, o) in g.rows.items())
+            assert self.cache._entries[group][1] == g.charge + _ENTRY_OVERHEAD, (self.identity, group)
 
 
 class TopN(GroupTopN):
