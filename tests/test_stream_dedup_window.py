@@ -82,8 +82,9 @@ def test_tumble_adds_the_window_and_keeps_ops_and_key():
                                                            ("+", (2, "b", None)), ("+", (3, "c", -1))),
                                          e.barrier()]), 2, 5, offset=1)
     assert x.stream_key == [0] and x.schema.names[-2:] == ("window_start", "window_end")
-    assert visible_rows(drain(Checked(x))) == [(UPDATE_DELETE, (1, "a", 7, 6, 11)), (UPDATE_INSERT, (1, "a", 12, 11, 16)),
-                                               (INSERT, (2, "b", None, None, None)), (INSERT, (3, "c", -1, -4, 1))]
+    assert visible_rows(drain(Checked(x))) == [
+        (UPDATE_DELETE, (1, "a", 7, 6, 11)), (UPDATE_INSERT, (1, "a", 12, 11, 16)),
+        (INSERT, (2, "b", None, None, None)), (INSERT, (3, "c", -1, -4, 1))]
 
 
 def test_hop_expands_each_row_into_every_window_containing_it():
@@ -132,5 +133,6 @@ def test_hop_windows_equal_the_python_windows(times, slide, units, offset):
                                       e.barrier()]), 2, slide=slide, size=size, offset=offset)
     got = sorted(r for _, r in visible_rows(drain(Checked(x))))
     want = sorted((i, "x", t, s, s + size) for i, t in enumerate(times) if t is not None
-                  for s in range(t - size - abs(offset) - slide, t + 1) if (s - offset) % slide == 0 and s <= t < s + size)
+                  for s in range(t - size - abs(offset) - slide, t + 1)
+                  if (s - offset) % slide == 0 and s <= t < s + size)
     assert got == want

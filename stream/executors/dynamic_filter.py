@@ -29,7 +29,6 @@ Callers: the planner (a comparison with a scalar subquery), tests.
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 

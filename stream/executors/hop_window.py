@@ -57,6 +57,10 @@ def window_starts(times: pa.Array, slide: int, offset: int) -> tuple[np.ndarray,
     return start, null
 
 
+def _name(input, column: int) -> str:
+    return input.schema.names[column] if 0 <= column < len(input.schema) else str(column)
+
+
 def _column(values: np.ndarray, null: np.ndarray, arrow_type) -> pa.Array:
     return pa.array(values, type=arrow_type, mask=null if null.any() else None)
 
@@ -82,7 +86,7 @@ class TumbleWindow(_Windowed):
     """``TUMBLE(time_col, size [, offset])``: adds the row's window (module docstring)."""
 
     def __init__(self, input, time_col: int, size, offset=0, identity: str | None = None):
-        identity = identity or f"TumbleWindow({input.schema.names[time_col] if 0 <= time_col < len(input.schema) else time_col})"
+        identity = identity or f"TumbleWindow({_name(input, time_col)})"
         schema = self._setup(input, time_col, size, size, offset, identity)
         super().__init__(input, schema, input.stream_key, identity)
 
@@ -97,7 +101,7 @@ class HopWindow(_Windowed):
     (module docstring)."""
 
     def __init__(self, input, time_col: int, slide, size, offset=0, identity: str | None = None):
-        identity = identity or f"HopWindow({input.schema.names[time_col] if 0 <= time_col < len(input.schema) else time_col})"
+        identity = identity or f"HopWindow({_name(input, time_col)})"
         schema = self._setup(input, time_col, size, slide, offset, identity)
         super().__init__(input, schema, list(input.stream_key) + [len(input.schema)], identity)
         self.units = self.size // self.slide

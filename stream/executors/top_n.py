@@ -31,9 +31,10 @@ state. A non-insert op is an :class:`~stream.errors.ExecutorError`.
 
 Output: the input's schema; stream key: the group key then the input's stream key (a row
 that changes group is a delete in one group's actor and an insert in another's, which may reach
-a downstream merge in either order: with the group in the key they are two keys). Per input chunk, the window of every touched group
-before and after the chunk is compared: rows that left are deletes, rows that entered are
-inserts, and a row whose stream key stays in the window with other values is an update pair.
+a downstream merge in either order: with the group in the key they are two keys). Per input
+chunk, the window of every group the chunk changes is compared before and after: rows that left
+are deletes, rows that entered are inserts, and a row whose stream key stays in the window with
+other values is an update pair.
 The chunk emits all deletes first, then the pairs, then the inserts, so a key that moves
 between groups is deleted before it is inserted. Strict state tables turn an inconsistent input
 row into :class:`~stream.errors.InconsistentStreamError` naming this executor and the key.
@@ -54,7 +55,7 @@ from relational.arrow import to_pylist
 from relational.errors import InconsistentOpError
 from relational.memcomparable import OrderType, encode_columns, encode_rows, vectorizable
 from stream.cache import _ENTRY_OVERHEAD, default_budget, row_bytes
-from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
+from stream.chunk import DELETE, INSERT, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
 
