@@ -17,6 +17,8 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
   not parallelism).
 - ``hash_agg_1k``, ``hash_agg_1k_retractable``, ``hash_agg_1m``, ``hash_agg_1m_retractable``: HashAgg workloads
   (bench/stream_agg.py).
+- ``top_n``, ``top_n_append_only``, ``group_top_n``: TopN / GroupTopN into an MV
+  (bench/stream_top_n.py).
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
 bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
 Barrier latency: inject -> committed (checkpoint done) of every barrier in the run, p50/p99 ms.
@@ -41,13 +43,14 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from bench import stream_top_n
 from bench.harness import _fmt, machine
 from bench.stream_agg import AGG_WORKLOADS, build_agg
 
 CHUNK = 1024
 CHECKPOINT_EVERY = 1000
 WORKLOADS = ["project_filter_materialize", "project_filter_materialize_strict", "materialize", "project_filter",
-             "hash_exchange_2", *AGG_WORKLOADS]
+             "hash_exchange_2", *AGG_WORKLOADS, *stream_top_n.WORKLOADS]
 
 
 def make_chunks(n_chunks: int, seed: int = 7):
@@ -113,6 +116,8 @@ def build(workload: str, store, schema):
             rt.actor(mv(project_filter(head), 1, vnodes))
     elif workload in AGG_WORKLOADS:
         build_agg(workload, rt, store, src)
+    elif workload in stream_top_n.WORKLOADS:
+        stream_top_n.build(workload, rt, src, store)
     else:
         raise SystemExit(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)}")
     return rt, src
