@@ -653,7 +653,10 @@ class StateTable:
         distribution key, their key prefixes are encoded together
         (``RowSerde.keys_of_prefixes``), each is one store range read (merged under the
         MemTable only where it has records; declared prefix filters apply as for
-        ``iter_with_prefix``), and every row found is decoded in one call. Other prefixes are
+        ``iter_with_prefix``), and every row found is decoded in one call. Prefixes of exactly
+        the declared prefix length (``prefix_len_hint`` columns, none NULL) find their MemTable
+        records through its per-prefix index (``MemTable.records_with_prefixes``: a dict
+        lookup, where a range read first merges the epoch's new keys into the sorted index). Other prefixes are
         read one by one. Same results, snapshot and errors as :meth:`iter_with_prefix`
         (``VnodeNotOwnedError`` for a prefix whose vnode is not owned), raised before anything
         is read."""
@@ -678,10 +681,18 @@ class StateTable:
                     raise VnodeNotOwnedError(f"state table {self.name}: pk prefix {tuple(p)!r} is in vnode "
                                              f"{lo[0] << 8 | lo[1]}, which this instance does not own")
         mem, scan, table_id, epoch = self.mem, self.store.iter, self.table_id, self.epoch
+        plen = self.prefix_len
+        in_mem = None   # the MemTable's records per prefix, from its prefix index (no range sort)
+        if mem and plen is not None and all(len(lo) == plen for lo in los):
+            in_mem = mem.records_with_prefixes(plen, los)
         keys, values, ends = [], [], []
-        for lo in los:
+        for i, lo in enumerate(los):
             hi = prefix_end(lo)
-            if mem and mem.has_range(lo, hi):
+            if in_mem is not None:
+                records = in_mem[i]
+                pairs = (scan(table_id, epoch, lo, hi) if records is None else
+                         merge_mem_over_storage(iter(records), iter(scan(table_id, epoch, lo, hi)), False))
+            elif mem and mem.has_range(lo, hi):
                 pairs = merge_mem_over_storage(mem.range(lo, hi, False), iter(scan(table_id, epoch, lo, hi)), False)
             else:
                 pairs = scan(table_id, epoch, lo, hi)

@@ -57,21 +57,26 @@ def test_equals_one_iter_with_prefix_per_prefix(layout, committed, changes, widt
             table.insert(row)
         table.commit(new_epoch())
         store.checkpoint(epoch)
-        for delete, row in changes:   # this epoch's writes, over the committed rows
-            pk = table.serde.pk_of(row)
-            if pk in rows and delete:
-                table.delete(rows.pop(pk))
-            elif pk in rows:
-                table.update(rows[pk], row)
-                rows[pk] = row
-            elif not delete:
-                table.insert(row)
-                rows[pk] = row
         prefixes = [_prefix_of(table, (k, n, i, 0), width) for k, n, i in probes]
-        prefixes += [_prefix_of(table, row, width) for row in list(rows.values())[:5]]
-        expected = [list(table.iter_with_prefix(p)) for p in prefixes]
-        assert table.rows_with_prefixes(prefixes) == expected
-        assert table.rows_with_prefixes([list(p) for p in prefixes]) == expected
+        half = len(changes) // 2
+        for part in (changes[:half], changes[half:]):   # the MemTable's prefix index follows writes
+            for delete, row in part:   # this epoch's writes, over the committed rows
+                pk = table.serde.pk_of(row)
+                if pk in rows and delete:
+                    table.delete(rows.pop(pk))
+                elif pk in rows:
+                    table.update(rows[pk], row)
+                    rows[pk] = row
+                elif not delete:
+                    table.insert(row)
+                    rows[pk] = row
+            if part:
+                table.write_chunk([1, 2], [[4, 4], ["z", "z"], [9, 9], [0, 0]])   # a cancelled pair
+            probe = prefixes + [_prefix_of(table, row, width) for row in list(rows.values())[:5]]
+            expected = [list(table.iter_with_prefix(p)) for p in probe]
+            assert table.rows_with_prefixes(probe) == expected
+            assert table.rows_with_prefixes([list(p) for p in probe]) == expected
+            table.mem._check()
 
 
 def test_prefixes_in_owned_vnodes_read_and_others_raise_before_reading():
