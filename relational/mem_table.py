@@ -342,10 +342,14 @@ class MemTable:
         else:
             added = self._bucket_pending
         self._bucket_pending = []
-        for key in added:
-            bucket = buckets.get(key[:prefix_len])
+        for key in added:   # a bucket is one key (most prefixes), or a list of keys
+            prefix = key[:prefix_len]
+            bucket = buckets.get(prefix)
             if bucket is None:
-                buckets[key[:prefix_len]] = [key]
+                buckets[prefix] = key
+            elif type(bucket) is bytes:
+                if bucket != key:
+                    buckets[prefix] = [bucket, key]
             else:
                 bucket.append(key)
         ops = self._ops
@@ -354,11 +358,13 @@ class MemTable:
             bucket = buckets.get(prefix)
             if bucket is None:
                 out.append(None)
-                continue
-            if len(bucket) > 1:
+            elif type(bucket) is bytes:
+                record = ops.get(bucket)
+                out.append(None if record is None else [(bucket, record)])
+            else:
                 bucket = buckets[prefix] = sorted(set(bucket))
-            records = [(key, ops[key]) for key in bucket if key in ops]
-            out.append(records or None)
+                records = [(key, ops[key]) for key in bucket if key in ops]
+                out.append(records or None)
         return out
 
     def has_range(self, start: bytes | None, end: bytes | None) -> bool:
@@ -432,9 +438,10 @@ class MemTable:
             assert set(self._ops) <= indexed, "a live key is missing from the index"
         if self._buckets is not None:
             n = self._bucket_len
-            indexed = {k for bucket in self._buckets.values() for k in bucket} | set(self._bucket_pending)
+            buckets = {p: [b] if type(b) is bytes else b for p, b in self._buckets.items()}
+            indexed = {k for bucket in buckets.values() for k in bucket} | set(self._bucket_pending)
             assert set(self._ops) <= indexed, "a live key is missing from the prefix index"
-            assert all(k[:n] == p for p, bucket in self._buckets.items() for k in bucket), "a key in a wrong bucket"
+            assert all(k[:n] == p for p, bucket in buckets.items() for k in bucket), "a key in a wrong bucket"
         for it in filter(None, (ref() for ref in self._live.values())):
             assert it._keys is self._sorted and it._ops is self._ops, "a live iterator reads stale structures"
 

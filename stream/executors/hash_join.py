@@ -72,7 +72,16 @@ from stream.message import Barrier
 from stream.schema import Schema
 
 JOIN_TYPES = ("inner", "left", "right", "full")
-_ROW_OVERHEAD = 100   # the entry's dict slots and the pk tuple, roughly
+# Cache charges (bytes, measured with tracemalloc on CPython 3.11): an entry's object, its key
+# tuple and dicts (the cache adds its own per-entry overhead); the first row's dict tables; per
+# row its dict slots and pk tuple, besides the row itself (``row_bytes``).
+_ENTRY_BYTES = 300
+_FIRST_ROW_BYTES = 150
+_ROW_OVERHEAD = 100
+#: a join state table spills its MemTable into the store past this many (estimated) bytes: the
+#: store's shared buffer holds spilled rows more compactly than the MemTable's Python objects,
+#: and keeps them under its own capacity (bench: a 1M-key join under 1 GiB)
+JOIN_FLUSH_BYTES = 16 << 20
 
 
 def _getter(indices):
@@ -94,9 +103,13 @@ class _KeyRows:
     def __init__(self, outer: bool):
         self.rows: dict = {}
         self.degrees: dict | None = {} if outer else None
-        self.charge = 0
+        self.charge = _ENTRY_BYTES
 
     def add(self, pk, row, degree) -> None:
+        if pk in self.rows:
+            self.remove(pk)
+        if not self.rows:
+            self.charge += _FIRST_ROW_BYTES
         self.rows[pk] = row
         if self.degrees is not None:
             self.degrees[pk] = degree
@@ -106,6 +119,8 @@ class _KeyRows:
         row = self.rows.pop(pk, None)
         if row is not None:
             self.charge -= row_bytes(row) + _ROW_OVERHEAD
+            if not self.rows:
+                self.charge -= _FIRST_ROW_BYTES
         if self.degrees is not None:
             self.degrees.pop(pk, None)
 
@@ -114,7 +129,7 @@ class _Side:
     """One input's state tables, key layout and cache (module docstring)."""
 
     def __init__(self, label: str, input: Executor, keys, outer: bool, store, table_id, degree_table_id,
-                 budget, vnodes, consistent: bool, identity: str):
+                 budget, vnodes, consistent: bool, identity: str, flush_threshold: int):
         self.label = label
         self.input = input
         self.schema = input.schema
@@ -130,7 +145,7 @@ class _Side:
         n_keys = len(self.keys)
         self.table = StateTable(store, table_id, input.schema.pairs(), self.state_pk, dist_key_indices=self.keys,
                                 vnodes=vnodes, consistent=consistent, name=f"{identity}.{label}",
-                                prefix_len_hint=n_keys)
+                                prefix_len_hint=n_keys, flush_threshold=flush_threshold)
         self.degree = None
         if outer:
             if degree_table_id is None:
@@ -140,7 +155,8 @@ class _Side:
             width = len(self.state_pk)
             self.degree = StateTable(store, degree_table_id, columns, list(range(width)),
                                      dist_key_indices=list(range(n_keys)), vnodes=vnodes, consistent=consistent,
-                                     name=f"{identity}.{label}_degree", prefix_len_hint=n_keys)
+                                     name=f"{identity}.{label}_degree", prefix_len_hint=n_keys,
+                                     flush_threshold=flush_threshold)
         self.cache = budget.cache(f"{identity}.{label}")
 
     def tables(self) -> list:
@@ -202,11 +218,13 @@ class HashJoin(Executor):
     needed for an outer side (left for ``left``/``full``, right for ``right``/``full``).
     ``condition``: a boolean :mod:`stream.expr` expression over the joined row (left columns,
     then right columns), or None. ``budget``: the MemoryBudget of the caches (None: the
-    process default). ``consistent``: strict state tables (a delete of a missing row raises)."""
+    process default). ``consistent``: strict state tables (a delete of a missing row raises).
+    ``flush_threshold``: the state tables' MemTable spill size (``JOIN_FLUSH_BYTES``)."""
 
     def __init__(self, left: Executor, right: Executor, left_keys, right_keys, join_type: str = "inner", *,
                  store, table_ids, condition=None, budget=None, vnodes=None, consistent: bool = True,
-                 chunk_size: int = DEFAULT_CHUNK_SIZE, identity: str | None = None):
+                 chunk_size: int = DEFAULT_CHUNK_SIZE, flush_threshold: int = JOIN_FLUSH_BYTES,
+                 identity: str | None = None):
         identity = identity or f"HashJoin({join_type})"
         if join_type not in JOIN_TYPES:
             raise ExecutorError(identity, f"join_type must be one of {JOIN_TYPES}, got {join_type!r}")
@@ -234,9 +252,9 @@ class HashJoin(Executor):
         budget = budget if budget is not None else default_budget()
         self.budget = budget
         self.left = _Side("left", left, left_keys, join_type in ("left", "full"), store, table_ids[0],
-                          table_ids[2], budget, vnodes, consistent, identity)
+                          table_ids[2], budget, vnodes, consistent, identity, flush_threshold)
         self.right = _Side("right", right, right_keys, join_type in ("right", "full"), store, table_ids[1],
-                           table_ids[3], budget, vnodes, consistent, identity)
+                           table_ids[3], budget, vnodes, consistent, identity, flush_threshold)
 
     @staticmethod
     def _output_schema(left: Schema, right: Schema) -> Schema:
