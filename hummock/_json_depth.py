@@ -1,6 +1,6 @@
 """How deeply a stored JSON payload nests, found before ``json.loads`` recurses into it.
 
-Job: let the decoders of JSON records (manifest checkpoints and deltas in ``hummock/version.py``,
+Job: let the decoders of JSON records (manifest checkpoints and deltas in ``hummock/version_codec.py``,
 catalog records in ``relational/catalog.py``) refuse a payload nested deeper than their format
 can be, so a checksummed but hostile payload raises ``CorruptionError`` instead of
 ``RecursionError`` (or using the interpreter's stack depth as its limit).

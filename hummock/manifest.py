@@ -2,7 +2,7 @@
 
 Layout (``docs/format.md`` section 6 has the bytes)::
 
-    manifest/checkpoint-<id:020d>   a whole version (HummockVersion.to_bytes)
+    manifest/checkpoint-<id:020d>   a whole version (version_codec.encode_version)
     manifest/delta-<id:020d>        the VersionDelta that produced version <id>
     manifest/writer-lock            the S3 writer lock (WriterLock); other stores lock elsewhere
 
@@ -74,6 +74,7 @@ from hummock.sstable.meta import sst_object_path
 from hummock.version import (
     DEFAULT_NUM_LEVELS, HummockVersion, VersionConflictError, VersionDelta, apply,
 )
+from hummock.version_codec import decode_delta, decode_version, encode_delta, encode_version
 
 __all__ = ["Manifest", "WriterLock", "ConcurrentWriterError", "ManifestNotFoundError", "OutcomeUnknownError",
            "checkpoint_path", "delta_path", "MANIFEST_PREFIX", "LOCK_OBJECT_PATH"]
@@ -147,7 +148,7 @@ class Manifest:
                 raise CorruptionError("store holds SST objects but no manifest; refusing to "
                                       "start a new one", object=MANIFEST_PREFIX)
             version = HummockVersion.empty(num_levels)
-            if not store.upload_if_absent(checkpoint_path(0), version.to_bytes()):
+            if not store.upload_if_absent(checkpoint_path(0), encode_version(version)):
                 loaded = _load(store)  # created concurrently: use that one
                 if loaded is None:
                     raise _inconsistent_listing(store)
@@ -187,7 +188,7 @@ class Manifest:
             self._require_unfenced()
             version = apply(self._current, delta)
             # the handle's token makes our bytes unique: found stored, they are our own upload
-            self._pending = (version, dataclasses.replace(delta, writer=self._token).to_bytes())
+            self._pending = (version, encode_delta(dataclasses.replace(delta, writer=self._token)))
             self._resolve_pending()
             if version.id - self._checkpoint_id >= self.checkpoint_interval:
                 self._write_checkpoint()
@@ -315,7 +316,7 @@ class Manifest:
 
     def _write_checkpoint(self, raise_errors: bool = False) -> None:
         version, previous = self._current, self._checkpoint_id
-        data, path = version.to_bytes(), checkpoint_path(version.id)
+        data, path = encode_version(version), checkpoint_path(version.id)
         try:
             if not self.store.upload_if_absent(path, data) and self.store.read(path) != data:
                 # never rotate onto a checkpoint we did not write (it may be the corrupt one
@@ -335,7 +336,7 @@ class Manifest:
 
 def _decodes(data: bytes, path: str) -> bool:
     try:
-        VersionDelta.from_bytes(data, object=path)
+        decode_delta(data, object=path)
         return True
     except CorruptionError:
         return False
@@ -381,7 +382,7 @@ def _load_listed(store, checkpoints: list[int], deltas: list[int]) -> tuple[Humm
     for c in reversed(checkpoints):
         path = checkpoint_path(c)
         try:
-            base = HummockVersion.from_bytes(_read(store, path), object=path)
+            base = decode_version(_read(store, path), object=path)
             if base.id != c:
                 raise CorruptionError("checkpoint holds another version", object=path,
                                       expected=c, found=base.id)
@@ -420,7 +421,7 @@ def _replay(store: ObjectStore, version: HummockVersion) -> HummockVersion:
             data = store.read(path)
         except ObjectNotFoundError:
             return version
-        delta = VersionDelta.from_bytes(data, object=path)
+        delta = decode_delta(data, object=path)
         try:
             version = apply(version, delta)
         except (VersionConflictError, InvalidArgumentError) as exc:

@@ -329,43 +329,6 @@ class TableWatermarks:
                 seen[vnode] = (lo, hi)
         return out
 
-    def to_json(self, table_id: int) -> dict:
-        return {"table_id": table_id, "truncations": [list(t) for t in self.truncations],
-                "watermarks": [[epoch, [[v, lo.hex(), None if hi is None else hi.hex()] for v, lo, hi in changes]]
-                               for epoch, changes in self.entries]}
-
-    @classmethod
-    def from_json(cls, d) -> tuple[int, TableWatermarks]:
-        """``(table_id, records)`` of a ``to_json`` dict; ValueError on any defect."""
-        if not isinstance(d, dict) or set(d) != {"table_id", "truncations", "watermarks"}:
-            raise ValueError("a table watermark record has the fields table_id, truncations, watermarks")
-        table_id = d["table_id"]
-        if not _u64(table_id) or table_id > 0xFFFFFFFF:
-            raise ValueError(f"bad table id {table_id!r}")
-        if not isinstance(d["truncations"], list) or not isinstance(d["watermarks"], list):
-            raise ValueError("truncations and watermarks are lists")
-        truncations = []
-        for t in d["truncations"]:
-            if not isinstance(t, list) or len(t) != 2:
-                raise ValueError("a truncation is [epoch, through]")
-            truncations.append(tuple(t))
-        entries = []
-        for e in d["watermarks"]:
-            if not isinstance(e, list) or len(e) != 2 or not isinstance(e[1], list):
-                raise ValueError("a watermark entry is [epoch, [[vnode, lo, hi], ...]]")
-            changes = []
-            for c in e[1]:
-                if not isinstance(c, list) or len(c) != 3 or not isinstance(c[1], str) or not (
-                        c[2] is None or isinstance(c[2], str)):
-                    raise ValueError("a watermark is [vnode, lo hex, hi hex or null]")
-                changes.append((c[0], bytes.fromhex(c[1]), None if c[2] is None else bytes.fromhex(c[2])))
-            entries.append((e[0], tuple(changes)))
-        records = cls(tuple(truncations), tuple(entries))
-        problems = records.problems()
-        if problems:
-            raise ValueError(f"table {table_id}: {problems[0]}")
-        return table_id, records
-
 
 def _u64(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= _U64_MAX

@@ -44,8 +44,8 @@ are sorted and disjoint; sub-level ids are unique, decreasing newest-first and b
 ``next_sub_level_id``; no sub-level is empty; ``levels`` holds levels ``1..num_levels``.
 Epoch contents of SSTs are not checked (compaction outputs keep their data's epochs).
 
-Serialization (``to_bytes``/``from_bytes``): a frozen envelope and a JSON payload, layout in
-``docs/format.md`` section 6. Decoders check everything and raise ``CorruptionError``.
+Serialization lives in ``hummock/version_codec.py`` (layout in ``docs/format.md`` section 6);
+this module knows nothing of bytes or JSON.
 
 Errors: :class:`VersionConflictError` (the delta was built for another version, or its inputs
 are gone: the engine discards or :meth:`VersionDelta.rebase`\\ s it) and ``InvalidArgumentError``
@@ -57,32 +57,23 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import struct
 from collections.abc import Iterable, Mapping
 
-from hummock._json_depth import MAX_JSON_DEPTH, json_depth_bound
-from hummock.errors import CorruptionError, HummockError, InvalidArgumentError
-from hummock.key import MIN_FULL_KEY_LEN, full_key_sort_key
-from hummock.sstable.block import checksum
+from hummock.errors import HummockError, InvalidArgumentError
+from hummock.key import full_key_sort_key
 from hummock.sstable.builder import check_prefix_lens
 from hummock.sstable.meta import SstableInfo
 from hummock.table_watermarks import TableWatermarks
 
 __all__ = [
     "SubLevel", "Level", "HummockVersion", "VersionDelta", "VersionConflictError", "apply",
-    "DEFAULT_NUM_LEVELS", "VERSION_MAGIC", "DELTA_MAGIC", "MANIFEST_FORMAT_VERSION",
-    "KIND_COMMIT", "KIND_COMPACTION", "KIND_MOVE", "KIND_RESERVE", "KIND_TABLE_OPTIONS",
+    "DEFAULT_NUM_LEVELS", "KINDS", "KIND_COMMIT", "KIND_COMPACTION", "KIND_MOVE", "KIND_RESERVE", "KIND_TABLE_OPTIONS",
 ]
 
 DEFAULT_NUM_LEVELS = 6
-VERSION_MAGIC = b"HUMKVER1"  # part of the on-disk format, do not change
-DELTA_MAGIC = b"HUMKDLT1"  # part of the on-disk format, do not change
-MANIFEST_FORMAT_VERSION = 1  # part of the on-disk format, do not change
-ENVELOPE = struct.Struct("<8sIIQ")  # magic, format version, payload length, xxh64; frozen
 KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE = "commit", "compaction", "move", "reserve_ids"
 KIND_TABLE_OPTIONS = "table_options"
-_KINDS = (KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE, KIND_TABLE_OPTIONS)
+KINDS = (KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE, KIND_TABLE_OPTIONS)
 _U64_MAX = 2**64 - 1
 
 
@@ -201,7 +192,7 @@ class HummockVersion:
         """Number of SSTs per level: index 0 is L0 (all sub-levels), index n is Ln."""
         return (sum(len(sub.ssts) for sub in self.l0),) + tuple(len(lv.ssts) for lv in self.levels)
 
-    def _problems(self) -> list[str]:
+    def problems(self) -> list[str]:
         """Every violated invariant (module doc), as messages; empty if the version is sound."""
         out = []
         ids = [info.sst_id for info in self.all_ssts()]
@@ -243,25 +234,9 @@ class HummockVersion:
 
     def _check(self) -> None:
         """Raise AssertionError listing every violated invariant (an engine bug if it fires)."""
-        problems = self._problems()
+        problems = self.problems()
         if problems:
             raise AssertionError(f"version {self.id} is unsound: " + "; ".join(problems))
-
-    def to_bytes(self) -> bytes:
-        """The checkpoint encoding (docs/format.md section 6)."""
-        return _seal(VERSION_MAGIC, _version_json(self))
-
-    @classmethod
-    def from_bytes(cls, data: bytes, *, object: str = "<version buffer>") -> HummockVersion:
-        """Decode ``to_bytes`` output. Raises CorruptionError naming ``object`` on any defect,
-        including a decoded version that breaks an invariant."""
-        payload = _open(data, VERSION_MAGIC, object)
-        version = _decode_payload(payload, object, _version_from_json)
-        problems = version._problems()
-        if problems:
-            raise CorruptionError(f"decoded version is unsound: {problems[0]}", object=object,
-                                  offset=ENVELOPE.size)
-        return version
 
 
 @dataclasses.dataclass(frozen=True)
@@ -390,15 +365,6 @@ class VersionDelta:
         except InvalidArgumentError as exc:
             raise VersionConflictError(f"delta no longer fits version {version.id}: {exc}") from exc
 
-    def to_bytes(self) -> bytes:
-        """The delta object's encoding (docs/format.md section 6)."""
-        return _seal(DELTA_MAGIC, _delta_json(self))
-
-    @classmethod
-    def from_bytes(cls, data: bytes, *, object: str = "<delta buffer>") -> VersionDelta:
-        """Decode ``to_bytes`` output. Raises CorruptionError naming ``object`` on any defect."""
-        return _decode_payload(_open(data, DELTA_MAGIC, object), object, _delta_from_json)
-
 
 # --- apply -----------------------------------------------------------------------------------
 
@@ -488,8 +454,8 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
     """Kind-specific rules on the scalar fields (all InvalidArgumentError)."""
     def bad(message):
         raise InvalidArgumentError(f"{delta.kind} delta {delta.prev_id}->{delta.id}: {message}")
-    if delta.kind not in _KINDS:
-        bad(f"unknown kind; expected one of {_KINDS}")
+    if delta.kind not in KINDS:
+        bad(f"unknown kind; expected one of {KINDS}")
     if delta.id != delta.prev_id + 1:
         bad("id must be prev_id + 1")
     changes_ids = delta.kind == KIND_RESERVE
@@ -594,192 +560,3 @@ def _check_new_id(version, delta, info: SstableInfo, removed: dict, new_ids: dic
     if sst_id >= version.next_sst_id:
         raise InvalidArgumentError(f"SST id {sst_id} is not reserved (next_sst_id is "
                                    f"{version.next_sst_id}); reserve ids before uploading SSTs")
-
-
-# --- serialization (docs/format.md section 6) -----------------------------------------------
-
-def _seal(magic: bytes, obj) -> bytes:
-    payload = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
-    if len(payload) > 0xFFFFFFFF:
-        raise InvalidArgumentError(f"manifest payload of {len(payload)} bytes exceeds 4 GiB")
-    return ENVELOPE.pack(magic, MANIFEST_FORMAT_VERSION, len(payload), checksum(payload)) + payload
-
-
-def _open(data, magic: bytes, object: str) -> bytes:
-    """Check the envelope; return the payload."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidArgumentError(f"expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if len(data) < ENVELOPE.size:
-        raise CorruptionError("manifest object shorter than its header", object=object, offset=0,
-                              expected=f">= {ENVELOPE.size} bytes", found=len(data))
-    found_magic, version, length, found_sum = ENVELOPE.unpack_from(data)
-    if found_magic != magic:
-        raise CorruptionError("bad manifest magic", object=object, offset=0, expected=magic,
-                              found=found_magic)
-    if version != MANIFEST_FORMAT_VERSION:
-        raise CorruptionError("unknown manifest format version", object=object, offset=8,
-                              expected=MANIFEST_FORMAT_VERSION, found=version)
-    if length != len(data) - ENVELOPE.size:
-        raise CorruptionError("manifest payload length mismatch", object=object, offset=12,
-                              expected=len(data) - ENVELOPE.size, found=length)
-    payload = data[ENVELOPE.size:]
-    if checksum(payload) != found_sum:
-        raise CorruptionError("manifest checksum mismatch", object=object, offset=16,
-                              expected=f"{found_sum:#018x}", found=f"{checksum(payload):#018x}")
-    return payload
-
-
-class _Bad(Exception):
-    """A structural defect in a decoded payload (turned into CorruptionError)."""
-
-
-def _decode_payload(payload: bytes, object: str, build):
-    if json_depth_bound(payload) > MAX_JSON_DEPTH:   # refused before json.loads recurses into it
-        raise CorruptionError("manifest payload nests too deeply", object=object, offset=ENVELOPE.size,
-                              expected=f"<= {MAX_JSON_DEPTH} levels", found=f"> {MAX_JSON_DEPTH}")
-    try:
-        return build(json.loads(payload))
-    except json.JSONDecodeError as exc:
-        raise CorruptionError(f"manifest payload is not JSON: {exc.msg}", object=object,
-                              offset=ENVELOPE.size + exc.pos) from None
-    except (_Bad, InvalidArgumentError, ValueError, TypeError, KeyError) as exc:
-        raise CorruptionError(f"malformed manifest payload: {exc}", object=object,
-                              offset=ENVELOPE.size) from None
-
-
-def _field(d, name: str, kind):
-    if not isinstance(d, dict) or name not in d:
-        raise _Bad(f"missing field {name!r}")
-    value = d[name]
-    if kind is int:
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _U64_MAX:
-            raise _Bad(f"field {name!r} must be a u64, got {value!r}")
-    elif not isinstance(value, kind):
-        raise _Bad(f"field {name!r} must be {kind.__name__}, got {type(value).__name__}")
-    return value
-
-
-_INFO_FIELDS = frozenset(f.name for f in dataclasses.fields(SstableInfo))
-
-
-def _info_from_json(d) -> SstableInfo:
-    if not isinstance(d, dict) or set(d) != _INFO_FIELDS:
-        raise _Bad(f"SST record must have the fields {sorted(_INFO_FIELDS)}")
-    for name in _INFO_FIELDS - {"smallest_key", "largest_key", "table_ids"}:
-        _field(d, name, int)
-    for table_id in _field(d, "table_ids", list):
-        if not isinstance(table_id, int) or isinstance(table_id, bool) or not 0 <= table_id < 2**32:
-            raise _Bad(f"bad table id {table_id!r}")
-    info = SstableInfo.from_dict(d)
-    if min(len(info.smallest_key), len(info.largest_key)) < MIN_FULL_KEY_LEN:
-        raise _Bad(f"SST {info.sst_id} has a key shorter than a full key")
-    return info
-
-
-def _infos_from_json(items) -> tuple[SstableInfo, ...]:
-    if not isinstance(items, list):
-        raise _Bad("SST list expected")
-    return tuple(_info_from_json(d) for d in items)
-
-
-def _sub_level_json(sub: SubLevel) -> dict:
-    return {"sub_level_id": sub.sub_level_id, "overlapping": sub.overlapping,
-            "ssts": [info.to_dict() for info in sub.ssts]}
-
-
-def _sub_level_from_json(d) -> SubLevel:
-    return SubLevel(_field(d, "sub_level_id", int), _infos_from_json(_field(d, "ssts", list)),
-                    _field(d, "overlapping", bool))
-
-
-def _version_json(v: HummockVersion) -> dict:
-    out = {"id": v.id, "max_committed_epoch": v.max_committed_epoch, "next_sst_id": v.next_sst_id,
-           "next_sub_level_id": v.next_sub_level_id, "l0": [_sub_level_json(s) for s in v.l0],
-           "levels": [{"level": lv.level, "ssts": [i.to_dict() for i in lv.ssts]} for lv in v.levels]}
-    if v.safe_epoch:   # optional: absent in objects written before it existed (= 0)
-        out["safe_epoch"] = v.safe_epoch
-    if v.table_prefix_lens:   # optional: absent in objects written before it existed (= none)
-        out["table_prefix_lens"] = [list(pair) for pair in v.table_prefix_lens]
-    if v.table_watermarks:   # optional: absent = no table has watermarks
-        out["table_watermarks"] = _marks_json(v.table_watermarks)
-    return out
-
-
-def _marks_json(marks) -> list:
-    return [marks[t].to_json(t) for t in sorted(marks)]
-
-
-def _marks_from_json(d) -> dict:
-    items = _optional(d, "table_watermarks", list, [])
-    out = {}
-    for item in items:
-        table_id, records = TableWatermarks.from_json(item)
-        if table_id in out or not records:
-            raise _Bad(f"table {table_id}: duplicate or empty watermark record")
-        out[table_id] = records
-    return out
-
-
-def _prefix_lens_from_json(items) -> tuple:
-    if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
-        raise _Bad("table_prefix_lens entries are [table_id, prefix_len]")
-    lens = check_prefix_lens([tuple(p) for p in items])
-    if [list(p) for p in lens] != items:
-        raise _Bad("table_prefix_lens must be sorted by table id")
-    return lens
-
-
-def _optional(d, name: str, kind, default):
-    return _field(d, name, kind) if isinstance(d, dict) and name in d else default
-
-
-def _version_from_json(d) -> HummockVersion:
-    levels = tuple(Level(_field(lv, "level", int), _infos_from_json(_field(lv, "ssts", list)))
-                   for lv in _field(d, "levels", list))
-    return HummockVersion(_field(d, "id", int), _field(d, "max_committed_epoch", int),
-                          tuple(_sub_level_from_json(s) for s in _field(d, "l0", list)), levels,
-                          _field(d, "next_sst_id", int), _field(d, "next_sub_level_id", int),
-                          _optional(d, "safe_epoch", int, 0),
-                          table_prefix_lens=_prefix_lens_from_json(_optional(d, "table_prefix_lens", list, [])),
-                          table_watermarks=_marks_from_json(d))
-
-
-def _delta_json(delta: VersionDelta) -> dict:
-    sub = delta.new_sub_level
-    return {"kind": delta.kind, "prev_id": delta.prev_id, "id": delta.id,
-            "max_committed_epoch": delta.max_committed_epoch, "next_sst_id": delta.next_sst_id,
-            "new_sub_level": None if sub is None else _sub_level_json(sub),
-            "removed": [[level, sst_id] for level, sst_id in delta.removed],
-            "added": [[level, info.to_dict()] for level, info in delta.added],
-            **({"safe_epoch": delta.safe_epoch} if delta.safe_epoch else {}),
-            **({"writer": delta.writer} if delta.writer else {}),
-            **({"table_prefix_lens": [list(p) for p in delta.table_prefix_lens]}
-               if delta.table_prefix_lens is not None else {}),
-            **({"table_watermarks": _marks_json(delta.table_watermarks)} if delta.table_watermarks else {})}
-
-
-def _delta_from_json(d) -> VersionDelta:
-    kind = _field(d, "kind", str)
-    if kind not in _KINDS:
-        raise _Bad(f"unknown delta kind {kind!r}")
-    if "new_sub_level" not in d:
-        raise _Bad("missing field 'new_sub_level'")
-    sub = d["new_sub_level"]
-    removed, added = [], []
-    for pair in _field(d, "removed", list):
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise _Bad("removed entries are [level, sst_id]")
-        removed.append((_field({"v": pair[0]}, "v", int), _field({"v": pair[1]}, "v", int)))
-    for pair in _field(d, "added", list):
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise _Bad("added entries are [level, sst]")
-        added.append((_field({"v": pair[0]}, "v", int), _info_from_json(pair[1])))
-    return VersionDelta(_field(d, "prev_id", int), _field(d, "id", int),
-                        _field(d, "max_committed_epoch", int), _field(d, "next_sst_id", int),
-                        None if sub is None else _sub_level_from_json(sub), tuple(removed),
-                        tuple(added), kind, _optional(d, "safe_epoch", int, 0),
-                        _optional(d, "writer", str, ""),
-                        table_prefix_lens=(_prefix_lens_from_json(d["table_prefix_lens"])
-                                           if "table_prefix_lens" in d else None),
-                        table_watermarks=_marks_from_json(d))

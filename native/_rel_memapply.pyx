@@ -15,12 +15,15 @@ reference cycle, so they are untracked at once (what the collector itself does t
 at its next pass); a MemTable whose records are all untracked stays an untracked dict, which
 the collector never traverses (an epoch's MemTable holds tens of thousands of records).
 
-Callers: :meth:`relational.mem_table.MemTable.apply` and ``insert_many`` only, through
+Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many`` and ``columns``
+(``merge_insert_runs``) only, through
 ``hummock._twins.load``.
 """
 
 cimport cython
-from cpython.bytes cimport PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 
@@ -129,3 +132,109 @@ def insert_new(records, keys, values):
             raise TypeError(f"keys and values are bytes, got {type(ks[i]).__name__} and {type(vs[i]).__name__}")
     for i in range(n):
         d[ks[i]] = _record(_INSERT, None, vs[i])
+
+
+cdef struct _KRef:
+    const unsigned char* p
+    Py_ssize_t n
+    Py_ssize_t src      # index into the flat key and value lists
+
+
+cdef inline int _kcmp(const _KRef* a, const _KRef* b) noexcept nogil:
+    cdef Py_ssize_t m = a.n if a.n < b.n else b.n
+    cdef int c = memcmp(a.p, b.p, <size_t>m)
+    if c:
+        return c
+    return (a.n > b.n) - (a.n < b.n)
+
+
+def merge_insert_runs(runs):
+    """See the twin's docstring. Runs are merged pairwise in C (about log2(runs) passes over
+    C references to the keys; equal keys keep run order), then the last of each equal key --
+    the latest run's -- is emitted. Every key and value is checked to be bytes and every run to
+    ascend before any pointer is taken."""
+    cdef list flat_keys = [], flat_values = [], bounds = [0]
+    cdef Py_ssize_t n, i, j, k, nseg, lo, mid, hi, a, b, out_pos
+    cdef _KRef* cur = NULL
+    cdef _KRef* nxt = NULL
+    cdef _KRef* tmp
+    cdef Py_ssize_t* seg = NULL
+    cdef bytes key, prev
+    for keys, values in runs:
+        ks, vs = list(keys), list(values)
+        if len(ks) != len(vs):
+            raise ValueError(f"a run's keys and values differ in length: {len(ks)}, {len(vs)}")
+        prev = None
+        for i in range(len(ks)):
+            if type(ks[i]) is not bytes or type(vs[i]) is not bytes:
+                raise TypeError(f"keys and values are bytes, got {type(ks[i]).__name__} and {type(vs[i]).__name__}")
+            key = <bytes>ks[i]
+            if prev is not None and prev >= key:
+                raise ValueError(f"a run's keys must strictly ascend (at {i})")
+            prev = key
+        flat_keys.extend(ks)
+        flat_values.extend(vs)
+        bounds.append(len(flat_keys))
+    n = len(flat_keys)
+    nseg = len(bounds) - 1
+    if nseg <= 1:
+        return flat_keys, flat_values
+    try:
+        cur = <_KRef*>malloc(n * sizeof(_KRef))
+        nxt = <_KRef*>malloc(n * sizeof(_KRef))
+        seg = <Py_ssize_t*>malloc((nseg + 1) * sizeof(Py_ssize_t))
+        if cur == NULL or nxt == NULL or seg == NULL:
+            raise MemoryError()
+        for i in range(n):
+            key = <bytes>flat_keys[i]
+            cur[i].p = <const unsigned char*>PyBytes_AS_STRING(key)
+            cur[i].n = PyBytes_GET_SIZE(key)
+            cur[i].src = i
+        for i in range(nseg + 1):
+            seg[i] = bounds[i]
+        while nseg > 1:                      # merge segments 2j and 2j+1 into j
+            k = 0
+            for j in range(0, nseg, 2):
+                lo = seg[j]
+                if j + 1 >= nseg:            # an odd last segment is copied
+                    hi = seg[j + 1]
+                    memcpy(&nxt[lo], &cur[lo], <size_t>(hi - lo) * sizeof(_KRef))
+                    seg[k] = lo
+                    k += 1
+                    continue
+                mid, hi = seg[j + 1], seg[j + 2]
+                a, b, out_pos = lo, mid, lo
+                while a < mid and b < hi:
+                    if _kcmp(&cur[b], &cur[a]) < 0:   # ties take the earlier run first
+                        nxt[out_pos] = cur[b]
+                        b += 1
+                    else:
+                        nxt[out_pos] = cur[a]
+                        a += 1
+                    out_pos += 1
+                while a < mid:
+                    nxt[out_pos] = cur[a]
+                    a += 1
+                    out_pos += 1
+                while b < hi:
+                    nxt[out_pos] = cur[b]
+                    b += 1
+                    out_pos += 1
+                seg[k] = lo
+                k += 1
+            seg[k] = n
+            nseg = k
+            tmp = cur
+            cur = nxt
+            nxt = tmp
+        out_keys, out_values = [], []
+        for i in range(n):
+            if i + 1 < n and _kcmp(&cur[i], &cur[i + 1]) == 0:
+                continue                     # a later run wrote this key too
+            out_keys.append(flat_keys[cur[i].src])
+            out_values.append(flat_values[cur[i].src])
+        return out_keys, out_values
+    finally:
+        free(cur)
+        free(nxt)
+        free(seg)

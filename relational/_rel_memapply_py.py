@@ -115,3 +115,30 @@ def insert_new(records, keys, values) -> None:
         if type(key) is not bytes or type(value) is not bytes:
             raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
     records.update(zip(keys, [(INSERT, None, value) for value in values]))
+
+
+def merge_insert_runs(runs) -> tuple[list, list]:
+    """One sorted ``(keys, values)`` batch from relaxed all-insert runs ``[(keys, values), ...]``
+    in write order, each run's keys strictly ascending bytes: a key written by several runs
+    takes its value from the latest. Checks everything first: ``TypeError`` unless keys and
+    values are bytes, ``ValueError`` when a run's lengths differ or its keys do not ascend."""
+    merged = {}
+    for keys, values in _checked_runs(runs):
+        merged.update(zip(keys, values))
+    keys = sorted(merged)
+    return keys, [merged[k] for k in keys]
+
+
+def _checked_runs(runs) -> list:
+    out = []
+    for keys, values in runs:
+        keys, values = list(keys), list(values)
+        if len(keys) != len(values):
+            raise ValueError(f"a run's keys and values differ in length: {len(keys)}, {len(values)}")
+        for i, (key, value) in enumerate(zip(keys, values)):
+            if type(key) is not bytes or type(value) is not bytes:
+                raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
+            if i and keys[i - 1] >= key:
+                raise ValueError(f"a run's keys must strictly ascend (at {i})")
+        out.append((keys, values))
+    return out

@@ -82,10 +82,8 @@ class MemTable:
         self.consistent = consistent
         self._describe = describe_key or (lambda key: key)
         self._table = table
-        #: key -> record; read-only for callers (``get`` without a method call). Replaced, not
-        #: emptied, by :meth:`clear`, so re-read it after a commit.
-        self.records: dict[bytes, tuple] = {}
-        self._ops = self.records
+        self._ops: dict[bytes, tuple] = {}        # key -> record (``records``)
+        self._runs: list = []                     # relaxed all-insert runs not yet in _ops (append_run)
         self._sorted: list[bytes] | None = None   # built on the first range read
         self._pending: list[bytes] = []           # keys added since, not yet in _sorted
         self._stale = 0                           # removed keys still in _sorted
@@ -97,14 +95,44 @@ class MemTable:
 
     # --- state ------------------------------------------------------------------------------
 
+    @property
+    def records(self) -> dict:
+        """key -> record; read-only for callers (``get`` without a method call). Replaced, not
+        emptied, by :meth:`clear`, so re-read it after a commit."""
+        if self._runs:
+            self._settle()
+        return self._ops
+
+    def _settle(self) -> None:
+        """Turn the pending runs of :meth:`append_run` into records, in write order, through
+        the insert merge rules (relaxed mode: never refused). Every method that reads or
+        changes records calls this first."""
+        if self._live:
+            self._freeze_live()
+        runs, self._runs = self._runs, []
+        ops = self._ops
+        approx = self.approx_bytes         # append_run counted these bytes already
+        for keys, values in runs:
+            if not ops or ops.keys().isdisjoint(keys):
+                _apply.insert_new(ops, keys, values)
+                if self._sorted is not None:
+                    self._pending.extend(keys)
+            else:
+                self.apply([True] * len(keys), keys, values)
+        self.approx_bytes = approx
+
     def __len__(self) -> int:
+        if self._runs:
+            self._settle()
         return len(self._ops)
 
     def __bool__(self) -> bool:
-        return bool(self._ops)
+        return bool(self._ops) or bool(self._runs)
 
     def get(self, key: bytes):
         """The record ``(op, old, new)`` of ``key``, or ``None`` if this epoch did not touch it."""
+        if self._runs:
+            self._settle()
         return self._ops.get(key)
 
     def _error(self, reason: str, key: bytes) -> InconsistentOpError:
@@ -137,6 +165,8 @@ class MemTable:
     # --- writes -----------------------------------------------------------------------------
 
     def insert(self, key: bytes, new: bytes) -> None:
+        if self._runs:
+            self._settle()
         if self._live:
             self._freeze_live()
         rec = self._ops.get(key)
@@ -154,6 +184,8 @@ class MemTable:
             self._ops[key] = (op, old, new)
 
     def delete(self, key: bytes, old: bytes) -> None:
+        if self._runs:
+            self._settle()
         if self._live:
             self._freeze_live()
         rec = self._ops.get(key)
@@ -178,6 +210,8 @@ class MemTable:
             self._ops[key] = (DELETE, prev, None)
 
     def update(self, key: bytes, old: bytes, new: bytes) -> None:
+        if self._runs:
+            self._settle()
         if self._live:
             self._freeze_live()
         rec = self._ops.get(key)
@@ -199,6 +233,8 @@ class MemTable:
     def check_insert(self, key: bytes, what: str = "insert") -> None:
         """Raise what :meth:`insert` of ``key`` would raise on its record (strict mode); change
         nothing. A key without a record passes (the caller checks storage)."""
+        if self._runs:
+            self._settle()
         rec = self._ops.get(key)
         if rec is not None and rec[0] != DELETE and self.consistent:
             raise self._error(f"{what} of a pk that already has a row", key)
@@ -206,6 +242,8 @@ class MemTable:
     def check_delete(self, key: bytes, old: bytes, what: str = "delete") -> None:
         """Raise what :meth:`delete` of ``key`` with ``old`` would raise on its record (strict
         mode); change nothing. A key without a record passes (the caller checks storage)."""
+        if self._runs:
+            self._settle()
         rec = self._ops.get(key)
         if rec is None or not self.consistent:
             return
@@ -218,6 +256,8 @@ class MemTable:
         """Put back the records ``saved`` as ``[(key, record_or_None), ...]``, taken before a
         run of operations (in order; a key saved twice gets its first record back), and the
         ``approx_bytes`` of then."""
+        if self._runs:
+            self._settle()
         if self._live:
             self._freeze_live()
         ops = self._ops
@@ -237,6 +277,8 @@ class MemTable:
         ``distinct=True`` is the caller's promise that no key repeats and none has a record
         (it checked both). Keys given in ascending order keep :meth:`drain` cheap (its sort
         merges the runs)."""
+        if self._runs:
+            self._settle()
         ops = self._ops
         if not distinct and (ops and not ops.keys().isdisjoint(keys) or len(set(keys)) != len(keys)):
             return False
@@ -249,6 +291,21 @@ class MemTable:
             self._bucket_pending.extend(keys)
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)
         return True
+
+    def append_run(self, keys: list, values: list) -> None:
+        """Relaxed mode: insert a run of new values (``keys`` strictly ascending, as a sorted
+        chunk's) without touching the records: the run waits in a list, and :meth:`columns`
+        merges the runs in C at commit (a key in several runs keeps the latest value, what
+        :meth:`insert` gives in relaxed mode). Anything that reads or changes records first
+        applies the pending runs in order. REQUIRES relaxed mode."""
+        if self.consistent:
+            raise AssertionError("append_run is for relaxed MemTables")
+        if not keys:
+            return
+        if self._live:
+            self._freeze_live()
+        self._runs.append((keys, values))
+        self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)
 
     def apply(self, inserts, keys: list, values: list, stored=None) -> None:
         """Apply a run of operations all or nothing: ``inserts[i]`` true inserts ``values[i]``
@@ -264,6 +321,8 @@ class MemTable:
 
         Operations on one key depend only on each other, so the caller may reorder a run as
         long as each key's operations keep their order (a stable sort by key)."""
+        if self._runs:
+            self._settle()
         overlay, gone, added = _apply.merge_ops(self._ops, inserts, keys, values, stored, self.consistent,
                                                 self._error)
         if not overlay and not gone:
@@ -289,6 +348,8 @@ class MemTable:
     def _index(self) -> list:
         """The sorted keys (may include removed keys; callers skip those). Keys added since the
         last read are merged in: one by one when few, else by one sort of two sorted runs."""
+        if self._runs:
+            self._settle()
         if self._sorted is None:
             self._sorted = sorted(self._ops)
             self._pending = []
@@ -369,6 +430,8 @@ class MemTable:
 
     def has_range(self, start: bytes | None, end: bytes | None) -> bool:
         """True when some live key lies in ``[start, end)``."""
+        if self._runs:
+            self._settle()
         ops = self._ops
         if not ops:
             return False
@@ -385,7 +448,12 @@ class MemTable:
     def columns(self) -> tuple[list, list]:
         """The KV batch of this buffer as two lists, ``(keys, new_values_or_None)``, sorted by
         key (the sort merges the ascending runs that chunk inserts leave, in dict order). The
-        buffer is unchanged: the caller clears it once the batch is written."""
+        buffer is unchanged: the caller clears it once the batch is written. Pending runs of
+        :meth:`append_run` alone are merged in C (``merge_insert_runs``), with no records."""
+        if self._runs and not self._ops:
+            return _apply.merge_insert_runs(self._runs)
+        if self._runs:
+            self._settle()
         ops = self._ops
         keys = sorted(ops)
         return keys, list(map(_NEW, map(ops.__getitem__, keys)))
@@ -405,14 +473,15 @@ class MemTable:
     def copy(self) -> MemTable:
         """An independent MemTable with the same records (its index is rebuilt when read)."""
         other = MemTable(self.consistent, self._describe, self._table)
-        other._ops = other.records = dict(self._ops)
+        other._ops = dict(self.records)
         other.approx_bytes = self.approx_bytes
         return other
 
     def clear(self) -> None:
         """Empty the buffer. Live range iterators keep reading the old records (which are
         no longer changed), so they need no copy."""
-        self._ops = self.records = {}
+        self._ops = {}
+        self._runs = []
         self._sorted = None
         self._pending = []
         self._stale = 0
@@ -423,6 +492,9 @@ class MemTable:
 
     def _check(self) -> None:
         """Verify every invariant in the module docstring; raises ``AssertionError``."""
+        for keys, values in self._runs:
+            assert not self.consistent, "append_run runs in strict mode"
+            assert len(keys) == len(values) and all(a < b for a, b in zip(keys, keys[1:])), "a run out of order"
         for key, rec in self._ops.items():
             assert isinstance(key, bytes) and len(rec) == 3, (key, rec)
             op, old, new = rec

@@ -390,7 +390,7 @@ class StateTable:
         The whole chunk is encoded at once and sorted by key (a stable sort, so the rows of one
         pk keep their order and the result is that of applying the rows in chunk order). An
         all-insert chunk of new keys is checked with one sorted ``multi_get`` (strict) and
-        added with one dict update; any other chunk is checked with one ``multi_get`` of its
+        added with one dict update (relaxed: kept as a sorted run until commit); any other chunk is checked with one ``multi_get`` of its
         keys that have no MemTable record (strict) and run through the MemTable's merge rules
         into an overlay (``MemTable.apply``) that replaces the records only when every row
         passed.
@@ -458,11 +458,15 @@ class StateTable:
             raise
 
     def _insert_all(self, keys, values, order) -> bool:
-        """All-insert chunks, ``keys`` sorted (``order``: their chunk positions): one sorted
-        storage check, one dict update. False = take the general path (a key repeats or already
-        has a record); nothing changed then."""
+        """All-insert chunks, ``keys`` sorted (``order``: their chunk positions). Relaxed mode:
+        the chunk becomes a MemTable run, merged with the others at commit. Strict mode: one
+        sorted storage check, one dict update. False = take the general path (a key repeats or
+        already has a record); nothing changed then."""
         if any(map(eq, keys, islice(keys, 1, None))):
             return False
+        if not self.consistent:      # relaxed: a run merged at commit (MemTable.append_run)
+            self.mem.append_run(keys, values)
+            return True
         records = self.mem.records
         if records and not records.keys().isdisjoint(keys):
             return False

@@ -65,14 +65,24 @@ class KvModel:
         return None
 
     def update_watermarks(self, table: int, epoch: int, ranges: dict) -> None:
+        """Merge each range into its vnode's current one (their hull); a range inside the
+        current one changes nothing -- it leaves no record at ``epoch``, so it does not raise
+        the table's newest watermark epoch either."""
         for vnode, (lo, hi) in ranges.items():
             history = self.watermarks[(table, vnode)]
             if history:
                 _, clo, chi = history[-1]
                 lo, hi = min(lo, clo), (None if hi is None or chi is None else max(hi, chi))
+                if (lo, hi) == (clo, chi):
+                    continue
                 if history[-1][0] == epoch:
                     history.pop()
             history.append((epoch, lo, hi))
+
+    def truncate_error(self, table: int, epoch: int) -> str | None:
+        """Why the store must refuse a truncation of ``table`` at ``epoch``, or None."""
+        history = self.truncations.get(table)
+        return "epoch below the newest truncation's" if history and epoch < history[-1][0] else None
 
     def truncate(self, table: int, epoch: int) -> None:
         through = epoch + self.offsets[(table, epoch)] - 1

@@ -14,6 +14,7 @@ from hummock.manifest import Manifest, delta_path
 from hummock.object_store import LocalObjectStore, MemoryObjectStore
 from hummock.object_store.base import ObjectStoreError
 from hummock.version import VersionDelta
+from hummock.version_codec import decode_delta
 from kv_model import KvModel
 from scripted_store import ScriptedStore
 
@@ -191,4 +192,4 @@ def test_equal_deltas_of_two_writers_never_pass_for_each_other():
     from hummock.manifest import ConcurrentWriterError
     with pytest.raises(ConcurrentWriterError):
         second.commit(delta)
-    assert VersionDelta.from_bytes(store.read(delta_path(1))).writer
+    assert decode_delta(store.read(delta_path(1))).writer

@@ -621,6 +621,11 @@ class KvFaultMachine(FaultRunner, KvMachine):
         for table in (1, 2):
             assert list(store.iter(table, epoch)) == self.model.items(table, epoch)
 
+    def _sealed_epoch(self) -> int:
+        """A call that failed under faults may have sealed its epoch or not: ask the store."""
+        with self.store._lock:
+            return self.store._buffer.sealed_epoch
+
     def _reset_after_reopen(self):
         self.model.reopen()
         assert self.store.max_committed_epoch == self.model.committed_epoch

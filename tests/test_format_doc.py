@@ -16,7 +16,7 @@ import struct
 import pytest
 
 from hummock import key as key_module
-from hummock import version as version_module
+from hummock import version_codec as version_codec_module
 from hummock.errors import CorruptionError
 from hummock.sstable import block as block_module
 from hummock.sstable import filter as filter_module
@@ -71,7 +71,7 @@ def number(text: str) -> int:
 # --- struct layouts given with a byte count -----------------------------------------------------
 
 CODE_STRUCTS = {"block trailer": block_module.BLOCK_TRAILER, "footer": meta_module.FOOTER,
-                "ENVELOPE": version_module.ENVELOPE}
+                "ENVELOPE": version_codec_module.ENVELOPE}
 
 
 def test_every_struct_with_a_byte_count_matches_the_code():
@@ -139,7 +139,7 @@ def test_manifest_envelope_layout_and_offsets():
     block = code_block(text, "magic")
     fields = re.findall(r"^(magic|format_version|payload_len|checksum)\s+(8 bytes|u32le|u64le)", block, re.MULTILINE)
     assert [name for name, _ in fields] == ["magic", "format_version", "payload_len", "checksum"]
-    envelope = version_module.ENVELOPE
+    envelope = version_codec_module.ENVELOPE
     assert layout(fields) == envelope.format
     assert int(re.search(r"object size - (\d+)", block).group(1)) == envelope.size
     assert int(re.search(r"fewer\s+than (\d+) bytes", text).group(1)) == envelope.size
@@ -162,7 +162,7 @@ def test_catalog_record_envelope_layout():
 # --- constant tables --------------------------------------------------------------------------------
 
 TABLES = [("3. Full keys and epochs", key_module), ("5. SST filter", filter_module),
-          ("6. Version manifest", version_module)]
+          ("6. Version manifest", version_codec_module)]
 
 
 @pytest.mark.parametrize("title, module", TABLES, ids=[t for t, _ in TABLES])

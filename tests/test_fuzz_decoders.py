@@ -34,8 +34,9 @@ from hummock.sstable.block import checksum, decode_stored_block, encode_stored_b
 from hummock.sstable.builder import SstableBuilderOptions, build_sstable
 from hummock.sstable.meta import FOOTER_SIZE, SstableInfo, SstableMeta, decode_footer, sst_object_path
 from hummock.sstable.reader import Sstable
-from hummock.version import (DELTA_MAGIC, ENVELOPE, MANIFEST_FORMAT_VERSION, VERSION_MAGIC, HummockVersion,
-                             VersionDelta, apply)
+from hummock.version import HummockVersion, VersionDelta, apply
+from hummock.version_codec import (DELTA_MAGIC, ENVELOPE, MANIFEST_FORMAT_VERSION, VERSION_MAGIC, decode_delta,
+                                   decode_version, encode_delta, encode_version)
 from relational import _memcomparable_py, _value_encoding_py
 from relational.catalog import _ENVELOPE as RECORD_ENVELOPE
 from relational.catalog import RECORD_MAGIC, RECORD_VERSION, TableDesc
@@ -309,13 +310,13 @@ def json_payloads(draw, valid: bytes):
 @FUZZ
 @given(st.data(), st.booleans())
 def test_fuzz_version_and_delta_decoding(data, reseal):
-    for magic, kind, valid in ([(VERSION_MAGIC, HummockVersion, VERSION.to_bytes())] +
-                               [(DELTA_MAGIC, VersionDelta, d.to_bytes()) for d in DELTAS]):
+    for magic, decode, valid in ([(VERSION_MAGIC, decode_version, encode_version(VERSION))] +
+                                 [(DELTA_MAGIC, decode_delta, encode_delta(d)) for d in DELTAS]):
         if reseal:
             raw = seal(magic, data.draw(json_payloads(valid[ENVELOPE.size:])))
         else:
             raw = data.draw(mutated(valid))
-        result = verdict(kind.from_bytes, raw, object="manifest/x")
+        result = verdict(decode, raw, object="manifest/x")
         assert result[0] == "ok" or result[1] == "CorruptionError"
 
 
@@ -341,7 +342,7 @@ def test_fuzz_catalog_record_decoding(record, data, reseal):
 def test_json_edits_produce_valid_json_sometimes():
     """The JSON edits must not all break the JSON: the structural checks behind json.loads are
     what they are for."""
-    payload = VERSION.to_bytes()[ENVELOPE.size:]
+    payload = encode_version(VERSION)[ENVELOPE.size:]
     parsed = 0
     for edit in _JSON_EDITS:
         try:

@@ -22,8 +22,9 @@ from hummock.errors import CorruptionError
 from hummock.manifest import Manifest, checkpoint_path, delta_path
 from hummock.object_store import LocalObjectStore, MemoryObjectStore
 from hummock.sstable.block import checksum
-from hummock.version import (DELTA_MAGIC, ENVELOPE, MANIFEST_FORMAT_VERSION, VERSION_MAGIC,
-                             HummockVersion, VersionDelta, apply)
+from hummock.version import HummockVersion, VersionDelta, apply
+from hummock.version_codec import (DELTA_MAGIC, ENVELOPE, MANIFEST_FORMAT_VERSION, VERSION_MAGIC, decode_delta,
+                                   decode_version)
 from relational.catalog import _ENVELOPE as RECORD_ENVELOPE
 from relational.catalog import RECORD_MAGIC, RECORD_VERSION, TableDesc
 from relational.errors import SchemaError
@@ -85,17 +86,17 @@ def test_bound_covers_unbalanced_and_stops_counting():
 # --- checkpoints and deltas -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("payload", HOSTILE, ids=["lists", "objects", "unclosed", "limit+1", "in-a-field"])
-@pytest.mark.parametrize("kind", [HummockVersion, VersionDelta], ids=["checkpoint", "delta"])
-def test_deep_payload_is_corruption_not_recursion(kind, payload):
-    magic = VERSION_MAGIC if kind is HummockVersion else DELTA_MAGIC
+@pytest.mark.parametrize("magic, decode", [(VERSION_MAGIC, decode_version), (DELTA_MAGIC, decode_delta)],
+                         ids=["checkpoint", "delta"])
+def test_deep_payload_is_corruption_not_recursion(magic, decode, payload):
     with pytest.raises(CorruptionError, match="nests too deeply") as info:
-        kind.from_bytes(seal(magic, payload), object="manifest/x")
+        decode(seal(magic, payload), object="manifest/x")
     assert (info.value.object, info.value.offset) == ("manifest/x", ENVELOPE.size)
 
 
 def test_payload_at_the_depth_limit_is_only_malformed():
     with pytest.raises(CorruptionError, match="malformed manifest payload"):
-        HummockVersion.from_bytes(seal(VERSION_MAGIC, nested(MAX_JSON_DEPTH)))
+        decode_version(seal(VERSION_MAGIC, nested(MAX_JSON_DEPTH)))
 
 
 @pytest.fixture(params=["memory", "local"])

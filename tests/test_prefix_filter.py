@@ -30,6 +30,7 @@ from hummock.sstable.builder import SstableBuilderOptions, build_sstable, prefix
 from hummock.sstable.filter import FilterReader, key_hash
 from hummock.sstable.meta import SstableMeta
 from hummock.version import HummockVersion, VersionDelta, apply
+from hummock.version_codec import decode_delta, decode_version, encode_delta, encode_version
 from table_stores import opener
 from twins import implementations
 
@@ -140,12 +141,12 @@ def test_builder_options_check_prefix_lens():
 
 def test_the_declaration_is_a_version_delta_and_an_optional_json_field():
     v0 = HummockVersion.empty()
-    assert b"table_prefix_lens" not in v0.to_bytes()   # older readers' layout when nothing is declared
+    assert b"table_prefix_lens" not in encode_version(v0)   # older readers' layout when nothing is declared
     delta = VersionDelta.table_options(v0, {5: 7, 2: 3})
     v1 = apply(v0, delta)
     assert v1.table_prefix_lens == ((2, 3), (5, 7)) and v1.prefix_len_map == {2: 3, 5: 7}
-    assert HummockVersion.from_bytes(v1.to_bytes()) == v1
-    assert VersionDelta.from_bytes(delta.to_bytes()) == delta
+    assert decode_version(encode_version(v1)) == v1
+    assert decode_delta(encode_delta(delta)) == delta
     v2 = apply(v1, VersionDelta.reserve_sst_ids(v1, 4))   # other deltas carry it forward
     assert v2.table_prefix_lens == v1.table_prefix_lens
     assert apply(v2, VersionDelta.table_options(v2, {})).table_prefix_lens == ()
@@ -158,13 +159,13 @@ def test_the_declaration_is_a_version_delta_and_an_optional_json_field():
 
 def test_a_damaged_json_declaration_is_corruption():
     import json
-    from hummock.version import VERSION_MAGIC, _seal, _version_json
+    from hummock.version_codec import VERSION_MAGIC, _seal, _version_json
     v = apply(HummockVersion.empty(), VersionDelta.table_options(HummockVersion.empty(), {1: 2}))
     for bad in ([[1, 0]], [[2, 1], [1, 1]], [[1]], "x", [[1, 2, 3]]):
         payload = _version_json(v)
         payload["table_prefix_lens"] = bad
         with pytest.raises(CorruptionError):
-            HummockVersion.from_bytes(_seal(VERSION_MAGIC, json.loads(json.dumps(payload))))
+            decode_version(_seal(VERSION_MAGIC, json.loads(json.dumps(payload))))
 
 
 # --- the engine, on every store -----------------------------------------------------------------

@@ -1,9 +1,11 @@
 """StateTable against a dict model (pk -> row) with a hypothesis state machine.
 
 Rules: insert / delete / update (strict mode: valid ones succeed, invalid ones raise
-InconsistentOpError and change nothing), write_chunk of mixed ops, write_visible_chunk (mixed
-ops plus rows masked out by a visibility mask that would be refused if they were applied:
-inconsistent, unknown ops, other vnodes), try_flush (tiny threshold), update_watermark (several
+InconsistentOpError and change nothing), write_chunk of mixed ops (a pk may repeat: insert, then
+delete or update pairs of the chunk's own row), write_visible_chunk (mixed ops plus rows masked
+out by a visibility mask that would be refused if they were applied: inconsistent, unknown ops,
+other vnodes), write_refused_chunk (one visible row of a vnode not owned, an unknown op, or a
+row contradicting the chunk's own earlier rows: the whole chunk is refused), try_flush (tiny threshold), update_watermark (several
 per epoch, the highest wins; at the commit each owned vnode's store watermark rises to it, never
 falls, and every row below its vnode's store watermark leaves the model as soon as it leaves the
 MemTable: at that commit, at a later commit or flush), truncate (the whole table id is empty
@@ -11,9 +13,10 @@ from the current epoch on), commit, checkpoint, reopen (back to the last checkpo
 watermarks included), get_row, get_rows (many pks, repeats, absent ones), iterate: iter_with_prefix or
 iter_batches with random prefix, bounds (inclusive or exclusive at either end, partial on the
 first pk column), reverse, limit and batch size, compared with a Python sort of the model under
-the table's ASC/DESC orders, write_while_iterating (a join's pattern: an open iterator while
-chunks, updates of the rows it yielded, commits and flushes change its range; it yields the
-rows as of its creation), rescale (update_vnode_bitmap between epochs; reads then cover the new
+the table's ASC/DESC orders, write_while_iterating (a join's pattern: an open iterator, tuples
+or Arrow batches, while chunks, updates of the rows it yielded, commits, flushes, a published
+watermark, a truncation and a rescale change its range; it yields the rows as of its creation,
+over the vnodes owned then), rescale (update_vnode_bitmap between epochs; reads then cover the new
 vnodes, writes outside them raise VnodeNotOwnedError; reopen owns every vnode again), and
 StorageTable reads at old committed epochs. Runs on memory, local and S3 stores (S3 with fewer
 examples), in whichever mode (native / pure) the suite runs.
@@ -165,7 +168,7 @@ class StateTableMachine(RuleBasedStateMachine):
     def _valid_chunk(self, pks, data, model):
         """Ops and rows of a consistent chunk over ``pks``, applied to ``model``."""
         ops, rows = [], []
-        for pk in pks:
+        for pk in pks:   # in order: a repeated pk meets the row its earlier occurrence left
             if pk in model:
                 old = model[pk]
                 if data.draw(st.booleans()):
@@ -188,9 +191,12 @@ class StateTableMachine(RuleBasedStateMachine):
     def _columns(rows):
         return [pa.array([r[i] for r in rows], t) for i, t in enumerate(COLUMN_TYPES)]
 
-    @rule(pks=st.lists(PK, unique=True, max_size=6), data=st.data())
+    @rule(pks=st.lists(PK, max_size=8), data=st.data())
     def write_chunk(self, pks, data):
+        """A consistent chunk of mixed ops; a pk may come several times (insert, then delete or
+        update pairs of the row the chunk itself wrote: an aggregation's pattern)."""
         pks = [pk for pk in pks if self._owns(pk)]
+        event(f"chunk: {'repeated pks' if len(set(pks)) < len(pks) else 'distinct pks'}")
         ops, rows = self._valid_chunk(pks, data, self.model)
         self.table.write_chunk(ops, self._columns(rows))
 
@@ -247,6 +253,59 @@ class StateTableMachine(RuleBasedStateMachine):
         else:
             raise AssertionError(f"an inconsistent row for {bad_pk} at {at} was accepted")
         assert self._state() == before
+
+    @rule(pks=st.lists(PK, min_size=1, max_size=6), kind=st.sampled_from(["not owned", "unknown op", "against itself"]),
+          masked=st.booleans(), data=st.data())
+    def write_refused_chunk(self, pks, kind, masked, data):
+        """A consistent chunk (pks may repeat) plus one visible row that dooms it: a row of a
+        vnode this instance does not own (VnodeNotOwnedError), an unknown op (SchemaError), or
+        a row that contradicts the chunk's own earlier rows (InconsistentOpError: an insert of
+        a pk the chunk inserted, a delete of one it deleted, an old row it did not write).
+        Nothing is applied, with or without a visibility mask hiding other rows."""
+        model = dict(self.model)
+        ops, rows = self._valid_chunk([pk for pk in pks if self._owns(pk)], data, model)
+        touched = sorted({r[:2] for r in rows}, key=repr)
+        if kind == "not owned":
+            foreign = [pk for pk in map(tuple, data.draw(st.lists(PK, min_size=1, max_size=4))) if not self._owns(pk)]
+            if not foreign:
+                return
+            at, op, row, error = data.draw(st.integers(0, len(ops))), OP_INSERT, self._row(foreign[0], 0, None), \
+                VnodeNotOwnedError
+        elif kind == "unknown op":
+            at, op, row, error = data.draw(st.integers(0, len(ops))), data.draw(st.sampled_from([0, 5, 9])), \
+                self._row(data.draw(PK), 0, None), SchemaError
+            if not self._owns(row[:2]):
+                return
+        else:
+            if not touched:
+                return
+            pk = data.draw(st.sampled_from(touched))
+            if pk in model:
+                old = model[pk]
+                op, row = data.draw(st.sampled_from([(OP_INSERT, self._row(pk, 0, None)),
+                                                     (OP_DELETE, (old[0], old[1], old[2] + 100, old[3])),
+                                                     (OP_UPDATE_DELETE, (old[0], old[1], old[2] + 100, old[3]))]))
+            else:
+                op, row = data.draw(st.sampled_from([OP_DELETE, OP_UPDATE_DELETE])), self._row(pk, 0, None)
+            at, error = len(ops), InconsistentOpError   # after the rows it contradicts
+        ops.insert(at, op)
+        rows.insert(at, row)
+        visibility = None
+        if masked:   # hide some other rows (not the doomed one, nor the rows it contradicts)
+            visibility = [i == at or error is InconsistentOpError or data.draw(st.booleans())
+                          for i in range(len(ops))]
+        event(f"refused chunk: {kind}")
+        before = self._state()
+        try:
+            self.table.write_chunk(ops, self._columns(rows), visibility=visibility)
+        except error as exc:
+            if error is InconsistentOpError:
+                assert exc.pk == row[:2]
+        else:
+            raise AssertionError(f"a chunk with a {kind} row at {at} was accepted")
+        assert self._state() == before
+        pks = [pk for pk in touched if self._owns(pk)]
+        assert self.table.get_rows(pks) == [self.model.get(pk) for pk in pks]
 
     @precondition(lambda self: len(self.model) >= 2)
     @rule(data=st.data(), v=V)
@@ -475,32 +534,40 @@ class StateTableMachine(RuleBasedStateMachine):
         assert got == self._expected(list(self.model.values()), prefix, start, end, reverse, start_inclusive,
                                      end_inclusive, limit)
 
-    @rule(prefix=st.one_of(st.just(()), G.map(lambda g: (g,))), reverse=st.booleans(), data=st.data())
-    def write_while_iterating(self, prefix, reverse, data):
+    @rule(prefix=st.one_of(st.just(()), G.map(lambda g: (g,))), reverse=st.booleans(),
+          batch_size=st.sampled_from([None, None, 1, 2]), data=st.data())
+    def write_while_iterating(self, prefix, reverse, batch_size, data):
         """A join's pattern: an iterator is open while its range changes (chunks, updates of
-        the rows it already yielded, new rows, commits, flushes); it yields the rows as of its
-        creation, and afterwards a new read sees every change."""
+        the rows it already yielded, new rows, commits, flushes, a watermark published, a
+        truncation, a rescale); it yields the rows as of its creation (over the vnodes owned
+        then), and afterwards a new read sees every change. ``batch_size``: the same through
+        iter_batches."""
         if self._pinned_elsewhere(prefix):
             return
         # this epoch's writes in the range first, so that the iterator has MemTable records left
-        pks = [pk for pk in data.draw(st.lists(PK, unique=True, max_size=12)) if self._owns(pk)]
+        pks = [pk for pk in data.draw(st.lists(PK, max_size=12)) if self._owns(pk)]
         ops, rows = self._valid_chunk(pks, data, self.model)
         self.table.write_chunk(ops, self._columns(rows))
         expected = self._expected(list(self.model.values()), prefix, None, None, reverse)
-        it = self.table.iter_with_prefix(prefix, reverse=reverse)
+        if batch_size is None:
+            it = self.table.iter_with_prefix(prefix, reverse=reverse)
+        else:   # (the first iterable of a generator expression is evaluated now)
+            it = (tuple(r.values()) for b in self.table.iter_batches(prefix, reverse=reverse, batch_size=batch_size)
+                  for r in b.to_pylist())
         got = []
         for _ in range(data.draw(st.integers(1, 4))):
             got += islice(it, data.draw(st.integers(0, 3)))
-            action = data.draw(st.sampled_from(["chunk", "degrees", "commit", "flush"]))
+            action = data.draw(st.sampled_from(["chunk", "degrees", "commit", "flush", "watermark", "truncate",
+                                                "rescale"]))
             event(f"write while iterating: {action}")
             if action == "chunk":
-                pks = [pk for pk in data.draw(st.lists(PK, unique=True, max_size=6)) if self._owns(pk)]
+                pks = [pk for pk in data.draw(st.lists(PK, max_size=6)) if self._owns(pk)]
                 ops, rows = self._valid_chunk(pks, data, self.model)
                 self.table.write_chunk(ops, self._columns(rows))
             elif action == "degrees":    # update the rows found so far; insert one next to them
                 for row in got:
                     pk = row[:2]
-                    if pk in self.model:
+                    if pk in self.model and self._owns(pk):
                         old = self.model[pk]
                         new = (old[0], old[1], old[2] + 1, old[3])
                         self.table.update(old, new)
@@ -511,12 +578,21 @@ class StateTableMachine(RuleBasedStateMachine):
                     self.model[pk] = self._row(pk, 0, None)
             elif action == "commit":
                 self.commit()
-            else:
+            elif action == "flush":
                 self.try_flush()
+            elif action == "watermark":   # published by the commit: hides rows the iterator still yields
+                self.update_watermark(w=data.draw(st.integers(-2, 3)))   # (keywords: subclasses wrap rules)
+                self.commit()
+            elif action == "truncate":
+                self.table.truncate()
+                self.model = {}
+            else:
+                self.rescale(data=data)
         got += list(it)
         assert got == expected
-        assert list(self.table.iter_with_prefix(prefix, reverse=reverse)) == self._expected(
-            list(self.model.values()), prefix, None, None, reverse)
+        if not self._pinned_elsewhere(prefix):
+            assert list(self.table.iter_with_prefix(prefix, reverse=reverse)) == self._expected(
+                list(self.model.values()), prefix, None, None, reverse)
 
     @rule(data=st.data())
     def rescale(self, data):

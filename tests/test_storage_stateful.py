@@ -2,17 +2,22 @@
 
 Rules: ingest batches (deletes included, several per epoch), seal (which starts an upload in the
 background), sync, commit, get/multi_get, iter with random bounds/prefix/reverse at random
-epochs, writes (and seals) in the middle of a scan, snapshots pinned and read later,
-compact_all and compact_range (and the background compactor, which runs at its L0 trigger),
-table watermarks (several per epoch, refused when disjoint from a vnode's current range) and
-truncate_table, reopen (drops uncommitted data, watermarks and truncations included). A tiny shared buffer makes spills happen. Runs in whichever
-mode the suite runs (native or ``HUMMOCK_PURE_PYTHON=1``).
+epochs, snapshots pinned and read later, compact_all and compact_range (and the background
+compactor, which runs at its L0 trigger), table watermarks (several per epoch, as ``W`` or
+``(lo, hi)``, refused when disjoint from a vnode's current range) and truncate_table, both also
+at older, sealed and later epochs (refused at a sealed epoch or below the table's newest record
+of their kind; otherwise hiding from their epoch on), writes, seals, watermarks, truncations,
+commits and compactions while a scan is open (before its first row or halfway; it keeps
+reading the store as of its creation), reopen (drops uncommitted data, watermarks and
+truncations included). ``KvModel`` hides keys below a watermark or truncation at once, and the
+same reads must hold after reopen and compaction. A tiny shared buffer makes spills happen.
+Runs in whichever mode the suite runs (native or ``HUMMOCK_PURE_PYTHON=1``).
 """
 
 import itertools
 import uuid
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
                                  run_state_machine_as_test)
@@ -47,6 +52,7 @@ class KvMachine(RuleBasedStateMachine):
         self.model = KvModel()
         self.epoch = EPOCH            # the epoch being written
         self.written_epochs = [0]
+        self.sealed = 0               # the highest epoch sealed (by seal, sync or commit)
 
     def teardown(self):
         for snap, _ in getattr(self, "snapshots", []):
@@ -69,12 +75,13 @@ class KvMachine(RuleBasedStateMachine):
     @rule()
     def seal(self):
         self.store.seal_epoch(self.epoch)
+        self.sealed = self.epoch
         self.epoch += EPOCH
 
     @rule()
     def sync(self):
         self.store.sync(self.epoch)
-        self.synced = self.epoch
+        self.synced = self.sealed = self.epoch
         self.epoch += EPOCH
 
     @rule(data=st.data())
@@ -87,6 +94,7 @@ class KvMachine(RuleBasedStateMachine):
             return
         self.store.commit_epoch(epoch)
         self.model.commit(epoch)
+        self.sealed = max(self.sealed, epoch)
         if self.epoch <= epoch:
             self.epoch = epoch + EPOCH
 
@@ -122,22 +130,32 @@ class KvMachine(RuleBasedStateMachine):
         self._exact_or_expired(lambda: list(self.store.iter(table, epoch, start, end, prefix=prefix, reverse=reverse)),
                                epoch, self.model.items(table, epoch, start, end, prefix, reverse))
 
-    @rule(table=TABLES, keys=KEYS, data=st.data(), reverse=st.booleans(), seal=st.booleans())
-    def scan_while_writing(self, table, keys, data, reverse, seal):
-        """An iterator reads the store as it was when ``iter`` was called: a batch ingested
-        (and maybe sealed, so its upload swaps imms for staging SSTs) halfway through the scan
-        never shows up in it, and the scan never fails."""
+    @rule(table=TABLES, data=st.data(), reverse=st.booleans(), start=st.integers(0, 3))
+    def scan_while_writing(self, table, data, reverse, start):
+        """An iterator reads the store as it was when ``iter`` was called: batches ingested
+        (and maybe sealed, so the upload swaps imms for staging SSTs), watermarks, truncations,
+        commits and compactions after it was created (before its first row or halfway through)
+        never show up in it, and the scan never fails."""
         epoch = data.draw(st.sampled_from([self.epoch, 2**64 - 1]))
         expected = self.model.items(table, epoch, reverse=reverse)
         it = self.store.iter(table, epoch, reverse=reverse)
-        got = list(itertools.islice(it, 2))
-        pairs = [(k, data.draw(VALUES)) for k in sorted(keys)]
-        self.store.ingest_batch(table, pairs, self.epoch)
-        self.model.ingest(table, pairs, self.epoch)
-        if self.written_epochs[-1] != self.epoch:
-            self.written_epochs.append(self.epoch)
-        if seal:
-            self.seal()
+        got = list(itertools.islice(it, start))
+        actions = ["ingest", "seal", "watermark", "truncate", "commit"] + ["compact"] * self.compaction
+        for action in data.draw(st.lists(st.sampled_from(actions), min_size=1, max_size=3)):
+            event(f"scan while writing: {action}")
+            if action in ("ingest", "seal"):   # (keywords: subclasses wrap the rules)
+                self.ingest(table=data.draw(TABLES), keys=data.draw(KEYS), values=data)
+                if action == "seal":
+                    self.seal()
+            elif action == "watermark":
+                self.update_watermarks(table=data.draw(TABLES), data=data)
+            elif action == "truncate":
+                self.truncate(table=data.draw(TABLES))
+            elif action == "commit":
+                self.commit(data=data)
+            else:
+                self.store.compact_all()
+            got += itertools.islice(it, data.draw(st.integers(0, 2)))
         got += list(it)
         assert got == expected
 
@@ -165,11 +183,53 @@ class KvMachine(RuleBasedStateMachine):
 
     @rule(table=TABLES)
     def truncate(self, table):
-        """Everything of ``table`` written so far leaves reads at epochs >= this one."""
-        self.store.truncate_table(table, self.epoch)
+        """Everything of ``table`` written so far leaves reads at epochs >= this one (refused
+        below the table's newest truncation, which ``marks_at_other_epochs`` may have put later)."""
+        error = self.model.truncate_error(table, self.epoch)
+        try:
+            self.store.truncate_table(table, self.epoch)
+        except InvalidArgumentError:
+            assert error is not None
+            return
+        assert error is None, error
         self.model.truncate(table, self.epoch)
         if self.written_epochs[-1] != self.epoch:
             self.written_epochs.append(self.epoch)
+
+    @rule(table=TABLES, data=st.data(), truncate=st.booleans())
+    def marks_at_other_epochs(self, table, data, truncate):
+        """A watermark or truncation at an older, sealed, current or later epoch: refused,
+        changing nothing, at a sealed epoch or below the table's newest record of its kind;
+        otherwise reads at epochs >= it hide what it covers (also writes made between it and
+        the current epoch), reads below it do not."""
+        sealed = self._sealed_epoch()
+        epoch = data.draw(st.sampled_from(sorted({e for e in self.written_epochs if e} | {
+            sealed, sealed + EPOCH, self.epoch, self.epoch + 2 * EPOCH} - {0})))
+        if truncate:
+            error = "sealed" if epoch <= sealed else self.model.truncate_error(table, epoch)
+            call = lambda: self.store.truncate_table(table, epoch)   # noqa: E731
+        else:
+            vnode = data.draw(VNODES)
+            lo, hi = data.draw(st.sampled_from(BOUNDS)), data.draw(st.sampled_from(BOUNDS + [None]))
+            ranges = {vnode: (lo, hi)}
+            error = "sealed" if epoch <= sealed else self.model.watermark_error(table, epoch, ranges)
+            call = lambda: self.store.update_table_watermarks(table, epoch, ranges)   # noqa: E731
+        event(f"{'truncation' if truncate else 'watermark'} at another epoch: {error or 'accepted'}")
+        before = {t: self.model.items(t, 2**64 - 1) for t in (1, 2)}
+        try:
+            call()
+        except InvalidArgumentError:
+            assert error is not None
+            assert {t: list(self.store.iter(t, 2**64 - 1)) for t in (1, 2)} == before
+            return
+        assert error is None, error
+        if truncate:
+            self.model.truncate(table, epoch)
+        else:
+            self.model.update_watermarks(table, epoch, ranges)
+
+    def _sealed_epoch(self) -> int:
+        return self.sealed
 
     @precondition(lambda self: self.compaction)
     @rule()
@@ -210,6 +270,7 @@ class KvMachine(RuleBasedStateMachine):
         assert self.store.max_committed_epoch == self.model.committed_epoch
         self.written_epochs = [e for e in self.written_epochs if e <= self.model.committed_epoch]
         self.synced = 0
+        self.sealed = self.model.committed_epoch   # a reopened writer has sealed what it recovered
         self.epoch = max(self.epoch, self.model.committed_epoch + EPOCH)
 
     @precondition(lambda self: self.model.committed_epoch > 0 and len(self.snapshots) < 3)

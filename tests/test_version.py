@@ -1,4 +1,5 @@
-"""Tests of versions and deltas (``hummock/version.py``, ``docs/format.md`` section 6).
+"""Tests of versions and deltas (``hummock/version.py``) and their codec
+(``hummock/version_codec.py``, ``docs/format.md`` section 6).
 
 - A hypothesis test drives random commit / compaction / move / reserve sequences (and rejected
   ones: stale deltas, unreserved ids, overlapping outputs, non-increasing epochs) against a
@@ -21,9 +22,9 @@ from hummock.errors import CorruptionError, InvalidArgumentError
 from hummock.key import encode_full_key
 from hummock.sstable.block import checksum
 from hummock.sstable.meta import SstableInfo
-from hummock.version import (
-    DELTA_MAGIC, ENVELOPE, VERSION_MAGIC, HummockVersion, Level, SubLevel, VersionConflictError,
-    VersionDelta, _seal, apply,
+from hummock.version import HummockVersion, Level, SubLevel, VersionConflictError, VersionDelta, apply
+from hummock.version_codec import (
+    DELTA_MAGIC, ENVELOPE, VERSION_MAGIC, _seal, decode_delta, decode_version, encode_delta, encode_version,
 )
 
 EPOCH = 1 << 16
@@ -183,7 +184,7 @@ def step(draw, version: HummockVersion, model: Model, history: list) -> HummockV
             apply(version, old_delta)
         return version
     new = apply(version, delta)
-    assert VersionDelta.from_bytes(delta.to_bytes()) == delta
+    assert decode_delta(encode_delta(delta)) == delta
     history.append((version, delta))
     return new
 
@@ -198,7 +199,7 @@ def test_random_deltas_against_model(data, levels):
         assert level_sets(version) == model.levels
         assert version.max_committed_epoch == model.epoch and version.next_sst_id == model.next_id
         assert version.id == len(history)
-        assert HummockVersion.from_bytes(version.to_bytes()) == version
+        assert decode_version(encode_version(version)) == version
         assert version.sst_ids() == set(model.ranges) & set().union(*model.levels.values())
 
 
@@ -243,10 +244,10 @@ def golden_pair() -> tuple[HummockVersion, VersionDelta]:
 
 def test_golden_bytes():
     version, delta = golden_pair()
-    assert version.to_bytes().hex() == GOLDEN_VERSION
-    assert delta.to_bytes().hex() == GOLDEN_DELTA
-    assert HummockVersion.from_bytes(bytes.fromhex(GOLDEN_VERSION)) == version
-    assert VersionDelta.from_bytes(bytes.fromhex(GOLDEN_DELTA)) == delta
+    assert encode_version(version).hex() == GOLDEN_VERSION
+    assert encode_delta(delta).hex() == GOLDEN_DELTA
+    assert decode_version(bytes.fromhex(GOLDEN_VERSION)) == version
+    assert decode_delta(bytes.fromhex(GOLDEN_DELTA)) == delta
     assert bytes.fromhex(GOLDEN_VERSION)[:8] == VERSION_MAGIC == b"HUMKVER1"
     assert bytes.fromhex(GOLDEN_DELTA)[:8] == DELTA_MAGIC == b"HUMKDLT1"
     assert ENVELOPE.size == 24
@@ -336,7 +337,7 @@ def test_intra_l0_merges_whole_consecutive_sub_levels_in_place():
     merged._check()
     assert [(s.sub_level_id, s.overlapping, [i.sst_id for i in s.ssts]) for s in merged.l0] == [
         (4, True, [7, 8]), (3, False, [20, 21]), (1, True, [1, 2])]
-    assert VersionDelta.from_bytes(VersionDelta.compaction(v, [3, 4], {0: [sst(20, 0, 20)]}).to_bytes()).added[0][0] == 0
+    assert decode_delta(encode_delta(VersionDelta.compaction(v, [3, 4], {0: [sst(20, 0, 20)]}))).added[0][0] == 0
     with pytest.raises(VersionConflictError, match="not whole"):        # SST 6 of sub-level 3 left out
         VersionDelta.compaction(v, [3, 4, 5], {0: [sst(20, 0, 20)]})
     with pytest.raises(InvalidArgumentError, match="consecutive"):
@@ -380,15 +381,15 @@ def test_check_finds_broken_invariants():
         with pytest.raises(AssertionError, match="unsound"):
             version._check()
         with pytest.raises(CorruptionError, match="unsound"):
-            HummockVersion.from_bytes(version.to_bytes())
+            decode_version(encode_version(version))
 
 
 # --- corruption -------------------------------------------------------------------------------
 
 def test_every_corrupted_byte_is_detected():
     version, delta = golden_pair()
-    for data, decode in ((version.to_bytes(), HummockVersion.from_bytes),
-                         (delta.to_bytes(), VersionDelta.from_bytes)):
+    for data, decode in ((encode_version(version), decode_version),
+                         (encode_delta(delta), decode_delta)):
         for pos in range(len(data)):
             bad = bytearray(data)
             bad[pos] ^= 0x5A
@@ -405,17 +406,17 @@ def test_every_corrupted_byte_is_detected():
 def test_corruption_details():
     version, delta = golden_pair()
     with pytest.raises(CorruptionError, match="magic") as info:
-        HummockVersion.from_bytes(delta.to_bytes(), object="manifest/checkpoint-1")
+        decode_version(encode_delta(delta), object="manifest/checkpoint-1")
     assert (info.value.offset, info.value.expected, info.value.found) == (0, b"HUMKVER1", b"HUMKDLT1")
-    data = bytearray(version.to_bytes())
+    data = bytearray(encode_version(version))
     data[8] = 2
     with pytest.raises(CorruptionError, match="format version") as info:
-        HummockVersion.from_bytes(bytes(data))
+        decode_version(bytes(data))
     assert (info.value.offset, info.value.expected, info.value.found) == (8, 1, 2)
-    data = bytearray(version.to_bytes())
+    data = bytearray(encode_version(version))
     data[-2] ^= 1
     with pytest.raises(CorruptionError, match="checksum") as info:
-        HummockVersion.from_bytes(bytes(data))
+        decode_version(bytes(data))
     assert info.value.offset == 16
 
 
@@ -436,18 +437,18 @@ EMPTY = {"id": 1, "max_committed_epoch": 0, "l0": [], "levels": [], "next_sst_id
                    "removed": [], "added": []}),
 ])
 def test_well_sealed_but_malformed_payloads(magic, payload):
-    decode = HummockVersion.from_bytes if magic == VERSION_MAGIC else VersionDelta.from_bytes
+    decode = decode_version if magic == VERSION_MAGIC else decode_delta
     with pytest.raises(CorruptionError, match="malformed|unsound"):
         decode(_seal(magic, payload))
 
 
 def test_short_keys_in_a_payload_are_corruption():
     version, _ = golden_pair()
-    text = version.to_bytes()[ENVELOPE.size:].replace(b'"00000001303030', b'"', 1)
+    text = encode_version(version)[ENVELOPE.size:].replace(b'"00000001303030', b'"', 1)
     with pytest.raises(CorruptionError, match="shorter than a full key"):
-        HummockVersion.from_bytes(_seal(VERSION_MAGIC, json.loads(text)))
+        decode_version(_seal(VERSION_MAGIC, json.loads(text)))
     with pytest.raises(CorruptionError, match="not JSON") as info:
-        HummockVersion.from_bytes(ENVELOPE.pack(VERSION_MAGIC, 1, 3, checksum(b"{]x")) + b"{]x")
+        decode_version(ENVELOPE.pack(VERSION_MAGIC, 1, 3, checksum(b"{]x")) + b"{]x")
     assert info.value.offset == ENVELOPE.size + 1
 
 
