@@ -117,6 +117,8 @@ class MemTable:
                 _apply.insert_new(ops, keys, values)
                 if self._sorted is not None:
                     self._pending.extend(keys)
+                if self._buckets is not None:
+                    self._bucket_pending.extend(keys)
             else:
                 self.apply([True] * len(keys), keys, values)
         self.approx_bytes = approx
@@ -395,6 +397,8 @@ class MemTable:
         merge every key added since the last range read into the sorted index: a per-prefix
         index of the keys is built on the first call (one pass; again if ``prefix_len``
         changes) and then takes the keys each write adds (removed keys are skipped)."""
+        if self._runs:
+            self._settle()
         buckets = self._buckets
         if buckets is None or self._bucket_len != prefix_len:
             buckets = self._buckets = {}
