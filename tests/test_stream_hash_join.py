@@ -3,7 +3,7 @@ type with NULL keys, many-to-many keys, degree transitions of outer sides (the N
 retracted at 0 -> 1 and emitted at 1 -> 0), an extra condition flipping under updates, update
 pairs (kept as pairs when the join key stays, split when it moves), strict-mode errors, caches
 under a tiny budget, recovery from committed state; then a hypothesis model test driving the
-executor directly with random chunks of both sides. After every chunk the output, applied to a
+executor directly with random chunks of both sides (strict and relaxed state tables). After every chunk the output, applied to a
 view keyed by the join's stream key (exact retractions checked), equals the batch join of the
 inputs, and ``_check`` compares caches and degrees with the state tables.
 (The end-to-end oracle through the runtime, with kill-and-reopen: test_stream_join_oracle.py.)"""
@@ -313,12 +313,12 @@ def _changes(model, items):
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(join_type=st.sampled_from(TYPES), condition=st.sampled_from(sorted(CONDITIONS, key=str)),
-       budget=st.sampled_from([None, 0, 400, 3000]), steps=STEPS)
-def test_random_chunks_equal_the_batch_join(store, join_type, condition, budget, steps):
+       budget=st.sampled_from([None, 0, 400, 3000]), steps=STEPS, consistent=st.booleans())
+def test_random_chunks_equal_the_batch_join(store, join_type, condition, budget, steps, consistent):
     base = 1000 * _fresh_ids()
     cond, py = CONDITIONS[condition] or (None, None)
     d = Driver(store, join_type, cond, py, budget=MemoryBudget(budget) if budget is not None else None,
-               ids=(base + 1, base + 2, base + 3, base + 4))
+               consistent=consistent, ids=(base + 1, base + 2, base + 3, base + 4))
     shadow = ({}, {})
     for step in steps:
         if step[0] == "chunk":
