@@ -48,7 +48,9 @@ the index) first copies the iterator's remaining keys and their records into the
 unregister themselves, so writes after a finished scan cost one attribute test.
 
 Invariants (checked by :meth:`_check`): every record has the shape above; the sorted-key index
-holds every live key, in ascending byte order, plus possibly removed keys that reads skip;
+holds every live key, in ascending byte order, plus possibly removed keys that reads skip; so
+does the per-prefix index of :meth:`records_with_prefixes` (each key under its first
+``prefix_len`` bytes; keys added since its last read wait in a pending list);
 every registered (live, unfrozen) range iterator reads the current index and records.
 Not thread-safe: one state table, one executor thread.
 
@@ -86,6 +88,9 @@ class MemTable:
         self._pending: list[bytes] = []           # keys added since, not yet in _sorted
         self._stale = 0                           # removed keys still in _sorted
         self._live: dict = {}                     # id -> weakref of range iterators reading _sorted, _ops
+        self._buckets: dict | None = None         # key prefix -> keys, built on the first prefix read
+        self._bucket_len = 0                      # the prefix length of _buckets
+        self._bucket_pending: list[bytes] = []    # keys added since, not yet in _buckets
         self.approx_bytes = 0
 
     # --- state ------------------------------------------------------------------------------
@@ -112,6 +117,8 @@ class MemTable:
                 _apply.insert_new(ops, keys, values)
                 if self._sorted is not None:
                     self._pending.extend(keys)
+                if self._buckets is not None:
+                    self._bucket_pending.extend(keys)
             else:
                 self.apply([True] * len(keys), keys, values)
         self.approx_bytes = approx
@@ -136,6 +143,8 @@ class MemTable:
     def _add_key(self, key: bytes) -> None:
         if self._sorted is not None:
             self._pending.append(key)
+        if self._buckets is not None:
+            self._bucket_pending.append(key)
 
     def _remove(self, key: bytes) -> None:
         del self._ops[key]
@@ -280,6 +289,8 @@ class MemTable:
         _apply.insert_new(ops, keys, values)
         if self._sorted is not None:
             self._pending.extend(keys)
+        if self._buckets is not None:
+            self._bucket_pending.extend(keys)
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)
         return True
 
@@ -325,8 +336,12 @@ class MemTable:
         for key in gone:
             if key in ops:
                 self._remove(key)
-        if self._sorted is not None:
-            self._pending.extend(key for key in overlay if key not in ops)
+        if self._sorted is not None or self._buckets is not None:
+            fresh = [key for key in overlay if key not in ops]
+            if self._sorted is not None:
+                self._pending.extend(fresh)
+            if self._buckets is not None:
+                self._bucket_pending.extend(fresh)
         ops.update(overlay)
         self.approx_bytes += added
 
@@ -373,6 +388,49 @@ class MemTable:
         lo = 0 if start is None else bisect.bisect_left(index, start)
         hi = len(index) if end is None else max(lo, bisect.bisect_left(index, end))
         return _Range(self, index, lo, hi, reverse)
+
+    def records_with_prefixes(self, prefix_len: int, prefixes: list) -> list:
+        """For each key prefix in ``prefixes`` (each ``prefix_len`` bytes long): the records
+        ``[(key, record)]`` of the keys that start with it, ascending, or ``None`` when there
+        are none. The lists are read at the call (no snapshot to keep). Probing many prefixes
+        of a large buffer this way costs a dict lookup each, where :meth:`range` would first
+        merge every key added since the last range read into the sorted index: a per-prefix
+        index of the keys is built on the first call (one pass; again if ``prefix_len``
+        changes) and then takes the keys each write adds (removed keys are skipped)."""
+        if self._runs:
+            self._settle()
+        buckets = self._buckets
+        if buckets is None or self._bucket_len != prefix_len:
+            buckets = self._buckets = {}
+            self._bucket_len = prefix_len
+            added = list(self._ops)
+        else:
+            added = self._bucket_pending
+        self._bucket_pending = []
+        for key in added:   # a bucket is one key (most prefixes), or a list of keys
+            prefix = key[:prefix_len]
+            bucket = buckets.get(prefix)
+            if bucket is None:
+                buckets[prefix] = key
+            elif type(bucket) is bytes:
+                if bucket != key:
+                    buckets[prefix] = [bucket, key]
+            else:
+                bucket.append(key)
+        ops = self._ops
+        out = []
+        for prefix in prefixes:
+            bucket = buckets.get(prefix)
+            if bucket is None:
+                out.append(None)
+            elif type(bucket) is bytes:
+                record = ops.get(bucket)
+                out.append(None if record is None else [(bucket, record)])
+            else:
+                bucket = buckets[prefix] = sorted(set(bucket))
+                records = [(key, ops[key]) for key in bucket if key in ops]
+                out.append(records or None)
+        return out
 
     def has_range(self, start: bytes | None, end: bytes | None) -> bool:
         """True when some live key lies in ``[start, end)``."""
@@ -432,6 +490,8 @@ class MemTable:
         self._pending = []
         self._stale = 0
         self._live = {}
+        self._buckets = None
+        self._bucket_pending = []
         self.approx_bytes = 0
 
     def _check(self) -> None:
@@ -452,6 +512,12 @@ class MemTable:
             assert all(a < b for a, b in zip(self._sorted, self._sorted[1:])), "index out of order"
             indexed = set(self._sorted) | set(self._pending)
             assert set(self._ops) <= indexed, "a live key is missing from the index"
+        if self._buckets is not None:
+            n = self._bucket_len
+            buckets = {p: [b] if type(b) is bytes else b for p, b in self._buckets.items()}
+            indexed = {k for bucket in buckets.values() for k in bucket} | set(self._bucket_pending)
+            assert set(self._ops) <= indexed, "a live key is missing from the prefix index"
+            assert all(k[:n] == p for p, bucket in buckets.items() for k in bucket), "a key in a wrong bucket"
         for it in filter(None, (ref() for ref in self._live.values())):
             assert it._keys is self._sorted and it._ops is self._ops, "a live iterator reads stale structures"
 

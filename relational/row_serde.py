@@ -155,6 +155,26 @@ class RowSerde:
                                          [OrderType.ASC] * len(where))
         return keys_with_vnodes(encoded, dist, VNODE_SEED, VNODE_COUNT)
 
+    def keys_of_prefixes(self, prefixes: list, width: int):
+        """The table-key prefixes (vnode || memcomparable of the first ``width`` pk columns) of
+        pk prefixes of ``width`` values each, in one or two encoder calls and one
+        hash-and-prefix call; ``None`` when such prefixes do not cover the distribution key (their
+        rows then spread over vnodes and have no one key prefix).
+
+        REQUIRES: every prefix is a tuple or list of ``width`` values, ``1 <= width <= pk width``
+        (the caller checks); a wrong value raises the encoder's typed error."""
+        where = self.dist_in_pk
+        if where and max(where) >= width:
+            return None
+        encoded = memcomparable.encode_rows(prefixes, self.pk_types[:width], self.order_types[:width])
+        if not where:
+            return list(map(_SINGLETON_PREFIX.__add__, encoded))
+        if self._dist_head == len(where) == width:   # the vnode hashes the prefix's own bytes
+            return keys_with_vnodes(encoded, None, VNODE_SEED, VNODE_COUNT)
+        dist = memcomparable.encode_rows([[p[i] for i in where] for p in prefixes], self.dist_types,
+                                         [OrderType.ASC] * len(where))
+        return keys_with_vnodes(encoded, dist, VNODE_SEED, VNODE_COUNT)
+
     def encode(self, row) -> tuple[bytes, bytes]:
         """``(table key, value)`` of one row (a sequence in schema order)."""
         if len(row) != len(self.types):

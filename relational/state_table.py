@@ -651,6 +651,66 @@ class StateTable:
         pairs = self._pairs(pk_prefix, start, end, start_inclusive, end_inclusive, reverse, limit)
         return decoded_rows(self.serde, pairs) if pairs != () else iter(())
 
+    def rows_with_prefixes(self, prefixes) -> list:
+        """``[list(iter_with_prefix(p)) for p in prefixes]`` in a few calls (a join probing the
+        rows of many join keys at once): when the prefixes all have one width and cover the
+        distribution key, their key prefixes are encoded together
+        (``RowSerde.keys_of_prefixes``), each is one store range read (merged under the
+        MemTable only where it has records; declared prefix filters apply as for
+        ``iter_with_prefix``), and every row found is decoded in one call. Prefixes of exactly
+        the declared prefix length (``prefix_len_hint`` columns, none NULL) find their MemTable
+        records through its per-prefix index (``MemTable.records_with_prefixes``: a dict
+        lookup, where a range read first merges the epoch's new keys into the sorted index). Other prefixes are
+        read one by one. Same results, snapshot and errors as :meth:`iter_with_prefix`
+        (``VnodeNotOwnedError`` for a prefix whose vnode is not owned), raised before anything
+        is read."""
+        self._require_epoch()
+        if isinstance(prefixes, _NOT_A_ROW) or not isinstance(prefixes, Iterable):
+            raise RowError(f"state table {self.name}: rows_with_prefixes takes a sequence of pk prefixes, "
+                           f"got {type(prefixes).__name__}")
+        prefixes = list(prefixes)
+        if not _TUPLE_OR_LIST.issuperset(map(type, prefixes)):
+            prefixes = [as_values(p, "pk prefix") for p in prefixes]
+        if not prefixes:
+            return []
+        width = len(prefixes[0])
+        los = None
+        if 1 <= width <= len(self.serde.pk_types) and all(len(p) == width for p in prefixes):
+            los = self.serde.keys_of_prefixes(prefixes, width)
+        if los is None:
+            return [list(self.iter_with_prefix(p)) for p in prefixes]
+        if not self._owns_all:
+            for lo, p in zip(los, prefixes):
+                if (lo[0] << 8 | lo[1]) not in self.vnodes:
+                    raise VnodeNotOwnedError(f"state table {self.name}: pk prefix {tuple(p)!r} is in vnode "
+                                             f"{lo[0] << 8 | lo[1]}, which this instance does not own")
+        mem, scan, table_id, epoch = self.mem, self.store.iter, self.table_id, self.epoch
+        plen = self.prefix_len
+        in_mem = None   # the MemTable's records per prefix, from its prefix index (no range sort)
+        if mem and plen is not None and all(len(lo) == plen for lo in los):
+            in_mem = mem.records_with_prefixes(plen, los)
+        keys, values, ends = [], [], []
+        for i, lo in enumerate(los):
+            hi = prefix_end(lo)
+            if in_mem is not None:
+                records = in_mem[i]
+                pairs = (scan(table_id, epoch, lo, hi) if records is None else
+                         merge_mem_over_storage(iter(records), iter(scan(table_id, epoch, lo, hi)), False))
+            elif mem and mem.has_range(lo, hi):
+                pairs = merge_mem_over_storage(mem.range(lo, hi, False), iter(scan(table_id, epoch, lo, hi)), False)
+            else:
+                pairs = scan(table_id, epoch, lo, hi)
+            for key, value in pairs:
+                keys.append(key)
+                values.append(value)
+            ends.append(len(keys))
+        rows = self.serde.decode_many(keys, values) if keys else []
+        out, begin = [], 0
+        for end in ends:
+            out.append(rows[begin:end])
+            begin = end
+        return out
+
     def iter_batches(self, pk_prefix=(), *, start=None, end=None, start_inclusive: bool = True,
                      end_inclusive: bool = False, reverse: bool = False, limit: int | None = None,
                      batch_size: int = DEFAULT_BATCH_SIZE, columns=None):

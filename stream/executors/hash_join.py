@@ -1,0 +1,542 @@
+"""HashJoin: the equi-join of two change streams -- inner, left outer, right outer or full outer
+-- on equality join keys, plus an optional extra (non-equi) condition over the joined row.
+
+State (seed 000, "join"), per input side, all through state tables:
+
+- rows: the side's rows, keyed ``join key | input stream key`` (the stream-key columns that
+  are already join-key columns are not repeated: RisingWave's deduped pk), distributed by the
+  join key, with ``prefix_len_hint`` = the join key, so a probe of an absent key is answered by
+  the SSTs' prefix filters when the join key has a fixed-width encoding;
+- degree (only for an outer side, whose unmatched rows are emitted NULL-padded): ``join key |
+  input stream key -> _degree``, the number of rows of the other side that match the row (equal
+  key and the extra condition TRUE). A row's NULL-padded output exists exactly when its degree
+  is 0: a degree going 0 -> 1 retracts the padded row before the first joined row, 1 -> 0
+  emits it after the last joined row is retracted. So outer joins retract exactly.
+
+A row with a NULL in its join key matches nothing (SQL ``=``); it is still stored, and on an
+outer side it is emitted NULL-padded (degree 0).
+
+Caches: per side, a :class:`~stream.cache.StateCache` (charged to the runtime's
+:class:`~stream.cache.MemoryBudget`) of join key -> every row of that key on that side (and
+their degrees). A chunk of one side probes the other side's cache for its distinct keys; the
+missing keys are read in one batched prefix read (``StateTable.rows_with_prefixes``) and
+cached, absent keys as empty entries. A key's entry is always the complete set of the side's
+rows with that key as of the state table (read-after-write), so evicting an entry loses
+nothing. A side whose stream key lies inside its join key has at most one row per key; its
+own inserts and deletes then create the key's entry without a read.
+
+Processing one chunk of side S (the other side O), in order:
+1. write the chunk into S's rows table (strict mode: all or nothing; a delete of a missing
+   row or an insert of an existing one raises :class:`InconsistentStreamError` naming this
+   executor and the state key, before any output);
+2. fetch O's entries for the chunk's distinct non-NULL keys; evaluate the extra condition once,
+   vectorized, over every (row, candidate) pair;
+3. walk the rows: an insert emits ``+`` of each match (O-degree 0 -> 1 first retracts O's padded
+   row), a delete ``-`` (O-degree 1 -> 0 then emits O's padded row); on an outer S the row's
+   own padded row when it has no match. An update pair whose join key does not change stays
+   an update pair for every match that both rows have (and for the padded row when neither has
+   one); otherwise it becomes deletes and inserts;
+4. write S's degrees and O's changed degrees (``write_chunk`` each), update S's cached entries.
+
+Output: the left columns then the right columns. Stream key: the left stream key then the
+right one, except that on an inner or left join a right stream-key column that is a join key
+paired with a left stream-key column is dropped (always equal to it on every output row; on a
+left join the right side is NULL-padded as a whole), symmetrically on a right join. Watermarks
+are not passed on (a join's output watermark needs the join-key mapping; not built yet).
+
+Invariants (``_check``): every cached entry equals its key's rows (and degrees) in the state
+tables; every stored degree equals the number of matching rows of the other side.
+
+Callers: the planner (``FROM a [LEFT|RIGHT|FULL] JOIN b ON ...``), tests, bench/stream_join.py.
+Both inputs must be hash-distributed by their join keys when several actors run the join
+(``vnodes``: the vnodes this actor's state tables own).
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+
+import pyarrow.compute as pc
+
+from relational import StateTable
+from relational.arrow import to_arrow
+from relational.errors import InconsistentOpError
+from relational.types import DataType
+from stream.align import align_barriers
+from stream.cache import default_budget, row_bytes
+from stream.chunk import (DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk,
+                          StreamChunkBuilder)
+from stream.errors import ExecutorError, InconsistentStreamError
+from stream.executor import Executor
+from stream.message import Barrier
+from stream.schema import Schema
+
+JOIN_TYPES = ("inner", "left", "right", "full")
+# Cache charges (bytes, measured with tracemalloc on CPython 3.11): an entry's object, its key
+# tuple and dicts (the cache adds its own per-entry overhead); the first row's dict tables; per
+# row its dict slots and pk tuple, besides the row itself (``row_bytes``).
+_ENTRY_BYTES = 300
+_FIRST_ROW_BYTES = 150
+_ROW_OVERHEAD = 100
+#: a join state table spills its MemTable into the store past this many (estimated) bytes: the
+#: store's shared buffer holds spilled rows more compactly than the MemTable's Python objects,
+#: and keeps them under its own capacity (bench: a 1M-key join under 1 GiB)
+JOIN_FLUSH_BYTES = 16 << 20
+
+
+def _getter(indices):
+    """A function returning the tuple of a row's values at ``indices``."""
+    if not indices:
+        return lambda row: ()
+    if len(indices) == 1:
+        i = indices[0]
+        return lambda row: (row[i],)
+    return itemgetter(*indices)
+
+
+class _KeyRows:
+    """A cache entry: every row of one join key on one side (state pk -> row), their degrees
+    (state pk -> int; outer sides only) and the entry's byte charge."""
+
+    __slots__ = ("rows", "degrees", "charge")
+
+    def __init__(self, outer: bool):
+        self.rows: dict = {}
+        self.degrees: dict | None = {} if outer else None
+        self.charge = _ENTRY_BYTES
+
+    def add(self, pk, row, degree) -> None:
+        if pk in self.rows:
+            self.remove(pk)
+        if not self.rows:
+            self.charge += _FIRST_ROW_BYTES
+        self.rows[pk] = row
+        if self.degrees is not None:
+            self.degrees[pk] = degree
+        self.charge += row_bytes(row) + _ROW_OVERHEAD
+
+    def remove(self, pk) -> None:
+        row = self.rows.pop(pk, None)
+        if row is not None:
+            self.charge -= row_bytes(row) + _ROW_OVERHEAD
+            if not self.rows:
+                self.charge -= _FIRST_ROW_BYTES
+        if self.degrees is not None:
+            self.degrees.pop(pk, None)
+
+
+class _Side:
+    """One input's state tables, key layout and cache (module docstring)."""
+
+    def __init__(self, label: str, input: Executor, keys, outer: bool, store, table_id, degree_table_id,
+                 budget, vnodes, consistent: bool, identity: str, flush_threshold: int):
+        self.label = label
+        self.input = input
+        self.schema = input.schema
+        self.width = len(input.schema)
+        self.keys = list(keys)
+        self.stream_key = list(input.stream_key)
+        self.state_pk = self.keys + [c for c in self.stream_key if c not in self.keys]
+        self.unique = set(self.stream_key) <= set(self.keys)   # at most one row per join key
+        self.outer = outer
+        self.null_row = (None,) * self.width
+        self.key_of = _getter(self.keys)
+        self.pk_of = _getter(self.state_pk)
+        n_keys = len(self.keys)
+        self.table = StateTable(store, table_id, input.schema.pairs(), self.state_pk, dist_key_indices=self.keys,
+                                vnodes=vnodes, consistent=consistent, name=f"{identity}.{label}",
+                                prefix_len_hint=n_keys, flush_threshold=flush_threshold)
+        self.degree = None
+        if outer:
+            if degree_table_id is None:
+                raise ExecutorError(identity, f"the {label} side is outer: it needs a degree table id")
+            columns = [(input.schema.names[c], input.schema.types[c]) for c in self.state_pk]
+            columns.append(("_degree", DataType.BIGINT))
+            width = len(self.state_pk)
+            self.degree = StateTable(store, degree_table_id, columns, list(range(width)),
+                                     dist_key_indices=list(range(n_keys)), vnodes=vnodes, consistent=consistent,
+                                     name=f"{identity}.{label}_degree", prefix_len_hint=n_keys,
+                                     flush_threshold=flush_threshold)
+        self.cache = budget.cache(f"{identity}.{label}")
+
+    def tables(self) -> list:
+        return [self.table] if self.degree is None else [self.table, self.degree]
+
+    def entries(self, keys) -> dict:
+        """key -> :class:`_KeyRows` for ``keys`` (distinct, non-NULL): cached ones, the others
+        read with one batched prefix read per table and cached."""
+        out, missing = {}, []
+        get = self.cache.get
+        for key in keys:
+            entry = get(key)
+            if entry is None:
+                missing.append(key)
+            else:
+                out[key] = entry
+        if not missing:
+            return out
+        groups = self.table.rows_with_prefixes(missing)
+        degrees = self.degree.rows_with_prefixes(missing) if self.degree is not None else None
+        pk_of = self.pk_of
+        n_pk = len(self.state_pk)
+        for i, key in enumerate(missing):
+            entry = _KeyRows(self.outer)
+            if degrees is None:
+                for row in groups[i]:
+                    entry.add(pk_of(row), row, None)
+            else:
+                degs = {d[:n_pk]: d[n_pk] for d in degrees[i]}
+                for row in groups[i]:
+                    pk = pk_of(row)
+                    entry.add(pk, row, degs.get(pk, 0))
+            out[key] = entry
+            self.cache.put(key, entry, entry.charge)
+        return out
+
+    def write(self, chunk: StreamChunk, identity: str) -> None:
+        """Apply an input chunk to the rows table (strict mode: all or nothing)."""
+        try:
+            self.table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
+        except InconsistentOpError as exc:
+            raise InconsistentStreamError(identity, f"{self.label} input: {exc.reason}", exc.pk) from exc
+
+    def write_rows(self, table: StateTable, ops: list, rows: list, identity: str) -> None:
+        if not ops:
+            return
+        columns = [list(c) for c in zip(*rows)]
+        try:
+            table.write_chunk(ops, columns)
+        except InconsistentOpError as exc:   # a degree that disagrees with the state: a bug or a broken store
+            raise InconsistentStreamError(identity, f"{self.label} degree: {exc.reason}", exc.pk) from exc
+
+
+class HashJoin(Executor):
+    """``left <join_type> JOIN right ON left[left_keys] = right[right_keys] AND condition``
+    (module docstring).
+
+    ``table_ids``: ``(left rows, right rows, left degree, right degree)``; a degree id is only
+    needed for an outer side (left for ``left``/``full``, right for ``right``/``full``).
+    ``condition``: a boolean :mod:`stream.expr` expression over the joined row (left columns,
+    then right columns), or None. ``budget``: the MemoryBudget of the caches (None: the
+    process default). ``consistent``: strict state tables (a delete of a missing row raises).
+    ``flush_threshold``: the state tables' MemTable spill size (``JOIN_FLUSH_BYTES``)."""
+
+    def __init__(self, left: Executor, right: Executor, left_keys, right_keys, join_type: str = "inner", *,
+                 store, table_ids, condition=None, budget=None, vnodes=None, consistent: bool = True,
+                 chunk_size: int = DEFAULT_CHUNK_SIZE, flush_threshold: int = JOIN_FLUSH_BYTES,
+                 identity: str | None = None):
+        identity = identity or f"HashJoin({join_type})"
+        if join_type not in JOIN_TYPES:
+            raise ExecutorError(identity, f"join_type must be one of {JOIN_TYPES}, got {join_type!r}")
+        left_keys, right_keys = list(left_keys), list(right_keys)
+        if not left_keys or len(left_keys) != len(right_keys):
+            raise ExecutorError(identity, f"needs as many left keys as right keys (>= 1), got {left_keys} "
+                                          f"and {right_keys}")
+        for lk, rk in zip(left_keys, right_keys):
+            if not (0 <= lk < len(left.schema) and 0 <= rk < len(right.schema)):
+                raise ExecutorError(identity, f"join key columns {lk}, {rk} are out of range")
+            if left.schema.types[lk] != right.schema.types[rk]:
+                raise ExecutorError(identity, f"join key types differ: {left.schema.types[lk].sql_name()} and "
+                                              f"{right.schema.types[rk].sql_name()} (cast one side first)")
+        if not left.stream_key or not right.stream_key:
+            raise ExecutorError(identity, "both inputs need a stream key")
+        table_ids = list(table_ids) + [None] * (4 - len(table_ids))
+        schema = self._output_schema(left.schema, right.schema)
+        if condition is not None and condition.data_type != DataType.BOOLEAN:
+            raise ExecutorError(identity, f"the condition is {condition.data_type.sql_name()}, not BOOLEAN")
+        stream_key = self._output_key(join_type, left, right, left_keys, right_keys)
+        super().__init__([left, right], schema, stream_key, identity)
+        self.join_type = join_type
+        self.condition = condition
+        self.chunk_size = chunk_size
+        budget = budget if budget is not None else default_budget()
+        self.budget = budget
+        self.left = _Side("left", left, left_keys, join_type in ("left", "full"), store, table_ids[0],
+                          table_ids[2], budget, vnodes, consistent, identity, flush_threshold)
+        self.right = _Side("right", right, right_keys, join_type in ("right", "full"), store, table_ids[1],
+                           table_ids[3], budget, vnodes, consistent, identity, flush_threshold)
+
+    @staticmethod
+    def _output_schema(left: Schema, right: Schema) -> Schema:
+        names = list(left.names)
+        taken = set(names)
+        for name in right.names:
+            new, n = name, 1
+            while new in taken:
+                new, n = f"{name}_{n}", n + 1
+            names.append(new)
+            taken.add(new)
+        return Schema(list(zip(names, left.types + right.types)))
+
+    @staticmethod
+    def _output_key(join_type, left, right, left_keys, right_keys) -> list:
+        """The output stream key (module docstring): both keys, minus the dropped duplicates."""
+        offset = len(left.schema)
+        lkey, rkey = list(left.stream_key), list(right.stream_key)
+        if join_type in ("inner", "left"):
+            equal = {rk for lk, rk in zip(left_keys, right_keys) if lk in lkey}
+            rkey = [c for c in rkey if c not in equal]
+        elif join_type == "right":
+            equal = {lk for lk, rk in zip(left_keys, right_keys) if rk in rkey}
+            lkey = [c for c in lkey if c not in equal]
+        return lkey + [offset + c for c in rkey]
+
+    # --- the executor --------------------------------------------------------------------------
+
+    def state_tables(self) -> list:
+        return self.left.tables() + self.right.tables()
+
+    def on_init(self, barrier: Barrier) -> None:
+        self.left.cache.clear()    # refill from the committed state
+        self.right.cache.clear()
+
+    async def execute(self):
+        inputs = [self.left.input.execute(), self.right.input.execute()]
+        async for i, msg in align_barriers(inputs, self.identity):
+            if i is None:
+                for m in self.handle_barrier(msg):
+                    yield m
+            elif type(msg) is StreamChunk:
+                if self._epoch is None:
+                    raise ExecutorError(self.identity, f"the first message must be a barrier, got {msg!r}")
+                if msg.cardinality:
+                    for m in self.on_side_chunk(i, msg):
+                        yield m
+            # watermarks are not passed on (module docstring)
+
+    def close(self) -> None:
+        """Release the caches' budget (the executor is dropped)."""
+        self.left.cache.close()
+        self.right.cache.close()
+
+    # --- one chunk -----------------------------------------------------------------------------
+
+    def on_side_chunk(self, side: int, chunk: StreamChunk) -> list:
+        """Apply ``chunk`` of input ``side`` (0 left, 1 right); returns the output chunks."""
+        s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
+        s_left = side == 0
+        s.write(chunk, self.identity)
+        rows = chunk.rows()
+        key_of = s.key_of
+        keys = [key_of(row) for _, row in rows]
+        wanted = {k for k in keys if None not in k}
+        entries = o.entries(wanted) if wanted else {}
+        passes = self._condition(rows, keys, entries, s_left) if self.condition is not None else None
+
+        builder = StreamChunkBuilder(self.schema, self.chunk_size)
+        out = []
+
+        def emit(op, srow, orow):
+            done = builder.append(op, srow + orow if s_left else orow + srow)
+            if done is not None:
+                out.append(done)
+
+        def emit_pair(sold, snew, orow):
+            done = builder.append_update(sold + orow if s_left else orow + sold,
+                                         snew + orow if s_left else orow + snew)
+            if done is not None:
+                out.append(done)
+
+        o_outer, s_outer = o.outer, s.outer
+        o_null, s_null = o.null_row, s.null_row
+        o_changed: dict = {}       # O state pk -> (entry, degree before this chunk)
+        s_deg_ops, s_deg_rows = [], []
+        s_touched: dict = {}       # key -> S entry changed by this chunk
+        pk_of, unique = s.pk_of, s.unique
+        empty = _KeyRows(False)
+
+        def matches(i):
+            """[(O pk, O row)] matching row i."""
+            key = keys[i]
+            if None in key:
+                return []
+            entry = entries[key]
+            if passes is None:
+                return list(entry.rows.items())
+            ok = passes[i]
+            return [item for item, p in zip(entry.rows.items(), ok) if p]
+
+        def bump(entry, opk, delta):
+            """O row ``opk``'s degree += delta; returns the degree before."""
+            degrees = entry.degrees
+            before = degrees[opk]
+            if opk not in o_changed:
+                o_changed[opk] = (entry, before)
+            degrees[opk] = before + delta
+            return before
+
+        def own_entry(key, insert: bool):
+            """S's cached entry of ``key`` to update, or None."""
+            if None in key:
+                return None
+            entry = s_touched.get(key)
+            if entry is None:
+                entry = s.cache.peek(key)
+                if entry is None and unique:
+                    entry = _KeyRows(s_outer)   # the key's only row is this one (or none)
+                if entry is not None:
+                    s_touched[key] = entry
+            return entry
+
+        n = len(rows)
+        i = 0
+        while i < n:
+            op, row = rows[i]
+            key = keys[i]
+            if op == UPDATE_DELETE and i + 1 < n and rows[i + 1][0] == UPDATE_INSERT and keys[i + 1] == key:
+                new = rows[i + 1][1]
+                old_m = dict(matches(i))
+                new_m = dict(matches(i + 1))
+                entry = entries.get(key, empty) if None not in key else empty
+                if s_outer and not old_m and new_m:
+                    emit(DELETE, row, o_null)
+                for opk, orow in entry.rows.items():
+                    a, b = opk in old_m, opk in new_m
+                    if a and b:
+                        emit_pair(row, new, orow)
+                    elif a:
+                        emit(DELETE, row, orow)
+                        if o_outer and bump(entry, opk, -1) == 1:
+                            emit(INSERT, s_null, orow)
+                    elif b:
+                        if o_outer and bump(entry, opk, 1) == 0:
+                            emit(DELETE, s_null, orow)
+                        emit(INSERT, new, orow)
+                if s_outer:
+                    if not old_m and not new_m:
+                        emit_pair(row, new, o_null)
+                    elif old_m and not new_m:
+                        emit(INSERT, new, o_null)
+                    pk = pk_of(row)
+                    if len(old_m) != len(new_m):
+                        s_deg_ops += [UPDATE_DELETE, UPDATE_INSERT]
+                        s_deg_rows += [pk + (len(old_m),), pk + (len(new_m),)]
+                mine = own_entry(key, True)
+                if mine is not None:
+                    mine.remove(pk_of(row))
+                    mine.add(pk_of(new), new, len(new_m))
+                i += 2
+                continue
+            found = matches(i)
+            if op == INSERT or op == UPDATE_INSERT:
+                if o_outer and found:
+                    entry = entries[key]
+                    for opk, orow in found:
+                        if bump(entry, opk, 1) == 0:
+                            emit(DELETE, s_null, orow)
+                        emit(INSERT, row, orow)
+                else:
+                    for _, orow in found:
+                        emit(INSERT, row, orow)
+                if s_outer:
+                    if not found:
+                        emit(INSERT, row, o_null)
+                    s_deg_ops.append(INSERT)
+                    s_deg_rows.append(pk_of(row) + (len(found),))
+                mine = own_entry(key, True)
+                if mine is not None:
+                    mine.add(pk_of(row), row, len(found))
+            else:
+                if o_outer and found:
+                    entry = entries[key]
+                    for opk, orow in found:
+                        emit(DELETE, row, orow)
+                        if bump(entry, opk, -1) == 1:
+                            emit(INSERT, s_null, orow)
+                else:
+                    for _, orow in found:
+                        emit(DELETE, row, orow)
+                if s_outer:
+                    if not found:
+                        emit(DELETE, row, o_null)
+                    s_deg_ops.append(DELETE)
+                    s_deg_rows.append(pk_of(row) + (len(found),))
+                mine = own_entry(key, False)
+                if mine is not None:
+                    mine.remove(pk_of(row))
+            i += 1
+
+        if s_outer:
+            s.write_rows(s.degree, s_deg_ops, s_deg_rows, self.identity)
+        if o_changed:
+            ops, deg_rows = [], []
+            for opk, (entry, before) in o_changed.items():
+                after = entry.degrees[opk]
+                if after != before:
+                    ops += [UPDATE_DELETE, UPDATE_INSERT]
+                    deg_rows += [opk + (before,), opk + (after,)]
+            o.write_rows(o.degree, ops, deg_rows, self.identity)
+        for key, entry in s_touched.items():
+            s.cache.put(key, entry, entry.charge)
+        for table in s.tables():
+            table.try_flush()
+        if o_changed:
+            o.degree.try_flush()
+        last = builder.take()
+        if last is not None:
+            out.append(last)
+        return out
+
+    def _condition(self, rows, keys, entries, s_left: bool) -> list:
+        """Per row, the extra condition over each of its candidates (the rows of its key on the
+        other side, in entry order) as a list of bools (NULL is False); one vectorized
+        evaluation over every pair of the chunk."""
+        pair_s, pair_o, counts = [], [], []
+        for (_, row), key in zip(rows, keys):
+            if None in key:
+                counts.append(0)
+                continue
+            others = entries[key].rows.values()
+            counts.append(len(others))
+            for orow in others:
+                pair_s.append(row)
+                pair_o.append(orow)
+        if not pair_s:
+            return [[] for _ in rows]
+        lrows, rrows = (pair_s, pair_o) if s_left else (pair_o, pair_s)
+        columns = [to_arrow(list(col), t) for col, t in zip(zip(*lrows), self.left.schema.types)]
+        columns += [to_arrow(list(col), t) for col, t in zip(zip(*rrows), self.right.schema.types)]
+        result = self.condition.eval(columns, len(pair_s))
+        if result.null_count:
+            result = pc.fill_null(result, False)
+        flags = result.to_pylist()
+        out, at = [], 0
+        for c in counts:
+            out.append(flags[at:at + c])
+            at += c
+        return out
+
+    # --- checks ----------------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        """The invariants of the module docstring, read from the state tables (tests)."""
+        self.budget._check()
+        for s, o in ((self.left, self.right), (self.right, self.left)):
+            for key in s.cache.keys():
+                entry = s.cache.peek(key)
+                stored = {s.pk_of(r): r for r in s.table.iter_with_prefix(key)}
+                assert entry.rows == stored, (s.label, key, entry.rows, stored)
+                if s.degree is not None:
+                    n = len(s.state_pk)
+                    degs = {d[:n]: d[n] for d in s.degree.iter_with_prefix(key)}
+                    assert entry.degrees == degs, (s.label, key, entry.degrees, degs)
+            if s.degree is None:
+                continue
+            n = len(s.state_pk)
+            degrees = {d[:n]: d[n] for d in s.degree.iter_with_prefix(())}
+            rows = list(s.table.iter_with_prefix(()))
+            assert set(degrees) == {s.pk_of(r) for r in rows}, (s.label, degrees)
+            for row in rows:
+                key = s.key_of(row)
+                count = 0
+                if None not in key:
+                    for orow in o.table.iter_with_prefix(key):
+                        count += self._passes(row, orow, s is self.left)
+                assert degrees[s.pk_of(row)] == count, (s.label, row, degrees[s.pk_of(row)], count)
+
+    def _passes(self, srow, orow, s_left: bool) -> bool:
+        if self.condition is None:
+            return True
+        joined = srow + orow if s_left else orow + srow
+        columns = [to_arrow([v], t) for v, t in zip(joined, self.schema.types)]
+        return self.condition.eval(columns, 1).to_pylist()[0] is True

@@ -1,0 +1,340 @@
+"""HashJoin on hand-written chunks (docs/streaming.md, stream/executors/hash_join.py): every join
+type with NULL keys, many-to-many keys, degree transitions of outer sides (the NULL-padded row
+retracted at 0 -> 1 and emitted at 1 -> 0), an extra condition flipping under updates, update
+pairs (kept as pairs when the join key stays, split when it moves), strict-mode errors, caches
+under a tiny budget, recovery from committed state; then a hypothesis model test driving the
+executor directly with random chunks of both sides (strict and relaxed state tables). After every chunk the output, applied to a
+view keyed by the join's stream key (exact retractions checked), equals the batch join of the
+inputs, and ``_check`` compares caches and degrees with the state tables.
+(The end-to-end oracle through the runtime, with kill-and-reopen: test_stream_join_oracle.py.)"""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hummock import HummockStorage
+from relational.types import DataType as T
+from stream.cache import MemoryBudget
+from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
+from stream.errors import ExecutorError, InconsistentStreamError
+from stream.executor import Checked
+from stream.executors import HashJoin
+from stream.expr import And, Cmp, Col, IsNull, Lit, Or
+from stream.message import Barrier
+from stream.schema import Schema
+from join_model import KeyedView, batch_join
+from stream_harness import Epochs, ListSource, drain, visible_rows
+
+L = Schema([("id", T.BIGINT), ("k", T.INT), ("v", T.INT)])
+R = Schema([("rid", T.BIGINT), ("k", T.INT), ("w", T.INT)])
+NULL3 = (None, None, None)
+TYPES = ("inner", "left", "right", "full")
+
+
+@pytest.fixture
+def store():
+    s = HummockStorage.open("memory://")
+    yield s
+    s.close()
+
+
+class Driver:
+    """One HashJoin driven chunk by chunk (no runtime): keeps models of both inputs and a view
+    of the output, and checks both after every chunk."""
+
+    def __init__(self, store, join_type, condition=None, py_condition=None, budget=None, consistent=True,
+                 left=L, right=R, keys=([1], [1]), left_key=(0,), right_key=(0,), ids=(1, 2, 3, 4)):
+        self.store, self.epochs = store, Epochs(store.max_committed_epoch)
+        self.args = (join_type, condition, budget, consistent, left, right, keys, left_key, right_key, ids)
+        self.join_type, self.py_condition = join_type, py_condition
+        self.models = ({}, {})
+        self.join = self._build()
+        self.join.handle_barrier(self.epochs.barrier())
+        self.view = KeyedView(self.join.stream_key)
+
+    def _build(self):
+        join_type, condition, budget, consistent, left, right, keys, lk, rk, ids = self.args
+        return HashJoin(ListSource(left, list(lk), []), ListSource(right, list(rk), []), keys[0], keys[1],
+                        join_type, store=self.store, table_ids=ids, condition=condition,
+                        budget=budget if budget is not None else MemoryBudget(), consistent=consistent)
+
+    def send(self, side, *items) -> list:
+        schema = self.join.left.schema if side == 0 else self.join.right.schema
+        key = self.join.left.stream_key if side == 0 else self.join.right.stream_key
+        out = self.join.on_side_chunk(side, StreamChunk.from_rows(schema, items))
+        changes = []
+        for chunk in out:
+            chunk.validate(self.join.stream_key)
+            changes += chunk.rows()
+        self.view.apply(changes)
+        model = self.models[side]
+        for op, row in items:
+            pk = tuple(row[i] for i in key)
+            if op in ("+", "U+"):
+                model[pk] = row
+            else:
+                del model[pk]
+        self.verify()
+        return changes
+
+    def verify(self):
+        left, right = (list(m.values()) for m in self.models)
+        j = self.join
+        expected = batch_join(left, right, j.left.keys, j.right.keys, self.join_type, self.py_condition,
+                              (j.left.width, j.right.width))
+        assert self.view.sorted() == expected
+        j._check()
+
+    def barrier(self):
+        self.join.handle_barrier(self.epochs.barrier())
+
+    def checkpointed_restart(self):
+        """Commit and checkpoint the epoch, then a fresh executor (empty caches) over the same
+        tables, initialized at the committed epoch as recovery does."""
+        prev = self.epochs.epoch
+        self.join.handle_barrier(self.epochs.barrier())
+        self.store.checkpoint(prev)
+        self.join.close()
+        self.join = self._build()
+        self.join.handle_barrier(Barrier(self.store.max_committed_epoch, self.epochs.barrier().curr_epoch))
+
+
+# --- per join type --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("join_type", TYPES)
+def test_null_keys_never_match_and_outer_sides_pad_them(store, join_type):
+    d = Driver(store, join_type)
+    d.send(0, ("+", (1, None, 5)), ("+", (2, 7, 5)))
+    d.send(1, ("+", (10, None, 1)), ("+", (11, 7, 1)))
+    rows = d.view.sorted()
+    assert (1, None, 5, 10, None, 1) not in rows and (1, None, 5, 2, 7, 5) not in rows
+    assert ((1, None, 5) + NULL3 in rows) == (join_type in ("left", "full"))
+    assert (NULL3 + (10, None, 1) in rows) == (join_type in ("right", "full"))
+    d.send(0, ("U-", (1, None, 5)), ("U+", (1, 7, 5)))    # the NULL key becomes 7: now it matches
+    d.send(1, ("U-", (11, 7, 1)), ("U+", (11, None, 1)))  # and the 7 on the right goes NULL
+    d.send(0, ("-", (1, 7, 5)), ("-", (2, 7, 5)))
+    d.send(1, ("-", (10, None, 1)), ("-", (11, None, 1)))
+    assert d.view.rows == {}
+
+
+@pytest.mark.parametrize("join_type", TYPES)
+def test_many_to_many_keys_and_their_retractions(store, join_type):
+    d = Driver(store, join_type)
+    d.send(0, *[("+", (i, i % 2, i)) for i in range(6)])              # keys 0 and 1, three rows each
+    d.send(1, *[("+", (10 + i, i % 3, i)) for i in range(6)])         # keys 0, 1, 2, two rows each
+    assert sum(1 for r in d.view.rows.values() if r[0] is not None and r[3] is not None) == 12
+    d.send(1, ("-", (10, 0, 0)), ("+", (20, 0, 9)), ("-", (13, 0, 3)))
+    d.send(0, *[("-", (i, i % 2, i)) for i in range(0, 6, 2)])        # key 0 leaves the left
+    d.barrier()
+    d.send(1, ("-", (20, 0, 9)))
+    d.send(0, ("+", (0, 2, 0)), ("-", (1, 1, 1)))
+
+
+def test_left_join_degree_transitions_emit_and_retract_the_padded_row(store):
+    d = Driver(store, "left")
+    pad = (1, 10, 5) + NULL3
+    assert d.send(0, ("+", (1, 10, 5))) == [(INSERT, pad)]
+    assert d.send(1, ("+", (100, 10, 0))) == [(DELETE, pad), (INSERT, (1, 10, 5, 100, 10, 0))]   # 0 -> 1
+    assert d.send(1, ("+", (101, 10, 0))) == [(INSERT, (1, 10, 5, 101, 10, 0))]                   # 1 -> 2
+    assert d.send(1, ("-", (100, 10, 0))) == [(DELETE, (1, 10, 5, 100, 10, 0))]                   # 2 -> 1
+    assert d.send(1, ("-", (101, 10, 0))) == [(DELETE, (1, 10, 5, 101, 10, 0)), (INSERT, pad)]    # 1 -> 0
+    assert d.send(0, ("-", (1, 10, 5))) == [(DELETE, pad)]
+    assert d.join.left.degree.get_row((10, 1)) is None
+
+
+def test_right_join_pads_the_right_side(store):
+    d = Driver(store, "right")
+    assert d.send(1, ("+", (100, 3, 0))) == [(INSERT, NULL3 + (100, 3, 0))]
+    assert d.send(0, ("+", (1, 3, 5)), ("+", (2, 3, 6))) == [
+        (DELETE, NULL3 + (100, 3, 0)), (INSERT, (1, 3, 5, 100, 3, 0)), (INSERT, (2, 3, 6, 100, 3, 0))]
+    assert d.join.right.degree.get_row((3, 100)) == (3, 100, 2)
+    assert d.send(0, ("-", (1, 3, 5)), ("-", (2, 3, 6))) == [
+        (DELETE, (1, 3, 5, 100, 3, 0)), (DELETE, (2, 3, 6, 100, 3, 0)), (INSERT, NULL3 + (100, 3, 0))]
+
+
+def _v_below_w():
+    return Cmp("<", Col(2, T.INT), Col(5, T.INT)), lambda l, r: None not in (l[2], r[2]) and l[2] < r[2]
+
+
+@pytest.mark.parametrize("join_type", TYPES)
+def test_the_extra_condition_flipping_under_updates(store, join_type):
+    cond, py = _v_below_w()
+    d = Driver(store, join_type, cond, py)
+    d.send(0, ("+", (1, 1, 5)), ("+", (2, 1, 50)), ("+", (3, 1, None)))
+    d.send(1, ("+", (10, 1, 10)), ("+", (11, 1, 100)))
+    d.send(1, ("U-", (10, 1, 10)), ("U+", (10, 1, 1)))      # (1, 10) stops matching
+    d.send(0, ("U-", (2, 1, 50)), ("U+", (2, 1, 0)))        # (2, 10) starts matching
+    d.send(0, ("U-", (3, 1, None)), ("U+", (3, 1, 7)))      # NULL condition -> TRUE for 11
+    d.send(1, ("U-", (11, 1, 100)), ("U+", (11, 1, None)))  # everything of 11 stops matching
+    d.send(1, ("U-", (10, 1, 1)), ("U+", (10, 2, 1)))       # the key moves
+
+
+def test_update_pairs_stay_pairs_when_the_join_key_stays(store):
+    d = Driver(store, "full")
+    d.send(0, ("+", (1, 1, 5)))
+    d.send(1, ("+", (10, 1, 0)), ("+", (11, 1, 0)), ("+", (12, 2, 0)))
+    out = d.send(0, ("U-", (1, 1, 5)), ("U+", (1, 1, 6)))
+    assert out == [(UPDATE_DELETE, (1, 1, 5, 10, 1, 0)), (UPDATE_INSERT, (1, 1, 6, 10, 1, 0)),
+                   (UPDATE_DELETE, (1, 1, 5, 11, 1, 0)), (UPDATE_INSERT, (1, 1, 6, 11, 1, 0))]
+    out = d.send(0, ("U-", (1, 1, 6)), ("U+", (1, 2, 6)))      # the key moves: deletes and inserts
+    assert sorted(out, key=repr) == sorted([(DELETE, (1, 1, 6, 10, 1, 0)), (DELETE, (1, 1, 6, 11, 1, 0)),
+                                  (INSERT, (None, None, None, 10, 1, 0)), (INSERT, (None, None, None, 11, 1, 0)),
+                                  (DELETE, (None, None, None, 12, 2, 0)), (INSERT, (1, 2, 6, 12, 2, 0))], key=repr)
+    assert UPDATE_DELETE not in [op for op, _ in out]
+    d.send(1, ("-", (12, 2, 0)))
+    out = d.send(0, ("U-", (1, 2, 6)), ("U+", (1, 2, 7)))      # no match on either side: the padded pair
+    assert out == [(UPDATE_DELETE, (1, 2, 6) + NULL3), (UPDATE_INSERT, (1, 2, 7) + NULL3)]
+
+
+def test_a_one_to_one_join_on_the_keys_reuses_its_own_inserts_as_cache(store):
+    d = Driver(store, "inner", keys=([0], [0]))
+    assert d.join.stream_key == [0]   # the right id equals the left id on every row: deduped
+    assert d.join.left.unique and d.join.right.unique
+    d.send(0, *[("+", (i, i, i)) for i in range(10)])
+    misses = d.join.left.cache.misses
+    d.send(1, *[("+", (i, i, -i)) for i in range(0, 20, 2)])
+    assert d.join.left.cache.misses == misses + 5   # only the keys 10..18: the others were cached by
+    assert d.join.left.cache.hits >= 5              # the left's own inserts, without a read
+    d.send(1, ("U-", (4, 4, -4)), ("U+", (4, 4, 44)))
+    d.send(0, ("-", (4, 4, 4)))
+
+
+def test_stream_keys_per_join_type(store):
+    cases = {"inner": [0, 3], "left": [0, 3], "right": [0, 3], "full": [0, 3]}
+    for n, (join_type, key) in enumerate(cases.items()):
+        j = Driver(store, join_type, ids=tuple(range(10 * n, 10 * n + 4))).join
+        assert j.stream_key == key
+    # join keys inside both stream keys: inner/left drop the right copy, right drops the left one
+    for n, (join_type, key) in enumerate({"inner": [0, 1, 3], "left": [0, 1, 3], "right": [0, 3, 4],
+                                          "full": [0, 1, 3, 4]}.items()):
+        j = Driver(store, join_type, keys=([1], [1]), left_key=(0, 1), right_key=(0, 1),
+                   ids=tuple(range(100 + 10 * n, 100 + 10 * n + 4))).join
+        assert j.stream_key == key, join_type
+
+
+def test_strict_mode_names_the_executor_and_key_and_applies_nothing(store):
+    d = Driver(store, "left")
+    d.send(0, ("+", (1, 10, 5)))
+    with pytest.raises(InconsistentStreamError, match=r"HashJoin\(left\).*pk=\(11, 2\)") as info:
+        d.join.on_side_chunk(0, StreamChunk.from_rows(L, [("+", (3, 10, 1)), ("-", (2, 11, 5))]))
+    assert info.value.pk == (11, 2)
+    with pytest.raises(InconsistentStreamError, match="already has a row"):
+        d.join.on_side_chunk(0, StreamChunk.from_rows(L, [("+", (1, 10, 5))]))
+    d.verify()   # nothing of the refused chunks was applied
+    assert d.join.left.table.get_row((10, 3)) is None
+
+
+def test_a_tiny_budget_evicts_and_refills_from_state(store):
+    budget = MemoryBudget(600)
+    d = Driver(store, "full", budget=budget)
+    for step in range(6):
+        d.send(0, *[("+", (step * 10 + i, i % 4, i)) for i in range(5)])
+        d.send(1, *[("+", (step * 10 + i, i % 5, i)) for i in range(4)])
+        d.barrier()
+    assert budget.evictions > 0
+    d.send(0, *[("-", (i, i % 4, i)) for i in range(5)])
+    d.send(1, ("U-", (11, 1, 1)), ("U+", (11, 3, 1)))
+
+
+def test_recovery_reads_the_committed_state(store):
+    d = Driver(store, "full")
+    d.send(0, ("+", (1, 1, 5)), ("+", (2, 2, 5)))
+    d.send(1, ("+", (10, 1, 0)))
+    d.checkpointed_restart()   # a fresh executor, empty caches, same tables
+    d.send(1, ("+", (11, 2, 0)), ("-", (10, 1, 0)))
+    d.send(0, ("-", (1, 1, 5)))
+
+
+def test_execute_aligns_barriers_and_commits_each_epoch(store):
+    e = Epochs(store.max_committed_epoch)
+    b0, b1, b2 = e.barrier(), e.barrier(), e.barrier()
+    left = ListSource(L, [0], [b0, StreamChunk.from_rows(L, [("+", (1, 1, 1))]), b1,
+                               StreamChunk.from_rows(L, [("-", (1, 1, 1))]), b2])
+    right = ListSource(R, [0], [b0, b1, StreamChunk.from_rows(R, [("+", (10, 1, 0))]), b2])
+    join = HashJoin(left, right, [1], [1], "left", store=store, table_ids=(1, 2, 3), budget=MemoryBudget())
+    out = drain(Checked(join))
+    assert [m for m in out if not isinstance(m, StreamChunk)] == [b0, b1, b2]
+    changes = visible_rows(out)
+    assert changes[0] == (INSERT, (1, 1, 1) + NULL3)
+    # epoch 2: the left delete and the right insert, in the order alignment delivered them
+    assert changes[1:] in ([(DELETE, (1, 1, 1) + NULL3)],
+                           [(DELETE, (1, 1, 1) + NULL3), (INSERT, (1, 1, 1, 10, 1, 0)), (DELETE, (1, 1, 1, 10, 1, 0))])
+    assert join.left.table.epoch == b2.curr_epoch
+
+
+def test_construction_errors(store):
+    left, right = ListSource(L, [0], []), ListSource(R, [0], [])
+    with pytest.raises(ExecutorError, match="join_type"):
+        HashJoin(left, right, [1], [1], "cross", store=store, table_ids=(1, 2))
+    with pytest.raises(ExecutorError, match="types differ"):
+        HashJoin(left, ListSource(Schema([("a", T.BIGINT), ("k", T.BIGINT)]), [0], []), [1], [1],
+                 store=store, table_ids=(1, 2))
+    with pytest.raises(ExecutorError, match="degree table"):
+        HashJoin(left, right, [1], [1], "full", store=store, table_ids=(1, 2, 3))
+    with pytest.raises(ExecutorError, match="as many"):
+        HashJoin(left, right, [1, 2], [1], store=store, table_ids=(1, 2))
+    with pytest.raises(ExecutorError, match="BOOLEAN"):
+        HashJoin(left, right, [1], [1], store=store, table_ids=(1, 2), condition=Col(2, T.INT))
+
+
+# --- the model test ------------------------------------------------------------------------------
+
+ROW_VALUES = st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.one_of(st.none(), st.integers(0, 6)))
+CHUNK = st.lists(st.tuples(st.integers(0, 7), ROW_VALUES, st.booleans()), min_size=1, max_size=7)
+STEPS = st.lists(st.one_of(st.tuples(st.just("chunk"), st.integers(0, 1), CHUNK),
+                           st.tuples(st.just("barrier")), st.tuples(st.just("restart"))), max_size=14)
+CONDITIONS = {
+    None: None,
+    "v<w": _v_below_w(),
+    "v=w or v null": (Or(Cmp("=", Col(2, T.INT), Col(5, T.INT)), IsNull(Col(2, T.INT))),
+                      lambda l, r: l[2] is None or (r[2] is not None and l[2] == r[2])),
+    "v>1 and w<5": (And(Cmp(">", Col(2, T.INT), Lit(1, T.INT)), Cmp("<", Col(5, T.INT), Lit(5, T.INT))),
+                    lambda l, r: l[2] is not None and l[2] > 1 and r[2] is not None and r[2] < 5),
+}
+
+
+def _changes(model, items):
+    """Consistent changes from random items: a new id inserts, a known one deletes (``drop``) or
+    updates."""
+    out = []
+    for i, (k, v), drop in items:
+        old = model.get(i)
+        if old is None:
+            out.append(("+", (i, k, v)))
+            model[i] = (i, k, v)
+        elif drop:
+            out.append(("-", old))
+            del model[i]
+        else:
+            out += [("U-", old), ("U+", (i, k, v))]
+            model[i] = (i, k, v)
+    return out
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(join_type=st.sampled_from(TYPES), condition=st.sampled_from(sorted(CONDITIONS, key=str)),
+       budget=st.sampled_from([None, 0, 400, 3000]), steps=STEPS, consistent=st.booleans())
+def test_random_chunks_equal_the_batch_join(store, join_type, condition, budget, steps, consistent):
+    base = 1000 * _fresh_ids()
+    cond, py = CONDITIONS[condition] or (None, None)
+    d = Driver(store, join_type, cond, py, budget=MemoryBudget(budget) if budget is not None else None,
+               consistent=consistent, ids=(base + 1, base + 2, base + 3, base + 4))
+    shadow = ({}, {})
+    for step in steps:
+        if step[0] == "chunk":
+            items = _changes(shadow[step[1]], step[2])
+            if items:
+                d.send(step[1], *items)
+        elif step[0] == "barrier":
+            d.barrier()
+        else:
+            d.checkpointed_restart()
+            d.verify()
+
+
+_counter = [0]
+
+
+def _fresh_ids() -> int:
+    _counter[0] += 1
+    return _counter[0]
