@@ -429,14 +429,17 @@ cdef struct SortedKey:
 
 
 cdef int cmp_sorted_keys(const void* a, const void* b) noexcept nogil:
-    """Full-key order of two batch keys (all share one read epoch), then caller position."""
+    """User-key order of two batch keys, then caller position. (Their full keys share one read
+    epoch suffix, but comparing whole full keys bytewise would be wrong: ``b"" || suffix`` sorts
+    after ``b"a" || suffix`` when the suffix starts above ``a``.)"""
     cdef const SortedKey* x = <const SortedKey*>a
     cdef const SortedKey* y = <const SortedKey*>b
-    cdef int c = cmp_mem(x.p, y.p, x.n if x.n < y.n else y.n)
+    cdef Py_ssize_t xn = x.n - 8, yn = y.n - 8
+    cdef int c = cmp_mem(x.p, y.p, xn if xn < yn else yn)
     if c:
         return c
-    if x.n != y.n:
-        return -1 if x.n < y.n else 1
+    if xn != yn:
+        return -1 if xn < yn else 1
     return (x.i > y.i) - (x.i < y.i)
 
 
