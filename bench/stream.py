@@ -15,6 +15,8 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
 - ``hash_exchange_2``: TableSource -> hash exchange by id -> 2 actors of Project -> Filter ->
   Materialize, each owning half the vnodes (one event loop: this shows the exchange's cost,
   not parallelism).
+- ``hash_join_1to1``, ``hash_join_1ton``: HashJoin (inner) of two sides split off the input,
+  1 or 10 right rows per key, into an MV (bench/stream_join.py). Target: >= 100k rows/s 1:1.
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
 bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
 Barrier latency: inject -> committed (checkpoint done) of every barrier in the run, p50/p99 ms.
@@ -44,7 +46,7 @@ from bench.harness import _fmt, machine
 CHUNK = 1024
 CHECKPOINT_EVERY = 1000
 WORKLOADS = ["project_filter_materialize", "project_filter_materialize_strict", "materialize", "project_filter",
-             "hash_exchange_2"]
+             "hash_exchange_2", "hash_join_1to1", "hash_join_1ton"]
 
 
 def make_chunks(n_chunks: int, seed: int = 7):
@@ -108,6 +110,9 @@ def build(workload: str, store, schema):
         up = rt.actor(src.executor)
         for head, vnodes in zip(rt.exchange([up], 2, "hash", key=[0]), vnode_bitmaps(2)):
             rt.actor(mv(project_filter(head), 1, vnodes))
+    elif workload in ("hash_join_1to1", "hash_join_1ton"):
+        from bench import stream_join
+        stream_join.build(workload, rt, store, src)
     else:
         raise SystemExit(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)}")
     return rt, src
