@@ -15,6 +15,10 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
 - ``hash_exchange_2``: TableSource -> hash exchange by id -> 2 actors of Project -> Filter ->
   Materialize, each owning half the vnodes (one event loop: this shows the exchange's cost,
   not parallelism).
+- ``hash_agg_1k``, ``hash_agg_1k_retractable``, ``hash_agg_1m``, ``hash_agg_1m_retractable``: HashAgg workloads
+  (bench/stream_agg.py).
+- ``top_n``, ``top_n_append_only``, ``group_top_n``: TopN / GroupTopN into an MV
+  (bench/stream_top_n.py).
 - ``hash_join_1to1``, ``hash_join_1ton``: HashJoin (inner) of two sides split off the input,
   1 or 10 right rows per key, into an MV (bench/stream_join.py). Target: >= 100k rows/s 1:1.
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
@@ -41,12 +45,14 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from bench import stream_top_n
 from bench.harness import _fmt, machine
+from bench.stream_agg import AGG_WORKLOADS, build_agg
 
 CHUNK = 1024
 CHECKPOINT_EVERY = 1000
 WORKLOADS = ["project_filter_materialize", "project_filter_materialize_strict", "materialize", "project_filter",
-             "hash_exchange_2", "hash_join_1to1", "hash_join_1ton"]
+             "hash_exchange_2", *AGG_WORKLOADS, *stream_top_n.WORKLOADS, "hash_join_1to1", "hash_join_1ton"]
 
 
 def make_chunks(n_chunks: int, seed: int = 7):
@@ -110,6 +116,10 @@ def build(workload: str, store, schema):
         up = rt.actor(src.executor)
         for head, vnodes in zip(rt.exchange([up], 2, "hash", key=[0]), vnode_bitmaps(2)):
             rt.actor(mv(project_filter(head), 1, vnodes))
+    elif workload in AGG_WORKLOADS:
+        build_agg(workload, rt, store, src)
+    elif workload in stream_top_n.WORKLOADS:
+        stream_top_n.build(workload, rt, src, store)
     elif workload in ("hash_join_1to1", "hash_join_1ton"):
         from bench import stream_join
         stream_join.build(workload, rt, store, src)

@@ -397,6 +397,41 @@ class HummockStorage:
         the commit, and returns at once if it had landed)."""
         self.commit_epoch(epoch)
 
+    # --- bulk loads: SSTs built elsewhere (hummock/external_ssts.py) ---------------------------
+
+    def reserve_sst_ids(self, count: int, *, hold: bool = True) -> range:
+        """Persist a reservation of ``count`` fresh SST ids (a ``reserve_ids`` delta) and return
+        them; objects may be written under them (``SstableBuilder.to_store``) once this returns.
+        ``hold=True``: this store's vacuum spares them until ``ingest_ssts`` publishes them or
+        ``release_sst_ids``; ``hold=False`` (builders in other processes): only the age rule does.
+        Raises ``InvalidArgumentError`` for a bad count, ``ReadOnlyError``, ``ConcurrentWriterError``."""
+        self._require_writer()
+        with self._manifest_lock, self._lock:
+            if not hold:
+                self._check_ownership()
+                try:
+                    return self._manifest.reserve_sst_ids(count)
+                finally:
+                    self._set_version(self._manifest.current)
+            return self._reserve_ids(count)
+
+    def release_sst_ids(self, ids) -> None:
+        """Stop holding ``ids`` (from ``reserve_sst_ids``): unpublished ones become orphans for vacuum."""
+        self._release_ids(ids)
+
+    def ingest_ssts(self, table_id: int, infos, epoch: int) -> None:
+        """``commit_epoch(epoch)`` that also publishes SSTs of ``table_id`` built outside the
+        engine under reserved ids: all of them and this store's writes of epochs <= ``epoch`` in
+        one commit delta, or nothing (docs/engine.md "Bulk loads"). REQUIRES: the table is empty
+        (else ``TableNotEmptyError``); ``epoch`` a user epoch above ``max_committed_epoch``;
+        each SST exists and matches its info, at versions in ``[epoch, epoch | 0xFFFF]`` (else
+        ``InvalidArgumentError``; nothing is published). After an error, calling it again with
+        the same arguments is safe, as for ``checkpoint``."""
+        from hummock.external_ssts import ingest
+
+        self._require_writer()
+        ingest(self, _check_table_id(table_id), infos, _check_user_epoch(epoch))
+
     # --- table watermarks and truncation (hummock/table_watermarks.py) --------------------------
 
     def update_table_watermarks(self, table_id: int, epoch: int, watermarks) -> None:

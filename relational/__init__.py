@@ -5,7 +5,9 @@ Modules: :mod:`relational.types` (data types and values), :mod:`relational.memco
 :mod:`relational.vnode` (vnode hashing, ``Bitmap``), :mod:`relational.row_serde` (row <-> KV
 pair), :mod:`relational.mem_table`, :mod:`relational.state_table` (``StateTable``, streaming
 read/write), :mod:`relational.storage_table` (``StorageTable``, batch reads as Arrow),
-:mod:`relational.catalog` (``TableDesc``, ``Catalog``), :mod:`relational.arrow` (Arrow types).
+:mod:`relational.catalog` (``TableDesc``, ``Catalog``), :mod:`relational.arrow` (Arrow types),
+:mod:`relational.spark` (the Spark data source; with :mod:`relational.spark_types`,
+:mod:`relational.table_scan` and :mod:`relational.bulk_load`).
 Imports only ``hummock``. The table classes are loaded on first use (``from relational import
 StateTable``), so importing the encoders stays light.
 """

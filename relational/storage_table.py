@@ -18,6 +18,8 @@ Contracts:
   across the owned vnodes (descending with ``reverse``), with the requested ``columns`` (names
   or indices; default all) typed by :func:`relational.arrow.arrow_type`; the bounds and
   ``limit`` are those of ``StateTable.iter_with_prefix``.
+- ``to_arrow(epoch)`` / ``to_parquet(path, epoch)`` export the whole table at a committed epoch
+  (the same rows as ``batch_iter``), for users without Spark.
 Thread-safe as far as the store is: it keeps no mutable state.
 
 Callers: the SQL layer's batch SELECT, library users.
@@ -37,6 +39,7 @@ from relational.table_iter import (as_values, batch_schema, check_batch_size, ch
 from relational.vnode import Bitmap
 
 DEFAULT_BATCH_SIZE = 1024
+EXPORT_BATCH_SIZE = 65536
 
 
 class StorageTable:
@@ -106,3 +109,47 @@ class StorageTable:
             yield from record_batches(decoded_rows(self.serde, pairs), idx, self.serde.types, schema, batch_size)
         finally:
             snap.release()
+
+    def to_arrow(self, epoch: int, columns=None, *, batch_size: int = EXPORT_BATCH_SIZE) -> pa.Table:
+        """The whole table (the owned vnodes) at committed ``epoch`` as one ``pyarrow.Table`` in
+        pk order, typed as :meth:`arrow_schema` (no Spark needed)."""
+        schema = self.arrow_schema(columns)
+        return pa.Table.from_batches(list(self.batch_iter(epoch, columns=columns, batch_size=batch_size)),
+                                     schema=schema)
+
+    def to_parquet(self, path, epoch: int, columns=None, *, batch_size: int = EXPORT_BATCH_SIZE,
+                   **write_options) -> None:
+        """Write the table at committed ``epoch`` as Parquet files under the directory ``path``
+        (``pyarrow.dataset.write_dataset``; ``write_options`` go to it, e.g.
+        ``max_rows_per_file``), streaming batch by batch. Parquet has no month-day-microsecond
+        interval: INTERVAL columns are written as ``struct<months, days, usecs>``; nested
+        intervals (inside STRUCT or LIST) raise :class:`SchemaError`."""
+        import pyarrow.dataset as ds
+
+        batches = self.batch_iter(epoch, columns=columns, batch_size=batch_size)
+        schema = self.arrow_schema(columns)
+        positions = [i for i, f in enumerate(schema) if pa.types.is_interval(f.type)]
+        for f in schema:
+            if not pa.types.is_interval(f.type) and "month_day_nano_interval" in str(f.type):
+                raise SchemaError(f"table {self.name}: column {f.name} nests an INTERVAL, which Parquet "
+                                  f"cannot hold; leave it out with columns=")
+        if positions:
+            out_schema = pa.schema([pa.field(f.name, _INTERVAL_STRUCT) if i in positions else f
+                                    for i, f in enumerate(schema)])
+            batches = (pa.RecordBatch.from_arrays(
+                [_interval_struct(b.column(i)) if i in positions else b.column(i) for i in range(b.num_columns)],
+                schema=out_schema) for b in batches)
+            schema = out_schema
+        write_options.setdefault("existing_data_behavior", "error")
+        ds.write_dataset(batches, path, schema=schema, format="parquet", **write_options)
+
+
+_INTERVAL_STRUCT = pa.struct([("months", pa.int32()), ("days", pa.int32()), ("usecs", pa.int64())])
+
+
+def _interval_struct(column: pa.Array) -> pa.Array:
+    """A month_day_nano interval column as ``struct<months, days, usecs>`` (exact: our intervals
+    hold whole microseconds)."""
+    values = [None if v is None else {"months": v.months, "days": v.days, "usecs": v.nanoseconds // 1000}
+              for v in column.to_pylist()]
+    return pa.array(values, type=_INTERVAL_STRUCT)

@@ -62,6 +62,7 @@ IDLE_WAIT_SECONDS = 30.0               # after a failed job, how long to wait fo
 
 _session_lock = threading.Lock()
 _session = None                        # the SparkSession this process uses
+_session_hooks: list = []              # callables run on that session (on_session)
 
 
 class SparkJobError(HummockError, RuntimeError):
@@ -102,7 +103,20 @@ def spark_session(master: str = "local[*]"):
         sc = session.sparkContext
         sc.parallelize(range(sc.defaultParallelism), sc.defaultParallelism).foreach(_warm_up)
         _session = session
+        for hook in _session_hooks:
+            hook(session)
         return session, time.perf_counter() - started
+
+
+def on_session(hook) -> None:
+    """Run ``hook(session)`` on the session this module uses: now if it exists, else once it is
+    made or adopted. Upper layers register with it (``relational/spark.py`` registers its data
+    source) without this layer knowing them."""
+    with _session_lock:
+        _session_hooks.append(hook)
+        session = _session if _session is not None and _session.sparkContext._jsc is not None else None
+    if session is not None:
+        hook(session)
 
 
 def _new_session(SparkSession, master: str):

@@ -1,0 +1,226 @@
+"""Aggregate calls of HashAgg / SimpleAgg: what each call computes, its Postgres result type,
+the slots of per-group state it keeps, and the vectorized per-chunk deltas of those slots.
+
+An :class:`AggCall` is ``kind`` (``count``, ``sum``, ``avg``, ``min``, ``max``, ``bool_and``,
+``bool_or``), an input column ``arg`` (``None`` only for ``count(*)``), ``distinct`` (only
+``count(DISTINCT col)``) and an optional ``filter`` (a :mod:`stream.expr` BOOLEAN expression
+over the input columns: ``agg(...) FILTER (WHERE filter)``; a row counts only where it is TRUE).
+NULL arguments are ignored, as SQL says.
+
+Result types follow Postgres: ``count`` -> BIGINT; ``sum(smallint|int)`` -> BIGINT (an
+overflow raises :class:`AggregateOverflowError`, Postgres' "bigint out of range");
+``sum(bigint|decimal)`` -> DECIMAL; ``sum(real)`` -> REAL, ``sum(double)`` -> DOUBLE;
+``avg(integers|decimal)`` -> DECIMAL (scale chosen like Postgres' numeric division: at least
+16 significant digits), ``avg(real|double)`` -> DOUBLE; ``min``/``max`` -> the argument's type;
+``bool_and``/``bool_or`` -> BOOLEAN.
+
+State slots per group (all retractable, so deletes are exact): ``count`` one BIGINT;
+``sum``/``avg`` the sum (BIGINT for small integers, DECIMAL for bigint/decimal, DOUBLE for
+floats) and the count of non-NULL values; ``bool_*`` the counts of TRUE and FALSE values;
+``count(DISTINCT)`` the number of distinct non-NULL values (their multiplicities live in the
+distinct-dedup table); ``min``/``max`` the current result (its candidates live in the
+materialized-input table unless the input is append-only). Float sums are retracted by
+subtraction and so carry the usual rounding error.
+
+Callers: :mod:`stream.executors.hash_agg`, the SQL planner.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from relational.types import DataType, TypeKind
+from stream.errors import ExecutorError
+
+KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
+_SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
+_FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_ORDERABLE = (TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DECIMAL, TypeKind.REAL,
+              TypeKind.DOUBLE, TypeKind.VARCHAR, TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP,
+              TypeKind.TIMESTAMPTZ)
+
+
+class AggregateOverflowError(ExecutorError, OverflowError):
+    """A result that does not fit its type (``sum(int)`` beyond BIGINT), naming the group."""
+
+    def __init__(self, executor: str, call: str, group):
+        self.group = group
+        super().__init__(executor, f"{call} is out of range for BIGINT in group {group!r}")
+
+
+class AggCall:
+    """One aggregate call (module docstring). ``bind(input_schema)`` resolves the types."""
+
+    def __init__(self, kind: str, arg: int | None = None, *, distinct: bool = False, filter=None,
+                 name: str | None = None):
+        if kind not in KINDS:
+            raise ExecutorError("AggCall", f"unknown aggregate {kind!r}; known: {', '.join(KINDS)}")
+        if arg is None and kind != "count":
+            raise ExecutorError("AggCall", f"{kind} needs an argument column")
+        if distinct and (kind != "count" or arg is None):
+            raise ExecutorError("AggCall", "DISTINCT is supported for count(col) only")
+        if filter is not None and filter.data_type != DataType.BOOLEAN:
+            raise ExecutorError("AggCall", f"a FILTER condition must be BOOLEAN, got {filter.data_type.sql_name()}")
+        self.kind, self.arg, self.distinct, self.filter = kind, arg, distinct, filter
+        self.name = name
+        self.arg_type: DataType | None = None
+        self.return_type: DataType | None = None
+        self.slot_types: list = []
+
+    def __repr__(self) -> str:
+        inner = "*" if self.arg is None else ("DISTINCT " if self.distinct else "") + f"${self.arg}"
+        text = f"{self.kind}({inner})"
+        return text if self.filter is None else f"{text} FILTER (WHERE {self.filter})"
+
+    @property
+    def is_extreme(self) -> bool:
+        return self.kind in ("min", "max")
+
+    def bind(self, schema) -> AggCall:
+        """Resolve argument, result and state slot types against the input ``schema``;
+        unsupported argument types raise :class:`ExecutorError`. Returns ``self``."""
+        if self.arg is not None:
+            if not 0 <= self.arg < len(schema):
+                raise ExecutorError("AggCall", f"{self!r}: no input column {self.arg} in {schema!r}")
+            self.arg_type = t = schema.types[self.arg]
+        kind, k = self.kind, (self.arg_type.kind if self.arg_type is not None else None)
+        if kind == "count":
+            self.return_type, self.slot_types = DataType.BIGINT, [DataType.BIGINT]
+        elif kind in ("sum", "avg"):
+            if k in _SMALL_INTS:
+                state, ret = DataType.BIGINT, DataType.BIGINT
+            elif k in (TypeKind.BIGINT, TypeKind.DECIMAL):
+                state, ret = DataType.DECIMAL, DataType.DECIMAL
+            elif k in _FLOATS:
+                state, ret = DataType.DOUBLE, t
+            else:
+                raise ExecutorError("AggCall", f"{self!r}: {kind} of {t.sql_name()} is not supported")
+            if kind == "avg":
+                ret = DataType.DOUBLE if k in _FLOATS else DataType.DECIMAL
+            self.return_type, self.slot_types = ret, [state, DataType.BIGINT]
+        elif kind in ("min", "max"):
+            if k not in _ORDERABLE:
+                raise ExecutorError("AggCall", f"{self!r}: {kind} of {t.sql_name()} is not supported")
+            self.return_type, self.slot_types = t, [t]
+        else:
+            if k != TypeKind.BOOLEAN:
+                raise ExecutorError("AggCall", f"{self!r}: {kind} needs a BOOLEAN argument")
+            self.return_type, self.slot_types = DataType.BOOLEAN, [DataType.BIGINT, DataType.BIGINT]
+        return self
+
+    # --- results ------------------------------------------------------------------------------
+
+    def initial_slots(self) -> list:
+        if self.kind in ("min", "max"):
+            return [None]
+        if self.kind in ("sum", "avg"):
+            return [0.0 if self.arg_type.kind in _FLOATS else 0, 0]
+        return [0] * len(self.slot_types)
+
+    def result_column(self, slot_cols, executor: str, keys) -> list:
+        """The call's output values of many groups at once: ``slot_cols`` are its state slots as
+        columns (sequences), ``keys`` the groups (named by an overflow)."""
+        kind = self.kind
+        if kind == "count" or kind in ("min", "max"):
+            return list(slot_cols[0])
+        if kind in ("sum", "avg"):
+            totals, counts = slot_cols
+            if kind == "avg":
+                if self.return_type == DataType.DOUBLE:
+                    return [t / c if c else None for t, c in zip(totals, counts)]
+                return [numeric_div(decimal.Decimal(t), c) if c else None for t, c in zip(totals, counts)]
+            out = [t if c else None for t, c in zip(totals, counts)]
+            if self.return_type == DataType.BIGINT:
+                present = [t for t in out if t is not None]
+                if present and (min(present) < _INT64_MIN or max(present) > _INT64_MAX):
+                    bad = next(i for i, t in enumerate(out) if t is not None and not _INT64_MIN <= t <= _INT64_MAX)
+                    raise AggregateOverflowError(executor, repr(self), keys[bad])
+            return out
+        trues, falses = slot_cols
+        if kind == "bool_and":
+            return [f == 0 if t or f else None for t, f in zip(trues, falses)]
+        return [t > 0 if t or f else None for t, f in zip(trues, falses)]
+
+
+def numeric_div(num: decimal.Decimal, den: int) -> decimal.Decimal:
+    """``num / den`` as Postgres' numeric division rounds it (``select_div_scale``): at least 16
+    significant digits, and at least the dividend's scale; half away from zero."""
+    if not num.is_finite():
+        return num / den
+    d = decimal.Decimal(den)
+    weight_num = _base10000_weight(num)
+    weight_den = _base10000_weight(d)
+    qweight = weight_num - weight_den
+    if _first_base10000_digit(num) <= _first_base10000_digit(d):
+        qweight -= 1
+    scale = max(16 - qweight * 4, -num.as_tuple().exponent if num.as_tuple().exponent < 0 else 0, 0)
+    scale = min(scale, 1000)
+    ctx = decimal.Context(prec=max(28, scale + len(num.as_tuple().digits) + 8), rounding=decimal.ROUND_HALF_UP)
+    q = ctx.divide(num, d)
+    return q.quantize(decimal.Decimal(1).scaleb(-scale), context=ctx)
+
+
+def _base10000_weight(x: decimal.Decimal) -> int:
+    if x == 0:
+        return 0
+    return (x.copy_abs().adjusted()) // 4
+
+
+def _first_base10000_digit(x: decimal.Decimal) -> int:
+    if x == 0:
+        return 0
+    a = x.copy_abs()
+    return int(a.scaleb(-4 * _base10000_weight(x)))
+
+
+# --- vectorized per-chunk work ---------------------------------------------------------------
+
+def filter_mask(call: AggCall, columns, n: int) -> np.ndarray | None:
+    """Rows where the call's FILTER is TRUE (None: no filter)."""
+    if call.filter is None:
+        return None
+    passed = call.filter.eval(columns, n)
+    return pc.fill_null(passed, False).to_numpy(zero_copy_only=False)
+
+
+def valid_mask(column: pa.Array) -> np.ndarray:
+    if column.null_count == 0:
+        return np.ones(len(column), np.bool_)
+    return column.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _zero_filled(column: pa.Array) -> np.ndarray:
+    """A numeric column as numpy, NULLs as 0 (their weight is 0 anyway)."""
+    if column.null_count:
+        column = column.fill_null(0)
+    return column.to_numpy(zero_copy_only=False)
+
+
+def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
+    """Per-row deltas (numpy arrays, one per state slot) of an additive call; ``weight`` is
+    the row's sign (+1/-1) times its FILTER and non-NULL masks. DECIMAL sums are Python lists
+    of ``Decimal`` (their rows are few or slow anyway)."""
+    kind = call.kind
+    if kind == "count":
+        return [weight]
+    if kind in ("sum", "avg"):
+        k = call.arg_type.kind
+        if k in _SMALL_INTS:
+            values = _zero_filled(column).astype(np.int64)
+            return [values * weight, weight]
+        if k == TypeKind.BIGINT:
+            values = _zero_filled(column)
+            hi, lo = values >> 32, values & 0xFFFFFFFF   # exact: each part's sum fits int64
+            return [(hi * weight, lo * weight), weight]
+        if k in _FLOATS:
+            values = _zero_filled(column).astype(np.float64)
+            return [values * weight, weight]
+        values = column.to_pylist()   # DECIMAL as text
+        return [[decimal.Decimal(v) * int(w) if w else 0 for v, w in zip(values, weight.tolist())], weight]
+    trues = column.fill_null(False).to_numpy(zero_copy_only=False)
+    return [weight * trues, weight * ~trues]

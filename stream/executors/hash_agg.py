@@ -1,0 +1,671 @@
+"""HashAgg and SimpleAgg: grouped (and ungrouped) aggregation with exact retractions.
+
+Output: the group key columns then one column per :class:`~stream.executors.agg_call.AggCall`;
+the stream key is the group key (SimpleAgg: empty, it has one row). Only groups that changed
+in an epoch are emitted, before the barrier: a new group as ``+``, a changed one as ``U-``/``U+``
+(old and new output), a HashAgg group whose row count drops to 0 as ``-`` (its state rows are
+deleted). SimpleAgg always has its one row (``count`` 0, ``sum`` NULL when empty): it is
+inserted in the first epoch and only updated afterwards. To bound memory an epoch that touches
+more than ``max_dirty_groups`` groups flushes its changed groups early (emitting and writing
+them), so a group may change twice in one epoch; every emitted change is exact.
+
+State (seed 000, all through StateTables; ``table_ids``: the value state's, then one per table of
+2. and 3. in call order; :func:`agg_table_count`; docs/format.md section 8):
+
+1. value state ``group key | row_count, slots of every call`` (pk: the group key; distribution
+   key: the group key). ``row_count`` counts the group's input rows, so an empty group is
+   deleted; the slots are agg_call's (for retractable min/max the current result).
+2. per min/max call on a retractable input: the materialized input ``group key | value |
+   input stream key`` (value ascending for min, descending for max, so the best value is the
+   first row of the group's prefix; NULL values are not stored).
+3. per ``count(DISTINCT col)``: the distinct dedup table ``group key | value -> count``.
+
+Caches (:class:`~stream.cache.StateCache` under one budget): group states (an evicted group is
+read again from the value state, batched with ``get_rows`` per chunk), and per min/max call the
+best ``EXTREME_CACHE_ROWS`` values of a group (a sorted multiset; the invariant: it holds every
+stored value strictly better than its worst one and at least one value equal to it, or it is
+``complete`` and holds them all), refilled by ``iter_with_prefix(group, limit=...)`` when it
+runs empty. A group not in that cache keeps its current extreme in the value state: inserts
+update it directly; a delete of the current extreme marks it unknown and the barrier refills.
+Append-only inputs (``append_only=True``: a delete raises) keep only the extreme itself.
+
+Per chunk the work is vectorized: one stable sort groups the rows (by an integer key column
+itself, else by the key columns' dictionary codes), per-group sums are ``np.add.reduceat``
+(append-only numeric extremes ``minimum/maximum.reduceat``), and one generated loop applies
+them to the touched groups' states; Python runs per row only for retractable min/max
+candidates and distinct values.
+
+Strict mode (``consistent=True``, the default): a delete that would take a group's row count,
+or a distinct value's count, below zero raises
+:class:`~stream.errors.InconsistentStreamError` naming the executor and group.
+
+Invariants (``_check``): a cached group state not changed in this epoch equals its value-state
+row; an extreme cache is
+sorted, at most ``EXTREME_CACHE_ROWS`` long, and a sub-multiset of the materialized input that
+satisfies the invariant above.
+
+Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+import pyarrow as pa
+
+from relational.arrow import to_arrow, to_pylist
+from relational.errors import InconsistentOpError
+from relational.memcomparable import OrderType
+from relational.state_table import StateTable
+from relational.types import DataType
+from stream.cache import default_budget, row_bytes
+from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
+from stream.errors import ExecutorError, InconsistentStreamError
+from stream.executor import UnaryExecutor
+from stream.executors.agg_call import additive_weights, filter_mask, valid_mask
+from stream.schema import Schema
+
+EXTREME_CACHE_ROWS = 16
+DEFAULT_MAX_DIRTY_GROUPS = 1 << 14   # ~300 B each with its old state: a few MiB
+DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (its estimate;
+                                 # Python objects take about three times that)
+_UNKNOWN = object()     # an extreme to be re-read from the materialized input
+_STATE_OVERHEAD = 160   # bytes per cached group besides its key and state list (dict slots)
+_UPDATE = (UPDATE_DELETE, UPDATE_INSERT)
+
+
+def agg_table_count(calls, append_only: bool = False) -> int:
+    """How many state tables (table ids) an aggregation with ``calls`` needs."""
+    return 1 + sum(1 for c in calls if (c.is_extreme and not append_only) or c.distinct)
+
+
+class HashAgg(UnaryExecutor):
+    """Grouped aggregation (module docstring). ``group_key``: input column indices;
+    ``calls``: AggCalls; ``table_ids``: ``agg_table_count(calls, append_only)`` ids."""
+
+    keep_empty_group = False
+
+    def __init__(self, input, group_key, calls, store, table_ids, *, append_only: bool = False,
+                 vnodes=None, consistent: bool = True, budget=None, names=None,
+                 max_dirty_groups: int = DEFAULT_MAX_DIRTY_GROUPS, extreme_cache_rows: int = EXTREME_CACHE_ROWS,
+                 flush_threshold: int = DEFAULT_FLUSH_BYTES,
+                 identity: str | None = None):
+        identity = identity or f"{type(self).__name__}({', '.join(map(repr, calls))})"
+        in_schema = input.schema
+        group_key = list(group_key)
+        for i in group_key:
+            if not 0 <= i < len(in_schema):
+                raise ExecutorError(identity, f"group key column {i} is not in {in_schema!r}")
+        calls = [c.bind(in_schema) for c in calls]
+        if not calls:
+            raise ExecutorError(identity, "an aggregation needs at least one call")
+        table_ids = list(table_ids)
+        if len(table_ids) != agg_table_count(calls, append_only):
+            raise ExecutorError(identity, f"needs {agg_table_count(calls, append_only)} table ids, got {len(table_ids)}")
+        if self.keep_empty_group and group_key:
+            raise ExecutorError(identity, "SimpleAgg has no group key")
+        key_pairs = [(in_schema.names[i], in_schema.types[i]) for i in group_key]
+        names = list(names) if names is not None else [f"agg{j}" for j in range(len(calls))]
+        out = Schema(key_pairs + [(n, c.return_type) for n, c in zip(names, calls)])
+        super().__init__(input, out, list(range(len(group_key))), identity)
+        self.group_key, self.calls, self.append_only = group_key, calls, append_only
+        self.consistent = consistent
+        self.max_dirty_groups = max_dirty_groups
+        if extreme_cache_rows < 1:
+            raise ExecutorError(identity, f"extreme_cache_rows must be >= 1, got {extreme_cache_rows}")
+        self.extreme_cache_rows = extreme_cache_rows
+        nk = len(group_key)
+        dist = list(range(nk)) if nk else None
+        # 1. value state: key | row_count | slots
+        self.slots = []        # per call: (first slot index in the state list, width)
+        state_cols = list(key_pairs) + [("_row_count", DataType.BIGINT)]
+        at = 1
+        for j, c in enumerate(calls):
+            self.slots.append((at, len(c.slot_types)))
+            state_cols += [(f"_s{j}_{k}", t) for k, t in enumerate(c.slot_types)]
+            at += len(c.slot_types)
+        self.width = at
+        initial = [0]
+        for c in calls:
+            initial += c.initial_slots()
+        self._initial = tuple(initial)
+        self._add = _make_adder(self._additive_slots(), [(self.slots[j][0], c.kind) for j, c in enumerate(calls)
+                                                         if c.is_extreme and append_only],
+                                consistent, self._negative_group)
+        ids = iter(table_ids)
+        self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
+                                      vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.value",
+                                      prefix_len_hint=nk or None)
+        # 2./3. materialized inputs and distinct tables
+        in_key = list(input.stream_key)
+        self.extreme = {}      # call index -> (table, columns to write, descending)
+        self.distinct = {}     # call index -> table
+        for j, c in enumerate(calls):
+            if c.is_extreme and not append_only:
+                if not in_key:
+                    raise ExecutorError(identity, "a retractable min/max needs an input stream key")
+                cols = key_pairs + [("_v", c.arg_type)] + [(f"_k{i}", in_schema.types[i]) for i in in_key]
+                desc = c.kind == "max"
+                orders = [OrderType.ASC] * nk + [OrderType(desc, nulls_first=False)] + [OrderType.ASC] * len(in_key)
+                table = StateTable(store, next(ids), cols, list(range(len(cols))), orders, dist_key_indices=dist,
+                                   vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.input{j}",
+                                   prefix_len_hint=nk or None)
+                self.extreme[j] = (table, group_key + [c.arg] + in_key, desc)
+            elif c.distinct:
+                cols = key_pairs + [("_v", c.arg_type), ("_count", DataType.BIGINT)]
+                self.distinct[j] = StateTable(store, next(ids), cols, list(range(nk + 1)), dist_key_indices=dist,
+                                              vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.distinct{j}",
+                                              prefix_len_hint=nk or None)
+        self.budget = budget if budget is not None else default_budget()
+        self.groups = self.budget.cache(f"{identity}.groups")
+        self.extreme_caches = {j: self.budget.cache(f"{identity}.extreme{j}") for j in self.extreme}
+        self._dirty: dict = {}  # group key -> state list (changed this epoch)
+        self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
+        self._key_types = [in_schema.types[i] for i in group_key]
+        # bytes charged per cached group: a key of small scalars, the state list, dict slots
+        self._group_charge = row_bytes([None] * nk) + 32 * nk + row_bytes(self._initial) + 32 * self.width \
+            + _STATE_OVERHEAD
+
+    # --- executor hooks ---------------------------------------------------------------------------
+
+    def state_tables(self) -> list:
+        return [self.value_table, *(t for t, _, _ in self.extreme.values()), *self.distinct.values()]
+
+    def on_init(self, barrier) -> None:
+        self._reset()
+        if self.keep_empty_group:
+            row = self.value_table.get_row(())
+            if row is None:   # the first epoch ever: the empty row is inserted at its barrier
+                self._dirty[()] = self._new_state()
+                self._old[()] = None
+
+    def on_vnodes_changed(self, barrier) -> None:
+        if barrier.mutation is not None:
+            self._reset()
+
+    def _reset(self) -> None:
+        self._dirty.clear()
+        self._old.clear()
+        self.groups.clear()
+        for cache in self.extreme_caches.values():
+            cache.clear()
+
+    def on_barrier(self, barrier):
+        return self._flush()
+
+    def on_chunk(self, chunk: StreamChunk):
+        chunk = chunk.compact()
+        n = len(chunk)
+        if not n:
+            return None
+        ops = chunk.ops
+        negative = (ops == DELETE) | (ops == UPDATE_DELETE)
+        if self.append_only and negative.any():
+            raise ExecutorError(self.identity, "a delete reached an append-only aggregation")
+        sign = np.where(negative, -1, 1).astype(np.int64)
+        columns = chunk.columns
+        inv, order, starts, uniq = _group_ids([columns[i] for i in self.group_key], n)
+        g = len(starts)
+        if uniq is not None:   # one integer key column without NULLs: the sorted values are the keys
+            keys = [(v,) for v in uniq.tolist()]
+        else:
+            keys = self._keys(columns, order[starts] if order is not None else np.zeros(1, np.int64), g)
+            if g > 1 and len(set(keys)) != g:   # Arrow-distinct, SQL-equal keys: 1.0 and 1.00, -0.0 and 0.0
+                inv, order, starts, keys = _merge_equal_keys(keys, inv)
+                g = len(keys)
+        if g == 1:
+            order = None
+
+        def gsum(x):
+            if order is None:
+                return [x.sum().item()] if isinstance(x, np.ndarray) else [sum(x)]
+            if isinstance(x, np.ndarray):
+                return np.add.reduceat(x[order], starts).tolist()
+            out = [0] * g
+            for gi, v in zip(inv.tolist(), x):
+                if v:
+                    out[gi] += v
+            return out
+
+        additive = [(0, gsum(sign))]   # (state index, per-group deltas)
+        extreme_rows = []              # (call index, slot, row mask) of retractable extremes
+        best_inserted = []             # (slot, per-group best, kind) of append-only extremes
+        distinct_rows = []
+        for j, c in enumerate(self.calls):
+            at, _ = self.slots[j]
+            fmask = filter_mask(c, columns, n)
+            if c.arg is None:
+                w = sign if fmask is None else sign * fmask
+                additive.append((at, gsum(w)))
+                continue
+            col = columns[c.arg]
+            mask = valid_mask(col)
+            if fmask is not None:
+                mask &= fmask
+            if c.is_extreme:
+                if j in self.extreme:
+                    extreme_rows.append((j, at, mask))
+                else:
+                    best_inserted.append((at, _group_best(inv, order, starts, col, mask, g, c), c.kind))
+                continue
+            if c.distinct:
+                distinct_rows.append((j, at, mask))
+                continue
+            w = sign * mask
+            for k, d in enumerate(additive_weights(c, col, w)):
+                if type(d) is tuple:   # a bigint sum's (high, low) halves
+                    hi, lo = gsum(d[0]), gsum(d[1])
+                    additive.append((at + k, [(h << 32) + l for h, l in zip(hi, lo)]))
+                else:
+                    additive.append((at + k, gsum(d)))
+        states = self._load(keys)
+        self._apply(keys, states, additive, best_inserted)
+        for j, at, mask in extreme_rows:
+            self._apply_extreme(j, at, chunk, sign, mask, inv, keys, states)
+        for j, at, mask in distinct_rows:
+            self._apply_distinct(j, at, chunk, sign, mask, inv, keys, states)
+        if len(self._dirty) > self.max_dirty_groups:
+            return self._flush()
+        return None
+
+    def _additive_slots(self) -> list:
+        """The state indices ``on_chunk`` adds deltas to, in the order it lists them."""
+        ats = [0]
+        for c, (at, width) in zip(self.calls, self.slots):
+            if c.arg is None:
+                ats.append(at)
+            elif not c.is_extreme and not c.distinct:
+                ats += range(at, at + width)
+        return ats
+
+    # --- groups -----------------------------------------------------------------------------------
+
+    def _keys(self, columns, first, g) -> list:
+        if not self.group_key:
+            return [()]
+        idx = pa.array(first)
+        cols = [to_pylist(columns[i].take(idx), t) for i, t in zip(self.group_key, self._key_types)]
+        if len(cols) == 1:
+            return [(v,) for v in cols[0]]
+        return list(zip(*cols))
+
+    def _new_state(self) -> list:
+        return list(self._initial)
+
+    def _load(self, keys) -> list:
+        """The state lists of ``keys`` (made dirty: their old state is remembered), reading the
+        groups missing from the dirty set and the cache with one ``get_rows``."""
+        dirty = self._dirty
+        states = list(map(dirty.get, keys))
+        if None not in states:
+            return states
+        old, cache = self._old, self.groups
+        missing = []
+        for gi, state in enumerate(states):
+            if state is not None:
+                continue
+            key = keys[gi]
+            state = cache.get(key)
+            if state is None:
+                missing.append(gi)
+                continue
+            dirty[key] = states[gi] = state
+            old[key] = tuple(state)
+        if missing:   # read, then cache (a dirty group stays in ``dirty`` if the cache evicts it)
+            nk = len(self.group_key)
+            rows = self.value_table.get_rows([keys[gi] for gi in missing])
+            charge = self._group_charge
+            for gi, row in zip(missing, rows):
+                key = keys[gi]
+                if row is None:
+                    state = self._new_state()
+                    old[key] = None
+                else:
+                    state = list(row[nk:])
+                    old[key] = tuple(state)
+                dirty[key] = states[gi] = state
+                cache.put(key, state, charge)
+        return states
+
+    def _apply(self, keys, states, additive, best_inserted) -> None:
+        self._add(keys, states, *[deltas for _, deltas in additive], *[bests for _, bests, _ in best_inserted])
+
+    def _negative_group(self, key):
+        raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
+
+    # --- min / max on a retractable input -----------------------------------------------------------
+
+    def _apply_extreme(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
+        table, cols, desc = self.extreme[j]
+        self._write(table, chunk.ops, [chunk.columns[i] for i in cols], mask)
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return
+        c = self.calls[j]
+        values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
+        cache = self.extreme_caches[j]
+        is_min = not desc
+        limit = self.extreme_cache_rows
+        for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
+            key = keys[gi]
+            entry = cache.peek(key)
+            state = states[gi]
+            if entry is None:
+                cur = state[at]
+                if cur is _UNKNOWN:
+                    continue
+                if s > 0:
+                    if cur is None or (v < cur if is_min else v > cur):
+                        state[at] = v
+                elif v == cur:
+                    state[at] = _UNKNOWN
+                continue
+            vals, complete = entry
+            if s > 0:
+                if complete or (v < vals[-1] if is_min else v > vals[0]):
+                    bisect.insort(vals, v)
+                    if len(vals) > limit:
+                        vals.pop() if is_min else vals.pop(0)
+                        entry[1] = False
+            else:
+                i = bisect.bisect_left(vals, v)
+                if i < len(vals) and vals[i] == v:
+                    del vals[i]
+                    if not vals and not entry[1]:
+                        cache.pop(key)
+                        state[at] = _UNKNOWN
+                        continue
+                elif complete and self.consistent:
+                    raise InconsistentStreamError(self.identity, f"a delete of {c!r} value {v!r} the group does not have", key)
+            state[at] = (vals[0] if is_min else vals[-1]) if vals else None
+
+    def _refill_extreme(self, j, key):
+        """The best stored values of group ``key`` for call ``j`` (cached); returns the extreme."""
+        table, _, desc = self.extreme[j]
+        nk = len(self.group_key)
+        limit = self.extreme_cache_rows
+        vals = [row[nk] for row in table.iter_with_prefix(key, limit=limit)]
+        complete = len(vals) < limit
+        best = vals[0] if vals else None
+        vals.sort()
+        charge = row_bytes(key) + 64 + limit * (row_bytes((best,)) - 48)
+        self.extreme_caches[j].put(key, [vals, complete], charge)
+        return best
+
+    # --- count(DISTINCT) ----------------------------------------------------------------------------
+
+    def _apply_distinct(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return
+        c = self.calls[j]
+        values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
+        deltas: dict = {}
+        for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
+            k = (gi, v)
+            deltas[k] = deltas.get(k, 0) + s
+        items = [(k, d) for k, d in deltas.items() if d]
+        if not items:
+            return
+        table = self.distinct[j]
+        pks = [(*keys[gi], v) for (gi, v), _ in items]
+        stored = table.get_rows(pks)
+        ops, out = [], []
+        for ((gi, _), d), pk, row in zip(items, pks, stored):
+            old = 0 if row is None else row[-1]
+            new = old + d
+            if new < 0:
+                if self.consistent:
+                    raise InconsistentStreamError(self.identity, f"a delete of {c!r} value the group does not have",
+                                                  keys[gi])
+                new = 0
+            if old == 0 and new > 0:
+                states[gi][at] += 1
+                ops.append(INSERT)
+                out.append((*pk, new))
+            elif old > 0 and new == 0:
+                states[gi][at] -= 1
+                ops.append(DELETE)
+                out.append(row)
+            elif old != new:
+                ops += _UPDATE
+                out += [row, (*pk, new)]
+        if ops:
+            self._write(table, np.array(ops, np.int8), _columns(out, table.types))
+
+    def _write(self, table, ops, columns, visibility=None) -> None:
+        try:
+            table.write_chunk(ops, columns, visibility)
+        except InconsistentOpError as exc:
+            raise InconsistentStreamError(self.identity, f"{table.name}: {exc.reason}", exc.pk) from exc
+        table.try_flush()   # spill a large epoch inside it (bounded memory)
+
+    # --- output -------------------------------------------------------------------------------------
+
+    def _flush(self):
+        """Write every dirty group's state and return its changes (chunks of at most
+        ``DEFAULT_CHUNK_SIZE`` rows, update pairs kept together). Column-wise: the changes are
+        ``(op, key, state)`` triples whose ops are the same for the value state and the output."""
+        if not self._dirty:
+            return None
+        dirty, self._dirty = self._dirty, {}
+        olds, self._old = self._old, {}
+        keep_empty = self.keep_empty_group
+        cache = self.groups
+        extremes = [(j, self.slots[j][0]) for j in self.extreme]
+        ops, keys, states = [], [], []
+        hidden = []   # positions of update pairs whose output does not change (state only)
+        for key, state in dirty.items():
+            for j, at in extremes:
+                if state[at] is _UNKNOWN:
+                    state[at] = self._refill_extreme(j, key)
+            new = tuple(state)
+            old = olds[key]
+            if new == old:
+                continue
+            was = old is not None   # a stored HashAgg group always has rows
+            if keep_empty or new[0] > 0:
+                if was:
+                    if old[1:] == new[1:]:   # only the row count changed: same output
+                        hidden += (len(ops), len(ops) + 1)
+                    ops += _UPDATE
+                    keys += (key, key)
+                    states += (old, new)
+                else:
+                    ops.append(INSERT)
+                    keys.append(key)
+                    states.append(new)
+            else:
+                cache.pop(key, None)
+                for j, _ in extremes:
+                    self.extreme_caches[j].pop(key, None)
+                if was:
+                    ops.append(DELETE)
+                    keys.append(key)
+                    states.append(old)
+        if not ops:
+            return None
+        ops = np.array(ops, np.int8)
+        nk = len(self.group_key)
+        key_cols = [to_arrow(list(col), t) for col, t in zip(zip(*keys), self._key_types)] if nk else []
+        slot_cols = list(zip(*states))
+        state_cols = [to_arrow(list(col), t) for col, t in zip(slot_cols, self.value_table.types[nk:])]
+        self._write(self.value_table, ops, key_cols + state_cols)
+        results = []
+        for c, (at, width) in zip(self.calls, self.slots):
+            if c.kind == "count" or c.is_extreme:   # the slot is the result, same type
+                results.append(state_cols[at])
+            else:
+                results.append(to_arrow(c.result_column(slot_cols[at:at + width], self.identity, keys),
+                                        c.return_type))
+        out = StreamChunk(ops, key_cols + results, self.schema)
+        if hidden:
+            visible = np.ones(len(ops), np.bool_)
+            visible[hidden] = False
+            if not visible.any():
+                return None
+            out = out.with_visibility(visible).compact()
+        return _split(out)
+
+
+    # --- checks -------------------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        """Cached states equal the value state; extreme caches keep their invariant."""
+        nk = len(self.group_key)
+        for key in self.groups.keys():
+            if key in self._dirty:
+                continue
+            row = self.value_table.get_row(key)
+            assert row is not None and tuple(row[nk:]) == tuple(self.groups.peek(key)), (key, row)
+        for j, cache in self.extreme_caches.items():
+            table, _, desc = self.extreme[j]
+            for key in cache.keys():
+                vals, complete = cache.peek(key)
+                assert vals == sorted(vals) and len(vals) <= self.extreme_cache_rows, (key, vals)
+                stored = sorted(row[nk] for row in table.iter_with_prefix(key))
+                if complete:
+                    assert vals == stored, (key, vals, stored)
+                    continue
+                assert vals, key
+                worst = vals[-1] if not desc else vals[0]
+                better = [v for v in stored if (v < worst if not desc else v > worst)]
+                assert sorted(v for v in vals if v != worst) == better, (key, vals, stored)
+                assert vals.count(worst) <= stored.count(worst), (key, vals, stored)
+        self.budget._check()
+
+
+class SimpleAgg(HashAgg):
+    """Aggregation without a group key: one output row, present even when the input is empty
+    (module docstring)."""
+
+    keep_empty_group = True
+
+    def __init__(self, input, calls, store, table_ids, **kwargs):
+        super().__init__(input, [], calls, store, table_ids, **kwargs)
+
+
+def _split(chunk: StreamChunk) -> list:
+    """``chunk`` as chunks of at most ``DEFAULT_CHUNK_SIZE`` rows (one more to keep a pair)."""
+    n = len(chunk)
+    if n <= DEFAULT_CHUNK_SIZE:
+        return [chunk]
+    out, at = [], 0
+    ops = chunk.ops
+    while at < n:
+        end = min(at + DEFAULT_CHUNK_SIZE, n)
+        if end < n and ops[end - 1] == UPDATE_DELETE:
+            end += 1
+        out.append(StreamChunk(ops[at:end], [c.slice(at, end - at) for c in chunk.columns], chunk.schema))
+        at = end
+    return out
+
+
+def _columns(rows, types) -> list:
+    return [to_arrow(list(col), t) for col, t in zip(zip(*rows), types)]
+
+
+def _group_ids(key_columns, n):
+    """``(inverse, order, starts, uniq)``: each row's group id (groups numbered in key order),
+    the rows sorted by group (stable; None without a group key), where each group starts in
+    that order, and for one integer key column without NULLs the groups' key values (numpy;
+    else None)."""
+    if not key_columns:
+        return np.zeros(n, np.int64), None, np.zeros(1, np.int64), None
+    uniq = None
+    if len(key_columns) == 1 and key_columns[0].null_count == 0 and pa.types.is_integer(key_columns[0].type):
+        codes = key_columns[0].to_numpy()
+        uniq = codes
+    else:
+        codes = None
+        for col in key_columns:
+            enc = col.dictionary_encode(null_encoding="encode")
+            idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            codes = idx if codes is None else codes * len(enc.dictionary) + idx
+            if len(key_columns) > 1:   # renumber densely so the next product cannot overflow
+                codes = np.unique(codes, return_inverse=True)[1].astype(np.int64)
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    boundary = np.empty(n, np.bool_)
+    boundary[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    inv = np.empty(n, np.int64)
+    inv[order] = np.cumsum(boundary) - 1
+    return inv, order, starts, (ordered[starts] if uniq is not None else None)
+
+
+def _merge_equal_keys(keys, inv):
+    """Renumber groups whose keys are equal as values (one group each)."""
+    ids: dict = {}
+    remap = np.array([ids.setdefault(k, len(ids)) for k in keys], np.int64)
+    inv = remap[inv]
+    order = np.argsort(inv, kind="stable")
+    ordered = inv[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    return inv, order, starts, list(ids)
+
+
+_NUMERIC_EXTREMES = {pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()}
+
+
+def _group_best(inv, order, starts, column, mask, g, call) -> list:
+    """Per group, the min or max of ``column`` over the rows in ``mask`` (None: no such row)."""
+    kind = call.kind
+    if column.type in _NUMERIC_EXTREMES:
+        values = column.to_numpy(zero_copy_only=False)
+        if values.dtype.kind == "f":   # NaN is the largest value (Postgres): max keeps it, min skips it
+            fill, reduce = (np.inf, np.fmin) if kind == "min" else (-np.inf, np.maximum)
+        else:
+            info = np.iinfo(values.dtype)
+            fill, reduce = (info.max, np.minimum) if kind == "min" else (info.min, np.maximum)
+        if not mask.all():
+            values = np.where(mask, values, fill)
+        if order is not None:
+            values, mask = values[order], mask[order]
+        best = reduce.reduceat(values, starts).tolist()
+        if mask.all():
+            return best
+        present = np.add.reduceat(mask.astype(np.int64), starts).tolist()
+        return [b if p else None for b, p in zip(best, present)]
+    rows = np.flatnonzero(mask)
+    out = [None] * g
+    if not len(rows):
+        return out
+    if call.arg_type == DataType.DECIMAL or order is None:   # DECIMAL is text in Arrow
+        values = to_pylist(column.take(pa.array(rows)), call.arg_type)
+        for gi, v in zip(inv[rows].tolist(), values):
+            cur = out[gi]
+            if cur is None or (v < cur if kind == "min" else v > cur):
+                out[gi] = v
+        return out
+    table = pa.table({"g": pa.array(inv[rows]), "v": column.take(pa.array(rows))})
+    res = table.group_by("g").aggregate([("v", kind)])
+    for gi, v in zip(res.column("g").to_pylist(), to_pylist(res.column(f"v_{kind}"), call.arg_type)):
+        out[gi] = v
+    return out
+
+
+def _make_adder(ats, extremes, check_negative: bool, on_negative):
+    """A function ``add(keys, states, *deltas, *bests)`` doing ``states[g][ats[i]] +=
+    deltas[i][g]`` for every group ``g`` in one loop (generated for these slots: the per-group
+    loop is the hot path of an aggregation), then for each ``(at, kind)`` of ``extremes`` (an
+    append-only min or max) keeping the better of ``states[g][at]`` and ``bests[i][g]`` (None:
+    no value). With ``check_negative`` it calls ``on_negative(key)`` for a group whose row
+    count (slot 0) went below zero."""
+    names = [f"d{i}" for i in range(len(ats))] + [f"b{i}" for i in range(len(extremes))]
+    lines = [f"def add(keys, states, {', '.join(names)}):",
+             f"    for key, st, {', '.join(names)} in zip(keys, states, {', '.join(names)}):"]
+    lines += [f"        st[{at}] += d{i}" for i, at in enumerate(ats)]
+    for i, (at, kind) in enumerate(extremes):
+        better = "<" if kind == "min" else ">"
+        lines += [f"        if b{i} is not None:",
+                  f"            cur = st[{at}]",
+                  f"            if cur is None or b{i} {better} cur:",
+                  f"                st[{at}] = b{i}"]
+    if check_negative:
+        lines.append("        if st[0] < 0: on_negative(key)")
+    namespace = {"on_negative": on_negative}
+    exec("\n".join(lines), namespace)   # noqa: S102 -- generated from slot indices only
+    return namespace["add"]
