@@ -19,6 +19,8 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
   (bench/stream_agg.py).
 - ``top_n``, ``top_n_append_only``, ``group_top_n``: TopN / GroupTopN into an MV
   (bench/stream_top_n.py).
+- ``hash_join_1to1``, ``hash_join_1ton``: HashJoin (inner) of two sides split off the input,
+  1 or 10 right rows per key, into an MV (bench/stream_join.py). Target: >= 100k rows/s 1:1.
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
 bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
 Barrier latency: inject -> committed (checkpoint done) of every barrier in the run, p50/p99 ms.
@@ -50,7 +52,7 @@ from bench.stream_agg import AGG_WORKLOADS, build_agg
 CHUNK = 1024
 CHECKPOINT_EVERY = 1000
 WORKLOADS = ["project_filter_materialize", "project_filter_materialize_strict", "materialize", "project_filter",
-             "hash_exchange_2", *AGG_WORKLOADS, *stream_top_n.WORKLOADS]
+             "hash_exchange_2", *AGG_WORKLOADS, *stream_top_n.WORKLOADS, "hash_join_1to1", "hash_join_1ton"]
 
 
 def make_chunks(n_chunks: int, seed: int = 7):
@@ -118,6 +120,9 @@ def build(workload: str, store, schema):
         build_agg(workload, rt, store, src)
     elif workload in stream_top_n.WORKLOADS:
         stream_top_n.build(workload, rt, src, store)
+    elif workload in ("hash_join_1to1", "hash_join_1ton"):
+        from bench import stream_join
+        stream_join.build(workload, rt, store, src)
     else:
         raise SystemExit(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)}")
     return rt, src

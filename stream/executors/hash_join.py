@@ -365,7 +365,7 @@ class HashJoin(Executor):
             degrees[opk] = before + delta
             return before
 
-        def own_entry(key, insert: bool):
+        def own_entry(key):
             """S's cached entry of ``key`` to update, or None."""
             if None in key:
                 return None
@@ -411,7 +411,7 @@ class HashJoin(Executor):
                     if len(old_m) != len(new_m):
                         s_deg_ops += [UPDATE_DELETE, UPDATE_INSERT]
                         s_deg_rows += [pk + (len(old_m),), pk + (len(new_m),)]
-                mine = own_entry(key, True)
+                mine = own_entry(key)
                 if mine is not None:
                     mine.remove(pk_of(row))
                     mine.add(pk_of(new), new, len(new_m))
@@ -433,7 +433,7 @@ class HashJoin(Executor):
                         emit(INSERT, row, o_null)
                     s_deg_ops.append(INSERT)
                     s_deg_rows.append(pk_of(row) + (len(found),))
-                mine = own_entry(key, True)
+                mine = own_entry(key)
                 if mine is not None:
                     mine.add(pk_of(row), row, len(found))
             else:
@@ -451,7 +451,7 @@ class HashJoin(Executor):
                         emit(DELETE, row, o_null)
                     s_deg_ops.append(DELETE)
                     s_deg_rows.append(pk_of(row) + (len(found),))
-                mine = own_entry(key, False)
+                mine = own_entry(key)
                 if mine is not None:
                     mine.remove(pk_of(row))
             i += 1
