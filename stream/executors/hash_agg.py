@@ -130,9 +130,8 @@ class HashAgg(UnaryExecutor):
         for c in calls:
             initial += c.initial_slots()
         self._initial = tuple(initial)
-        self._add = _make_adder(self._additive_slots(), [(self.slots[j][0], c.kind) for j, c in enumerate(calls)
-                                                         if c.is_extreme and append_only],
-                                consistent, self._negative_group)
+        self._adders: dict = {}   # which delta list each additive slot takes -> generated adder
+        self._extreme_slots = [(self.slots[j][0], c.kind) for j, c in enumerate(calls) if c.is_extreme and append_only]
         ids = iter(table_ids)
         self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
                                       vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.value",
@@ -217,7 +216,17 @@ class HashAgg(UnaryExecutor):
         if g == 1:
             order = None
 
+        memo = {}   # id(array) -> (array, per-group sums): count(*) and non-NULL counts share the signs
+
         def gsum(x):
+            hit = memo.get(id(x))
+            if hit is not None:
+                return hit[1]
+            out = _gsum(x)
+            memo[id(x)] = (x, out)
+            return out
+
+        def _gsum(x):
             if order is None:
                 return [x.sum().item()] if isinstance(x, np.ndarray) else [sum(x)]
             if isinstance(x, np.ndarray):
@@ -252,7 +261,7 @@ class HashAgg(UnaryExecutor):
             if c.distinct:
                 distinct_rows.append((j, at, mask))
                 continue
-            w = sign * mask
+            w = sign if fmask is None and col.null_count == 0 else sign * mask
             for k, d in enumerate(additive_weights(c, col, w)):
                 if type(d) is tuple:   # a bigint sum's (high, low) halves
                     hi, lo = gsum(d[0]), gsum(d[1])
@@ -329,7 +338,19 @@ class HashAgg(UnaryExecutor):
         return states
 
     def _apply(self, keys, states, additive, best_inserted) -> None:
-        self._add(keys, states, *[deltas for _, deltas in additive], *[bests for _, bests, _ in best_inserted])
+        lists, ids, sources = [], {}, []   # slots sharing one delta list (by identity) share a loop variable
+        for _, deltas in additive:
+            i = ids.get(id(deltas))
+            if i is None:
+                i = ids[id(deltas)] = len(lists)
+                lists.append(deltas)
+            sources.append(i)
+        pattern = tuple(sources)
+        add = self._adders.get(pattern)
+        if add is None:
+            add = self._adders[pattern] = _make_adder(list(zip(self._additive_slots(), sources)), len(lists),
+                                                      self._extreme_slots, self.consistent, self._negative_group)
+        add(keys, states, *lists, *[bests for _, bests, _ in best_inserted])
 
     def _negative_group(self, key):
         raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
@@ -647,17 +668,18 @@ def _group_best(inv, order, starts, column, mask, g, call) -> list:
     return out
 
 
-def _make_adder(ats, extremes, check_negative: bool, on_negative):
-    """A function ``add(keys, states, *deltas, *bests)`` doing ``states[g][ats[i]] +=
-    deltas[i][g]`` for every group ``g`` in one loop (generated for these slots: the per-group
-    loop is the hot path of an aggregation), then for each ``(at, kind)`` of ``extremes`` (an
-    append-only min or max) keeping the better of ``states[g][at]`` and ``bests[i][g]`` (None:
-    no value). With ``check_negative`` it calls ``on_negative(key)`` for a group whose row
-    count (slot 0) went below zero."""
-    names = [f"d{i}" for i in range(len(ats))] + [f"b{i}" for i in range(len(extremes))]
+def _make_adder(slots, n_lists: int, extremes, check_negative: bool, on_negative):
+    """A function ``add(keys, states, *deltas, *bests)`` doing ``states[g][at] += deltas[i][g]``
+    for each ``(at, i)`` of ``slots`` and every group ``g``, in one loop (generated: the
+    per-group loop is the hot path of an aggregation; slots whose deltas are the same list,
+    such as count(*) and a row count, read one loop variable), then for each ``(at, kind)`` of
+    ``extremes`` (an append-only min or max) keeping the better of ``states[g][at]`` and
+    ``bests[i][g]`` (None: no value). With ``check_negative`` it calls ``on_negative(key)``
+    for a group whose row count (slot 0) went below zero."""
+    names = [f"d{i}" for i in range(n_lists)] + [f"b{i}" for i in range(len(extremes))]
     lines = [f"def add(keys, states, {', '.join(names)}):",
              f"    for key, st, {', '.join(names)} in zip(keys, states, {', '.join(names)}):"]
-    lines += [f"        st[{at}] += d{i}" for i, at in enumerate(ats)]
+    lines += [f"        st[{at}] += d{i}" for at, i in slots]
     for i, (at, kind) in enumerate(extremes):
         better = "<" if kind == "min" else ">"
         lines += [f"        if b{i} is not None:",
