@@ -133,7 +133,7 @@ def _to_arrow_value(value, dtype: DataType):
     if kind == TypeKind.DECIMAL:
         return str(value)
     if kind == TypeKind.INTERVAL:
-        if not -_NANOS_LIMIT < value.usecs < _NANOS_LIMIT:
+        if not -_NANOS_LIMIT <= value.usecs <= _NANOS_LIMIT:   # (2**63 // 1000) * 1000 still fits
             raise ValueOutOfRangeError(f"{value!r} does not fit Arrow's month_day_nano interval")
         return (value.months, value.days, value.usecs * 1000)
     if kind == TypeKind.STRUCT:

@@ -179,3 +179,18 @@ def test_random_schemas_round_trip_through_arrow(store, case):
     e = table.epoch
     table.commit(new_epoch())
     store.checkpoint(e)
+
+
+def test_intervals_convert_to_arrow_up_to_the_exact_nanosecond_limit():
+    """An INTERVAL's microseconds become Arrow nanoseconds: ±(2**63 // 1000) microseconds still
+    fit an int64 of nanoseconds and convert; one more is refused with a typed error."""
+    import pytest as _pytest
+    from relational.arrow import to_arrow
+    from relational.errors import ValueOutOfRangeError
+    from relational.types import DataType, Interval
+    limit = (1 << 63) // 1000
+    got = to_arrow([Interval(0, 0, limit), Interval(0, 0, -limit)], DataType.INTERVAL).to_pylist()
+    assert [v.nanoseconds for v in got] == [limit * 1000, -limit * 1000]
+    for usecs in (limit + 1, -limit - 1):
+        with _pytest.raises(ValueOutOfRangeError):
+            to_arrow([Interval(0, 0, usecs)], DataType.INTERVAL)
