@@ -140,23 +140,10 @@ def ingest(storage, table_id: int, infos, epoch: int) -> None:
                 _require_empty(storage, version, table_id)
                 staged = epoch <= storage._synced_epoch and not storage._has_imms_up_to(epoch)
                 if staged:
-                    ssts = _staged_up_to(storage, epoch) + infos
+                    ssts = storage._staged_up_to(epoch, "ingest at {highest} or later instead") + infos
                     delta = VersionDelta.commit(version, epoch, ssts, overlapping=_overlapping(ssts),
                                                 table_watermarks=storage._marks_to_publish(epoch))
             if staged:
                 storage._publish(delta)
                 return
         storage.sync(epoch)   # seals epoch: later writes at <= epoch are refused
-
-
-def _staged_up_to(storage, epoch: int) -> tuple:
-    """Under the lock: the staging SSTs a commit of ``epoch`` publishes (as ``_commit_delta``)."""
-    chosen = []
-    for info in storage._staging:
-        lowest, highest = storage._staging_epochs[info.sst_id]
-        if highest <= epoch:
-            chosen.append(info)
-        elif lowest <= epoch:
-            raise InvalidArgumentError(f"epoch {epoch} was synced together with later epochs (up to "
-                                       f"{highest}); ingest at {highest} or later instead")
-    return tuple(chosen)

@@ -362,17 +362,23 @@ class HummockStorage:
     def _commit_delta(self, epoch: int) -> VersionDelta:
         """The commit delta of ``epoch`` (under both locks; everything of epochs <= ``epoch``
         is staged): the staging SSTs holding only epochs <= ``epoch``."""
+        chosen = self._staged_up_to(epoch, "commit {highest} instead")
+        return VersionDelta.commit(self._version, epoch, chosen, overlapping=len(chosen) > 1,
+                                   table_watermarks=self._marks_to_publish(epoch))
+
+    def _staged_up_to(self, epoch: int, advice: str) -> tuple:
+        """Under the locks: the staging SSTs a commit of ``epoch`` publishes; an SST that also
+        holds later epochs raises ``InvalidArgumentError`` ending with ``advice`` (formatted
+        with ``highest``, the SST's newest epoch)."""
         chosen = []
         for info in self._staging:
             lowest, highest = self._staging_epochs[info.sst_id]
             if highest <= epoch:
                 chosen.append(info)
             elif lowest <= epoch:
-                raise InvalidArgumentError(
-                    f"epoch {epoch} was synced together with later epochs (up to {highest}); "
-                    f"commit {highest} instead")
-        return VersionDelta.commit(self._version, epoch, tuple(chosen), overlapping=len(chosen) > 1,
-                                   table_watermarks=self._marks_to_publish(epoch))
+                raise InvalidArgumentError(f"epoch {epoch} was synced together with later epochs (up to "
+                                           f"{highest}); " + advice.format(highest=highest))
+        return tuple(chosen)
 
     def _publish(self, delta: VersionDelta) -> None:
         """Write the commit delta (under the manifest lock only: reads, writes and uploads go
