@@ -15,8 +15,8 @@ reference cycle, so they are untracked at once (what the collector itself does t
 at its next pass); a MemTable whose records are all untracked stays an untracked dict, which
 the collector never traverses (an epoch's MemTable holds tens of thousands of records).
 
-Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many`` and ``columns``
-(``merge_insert_runs``) only, through
+Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many``, ``unrecorded``
+(``probe_keys``) and ``columns`` (``merge_insert_runs``) only, through
 ``hummock._twins.load``.
 """
 
@@ -132,6 +132,47 @@ def insert_new(records, keys, values):
             raise TypeError(f"keys and values are bytes, got {type(ks[i]).__name__} and {type(vs[i]).__name__}")
     for i in range(n):
         d[ks[i]] = _record(_INSERT, None, vs[i])
+
+
+def probe_keys(records, keys):
+    """See the twin's docstring. Keys that ascend (a sorted chunk's) are deduplicated by
+    comparing neighbours; otherwise a set remembers the keys seen."""
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    cdef list ks = list(keys), out = []
+    cdef Py_ssize_t n = len(ks), i
+    cdef dict d = <dict>records
+    cdef bint ascending = True
+    cdef object key, prev = None
+    cdef set seen
+    for i in range(n):
+        key = ks[i]
+        if type(key) is not bytes:
+            raise TypeError(f"keys are bytes, got {type(key).__name__}")
+        if ascending and prev is not None and <bytes>prev > <bytes>key:
+            ascending = False
+        prev = key
+    if ascending:
+        prev = None
+        for i in range(n):
+            key = ks[i]
+            if prev is not None and PyBytes_GET_SIZE(<bytes>prev) == PyBytes_GET_SIZE(<bytes>key) and \
+                    memcmp(PyBytes_AS_STRING(<bytes>prev), PyBytes_AS_STRING(<bytes>key),
+                           <size_t>PyBytes_GET_SIZE(<bytes>key)) == 0:
+                continue
+            prev = key
+            if PyDict_GetItem(d, key) == NULL:
+                out.append(key)
+        return out
+    seen = set()
+    for i in range(n):
+        key = ks[i]
+        if key in seen:
+            continue
+        seen.add(key)
+        if PyDict_GetItem(d, key) == NULL:
+            out.append(key)
+    return out
 
 
 cdef struct _KRef:

@@ -26,7 +26,9 @@ adds: ``len(key) + len(value) + 64`` each time a key without a record gets one. 
 
 ``insert_new(records, keys, values)``: the all-insert chunk's records (below).
 
-Callers: :meth:`relational.mem_table.MemTable.apply` and ``insert_many`` only, through
+``probe_keys(records, keys)``: the keys a strict chunk must look up in storage (below).
+
+Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many`` and ``unrecorded`` only, through
 ``hummock._twins.load``.
 """
 
@@ -115,6 +117,19 @@ def insert_new(records, keys, values) -> None:
         if type(key) is not bytes or type(value) is not bytes:
             raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
     records.update(zip(keys, [(INSERT, None, value) for value in values]))
+
+
+def probe_keys(records, keys) -> list:
+    """The distinct keys of ``keys`` (bytes; first-occurrence order) that have no entry in
+    ``records`` (a dict): what a strict chunk looks up in storage. ``TypeError`` unless
+    ``records`` is a dict and every key bytes."""
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    keys = list(keys)
+    for key in keys:
+        if type(key) is not bytes:
+            raise TypeError(f"keys are bytes, got {type(key).__name__}")
+    return [key for key in dict.fromkeys(keys) if key not in records]
 
 
 def merge_insert_runs(runs) -> tuple[list, list]:

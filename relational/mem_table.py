@@ -232,6 +232,13 @@ class MemTable:
             raise self._error("update whose old row is not the current row", key)
         self._ops[key] = (op, prev, new)
 
+    def unrecorded(self, keys: list) -> list:
+        """The distinct keys of ``keys`` (first-occurrence order) that have no record: what a
+        strict chunk must check against storage (one native pass, ``probe_keys``)."""
+        if self._runs:
+            self._settle()
+        return _apply.probe_keys(self._ops, keys)
+
     def check_insert(self, key: bytes, what: str = "insert") -> None:
         """Raise what :meth:`insert` of ``key`` would raise on its record (strict mode); change
         nothing. A key without a record passes (the caller checks storage)."""

@@ -440,8 +440,7 @@ class StateTable:
         MemTable record. Raises, changing nothing, at the first row in chunk order that fails."""
         stored = None
         if self.consistent:
-            records = self.mem.records
-            probe = list(dict.fromkeys(keys)) if not records else [k for k in dict.fromkeys(keys) if k not in records]
+            probe = self.mem.unrecorded(keys)
             stored = dict(zip(probe, self.store.multi_get(self.table_id, probe, self.epoch))) if probe else {}
         sorted_inserts = (inserts if order is None else inserts[order]).tolist()
         try:

@@ -372,6 +372,29 @@ def test_insert_new_refuses_bad_input_and_changes_nothing(impl):
         assert args[0] in (None, {})
 
 
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+@given(st.lists(st.binary(max_size=3), max_size=24), st.sets(st.binary(max_size=3), max_size=8), st.booleans())
+def test_probe_keys_are_the_distinct_unrecorded_keys(impl, keys, recorded, ascending):
+    """Sorted keys (a sorted chunk's) and keys in any order give the model's answer: the
+    distinct keys without a record, in first-occurrence order."""
+    if ascending:
+        keys = sorted(keys)
+    records = dict.fromkeys(recorded, (1, None, b"v"))
+    expected = []
+    for key in keys:
+        if key not in records and key not in expected:
+            expected.append(key)
+    assert impl.probe_keys(records, keys) == expected
+    assert impl.probe_keys(records, iter(keys)) == expected
+
+
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+def test_probe_keys_refuses_bad_input(impl):
+    for args in [(None, [b"k"]), ([], [b"k"]), ({}, [b"k", "j"]), ({}, [b"b", b"a", 5])]:
+        with pytest.raises(TypeError):
+            impl.probe_keys(*args)
+
+
 def test_native_records_are_left_to_no_garbage_collection():
     """The native merge and insert build records the collector never has to traverse (an
     epoch's MemTable holds tens of thousands), so the MemTable's dict stays untracked too."""
