@@ -169,6 +169,13 @@ def _values_and_nulls(column, kind: TypeKind):
     return values.astype(np_type, copy=False), nulls
 
 
+def column_values(column, dtype: DataType):
+    """``(values, nulls)`` of a column of a :func:`vectorizable` type as :func:`encode_columns`
+    reads it: a numpy array of the type's value dtype (NULLs as 0) and a bool NULL mask (or
+    ``None``); raises its typed errors for values of the wrong type or range."""
+    return _values_and_nulls(column, dtype.kind)
+
+
 def _fixed_matrix(column, dtype: DataType, order):
     """The (n, 1 + width) byte matrix of one fixed-width column and its "bytes kept" mask."""
     kind = dtype.kind

@@ -27,13 +27,19 @@ from operator import add, itemgetter
 import numpy as np
 import pyarrow as pa
 
+from hummock import _twins
 from relational import memcomparable, value_columns, value_encoding
 from relational.arrow import as_arrow, to_pylist
 from relational.errors import SchemaError
 from relational.memcomparable import OrderType
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from relational.vnode import (VNODE_BYTES, VNODE_COUNT, VNODE_SEED, compute_vnode, compute_vnodes, key_with_vnode,
                               keys_with_vnodes, vnode_prefix)
+
+#: ``sorted_int_keys``: a chunk's integer-pk keys built and sorted in one call
+#: (``native/_chunk_keys.pyx``, twin ``relational/_chunk_keys_py.py``)
+_chunk_keys = _twins.load("_chunk_keys", "relational._chunk_keys_py")
+_INT_WIDTHS = {TypeKind.SMALLINT: 2, TypeKind.INT: 4, TypeKind.BIGINT: 8}
 
 #: the 2-byte prefix of each vnode, indexed by vnode
 VNODE_PREFIXES = tuple(vnode_prefix(v) for v in range(VNODE_COUNT))
@@ -85,6 +91,10 @@ class RowSerde:
         self.dist_in_pk = tuple(self.pk_indices.index(i) for i in self.dist_key_indices)
         self.full_value = self.value_indices == tuple(range(n))
         self.pk_vectorizable = all(memcomparable.vectorizable(t) for t in self.pk_types)
+        #: the value widths of an all-integer pk (``_chunk_keys``), else None
+        self._int_pk_widths = (tuple(_INT_WIDTHS[t.kind] for t in self.pk_types)
+                               if self.pk_types and all(t.kind in _INT_WIDTHS for t in self.pk_types) else None)
+        self._pk_descending = tuple(o.descending for o in self.order_types)
         # Single-row keys: when the distribution key is the pk's first k columns, all ASC NULLS
         # LAST, its memcomparable bytes (what the vnode hashes) are the first part of the pk's,
         # so a key is one encoder call per part and one native hash-and-join call.
@@ -212,6 +222,19 @@ class RowSerde:
         joined = list(map(add, pks, vals)) if pks is not None else vals
         return joined if pick is None else list(map(pick, joined))
 
+    def _int_pk_columns(self, columns, num_rows: int):
+        """The pk columns of a chunk as int64 numpy arrays (range-checked as ``encode_columns``
+        checks them, raising its typed errors), or ``None`` when one holds a NULL."""
+        out = []
+        for i, dtype in zip(self.pk_indices, self.pk_types):
+            values, nulls = memcomparable.column_values(as_arrow(columns[i], dtype), dtype)
+            if nulls is not None and nulls.any():
+                return None
+            if len(values) != num_rows:
+                raise SchemaError(f"the pk columns hold {len(values)} values, expected {num_rows}")
+            out.append(values.astype(np.int64, copy=False))
+        return out
+
     def _row_picker(self, pk_width: int):
         """The function making a row (schema order) from ``pk + vals`` (``vals`` alone when
         ``pk_width`` is 0): ``None`` when that concatenation already is the row, else a C-level
@@ -265,7 +288,11 @@ class RowSerde:
         vnodes = compute_vnodes(dist_cols, self.dist_types, num_rows)
         perm = None       # the order the keys were sorted in (Arrow); the value columns follow it
         order = None      # the same as a numpy array
-        if self.pk_vectorizable:
+        int_pk = self._int_pk_columns(columns, num_rows) if sort and self._int_pk_widths else None
+        if int_pk is not None:   # integer pks without NULLs: keys built and sorted in one native call
+            order, keys = _chunk_keys.sorted_int_keys(vnodes, int_pk, self._int_pk_widths, self._pk_descending)
+            vnodes = vnodes[order]
+        elif self.pk_vectorizable:
             prefix = vnodes.astype(">u2").view(np.uint8).reshape(num_rows, VNODE_BYTES)
             encoded = memcomparable.encode_columns([as_arrow(columns[i], self.types[i]) for i in self.pk_indices],
                                                    self.pk_types, self.order_types, prefix=prefix)
@@ -289,10 +316,12 @@ class RowSerde:
         values = value_columns.encode_columns([columns[i] for i in self.value_indices], self.value_types,
                                               num_rows, order) if self.value_indices else None
         if values is None:   # ... else through Python values, taken in key order when sorted above
+            if order is not None and perm is None:
+                perm = pa.array(order)
             value_rows = (list(zip(*[values_of(i, perm) for i in self.value_indices])) if self.value_indices
                           else [()] * num_rows)
             values = value_encoding.encode_rows(value_rows, self.value_types)
-        if perm is None and sort:
+        if sort and order is None:   # not sorted above
             positions = sorted(range(num_rows), key=keys.__getitem__)
             keys = list(map(keys.__getitem__, positions))
             values = list(map(values.__getitem__, positions))

@@ -1,0 +1,102 @@
+# cython: language_level=3, boundscheck=True, wraparound=False
+"""Native chunk keys: a chunk's table keys from integer pk columns, sorted, in one call; twin of
+``relational/_chunk_keys_py.py`` (the reference: same name, results and exceptions; see its
+docstring for the contract and the key layout).
+
+One pass writes every row's key into one C buffer (vnode, then per column the tag and the
+big-endian value with its sign bit flipped, inverted when descending), a ``qsort`` of row
+references ordered by ``memcmp`` of the keys and then by row number (so the sort is stable),
+then one ``bytes`` object per key in that order. It replaces a dozen numpy/Arrow calls per
+chunk (the key matrix, an Arrow binary array, ``lexsort``, ``take``, ``to_pylist``).
+
+Safety: the arguments are checked exactly as the twin checks them (``check_args``: dtypes,
+dimensions, lengths, widths, value ranges) before any buffer is read; the key buffer is sized
+``n * width`` with the width computed from the checked widths, and every write stays inside the
+row's slot.
+
+Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` only, through ``hummock._twins.load``.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport int64_t, uint64_t, uint16_t
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcmp
+
+import numpy as np
+
+from relational._chunk_keys_py import check_args
+
+cdef struct _Row:
+    const unsigned char* p
+    Py_ssize_t i
+
+cdef Py_ssize_t _width = 0   # the key width of the current sort (qsort has no context pointer)
+
+
+cdef int _cmp_rows(const void* a, const void* b) noexcept nogil:
+    cdef const _Row* x = <const _Row*>a
+    cdef const _Row* y = <const _Row*>b
+    cdef int c = memcmp(x.p, y.p, <size_t>_width)
+    if c:
+        return c
+    return (x.i > y.i) - (x.i < y.i)
+
+
+def sorted_int_keys(vnodes, columns, widths, descending):
+    """See the twin's docstring."""
+    global _width
+    cdef Py_ssize_t n = check_args(vnodes, columns, widths, descending)
+    cdef list cols = list(columns), ws = list(widths), ds = list(descending)
+    cdef Py_ssize_t ncol = len(cols), width = 2, i, j, b, pos, w
+    for j in range(ncol):
+        width += 1 + <Py_ssize_t>ws[j]
+    cdef const uint16_t[::1] vn = np.ascontiguousarray(vnodes)
+    cdef const int64_t[::1] col
+    cdef unsigned char* buf = NULL
+    cdef _Row* rows = NULL
+    cdef unsigned char* row
+    cdef uint64_t u, sign, mask
+    cdef unsigned char flip
+    cdef int64_t[::1] out_order
+    cdef list keys = []
+    order = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return order, keys
+    out_order = order
+    try:
+        buf = <unsigned char*>malloc(<size_t>(n * width))
+        rows = <_Row*>malloc(<size_t>n * sizeof(_Row))
+        if buf == NULL or rows == NULL:
+            raise MemoryError()
+        for i in range(n):
+            row = buf + i * width
+            row[0] = (vn[i] >> 8) & 0xFF
+            row[1] = vn[i] & 0xFF
+            rows[i].p = row
+            rows[i].i = i
+        pos = 2
+        for j in range(ncol):
+            col = np.ascontiguousarray(cols[j])
+            if col.shape[0] != n:
+                raise ValueError(f"a pk column has {col.shape[0]} values, expected {n}")
+            w = <Py_ssize_t>ws[j]
+            sign = (<uint64_t>1) << (8 * w - 1)
+            mask = <uint64_t>0xFFFFFFFFFFFFFFFF if w == 8 else (((<uint64_t>1) << (8 * w)) - 1)
+            flip = 0xFF if ds[j] else 0
+            for i in range(n):
+                row = buf + i * width + pos
+                row[0] = 0x01
+                u = ((<uint64_t>col[i]) & mask) ^ sign
+                for b in range(w):
+                    row[1 + b] = ((u >> (8 * (w - 1 - b))) & 0xFF) ^ flip
+            pos += 1 + w
+        _width = width
+        qsort(rows, <size_t>n, sizeof(_Row), _cmp_rows)
+        for i in range(n):
+            out_order[i] = rows[i].i
+            keys.append(PyBytes_FromStringAndSize(<const char*>rows[i].p, width))
+        return order, keys
+    finally:
+        free(buf)
+        free(rows)
