@@ -97,7 +97,8 @@ def _fixed(values: np.ndarray, kind):
         if dt.kind not in "iu":
             return None
         width, lo, hi = _INT_RANGES[kind]
-        if np.iinfo(dt).min < lo or np.iinfo(dt).max > hi:   # a wider type: check the values
+        dt_lo, dt_hi = _dtype_range(dt)
+        if dt_lo < lo or dt_hi > hi:   # a wider type: check the values
             if len(values) and (int(values.min()) < lo or int(values.max()) > hi):
                 return None
         return width, np.ascontiguousarray(values, dtype=np.int64)
@@ -118,6 +119,18 @@ def _fixed(values: np.ndarray, kind):
         bits[np.isnan(floats)] = _FLOAT32_CANONICAL_NAN
         return 4, bits
     return None
+
+
+_DTYPE_RANGES: dict = {}
+
+
+def _dtype_range(dt: np.dtype) -> tuple[int, int]:
+    """``(min, max)`` of an integer numpy dtype (``np.iinfo`` builds an object per call: cached)."""
+    found = _DTYPE_RANGES.get(dt)
+    if found is None:
+        info = np.iinfo(dt)
+        found = _DTYPE_RANGES[dt] = (int(info.min), int(info.max))
+    return found
 
 
 def _bytes_column(column: pa.Array, kind, n: int):
