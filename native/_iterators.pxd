@@ -12,7 +12,8 @@ the entry into ``key``/``value`` (what the read path's merge uses).
 cimport cython
 from libc.stdint cimport uint64_t
 
-from native._block cimport BlockIterator
+from native._block cimport Block, BlockIterator
+from native._lru cimport LruCache
 
 
 cdef class _Cursor:
@@ -37,7 +38,10 @@ cdef class _SstRunCursor(_Cursor):
     cdef Py_ssize_t reader_index
     cdef list first_keys
     cdef object block_fn
+    cdef LruCache cache     # the current SST's block cache when it is the native LruCache, else None
+    cdef object sst_id      # the current SST's id (its blocks' cache keys are (sst_id, index))
     cdef Py_ssize_t block_index
+    cdef Block block        # the block ``it`` reads
     cdef BlockIterator it
     cdef bytes end
     cdef bytes largest      # the current SST's last full key

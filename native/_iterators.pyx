@@ -16,6 +16,7 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memcmp
 
 from native._block cimport Block, BlockIterator
+from native._lru cimport LruCache
 from native._keycmp cimport cmp_full_keys
 
 from hummock.errors import CorruptionError, InvalidArgumentError
@@ -187,7 +188,7 @@ cdef class _SstRunCursor(_Cursor):
             else:
                 hi = mid
         self.open_block(lo - 1 if lo > 0 else 0)
-        self.it.c_seek(<const unsigned char*>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start))
+        seek_block(self.block, self.it, start)
         return 0
 
     cdef bint next_reader(self) except -1:
@@ -202,13 +203,25 @@ cdef class _SstRunCursor(_Cursor):
         self.first_keys = <list>first_keys   # shared, never mutated; keys checked where compared
         self.largest = checked_full_key(sst.meta.largest_key)
         self.block_fn = sst.block
+        cache = getattr(sst, "_block_cache", None)
+        self.cache = <LruCache>cache if type(cache) is LruCache else None
+        self.sst_id = sst.sst_id if self.cache is not None else None
         return True
 
     cdef int open_block(self, Py_ssize_t index) except -1:
-        block = self.block_fn(index)
+        """Open block ``index`` of the current SST: a hit in a native block cache is read in C
+        (``c_peek`` counts it, as ``Sstable.block``'s lookup would); anything else goes through
+        ``Sstable.block`` (which counts the miss, loads and caches). One Python call less per
+        block a scan opens -- per source of every short scan."""
+        block = None
+        if self.cache is not None:
+            block = self.cache.c_peek((self.sst_id, index))
+        if block is None:
+            block = self.block_fn(index)
         if type(block) is not Block:
             raise InvalidArgumentError("the block source must return native Blocks")
         self.block_index = index
+        self.block = <Block>block
         self.it = BlockIterator(block)
         return 0
 
@@ -246,6 +259,22 @@ cdef class _SstRunCursor(_Cursor):
     cdef bint advance(self) except -1:
         self.it.c_next()
         return self.load()
+
+
+cdef int seek_block(Block block, BlockIterator it, bytes target) except -1:
+    """Move ``it`` (reading ``block``) to the first entry >= the full key ``target``: through
+    the block's restart index when it has one (built here on first use, as point gets build
+    it; ``Block.restart_for`` finds the restart ``c_seek``'s binary search would, without
+    decoding restart entries), else ``c_seek``."""
+    cdef const unsigned char* t = <const unsigned char*>PyBytes_AS_STRING(target)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(target)
+    if block.index_state == 0:
+        block.build_index()
+    if block.index_state == 1:
+        it.c_seek_from(block.restart_for(t, n), t, n)
+    else:
+        it.c_seek(t, n)
+    return 0
 
 
 cdef inline bytes checked_full_key(object key):

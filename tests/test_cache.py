@@ -100,3 +100,42 @@ def test_point_gets_count_one_block_cache_lookup_each(tmp_path):
         store._block_cache._check()
     finally:
         store.close()
+
+
+def test_short_scans_count_one_block_cache_lookup_per_block_opened(tmp_path):
+    """A scan opens each block through the block cache (the native scan cursor looks hits up
+    in C, then falls back to ``Sstable.block``, which counts the miss): a seek into a cold
+    block is one miss and one insert, the same seek again one hit; the same counts and rows
+    in both modes, from every seek position (the restart-index seek finds the entry the
+    restart binary search finds)."""
+    from hummock import HummockStorage, StorageOptions
+    from hummock.key import new_epoch
+    store = HummockStorage.open(str(tmp_path / "store"), StorageOptions(block_size=1024, compactor="none"))
+    try:
+        epoch = new_epoch()
+        keys = [b"k%05d" % i for i in range(0, 800, 2)]
+        store.ingest_batch(1, [(k, b"v" * 20) for k in keys], epoch)
+        store.checkpoint(epoch)
+        store._block_cache.clear()
+
+        def counts():
+            s = store.stats()["block_cache"]
+            return s["hits"], s["misses"], s["inserts"]
+
+        def seek(start):
+            it = store.iter(1, epoch, start=start)
+            return [k for k, _ in (next(it, (None, None)) for _ in range(3)) if k is not None]
+
+        before = counts()
+        assert seek(b"k00001") == [b"k00002", b"k00004", b"k00006"]
+        assert tuple(a - b for a, b in zip(counts(), before)) == (0, 1, 1)
+        before = counts()
+        assert seek(b"k00001") == [b"k00002", b"k00004", b"k00006"]
+        assert tuple(a - b for a, b in zip(counts(), before)) == (1, 0, 0)
+        for i in range(0, 801, 7):   # between keys, on keys, past the end
+            start = b"k%05d" % i
+            expected = [k for k in keys if k >= start][:3]
+            assert seek(start) == expected, start
+        store._block_cache._check()
+    finally:
+        store.close()
