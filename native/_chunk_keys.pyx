@@ -12,7 +12,9 @@ chunk (the key matrix, an Arrow binary array, ``lexsort``, ``take``, ``to_pylist
 Safety: the arguments are checked exactly as the twin checks them (``check_args``: dtypes,
 dimensions, lengths, widths, value ranges) before any buffer is read; the key buffer is sized
 ``n * width`` with the width computed from the checked widths, and every write stays inside the
-row's slot.
+row's slot. ``qsort`` takes no context, so the key width lives in a module global set just
+before the sort; the interpreter lock is held from there to the end of the sort (nothing in it
+releases the lock or calls back into Python), so two calls never interleave.
 
 Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` only, through ``hummock._twins.load``.
 """
