@@ -266,7 +266,9 @@ class RowSerde:
         types from their buffers (:mod:`relational.value_columns`), the rest with one batch
         call per encoder.
         With ``sort=True`` the three come back in key order (a stable sort: equal keys keep
-        their chunk order); equal-width keys (fixed-width pks without NULLs) sort in numpy.
+        their chunk order): pks of integer columns without NULLs are keyed and sorted in one
+        native call (``_chunk_keys.sorted_int_keys``), other equal-width keys (fixed-width pks
+        without NULLs) sort in numpy.
         ``return_order=True`` adds a fourth item: the chunk positions in the order returned (a
         ``numpy.int64`` array), or ``None`` when unsorted.
         """
