@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 
-DEFAULT_BUDGET_BYTES = 256 << 20
+DEFAULT_BUDGET_BYTES = 128 << 20   # a runtime's caches (docs/streaming.md: the 1 GiB split)
 LOW_WATER = 0.9          # eviction frees down to this fraction of the capacity
 _MISSING = object()
 
