@@ -24,6 +24,10 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
 bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
 Barrier latency: inject -> committed (checkpoint done) of every barrier in the run, p50/p99 ms.
+Memory: ``peak_rss_mib`` is the process's peak RSS over every workload run (run one workload
+per process to get its own: ``--workloads hash_agg_1m``); ``input_rss_mib`` the RSS once the
+input is built (interpreter, libraries and the prebuilt chunks), which the peak includes.
+``python -m bench.stream_memory WORKLOAD`` shows where the rest goes.
 ``--compactor`` picks the store's compaction (``local``: in-process, the default; ``workers``:
 ``compaction_workers=1``; ``none``). Method: bench/harness.py (one warm-up run, then the
 median of ``--repeats`` fresh runs, each on a new local store in a temp directory).
@@ -164,6 +168,11 @@ def print_table(rows: list, columns: list) -> None:
         print("  ".join(_fmt(r.get(c)).ljust(widths[c]) for c in columns))
 
 
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
 async def _on_loop(fn):
     fn()
 
@@ -185,6 +194,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     n_chunks, repeats = (2000, 1) if args.quick else (args.chunks, args.repeats)
     schema, chunks = make_chunks(n_chunks)
+    input_rss_mib = round(_rss_bytes() / (1 << 20), 1)   # the interpreter and the prebuilt input
     if args.profile:
         import cProfile
         import pstats
@@ -210,6 +220,7 @@ def main(argv=None) -> None:
                       "barrier_ms_p50": percentile(all_latencies, 50),
                       "barrier_ms_p99": percentile(all_latencies, 99),
                       "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                      "input_rss_mib": input_rss_mib,
                       "machine": machine()}, sort_keys=True))
 
 

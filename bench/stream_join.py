@@ -13,7 +13,7 @@ the join's stream key. Every input row enters the join once; rows/s counts input
 - ``hash_join_1ton``: left = ids divisible by 11, ``k = id / 11``; right = the others,
   ``k = id / 11``: each key has one left row and 10 right rows (output ~ 10/11 of the input).
 
-Inner joins with default options (``MemoryBudget`` default 256 MiB for the caches); with
+Inner joins with default options (the runtime's ``MemoryBudget``, default 128 MiB, for the caches); with
 ``--chunks 2000`` (``--quick``) the 1:1 join has 1M keys.
 """
 

@@ -25,10 +25,11 @@ class StorageOptions:
     compression: str = "lz4"                # "lz4" or "none"
     bloom_bits_per_key: int = 10
     target_sst_size: int = 64 * MiB         # sync and compaction cut outputs at this size
-    # --- memory
-    shared_buffer_capacity: int = 256 * MiB  # uncommitted imms; past it, data spills to staging SSTs
-    block_cache_capacity: int = 256 * MiB
-    meta_cache_capacity: int = 64 * MiB
+    # --- memory (real bytes: charges count CPython's per-object overhead; the defaults let a
+    #     streaming process with default options stay under 1 GiB, docs/streaming.md)
+    shared_buffer_capacity: int = 128 * MiB  # uncommitted imms; past it, data spills to staging SSTs
+    block_cache_capacity: int = 128 * MiB
+    meta_cache_capacity: int = 32 * MiB
     # --- compaction (docs/compaction.md)
     compactor: str = "local"                # "local" (background thread), "spark" (PySpark jobs), "none"
     spark_master: str = "local[*]"          # used when this process makes the SparkSession (compactor="spark")

@@ -21,6 +21,8 @@ Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many``, ``unrecor
 """
 
 cimport cython
+
+DEF RECORD_OVERHEAD = 192   # = relational/_rel_memapply_py.py RECORD_OVERHEAD
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
@@ -91,7 +93,7 @@ cdef tuple _merge(dict records, list ins, list ks, list vs, dict st, bint consis
                 overlay[key] = _record(_INSERT, None, value)
             else:
                 overlay[key] = _record(_DELETE, value, None)
-            added += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + 64
+            added += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + RECORD_OVERHEAD
             continue
         t = _check_record(rec)
         op, old, cur = t[0], t[1], t[2]

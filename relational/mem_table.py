@@ -64,6 +64,8 @@ import weakref
 from operator import itemgetter
 
 from hummock import _twins
+from hummock.shared_buffer import ENTRY_OVERHEAD
+from relational._rel_memapply_py import RECORD_OVERHEAD
 from relational.errors import InconsistentOpError
 
 #: ``merge_ops``: a run of inserts and deletes through the merge rules, into an overlay
@@ -73,6 +75,12 @@ _apply = _twins.load("_rel_memapply", "relational._rel_memapply_py")
 INSERT, DELETE, UPDATE = 1, 2, 3
 OP_NAMES = {INSERT: "INSERT", DELETE: "DELETE", UPDATE: "UPDATE"}
 _NEW = itemgetter(2)
+#: ``approx_bytes`` charges real memory (CPython 3.11): a record costs its key and value bytes
+#: plus ``RECORD_OVERHEAD`` (dict slot, record tuple, bytes headers), an UPDATE's old value
+#: ``VALUE_OVERHEAD`` more (one more bytes object); an entry of a relaxed run waiting in two
+#: lists costs ``RUN_OVERHEAD`` (= an imm entry of the shared buffer: the same two lists)
+VALUE_OVERHEAD = 40
+RUN_OVERHEAD = ENTRY_OVERHEAD
 
 
 class MemTable:
@@ -111,7 +119,7 @@ class MemTable:
             self._freeze_live()
         runs, self._runs = self._runs, []
         ops = self._ops
-        approx = self.approx_bytes         # append_run counted these bytes already
+        approx = self.approx_bytes         # append_run counted these bytes already, as run entries
         for keys, values in runs:
             if not ops or ops.keys().isdisjoint(keys):
                 _apply.insert_new(ops, keys, values)
@@ -121,6 +129,7 @@ class MemTable:
                     self._bucket_pending.extend(keys)
             else:
                 self.apply([True] * len(keys), keys, values)
+            approx += len(keys) * (RECORD_OVERHEAD - RUN_OVERHEAD)   # now records
         self.approx_bytes = approx
 
     def __len__(self) -> int:
@@ -175,7 +184,7 @@ class MemTable:
         if rec is None:
             self._ops[key] = (INSERT, None, new)
             self._add_key(key)
-            self.approx_bytes += len(key) + len(new) + 64
+            self.approx_bytes += len(key) + len(new) + RECORD_OVERHEAD
             return
         op, old, _ = rec
         if op == DELETE:
@@ -194,7 +203,7 @@ class MemTable:
         if rec is None:
             self._ops[key] = (DELETE, old, None)
             self._add_key(key)
-            self.approx_bytes += len(key) + len(old) + 64
+            self.approx_bytes += len(key) + len(old) + RECORD_OVERHEAD
             return
         op, prev, cur = rec
         if op == DELETE:
@@ -220,7 +229,7 @@ class MemTable:
         if rec is None:
             self._ops[key] = (UPDATE, old, new)
             self._add_key(key)
-            self.approx_bytes += len(key) + len(old) + len(new) + 64
+            self.approx_bytes += len(key) + len(old) + len(new) + RECORD_OVERHEAD + VALUE_OVERHEAD
             return
         op, prev, cur = rec
         if op == DELETE:
@@ -298,7 +307,7 @@ class MemTable:
             self._pending.extend(keys)
         if self._buckets is not None:
             self._bucket_pending.extend(keys)
-        self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)
+        self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + RECORD_OVERHEAD if keys else 0)
         return True
 
     def append_run(self, keys: list, values: list) -> None:
@@ -314,7 +323,7 @@ class MemTable:
         if self._live:
             self._freeze_live()
         self._runs.append((keys, values))
-        self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + 64 if keys else 0)
+        self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + RUN_OVERHEAD)
 
     def apply(self, inserts, keys: list, values: list, stored=None) -> None:
         """Apply a run of operations all or nothing: ``inserts[i]`` true inserts ``values[i]``

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 
-DEFAULT_BUDGET_BYTES = 256 << 20
+DEFAULT_BUDGET_BYTES = 128 << 20   # a runtime's caches (docs/streaming.md: the 1 GiB split)
 LOW_WATER = 0.9          # eviction frees down to this fraction of the capacity
 _MISSING = object()
 
@@ -58,6 +58,20 @@ class MemoryBudget:
     def cache(self, name: str) -> StateCache:
         """A new cache charged to this budget."""
         return StateCache(self, name)
+
+    def adopt(self, cache: StateCache) -> None:
+        """Move ``cache`` (with its entries and their charges) from its budget to this one;
+        this budget may then evict. A runtime adopts the caches of the executors built for it
+        without a budget of their own (``Executor.use_budget``)."""
+        if cache.budget is self:
+            return
+        old = cache.budget
+        old._unregister(cache)
+        cache.budget = self
+        self._register(cache)
+        for entry in cache._entries.values():   # stamps from this budget's counter, order kept
+            entry[2] = self._next_stamp()
+        self._charge(cache.used)
 
     def _register(self, cache: StateCache) -> None:
         self._caches.append(cache)

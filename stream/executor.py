@@ -41,6 +41,7 @@ Executors are not thread-safe and hold no state shared with other executors.
 
 from __future__ import annotations
 
+from stream.cache import StateCache, default_budget
 from stream.chunk import StreamChunk
 from stream.errors import BarrierError, ExecutorError
 from stream.message import Barrier, Watermark
@@ -74,6 +75,48 @@ class Executor:
     def state_tables(self) -> list:
         """The state tables this executor owns (committed on every barrier)."""
         return []
+
+    def caches(self) -> list:
+        """The :class:`~stream.cache.StateCache`\\ s this executor holds: found among its
+        attributes, in containers of them (a dict of caches) and one level inside helper
+        objects that are not executors (a join's sides). Override when a cache hides deeper."""
+        found, seen = [], set()
+
+        def visit(value, depth):
+            if id(value) in seen:
+                return
+            seen.add(id(value))
+            if isinstance(value, StateCache):
+                found.append(value)
+            elif isinstance(value, dict):
+                for v in list(value.values()):
+                    if isinstance(v, StateCache):
+                        visit(v, depth)
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    if isinstance(v, StateCache):
+                        visit(v, depth)
+            elif depth and hasattr(value, "__dict__") and not isinstance(value, (Executor, type)):
+                for v in list(vars(value).values()):
+                    visit(v, depth - 1)
+        for value in list(vars(self).values()):
+            if not isinstance(value, Executor):
+                visit(value, 1)
+        return found
+
+    def use_budget(self, budget) -> bool:
+        """Charge this executor's caches to ``budget`` when it was built without a budget of
+        its own (its ``budget`` is the process-wide ``default_budget()``): the runtime calls
+        this for every executor of an actor, so a runtime's caches share its budget. An
+        executor given ``budget=`` keeps it. Returns whether the caches moved."""
+        mine = getattr(self, "budget", None)
+        if mine is None or mine is budget or mine is not default_budget():
+            return False
+        for cache in self.caches():
+            if cache.budget is mine:
+                budget.adopt(cache)
+        self.budget = budget
+        return True
 
     def on_init(self, barrier: Barrier) -> None:
         """After the first barrier initialized the state tables (recovery: load caches)."""

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from relational.errors import InconsistentOpError
-from relational.mem_table import DELETE, INSERT, UPDATE, MemTable
+from relational.mem_table import DELETE, INSERT, RECORD_OVERHEAD, UPDATE, MemTable
 
 ALL_KEYS = [b"", b"a", b"a\x00", b"ab", b"b", b"c"]
 KEYS = st.sampled_from(ALL_KEYS)
@@ -350,7 +350,7 @@ def test_merge_ops_refuses_bad_input_alike(impl):
             impl.merge_ops(*args)
     overlay, gone, added = impl.merge_ops({b"a": (1, None, b"1")}, (x for x in [False, True]), iter([b"a", b"b"]),
                                           [b"1", b"22"], {b"b": None}, True, err)
-    assert overlay == {b"b": (1, None, b"22")} and gone == [b"a"] and added == 1 + 2 + 64
+    assert overlay == {b"b": (1, None, b"22")} and gone == [b"a"] and added == 1 + 2 + RECORD_OVERHEAD
 
 
 @pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
@@ -555,3 +555,46 @@ def test_merge_insert_runs_refuses_bad_runs_alike(impl):
                         ([([b"a"], [None])], TypeError)):
         with pytest.raises(error):
             impl.merge_insert_runs(runs)
+
+
+def _traced(build):
+    """(result of ``build()``, bytes it allocated and still holds, per tracemalloc)."""
+    import gc
+    import tracemalloc
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        out = build()
+        return out, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("relaxed_run", [False, True])
+def test_approx_bytes_charges_what_the_records_really_take(relaxed_run):
+    """The spill threshold bounds real memory: the charge is within 25% of what the records
+    allocate (tracemalloc counts requested bytes, without pymalloc's rounding, so the charge
+    may be a little above it), for strict records and for relaxed runs alike."""
+    n = 20_000
+
+    def build():
+        m = MemTable(consistent=not relaxed_run)
+        values = [i.to_bytes(4, "big") * 5 for i in range(n)]   # fresh bytes objects, traced
+        ks = [b"\x00\x01" + i.to_bytes(8, "big") for i in range(n)]
+        if relaxed_run:
+            m.append_run(ks, values)
+        else:
+            for k, v in zip(ks, values):
+                m.insert(k, v)
+        return m
+    m, real = _traced(build)
+    assert 0.8 * real <= m.approx_bytes <= 1.25 * real, (m.approx_bytes, real)
+
+
+def test_a_shared_buffer_batch_is_charged_what_it_really_takes():
+    from hummock.shared_buffer import check_batch
+    n = 20_000
+    (keys, values, size), real = _traced(lambda: check_batch(
+        [(b"\x00\x01" + i.to_bytes(8, "big"), i.to_bytes(4, "big") * 5) for i in range(n)]))
+    assert 0.8 * real <= size <= 1.25 * real, (size, real)

@@ -25,7 +25,7 @@ def test_check_batch_accepts_sorted_unique(impl, keys, data):
     pairs = [(k, data.draw(st.one_of(st.none(), st.binary(max_size=5)))) for k in sorted(keys)]
     got_keys, got_values, size = impl.check_batch(pairs)
     assert got_keys == [k for k, _ in pairs] and got_values == [v for _, v in pairs]
-    assert size == sum(len(k) + len(v or b"") + 48 for k, v in pairs)
+    assert size == sum(len(k) + len(v or b"") + _memtable_py.ENTRY_OVERHEAD for k, v in pairs)
 
 
 @IMPLS
@@ -34,7 +34,7 @@ def test_check_batch_rejects(impl):
                 [(b"a", 5)], [5]):
         with pytest.raises(InvalidArgumentError):
             impl.check_batch(bad)
-    assert impl.check_batch([(bytearray(b"a"), memoryview(b"v"))]) == ([b"a"], [b"v"], 50)
+    assert impl.check_batch([(bytearray(b"a"), memoryview(b"v"))]) == ([b"a"], [b"v"], 2 + _memtable_py.ENTRY_OVERHEAD)
 
 
 @IMPLS

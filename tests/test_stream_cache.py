@@ -133,3 +133,37 @@ def test_bad_capacity_is_refused():
 def test_row_bytes_grows_with_the_values():
     assert row_bytes((1, "a" * 100)) > row_bytes((1, "a")) > row_bytes(())
     assert row_bytes((None, True)) == row_bytes((None, False))
+
+
+def test_adopt_moves_a_cache_with_its_charges_and_recency():
+    old, new = MemoryBudget(10_000), MemoryBudget(1_000)
+    moved, stays = old.cache("moved"), old.cache("stays")
+    for k in range(5):
+        moved.put(k, k, 50)       # 5 x 170 bytes with the per-entry overhead
+    stays.put("s", 1, 50)
+    resident = new.cache("resident")
+    resident.put("r", 0, 10)      # older than every moved entry once they are re-stamped
+    new.adopt(moved)
+    assert moved.budget is new and old.used == stays.used and set(old.stats()["caches"]) == {"stays"}
+    # 850 + 130 = 980 fits; the next put goes over and evicts the least recent: "r", then 0, 1...
+    assert new.used == moved.used + resident.used == 980
+    old._check()
+    new._check()
+    moved.put(5, 5, 50)
+    assert "r" not in resident and moved.keys()[-1] == 5 and new.used <= int(new.capacity * LOW_WATER)
+    assert moved.keys() == sorted(moved.keys())   # the moved entries kept their order
+    new._check()
+    new.adopt(moved)              # already there: nothing changes
+    new._check()
+
+
+def test_adopting_into_a_small_budget_evicts_at_once():
+    old, new = MemoryBudget(100_000), MemoryBudget(500)
+    c = old.cache("c")
+    for k in range(10):
+        c.put(k, k, 100)
+    new.adopt(c)
+    assert new.used <= new.capacity and len(c) < 10 and new.evictions == 10 - len(c)
+    assert c.keys() == list(range(10 - len(c), 10))   # the most recent stayed
+    old._check()
+    new._check()

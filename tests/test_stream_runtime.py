@@ -174,3 +174,40 @@ def test_checkpoints_commit_in_epoch_order_and_latencies_are_recorded(store):
     rt.stop()
     assert commits == sorted(commits) and len(commits) >= 2
     assert all(collect <= commit for collect, commit in rt.barrier_loop.latencies)
+
+
+def test_the_runtime_owns_one_budget_for_its_executors_caches(store):
+    from stream.cache import MemoryBudget, default_budget
+    from stream.executors import AggCall, HashAgg, HashJoin
+    rt = StreamRuntime(store, memory_budget_bytes=1 << 20)
+    assert rt.budget.capacity == 1 << 20
+    src = rt.source("t", S, [0])
+    up = rt.actor(Dml(src.executor, S, [0]))
+    left, right, agg_in, explicit_in = rt.exchange([up], 4, "broadcast")
+    join = HashJoin(left, right, [1], [1], "inner", store=store, table_ids=(20, 21))
+    agg = HashAgg(agg_in, [1], [AggCall("count")], store, [30])
+    own = MemoryBudget(4096)
+    kept = HashAgg(explicit_in, [1], [AggCall("count")], store, [40], budget=own)
+    before = set(default_budget().stats()["caches"])
+    assert {join.left.cache.name, join.right.cache.name, agg.groups.name} <= before
+    rt.actor(join)
+    rt.actor(agg)
+    rt.actor(kept)
+    assert join.budget is agg.budget is rt.budget and kept.budget is own
+    names = set(rt.budget.stats()["caches"])
+    assert names == {join.left.cache.name, join.right.cache.name, agg.groups.name}
+    assert not names & set(default_budget().stats()["caches"])
+    assert set(own.stats()["caches"]) == {kept.groups.name}
+    rt.start()
+    for k in range(5):
+        rt.write(src, inserts(range(k * 10, k * 10 + 10), k))
+    rt.flush()
+    assert len(agg.groups) == 5 and rt.budget.used > 0 and len(kept.groups) == 5 and own.used > 0
+    rt.budget._check()
+    own._check()
+    rt.stop()
+
+
+def test_a_bad_memory_budget_is_refused(store):
+    with pytest.raises(ValueError):
+        StreamRuntime(store, memory_budget_bytes=-1)

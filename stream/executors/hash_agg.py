@@ -68,8 +68,8 @@ from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
 DEFAULT_MAX_DIRTY_GROUPS = 1 << 14   # ~300 B each with its old state: a few MiB
-DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (its estimate;
-                                 # Python objects take about three times that)
+DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (real bytes: the
+                                 # MemTable charges CPython's per-record overhead)
 _UNKNOWN = object()     # an extreme to be re-read from the materialized input
 _STATE_OVERHEAD = 160   # bytes per cached group besides its key and state list (dict slots)
 _UPDATE = (UPDATE_DELETE, UPDATE_INSERT)

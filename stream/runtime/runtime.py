@@ -9,6 +9,10 @@ Building (before ``start``):
     outs = rt.exchange([a], 2, "hash", key=[0])          # channels + dispatchers -> 2 Merge heads
     for i, head in enumerate(outs): rt.actor(Materialize(Project(head, ...), tables[i]))
 
+Memory: the runtime owns one :class:`~stream.cache.MemoryBudget` (``memory_budget_bytes``,
+:attr:`budget`) for the caches of all its executors: ``actor()`` moves the caches of every
+executor of the chain that was built without a ``budget=`` of its own onto it.
+
 Running: ``start()`` starts every actor and sends the initial barrier (``prev_epoch`` = the
 store's ``max_committed_epoch``, not a checkpoint): every state table then reads exactly the
 committed state -- which is how recovery works: reopen the store, build the same graph,
@@ -32,6 +36,7 @@ import asyncio
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from stream.cache import DEFAULT_BUDGET_BYTES, MemoryBudget
 from stream.errors import ActorFailedError, StreamError
 from stream.executors.source import TableSource
 from stream.message import Stop
@@ -57,8 +62,10 @@ class StreamRuntime:
     """One stream graph over one store (module docstring)."""
 
     def __init__(self, store, *, barrier_interval_ms: int | None = None, checkpoint_frequency: int = 1,
-                 channel_capacity: int = DEFAULT_CAPACITY, max_in_flight_barriers: int = 4):
+                 channel_capacity: int = DEFAULT_CAPACITY, max_in_flight_barriers: int = 4,
+                 memory_budget_bytes: int = DEFAULT_BUDGET_BYTES):
         self.store = store
+        self.budget = MemoryBudget(memory_budget_bytes)
         self.barrier_interval_ms = barrier_interval_ms
         self.checkpoint_frequency = max(1, int(checkpoint_frequency))
         self.channel_capacity = channel_capacity
@@ -87,8 +94,14 @@ class StreamRuntime:
         return handle
 
     def actor(self, executor) -> Actor:
-        """A new actor running ``executor`` (the last of its chain)."""
+        """A new actor running ``executor`` (the last of its chain). Every executor of the
+        chain built without a ``budget`` moves its caches to the runtime's :attr:`budget`."""
         self._require_building()
+        todo = [executor]
+        while todo:
+            ex = todo.pop()
+            ex.use_budget(self.budget)
+            todo.extend(ex.inputs)
         actor = Actor(len(self.actors) + 1, executor, self._collect)
         self.actors.append(actor)
         return actor
