@@ -37,6 +37,16 @@ Processing one chunk of side S (the other side O), in order:
    an update pair for every match that both rows have (and for the padded row when neither has
    one); otherwise it becomes deletes and inserts;
 4. write S's degrees and O's changed degrees (``write_chunk`` each), update S's cached entries.
+An inner join without an extra condition does steps 3-4 column-wise for a chunk of inserts
+and deletes (no update pairs; ``_inner_chunk``): each row's output is its own op with every O
+row of its key, so S's output columns are one ``take`` of the row positions repeated by their
+match counts and O's are built from the matched rows -- the same rows in the same order as the
+row walk (tests/test_stream_hash_join.py compares the two).
+
+Cache charges: an entry costs a fixed overhead plus, per row, the side's ``row_charge`` -- a
+moving average of ``row_bytes`` over one or two sampled rows per chunk -- so rows are added and
+removed without sizing each. Keys without rows share one immutable entry per side kind
+(``_ABSENT``); a side adding a row to such a key makes a new entry first.
 
 Output: the left columns then the right columns. Stream key: the left stream key then the
 right one, except that on an inner or left join a right stream-key column that is a join key
