@@ -37,6 +37,16 @@ Processing one chunk of side S (the other side O), in order:
    an update pair for every match that both rows have (and for the padded row when neither has
    one); otherwise it becomes deletes and inserts;
 4. write S's degrees and O's changed degrees (``write_chunk`` each), update S's cached entries.
+An inner join without an extra condition does steps 3-4 column-wise for a chunk of inserts
+and deletes (no update pairs; ``_inner_chunk``): each row's output is its own op with every O
+row of its key, so S's output columns are one ``take`` of the row positions repeated by their
+match counts and O's are built from the matched rows -- the same rows in the same order as the
+row walk (tests/test_stream_hash_join.py compares the two).
+
+Cache charges: an entry costs a fixed overhead plus, per row, the side's ``row_charge`` -- a
+moving average of ``row_bytes`` over one or two sampled rows per chunk -- so rows are added and
+removed without sizing each. Keys without rows share one immutable entry per side kind
+(``_ABSENT``); a side adding a row to such a key makes a new entry first.
 
 Output: the left columns then the right columns. Stream key: the left stream key then the
 right one, except that on an inner or left join a right stream-key column that is a join key
@@ -56,10 +66,12 @@ from __future__ import annotations
 
 from operator import itemgetter
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational import StateTable
-from relational.arrow import to_arrow
+from relational.arrow import to_arrow, to_pylist
 from relational.errors import InconsistentOpError
 from relational.types import DataType
 from stream.align import align_barriers
@@ -74,7 +86,8 @@ from stream.schema import Schema
 JOIN_TYPES = ("inner", "left", "right", "full")
 # Cache charges (bytes, measured with tracemalloc on CPython 3.11): an entry's object, its key
 # tuple and dicts (the cache adds its own per-entry overhead); the first row's dict tables; per
-# row its dict slots and pk tuple, besides the row itself (``row_bytes``).
+# row its dict slots and pk tuple, besides the row itself (the side's ``row_charge``: a moving
+# average of ``row_bytes`` over sampled rows, one or two per chunk).
 _ENTRY_BYTES = 300
 _FIRST_ROW_BYTES = 150
 _ROW_OVERHEAD = 100
@@ -95,34 +108,30 @@ def _getter(indices):
 
 
 class _KeyRows:
-    """A cache entry: every row of one join key on one side (state pk -> row), their degrees
-    (state pk -> int; outer sides only) and the entry's byte charge."""
+    """A cache entry: every row of one join key on one side (state pk -> row) and their degrees
+    (state pk -> int; outer sides only). Its byte charge is :meth:`_Side.charge_of`: a per-row
+    estimate of the side times the row count, so adding or removing rows needs no sizing."""
 
-    __slots__ = ("rows", "degrees", "charge")
+    __slots__ = ("rows", "degrees")
 
-    def __init__(self, outer: bool):
-        self.rows: dict = {}
-        self.degrees: dict | None = {} if outer else None
-        self.charge = _ENTRY_BYTES
+    def __init__(self, outer: bool, rows: dict | None = None, degrees: dict | None = None):
+        self.rows: dict = {} if rows is None else rows
+        self.degrees: dict | None = ({} if degrees is None else degrees) if outer else None
 
     def add(self, pk, row, degree) -> None:
-        if pk in self.rows:
-            self.remove(pk)
-        if not self.rows:
-            self.charge += _FIRST_ROW_BYTES
         self.rows[pk] = row
         if self.degrees is not None:
             self.degrees[pk] = degree
-        self.charge += row_bytes(row) + _ROW_OVERHEAD
 
     def remove(self, pk) -> None:
-        row = self.rows.pop(pk, None)
-        if row is not None:
-            self.charge -= row_bytes(row) + _ROW_OVERHEAD
-            if not self.rows:
-                self.charge -= _FIRST_ROW_BYTES
+        self.rows.pop(pk, None)
         if self.degrees is not None:
             self.degrees.pop(pk, None)
+
+
+#: the shared entries of keys without rows (inner / outer side); never mutated: a side that
+#: adds a row to such a key makes a new entry first (``_Side.own``)
+_ABSENT = (_KeyRows(False), _KeyRows(True))
 
 
 class _Side:
@@ -158,6 +167,44 @@ class _Side:
                                      name=f"{identity}.{label}_degree", prefix_len_hint=n_keys,
                                      flush_threshold=flush_threshold)
         self.cache = budget.cache(f"{identity}.{label}")
+        self.absent = _ABSENT[outer]
+        self.row_charge = row_bytes((0,) * self.width)   # refined by sample()
+
+    def sample(self, row) -> None:
+        """Fold ``row``'s size into the per-row charge estimate."""
+        self.row_charge = (3 * self.row_charge + row_bytes(row)) >> 2
+
+    def charge_of(self, entry: _KeyRows) -> int:
+        """The byte charge of a cache entry of this side."""
+        n = len(entry.rows)
+        return _ENTRY_BYTES + (_FIRST_ROW_BYTES + n * (self.row_charge + _ROW_OVERHEAD) if n else 0)
+
+    def own(self, key, touched: dict):
+        """This side's cached entry of ``key`` for its own chunk to change (kept in ``touched``
+        until the chunk is done and they are put back), or None when the key is not cached
+        (and the side is not ``unique``: then nothing needs it)."""
+        entry = touched.get(key)
+        if entry is None:
+            if None in key:
+                return None
+            entry = self.cache.peek(key)
+            if entry is None:
+                if not self.unique:
+                    return None
+                entry = _KeyRows(self.outer)    # the key's only row is this one (or none)
+            elif entry is self.absent:
+                entry = _KeyRows(self.outer)
+            touched[key] = entry
+        return entry
+
+    def put_back(self, touched: dict) -> None:
+        """Re-cache the entries ``own`` handed out, with their new charges."""
+        put, absent = self.cache.put, self.absent
+        for key, entry in touched.items():
+            if entry.rows:
+                put(key, entry, self.charge_of(entry))
+            else:
+                put(key, absent, _ENTRY_BYTES)
 
     def tables(self) -> list:
         return [self.table] if self.degree is None else [self.table, self.degree]
@@ -177,20 +224,25 @@ class _Side:
             return out
         groups = self.table.rows_with_prefixes(missing)
         degrees = self.degree.rows_with_prefixes(missing) if self.degree is not None else None
-        pk_of = self.pk_of
+        pk_of, put, outer, absent = self.pk_of, self.cache.put, self.outer, self.absent
         n_pk = len(self.state_pk)
+        sampled = False
         for i, key in enumerate(missing):
-            entry = _KeyRows(self.outer)
-            if degrees is None:
-                for row in groups[i]:
-                    entry.add(pk_of(row), row, None)
-            else:
-                degs = {d[:n_pk]: d[n_pk] for d in degrees[i]}
-                for row in groups[i]:
-                    pk = pk_of(row)
-                    entry.add(pk, row, degs.get(pk, 0))
-            out[key] = entry
-            self.cache.put(key, entry, entry.charge)
+            rows = groups[i]
+            if not rows:
+                out[key] = absent
+                put(key, absent, _ENTRY_BYTES)
+                continue
+            if not sampled:
+                self.sample(rows[0])
+                sampled = True
+            by_pk = dict(zip(map(pk_of, rows), rows))
+            degs = None
+            if degrees is not None:
+                stored = {d[:n_pk]: d[n_pk] for d in degrees[i]}
+                degs = {pk: stored.get(pk, 0) for pk in by_pk}
+            entry = out[key] = _KeyRows(outer, by_pk, degs)
+            put(key, entry, self.charge_of(entry))
         return out
 
     def write(self, chunk: StreamChunk, identity: str) -> None:
@@ -316,6 +368,10 @@ class HashJoin(Executor):
         s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
         s_left = side == 0
         s.write(chunk, self.identity)
+        if self.condition is None and not s.outer and not o.outer:
+            chunk = chunk.compact()
+            if not (chunk.ops >= UPDATE_DELETE).any():
+                return self._inner_chunk(s, o, chunk, s_left)
         rows = chunk.rows()
         key_of = s.key_of
         keys = [key_of(row) for _, row in rows]
@@ -342,8 +398,8 @@ class HashJoin(Executor):
         o_changed: dict = {}       # O state pk -> (entry, degree before this chunk)
         s_deg_ops, s_deg_rows = [], []
         s_touched: dict = {}       # key -> S entry changed by this chunk
-        pk_of, unique = s.pk_of, s.unique
-        empty = _KeyRows(False)
+        pk_of = s.pk_of
+        empty = _ABSENT[0]
 
         def matches(i):
             """[(O pk, O row)] matching row i."""
@@ -367,16 +423,7 @@ class HashJoin(Executor):
 
         def own_entry(key):
             """S's cached entry of ``key`` to update, or None."""
-            if None in key:
-                return None
-            entry = s_touched.get(key)
-            if entry is None:
-                entry = s.cache.peek(key)
-                if entry is None and unique:
-                    entry = _KeyRows(s_outer)   # the key's only row is this one (or none)
-                if entry is not None:
-                    s_touched[key] = entry
-            return entry
+            return s.own(key, s_touched)
 
         n = len(rows)
         i = 0
@@ -466,8 +513,8 @@ class HashJoin(Executor):
                     ops += [UPDATE_DELETE, UPDATE_INSERT]
                     deg_rows += [opk + (before,), opk + (after,)]
             o.write_rows(o.degree, ops, deg_rows, self.identity)
-        for key, entry in s_touched.items():
-            s.cache.put(key, entry, entry.charge)
+        if s_touched:
+            s.put_back(s_touched)
         for table in s.tables():
             table.try_flush()
         if o_changed:
@@ -476,6 +523,64 @@ class HashJoin(Executor):
         if last is not None:
             out.append(last)
         return out
+
+    def _inner_chunk(self, s: _Side, o: _Side, chunk: StreamChunk, s_left: bool) -> list:
+        """The per-chunk path of an inner join without an extra condition for a compact chunk
+        of inserts and deletes only (no update pairs), written into S's table already: every
+        row's output is its op with each O row of its key (entry order), so the output is
+        built column-wise -- S's columns with one ``take`` of the row positions repeated by
+        their match counts, O's from the matched rows -- in the order the row-by-row path
+        emits it. S's cached entries take the rows of their keys."""
+        n = len(chunk.ops)
+        cols = chunk.columns
+        types = s.schema.types
+        keys = list(zip(*[to_pylist(cols[c], types[c]) for c in s.keys]))
+        has_null = any(cols[c].null_count for c in s.keys)
+        wanted = set(keys)
+        if has_null:
+            wanted = {k for k in wanted if None not in k}
+        entries = o.entries(wanted) if wanted else {}
+
+        # S's own cached entries (read-after-write for later chunks of O)
+        touched: dict = {}
+        own = s.own
+        need = [i for i, key in enumerate(keys) if own(key, touched) is not None]
+        if need:
+            if len(need) == n:
+                srows = list(zip(*[to_pylist(c, t) for c, t in zip(cols, types)]))
+            else:
+                at = pa.array(need, pa.int64())
+                srows = list(zip(*[to_pylist(c.take(at), t) for c, t in zip(cols, types)]))
+            s.sample(srows[0])
+            pk_of = s.pk_of
+            ops = chunk.ops.tolist()
+            for i, row in zip(need, srows):
+                entry = touched[keys[i]]
+                if ops[i] == INSERT:
+                    entry.add(pk_of(row), row, None)
+                else:
+                    entry.remove(pk_of(row))
+            s.put_back(touched)
+        for table in s.tables():
+            table.try_flush()
+
+        get, absent = entries.get, o.absent
+        matched = [get(k, absent).rows for k in keys]
+        counts = np.fromiter(map(len, matched), np.int64, n)
+        total = int(counts.sum())
+        if not total:
+            return []
+        orows = [r for m in matched if m for r in m.values()]
+        at = pa.array(np.repeat(np.arange(n, dtype=np.int64), counts))
+        s_cols = [c.take(at) for c in cols]
+        o_cols = [to_arrow(list(c), t) for c, t in zip(zip(*orows), o.schema.types)]
+        columns = s_cols + o_cols if s_left else o_cols + s_cols
+        ops = np.repeat(chunk.ops, counts)
+        size = self.chunk_size
+        if total <= size:
+            return [StreamChunk(ops, columns, self.schema)]
+        return [StreamChunk(ops[a:a + size], [c.slice(a, size) for c in columns], self.schema)
+                for a in range(0, total, size)]
 
     def _condition(self, rows, keys, entries, s_left: bool) -> list:
         """Per row, the extra condition over each of its candidates (the rows of its key on the
