@@ -12,7 +12,8 @@ never renewed) before its own lease goes. ``partitions()`` cuts the table's key 
 (the whole table, or per vnode under pushdown) at SST block boundaries into partitions of about
 ``partition_bytes`` (``relational/table_scan.py``). Each task opens the object store (kept open
 per worker), reads exactly version V at E (``VersionReader``) and yields Arrow record batches in
-Spark's layout (``relational/spark_types.py``); it releases nothing -- the job pin expires.
+Spark's layout (``relational/spark_types.py``), simple columns decoded straight into Arrow
+buffers (``relational/scan_columns.py``); it releases nothing -- the job pin expires.
 Column pruning: a user ``.schema(...)`` naming a subset of the columns, or
 ``.option("columns", "a,b")``. Filter pushdown (``pushFilters``; opt in with
 ``.option("pushdown", "true")`` in a session with ``spark.sql.python.filterPushdown.enabled``):
