@@ -12,7 +12,8 @@ never renewed) before its own lease goes. ``partitions()`` cuts the table's key 
 (the whole table, or per vnode under pushdown) at SST block boundaries into partitions of about
 ``partition_bytes`` (``relational/table_scan.py``). Each task opens the object store (kept open
 per worker), reads exactly version V at E (``VersionReader``) and yields Arrow record batches in
-Spark's layout (``relational/spark_types.py``); it releases nothing -- the job pin expires.
+Spark's layout (``relational/spark_types.py``), simple columns decoded straight into Arrow
+buffers (``relational/scan_columns.py``); it releases nothing -- the job pin expires.
 Column pruning: a user ``.schema(...)`` naming a subset of the columns, or
 ``.option("columns", "a,b")``. Filter pushdown (``pushFilters``; opt in with
 ``.option("pushdown", "true")`` in a session with ``spark.sql.python.filterPushdown.enabled``):
@@ -61,7 +62,9 @@ from relational.catalog import Catalog, TableDesc
 from relational.errors import SchemaError
 from relational.spark_types import from_spark_type, same_type, spark_column, spark_schema, table_column
 from relational.table_iter import pk_ranges
-from relational.table_scan import (DEFAULT_PARTITION_BYTES, block_weights, plan_partitions, scan_rows,
+from relational.arrow import to_pylist
+from relational.scan_columns import ColumnScan
+from relational.table_scan import (DEFAULT_PARTITION_BYTES, block_weights, plan_partitions, scan_pairs, scan_rows,
                                    table_ssts)
 from relational.types import TypeKind
 from relational.vnode import Bitmap
@@ -255,10 +258,27 @@ class HummockReader(DataSourceReader):
         reader = _version_reader(plan)
         serde = _serde(desc)
         types = desc.types
+        scan = ColumnScan.of(serde, plan.columns)
+        if scan is not None:   # straight into Arrow buffers; Spark's layout differs only for TIME
+            pairs = scan_pairs(reader, desc.table_id, plan.epoch, partition.ranges)
+            for n, arrays in scan.batches(pairs, self._batch_rows):
+                arrays = [a if a.type == target.field(j).type else
+                          spark_column(to_pylist(a, types[i]), types[i], target.field(j).type)
+                          for j, (i, a) in enumerate(zip(plan.columns, arrays))]
+                yield _record_batch(arrays, n, target)
+            return
         for rows in scan_rows(reader, desc.table_id, plan.epoch, serde, partition.ranges, self._batch_rows):
             arrays = [spark_column([r[i] for r in rows], types[i], target.field(j).type)
                       for j, i in enumerate(plan.columns)]
             yield pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _record_batch(arrays, num_rows: int, schema: pa.Schema) -> pa.RecordBatch:
+    """A record batch of ``arrays``; with no column (a read of no columns), ``num_rows`` empty rows."""
+    if arrays:
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return pa.RecordBatch.from_struct_array(pa.StructArray.from_arrays([], fields=[], mask=None)
+                                            if num_rows == 0 else pa.array([{}] * num_rows, pa.struct([])))
 
 
 class HummockPushdownReader(HummockReader):

@@ -20,6 +20,8 @@ Contracts:
   ``limit`` are those of ``StateTable.iter_with_prefix``.
 - ``to_arrow(epoch)`` / ``to_parquet(path, epoch)`` export the whole table at a committed epoch
   (the same rows as ``batch_iter``), for users without Spark.
+- Batches of simple columns are decoded straight into Arrow buffers
+  (:mod:`relational.scan_columns`); other columns take the row path; both give the same batches.
 Thread-safe as far as the store is: it keeps no mutable state.
 
 Callers: the SQL layer's batch SELECT, library users.
@@ -33,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from relational.errors import EpochError, SchemaError
+from relational.scan_columns import ColumnScan
 from relational.state_table import table_layout
 from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
                                    decoded_rows, merge_vnodes, pk_ranges, record_batches)
@@ -106,7 +109,13 @@ class StorageTable:
             pairs = merge_vnodes(streams, reverse) if streams and limit != 0 else ()
             if limit is not None:
                 pairs = islice(pairs, limit)
-            yield from record_batches(decoded_rows(self.serde, pairs), idx, self.serde.types, schema, batch_size)
+            scan = ColumnScan.of(self.serde, idx)
+            if scan is None:
+                yield from record_batches(decoded_rows(self.serde, pairs), idx, self.serde.types, schema, batch_size)
+            else:   # straight into Arrow buffers, no Python value per cell
+                for n, arrays in scan.batches(iter(pairs), batch_size):
+                    yield (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
+                           pa.RecordBatch.from_struct_array(pa.array([{}] * n, pa.struct([]))))
         finally:
             snap.release()
 

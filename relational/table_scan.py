@@ -3,7 +3,8 @@
 Job: for distributed reads (``relational/spark.py``), turn "these table-key ranges of table T in
 version V" into partitions of about ``partition_bytes`` of stored data each, using the block
 metas of the version's SSTs (the same size estimate the Spark compaction runner splits by), and
-scan one partition's ranges at an epoch as decoded rows.
+scan one partition's ranges at an epoch as pairs (for ``relational/scan_columns.py``) or as
+decoded rows (the row path, for the columns it does not read).
 
 Ranges are table-key ranges ``(lo, hi)`` (``hi`` ``None``: to the table's end); the whole table
 is ``[(b"", None)]``, a pk prefix or bound gives one range per vnode (``table_iter.pk_ranges``).
@@ -17,7 +18,7 @@ Pure planning over a version plus reads of SST metas; callers: :mod:`relational.
 from __future__ import annotations
 
 import bisect
-from itertools import islice
+from itertools import chain, islice
 
 from hummock.sstable.reader import Sstable
 
@@ -64,6 +65,12 @@ def plan_partitions(ranges, weights, partition_bytes: int) -> list:
     return parts or [[]]
 
 
+def scan_pairs(reader, table_id: int, epoch: int, ranges):
+    """One iterator of the ``(table key, value)`` pairs of ``ranges`` at ``epoch``, in key order
+    (each range's scan opened when the previous one is used up); ``reader`` as for :func:`scan_rows`."""
+    return chain.from_iterable(reader.iter(table_id, epoch, lo or None, hi) for lo, hi in ranges)
+
+
 def scan_rows(reader, table_id: int, epoch: int, serde, ranges, batch_rows: int = SCAN_BATCH):
     """Yield lists of at most ``batch_rows`` rows (tuples in schema order) of ``ranges`` at
     ``epoch``, in key order; ``reader`` has ``iter(table_id, epoch, start, end)`` (a
@@ -80,4 +87,4 @@ def scan_rows(reader, table_id: int, epoch: int, serde, ranges, batch_rows: int 
                 break
 
 
-__all__ = ["DEFAULT_PARTITION_BYTES", "table_ssts", "block_weights", "plan_partitions", "scan_rows"]
+__all__ = ["DEFAULT_PARTITION_BYTES", "table_ssts", "block_weights", "plan_partitions", "scan_pairs", "scan_rows"]

@@ -1,0 +1,368 @@
+# cython: language_level=3, boundscheck=True, wraparound=False, cdivision=True
+"""Native twin of ``relational/_scan_columns_py.py``: value-encoded rows straight into column buffers.
+
+Same name, signature, output bytes and exceptions (classes, and ``DecodeError`` offsets and
+reasons, checked in the same order) as the pure-Python twin, which is the reference and holds
+the contract. How it is fast: one C loop per row walks the row (docs/format.md section 2) and
+copies each wanted value into its column's C buffer -- fixed-width values by ``memcpy`` into a
+buffer sized for ``limit`` rows up front, VARCHAR/BYTEA bytes into a growable buffer plus an
+offsets array -- so no Python object is made per value; VARCHAR is checked for UTF-8 in C for
+ASCII values and by Python's strict decoder (whose reason the error carries) otherwise.
+
+Safety: every read is checked against the end of the row before it happens (``_need``,
+``_varint``); ``limit`` is bounded (``MAX_LIMIT``), so the up-front buffers are too; the growable
+buffer checks its size arithmetic; every buffer is freed on every exit.
+
+Callers: :mod:`relational.scan_columns` only, through ``hummock._twins.load``.
+"""
+
+from native._typekind cimport *
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
+
+cdef extern from "Python.h":
+    const Py_ssize_t PY_SSIZE_T_MAX
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+from relational import _scan_columns_py as _twin
+from relational import _value_encoding_py as _encoding
+from relational.errors import DecodeError, TypeMismatchError
+from relational.types import TypeKind
+
+assert [int(k) for k in TypeKind] == list(range(1, 17)), "TypeKind drifted from native codes"
+
+MAX_LIMIT = _twin.MAX_LIMIT
+WIDTHS = _twin.WIDTHS
+WANTABLE = _twin.WANTABLE
+WALKABLE = _twin.WALKABLE
+
+cdef uint8_t FORMAT_TAG = _encoding.FORMAT_TAG
+cdef int64_t USECS_PER_DAY = _encoding.USECS_PER_DAY
+cdef int64_t MIN_DAYS = _encoding.MIN_DAYS
+cdef int64_t MAX_DAYS = _encoding.MAX_DAYS
+cdef int64_t MIN_USECS = _encoding.MIN_USECS
+cdef int64_t MAX_USECS = _encoding.MAX_USECS
+cdef object _check_args = _twin._check_args
+cdef object _check_limit = _twin._check_limit
+
+
+
+cdef struct _Reader:
+    const unsigned char *p
+    Py_ssize_t pos
+    Py_ssize_t end
+
+
+cdef struct _Out:
+    int code
+    int width                 # bytes stored per value; 0: VARCHAR/BYTEA
+    unsigned char *valid      # ceil(limit/8) bytes, bit j set = row j not NULL
+    Py_ssize_t nulls
+    unsigned char *data       # fixed: limit*width; BOOLEAN: ceil(limit/8) bits; var: growable
+    Py_ssize_t len            # var: bytes used
+    Py_ssize_t cap            # var: bytes allocated
+    int64_t *offsets          # var: limit + 1 ends
+
+
+cdef int _fail(str reason, Py_ssize_t offset) except -1:
+    raise DecodeError(reason, offset, "value")
+
+
+cdef inline int _need(_Reader *r, uint64_t n) except -1:
+    if n > <uint64_t>(r.end - r.pos):
+        _fail(f"truncated: need {n} bytes, {r.end - r.pos} left", r.pos)
+    return 0
+
+
+cdef uint64_t _varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
+    cdef Py_ssize_t start = r.pos
+    cdef uint64_t result = 0
+    cdef int shift = 0
+    cdef uint8_t byte
+    while True:
+        if r.pos >= r.end:
+            _fail("truncated varint", start)
+        byte = r.p[r.pos]
+        if shift == 63 and byte > 1:
+            _fail("varint exceeds 64 bits", start)
+        r.pos += 1
+        result |= (<uint64_t>(byte & 0x7F)) << shift
+        if byte < 0x80:
+            return result
+        shift += 7
+
+
+cdef inline int64_t _signed_le(const unsigned char *p, int width) noexcept:
+    """The ``width``-byte little-endian signed integer at ``p`` (width 4 or 8)."""
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(width):
+        v |= (<uint64_t>p[i]) << (8 * i)
+    if width == 4:
+        return <int32_t><uint32_t>v
+    return <int64_t>v
+
+
+cdef int _walk(_Reader *r, int code) except -1:
+    """Step over one non-NULL value of a column that is not wanted (twin's ``_walk``)."""
+    cdef int width = _fixed_width(code)
+    cdef uint64_t n
+    cdef Py_ssize_t start
+    cdef uint8_t kind
+    if width:
+        _need(r, width)
+        r.pos += width
+    elif code == K_VARCHAR or code == K_BYTEA:
+        n = _varint(r)
+        _need(r, n)
+        r.pos += <Py_ssize_t>n
+    elif code == K_INTERVAL:
+        _need(r, 16)
+        r.pos += 16
+    else:   # K_DECIMAL
+        start = r.pos
+        _need(r, 1)
+        kind = r.p[r.pos]
+        r.pos += 1
+        if kind >= 4:
+            _fail(f"unknown DECIMAL kind 0x{kind:02x}", start)
+        if kind != 0:
+            return 0
+        _need(r, 1)
+        if r.p[r.pos] > 1:
+            _fail(f"DECIMAL sign byte must be 0 or 1, found 0x{r.p[r.pos]:02x}", r.pos)
+        r.pos += 1
+        _varint(r)
+        n = _varint(r)
+        _need(r, n)
+        r.pos += <Py_ssize_t>n
+    return 0
+
+
+cdef inline int _fixed_width(int code) noexcept:
+    if code == K_BOOLEAN:
+        return 1
+    if code == K_SMALLINT:
+        return 2
+    if code == K_INT or code == K_REAL or code == K_DATE:
+        return 4
+    if code == K_BIGINT or code == K_DOUBLE or code == K_TIME or code == K_TIMESTAMP or code == K_TIMESTAMPTZ:
+        return 8
+    return 0
+
+
+cdef int _check_utf8(_Reader *r, Py_ssize_t n) except -1:
+    """Raise the row decoder's DecodeError unless the ``n`` bytes at ``r.pos`` are UTF-8."""
+    cdef const unsigned char *p = r.p + r.pos
+    cdef Py_ssize_t i
+    cdef unsigned char high = 0
+    for i in range(n):
+        high |= p[i]
+    if high < 0x80:
+        return 0
+    try:
+        PyUnicode_DecodeUTF8(<const char *>p, n, NULL)
+    except UnicodeDecodeError as exc:
+        reason = exc.reason
+    else:
+        return 0
+    _fail(f"VARCHAR is not valid UTF-8: {reason}", r.pos)
+
+
+cdef int _grow(_Out *o, Py_ssize_t n) except -1:
+    """Room for ``n`` more bytes in a VARCHAR/BYTEA column's data."""
+    cdef Py_ssize_t cap
+    cdef unsigned char *data
+    if n <= o.cap - o.len:
+        return 0
+    if n > PY_SSIZE_T_MAX // 2 - o.len:
+        raise MemoryError()
+    cap = o.cap * 2 if o.cap <= PY_SSIZE_T_MAX // 4 else PY_SSIZE_T_MAX // 2
+    if cap < o.len + n:
+        cap = o.len + n
+    if cap < 4096:
+        cap = 4096
+    data = <unsigned char *>realloc(o.data, cap)
+    if data == NULL:
+        raise MemoryError()
+    o.data = data
+    o.cap = cap
+    return 0
+
+
+cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1:
+    """Read one non-NULL value into row ``j`` of ``o`` (twin's ``_get``)."""
+    cdef int width = o.width
+    cdef const unsigned char *p
+    cdef int64_t x
+    cdef uint64_t n
+    if width:
+        _need(r, width)
+        p = r.p + r.pos
+        if o.code == K_BOOLEAN:
+            if p[0] > 1:
+                _fail(f"BOOLEAN byte must be 0 or 1, found 0x{p[0]:02x}", r.pos)
+            if p[0]:
+                o.data[j >> 3] |= <unsigned char>(1 << (j & 7))
+            r.pos += 1
+            return 0
+        if o.code == K_DATE:
+            x = _signed_le(p, 4)
+            if x < MIN_DAYS or x > MAX_DAYS:
+                _fail(f"DATE {x} days from 1970-01-01 is out of range", r.pos)
+        elif o.code == K_TIME:
+            x = _signed_le(p, 8)
+            if x < 0 or x >= USECS_PER_DAY:
+                _fail(f"TIME {x} usecs after midnight is out of range", r.pos)
+        elif o.code == K_TIMESTAMP or o.code == K_TIMESTAMPTZ:
+            x = _signed_le(p, 8)
+            if x < MIN_USECS or x > MAX_USECS:
+                _fail(f"TIMESTAMP {x} usecs from 1970-01-01 is out of range", r.pos)
+        memcpy(o.data + j * width, p, width)
+        r.pos += width
+        return 0
+    n = _varint(r)
+    _need(r, n)
+    if o.code == K_VARCHAR:
+        _check_utf8(r, <Py_ssize_t>n)
+    _grow(o, <Py_ssize_t>n)
+    memcpy(o.data + o.len, r.p + r.pos, <size_t>n)
+    o.len += <Py_ssize_t>n
+    o.offsets[j + 1] = o.len
+    r.pos += <Py_ssize_t>n
+    return 0
+
+
+cdef int _row(object data, const int *codes, const Py_ssize_t *slots, _Out *outs, Py_ssize_t ncols,
+              Py_ssize_t j) except -1:
+    """Walk one row into row ``j`` of the wanted columns (``slots[i]``: column i's output or -1)."""
+    cdef _Reader r
+    cdef uint64_t count
+    cdef Py_ssize_t size, bitmap, i
+    cdef _Out *o
+    if type(data) is not bytes:
+        raise TypeMismatchError(f"encoded row must be bytes, got {type(data).__name__}")
+    r.p = <const unsigned char *>PyBytes_AS_STRING(data)
+    r.pos = 0
+    r.end = PyBytes_GET_SIZE(data)
+    _need(&r, 1)
+    if r.p[0] != FORMAT_TAG:
+        _fail(f"unknown format tag 0x{<int>r.p[0]:02x}", 0)
+    r.pos = 1
+    count = _varint(&r)
+    if count != <uint64_t>ncols:
+        _fail(f"row has {count} columns, schema has {ncols}", 1)
+    size = (ncols + 7) >> 3
+    _need(&r, size)
+    bitmap = r.pos
+    if (ncols & 7) and (r.p[bitmap + size - 1] >> (ncols & 7)):
+        _fail("nonzero padding bits in null bitmap", bitmap + size - 1)
+    r.pos += size
+    for i in range(ncols):
+        if slots[i] < 0:
+            if not ((r.p[bitmap + (i >> 3)] >> (i & 7)) & 1):
+                _walk(&r, codes[i])
+            continue
+        o = &outs[slots[i]]
+        if (r.p[bitmap + (i >> 3)] >> (i & 7)) & 1:
+            o.nulls += 1
+            if o.width == 0:
+                o.offsets[j + 1] = o.len
+        else:
+            o.valid[j >> 3] |= <unsigned char>(1 << (j & 7))
+            _get(&r, o, j)
+    if r.pos != r.end:
+        _fail(f"{r.end - r.pos} trailing bytes after the row", r.pos)
+    return 0
+
+
+cdef object _offsets_bytes(_Out *o, Py_ssize_t n):
+    """The ``n + 1`` offsets, little-endian int32 (int64 past 2**31 - 1 bytes of data)."""
+    cdef int width = 4 if o.len <= INT32_MAX else 8
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, (n + 1) * width)
+    cdef unsigned char *q = <unsigned char *>PyBytes_AS_STRING(out)
+    cdef Py_ssize_t j
+    cdef int k
+    cdef uint64_t v
+    for j in range(n + 1):
+        v = <uint64_t>o.offsets[j]
+        for k in range(width):
+            q[j * width + k] = <unsigned char>(v >> (8 * k))
+    return out
+
+
+cdef tuple _buffers(_Out *o, Py_ssize_t n):
+    cdef Py_ssize_t bits = (n + 7) >> 3
+    validity = None if o.nulls == 0 else PyBytes_FromStringAndSize(<const char *>o.valid, bits)
+    if o.code == K_BOOLEAN:
+        return (validity, o.nulls, PyBytes_FromStringAndSize(<const char *>o.data, bits), None)
+    if o.width:
+        return (validity, o.nulls, PyBytes_FromStringAndSize(<const char *>o.data, n * o.width), None)
+    return (validity, o.nulls, PyBytes_FromStringAndSize(<const char *>o.data, o.len), _offsets_bytes(o, n))
+
+
+def count_pairs(pairs, limit):
+    """How many items (at most ``limit``) the iterator ``pairs`` yields (twin's docstring)."""
+    cdef Py_ssize_t cap = _check_limit(limit)
+    cdef Py_ssize_t n = 0
+    if cap:
+        for _ in pairs:
+            n += 1
+            if n == cap:
+                break
+    return n
+
+
+def decode_columns(pairs, limit, codes, wanted):
+    """Decode at most ``limit`` rows of ``pairs`` into the ``wanted`` columns (twin's docstring)."""
+    codes, wanted = _check_args(limit, codes, wanted)
+    cdef Py_ssize_t cap = limit
+    cdef Py_ssize_t ncols = len(codes)
+    cdef Py_ssize_t nwanted = len(wanted)
+    cdef Py_ssize_t i, n = 0
+    cdef int *kinds = <int *>malloc(sizeof(int) * (ncols + 1))
+    cdef Py_ssize_t *slots = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (ncols + 1))
+    cdef _Out *outs = <_Out *>calloc(nwanted + 1, sizeof(_Out))
+    cdef _Out *o
+    try:
+        if kinds == NULL or slots == NULL or outs == NULL:
+            raise MemoryError()
+        for i in range(ncols):
+            kinds[i] = codes[i]
+            slots[i] = -1
+        for i in range(nwanted):
+            slots[<Py_ssize_t>wanted[i]] = i
+            o = &outs[i]
+            o.code = codes[wanted[i]]
+            o.width = _fixed_width(o.code)
+            o.valid = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
+            if o.code == K_BOOLEAN:
+                o.data = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
+            elif o.width:
+                o.data = <unsigned char *>calloc(cap * o.width + 1, 1)
+            else:
+                o.offsets = <int64_t *>calloc(cap + 1, sizeof(int64_t))
+                if o.offsets == NULL:
+                    raise MemoryError()
+            if o.valid == NULL or (o.width and o.data == NULL):
+                raise MemoryError()
+        if cap:
+            for pair in pairs:
+                if type(pair) is not tuple or len(<tuple>pair) != 2:
+                    raise TypeError(f"pairs must yield (key, value) tuples, got {type(pair).__name__}")
+                _row((<tuple>pair)[1], kinds, slots, outs, ncols, n)
+                n += 1
+                if n == cap:
+                    break
+        return n, [_buffers(&outs[i], n) for i in range(nwanted)]
+    finally:
+        if outs != NULL:
+            for i in range(nwanted):
+                free(outs[i].valid)
+                free(outs[i].data)
+                free(outs[i].offsets)
+        free(outs)
+        free(slots)
+        free(kinds)
