@@ -284,9 +284,15 @@ def test_compact_refuses_a_store_another_process_writes(tmp_path):
 
 def test_bench_help_lists_the_benchmarks_and_unknown_names_fail():
     out = hummock("bench", "--help", check_rc=0).stdout
-    for name in ("kv", "compaction", "state_table"):
+    for name in ("kv", "compaction", "state_table", "nexmark.generator"):
         assert f"  {name} " in out
     assert "harness" not in out
     bad = hummock("bench", "no_such_bench")
     assert bad.returncode == 2 and "unknown benchmark" in bad.stderr
 
+
+
+def test_bench_runs_a_benchmark_with_its_arguments():
+    out = hummock("bench", "nexmark.generator", "--events", "20000", "--batch", "5000", check_rc=0).stdout
+    line = json.loads(out.strip().splitlines()[-1])
+    assert line["bench"] == "nexmark_generator" and line["events"] == 20000
