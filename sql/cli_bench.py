@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import ast
 import pathlib
+import re
 import runpy
 import sys
 
 from sql.cli_common import EXIT_OK, EXIT_USAGE
 
 _NOT_BENCHMARKS = {"harness", "__init__", "__main__"}
+_RUNS_AS_SCRIPT = re.compile(r"""__name__\s*==\s*["']__main__["']""")
 
 
 def bench_dir() -> pathlib.Path | None:
@@ -49,7 +51,7 @@ def benchmarks() -> dict[str, str]:
         source = path.read_text(encoding="utf-8")
         if path.stem == "__main__":
             name = ".".join(rel.parts[:-1])
-        elif path.stem in _NOT_BENCHMARKS or '__name__ == "__main__"' not in source:
+        elif path.stem in _NOT_BENCHMARKS or not _RUNS_AS_SCRIPT.search(source):
             continue
         else:
             name = ".".join(rel.with_suffix("").parts)

@@ -34,6 +34,9 @@ def run_command(func, args) -> int:
     except HummockError as exc:
         print(f"hummock: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:   # the reader went away (``| head``): not an error of ours
+        sys.stderr.close()
+        return EXIT_OK
     except KeyboardInterrupt:
         print("hummock: interrupted", file=sys.stderr)
         return 130
