@@ -17,7 +17,9 @@ Callers: ``sql/cli.py``.
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import time
 
 from hummock import HummockStorage, StorageOptions
@@ -50,7 +52,7 @@ def run_compact(args) -> int:
     if args.spark:
         if shutil.which("java") is None and not _java_home():
             print("hummock: error: --spark needs Java (java on PATH or JAVA_HOME); run without --spark "
-                  "to compact in-process")
+                  "to compact in-process", file=sys.stderr)
             return EXIT_ERROR
         changes["spark_master"] = args.spark
     if args.vacuum_min_age is not None:
@@ -77,6 +79,5 @@ def run_compact(args) -> int:
 
 
 def _java_home() -> bool:
-    import os
     home = os.environ.get("JAVA_HOME")
     return bool(home) and os.path.exists(os.path.join(home, "bin", "java"))

@@ -28,7 +28,7 @@ from hummock.sstable.meta import sst_object_path
 from hummock.sstable.reader import Sstable
 from hummock.version_codec import decode_delta, decode_version
 from sql import cli_verify
-from sql.cli_common import (EXIT_CORRUPT, EXIT_ERROR, EXIT_OK, add_url_argument, epoch_text, human_bytes,
+from sql.cli_common import (EXIT_CORRUPT, EXIT_OK, add_url_argument, epoch_text, human_bytes,
                             key_text, open_objects, open_read_only, print_json, print_table, progress)
 from sql.cli_decode import RowDecoder
 
@@ -130,12 +130,14 @@ def sst_report(db, objects, sst_id: int, limit: int, raw: bool) -> dict:
     if info is None and not objects.exists(path):
         raise InvalidArgumentError(f"no SST {sst_id} in the store (its version {version.id} holds "
                                    f"{len(version.sst_ids())}; see 'inspect URL levels --ssts')")
+    data = objects.read(path)   # one request, also on S3; SSTs are at most target_sst_size
+    objects = cli_verify.OneObject(path, data)
     sst = Sstable.open(objects, info if info is not None else sst_id)   # an orphan opens by id
     meta = sst.meta
     level = version.level_of(sst_id)
     bloom = FilterReader(meta.filter, object_name=f"{path} filter")
     report = {"sst_id": sst_id, "object": path, "level": None if level is None else f"L{level}",
-              "in_version": info is not None, "file_size": objects.size(path),
+              "in_version": info is not None, "file_size": len(data),
               "blocks_count": len(meta.blocks), "key_count": meta.key_count,
               "tombstone_count": meta.tombstone_count, "min_epoch": meta.min_epoch, "max_epoch": meta.max_epoch,
               "smallest_key": key_text(meta.smallest_key, 64), "largest_key": key_text(meta.largest_key, 64),
@@ -145,7 +147,7 @@ def sst_report(db, objects, sst_id: int, limit: int, raw: bool) -> dict:
               "prefix_lens": {str(t): n for t, n in meta.prefix_lens.items()}}
     blocks = []
     for index, bm in enumerate(meta.blocks):
-        tag = objects.read(path, bm.offset + bm.stored_len - BLOCK_TRAILER_SIZE, bm.offset + bm.stored_len)
+        tag = data[bm.offset + bm.stored_len - BLOCK_TRAILER_SIZE:bm.offset + bm.stored_len]
         compression = {0: "none", 1: "lz4"}.get(BLOCK_TRAILER.unpack(tag)[0], "unknown")
         blocks.append({"block": index, "offset": bm.offset, "stored_len": bm.stored_len,
                        "content_len": bm.content_len, "compression": compression,
@@ -309,5 +311,3 @@ def run_verify(args) -> int:
         print(f"{len(report.problems)} problem(s): " + ("store is consistent" if report.ok else "store is CORRUPT"))
     return EXIT_OK if report.ok else EXIT_CORRUPT
 
-
-__all__ = ["register", "levels_report", "sst_report", "manifest_report", "verify", "EXIT_ERROR"]

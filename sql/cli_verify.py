@@ -64,7 +64,7 @@ class VerifyReport:
         return out
 
 
-class _OneObject:
+class OneObject:
     """A read-only view of one object already in memory, with the object store's read/size
     interface, so the engine's own SST reader checks it without reading it again."""
 
@@ -121,7 +121,7 @@ def verify_sst(objects, info, report: VerifyReport) -> None:
         if len(data) != info.file_size:
             raise CorruptionError("SST size differs from the version's record", object=path,
                                   expected=info.file_size, found=len(data))
-        sst = Sstable.open(_OneObject(path, data), info)
+        sst = Sstable.open(OneObject(path, data), info)
         _check_entries(sst, info, path, report)
     except CorruptionError as exc:
         report.problems.append((path, str(exc)))

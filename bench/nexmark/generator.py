@@ -56,8 +56,6 @@ NUM_CHANNELS = 10_000
 MIN_STRING_LEN = 3
 KIND_PERSON, KIND_AUCTION, KIND_BID = 0, 1, 2
 
-PERSON_KIND, AUCTION_KIND, BID_KIND = KIND_PERSON, KIND_AUCTION, KIND_BID
-
 _FIRST_NAMES = ["Ada", "Bram", "Chloe", "Dmitri", "Elena", "Femi", "Greta", "Hugo", "Ines", "Jonas", "Kiri"]
 _LAST_NAMES = ["Alvarez", "Brandt", "Cohen", "Dubois", "Eriksen", "Fischer", "Gallo", "Horvat", "Ivanova"]
 _CITIES = ["Tucson", "Sacramento", "Oakland", "Eugene", "Spokane", "Tacoma", "Laramie", "Reno", "Provo", "Boise"]
