@@ -746,6 +746,15 @@ class HummockStorage:
         manager = self._compactor or CompactionManager(self._host)
         return manager.compact_all()
 
+    def compact_pending(self) -> int:
+        """Run, in the caller's thread, the tasks the background compactor would pick now (L0
+        triggers, level targets) until the picker has none; returns the number of tasks
+        applied. For a store opened with ``compactor="none"`` (``hummock compact``): the same
+        work the background thread does, on demand."""
+        self._require_writer()
+        manager = self._compactor or CompactionManager(self._host)
+        return manager.compact_pending()
+
     def compact_range(self, table_id: int, start: bytes | None = None, end: bytes | None = None) -> int:
         """Compact the keys ``[start, end)`` of ``table_id`` (``None``: open-ended) into the last
         level, dropping what no reader can see (tombstones included); returns the number of tasks

@@ -1,76 +1,50 @@
-"""The ``hummock`` command line (console script declared in pyproject.toml).
+"""The ``hummock`` command line (console script declared in pyproject.toml): parser and dispatch.
 
-Subcommands so far: ``demo`` (the README's main job: a short tour of what exists today — typed
-rows encoded as memcomparable keys and values, written to a Hummock store, committed, reopened
-and read back in key order) and ``--version``. The SQL shell,
-script runs, compaction and inspection arrive with the CLI issue.
-Callers: users, from a shell.
+Each subcommand lives in its own module ``sql/cli_<name>.py`` exposing ``register(commands)``,
+which adds its argparse sub-parser and sets ``func`` (called with the parsed arguments,
+returning the exit code). A new subcommand (the SQL shell, ``run``, the SQL demo) is one more
+module in :data:`SUBCOMMANDS`; nothing else here changes.
+
+Exit codes, the same for every subcommand (docs/cli.md): 0 success; 1 the store is corrupt
+(``inspect verify`` found damage, or a command met a ``CorruptionError``); 2 bad usage
+(argparse); 3 any other error (no store at the URL, I/O, another writer holds the store).
+
+Callers: users, from a shell; tests run it as ``python -m sql.cli``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import decimal
 import sys
-import tempfile
 
-from hummock import HummockStorage, __version__
-from hummock import _twins
-from hummock.key import new_epoch
-from relational import memcomparable, value_encoding
-from relational.memcomparable import OrderType
-from relational.types import DataType, Interval
+from hummock import __version__
+from sql import cli_bench, cli_compact, cli_demo, cli_inspect
+from sql.cli_common import run_command
+from sql.cli_demo import run_demo  # noqa: F401  (kept importable here: tests, README)
+
+#: the subcommand modules, in the order ``--help`` lists them
+SUBCOMMANDS = (cli_demo, cli_inspect, cli_compact, cli_bench)
 
 
-def run_demo(out=sys.stdout) -> int:
-    """Store a small table of typed rows in Hummock (one row = one KV pair), commit, reopen,
-    and read it back in primary-key order."""
-    schema = [("city", DataType.VARCHAR), ("day", DataType.DATE), ("temp", DataType.DOUBLE),
-              ("rain_mm", DataType.DECIMAL), ("window", DataType.INTERVAL)]
-    types = [t for _, t in schema]
-    pk, pk_orders = [0, 1], (OrderType.ASC, OrderType.DESC)   # city ASC, day DESC (newest first)
-    rows = [
-        ("Zürich", datetime.date(2026, 11, 20), 4.5, decimal.Decimal("1.20"), Interval(0, 0, 3_600_000_000)),
-        ("Amsterdam", datetime.date(2026, 11, 21), 7.0, decimal.Decimal("0"), Interval(0, 1, 0)),
-        ("Zürich", datetime.date(2026, 11, 21), float("nan"), None, Interval(1, 0, 0)),
-        ("Amsterdam", datetime.date(2026, 11, 19), -0.0, decimal.Decimal("12.5"), Interval(0, 0, 0)),
-    ]
-    mode = "native" if all(_twins.LOADED.values()) else "pure-Python"
-    print(f"hummock {__version__}: encodings and storage running in {mode} mode", file=out)
-    table_id = 42
-    key_types, key_orders = [types[i] for i in pk], pk_orders
-    pairs = sorted((memcomparable.encode_row([row[i] for i in pk], key_types, key_orders),
-                    value_encoding.encode_row(row, types)) for row in rows)
-    with tempfile.TemporaryDirectory(prefix="hummock-demo-") as path:
-        with HummockStorage.open(path) as db:
-            epoch = new_epoch()
-            db.ingest_batch(table_id, pairs, epoch)
-            db.checkpoint(epoch)
-            print(f"{len(pairs)} rows written to table {table_id} and committed at epoch {epoch}", file=out)
-        with HummockStorage.open(path, read_only=True) as db:  # reopened: what a crash would keep
-            print(f"reopened read-only at max_committed_epoch={db.max_committed_epoch}; rows in key "
-                  "order (city ASC, day DESC):", file=out)
-            for key, value in db.iter(table_id, db.max_committed_epoch):
-                city, day = memcomparable.decode_row(key, key_types, key_orders)
-                row = value_encoding.decode_row(value, types)
-                assert (city, day) == (row[0], row[1]), "key and value disagree"
-                print(f"  key={key.hex()[:24]}... {len(key):2d}+{len(value):2d} bytes  {row}", file=out)
-            stats = db.stats()
-            print(f"store: {stats['l0_sub_levels']} L0 sub-level, level bytes {stats['level_sizes'][0]}", file=out)
-    return 0
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hummock", description="Hummock: a streaming state store. Inspect, compact and "
+        "benchmark stores; URLs are a path, file:///path or s3://bucket/prefix?endpoint=...",
+        epilog="Run 'hummock COMMAND --help' for a command's options. Docs: docs/cli.md")
+    parser.add_argument("--version", action="version", version=f"hummock {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.register(commands)
+    return parser
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="hummock", description="Hummock streaming state store")
-    parser.add_argument("--version", action="version", version=f"hummock {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    commands.add_parser("demo", help="a short tour: typed rows -> keys and values -> a Hummock store")
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return run_demo()
-    parser.print_help()
-    return 0
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0
+    return run_command(args.func, args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,10 +1,116 @@
-"""The ``hummock`` command line: the README's main job runs end to end."""
+"""The ``hummock`` command line, run as a subprocess (``python -m sql.cli``) the way a user runs
+it: help and version, ``inspect`` on stores the tests write (levels, an SST decoded through the
+catalog, the manifest, ``verify`` finding damage and naming the object), ``compact`` on a local
+store, ``bench``, and the demo. The subprocess inherits ``HUMMOCK_PURE_PYTHON``, so the suite's
+pure run covers the twins too."""
 
+import dataclasses
 import io
+import json
+import os
+import pathlib
 import subprocess
 import sys
 
+import pytest
+
+from hummock import HummockStorage, StorageOptions
+from hummock.key import new_epoch
+from relational import StateTable
+from relational.catalog import Catalog, TableDesc
+from relational.types import DataType
+from sql import cli_verify
 from sql.cli import run_demo
+from sql.cli_common import open_objects
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SCHEMA = [("id", DataType.BIGINT), ("name", DataType.VARCHAR)]
+TABLE_ID, RAW_TABLE_ID = 7, 9
+
+
+def hummock(*args, check_rc=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-m", "sql.cli", *map(str, args)], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=300)
+    if check_rc is not None:
+        assert out.returncode == check_rc, (out.returncode, out.stdout, out.stderr)
+    return out
+
+
+def hummock_json(*args):
+    return json.loads(hummock(*args, "--json", check_rc=0).stdout)
+
+
+def write_store(path, rounds: int = 3, rows: int = 100) -> dict:
+    """A store with one catalogued table (ids 0..rounds*rows, id 5 deleted in the last round),
+    one uncatalogued raw KV pair, one L0 sub-level per commit; returns the table's rows."""
+    model = {}
+    target = path if not isinstance(path, (str, pathlib.Path)) else str(path)
+    with HummockStorage.open(target, StorageOptions(compactor="none")) as db:
+        table = StateTable(db, TABLE_ID, SCHEMA, pk_indices=[0], dist_key_indices=[0])
+        table.init_epoch(new_epoch())
+        Catalog(db).put(TableDesc(TABLE_ID, "people", tuple(SCHEMA), (0,), dist_key_indices=(0,)), table.epoch)
+        for r in range(rounds):
+            for i in range(r * rows, (r + 1) * rows):
+                table.insert((i, f"n{i}"))
+                model[i] = f"n{i}"
+            if r == rounds - 1 and r > 0:
+                table.delete((5, "n5"))
+                del model[5]
+            epoch = table.epoch
+            table.commit(new_epoch())
+            db.checkpoint(epoch)
+        db.ingest_batch(RAW_TABLE_ID, [(b"raw", b"\x00\x01")], table.epoch)
+        db.checkpoint(table.epoch)
+    return model
+
+
+def read_table(path) -> dict:
+    with HummockStorage.open(str(path), read_only=True) as db:
+        from relational import StorageTable
+        reader = StorageTable(db, TABLE_ID, SCHEMA, pk_indices=[0], dist_key_indices=[0])
+        return {r["id"]: r["name"] for b in reader.batch_iter(db.max_committed_epoch) for r in b.to_pylist()}
+
+
+def files_of(path) -> dict:
+    """Every file under ``path`` but reader leases (a read-only open's pin) -> its bytes."""
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in pathlib.Path(path).rglob("*")
+            if p.is_file() and "leases" not in p.parts}
+
+
+def flip_byte(path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "db"
+    write_store(path)
+    return path
+
+
+# --- help, version, demo ---------------------------------------------------------------------
+
+def test_help_lists_every_subcommand_and_each_has_help():
+    out = hummock("--help", check_rc=0).stdout
+    for name in ("demo", "inspect", "compact", "bench"):
+        assert name in out
+    for args in (["inspect", "--help"], ["inspect", "x", "levels", "--help"], ["inspect", "x", "sst", "--help"],
+                 ["inspect", "x", "manifest", "--help"], ["inspect", "x", "verify", "--help"],
+                 ["compact", "--help"], ["demo", "--help"]):
+        assert hummock(*args, check_rc=0).stdout.startswith("usage: hummock")
+
+
+def test_version_flag():
+    out = hummock("--version", check_rc=0)
+    assert out.stdout.startswith("hummock ")
+
+
+def test_bad_usage_exits_2():
+    assert hummock("inspect").returncode == 2
+    assert hummock("inspect", "/nowhere", "nonsense").returncode == 2
 
 
 def test_demo_writes_commits_reopens_and_reads_in_key_order():
@@ -17,6 +123,194 @@ def test_demo_writes_commits_reopens_and_reads_in_key_order():
     assert "2026, 11, 21" in lines[0] and "2026, 11, 19" in lines[1]  # day DESC within a city
 
 
-def test_version_flag():
-    out = subprocess.run([sys.executable, "-m", "sql.cli", "--version"], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.startswith("hummock ")
+# --- inspect levels / sst / manifest -----------------------------------------------------------
+
+def test_inspect_levels_shows_every_sst_of_the_version(store):
+    report = hummock_json("inspect", store, "levels")
+    with HummockStorage.open(str(store), read_only=True) as db:
+        version = db.version()
+    assert report["version_id"] == version.id
+    assert report["level_ssts"] == list(version.level_counts())
+    assert report["level_bytes"] == list(version.level_sizes())
+    assert sorted(s["sst"] for s in report["ssts"]) == sorted(version.sst_ids())
+    assert [g["level"] for g in report["groups"][:4]] == [f"L0.{s.sub_level_id}" for s in version.l0]
+    text = hummock("inspect", store, "levels", "--ssts", check_rc=0).stdout
+    assert "L0." in text and "L6" in text and f"{TABLE_ID}:" in text
+
+
+def test_inspect_sst_decodes_entries_through_the_catalog(store):
+    levels = hummock_json("inspect", store, "levels")
+    by_tables = {tuple(s["tables"]): s["sst"] for s in levels["ssts"]}
+    first = by_tables[(TABLE_ID, 0xFFFFFFFF)]          # the first commit: rows and the catalog record
+    report = hummock_json("inspect", store, "sst", first, "--limit", "-1")
+    assert report["key_count"] == len(report["entries"]) == 101
+    assert report["tables"] == {str(TABLE_ID): "people", str(0xFFFFFFFF): "(catalog)"}
+    rows = [e for e in report["entries"] if e["table_id"] == TABLE_ID]
+    assert len(rows) == 100 and all(e["kind"] == "put" for e in rows)
+    for e in rows:
+        pk = int(e["key"].split("pk=(")[1].rstrip(")"))
+        assert e["value"] == f"id={pk}, name='n{pk}'"
+    [record] = [e for e in report["entries"] if e["table_id"] == 0xFFFFFFFF]
+    assert record["key"] == f"table/{TABLE_ID}" and record["value"].startswith("people(id BIGINT")
+    assert sum(b["stored_len"] for b in report["blocks"]) < report["file_size"]
+
+    raw = hummock_json("inspect", store, "sst", first, "--raw", "--limit", "3")
+    assert len(raw["entries"]) == 3 and all("pk=" not in e["key"] for e in raw["entries"])
+
+    deletes = [e for s in levels["ssts"] if s["tombstones"]
+               for e in hummock_json("inspect", store, "sst", s["sst"], "--limit", "-1")["entries"]
+               if e["kind"] == "delete"]
+    assert len(deletes) == 1 and deletes[0]["key"].endswith("pk=(5)") and deletes[0].get("value") is None
+
+    unknown = hummock_json("inspect", store, "sst", by_tables[(RAW_TABLE_ID,)])
+    assert unknown["entries"] == [dict(unknown["entries"][0], key=b"raw".hex(), value="0001")]
+    text = hummock("inspect", store, "sst", first, check_rc=0).stdout
+    assert "people" in text and "name='n" in text and "compression" in text
+
+
+def test_inspect_sst_of_an_unknown_id_is_an_error(store):
+    out = hummock("inspect", store, "sst", "999999")
+    assert out.returncode == 3 and "no SST 999999" in out.stderr
+
+
+def test_inspect_manifest_lists_the_version_history(store):
+    report = hummock_json("inspect", store, "manifest")
+    deltas = [o for o in report["objects"] if o["type"] == "delta"]
+    assert [o["id"] for o in deltas] == list(range(1, report["version_id"] + 1))
+    commits = [o for o in deltas if o["kind"] == "commit"]
+    assert len(commits) == 4 and all(len(o["added"]) == 1 for o in commits)
+    assert commits[-1]["max_committed_epoch"] == report["max_committed_epoch"]
+    assert "commit epoch" in hummock("inspect", store, "manifest", check_rc=0).stdout
+
+
+def test_inspect_on_a_missing_store_fails_cleanly(tmp_path):
+    out = hummock("inspect", tmp_path / "absent", "levels")
+    assert out.returncode == 3 and "Traceback" not in out.stderr and out.stderr.startswith("hummock: error")
+
+
+def test_inspect_reads_a_store_on_s3(s3_server, monkeypatch):
+    from s3_server import CREDENTIALS, REGION
+    objects = s3_server.new_store()
+    try:
+        write_store(objects, rounds=2, rows=10)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["access_key_id"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["secret_access_key"])
+        url = f"s3://{objects.bucket}/{objects.prefix}?endpoint={s3_server.endpoint_url}&region={REGION}"
+        levels = hummock_json("inspect", url, "levels")
+        assert sum(levels["level_ssts"]) == 3
+        report = hummock_json("inspect", url, "verify")
+        assert report["ok"] and report["ssts"] == 3 and report["keys"] == 1 + 20 + 1 + 1
+        sst = hummock_json("inspect", url, "sst", levels["ssts"][-1]["sst"])
+        assert sst["tables"] == {str(TABLE_ID): "people", str(0xFFFFFFFF): "(catalog)"}
+    finally:
+        objects.close()
+        s3_server.drop_bucket(objects.bucket)
+
+
+# --- inspect verify ------------------------------------------------------------------------------
+
+def test_verify_passes_on_a_sound_store_and_modifies_nothing(store):
+    before = files_of(store)
+    out = hummock("inspect", store, "verify", check_rc=0)
+    assert "0 problem(s): store is consistent" in out.stdout
+    report = hummock_json("inspect", store, "verify")
+    assert report["ok"] and report["ssts"] == 4 and report["keys"] == 303 and report["catalog_records"] == 1
+    assert files_of(store) == before
+    assert not list((store / "leases").glob("*")) if (store / "leases").exists() else True
+
+
+def _sst_paths(store) -> list:
+    return sorted((store / "sst").glob("*.sst"))
+
+
+@pytest.mark.parametrize("where", ["first block", "meta", "footer"])
+def test_verify_names_a_corrupted_sst_and_exits_1(store, where):
+    victim = _sst_paths(store)[1]
+    size = victim.stat().st_size
+    flip_byte(victim, {"first block": 10, "meta": size - 40, "footer": size - 5}[where])
+    out = hummock("inspect", store, "verify")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"CORRUPT sst/{victim.name}" in out.stdout and "store is CORRUPT" in out.stdout
+    report = json.loads(hummock("inspect", store, "verify", "--json").stdout)
+    assert [p["object"] for p in report["problems"]] == [f"sst/{victim.name}"]
+
+
+def test_verify_finds_a_truncated_and_a_missing_sst(store):
+    first, second = _sst_paths(store)[:2]
+    first.write_bytes(first.read_bytes()[:-1])
+    second.unlink()
+    out = hummock("inspect", store, "verify")
+    assert out.returncode == 1
+    assert f"CORRUPT sst/{first.name}" in out.stdout and "size differs" in out.stdout
+    assert f"CORRUPT sst/{second.name}: SST referenced by the version is missing" in out.stdout
+
+
+def test_verify_names_a_corrupted_manifest_delta(store):
+    delta = sorted((store / "manifest").glob("delta-*"))[2]
+    flip_byte(delta, 30)
+    out = hummock("inspect", store, "verify")
+    assert out.returncode == 1 and f"CORRUPT manifest/{delta.name}" in out.stdout
+    listing = hummock("inspect", store, "manifest")
+    assert listing.returncode == 1 and "CORRUPT" in listing.stdout
+
+
+def test_verify_checks_meta_and_version_records_against_the_entries(store):
+    """Damage with valid checksums: a version record that disagrees with its SST."""
+    with HummockStorage.open(str(store), read_only=True) as db, open_objects(str(store)) as objects:
+        info = db.version().all_ssts()[0]
+        for field, value in (("key_count", info.key_count + 1), ("max_epoch", info.max_epoch + 1),
+                             ("table_ids", (1,)), ("tombstone_count", 3)):
+            report = cli_verify.VerifyReport()
+            cli_verify.verify_sst(objects, dataclasses.replace(info, **{field: value}), report)
+            [(obj, message)] = report.problems
+            assert obj == info.object_path and f"{field} in the version differs" in message
+        sound = cli_verify.VerifyReport()
+        cli_verify.verify_sst(objects, info, sound)
+        assert sound.ok and sound.keys == info.key_count
+
+
+# --- compact -----------------------------------------------------------------------------------
+
+def test_compact_runs_what_is_due_then_everything(tmp_path):
+    path = tmp_path / "db"
+    model = write_store(path, rounds=13, rows=20)   # 14 commits: past the L0 trigger (12 sub-levels)
+    before = files_of(path)
+    due = hummock_json("compact", path)
+    assert due["tasks"] >= 1 and due["before"]["l0_sub_levels"] == 14
+    assert due["after"]["l0_sub_levels"] < 12
+    assert read_table(path) == model
+    full = hummock_json("compact", path, "--full")
+    assert full["after"]["l0_sub_levels"] == 0
+    assert sum(full["after"]["level_ssts"][:-1]) == 0 and full["after"]["level_ssts"][-1] >= 1
+    assert read_table(path) == model
+    assert hummock_json("compact", path, "--full")["tasks"] == 0   # nothing left
+    assert files_of(path) != before
+    hummock("inspect", path, "verify", check_rc=0)
+    text = hummock("compact", path, check_rc=0).stdout
+    assert "0 compaction task(s) applied in-process" in text
+
+
+def test_compact_refuses_a_store_another_process_writes(tmp_path):
+    path = tmp_path / "db"
+    write_store(path, rounds=1, rows=5)
+    with HummockStorage.open(str(path), StorageOptions(compactor="none")):
+        out = hummock("compact", path)
+    assert out.returncode == 3 and "ConcurrentWriterError" in out.stderr
+
+
+# --- bench -------------------------------------------------------------------------------------
+
+def test_bench_help_lists_the_benchmarks_and_unknown_names_fail():
+    out = hummock("bench", "--help", check_rc=0).stdout
+    for name in ("kv", "compaction", "state_table", "nexmark.generator"):
+        assert f"  {name} " in out
+    assert "harness" not in out
+    bad = hummock("bench", "no_such_bench")
+    assert bad.returncode == 2 and "unknown benchmark" in bad.stderr
+
+
+
+def test_bench_runs_a_benchmark_with_its_arguments():
+    out = hummock("bench", "nexmark.generator", "--events", "20000", "--batch", "5000", check_rc=0).stdout
+    line = json.loads(out.strip().splitlines()[-1])
+    assert line["bench"] == "nexmark_generator" and line["events"] == 20000

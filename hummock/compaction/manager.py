@@ -114,6 +114,11 @@ class CompactionManager:
         """Compact until every SST is in the last level; returns the number of tasks applied."""
         return self._run_until_done(pick_all)
 
+    def compact_pending(self) -> int:
+        """Run the tasks the background loop would pick (the picker's triggers) until it picks
+        none; returns the number of tasks applied."""
+        return self._run_until_done(lambda version, busy: pick(version, self.config, busy, self._cursor))
+
     def compact_range(self, low: bytes, high: bytes | None) -> int:
         """Move every SST holding user keys in ``[low, high)`` to the last level, then rewrite the
         last level's SSTs there that hold tombstones; returns the number of tasks applied."""
