@@ -43,6 +43,12 @@ class Database:
         self.builder = None
         self._plans: dict = {}
         self._start(self.catalog, frozenset())
+        self._tick()
+
+    def _tick(self) -> None:
+        """Start periodic barriers (after a (re)start's own writes to its first epoch)."""
+        if self.rt is not None and self.barrier_interval_ms:
+            self.rt.start_ticker(self.barrier_interval_ms)
 
     # --- the graph --------------------------------------------------------------------------------
 
@@ -59,7 +65,7 @@ class Database:
         if not catalog.relations:
             self.rt, self.builder = None, None
             return None
-        rt = StreamRuntime(self.store, barrier_interval_ms=self.barrier_interval_ms or None)
+        rt = StreamRuntime(self.store)   # the ticker starts once the first epoch's records are in
         builder = GraphBuilder(rt, self.store, catalog, self.plan_of, backfill)
         builder.build()
         epoch = rt.start()
@@ -73,6 +79,14 @@ class Database:
                 rt.stop()
             else:
                 rt.abort()
+
+    def recover(self) -> None:
+        """After an actor failed: drop the graph (its uncommitted epochs are lost, as after a
+        crash) and build it again from the committed state."""
+        with self.lock:
+            self._stop()
+            self._start(self.catalog, frozenset())
+            self._tick()
 
     def flush(self) -> int:
         with self.lock:
@@ -102,8 +116,10 @@ class Database:
                     self.rt.abort()
                 self._plans = old_plans
                 self._start(self.catalog, frozenset())
+                self._tick()
                 raise
             self.catalog = new_catalog
+            self._tick()
 
     def _write(self, catalog, epoch, changed, dropped) -> None:
         all_dropped = []

@@ -192,6 +192,7 @@ def _sqlglot(text: str):
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         msg = err.get("description") or str(exc).split("\n")[0]
+        msg = re.sub(r"<Token token_type: [^,]*, text: ([^,]*),[^>]*>", r"'\1'", msg)
         raise SqlSyntaxError(f"syntax error: {msg}", err.get("line"), _start_col(err)) from None
     except TokenError as exc:
         raise SqlSyntaxError(f"syntax error: {exc}") from None

@@ -24,6 +24,7 @@ from sqlglot import exp
 from relational.catalog import TableDesc
 from relational.types import DataType
 from stream.chunk import StreamChunk
+from stream.errors import StreamError
 from stream.schema import Schema
 
 from sql import types as T
@@ -229,10 +230,16 @@ def _write_rows(db, rel, ops_rows, variables) -> None:
     if not ops_rows:
         return
     schema = Schema(list(rel.desc.columns))
+    chunks = [StreamChunk.from_rows(schema, ops_rows[at:at + 4096]) for at in range(0, len(ops_rows), 4096)]
     with db.lock:
         src = db.builder.sources[rel.name]
-        for at in range(0, len(ops_rows), 4096):
-            db.rt.write(src, StreamChunk.from_rows(schema, ops_rows[at:at + 4096]))
+        try:
+            for chunk in chunks:
+                db.rt.write(src, chunk)
+        except StreamError as exc:
+            cause = exc.__cause__ or exc
+            db.recover()
+            raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
     if variables.get("rw_implicit_flush") == "true":
         _checked_flush(db)
 
@@ -242,9 +249,7 @@ def _checked_flush(db) -> int:
         return db.flush()
     except Exception as exc:   # an actor failed: surface the cause and rebuild the graph
         cause = exc.__cause__ or exc
-        with db.lock:
-            db._stop()
-            db._start(db.catalog, frozenset())
+        db.recover()
         raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
 
 
