@@ -17,6 +17,7 @@ Callers: :mod:`sql.session` (``parse_script``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass, field
@@ -106,9 +107,20 @@ _AS_OF = re.compile(r"\bFOR\s+SYSTEM_TIME\s+AS\s+OF\b|\bAS\s+OF\s+EPOCH\b", re.I
 
 
 def parse_script(text: str) -> list:
-    """Every statement of ``text`` (empty statements skipped), as :class:`Statement`."""
+    """Every statement of ``text`` (empty statements skipped), as :class:`Statement`. Results
+    are cached by text (statements are never mutated after parsing), so ``executemany`` and
+    repeated queries parse once."""
     if not isinstance(text, str):
         raise SqlSyntaxError(f"SQL text must be a str, got {type(text).__name__}")
+    return list(_parse_cached(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(text: str) -> tuple:
+    return tuple(_parse(text))
+
+
+def _parse(text: str) -> list:
     cuts, holes = [], []
     for kind, start, end in _scan(text):
         (cuts if kind == ";" else holes).append((start, end))

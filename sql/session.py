@@ -25,7 +25,7 @@ from sql.batch.execute import from_arrow_values
 from sql.database import Database
 from sql.errors import ExecutionError, SqlError
 from sql.parse import parse_script
-from sql.statements import SESSION_VARIABLES, execute_statement
+from sql.statements import SESSION_VARIABLES, execute_statement, insert_many
 
 
 def connect(url: str = ":memory:", barrier_interval_ms: int = 1000, implicit_flush: bool = False,
@@ -102,8 +102,12 @@ class Cursor:
         return self
 
     def _run(self, stmt, params):
+        return self._guard(stmt, lambda: execute_statement(self.connection.db, stmt, params,
+                                                           self.connection.variables))
+
+    def _guard(self, stmt, fn):
         try:
-            return execute_statement(self.connection.db, stmt, params, self.connection.variables)
+            return fn()
         except SqlError:
             raise
         except RecursionError:
@@ -114,6 +118,18 @@ class Cursor:
             raise ExecutionError(f"{type(exc).__name__}: {exc}") from exc
 
     def executemany(self, sql: str, seq_of_params) -> Cursor:
+        self.connection._check()
+        statements = parse_script(sql)
+        if len(statements) == 1:
+            seq = [list(p or ()) for p in seq_of_params]
+            stmt = statements[0]
+            if any(len(p) < stmt.n_params for p in seq):
+                raise SqlError(f"the statement uses {stmt.n_params} parameters")
+            result = self._guard(stmt, lambda: insert_many(self.connection.db, stmt, seq, self.connection.variables))
+            if result is not None:
+                self.description, self.rowcount, self._table, self._at = None, result.rowcount, None, 0
+                return self
+            seq_of_params = seq
         total = 0
         for params in seq_of_params:
             self.execute(sql, params)

@@ -254,6 +254,26 @@ def _checked_flush(db) -> int:
 
 
 def _insert(db, node, params, variables, stmt) -> Result:
+    rel, full = _insert_rows(db, node, params)
+    _write_rows(db, rel, full, variables)
+    return Result(rowcount=len(full))
+
+
+def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
+    """``executemany`` of one INSERT: every parameter set's rows go out as one batch of chunks
+    (None when ``stmt`` is not an INSERT; the caller then runs the statements one by one)."""
+    if stmt.kind != "ast" or not isinstance(stmt.ast, exp.Insert):
+        return None
+    rows, rel = [], None
+    for params in seq_of_params:
+        rel, full = _insert_rows(db, stmt.ast, list(params or ()))
+        rows += full
+    if rel is not None:
+        _write_rows(db, rel, rows, variables)
+    return Result(rowcount=len(rows))
+
+
+def _insert_rows(db, node, params):
     target = node.this
     cols = None
     if isinstance(target, exp.Schema):
@@ -282,8 +302,11 @@ def _insert(db, node, params, variables, stmt) -> Result:
             row = []
             for item, c in zip(items, cols):
                 dtype = visible[vis_names.index(c)][1]
-                e = binder.bind_as(item, dtype)
-                row.append(_const_value(e, dtype, item))
+                lit = binder.literal(item)
+                if lit is not None and not (lit[2] and lit[0] is not None and dtype.kind != DataType.VARCHAR.kind):
+                    row.append(_coerce(lit[0], dtype, item))   # fast path: a constant or parameter
+                else:
+                    row.append(_const_value(binder.bind_as(item, dtype), dtype, item))
             rows.append(row)
     else:
         plan, _ = bind_select(db, source, params)
@@ -306,8 +329,7 @@ def _insert(db, node, params, variables, stmt) -> Result:
             if out[i] is None and not rel.row_id:
                 raise ExecutionError(f"null value in primary key column {rel.desc.columns[i][0]!r} of {name!r}")
         full.append(("+", tuple(out)))
-    _write_rows(db, rel, full, variables)
-    return Result(rowcount=len(full))
+    return rel, full
 
 
 def _coerce(value, dtype, node):
