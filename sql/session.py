@@ -143,7 +143,7 @@ class Cursor:
         end = self._table.num_rows if n is None else min(self._table.num_rows, self._at + n)
         part = self._table.slice(self._at, end - self._at)
         self._at = end
-        cols = [from_arrow_values(c.to_pylist(), t) for c, t in zip(part.columns, self._types)]
+        cols = [from_arrow_values(c, t) for c, t in zip(part.columns, self._types)]
         return [tuple(r) for r in zip(*cols)] if cols else [() for _ in range(part.num_rows)]
 
     def fetchone(self):

@@ -28,7 +28,7 @@ from stream.errors import StreamError
 from stream.schema import Schema
 
 from sql import types as T
-from sql.batch.execute import _py_rows, execute as run_batch, to_arrow_values
+from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.bind.select import QueryBinder
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
@@ -341,7 +341,7 @@ def _coerce(value, dtype, node):
 
 def _const_value(e, dtype, node):
     try:
-        value = e.eval([], 1).to_pylist()[0]
+        value = from_arrow_values(e.eval([], 1), e.data_type)[0]
     except (ArithmeticError, ValueError) as exc:
         raise error_at(ExecutionError, str(exc), node) from None
     return _coerce(value, dtype, node)
@@ -397,11 +397,11 @@ def _update(db, node, params, variables, stmt) -> Result:
         sets.append((idx, e, dtype, assign.expression))
     if not rows:
         return Result(rowcount=0)
-    cols = [pa.array(to_arrow_values([r[i] for r in rows], t), type=_arrow(t)) for i, (_, t) in enumerate(rel.columns)]
+    cols = [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(rel.columns)]
     new_rows = [list(r) for r in rows]
     for idx, e, dtype, n in sets:
         try:
-            values = e.eval(cols, len(rows)).to_pylist()
+            values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
         except (ArithmeticError, ValueError) as exc:
             raise error_at(ExecutionError, str(exc), n) from None
         for r, v in zip(new_rows, values):
@@ -480,7 +480,7 @@ def _explain(db, stmt, params, variables) -> Result:
 
 
 def _rows_result(columns, rows) -> Result:
-    arrays = [pa.array([r[i] for r in rows], type=_arrow(t)) for i, (_, t) in enumerate(columns)]
+    arrays = [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(columns)]
     table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(columns))])
     return Result(columns, table, len(rows))
 

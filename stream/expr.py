@@ -29,7 +29,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from relational.arrow import arrow_type
+from relational.arrow import _to_arrow_value, arrow_type
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
 
@@ -109,7 +109,8 @@ class Lit(Expr):
     def __init__(self, value, data_type: DataType):
         self.data_type = data_type
         self.value = data_type.validate(value) if value is not None else None
-        self._scalar = pa.scalar(self.value, type=arrow_type(data_type))
+        self._scalar = pa.scalar(None if self.value is None else _to_arrow_value(self.value, data_type),
+                                 type=arrow_type(data_type))
 
     def _eval(self, columns):
         return self._scalar

@@ -134,3 +134,23 @@ def test_cursor_surface():
         assert cur.fetch_arrow().column_names == ["a", "b", "d"]
         text = [r[0] for r in conn.execute("EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT b, count(*) FROM t GROUP BY b")]
         assert any("StreamHashAgg" in line and "state_tables" in line for line in text)
+
+
+def test_every_type_round_trips_through_insert_select_and_an_mv():
+    import datetime
+    import decimal
+    from relational.types import Interval
+    row = (1, datetime.datetime(2024, 2, 1), decimal.Decimal("2.25"), False, 1.5, Interval(0, 1, 7),
+           b"xy", datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc), datetime.time(1, 2), 4, 2 ** 40,
+           datetime.date(2020, 5, 6), 2.5)
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (a INT, ts TIMESTAMP, d DECIMAL, b BOOLEAN, r REAL, iv INTERVAL, by BYTEA, "
+                     "tz TIMESTAMPTZ, tm TIME, sm SMALLINT, bi BIGINT, dt DATE, f DOUBLE PRECISION)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t")
+        conn.execute("INSERT INTO t VALUES (" + ", ".join(["%s"] * len(row)) + ")", row)
+        for name in ("t", "m"):
+            [got] = conn.execute(f"SELECT * FROM {name}").fetchall()
+            assert got == row
+        conn.execute("INSERT INTO t (a, iv, d, ts) VALUES (2, '2 hours', '1.25', '2024-01-01 10:00:00')")
+        assert conn.execute("SELECT iv, d, ts FROM m WHERE a = 2").fetchall() == [
+            (Interval(0, 0, 7_200_000_000), decimal.Decimal("1.25"), datetime.datetime(2024, 1, 1, 10))]

@@ -20,8 +20,7 @@ import functools
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from relational.arrow import arrow_type
-from relational.types import Interval, TypeKind
+from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
 from stream.executors.agg_call import AggCall
 from stream.schema import Schema
@@ -41,25 +40,17 @@ def _table(columns, plan) -> pa.Table:
 
 def _rows_table(rows, plan) -> pa.Table:
     cols = list(zip(*rows)) if rows else [[] for _ in plan.types]
-    return _table([pa.array(to_arrow_values(c, t), type=arrow_type(t)) for c, t in zip(cols, plan.types)], plan)
+    return _table([to_arrow_values(c, t) for c, t in zip(cols, plan.types)], plan)
 
 
-def to_arrow_values(values, dtype) -> list:
-    """Python values of ``dtype`` as ``pa.array`` takes them (DECIMAL is text in Arrow)."""
-    if dtype.kind == TypeKind.DECIMAL:
-        return [None if v is None else str(v) for v in values]
-    if dtype.kind == TypeKind.INTERVAL:
-        return [None if v is None else {"months": v.months, "days": v.days, "usecs": v.usecs} for v in values]
-    return list(values)
+def to_arrow_values(values, dtype) -> pa.Array:
+    """Python values of ``dtype`` as an Arrow array (DECIMAL as text, INTERVAL month_day_nano)."""
+    return to_arrow(list(values), dtype)
 
 
-def from_arrow_values(values, dtype) -> list:
-    """The inverse of :func:`to_arrow_values` on ``to_pylist()`` output."""
-    if dtype.kind == TypeKind.DECIMAL:
-        return [None if v is None else decimal.Decimal(v) for v in values]
-    if dtype.kind == TypeKind.INTERVAL:
-        return [None if v is None else Interval(v["months"], v["days"], v["usecs"]) for v in values]
-    return values
+def from_arrow_values(column, dtype) -> list:
+    """The Python values of an Arrow column (the inverse of :func:`to_arrow_values`)."""
+    return to_pylist(column, dtype)
 
 
 class _Exec:
@@ -175,7 +166,6 @@ def _slots(call, vals) -> list:
     if kind == "count":
         return [len(set(vals)) if call.distinct else len(vals)]
     if kind in ("sum", "avg"):
-        import decimal
         init = call.initial_slots()[0]
         total = sum((decimal.Decimal(v) if call.slot_types[0].kind.name == "DECIMAL" else v for v in vals), init)
         return [total, len(vals)]
@@ -187,5 +177,5 @@ def _slots(call, vals) -> list:
 
 
 def _py_rows(t: pa.Table, types) -> list:
-    cols = [from_arrow_values(c.to_pylist(), dt) for c, dt in zip(t.columns, types)]
+    cols = [from_arrow_values(c, dt) for c, dt in zip(t.columns, types)]
     return list(zip(*cols))
