@@ -37,6 +37,7 @@ from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError
 from sql.parse import parse_script
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
+from sql.plan.rules import optimize
 
 SESSION_VARIABLES = {"rw_implicit_flush": "false", "rw_streaming_enable_delta_join": "false",
                      "streaming_parallelism": "0", "query_mode": "auto", "timezone": "UTC",
@@ -65,8 +66,9 @@ def execute_statement(db, stmt, params, variables) -> Result:
 # --- queries --------------------------------------------------------------------------------------
 
 def bind_select(db, node, params, batch=True):
+    """Bind a query and apply the rewrite rules (the one logical plan of batch and stream)."""
     binder = QueryBinder(db.catalog, params, batch=batch)
-    return binder.bind_query(node), binder
+    return optimize(binder.bind_query(node)), binder
 
 
 def _select(db, node, params, variables, stmt) -> Result:
@@ -157,7 +159,7 @@ def plan_mv_definition(db, rel):
     """Plan a stored MV definition again (reopen / rebuild); names come from the record."""
     [stmt] = parse_script(rel.definition)
     binder = QueryBinder(db.catalog, (), batch=False)
-    return binder.bind_query(stmt.ast)
+    return optimize(binder.bind_query(stmt.ast))
 
 
 def _create_mv(db, node, params, stmt) -> Result:
@@ -347,13 +349,15 @@ def _const_value(e, dtype, node):
     return _coerce(value, dtype, node)
 
 
-def _table_for_dml(db, node):
+def _table_for_dml(db, node, what):
     name = _name(node.this.this)
     rel = db.catalog.get(name)
     if rel is None:
         raise error_at(CatalogError, f"table {name!r} does not exist", node.this)
     if rel.kind != "table":
         raise error_at(BindError, f"cannot change materialized view {name!r}", node.this)
+    if rel.append_only:
+        raise error_at(ExecutionError, f"{what} is not allowed on the append-only table {name!r}", node.this)
     return rel
 
 
@@ -370,14 +374,14 @@ def _current_rows(db, rel, where, params):
 
 
 def _delete(db, node, params, variables, stmt) -> Result:
-    rel = _table_for_dml(db, node)
+    rel = _table_for_dml(db, node, "DELETE")
     rows, _ = _current_rows(db, rel, node.args.get("where"), params)
     _write_rows(db, rel, [("-", r) for r in rows], variables)
     return Result(rowcount=len(rows))
 
 
 def _update(db, node, params, variables, stmt) -> Result:
-    rel = _table_for_dml(db, node)
+    rel = _table_for_dml(db, node, "UPDATE")
     rows, scope = _current_rows(db, rel, node.args.get("where"), params)
     binder = ExprBinder(scope, params, context="UPDATE")
     names = [n for n, _ in rel.visible_columns]

@@ -194,3 +194,36 @@ def test_ticker_makes_dml_visible_without_flush():
                 break
             time.sleep(0.02)
         assert conn.execute("SELECT count(*) FROM t").fetchone() == (1,)
+
+
+def test_rules_merge_filters_and_keep_stateful_nodes():
+    from sql.plan.rules import optimize
+    plan = optimize(_plan("SELECT a FROM (SELECT a, b FROM t WHERE a > 1) AS s WHERE s.b = 'x' AND TRUE"))
+    filters = [n for n in P.walk(plan) if isinstance(n, P.Filter)]
+    assert len(filters) <= 2
+    agg_plan = _plan("SELECT b, count(*) FROM t WHERE a > 0 GROUP BY b")
+    before = [type(n) for n in P.walk(agg_plan) if isinstance(n, (P.Agg, P.Join))]
+    assert [type(n) for n in P.walk(optimize(agg_plan)) if isinstance(n, (P.Agg, P.Join))] == before
+
+
+def test_table_behaviours_row_id_update_on_conflict_append_only():
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE n (a INT, b INT)")
+        conn.execute("INSERT INTO n VALUES (1, 1), (1, 1), (2, 2)")   # duplicates are distinct rows
+        assert conn.execute("UPDATE n SET b = b + 10 WHERE a = 1").rowcount == 2
+        assert sorted(conn.execute("SELECT * FROM n").fetchall()) == [(1, 11), (1, 11), (2, 2)]
+        assert [d[0] for d in conn.execute("SELECT * FROM n").description] == ["a", "b"]   # _row_id hidden
+        conn.execute("CREATE TABLE k (id INT PRIMARY KEY, v INT) ON CONFLICT DO NOTHING")
+        conn.execute("INSERT INTO k VALUES (1, 1)")
+        conn.execute("INSERT INTO k VALUES (1, 2)")
+        assert conn.execute("SELECT * FROM k").fetchall() == [(1, 1)]
+        conn.execute("CREATE TABLE o (id INT PRIMARY KEY, v INT)")   # default: overwrite
+        conn.execute("INSERT INTO o VALUES (1, 1)")
+        conn.execute("INSERT INTO o VALUES (1, 2)")
+        assert conn.execute("SELECT * FROM o").fetchall() == [(1, 2)]
+        conn.execute("CREATE TABLE ao (a INT) APPEND ONLY")
+        with pytest.raises(sql.ExecutionError, match="append-only"):
+            conn.execute("DELETE FROM ao")
+        conn.execute("DROP TABLE k")
+        conn.execute("CREATE TABLE k (id INT PRIMARY KEY, v INT)")
+        assert conn.execute("SELECT * FROM k").fetchall() == []

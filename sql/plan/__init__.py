@@ -1,3 +1,3 @@
-"""Logical plan nodes (:mod:`sql.plan.nodes`), the rewrite rules (:mod:`sql.plan.rules`), stream
-planning (:mod:`sql.plan.stream`: an MV's storage table and internal state table ids) and
-EXPLAIN text (:mod:`sql.plan.explain`)."""
+"""Logical plan nodes (:mod:`sql.plan.nodes`), the rewrite rules (:mod:`sql.plan.rules`) and
+EXPLAIN text (:mod:`sql.plan.explain`). Stream planning (an MV's storage table, internal
+state table ids in plan order) lives with the builder in :mod:`sql.build`."""
