@@ -154,3 +154,21 @@ def test_every_type_round_trips_through_insert_select_and_an_mv():
         conn.execute("INSERT INTO t (a, iv, d, ts) VALUES (2, '2 hours', '1.25', '2024-01-01 10:00:00')")
         assert conn.execute("SELECT iv, d, ts FROM m WHERE a = 2").fetchall() == [
             (Interval(0, 0, 7_200_000_000), decimal.Decimal("1.25"), datetime.datetime(2024, 1, 1, 10))]
+
+
+def test_distinct_group_by_without_aggregates_and_union_agree_with_batch():
+    queries = ["SELECT DISTINCT a, b FROM t", "SELECT a FROM t GROUP BY a",
+               "SELECT a, b FROM t UNION SELECT a, b FROM u", "SELECT a FROM t UNION ALL SELECT a FROM u UNION SELECT b FROM u"]
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (a INT, b INT)")
+        conn.execute("CREATE TABLE u (a INT, b INT)")
+        conn.execute("INSERT INTO t VALUES (1, 1), (1, 1), (2, 2), (3, NULL), (3, NULL)")
+        conn.execute("INSERT INTO u VALUES (1, 1), (5, 5)")
+        for i, q in enumerate(queries):
+            conn.execute(f"CREATE MATERIALIZED VIEW m{i} AS {q}")
+        assert _mv_rows(conn, "m0") == [(1, 1), (2, 2), (3, None)]
+        conn.execute("DELETE FROM t WHERE a = 1")
+        conn.execute("INSERT INTO u VALUES (2, 2)")
+        for i, q in enumerate(queries):
+            assert _mv_rows(conn, f"m{i}") == sorted(conn.execute(q).fetchall(), key=repr)
+        assert _mv_rows(conn, "m2") == [(1, 1), (2, 2), (3, None), (5, 5)]

@@ -116,7 +116,7 @@ def test_union_all_key_is_tag_plus_slots():
     ("SELECT a FROM t, u WHERE a = v AND b = 'x' AND k = a + 0", None, None),
     ("SELECT b, a FROM t GROUP BY b", BindError, "GROUP BY"),
     ("SELECT a + 'x' FROM t", BindError, "invalid input syntax"),
-    ("SELECT DISTINCT a FROM t", UnsupportedError, "DISTINCT"),
+    ("SELECT DISTINCT ON (a) a FROM t", UnsupportedError, "DISTINCT ON"),
     ("SELECT a FROM t ORDER BY a", UnsupportedError, "top-N"),
     ("SELECT a FROM t WHERE a > (SELECT max(k) FROM u)", UnsupportedError, "subquer"),
     ("SELECT a FROM t JOIN u ON t.a > u.k", UnsupportedError, "equality"),

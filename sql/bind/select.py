@@ -67,12 +67,12 @@ class QueryBinder:
     # --- UNION ALL ------------------------------------------------------------------------------
 
     def _union(self, node) -> P.Node:
-        if node.args.get("distinct"):
-            raise error_at(UnsupportedError, "UNION (distinct) is not supported yet; use UNION ALL", node)
+        distinct = bool(node.args.get("distinct"))
         branches = []
 
-        def flatten(n):
-            if isinstance(n, exp.Union) and not n.args.get("distinct") and not n.args.get("with"):
+        def flatten(n):   # a chain of the same kind of UNION is one n-ary union
+            if isinstance(n, exp.Union) and bool(n.args.get("distinct")) == distinct and \
+                    not (n.args.get("with_") or n.args.get("with")):
                 flatten(n.this)
                 flatten(n.expression)
             else:
@@ -103,7 +103,8 @@ class QueryBinder:
                 exprs.append(E.Col(k, kt) if sj == bi else E.Lit(None, kt))
             names = branches[0].names[:width] + ["_union_tag"] + [f"_union_k{i}" for i in range(len(slots))]
             projected.append(P.Project(b, exprs, names))
-        return P.Union(projected, list(range(width, width + 1 + len(slots))), width)
+        union = P.Union(projected, list(range(width, width + 1 + len(slots))), width)
+        return distinct_all(union) if distinct else union
 
     # --- FROM -----------------------------------------------------------------------------------
 
@@ -204,7 +205,10 @@ class QueryBinder:
     # --- SELECT ---------------------------------------------------------------------------------
 
     def _select(self, node, top: bool) -> P.Node:
-        for key, what in (("distinct", "SELECT DISTINCT"), ("qualify", "QUALIFY"), ("windows", "WINDOW")):
+        distinct = node.args.get("distinct")
+        if distinct is not None and distinct.args.get("on") is not None:
+            raise error_at(UnsupportedError, "DISTINCT ON is not supported yet", node)
+        for key, what in (("qualify", "QUALIFY"), ("windows", "WINDOW")):
             if node.args.get(key):
                 raise error_at(UnsupportedError, f"{what} is not supported yet", node)
         if (node.args.get("order") or node.args.get("limit") or node.args.get("offset")) and \
@@ -256,6 +260,11 @@ class QueryBinder:
         proj = P.Project(plan, exprs + extra, names + [f"_order{i}" for i in range(len(extra))])
         proj.n_visible = len(exprs)
         plan = proj
+        if distinct is not None:
+            if extra:
+                raise error_at(BindError, "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                               order)
+            plan = distinct_all(plan)
         if sort_keys:
             plan = P.Sort(plan, sort_keys)
         limit, offset = node.args.get("limit"), node.args.get("offset")
@@ -349,6 +358,8 @@ class QueryBinder:
             except ExecutorError as exc:
                 raise BindError(str(exc).split(": ", 1)[-1]) from None
             specs.append(P.AggSpec(kind, arg_idx, distinct, filt_idx, call.return_type, text))
+        if not specs:   # GROUP BY without aggregates: a hidden count(*) keeps each group's row count
+            specs.append(P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* hidden */"))
         k = len(group_nodes)
         agg = P.Agg(project, list(range(k)), specs, [f"_g{i}" for i in range(k)] + [f"_a{i}" for i in range(len(specs))])
         group_text = {g.sql(dialect="postgres"): i for i, g in enumerate(group_nodes)}
@@ -379,6 +390,15 @@ class QueryBinder:
                                           "aggregate function", node)
             return None
         return agg, ExprBinder(Scope(), self.params, hook=hook, context="SELECT")
+
+
+def distinct_all(plan: P.Node) -> P.Node:
+    """``plan``'s visible rows without duplicates: GROUP BY every visible column (with a hidden
+    count(*), an aggregation needs a call), projected back to those columns."""
+    n = plan.n_visible
+    count = P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* distinct */")
+    agg = P.Agg(plan, list(range(n)), [count], list(plan.names[:n]) + ["_count"])
+    return P.Project(agg, [E.Col(i, agg.types[i], agg.names[i]) for i in range(n)], list(plan.names[:n]))
 
 
 def _conjuncts(node) -> list:
