@@ -32,8 +32,6 @@ class Database:
     def __init__(self, url: str, barrier_interval_ms=1000, **store_options):
         if url in (":memory:", "memory://"):
             url = f"memory://sql-{uuid.uuid4().hex}"
-        elif url.startswith("file://"):
-            url = url
         self.url = url
         self.barrier_interval_ms = barrier_interval_ms
         self.store = HummockStorage.open(url, StorageOptions(**store_options) if store_options else None)

@@ -76,8 +76,6 @@ def type_from_name(name: str) -> DataType:
 def type_from_sqlglot(node) -> DataType:
     """``DataType`` of a sqlglot ``exp.DataType`` node; UnsupportedError naming it otherwise."""
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
-    if name in ("TIMESTAMP", "TIMESTAMPLTZ") and False:
-        pass
     if name == "TIMESTAMPLTZ":
         name = "TIMESTAMPTZ"
     dtype = _SQLGLOT.get(name)

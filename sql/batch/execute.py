@@ -83,7 +83,7 @@ class _Exec:
     def _agg(self, plan: P.Agg):
         t = self.run(plan.input)
         schema = Schema(list(zip(plan.input.names, plan.input.types)))
-        rows = t.to_pylist() if False else _py_rows(t, plan.input.types) if t.num_columns else []
+        rows = _py_rows(t, plan.input.types) if t.num_columns else []
         groups: dict = {}
         for row in rows:
             groups.setdefault(tuple(row[g] for g in plan.group), []).append(row)
