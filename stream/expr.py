@@ -29,7 +29,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from relational.arrow import arrow_type
+from relational.arrow import _to_arrow_value, arrow_type
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
 
@@ -109,7 +109,8 @@ class Lit(Expr):
     def __init__(self, value, data_type: DataType):
         self.data_type = data_type
         self.value = data_type.validate(value) if value is not None else None
-        self._scalar = pa.scalar(self.value, type=arrow_type(data_type))
+        self._scalar = pa.scalar(None if self.value is None else _to_arrow_value(self.value, data_type),
+                                 type=arrow_type(data_type))
 
     def _eval(self, columns):
         return self._scalar
@@ -301,6 +302,42 @@ def _as_text(arg, columns):
     return value if arg.data_type == DataType.VARCHAR else pc.cast(value, pa.string())
 
 
+def _text_to_text(ts):
+    return ts[0] if ts[0] == DataType.VARCHAR else None
+
+
+def _as_double(arg, columns):
+    return _cast_to(arg._eval(columns), arg.data_type, DataType.DOUBLE, arg)
+
+
+def _func_substr(args, columns):   # substr(s, start [, count]), 1-based like Postgres
+    value = args[0]._eval(columns)
+    start = args[1]
+    count = args[2] if len(args) > 2 else None
+    if not isinstance(start, Lit) or (count is not None and not isinstance(count, Lit)):
+        raise ExpressionError("substr needs constant start and count")
+    if start.value is None or (count is not None and count.value is None):
+        return pa.scalar(None, pa.string())
+    begin = start.value - 1
+    end = None if count is None else begin + count.value
+    if count is not None and count.value < 0:
+        raise ExpressionError("negative substring length not allowed")
+    begin_clamped = max(begin, 0)
+    if end is not None and end <= begin_clamped:
+        return pc.if_else(pc.is_null(value), pa.scalar(None, pa.string()), pa.scalar("", pa.string())) \
+            if isinstance(value, pa.Array) else pa.scalar(None if not value.is_valid else "", pa.string())
+    return pc.utf8_slice_codeunits(value, begin_clamped, end)
+
+
+def _func_replace(args, columns):
+    pattern, repl = args[1], args[2]
+    if not isinstance(pattern, Lit) or not isinstance(repl, Lit):
+        raise ExpressionError("replace needs constant pattern and replacement")
+    if pattern.value is None or repl.value is None:
+        return pa.scalar(None, pa.string())
+    return pc.replace_substring(args[0]._eval(columns), pattern.value, repl.value)
+
+
 _FUNCS = {
     # name: (implementation, result type from the argument types, (min args, max args))
     "abs": (_func_abs, lambda ts: ts[0] if is_numeric(ts[0]) else None, (1, 1)),
@@ -313,6 +350,20 @@ _FUNCS = {
                lambda ts: DataType.INT if ts[0] == DataType.VARCHAR else None, (1, 1)),
     "coalesce": (_func_coalesce, lambda ts: ts[0] if all(t == ts[0] for t in ts) else None, (1, None)),
     "concat": (_func_concat, lambda ts: DataType.VARCHAR, (1, None)),
+    "substr": (_func_substr, lambda ts: ts[0] if ts[0] == DataType.VARCHAR and all(t.kind in _INTS for t in ts[1:])
+               else None, (2, 3)),
+    "trim": (lambda a, c: pc.utf8_trim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
+    "ltrim": (lambda a, c: pc.utf8_ltrim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
+    "rtrim": (lambda a, c: pc.utf8_rtrim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
+    "replace": (_func_replace, lambda ts: ts[0] if all(t == DataType.VARCHAR for t in ts) else None, (3, 3)),
+    "ceil": (lambda a, c: pc.ceil(a[0]._eval(c)), lambda ts: DataType.DOUBLE if ts[0].kind in _FLOATS else None,
+             (1, 1)),
+    "floor": (lambda a, c: pc.floor(a[0]._eval(c)), lambda ts: DataType.DOUBLE if ts[0].kind in _FLOATS else None,
+              (1, 1)),
+    "sqrt": (lambda a, c: pc.sqrt(_as_double(a[0], c)), lambda ts: DataType.DOUBLE if is_numeric(ts[0]) else None,
+             (1, 1)),
+    "power": (lambda a, c: pc.power(_as_double(a[0], c), _as_double(a[1], c)),
+              lambda ts: DataType.DOUBLE if all(is_numeric(t) for t in ts) else None, (2, 2)),
 }
 
 
@@ -340,3 +391,77 @@ class Func(Expr):
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+def _length_of(columns, values) -> int | None:
+    for v in list(values) + list(columns):
+        if isinstance(v, (pa.Array, pa.ChunkedArray)):
+            return len(v)
+    return None
+
+
+class Case(Expr):
+    """``CASE WHEN c1 THEN v1 ... ELSE e END``: the first branch whose condition is TRUE (NULL
+    counts as not TRUE); every value (and ``else_``, None = NULL) already has ``data_type``."""
+
+    def __init__(self, whens, else_: Expr | None, data_type: DataType):
+        self.whens, self.else_, self.data_type = [tuple(w) for w in whens], else_, data_type
+        if not self.whens:
+            raise ExpressionError("CASE needs at least one WHEN")
+        for cond, value in self.whens:
+            _require_bool(cond, self)
+            if value.data_type != data_type:
+                raise ExpressionError(f"CASE branch {value} is {value.data_type.sql_name()}, not "
+                                      f"{data_type.sql_name()}", self)
+        if else_ is not None and else_.data_type != data_type:
+            raise ExpressionError(f"CASE ELSE is {else_.data_type.sql_name()}, not {data_type.sql_name()}", self)
+
+    def children(self) -> tuple:
+        out = [x for w in self.whens for x in w]
+        return tuple(out + ([self.else_] if self.else_ is not None else []))
+
+    def _eval(self, columns):
+        conds = [c._eval(columns) for c, _ in self.whens]
+        values = [v._eval(columns) for _, v in self.whens]
+        other = self.else_._eval(columns) if self.else_ is not None else pa.scalar(None, arrow_type(self.data_type))
+        n = _length_of(columns, conds + values + [other])
+        if n is None:   # all constants
+            for cond, value in zip(conds, values):
+                if cond.is_valid and cond.as_py():
+                    return value
+            return other
+        def arr(v, t):
+            return pa.repeat(v, n) if isinstance(v, pa.Scalar) and v.is_valid else \
+                (pa.nulls(n, t) if isinstance(v, pa.Scalar) else v)
+        conds = [pc.fill_null(arr(c, pa.bool_()), False) for c in conds]
+        t = arrow_type(self.data_type)
+        return _wrap(pc.case_when, self, pa.StructArray.from_arrays(conds, [f"c{i}" for i in range(len(conds))]),
+                     *[arr(v, t) for v in values], arr(other, t))
+
+    def __str__(self) -> str:
+        body = " ".join(f"WHEN {c} THEN {v}" for c, v in self.whens)
+        return f"(CASE {body}{'' if self.else_ is None else f' ELSE {self.else_}'} END)"
+
+
+class Like(Expr):
+    """``arg [NOT] LIKE pattern`` (``ignore_case``: ILIKE); the pattern is a constant."""
+
+    def __init__(self, arg: Expr, pattern: str | None, negated: bool = False, ignore_case: bool = False):
+        if arg.data_type != DataType.VARCHAR:
+            raise ExpressionError(f"LIKE needs a VARCHAR operand, got {arg.data_type.sql_name()}", self)
+        self.arg, self.pattern, self.negated, self.ignore_case = arg, pattern, negated, ignore_case
+        self.data_type = DataType.BOOLEAN
+
+    def children(self) -> tuple:
+        return (self.arg,)
+
+    def _eval(self, columns):
+        value = self.arg._eval(columns)
+        if self.pattern is None:
+            return pa.scalar(None, pa.bool_())
+        out = _wrap(lambda: pc.match_like(value, self.pattern, ignore_case=self.ignore_case), self)
+        return pc.invert(out) if self.negated else out
+
+    def __str__(self) -> str:
+        op = ("NOT " if self.negated else "") + ("ILIKE" if self.ignore_case else "LIKE")
+        return f"({self.arg} {op} {self.pattern!r})"

@@ -1,10 +1,11 @@
 """Streaming executors, one module each (docs/streaming.md): sources and DML, Project,
 Filter, Materialize, Union, HashAgg/SimpleAgg (aggregate calls in ``agg_call``), HashJoin,
-TopN/GroupTopN, AppendOnlyDedup, TumbleWindow/HopWindow and DynamicFilter. Each plugs into
+TopN/GroupTopN, AppendOnlyDedup, Backfill (a new MV's snapshot of its input), TumbleWindow/HopWindow and DynamicFilter. Each plugs into
 :mod:`stream.executor`'s interface; none knows the runtime.
 """
 
 from stream.executors.agg_call import AggCall
+from stream.executors.backfill import Backfill
 from stream.executors.dedup import AppendOnlyDedup
 from stream.executors.dml import Dml
 from stream.executors.dynamic_filter import DynamicFilter
@@ -18,6 +19,6 @@ from stream.executors.source import TableSource, Values
 from stream.executors.top_n import GroupTopN, TopN
 from stream.executors.union import Union
 
-__all__ = ["AggCall", "AppendOnlyDedup", "Dml", "DynamicFilter", "Filter", "GroupTopN", "HashAgg", "HashJoin",
+__all__ = ["AggCall", "AppendOnlyDedup", "Backfill", "Dml", "DynamicFilter", "Filter", "GroupTopN", "HashAgg", "HashJoin",
            "HopWindow", "Materialize", "Project", "SimpleAgg", "TableSource", "TopN", "TumbleWindow", "Union",
            "Values", "agg_table_count"]

@@ -20,7 +20,8 @@ committed state -- which is how recovery works: reopen the store, build the same
 for the loop; it blocks while ``channel_capacity`` chunks of that source are in flight). ``barrier(checkpoint=True)`` injects a barrier and returns once every
 actor passed it and (for a checkpoint) the store committed its ``prev_epoch``; ``flush()`` is
 that and returns the committed epoch (SQL ``FLUSH``). With ``barrier_interval_ms`` a ticker
-injects barriers by itself, every ``checkpoint_frequency``-th one a checkpoint. ``stop()``
+injects barriers by itself, every ``checkpoint_frequency``-th one a checkpoint
+(``start_ticker(ms)`` starts it later for a runtime started without an interval). ``stop()``
 sends a checkpointed Stop barrier to every actor and waits for them; ``abort()`` cancels
 everything without a checkpoint (what a crash leaves: the store keeps only committed epochs).
 
@@ -170,6 +171,18 @@ class StreamRuntime:
         if self.barrier_interval_ms:
             self._ticker = asyncio.ensure_future(self._tick())
         return barrier
+
+    def start_ticker(self, barrier_interval_ms: int) -> None:
+        """Start injecting barriers every ``barrier_interval_ms`` (for a runtime started without
+        an interval: the SQL layer writes its catalog records into the first epoch before any
+        other barrier may seal it)."""
+        self._check()
+
+        async def go():
+            if self._ticker is None:
+                self.barrier_interval_ms = barrier_interval_ms
+                self._ticker = asyncio.ensure_future(self._tick())
+        self._call(go())
 
     def _actor_done(self, actor: Actor, task: asyncio.Task) -> None:
         if task.cancelled() or task.exception() is None:

@@ -1,0 +1,181 @@
+"""Batch execution: a logical plan -> a ``pyarrow.Table``, reading every Scan at one committed
+epoch (the caller pins it with ``store.snapshot(epoch)`` for the whole query).
+
+Job: Scan reads through ``StorageTable.to_arrow(epoch)``; Filter and Project evaluate the same
+:mod:`stream.expr` trees the stream executors use (pyarrow compute); Agg, Join, Sort and Limit
+work on Python rows with the stream executors' semantics (``AggCall.result_column`` computes
+each aggregate's result exactly as HashAgg does: types, NULLs, overflow, avg's scale).
+
+Invariants: every node returns a table whose columns are ``node.types`` in order; the result
+of a plan equals the content its MV would have at the same epoch (the differential test).
+
+Callers: :mod:`sql.statements` (SELECT, INSERT ... SELECT).
+"""
+
+from __future__ import annotations
+
+import decimal
+import functools
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from relational.arrow import arrow_type, to_arrow, to_pylist
+from relational.storage_table import StorageTable
+from stream.executors.agg_call import AggCall
+from stream.schema import Schema
+from stream.expr import Col
+
+from sql.plan import nodes as P
+
+
+def execute(plan: P.Node, store, epoch: int) -> pa.Table:
+    return _Exec(store, epoch).run(plan)
+
+
+def _table(columns, plan) -> pa.Table:
+    fields = [pa.field(f"c{i}", arrow_type(t)) for i, t in enumerate(plan.types)]
+    return pa.Table.from_arrays(list(columns), schema=pa.schema(fields))
+
+
+def _rows_table(rows, plan) -> pa.Table:
+    cols = list(zip(*rows)) if rows else [[] for _ in plan.types]
+    return _table([to_arrow_values(c, t) for c, t in zip(cols, plan.types)], plan)
+
+
+def to_arrow_values(values, dtype) -> pa.Array:
+    """Python values of ``dtype`` as an Arrow array (DECIMAL as text, INTERVAL month_day_nano)."""
+    return to_arrow(list(values), dtype)
+
+
+def from_arrow_values(column, dtype) -> list:
+    """The Python values of an Arrow column (the inverse of :func:`to_arrow_values`)."""
+    return to_pylist(column, dtype)
+
+
+class _Exec:
+    def __init__(self, store, epoch):
+        self.store, self.epoch = store, epoch
+
+    def run(self, plan) -> pa.Table:
+        return getattr(self, "_" + type(plan).__name__.lower())(plan)
+
+    def _scan(self, plan: P.Scan):
+        t = StorageTable.from_desc(self.store, plan.relation.desc).to_arrow(self.epoch)
+        return _table([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns], plan)
+
+    def _values(self, plan: P.Values):
+        return _rows_table(plan.rows, plan) if plan.types else pa.table({"_": pa.nulls(len(plan.rows))})
+
+    def _columns(self, t: pa.Table):
+        return [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns]
+
+    def _filter(self, plan: P.Filter):
+        t = self.run(plan.input)
+        mask = plan.condition.eval(self._columns(t), t.num_rows)
+        return _table(self._columns(t.filter(pc.fill_null(mask, False))), plan)
+
+    def _project(self, plan: P.Project):
+        t = self.run(plan.input)
+        cols = self._columns(t)
+        return _table([e.eval(cols, t.num_rows) for e in plan.exprs], plan)
+
+    def _agg(self, plan: P.Agg):
+        t = self.run(plan.input)
+        schema = Schema(list(zip(plan.input.names, plan.input.types)))
+        rows = _py_rows(t, plan.input.types) if t.num_columns else []
+        groups: dict = {}
+        for row in rows:
+            groups.setdefault(tuple(row[g] for g in plan.group), []).append(row)
+        if not plan.group and not groups:
+            groups[()] = []
+        out_cols = [[] for _ in plan.calls]
+        keys = list(groups)
+        for j, spec in enumerate(plan.calls):
+            filt = None if spec.filter_col is None else Col(spec.filter_col, plan.input.types[spec.filter_col])
+            call = AggCall(spec.kind, spec.arg, distinct=spec.distinct, filter=filt).bind(schema)
+            slot_cols = [[] for _ in call.slot_types]
+            for key in keys:
+                vals = [r[spec.arg] if spec.arg is not None else 1 for r in groups[key]
+                        if spec.filter_col is None or r[spec.filter_col] is True]
+                vals = [v for v in vals if v is not None]
+                for i, s in enumerate(_slots(call, vals)):
+                    slot_cols[i].append(s)
+            out_cols[j] = call.result_column(slot_cols, "batch aggregate", keys)
+        out = [list(k) + [col[i] for col in out_cols] for i, k in enumerate(keys)]
+        return _rows_table(out, plan)
+
+    def _join(self, plan: P.Join):
+        left, right = self.run(plan.left), self.run(plan.right)
+        lrows = _py_rows(left, plan.left.types) if left.num_columns else []
+        rrows = _py_rows(right, plan.right.types) if right.num_columns else []
+        lw, rw = len(plan.left.types), len(plan.right.types)
+        index: dict = {}
+        for j, r in enumerate(rrows):
+            key = tuple(r[k] for k in plan.right_keys)
+            if None not in key:
+                index.setdefault(key, []).append(j)
+        pairs = []
+        for i, l in enumerate(lrows):
+            key = tuple(l[k] for k in plan.left_keys)
+            for j in (index.get(key, []) if None not in key else []):
+                pairs.append((i, j))
+        if plan.condition is not None and pairs:
+            cand = _rows_table([lrows[i] + rrows[j] for i, j in pairs], plan)
+            ok = plan.condition.eval(self._columns(cand), cand.num_rows).to_pylist()
+            pairs = [p for p, k in zip(pairs, ok) if k is True]
+        out = [lrows[i] + rrows[j] for i, j in pairs]
+        if plan.kind in ("left", "full"):
+            matched = {i for i, _ in pairs}
+            out += [lrows[i] + (None,) * rw for i in range(len(lrows)) if i not in matched]
+        if plan.kind in ("right", "full"):
+            matched = {j for _, j in pairs}
+            out += [(None,) * lw + rrows[j] for j in range(len(rrows)) if j not in matched]
+        return _rows_table(out, plan)
+
+    def _union(self, plan: P.Union):
+        return _table([pa.concat_arrays([self._columns(self.run(i))[c] for i in plan.inputs])
+                       for c in range(len(plan.types))], plan)
+
+    def _sort(self, plan: P.Sort):
+        t = self.run(plan.input)
+        rows = _py_rows(t, plan.input.types) if t.num_columns else []
+
+        def cmp(a, b):
+            for col, desc, nulls_first in plan.keys:
+                x, y = a[col], b[col]
+                if x == y:
+                    continue
+                if x is None or y is None:
+                    return (-1 if nulls_first else 1) * (1 if x is None else -1)
+                r = -1 if x < y else 1
+                return -r if desc else r
+            return 0
+        rows.sort(key=functools.cmp_to_key(cmp))
+        return _rows_table(rows, plan)
+
+    def _limit(self, plan: P.Limit):
+        t = self.run(plan.input)
+        end = None if plan.limit is None else plan.offset + plan.limit
+        return t.slice(plan.offset, (end - plan.offset) if end is not None else None)
+
+
+def _slots(call, vals) -> list:
+    """The state slots HashAgg would hold for the non-NULL, filtered values ``vals``."""
+    kind = call.kind
+    if kind == "count":
+        return [len(set(vals)) if call.distinct else len(vals)]
+    if kind in ("sum", "avg"):
+        init = call.initial_slots()[0]
+        total = sum((decimal.Decimal(v) if call.slot_types[0].kind.name == "DECIMAL" else v for v in vals), init)
+        return [total, len(vals)]
+    if kind == "min":
+        return [min(vals) if vals else None]
+    if kind == "max":
+        return [max(vals) if vals else None]
+    return [sum(1 for v in vals if v), sum(1 for v in vals if not v)]
+
+
+def _py_rows(t: pa.Table, types) -> list:
+    cols = [from_arrow_values(c, dt) for c, dt in zip(t.columns, types)]
+    return list(zip(*cols))

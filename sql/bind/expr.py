@@ -1,0 +1,352 @@
+"""Scalar expression binding: a sqlglot expression + a :class:`Scope` -> a typed
+:mod:`stream.expr` tree (Postgres typing for the supported types).
+
+Job: resolve column names (unknown -> BindError, ambiguous -> BindError), type literals and
+``$n`` parameters (bound as values, never text), resolve untyped string literals and NULLs
+against the other operand's type, and map each supported operator or function to a
+``stream.expr`` node (``IN`` -> OR of ``=``, ``BETWEEN`` -> AND, ``NULLIF`` -> CASE, ``||`` ->
+NULL-propagating concat). Anything else raises UnsupportedError naming the construct and its
+position. ``hook`` lets the aggregate binder replace GROUP BY expressions and aggregate calls
+by columns of the Agg output before normal binding.
+
+Invariants: every returned node has its ``data_type``; errors carry the node's position;
+nesting deeper than ``MAX_DEPTH`` raises SqlError (never RecursionError).
+
+Callers: :mod:`sql.bind.select`, :mod:`sql.statements` (INSERT values, UPDATE, DELETE).
+"""
+
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from relational.types import DataType, TypeKind
+from stream.errors import ExpressionError
+from stream import expr as E
+
+from sql import types as T
+from sql.errors import BindError, SqlError, UnsupportedError, error_at
+
+MAX_DEPTH = 200
+
+
+@dataclass
+class ScopeCol:
+    table: str | None
+    name: str
+    index: int
+    dtype: DataType
+    unqualified: bool = True   # False: reachable only as table.name (USING's right copy)
+
+
+class Scope:
+    """The columns an expression may name: ``(table alias, name) -> input column index``."""
+
+    def __init__(self, cols=()):
+        self.cols = list(cols)
+
+    def shifted(self, offset: int) -> Scope:
+        return Scope([ScopeCol(c.table, c.name, c.index + offset, c.dtype, c.unqualified) for c in self.cols])
+
+    def __add__(self, other: Scope) -> Scope:
+        return Scope(self.cols + other.cols)
+
+    def resolve(self, name: str, table: str | None, node) -> ScopeCol:
+        found = [c for c in self.cols if c.name == name and (c.table == table if table else c.unqualified)]
+        if not found:
+            full = f"{table}.{name}" if table else name
+            raise error_at(BindError, f"column {full!r} does not exist", node)
+        if len(found) > 1:
+            raise error_at(BindError, f"column reference {name!r} is ambiguous", node)
+        return found[0]
+
+    def tables(self) -> set:
+        return {c.table for c in self.cols}
+
+
+def _name(ident) -> str:
+    if ident is None:
+        return None
+    if isinstance(ident, exp.Identifier):
+        return ident.this if ident.quoted else ident.this.lower()
+    return str(ident.name if hasattr(ident, "name") else ident).lower()
+
+
+class ExprBinder:
+    """Binds expressions of one statement (``params``: the bound parameter values)."""
+
+    def __init__(self, scope: Scope, params=(), hook=None, context: str = "expression"):
+        self.scope, self.params, self.hook, self.context = scope, list(params), hook, context
+        self.depth = 0
+
+    def bind(self, node) -> E.Expr:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise error_at(SqlError, f"expression nests deeper than {MAX_DEPTH} levels", node)
+        try:
+            if self.hook is not None:
+                out = self.hook(node)
+                if out is not None:
+                    return out
+            try:
+                return self._bind(node)
+            except ExpressionError as exc:
+                raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+        finally:
+            self.depth -= 1
+
+    # --- literals -------------------------------------------------------------------------------
+
+    def literal(self, node):
+        """``(value, DataType, untyped)`` for a literal/parameter node, or None."""
+        if isinstance(node, exp.Paren):
+            return self.literal(node.this)
+        if isinstance(node, exp.Null):
+            return None, None, True
+        if isinstance(node, exp.Boolean):
+            return bool(node.this), DataType.BOOLEAN, False
+        if isinstance(node, exp.Literal):
+            text = node.this
+            if node.is_string:
+                return text, DataType.VARCHAR, True
+            if any(ch in text for ch in ".eE"):
+                return float(text), DataType.DOUBLE, False
+            value = int(text)
+            return value, T.literal_type(value), False
+        if isinstance(node, exp.Parameter) and node.this is not None and node.this.name.isdigit():
+            n = int(node.this.name)
+            if not 1 <= n <= len(self.params):
+                raise error_at(BindError, f"there is no parameter ${n} ({len(self.params)} given)", node)
+            value = self.params[n - 1]
+            if value is None:
+                return None, None, True
+            return value, T.literal_type(value), isinstance(value, str)
+        if isinstance(node, exp.Neg):
+            inner = self.literal(node.this)
+            if inner is not None and inner[1] is not None and T.is_numeric(inner[1]) and not inner[2]:
+                value = -inner[0]
+                return value, T.literal_type(value) if isinstance(value, int) else inner[1], False
+        return None
+
+    def _lit(self, value, dtype, node) -> E.Lit:
+        try:
+            return E.Lit(value, dtype)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise error_at(BindError, f"invalid {dtype.sql_name()} value {value!r}: {exc}", node) from None
+
+    def bind_as(self, node, dtype: DataType) -> E.Expr:
+        """Bind ``node`` where a ``dtype`` is expected: untyped strings/NULLs take that type."""
+        lit = self.literal(node)
+        if lit is not None and lit[2]:
+            value = lit[0]
+            if value is None:
+                return E.Lit(None, dtype)
+            try:
+                return self._lit(T.parse_text(value, dtype), dtype, node)
+            except (ValueError, TypeError):
+                raise error_at(BindError, f"invalid input syntax for type {dtype.sql_name()}: {value!r}",
+                               node) from None
+        return self.bind(node)
+
+    def bind_pair(self, left, right):
+        """Both operands, an untyped side taking the typed side's type."""
+        ll, rl = self.literal(left), self.literal(right)
+        if ll is not None and ll[2] and not (rl is not None and rl[2]):
+            r = self.bind(right)
+            return self.bind_as(left, r.data_type), r
+        if rl is not None and rl[2] and not (ll is not None and ll[2]):
+            lft = self.bind(left)
+            return lft, self.bind_as(right, lft.data_type)
+        return self.bind(left), self.bind(right)
+
+    def coerce(self, e: E.Expr, dtype: DataType, node) -> E.Expr:
+        if e.data_type == dtype:
+            return e
+        if isinstance(e, E.Lit) and e.value is None:
+            return E.Lit(None, dtype)
+        if T.can_implicit_cast(e.data_type, dtype):
+            return E.Cast(e, dtype)
+        raise error_at(BindError, f"cannot use {e.data_type.sql_name()} where {dtype.sql_name()} is expected", node)
+
+    def unify(self, exprs, nodes, what: str):
+        """Cast ``exprs`` to their common supertype (CASE, COALESCE, IN)."""
+        typed = [e for e in exprs if not (isinstance(e, E.Lit) and e.value is None and e.data_type == DataType.VARCHAR)]
+        target = typed[0].data_type if typed else DataType.VARCHAR
+        for e, n in zip(typed[1:], nodes):
+            sup = T.common_supertype(target, e.data_type)
+            if sup is None:
+                raise error_at(BindError, f"{what} types {target.sql_name()} and {e.data_type.sql_name()} "
+                                          "cannot be matched", n)
+            target = sup
+        return [self.coerce(e, target, n) for e, n in zip(exprs, nodes)], target
+
+    # --- the dispatch -----------------------------------------------------------------------------
+
+    def _bind(self, node) -> E.Expr:
+        lit = self.literal(node)
+        if lit is not None:
+            value, dtype, untyped = lit
+            if value is None:
+                return E.Lit(None, DataType.VARCHAR)
+            return self._lit(value, dtype, node)
+        if isinstance(node, exp.Paren):
+            return self.bind(node.this)
+        if isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star):
+                raise error_at(UnsupportedError, "* is not allowed here", node)
+            col = self.scope.resolve(_name(node.this), _name(node.args.get("table")), node)
+            return E.Col(col.index, col.dtype, col.name)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+            op = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}[type(node)]
+            left, right = self.bind_pair(node.this, node.expression)
+            for side in (left, right):
+                if side.data_type.kind == TypeKind.DECIMAL:
+                    raise error_at(UnsupportedError, "arithmetic on NUMERIC/DECIMAL values is not supported yet", node)
+            return E.Arith(op, left, right)
+        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+            op = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}[type(node)]
+            left, right = self.bind_pair(node.this, node.expression)
+            return self._cmp(op, left, right, node)
+        if isinstance(node, exp.And):
+            return E.And(self._bool(node.this), self._bool(node.expression))
+        if isinstance(node, exp.Or):
+            return E.Or(self._bool(node.this), self._bool(node.expression))
+        if isinstance(node, exp.Not):
+            return E.Not(self._bool(node.this))
+        if isinstance(node, exp.Is):
+            target = node.expression
+            if isinstance(target, exp.Null):
+                return E.IsNull(self.bind(node.this), bool(node.args.get("negate")))
+            if isinstance(target, exp.Boolean):
+                arg = self._bool(node.this)
+                cond = E.Cmp("=", arg, E.Lit(bool(target.this), DataType.BOOLEAN))
+                return E.And(E.IsNull(arg, True), cond) if not node.args.get("negate") else \
+                    E.Not(E.And(E.IsNull(arg, True), cond))
+            raise error_at(UnsupportedError, f"IS {target.sql()} is not supported", node)
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            dtype = T.type_from_sqlglot(node.to)
+            lit = self.literal(node.this)
+            if lit is not None and lit[2]:
+                return self.bind_as(node.this, dtype)
+            arg = self.bind(node.this)
+            if arg.data_type.kind == TypeKind.DECIMAL or dtype.kind == TypeKind.DECIMAL and arg.data_type != dtype:
+                if not (isinstance(arg, E.Lit)):
+                    raise error_at(UnsupportedError, "casts to or from NUMERIC/DECIMAL are not supported yet", node)
+                try:
+                    return self._lit(T.coerce_value(arg.value, dtype), dtype, node)
+                except (ValueError, TypeError, decimal.InvalidOperation) as exc:
+                    raise error_at(BindError, f"cannot cast {arg.value!r} to {dtype.sql_name()}: {exc}", node) from None
+            return E.Cast(arg, dtype)
+        if isinstance(node, exp.Between):
+            arg = node.this
+            low = self._cmp(">=", *self.bind_pair(arg, node.args["low"]), node)
+            high = self._cmp("<=", *self.bind_pair(arg, node.args["high"]), node)
+            return E.And(low, high)
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None:
+                raise error_at(UnsupportedError, "IN (subquery) is not supported yet", node)
+            items = node.expressions
+            return E.Or(*(self._cmp("=", *self.bind_pair(node.this, item), item) for item in items))
+        if isinstance(node, (exp.Like, exp.ILike)):
+            pattern = self.literal(node.expression)
+            if pattern is None or (pattern[0] is not None and pattern[1] != DataType.VARCHAR):
+                raise error_at(UnsupportedError, "LIKE needs a constant string pattern", node.expression)
+            return E.Like(self.bind(node.this), pattern[0], False, isinstance(node, exp.ILike))
+        if isinstance(node, exp.Case):
+            return self._case(node)
+        if isinstance(node, exp.Coalesce):
+            nodes = [node.this] + list(node.expressions)
+            args, _ = self.unify([self.bind(n) for n in nodes], nodes, "COALESCE")
+            return E.Func("coalesce", *args)
+        if isinstance(node, exp.Nullif):
+            a, b = self.bind_pair(node.this, node.expression)
+            return E.Case([(self._cmp("=", a, b, node), E.Lit(None, a.data_type))], a, a.data_type)
+        if isinstance(node, exp.Neg):
+            arg = self.bind(node.this)
+            return E.Arith("-", E.Lit(0, arg.data_type), arg)
+        if isinstance(node, exp.DPipe):
+            a, b = self.bind(node.this), self.bind(node.expression)
+            return E.Case([(E.Or(E.IsNull(a), E.IsNull(b)), E.Lit(None, DataType.VARCHAR))],
+                          E.Func("concat", a, b), DataType.VARCHAR)
+        if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
+            raise error_at(BindError, f"aggregate functions are not allowed in {self.context}", node)
+        if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+            raise error_at(UnsupportedError, "subqueries in expressions are not supported yet", node)
+        if isinstance(node, exp.Window):
+            raise error_at(UnsupportedError, "window functions (OVER) are not supported yet", node)
+        if isinstance(node, exp.Interval):
+            text = f"{node.this.name} {node.unit.name if node.unit else ''}".strip()
+            return self._lit(T.parse_interval(text), DataType.INTERVAL, node)
+        if isinstance(node, exp.Func):
+            return self._func(node)
+        raise error_at(UnsupportedError, f"expression {node.sql(dialect='postgres')[:60]!r} "
+                                         f"({type(node).__name__}) is not supported", node)
+
+    def _bool(self, node) -> E.Expr:
+        e = self.bind_as(node, DataType.BOOLEAN)
+        if e.data_type != DataType.BOOLEAN:
+            raise error_at(BindError, f"argument must be BOOLEAN, not {e.data_type.sql_name()}", node)
+        return e
+
+    def _cmp(self, op, left, right, node) -> E.Expr:
+        lt, rt = left.data_type, right.data_type
+        if lt != rt and not (E.is_numeric(lt) and E.is_numeric(rt)):
+            sup = T.common_supertype(lt, rt)
+            if sup is None:
+                raise error_at(BindError, f"operator does not exist: {lt.sql_name()} {op} {rt.sql_name()}", node)
+            left, right = self.coerce(left, sup, node), self.coerce(right, sup, node)
+        if left.data_type.kind == TypeKind.DECIMAL and not (isinstance(left, E.Lit) and isinstance(right, E.Lit)):
+            raise error_at(UnsupportedError, "comparing NUMERIC/DECIMAL values is not supported yet", node)
+        return E.Cmp(op, left, right)
+
+    def _case(self, node) -> E.Expr:
+        subject = node.this
+        conds, values, nodes = [], [], []
+        for when in node.args.get("ifs") or []:
+            if subject is not None:
+                conds.append(self._cmp("=", *self.bind_pair(subject, when.this), when))
+            else:
+                conds.append(self._bool(when.this))
+            values.append(self.bind(when.args["true"]))
+            nodes.append(when)
+        default = node.args.get("default")
+        if default is not None:
+            values.append(self.bind(default))
+            nodes.append(default)
+        values, target = self.unify(values, nodes, "CASE")
+        else_ = values[len(conds)] if default is not None else None
+        return E.Case(list(zip(conds, values[:len(conds)])), else_, target)
+
+    _FUNCS = {exp.Abs: "abs", exp.Round: "round", exp.Lower: "lower", exp.Upper: "upper", exp.Length: "length",
+              exp.Concat: "concat", exp.Substring: "substr", exp.Trim: "trim", exp.Ceil: "ceil",
+              exp.Floor: "floor", exp.Sqrt: "sqrt", exp.Pow: "power"}
+
+    def _func(self, node) -> E.Expr:
+        name = self._FUNCS.get(type(node))
+        if isinstance(node, exp.Anonymous):
+            name = node.name.lower()
+            args = list(node.expressions)
+        else:
+            args = [v for k, v in node.args.items() if v is not None and k not in ("safe", "coalesce")]
+            flat = []
+            for a in args:
+                flat.extend(a if isinstance(a, list) else [a])
+            args = flat
+        if name is None:
+            name = type(node).__name__.lower()
+            if name not in E._FUNCS:
+                raise error_at(UnsupportedError, f"function {node.sql_name() if hasattr(node, 'sql_name') else name}"
+                                                 " is not supported", node)
+        if name == "round" and len(args) > 1:
+            raise error_at(UnsupportedError, "round(x, digits) is not supported yet", node)
+        bound = [self.bind(a) for a in args if isinstance(a, exp.Expression)]
+        if name == "round" and bound and bound[0].data_type.kind in T.INTEGERS:
+            return bound[0]
+        try:
+            return E.Func(name, *bound)
+        except ExpressionError as exc:
+            if "unknown function" in str(exc):
+                raise error_at(UnsupportedError, f"function {name} is not supported", node) from None
+            raise error_at(BindError, str(exc).split(" (in ")[0], node) from None

@@ -1,0 +1,475 @@
+"""Query binding: a sqlglot SELECT / UNION ALL -> a logical plan (:mod:`sql.plan.nodes`).
+
+Job: FROM (tables, MVs, CTEs, subqueries, comma and explicit equi-joins), WHERE, GROUP BY with
+aggregates (+ FILTER), HAVING, the select list (``*``, ``t.*``, aliases), UNION ALL, and -- in
+batch mode only -- ORDER BY / LIMIT / OFFSET. The plan's first ``n_visible`` columns are the
+query's output, named by ``plan.names``.
+
+Invariants: every name is resolved here (BindError otherwise); constructs outside the
+supported subset raise UnsupportedError naming the construct and position; a join needs at
+least one equality between its sides (there is no nested-loop join).
+
+Callers: :mod:`sql.statements` (CREATE MATERIALIZED VIEW, SELECT, INSERT ... SELECT, EXPLAIN).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from relational.types import DataType
+from stream import expr as E
+from stream.executors.agg_call import AggCall
+from stream.errors import ExecutorError
+from stream.schema import Schema
+
+from sql import types as T
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
+from sql.errors import BindError, UnsupportedError, error_at
+from sql.plan import nodes as P
+
+_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+         exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
+
+
+class QueryBinder:
+    """Binds the queries of one statement. ``batch``: ORDER BY/LIMIT allowed (a SELECT)."""
+
+    def __init__(self, catalog, params=(), batch: bool = False):
+        self.catalog, self.params, self.batch = catalog, list(params), batch
+        self.ctes: dict = {}
+        self.depends_on: list = []
+
+    def bind_query(self, node, top: bool = True) -> P.Node:
+        if isinstance(node, exp.Subquery):
+            return self.bind_query(node.this, top)
+        with_ = node.args.get("with_") or node.args.get("with")
+        saved = dict(self.ctes)
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                raise error_at(UnsupportedError, "WITH RECURSIVE is not supported", node)
+            for cte in with_.expressions:
+                self.ctes[_name(cte.args["alias"].this)] = cte.this
+        try:
+            if isinstance(node, exp.Union):
+                plan = self._union(node)
+            elif isinstance(node, (exp.Except, exp.Intersect)):
+                raise error_at(UnsupportedError, f"{type(node).__name__.upper()} is not supported yet", node)
+            elif isinstance(node, exp.Select):
+                plan = self._select(node, top)
+            elif isinstance(node, exp.Values):
+                raise error_at(UnsupportedError, "VALUES as a query is not supported yet", node)
+            else:
+                raise error_at(UnsupportedError, f"query {type(node).__name__} is not supported", node)
+            return plan
+        finally:
+            self.ctes = saved
+
+    # --- UNION ALL ------------------------------------------------------------------------------
+
+    def _union(self, node) -> P.Node:
+        distinct = bool(node.args.get("distinct"))
+        branches = []
+
+        def flatten(n):   # a chain of the same kind of UNION is one n-ary union
+            if isinstance(n, exp.Union) and bool(n.args.get("distinct")) == distinct and \
+                    not (n.args.get("with_") or n.args.get("with")):
+                flatten(n.this)
+                flatten(n.expression)
+            else:
+                branches.append(self.bind_query(n, top=False))
+        flatten(node)
+        width = branches[0].n_visible
+        for b in branches[1:]:
+            if b.n_visible != width:
+                raise error_at(BindError, "each UNION query must have the same number of columns", node)
+        types = []
+        for i in range(width):
+            t = branches[0].types[i]
+            for b in branches[1:]:
+                sup = T.common_supertype(t, b.types[i])
+                if sup is None:
+                    raise error_at(BindError, f"UNION types {t.sql_name()} and {b.types[i].sql_name()} cannot be "
+                                              "matched", node)
+                t = sup
+            types.append(t)
+        slots = [(bi, k) for bi, b in enumerate(branches) for k in b.stream_key]
+        projected = []
+        for bi, b in enumerate(branches):
+            exprs = [E.Col(i, b.types[i]) if b.types[i] == types[i] else E.Cast(E.Col(i, b.types[i]), types[i])
+                     for i in range(width)]
+            exprs.append(E.Lit(bi, DataType.INT))
+            for sj, k in slots:
+                kt = branches[sj].types[k]
+                exprs.append(E.Col(k, kt) if sj == bi else E.Lit(None, kt))
+            names = branches[0].names[:width] + ["_union_tag"] + [f"_union_k{i}" for i in range(len(slots))]
+            projected.append(P.Project(b, exprs, names))
+        union = P.Union(projected, list(range(width, width + 1 + len(slots))), width)
+        return distinct_all(union) if distinct else union
+
+    # --- FROM -----------------------------------------------------------------------------------
+
+    def _from_item(self, node):
+        """``(plan, scope)`` of one FROM item."""
+        alias = node.args.get("alias")
+        alias_name = _name(alias.this) if alias is not None and alias.this is not None else None
+        col_aliases = [_name(c) for c in alias.columns] if alias is not None and alias.columns else None
+        if isinstance(node, exp.Table):
+            if node.args.get("db") is not None and _name(node.args["db"]) not in ("public",):
+                raise error_at(UnsupportedError, "schemas other than public are not supported", node)
+            name = _name(node.this)
+            if name in self.ctes:
+                plan = self.bind_query(self.ctes[name], top=False)
+            else:
+                rel = self.catalog.get(name)
+                if rel is None:
+                    raise error_at(BindError, f"table or materialized view {name!r} does not exist", node)
+                if rel.name not in self.depends_on:
+                    self.depends_on.append(rel.name)
+                plan = P.Scan(rel, alias_name)
+            return plan, self._scope_of(plan, alias_name or name, col_aliases)
+        if isinstance(node, exp.Subquery):
+            if alias_name is None:
+                alias_name = "subquery"
+            plan = self.bind_query(node.this, top=False)
+            return plan, self._scope_of(plan, alias_name, col_aliases)
+        if isinstance(node, (exp.Unnest, exp.Lateral)) or node.find(exp.Anonymous) is not None:
+            raise error_at(UnsupportedError, f"{node.sql(dialect='postgres')[:40]!r} in FROM is not supported "
+                                             "(table functions such as TUMBLE/HOP are not yet supported)", node)
+        raise error_at(UnsupportedError, f"FROM item {type(node).__name__} is not supported", node)
+
+    def _scope_of(self, plan, table, col_aliases) -> Scope:
+        names = list(plan.names[:plan.n_visible])
+        if col_aliases:
+            names[:len(col_aliases)] = col_aliases
+        return Scope([ScopeCol(table, names[i], i, plan.types[i]) for i in range(plan.n_visible)])
+
+    def _from(self, node, where_conjuncts):
+        from_ = node.args.get("from_") or node.args.get("from")
+        if from_ is None:
+            return P.Values([()], [], []), Scope(), where_conjuncts
+        plan, scope = self._from_item(from_.this)
+        for join in node.args.get("joins") or []:
+            right, rscope = self._from_item(join.this)
+            rscope = rscope.shifted(len(plan.types))
+            side = (join.side or "").lower()
+            kind = {"": "inner", "left": "left", "right": "right", "full": "full"}[side]
+            if (join.kind or "").upper() in ("SEMI", "ANTI") or join.args.get("method"):
+                raise error_at(UnsupportedError, f"{join.kind} JOIN is not supported", join)
+            both = scope + rscope
+            on, using = join.args.get("on"), join.args.get("using")
+            if using:
+                conjuncts = []
+                for ident in using:
+                    name = _name(ident)
+                    l_col = scope.resolve(name, None, ident)
+                    r_col = rscope.resolve(name, None, ident)
+                    conjuncts.append((l_col, r_col))
+                    for c in rscope.cols:
+                        if c.index == r_col.index:
+                            c.unqualified = False
+                both = scope + rscope
+                lk = [l.index for l, _ in conjuncts]
+                rk = [r.index - len(plan.types) for _, r in conjuncts]
+                plan = P.Join(plan, right, kind, lk, rk, None)
+                scope = both
+                continue
+            if on is not None:
+                conds = _conjuncts(on)
+            elif kind == "inner":   # comma / CROSS join: equalities come from WHERE
+                conds, where_conjuncts = _take_equalities(where_conjuncts, scope, rscope)
+            else:
+                raise error_at(BindError, f"{kind.upper()} JOIN needs an ON condition", join)
+            binder = ExprBinder(both, self.params, context="JOIN conditions")
+            lk, rk, extra = [], [], []
+            width = len(plan.types)
+            for c in conds:
+                bound = binder.bind(c)
+                if isinstance(bound, E.Cmp) and bound.op == "=" and isinstance(bound.left, E.Col) and \
+                        isinstance(bound.right, E.Col) and bound.left.data_type == bound.right.data_type:
+                    a, b = bound.left.index, bound.right.index
+                    if a < width <= b:
+                        lk.append(a), rk.append(b - width)
+                        continue
+                    if b < width <= a:
+                        lk.append(b), rk.append(a - width)
+                        continue
+                extra.append(bound)
+            if not lk:
+                raise error_at(UnsupportedError, "a join needs an equality between its two sides "
+                                                 "(nested-loop joins are not supported)", join)
+            cond = None if not extra else (extra[0] if len(extra) == 1 else E.And(*extra))
+            plan = P.Join(plan, right, kind, lk, rk, cond)
+            scope = both
+        return plan, scope, where_conjuncts
+
+    # --- SELECT ---------------------------------------------------------------------------------
+
+    def _select(self, node, top: bool) -> P.Node:
+        distinct = node.args.get("distinct")
+        if distinct is not None and distinct.args.get("on") is not None:
+            raise error_at(UnsupportedError, "DISTINCT ON is not supported yet", node)
+        for key, what in (("qualify", "QUALIFY"), ("windows", "WINDOW")):
+            if node.args.get(key):
+                raise error_at(UnsupportedError, f"{what} is not supported yet", node)
+        if (node.args.get("order") or node.args.get("limit") or node.args.get("offset")) and \
+                not (self.batch and top):
+            raise error_at(UnsupportedError, "ORDER BY / LIMIT / OFFSET in a materialized view or subquery "
+                                             "(top-N) is not supported yet", node.args.get("order") or node)
+        where = node.args.get("where")
+        conjuncts = _conjuncts(where.this) if where is not None else []
+        plan, scope, conjuncts = self._from(node, conjuncts)
+        if conjuncts:
+            binder = ExprBinder(scope, self.params, context="WHERE")
+            conds = [binder._bool(c) for c in conjuncts]
+            plan = P.Filter(plan, conds[0] if len(conds) == 1 else E.And(*conds))
+        items = self._expand_star(node.expressions, scope)
+        having = node.args.get("having")
+        group = node.args.get("group")
+        order = node.args.get("order")
+        agg_nodes = _find_aggs([e for e, _ in items] + ([having] if having is not None else [])
+                               + ([order] if order is not None else []))
+        if group is not None or agg_nodes:
+            plan, binder = self._aggregate(plan, scope, items, group, agg_nodes)
+            if having is not None:
+                plan = P.Filter(plan, binder._bool(having.this))
+        else:
+            if having is not None:
+                raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
+            binder = ExprBinder(scope, self.params, context="SELECT")
+        exprs = [binder.bind(e) for e, _ in items]
+        names = [n for _, n in items]
+        extra = []
+        sort_keys = []
+        if order is not None:
+            for o in order.expressions:
+                target = o.this
+                idx = None
+                if isinstance(target, exp.Literal) and not target.is_string:
+                    idx = int(target.this) - 1
+                    if not 0 <= idx < len(exprs):
+                        raise error_at(BindError, f"ORDER BY position {idx + 1} is not in select list", target)
+                elif isinstance(target, exp.Column) and target.args.get("table") is None and \
+                        _name(target.this) in names:
+                    idx = names.index(_name(target.this))
+                if idx is None:
+                    extra.append(binder.bind(target))
+                    idx = len(exprs) + len(extra) - 1
+                desc = bool(o.args.get("desc"))
+                nulls_first = o.args.get("nulls_first")
+                sort_keys.append((idx, desc, desc if nulls_first is None else bool(nulls_first)))
+        proj = P.Project(plan, exprs + extra, names + [f"_order{i}" for i in range(len(extra))])
+        proj.n_visible = len(exprs)
+        plan = proj
+        if distinct is not None:
+            if extra:
+                raise error_at(BindError, "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                               order)
+            plan = distinct_all(plan)
+        if sort_keys:
+            plan = P.Sort(plan, sort_keys)
+        limit, offset = node.args.get("limit"), node.args.get("offset")
+        if limit is not None or offset is not None:
+            plan = P.Limit(plan, self._count(limit.expression if limit is not None else None),
+                           self._count(offset.expression if offset is not None else None) or 0)
+        return plan
+
+    def _count(self, node):
+        if node is None:
+            return None
+        lit = ExprBinder(Scope(), self.params).literal(node)
+        if lit is None or not isinstance(lit[0], int) or lit[0] < 0:
+            raise error_at(BindError, "LIMIT/OFFSET must be a non-negative integer constant", node)
+        return lit[0]
+
+    def _expand_star(self, expressions, scope):
+        items = []
+        for e in expressions:
+            if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+                table = _name(e.args.get("table")) if isinstance(e, exp.Column) else None
+                cols = [c for c in scope.cols if (c.table == table if table else True)]
+                if table and not cols:
+                    raise error_at(BindError, f"missing FROM-clause entry for table {table!r}", e)
+                for c in cols:
+                    if table is None and not c.unqualified:
+                        continue
+                    col = exp.column(c.name, table=c.table, quoted=True)
+                    items.append((col, c.name))
+                continue
+            if isinstance(e, exp.Alias):
+                items.append((e.this, _name(e.args["alias"])))
+            elif isinstance(e, exp.Column):
+                items.append((e, _name(e.this)))
+            else:
+                items.append((e, _default_name(e)))
+        return items
+
+    # --- GROUP BY / aggregates --------------------------------------------------------------------
+
+    def _aggregate(self, plan, scope, items, group, agg_nodes):
+        binder = ExprBinder(scope, self.params, context="GROUP BY")
+        group_nodes = []
+        for g in (group.expressions if group is not None else []):
+            if isinstance(g, exp.Literal) and not g.is_string:
+                group_nodes.append(items[int(g.this) - 1][0])
+            elif isinstance(g, exp.Column) and g.args.get("table") is None and \
+                    not any(c.name == _name(g.this) for c in scope.cols) and \
+                    _name(g.this) in [n for _, n in items]:
+                group_nodes.append(items[[n for _, n in items].index(_name(g.this))][0])
+            else:
+                group_nodes.append(g)
+        pre = [binder.bind(g) for g in group_nodes]
+        calls_pre = []   # (kind, arg idx, distinct, filter idx, text)
+        arg_binder = ExprBinder(scope, self.params, context="aggregate arguments")
+        for a in agg_nodes:
+            fnode, filt = (a.this, a.expression) if isinstance(a, exp.Filter) else (a, None)
+            kind = _AGGS.get(type(fnode))
+            if kind is None:
+                raise error_at(UnsupportedError, f"aggregate {fnode.sql_name() if hasattr(fnode, 'sql_name') else fnode}"
+                                                 " is not supported", fnode)
+            arg, distinct = fnode.this, False
+            if isinstance(arg, exp.Distinct):
+                distinct = True
+                if len(arg.expressions) != 1:
+                    raise error_at(UnsupportedError, "DISTINCT over several arguments is not supported", fnode)
+                arg = arg.expressions[0]
+            arg_idx = None
+            if not isinstance(arg, exp.Star) and arg is not None:
+                pre.append(arg_binder.bind(arg))
+                arg_idx = len(pre) - 1
+            elif kind != "count":
+                raise error_at(BindError, f"{kind}(*) is not valid", fnode)
+            filt_idx = None
+            if filt is not None:
+                cond = filt.this if isinstance(filt, exp.Where) else filt
+                pre.append(arg_binder._bool(cond))
+                filt_idx = len(pre) - 1
+            if distinct and kind in ("min", "max", "bool_and", "bool_or"):
+                distinct = False   # DISTINCT does not change these
+            if distinct and kind != "count":
+                raise error_at(UnsupportedError, f"{kind}(DISTINCT ...) is not supported yet", fnode)
+            calls_pre.append((kind, arg_idx, distinct, filt_idx, a.sql(dialect="postgres")))
+        project = P.Project(plan, pre, [f"_g{i}" for i in range(len(pre))])
+        schema = Schema(list(zip(project.names, project.types)))
+        specs = []
+        for kind, arg_idx, distinct, filt_idx, text in calls_pre:
+            filt = None if filt_idx is None else E.Col(filt_idx, DataType.BOOLEAN)
+            try:
+                call = AggCall(kind, arg_idx, distinct=distinct, filter=filt).bind(schema)
+            except ExecutorError as exc:
+                raise BindError(str(exc).split(": ", 1)[-1]) from None
+            specs.append(P.AggSpec(kind, arg_idx, distinct, filt_idx, call.return_type, text))
+        if not specs:   # GROUP BY without aggregates: a hidden count(*) keeps each group's row count
+            specs.append(P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* hidden */"))
+        k = len(group_nodes)
+        agg = P.Agg(project, list(range(k)), specs, [f"_g{i}" for i in range(k)] + [f"_a{i}" for i in range(len(specs))])
+        group_text = {g.sql(dialect="postgres"): i for i, g in enumerate(group_nodes)}
+        agg_text = {s.text: k + j for j, s in enumerate(specs)}
+        group_plain = {}
+        for i, g in enumerate(group_nodes):
+            if isinstance(g, exp.Column):
+                try:
+                    c = scope.resolve(_name(g.this), _name(g.args.get("table")), g)
+                    group_plain[c.index] = i
+                except BindError:
+                    pass
+
+        def hook(node):
+            text = node.sql(dialect="postgres")
+            if text in agg_text:
+                i = agg_text[text]
+                return E.Col(i, agg.types[i], text)
+            if text in group_text:
+                i = group_text[text]
+                return E.Col(i, agg.types[i], text)
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                c = scope.resolve(_name(node.this), _name(node.args.get("table")), node)
+                if c.index in group_plain:
+                    i = group_plain[c.index]
+                    return E.Col(i, agg.types[i], c.name)
+                raise error_at(BindError, f"column {c.name!r} must appear in the GROUP BY clause or be used in an "
+                                          "aggregate function", node)
+            return None
+        return agg, ExprBinder(Scope(), self.params, hook=hook, context="SELECT")
+
+
+def distinct_all(plan: P.Node) -> P.Node:
+    """``plan``'s visible rows without duplicates: GROUP BY every visible column (with a hidden
+    count(*), an aggregation needs a call), projected back to those columns."""
+    n = plan.n_visible
+    count = P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* distinct */")
+    agg = P.Agg(plan, list(range(n)), [count], list(plan.names[:n]) + ["_count"])
+    return P.Project(agg, [E.Col(i, agg.types[i], agg.names[i]) for i in range(n)], list(plan.names[:n]))
+
+
+def _conjuncts(node) -> list:
+    if node is None:
+        return []
+    if isinstance(node, exp.Paren):
+        inner = node.this
+        return _conjuncts(inner) if isinstance(inner, exp.And) else [node]
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _column_side(node, left: Scope, right: Scope):
+    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+        return None
+    name, table = _name(node.this), _name(node.args.get("table"))
+    def has(scope):
+        return any(c.name == name and (c.table == table if table else c.unqualified) for c in scope.cols)
+    in_l, in_r = has(left), has(right)
+    if in_l and not in_r:
+        return "l"
+    if in_r and not in_l:
+        return "r"
+    return None
+
+
+def _take_equalities(conjuncts, left: Scope, right: Scope):
+    taken, rest = [], []
+    for c in conjuncts:
+        if isinstance(c, exp.EQ):
+            sides = {_column_side(c.this, left, right), _column_side(c.expression, left, right)}
+            if sides == {"l", "r"}:
+                taken.append(c)
+                continue
+        rest.append(c)
+    return taken, rest
+
+
+def _find_aggs(nodes) -> list:
+    found, seen = [], set()
+
+    def visit(n):
+        if isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc) or isinstance(n, exp.AggFunc):
+            text = n.sql(dialect="postgres")
+            if text not in seen:
+                seen.add(text)
+                found.append(n)
+            return
+        if isinstance(n, (exp.Subquery, exp.Select)):
+            return
+        for child in n.iter_expressions():
+            visit(child)
+    for n in nodes:
+        visit(n)
+    return found
+
+
+def _default_name(e) -> str:
+    if isinstance(e, exp.Filter):
+        e = e.this
+    if isinstance(e, (exp.Cast, exp.TryCast)):
+        inner = e.this
+        if isinstance(inner, exp.Column):
+            return _name(inner.this)
+        return _default_name(inner) if not isinstance(inner, exp.Literal) else {
+            "DOUBLE": "float8", "INT": "int4", "BIGINT": "int8"}.get(e.to.this.name, e.to.this.name.lower())
+    if isinstance(e, exp.AggFunc):
+        return {exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}.get(type(e), e.sql_name().lower())
+    if isinstance(e, exp.Case):
+        return "case"
+    if isinstance(e, exp.Func):
+        return e.sql_name().lower() if not isinstance(e, exp.Anonymous) else e.name.lower()
+    return "?column?"

@@ -1,0 +1,155 @@
+"""Stream planning and building: the catalog -> a running ``StreamRuntime`` graph.
+
+Job: for every table, a source actor ``TableSource -> Dml -> Materialize`` (conflict per ON
+CONFLICT; ``_row_id`` filled by Dml for tables without a pk); for every MV, one actor running
+its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin, Union) over
+``Receiver`` heads fed by its upstream relations' Materialize actors (one simple dispatcher
+per reader = broadcast), ending in its Materialize. A new MV (``backfill``) reads each
+upstream through :class:`stream.executors.backfill.Backfill`.
+
+Deterministic planning: internal state table ids are taken, in plan order (a depth-first walk,
+inputs before their node), from an :class:`IdAllocator` -- fresh ids for a new MV, the stored
+``internal_ids`` on a rebuild; a count mismatch is a CorruptionError naming the MV.
+
+Callers: :mod:`sql.database` (rebuilds), :mod:`sql.statements` (planning a new MV, EXPLAIN).
+"""
+
+from __future__ import annotations
+
+from hummock.errors import CorruptionError
+from relational.catalog import TableDesc
+from relational.state_table import StateTable
+from stream.executors import Dml, Filter, HashAgg, HashJoin, Materialize, Project, SimpleAgg, Union
+from stream.executors import agg_table_count
+from stream.executors.agg_call import AggCall
+from stream.executors.backfill import Backfill
+from stream.expr import Col
+from stream.schema import Schema
+
+from sql.plan import nodes as P
+
+
+class IdAllocator:
+    """Internal state table ids in plan order (module docstring)."""
+
+    def __init__(self, catalog=None, stored=None, mv_name: str = "?"):
+        self.catalog, self.stored, self.mv_name = catalog, stored, mv_name
+        self.ids: list = []
+
+    def take(self, n: int) -> list:
+        out = []
+        for _ in range(n):
+            if self.stored is not None:
+                if len(self.ids) >= len(self.stored):
+                    raise CorruptionError(f"materialized view {self.mv_name}: its plan needs more internal tables "
+                                          f"than the {len(self.stored)} stored", object=self.mv_name)
+                tid = self.stored[len(self.ids)]
+            elif self.catalog is not None:
+                tid = self.catalog.allocate_id()
+            else:
+                tid = -(len(self.ids) + 1)   # EXPLAIN of a plan not created: placeholder ids
+            self.ids.append(tid)
+            out.append(tid)
+        return out
+
+    def finish(self) -> None:
+        if self.stored is not None and len(self.ids) != len(self.stored):
+            raise CorruptionError(f"materialized view {self.mv_name}: its plan needs {len(self.ids)} internal tables, "
+                                  f"{len(self.stored)} stored", object=self.mv_name)
+
+
+def mv_desc(plan: P.Node, table_id: int, name: str, col_names) -> TableDesc:
+    """The MV's materialized table: visible columns named ``col_names``, hidden ones after;
+    storage pk = the plan's stream key."""
+    names = list(col_names) + [f"_hidden{i}" for i in range(len(plan.types) - len(col_names))]
+    return TableDesc(table_id, name, tuple(zip(names, plan.types)), tuple(plan.stream_key))
+
+
+def count_state_tables(plan: P.Node) -> list:
+    """``[(node, n_ids)]`` in plan order (what :func:`build_plan` takes from the allocator)."""
+    out = []
+
+    def visit(n):
+        for i in n.inputs:
+            visit(i)
+        if isinstance(n, P.Agg):
+            out.append((n, agg_table_count(_calls(n), False)))
+        elif isinstance(n, P.Join):
+            out.append((n, 4))
+    visit(plan)
+    return out
+
+
+def _calls(n: P.Agg) -> list:
+    return [AggCall(c.kind, c.arg, distinct=c.distinct,
+                    filter=None if c.filter_col is None else Col(c.filter_col, n.input.types[c.filter_col]))
+            for c in n.calls]
+
+
+def allocate(plan: P.Node, ids: IdAllocator) -> dict:
+    """``{id(node): [table ids]}`` for every stateful node, in plan order."""
+    out = {id(n): ids.take(k) for n, k in count_state_tables(plan)}
+    ids.finish()
+    return out
+
+
+class GraphBuilder:
+    """Builds the whole graph of one catalog onto ``rt`` (module docstring)."""
+
+    def __init__(self, rt, store, catalog, plan_of, backfill=frozenset()):
+        self.rt, self.store, self.catalog, self.plan_of = rt, store, catalog, plan_of
+        self.backfill = backfill
+        self.actors: dict = {}    # relation name -> its Materialize actor
+        self.sources: dict = {}   # table name -> SourceHandle
+
+    def build(self) -> None:
+        for rel in self.catalog.ordered():
+            if rel.kind == "table":
+                self._table(rel)
+            else:
+                self._mv(rel)
+
+    def _state_table(self, desc, consistent=True):
+        return StateTable(self.store, desc.table_id, desc.columns, desc.pk_indices, desc.order_types,
+                          desc.dist_key_indices, desc.value_indices, name=desc.name, consistent=consistent)
+
+    def _table(self, rel) -> None:
+        schema = Schema(list(rel.desc.columns))
+        src = self.rt.source(rel.name, schema, stream_key=rel.pk_indices)
+        dml = Dml(src.executor, schema, rel.pk_indices,
+                  row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None)
+        conflict = rel.conflict if rel.user_pk else "no_check"
+        self.actors[rel.name] = self.rt.actor(Materialize(dml, self._state_table(rel.desc, False), conflict))
+        self.sources[rel.name] = src
+
+    def _mv(self, rel) -> None:
+        plan = self.plan_of(rel)
+        ids = allocate(plan, IdAllocator(stored=rel.internal_ids, mv_name=rel.name))
+        root = build_plan(plan, self, ids, rel.name in self.backfill)
+        self.actors[rel.name] = self.rt.actor(Materialize(root, self._state_table(rel.desc, False), "no_check"))
+
+    def head(self, relation, backfill: bool):
+        [head] = self.rt.exchange([self.actors[relation.name]], 1, "simple")
+        return Backfill(head, relation.desc, self.store) if backfill else head
+
+
+def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
+    """Executors for ``plan`` (module docstring)."""
+    def go(n):
+        if isinstance(n, P.Scan):
+            return builder.head(n.relation, backfill)
+        if isinstance(n, P.Project):
+            return Project(go(n.input), n.exprs, names=n.names)
+        if isinstance(n, P.Filter):
+            return Filter(go(n.input), n.condition)
+        if isinstance(n, P.Agg):
+            cls = HashAgg if n.group else SimpleAgg
+            args = (n.group,) if n.group else ()
+            return cls(go(n.input), *args, _calls(n), builder.store, ids[id(n)], names=n.names[len(n.group):])
+        if isinstance(n, P.Join):
+            return HashJoin(go(n.left), go(n.right), n.left_keys, n.right_keys, n.kind, store=builder.store,
+                            table_ids=tuple(ids[id(n)]), condition=n.condition)
+        if isinstance(n, P.Union):
+            return Union([go(i) for i in n.inputs], stream_key=n.stream_key)
+        raise TypeError(f"{n.label()} has no stream executor")
+    return go(plan)

@@ -1,0 +1,228 @@
+"""SQL text -> statements: a small pre-pass, then sqlglot (Postgres dialect).
+
+Job: split a script into statements, recognise the few statements sqlglot does not know
+(``FLUSH``, ``SHOW TABLES``, ``SHOW MATERIALIZED VIEWS``, ``SHOW name``, ``SET name =|TO
+value``, ``DESCRIBE t``, ``EXPLAIN stmt``), strip RisingWave's table options (``APPEND ONLY``,
+``ON CONFLICT ...``) into flags, number ``%s`` placeholders as ``$1, $2, ...``, and hand the
+rest to ``sqlglot.parse_one(read="postgres")``.
+
+Invariants: positions survive the pre-pass -- each statement is parsed inside a copy of the
+whole text where everything else is blanked (newlines kept), and stripped options are replaced
+by spaces, so sqlglot's line/column are the user's. A parse failure is ``SqlSyntaxError`` with
+line/column; text sqlglot only keeps as an opaque ``Command`` is ``UnsupportedError``. Values
+are never spliced into the text: ``%s`` becomes a ``$n`` parameter node the binder resolves.
+
+Callers: :mod:`sql.session` (``parse_script``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from sql.errors import SqlSyntaxError, UnsupportedError
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+MAX_DEPTH = 200   # deeper expressions raise SqlError instead of overflowing the stack
+
+
+@dataclass
+class Statement:
+    """One parsed statement. ``kind``: ``"ast"`` (``ast`` holds the sqlglot tree), ``"flush"``,
+    ``"show"`` (``name``), ``"set"`` (``name``, ``value``), ``"describe"`` (``name``),
+    ``"explain"`` (``inner``). ``options``: flags the pre-pass stripped (``append_only``,
+    ``on_conflict``). ``line``/``column``: where the statement starts."""
+
+    kind: str
+    text: str
+    line: int
+    column: int
+    ast: object = None
+    name: str | None = None
+    value: str | None = None
+    inner: "Statement | None" = None
+    options: dict = field(default_factory=dict)
+    n_params: int = 0
+
+
+def _scan(text: str):
+    """Yield ``(kind, start, end)`` for ``;`` and ``%s`` outside quotes and comments."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in ("'", '"'):
+            j = i + 1
+            while j < n:
+                if text[j] == c:
+                    if j + 1 < n and text[j + 1] == c:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            i = j + 1
+        elif c == "-" and text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c == "/" and text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c == ";":
+            yield ";", i, i + 1
+            i += 1
+        elif c == "%" and text.startswith("%s", i):
+            yield "%s", i, i + 2
+            i += 2
+        else:
+            i += 1
+
+
+def _line_col(text: str, offset: int) -> tuple:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
+_SHOW = re.compile(r"\s*SHOW\s+(.+?)\s*$", re.I | re.S)
+_SET = re.compile(r"\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([A-Za-z_][\w.]*)\s*(?:=|\bTO\b)\s*(.+?)\s*$", re.I | re.S)
+_DESCRIBE = re.compile(r"\s*(?:DESCRIBE|DESC)\s+(\"[^\"]+\"|[\w.]+)\s*$", re.I | re.S)
+_FLUSH = re.compile(r"\s*FLUSH\s*$", re.I)
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*)?", re.I)
+_CREATE_TABLE = re.compile(r"\s*CREATE\s+TABLE\b", re.I)
+_APPEND_ONLY = re.compile(r"\bAPPEND\s+ONLY\b", re.I)
+_ON_CONFLICT = re.compile(
+    r"\bON\s+CONFLICT\s+(DO\s+NOTHING|OVERWRITE|DO\s+UPDATE\s+IF\s+NOT\s+NULL|DO\s+UPDATE\s+FULL)\b", re.I)
+_CONFLICT_NAMES = {"DONOTHING": "ignore", "OVERWRITE": "overwrite", "DOUPDATEIFNOTNULL": "do_update_if_not_null",
+                   "DOUPDATEFULL": "overwrite"}
+_AS_OF = re.compile(r"\bFOR\s+SYSTEM_TIME\s+AS\s+OF\b|\bAS\s+OF\s+EPOCH\b", re.I)
+
+
+def parse_script(text: str) -> list:
+    """Every statement of ``text`` (empty statements skipped), as :class:`Statement`. Results
+    are cached by text (statements are never mutated after parsing), so ``executemany`` and
+    repeated queries parse once."""
+    if not isinstance(text, str):
+        raise SqlSyntaxError(f"SQL text must be a str, got {type(text).__name__}")
+    return list(_parse_cached(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(text: str) -> tuple:
+    return tuple(_parse(text))
+
+
+def _parse(text: str) -> list:
+    cuts, holes = [], []
+    for kind, start, end in _scan(text):
+        (cuts if kind == ";" else holes).append((start, end))
+    # number %s placeholders: "%s" -> "$1" (same width below 10 parameters)
+    if holes:
+        parts, at = [], 0
+        for k, (start, end) in enumerate(holes, 1):
+            parts += [text[at:start], f"${k}"]
+            at = end
+        parts.append(text[at:])
+        text = "".join(parts)
+        cuts = [(s, e) for kind, s, e in _scan(text) if kind == ";"]
+    out, at = [], 0
+    for start, end in cuts + [(len(text), len(text))]:
+        body = text[at:start]
+        if body.strip() and not _only_comments(body):
+            out.append(_statement(text, at, start))
+        at = end
+    return out
+
+
+def _only_comments(body: str) -> bool:
+    stripped = re.sub(r"--[^\n]*|/\*.*?\*/", "", body, flags=re.S)
+    return not stripped.strip()
+
+
+def _statement(text: str, start: int, end: int) -> Statement:
+    body = text[start:end]
+    lead = len(body) - len(body.lstrip())
+    line, column = _line_col(text, start + lead)
+    stmt = Statement("ast", body.strip(), line, column)
+    if _FLUSH.match(body):
+        stmt.kind = "flush"
+        return stmt
+    m = _SET.match(body)
+    if m:
+        stmt.kind, stmt.name, stmt.value = "set", m.group(1).lower(), m.group(2)
+        return stmt
+    m = _SHOW.match(body)
+    if m:
+        stmt.kind, stmt.name = "show", " ".join(m.group(1).lower().split())
+        return stmt
+    m = _DESCRIBE.match(body)
+    if m:
+        stmt.kind, stmt.name = "describe", m.group(1).strip('"')
+        return stmt
+    m = _EXPLAIN.match(body)
+    if m:
+        stmt.kind = "explain"
+        stmt.inner = _statement(text, start + m.end(), end)
+        return stmt
+    m = _AS_OF.search(body)
+    if m:
+        line, col = _line_col(text, start + m.start())
+        raise UnsupportedError(f"time travel ({' '.join(m.group(0).split()).upper()}) is not supported yet",
+                               line, col)
+    if _CREATE_TABLE.match(body):
+        m = _APPEND_ONLY.search(body)
+        if m:
+            stmt.options["append_only"] = True
+            body = body[:m.start()] + " " * (m.end() - m.start()) + body[m.end():]
+        m = _ON_CONFLICT.search(body)
+        if m:
+            stmt.options["on_conflict"] = _CONFLICT_NAMES["".join(m.group(1).upper().split())]
+            body = body[:m.start()] + " " * (m.end() - m.start()) + body[m.end():]
+    padded = _blank(text[:start]) + body + _blank(text[end:])
+    stmt.ast = _sqlglot(padded)
+    stmt.n_params = max((int(p.this.name) for p in stmt.ast.find_all(exp.Parameter)
+                         if p.this is not None and p.this.name.isdigit()), default=0)
+    if any(True for _ in stmt.ast.find_all(exp.Placeholder)):
+        raise UnsupportedError("only %s and $n placeholders are supported", line, column)
+    return stmt
+
+
+def _sqlglot(text: str):
+    depth = max(text.count("("), 0)
+    if depth > MAX_DEPTH * 4:
+        raise SqlSyntaxError(f"the statement nests deeper than {MAX_DEPTH} levels")
+    try:
+        trees = sqlglot.parse(text, read="postgres")
+    except ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        msg = err.get("description") or str(exc).split("\n")[0]
+        msg = re.sub(r"<Token token_type: [^,]*, text: ([^,]*),[^>]*>", r"'\1'", msg)
+        raise SqlSyntaxError(f"syntax error: {msg}", err.get("line"), _start_col(err)) from None
+    except TokenError as exc:
+        raise SqlSyntaxError(f"syntax error: {exc}") from None
+    except RecursionError:
+        raise SqlSyntaxError(f"the statement nests too deeply") from None
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        raise SqlSyntaxError("expected one statement")
+    tree = trees[0]
+    if isinstance(tree, exp.Command):
+        word = str(tree.this).upper()
+        raise UnsupportedError(f"statement {word} {str(tree.expression or '').strip()[:40]!s} is not supported")
+    return tree
+
+
+def _start_col(err: dict):
+    col = err.get("col")
+    highlight = err.get("highlight") or ""
+    if col is None:
+        return None
+    return max(1, col - max(len(highlight) - 1, 0))

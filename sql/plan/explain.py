@@ -1,0 +1,37 @@
+"""EXPLAIN text: one line per plan node, indented by depth, with the state table ids of
+stateful nodes (stream) -- ``ids`` maps ``id(node)`` to its table ids.
+
+Callers: :mod:`sql.statements` (EXPLAIN)."""
+
+from __future__ import annotations
+
+from sql.plan import nodes as P
+
+_STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
+                 "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion"}
+
+
+def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
+    lines = []
+    if stream:
+        lines.append(f"StreamMaterialize(pk={plan.stream_key})")
+
+    def visit(n, depth):
+        label = n.label()
+        if stream:
+            kind = type(n).__name__
+            if isinstance(n, P.Agg) and not n.group:
+                kind = "SimpleAgg"
+                label = "StreamSimpleAgg" + label[3:]
+            else:
+                label = _STREAM_NAMES.get(kind, kind) + label[len(kind):]
+        else:
+            label = "Batch" + label
+        tables = ids.get(id(n))
+        if tables:
+            label += f" state_tables={list(tables)}"
+        lines.append("  " * depth + label)
+        for i in n.inputs:
+            visit(i, depth + 1)
+    visit(plan, 1 if stream else 0)
+    return "\n".join(lines)

@@ -1,0 +1,192 @@
+"""Logical plan nodes: the one plan both a streaming MV and a batch SELECT execute.
+
+Job: each node knows its output ``names``, ``types`` and ``stream_key`` (column indices that
+identify a row of its output as a change stream: RisingWave's pk_indices), derived from its
+inputs at construction. Expressions are :mod:`stream.expr` trees over the node's input columns.
+
+Stream keys (seed 002 "Keys"):
+- ``Scan``: the relation's pk (``_row_id`` for tables without one).
+- ``Project``: the input key mapped through plain column references; key columns the
+  projection drops are kept as hidden trailing columns (``n_visible`` counts the user's).
+- ``Filter``: the input's. ``Agg``: the group columns (none for a global aggregate: one row).
+- ``Join``: left key + right key (shifted); a superset of the minimal key is still a key.
+- ``Union``: a branch tag column plus every branch's key slots (the planner pads them).
+- ``Sort``/``Limit``: batch only; the input's key.
+
+Invariants: ``len(names) == len(types)``; every ``stream_key`` index < ``len(types)``;
+``n_visible <= len(types)`` and hidden columns come last.
+
+Callers: :mod:`sql.bind.select` builds them, :mod:`sql.build` (stream) and
+:mod:`sql.batch.execute` (batch) execute them, :mod:`sql.plan.explain` prints them.
+To add a node: subclass ``Node``, derive schema and key in ``__init__``, add an ``explain``
+label, a ``build`` case in :mod:`sql.build` and a batch case in :mod:`sql.batch.execute`.
+"""
+
+from __future__ import annotations
+
+from relational.types import DataType
+from stream.expr import Col, Expr, Lit
+
+
+class Node:
+    inputs: tuple = ()
+    names: list
+    types: list
+    stream_key: list
+    n_visible: int
+
+    def label(self) -> str:
+        return type(self).__name__
+
+    def _finish(self, names, types, stream_key, n_visible=None):
+        self.names, self.types, self.stream_key = list(names), list(types), list(stream_key)
+        self.n_visible = len(self.names) if n_visible is None else n_visible
+
+
+class Scan(Node):
+    """Every column of a table or MV (visible then hidden)."""
+
+    def __init__(self, relation, alias: str | None = None):
+        self.relation, self.alias = relation, alias or relation.name
+        cols = relation.columns
+        self._finish([n for n, _ in cols], [t for _, t in cols], relation.pk_indices, relation.n_visible)
+
+    def label(self) -> str:
+        return f"Scan({self.relation.name}, table_id={self.relation.table_id})"
+
+
+class Values(Node):
+    """Constant rows (``SELECT`` without FROM): each row a tuple of Python values."""
+
+    def __init__(self, rows, names, types):
+        self.rows = [tuple(r) for r in rows]
+        self._finish(names, types, [])
+
+    def label(self) -> str:
+        return f"Values({len(self.rows)} rows)"
+
+
+class Project(Node):
+    """``exprs`` over the input; key columns not projected are appended as hidden columns."""
+
+    def __init__(self, input: Node, exprs, names):
+        exprs, names = list(exprs), list(names)
+        n_visible = len(exprs)
+        out_of = {}
+        for i, e in enumerate(exprs):
+            if isinstance(e, Col):
+                out_of.setdefault(e.index, i)
+        key = []
+        for k in input.stream_key:
+            if k not in out_of:
+                out_of[k] = len(exprs)
+                exprs.append(Col(k, input.types[k], input.names[k]))
+                names.append(f"_hidden{len(names)}")
+            key.append(out_of[k])
+        self.input, self.inputs, self.exprs = input, (input,), exprs
+        self._finish(names, [e.data_type for e in exprs], key, n_visible)
+
+    def label(self) -> str:
+        return "Project(" + ", ".join(map(str, self.exprs)) + ")"
+
+
+class Filter(Node):
+    def __init__(self, input: Node, condition: Expr):
+        self.input, self.inputs, self.condition = input, (input,), condition
+        self._finish(input.names, input.types, input.stream_key, input.n_visible)
+
+    def label(self) -> str:
+        return f"Filter({self.condition})"
+
+
+class AggSpec:
+    """One aggregate call: ``kind`` (count/sum/avg/min/max/bool_and/bool_or), ``arg`` an input
+    column (None for count(*)), ``distinct``, ``filter`` an input BOOLEAN column or None;
+    ``return_type`` from ``stream.executors.AggCall.bind``."""
+
+    def __init__(self, kind, arg, distinct, filter_col, return_type, text):
+        self.kind, self.arg, self.distinct, self.filter_col = kind, arg, distinct, filter_col
+        self.return_type, self.text = return_type, text
+
+
+class Agg(Node):
+    """Group by input columns ``group`` (indices); output: group columns then one per call."""
+
+    def __init__(self, input: Node, group, calls, names):
+        self.input, self.inputs, self.group, self.calls = input, (input,), list(group), list(calls)
+        types = [input.types[g] for g in self.group] + [c.return_type for c in self.calls]
+        self._finish(names, types, list(range(len(self.group))))
+
+    def label(self) -> str:
+        g = ", ".join(f"${i}" for i in self.group)
+        return f"Agg(group=[{g}], calls=[{', '.join(c.text for c in self.calls)}])"
+
+
+class Join(Node):
+    """``kind`` inner/left/right/full; ``left_keys``/``right_keys`` equi-join columns;
+    ``condition`` an extra expression over left columns then right columns (or None)."""
+
+    def __init__(self, left: Node, right: Node, kind, left_keys, right_keys, condition):
+        self.left, self.right, self.inputs = left, right, (left, right)
+        self.kind, self.left_keys, self.right_keys, self.condition = kind, list(left_keys), list(right_keys), condition
+        w = len(left.types)
+        self._finish(left.names + right.names, left.types + right.types,
+                     list(left.stream_key) + [w + k for k in right.stream_key])
+
+    def label(self) -> str:
+        keys = ", ".join(f"${a} = ${len(self.left.types) + b}" for a, b in zip(self.left_keys, self.right_keys))
+        extra = f", condition={self.condition}" if self.condition is not None else ""
+        return f"Join({self.kind}, {keys}{extra})"
+
+
+class Union(Node):
+    """UNION ALL of inputs already projected to one schema (tag + key slots: module docstring)."""
+
+    def __init__(self, inputs, stream_key, n_visible):
+        self.inputs = tuple(inputs)
+        first = self.inputs[0]
+        self._finish(first.names, first.types, stream_key, n_visible)
+
+    def label(self) -> str:
+        return f"Union({len(self.inputs)} inputs)"
+
+
+class Sort(Node):
+    """Batch ORDER BY: ``keys`` = [(column, descending, nulls_first)]."""
+
+    def __init__(self, input: Node, keys):
+        self.input, self.inputs, self.keys = input, (input,), list(keys)
+        self._finish(input.names, input.types, input.stream_key, input.n_visible)
+
+    def label(self) -> str:
+        return "Sort(" + ", ".join(f"${c}{' DESC' if d else ''}" for c, d, _ in self.keys) + ")"
+
+
+class Limit(Node):
+    def __init__(self, input: Node, limit, offset):
+        self.input, self.inputs, self.limit, self.offset = input, (input,), limit, offset
+        self._finish(input.names, input.types, input.stream_key, input.n_visible)
+
+    def label(self) -> str:
+        return f"Limit({self.limit}, offset={self.offset})"
+
+
+def visible(node: Node) -> Node:
+    """``node`` without its hidden columns (a batch result's shape)."""
+    if node.n_visible == len(node.types):
+        return node
+    exprs = [Col(i, node.types[i], node.names[i]) for i in range(node.n_visible)]
+    p = Project.__new__(Project)
+    p.input, p.inputs, p.exprs = node, (node,), exprs
+    p._finish(node.names[:node.n_visible], node.types[:node.n_visible], [])
+    return p
+
+
+def walk(node: Node):
+    yield node
+    for i in node.inputs:
+        yield from walk(i)
+
+
+__all__ = ["Agg", "AggSpec", "Col", "DataType", "Filter", "Join", "Limit", "Lit", "Node", "Project", "Scan",
+           "Sort", "Union", "Values", "visible", "walk"]

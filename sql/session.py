@@ -1,0 +1,174 @@
+"""The DB-API-like Python surface: ``connect()``, :class:`Connection`, :class:`Cursor`.
+
+Job: parse a script, bind parameters (``%s`` / ``$n``, as values: they become typed literals
+in the bound tree, never text), run each statement through :mod:`sql.statements`, and expose
+results as tuples of Python values, DB-API ``description`` 7-tuples, ``rowcount`` and Arrow.
+Session variables (``SET``/``SHOW``) live on the connection; ``implicit_flush=True`` is
+``SET RW_IMPLICIT_FLUSH = true``.
+
+Invariants: engine failures surface as ``SqlError`` subclasses (an overflow or a pk conflict
+is ``ExecutionError``; deep nesting is ``SqlError``, never RecursionError). A closed
+connection refuses further use.
+
+Callers: users (``sql.connect``).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from hummock.errors import HummockError
+from stream.errors import StreamError
+
+from sql import types as T
+from sql.batch.execute import from_arrow_values
+from sql.database import Database
+from sql.errors import ExecutionError, SqlError
+from sql.parse import parse_script
+from sql.statements import SESSION_VARIABLES, execute_statement, insert_many
+
+
+def connect(url: str = ":memory:", barrier_interval_ms: int = 1000, implicit_flush: bool = False,
+            **store_options) -> Connection:
+    """Open (or create) the database at ``url`` (``:memory:``, a path, ``file://``, ``memory://``,
+    ``s3://...``); reopening restores every table and MV."""
+    return Connection(Database(url, barrier_interval_ms, **store_options), implicit_flush)
+
+
+class Connection:
+    def __init__(self, db: Database, implicit_flush: bool = False):
+        self.db = db
+        self.variables = dict(SESSION_VARIABLES)
+        self.variables["rw_implicit_flush"] = "true" if implicit_flush else "false"
+        self.closed = False
+
+    def cursor(self) -> Cursor:
+        self._check()
+        return Cursor(self)
+
+    def execute(self, sql: str, params=()) -> Cursor:
+        return self.cursor().execute(sql, params)
+
+    def executemany(self, sql: str, seq_of_params) -> Cursor:
+        return self.cursor().executemany(sql, seq_of_params)
+
+    def flush(self) -> None:
+        self.execute("FLUSH")
+
+    def _check(self) -> None:
+        if self.closed:
+            raise SqlError("the connection is closed")
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.db.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Cursor:
+    arraysize = 1
+
+    def __init__(self, conn: Connection):
+        self.connection = conn
+        self.description = None
+        self.rowcount = -1
+        self._table = None
+        self._at = 0
+
+    def execute(self, sql: str, params=()) -> Cursor:
+        self.connection._check()
+        params = list(params or ())
+        statements = parse_script(sql)
+        used = max((s.n_params for s in statements), default=0)
+        if used > len(params):
+            raise SqlError(f"the statement uses {used} parameters, {len(params)} given")
+        result = None
+        for stmt in statements:
+            result = self._run(stmt, params)
+        self.description, self.rowcount, self._table, self._at = None, -1, None, 0
+        if result is not None:
+            if result.columns is not None:
+                self.description = [(n, T.description_name(t), None, None, None, None, None)
+                                    for n, t in result.columns]
+                self._table = result.table
+                self._types = [t for _, t in result.columns]
+            self.rowcount = result.rowcount
+        return self
+
+    def _run(self, stmt, params):
+        return self._guard(stmt, lambda: execute_statement(self.connection.db, stmt, params,
+                                                           self.connection.variables))
+
+    def _guard(self, stmt, fn):
+        try:
+            return fn()
+        except SqlError:
+            raise
+        except RecursionError:
+            raise SqlError("the statement nests too deeply", stmt.line, stmt.column) from None
+        except (StreamError, ArithmeticError) as exc:
+            raise ExecutionError(f"{type(exc).__name__}: {exc}") from exc
+        except HummockError as exc:
+            raise ExecutionError(f"{type(exc).__name__}: {exc}") from exc
+
+    def executemany(self, sql: str, seq_of_params) -> Cursor:
+        self.connection._check()
+        statements = parse_script(sql)
+        if len(statements) == 1:
+            seq = [list(p or ()) for p in seq_of_params]
+            stmt = statements[0]
+            if any(len(p) < stmt.n_params for p in seq):
+                raise SqlError(f"the statement uses {stmt.n_params} parameters")
+            result = self._guard(stmt, lambda: insert_many(self.connection.db, stmt, seq, self.connection.variables))
+            if result is not None:
+                self.description, self.rowcount, self._table, self._at = None, result.rowcount, None, 0
+                return self
+            seq_of_params = seq
+        total = 0
+        for params in seq_of_params:
+            self.execute(sql, params)
+            total += max(self.rowcount, 0)
+        self.rowcount = total
+        return self
+
+    def _rows(self, n=None) -> list:
+        if self._table is None:
+            raise SqlError("no result set: the last statement returned no rows")
+        end = self._table.num_rows if n is None else min(self._table.num_rows, self._at + n)
+        part = self._table.slice(self._at, end - self._at)
+        self._at = end
+        cols = [from_arrow_values(c, t) for c, t in zip(part.columns, self._types)]
+        return [tuple(r) for r in zip(*cols)] if cols else [() for _ in range(part.num_rows)]
+
+    def fetchone(self):
+        rows = self._rows(1)
+        return rows[0] if rows else None
+
+    def fetchmany(self, size: int | None = None) -> list:
+        return self._rows(self.arraysize if size is None else size)
+
+    def fetchall(self) -> list:
+        return self._rows()
+
+    def fetch_arrow(self) -> pa.Table:
+        if self._table is None:
+            raise SqlError("no result set: the last statement returned no rows")
+        part = self._table.slice(self._at)
+        self._at = self._table.num_rows
+        return part.rename_columns([d[0] for d in self.description])
+
+    def __iter__(self):
+        while True:
+            row = self.fetchone()
+            if row is None:
+                return
+            yield row
+
+    def close(self) -> None:
+        self._table = None

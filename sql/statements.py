@@ -1,0 +1,494 @@
+"""Statement execution: one parsed statement -> a :class:`Result` (rows + description, or a
+row count), against a :class:`~sql.database.Database` and the session's variables.
+
+Job: DDL (CREATE TABLE / MATERIALIZED VIEW [IF NOT EXISTS], DROP [IF EXISTS]), DML (INSERT
+VALUES / SELECT, UPDATE, DELETE: chunks written into the table's source), queries (batch
+SELECT over one pinned snapshot), FLUSH, SET/SHOW, SHOW TABLES / MATERIALIZED VIEWS,
+DESCRIBE, EXPLAIN. One function per statement kind, dispatched by ``execute_statement``; a new
+statement adds a function and a line in ``_DISPATCH`` / ``_AST_DISPATCH``.
+
+Invariants: DDL builds the new catalog as a copy and hands it to ``Database.apply_ddl``, so a
+failed statement leaves catalog and data as they were. UPDATE/DELETE first flush, then read
+the committed rows, so they see every earlier DML of this database.
+
+Callers: :mod:`sql.session`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from sqlglot import exp
+
+from relational.catalog import TableDesc
+from relational.types import DataType
+from stream.chunk import StreamChunk
+from stream.errors import StreamError
+from stream.schema import Schema
+
+from sql import types as T
+from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
+from sql.bind.select import QueryBinder
+from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
+from sql.catalog import ROW_ID, Relation
+from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at
+from sql.parse import parse_script
+from sql.plan import nodes as P
+from sql.plan.explain import explain_plan
+from sql.plan.rules import optimize
+
+SESSION_VARIABLES = {"rw_implicit_flush": "false", "rw_streaming_enable_delta_join": "false",
+                     "streaming_parallelism": "0", "query_mode": "auto", "timezone": "UTC",
+                     "search_path": "public", "application_name": "", "client_encoding": "UTF8",
+                     "rw_enable_two_phase_agg": "true", "streaming_rate_limit": "0",
+                     "batch_parallelism": "0", "extra_float_digits": "1", "datestyle": "ISO, MDY"}
+
+
+@dataclass
+class Result:
+    columns: list = None      # [(name, DataType)] for a query
+    table: pa.Table = None    # the rows of a query
+    rowcount: int = -1
+
+
+def execute_statement(db, stmt, params, variables) -> Result:
+    if stmt.kind != "ast":
+        return _DISPATCH[stmt.kind](db, stmt, params, variables)
+    node = stmt.ast
+    for cls, fn in _AST_DISPATCH:
+        if isinstance(node, cls):
+            return fn(db, node, params, variables, stmt)
+    raise error_at(UnsupportedError, f"statement {node.key.upper()} is not supported", node)
+
+
+# --- queries --------------------------------------------------------------------------------------
+
+def bind_select(db, node, params, batch=True):
+    """Bind a query and apply the rewrite rules (the one logical plan of batch and stream)."""
+    binder = QueryBinder(db.catalog, params, batch=batch)
+    return optimize(binder.bind_query(node)), binder
+
+
+def _select(db, node, params, variables, stmt) -> Result:
+    plan, _ = bind_select(db, node, params)
+    plan = P.visible(plan)
+    with db.lock:
+        epoch = db.store.max_committed_epoch
+        snap = db.store.snapshot(epoch)
+    try:
+        table = run_batch(plan, db.store, epoch)
+    except (ArithmeticError, ValueError) as exc:
+        raise ExecutionError(str(exc)) from None
+    finally:
+        snap.release()
+    return Result(list(zip(plan.names, plan.types)), table, table.num_rows)
+
+
+# --- DDL ------------------------------------------------------------------------------------------
+
+def _create(db, node, params, variables, stmt) -> Result:
+    kind = (node.args.get("kind") or "").upper()
+    if kind == "TABLE":
+        return _create_table(db, node, stmt)
+    if kind == "VIEW":
+        props = node.args.get("properties")
+        materialized = props is not None and any(isinstance(p, exp.MaterializedProperty) for p in props.expressions)
+        if not materialized:
+            raise error_at(UnsupportedError, "CREATE VIEW (non-materialized) is not supported yet", node)
+        return _create_mv(db, node, params, stmt)
+    raise error_at(UnsupportedError, f"CREATE {kind} is not supported", node)
+
+
+def _create_table(db, node, stmt) -> Result:
+    schema = node.this
+    if not isinstance(schema, exp.Schema):
+        raise error_at(UnsupportedError, "CREATE TABLE AS is not supported yet", node)
+    name = _name(schema.this.this)
+    if db.catalog.get(name) is not None:
+        if node.args.get("exists"):
+            return Result()
+        raise error_at(CatalogError, f"relation {name!r} already exists", schema.this)
+    cols, pk = [], []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            cname = _name(item.this)
+            if item.args.get("kind") is None:
+                raise error_at(BindError, f"column {cname!r} needs a type", item)
+            if any(c == cname for c, _ in cols):
+                raise error_at(CatalogError, f"column {cname!r} specified more than once", item)
+            cols.append((cname, T.type_from_sqlglot(item.args["kind"])))
+            for c in item.constraints:
+                if isinstance(c.kind, exp.PrimaryKeyColumnConstraint):
+                    pk.append(cname)
+                elif isinstance(c.kind, exp.NotNullColumnConstraint):
+                    continue
+                else:
+                    raise error_at(UnsupportedError, f"column constraint {c.sql()} is not supported", c)
+        elif isinstance(item, exp.PrimaryKey):
+            if pk:
+                raise error_at(BindError, "multiple primary keys are not allowed", item)
+            pk = [_name(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions]
+        else:
+            raise error_at(UnsupportedError, f"table element {item.sql()[:40]!r} is not supported", item)
+    names = [c for c, _ in cols]
+    for p in pk:
+        if p not in names:
+            raise BindError(f"primary key column {p!r} is not a column of {name}")
+    new = db.catalog.copy()
+    tid = new.allocate_id()
+    row_id = not pk
+    if row_id:
+        columns = cols + [(ROW_ID, DataType.BIGINT)]
+        pk_idx = (len(cols),)
+    else:
+        columns = cols
+        pk_idx = tuple(names.index(p) for p in pk)
+    conflict = stmt.options.get("on_conflict", "overwrite")
+    if stmt.options.get("on_conflict") and row_id:
+        raise UnsupportedError("ON CONFLICT needs a table with a primary key")
+    desc = TableDesc(tid, name, tuple(columns), pk_idx)
+    rel = Relation("table", desc, len(cols), row_id, conflict, bool(stmt.options.get("append_only")))
+    new.add(rel)
+    db.apply_ddl(new, changed=[rel])
+    return Result()
+
+
+def plan_mv_definition(db, rel):
+    """Plan a stored MV definition again (reopen / rebuild); names come from the record."""
+    [stmt] = parse_script(rel.definition)
+    binder = QueryBinder(db.catalog, (), batch=False)
+    return optimize(binder.bind_query(stmt.ast))
+
+
+def _create_mv(db, node, params, stmt) -> Result:
+    target = node.this
+    aliases = None
+    if isinstance(target, exp.Schema):
+        aliases = [_name(i) for i in target.expressions]
+        target = target.this
+    name = _name(target.this)
+    if db.catalog.get(name) is not None:
+        if node.args.get("exists"):
+            return Result()
+        raise error_at(CatalogError, f"relation {name!r} already exists", target)
+    query = node.expression
+    if params:
+        raise UnsupportedError("parameters in CREATE MATERIALIZED VIEW are not supported")
+    plan, binder = bind_select(db, query, (), batch=False)
+    if any(isinstance(n, P.Values) for n in P.walk(plan)):
+        raise error_at(UnsupportedError, "a materialized view needs a FROM clause", query)
+    col_names = list(plan.names[:plan.n_visible])
+    if aliases:
+        if len(aliases) > len(col_names):
+            raise error_at(BindError, f"too many column names for {name}", node.this)
+        col_names[:len(aliases)] = aliases
+    if len(set(col_names)) != len(col_names):
+        dup = next(c for c in col_names if col_names.count(c) > 1)
+        raise error_at(BindError, f"column {dup!r} specified more than once in {name}", query)
+    new = db.catalog.copy()
+    tid = new.allocate_id()
+    ids = allocate(plan, IdAllocator(catalog=new))
+    internal = [t for v in ids.values() for t in v]
+    desc = mv_desc(plan, tid, name, col_names)
+    definition = query.sql(dialect="postgres")
+    rel = Relation("mv", desc, len(col_names), definition=definition, internal_ids=internal,
+                   depends_on=list(binder.depends_on))
+    new.add(rel)
+    db.apply_ddl(new, changed=[rel], backfill=frozenset([name]))
+    return Result()
+
+
+def _drop(db, node, params, variables, stmt) -> Result:
+    kind = (node.args.get("kind") or "").upper()
+    if kind == "VIEW" and node.args.get("materialized"):
+        want = "mv"
+    elif kind == "TABLE":
+        want = "table"
+    else:
+        raise error_at(UnsupportedError, f"DROP {kind} is not supported", node)
+    new = db.catalog.copy()
+    dropped = []
+    for t in (node.args.get("tables") or [node.this]):
+        name = _name(t.this)
+        rel = new.get(name)
+        if rel is None or rel.kind != want:
+            if node.args.get("exists"):
+                continue
+            what = "table" if want == "table" else "materialized view"
+            raise error_at(CatalogError, f"{what} {name!r} does not exist", t)
+        if node.args.get("cascade"):
+            raise error_at(UnsupportedError, "DROP ... CASCADE is not supported", node)
+        dropped.append(new.remove(name))
+    if dropped:
+        db.apply_ddl(new, dropped=dropped)
+    return Result()
+
+
+# --- DML ------------------------------------------------------------------------------------------
+
+def _write_rows(db, rel, ops_rows, variables) -> None:
+    if not ops_rows:
+        return
+    schema = Schema(list(rel.desc.columns))
+    chunks = [StreamChunk.from_rows(schema, ops_rows[at:at + 4096]) for at in range(0, len(ops_rows), 4096)]
+    with db.lock:
+        src = db.builder.sources[rel.name]
+        try:
+            for chunk in chunks:
+                db.rt.write(src, chunk)
+        except StreamError as exc:
+            cause = exc.__cause__ or exc
+            db.recover()
+            raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
+    if variables.get("rw_implicit_flush") == "true":
+        _checked_flush(db)
+
+
+def _checked_flush(db) -> int:
+    try:
+        return db.flush()
+    except Exception as exc:   # an actor failed: surface the cause and rebuild the graph
+        cause = exc.__cause__ or exc
+        db.recover()
+        raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
+
+
+def _insert(db, node, params, variables, stmt) -> Result:
+    rel, full = _insert_rows(db, node, params)
+    _write_rows(db, rel, full, variables)
+    return Result(rowcount=len(full))
+
+
+def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
+    """``executemany`` of one INSERT: every parameter set's rows go out as one batch of chunks
+    (None when ``stmt`` is not an INSERT; the caller then runs the statements one by one)."""
+    if stmt.kind != "ast" or not isinstance(stmt.ast, exp.Insert):
+        return None
+    rows, rel = [], None
+    for params in seq_of_params:
+        rel, full = _insert_rows(db, stmt.ast, list(params or ()))
+        rows += full
+    if rel is not None:
+        _write_rows(db, rel, rows, variables)
+    return Result(rowcount=len(rows))
+
+
+def _insert_rows(db, node, params):
+    target = node.this
+    cols = None
+    if isinstance(target, exp.Schema):
+        cols = [_name(i) for i in target.expressions]
+        target = target.this
+    name = _name(target.this)
+    rel = db.catalog.get(name)
+    if rel is None or rel.kind != "table":
+        raise error_at(CatalogError if rel is None else BindError,
+                       f"table {name!r} does not exist" if rel is None else f"cannot insert into materialized view {name!r}",
+                       target)
+    visible = rel.visible_columns
+    vis_names = [n for n, _ in visible]
+    cols = cols or vis_names
+    for c in cols:
+        if c not in vis_names:
+            raise error_at(BindError, f"column {c!r} of relation {name!r} does not exist", node)
+    source = node.expression
+    if isinstance(source, exp.Values):
+        binder = ExprBinder(Scope(), params, context="VALUES")
+        rows = []
+        for tup in source.expressions:
+            items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+            if len(items) != len(cols):
+                raise error_at(BindError, f"INSERT has {len(items)} expressions but {len(cols)} target columns", tup)
+            row = []
+            for item, c in zip(items, cols):
+                dtype = visible[vis_names.index(c)][1]
+                lit = binder.literal(item)
+                if lit is not None and not (lit[2] and lit[0] is not None and dtype.kind != DataType.VARCHAR.kind):
+                    row.append(_coerce(lit[0], dtype, item))   # fast path: a constant or parameter
+                else:
+                    row.append(_const_value(binder.bind_as(item, dtype), dtype, item))
+            rows.append(row)
+    else:
+        plan, _ = bind_select(db, source, params)
+        plan = P.visible(plan)
+        if len(plan.types) != len(cols):
+            raise error_at(BindError, f"INSERT has {len(plan.types)} expressions but {len(cols)} target columns", source)
+        with db.lock:
+            epoch = db.store.max_committed_epoch
+        table = run_batch(plan, db.store, epoch)
+        rows = []
+        for r in (_py_rows(table, plan.types) if table.num_columns else []):
+            rows.append([_coerce(v, visible[vis_names.index(c)][1], source) for v, c in zip(r, cols)])
+    full = []
+    for row in rows:
+        values = dict(zip(cols, row))
+        out = [values.get(n) for n in vis_names]
+        if rel.row_id:
+            out.append(None)
+        for i in rel.pk_indices:
+            if out[i] is None and not rel.row_id:
+                raise ExecutionError(f"null value in primary key column {rel.desc.columns[i][0]!r} of {name!r}")
+        full.append(("+", tuple(out)))
+    return rel, full
+
+
+def _coerce(value, dtype, node):
+    try:
+        return T.coerce_value(value, dtype)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise error_at(ExecutionError, f"cannot store {value!r} as {dtype.sql_name()}: {exc}", node) from None
+
+
+def _const_value(e, dtype, node):
+    try:
+        value = from_arrow_values(e.eval([], 1), e.data_type)[0]
+    except (ArithmeticError, ValueError) as exc:
+        raise error_at(ExecutionError, str(exc), node) from None
+    return _coerce(value, dtype, node)
+
+
+def _table_for_dml(db, node, what):
+    name = _name(node.this.this)
+    rel = db.catalog.get(name)
+    if rel is None:
+        raise error_at(CatalogError, f"table {name!r} does not exist", node.this)
+    if rel.kind != "table":
+        raise error_at(BindError, f"cannot change materialized view {name!r}", node.this)
+    if rel.append_only:
+        raise error_at(ExecutionError, f"{what} is not allowed on the append-only table {name!r}", node.this)
+    return rel
+
+
+def _current_rows(db, rel, where, params):
+    """Committed rows of ``rel`` (flushed first) matching ``where``, full width."""
+    _checked_flush(db)
+    scan = P.Scan(rel)
+    scope = Scope([ScopeCol(rel.name, n, i, t) for i, (n, t) in enumerate(rel.visible_columns)])
+    plan = scan
+    if where is not None:
+        plan = P.Filter(scan, ExprBinder(scope, params, context="WHERE")._bool(where.this))
+    table = run_batch(plan, db.store, db.store.max_committed_epoch)
+    return [tuple(r) for r in _py_rows(table, scan.types)] if table.num_rows else [], scope
+
+
+def _delete(db, node, params, variables, stmt) -> Result:
+    rel = _table_for_dml(db, node, "DELETE")
+    rows, _ = _current_rows(db, rel, node.args.get("where"), params)
+    _write_rows(db, rel, [("-", r) for r in rows], variables)
+    return Result(rowcount=len(rows))
+
+
+def _update(db, node, params, variables, stmt) -> Result:
+    rel = _table_for_dml(db, node, "UPDATE")
+    rows, scope = _current_rows(db, rel, node.args.get("where"), params)
+    binder = ExprBinder(scope, params, context="UPDATE")
+    names = [n for n, _ in rel.visible_columns]
+    sets = []
+    for assign in node.expressions:
+        col = _name(assign.this.this)
+        if col not in names:
+            raise error_at(BindError, f"column {col!r} of relation {rel.name!r} does not exist", assign.this)
+        idx = names.index(col)
+        if rel.user_pk and idx in rel.pk_indices:
+            raise error_at(ExecutionError, f"cannot update primary key column {col!r}", assign.this)
+        dtype = rel.visible_columns[idx][1]
+        e = binder.bind_as(assign.expression, dtype)
+        if e.data_type != dtype and not T.can_implicit_cast(e.data_type, dtype):
+            raise error_at(BindError, f"column {col!r} is {dtype.sql_name()} but the expression is "
+                                      f"{e.data_type.sql_name()}", assign.expression)
+        sets.append((idx, e, dtype, assign.expression))
+    if not rows:
+        return Result(rowcount=0)
+    cols = [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(rel.columns)]
+    new_rows = [list(r) for r in rows]
+    for idx, e, dtype, n in sets:
+        try:
+            values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
+        except (ArithmeticError, ValueError) as exc:
+            raise error_at(ExecutionError, str(exc), n) from None
+        for r, v in zip(new_rows, values):
+            r[idx] = _coerce(v, dtype, n)
+    changes = []
+    for old, new in zip(rows, new_rows):
+        changes += [("U-", old), ("U+", tuple(new))]
+    _write_rows(db, rel, changes, variables)
+    return Result(rowcount=len(rows))
+
+
+def _arrow(t):
+    from relational.arrow import arrow_type
+    return arrow_type(t)
+
+
+# --- utility statements -------------------------------------------------------------------------------
+
+def _flush(db, stmt, params, variables) -> Result:
+    _checked_flush(db)
+    return Result()
+
+
+def _set(db, stmt, params, variables) -> Result:
+    name = stmt.name
+    if name not in SESSION_VARIABLES:
+        raise CatalogError(f"unrecognized configuration parameter {name!r}", stmt.line, stmt.column)
+    value = stmt.value.strip().strip("'\"")
+    if name == "rw_implicit_flush":
+        low = value.lower()
+        if low not in ("true", "false", "on", "off", "t", "f", "1", "0", "default"):
+            raise BindError(f"invalid value for {name}: {value!r}", stmt.line, stmt.column)
+        value = "true" if low in ("true", "on", "t", "1") else "false"
+    variables[name] = value
+    return Result()
+
+
+def _show(db, stmt, params, variables) -> Result:
+    name = stmt.name
+    if name == "tables":
+        names = [r.name for r in db.catalog.tables()]
+    elif name == "materialized views":
+        names = [r.name for r in db.catalog.mvs()]
+    elif name in SESSION_VARIABLES:
+        return _rows_result([(name, DataType.VARCHAR)], [(variables.get(name, SESSION_VARIABLES[name]),)])
+    else:
+        raise CatalogError(f"unrecognized configuration parameter {name!r}", stmt.line, stmt.column)
+    return _rows_result([("Name", DataType.VARCHAR)], [(n,) for n in sorted(names)])
+
+
+def _describe(db, stmt, params, variables) -> Result:
+    rel = db.catalog.get(stmt.name.lower())
+    if rel is None:
+        raise CatalogError(f"relation {stmt.name!r} does not exist", stmt.line, stmt.column)
+    pk = set(rel.pk_indices) if rel.user_pk else set()
+    rows = [(n, T.description_name(t), i in pk) for i, (n, t) in enumerate(rel.visible_columns)]
+    return _rows_result([("Name", DataType.VARCHAR), ("Type", DataType.VARCHAR), ("Primary Key", DataType.BOOLEAN)],
+                        rows)
+
+
+def _explain(db, stmt, params, variables) -> Result:
+    inner = stmt.inner
+    if inner.kind != "ast":
+        raise UnsupportedError(f"EXPLAIN {inner.kind.upper()} is not supported", stmt.line, stmt.column)
+    node = inner.ast
+    if isinstance(node, exp.Create) and (node.args.get("kind") or "").upper() == "VIEW":
+        plan, _ = bind_select(db, node.expression, params, batch=False)
+        ids = {id(n): [f"new{i}" for i in range(k)] for n, k in count_state_tables(plan)}
+        text = explain_plan(plan, ids, stream=True)
+    elif isinstance(node, (exp.Select, exp.Union)):
+        plan, _ = bind_select(db, node, params)
+        text = explain_plan(plan, {}, stream=False)
+    else:
+        raise error_at(UnsupportedError, "EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW", node)
+    return _rows_result([("QUERY PLAN", DataType.VARCHAR)], [(line,) for line in text.splitlines()])
+
+
+def _rows_result(columns, rows) -> Result:
+    arrays = [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(columns)]
+    table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(columns))])
+    return Result(columns, table, len(rows))
+
+
+_DISPATCH = {"flush": _flush, "set": _set, "show": _show, "describe": _describe, "explain": _explain}
+_AST_DISPATCH = ((exp.Create, _create), (exp.Drop, _drop), (exp.Insert, _insert), (exp.Update, _update),
+                 (exp.Delete, _delete), (exp.Select, _select), (exp.Union, _select))
