@@ -235,3 +235,66 @@ def test_without_rewrite_the_file_is_untouched(tmp_path):
 
 def test_module_is_importable_without_the_frontend():
     assert slt_runner.SORT_MODES == ("nosort", "rowsort", "valuesort")
+
+
+# ---- the golden files themselves ----------------------------------------------------------------
+# Every tests/sql/*.slt file must parse, and its expected rows must agree with DuckDB wherever
+# DuckDB's semantics are Postgres's: MVs become views (an MV's contents = its query's answer),
+# FLUSH/SET/EXPLAIN are no-ops, error records are skipped (they leave no change). A record
+# preceded by a `# hand` line is exempt (semantics differ; the file's comment says how); a file
+# containing a `# oracle: none` line is exempt entirely (RisingWave-only features).
+
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+SLT_DIR = Path(__file__).parent / "sql"
+SLT_FILES = sorted(SLT_DIR.glob("*.slt"))
+
+
+def _to_duckdb(text):
+    import sqlglot
+
+    s = text.strip().rstrip(";")
+    head = s.split(None, 1)[0].upper()
+    if head in ("FLUSH", "SET", "EXPLAIN"):
+        return None
+    s = re.sub(r"\bAPPEND ONLY\b", "", s, flags=re.I)
+    s = re.sub(r"\bCREATE MATERIALIZED VIEW\b", "CREATE VIEW", s, flags=re.I)
+    s = re.sub(r"\bDROP MATERIALIZED VIEW\b", "DROP VIEW", s, flags=re.I)
+    return ";".join(sqlglot.transpile(s, read="postgres", write="duckdb"))
+
+
+def test_golden_files_exist_and_parse():
+    expected = {"ddl", "dml", "on_conflict", "expressions", "aggregates", "joins", "set_ops",
+                "subqueries_ctes", "top_n", "window_row_number", "tumble_hop", "dynamic_filter",
+                "mv_on_mv", "time_travel", "explain", "session_vars", "flush_consistency"}
+    assert expected <= {p.stem for p in SLT_FILES}
+    for path in SLT_FILES:
+        records = parse(path.read_text(), str(path))
+        assert records, path
+        assert any(r.kind == "query" for r in records), path
+
+
+@pytest.mark.parametrize("path", SLT_FILES, ids=[p.stem for p in SLT_FILES])
+def test_golden_file_agrees_with_duckdb(path):
+    duckdb = pytest.importorskip("duckdb")
+    text = path.read_text()
+    lines = text.split("\n")
+    if any(line.strip() == "# oracle: none" for line in lines):
+        pytest.skip(f"{path.name}: RisingWave-only features, expected rows are by hand")
+    db = duckdb.connect()
+    db.execute("SET integer_division = true")  # Postgres: integer / integer truncates
+    checked = 0
+    for rec in parse(text, str(path)):
+        hand = rec.line >= 2 and lines[rec.line - 2].strip() == "# hand"
+        if rec.expect_error is not None or hand:
+            continue
+        query = _to_duckdb(rec.sql)
+        if query is None:
+            continue
+        rows = db.execute(query).fetchall()
+        if rec.kind == "query":
+            actual = slt_runner.render_rows(rows, rec.sort)
+            assert actual == slt_runner._expected_lines(rec), f"{path}:{rec.line}: DuckDB says {actual}"
+            checked += 1
+    assert checked > 0
