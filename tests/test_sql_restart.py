@@ -151,25 +151,29 @@ while True:
 '''
 
 
-def run_child_until_killed(path, seed, flushes):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, path, str(seed), str(REPO / "tests")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+def run_child_until_killed(path, seed, flushes, log_dir):
+    """Run the child until it has printed ``flushes`` FLUSHes, then SIGKILL it while it is
+    writing the next batch; returns the last sequence number it reported FLUSHed."""
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(inherited + [str(REPO)]))
+    stderr_path = Path(log_dir) / f"child-{seed}.stderr"
+    with open(stderr_path, "w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, path, str(seed), str(REPO / "tests")],
+                                stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     last_flushed, seen = 0, 0
     try:
         for line in proc.stdout:
-            word, number = line.split()
-            if word == "flushed":
-                last_flushed, seen = int(number), seen + 1
+            parts = line.split()
+            if parts[:1] == ["flushed"]:
+                last_flushed, seen = int(parts[1]), seen + 1
                 if seen >= flushes:
                     break
         else:
-            raise AssertionError(f"child exited early: {proc.wait()} {proc.stderr.read()}")
+            raise AssertionError(f"child exited early ({proc.wait()}): {stderr_path.read_text()}")
     finally:
         proc.send_signal(signal.SIGKILL)  # mid-stream: it is already writing the next batch
         proc.wait()
         proc.stdout.close()
-        proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     return last_flushed
 
@@ -177,8 +181,8 @@ def run_child_until_killed(path, seed, flushes):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_kill_and_reopen(tmp_path, seed):
     path = str(tmp_path / "db")
-    flushed_first = run_child_until_killed(path, seed, flushes=4)
-    flushed = run_child_until_killed(path, seed + 100, flushes=3)  # resumes, is killed again
+    flushed_first = run_child_until_killed(path, seed, 4, tmp_path)
+    flushed = run_child_until_killed(path, seed + 100, 3, tmp_path)  # resumes, is killed again
     assert flushed > flushed_first
     with sql.connect(path) as conn:
         assert names(conn, "MATERIALIZED VIEWS") == sorted(MVS)
