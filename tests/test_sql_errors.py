@@ -248,3 +248,13 @@ def test_cursor_api_basics(conn):
     table = conn.execute("SELECT a, b FROM t ORDER BY a").fetch_arrow()
     assert table.column_names == ["a", "b"] and table.num_rows == 2
     assert table.column("b").to_pylist() == ["x", None]
+
+
+def test_describe_lists_columns_in_order(conn):
+    """The catalog snapshot above compares DESCRIBE output; this pins its first two columns
+    (name, type) as RisingWave prints them."""
+    described = conn.execute("DESCRIBE t").fetchall()
+    assert [tuple(r[:2]) for r in described[:3]] == [
+        ("a", "integer"), ("b", "character varying"), ("c", "double precision")]
+    with pytest.raises(CatalogError):
+        conn.execute("DESCRIBE nosuch").fetchall()
