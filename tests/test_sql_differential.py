@@ -27,9 +27,6 @@ from hypothesis import strategies as st
 
 import sql
 
-if not hasattr(sql, "connect"):
-    pytest.skip("SQL frontend not merged yet", allow_module_level=True)
-
 import duckdb  # noqa: E402
 import sqlglot  # noqa: E402
 

@@ -10,9 +10,6 @@ import pytest
 
 import sql
 
-if not hasattr(sql, "connect"):
-    pytest.skip("SQL frontend not merged yet", allow_module_level=True)
-
 from hummock import HummockError  # noqa: E402
 from sql.errors import (BindError, CatalogError, ExecutionError, SqlError,  # noqa: E402
                         SqlSyntaxError, UnsupportedError)

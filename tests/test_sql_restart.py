@@ -20,9 +20,6 @@ import pytest
 
 import sql
 
-if not hasattr(sql, "connect"):
-    pytest.skip("SQL frontend not merged yet", allow_module_level=True)
-
 REPO = Path(__file__).resolve().parent.parent
 
 

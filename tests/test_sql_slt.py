@@ -7,9 +7,6 @@ re-checks the files against DuckDB wherever DuckDB's semantics are Postgres's).
 
 Also here: what slt cannot express -- time travel at a timestamp captured at run time, and the
 Python API behind the rendering (value types, cursor, rowcount, URL forms, implicit_flush=).
-
-The module skips while ``sql.connect`` does not exist (the frontend is built in parallel); the
-lead removes that guard when the frontend merges.
 """
 
 from pathlib import Path
@@ -19,9 +16,6 @@ import pytest
 import slt_runner
 import sql
 from hummock import HummockError
-
-if not hasattr(sql, "connect"):
-    pytest.skip("SQL frontend not merged yet", allow_module_level=True)
 
 SLT_DIR = Path(__file__).parent / "sql"
 SLT_FILES = sorted(SLT_DIR.glob("*.slt"))
