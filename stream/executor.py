@@ -41,7 +41,7 @@ Executors are not thread-safe and hold no state shared with other executors.
 
 from __future__ import annotations
 
-from stream.cache import StateCache, default_budget
+from stream.cache import MemoryBudget, StateCache, default_budget
 from stream.chunk import StreamChunk
 from stream.errors import BarrierError, ExecutorError
 from stream.message import Barrier, Watermark
@@ -79,7 +79,9 @@ class Executor:
     def caches(self) -> list:
         """The :class:`~stream.cache.StateCache`\\ s this executor holds: found among its
         attributes, in containers of them (a dict of caches) and one level inside helper
-        objects that are not executors (a join's sides). Override when a cache hides deeper."""
+        objects that are not executors (a join's sides), never inside a ``MemoryBudget`` (which
+        lists every cache charged to it, other executors' too). Override when a cache hides
+        deeper."""
         found, seen = [], set()
 
         def visit(value, depth):
@@ -96,7 +98,7 @@ class Executor:
                 for v in value:
                     if isinstance(v, StateCache):
                         visit(v, depth)
-            elif depth and hasattr(value, "__dict__") and not isinstance(value, (Executor, type)):
+            elif depth and hasattr(value, "__dict__") and not isinstance(value, (Executor, MemoryBudget, type)):
                 for v in list(vars(value).values()):
                     visit(v, depth - 1)
         for value in list(vars(self).values()):

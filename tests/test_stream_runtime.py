@@ -211,3 +211,21 @@ def test_the_runtime_owns_one_budget_for_its_executors_caches(store):
 def test_a_bad_memory_budget_is_refused(store):
     with pytest.raises(ValueError):
         StreamRuntime(store, memory_budget_bytes=-1)
+
+
+def test_executor_caches_are_its_own_not_every_cache_of_its_budget(store):
+    """``Executor.caches()`` walks its attributes one level deep; its ``budget`` lists every
+    cache charged to it (other executors' too), which must not count as this executor's: the
+    runtime would adopt a stranger's cache (found when the full suite left caches behind)."""
+    from stream.cache import default_budget
+    from stream.executors import AggCall, HashAgg
+    rt = StreamRuntime(store)
+    src = rt.source("t", S, [0])
+    up = rt.actor(Dml(src.executor, S, [0]))
+    a_in, b_in = rt.exchange([up], 2, "broadcast")
+    stranger = HashAgg(a_in, [1], [AggCall("count")], store, [50])
+    mine = HashAgg(b_in, [1], [AggCall("count")], store, [51])
+    assert stranger.budget is mine.budget is default_budget()
+    assert mine.caches() == [mine.groups]
+    rt.actor(mine)
+    assert stranger.groups.budget is default_budget() and mine.groups.budget is rt.budget
