@@ -236,10 +236,17 @@ def test_stats_count_ingested_and_flushed_bytes(store):
     assert stats["write_amplification"] == stats["flushed_bytes"] / 6
 
 
-def test_point_reads_over_large_imms_use_their_filters(store):
+def test_point_reads_over_large_imms_use_their_filters(tmp_path):
+    # A shared buffer large enough to keep both imms (1,000 entries are charged ~110 KiB).
+    with HummockStorage.open(str(tmp_path / "db"), SMALL.replace(shared_buffer_capacity=1 << 20)) as store:
+        _check_imm_filters(store)
+
+
+def _check_imm_filters(store):
     present = [b"k%05d" % i for i in range(0, 2000, 2)]
     store.ingest_batch(1, [(k, k) for k in present], E)
     store.ingest_batch(1, [(b"k00000", None)], 2 * E)         # a small imm: no filter
+    assert len(store._buffer.imms(1)) == 2, "neither imm may have spilled"
     absent = [b"k%05d" % i for i in range(1, 2000, 2)]
     assert store.multi_get(1, present, 2 * E) == [None] + present[1:]
     assert store.multi_get(1, absent, 2 * E) == [None] * len(absent)
