@@ -290,9 +290,11 @@ def _insert_rows(db, node, params):
     visible = rel.visible_columns
     vis_names = [n for n, _ in visible]
     cols = cols or vis_names
-    for c in cols:
+    for i, c in enumerate(cols):
         if c not in vis_names:
             raise error_at(BindError, f"column {c!r} of relation {name!r} does not exist", node)
+        if c in cols[:i]:
+            raise error_at(BindError, f"column {c!r} specified more than once", node)
     source = node.expression
     if isinstance(source, exp.Values):
         binder = ExprBinder(Scope(), params, context="VALUES")
@@ -391,6 +393,8 @@ def _update(db, node, params, variables, stmt) -> Result:
         if col not in names:
             raise error_at(BindError, f"column {col!r} of relation {rel.name!r} does not exist", assign.this)
         idx = names.index(col)
+        if any(idx == done[0] for done in sets):
+            raise error_at(BindError, f"multiple assignments to column {col!r}", assign.this)
         if rel.user_pk and idx in rel.pk_indices:
             raise error_at(ExecutionError, f"cannot update primary key column {col!r}", assign.this)
         dtype = rel.visible_columns[idx][1]

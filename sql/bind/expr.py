@@ -148,6 +148,10 @@ class ExprBinder:
             except (ValueError, TypeError):
                 raise error_at(BindError, f"invalid input syntax for type {dtype.sql_name()}: {value!r}",
                                node) from None
+        if dtype.kind == TypeKind.DECIMAL:
+            number = _numeric_literal_text(node)
+            if number is not None:  # Postgres: 0.25 is a NUMERIC constant, exact when stored
+                return self._lit(T.coerce_value(decimal.Decimal(number), dtype), dtype, node)
         return self.bind(node)
 
     def bind_pair(self, left, right):
@@ -350,3 +354,15 @@ class ExprBinder:
             if "unknown function" in str(exc):
                 raise error_at(UnsupportedError, f"function {name} is not supported", node) from None
             raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+
+
+def _numeric_literal_text(node) -> str | None:
+    """The text of a (possibly negated, parenthesized) numeric literal, else None."""
+    sign = ""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        if isinstance(node, exp.Neg):
+            sign = "" if sign else "-"
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return sign + node.this
+    return None
