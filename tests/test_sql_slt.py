@@ -20,19 +20,42 @@ from hummock import HummockError
 SLT_DIR = Path(__file__).parent / "sql"
 SLT_FILES = sorted(SLT_DIR.glob("*.slt"))
 
+# Files whose features issue 13 has not built yet. Each is a strict xfail: the run fails the
+# moment the feature works and the entry is not removed, so this list can only shrink honestly.
+PENDING = {
+    "aggregates": "NUMERIC/DECIMAL casts and arithmetic are not built yet (issue 13)",
+    "expressions": "NUMERIC/DECIMAL arithmetic and LIKE ... ESCAPE are not built yet (issue 13)",
+    "dynamic_filter": "scalar subqueries / dynamic filter are not built yet (issue 13)",
+    "flush_consistency": "scalar subqueries are not built yet (issue 13)",
+    "subqueries_ctes": "IN/EXISTS subqueries and a CTE used twice are not built yet (issue 13)",
+    "explain": "top-N plans (ORDER BY/LIMIT in an MV) are not built yet (issue 13)",
+    "top_n": "ORDER BY/LIMIT top-N in MVs is not built yet (issue 13)",
+    "window_row_number": "ROW_NUMBER() OVER group top-N is not built yet (issue 13)",
+    "set_ops": "EXCEPT/INTERSECT are not built yet (issue 13)",
+    "time_travel": "FOR SYSTEM_TIME AS OF is not built yet (issue 13)",
+    "tumble_hop": "TUMBLE/HOP time windows are not built yet (issue 13)",
+}
+
+
+def _slt_param(path):
+    reason = PENDING.get(path.stem)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(path, marks=marks, id=path.stem)
+
 
 def test_slt_files_exist():
     assert len(SLT_FILES) >= 17, [p.name for p in SLT_FILES]
 
 
 @pytest.mark.parametrize("store", ["memory", "local"])
-@pytest.mark.parametrize("path", SLT_FILES, ids=[p.stem for p in SLT_FILES])
+@pytest.mark.parametrize("path", [_slt_param(p) for p in SLT_FILES])
 def test_slt(path, store, tmp_path):
     url = ":memory:" if store == "memory" else str(tmp_path / "db")
     with sql.connect(url) as conn:
         slt_runner.run_file(conn, path)
 
 
+@pytest.mark.xfail(strict=True, reason=PENDING["time_travel"])
 def test_time_travel_reads_older_snapshots(tmp_path):
     """FOR SYSTEM_TIME AS OF a time captured between two FLUSHed changes reads the older data,
     for a table and an MV alike (the part of time_travel.slt whose timestamps are only known at
