@@ -33,7 +33,6 @@ PENDING = {
     "window_row_number": "ROW_NUMBER() OVER group top-N is not built yet (issue 13)",
     "set_ops": "EXCEPT/INTERSECT are not built yet (issue 13)",
     "time_travel": "FOR SYSTEM_TIME AS OF is not built yet (issue 13)",
-    "tumble_hop": "TUMBLE/HOP time windows are not built yet (issue 13)",
 }
 
 

@@ -27,6 +27,7 @@ from stream.schema import Schema
 from stream.expr import Col
 
 from sql.plan import nodes as P
+from sql.plan import time_window
 
 
 def execute(plan: P.Node, store, epoch: int) -> pa.Table:
@@ -132,6 +133,11 @@ class _Exec:
             matched = {j for _, j in pairs}
             out += [(None,) * lw + rrows[j] for j in range(len(rrows)) if j not in matched]
         return _rows_table(out, plan)
+
+    def _tumblewindow(self, plan):
+        return _table(time_window.run_batch(plan, self.run(plan.input)), plan)
+
+    _hopwindow = _tumblewindow
 
     def _union(self, plan: P.Union):
         return _table([pa.concat_arrays([self._columns(self.run(i))[c] for i in plan.inputs])
