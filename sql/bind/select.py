@@ -23,6 +23,7 @@ from stream.errors import ExecutorError
 from stream.schema import Schema
 
 from sql import types as T
+from sql.bind import time_travel
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
@@ -120,6 +121,11 @@ class QueryBinder:
             if node.args.get("db") is not None and _name(node.args["db"]) not in ("public",):
                 raise error_at(UnsupportedError, "schemas other than public are not supported", node)
             name = _name(node.this)
+            version = node.args.get("version")
+            if version is not None and (not self.batch or name in self.ctes):
+                raise error_at(UnsupportedError, "time travel (FOR SYSTEM_TIME AS OF) reads a table or materialized "
+                                                 "view in a batch query; it is not allowed " +
+                               ("on a CTE" if self.batch else "in a materialized view"), version)
             if name in self.ctes:
                 plan = self.bind_query(self.ctes[name], top=False)
             else:
@@ -129,6 +135,8 @@ class QueryBinder:
                 if rel.name not in self.depends_on:
                     self.depends_on.append(rel.name)
                 plan = P.Scan(rel, alias_name)
+                if version is not None:
+                    plan.as_of = time_travel.bind_as_of(version, self.params)
             return plan, self._scope_of(plan, alias_name or name, col_aliases)
         if isinstance(node, exp.Subquery):
             if alias_name is None:
