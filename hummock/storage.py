@@ -723,6 +723,20 @@ class HummockStorage:
             watermark = min(watermark, times[0][1] if times[0][0] <= horizon else self._version.safe_epoch)
         return watermark
 
+    def committed_epoch_at(self, unix_time: float) -> int | None:
+        """The ``max_committed_epoch`` a read at wall-clock time ``unix_time`` (seconds) saw: the
+        epoch of the last commit at or before it, from the commit log the retention window keeps
+        (commits of this process; epochs committed before open count as committed at open).
+        None when ``unix_time`` is before the log (before open, or past the retention window).
+        Time travel (sql/bind/time_travel.py) maps a time to the state committed by then, so data
+        written after it in an epoch that began earlier stays out."""
+        with self._lock:
+            at = unix_time - (time.time() - time.monotonic())   # wall clock -> the log's monotonic clock
+            for when, epoch in reversed(self._commit_times):   # recent times are the usual question
+                if when <= at:
+                    return epoch
+            return None
+
     @property
     def min_readable_epoch(self) -> int:
         """Reads at epochs below this raise ``ExpiredEpochError``: compaction may have dropped

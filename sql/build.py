@@ -27,6 +27,7 @@ from stream.expr import Col
 from stream.schema import Schema
 
 from sql.plan import nodes as P
+from sql.plan.time_window import HopWindow, TumbleWindow, build_executor as build_window
 
 
 class IdAllocator:
@@ -151,5 +152,7 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
                             table_ids=tuple(ids[id(n)]), condition=n.condition)
         if isinstance(n, P.Union):
             return Union([go(i) for i in n.inputs], stream_key=n.stream_key)
+        if isinstance(n, (TumbleWindow, HopWindow)):
+            return build_window(n, go(n.input))
         raise TypeError(f"{n.label()} has no stream executor")
     return go(plan)

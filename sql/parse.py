@@ -3,8 +3,9 @@
 Job: split a script into statements, recognise the few statements sqlglot does not know
 (``FLUSH``, ``SHOW TABLES``, ``SHOW MATERIALIZED VIEWS``, ``SHOW name``, ``SET name =|TO
 value``, ``DESCRIBE t``, ``EXPLAIN stmt``), strip RisingWave's table options (``APPEND ONLY``,
-``ON CONFLICT ...``) into flags, number ``%s`` placeholders as ``$1, $2, ...``, and hand the
-rest to ``sqlglot.parse_one(read="postgres")``.
+``ON CONFLICT ...``) into flags, spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
+(same width; sqlglot has no EPOCH form), number ``%s`` placeholders as ``$1, $2, ...``, and hand
+the rest to ``sqlglot.parse_one(read="postgres")``.
 
 Invariants: positions survive the pre-pass -- each statement is parsed inside a copy of the
 whole text where everything else is blanked (newlines kept), and stripped options are replaced
@@ -103,7 +104,22 @@ _ON_CONFLICT = re.compile(
     r"\bON\s+CONFLICT\s+(DO\s+NOTHING|OVERWRITE|DO\s+UPDATE\s+IF\s+NOT\s+NULL|DO\s+UPDATE\s+FULL)\b", re.I)
 _CONFLICT_NAMES = {"DONOTHING": "ignore", "OVERWRITE": "overwrite", "DOUPDATEIFNOTNULL": "do_update_if_not_null",
                    "DOUPDATEFULL": "overwrite"}
-_AS_OF = re.compile(r"\bFOR\s+SYSTEM_TIME\s+AS\s+OF\b|\bAS\s+OF\s+EPOCH\b", re.I)
+_AS_OF_EPOCH = re.compile(r"\b(?:FOR\s+SYSTEM_TIME\s+)?AS\s+OF\s+EPOCH\b", re.I)
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.S)
+
+
+def _rewrite_as_of_epoch(body: str) -> str:
+    """``[FOR SYSTEM_TIME] AS OF EPOCH n`` -> ``FOR VERSION n`` padded to the same width (sqlglot
+    parses that as a ``Version`` of kind VERSION; sql/bind/time_travel.py reads it as an epoch).
+    Quoted text and comments are left alone; newlines stay where they were."""
+    masked = _QUOTED.sub(lambda m: _blank(m.group(0)).replace(" ", "x"), body)
+    out, at = [], 0
+    for m in _AS_OF_EPOCH.finditer(masked):
+        old = body[m.start():m.end()]
+        newlines = old.count("\n")
+        out += [body[at:m.start()], "FOR VERSION", " " * (len(old) - 11 - newlines), "\n" * newlines]
+        at = m.end()
+    return "".join(out) + body[at:] if out else body
 
 
 def parse_script(text: str) -> list:
@@ -172,11 +188,7 @@ def _statement(text: str, start: int, end: int) -> Statement:
         stmt.kind = "explain"
         stmt.inner = _statement(text, start + m.end(), end)
         return stmt
-    m = _AS_OF.search(body)
-    if m:
-        line, col = _line_col(text, start + m.start())
-        raise UnsupportedError(f"time travel ({' '.join(m.group(0).split()).upper()}) is not supported yet",
-                               line, col)
+    body = _rewrite_as_of_epoch(body)
     if _CREATE_TABLE.match(body):
         m = _APPEND_ONLY.search(body)
         if m:

@@ -106,6 +106,23 @@ def test_retention_window_expires_what_fell_out_of_it(tmp_path):
                     list(db.iter(1, i * E))
 
 
+def test_committed_epoch_at_maps_wall_clock_times_to_commits(tmp_path):
+    """The commit log behind SQL time travel: a time sees the last commit at or before it."""
+    model = KvModel()
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(retention_seconds=3600)) as db:
+        opened = time.time()
+        assert db.committed_epoch_at(opened - 60) is None          # before the log: unknown
+        times = []
+        for i in range(1, 4):
+            _write_history(db, model, [i])
+            time.sleep(0.01)
+            times.append(time.time())
+            time.sleep(0.01)
+        assert [db.committed_epoch_at(t) for t in times] == [E, 2 * E, 3 * E]
+        assert db.committed_epoch_at(opened) in (None, 0)          # the epoch the store opened with
+        assert db.committed_epoch_at(time.time() + 60) == 3 * E
+
+
 def test_version_safe_epoch_rules():
     version = HummockVersion.empty()
     commit = VersionDelta.commit(version, 5 * E, ())

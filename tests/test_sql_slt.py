@@ -32,8 +32,6 @@ PENDING = {
     "top_n": "ORDER BY/LIMIT top-N in MVs is not built yet (issue 13)",
     "window_row_number": "ROW_NUMBER() OVER group top-N is not built yet (issue 13)",
     "set_ops": "EXCEPT/INTERSECT are not built yet (issue 13)",
-    "time_travel": "FOR SYSTEM_TIME AS OF is not built yet (issue 13)",
-    "tumble_hop": "TUMBLE/HOP time windows are not built yet (issue 13)",
 }
 
 
@@ -55,7 +53,6 @@ def test_slt(path, store, tmp_path):
         slt_runner.run_file(conn, path)
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING["time_travel"])
 def test_time_travel_reads_older_snapshots(tmp_path):
     """FOR SYSTEM_TIME AS OF a time captured between two FLUSHed changes reads the older data,
     for a table and an MV alike (the part of time_travel.slt whose timestamps are only known at

@@ -26,11 +26,14 @@ from stream.executors.agg_call import AggCall
 from stream.schema import Schema
 from stream.expr import Col
 
+from sql.bind.time_travel import pin_scans
 from sql.plan import nodes as P
+from sql.plan import time_window
 
 
 def execute(plan: P.Node, store, epoch: int) -> pa.Table:
-    return _Exec(store, epoch).run(plan)
+    with pin_scans(plan, store, epoch) as as_of:   # time travel: each Scan's own pinned epoch
+        return _Exec(store, epoch, as_of).run(plan)
 
 
 def _table(columns, plan) -> pa.Table:
@@ -54,14 +57,14 @@ def from_arrow_values(column, dtype) -> list:
 
 
 class _Exec:
-    def __init__(self, store, epoch):
-        self.store, self.epoch = store, epoch
+    def __init__(self, store, epoch, as_of=None):
+        self.store, self.epoch, self.as_of = store, epoch, as_of or {}
 
     def run(self, plan) -> pa.Table:
         return getattr(self, "_" + type(plan).__name__.lower())(plan)
 
     def _scan(self, plan: P.Scan):
-        t = StorageTable.from_desc(self.store, plan.relation.desc).to_arrow(self.epoch)
+        t = StorageTable.from_desc(self.store, plan.relation.desc).to_arrow(self.as_of.get(id(plan), self.epoch))
         return _table([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns], plan)
 
     def _values(self, plan: P.Values):
@@ -132,6 +135,11 @@ class _Exec:
             matched = {j for _, j in pairs}
             out += [(None,) * lw + rrows[j] for j in range(len(rrows)) if j not in matched]
         return _rows_table(out, plan)
+
+    def _tumblewindow(self, plan):
+        return _table(time_window.run_batch(plan, self.run(plan.input)), plan)
+
+    _hopwindow = _tumblewindow
 
     def _union(self, plan: P.Union):
         return _table([pa.concat_arrays([self._columns(self.run(i))[c] for i in plan.inputs])

@@ -25,6 +25,7 @@ from sqlglot import exp
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
 from stream import expr as E
+from stream.expr_time import TimeArith, is_temporal
 
 from sql import types as T
 from sql.errors import BindError, SqlError, UnsupportedError, error_at
@@ -205,6 +206,8 @@ class ExprBinder:
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
             op = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}[type(node)]
             left, right = self.bind_pair(node.this, node.expression)
+            if is_temporal(left.data_type, right.data_type):   # date/time arithmetic (stream/expr_time.py)
+                return TimeArith(op, left, right)
             for side in (left, right):
                 if side.data_type.kind == TypeKind.DECIMAL:
                     raise error_at(UnsupportedError, "arithmetic on NUMERIC/DECIMAL values is not supported yet", node)

@@ -23,9 +23,11 @@ from stream.errors import ExecutorError
 from stream.schema import Schema
 
 from sql import types as T
+from sql.bind import time_travel
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
+from sql.plan import time_window
 
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
@@ -113,10 +115,17 @@ class QueryBinder:
         alias = node.args.get("alias")
         alias_name = _name(alias.this) if alias is not None and alias.this is not None else None
         col_aliases = [_name(c) for c in alias.columns] if alias is not None and alias.columns else None
+        if time_window.is_window_table(node):
+            return time_window.bind_window_table(self, node, alias_name, col_aliases)
         if isinstance(node, exp.Table):
             if node.args.get("db") is not None and _name(node.args["db"]) not in ("public",):
                 raise error_at(UnsupportedError, "schemas other than public are not supported", node)
             name = _name(node.this)
+            version = node.args.get("version")
+            if version is not None and (not self.batch or name in self.ctes):
+                raise error_at(UnsupportedError, "time travel (FOR SYSTEM_TIME AS OF) reads a table or materialized "
+                                                 "view in a batch query; it is not allowed " +
+                               ("on a CTE" if self.batch else "in a materialized view"), version)
             if name in self.ctes:
                 plan = self.bind_query(self.ctes[name], top=False)
             else:
@@ -126,6 +135,8 @@ class QueryBinder:
                 if rel.name not in self.depends_on:
                     self.depends_on.append(rel.name)
                 plan = P.Scan(rel, alias_name)
+                if version is not None:
+                    plan.as_of = time_travel.bind_as_of(version, self.params)
             return plan, self._scope_of(plan, alias_name or name, col_aliases)
         if isinstance(node, exp.Subquery):
             if alias_name is None:
@@ -134,7 +145,7 @@ class QueryBinder:
             return plan, self._scope_of(plan, alias_name, col_aliases)
         if isinstance(node, (exp.Unnest, exp.Lateral)) or node.find(exp.Anonymous) is not None:
             raise error_at(UnsupportedError, f"{node.sql(dialect='postgres')[:40]!r} in FROM is not supported "
-                                             "(table functions such as TUMBLE/HOP are not yet supported)", node)
+                                             "(of the table functions only TUMBLE and HOP are)", node)
         raise error_at(UnsupportedError, f"FROM item {type(node).__name__} is not supported", node)
 
     def _scope_of(self, plan, table, col_aliases) -> Scope:

@@ -9,6 +9,7 @@ from sql.plan import nodes as P
 
 _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
                  "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion"}
+_STREAM_NAMES.update(TumbleWindow="StreamTumbleWindow", HopWindow="StreamHopWindow")   # sql/plan/time_window.py
 
 
 def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:

@@ -52,7 +52,9 @@ class Scan(Node):
         self._finish([n for n, _ in cols], [t for _, t in cols], relation.pk_indices, relation.n_visible)
 
     def label(self) -> str:
-        return f"Scan({self.relation.name}, table_id={self.relation.table_id})"
+        as_of = getattr(self, "as_of", None)   # time travel (sql/bind/time_travel.py)
+        return f"Scan({self.relation.name}, table_id={self.relation.table_id}" + \
+            (f", as_of={as_of.text})" if as_of is not None else ")")
 
 
 class Values(Node):

@@ -1,0 +1,236 @@
+"""Time travel: ``FROM t FOR SYSTEM_TIME AS OF <time>`` and ``FROM t [FOR SYSTEM_TIME] AS OF
+EPOCH <n>`` (RisingWave's spellings) read a table or MV as it was at an older committed epoch.
+
+``<time>``: a TIMESTAMP/TIMESTAMPTZ literal or string (a time without a zone is UTC, the
+session's only time zone), ``NOW()``/``CURRENT_TIMESTAMP``/``PROCTIME()``, either ``+``/``-`` a
+constant INTERVAL, an integer (Unix seconds) or a ``$n`` parameter holding any of these.
+``EPOCH <n>`` names a hummock epoch directly. (sqlglot has no EPOCH form: :mod:`sql.parse`
+rewrites it to ``FOR VERSION <n>``, the same width, which sqlglot parses as a ``Version``.)
+
+The epoch <-> wall-clock mapping is hummock's: an epoch's high bits are its physical time in
+milliseconds (:func:`hummock.key.epoch_from_unix_ms`). A query samples the latest committed
+epoch ``L`` and then the wall clock ``now`` (:func:`pin_scans`); a time at or after ``now``
+reads ``L`` (so ``AS OF NOW()`` sees every commit before the statement, also when epochs ran a
+few logical milliseconds ahead of the clock), an earlier time ``T`` reads
+``min(epoch_from_unix_ms(T), L)`` -- the newest version at or before ``T`` of every key.
+
+Retention: a read must stay at or above the oldest readable epoch, ``max(store.min_readable_epoch,
+min(L, epoch of now - retention_seconds))`` (``StorageOptions.retention_seconds``, a ``connect``
+option; 0 keeps only the present). Older reads raise ``ExecutionError`` naming that oldest
+readable time, caused by hummock's ``ExpiredEpochError``. Each distinct epoch is pinned with
+``store.snapshot`` for the whole query, so compaction cannot take it away mid-read.
+
+Invariants: time travel is a batch read -- the binder refuses it in a materialized view; the
+catalog is today's (a relation created after the time reads empty).
+
+Callers: :mod:`sql.bind.select` (``bind_as_of`` for a table with a ``version``),
+:mod:`sql.batch.execute` (``pin_scans`` around a query).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import time
+
+from sqlglot import exp
+
+from hummock.errors import ExpiredEpochError
+from hummock.key import EPOCH_BASE_UNIX_MS, epoch_from_unix_ms, epoch_to_unix_ms
+from relational.types import DataType, Interval
+
+from sql import types as T
+from sql.errors import BindError, ExecutionError, UnsupportedError, error_at, position_of
+from sql.plan import nodes as P
+
+UTC = datetime.timezone.utc
+_NOW_FUNCS = ("NOW", "PROCTIME", "CURRENT_TIMESTAMP", "TRANSACTION_TIMESTAMP", "STATEMENT_TIMESTAMP")
+
+
+class AsOf:
+    """One bound ``AS OF`` clause: ``epoch`` (an EPOCH n) or ``at`` (``now -> datetime``)."""
+
+    def __init__(self, text: str, node, epoch: int | None = None, at=None):
+        self.text, self.epoch, self.at = text, epoch, at
+        self.line, self.column = position_of(node)
+
+    def read_epoch(self, store, latest: int, now: datetime.datetime) -> int:
+        """The epoch this clause reads, for latest committed epoch ``latest`` sampled before ``now``."""
+        if self.epoch is not None:
+            if self.epoch > latest:
+                raise ExecutionError(f"AS OF EPOCH {self.epoch}: that epoch is not committed yet (the latest "
+                                     f"committed epoch is {latest})", self.line, self.column)
+            return self.epoch
+        at = self.at(now)
+        return latest if at >= now else min(committed_epoch_at(store, at), latest)
+
+
+def bind_as_of(version, params) -> AsOf:
+    """Bind a sqlglot ``Version`` node (a table's ``FOR SYSTEM_TIME AS OF ...``)."""
+    kind = (version.args.get("kind") or "").upper()
+    if kind != "AS OF":
+        raise error_at(UnsupportedError, f"FOR SYSTEM_TIME {kind} is not supported (only AS OF)", version)
+    node = version.expression
+    text = node.sql(dialect="postgres")
+    if str(version.this).upper() == "VERSION":   # AS OF EPOCH n (sql/parse.py rewrote it)
+        value = _constant(node, params)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise error_at(BindError, f"AS OF EPOCH needs a non-negative integer epoch, not {text}", node)
+        return AsOf(f"EPOCH {value}", node, epoch=value)
+    return AsOf(text, node, at=_time_fn(node, params))
+
+
+def _constant(node, params):
+    if isinstance(node, exp.Paren):
+        return _constant(node.this, params)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    if isinstance(node, exp.Neg):
+        inner = _constant(node.this, params)
+        return -inner if isinstance(inner, (int, float)) else None
+    if isinstance(node, exp.Parameter) and node.this is not None and node.this.name.isdigit():
+        n = int(node.this.name)
+        if not 1 <= n <= len(params):
+            raise error_at(BindError, f"there is no parameter ${n} ({len(params)} given)", node)
+        return params[n - 1]
+    return None
+
+
+def _time_fn(node, params):
+    """``now -> aware datetime`` for a time expression; errors at bind time for bad shapes."""
+    if isinstance(node, exp.Paren):
+        return _time_fn(node.this, params)
+    if isinstance(node, exp.CurrentTimestamp) or \
+            (isinstance(node, exp.Anonymous) and node.name.upper() in _NOW_FUNCS and not node.expressions):
+        return lambda now: now
+    if isinstance(node, (exp.Add, exp.Sub)):
+        base = _time_fn(node.this, params)
+        iv = _interval(node.expression, params)
+        sign = 1 if isinstance(node, exp.Add) else -1
+        return lambda now: _shift(base(now), iv, sign)
+    if isinstance(node, exp.Cast):
+        dtype = T.type_from_sqlglot(node.to)
+        if dtype not in (DataType.TIMESTAMP, DataType.TIMESTAMPTZ, DataType.DATE):
+            raise error_at(BindError, f"FOR SYSTEM_TIME AS OF needs a timestamp, not {dtype.sql_name()}", node)
+        value = _constant(node.this, params)
+        if not isinstance(value, str):
+            return _time_fn(node.this, params)
+        fixed = _timestamp(value, node)
+        return lambda now: fixed
+    value = _constant(node, params)
+    if isinstance(value, str):
+        fixed = _timestamp(value, node)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:   # Unix seconds, as RisingWave reads an integer
+            fixed = datetime.datetime.fromtimestamp(value, UTC)
+        except (OverflowError, ValueError, OSError):
+            raise error_at(BindError, f"FOR SYSTEM_TIME AS OF {value}: not a Unix time in seconds", node) from None
+    elif isinstance(value, datetime.datetime):
+        fixed = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    elif isinstance(value, datetime.date):
+        fixed = datetime.datetime(value.year, value.month, value.day, tzinfo=UTC)
+    else:
+        raise error_at(UnsupportedError, f"FOR SYSTEM_TIME AS OF {node.sql(dialect='postgres')[:40]}: expected a "
+                                         "timestamp, NOW() +/- an INTERVAL, Unix seconds, or EPOCH n", node)
+    return lambda now: fixed
+
+
+def _timestamp(text: str, node) -> datetime.datetime:
+    try:
+        return T.parse_text(text, DataType.TIMESTAMPTZ)
+    except ValueError:
+        raise error_at(BindError, f"FOR SYSTEM_TIME AS OF: invalid timestamp {text!r}", node) from None
+
+
+def _interval(node, params) -> Interval:
+    if isinstance(node, exp.Interval):
+        text = f"{node.this.name} {node.unit.name if node.unit else ''}".strip()
+    else:
+        text = _constant(node, params)
+        if isinstance(text, datetime.timedelta):
+            return Interval.from_timedelta(text)
+        if isinstance(text, Interval):
+            return text
+    if isinstance(text, str):
+        try:
+            return T.parse_interval(text)
+        except (ValueError, IndexError):
+            pass
+    raise error_at(BindError, f"FOR SYSTEM_TIME AS OF: {node.sql(dialect='postgres')[:40]} is not a constant "
+                              "INTERVAL", node)
+
+
+def _shift(at: datetime.datetime, iv: Interval, sign: int) -> datetime.datetime:
+    months = at.year * 12 + at.month - 1 + sign * iv.months
+    year, month = divmod(months, 12)
+    day = min(at.day, _days_in(year, month + 1))
+    at = at.replace(year=year, month=month + 1, day=day)
+    return at + sign * datetime.timedelta(days=iv.days, microseconds=iv.usecs)
+
+
+def _days_in(year: int, month: int) -> int:
+    nxt = datetime.date(year + (month == 12), month % 12 + 1, 1)
+    return (nxt - datetime.timedelta(days=1)).day
+
+
+# --- execution ------------------------------------------------------------------------------------
+
+def oldest_readable_epoch(store, latest: int, now: datetime.datetime) -> int:
+    """The oldest epoch a time-travel read may use (module docstring)."""
+    horizon = now - datetime.timedelta(seconds=store.options.retention_seconds)
+    return max(store.min_readable_epoch, min(latest, committed_epoch_at(store, horizon)))
+
+
+def committed_epoch_at(store, at: datetime.datetime) -> int:
+    """The epoch committed last at or before wall-clock time ``at`` (the store's commit log);
+    before the log (commits before the store opened) the epoch whose physical time is ``at``."""
+    epoch = store.committed_epoch_at(at.timestamp())
+    if epoch is not None:
+        return epoch
+    ms = int(at.timestamp() * 1000)
+    return epoch_from_unix_ms(ms) if ms >= EPOCH_BASE_UNIX_MS else 0
+
+
+def _time_of(epoch: int) -> str:
+    ms = epoch_to_unix_ms(epoch)
+    return datetime.datetime.fromtimestamp(ms / 1000, UTC).isoformat(sep=" ", timespec="milliseconds")
+
+
+def _expired(as_of: AsOf, epoch: int, oldest: int, retention: float) -> ExecutionError:
+    return ExecutionError(
+        f"FOR SYSTEM_TIME AS OF {as_of.text} (epoch {epoch}) is past the retention window: "
+        f"the oldest readable time is {_time_of(oldest)} (epoch {oldest}); this database keeps {retention:g} "
+        "seconds of history (connect(..., retention_seconds=N))", as_of.line, as_of.column)
+
+
+@contextlib.contextmanager
+def pin_scans(plan: P.Node, store, latest: int):
+    """Yield ``{id(scan): epoch}`` for every time-travel Scan of ``plan``, each epoch pinned by a
+    snapshot until the block ends; ``latest`` is the committed epoch the query reads otherwise,
+    sampled before this call (module docstring)."""
+    scans = [n for n in P.walk(plan) if isinstance(n, P.Scan) and getattr(n, "as_of", None) is not None]
+    if not scans:
+        yield {}
+        return
+    now = datetime.datetime.fromtimestamp(time.time(), UTC)
+    oldest = oldest_readable_epoch(store, latest, now)
+    retention = store.options.retention_seconds
+    epochs, snaps = {}, {}
+    try:
+        for scan in scans:
+            epoch = scan.as_of.read_epoch(store, latest, now)
+            if epoch < oldest:
+                raise _expired(scan.as_of, epoch, oldest, retention) from ExpiredEpochError(epoch, oldest)
+            if epoch not in snaps:
+                try:
+                    snaps[epoch] = store.snapshot(epoch)
+                except ExpiredEpochError as exc:
+                    raise _expired(scan.as_of, epoch, max(oldest, exc.min_readable_epoch), retention) from exc
+            epochs[id(scan)] = epoch
+        yield epochs
+    finally:
+        for snap in snaps.values():
+            snap.release()
