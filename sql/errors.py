@@ -48,6 +48,13 @@ class ExecutionError(SqlError):
     """A runtime failure: overflow, pk column update, pk conflict, a bad value."""
 
 
+def execution_error(exc) -> ExecutionError:
+    """An ExecutionError for a failed evaluation ``exc`` (a data error such as an overflow),
+    positioned at the failing expression when it has one (``exc.expr.pos``, set by the binder)."""
+    line, column = getattr(getattr(exc, "expr", None), "pos", None) or (None, None)
+    return ExecutionError(str(exc), line, column)
+
+
 def position_of(node) -> tuple:
     """``(line, column)`` of a sqlglot node (its first positioned descendant), or ``(None, None)``."""
     if node is None:

@@ -24,13 +24,15 @@ from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
 from stream.executors.agg_call import AggCall
 from stream.schema import Schema
-from stream.expr import Col
+from stream.expr import Col, raising_errors
 
 from sql.plan import nodes as P
 
 
 def execute(plan: P.Node, store, epoch: int) -> pa.Table:
-    return _Exec(store, epoch).run(plan)
+    """Data errors (overflow, division by zero) raise ExpressionError, as Postgres does."""
+    with raising_errors():
+        return _Exec(store, epoch).run(plan)
 
 
 def _table(columns, plan) -> pa.Table:
