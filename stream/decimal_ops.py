@@ -47,10 +47,15 @@ class RowError(ArithmeticError):
 def decode(value):
     """``(values, is_scalar)``: the Decimals (None = NULL) of an Arrow string array or scalar."""
     if isinstance(value, pa.Scalar):
-        return [None if not value.is_valid else Decimal(value.as_py())], True
+        return [None if not value.is_valid else _read(value.as_py())], True
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()
-    return [None if v is None else Decimal(v) for v in value.to_pylist()], False
+    return [None if v is None else _read(v) for v in value.to_pylist()], False
+
+
+def _read(text: str) -> Decimal:
+    d = Decimal(text)
+    return normalize(d) if "E+" in text else d   # a stored 1E+2 is the numeric 100 (scale 0)
 
 
 def encode(values, scalar: bool):

@@ -27,7 +27,7 @@ from stream.errors import ExpressionError
 from stream import expr as E
 
 from sql import types as T
-from sql.errors import BindError, SqlError, UnsupportedError, error_at, position_of
+from sql.errors import BindError, SqlError, UnsupportedError, error_at
 
 MAX_DEPTH = 200
 
@@ -94,8 +94,8 @@ class ExprBinder:
                 out = self._bind(node)
             except ExpressionError as exc:
                 raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
-            if getattr(out, "pos", None) is None:   # where a data error in it is reported
-                out.pos = position_of(node)
+            if getattr(out, "node", None) is None:   # where a data error in it is reported
+                out.node = node
             return out
         finally:
             self.depth -= 1
