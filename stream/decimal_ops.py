@@ -9,7 +9,8 @@ row by row with Postgres' numeric rules and encode the results back:
   ``select_div_scale`` (at least 16 significant digits, at least either operand's scale).
 - NaN equals NaN and sorts above every other value (Postgres); NaN in, NaN out for arithmetic;
   ``Infinity - Infinity`` and ``0 * Infinity`` are NaN.
-- Results never have a negative scale or a negative zero (``1E+2`` is stored as ``100``).
+- Results never have a negative scale or a negative zero (``1E+2`` is stored as ``100``):
+  :func:`encode` normalizes, and :func:`decode` reads a stored ``1E+2`` as ``100``.
 - Casts: integers and text exactly; REAL/DOUBLE through 6/15 significant digits (Postgres'
   ``float4_numeric``/``float8_numeric``); to integers half away from zero with a range check;
   to text in plain notation.
@@ -60,8 +61,15 @@ def _read(text: str) -> Decimal:
 
 def encode(values, scalar: bool):
     """Decimals (None = NULL) as an Arrow string array, or a scalar when ``scalar``."""
-    texts = [None if v is None else str(v) for v in values]
+    texts = [None if v is None else _text(v) for v in values]
     return pa.scalar(texts[0], pa.string()) if scalar else pa.array(texts, pa.string())
+
+
+def _text(d: Decimal) -> str:
+    text = str(d)
+    if "E+" in text or (text[0] == "-" and not d):   # the rare cases normalize() changes
+        return str(normalize(d))
+    return text
 
 
 def normalize(d: Decimal) -> Decimal:
@@ -111,6 +119,10 @@ def _weight(x: Decimal) -> tuple:
     return weight, int(a.scaleb(-4 * weight, context=_EXACT))
 
 
+_TRUNCATING: dict = {}   # precision -> a truncating context, for div
+_QUANTUM: dict = {}      # scale -> 10**-scale
+
+
 def div(a: Decimal, b: Decimal) -> Decimal:
     """``a / b`` rounded like Postgres' ``numeric_div`` (module docstring)."""
     if b.is_nan() or a.is_nan():
@@ -125,10 +137,16 @@ def div(a: Decimal, b: Decimal) -> Decimal:
     qweight = w1 - w2 - (1 if f1 <= f2 else 0)
     scale = min(max(16 - qweight * 4, _scale(a), _scale(b), 0), 1000)
     digits = max(1, a.adjusted() - b.adjusted() + 2 + scale + 2)
-    # truncate with guard digits, then round once: no double rounding
-    q = decimal.Context(prec=digits, rounding=decimal.ROUND_DOWN, Emax=decimal.MAX_EMAX,
-                        Emin=decimal.MIN_EMIN).divide(a, b)
-    return normalize(q.quantize(_ONE.scaleb(-scale), context=_EXACT))
+    ctx = _TRUNCATING.get(digits)
+    if ctx is None:
+        ctx = _TRUNCATING[digits] = decimal.Context(prec=digits, rounding=decimal.ROUND_DOWN, Emax=decimal.MAX_EMAX,
+                                                    Emin=decimal.MIN_EMIN)
+    quantum = _QUANTUM.get(scale)
+    if quantum is None:
+        quantum = _QUANTUM[scale] = _ONE.scaleb(-scale)
+    # truncate with guard digits, then round once: no double rounding (the scale is >= 0, so
+    # only a negative zero is left to normalize, which encode does)
+    return ctx.divide(a, b).quantize(quantum, context=_EXACT)
 
 
 def mod(a: Decimal, b: Decimal) -> Decimal:
@@ -144,9 +162,9 @@ def mod(a: Decimal, b: Decimal) -> Decimal:
 
 
 def _quiet(op):
-    def run(a, b):
+    def run(a, b):   # the result is normalized when it is encoded
         try:
-            return normalize(op(a, b))
+            return op(a, b)
         except decimal.InvalidOperation:   # inf - inf, 0 * inf
             return Decimal("NaN")
     return run
