@@ -25,6 +25,7 @@ from relational.catalog import TableDesc
 from relational.types import DataType
 from stream.chunk import StreamChunk
 from stream.errors import StreamError
+from stream.expr import raising_errors
 from stream.schema import Schema
 
 from sql import types as T
@@ -33,7 +34,7 @@ from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.bind.select import QueryBinder
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
-from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at
+from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at, execution_error
 from sql.insert_batch import build_insert_chunks, parameter_slots
 from sql.parse import parse_script
 from sql.plan import nodes as P
@@ -81,7 +82,7 @@ def _select(db, node, params, variables, stmt) -> Result:
     try:
         table = run_batch(plan, db.store, epoch)
     except (ArithmeticError, ValueError) as exc:
-        raise ExecutionError(str(exc)) from None
+        raise execution_error(exc) from None
     finally:
         snap.release()
     return Result(list(zip(plan.names, plan.types)), table, table.num_rows)
@@ -365,7 +366,8 @@ def _coerce(value, dtype, node):
 
 def _const_value(e, dtype, node):
     try:
-        value = from_arrow_values(e.eval([], 1), e.data_type)[0]
+        with raising_errors():
+            value = from_arrow_values(e.eval([], 1), e.data_type)[0]
     except (ArithmeticError, ValueError) as exc:
         raise error_at(ExecutionError, str(exc), node) from None
     return _coerce(value, dtype, node)
@@ -429,7 +431,8 @@ def _update(db, node, params, variables, stmt) -> Result:
     new_rows = [list(r) for r in rows]
     for idx, e, dtype, n in sets:
         try:
-            values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
+            with raising_errors():
+                values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
         except (ArithmeticError, ValueError) as exc:
             raise error_at(ExecutionError, str(exc), n) from None
         for r, v in zip(new_rows, values):

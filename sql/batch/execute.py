@@ -24,7 +24,7 @@ from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
 from stream.executors.agg_call import AggCall
 from stream.schema import Schema
-from stream.expr import Col
+from stream.expr import Col, raising_errors
 
 from sql.bind.time_travel import pin_scans
 from sql.plan import nodes as P
@@ -32,7 +32,8 @@ from sql.plan import time_window
 
 
 def execute(plan: P.Node, store, epoch: int) -> pa.Table:
-    with pin_scans(plan, store, epoch) as as_of:   # time travel: each Scan's own pinned epoch
+    """Data errors (overflow, division by zero) raise ExpressionError, as Postgres does."""
+    with raising_errors(), pin_scans(plan, store, epoch) as as_of:   # time travel: each Scan's own epoch
         return _Exec(store, epoch, as_of).run(plan)
 
 
