@@ -2,7 +2,8 @@
 
 Job: for every table, a source actor ``TableSource -> Dml -> Materialize`` (conflict per ON
 CONFLICT; ``_row_id`` filled by Dml for tables without a pk); for every MV, one actor running
-its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin, Union) over
+its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin, Union, (Ranked)
+GroupTopN) over
 ``Receiver`` heads fed by its upstream relations' Materialize actors (one simple dispatcher
 per reader = broadcast), ending in its Materialize. A new MV (``backfill``) reads each
 upstream through :class:`stream.executors.backfill.Backfill`.
@@ -23,6 +24,8 @@ from stream.executors import Dml, Filter, HashAgg, HashJoin, Materialize, Projec
 from stream.executors import agg_table_count
 from stream.executors.agg_call import AggCall
 from stream.executors.backfill import Backfill
+from stream.executors.top_n import GroupTopN, RankedGroupTopN, top_n_state_table
+from relational.memcomparable import OrderType
 from stream.expr import Col
 from stream.schema import Schema
 
@@ -77,6 +80,8 @@ def count_state_tables(plan: P.Node) -> list:
             out.append((n, agg_table_count(_calls(n), False)))
         elif isinstance(n, P.Join):
             out.append((n, 4))
+        elif isinstance(n, P.TopN):
+            out.append((n, 1))
     visit(plan)
     return out
 
@@ -154,5 +159,22 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
             return Union([go(i) for i in n.inputs], stream_key=n.stream_key)
         if isinstance(n, (TumbleWindow, HopWindow)):
             return build_window(n, go(n.input))
+        if isinstance(n, P.TopN):
+            return _top_n(n, go(n.input), builder.store, ids[id(n)][0])
         raise TypeError(f"{n.label()} has no stream executor")
     return go(plan)
+
+
+NO_LIMIT = 1 << 62   # OFFSET without LIMIT: a window no group reaches the end of
+
+
+def _top_n(n: P.TopN, input, store, table_id: int):
+    """The (Ranked)GroupTopN of plan node ``n`` over executor ``input``, its state table laid
+    out by :func:`top_n_state_table` (group | order | input stream key)."""
+    order_by = [(c, OrderType(desc, nulls_first)) for c, desc, nulls_first in n.order]
+    table = top_n_state_table(store, table_id, input.schema, input.stream_key, order_by, n.group,
+                              name=f"top_n_{table_id}")
+    limit = NO_LIMIT if n.limit is None else n.limit
+    if n.rank:
+        return RankedGroupTopN(input, table, order_by, limit, n.offset, n.group, rank_name=n.names[-1])
+    return GroupTopN(input, table, order_by, limit, n.offset, n.group)

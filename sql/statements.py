@@ -385,14 +385,20 @@ def _table_for_dml(db, node, what):
     return rel
 
 
-def _current_rows(db, rel, where, params):
-    """Committed rows of ``rel`` (flushed first) matching ``where``, full width."""
-    _checked_flush(db)
+def _dml_plan(rel, where, params):
+    """``(plan, scope, scan)``: the rows of ``rel`` matching ``where`` (an UPDATE/DELETE's input)."""
     scan = P.Scan(rel)
     scope = Scope([ScopeCol(rel.name, n, i, t) for i, (n, t) in enumerate(rel.visible_columns)])
     plan = scan
     if where is not None:
         plan = P.Filter(scan, ExprBinder(scope, params, context="WHERE")._bool(where.this))
+    return plan, scope, scan
+
+
+def _current_rows(db, rel, where, params):
+    """Committed rows of ``rel`` (flushed first) matching ``where``, full width."""
+    _checked_flush(db)
+    plan, scope, scan = _dml_plan(rel, where, params)
     table = run_batch(plan, db.store, db.store.max_committed_epoch)
     return [tuple(r) for r in _py_rows(table, scan.types)] if table.num_rows else [], scope
 
@@ -502,12 +508,50 @@ def _explain(db, stmt, params, variables) -> Result:
         plan, _ = bind_select(db, node.expression, params, batch=False)
         ids = {id(n): [f"new{i}" for i in range(k)] for n, k in count_state_tables(plan)}
         text = explain_plan(plan, ids, stream=True)
-    elif isinstance(node, (exp.Select, exp.Union)):
+    elif isinstance(node, (exp.Select, exp.Union, exp.Except, exp.Intersect)):
         plan, _ = bind_select(db, node, params)
         text = explain_plan(plan, {}, stream=False)
+    elif isinstance(node, (exp.Insert, exp.Update, exp.Delete)):
+        text = _explain_dml(db, node, params)
     else:
-        raise error_at(UnsupportedError, "EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW", node)
+        raise error_at(UnsupportedError, "EXPLAIN supports SELECT, CREATE MATERIALIZED VIEW, INSERT, UPDATE and "
+                                         "DELETE", node)
     return _rows_result([("QUERY PLAN", DataType.VARCHAR)], [(line,) for line in text.splitlines()])
+
+
+def _explain_dml(db, node, params) -> str:
+    """EXPLAIN of INSERT / UPDATE / DELETE: the batch plan of the rows it would write, bound
+    (so a wrong name is the statement's error) but not run."""
+    if isinstance(node, exp.Insert):
+        target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+        rel = db.catalog.get(_name(target.this))
+        if rel is None or rel.kind != "table":
+            raise error_at(CatalogError if rel is None else BindError,
+                           f"table {_name(target.this)!r} does not exist" if rel is None else
+                           f"cannot insert into materialized view {rel.name!r}", target)
+        source = node.expression
+        if isinstance(source, exp.Values):
+            child = f"BatchValues({len(source.expressions)} rows)"
+        else:
+            plan, _ = bind_select(db, source, params)
+            child = explain_plan(P.visible(plan), {}, stream=False)
+        return f"BatchInsert(table={rel.name})\n" + "\n".join("  " + line for line in child.splitlines())
+    what = "DELETE" if isinstance(node, exp.Delete) else "UPDATE"
+    rel = _table_for_dml(db, node, what)
+    plan, scope, _ = _dml_plan(rel, node.args.get("where"), params)
+    label = f"Batch{what.title()}(table={rel.name})"
+    if what == "UPDATE":
+        binder = ExprBinder(scope, params, context="UPDATE")
+        names = [n for n, _ in rel.visible_columns]
+        sets = []
+        for assign in node.expressions:
+            col = _name(assign.this.this)
+            if col not in names:
+                raise error_at(BindError, f"column {col!r} of relation {rel.name!r} does not exist", assign.this)
+            sets.append(f"{col} = {binder.bind_as(assign.expression, rel.visible_columns[names.index(col)][1])}")
+        label = f"BatchUpdate(table={rel.name}, set=[{', '.join(sets)}])"
+    child = explain_plan(plan, {}, stream=False)
+    return label + "\n" + "\n".join("  " + line for line in child.splitlines())
 
 
 def _rows_result(columns, rows) -> Result:
@@ -518,4 +562,5 @@ def _rows_result(columns, rows) -> Result:
 
 _DISPATCH = {"flush": _flush, "set": _set, "show": _show, "describe": _describe, "explain": _explain}
 _AST_DISPATCH = ((exp.Create, _create), (exp.Drop, _drop), (exp.Insert, _insert), (exp.Update, _update),
-                 (exp.Delete, _delete), (exp.Select, _select), (exp.Union, _select))
+                 (exp.Delete, _delete), (exp.Select, _select), (exp.Union, _select),
+                 (exp.Except, _select), (exp.Intersect, _select))

@@ -128,19 +128,12 @@ AGGS_T1 = ["count(*)", "count(a)", "sum(a)", "sum(b)", "sum(d)", "sum(x)", "min(
 GROUP_T1 = ["s", "f", "a % 3", "k % 2"]
 
 
-# Parts of the grammar whose features issue 13 has not built yet; drawn again once they land
-# (test_pending_grammar_is_still_unsupported fails as soon as one of them works).
-PENDING_KINDS = {"top_n"}
-PENDING_PROJ: set = set()
-
-
 @st.composite
 def mv_query(draw):
-    kinds = ["project", "agg", "global_agg", "join", "union_all", "top_n", "join_agg"]
-    kind = draw(st.sampled_from([k for k in kinds if k not in PENDING_KINDS]))
+    kind = draw(st.sampled_from(["project", "agg", "global_agg", "join", "union_all", "top_n",
+                                 "join_agg"]))
     if kind == "project":
-        proj = [e for e in PROJ_T1 if e not in PENDING_PROJ]
-        exprs = draw(st.lists(st.sampled_from(proj), min_size=1, max_size=4, unique=True))
+        exprs = draw(st.lists(st.sampled_from(PROJ_T1), min_size=1, max_size=4, unique=True))
         cols = ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
         return f"SELECT {cols} FROM t1 WHERE {draw(where_clause('t1'))}"
     if kind in ("agg", "global_agg"):
@@ -256,15 +249,3 @@ def test_grammar_runs_on_duckdb():
 
     check()
 
-
-@pytest.mark.parametrize("query", [
-    "SELECT k, a, s FROM t1 ORDER BY a, k LIMIT 2",  # PENDING_KINDS: top_n
-])
-def test_pending_grammar_is_still_unsupported(query):
-    """The grammar above leaves these out only while the frontend rejects them: once one is
-    supported this test fails, and its PENDING entry must go so the differential test covers it."""
-    with sql.connect(":memory:") as conn:
-        for name in TABLES:
-            conn.execute(create_sql(name, duck=False))
-        with pytest.raises(sql.SqlError, match="not supported"):
-            conn.execute(f"CREATE MATERIALIZED VIEW pending AS {query}")

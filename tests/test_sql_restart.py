@@ -57,10 +57,6 @@ def assert_mvs_match_recomputation(conn):
         assert rows(conn, f"SELECT * FROM {name}") == rows(conn, query), name
 
 
-TOP_N_PENDING = pytest.mark.xfail(strict=True, reason="m_top needs top-N in MVs, not built yet (issue 13)")
-
-
-@TOP_N_PENDING
 def test_close_and_reopen_restores_everything_and_resumes_maintenance(tmp_path):
     path = str(tmp_path / "db")
     with sql.connect(path) as conn:
@@ -179,7 +175,6 @@ def run_child_until_killed(path, seed, flushes, log_dir):
     return last_flushed
 
 
-@TOP_N_PENDING
 @pytest.mark.parametrize("seed", [1, 2])
 def test_kill_and_reopen(tmp_path, seed):
     path = str(tmp_path / "db")

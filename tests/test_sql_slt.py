@@ -26,10 +26,7 @@ PENDING = {
     "dynamic_filter": "scalar subqueries / dynamic filter are not built yet (issue 13)",
     "flush_consistency": "scalar subqueries are not built yet (issue 13)",
     "subqueries_ctes": "IN/EXISTS subqueries and a CTE used twice are not built yet (issue 13)",
-    "explain": "top-N plans (ORDER BY/LIMIT in an MV) are not built yet (issue 13)",
-    "top_n": "ORDER BY/LIMIT top-N in MVs is not built yet (issue 13)",
-    "window_row_number": "ROW_NUMBER() OVER group top-N is not built yet (issue 13)",
-    "set_ops": "EXCEPT/INTERSECT are not built yet (issue 13)",
+    "explain": "scalar subqueries (its top-N MV filters by one) are not built yet (issue 13)",
 }
 
 

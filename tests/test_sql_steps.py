@@ -128,12 +128,14 @@ def test_union_all_key_is_tag_plus_slots():
     ("SELECT a FROM t, u WHERE a = v AND b = 'x' AND k = a + 0", None, None),
     ("SELECT b, a FROM t GROUP BY b", BindError, "GROUP BY"),
     ("SELECT a + 'x' FROM t", BindError, "invalid input syntax"),
-    ("SELECT DISTINCT ON (a) a FROM t", UnsupportedError, "DISTINCT ON"),
-    ("SELECT a FROM t ORDER BY a", UnsupportedError, "top-N"),
+    ("SELECT DISTINCT ON (a) a, b FROM t ORDER BY b", BindError, "DISTINCT ON expressions must match"),
+    ("SELECT a FROM t ORDER BY a", None, None),
     ("SELECT a FROM t WHERE a > (SELECT max(k) FROM u)", UnsupportedError, "subquer"),
     ("SELECT a FROM t JOIN u ON t.a > u.k", UnsupportedError, "equality"),
     ("SELECT row_number() OVER (ORDER BY a) FROM t", UnsupportedError, "window"),
-    ("SELECT a FROM t EXCEPT SELECT k FROM u", UnsupportedError, "EXCEPT"),
+    ("SELECT a FROM t EXCEPT ALL SELECT k FROM u", UnsupportedError, "EXCEPT ALL"),
+    ("SELECT a FROM t INTERSECT ALL SELECT k FROM u", UnsupportedError, "INTERSECT ALL"),
+    ("SELECT a, sum(b) OVER (PARTITION BY a) FROM t", UnsupportedError, "window function sum"),
 ])
 def test_bind_errors_name_the_problem(text, error, match):
     if error is None:

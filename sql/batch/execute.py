@@ -2,9 +2,11 @@
 epoch (the caller pins it with ``store.snapshot(epoch)`` for the whole query).
 
 Job: Scan reads through ``StorageTable.to_arrow(epoch)``; Filter and Project evaluate the same
-:mod:`stream.expr` trees the stream executors use (pyarrow compute); Agg, Join, Sort and Limit
-work on Python rows with the stream executors' semantics (``AggCall.result_column`` computes
-each aggregate's result exactly as HashAgg does: types, NULLs, overflow, avg's scale).
+:mod:`stream.expr` trees the stream executors use (pyarrow compute); Agg, Join, Sort, Limit,
+TopN and RowNumber work on Python rows with the stream executors' semantics
+(``AggCall.result_column`` computes each aggregate's result exactly as HashAgg does: types,
+NULLs, overflow, avg's scale; TopN/RowNumber order rows by the memcomparable key a GroupTopN
+state table uses, so ties fall the same way as in an MV).
 
 Invariants: every node returns a table whose columns are ``node.types`` in order; the result
 of a plan equals the content its MV would have at the same epoch (the differential test).
@@ -22,7 +24,9 @@ import pyarrow.compute as pc
 
 from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
+from relational.memcomparable import OrderType, encode_rows
 from stream.executors.agg_call import AggCall
+from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 from stream.expr import Col, raising_errors
 
@@ -163,10 +167,45 @@ class _Exec:
         rows.sort(key=functools.cmp_to_key(cmp))
         return _rows_table(rows, plan)
 
+    def _topn(self, plan: P.TopN):
+        t = self.run(plan.input)
+        rows = _py_rows(t, plan.input.types) if t.num_columns else []
+        end = None if plan.limit is None else plan.offset + plan.limit
+        out = []
+        for members in _ranked_groups(rows, plan.input, plan.group, plan.order):
+            for i, row in enumerate(members[plan.offset:end]):
+                out.append(row + (plan.offset + i + 1,) if plan.rank else row)
+        return _rows_table(out, plan)
+
+    def _rownumber(self, plan: P.RowNumber):
+        t = self.run(plan.input)
+        rows = _py_rows(t, plan.input.types) if t.num_columns else []
+        out = [row + (i + 1,) for members in _ranked_groups(rows, plan.input, plan.partition, plan.order)
+               for i, row in enumerate(members)]
+        return _rows_table(out, plan)
+
     def _limit(self, plan: P.Limit):
         t = self.run(plan.input)
         end = None if plan.limit is None else plan.offset + plan.limit
         return t.slice(plan.offset, (end - plan.offset) if end is not None else None)
+
+
+def _ranked_groups(rows, input: P.Node, group, order) -> list:
+    """``rows`` split by the ``group`` columns, each group sorted as a (Group)TopN executor
+    orders it: by the memcomparable bytes of its state table key after the group (the order
+    columns in their OrderTypes, then the input's stream key ascending)."""
+    order_by = [(c, OrderType(desc, nulls_first)) for c, desc, nulls_first in order]
+    pk, orders = top_n_layout(input.stream_key, order_by, group)
+    tail, tail_orders = pk[len(group):], orders[len(group):]
+    types = [input.types[c] for c in tail]
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault(tuple(row[g] for g in group), []).append(row)
+    out = []
+    for members in groups.values():
+        keys = encode_rows([tuple(r[c] for c in tail) for r in members], types, tail_orders)
+        out.append([r for _, r in sorted(zip(keys, members), key=lambda kr: kr[0])])
+    return out
 
 
 def _slots(call, vals) -> list:

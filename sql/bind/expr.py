@@ -276,7 +276,7 @@ class ExprBinder:
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
             raise error_at(UnsupportedError, "subqueries in expressions are not supported yet", node)
         if isinstance(node, exp.Window):
-            raise error_at(UnsupportedError, "window functions (OVER) are not supported yet", node)
+            raise error_at(BindError, f"window functions are not allowed in {self.context}", node)
         if isinstance(node, exp.Interval):
             text = f"{node.this.name} {node.unit.name if node.unit else ''}".strip()
             return self._lit(T.parse_interval(text), DataType.INTERVAL, node)

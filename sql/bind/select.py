@@ -24,7 +24,9 @@ from stream.schema import Schema
 
 from sql import types as T
 from sql.bind import time_travel
+from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
+from sql.bind.set_ops import bind_except_intersect
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 from sql.plan import time_window
@@ -53,15 +55,17 @@ class QueryBinder:
                 self.ctes[_name(cte.args["alias"].this)] = cte.this
         try:
             if isinstance(node, exp.Union):
-                plan = self._union(node)
+                plan = self._set_order_limit(self._union(node), node, top)
             elif isinstance(node, (exp.Except, exp.Intersect)):
-                raise error_at(UnsupportedError, f"{type(node).__name__.upper()} is not supported yet", node)
+                plan = self._set_order_limit(bind_except_intersect(self, node), node, top)
             elif isinstance(node, exp.Select):
                 plan = self._select(node, top)
             elif isinstance(node, exp.Values):
                 raise error_at(UnsupportedError, "VALUES as a query is not supported yet", node)
             else:
                 raise error_at(UnsupportedError, f"query {type(node).__name__} is not supported", node)
+            if top and not self.batch:
+                O.check_streamable(plan)
             return plan
         finally:
             self.ctes = saved
@@ -72,25 +76,31 @@ class QueryBinder:
         distinct = bool(node.args.get("distinct"))
         branches = []
 
-        def flatten(n):   # a chain of the same kind of UNION is one n-ary union
-            if isinstance(n, exp.Union) and bool(n.args.get("distinct")) == distinct and \
-                    not (n.args.get("with_") or n.args.get("with")):
+        def flatten(n, root=False):   # a chain of the same kind of UNION is one n-ary union
+            if root or isinstance(n, exp.Union) and bool(n.args.get("distinct")) == distinct and \
+                    not any(n.args.get(k) for k in ("with_", "with", "order", "limit", "offset")):
                 flatten(n.this)
                 flatten(n.expression)
             else:
                 branches.append(self.bind_query(n, top=False))
-        flatten(node)
+        flatten(node, root=True)
+        union = self.union_all(branches, node, "UNION")
+        return distinct_all(union) if distinct else union
+
+    def union_all(self, branches, node, what: str) -> P.Union:
+        """UNION ALL of bound ``branches``: each cast to the common column types, with a branch
+        tag column (``width``) and every branch's key slots after the visible columns."""
         width = branches[0].n_visible
         for b in branches[1:]:
             if b.n_visible != width:
-                raise error_at(BindError, "each UNION query must have the same number of columns", node)
+                raise error_at(BindError, f"each {what} query must have the same number of columns", node)
         types = []
         for i in range(width):
             t = branches[0].types[i]
             for b in branches[1:]:
                 sup = T.common_supertype(t, b.types[i])
                 if sup is None:
-                    raise error_at(BindError, f"UNION types {t.sql_name()} and {b.types[i].sql_name()} cannot be "
+                    raise error_at(BindError, f"{what} types {t.sql_name()} and {b.types[i].sql_name()} cannot be "
                                               "matched", node)
                 t = sup
             types.append(t)
@@ -105,8 +115,27 @@ class QueryBinder:
                 exprs.append(E.Col(k, kt) if sj == bi else E.Lit(None, kt))
             names = branches[0].names[:width] + ["_union_tag"] + [f"_union_k{i}" for i in range(len(slots))]
             projected.append(P.Project(b, exprs, names))
-        union = P.Union(projected, list(range(width, width + 1 + len(slots))), width)
-        return distinct_all(union) if distinct else union
+        return P.Union(projected, list(range(width, width + 1 + len(slots))), width)
+
+    def _set_order_limit(self, plan, node, top: bool) -> P.Node:
+        """ORDER BY / LIMIT / OFFSET of a set operation: keys name its output columns (by
+        name or position, as in Postgres)."""
+        order, limit, offset = node.args.get("order"), node.args.get("limit"), node.args.get("offset")
+        if order is None and limit is None and offset is None:
+            return plan
+        names = list(plan.names[:plan.n_visible])
+        sort_keys = []
+        for o in (order.expressions if order is not None else []):
+            target = o.this
+            if not (isinstance(target, exp.Literal) and not target.is_string) and not (
+                    isinstance(target, exp.Column) and target.args.get("table") is None
+                    and _name(target.this) in names):
+                raise error_at(BindError, "ORDER BY of a set operation must name one of its output columns",
+                               target)
+            sort_keys.append(O.sort_key(o, O.order_target(target, names, len(names), [], [], None)))
+        return O.order_limit(plan, sort_keys, self._count(limit.expression if limit is not None else None),
+                             self._count(offset.expression if offset is not None else None) or 0,
+                             self.batch and top)
 
     # --- FROM -----------------------------------------------------------------------------------
 
@@ -217,29 +246,33 @@ class QueryBinder:
 
     def _select(self, node, top: bool) -> P.Node:
         distinct = node.args.get("distinct")
-        if distinct is not None and distinct.args.get("on") is not None:
-            raise error_at(UnsupportedError, "DISTINCT ON is not supported yet", node)
+        distinct_on_node = distinct.args.get("on") if distinct is not None else None
         for key, what in (("qualify", "QUALIFY"), ("windows", "WINDOW")):
             if node.args.get(key):
                 raise error_at(UnsupportedError, f"{what} is not supported yet", node)
-        if (node.args.get("order") or node.args.get("limit") or node.args.get("offset")) and \
-                not (self.batch and top):
-            raise error_at(UnsupportedError, "ORDER BY / LIMIT / OFFSET in a materialized view or subquery "
-                                             "(top-N) is not supported yet", node.args.get("order") or node)
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
         if conjuncts:
             binder = ExprBinder(scope, self.params, context="WHERE")
             conds = [binder._bool(c) for c in conjuncts]
-            plan = P.Filter(plan, conds[0] if len(conds) == 1 else E.And(*conds))
+            plan = O.rank_filter(P.Filter(plan, conds[0] if len(conds) == 1 else E.And(*conds)))
         items = self._expand_star(node.expressions, scope)
         having = node.args.get("having")
         group = node.args.get("group")
         order = node.args.get("order")
         agg_nodes = _find_aggs([e for e, _ in items] + ([having] if having is not None else [])
                                + ([order] if order is not None else []))
-        if group is not None or agg_nodes:
+        windows = O.find_windows([e for e, _ in items] + [order])
+        if windows and (group is not None or agg_nodes):
+            raise error_at(UnsupportedError, "window functions together with GROUP BY or aggregates are not "
+                                             "supported", windows[0])
+        if windows:
+            if having is not None:
+                raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
+            plan, hook = O.bind_windows(plan, scope, self.params, windows)
+            binder = ExprBinder(scope, self.params, hook=hook, context="SELECT")
+        elif group is not None or agg_nodes:
             plan, binder = self._aggregate(plan, scope, items, group, agg_nodes)
             if having is not None:
                 plan = P.Filter(plan, binder._bool(having.this))
@@ -249,40 +282,26 @@ class QueryBinder:
             binder = ExprBinder(scope, self.params, context="SELECT")
         exprs = [binder.bind(e) for e, _ in items]
         names = [n for _, n in items]
-        extra = []
-        sort_keys = []
-        if order is not None:
-            for o in order.expressions:
-                target = o.this
-                idx = None
-                if isinstance(target, exp.Literal) and not target.is_string:
-                    idx = int(target.this) - 1
-                    if not 0 <= idx < len(exprs):
-                        raise error_at(BindError, f"ORDER BY position {idx + 1} is not in select list", target)
-                elif isinstance(target, exp.Column) and target.args.get("table") is None and \
-                        _name(target.this) in names:
-                    idx = names.index(_name(target.this))
-                if idx is None:
-                    extra.append(binder.bind(target))
-                    idx = len(exprs) + len(extra) - 1
-                desc = bool(o.args.get("desc"))
-                nulls_first = o.args.get("nulls_first")
-                sort_keys.append((idx, desc, desc if nulls_first is None else bool(nulls_first)))
+        extra, extra_text, sort_keys = [], [], []
+        for o in (order.expressions if order is not None else []):
+            idx = O.order_target(o.this, names, len(exprs), extra, extra_text, binder)
+            sort_keys.append(O.sort_key(o, idx))
+        on_cols = [O.order_target(e, names, len(exprs), extra, extra_text, binder)
+                   for e in (distinct_on_node.expressions if distinct_on_node is not None else [])]
         proj = P.Project(plan, exprs + extra, names + [f"_order{i}" for i in range(len(extra))])
         proj.n_visible = len(exprs)
         plan = proj
-        if distinct is not None:
+        if distinct_on_node is not None:
+            plan = O.distinct_on(plan, on_cols, sort_keys, distinct_on_node)
+        elif distinct is not None:
             if extra:
                 raise error_at(BindError, "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
                                order)
             plan = distinct_all(plan)
-        if sort_keys:
-            plan = P.Sort(plan, sort_keys)
         limit, offset = node.args.get("limit"), node.args.get("offset")
-        if limit is not None or offset is not None:
-            plan = P.Limit(plan, self._count(limit.expression if limit is not None else None),
-                           self._count(offset.expression if offset is not None else None) or 0)
-        return plan
+        return O.order_limit(plan, sort_keys, self._count(limit.expression if limit is not None else None),
+                             self._count(offset.expression if offset is not None else None) or 0,
+                             self.batch and top)
 
     def _count(self, node):
         if node is None:
@@ -459,7 +478,7 @@ def _find_aggs(nodes) -> list:
                 seen.add(text)
                 found.append(n)
             return
-        if isinstance(n, (exp.Subquery, exp.Select)):
+        if isinstance(n, (exp.Subquery, exp.Select, exp.Window)):   # a window's call is not an aggregate
             return
         for child in n.iter_expressions():
             visit(child)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sql.plan import nodes as P
 
 _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
-                 "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion"}
+                 "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion", "TopN": "StreamTopN"}
 _STREAM_NAMES.update(TumbleWindow="StreamTumbleWindow", HopWindow="StreamHopWindow")   # sql/plan/time_window.py
 
 
@@ -24,6 +24,8 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
             if isinstance(n, P.Agg) and not n.group:
                 kind = "SimpleAgg"
                 label = "StreamSimpleAgg" + label[3:]
+            elif isinstance(n, P.TopN) and n.group:
+                label = "StreamGroupTopN" + label[len(kind):]
             else:
                 label = _STREAM_NAMES.get(kind, kind) + label[len(kind):]
         else:

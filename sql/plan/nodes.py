@@ -12,6 +12,8 @@ Stream keys (seed 002 "Keys"):
 - ``Join``: left key + right key (shifted); a superset of the minimal key is still a key.
 - ``Union``: a branch tag column plus every branch's key slots (the planner pads them).
 - ``Sort``/``Limit``: batch only; the input's key.
+- ``TopN``: the group columns then the input's key (what GroupTopN emits: a row that moves
+  between groups is two keys). ``RowNumber``: batch only; the input's key.
 
 Invariants: ``len(names) == len(types)``; every ``stream_key`` index < ``len(types)``;
 ``n_visible <= len(types)`` and hidden columns come last.
@@ -173,6 +175,59 @@ class Limit(Node):
         return f"Limit({self.limit}, offset={self.offset})"
 
 
+def _order_text(keys) -> str:
+    out = []
+    for c, desc, nulls_first in keys:
+        text = f"${c}" + (" DESC" if desc else "")
+        if nulls_first != desc:
+            text += " NULLS FIRST" if nulls_first else " NULLS LAST"
+        out.append(text)
+    return ", ".join(out)
+
+
+class TopN(Node):
+    """``ORDER BY order LIMIT limit OFFSET offset`` per ``group`` (input columns; empty: the
+    whole input), ties broken by the input's stream key ascending in stream and batch alike.
+    ``order`` = [(column, descending, nulls_first)], never empty; ``limit`` None: no limit.
+    ``rank``: a BIGINT column ``rank_name`` appended, the row's 1-based position in its group
+    (ROW_NUMBER); the input must then have no hidden columns (hidden columns come last)."""
+
+    def __init__(self, input: Node, order, limit, offset=0, group=(), rank: bool = False, rank_name: str = "rn"):
+        self.input, self.inputs = input, (input,)
+        self.order, self.limit, self.offset, self.group = list(order), limit, offset, list(group)
+        self.rank = rank
+        key = self.group + [k for k in input.stream_key if k not in self.group]
+        names, types, n_visible = list(input.names), list(input.types), input.n_visible
+        if rank:
+            assert n_visible == len(types), "a ranked TopN over hidden columns"
+            names.append(rank_name)
+            types.append(DataType.BIGINT)
+            n_visible += 1
+        self._finish(names, types, key, n_visible)
+
+    def label(self) -> str:
+        group = f"group=[{', '.join(f'${g}' for g in self.group)}], " if self.group else ""
+        limit = "ALL" if self.limit is None else self.limit
+        rank = ", rank" if self.rank else ""
+        return f"TopN({group}order=[{_order_text(self.order)}], limit={limit}, offset={self.offset}{rank})"
+
+
+class RowNumber(Node):
+    """``ROW_NUMBER() OVER (PARTITION BY partition ORDER BY order)``: the input's columns then a
+    BIGINT row number (batch only; in a stream plan only under a rank filter, which the binder
+    turns into a ranked TopN). Ties broken by the input's stream key, like TopN. ``source`` is
+    the sqlglot window node (error positions)."""
+
+    def __init__(self, input: Node, partition, order, name: str = "row_number", source=None):
+        self.input, self.inputs = input, (input,)
+        self.partition, self.order, self.source = list(partition), list(order), source
+        self._finish(list(input.names) + [name], list(input.types) + [DataType.BIGINT], input.stream_key)
+
+    def label(self) -> str:
+        part = ", ".join(f"${g}" for g in self.partition)
+        return f"RowNumber(partition=[{part}], order=[{_order_text(self.order)}])"
+
+
 def visible(node: Node) -> Node:
     """``node`` without its hidden columns (a batch result's shape)."""
     if node.n_visible == len(node.types):
@@ -190,5 +245,5 @@ def walk(node: Node):
         yield from walk(i)
 
 
-__all__ = ["Agg", "AggSpec", "Col", "DataType", "Filter", "Join", "Limit", "Lit", "Node", "Project", "Scan",
-           "Sort", "Union", "Values", "visible", "walk"]
+__all__ = ["Agg", "AggSpec", "Col", "DataType", "Filter", "Join", "Limit", "Lit", "Node", "Project", "RowNumber",
+           "Scan", "Sort", "TopN", "Union", "Values", "visible", "walk"]

@@ -2,7 +2,7 @@
 built (stream) or executed (batch).
 
 Job: simplify plans without changing their results or their stateful nodes: the set and order
-of stateful nodes (Agg, Join) must stay as the binder made them, because an MV's internal
+of stateful nodes (Agg, Join, TopN) must stay as the binder made them, because an MV's internal
 state table ids are assigned in plan order and reopening replans the stored SQL (sql/build.py).
 
 A rule is ``fn(node) -> node | None`` (None: no change), applied bottom-up until no rule

@@ -40,7 +40,13 @@ between groups is deleted before it is inserted. Strict state tables turn an inc
 row into :class:`~stream.errors.InconsistentStreamError` naming this executor and the key.
 Watermarks are dropped: a delete can bring an old row back into the window.
 
-Callers: the planner (ORDER BY ... LIMIT), tests, bench/stream_top_n.py.
+:class:`RankedGroupTopN` appends the row's rank in its group (1-based, counting the OFFSET
+rows) as a last BIGINT column: the windows compared before and after carry it, so a row whose
+rank changes is an update pair (``ROW_NUMBER() OVER (...) AS rn ... WHERE rn <= n`` with rn
+selected).
+
+Callers: the planner (ORDER BY ... LIMIT, DISTINCT ON, row_number filters: sql/build.py),
+tests, bench/stream_top_n.py.
 """
 
 from __future__ import annotations
@@ -54,10 +60,12 @@ from relational import StateTable
 from relational.arrow import to_pylist
 from relational.errors import InconsistentOpError
 from relational.memcomparable import OrderType, encode_columns, encode_rows, vectorizable
+from relational.types import DataType
 from stream.cache import _ENTRY_OVERHEAD, default_budget, row_bytes
 from stream.chunk import DELETE, INSERT, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
+from stream.schema import Schema
 
 _INSERTS = (INSERT, UPDATE_INSERT)
 _ROW_OVERHEAD = 100    # the key bytes' objects and the dict slot of one cached row, roughly
@@ -418,3 +426,18 @@ class TopN(GroupTopN):
                  append_only: bool = False, budget=None, cache_extra: int = 8, identity: str | None = None):
         super().__init__(input, table, order_by, limit, offset, (), with_ties, append_only, budget, cache_extra,
                          identity)
+
+
+class RankedGroupTopN(GroupTopN):
+    """A :class:`GroupTopN` whose output rows end with their rank in the group (``offset`` +
+    position in the window + 1), a BIGINT column named ``rank_name`` (module docstring). Its
+    state table is a GroupTopN's (the input's columns); only the output carries the rank."""
+
+    def __init__(self, input, table, order_by, limit: int, offset: int = 0, group_key=(), rank_name: str = "rank",
+                 **kwargs):
+        super().__init__(input, table, order_by, limit, offset, group_key, **kwargs)
+        self.schema = Schema(input.schema.pairs() + [(rank_name, DataType.BIGINT)])
+
+    def _window(self, g: _Group) -> dict:
+        rows, first = g.rows, self.offset + 1
+        return {k: rows[k][0] + (first + i,) for i, k in enumerate(g.keys[self.offset:self._window_end(g)])}

@@ -1,0 +1,237 @@
+"""ORDER BY / LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() OVER: binding onto Sort/Limit
+(a batch SELECT's own result order), TopN (everything an MV or a subquery keeps) and RowNumber.
+
+Job:
+- :func:`order_target` resolves one ORDER BY / DISTINCT ON item to a column of the select's
+  projection (an output position, an output name, or a hidden extra column, shared by text).
+- :func:`order_limit`: at the top of a batch SELECT, Sort then Limit; anywhere else (an MV, a
+  subquery) ORDER BY alone changes no rows and is dropped, and LIMIT/OFFSET is a TopN.
+- :func:`distinct_on`: ``DISTINCT ON (e...)`` is a TopN with group ``e...`` and LIMIT 1, ordered
+  by the ORDER BY keys after the ones naming ``e...`` (Postgres requires those to come first).
+- :func:`bind_windows`: each ``ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)`` of a select
+  list appends a RowNumber column; any other window function is an UnsupportedError.
+- :func:`rank_filter`: ``Filter(Project(RowNumber(x)), rn <= n AND ...)`` -- an outer WHERE on
+  the rank of a FROM subquery -- becomes ``Filter(Project(TopN(x, group=partition, rank)), ...)``
+  (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN).
+- :func:`check_streamable`: a RowNumber left in a stream plan is an UnsupportedError.
+
+Invariants: a TopN's order is never empty (no ORDER BY: the input's stream key); ties are
+broken by the input's stream key in stream and batch alike, so an MV and its SELECT agree.
+
+Callers: :mod:`sql.bind.select` (``QueryBinder._select`` and set operations).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from relational.types import DataType
+from stream import expr as E
+
+from sql.bind.expr import ExprBinder, _name
+from sql.errors import BindError, UnsupportedError, error_at
+from sql.plan import nodes as P
+
+
+def sort_key(ordered, column: int) -> tuple:
+    """``(column, descending, nulls_first)`` of a sqlglot ``Ordered`` (Postgres NULL defaults)."""
+    desc = bool(ordered.args.get("desc"))
+    nulls_first = ordered.args.get("nulls_first")
+    return column, desc, desc if nulls_first is None else bool(nulls_first)
+
+
+def order_target(target, names, n_exprs: int, extra: list, extra_text: list, binder: ExprBinder) -> int:
+    """The projection column of ORDER BY / DISTINCT ON item ``target``: a position (1-based) or
+    a bare output name of the select list, else an expression bound into ``extra`` (hidden
+    columns after the ``n_exprs`` visible ones; the same text is one column)."""
+    if isinstance(target, exp.Literal) and not target.is_string:
+        idx = int(target.this) - 1
+        if not 0 <= idx < n_exprs:
+            raise error_at(BindError, f"ORDER BY position {idx + 1} is not in select list", target)
+        return idx
+    if isinstance(target, exp.Column) and target.args.get("table") is None and _name(target.this) in names:
+        return names.index(_name(target.this))
+    text = target.sql(dialect="postgres")
+    if text in extra_text:
+        return n_exprs + extra_text.index(text)
+    extra.append(binder.bind(target))
+    extra_text.append(text)
+    return n_exprs + len(extra) - 1
+
+
+def default_order(plan: P.Node) -> list:
+    """The order of a TopN without ORDER BY: its input's stream key (a single-row input with no
+    key: its first column)."""
+    return [(k, False, False) for k in plan.stream_key] or [(0, False, False)]
+
+
+def order_limit(plan: P.Node, sort_keys, limit, offset, batch_top: bool) -> P.Node:
+    """``plan`` ordered and cut (module docstring). ``limit`` None: none; ``offset`` an int."""
+    if batch_top:
+        if sort_keys:
+            plan = P.Sort(plan, sort_keys)
+        if limit is not None or offset:
+            plan = P.Limit(plan, limit, offset)
+        return plan
+    if limit is None and not offset:
+        return plan
+    return P.TopN(plan, sort_keys or default_order(plan), limit, offset)
+
+
+def distinct_on(plan: P.Node, on_cols, sort_keys, node) -> P.Node:
+    """The TopN of ``DISTINCT ON (on_cols)`` over projection ``plan``
+    (module docstring); ``node`` positions the error when ORDER BY does not start with them."""
+    on = list(dict.fromkeys(on_cols))
+    pending = set(on)
+    for col, _, _ in sort_keys:
+        if not pending:
+            break
+        if col not in on:
+            raise error_at(BindError, "SELECT DISTINCT ON expressions must match initial ORDER BY expressions", node)
+        pending.discard(col)
+    order = [k for k in sort_keys if k[0] not in on]
+    return P.TopN(plan, order or default_order(plan), 1, 0, on)
+
+
+# --- window functions ---------------------------------------------------------------------------
+
+def find_windows(nodes) -> list:
+    """The window-function calls of ``nodes`` (not inside subqueries), in order; one that is
+    not ``ROW_NUMBER() OVER (...)`` is an UnsupportedError naming it."""
+    found = []
+
+    def visit(n):
+        if isinstance(n, exp.Window):
+            _check_window(n)
+            found.append(n)
+            return
+        if isinstance(n, (exp.Subquery, exp.Select)):
+            return
+        for child in n.iter_expressions():
+            visit(child)
+    for n in nodes:
+        if n is not None:
+            visit(n)
+    return found
+
+
+def _check_window(w) -> None:
+    fn = w.this
+    if isinstance(fn, exp.Identifier) or w.args.get("alias") is not None:
+        raise error_at(UnsupportedError, "named windows (WINDOW w AS ...) are not supported", w)
+    if not isinstance(fn, exp.RowNumber):
+        name = fn.sql_name().lower() if isinstance(fn, exp.Func) else type(fn).__name__.lower()
+        raise error_at(UnsupportedError, f"window function {name}() is not supported (only ROW_NUMBER() OVER "
+                                         "(PARTITION BY ... ORDER BY ...) is)", w)
+
+
+def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
+    """``(plan, hook)``: ``plan`` with one RowNumber per distinct window of ``windows`` (its
+    columns kept at their indices, so ``scope`` still resolves), and an ExprBinder hook that
+    binds each window node to its row-number column."""
+    columns: dict = {}
+    for w in windows:
+        text = w.sql(dialect="postgres")
+        if text in columns:
+            continue
+        binder = ExprBinder(scope, params, context="window definitions")
+        width = len(plan.types)
+        exprs = [E.Col(i, plan.types[i], plan.names[i]) for i in range(width)]
+        partition, order = [], []
+        for p in w.args.get("partition_by") or []:
+            exprs.append(binder.bind(p))
+            partition.append(len(exprs) - 1)
+        order_node = w.args.get("order")
+        for o in (order_node.expressions if order_node is not None else []):
+            exprs.append(binder.bind(o.this))
+            order.append(sort_key(o, len(exprs) - 1))
+        pre = P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
+        plan = P.RowNumber(pre, partition, order, source=w)
+        columns[text] = len(plan.types) - 1
+    final = plan
+
+    def hook(node):
+        if isinstance(node, exp.Window):
+            i = columns[node.sql(dialect="postgres")]
+            return E.Col(i, final.types[i], "row_number")
+        return None
+    return plan, hook
+
+
+def rank_filter(plan: P.Node) -> P.Node:
+    """A Filter on the rank of a row-number subquery as a ranked group TopN (module docstring);
+    any other plan unchanged."""
+    if not (isinstance(plan, P.Filter) and isinstance(plan.input, P.Project)
+            and isinstance(plan.input.input, P.RowNumber)):
+        return plan
+    proj, rn = plan.input, plan.input.input
+    rn_col = len(rn.types) - 1
+    rn_at = {i for i, e in enumerate(proj.exprs) if isinstance(e, E.Col) and e.index == rn_col}
+    lo, hi, rest, found = 1, None, [], False
+    for c in _conjuncts(plan.condition):
+        bound = _rank_bound(c, rn_at)
+        if bound is None:
+            rest.append(c)
+            continue
+        found = True
+        op, v = bound
+        if op in ("<", "<="):
+            v = v - 1 if op == "<" else v
+            hi = v if hi is None else min(hi, v)
+        elif op in (">", ">="):
+            lo = max(lo, v + 1 if op == ">" else v)
+        else:
+            lo, hi = max(lo, v), v if hi is None else min(hi, v)
+    if not found:
+        return plan
+    limit = None if hi is None else max(0, hi - lo + 1)
+    top = P.TopN(rn.input, rn.order or default_order(rn.input), limit, lo - 1, rn.partition, rank=True,
+                 rank_name=rn.names[-1])
+    out = P.Project(top, proj.exprs[:proj.n_visible], proj.names[:proj.n_visible])
+    if rest:
+        out = P.Filter(out, rest[0] if len(rest) == 1 else E.And(*rest))
+    return out
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def _rank_bound(cond, rn_at) -> tuple | None:
+    """``(op, n)`` if ``cond`` is ``rn op n`` (or ``n op rn``) for an integer constant ``n``."""
+    if not isinstance(cond, E.Cmp) or cond.op not in _FLIP:
+        return None
+    left, right = _strip(cond.left), _strip(cond.right)
+    if isinstance(left, E.Col) and left.index in rn_at and _int_lit(right):
+        return cond.op, right.value
+    if isinstance(right, E.Col) and right.index in rn_at and _int_lit(left):
+        return _FLIP[cond.op], left.value
+    return None
+
+
+_INTS = (DataType.SMALLINT, DataType.INT, DataType.BIGINT)
+
+
+def _strip(e):
+    """``e`` without casts between integer types (they keep a rank's value)."""
+    while isinstance(e, E.Cast) and e.data_type in _INTS and e.arg.data_type in _INTS:
+        e = e.arg
+    return e
+
+
+def _int_lit(e) -> bool:
+    return isinstance(e, E.Lit) and isinstance(e.value, int) and not isinstance(e.value, bool)
+
+
+def _conjuncts(cond) -> list:
+    if type(cond) is E.And:
+        return [c for a in cond.args for c in _conjuncts(a)]
+    return [cond]
+
+
+def check_streamable(plan: P.Node) -> None:
+    """UnsupportedError for what a stream plan cannot run: a RowNumber (module docstring)."""
+    for n in P.walk(plan):
+        if isinstance(n, P.RowNumber):
+            raise error_at(UnsupportedError, "the window function ROW_NUMBER() OVER is supported in a materialized "
+                                             "view only as a group top-N: selected in a FROM subquery whose rank "
+                                             "an outer WHERE bounds (WHERE rn <= N)", n.source)
