@@ -6,8 +6,9 @@ batch mode only -- ORDER BY / LIMIT / OFFSET. The plan's first ``n_visible`` col
 query's output, named by ``plan.names``.
 
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
-supported subset raise UnsupportedError naming the construct and position; a join needs at
-least one equality between its sides (there is no nested-loop join).
+supported subset raise UnsupportedError naming the construct and position; a join in a
+materialized view needs at least one equality between its sides (batch joins without one are
+nested loops). Subqueries in expressions and WHERE: :mod:`sql.bind.subquery`.
 
 Callers: :mod:`sql.statements` (CREATE MATERIALIZED VIEW, SELECT, INSERT ... SELECT, EXPLAIN).
 """
@@ -24,6 +25,7 @@ from stream.schema import Schema
 
 from sql import types as T
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
+from sql.bind.subquery import Subqueries, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 
@@ -77,7 +79,10 @@ class QueryBinder:
                 flatten(n.expression)
             else:
                 branches.append(self.bind_query(n, top=False))
-        flatten(node)
+        # the root's own WITH is bound already (bind_query): flatten its two sides, not the
+        # root itself (flattening the root with its WITH re-entered bind_query forever)
+        flatten(node.this)
+        flatten(node.expression)
         width = branches[0].n_visible
         for b in branches[1:]:
             if b.n_visible != width:
@@ -194,9 +199,9 @@ class QueryBinder:
                         lk.append(b), rk.append(a - width)
                         continue
                 extra.append(bound)
-            if not lk:
-                raise error_at(UnsupportedError, "a join needs an equality between its two sides "
-                                                 "(nested-loop joins are not supported)", join)
+            if not lk and not self.batch:
+                raise error_at(UnsupportedError, "a join in a materialized view needs an equality between its two "
+                                                 "sides (nested-loop joins are not supported in streaming)", join)
             cond = None if not extra else (extra[0] if len(extra) == 1 else E.And(*extra))
             plan = P.Join(plan, right, kind, lk, rk, cond)
             scope = both
@@ -218,24 +223,24 @@ class QueryBinder:
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
-        if conjuncts:
-            binder = ExprBinder(scope, self.params, context="WHERE")
-            conds = [binder._bool(c) for c in conjuncts]
-            plan = P.Filter(plan, conds[0] if len(conds) == 1 else E.And(*conds))
+        plan = self._where(plan, scope, conjuncts)
         items = self._expand_star(node.expressions, scope)
         having = node.args.get("having")
         group = node.args.get("group")
         order = node.args.get("order")
         agg_nodes = _find_aggs([e for e, _ in items] + ([having] if having is not None else [])
                                + ([order] if order is not None else []))
+        having_cond = None
         if group is not None or agg_nodes:
             plan, binder = self._aggregate(plan, scope, items, group, agg_nodes)
+            binder.subquery = subs = Subqueries(self, len(plan.types))
             if having is not None:
-                plan = P.Filter(plan, binder._bool(having.this))
+                having_cond = binder._bool(having.this)
         else:
             if having is not None:
                 raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
-            binder = ExprBinder(scope, self.params, context="SELECT")
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, context="SELECT", subquery=subs)
         exprs = [binder.bind(e) for e, _ in items]
         names = [n for _, n in items]
         extra = []
@@ -257,6 +262,9 @@ class QueryBinder:
                 desc = bool(o.args.get("desc"))
                 nulls_first = o.args.get("nulls_first")
                 sort_keys.append((idx, desc, desc if nulls_first is None else bool(nulls_first)))
+        plan = subs.attach(plan)
+        if having_cond is not None:
+            plan = P.Filter(plan, having_cond)
         proj = P.Project(plan, exprs + extra, names + [f"_order{i}" for i in range(len(extra))])
         proj.n_visible = len(exprs)
         plan = proj
@@ -271,6 +279,25 @@ class QueryBinder:
         if limit is not None or offset is not None:
             plan = P.Limit(plan, self._count(limit.expression if limit is not None else None),
                            self._count(offset.expression if offset is not None else None) or 0)
+        return plan
+
+    def _where(self, plan, scope, conjuncts) -> P.Node:
+        """``plan`` filtered by the WHERE conjuncts: the subquery forms of
+        :func:`sql.bind.subquery.where_conjunct` as their own nodes (they keep ``scope``'s
+        columns in place), the rest as one Filter above them (scalar subqueries in it joined
+        first, as trailing columns)."""
+        plain = []
+        for c in conjuncts:
+            out = where_conjunct(self, plan, scope, c)
+            if out is None:
+                plain.append(c)
+            else:
+                plan = out
+        if plain:
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, context="WHERE", subquery=subs)
+            conds = [binder._bool(c) for c in plain]
+            plan = P.Filter(subs.attach(plan), conds[0] if len(conds) == 1 else E.And(*conds))
         return plan
 
     def _count(self, node):

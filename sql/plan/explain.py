@@ -8,7 +8,8 @@ from __future__ import annotations
 from sql.plan import nodes as P
 
 _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
-                 "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion"}
+                 "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion",
+                 "ScalarJoin": "StreamScalarJoin", "DynamicFilter": "StreamDynamicFilter"}
 
 
 def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
