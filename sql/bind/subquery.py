@@ -182,18 +182,23 @@ def _in(qb, plan, scope, node, negate):
     if isinstance(x, E.Col):
         key = x.index
     else:                                   # the probe value as one more left column
-        width = len(plan.types)
+        width, visible = len(plan.types), plan.n_visible
         plan = P.Project(plan, [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))] + [x],
                          list(plan.names) + ["_in_probe"])
-        plan.n_visible = len(plan.types)
+        plan.n_visible = visible
         key = width
-    y = E.Col(0, yt, sub.names[0])
-    right = sub if yt == target else P.Project(sub, [E.Cast(y, target)], [sub.names[0]])
+
+    def right_side(sub):
+        if sub.types[0] == target:
+            return sub
+        return P.Project(sub, [E.Cast(E.Col(0, yt, sub.names[0]), target)], [sub.names[0]])
     if not negate:
-        return P.Join(plan, right, "semi", [key], [0], None)
-    anti = P.Join(plan, right, "anti", [key], [0], None)
-    # NOT IN's NULLs: one row (n, nulls) over the subquery -> CASE WHEN nulls > 0 THEN -1 ELSE n
-    flagged = P.Project(right, [E.Col(0, target), E.IsNull(E.Col(0, target))], ["y", "y_null"])
+        return P.Join(plan, right_side(sub), "semi", [key], [0], None)
+    anti = P.Join(plan, right_side(sub), "anti", [key], [0], None)
+    # NOT IN's NULLs: one row (n, nulls) over the subquery -> CASE WHEN nulls > 0 THEN -1 ELSE n.
+    # The subquery is bound again: a plan node is never shared (its state tables are its own)
+    again = right_side(bind_subquery(qb, node.args["query"], scope, node.args["query"]))
+    flagged = P.Project(again, [E.Col(0, target), E.IsNull(E.Col(0, target))], ["y", "y_null"])
     counts = P.Agg(flagged, [], [P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*)"),
                                  P.AggSpec("count", None, False, 1, DataType.BIGINT, "count(*) FILTER (y IS NULL)")],
                    ["n", "n_null"])
