@@ -1,7 +1,7 @@
 """Subqueries through SQL (sql/bind/subquery.py): scalar subqueries in batch (evaluated once, no
 row -> NULL, two rows -> ExecutionError) and in MVs (a dynamic filter for ``col <op>
 (subquery)``, a join with the one-row side elsewhere), ``[NOT] IN (subquery)`` as semi / anti
-joins with SQL's three-valued NOT IN, ``[NOT] EXISTS``; batch nested-loop joins; what stays
+joins with SQL's three-valued NOT IN, ``[NOT] EXISTS``, EXISTS / IN correlated by equalities; batch nested-loop joins; what stays
 unsupported says so. A hypothesis test runs random changes to two tables against a Python model
 of each query, as MVs (after every FLUSH) and as batch SELECTs, and reopens a local database
 to check the MVs' plans rebuild onto their stored state.
@@ -63,6 +63,17 @@ def test_in_not_in_and_exists_follow_three_valued_logic(conn):
     assert rows(conn, "SELECT id FROM a WHERE x NOT IN (SELECT y FROM b)") == [(1,), (2,), (3,), (4,)]  # empty
 
 
+def test_exists_and_in_correlated_by_equalities_are_semi_and_anti_joins(conn):
+    conn.execute("INSERT INTO b VALUES (3, NULL)")
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.y = a.x)") == [(1,)]
+    assert rows(conn, "SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE y = x + 3)") == [(1,), (3,), (4,)]
+    assert rows(conn, "SELECT id FROM a WHERE x IN (SELECT y FROM b WHERE b.id = a.id)") == [(1,)]
+    text = "\n".join(r[0] for r in conn.execute(
+        "EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.y = a.x)"))
+    assert "StreamHashJoin(anti" in text
+
+
 def test_batch_joins_without_an_equality_are_nested_loops(conn):
     assert rows(conn, "SELECT a.id, b.id FROM a JOIN b ON a.x < b.y") == [(1, 2), (2, 2), (4, 2)]
     assert rows(conn, "SELECT count(*) FROM a, b") == [(8,)]
@@ -75,6 +86,8 @@ def test_batch_joins_without_an_equality_are_nested_loops(conn):
     ("SELECT id, (SELECT y FROM b) FROM a", "at most one row"),
     ("SELECT id FROM a WHERE x > (SELECT max(y) FROM b WHERE b.id = a.id)", "correlated"),
     ("SELECT id FROM a WHERE x IN (SELECT y FROM b) OR id = 1", "IN \\(subquery\\)"),
+    ("SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.y < a.x)", "equalities"),
+    ("SELECT id FROM a WHERE x NOT IN (SELECT y FROM b WHERE b.id = a.id)", "NOT IN"),
 ])
 def test_what_a_materialized_view_does_not_support_says_so(conn, query, match):
     with pytest.raises(UnsupportedError, match=match):
@@ -122,6 +135,14 @@ QUERIES = {   # name: (SQL over a and b, model over ({id: x}, {id: y}) -> rows)
                              if x is not None and _max(B.values()) is not None and x > _max(B.values())]),
     "le_count": ("SELECT id FROM a WHERE x <= (SELECT count(*) FROM b)",
                  lambda A, B: [(i,) for i, x in A.items() if x is not None and x <= len(B)]),
+    "corr_exists": ("SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.y = a.x AND b.id > 1)",
+                    lambda A, B: [(i,) for i, x in A.items()
+                                  if any(x is not None and y == x and j > 1 for j, y in B.items())]),
+    "corr_not_exists": ("SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.y = a.x + 1)",
+                        lambda A, B: [(i,) for i, x in A.items()
+                                      if not any(x is not None and y == x + 1 for y in B.values())]),
+    "corr_in": ("SELECT id FROM a WHERE x IN (SELECT y FROM b WHERE b.id = a.id)",
+                lambda A, B: [(i,) for i, x in A.items() if x is not None and B.get(i, None) == x]),
     "select_list": ("SELECT id, x - (SELECT max(y) FROM b) AS d FROM a",
                     lambda A, B: [(i, None if x is None or _max(B.values()) is None else x - _max(B.values()))
                                   for i, x in A.items()]),

@@ -11,11 +11,12 @@ Job:
   :class:`P.Join` on ``x = y``. NOT IN follows SQL's three-valued logic: a row is kept when
   the anti join keeps it and the subquery has no NULL and either ``x`` is not NULL or the
   subquery is empty (a one-row count aggregate over the subquery, joined as a ScalarJoin).
+  ``[NOT] EXISTS`` and ``IN`` with a subquery correlated by equalities: :mod:`sql.bind.correlated`.
 
 Invariants: a materialized view only takes scalar subqueries that provably return at most one
 row (a global aggregate below projections/filters), since a stream cannot fail later; in batch
 a second row is an ExecutionError at run time (sql.batch.execute). A subquery naming a column
-of the outer query (correlated) is an UnsupportedError.
+of the outer query (correlated) is an UnsupportedError, except in the WHERE forms above.
 
 Callers: :mod:`sql.bind.select` (``QueryBinder._select``).
 """
@@ -31,6 +32,7 @@ from sql import types as T
 from sql.bind.expr import ExprBinder, Scope, _name
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
+from sql.bind.correlated import binds_correlated as _binds_correlated, correlated_semi
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _CMP = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
@@ -139,7 +141,15 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
     else:
         inner = node
     if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+        query = inner.args["query"]
+        if _binds_correlated(qb, query, scope):
+            if negate:
+                raise error_at(UnsupportedError, "NOT IN with a correlated subquery is not supported (use NOT EXISTS)",
+                               node)
+            return correlated_semi(qb, plan, scope, query, inner.this, False, node)
         return _in(qb, plan, scope, inner, negate)
+    if isinstance(inner, exp.Exists) and _binds_correlated(qb, inner.this, scope):
+        return correlated_semi(qb, plan, scope, inner.this, None, negate, node)
     if not negate and type(node) in _CMP:
         op = _CMP[type(node)]
         left, right = node.this, node.expression
