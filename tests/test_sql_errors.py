@@ -127,7 +127,6 @@ def test_execution_errors(conn):
     raises(conn, "INSERT INTO t VALUES (NULL, 'n', 0)", ExecutionError)  # NULL primary key
 
 
-@pytest.mark.xfail(strict=True, reason="scalar subqueries are not built yet (issue 13)")
 def test_scalar_subquery_with_two_rows_is_an_error(conn):
     raises(conn, "SELECT (SELECT a FROM t) AS two_rows", ExecutionError)
 

@@ -23,10 +23,6 @@ SLT_FILES = sorted(SLT_DIR.glob("*.slt"))
 # Files whose features issue 13 has not built yet. Each is a strict xfail: the run fails the
 # moment the feature works and the entry is not removed, so this list can only shrink honestly.
 PENDING = {
-    "dynamic_filter": "scalar subqueries / dynamic filter are not built yet (issue 13)",
-    "flush_consistency": "scalar subqueries are not built yet (issue 13)",
-    "subqueries_ctes": "IN/EXISTS subqueries and a CTE used twice are not built yet (issue 13)",
-    "explain": "scalar subqueries (its top-N MV filters by one) are not built yet (issue 13)",
 }
 
 

@@ -78,8 +78,9 @@ def _name(ident) -> str:
 class ExprBinder:
     """Binds expressions of one statement (``params``: the bound parameter values)."""
 
-    def __init__(self, scope: Scope, params=(), hook=None, context: str = "expression"):
+    def __init__(self, scope: Scope, params=(), hook=None, context: str = "expression", subquery=None):
         self.scope, self.params, self.hook, self.context = scope, list(params), hook, context
+        self.subquery = subquery   # binds a scalar subquery / EXISTS (sql.bind.subquery), or None
         self.depth = 0
 
     def bind(self, node) -> E.Expr:
@@ -245,7 +246,8 @@ class ExprBinder:
             return E.And(low, high)
         if isinstance(node, exp.In):
             if node.args.get("query") is not None:
-                raise error_at(UnsupportedError, "IN (subquery) is not supported yet", node)
+                raise error_at(UnsupportedError, "IN (subquery) is only supported as a WHERE condition "
+                                                 "(alone or AND-ed with others)", node)
             items = node.expressions
             return E.Or(*(self._cmp("=", *self.bind_pair(node.this, item), item) for item in items))
         if isinstance(node, (exp.Like, exp.ILike)):
@@ -274,7 +276,9 @@ class ExprBinder:
         if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
             raise error_at(BindError, f"aggregate functions are not allowed in {self.context}", node)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-            raise error_at(UnsupportedError, "subqueries in expressions are not supported yet", node)
+            if self.subquery is None:
+                raise error_at(UnsupportedError, f"subqueries are not supported in {self.context}", node)
+            return self.subquery(node, self)
         if isinstance(node, exp.Window):
             raise error_at(BindError, f"window functions are not allowed in {self.context}", node)
         if isinstance(node, exp.Interval):

@@ -6,8 +6,9 @@ batch mode only -- ORDER BY / LIMIT / OFFSET. The plan's first ``n_visible`` col
 query's output, named by ``plan.names``.
 
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
-supported subset raise UnsupportedError naming the construct and position; a join needs at
-least one equality between its sides (there is no nested-loop join).
+supported subset raise UnsupportedError naming the construct and position; a join in a
+materialized view needs at least one equality between its sides (batch joins without one are
+nested loops). Subqueries in expressions and WHERE: :mod:`sql.bind.subquery`.
 
 Callers: :mod:`sql.statements` (CREATE MATERIALIZED VIEW, SELECT, INSERT ... SELECT, EXPLAIN).
 """
@@ -27,6 +28,7 @@ from sql.bind import time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.bind.set_ops import bind_except_intersect
+from sql.bind.subquery import Subqueries, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 from sql.plan import time_window
@@ -234,9 +236,9 @@ class QueryBinder:
                         lk.append(b), rk.append(a - width)
                         continue
                 extra.append(bound)
-            if not lk:
-                raise error_at(UnsupportedError, "a join needs an equality between its two sides "
-                                                 "(nested-loop joins are not supported)", join)
+            if not lk and not self.batch:
+                raise error_at(UnsupportedError, "a join in a materialized view needs an equality between its two "
+                                                 "sides (nested-loop joins are not supported in streaming)", join)
             cond = None if not extra else (extra[0] if len(extra) == 1 else E.And(*extra))
             plan = P.Join(plan, right, kind, lk, rk, cond)
             scope = both
@@ -253,10 +255,7 @@ class QueryBinder:
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
-        if conjuncts:
-            binder = ExprBinder(scope, self.params, context="WHERE")
-            conds = [binder._bool(c) for c in conjuncts]
-            plan = O.rank_filter(P.Filter(plan, conds[0] if len(conds) == 1 else E.And(*conds)))
+        plan = self._where(plan, scope, conjuncts)
         items = self._expand_star(node.expressions, scope)
         having = node.args.get("having")
         group = node.args.get("group")
@@ -267,19 +266,23 @@ class QueryBinder:
         if windows and (group is not None or agg_nodes):
             raise error_at(UnsupportedError, "window functions together with GROUP BY or aggregates are not "
                                              "supported", windows[0])
+        having_cond = None
         if windows:
             if having is not None:
                 raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
             plan, hook = O.bind_windows(plan, scope, self.params, windows)
-            binder = ExprBinder(scope, self.params, hook=hook, context="SELECT")
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, hook=hook, context="SELECT", subquery=subs)
         elif group is not None or agg_nodes:
             plan, binder = self._aggregate(plan, scope, items, group, agg_nodes)
+            binder.subquery = subs = Subqueries(self, len(plan.types))
             if having is not None:
-                plan = P.Filter(plan, binder._bool(having.this))
+                having_cond = binder._bool(having.this)
         else:
             if having is not None:
                 raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
-            binder = ExprBinder(scope, self.params, context="SELECT")
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, context="SELECT", subquery=subs)
         exprs = [binder.bind(e) for e, _ in items]
         names = [n for _, n in items]
         extra, extra_text, sort_keys = [], [], []
@@ -288,6 +291,9 @@ class QueryBinder:
             sort_keys.append(O.sort_key(o, idx))
         on_cols = [O.order_target(e, names, len(exprs), extra, extra_text, binder)
                    for e in (distinct_on_node.expressions if distinct_on_node is not None else [])]
+        plan = subs.attach(plan)
+        if having_cond is not None:
+            plan = P.Filter(plan, having_cond)
         proj = P.Project(plan, exprs + extra, names + [f"_order{i}" for i in range(len(extra))])
         proj.n_visible = len(exprs)
         plan = proj
@@ -302,6 +308,25 @@ class QueryBinder:
         return O.order_limit(plan, sort_keys, self._count(limit.expression if limit is not None else None),
                              self._count(offset.expression if offset is not None else None) or 0,
                              self.batch and top)
+
+    def _where(self, plan, scope, conjuncts) -> P.Node:
+        """``plan`` filtered by the WHERE conjuncts: the subquery forms of
+        :func:`sql.bind.subquery.where_conjunct` as their own nodes (they keep ``scope``'s
+        columns in place), the rest as one Filter above them (scalar subqueries in it joined
+        first, as trailing columns)."""
+        plain = []
+        for c in conjuncts:
+            out = where_conjunct(self, plan, scope, c)
+            if out is None:
+                plain.append(c)
+            else:
+                plan = out
+        if plain:
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, context="WHERE", subquery=subs)
+            conds = [binder._bool(c) for c in plain]
+            plan = O.rank_filter(P.Filter(subs.attach(plan), conds[0] if len(conds) == 1 else E.And(*conds)))
+        return plan
 
     def _count(self, node):
         if node is None:

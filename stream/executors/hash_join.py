@@ -82,8 +82,10 @@ from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Executor
 from stream.message import Barrier
 from stream.schema import Schema
+from stream.executors.semi_join import semi_anti_chunk
 
-JOIN_TYPES = ("inner", "left", "right", "full")
+JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "left_anti")
+SEMI_ANTI = ("left_semi", "left_anti")
 # Cache charges (bytes, measured with tracemalloc on CPython 3.11): an entry's object, its key
 # tuple and dicts (the cache adds its own per-entry overhead); the first row's dict tables; per
 # row its dict slots and pk tuple, besides the row itself (the side's ``row_charge``: a moving
@@ -296,14 +298,18 @@ class HashJoin(Executor):
         schema = self._output_schema(left.schema, right.schema)
         if condition is not None and condition.data_type != DataType.BOOLEAN:
             raise ExecutorError(identity, f"the condition is {condition.data_type.sql_name()}, not BOOLEAN")
-        stream_key = self._output_key(join_type, left, right, left_keys, right_keys)
+        self._join_schema = schema    # the extra condition's input: left then right columns
+        if join_type in SEMI_ANTI:
+            schema, stream_key = left.schema, list(left.stream_key)
+        else:
+            stream_key = self._output_key(join_type, left, right, left_keys, right_keys)
         super().__init__([left, right], schema, stream_key, identity)
         self.join_type = join_type
         self.condition = condition
         self.chunk_size = chunk_size
         budget = budget if budget is not None else default_budget()
         self.budget = budget
-        self.left = _Side("left", left, left_keys, join_type in ("left", "full"), store, table_ids[0],
+        self.left = _Side("left", left, left_keys, join_type in ("left", "full") + SEMI_ANTI, store, table_ids[0],
                           table_ids[2], budget, vnodes, consistent, identity, flush_threshold)
         self.right = _Side("right", right, right_keys, join_type in ("right", "full"), store, table_ids[1],
                            table_ids[3], budget, vnodes, consistent, identity, flush_threshold)
@@ -368,6 +374,8 @@ class HashJoin(Executor):
         s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
         s_left = side == 0
         s.write(chunk, self.identity)
+        if self.join_type in SEMI_ANTI:
+            return semi_anti_chunk(self, s, o, chunk, s_left)
         if self.condition is None and not s.outer and not o.outer:
             chunk = chunk.compact()
             if not (chunk.ops >= UPDATE_DELETE).any():
@@ -643,5 +651,5 @@ class HashJoin(Executor):
         if self.condition is None:
             return True
         joined = srow + orow if s_left else orow + srow
-        columns = [to_arrow([v], t) for v, t in zip(joined, self.schema.types)]
+        columns = [to_arrow([v], t) for v, t in zip(joined, self._join_schema.types)]
         return self.condition.eval(columns, 1).to_pylist()[0] is True
