@@ -26,10 +26,7 @@ import time
 import sql
 from bench.nexmark import feed
 from bench.nexmark.generator import NexmarkConfig, NexmarkGenerator
-from bench.nexmark.queries import resolve
-
-RISINGWAVE_PER_CORE = {"q0": 118_000, "q1": 119_000, "q2": 127_000, "q3": 97_000, "q4": 13_900, "q5": 5_200,
-                       "q7": 20_300, "q8": 60_700}
+from bench.nexmark.queries import RISINGWAVE_PER_CORE, resolve
 
 
 def run_query(query, events: int, url: str | None, *, batch_size: int, flush_every: int, seed: int,
