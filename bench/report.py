@@ -156,7 +156,7 @@ def draw(chart: dict, path: pathlib.Path) -> None:
     plt.close(fig)
 
 
-def render(data: dict, out: pathlib.Path, sources=()) -> list:
+def render(data: dict, out: pathlib.Path, sources=(), note: str = "") -> list:
     """Write the report for ``data`` (bench kind -> JSON object) to ``out`` and its charts beside
     it; returns the chart paths written."""
     try:
@@ -168,6 +168,8 @@ def render(data: dict, out: pathlib.Path, sources=()) -> list:
     lines = ["# Hummock benchmark report", "",
              f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `python -m bench.report`"
              f"; machine: {', '.join(f'{k} {v}' for k, v in sorted(machine.items())) or 'unknown'}.", ""]
+    if note:
+        lines += [note, ""]
     if sources:
         lines += ["Sources: " + "; ".join(f"`{s}`" for s in sources), ""]
     if not charts_ok:
@@ -194,6 +196,7 @@ def main(argv=None) -> int:
     parser.add_argument("--from", dest="files", nargs="+", default=[], metavar="FILE",
                         help="read JSON lines from these files (a saved benchmark output)")
     parser.add_argument("--out", default=str(HERE / "report.md"), help="the report (default bench/report.md)")
+    parser.add_argument("--note", default="", help="a paragraph under the title (conditions of the runs)")
     args = parser.parse_args(argv)
     lines, sources = [], []
     for name in args.files:
@@ -208,7 +211,7 @@ def main(argv=None) -> int:
         print("bench.report: no benchmark JSON lines found", file=sys.stderr)
         return 1
     out = pathlib.Path(args.out)
-    charts = render(data, out, sources)
+    charts = render(data, out, sources, args.note)
     print(f"wrote {out} ({', '.join(sorted(data))}) and {len(charts)} chart(s)")
     return 0
 
