@@ -162,7 +162,7 @@ def _show_results(conn, queries, say) -> None:
         cursor = conn.execute(f"SELECT * FROM {q.mv} {_SHOW_ORDER.get(q.name, '')} LIMIT 5")
         rows = cursor.fetchall()
         total = conn.execute(f"SELECT count(*) FROM {q.mv}").fetchone()[0]
-        say(f"\n{q.mv} ({total:,} rows{', first 5' if total > 5 else ''}): {q.about}")
+        say(f"\n{q.mv} ({total:,} row{'' if total == 1 else 's'}{', first 5' if total > 5 else ''}): {q.about}")
         say(render_table([d[0] for d in cursor.description], rows).rsplit("\n", 1)[0])
 
 
