@@ -197,7 +197,11 @@ def _interactive(shell: Shell, url: str) -> None:
         except EOFError:
             print(file=shell.out)
             break
-        shell.feed(line)
+        try:
+            shell.feed(line)
+        except KeyboardInterrupt:   # a statement interrupted while it ran: the shell goes on
+            shell.buffer = ""
+            print("cancelled", file=shell.err)
 
 
 def _line_reader():
