@@ -55,6 +55,13 @@ class Connection:
     def flush(self) -> None:
         self.execute("FLUSH")
 
+    def insert_arrow(self, table: str, data, chunk_size: int = 4096) -> int:
+        """Bulk INSERT of a pyarrow RecordBatch/Table into ``table`` (columns by name); returns
+        the row count. The fast path for feeders (sql/bulk.py)."""
+        self._check()
+        from sql.bulk import insert_arrow
+        return insert_arrow(self.db, table, data, self.variables, chunk_size)
+
     def _check(self) -> None:
         if self.closed:
             raise SqlError("the connection is closed")
