@@ -108,7 +108,7 @@ def test_two_points_in_time_in_one_query_and_parameters():
 
 
 def test_past_the_retention_window_names_the_oldest_readable_time():
-    with sql.connect(":memory:", retention_seconds=0.2) as conn:
+    with sql.connect(":memory:", retention_seconds=1.0) as conn:
         conn.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
         conn.execute("INSERT INTO t VALUES (1, 10)")
         conn.execute("FLUSH")
@@ -117,7 +117,7 @@ def test_past_the_retention_window_names_the_oldest_readable_time():
         conn.execute("INSERT INTO t VALUES (2, 20)")
         conn.execute("FLUSH")
         assert conn.execute(f"SELECT * FROM t FOR SYSTEM_TIME AS OF {_at(early)}").fetchall() == [(1, 10)]
-        time.sleep(0.3)   # now `early` is older than the 0.2 s window
+        time.sleep(1.1)   # now `early` is older than the 1 s window
         with pytest.raises(ExecutionError, match="oldest readable time is 20") as info:
             conn.execute(f"SELECT * FROM t FOR SYSTEM_TIME AS OF {_at(early)}")
         assert isinstance(info.value.__cause__, ExpiredEpochError)
