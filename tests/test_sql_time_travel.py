@@ -95,6 +95,11 @@ def test_two_points_in_time_in_one_query_and_parameters():
         ago = _now() - before
         text = f"INTERVAL '{ago.total_seconds():.6f} seconds'"
         assert conn.execute(f"SELECT sum(v) FROM t FOR SYSTEM_TIME AS OF NOW() - {text}").fetchall() == [(30,)]
+        # RisingWave's spelling NOW() - '<n>' <unit> (sqlglot reads the unit as a table alias)
+        seconds = f"'{ago.total_seconds():.6f}'"
+        assert conn.execute(f"SELECT sum(t.v) FROM t FOR SYSTEM_TIME AS OF NOW() - {seconds} SECOND").fetchall() \
+            == [(30,)]
+        assert conn.execute("SELECT sum(v) FROM t FOR SYSTEM_TIME AS OF NOW() + '1' HOUR").fetchall() == [(32,)]
         # an integer is a Unix time in seconds: a future one reads the present, 2001 is long expired
         assert conn.execute(f"SELECT sum(v) FROM t FOR SYSTEM_TIME AS OF {int(time.time()) + 60}").fetchall() \
             == [(32,)]

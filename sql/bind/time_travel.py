@@ -71,8 +71,34 @@ class AsOf:
         return -1 if epoch is None else min(epoch, latest)   # -1: before the store's commit log
 
 
-def bind_as_of(version, params) -> AsOf:
-    """Bind a sqlglot ``Version`` node (a table's ``FOR SYSTEM_TIME AS OF ...``)."""
+_UNITS = {u + s for u in ("second", "minute", "hour", "day", "week", "month", "year") for s in ("", "s")}
+
+
+def bind_as_of(version, params, alias: str | None = None) -> tuple:
+    """Bind a sqlglot ``Version`` node (a table's ``FOR SYSTEM_TIME AS OF ...``): ``(AsOf, alias
+    taken)``. RisingWave's ``NOW() - '10' SECOND`` reaches us as ``NOW() - '10'`` with the table
+    aliased ``second``: a bare number string shifted by +/- and a unit-named ``alias`` form one
+    interval, and ``alias taken`` tells the caller the table has no alias."""
+    node = version.expression
+    if alias in _UNITS and isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Literal) \
+            and node.expression.is_string and _is_number(node.expression.this):
+        iv = _interval_text(f"{node.expression.this} {alias}", node.expression)
+        base = _time_fn(node.this, params)
+        sign = 1 if isinstance(node, exp.Add) else -1
+        text = f"{node.this.sql(dialect='postgres')} {'+' if sign > 0 else '-'} '{node.expression.this}' {alias}"
+        return AsOf(text, node, at=lambda now: _shift(base(now), iv, sign)), True
+    return _bind_as_of(version, params), False
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _bind_as_of(version, params) -> AsOf:
     kind = (version.args.get("kind") or "").upper()
     if kind != "AS OF":
         raise error_at(UnsupportedError, f"FOR SYSTEM_TIME {kind} is not supported (only AS OF)", version)
@@ -161,12 +187,16 @@ def _interval(node, params) -> Interval:
         if isinstance(text, Interval):
             return text
     if isinstance(text, str):
-        try:
-            return T.parse_interval(text)
-        except (ValueError, IndexError):
-            pass
+        return _interval_text(text, node)
     raise error_at(BindError, f"FOR SYSTEM_TIME AS OF: {node.sql(dialect='postgres')[:40]} is not a constant "
                               "INTERVAL", node)
+
+
+def _interval_text(text: str, node) -> Interval:
+    try:
+        return T.parse_interval(text)
+    except (ValueError, IndexError):
+        raise error_at(BindError, f"FOR SYSTEM_TIME AS OF: {text!r} is not a constant INTERVAL", node) from None
 
 
 def _shift(at: datetime.datetime, iv: Interval, sign: int) -> datetime.datetime:
