@@ -738,6 +738,15 @@ class HummockStorage:
             return None
 
     @property
+    def commit_log_start(self) -> tuple:
+        """``(unix_time, epoch)`` of the oldest entry of the commit log ``committed_epoch_at``
+        reads: the open (with the epoch committed before it) or the state current at the start of
+        the retention window. Earlier times have no known state."""
+        with self._lock:
+            when, epoch = self._commit_times[0]
+            return when + (time.time() - time.monotonic()), epoch
+
+    @property
     def min_readable_epoch(self) -> int:
         """Reads at epochs below this raise ``ExpiredEpochError``: compaction may have dropped
         the versions they need (``HummockVersion.safe_epoch``). It only rises, and only when a

@@ -121,6 +121,11 @@ def test_committed_epoch_at_maps_wall_clock_times_to_commits(tmp_path):
         assert [db.committed_epoch_at(t) for t in times] == [E, 2 * E, 3 * E]
         assert db.committed_epoch_at(opened) in (None, 0)          # the epoch the store opened with
         assert db.committed_epoch_at(time.time() + 60) == 3 * E
+        start, epoch = db.commit_log_start
+        assert epoch == 0 and start <= opened + 0.05
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(retention_seconds=3600)) as db:
+        assert db.commit_log_start[1] == 3 * E                      # reopened: the log starts at open
+        assert db.committed_epoch_at(times[1]) is None
 
 
 def test_version_safe_epoch_rules():

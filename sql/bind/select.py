@@ -165,9 +165,12 @@ class QueryBinder:
                     raise error_at(BindError, f"table or materialized view {name!r} does not exist", node)
                 if rel.name not in self.depends_on:
                     self.depends_on.append(rel.name)
-                plan = P.Scan(rel, alias_name)
+                as_of = None
                 if version is not None:
-                    plan.as_of = time_travel.bind_as_of(version, self.params)
+                    as_of, unit_alias = time_travel.bind_as_of(version, self.params, alias_name)
+                    alias_name = None if unit_alias else alias_name
+                plan = P.Scan(rel, alias_name)
+                plan.as_of = as_of
             return plan, self._scope_of(plan, alias_name or name, col_aliases)
         if isinstance(node, exp.Subquery):
             if alias_name is None:

@@ -7,17 +7,20 @@ constant INTERVAL, an integer (Unix seconds) or a ``$n`` parameter holding any o
 ``EPOCH <n>`` names a hummock epoch directly. (sqlglot has no EPOCH form: :mod:`sql.parse`
 rewrites it to ``FOR VERSION <n>``, the same width, which sqlglot parses as a ``Version``.)
 
-The epoch <-> wall-clock mapping is hummock's: an epoch's high bits are its physical time in
-milliseconds (:func:`hummock.key.epoch_from_unix_ms`). A query samples the latest committed
-epoch ``L`` and then the wall clock ``now`` (:func:`pin_scans`); a time at or after ``now``
-reads ``L`` (so ``AS OF NOW()`` sees every commit before the statement, also when epochs ran a
-few logical milliseconds ahead of the clock), an earlier time ``T`` reads
-``min(epoch_from_unix_ms(T), L)`` -- the newest version at or before ``T`` of every key.
+Time -> epoch: ``AS OF T`` reads what a SELECT at wall-clock time ``T`` would have read, the
+epoch of the store's last commit at or before ``T`` (``HummockStorage.committed_epoch_at``, from
+the commit log the retention window keeps). Not ``epoch_from_unix_ms(T)``: an epoch's physical
+time (``hummock.key``) is when its barrier began it, and rows written after ``T`` can still belong
+to the epoch open at ``T``. A query samples the latest committed epoch ``L`` and then the clock
+``now`` (:func:`pin_scans`); a time at or after ``now`` reads ``L``, so ``AS OF NOW()`` sees every
+commit before the statement.
 
-Retention: a read must stay at or above the oldest readable epoch, ``max(store.min_readable_epoch,
-min(L, epoch of now - retention_seconds))`` (``StorageOptions.retention_seconds``, a ``connect``
-option; 0 keeps only the present). Older reads raise ``ExecutionError`` naming that oldest
-readable time, caused by hummock's ``ExpiredEpochError``. Each distinct epoch is pinned with
+Retention: the oldest readable point is the state current at ``now - retention_seconds``
+(``StorageOptions.retention_seconds``, a ``connect`` option; 0 keeps only the present), or at
+the start of the commit log when that is later (history before the store opened is not kept,
+as hummock's retention counts earlier epochs as committed at open), and never below
+``store.min_readable_epoch``. Older reads raise ``ExecutionError`` naming the oldest readable
+time, caused by hummock's ``ExpiredEpochError``. Each distinct epoch is pinned with
 ``store.snapshot`` for the whole query, so compaction cannot take it away mid-read.
 
 Invariants: time travel is a batch read -- the binder refuses it in a materialized view; the
@@ -36,7 +39,7 @@ import time
 from sqlglot import exp
 
 from hummock.errors import ExpiredEpochError
-from hummock.key import EPOCH_BASE_UNIX_MS, epoch_from_unix_ms, epoch_to_unix_ms
+from hummock.key import epoch_to_unix_ms
 from relational.types import DataType, Interval
 
 from sql import types as T
@@ -62,11 +65,40 @@ class AsOf:
                                      f"committed epoch is {latest})", self.line, self.column)
             return self.epoch
         at = self.at(now)
-        return latest if at >= now else min(committed_epoch_at(store, at), latest)
+        if at >= now:
+            return latest
+        epoch = store.committed_epoch_at(at.timestamp())
+        return -1 if epoch is None else min(epoch, latest)   # -1: before the store's commit log
 
 
-def bind_as_of(version, params) -> AsOf:
-    """Bind a sqlglot ``Version`` node (a table's ``FOR SYSTEM_TIME AS OF ...``)."""
+_UNITS = {u + s for u in ("second", "minute", "hour", "day", "week", "month", "year") for s in ("", "s")}
+
+
+def bind_as_of(version, params, alias: str | None = None) -> tuple:
+    """Bind a sqlglot ``Version`` node (a table's ``FOR SYSTEM_TIME AS OF ...``): ``(AsOf, alias
+    taken)``. RisingWave's ``NOW() - '10' SECOND`` reaches us as ``NOW() - '10'`` with the table
+    aliased ``second``: a bare number string shifted by +/- and a unit-named ``alias`` form one
+    interval, and ``alias taken`` tells the caller the table has no alias."""
+    node = version.expression
+    if alias in _UNITS and isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Literal) \
+            and node.expression.is_string and _is_number(node.expression.this):
+        iv = _interval_text(f"{node.expression.this} {alias}", node.expression)
+        base = _time_fn(node.this, params)
+        sign = 1 if isinstance(node, exp.Add) else -1
+        text = f"{node.this.sql(dialect='postgres')} {'+' if sign > 0 else '-'} '{node.expression.this}' {alias}"
+        return AsOf(text, node, at=lambda now: _shift(base(now), iv, sign)), True
+    return _bind_as_of(version, params), False
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _bind_as_of(version, params) -> AsOf:
     kind = (version.args.get("kind") or "").upper()
     if kind != "AS OF":
         raise error_at(UnsupportedError, f"FOR SYSTEM_TIME {kind} is not supported (only AS OF)", version)
@@ -155,12 +187,16 @@ def _interval(node, params) -> Interval:
         if isinstance(text, Interval):
             return text
     if isinstance(text, str):
-        try:
-            return T.parse_interval(text)
-        except (ValueError, IndexError):
-            pass
+        return _interval_text(text, node)
     raise error_at(BindError, f"FOR SYSTEM_TIME AS OF: {node.sql(dialect='postgres')[:40]} is not a constant "
                               "INTERVAL", node)
+
+
+def _interval_text(text: str, node) -> Interval:
+    try:
+        return T.parse_interval(text)
+    except (ValueError, IndexError):
+        raise error_at(BindError, f"FOR SYSTEM_TIME AS OF: {text!r} is not a constant INTERVAL", node) from None
 
 
 def _shift(at: datetime.datetime, iv: Interval, sign: int) -> datetime.datetime:
@@ -178,32 +214,32 @@ def _days_in(year: int, month: int) -> int:
 
 # --- execution ------------------------------------------------------------------------------------
 
-def oldest_readable_epoch(store, latest: int, now: datetime.datetime) -> int:
-    """The oldest epoch a time-travel read may use (module docstring)."""
-    horizon = now - datetime.timedelta(seconds=store.options.retention_seconds)
-    return max(store.min_readable_epoch, min(latest, committed_epoch_at(store, horizon)))
+def oldest_readable(store, latest: int, now: datetime.datetime) -> tuple:
+    """``(epoch, unix_time)``: the oldest epoch a time-travel read may use and the wall-clock
+    time from which on it was current (module docstring)."""
+    horizon = now.timestamp() - store.options.retention_seconds
+    start_time, start_epoch = store.commit_log_start
+    if horizon < start_time:   # the window reaches back before the log: its start is the limit
+        horizon, epoch = start_time, start_epoch
+    else:
+        epoch = store.committed_epoch_at(horizon)
+    epoch = min(latest, epoch)
+    if store.min_readable_epoch > epoch:   # compaction took what the window no longer holds
+        return store.min_readable_epoch, None
+    return epoch, horizon
 
 
-def committed_epoch_at(store, at: datetime.datetime) -> int:
-    """The epoch committed last at or before wall-clock time ``at`` (the store's commit log);
-    before the log (commits before the store opened) the epoch whose physical time is ``at``."""
-    epoch = store.committed_epoch_at(at.timestamp())
-    if epoch is not None:
-        return epoch
-    ms = int(at.timestamp() * 1000)
-    return epoch_from_unix_ms(ms) if ms >= EPOCH_BASE_UNIX_MS else 0
+def _time_of(epoch: int, unix_time: float | None) -> str:
+    seconds = epoch_to_unix_ms(epoch) / 1000 if unix_time is None else unix_time
+    return datetime.datetime.fromtimestamp(seconds, UTC).isoformat(sep=" ", timespec="milliseconds")
 
 
-def _time_of(epoch: int) -> str:
-    ms = epoch_to_unix_ms(epoch)
-    return datetime.datetime.fromtimestamp(ms / 1000, UTC).isoformat(sep=" ", timespec="milliseconds")
-
-
-def _expired(as_of: AsOf, epoch: int, oldest: int, retention: float) -> ExecutionError:
+def _expired(as_of: AsOf, epoch: int, oldest: tuple, retention: float) -> ExecutionError:
+    at = f" (epoch {epoch})" if epoch >= 0 else ""
     return ExecutionError(
-        f"FOR SYSTEM_TIME AS OF {as_of.text} (epoch {epoch}) is past the retention window: "
-        f"the oldest readable time is {_time_of(oldest)} (epoch {oldest}); this database keeps {retention:g} "
-        "seconds of history (connect(..., retention_seconds=N))", as_of.line, as_of.column)
+        f"FOR SYSTEM_TIME AS OF {as_of.text}{at} is past the retention window: the oldest readable time is "
+        f"{_time_of(*oldest)} (epoch {oldest[0]}); this database keeps {retention:g} seconds of history since "
+        "it opened (connect(..., retention_seconds=N))", as_of.line, as_of.column)
 
 
 @contextlib.contextmanager
@@ -216,19 +252,20 @@ def pin_scans(plan: P.Node, store, latest: int):
         yield {}
         return
     now = datetime.datetime.fromtimestamp(time.time(), UTC)
-    oldest = oldest_readable_epoch(store, latest, now)
+    oldest = oldest_readable(store, latest, now)
     retention = store.options.retention_seconds
     epochs, snaps = {}, {}
     try:
         for scan in scans:
             epoch = scan.as_of.read_epoch(store, latest, now)
-            if epoch < oldest:
-                raise _expired(scan.as_of, epoch, oldest, retention) from ExpiredEpochError(epoch, oldest)
+            if epoch < oldest[0]:
+                raise _expired(scan.as_of, epoch, oldest, retention) from ExpiredEpochError(max(epoch, 0), oldest[0])
             if epoch not in snaps:
                 try:
                     snaps[epoch] = store.snapshot(epoch)
                 except ExpiredEpochError as exc:
-                    raise _expired(scan.as_of, epoch, max(oldest, exc.min_readable_epoch), retention) from exc
+                    floor = (exc.min_readable_epoch, None) if exc.min_readable_epoch > oldest[0] else oldest
+                    raise _expired(scan.as_of, epoch, floor, retention) from exc
             epochs[id(scan)] = epoch
         yield epochs
     finally:
