@@ -54,7 +54,7 @@ class Statement:
 
 
 def _scan(text: str):
-    """Yield ``(kind, start, end)`` for ``;`` and ``%s`` outside quotes and comments."""
+    """Yield ``(kind, start, end)`` for ``;``, ``%s`` and ``$n`` outside quotes and comments."""
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -80,6 +80,12 @@ def _scan(text: str):
         elif c == "%" and text.startswith("%s", i):
             yield "%s", i, i + 2
             i += 2
+        elif c == "$" and i + 1 < n and text[i + 1].isdigit():
+            j = i + 1
+            while j < n and text[j].isdigit():
+                j += 1
+            yield "$n", i, j
+            i = j
         else:
             i += 1
 
@@ -137,14 +143,22 @@ def _parse_cached(text: str) -> tuple:
 
 
 def _parse(text: str) -> list:
-    cuts, holes = [], []
+    cuts, holes, dollars = [], [], []
     for kind, start, end in _scan(text):
-        (cuts if kind == ";" else holes).append((start, end))
-    # number %s placeholders: "%s" -> "$1" (same width below 10 parameters)
-    if holes:
-        parts, at = [], 0
-        for k, (start, end) in enumerate(holes, 1):
-            parts += [text[at:start], f"${k}"]
+        {";": cuts, "%s": holes, "$n": dollars}[kind].append((start, end))
+    # number %s placeholders: "%s" -> "$1" (same width below 10 parameters). sqlglot's tokenizer
+    # reads "$1,$2" as a dollar-quoted string's tag, so a placeholder directly followed by
+    # anything but whitespace gets a space after it (positions after it shift by one).
+    if holes or dollars:
+        parts, at, k = [], 0, 0
+        for start, end in sorted(holes + dollars):
+            if text[start] == "%":
+                k += 1
+                parts += [text[at:start], f"${k}"]
+            else:
+                parts += [text[at:start], text[start:end]]
+            if end < len(text) and not text[end].isspace():
+                parts.append(" ")
             at = end
         parts.append(text[at:])
         text = "".join(parts)
