@@ -142,3 +142,21 @@ def test_version_safe_epoch_rules():
     again = decode_version(encode_version(dataclasses.replace(v1, safe_epoch=3 * E)))
     assert again.safe_epoch == 3 * E
     assert decode_version(encode_version(v1)).safe_epoch == 0
+
+
+def test_commit_log_stays_bounded_without_a_retention_window(tmp_path, monkeypatch):
+    """Without retention_seconds the commit log keeps only what time travel can still read:
+    entries compaction made unreadable go, and at most COMMIT_LOG_LIMIT stay (it grew by one
+    entry per commit for the life of the process)."""
+    import hummock.storage as storage
+
+    monkeypatch.setattr(storage, "COMMIT_LOG_LIMIT", 4)
+    model = KvModel()
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS) as db:
+        _write_history(db, model, range(1, 9))
+        assert [e for _, e in db._commit_times] == [5 * E, 6 * E, 7 * E, 8 * E]
+        assert db.committed_epoch_at(time.time()) == 8 * E
+        db.compact_all()                       # safe_epoch = 8E: older entries are unreadable
+        _write_history(db, model, [9])
+        assert [e for _, e in db._commit_times] == [8 * E, 9 * E]
+        assert db.commit_log_start[1] == 8 * E
