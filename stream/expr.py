@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import re
+import threading
 from collections import Counter
 
 import numpy as np
@@ -80,6 +80,7 @@ def common_numeric(a: DataType, b: DataType) -> DataType | None:
 _STRICT = contextvars.ContextVar("stream_expr_strict", default=False)
 _QUIET = contextvars.ContextVar("stream_expr_quiet", default=False)
 _ERRORS: Counter = Counter()
+_ERRORS_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -93,21 +94,22 @@ def raising_errors():
         _STRICT.reset(token)
 
 
-def errors_raise() -> bool:
-    return _STRICT.get()
-
-
 def error_counts() -> dict:
-    """Rows whose value became NULL because of a data error in streaming mode, by message."""
-    return dict(_ERRORS)
+    """Rows whose value became NULL because of a data error in streaming mode, by message
+    (process-wide, since start)."""
+    with _ERRORS_LOCK:
+        return dict(_ERRORS)
 
 
 def data_error(expr, message: str, rows: int = 1) -> None:
     """A data error in ``rows`` rows of ``expr``: raises in strict mode, else logs and counts."""
+    if not rows:
+        return
     if _STRICT.get():
         raise ExpressionError(message, expr)
-    if rows and not _QUIET.get():
-        _ERRORS[message] += rows
+    if not _QUIET.get():
+        with _ERRORS_LOCK:
+            _ERRORS[message] += rows
         log.warning("%s in %s: %d row(s) set to NULL", message, expr, rows)
 
 
@@ -225,7 +227,9 @@ class Lit(Expr):
         return self._scalar
 
     def __str__(self) -> str:
-        return "NULL" if self.value is None else repr(self.value)
+        if self.value is None:
+            return "NULL"
+        return str(self.value) if self.data_type.kind == _DECIMAL else repr(self.value)
 
 
 def _cast_to(value, source: DataType, target: DataType, expr):
@@ -325,7 +329,7 @@ class Arith(Expr):
             return self._KERNELS[self.op](left, right)
         except _ARROW_ERRORS as exc:
             if self.data_type.kind in _INTS and "overflow" in str(exc).lower():
-                if _STRICT.get():
+                if _STRICT.get() and self.op != "%":   # INT_MIN % -1 is 0, computed exactly below
                     raise ExpressionError(f"{_INT_NAME[self.data_type.kind]} out of range", self) from exc
             else:
                 raise ExpressionError(_arrow_message(exc), self) from exc

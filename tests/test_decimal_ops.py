@@ -103,7 +103,8 @@ def _dec_col(values):
 
 
 def test_expression_nodes_over_decimal_columns():
-    cols = [_dec_col(["1.5", "-2.25", None, "0"]), pa.array([2, 3, 4, None], pa.int32()), pa.array([0.5, 1.0, 2.0, 3.0])]
+    cols = [_dec_col(["1.5", "-2.25", None, "0"]), pa.array([2, 3, 4, None], pa.int32()),
+            pa.array([0.5, 1.0, 2.0, 3.0])]
     d, i, x = Col(0, T.DECIMAL), Col(1, T.INT), Col(2, T.DOUBLE)
     plus = Arith("+", d, i)
     assert plus.data_type == T.DECIMAL and plus.eval(cols, 4).to_pylist() == ["3.5", "0.75", None, None]
