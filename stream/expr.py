@@ -25,8 +25,10 @@ Semantics (Postgres, except where noted):
   a materialized view.
 - ``CASE`` evaluates a branch only on the rows that take it (Postgres' lazy CASE), so
   ``CASE WHEN b <> 0 THEN a / b END`` never divides by zero.
-Evaluation never loops in Python over rows, except for DECIMAL values (exact, arbitrary
-precision) and rows of a chunk on which a kernel failed in streaming mode.
+Evaluation never loops in Python over rows, except for DECIMAL values that Arrow's decimal128
+cannot hold exactly (stream/decimal_vec.py is the vectorized path for ``+ - *`` and
+comparisons; division, ``%``, NaN/Infinity and wider values go row by row) and the rows of a
+chunk on which a kernel failed in streaming mode.
 
 Callers: :mod:`stream.executors.project`, :mod:`stream.executors.filter`, sql's planner.
 """
@@ -46,6 +48,7 @@ import pyarrow.compute as pc
 from relational.arrow import _to_arrow_value, arrow_type
 from relational.types import DataType, TypeKind
 from stream import decimal_ops as D
+from stream import decimal_vec as V
 from stream.errors import ExpressionError
 
 _INTS = {TypeKind.SMALLINT: 0, TypeKind.INT: 1, TypeKind.BIGINT: 2}
@@ -350,6 +353,9 @@ class Arith(Expr):
         return pa.array(out, arrow_type(self.data_type))
 
     def _decimal(self, left, right):
+        fast = V.arith(self.op, left, right)   # None: not plain, too wide, or not + - *
+        if fast is not None:
+            return fast
         (lv, ls), (rv, rs) = D.decode(left), D.decode(right)
         n = None if ls and rs else (len(rv) if ls else len(lv))
         out = _decimal_rows(self, D.ARITH[self.op], [lv, rv], ls and rs, n)
@@ -382,6 +388,9 @@ class Cmp(Expr):
         left = _cast_to(self.left._eval(columns), self.left.data_type, self._common, self)
         right = _cast_to(self.right._eval(columns), self.right.data_type, self._common, self)
         if self._common.kind == _DECIMAL:
+            fast = V.compare(self.op, left, right)
+            if fast is not None:
+                return fast
             (lv, ls), (rv, rs) = D.decode(left), D.decode(right)
             n = None if ls and rs else (len(rv) if ls else len(lv))
             out, _, _ = D.map_rows(D.CMP[self.op], [lv, rv], n)
