@@ -10,7 +10,8 @@ scale per value (``1.5 + 1`` is ``2.5``, ``1.50 + 1`` is ``2.50``) while a decim
 one scale, so each row's scale is computed alongside (max of the operands' for ``+ -``, their
 sum for ``*``) and the surplus trailing zeros of the column-scale text are cut per row.
 
-Callers: :class:`stream.expr.Arith` and :class:`stream.expr.Cmp`.
+Callers: :class:`stream.expr.Arith`, :class:`stream.expr.Cmp`, and casts to text
+(:func:`is_plain`: plain text is already Postgres' output).
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ class _Operand:
         elif isinstance(value, pa.ChunkedArray):
             value = value.combine_chunks()
         self.text = value
-        valid = value.drop_null() if value.null_count else value
-        self.ok = len(valid) == 0 or bool(pc.all(pc.match_substring_regex(valid, _PLAIN)).as_py())
+        self.ok = is_plain(value)
         if not self.ok:
             return
         length = pc.binary_length(value)
@@ -49,6 +49,14 @@ class _Operand:
 
     def decimals(self, precision: int, scale: int) -> pa.Array:
         return pc.cast(self.text, pa.decimal128(precision, scale))
+
+
+def is_plain(value) -> bool:
+    """Whether every value of a DECIMAL text array or scalar is plain ``-?digits[.digits]``."""
+    if isinstance(value, pa.Scalar):
+        return not value.is_valid or pc.match_substring_regex(value.as_py(), _PLAIN).as_py()
+    valid = value.drop_null() if value.null_count else value
+    return len(valid) == 0 or bool(pc.all(pc.match_substring_regex(valid, _PLAIN)).as_py())
 
 
 def _n(left, right) -> int | None:

@@ -257,6 +257,13 @@ def _decimal_rows(expr, fn, values, scalar: bool, n=None):
 
 def _decimal_cast(value, source: DataType, target: DataType, expr):
     kind = target.kind
+    if source.kind == _DECIMAL and kind in _FLOATS:   # Arrow parses the text, correctly rounded
+        try:
+            return pc.cast(value, arrow_type(target))
+        except _ARROW_ERRORS:
+            pass
+    if source.kind == _DECIMAL and kind == TypeKind.VARCHAR and V.is_plain(value):
+        return value   # the stored text is already Postgres' output
     if source.kind == _DECIMAL:
         values, scalar = D.decode(value)
         if kind in _INTS:

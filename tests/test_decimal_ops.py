@@ -142,7 +142,12 @@ def test_vectorized_path_equals_the_exact_row_path(op, pairs, scalar_right):
     if op in "+-*":
         fast = V.arith(op, left, right)
         exact, _, _ = D.map_rows(D.ARITH[op], [[a for a, _ in pairs], rights], None)
-        assert fast is not None and fast.to_pylist() == D.encode(exact, False).to_pylist()
+        # Arrow prints values below 1E-6 in exponent form, which the fast path declines; with
+        # operand scales <= 3 (result scale <= 6) that cannot happen
+        if max((scale(v) for p in pairs for v in p if v is not None), default=0) <= 3:
+            assert fast is not None
+        if fast is not None:
+            assert fast.to_pylist() == D.encode(exact, False).to_pylist()
     else:
         fast = V.compare(op, left, right)
         exact, _, _ = D.map_rows(D.CMP[op], [[a for a, _ in pairs], rights], None)
@@ -159,3 +164,15 @@ def test_vectorized_path_declines_what_it_cannot_do_exactly():
     # and the expression node still gets those right through decimal_ops
     col = [D.encode([Dec("0.0001"), Dec("NaN")], False)]
     assert Arith("*", Col(0, T.DECIMAL), Col(0, T.DECIMAL)).eval(col, 2).to_pylist() == ["1E-8", "NaN"]
+
+
+def test_casts_from_numeric_columns_plain_or_not():
+    plain = [_dec_col(["1.50", "-2", None])]
+    odd = [_dec_col(["1E-8", "NaN", "-Infinity", "1E+2"])]
+    assert Cast(Col(0, T.DECIMAL), T.VARCHAR).eval(plain, 3).to_pylist() == ["1.50", "-2", None]
+    assert Cast(Col(0, T.DECIMAL), T.VARCHAR).eval(odd, 4).to_pylist() == ["0.00000001", "NaN", "-Infinity", "100"]
+    assert Cast(Col(0, T.DECIMAL), T.DOUBLE).eval(odd, 4).to_pylist()[2:] == [float("-inf"), 100.0]
+    assert Cast(Col(0, T.DECIMAL), T.REAL).eval(plain, 3).to_pylist() == [1.5, -2.0, None]
+    with raising_errors(), pytest.raises(ExpressionError, match="NaN"):
+        Cast(Col(0, T.DECIMAL), T.BIGINT).eval(odd, 4)
+    assert Cast(Col(0, T.DECIMAL), T.BIGINT).eval(odd, 4).to_pylist() == [0, None, None, 100]   # streaming
