@@ -401,7 +401,7 @@ def _update(db, node, params, variables, stmt) -> Result:
             raise error_at(ExecutionError, f"cannot update primary key column {col!r}", assign.this)
         dtype = rel.visible_columns[idx][1]
         e = binder.bind_as(assign.expression, dtype)
-        if e.data_type != dtype and not T.can_implicit_cast(e.data_type, dtype):
+        if e.data_type != dtype and not T.can_assign(e.data_type, dtype):
             raise error_at(BindError, f"column {col!r} is {dtype.sql_name()} but the expression is "
                                       f"{e.data_type.sql_name()}", assign.expression)
         sets.append((idx, e, dtype, assign.expression))

@@ -103,6 +103,13 @@ def can_implicit_cast(source: DataType, target: DataType) -> bool:
     return False
 
 
+def can_assign(source: DataType, target: DataType) -> bool:
+    """Whether Postgres stores a ``source`` value into a ``target`` column without an explicit
+    cast (an assignment cast): the implicit casts plus any numeric -> numeric (rounded half away
+    from zero and range-checked when it narrows)."""
+    return can_implicit_cast(source, target) or (is_numeric(source) and is_numeric(target))
+
+
 def common_supertype(a: DataType, b: DataType) -> DataType | None:
     """The type both implicitly cast to (Postgres' UNION/CASE/COALESCE resolution), or None."""
     if can_implicit_cast(a, b):

@@ -132,6 +132,16 @@ def test_like_escape_not_like_and_ilike(conn):
     assert conn.execute("SELECT * FROM ml").fetchall() == [(2,)]
 
 
+def test_update_assigns_numeric_values_like_postgres(conn):
+    conn.execute("UPDATE t SET a = d * 3, d = x / 4 WHERE k IN (1, 2)")   # numeric -> int, double -> numeric
+    conn.execute("FLUSH")
+    assert one(conn, "SELECT k, a, d FROM t WHERE k <= 2 ORDER BY k")[0] == [(1, 5, Dec("0.125")), (2, -7, Dec("0.5"))]
+    with pytest.raises(ExecutionError, match="out of range"):
+        conn.execute("UPDATE t SET a = d * 1e10 WHERE k = 4")
+    with pytest.raises(BindError):
+        conn.execute("UPDATE t SET a = s WHERE k = 4")
+
+
 def test_numeric_parameters_and_inserts(conn):
     conn.execute("INSERT INTO t (k, d, x, a) VALUES (%s, %s, 0.1, 2.5)", (9, Dec("3.000")))
     conn.execute("FLUSH")
