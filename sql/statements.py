@@ -349,7 +349,7 @@ def _const_value(e, dtype, node):
         with raising_errors():
             value = from_arrow_values(e.eval([], 1), e.data_type)[0]
     except (ArithmeticError, ValueError) as exc:
-        raise error_at(ExecutionError, str(exc), node) from None
+        raise execution_error(exc, node) from None
     return _coerce(value, dtype, node)
 
 
@@ -414,7 +414,7 @@ def _update(db, node, params, variables, stmt) -> Result:
             with raising_errors():
                 values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
         except (ArithmeticError, ValueError) as exc:
-            raise error_at(ExecutionError, str(exc), n) from None
+            raise execution_error(exc, n) from None
         for r, v in zip(new_rows, values):
             r[idx] = _coerce(v, dtype, n)
     changes = []

@@ -77,8 +77,9 @@ def test_batch_data_errors_are_positioned_execution_errors(conn):
         conn.execute("SELECT a % 0 FROM t").fetchall()
     with pytest.raises(ExecutionError, match="out of range"):
         conn.execute("SELECT (d * 1e10)::INT FROM t WHERE k = 4").fetchall()
-    with pytest.raises(ExecutionError, match="division by zero"):
+    with pytest.raises(ExecutionError, match="division by zero") as info:
         conn.execute("UPDATE t SET d = d / 0 WHERE k = 1")
+    assert (info.value.line, info.value.column) == (1, 18)
     with pytest.raises(ExecutionError):
         conn.execute("INSERT INTO t SELECT k + 10, a * 2, d, x, s FROM t")
     with pytest.raises(ExecutionError):
