@@ -48,11 +48,12 @@ class ExecutionError(SqlError):
     """A runtime failure: overflow, pk column update, pk conflict, a bad value."""
 
 
-def execution_error(exc) -> ExecutionError:
+def execution_error(exc, node=None) -> ExecutionError:
     """An ExecutionError for a failed evaluation ``exc`` (a data error such as an overflow),
     positioned at the failing expression when it has one (``exc.expr.node``: the sqlglot node
-    the binder built it from)."""
-    line, column = start_of(getattr(getattr(exc, "expr", None), "node", None))
+    the binder built it from), else at ``node``."""
+    failing = getattr(getattr(exc, "expr", None), "node", None)
+    line, column = start_of(failing if failing is not None else node)
     return ExecutionError(str(exc), line, column)
 
 

@@ -369,7 +369,7 @@ def _const_value(e, dtype, node):
         with raising_errors():
             value = from_arrow_values(e.eval([], 1), e.data_type)[0]
     except (ArithmeticError, ValueError) as exc:
-        raise error_at(ExecutionError, str(exc), node) from None
+        raise execution_error(exc, node) from None
     return _coerce(value, dtype, node)
 
 
@@ -427,7 +427,7 @@ def _update(db, node, params, variables, stmt) -> Result:
             raise error_at(ExecutionError, f"cannot update primary key column {col!r}", assign.this)
         dtype = rel.visible_columns[idx][1]
         e = binder.bind_as(assign.expression, dtype)
-        if e.data_type != dtype and not T.can_implicit_cast(e.data_type, dtype):
+        if e.data_type != dtype and not T.can_assign(e.data_type, dtype):
             raise error_at(BindError, f"column {col!r} is {dtype.sql_name()} but the expression is "
                                       f"{e.data_type.sql_name()}", assign.expression)
         sets.append((idx, e, dtype, assign.expression))
@@ -440,7 +440,7 @@ def _update(db, node, params, variables, stmt) -> Result:
             with raising_errors():
                 values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
         except (ArithmeticError, ValueError) as exc:
-            raise error_at(ExecutionError, str(exc), n) from None
+            raise execution_error(exc, n) from None
         for r, v in zip(new_rows, values):
             r[idx] = _coerce(v, dtype, n)
     changes = []

@@ -18,26 +18,22 @@ Semantics (Postgres, except where noted):
   (REAL with REAL stays REAL). DECIMAL (NUMERIC) is exact: stream/decimal_ops.py.
 - A cast from REAL/DOUBLE/DECIMAL to an integer rounds half away from zero, like Postgres.
 - Data errors (integer overflow, division or remainder by zero, a cast that does not fit)
-  depend on the evaluation mode. Inside :func:`raising_errors` (batch SELECT, DML) they raise
+  depend on the evaluation mode (stream/expr_errors.py). Inside :func:`raising_errors` (batch SELECT, DML) they raise
   :class:`ExpressionError` (``expr`` is the failing node). Otherwise (a streaming MV) the row's
   value is NULL, the error is logged (logger ``stream.expr``) and counted
   (:func:`error_counts`), as RisingWave's streaming engine does, so one bad row does not stop
   a materialized view.
 - ``CASE`` evaluates a branch only on the rows that take it (Postgres' lazy CASE), so
   ``CASE WHEN b <> 0 THEN a / b END`` never divides by zero.
-Evaluation never loops in Python over rows, except for DECIMAL values (exact, arbitrary
-precision) and rows of a chunk on which a kernel failed in streaming mode.
+Evaluation never loops in Python over rows, except for DECIMAL values that Arrow's decimal128
+cannot hold exactly (stream/decimal_vec.py is the vectorized path for ``+ - *`` and
+comparisons; division, ``%``, NaN/Infinity and wider values go row by row) and the rows of a
+chunk on which a kernel failed in streaming mode.
 
 Callers: :mod:`stream.executors.project`, :mod:`stream.executors.filter`, sql's planner.
 """
 
 from __future__ import annotations
-
-import contextlib
-import contextvars
-import logging
-import re
-from collections import Counter
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +42,15 @@ import pyarrow.compute as pc
 from relational.arrow import _to_arrow_value, arrow_type
 from relational.types import DataType, TypeKind
 from stream import decimal_ops as D
+from stream import decimal_vec as V
 from stream.errors import ExpressionError
+from stream.expr_errors import ARROW_ERRORS as _ARROW_ERRORS
+from stream.expr_errors import data_error, error_counts, raising_errors, strict  # noqa: F401 (re-exported)
+from stream.expr_errors import arrow_message as _arrow_message
+from stream.expr_errors import chunk_len as _chunk_len
+from stream.expr_errors import guarded as _guarded
+from stream.expr_errors import is_array as _is_array
+from stream.expr_errors import wrap as _wrap
 
 _INTS = {TypeKind.SMALLINT: 0, TypeKind.INT: 1, TypeKind.BIGINT: 2}
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
@@ -55,10 +59,6 @@ _INT_BY_RANK = [DataType.SMALLINT, DataType.INT, DataType.BIGINT]
 _INT_RANGE = {TypeKind.SMALLINT: (-(1 << 15), (1 << 15) - 1), TypeKind.INT: (-(1 << 31), (1 << 31) - 1),
               TypeKind.BIGINT: (-(1 << 63), (1 << 63) - 1)}
 _INT_NAME = {TypeKind.SMALLINT: "smallint", TypeKind.INT: "integer", TypeKind.BIGINT: "bigint"}
-_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
-
-log = logging.getLogger("stream.expr")
-
 
 def is_numeric(t: DataType) -> bool:
     return t.kind in _INTS or t.kind in _FLOATS or t.kind == _DECIMAL
@@ -73,98 +73,6 @@ def common_numeric(a: DataType, b: DataType) -> DataType | None:
     if _DECIMAL in (a.kind, b.kind):
         return DataType.DECIMAL
     return _INT_BY_RANK[max(_INTS[a.kind], _INTS[b.kind])]
-
-
-# --- data errors: raise (batch, DML) or NULL + log + count (streaming) -------------------------
-
-_STRICT = contextvars.ContextVar("stream_expr_strict", default=False)
-_QUIET = contextvars.ContextVar("stream_expr_quiet", default=False)
-_ERRORS: Counter = Counter()
-
-
-@contextlib.contextmanager
-def raising_errors():
-    """Evaluate inside this block with data errors raising :class:`ExpressionError` (batch
-    queries and DML) instead of turning the row's value into NULL (module docstring)."""
-    token = _STRICT.set(True)
-    try:
-        yield
-    finally:
-        _STRICT.reset(token)
-
-
-def errors_raise() -> bool:
-    return _STRICT.get()
-
-
-def error_counts() -> dict:
-    """Rows whose value became NULL because of a data error in streaming mode, by message."""
-    return dict(_ERRORS)
-
-
-def data_error(expr, message: str, rows: int = 1) -> None:
-    """A data error in ``rows`` rows of ``expr``: raises in strict mode, else logs and counts."""
-    if _STRICT.get():
-        raise ExpressionError(message, expr)
-    if rows and not _QUIET.get():
-        _ERRORS[message] += rows
-        log.warning("%s in %s: %d row(s) set to NULL", message, expr, rows)
-
-
-def _arrow_message(exc) -> str:
-    text = str(exc)
-    if "overflow" in text.lower():
-        return "value out of range: overflow"
-    return text
-
-
-def _wrap(fn, expr, *args):
-    try:
-        return fn(*args)
-    except _ARROW_ERRORS as exc:
-        raise ExpressionError(_arrow_message(exc), expr) from exc
-
-
-def _is_array(v) -> bool:
-    return isinstance(v, (pa.Array, pa.ChunkedArray))
-
-
-def _guarded(expr, columns, compute):
-    """``compute()`` (the node's whole-chunk evaluation); when it fails: strict mode raises,
-    streaming mode evaluates the node row by row (``expr._compute``), failing rows NULL."""
-    try:
-        return compute()
-    except (ExpressionError, ArithmeticError, ValueError) + _ARROW_ERRORS as exc:
-        message = _arrow_message(exc) if isinstance(exc, _ARROW_ERRORS) else str(exc).split(" in ")[0]
-        if _STRICT.get():
-            raise (exc if isinstance(exc, ExpressionError) else ExpressionError(message, expr)) from exc
-        n = _chunk_len(columns)
-        if n is None:
-            data_error(expr, message)
-            return pa.scalar(None, arrow_type(expr.data_type))
-        pieces, failed = [], 0
-        token = _QUIET.set(True)
-        try:
-            for i in range(n):
-                try:
-                    v = expr._compute([c.slice(i, 1) if _is_array(c) else c for c in columns])
-                    pieces.append(v if _is_array(v) else
-                                  (pa.repeat(v, 1) if v.is_valid else pa.nulls(1, arrow_type(expr.data_type))))
-                except (ExpressionError, ArithmeticError, ValueError) + _ARROW_ERRORS:
-                    pieces.append(pa.nulls(1, arrow_type(expr.data_type)))
-                    failed += 1
-        finally:
-            _QUIET.reset(token)
-        data_error(expr, message, failed)
-        return pa.concat_arrays([p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p for p in pieces]) \
-            if pieces else pa.array([], arrow_type(expr.data_type))
-
-
-def _chunk_len(columns):
-    for c in columns:
-        if _is_array(c):
-            return len(c)
-    return None
 
 
 class Expr:
@@ -225,7 +133,9 @@ class Lit(Expr):
         return self._scalar
 
     def __str__(self) -> str:
-        return "NULL" if self.value is None else repr(self.value)
+        if self.value is None:
+            return "NULL"
+        return str(self.value) if self.data_type.kind == _DECIMAL else repr(self.value)
 
 
 def _cast_to(value, source: DataType, target: DataType, expr):
@@ -250,6 +160,13 @@ def _decimal_rows(expr, fn, values, scalar: bool, n=None):
 
 def _decimal_cast(value, source: DataType, target: DataType, expr):
     kind = target.kind
+    if source.kind == _DECIMAL and kind in _FLOATS:   # Arrow parses the text, correctly rounded
+        try:
+            return pc.cast(value, arrow_type(target))
+        except _ARROW_ERRORS:
+            pass
+    if source.kind == _DECIMAL and kind == TypeKind.VARCHAR and V.is_plain(value):
+        return value   # the stored text is already Postgres' output
     if source.kind == _DECIMAL:
         values, scalar = D.decode(value)
         if kind in _INTS:
@@ -325,7 +242,7 @@ class Arith(Expr):
             return self._KERNELS[self.op](left, right)
         except _ARROW_ERRORS as exc:
             if self.data_type.kind in _INTS and "overflow" in str(exc).lower():
-                if _STRICT.get():
+                if strict() and self.op != "%":   # INT_MIN % -1 is 0, computed exactly below
                     raise ExpressionError(f"{_INT_NAME[self.data_type.kind]} out of range", self) from exc
             else:
                 raise ExpressionError(_arrow_message(exc), self) from exc
@@ -346,6 +263,9 @@ class Arith(Expr):
         return pa.array(out, arrow_type(self.data_type))
 
     def _decimal(self, left, right):
+        fast = V.arith(self.op, left, right)   # None: not plain, too wide, or not + - *
+        if fast is not None:
+            return fast
         (lv, ls), (rv, rs) = D.decode(left), D.decode(right)
         n = None if ls and rs else (len(rv) if ls else len(lv))
         out = _decimal_rows(self, D.ARITH[self.op], [lv, rv], ls and rs, n)
@@ -378,6 +298,9 @@ class Cmp(Expr):
         left = _cast_to(self.left._eval(columns), self.left.data_type, self._common, self)
         right = _cast_to(self.right._eval(columns), self.right.data_type, self._common, self)
         if self._common.kind == _DECIMAL:
+            fast = V.compare(self.op, left, right)
+            if fast is not None:
+                return fast
             (lv, ls), (rv, rs) = D.decode(left), D.decode(right)
             n = None if ls and rs else (len(rv) if ls else len(lv))
             out, _, _ = D.map_rows(D.CMP[self.op], [lv, rv], n)
