@@ -102,6 +102,9 @@ def test_explain_names_the_dynamic_filter_and_the_semi_join(conn):
     text = "\n".join(r[0] for r in conn.execute(
         "EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT id FROM a WHERE x IN (SELECT y FROM b)").fetchall())
     assert "StreamHashJoin(semi" in text
+    text = "\n".join(r[0] for r in conn.execute(   # a BIGINT count: the compared INT expression is cast
+        "EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT id FROM a WHERE x + 1 <= (SELECT count(*) FROM b)").fetchall())
+    assert "StreamDynamicFilter" in text and "CAST((x + 1) AS BIGINT)" in text
 
 
 # --- the model test ---------------------------------------------------------------------------------
@@ -143,6 +146,9 @@ QUERIES = {   # name: (SQL over a and b, model over ({id: x}, {id: y}) -> rows)
                                       if not any(x is not None and y == x + 1 for y in B.values())]),
     "corr_in": ("SELECT id FROM a WHERE x IN (SELECT y FROM b WHERE b.id = a.id)",
                 lambda A, B: [(i,) for i, x in A.items() if x is not None and B.get(i, None) == x]),
+    "expr_lt_max": ("SELECT id FROM a WHERE x * 2 < (SELECT max(y) FROM b)",
+                    lambda A, B: [(i,) for i, x in A.items()
+                                  if x is not None and _max(B.values()) is not None and x * 2 < _max(B.values())]),
     "select_list": ("SELECT id, x - (SELECT max(y) FROM b) AS d FROM a",
                     lambda A, B: [(i, None if x is None or _max(B.values()) is None else x - _max(B.values()))
                                   for i, x in A.items()]),

@@ -163,15 +163,24 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
 def _dynamic_filter(qb, plan, scope, left, right, op, node):
     x = ExprBinder(scope, qb.params, context="WHERE").bind(left)
     sub = bind_subquery(qb, right, scope, right)
-    if not isinstance(x, E.Col) or not plan.stream_key or not at_most_one_row(sub):
+    if not plan.stream_key or not at_most_one_row(sub):
         return None     # the general path: a ScalarJoin and a Filter
     vt = sub.types[0]
-    if vt != x.data_type:
-        sup = T.common_supertype(x.data_type, vt)
-        if sup != x.data_type:
-            return None
+    sup = x.data_type if vt == x.data_type else T.common_supertype(x.data_type, vt)
+    if sup is None:
+        return None     # the general path reports the type error
+    if vt != sup:
         sub = P.Project(sub, [E.Cast(E.Col(0, vt), sup)], [sub.names[0]])
-    return P.DynamicFilter(plan, sub, x.index, op)
+    if x.data_type != sup:
+        x = E.Cast(x, sup)
+    if isinstance(x, E.Col):
+        return P.DynamicFilter(plan, sub, x.index, op)
+    # the compared value as a trailing left column (kept: later nodes read the columns before it)
+    visible = plan.n_visible
+    cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+    probe = P.Project(plan, cols + [x], list(plan.names) + ["_compared"])
+    probe.n_visible = visible
+    return P.DynamicFilter(probe, sub, len(cols), op)
 
 
 def _in(qb, plan, scope, node, negate):
