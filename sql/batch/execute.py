@@ -3,11 +3,11 @@ epoch (the caller pins it with ``store.snapshot(epoch)`` for the whole query).
 
 Job: Scan reads through ``StorageTable.to_arrow(epoch)``; Filter and Project evaluate the same
 :mod:`stream.expr` trees the stream executors use (pyarrow compute); Agg, Join, Sort and Limit
-work on Python rows with the stream executors' semantics (a Join without keys is a nested
-loop; semi/anti joins keep the left rows with/without a match) (``AggCall.result_column`` computes
-each aggregate's result exactly as HashAgg does: types, NULLs, overflow, avg's scale). A
+work on Python rows with the stream executors' semantics (``AggCall.result_column`` computes
+each aggregate's result exactly as HashAgg does: types, NULLs, overflow, avg's scale). A Join
+without keys is a nested loop; semi/anti joins keep the left rows with/without a match. A
 ScalarJoin / DynamicFilter evaluates its scalar subquery once; a second row is an
-ExecutionError.
+ExecutionError when the outer side has rows.
 
 Invariants: every node returns a table whose columns are ``node.types`` in order; the result
 of a plan equals the content its MV would have at the same epoch (the differential test).

@@ -10,6 +10,8 @@ Stream keys (seed 002 "Keys"):
   projection drops are kept as hidden trailing columns (``n_visible`` counts the user's).
 - ``Filter``: the input's. ``Agg``: the group columns (none for a global aggregate: one row).
 - ``Join``: left key + right key (shifted); a superset of the minimal key is still a key.
+  Semi/anti joins, ``ScalarJoin`` and ``DynamicFilter``: the left's (one output row per left
+  row at most).
 - ``Union``: a branch tag column plus every branch's key slots (the planner pads them).
 - ``Sort``/``Limit``: batch only; the input's key.
 

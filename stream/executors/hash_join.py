@@ -1,5 +1,7 @@
 """HashJoin: the equi-join of two change streams -- inner, left outer, right outer or full outer
--- on equality join keys, plus an optional extra (non-equi) condition over the joined row.
+-- on equality join keys, plus an optional extra (non-equi) condition over the joined row; also
+the left semi / left anti join (``left_semi`` / ``left_anti``: :mod:`stream.executors.semi_join`,
+the left side kept like an outer side, with degrees; output the left schema and stream key).
 
 State (seed 000, "join"), per input side, all through state tables:
 
