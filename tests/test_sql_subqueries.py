@@ -204,3 +204,21 @@ def test_subquery_mvs_and_selects_equal_the_model(tmp_path_factory, steps):
             _check(conn, models)
     finally:
         conn.close()
+
+
+# --- CTEs ---------------------------------------------------------------------------------------------
+
+def test_ctes_used_twice_shadowing_a_table_and_with_column_names(conn):
+    # the slt's case: a CTE in both branches of a UNION ALL (recursed until "nests too deeply")
+    q = "WITH e AS (SELECT id FROM a WHERE x > 1) SELECT id FROM e UNION ALL SELECT id + 10 FROM e"
+    assert rows(conn, q) == sorted([(2,), (4,), (12,), (14,)], key=repr)
+    conn.execute(f"CREATE MATERIALIZED VIEW m AS {q}")
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM m") == sorted([(2,), (4,), (12,), (14,)], key=repr)
+    # a CTE's own name inside its body is the table (WITH is not recursive)
+    assert rows(conn, "WITH a AS (SELECT id FROM a WHERE id > 2) SELECT * FROM a") == [(3,), (4,)]
+    assert rows(conn, "WITH e(p, q) AS (SELECT id, x FROM a) SELECT p FROM e WHERE q = 2") == [(2,)]
+    with pytest.raises(sql.BindError, match="does not exist"):   # a later CTE is not visible yet
+        conn.execute("WITH e AS (SELECT id FROM f), f AS (SELECT id FROM a) SELECT * FROM e")
+    with pytest.raises(sql.BindError, match="3 columns specified"):
+        conn.execute("WITH e(p, q, r) AS (SELECT id, x FROM a) SELECT p FROM e")
