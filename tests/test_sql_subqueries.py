@@ -149,6 +149,10 @@ QUERIES = {   # name: (SQL over a and b, model over ({id: x}, {id: y}) -> rows)
     "expr_lt_max": ("SELECT id FROM a WHERE x * 2 < (SELECT max(y) FROM b)",
                     lambda A, B: [(i,) for i, x in A.items()
                                   if x is not None and _max(B.values()) is not None and x * 2 < _max(B.values())]),
+    "in_count": ("SELECT id FROM a WHERE x IN (SELECT count(*) FROM b)",
+                 lambda A, B: [(i,) for i, x in A.items() if x is not None and x == len(B)]),
+    "not_in_max": ("SELECT id FROM a WHERE x NOT IN (SELECT max(y) FROM b)",
+                   lambda A, B: [(i,) for i, x in A.items() if _not_in(x, [_max(B.values())]) is True]),
     "select_list": ("SELECT id, x - (SELECT max(y) FROM b) AS d FROM a",
                     lambda A, B: [(i, None if x is None or _max(B.values()) is None else x - _max(B.values()))
                                   for i, x in A.items()]),
