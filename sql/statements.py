@@ -30,7 +30,7 @@ from stream.schema import Schema
 from sql import types as T
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
-from sql.bind.select import QueryBinder
+from sql.bind.select import QueryBinder, _conjuncts
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
 from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at
@@ -369,8 +369,9 @@ def _current_rows(db, rel, where, params):
     scan = P.Scan(rel)
     scope = Scope([ScopeCol(rel.name, n, i, t) for i, (n, t) in enumerate(rel.visible_columns)])
     plan = scan
-    if where is not None:
-        plan = P.Filter(scan, ExprBinder(scope, params, context="WHERE")._bool(where.this))
+    if where is not None:   # the query binder's WHERE: subqueries too (the scan's columns stay first)
+        binder = QueryBinder(db.catalog, params, batch=True)
+        plan = binder._where(scan, scope, _conjuncts(where.this))
     table = run_batch(plan, db.store, db.store.max_committed_epoch)
     return [tuple(r) for r in _py_rows(table, scan.types)] if table.num_rows else [], scope
 

@@ -226,3 +226,13 @@ def test_ctes_used_twice_shadowing_a_table_and_with_column_names(conn):
         conn.execute("WITH e AS (SELECT id FROM f), f AS (SELECT id FROM a) SELECT * FROM e")
     with pytest.raises(sql.BindError, match="3 columns specified"):
         conn.execute("WITH e(p, q, r) AS (SELECT id, x FROM a) SELECT p FROM e")
+
+
+def test_update_and_delete_take_subqueries_in_where(conn):
+    assert conn.execute("DELETE FROM a WHERE x IN (SELECT y FROM b)").rowcount == 1
+    assert conn.execute("UPDATE a SET x = 0 WHERE x > (SELECT min(y) FROM b) AND "
+                        "NOT EXISTS (SELECT 1 FROM b WHERE b.id = a.id)").rowcount == 1
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM a") == [(2, 2), (3, None), (4, 0)]
+    with pytest.raises(ExecutionError, match="more than one row"):
+        conn.execute("DELETE FROM a WHERE x = (SELECT y FROM b)")
