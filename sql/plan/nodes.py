@@ -142,6 +142,7 @@ class Join(Node):
 
     def label(self) -> str:
         keys = ", ".join(f"${a} = ${len(self.left.types) + b}" for a, b in zip(self.left_keys, self.right_keys))
+        keys = keys or "nested loop"
         extra = f", condition={self.condition}" if self.condition is not None else ""
         return f"Join({self.kind}, {keys}{extra})"
 
