@@ -1,8 +1,8 @@
 """Subqueries through SQL (sql/bind/subquery.py): scalar subqueries in batch (evaluated once, no
 row -> NULL, two rows -> ExecutionError) and in MVs (a dynamic filter for ``col <op>
 (subquery)``, a join with the one-row side elsewhere), ``[NOT] IN (subquery)`` as semi / anti
-joins with SQL's three-valued NOT IN, ``[NOT] EXISTS``, EXISTS / IN correlated by equalities; batch nested-loop joins; what stays
-unsupported says so. A hypothesis test runs random changes to two tables against a Python model
+joins with SQL's three-valued NOT IN, ``[NOT] EXISTS``, EXISTS / IN correlated by equalities;
+subqueries in UPDATE/DELETE; CTEs; batch nested-loop joins; what stays unsupported says so. A hypothesis test runs random changes to two tables against a Python model
 of each query, as MVs (after every FLUSH) and as batch SELECTs, and reopens a local database
 to check the MVs' plans rebuild onto their stored state.
 """
