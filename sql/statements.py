@@ -31,7 +31,7 @@ from stream.schema import Schema
 from sql import types as T
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
-from sql.bind.select import QueryBinder
+from sql.bind.select import QueryBinder, _conjuncts
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
 from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at, execution_error
@@ -385,20 +385,21 @@ def _table_for_dml(db, node, what):
     return rel
 
 
-def _dml_plan(rel, where, params):
+def _dml_plan(db, rel, where, params):
     """``(plan, scope, scan)``: the rows of ``rel`` matching ``where`` (an UPDATE/DELETE's input)."""
     scan = P.Scan(rel)
     scope = Scope([ScopeCol(rel.name, n, i, t) for i, (n, t) in enumerate(rel.visible_columns)])
     plan = scan
-    if where is not None:
-        plan = P.Filter(scan, ExprBinder(scope, params, context="WHERE")._bool(where.this))
+    if where is not None:   # the query binder's WHERE: subqueries too (the scan's columns stay first)
+        binder = QueryBinder(db.catalog, params, batch=True)
+        plan = binder._where(scan, scope, _conjuncts(where.this))
     return plan, scope, scan
 
 
 def _current_rows(db, rel, where, params):
     """Committed rows of ``rel`` (flushed first) matching ``where``, full width."""
     _checked_flush(db)
-    plan, scope, scan = _dml_plan(rel, where, params)
+    plan, scope, scan = _dml_plan(db, rel, where, params)
     table = run_batch(plan, db.store, db.store.max_committed_epoch)
     return [tuple(r) for r in _py_rows(table, scan.types)] if table.num_rows else [], scope
 
@@ -538,7 +539,7 @@ def _explain_dml(db, node, params) -> str:
         return f"BatchInsert(table={rel.name})\n" + "\n".join("  " + line for line in child.splitlines())
     what = "DELETE" if isinstance(node, exp.Delete) else "UPDATE"
     rel = _table_for_dml(db, node, what)
-    plan, scope, _ = _dml_plan(rel, node.args.get("where"), params)
+    plan, scope, _ = _dml_plan(db, rel, node.args.get("where"), params)
     label = f"Batch{what.title()}(table={rel.name})"
     if what == "UPDATE":
         binder = ExprBinder(scope, params, context="UPDATE")

@@ -126,12 +126,23 @@ AGGS_T1 = ["count(*)", "count(a)", "sum(a)", "sum(b)", "sum(d)", "sum(x)", "min(
            "min(d)", "max(x)", "avg(a)", "avg(x)", "count(DISTINCT a)", "count(DISTINCT s)",
            "bool_and(f)", "bool_or(f)", "sum(a) FILTER (WHERE f)", "count(*) FILTER (WHERE a > 0)"]
 GROUP_T1 = ["s", "f", "a % 3", "k % 2"]
+SUBQUERY_T1 = [   # sql/bind/subquery.py: dynamic filter, scalar joins, semi/anti joins, NOT IN's NULLs
+    "SELECT k, a FROM t1 WHERE a > (SELECT max(a) FROM t2)",
+    "SELECT k, s FROM t1 WHERE a <= (SELECT min(a) FROM t2 WHERE x > 0)",
+    "SELECT k, a - (SELECT max(a) FROM t2) AS d FROM t1",
+    "SELECT k, a FROM t1 WHERE a IN (SELECT a FROM t2)",
+    "SELECT k, a FROM t1 WHERE a NOT IN (SELECT a FROM t2 WHERE s IS NOT NULL)",
+    "SELECT k, s FROM t1 WHERE s NOT IN (SELECT s FROM t2)",
+    "SELECT k FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.a = t1.a AND t2.x > 0)",
+    "SELECT k FROM t1 WHERE NOT EXISTS (SELECT 1 FROM t2 WHERE t2.s = t1.s)",
+    "SELECT k FROM t1 WHERE NOT EXISTS (SELECT 1 FROM t2 WHERE a > 3)",
+]
 
 
 @st.composite
 def mv_query(draw):
     kind = draw(st.sampled_from(["project", "agg", "global_agg", "join", "union_all", "top_n",
-                                 "join_agg"]))
+                                 "join_agg", "subquery"]))
     if kind == "project":
         exprs = draw(st.lists(st.sampled_from(PROJ_T1), min_size=1, max_size=4, unique=True))
         cols = ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
@@ -159,6 +170,8 @@ def mv_query(draw):
     if kind == "union_all":
         return (f"SELECT a, s, x FROM t1 WHERE {draw(where_clause('t1'))} "
                 f"UNION ALL SELECT a, s, x FROM t2 WHERE {draw(where_clause('t2'))}")
+    if kind == "subquery":
+        return draw(st.sampled_from(SUBQUERY_T1))
     order = draw(st.sampled_from(["a, k", "a DESC, k", "s, k DESC", "x DESC, a, k", "k"]))
     limit = draw(st.integers(1, 5))
     offset = f" OFFSET {draw(st.integers(1, 3))}" if draw(st.booleans()) else ""

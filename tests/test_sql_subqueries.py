@@ -1,8 +1,8 @@
 """Subqueries through SQL (sql/bind/subquery.py): scalar subqueries in batch (evaluated once, no
 row -> NULL, two rows -> ExecutionError) and in MVs (a dynamic filter for ``col <op>
 (subquery)``, a join with the one-row side elsewhere), ``[NOT] IN (subquery)`` as semi / anti
-joins with SQL's three-valued NOT IN, ``[NOT] EXISTS``, EXISTS / IN correlated by equalities; batch nested-loop joins; what stays
-unsupported says so. A hypothesis test runs random changes to two tables against a Python model
+joins with SQL's three-valued NOT IN, ``[NOT] EXISTS``, EXISTS / IN correlated by equalities;
+subqueries in UPDATE/DELETE; CTEs; batch nested-loop joins; what stays unsupported says so. A hypothesis test runs random changes to two tables against a Python model
 of each query, as MVs (after every FLUSH) and as batch SELECTs, and reopens a local database
 to check the MVs' plans rebuild onto their stored state.
 """
@@ -102,6 +102,9 @@ def test_explain_names_the_dynamic_filter_and_the_semi_join(conn):
     text = "\n".join(r[0] for r in conn.execute(
         "EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT id FROM a WHERE x IN (SELECT y FROM b)").fetchall())
     assert "StreamHashJoin(semi" in text
+    text = "\n".join(r[0] for r in conn.execute(   # a BIGINT count: the compared INT expression is cast
+        "EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT id FROM a WHERE x + 1 <= (SELECT count(*) FROM b)").fetchall())
+    assert "StreamDynamicFilter" in text and "CAST((x + 1) AS BIGINT)" in text
 
 
 # --- the model test ---------------------------------------------------------------------------------
@@ -143,6 +146,13 @@ QUERIES = {   # name: (SQL over a and b, model over ({id: x}, {id: y}) -> rows)
                                       if not any(x is not None and y == x + 1 for y in B.values())]),
     "corr_in": ("SELECT id FROM a WHERE x IN (SELECT y FROM b WHERE b.id = a.id)",
                 lambda A, B: [(i,) for i, x in A.items() if x is not None and B.get(i, None) == x]),
+    "expr_lt_max": ("SELECT id FROM a WHERE x * 2 < (SELECT max(y) FROM b)",
+                    lambda A, B: [(i,) for i, x in A.items()
+                                  if x is not None and _max(B.values()) is not None and x * 2 < _max(B.values())]),
+    "in_count": ("SELECT id FROM a WHERE x IN (SELECT count(*) FROM b)",
+                 lambda A, B: [(i,) for i, x in A.items() if x is not None and x == len(B)]),
+    "not_in_max": ("SELECT id FROM a WHERE x NOT IN (SELECT max(y) FROM b)",
+                   lambda A, B: [(i,) for i, x in A.items() if _not_in(x, [_max(B.values())]) is True]),
     "select_list": ("SELECT id, x - (SELECT max(y) FROM b) AS d FROM a",
                     lambda A, B: [(i, None if x is None or _max(B.values()) is None else x - _max(B.values()))
                                   for i, x in A.items()]),
@@ -198,3 +208,31 @@ def test_subquery_mvs_and_selects_equal_the_model(tmp_path_factory, steps):
             _check(conn, models)
     finally:
         conn.close()
+
+
+# --- CTEs ---------------------------------------------------------------------------------------------
+
+def test_ctes_used_twice_shadowing_a_table_and_with_column_names(conn):
+    # the slt's case: a CTE in both branches of a UNION ALL (recursed until "nests too deeply")
+    q = "WITH e AS (SELECT id FROM a WHERE x > 1) SELECT id FROM e UNION ALL SELECT id + 10 FROM e"
+    assert rows(conn, q) == sorted([(2,), (4,), (12,), (14,)], key=repr)
+    conn.execute(f"CREATE MATERIALIZED VIEW m AS {q}")
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM m") == sorted([(2,), (4,), (12,), (14,)], key=repr)
+    # a CTE's own name inside its body is the table (WITH is not recursive)
+    assert rows(conn, "WITH a AS (SELECT id FROM a WHERE id > 2) SELECT * FROM a") == [(3,), (4,)]
+    assert rows(conn, "WITH e(p, q) AS (SELECT id, x FROM a) SELECT p FROM e WHERE q = 2") == [(2,)]
+    with pytest.raises(sql.BindError, match="does not exist"):   # a later CTE is not visible yet
+        conn.execute("WITH e AS (SELECT id FROM f), f AS (SELECT id FROM a) SELECT * FROM e")
+    with pytest.raises(sql.BindError, match="3 columns specified"):
+        conn.execute("WITH e(p, q, r) AS (SELECT id, x FROM a) SELECT p FROM e")
+
+
+def test_update_and_delete_take_subqueries_in_where(conn):
+    assert conn.execute("DELETE FROM a WHERE x IN (SELECT y FROM b)").rowcount == 1
+    assert conn.execute("UPDATE a SET x = 0 WHERE x > (SELECT min(y) FROM b) AND "
+                        "NOT EXISTS (SELECT 1 FROM b WHERE b.id = a.id)").rowcount == 1
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM a") == [(2, 2), (3, None), (4, 0)]
+    with pytest.raises(ExecutionError, match="more than one row"):
+        conn.execute("DELETE FROM a WHERE x = (SELECT y FROM b)")

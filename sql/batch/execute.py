@@ -8,7 +8,8 @@ TopN and RowNumber work on Python rows with the stream executors' semantics
 NULLs, overflow, avg's scale; TopN/RowNumber order rows by the memcomparable key a GroupTopN
 state table uses, so ties fall the same way as in an MV). A Join without keys is a nested
 loop; semi/anti joins keep the left rows with/without a match. A ScalarJoin / DynamicFilter
-evaluates its scalar subquery once; a second row is an ExecutionError.
+evaluates its scalar subquery once; a second row is an ExecutionError
+when the outer side has rows.
 
 Invariants: every node returns a table whose columns are ``node.types`` in order; the result
 of a plan equals the content its MV would have at the same epoch (the differential test).

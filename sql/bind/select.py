@@ -53,8 +53,10 @@ class QueryBinder:
         if with_ is not None:
             if with_.args.get("recursive"):
                 raise error_at(UnsupportedError, "WITH RECURSIVE is not supported", node)
-            for cte in with_.expressions:
-                self.ctes[_name(cte.args["alias"].this)] = cte.this
+            for cte in with_.expressions:   # a CTE sees the CTEs before it, not itself (not recursive)
+                alias = cte.args["alias"]
+                cols = [_name(c) for c in alias.columns] if alias.columns else None
+                self.ctes[_name(alias.this)] = (cte.this, dict(self.ctes), cols)
         try:
             if isinstance(node, exp.Union):
                 plan = self._set_order_limit(self._union(node), node, top)
@@ -158,7 +160,16 @@ class QueryBinder:
                                                  "view in a batch query; it is not allowed " +
                                ("on a CTE" if self.batch else "in a materialized view"), version)
             if name in self.ctes:
-                plan = self.bind_query(self.ctes[name], top=False)
+                body, visible, cte_cols = self.ctes[name]
+                saved, self.ctes = self.ctes, visible
+                try:
+                    plan = self.bind_query(body, top=False)
+                finally:
+                    self.ctes = saved
+                if cte_cols and len(cte_cols) > plan.n_visible:
+                    raise error_at(BindError, f"WITH query {name!r} has {plan.n_visible} columns available but "
+                                              f"{len(cte_cols)} columns specified", node)
+                col_aliases = col_aliases or cte_cols
             else:
                 rel = self.catalog.get(name)
                 if rel is None:

@@ -29,10 +29,10 @@ from relational.types import DataType
 from stream import expr as E
 
 from sql import types as T
-from sql.bind.expr import ExprBinder, Scope, _name
+from sql.bind.expr import ExprBinder, Scope
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
-from sql.bind.correlated import binds_correlated as _binds_correlated, correlated_semi
+from sql.bind.correlated import binds_correlated as _binds_correlated, correlated_semi, references_outer
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _CMP = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
@@ -105,7 +105,7 @@ def bind_subquery(qb, node, outer: Scope, where, one_column: bool = True) -> P.N
     try:
         plan = qb.bind_query(inner, top=False)
     except BindError:
-        if _correlated(inner, outer):
+        if references_outer(inner, outer):
             raise error_at(UnsupportedError, "correlated subqueries (naming a column of the outer query) are not "
                                              "supported", where) from None
         raise
@@ -114,21 +114,8 @@ def bind_subquery(qb, node, outer: Scope, where, one_column: bool = True) -> P.N
     return plan
 
 
-def _correlated(node, outer: Scope) -> bool:
-    for col in node.find_all(exp.Column):
-        if isinstance(col.this, exp.Star):
-            continue
-        try:
-            outer.resolve(_name(col.this), _name(col.args.get("table")), col)
-            return True
-        except BindError:
-            continue
-    return False
-
-
 def has_subquery(node) -> bool:
-    return any(True for _ in node.find_all(exp.Subquery, exp.Exists)) or \
-        any(isinstance(n, exp.Select) for n in node.find_all(exp.Select))
+    return any(True for _ in node.find_all(exp.Subquery, exp.Select, exp.Exists))
 
 
 def where_conjunct(qb, plan: P.Node, scope: Scope, node):
@@ -163,15 +150,24 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
 def _dynamic_filter(qb, plan, scope, left, right, op, node):
     x = ExprBinder(scope, qb.params, context="WHERE").bind(left)
     sub = bind_subquery(qb, right, scope, right)
-    if not isinstance(x, E.Col) or not plan.stream_key or not at_most_one_row(sub):
+    if not plan.stream_key or not at_most_one_row(sub):
         return None     # the general path: a ScalarJoin and a Filter
     vt = sub.types[0]
-    if vt != x.data_type:
-        sup = T.common_supertype(x.data_type, vt)
-        if sup != x.data_type:
-            return None
+    sup = x.data_type if vt == x.data_type else T.common_supertype(x.data_type, vt)
+    if sup is None:
+        return None     # the general path reports the type error
+    if vt != sup:
         sub = P.Project(sub, [E.Cast(E.Col(0, vt), sup)], [sub.names[0]])
-    return P.DynamicFilter(plan, sub, x.index, op)
+    if x.data_type != sup:
+        x = E.Cast(x, sup)
+    if isinstance(x, E.Col):
+        return P.DynamicFilter(plan, sub, x.index, op)
+    # the compared value as a trailing left column (kept: later nodes read the columns before it)
+    visible = plan.n_visible
+    cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+    probe = P.Project(plan, cols + [x], list(plan.names) + ["_compared"])
+    probe.n_visible = visible
+    return P.DynamicFilter(probe, sub, len(cols), op)
 
 
 def _in(qb, plan, scope, node, negate):

@@ -10,6 +10,8 @@ Stream keys (seed 002 "Keys"):
   projection drops are kept as hidden trailing columns (``n_visible`` counts the user's).
 - ``Filter``: the input's. ``Agg``: the group columns (none for a global aggregate: one row).
 - ``Join``: left key + right key (shifted); a superset of the minimal key is still a key.
+  Semi/anti joins, ``ScalarJoin`` and ``DynamicFilter``: the left's (one output row per left
+  row at most).
 - ``Union``: a branch tag column plus every branch's key slots (the planner pads them).
 - ``Sort``/``Limit``: batch only; the input's key.
 - ``TopN``: the group columns then the input's key (what GroupTopN emits: a row that moves
@@ -144,6 +146,7 @@ class Join(Node):
 
     def label(self) -> str:
         keys = ", ".join(f"${a} = ${len(self.left.types) + b}" for a, b in zip(self.left_keys, self.right_keys))
+        keys = keys or "nested loop"
         extra = f", condition={self.condition}" if self.condition is not None else ""
         return f"Join({self.kind}, {keys}{extra})"
 

@@ -1,5 +1,7 @@
 """HashJoin: the equi-join of two change streams -- inner, left outer, right outer or full outer
--- on equality join keys, plus an optional extra (non-equi) condition over the joined row.
+-- on equality join keys, plus an optional extra (non-equi) condition over the joined row; also
+the left semi / left anti join (``left_semi`` / ``left_anti``: :mod:`stream.executors.semi_join`,
+the left side kept like an outer side, with degrees; output the left schema and stream key).
 
 State (seed 000, "join"), per input side, all through state tables:
 
@@ -51,7 +53,9 @@ removed without sizing each. Keys without rows share one immutable entry per sid
 Output: the left columns then the right columns. Stream key: the left stream key then the
 right one, except that on an inner or left join a right stream-key column that is a join key
 paired with a left stream-key column is dropped (always equal to it on every output row; on a
-left join the right side is NULL-padded as a whole), symmetrically on a right join. Watermarks
+left join the right side is NULL-padded as a whole), symmetrically on a right join. An input
+without a stream key is a one-row stream (a global aggregate: ``x IN (SELECT max(...))``); the
+other side's key alone then identifies an output row. Watermarks
 are not passed on (a join's output watermark needs the join-key mapping; not built yet).
 
 Invariants (``_check``): every cached entry equals its key's rows (and degrees) in the state
@@ -292,8 +296,8 @@ class HashJoin(Executor):
             if left.schema.types[lk] != right.schema.types[rk]:
                 raise ExecutorError(identity, f"join key types differ: {left.schema.types[lk].sql_name()} and "
                                               f"{right.schema.types[rk].sql_name()} (cast one side first)")
-        if not left.stream_key or not right.stream_key:
-            raise ExecutorError(identity, "both inputs need a stream key")
+        # an input without a stream key is a one-row stream (a global aggregate): its state pk is
+        # the join key alone, unique since it holds one row at a time
         table_ids = list(table_ids) + [None] * (4 - len(table_ids))
         schema = self._output_schema(left.schema, right.schema)
         if condition is not None and condition.data_type != DataType.BOOLEAN:
