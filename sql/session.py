@@ -128,9 +128,14 @@ class Cursor:
         self.connection._check()
         statements = parse_script(sql)
         if len(statements) == 1:
-            seq = [list(p or ()) for p in seq_of_params]
+            seq = list(seq_of_params)
+            try:
+                widths = set(map(len, seq))   # in C: no per-row Python for the common case
+            except TypeError:                 # a None (no parameters) or a non-sequence set
+                seq = [list(p or ()) for p in seq]
+                widths = set(map(len, seq))
             stmt = statements[0]
-            if any(len(p) < stmt.n_params for p in seq):
+            if widths and min(widths) < stmt.n_params:
                 raise SqlError(f"the statement uses {stmt.n_params} parameters")
             result = self._guard(stmt, lambda: insert_many(self.connection.db, stmt, seq, self.connection.variables))
             if result is not None:

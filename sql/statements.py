@@ -34,6 +34,7 @@ from sql.bind.select import QueryBinder
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
 from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at
+from sql.insert_batch import build_insert_chunks, parameter_slots
 from sql.parse import parse_script
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
@@ -233,6 +234,10 @@ def _write_rows(db, rel, ops_rows, variables) -> None:
         return
     schema = Schema(list(rel.desc.columns))
     chunks = [StreamChunk.from_rows(schema, ops_rows[at:at + 4096]) for at in range(0, len(ops_rows), 4096)]
+    _write_chunks(db, rel, chunks, variables)
+
+
+def _write_chunks(db, rel, chunks, variables) -> None:
     with db.lock:
         src = db.builder.sources[rel.name]
         try:
@@ -266,6 +271,13 @@ def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
     (None when ``stmt`` is not an INSERT; the caller then runs the statements one by one)."""
     if stmt.kind != "ast" or not isinstance(stmt.ast, exp.Insert):
         return None
+    if isinstance(stmt.ast.expression, exp.Values) and seq_of_params:
+        rel, cols = _insert_target(db, stmt.ast)
+        slots = parameter_slots(stmt.ast.expression, len(cols))
+        chunks = build_insert_chunks(rel, cols, slots, seq_of_params) if slots is not None else None
+        if chunks is not None:
+            _write_chunks(db, rel, chunks, variables)
+            return Result(rowcount=sum(len(c.ops) for c in chunks))
     rows, rel = [], None
     for params in seq_of_params:
         rel, full = _insert_rows(db, stmt.ast, list(params or ()))
@@ -275,7 +287,8 @@ def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
     return Result(rowcount=len(rows))
 
 
-def _insert_rows(db, node, params):
+def _insert_target(db, node):
+    """The INSERT's table and its target column names (all visible columns when not named)."""
     target = node.this
     cols = None
     if isinstance(target, exp.Schema):
@@ -295,6 +308,13 @@ def _insert_rows(db, node, params):
             raise error_at(BindError, f"column {c!r} of relation {name!r} does not exist", node)
         if c in cols[:i]:
             raise error_at(BindError, f"column {c!r} specified more than once", node)
+    return rel, cols
+
+
+def _insert_rows(db, node, params):
+    rel, cols = _insert_target(db, node)
+    name, visible = rel.name, rel.visible_columns
+    vis_names = [n for n, _ in visible]
     source = node.expression
     if isinstance(source, exp.Values):
         binder = ExprBinder(Scope(), params, context="VALUES")
