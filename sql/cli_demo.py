@@ -7,9 +7,10 @@ two aggregations), q7 (highest bid per tumbling window, once TUMBLE lands) and a
 bidders" MV (once ORDER BY ... LIMIT in MVs lands); an MV whose SQL feature is missing is named
 and skipped. Then feed ``--events`` deterministic events (``--rate`` caps events/s) through the
 bulk INSERT path with a FLUSH every ``--flush-every`` events, showing live figures after each
-(events/s, committed epoch, MV rows, L0 and level sizes: sql/cli_demo_live.py). Then one full
-compaction pass through the store's compactor: PySpark ``local[*]`` by default when Java is
-found (the demo says so when it falls back to the in-process runner), then the MVs' results,
+(events/s, committed epoch, MV rows, L0 and level sizes: sql/cli_demo_live.py). Compaction runs
+on PySpark ``local[*]`` by default when Java is found (the session starts before the stream, so
+background compaction jobs run on Spark meanwhile; the demo says so when it falls back to the
+in-process runner). Then one full compaction pass, the MVs' results,
 and the self-check: each MV equals its query recomputed in batch from the base tables at the
 same committed epoch. Exit code 0 when every MV checks, 1 when one differs.
 
