@@ -115,9 +115,11 @@ def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_pa
     """README's first command, on 20,000 events: Spark compaction when Java is here (the default),
     else the in-process runner, said so; every MV equals its batch recomputation."""
     from sql.cli_demo import java_available
-    out = hummock("demo", tmp_path / "db", "--events", "20000")
+    out = hummock("demo", tmp_path / "db", "--events", "20000", "--rate", "8000")
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
+    wall_rate = int(text.split("streamed 20,000 events in ")[1].split("(")[1].split(" events/s")[0].replace(",", ""))
+    assert wall_rate <= 8_400                                              # --rate caps the stream
     for mv in ("nexmark_q1", "nexmark_q2", "nexmark_q3", "nexmark_q4"):
         assert f"  {mv}: " in text and f"  {mv}: " in text.split("self-check at committed epoch")[1]
     assert "streamed 20,000 events" in text and "      20,000 events" in text
