@@ -131,6 +131,23 @@ def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_pa
     assert hummock("inspect", tmp_path / "db", "verify").returncode == 0    # the store it leaves is sound
 
 
+def test_demo_runs_against_s3(s3_server, monkeypatch):
+    from s3_server import CREDENTIALS, REGION
+    objects = s3_server.new_store()
+    try:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["access_key_id"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["secret_access_key"])
+        url = f"s3://{objects.bucket}/{objects.prefix}?endpoint={s3_server.endpoint_url}&region={REGION}"
+        out = hummock("demo", url, "--events", "5000", "--compactor", "local")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"database: {url}; compaction: in-process" in out.stdout
+        assert out.stdout.rstrip().endswith("self-check passed")
+        assert hummock_json("inspect", url, "verify")["ok"]
+    finally:
+        objects.close()
+        s3_server.drop_bucket(objects.bucket)
+
+
 # --- inspect levels / sst / manifest -----------------------------------------------------------
 
 def test_inspect_levels_shows_every_sst_of_the_version(store):
