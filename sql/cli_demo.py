@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from sql.cli_common import EXIT_CORRUPT, EXIT_OK, human_bytes
+from sql.cli_common import EXIT_CORRUPT, EXIT_ERROR, EXIT_OK, human_bytes
 
 #: the demo's MVs: Nexmark queries by name, plus the live leaderboard below
 DEMO_QUERIES = ("q1", "q2", "q3", "q4", "q7")
@@ -99,6 +99,11 @@ def run_demo(args, out=None) -> int:
         conn = stack.enter_context(sql.connect(url, barrier_interval_ms=0, **options))
         runner = f"Spark ({args.spark_master})" if compactor == "spark" else "in-process"
         say(f"database: {url}{' (temporary)' if args.url is None else ''}; compaction: {runner}")
+        taken = [r.name for r in conn.db.catalog.ordered()]
+        if taken:
+            print(f"hummock: error: {url} already holds {', '.join(taken[:5])}; the demo needs a fresh database",
+                  file=sys.stderr)
+            return EXIT_ERROR
         for stmt in create_tables_sql():
             conn.execute(stmt)
         queries = []

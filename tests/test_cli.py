@@ -129,6 +129,8 @@ def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_pa
     assert text.rstrip().endswith("self-check passed") and "FAILED" not in text
     assert "Traceback" not in out.stderr
     assert hummock("inspect", tmp_path / "db", "verify").returncode == 0    # the store it leaves is sound
+    again = hummock("demo", tmp_path / "db", "--events", "1000", "--compactor", "local")
+    assert again.returncode == 3 and "already holds person" in again.stderr and "Traceback" not in again.stderr
 
 
 def test_demo_runs_against_s3(s3_server, monkeypatch):
