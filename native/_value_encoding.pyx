@@ -622,7 +622,7 @@ def decode_rows(datas, types):
 
 # --- whole columns (no Python value per cell) ----------------------------------------------
 
-COLUMN_WIDTHS = (0, 1, 2, 4, 8)
+COLUMN_WIDTHS = (-1, 0, 1, 2, 4, 8)   # -1: pre-encoded values (no length prefix)
 
 
 cdef struct _Col:
@@ -668,14 +668,14 @@ def encode_column_buffers(cols, n, order=None):
             if type(width) is not int or width not in COLUMN_WIDTHS:
                 raise ValueError(f"column {i}: width must be one of {COLUMN_WIDTHS}, got {width!r:.40}")
             values = _int64_view(vals)
-            if values.shape[0] != (rows + 1 if width == 0 else rows):
-                raise ValueError(f"column {i}: {values.shape[0]} values, expected {rows + 1 if width == 0 else rows}")
+            if values.shape[0] != (rows + 1 if width <= 0 else rows):
+                raise ValueError(f"column {i}: {values.shape[0]} values, expected {rows + 1 if width <= 0 else rows}")
             cs[i].width = width
             cs[i].values = &values[0] if values.shape[0] else NULL
             cs[i].data = NULL
             cs[i].nulls = NULL
             keep.append(values)
-            if width == 0:
+            if width <= 0:
                 data = _byte_view(raw)
                 keep.append(data)
                 previous = 0
@@ -711,12 +711,13 @@ def encode_column_buffers(cols, n, order=None):
             for i in range(ncols):
                 if cs[i].nulls != NULL and cs[i].nulls[j]:
                     b.data[k + (i >> 3)] |= <uint8_t>(1 << (i & 7))
-                elif cs[i].width:
+                elif cs[i].width > 0:
                     _put_le(&b, <uint64_t>cs[i].values[j], cs[i].width)
                 else:
                     start = cs[i].values[j]
                     end = cs[i].values[j + 1]
-                    _put_varint(&b, <uint64_t>(end - start))
+                    if cs[i].width == 0:
+                        _put_varint(&b, <uint64_t>(end - start))
                     if end > start:
                         _put_bytes(&b, <const char*>(cs[i].data + start), end - start)
             out.append(PyBytes_FromStringAndSize(<char *>b.data, b.len))

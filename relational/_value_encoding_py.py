@@ -532,7 +532,7 @@ def decode_rows(datas, types) -> list:
 # --- whole columns (no Python value per cell) ----------------------------------------------
 
 #: widths of ``encode_column_buffers``' fixed-width columns (0: length-prefixed bytes)
-COLUMN_WIDTHS = (0, 1, 2, 4, 8)
+COLUMN_WIDTHS = (-1, 0, 1, 2, 4, 8)   # -1: pre-encoded values (no length prefix)
 
 
 def _view(obj, fmt, what: str) -> memoryview:
@@ -558,10 +558,10 @@ def _check_buffers(cols, n: int) -> list:
         if type(width) is not int or width not in COLUMN_WIDTHS:
             raise ValueError(f"column {i}: width must be one of {COLUMN_WIDTHS}, got {width!r:.40}")
         values = _view(values, "q", "column values must be a contiguous int64 buffer")
-        want = n + 1 if width == 0 else n
+        want = n + 1 if width <= 0 else n
         if len(values) != want:
             raise ValueError(f"column {i}: {len(values)} values, expected {want}")
-        if width == 0:
+        if width <= 0:
             data = _view(data, None, "column data must be a contiguous buffer")
             previous = 0
             for j in range(n + 1):
@@ -588,6 +588,8 @@ def encode_column_buffers(cols, n, order=None) -> list:
     - ``width`` 0: length-prefixed bytes; ``values`` holds ``n + 1`` int64 offsets into the
       bytes-like ``data`` (non-decreasing, within ``data``), row ``j`` writes the varint length
       then ``data[values[j]:values[j + 1]]`` (VARCHAR as UTF-8, BYTEA as is);
+    - ``width`` -1: pre-encoded values, as width 0 without the length (a DECIMAL's encoding,
+      which delimits itself);
     - ``nulls``: ``None`` or ``n`` bytes, nonzero = NULL (the row's bitmap bit is set and
       nothing is written for it).
 
@@ -618,11 +620,12 @@ def encode_column_buffers(cols, n, order=None) -> list:
         for i, (width, values, data, nulls) in enumerate(cols):
             if nulls is not None and nulls[j]:
                 row[bitmap + (i >> 3)] |= 1 << (i & 7)
-            elif width:
+            elif width > 0:
                 row += (values[j] & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
             else:
                 start, end = values[j], values[j + 1]
-                put_varint(row, end - start)
+                if width == 0:
+                    put_varint(row, end - start)
                 row += data[start:end]
         out.append(bytes(row))
     return out

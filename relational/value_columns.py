@@ -22,6 +22,8 @@ BYTEA          Arrow binary / large_binary
 DATE           Arrow date32 (days) within Python's date range
 TIMESTAMP      Arrow timestamp[us] (naive) within Python's datetime range
 TIMESTAMPTZ    Arrow timestamp[us, tz=UTC], same range
+DECIMAL        Arrow string of plain numerals (``-12.50``) of at most 18 digits, encoded
+               with numpy into the pre-encoded (-1) descriptor
 =============  ==========================================================================
 
 Anything else (another type, a Python sequence, a ChunkedArray of several chunks, a column of
@@ -34,8 +36,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hummock import _twins
+from relational._value_encoding_py import DECIMAL_FINITE
 from relational.types import TypeKind
 
 _impl = _twins.load("_value_encoding", "relational._value_encoding_py")
@@ -81,6 +85,8 @@ def _describe(column, dtype, n: int):
             return _bytes_column(column, kind, n)
         if kind in _TEMPORAL:
             return _temporal_column(column, kind)
+        if kind == TypeKind.DECIMAL:
+            return _decimal_column(column, n)
         if kind not in _FIXED_KINDS or not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
                                             or pa.types.is_boolean(column.type)):
             return None
@@ -143,6 +149,54 @@ def _temporal_column(column: pa.Array, kind):
     if len(values) and (int(values.min()) < lo or int(values.max()) > hi):
         return None
     return width, np.ascontiguousarray(values, dtype=np.int64), None, nulls
+
+
+_PLAIN_DECIMAL = r"^-?[0-9]+(\.[0-9]+)?$"
+_POW256 = np.array([1 << (8 * k) for k in range(8)], dtype=np.int64)
+
+
+def _decimal_column(column: pa.Array, n: int):
+    """A DECIMAL column (Arrow strings, ``relational.arrow``'s layout) of plain numerals
+    (``-12.50``: no exponent, NaN or Infinity) with at most 18 digits, as each value's encoding
+    (``_value_encoding_py.put_decimal``: class byte, sign, zigzag exponent, coefficient length,
+    big-endian coefficient) built with numpy -- the -1 (pre-encoded) descriptor; else None."""
+    if column.type not in (pa.string(), pa.large_string()):
+        return None
+    nulls = None
+    text = column
+    if column.null_count:
+        nulls = column.is_null().to_numpy(zero_copy_only=False).view(np.uint8)
+        text = column.fill_null("0")
+    if not pc.all(pc.match_substring_regex(text, _PLAIN_DECIMAL)).as_py():
+        return None
+    negative = pc.starts_with(text, "-").to_numpy(zero_copy_only=False)
+    length = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
+    dot = pc.find_substring(text, ".").to_numpy(zero_copy_only=False).astype(np.int64)
+    scale = np.where(dot >= 0, length - dot - 1, 0)
+    if int((length - negative - (dot >= 0)).max()) > 18:   # the coefficient must fit an int64
+        return None
+    digits = pc.replace_substring(pc.replace_substring(text, "-", ""), ".", "")
+    coefficient = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
+    nbytes = (coefficient[:, None] >= _POW256[None, :]).sum(axis=1)   # minimal big-endian length
+    sizes = 4 + nbytes                       # class, sign, zigzag exponent (< 128: one byte), length
+    if nulls is not None:
+        sizes[nulls.view(bool)] = 0
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    at = offsets[:-1]
+    out = np.zeros(int(offsets[-1]), dtype=np.uint8)
+    live = sizes > 0
+    at, sign, zigzag, nb, coef = at[live], negative[live], 2 * scale[live] - (scale[live] > 0), nbytes[live], \
+        coefficient[live]
+    out[at] = DECIMAL_FINITE
+    out[at + 1] = sign
+    out[at + 2] = zigzag
+    out[at + 3] = nb
+    for b in range(8):                        # byte b of each coefficient, most significant first
+        has = nb > b
+        shift = 8 * (nb[has] - 1 - b)
+        out[at[has] + 4 + b] = (coef[has] >> shift) & 0xFF
+    return -1, offsets, out, nulls
 
 
 _USECS_MIN, _USECS_MAX = -62_135_596_800_000_000, 253_402_300_799_999_999   # 0001-01-01 .. 9999-12-31

@@ -7,7 +7,9 @@ byte on random buffers and raise the same exception classes for descriptors that
 """
 
 import datetime
+import decimal
 import math
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -37,16 +39,16 @@ def descriptors(draw):
     n = draw(st.integers(0, 12))
     cols = []
     for _ in range(draw(st.integers(0, 10))):
-        width = draw(st.sampled_from([0, 1, 2, 4, 8]))
+        width = draw(st.sampled_from([-1, 0, 1, 2, 4, 8]))
         nulls = draw(st.one_of(st.none(), st.lists(st.integers(0, 3), min_size=n, max_size=n).map(bytes)))
-        if width:
+        if width > 0:
             values = np.array(draw(st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=n, max_size=n)),
                               dtype=np.int64)
             cols.append((width, values, None, nulls))
         else:
             data = draw(st.binary(max_size=40))
             cuts = sorted(draw(st.lists(st.integers(0, len(data)), min_size=n + 1, max_size=n + 1)))
-            cols.append((0, np.array(cuts, dtype=np.int64), data, nulls))
+            cols.append((width, np.array(cuts, dtype=np.int64), data, nulls))
     return cols, n
 
 
@@ -211,6 +213,28 @@ def test_numpy_columns_encode_as_their_rows(ints, floats):
 ])
 def test_columns_it_does_not_take_give_none(column, dtype):
     assert value_columns.encode_columns([column], [dtype], 2) is None
+
+
+DECIMAL_TEXT = st.one_of(
+    st.decimals(allow_nan=True, allow_infinity=True).map(str),
+    st.integers(-(10 ** 20), 10 ** 20).flatmap(
+        lambda c: st.integers(0, 20).map(lambda scale: str(decimal.Decimal(c).scaleb(-scale)))),
+    st.sampled_from(["0", "-0", "-0.00", "007", "1.0", "255", "256", "65535", "65536", "999999999999999999",
+                     "-999999999999999999", "1000000000000000000", "0.000000000000000001", "1E+3", "sNaN"]))
+
+
+@given(st.lists(st.one_of(st.none(), DECIMAL_TEXT), min_size=1, max_size=8))
+def test_decimal_text_columns_encode_as_their_rows(texts):
+    """DECIMAL columns hold each value's text (relational.arrow): plain numerals of at most 18
+    digits are encoded with numpy, byte for byte as the row path; other text falls back."""
+    column = pa.array(texts, type=pa.string())
+    got = value_columns.encode_columns([column], [T.DECIMAL], len(texts))
+    plain = [t for t in texts if t is not None]
+    takes = all(re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", t) and len(re.sub(r"[-.]", "", t)) <= 18 for t in plain)
+    if not takes:
+        assert got is None
+        return
+    assert got == encode_rows([(None if t is None else decimal.Decimal(t),) for t in texts], [T.DECIMAL])
 
 
 def test_invalid_utf8_falls_back_to_the_row_path():
