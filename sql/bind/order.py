@@ -4,8 +4,9 @@
 Job:
 - :func:`order_target` resolves one ORDER BY / DISTINCT ON item to a column of the select's
   projection (an output position, an output name, or a hidden extra column, shared by text).
-- :func:`order_limit`: at the top of a batch SELECT, Sort then Limit; anywhere else (an MV, a
-  subquery) ORDER BY alone changes no rows and is dropped, and LIMIT/OFFSET is a TopN.
+- :func:`order_limit`: LIMIT/OFFSET is a TopN; ORDER BY is a Sort at the top of a batch SELECT
+  (after the TopN: the rows are the ones its MV would hold, ties included) and is dropped
+  anywhere else (an MV, a subquery), where it changes no rows.
 - :func:`distinct_on`: ``DISTINCT ON (e...)`` is a TopN with group ``e...`` and LIMIT 1, ordered
   by the ORDER BY keys after the ones naming ``e...`` (Postgres requires those to come first).
 - :func:`bind_windows`: each ``ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)`` of a select
@@ -68,11 +69,9 @@ def default_order(plan: P.Node) -> list:
 def order_limit(plan: P.Node, sort_keys, limit, offset, batch_top: bool) -> P.Node:
     """``plan`` ordered and cut (module docstring). ``limit`` None: none; ``offset`` an int."""
     if batch_top:
-        if sort_keys:
-            plan = P.Sort(plan, sort_keys)
-        if limit is not None or offset:
-            plan = P.Limit(plan, limit, offset)
-        return plan
+        if limit is not None or offset:   # the rows an MV of the query would hold, ties included
+            plan = P.TopN(plan, sort_keys or default_order(plan), limit, offset)
+        return P.Sort(plan, sort_keys) if sort_keys else plan
     if limit is None and not offset:
         return plan
     return P.TopN(plan, sort_keys or default_order(plan), limit, offset)
