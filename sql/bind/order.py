@@ -136,15 +136,17 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
         binder = ExprBinder(scope, params, context="window definitions")
         width = len(plan.types)
         exprs = [E.Col(i, plan.types[i], plan.names[i]) for i in range(width)]
-        partition, order = [], []
-        for p in w.args.get("partition_by") or []:
-            exprs.append(binder.bind(p))
-            partition.append(len(exprs) - 1)
+        def column(node):   # a plain column is used in place; anything else is computed once more
+            e = binder.bind(node)
+            if isinstance(e, E.Col):
+                return e.index
+            exprs.append(e)
+            return len(exprs) - 1
+        partition = [column(p) for p in w.args.get("partition_by") or []]
         order_node = w.args.get("order")
-        for o in (order_node.expressions if order_node is not None else []):
-            exprs.append(binder.bind(o.this))
-            order.append(sort_key(o, len(exprs) - 1))
-        pre = P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
+        order = [sort_key(o, column(o.this)) for o in (order_node.expressions if order_node is not None else [])]
+        pre = plan if len(exprs) == width and plan.n_visible == width else \
+            P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
         plan = P.RowNumber(pre, partition, order, source=w)
         columns[text] = len(plan.types) - 1
     final = plan
@@ -190,6 +192,29 @@ def rank_filter(plan: P.Node) -> P.Node:
     if rest:
         out = P.Filter(out, rest[0] if len(rest) == 1 else E.And(*rest))
     return out
+
+
+def drop_unused_rank(plan: P.Node, exprs) -> P.Node:
+    """``plan`` (a select's FROM/WHERE, which ``exprs`` read) with a ranked TopN from
+    :func:`rank_filter` made unranked when nothing reads its rank: the rank column of the
+    Project above it becomes a NULL constant (its index stays), and a row entering or leaving
+    the top of a group no longer updates the rank of every row below it."""
+    filt = plan if isinstance(plan, P.Filter) else None
+    proj = filt.input if filt is not None else plan
+    if not (isinstance(proj, P.Project) and isinstance(proj.input, P.TopN) and proj.input.rank):
+        return plan
+    top = proj.input
+    rank_col = len(top.types) - 1
+    at = {i for i, e in enumerate(proj.exprs) if rank_col in e.column_refs()}
+    used = set().union(*[e.column_refs() for e in exprs]) if exprs else set()
+    if filt is not None:
+        used |= filt.condition.column_refs()
+    if at & used:
+        return plan
+    plain = P.TopN(top.input, top.order, top.limit, top.offset, top.group)
+    new_exprs = [E.Lit(None, e.data_type) if i in at else e for i, e in enumerate(proj.exprs[:proj.n_visible])]
+    out = P.Project(plain, new_exprs, proj.names[:proj.n_visible])
+    return P.Filter(out, filt.condition) if filt is not None else out
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}

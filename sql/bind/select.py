@@ -277,6 +277,7 @@ class QueryBinder:
             sort_keys.append(O.sort_key(o, idx))
         on_cols = [O.order_target(e, names, len(exprs), extra, extra_text, binder)
                    for e in (distinct_on_node.expressions if distinct_on_node is not None else [])]
+        plan = O.drop_unused_rank(plan, exprs + extra)
         proj = P.Project(plan, exprs + extra, names + [f"_order{i}" for i in range(len(extra))])
         proj.n_visible = len(exprs)
         plan = proj
