@@ -207,7 +207,8 @@ class TopN(Node):
         group = f"group=[{', '.join(f'${g}' for g in self.group)}], " if self.group else ""
         limit = "ALL" if self.limit is None else self.limit
         rank = ", rank" if self.rank else ""
-        return f"TopN({group}order=[{_order_text(self.order)}], limit={limit}, offset={self.offset}{rank})"
+        append = ", append_only" if inserts_only(self.input) else ""
+        return f"TopN({group}order=[{_order_text(self.order)}], limit={limit}, offset={self.offset}{rank}{append})"
 
 
 class RowNumber(Node):
@@ -224,6 +225,18 @@ class RowNumber(Node):
     def label(self) -> str:
         part = ", ".join(f"${g}" for g in self.partition)
         return f"RowNumber(partition=[{part}], order=[{_order_text(self.order)}])"
+
+
+def inserts_only(node: Node) -> bool:
+    """Whether ``node``'s change stream can only insert: a Scan of an APPEND ONLY table whose
+    Materialize never updates (no pk, or ON CONFLICT DO NOTHING), through Project, Filter and
+    Union. A TopN over such a stream keeps only its window (append-only GroupTopN)."""
+    if isinstance(node, Scan):
+        r = node.relation
+        return r.kind == "table" and r.append_only and (r.row_id or r.conflict == "ignore")
+    if isinstance(node, (Project, Filter, Union)):
+        return all(inserts_only(i) for i in node.inputs)
+    return False
 
 
 def visible(node: Node) -> Node:
@@ -244,4 +257,4 @@ def walk(node: Node):
 
 
 __all__ = ["Agg", "AggSpec", "Col", "DataType", "Filter", "Join", "Limit", "Lit", "Node", "Project", "RowNumber",
-           "Scan", "Sort", "TopN", "Union", "Values", "visible", "walk"]
+           "Scan", "Sort", "TopN", "Union", "Values", "inserts_only", "visible", "walk"]
