@@ -176,4 +176,4 @@ def _top_n(n: P.TopN, input, store, table_id: int):
     if n.rank:
         return RankedGroupTopN(input, table, order_by, limit, n.offset, n.group, rank_name=n.names[-1],
                                append_only=append_only)
-    return GroupTopN(input, table, order_by, limit, n.offset, n.group, append_only=append_only)
+    return GroupTopN(input, table, order_by, limit, n.offset, n.group, with_ties=n.with_ties, append_only=append_only)

@@ -1,4 +1,5 @@
 """SQL top-N family against a Python model: ORDER BY/LIMIT/OFFSET MVs (ties left to the pk),
+FETCH FIRST ... WITH TIES,
 ROW_NUMBER() rank filters (group top-N, rn selected), DISTINCT ON, EXCEPT/INTERSECT, and a
 top-N over a group top-N. Random DML batches; after every FLUSH each MV equals the model and
 its own batch SELECT; a local database is closed and reopened in between (the MVs resume).
@@ -59,6 +60,14 @@ def m_distinct_on(rows):  # DISTINCT ON (g) ORDER BY g, v DESC, id
             for r in _ordered(members, [("v", True, True)])[:1]]
 
 
+def m_ties(rows):         # ORDER BY v (NULLS LAST) FETCH FIRST 2 ROWS WITH TIES: ties on v (NULLs too) join
+    ordered = _ordered(rows, [("v", False, False)])
+    end = min(2, len(ordered))
+    while end and end < len(ordered) and ordered[end]["v"] == ordered[end - 1]["v"]:
+        end += 1
+    return [(r["id"], r["v"]) for r in ordered[:end]]
+
+
 def m_except(rows):
     even = {(r["g"], r["v"]) for r in rows if r["id"] % 2 == 0}
     odd = {(r["g"], r["v"]) for r in rows if r["id"] % 2 == 1}
@@ -88,6 +97,7 @@ MVS = {
     "m_first": ("SELECT g, id FROM (SELECT *, row_number() OVER (PARTITION BY g ORDER BY w, v) AS rn FROM t) x "
                 "WHERE rn = 1", m_first),
     "m_distinct_on": ("SELECT DISTINCT ON (g) g, id, v FROM t ORDER BY g, v DESC", m_distinct_on),
+    "m_ties": ("SELECT id, v FROM t ORDER BY v FETCH FIRST 2 ROWS WITH TIES", m_ties),
     "m_except": ("SELECT g, v FROM t WHERE id % 2 = 0 EXCEPT SELECT g, v FROM t WHERE id % 2 = 1", m_except),
     "m_intersect": ("SELECT g, v FROM t WHERE id % 2 = 0 INTERSECT SELECT g, v FROM t WHERE id % 2 = 1",
                     m_intersect),
@@ -194,6 +204,8 @@ def test_order_by_without_limit_in_an_mv_changes_nothing(conn):
     ("SELECT DISTINCT ON (g) g, v FROM t ORDER BY v", BindError, "DISTINCT ON"),
     ("SELECT id FROM t WHERE row_number() OVER (ORDER BY v) = 1", BindError, "window functions are not allowed"),
     ("SELECT g FROM t UNION SELECT g FROM t ORDER BY v", BindError, "output columns"),
+    ("SELECT id FROM t FETCH FIRST 2 ROWS WITH TIES", BindError, "WITH TIES"),
+    ("SELECT id FROM t ORDER BY id FETCH FIRST 10 PERCENT ROWS ONLY", UnsupportedError, "PERCENT"),
 ])
 def test_errors_name_the_construct(conn, query, error, match):
     with pytest.raises(error, match=match):

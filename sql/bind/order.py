@@ -66,15 +66,34 @@ def default_order(plan: P.Node) -> list:
     return [(k, False, False) for k in plan.stream_key] or [(0, False, False)]
 
 
-def order_limit(plan: P.Node, sort_keys, limit, offset, batch_top: bool) -> P.Node:
-    """``plan`` ordered and cut (module docstring). ``limit`` None: none; ``offset`` an int."""
-    if batch_top:
-        if limit is not None or offset:   # the rows an MV of the query would hold, ties included
-            plan = P.TopN(plan, sort_keys or default_order(plan), limit, offset)
-        return P.Sort(plan, sort_keys) if sort_keys else plan
-    if limit is None and not offset:
-        return plan
-    return P.TopN(plan, sort_keys or default_order(plan), limit, offset)
+def limit_of(node, count) -> tuple:
+    """``(limit, with_ties)`` of a query node's ``LIMIT n | LIMIT ALL | FETCH FIRST [n] ROWS
+    ONLY | WITH TIES`` (limit None: no limit); ``count`` binds a constant count."""
+    lim = node.args.get("limit")
+    if lim is None:
+        return None, False
+    if isinstance(lim, exp.Fetch):
+        opts = lim.args.get("limit_options")
+        if opts is not None and opts.args.get("percent"):
+            raise error_at(UnsupportedError, "FETCH ... PERCENT is not supported", lim)
+        n = lim.args.get("count")
+        return (1 if n is None else count(n)), bool(opts is not None and opts.args.get("with_ties"))
+    e = lim.expression
+    if isinstance(e, exp.Var) and e.name.upper() == "ALL":
+        return None, False
+    return count(e), False
+
+
+def order_limit(plan: P.Node, sort_keys, limit, with_ties: bool, offset, batch_top: bool, node=None) -> P.Node:
+    """``plan`` ordered and cut (module docstring). ``limit`` None: none; ``offset`` an int;
+    ``with_ties`` (FETCH ... WITH TIES) needs an ORDER BY, as in Postgres."""
+    if with_ties and not sort_keys:
+        raise error_at(BindError, "WITH TIES cannot be specified without ORDER BY clause", node)
+    if limit is not None or offset:   # batch too: the rows an MV of the query would hold, ties included
+        plan = P.TopN(plan, sort_keys or default_order(plan), limit, offset, with_ties=with_ties and limit is not None)
+    if batch_top and sort_keys:
+        return P.Sort(plan, sort_keys)
+    return plan
 
 
 def distinct_on(plan: P.Node, on_cols, sort_keys, node) -> P.Node:

@@ -131,9 +131,9 @@ class QueryBinder:
                 raise error_at(BindError, "ORDER BY of a set operation must name one of its output columns",
                                target)
             sort_keys.append(O.sort_key(o, O.order_target(target, names, len(names), [], [], None)))
-        return O.order_limit(plan, sort_keys, self._count(limit.expression if limit is not None else None),
+        return O.order_limit(plan, sort_keys, *O.limit_of(node, self._count),
                              self._count(offset.expression if offset is not None else None) or 0,
-                             self.batch and top)
+                             self.batch and top, node)
 
     # --- FROM -----------------------------------------------------------------------------------
 
@@ -288,10 +288,10 @@ class QueryBinder:
                 raise error_at(BindError, "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
                                order)
             plan = distinct_all(plan)
-        limit, offset = node.args.get("limit"), node.args.get("offset")
-        return O.order_limit(plan, sort_keys, self._count(limit.expression if limit is not None else None),
+        offset = node.args.get("offset")
+        return O.order_limit(plan, sort_keys, *O.limit_of(node, self._count),
                              self._count(offset.expression if offset is not None else None) or 0,
-                             self.batch and top)
+                             self.batch and top, node)
 
     def _count(self, node):
         if node is None:
