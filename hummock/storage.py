@@ -64,6 +64,7 @@ from hummock.table_watermarks import TableWatermarks, check_ranges, resolve_all,
 from hummock.version import VersionDelta
 
 MAX_TABLE_ID = 0xFFFFFFFF
+COMMIT_LOG_LIMIT = 65536    # commit-log entries kept without a retention window (committed_epoch_at)
 log = logging.getLogger(__name__)
 
 
@@ -391,7 +392,7 @@ class HummockStorage:
             raise
         with self._lock:
             self._set_version(version)   # drops the committed staging SSTs
-            self._commit_times.append((time.monotonic(), delta.max_committed_epoch))
+            self._log_commit(delta.max_committed_epoch)
             self.counters["commits"] += 1
             self._drop_truncated_ssts()
             if self._compactor is not None:
@@ -722,6 +723,40 @@ class HummockStorage:
                 times.popleft()
             watermark = min(watermark, times[0][1] if times[0][0] <= horizon else self._version.safe_epoch)
         return watermark
+
+    def _log_commit(self, epoch: int) -> None:
+        """Append to the commit log (under the lock). The retention window trims it in
+        ``_watermark``; without one, entries whose epoch compaction has made unreadable go, and
+        at most ``COMMIT_LOG_LIMIT`` stay, so a long-running writer's log is bounded."""
+        times = self._commit_times
+        times.append((time.monotonic(), epoch))
+        if not self.options.retention_seconds:
+            safe = self._version.safe_epoch
+            while len(times) > 1 and (times[1][1] <= safe or len(times) > COMMIT_LOG_LIMIT):
+                times.popleft()
+
+    def committed_epoch_at(self, unix_time: float) -> int | None:
+        """The ``max_committed_epoch`` a read at wall-clock time ``unix_time`` (seconds) saw: the
+        epoch of the last commit at or before it, from the commit log the retention window keeps
+        (commits of this process; epochs committed before open count as committed at open).
+        None when ``unix_time`` is before the log (before open, or past the retention window).
+        Time travel (sql/bind/time_travel.py) maps a time to the state committed by then, so data
+        written after it in an epoch that began earlier stays out."""
+        with self._lock:
+            at = unix_time - (time.time() - time.monotonic())   # wall clock -> the log's monotonic clock
+            for when, epoch in reversed(self._commit_times):   # recent times are the usual question
+                if when <= at:
+                    return epoch
+            return None
+
+    @property
+    def commit_log_start(self) -> tuple:
+        """``(unix_time, epoch)`` of the oldest entry of the commit log ``committed_epoch_at``
+        reads: the open (with the epoch committed before it) or the state current at the start of
+        the retention window. Earlier times have no known state."""
+        with self._lock:
+            when, epoch = self._commit_times[0]
+            return when + (time.time() - time.monotonic()), epoch
 
     @property
     def min_readable_epoch(self) -> int:

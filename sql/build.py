@@ -2,8 +2,8 @@
 
 Job: for every table, a source actor ``TableSource -> Dml -> Materialize`` (conflict per ON
 CONFLICT; ``_row_id`` filled by Dml for tables without a pk); for every MV, one actor running
-its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin, Union, (Ranked)
-GroupTopN) over
+its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin -- also for semi/anti
+joins and, on a constant key, a ScalarJoin --, DynamicFilter, Union, (Ranked)GroupTopN) over
 ``Receiver`` heads fed by its upstream relations' Materialize actors (one simple dispatcher
 per reader = broadcast), ending in its Materialize. A new MV (``backfill``) reads each
 upstream through :class:`stream.executors.backfill.Backfill`.
@@ -21,15 +21,19 @@ from hummock.errors import CorruptionError
 from relational.catalog import TableDesc
 from relational.state_table import StateTable
 from stream.executors import Dml, Filter, HashAgg, HashJoin, Materialize, Project, SimpleAgg, Union
+from stream.executors.dynamic_filter import DynamicFilter, dynamic_filter_left_table, dynamic_filter_right_table
 from stream.executors import agg_table_count
 from stream.executors.agg_call import AggCall
 from stream.executors.backfill import Backfill
 from stream.executors.top_n import GroupTopN, RankedGroupTopN, top_n_state_table
 from relational.memcomparable import OrderType
-from stream.expr import Col
+from relational.types import DataType
+from stream.expr import Col, Lit
 from stream.schema import Schema
 
+from sql.errors import UnsupportedError
 from sql.plan import nodes as P
+from sql.plan.time_window import HopWindow, TumbleWindow, build_executor as build_window
 
 
 class IdAllocator:
@@ -77,10 +81,12 @@ def count_state_tables(plan: P.Node) -> list:
             visit(i)
         if isinstance(n, P.Agg):
             out.append((n, agg_table_count(_calls(n), False)))
-        elif isinstance(n, P.Join):
+        elif isinstance(n, (P.Join, P.ScalarJoin)):
             out.append((n, 4))
         elif isinstance(n, P.TopN):
             out.append((n, 1))
+        elif isinstance(n, P.DynamicFilter):
+            out.append((n, 2))
     visit(plan)
     return out
 
@@ -152,10 +158,25 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
             args = (n.group,) if n.group else ()
             return cls(go(n.input), *args, _calls(n), builder.store, ids[id(n)], names=n.names[len(n.group):])
         if isinstance(n, P.Join):
-            return HashJoin(go(n.left), go(n.right), n.left_keys, n.right_keys, n.kind, store=builder.store,
+            if not n.left_keys:
+                raise UnsupportedError("a join without an equality (nested loop) is not supported in streaming")
+            kind = {"semi": "left_semi", "anti": "left_anti"}.get(n.kind, n.kind)
+            return HashJoin(go(n.left), go(n.right), n.left_keys, n.right_keys, kind, store=builder.store,
                             table_ids=tuple(ids[id(n)]), condition=n.condition)
+        if isinstance(n, P.ScalarJoin):
+            return _scalar_join(n, go(n.left), go(n.right), builder, ids[id(n)])
+        if isinstance(n, P.DynamicFilter):
+            left, right = go(n.left), go(n.right)
+            right = Project(right, [Col(0, n.right.types[0], n.right.names[0])], names=[n.right.names[0]],
+                            stream_key=[])
+            lt, rt = ids[id(n)]
+            return DynamicFilter(left, right, n.key, n.op,
+                                 dynamic_filter_left_table(builder.store, lt, left.schema, left.stream_key, n.key),
+                                 dynamic_filter_right_table(builder.store, rt, right.schema))
         if isinstance(n, P.Union):
             return Union([go(i) for i in n.inputs], stream_key=n.stream_key)
+        if isinstance(n, (TumbleWindow, HopWindow)):
+            return build_window(n, go(n.input))
         if isinstance(n, P.TopN):
             return _top_n(n, go(n.input), builder.store, ids[id(n)][0])
         raise TypeError(f"{n.label()} has no stream executor")
@@ -177,3 +198,18 @@ def _top_n(n: P.TopN, input, store, table_id: int):
         return RankedGroupTopN(input, table, order_by, limit, n.offset, n.group, rank_name=n.names[-1],
                                append_only=append_only)
     return GroupTopN(input, table, order_by, limit, n.offset, n.group, with_ties=n.with_ties, append_only=append_only)
+
+
+def _scalar_join(n: P.ScalarJoin, left, right, builder, table_ids):
+    """A ScalarJoin as a left outer HashJoin of ``left`` and the one-row ``right`` on a constant
+    key column added to both, projected back to the left columns and the value."""
+    w = len(n.left.types)
+    one = Lit(0, DataType.INT)
+    cols = [Col(i, t, nm) for i, (t, nm) in enumerate(zip(n.left.types, n.left.names))]
+    lkey = list(left.stream_key) or [w]     # a one-row left (a global aggregate): the constant
+    left = Project(left, cols + [one], names=list(left.schema.names) + ["_scalar_k"], stream_key=lkey)
+    value = Col(0, n.right.types[0], n.right.names[0])
+    right = Project(right, [value, one], names=["_scalar_v", "_scalar_k"], stream_key=[1])
+    join = HashJoin(left, right, [w], [1], "left", store=builder.store, table_ids=tuple(table_ids))
+    return Project(join, cols + [Col(w + 1, value.data_type, "_scalar_v")], names=list(n.names),
+                   stream_key=list(n.stream_key))

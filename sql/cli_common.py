@@ -22,6 +22,7 @@ EXIT_OK = 0
 EXIT_CORRUPT = 1
 EXIT_USAGE = 2
 EXIT_ERROR = 3
+EXIT_SQL = 4        # ``run`` / ``sql``: a SQL statement failed (the error names it and its position)
 
 
 def run_command(func, args) -> int:

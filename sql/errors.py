@@ -48,6 +48,28 @@ class ExecutionError(SqlError):
     """A runtime failure: overflow, pk column update, pk conflict, a bad value."""
 
 
+def execution_error(exc, node=None) -> ExecutionError:
+    """An ExecutionError for a failed evaluation ``exc`` (a data error such as an overflow),
+    positioned at the failing expression when it has one (``exc.expr.node``: the sqlglot node
+    the binder built it from), else at ``node``."""
+    failing = getattr(getattr(exc, "expr", None), "node", None)
+    line, column = start_of(failing if failing is not None else node)
+    return ExecutionError(str(exc), line, column)
+
+
+def start_of(node) -> tuple:
+    """``(line, column)`` where the text of ``node`` starts (its leftmost positioned part)."""
+    found = []
+    try:
+        for sub in node.walk():
+            pos = position_of(sub) if (getattr(sub, "_meta", None) or {}).get("line") else None
+            if pos is not None and pos[0] is not None:
+                found.append(pos)
+    except AttributeError:
+        return None, None
+    return min(found) if found else (None, None)
+
+
 def position_of(node) -> tuple:
     """``(line, column)`` of a sqlglot node (its first positioned descendant), or ``(None, None)``."""
     if node is None:

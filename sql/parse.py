@@ -3,8 +3,9 @@
 Job: split a script into statements, recognise the few statements sqlglot does not know
 (``FLUSH``, ``SHOW TABLES``, ``SHOW MATERIALIZED VIEWS``, ``SHOW name``, ``SET name =|TO
 value``, ``DESCRIBE t``, ``EXPLAIN stmt``), strip RisingWave's table options (``APPEND ONLY``,
-``ON CONFLICT ...``) into flags, number ``%s`` placeholders as ``$1, $2, ...``, and hand the
-rest to ``sqlglot.parse_one(read="postgres")``.
+``ON CONFLICT ...``) into flags, spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
+(same width; sqlglot has no EPOCH form), number ``%s`` placeholders as ``$1, $2, ...``, and hand
+the rest to ``sqlglot.parse_one(read="postgres")``.
 
 Invariants: positions survive the pre-pass -- each statement is parsed inside a copy of the
 whole text where everything else is blanked (newlines kept), and stripped options are replaced
@@ -53,7 +54,7 @@ class Statement:
 
 
 def _scan(text: str):
-    """Yield ``(kind, start, end)`` for ``;`` and ``%s`` outside quotes and comments."""
+    """Yield ``(kind, start, end)`` for ``;``, ``%s`` and ``$n`` outside quotes and comments."""
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -79,6 +80,12 @@ def _scan(text: str):
         elif c == "%" and text.startswith("%s", i):
             yield "%s", i, i + 2
             i += 2
+        elif c == "$" and i + 1 < n and text[i + 1].isdigit():
+            j = i + 1
+            while j < n and text[j].isdigit():
+                j += 1
+            yield "$n", i, j
+            i = j
         else:
             i += 1
 
@@ -103,7 +110,22 @@ _ON_CONFLICT = re.compile(
     r"\bON\s+CONFLICT\s+(DO\s+NOTHING|OVERWRITE|DO\s+UPDATE\s+IF\s+NOT\s+NULL|DO\s+UPDATE\s+FULL)\b", re.I)
 _CONFLICT_NAMES = {"DONOTHING": "ignore", "OVERWRITE": "overwrite", "DOUPDATEIFNOTNULL": "do_update_if_not_null",
                    "DOUPDATEFULL": "overwrite"}
-_AS_OF = re.compile(r"\bFOR\s+SYSTEM_TIME\s+AS\s+OF\b|\bAS\s+OF\s+EPOCH\b", re.I)
+_AS_OF_EPOCH = re.compile(r"\b(?:FOR\s+SYSTEM_TIME\s+)?AS\s+OF\s+EPOCH\b", re.I)
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.S)
+
+
+def _rewrite_as_of_epoch(body: str) -> str:
+    """``[FOR SYSTEM_TIME] AS OF EPOCH n`` -> ``FOR VERSION n`` padded to the same width (sqlglot
+    parses that as a ``Version`` of kind VERSION; sql/bind/time_travel.py reads it as an epoch).
+    Quoted text and comments are left alone; newlines stay where they were."""
+    masked = _QUOTED.sub(lambda m: _blank(m.group(0)).replace(" ", "x"), body)
+    out, at = [], 0
+    for m in _AS_OF_EPOCH.finditer(masked):
+        old = body[m.start():m.end()]
+        newlines = old.count("\n")
+        out += [body[at:m.start()], "FOR VERSION", " " * (len(old) - 11 - newlines), "\n" * newlines]
+        at = m.end()
+    return "".join(out) + body[at:] if out else body
 
 
 def parse_script(text: str) -> list:
@@ -121,14 +143,22 @@ def _parse_cached(text: str) -> tuple:
 
 
 def _parse(text: str) -> list:
-    cuts, holes = [], []
+    cuts, holes, dollars = [], [], []
     for kind, start, end in _scan(text):
-        (cuts if kind == ";" else holes).append((start, end))
-    # number %s placeholders: "%s" -> "$1" (same width below 10 parameters)
-    if holes:
-        parts, at = [], 0
-        for k, (start, end) in enumerate(holes, 1):
-            parts += [text[at:start], f"${k}"]
+        {";": cuts, "%s": holes, "$n": dollars}[kind].append((start, end))
+    # number %s placeholders: "%s" -> "$1" (same width below 10 parameters). sqlglot's tokenizer
+    # reads "$1,$2" as a dollar-quoted string's tag, so a placeholder directly followed by
+    # anything but whitespace gets a space after it (positions after it shift by one).
+    if holes or dollars:
+        parts, at, k = [], 0, 0
+        for start, end in sorted(holes + dollars):
+            if text[start] == "%":
+                k += 1
+                parts += [text[at:start], f"${k}"]
+            else:
+                parts += [text[at:start], text[start:end]]
+            if end < len(text) and not text[end].isspace():
+                parts.append(" ")
             at = end
         parts.append(text[at:])
         text = "".join(parts)
@@ -172,11 +202,7 @@ def _statement(text: str, start: int, end: int) -> Statement:
         stmt.kind = "explain"
         stmt.inner = _statement(text, start + m.end(), end)
         return stmt
-    m = _AS_OF.search(body)
-    if m:
-        line, col = _line_col(text, start + m.start())
-        raise UnsupportedError(f"time travel ({' '.join(m.group(0).split()).upper()}) is not supported yet",
-                               line, col)
+    body = _rewrite_as_of_epoch(body)
     if _CREATE_TABLE.match(body):
         m = _APPEND_ONLY.search(body)
         if m:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from hummock.errors import HummockError
-from stream.errors import StreamError
+from stream.errors import ExpressionError, StreamError
 
 from sql import types as T
 from sql.batch.execute import from_arrow_values
 from sql.database import Database
-from sql.errors import ExecutionError, SqlError
+from sql.errors import ExecutionError, SqlError, execution_error
 from sql.parse import parse_script
 from sql.statements import SESSION_VARIABLES, execute_statement, insert_many
 
@@ -54,6 +54,13 @@ class Connection:
 
     def flush(self) -> None:
         self.execute("FLUSH")
+
+    def insert_arrow(self, table: str, data, chunk_size: int = 4096) -> int:
+        """Bulk INSERT of a pyarrow RecordBatch/Table into ``table`` (columns by name); returns
+        the row count. The fast path for feeders (sql/bulk.py)."""
+        self._check()
+        from sql.bulk import insert_arrow
+        return insert_arrow(self.db, table, data, self.variables, chunk_size)
 
     def _check(self) -> None:
         if self.closed:
@@ -86,8 +93,8 @@ class Cursor:
         params = list(params or ())
         statements = parse_script(sql)
         used = max((s.n_params for s in statements), default=0)
-        if used > len(params):
-            raise SqlError(f"the statement uses {used} parameters, {len(params)} given")
+        if used != len(params):   # psycopg/Postgres: every placeholder bound, no value left over
+            raise SqlError(f"the statement uses {used} parameter(s), {len(params)} given")
         result = None
         for stmt in statements:
             result = self._run(stmt, params)
@@ -112,6 +119,8 @@ class Cursor:
             raise
         except RecursionError:
             raise SqlError("the statement nests too deeply", stmt.line, stmt.column) from None
+        except ExpressionError as exc:   # a data error in a batch query or DML
+            raise execution_error(exc) from exc
         except (StreamError, ArithmeticError) as exc:
             raise ExecutionError(f"{type(exc).__name__}: {exc}") from exc
         except HummockError as exc:
@@ -121,10 +130,16 @@ class Cursor:
         self.connection._check()
         statements = parse_script(sql)
         if len(statements) == 1:
-            seq = [list(p or ()) for p in seq_of_params]
+            seq = list(seq_of_params)
+            try:
+                widths = set(map(len, seq))   # in C: no per-row Python for the common case
+            except TypeError:                 # a None (no parameters) or a non-sequence set
+                seq = [list(p or ()) for p in seq]
+                widths = set(map(len, seq))
             stmt = statements[0]
-            if any(len(p) < stmt.n_params for p in seq):
-                raise SqlError(f"the statement uses {stmt.n_params} parameters")
+            if widths and widths != {stmt.n_params}:
+                raise SqlError(f"the statement uses {stmt.n_params} parameter(s), a parameter set has "
+                               f"{min(widths - {stmt.n_params})}")
             result = self._guard(stmt, lambda: insert_many(self.connection.db, stmt, seq, self.connection.variables))
             if result is not None:
                 self.description, self.rowcount, self._table, self._at = None, result.rowcount, None, 0

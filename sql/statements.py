@@ -25,15 +25,17 @@ from relational.catalog import TableDesc
 from relational.types import DataType
 from stream.chunk import StreamChunk
 from stream.errors import StreamError
+from stream.expr import raising_errors
 from stream.schema import Schema
 
 from sql import types as T
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
-from sql.bind.select import QueryBinder
+from sql.bind.select import QueryBinder, _conjuncts
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
-from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at
+from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at, execution_error
+from sql.insert_batch import build_insert_chunks, parameter_slots
 from sql.parse import parse_script
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
@@ -80,7 +82,7 @@ def _select(db, node, params, variables, stmt) -> Result:
     try:
         table = run_batch(plan, db.store, epoch)
     except (ArithmeticError, ValueError) as exc:
-        raise ExecutionError(str(exc)) from None
+        raise execution_error(exc) from None
     finally:
         snap.release()
     return Result(list(zip(plan.names, plan.types)), table, table.num_rows)
@@ -233,6 +235,10 @@ def _write_rows(db, rel, ops_rows, variables) -> None:
         return
     schema = Schema(list(rel.desc.columns))
     chunks = [StreamChunk.from_rows(schema, ops_rows[at:at + 4096]) for at in range(0, len(ops_rows), 4096)]
+    _write_chunks(db, rel, chunks, variables)
+
+
+def _write_chunks(db, rel, chunks, variables) -> None:
     with db.lock:
         src = db.builder.sources[rel.name]
         try:
@@ -266,6 +272,13 @@ def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
     (None when ``stmt`` is not an INSERT; the caller then runs the statements one by one)."""
     if stmt.kind != "ast" or not isinstance(stmt.ast, exp.Insert):
         return None
+    if isinstance(stmt.ast.expression, exp.Values) and seq_of_params:
+        rel, cols = _insert_target(db, stmt.ast)
+        slots = parameter_slots(stmt.ast.expression, len(cols))
+        chunks = build_insert_chunks(rel, cols, slots, seq_of_params) if slots is not None else None
+        if chunks is not None:
+            _write_chunks(db, rel, chunks, variables)
+            return Result(rowcount=sum(len(c.ops) for c in chunks))
     rows, rel = [], None
     for params in seq_of_params:
         rel, full = _insert_rows(db, stmt.ast, list(params or ()))
@@ -275,7 +288,8 @@ def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
     return Result(rowcount=len(rows))
 
 
-def _insert_rows(db, node, params):
+def _insert_target(db, node):
+    """The INSERT's table and its target column names (all visible columns when not named)."""
     target = node.this
     cols = None
     if isinstance(target, exp.Schema):
@@ -295,6 +309,13 @@ def _insert_rows(db, node, params):
             raise error_at(BindError, f"column {c!r} of relation {name!r} does not exist", node)
         if c in cols[:i]:
             raise error_at(BindError, f"column {c!r} specified more than once", node)
+    return rel, cols
+
+
+def _insert_rows(db, node, params):
+    rel, cols = _insert_target(db, node)
+    name, visible = rel.name, rel.visible_columns
+    vis_names = [n for n, _ in visible]
     source = node.expression
     if isinstance(source, exp.Values):
         binder = ExprBinder(Scope(), params, context="VALUES")
@@ -345,9 +366,10 @@ def _coerce(value, dtype, node):
 
 def _const_value(e, dtype, node):
     try:
-        value = from_arrow_values(e.eval([], 1), e.data_type)[0]
+        with raising_errors():
+            value = from_arrow_values(e.eval([], 1), e.data_type)[0]
     except (ArithmeticError, ValueError) as exc:
-        raise error_at(ExecutionError, str(exc), node) from None
+        raise execution_error(exc, node) from None
     return _coerce(value, dtype, node)
 
 
@@ -363,20 +385,21 @@ def _table_for_dml(db, node, what):
     return rel
 
 
-def _dml_plan(rel, where, params):
+def _dml_plan(db, rel, where, params):
     """``(plan, scope, scan)``: the rows of ``rel`` matching ``where`` (an UPDATE/DELETE's input)."""
     scan = P.Scan(rel)
     scope = Scope([ScopeCol(rel.name, n, i, t) for i, (n, t) in enumerate(rel.visible_columns)])
     plan = scan
-    if where is not None:
-        plan = P.Filter(scan, ExprBinder(scope, params, context="WHERE")._bool(where.this))
+    if where is not None:   # the query binder's WHERE: subqueries too (the scan's columns stay first)
+        binder = QueryBinder(db.catalog, params, batch=True)
+        plan = binder._where(scan, scope, _conjuncts(where.this))
     return plan, scope, scan
 
 
 def _current_rows(db, rel, where, params):
     """Committed rows of ``rel`` (flushed first) matching ``where``, full width."""
     _checked_flush(db)
-    plan, scope, scan = _dml_plan(rel, where, params)
+    plan, scope, scan = _dml_plan(db, rel, where, params)
     table = run_batch(plan, db.store, db.store.max_committed_epoch)
     return [tuple(r) for r in _py_rows(table, scan.types)] if table.num_rows else [], scope
 
@@ -405,7 +428,7 @@ def _update(db, node, params, variables, stmt) -> Result:
             raise error_at(ExecutionError, f"cannot update primary key column {col!r}", assign.this)
         dtype = rel.visible_columns[idx][1]
         e = binder.bind_as(assign.expression, dtype)
-        if e.data_type != dtype and not T.can_implicit_cast(e.data_type, dtype):
+        if e.data_type != dtype and not T.can_assign(e.data_type, dtype):
             raise error_at(BindError, f"column {col!r} is {dtype.sql_name()} but the expression is "
                                       f"{e.data_type.sql_name()}", assign.expression)
         sets.append((idx, e, dtype, assign.expression))
@@ -415,9 +438,10 @@ def _update(db, node, params, variables, stmt) -> Result:
     new_rows = [list(r) for r in rows]
     for idx, e, dtype, n in sets:
         try:
-            values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
+            with raising_errors():
+                values = from_arrow_values(e.eval(cols, len(rows)), e.data_type)
         except (ArithmeticError, ValueError) as exc:
-            raise error_at(ExecutionError, str(exc), n) from None
+            raise execution_error(exc, n) from None
         for r, v in zip(new_rows, values):
             r[idx] = _coerce(v, dtype, n)
     changes = []
@@ -517,7 +541,7 @@ def _explain_dml(db, node, params) -> str:
         return f"BatchInsert(table={rel.name})\n" + "\n".join("  " + line for line in child.splitlines())
     what = "DELETE" if isinstance(node, exp.Delete) else "UPDATE"
     rel = _table_for_dml(db, node, what)
-    plan, scope, _ = _dml_plan(rel, node.args.get("where"), params)
+    plan, scope, _ = _dml_plan(db, rel, node.args.get("where"), params)
     label = f"Batch{what.title()}(table={rel.name})"
     if what == "UPDATE":
         binder = ExprBinder(scope, params, context="UPDATE")

@@ -103,6 +103,13 @@ def can_implicit_cast(source: DataType, target: DataType) -> bool:
     return False
 
 
+def can_assign(source: DataType, target: DataType) -> bool:
+    """Whether Postgres stores a ``source`` value into a ``target`` column without an explicit
+    cast (an assignment cast): the implicit casts plus any numeric -> numeric (rounded half away
+    from zero and range-checked when it narrows)."""
+    return can_implicit_cast(source, target) or (is_numeric(source) and is_numeric(target))
+
+
 def common_supertype(a: DataType, b: DataType) -> DataType | None:
     """The type both implicitly cast to (Postgres' UNION/CASE/COALESCE resolution), or None."""
     if can_implicit_cast(a, b):
@@ -226,15 +233,15 @@ def coerce_value(value, dtype: DataType):
     kind = dtype.kind
     if isinstance(value, bool) and kind != TypeKind.BOOLEAN:
         raise TypeError(f"cannot assign boolean to {dtype.sql_name()}")
-    if kind in INTEGERS:
+    if kind in INTEGERS:   # half away from zero, then the range check of validate()
         if isinstance(value, float):
-            return int(decimal.Decimal(value).quantize(decimal.Decimal(1), decimal.ROUND_HALF_UP))
+            return dtype.validate(int(decimal.Decimal(value).to_integral_value(decimal.ROUND_HALF_UP)))
         if isinstance(value, decimal.Decimal):
-            return int(value.quantize(decimal.Decimal(1), decimal.ROUND_HALF_UP))
+            return dtype.validate(int(value.to_integral_value(decimal.ROUND_HALF_UP)))
     if kind in FLOATS and isinstance(value, (int, decimal.Decimal)):
         return float(value)
-    if kind == TypeKind.DECIMAL and isinstance(value, (int, float)):
-        return decimal.Decimal(str(value)) if isinstance(value, float) else decimal.Decimal(value)
+    if kind == TypeKind.DECIMAL and isinstance(value, (int, float)):   # a float through 15 digits, as Postgres
+        return decimal.Decimal(format(value, ".15g")) if isinstance(value, float) else decimal.Decimal(value)
     if kind == TypeKind.TIMESTAMPTZ and isinstance(value, datetime.datetime) and value.tzinfo is None:
         return value.replace(tzinfo=datetime.timezone.utc)
     if kind == TypeKind.TIMESTAMP and isinstance(value, datetime.datetime) and value.tzinfo is not None:

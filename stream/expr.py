@@ -12,34 +12,56 @@ construction, not at the first chunk.
 Semantics (Postgres, except where noted):
 - NULL in, NULL out for arithmetic, comparisons, casts and functions (``coalesce`` aside);
   AND/OR are three-valued (Kleene). A Filter keeps a row only where its condition is TRUE.
-- Integer arithmetic is checked: an overflow raises ``ExpressionError``; ``/`` on integers
-  truncates toward zero; ``%`` has the dividend's sign. Division or remainder by zero gives
-  NULL, for floats too (as RisingWave's streaming engine does, which logs the error and emits NULL; Postgres
-  raises) so that one bad row does not stop a materialized view.
-- Mixed numeric operands widen: SMALLINT < INT < BIGINT; any REAL/DOUBLE makes DOUBLE (REAL
-  with REAL stays REAL). DECIMAL (stored as text in Arrow) is not computable here yet.
-- A cast from REAL/DOUBLE to an integer rounds half away from zero, like Postgres.
-Evaluation never loops in Python over rows: every node is one or a few Arrow kernels.
+- Integer arithmetic is checked; ``/`` on integers truncates toward zero; ``%`` has the
+  dividend's sign.
+- Mixed numeric operands widen: SMALLINT < INT < BIGINT < DECIMAL; any REAL/DOUBLE makes DOUBLE
+  (REAL with REAL stays REAL). DECIMAL (NUMERIC) is exact: stream/decimal_ops.py.
+- A cast from REAL/DOUBLE/DECIMAL to an integer rounds half away from zero, like Postgres.
+- Data errors (integer overflow, division or remainder by zero, a cast that does not fit)
+  depend on the evaluation mode (stream/expr_errors.py). Inside :func:`raising_errors` (batch SELECT, DML) they raise
+  :class:`ExpressionError` (``expr`` is the failing node). Otherwise (a streaming MV) the row's
+  value is NULL, the error is logged (logger ``stream.expr``) and counted
+  (:func:`error_counts`), as RisingWave's streaming engine does, so one bad row does not stop
+  a materialized view.
+- ``CASE`` evaluates a branch only on the rows that take it (Postgres' lazy CASE), so
+  ``CASE WHEN b <> 0 THEN a / b END`` never divides by zero.
+Evaluation never loops in Python over rows, except for DECIMAL values that Arrow's decimal128
+cannot hold exactly (stream/decimal_vec.py is the vectorized path for ``+ - *`` and
+comparisons; division, ``%``, NaN/Infinity and wider values go row by row) and the rows of a
+chunk on which a kernel failed in streaming mode.
 
 Callers: :mod:`stream.executors.project`, :mod:`stream.executors.filter`, sql's planner.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.arrow import _to_arrow_value, arrow_type
 from relational.types import DataType, TypeKind
+from stream import decimal_ops as D
+from stream import decimal_vec as V
 from stream.errors import ExpressionError
+from stream.expr_errors import ARROW_ERRORS as _ARROW_ERRORS
+from stream.expr_errors import data_error, error_counts, raising_errors, strict  # noqa: F401 (re-exported)
+from stream.expr_errors import arrow_message as _arrow_message
+from stream.expr_errors import chunk_len as _chunk_len
+from stream.expr_errors import guarded as _guarded
+from stream.expr_errors import is_array as _is_array
+from stream.expr_errors import wrap as _wrap
 
 _INTS = {TypeKind.SMALLINT: 0, TypeKind.INT: 1, TypeKind.BIGINT: 2}
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
+_DECIMAL = TypeKind.DECIMAL
 _INT_BY_RANK = [DataType.SMALLINT, DataType.INT, DataType.BIGINT]
-
+_INT_RANGE = {TypeKind.SMALLINT: (-(1 << 15), (1 << 15) - 1), TypeKind.INT: (-(1 << 31), (1 << 31) - 1),
+              TypeKind.BIGINT: (-(1 << 63), (1 << 63) - 1)}
+_INT_NAME = {TypeKind.SMALLINT: "smallint", TypeKind.INT: "integer", TypeKind.BIGINT: "bigint"}
 
 def is_numeric(t: DataType) -> bool:
-    return t.kind in _INTS or t.kind in _FLOATS
+    return t.kind in _INTS or t.kind in _FLOATS or t.kind == _DECIMAL
 
 
 def common_numeric(a: DataType, b: DataType) -> DataType | None:
@@ -48,14 +70,9 @@ def common_numeric(a: DataType, b: DataType) -> DataType | None:
         return None
     if a.kind in _FLOATS or b.kind in _FLOATS:
         return DataType.REAL if a.kind == b.kind == TypeKind.REAL else DataType.DOUBLE
+    if _DECIMAL in (a.kind, b.kind):
+        return DataType.DECIMAL
     return _INT_BY_RANK[max(_INTS[a.kind], _INTS[b.kind])]
-
-
-def _wrap(fn, expr, *args):
-    try:
-        return fn(*args)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise ExpressionError(str(exc), expr) from exc
 
 
 class Expr:
@@ -116,15 +133,75 @@ class Lit(Expr):
         return self._scalar
 
     def __str__(self) -> str:
-        return "NULL" if self.value is None else repr(self.value)
+        if self.value is None:
+            return "NULL"
+        return str(self.value) if self.data_type.kind == _DECIMAL else repr(self.value)
 
 
 def _cast_to(value, source: DataType, target: DataType, expr):
+    """``value`` (array or scalar of ``source``) as ``target``; a value that does not fit is a
+    data error (module docstring)."""
     if source == target:
         return value
+    if source.kind == _DECIMAL or target.kind == _DECIMAL:
+        return _decimal_cast(value, source, target, expr)
     if source.kind in _FLOATS and target.kind in _INTS:
         value = _wrap(pc.round, expr, value, 0, "half_towards_infinity")
     return _wrap(pc.cast, expr, value, arrow_type(target), True)
+
+
+def _decimal_rows(expr, fn, values, scalar: bool, n=None):
+    """``fn`` over decoded rows; failed rows are data errors (raise or NULL)."""
+    out, message, failed = D.map_rows(fn, values, n)
+    if failed:
+        data_error(expr, message, failed)
+    return out
+
+
+def _decimal_cast(value, source: DataType, target: DataType, expr):
+    kind = target.kind
+    if source.kind == _DECIMAL and kind in _FLOATS:   # Arrow parses the text, correctly rounded
+        try:
+            return pc.cast(value, arrow_type(target))
+        except _ARROW_ERRORS:
+            pass
+    if source.kind == _DECIMAL and kind == TypeKind.VARCHAR and V.is_plain(value):
+        return value   # the stored text is already Postgres' output
+    if source.kind == _DECIMAL:
+        values, scalar = D.decode(value)
+        if kind in _INTS:
+            out = _decimal_rows(expr, lambda d: D.to_int(d, target.kind.name), [values], scalar)
+        elif kind in _FLOATS:
+            out = [None if d is None else float(d) for d in values]
+        elif kind == TypeKind.VARCHAR:
+            out = [None if d is None else D.to_text(d) for d in values]
+        else:
+            raise ExpressionError(f"cannot cast NUMERIC to {target.sql_name()}", expr)
+        return pa.scalar(out[0], arrow_type(target)) if scalar else pa.array(out, arrow_type(target))
+    if source.kind in _INTS:   # exact: the integer's digits are the numeric's text
+        return _wrap(pc.cast, expr, value, pa.string())
+    if source.kind in _FLOATS:
+        digits = 6 if source.kind == TypeKind.REAL else 15
+        floats = [value.as_py()] if isinstance(value, pa.Scalar) else value.to_pylist()
+        return D.encode([None if f is None else D.from_float(f, digits) for f in floats], isinstance(value, pa.Scalar))
+    if source.kind == TypeKind.VARCHAR:
+        scalar = isinstance(value, pa.Scalar)
+        texts = [value.as_py()] if scalar else value.to_pylist()
+        return D.encode(_decimal_rows(expr, D.from_text, [texts], scalar), scalar)
+    raise ExpressionError(f"cannot cast {source.sql_name()} to NUMERIC", expr)
+
+
+def _broadcast_len(*values):
+    for v in values:
+        if _is_array(v):
+            return len(v)
+    return None
+
+
+def _count_true(mask) -> int:
+    if isinstance(mask, pa.Scalar):
+        return int(bool(mask.is_valid and mask.as_py()))
+    return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
 
 
 class Arith(Expr):
@@ -132,6 +209,9 @@ class Arith(Expr):
 
     _KERNELS = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked,
                 "/": pc.divide_checked, "%": pc.remainder_checked}
+    _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "/": lambda a, b: abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1),
+           "%": lambda a, b: a - abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1) * b}
 
     def __init__(self, op: str, left: Expr, right: Expr):
         if op not in self._KERNELS:
@@ -150,10 +230,46 @@ class Arith(Expr):
     def _eval(self, columns):
         left = _cast_to(self.left._eval(columns), self.left.data_type, self.data_type, self)
         right = _cast_to(self.right._eval(columns), self.right.data_type, self.data_type, self)
-        if self.op in ("/", "%") and not self._nonzero_divisor:   # division by zero: NULL (module docstring)
+        if self.data_type.kind == _DECIMAL:
+            return self._decimal(left, right)
+        if self.op in ("/", "%") and not self._nonzero_divisor:   # division by zero: a data error
             zero = pc.equal(right, pa.scalar(0, right.type))
+            failed = _count_true(pc.and_kleene(zero, pc.is_valid(left)))
+            if failed:
+                data_error(self, "division by zero", failed)
             right = pc.if_else(zero, pa.scalar(None, right.type), right)
-        return _wrap(self._KERNELS[self.op], self, left, right)
+        try:
+            return self._KERNELS[self.op](left, right)
+        except _ARROW_ERRORS as exc:
+            if self.data_type.kind in _INTS and "overflow" in str(exc).lower():
+                if strict() and self.op != "%":   # INT_MIN % -1 is 0, computed exactly below
+                    raise ExpressionError(f"{_INT_NAME[self.data_type.kind]} out of range", self) from exc
+            else:
+                raise ExpressionError(_arrow_message(exc), self) from exc
+            return self._overflowing(left, right)
+
+    def _overflowing(self, left, right):
+        """Streaming mode after an integer overflow: exact Python ints, out-of-range rows NULL."""
+        n = _broadcast_len(left, right) or 1
+        cols = [[v.as_py()] * n if isinstance(v, pa.Scalar) else v.to_pylist() for v in (left, right)]
+        lo, hi = _INT_RANGE[self.data_type.kind]
+        fn = self._PY[self.op]
+        out = [None if a is None or b is None else fn(a, b) for a, b in zip(*cols)]
+        bad = sum(1 for v in out if v is not None and not lo <= v <= hi)
+        data_error(self, f"{_INT_NAME[self.data_type.kind]} out of range", bad)
+        out = [v if v is None or lo <= v <= hi else None for v in out]
+        if isinstance(left, pa.Scalar) and isinstance(right, pa.Scalar):
+            return pa.scalar(out[0], arrow_type(self.data_type))
+        return pa.array(out, arrow_type(self.data_type))
+
+    def _decimal(self, left, right):
+        fast = V.arith(self.op, left, right)   # None: not plain, too wide, or not + - *
+        if fast is not None:
+            return fast
+        (lv, ls), (rv, rs) = D.decode(left), D.decode(right)
+        n = None if ls and rs else (len(rv) if ls else len(lv))
+        out = _decimal_rows(self, D.ARITH[self.op], [lv, rv], ls and rs, n)
+        return D.encode(out, ls and rs)
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
@@ -181,6 +297,14 @@ class Cmp(Expr):
     def _eval(self, columns):
         left = _cast_to(self.left._eval(columns), self.left.data_type, self._common, self)
         right = _cast_to(self.right._eval(columns), self.right.data_type, self._common, self)
+        if self._common.kind == _DECIMAL:
+            fast = V.compare(self.op, left, right)
+            if fast is not None:
+                return fast
+            (lv, ls), (rv, rs) = D.decode(left), D.decode(right)
+            n = None if ls and rs else (len(rv) if ls else len(lv))
+            out, _, _ = D.map_rows(D.CMP[self.op], [lv, rv], n)
+            return pa.scalar(out[0], pa.bool_()) if ls and rs else pa.array(out, pa.bool_())
         return _wrap(self._KERNELS[self.op], self, left, right)
 
     def __str__(self) -> str:
@@ -269,11 +393,17 @@ class Cast(Expr):
         self.arg, self.data_type = arg, data_type
         if data_type.kind in (TypeKind.STRUCT, TypeKind.LIST) and arg.data_type != data_type:
             raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
+        kinds = {arg.data_type.kind, data_type.kind}
+        if _DECIMAL in kinds and not kinds <= {_DECIMAL, TypeKind.VARCHAR, *_INTS, *_FLOATS}:
+            raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
 
     def children(self) -> tuple:
         return (self.arg,)
 
     def _eval(self, columns):
+        return _guarded(self, columns, lambda: self._compute(columns))
+
+    def _compute(self, columns):
         return _cast_to(self.arg._eval(columns), self.arg.data_type, self.data_type, self)
 
     def __str__(self) -> str:
@@ -281,11 +411,51 @@ class Cast(Expr):
 
 
 def _func_abs(args, columns):
+    if args[0].data_type.kind == _DECIMAL:
+        return _decimal_func(lambda d: d.copy_abs())(args, columns)
     return pc.abs_checked(args[0]._eval(columns))
 
 
+def _decimal_func(fn):
+    """A function of DECIMAL (and integer) arguments computed row by row (decimal_ops)."""
+    def run(args, columns):
+        decoded = [D.decode(a._eval(columns)) if a.data_type.kind == _DECIMAL else _py_values(a._eval(columns))
+                   for a in args]
+        scalar = all(sc for _, sc in decoded)
+        n = None if scalar else next(len(v) for v, sc in decoded if not sc)
+        out, _, _ = D.map_rows(fn, [v for v, _ in decoded], n)
+        return D.encode(out, scalar)
+    return run
+
+
+def _py_values(value):
+    if isinstance(value, pa.Scalar):
+        return [value.as_py()], True
+    return value.to_pylist(), False
+
+
 def _func_round(args, columns):
+    if args[0].data_type.kind == _DECIMAL:
+        return _decimal_func(D.round_to)(args, columns)
     return pc.round(args[0]._eval(columns), 0, "half_towards_infinity")
+
+
+def _round_type(ts):
+    if len(ts) == 2:
+        return DataType.DECIMAL if ts[0].kind == _DECIMAL and ts[1].kind in _INTS else None
+    return ts[0] if ts[0].kind in _FLOATS or ts[0].kind == _DECIMAL else None
+
+
+def _ceil_floor(kernel, fn):
+    def run(args, columns):
+        if args[0].data_type.kind == _DECIMAL:
+            return _decimal_func(fn)(args, columns)
+        return kernel(args[0]._eval(columns))
+    return run
+
+
+def _ceil_floor_type(ts):
+    return DataType.DOUBLE if ts[0].kind in _FLOATS else (DataType.DECIMAL if ts[0].kind == _DECIMAL else None)
 
 
 def _func_coalesce(args, columns):
@@ -341,7 +511,7 @@ def _func_replace(args, columns):
 _FUNCS = {
     # name: (implementation, result type from the argument types, (min args, max args))
     "abs": (_func_abs, lambda ts: ts[0] if is_numeric(ts[0]) else None, (1, 1)),
-    "round": (_func_round, lambda ts: ts[0] if ts[0].kind in _FLOATS else None, (1, 1)),
+    "round": (_func_round, _round_type, (1, 2)),
     "lower": (lambda a, c: pc.utf8_lower(a[0]._eval(c)), lambda ts: ts[0] if ts[0] == DataType.VARCHAR else None,
               (1, 1)),
     "upper": (lambda a, c: pc.utf8_upper(a[0]._eval(c)), lambda ts: ts[0] if ts[0] == DataType.VARCHAR else None,
@@ -356,10 +526,8 @@ _FUNCS = {
     "ltrim": (lambda a, c: pc.utf8_ltrim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
     "rtrim": (lambda a, c: pc.utf8_rtrim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
     "replace": (_func_replace, lambda ts: ts[0] if all(t == DataType.VARCHAR for t in ts) else None, (3, 3)),
-    "ceil": (lambda a, c: pc.ceil(a[0]._eval(c)), lambda ts: DataType.DOUBLE if ts[0].kind in _FLOATS else None,
-             (1, 1)),
-    "floor": (lambda a, c: pc.floor(a[0]._eval(c)), lambda ts: DataType.DOUBLE if ts[0].kind in _FLOATS else None,
-              (1, 1)),
+    "ceil": (_ceil_floor(pc.ceil, D.ceil), _ceil_floor_type, (1, 1)),
+    "floor": (_ceil_floor(pc.floor, D.floor), _ceil_floor_type, (1, 1)),
     "sqrt": (lambda a, c: pc.sqrt(_as_double(a[0], c)), lambda ts: DataType.DOUBLE if is_numeric(ts[0]) else None,
              (1, 1)),
     "power": (lambda a, c: pc.power(_as_double(a[0], c), _as_double(a[1], c)),
@@ -387,17 +555,21 @@ class Func(Expr):
         return self.args
 
     def _eval(self, columns):
+        return _guarded(self, columns, lambda: self._compute(columns))
+
+    def _compute(self, columns):
         return _wrap(self._impl, self, self.args, columns)
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.args))})"
 
 
-def _length_of(columns, values) -> int | None:
-    for v in list(values) + list(columns):
-        if isinstance(v, (pa.Array, pa.ChunkedArray)):
-            return len(v)
-    return None
+def _take(columns, rows, refs):
+    """The ``rows`` of the columns an expression reads (``refs``); the others become NULL
+    placeholders of the new length (never read)."""
+    idx = pa.array(rows, pa.int64())
+    return [c.take(idx) if i in refs and _is_array(c) else pa.nulls(len(rows))
+            for i, c in enumerate(columns)]
 
 
 class Case(Expr):
@@ -421,47 +593,98 @@ class Case(Expr):
         return tuple(out + ([self.else_] if self.else_ is not None else []))
 
     def _eval(self, columns):
-        conds = [c._eval(columns) for c, _ in self.whens]
-        values = [v._eval(columns) for _, v in self.whens]
-        other = self.else_._eval(columns) if self.else_ is not None else pa.scalar(None, arrow_type(self.data_type))
-        n = _length_of(columns, conds + values + [other])
-        if n is None:   # all constants
-            for cond, value in zip(conds, values):
-                if cond.is_valid and cond.as_py():
-                    return value
-            return other
-        def arr(v, t):
-            return pa.repeat(v, n) if isinstance(v, pa.Scalar) and v.is_valid else \
-                (pa.nulls(n, t) if isinstance(v, pa.Scalar) else v)
-        conds = [pc.fill_null(arr(c, pa.bool_()), False) for c in conds]
+        n = _chunk_len(columns)
+        if n is None:   # all constants: only the taken branch is evaluated
+            for cond, value in self.whens:
+                c = cond._eval(columns)
+                if c.is_valid and c.as_py():
+                    return value._eval(columns)
+            return self.else_._eval(columns) if self.else_ is not None else pa.scalar(None, arrow_type(self.data_type))
         t = arrow_type(self.data_type)
-        return _wrap(pc.case_when, self, pa.StructArray.from_arrays(conds, [f"c{i}" for i in range(len(conds))]),
-                     *[arr(v, t) for v in values], arr(other, t))
+        refs = self.column_refs()
+        rows, cols = np.arange(n), columns
+        where, parts = [], []
+        for cond, value in self.whens:
+            if not len(rows):
+                break
+            taken = pc.fill_null(cond.eval(cols, len(rows)), False).to_numpy(zero_copy_only=False)
+            if taken.all():
+                where.append(rows)
+                parts.append(value.eval(cols, len(rows)))
+                rows = rows[:0]
+                break
+            if taken.any():
+                sel = np.flatnonzero(taken)
+                where.append(rows[sel])
+                parts.append(value.eval(_take(cols, sel, refs), len(sel)))
+                keep = np.flatnonzero(~taken)
+                rows, cols = rows[keep], _take(cols, keep, refs)
+        if len(rows):
+            where.append(rows)
+            parts.append(self.else_.eval(cols, len(rows)) if self.else_ is not None else pa.nulls(len(rows), t))
+        parts = [p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p for p in parts]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return pa.nulls(0, t)
+        return pa.concat_arrays(parts).take(pa.array(np.argsort(np.concatenate(where), kind="stable")))
 
     def __str__(self) -> str:
         body = " ".join(f"WHEN {c} THEN {v}" for c, v in self.whens)
         return f"(CASE {body}{'' if self.else_ is None else f' ELSE {self.else_}'} END)"
 
 
-class Like(Expr):
-    """``arg [NOT] LIKE pattern`` (``ignore_case``: ILIKE); the pattern is a constant."""
+_REGEX_META = set("\\.^$|?*+()[]{}")
 
-    def __init__(self, arg: Expr, pattern: str | None, negated: bool = False, ignore_case: bool = False):
+
+def like_regex(pattern: str, escape: str | None = "\\") -> str:
+    """An anchored RE2 regex for a LIKE ``pattern`` (``%`` any run, ``_`` one character,
+    ``escape`` makes the next character literal; None or '' means no escape character)."""
+    out, i = ["(?s)^"], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape and ch == escape:
+            if i + 1 == len(pattern):
+                raise ExpressionError("LIKE pattern must not end with escape character")
+            ch = pattern[i + 1]
+            out.append("\\" + ch if ch in _REGEX_META else ch)
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else ("\\" + ch if ch in _REGEX_META else ch))
+        i += 1
+    out.append("$")
+    return "".join(out)
+
+
+class Like(Expr):
+    """``arg [NOT] LIKE pattern [ESCAPE e]`` (``ignore_case``: ILIKE); the pattern is a
+    constant (None: NULL). The default escape character is a backslash, as in Postgres."""
+
+    def __init__(self, arg: Expr, pattern: str | None, negated: bool = False, ignore_case: bool = False,
+                 escape: str | None = "\\"):
         if arg.data_type != DataType.VARCHAR:
             raise ExpressionError(f"LIKE needs a VARCHAR operand, got {arg.data_type.sql_name()}", self)
+        if escape is not None and len(escape) > 1:
+            raise ExpressionError("invalid escape string: it must be empty or one character")
         self.arg, self.pattern, self.negated, self.ignore_case = arg, pattern, negated, ignore_case
+        self.escape = escape
         self.data_type = DataType.BOOLEAN
+        self._regex = None if pattern is None else like_regex(pattern, escape)
 
     def children(self) -> tuple:
         return (self.arg,)
 
     def _eval(self, columns):
         value = self.arg._eval(columns)
-        if self.pattern is None:
+        if self.pattern is None or self.escape is None:
             return pa.scalar(None, pa.bool_())
-        out = _wrap(lambda: pc.match_like(value, self.pattern, ignore_case=self.ignore_case), self)
+        if self.escape == "\\":   # Arrow's LIKE (its escape is a backslash) has fast paths
+            out = _wrap(lambda: pc.match_like(value, self.pattern, ignore_case=self.ignore_case), self)
+        else:
+            out = _wrap(lambda: pc.match_substring_regex(value, self._regex, ignore_case=self.ignore_case), self)
         return pc.invert(out) if self.negated else out
 
     def __str__(self) -> str:
         op = ("NOT " if self.negated else "") + ("ILIKE" if self.ignore_case else "LIKE")
-        return f"({self.arg} {op} {self.pattern!r})"
+        esc = "" if self.escape == "\\" else f" ESCAPE {self.escape!r}"
+        return f"({self.arg} {op} {self.pattern!r}{esc})"

@@ -5,7 +5,6 @@ store, ``bench``, and the demo. The subprocess inherits ``HUMMOCK_PURE_PYTHON``,
 pure run covers the twins too."""
 
 import dataclasses
-import io
 import json
 import os
 import pathlib
@@ -20,7 +19,6 @@ from relational import StateTable
 from relational.catalog import Catalog, TableDesc
 from relational.types import DataType
 from sql import cli_verify
-from sql.cli import run_demo
 from sql.cli_common import open_objects
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -95,11 +93,11 @@ def store(tmp_path):
 
 def test_help_lists_every_subcommand_and_each_has_help():
     out = hummock("--help", check_rc=0).stdout
-    for name in ("demo", "inspect", "compact", "bench"):
+    for name in ("demo", "sql", "run", "inspect", "compact", "bench"):
         assert name in out
     for args in (["inspect", "--help"], ["inspect", "x", "levels", "--help"], ["inspect", "x", "sst", "--help"],
                  ["inspect", "x", "manifest", "--help"], ["inspect", "x", "verify", "--help"],
-                 ["compact", "--help"], ["demo", "--help"]):
+                 ["compact", "--help"], ["demo", "--help"], ["sql", "--help"], ["run", "--help"]):
         assert hummock(*args, check_rc=0).stdout.startswith("usage: hummock")
 
 
@@ -113,14 +111,22 @@ def test_bad_usage_exits_2():
     assert hummock("inspect", "/nowhere", "nonsense").returncode == 2
 
 
-def test_demo_writes_commits_reopens_and_reads_in_key_order():
-    out = io.StringIO()
-    assert run_demo(out) == 0
-    lines = [line for line in out.getvalue().splitlines() if line.startswith("  key=")]
-    assert len(lines) == 4
-    cities = [line.split("('")[1].split("'")[0] for line in lines]
-    assert cities == sorted(cities)  # city ASC
-    assert "2026, 11, 21" in lines[0] and "2026, 11, 19" in lines[1]  # day DESC within a city
+def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_path):
+    """README's first command, on 20,000 events: Spark compaction when Java is here (the default),
+    else the in-process runner, said so; every MV equals its batch recomputation."""
+    from sql.cli_demo import java_available
+    out = hummock("demo", tmp_path / "db", "--events", "20000")
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    for mv in ("nexmark_q1", "nexmark_q2", "nexmark_q3", "nexmark_q4"):
+        assert f"  {mv}: " in text and f"  {mv}: " in text.split("self-check at committed epoch")[1]
+    assert "streamed 20,000 events" in text and "      20,000 events" in text
+    runner = "Spark (local[*])" if java_available() else "in-process"
+    assert f"compaction pass ({runner})" in text and "after 0 L0 sub-levels" in text
+    assert ("Java was not found" in text) == (not java_available())
+    assert text.rstrip().endswith("self-check passed") and "FAILED" not in text
+    assert "Traceback" not in out.stderr
+    assert hummock("inspect", tmp_path / "db", "verify").returncode == 0    # the store it leaves is sound
 
 
 # --- inspect levels / sst / manifest -----------------------------------------------------------

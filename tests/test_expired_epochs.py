@@ -106,6 +106,28 @@ def test_retention_window_expires_what_fell_out_of_it(tmp_path):
                     list(db.iter(1, i * E))
 
 
+def test_committed_epoch_at_maps_wall_clock_times_to_commits(tmp_path):
+    """The commit log behind SQL time travel: a time sees the last commit at or before it."""
+    model = KvModel()
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(retention_seconds=3600)) as db:
+        opened = time.time()
+        assert db.committed_epoch_at(opened - 60) is None          # before the log: unknown
+        times = []
+        for i in range(1, 4):
+            _write_history(db, model, [i])
+            time.sleep(0.01)
+            times.append(time.time())
+            time.sleep(0.01)
+        assert [db.committed_epoch_at(t) for t in times] == [E, 2 * E, 3 * E]
+        assert db.committed_epoch_at(opened) in (None, 0)          # the epoch the store opened with
+        assert db.committed_epoch_at(time.time() + 60) == 3 * E
+        start, epoch = db.commit_log_start
+        assert epoch == 0 and start <= opened + 0.05
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(retention_seconds=3600)) as db:
+        assert db.commit_log_start[1] == 3 * E                      # reopened: the log starts at open
+        assert db.committed_epoch_at(times[1]) is None
+
+
 def test_version_safe_epoch_rules():
     version = HummockVersion.empty()
     commit = VersionDelta.commit(version, 5 * E, ())
@@ -120,3 +142,21 @@ def test_version_safe_epoch_rules():
     again = decode_version(encode_version(dataclasses.replace(v1, safe_epoch=3 * E)))
     assert again.safe_epoch == 3 * E
     assert decode_version(encode_version(v1)).safe_epoch == 0
+
+
+def test_commit_log_stays_bounded_without_a_retention_window(tmp_path, monkeypatch):
+    """Without retention_seconds the commit log keeps only what time travel can still read:
+    entries compaction made unreadable go, and at most COMMIT_LOG_LIMIT stay (it grew by one
+    entry per commit for the life of the process)."""
+    import hummock.storage as storage
+
+    monkeypatch.setattr(storage, "COMMIT_LOG_LIMIT", 4)
+    model = KvModel()
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS) as db:
+        _write_history(db, model, range(1, 9))
+        assert [e for _, e in db._commit_times] == [5 * E, 6 * E, 7 * E, 8 * E]
+        assert db.committed_epoch_at(time.time()) == 8 * E
+        db.compact_all()                       # safe_epoch = 8E: older entries are unreadable
+        _write_history(db, model, [9])
+        assert [e for _, e in db._commit_times] == [8 * E, 9 * E]
+        assert db.commit_log_start[1] == 8 * E

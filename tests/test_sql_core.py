@@ -172,3 +172,17 @@ def test_distinct_group_by_without_aggregates_and_union_agree_with_batch():
         for i, q in enumerate(queries):
             assert _mv_rows(conn, f"m{i}") == sorted(conn.execute(q).fetchall(), key=repr)
         assert _mv_rows(conn, "m2") == [(1, 1), (2, 2), (3, None), (5, 5)]
+
+
+def test_placeholders_directly_followed_by_punctuation():
+    """psycopg-style ``VALUES (%s,%s)`` and ``$1,$2`` (sqlglot alone reads ``$1,$`` as a
+    dollar-quote tag); a ``$1`` inside a string stays text."""
+    with sql.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE t (a INT PRIMARY KEY, b INT)")
+        conn.execute("INSERT INTO t VALUES (%s,%s)", (1, 2))
+        conn.execute("INSERT INTO t VALUES ($1,$2)", (3, 4))
+        conn.executemany("INSERT INTO t VALUES(%s,%s)", [(5, 6), (7, 8)])
+        conn.execute("FLUSH")
+        assert conn.execute("SELECT a+$1,b FROM t WHERE a>=$2-1 ORDER BY a", (10, 5)).fetchall() == \
+            [(15, 6), (17, 8)]
+        assert conn.execute("SELECT '$1,$2' FROM t WHERE a=%s", (1,)).fetchall() == [("$1,$2",)]

@@ -120,14 +120,15 @@ def test_catalog_errors(conn):
     assert "mv" in str(err)  # names the dependent MV
 
 
-@pytest.mark.xfail(strict=True, reason="overflow/division by zero as ExecutionError and scalar "
-                   "subqueries are not built yet (issue 13)")
 def test_execution_errors(conn):
     raises(conn, "UPDATE t SET a = 5 WHERE a = 1", ExecutionError)  # updating a pk column
     raises(conn, "SELECT 2147483647 + a FROM t", ExecutionError)    # overflow
     raises(conn, "SELECT 1 / (a - a) FROM t", ExecutionError)       # division by zero
-    raises(conn, "SELECT (SELECT a FROM t) AS two_rows", ExecutionError)
     raises(conn, "INSERT INTO t VALUES (NULL, 'n', 0)", ExecutionError)  # NULL primary key
+
+
+def test_scalar_subquery_with_two_rows_is_an_error(conn):
+    raises(conn, "SELECT (SELECT a FROM t) AS two_rows", ExecutionError)
 
 
 def catalog_snapshot(conn):
@@ -162,14 +163,7 @@ FAILING = [
 ]
 
 
-def _failing_param(stmt):
-    if stmt == "UPDATE u SET d = d / 0":  # division by zero gives NULL today, not an error
-        return pytest.param(stmt, marks=pytest.mark.xfail(
-            strict=True, reason="division by zero as ExecutionError is not built yet (issue 13)"))
-    return stmt
-
-
-@pytest.mark.parametrize("stmt", [_failing_param(s) for s in FAILING])
+@pytest.mark.parametrize("stmt", FAILING)
 def test_failed_statement_leaves_catalog_and_data_unchanged(conn, stmt):
     before = catalog_snapshot(conn)
     with pytest.raises(SqlError):
@@ -231,7 +225,6 @@ def test_parameters_bind_typed_values(conn):
     assert sorted(conn.execute("SELECT * FROM u").fetchall(), key=repr) == [(1, 10), (7, 70), (8, None)]
 
 
-@pytest.mark.xfail(strict=True, reason="extra parameters are not rejected yet (issue 13)")
 def test_wrong_parameter_count_is_an_error(conn):
     from hummock import InvalidArgumentError
 

@@ -42,6 +42,9 @@ MVS = {
     "m_on_mv": "SELECT count(*) AS groups, sum(s) AS total FROM m_agg WHERE n > 0",
     "m_top": "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 3",
     "m_log": "SELECT count(*) AS n, max(seq) AS last FROM log",
+    "m_dyn": "SELECT id, v FROM t WHERE v > (SELECT max(v) - 15 FROM t)",     # dynamic filter
+    "m_semi": "SELECT id FROM t WHERE g NOT IN (SELECT x FROM nopk) AND "     # anti join + ScalarJoin
+              "EXISTS (SELECT 1 FROM log WHERE log.seq = t.id)",              # semi join
 }
 
 

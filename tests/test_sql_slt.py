@@ -23,14 +23,6 @@ SLT_FILES = sorted(SLT_DIR.glob("*.slt"))
 # Files whose features issue 13 has not built yet. Each is a strict xfail: the run fails the
 # moment the feature works and the entry is not removed, so this list can only shrink honestly.
 PENDING = {
-    "aggregates": "NUMERIC/DECIMAL casts and arithmetic are not built yet (issue 13)",
-    "expressions": "NUMERIC/DECIMAL arithmetic and LIKE ... ESCAPE are not built yet (issue 13)",
-    "dynamic_filter": "scalar subqueries / dynamic filter are not built yet (issue 13)",
-    "flush_consistency": "scalar subqueries are not built yet (issue 13)",
-    "subqueries_ctes": "IN/EXISTS subqueries and a CTE used twice are not built yet (issue 13)",
-    "explain": "scalar subqueries (its top-N MV filters by one) are not built yet (issue 13)",
-    "time_travel": "FOR SYSTEM_TIME AS OF is not built yet (issue 13)",
-    "tumble_hop": "TUMBLE/HOP time windows are not built yet (issue 13)",
 }
 
 
@@ -52,7 +44,6 @@ def test_slt(path, store, tmp_path):
         slt_runner.run_file(conn, path)
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING["time_travel"])
 def test_time_travel_reads_older_snapshots(tmp_path):
     """FOR SYSTEM_TIME AS OF a time captured between two FLUSHed changes reads the older data,
     for a table and an MV alike (the part of time_travel.slt whose timestamps are only known at

@@ -44,10 +44,22 @@ def test_semicolons_and_placeholders_in_strings_are_text():
     assert stmt.n_params == 1
 
 
-def test_time_travel_is_unsupported_with_position():
-    with pytest.raises(UnsupportedError, match="time travel") as info:
-        parse_script("SELECT * FROM t FOR SYSTEM_TIME AS OF now()")
-    assert info.value.column == 17
+def test_as_of_epoch_is_rewritten_in_place():
+    """sqlglot has no EPOCH form: the pre-pass spells it FOR VERSION, keeping later positions."""
+    [stmt] = parse_script("SELECT * FROM t AS OF EPOCH 7 WHERE nosuch = 'AS OF EPOCH'")
+    version = stmt.ast.args["from_"].this.args["version"]
+    assert str(version.this).upper() == "VERSION" and version.expression.this == "7"
+    assert stmt.ast.args["where"].this.expression.this == "AS OF EPOCH"
+    [stmt] = parse_script("SELECT * FROM t FOR SYSTEM_TIME AS OF EPOCH 7")
+    assert stmt.ast.args["from_"].this.args["version"].expression.this == "7"
+
+
+def test_time_travel_in_a_materialized_view_is_unsupported_with_position():
+    with sql.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE t (a INT)")
+        with pytest.raises(UnsupportedError, match="time travel") as info:
+            conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t FOR SYSTEM_TIME AS OF now()")
+        assert (info.value.line, info.value.column) == (1, 69)   # the AS OF expression
 
 
 # --- types ------------------------------------------------------------------------------------------
@@ -118,7 +130,9 @@ def test_union_all_key_is_tag_plus_slots():
     ("SELECT a + 'x' FROM t", BindError, "invalid input syntax"),
     ("SELECT DISTINCT ON (a) a, b FROM t ORDER BY b", BindError, "DISTINCT ON expressions must match"),
     ("SELECT a FROM t ORDER BY a", None, None),
-    ("SELECT a FROM t WHERE a > (SELECT max(k) FROM u)", UnsupportedError, "subquer"),
+    ("SELECT a FROM t WHERE a > (SELECT max(k) FROM u WHERE u.k = t.a)", UnsupportedError, "correlated"),
+    ("SELECT a, (SELECT k FROM u) FROM t", UnsupportedError, "at most one row"),
+    ("SELECT a FROM t WHERE a IN (SELECT k FROM u) OR a = 1", UnsupportedError, "IN \\(subquery\\)"),
     ("SELECT a FROM t JOIN u ON t.a > u.k", UnsupportedError, "equality"),
     ("SELECT row_number() OVER (ORDER BY a) FROM t", UnsupportedError, "window"),
     ("SELECT a FROM t EXCEPT ALL SELECT k FROM u", UnsupportedError, "EXCEPT ALL"),

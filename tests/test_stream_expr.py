@@ -1,6 +1,7 @@
 """The expression tree (stream/expr.py) against Python: three-valued logic, checked integer
-arithmetic with Postgres' truncating division and remainder, division by zero as NULL,
-numeric widening, casts and functions, and construction errors for operands that do not fit."""
+arithmetic with Postgres' truncating division and remainder, data errors (overflow, division by
+zero) raising inside ``raising_errors`` and NULL (counted) in streaming mode, numeric widening,
+casts and functions, and construction errors for operands that do not fit."""
 
 import operator
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from relational.types import DataType as T
 from stream.errors import ExpressionError
-from stream.expr import And, Arith, Cast, Cmp, Col, Func, IsNull, Lit, Not, Or
+from stream.expr import And, Arith, Cast, Cmp, Col, Func, IsNull, Lit, Not, Or, error_counts, raising_errors
 
 INT32 = st.one_of(st.none(), st.integers(-(2 ** 31), 2 ** 31 - 1))
 
@@ -22,12 +23,12 @@ def _trunc_div(a, b):
 
 
 def _model(op, a, b):
-    """Postgres semantics on Python ints (None = NULL; division by zero -> NULL;
+    """Postgres semantics on Python ints (None = NULL; division by zero -> 'zero';
     overflow -> 'overflow')."""
     if a is None or b is None:
         return None
     if op in "/%" and b == 0:
-        return None
+        return "zero"
     value = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _trunc_div,
              "%": lambda x, y: x - _trunc_div(x, y) * y}[op](a, b)
     return value if -(2 ** 31) <= value < 2 ** 31 else "overflow"
@@ -38,12 +39,19 @@ def test_integer_arithmetic_matches_postgres(op, pairs):
     cols = [pa.array([a for a, _ in pairs], pa.int32()), pa.array([b for _, b in pairs], pa.int32())]
     expr = Arith(op, Col(0, T.INT), Col(1, T.INT))
     expected = [_model(op, a, b) for a, b in pairs]
-    if "overflow" in expected:
-        with pytest.raises(ExpressionError, match="overflow"):
+    bad = sum(v in ("overflow", "zero") for v in expected)
+    if bad:
+        with raising_errors(), pytest.raises(ExpressionError, match="out of range|division by zero"):
             expr.eval(cols, len(pairs))
     else:
-        out = expr.eval(cols, len(pairs))
-        assert out.type == pa.int32() and out.to_pylist() == expected
+        with raising_errors():
+            assert expr.eval(cols, len(pairs)).to_pylist() == expected
+    # streaming mode: a failing row's value is NULL and the failure is counted
+    before = sum(error_counts().values())
+    out = expr.eval(cols, len(pairs))
+    assert out.type == pa.int32()
+    assert out.to_pylist() == [None if v in ("overflow", "zero") else v for v in expected]
+    assert sum(error_counts().values()) - before == bad
 
 
 @given(st.lists(st.tuples(st.sampled_from([True, False, None]), st.sampled_from([True, False, None])),
@@ -81,8 +89,9 @@ def test_casts_and_functions():
     cols = [pa.array([1.5, -2.5, None]), pa.array(["Ab", None, "xyz"]), pa.array([-3, 4, None], pa.int32())]
     assert Cast(Col(0, T.DOUBLE), T.INT).eval(cols, 3).to_pylist() == [2, -3, None]   # half away from zero
     assert Cast(Col(2, T.INT), T.VARCHAR).eval(cols, 3).to_pylist() == ["-3", "4", None]
-    with pytest.raises(ExpressionError):
+    with raising_errors(), pytest.raises(ExpressionError):
         Cast(Col(1, T.VARCHAR), T.INT).eval(cols, 3)
+    assert Cast(Col(1, T.VARCHAR), T.INT).eval(cols, 3).to_pylist() == [None, None, None]   # streaming
     assert Func("abs", Col(2, T.INT)).eval(cols, 3).to_pylist() == [3, 4, None]
     assert Func("upper", Col(1, T.VARCHAR)).eval(cols, 3).to_pylist() == ["AB", None, "XYZ"]
     assert Func("length", Col(1, T.VARCHAR)).eval(cols, 3).to_pylist() == [2, None, 3]

@@ -29,6 +29,7 @@ L = Schema([("id", T.BIGINT), ("k", T.INT), ("v", T.INT)])
 R = Schema([("rid", T.BIGINT), ("k", T.INT), ("w", T.INT)])
 NULL3 = (None, None, None)
 TYPES = ("inner", "left", "right", "full")
+SEMI_ANTI = ("left_semi", "left_anti")   # more in tests/test_stream_semi_join.py
 
 
 @pytest.fixture
@@ -312,7 +313,7 @@ def _changes(model, items):
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(join_type=st.sampled_from(TYPES), condition=st.sampled_from(sorted(CONDITIONS, key=str)),
+@given(join_type=st.sampled_from(TYPES + SEMI_ANTI), condition=st.sampled_from(sorted(CONDITIONS, key=str)),
        budget=st.sampled_from([None, 0, 400, 3000]), steps=STEPS, consistent=st.booleans())
 def test_random_chunks_equal_the_batch_join(store, join_type, condition, budget, steps, consistent):
     base = 1000 * _fresh_ids()

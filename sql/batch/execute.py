@@ -6,7 +6,10 @@ Job: Scan reads through ``StorageTable.to_arrow(epoch)``; Filter and Project eva
 TopN and RowNumber work on Python rows with the stream executors' semantics
 (``AggCall.result_column`` computes each aggregate's result exactly as HashAgg does: types,
 NULLs, overflow, avg's scale; TopN/RowNumber order rows by the memcomparable key a GroupTopN
-state table uses, so ties fall the same way as in an MV).
+state table uses, so ties fall the same way as in an MV). A Join without keys is a nested
+loop; semi/anti joins keep the left rows with/without a match. A ScalarJoin / DynamicFilter
+evaluates its scalar subquery once; a second row is an ExecutionError
+when the outer side has rows.
 
 Invariants: every node returns a table whose columns are ``node.types`` in order; the result
 of a plan equals the content its MV would have at the same epoch (the differential test).
@@ -28,13 +31,19 @@ from relational.memcomparable import OrderType, encode_rows
 from stream.executors.agg_call import AggCall
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
-from stream.expr import Col
+from stream.expr import Cmp, Col, Lit, raising_errors
 
+from sql.errors import ExecutionError
+
+from sql.bind.time_travel import pin_scans
 from sql.plan import nodes as P
+from sql.plan import time_window
 
 
 def execute(plan: P.Node, store, epoch: int) -> pa.Table:
-    return _Exec(store, epoch).run(plan)
+    """Data errors (overflow, division by zero) raise ExpressionError, as Postgres does."""
+    with raising_errors(), pin_scans(plan, store, epoch) as as_of:   # time travel: each Scan's own epoch
+        return _Exec(store, epoch, as_of).run(plan)
 
 
 def _table(columns, plan) -> pa.Table:
@@ -58,14 +67,14 @@ def from_arrow_values(column, dtype) -> list:
 
 
 class _Exec:
-    def __init__(self, store, epoch):
-        self.store, self.epoch = store, epoch
+    def __init__(self, store, epoch, as_of=None):
+        self.store, self.epoch, self.as_of = store, epoch, as_of or {}
 
     def run(self, plan) -> pa.Table:
         return getattr(self, "_" + type(plan).__name__.lower())(plan)
 
     def _scan(self, plan: P.Scan):
-        t = StorageTable.from_desc(self.store, plan.relation.desc).to_arrow(self.epoch)
+        t = StorageTable.from_desc(self.store, plan.relation.desc).to_arrow(self.as_of.get(id(plan), self.epoch))
         return _table([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns], plan)
 
     def _values(self, plan: P.Values):
@@ -128,6 +137,10 @@ class _Exec:
             cand = _rows_table([lrows[i] + rrows[j] for i, j in pairs], plan)
             ok = plan.condition.eval(self._columns(cand), cand.num_rows).to_pylist()
             pairs = [p for p, k in zip(pairs, ok) if k is True]
+        if plan.kind in ("semi", "anti"):
+            matched = {i for i, _ in pairs}
+            keep = (lambda i: i in matched) if plan.kind == "semi" else (lambda i: i not in matched)
+            return _rows_table([lrows[i] for i in range(len(lrows)) if keep(i)], plan)
         out = [lrows[i] + rrows[j] for i, j in pairs]
         if plan.kind in ("left", "full"):
             matched = {i for i, _ in pairs}
@@ -136,6 +149,35 @@ class _Exec:
             matched = {j for _, j in pairs}
             out += [(None,) * lw + rrows[j] for j in range(len(rrows)) if j not in matched]
         return _rows_table(out, plan)
+
+    def _tumblewindow(self, plan):
+        return _table(time_window.run_batch(plan, self.run(plan.input)), plan)
+
+    _hopwindow = _tumblewindow
+
+    def _scalar(self, sub: P.Node, n_left: int):
+        """The value of the scalar subquery ``sub`` (evaluated once; None without rows). Postgres
+        reports a second row only when the value is needed: here when the outer side has rows."""
+        t = self.run(sub)
+        if t.num_rows > 1 and n_left:
+            raise ExecutionError("more than one row returned by a subquery used as an expression")
+        return from_arrow_values(t.column(0), sub.types[0])[0] if t.num_rows == 1 and n_left else None
+
+    def _scalarjoin(self, plan: P.ScalarJoin):
+        t = self.run(plan.left)
+        n = t.num_rows
+        value = self._scalar(plan.right, n)
+        cols = self._columns(t)[:len(plan.left.types)]
+        return _table(cols + [to_arrow_values([value] * n, plan.types[-1])], plan)
+
+    def _dynamicfilter(self, plan: P.DynamicFilter):
+        t = self.run(plan.left)
+        value = self._scalar(plan.right, t.num_rows)
+        if value is None:
+            return _table([c.slice(0, 0) for c in self._columns(t)], plan)
+        mask = Cmp(plan.op, Col(plan.key, plan.types[plan.key]), Lit(value, plan.types[plan.key])).eval(
+            self._columns(t), t.num_rows)
+        return _table(self._columns(t.filter(pc.fill_null(mask, False))), plan)
 
     def _union(self, plan: P.Union):
         return _table([pa.concat_arrays([self._columns(self.run(i))[c] for i in plan.inputs])

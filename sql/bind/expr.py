@@ -25,6 +25,7 @@ from sqlglot import exp
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
 from stream import expr as E
+from stream.expr_time import TimeArith, is_temporal
 
 from sql import types as T
 from sql.errors import BindError, SqlError, UnsupportedError, error_at
@@ -77,8 +78,9 @@ def _name(ident) -> str:
 class ExprBinder:
     """Binds expressions of one statement (``params``: the bound parameter values)."""
 
-    def __init__(self, scope: Scope, params=(), hook=None, context: str = "expression"):
+    def __init__(self, scope: Scope, params=(), hook=None, context: str = "expression", subquery=None):
         self.scope, self.params, self.hook, self.context = scope, list(params), hook, context
+        self.subquery = subquery   # binds a scalar subquery / EXISTS (sql.bind.subquery), or None
         self.depth = 0
 
     def bind(self, node) -> E.Expr:
@@ -91,9 +93,12 @@ class ExprBinder:
                 if out is not None:
                     return out
             try:
-                return self._bind(node)
+                out = self._bind(node)
             except ExpressionError as exc:
                 raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+            if getattr(out, "node", None) is None:   # where a data error in it is reported
+                out.node = node
+            return out
         finally:
             self.depth -= 1
 
@@ -111,8 +116,8 @@ class ExprBinder:
             text = node.this
             if node.is_string:
                 return text, DataType.VARCHAR, True
-            if any(ch in text for ch in ".eE"):
-                return float(text), DataType.DOUBLE, False
+            if any(ch in text for ch in ".eE"):   # Postgres: a NUMERIC constant
+                return decimal.Decimal(text), DataType.DECIMAL, False
             value = int(text)
             return value, T.literal_type(value), False
         if isinstance(node, exp.Parameter) and node.this is not None and node.this.name.isdigit():
@@ -205,9 +210,8 @@ class ExprBinder:
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
             op = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}[type(node)]
             left, right = self.bind_pair(node.this, node.expression)
-            for side in (left, right):
-                if side.data_type.kind == TypeKind.DECIMAL:
-                    raise error_at(UnsupportedError, "arithmetic on NUMERIC/DECIMAL values is not supported yet", node)
+            if is_temporal(left.data_type, right.data_type):   # date/time arithmetic (stream/expr_time.py)
+                return TimeArith(op, left, right)
             return E.Arith(op, left, right)
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
             op = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}[type(node)]
@@ -234,15 +238,7 @@ class ExprBinder:
             lit = self.literal(node.this)
             if lit is not None and lit[2]:
                 return self.bind_as(node.this, dtype)
-            arg = self.bind(node.this)
-            if arg.data_type.kind == TypeKind.DECIMAL or dtype.kind == TypeKind.DECIMAL and arg.data_type != dtype:
-                if not (isinstance(arg, E.Lit)):
-                    raise error_at(UnsupportedError, "casts to or from NUMERIC/DECIMAL are not supported yet", node)
-                try:
-                    return self._lit(T.coerce_value(arg.value, dtype), dtype, node)
-                except (ValueError, TypeError, decimal.InvalidOperation) as exc:
-                    raise error_at(BindError, f"cannot cast {arg.value!r} to {dtype.sql_name()}: {exc}", node) from None
-            return E.Cast(arg, dtype)
+            return E.Cast(self.bind(node.this), dtype)
         if isinstance(node, exp.Between):
             arg = node.this
             low = self._cmp(">=", *self.bind_pair(arg, node.args["low"]), node)
@@ -250,14 +246,17 @@ class ExprBinder:
             return E.And(low, high)
         if isinstance(node, exp.In):
             if node.args.get("query") is not None:
-                raise error_at(UnsupportedError, "IN (subquery) is not supported yet", node)
+                raise error_at(UnsupportedError, "IN (subquery) is only supported as a WHERE condition "
+                                                 "(alone or AND-ed with others)", node)
             items = node.expressions
             return E.Or(*(self._cmp("=", *self.bind_pair(node.this, item), item) for item in items))
         if isinstance(node, (exp.Like, exp.ILike)):
-            pattern = self.literal(node.expression)
-            if pattern is None or (pattern[0] is not None and pattern[1] != DataType.VARCHAR):
-                raise error_at(UnsupportedError, "LIKE needs a constant string pattern", node.expression)
-            return E.Like(self.bind(node.this), pattern[0], False, isinstance(node, exp.ILike))
+            return self._like(node, "\\")
+        if isinstance(node, exp.Escape) and isinstance(node.this, (exp.Like, exp.ILike)):
+            escape = self.literal(node.expression)
+            if escape is None or (escape[0] is not None and escape[1] != DataType.VARCHAR):
+                raise error_at(UnsupportedError, "LIKE ... ESCAPE needs a constant string", node.expression)
+            return self._like(node.this, escape[0])
         if isinstance(node, exp.Case):
             return self._case(node)
         if isinstance(node, exp.Coalesce):
@@ -277,7 +276,9 @@ class ExprBinder:
         if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
             raise error_at(BindError, f"aggregate functions are not allowed in {self.context}", node)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
-            raise error_at(UnsupportedError, "subqueries in expressions are not supported yet", node)
+            if self.subquery is None:
+                raise error_at(UnsupportedError, f"subqueries are not supported in {self.context}", node)
+            return self.subquery(node, self)
         if isinstance(node, exp.Window):
             raise error_at(BindError, f"window functions are not allowed in {self.context}", node)
         if isinstance(node, exp.Interval):
@@ -287,6 +288,18 @@ class ExprBinder:
             return self._func(node)
         raise error_at(UnsupportedError, f"expression {node.sql(dialect='postgres')[:60]!r} "
                                          f"({type(node).__name__}) is not supported", node)
+
+    def _like(self, node, escape) -> E.Expr:
+        pattern = self.literal(node.expression)
+        if pattern is None or (pattern[0] is not None and pattern[1] != DataType.VARCHAR):
+            raise error_at(UnsupportedError, "LIKE needs a constant string pattern", node.expression)
+        arg = self.bind_as(node.this, DataType.VARCHAR)
+        if arg.data_type != DataType.VARCHAR:
+            raise error_at(BindError, f"operator does not exist: {arg.data_type.sql_name()} LIKE text", node)
+        try:
+            return E.Like(arg, pattern[0], bool(node.args.get("negate")), isinstance(node, exp.ILike), escape)
+        except ExpressionError as exc:
+            raise error_at(BindError, str(exc), node.expression) from None
 
     def _bool(self, node) -> E.Expr:
         e = self.bind_as(node, DataType.BOOLEAN)
@@ -301,8 +314,6 @@ class ExprBinder:
             if sup is None:
                 raise error_at(BindError, f"operator does not exist: {lt.sql_name()} {op} {rt.sql_name()}", node)
             left, right = self.coerce(left, sup, node), self.coerce(right, sup, node)
-        if left.data_type.kind == TypeKind.DECIMAL and not (isinstance(left, E.Lit) and isinstance(right, E.Lit)):
-            raise error_at(UnsupportedError, "comparing NUMERIC/DECIMAL values is not supported yet", node)
         return E.Cmp(op, left, right)
 
     def _case(self, node) -> E.Expr:
@@ -343,10 +354,10 @@ class ExprBinder:
             if name not in E._FUNCS:
                 raise error_at(UnsupportedError, f"function {node.sql_name() if hasattr(node, 'sql_name') else name}"
                                                  " is not supported", node)
-        if name == "round" and len(args) > 1:
-            raise error_at(UnsupportedError, "round(x, digits) is not supported yet", node)
         bound = [self.bind(a) for a in args if isinstance(a, exp.Expression)]
-        if name == "round" and bound and bound[0].data_type.kind in T.INTEGERS:
+        if name == "round" and len(bound) == 2 and bound[0].data_type.kind in T.INTEGERS:
+            bound[0] = E.Cast(bound[0], DataType.DECIMAL)   # Postgres: round(numeric, int)
+        if name == "round" and len(bound) == 1 and bound[0].data_type.kind in T.INTEGERS:
             return bound[0]
         try:
             return E.Func(name, *bound)

@@ -6,8 +6,9 @@ batch mode only -- ORDER BY / LIMIT / OFFSET. The plan's first ``n_visible`` col
 query's output, named by ``plan.names``.
 
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
-supported subset raise UnsupportedError naming the construct and position; a join needs at
-least one equality between its sides (there is no nested-loop join).
+supported subset raise UnsupportedError naming the construct and position; a join in a
+materialized view needs at least one equality between its sides (batch joins without one are
+nested loops). Subqueries in expressions and WHERE: :mod:`sql.bind.subquery`.
 
 Callers: :mod:`sql.statements` (CREATE MATERIALIZED VIEW, SELECT, INSERT ... SELECT, EXPLAIN).
 """
@@ -23,11 +24,14 @@ from stream.errors import ExecutorError
 from stream.schema import Schema
 
 from sql import types as T
+from sql.bind import time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.bind.set_ops import bind_except_intersect
+from sql.bind.subquery import Subqueries, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
+from sql.plan import time_window
 
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
@@ -49,8 +53,10 @@ class QueryBinder:
         if with_ is not None:
             if with_.args.get("recursive"):
                 raise error_at(UnsupportedError, "WITH RECURSIVE is not supported", node)
-            for cte in with_.expressions:
-                self.ctes[_name(cte.args["alias"].this)] = cte.this
+            for cte in with_.expressions:   # a CTE sees the CTEs before it, not itself (not recursive)
+                alias = cte.args["alias"]
+                cols = [_name(c) for c in alias.columns] if alias.columns else None
+                self.ctes[_name(alias.this)] = (cte.this, dict(self.ctes), cols)
         try:
             if isinstance(node, exp.Union):
                 plan = self._set_order_limit(self._union(node), node, top)
@@ -142,19 +148,40 @@ class QueryBinder:
         alias = node.args.get("alias")
         alias_name = _name(alias.this) if alias is not None and alias.this is not None else None
         col_aliases = [_name(c) for c in alias.columns] if alias is not None and alias.columns else None
+        if time_window.is_window_table(node):
+            return time_window.bind_window_table(self, node, alias_name, col_aliases)
         if isinstance(node, exp.Table):
             if node.args.get("db") is not None and _name(node.args["db"]) not in ("public",):
                 raise error_at(UnsupportedError, "schemas other than public are not supported", node)
             name = _name(node.this)
+            version = node.args.get("version")
+            if version is not None and (not self.batch or name in self.ctes):
+                raise error_at(UnsupportedError, "time travel (FOR SYSTEM_TIME AS OF) reads a table or materialized "
+                                                 "view in a batch query; it is not allowed " +
+                               ("on a CTE" if self.batch else "in a materialized view"), version)
             if name in self.ctes:
-                plan = self.bind_query(self.ctes[name], top=False)
+                body, visible, cte_cols = self.ctes[name]
+                saved, self.ctes = self.ctes, visible
+                try:
+                    plan = self.bind_query(body, top=False)
+                finally:
+                    self.ctes = saved
+                if cte_cols and len(cte_cols) > plan.n_visible:
+                    raise error_at(BindError, f"WITH query {name!r} has {plan.n_visible} columns available but "
+                                              f"{len(cte_cols)} columns specified", node)
+                col_aliases = col_aliases or cte_cols
             else:
                 rel = self.catalog.get(name)
                 if rel is None:
                     raise error_at(BindError, f"table or materialized view {name!r} does not exist", node)
                 if rel.name not in self.depends_on:
                     self.depends_on.append(rel.name)
+                as_of = None
+                if version is not None:
+                    as_of, unit_alias = time_travel.bind_as_of(version, self.params, alias_name)
+                    alias_name = None if unit_alias else alias_name
                 plan = P.Scan(rel, alias_name)
+                plan.as_of = as_of
             return plan, self._scope_of(plan, alias_name or name, col_aliases)
         if isinstance(node, exp.Subquery):
             if alias_name is None:
@@ -163,7 +190,7 @@ class QueryBinder:
             return plan, self._scope_of(plan, alias_name, col_aliases)
         if isinstance(node, (exp.Unnest, exp.Lateral)) or node.find(exp.Anonymous) is not None:
             raise error_at(UnsupportedError, f"{node.sql(dialect='postgres')[:40]!r} in FROM is not supported "
-                                             "(table functions such as TUMBLE/HOP are not yet supported)", node)
+                                             "(of the table functions only TUMBLE and HOP are)", node)
         raise error_at(UnsupportedError, f"FROM item {type(node).__name__} is not supported", node)
 
     def _scope_of(self, plan, table, col_aliases) -> Scope:
@@ -223,9 +250,9 @@ class QueryBinder:
                         lk.append(b), rk.append(a - width)
                         continue
                 extra.append(bound)
-            if not lk:
-                raise error_at(UnsupportedError, "a join needs an equality between its two sides "
-                                                 "(nested-loop joins are not supported)", join)
+            if not lk and not self.batch:
+                raise error_at(UnsupportedError, "a join in a materialized view needs an equality between its two "
+                                                 "sides (nested-loop joins are not supported in streaming)", join)
             cond = None if not extra else (extra[0] if len(extra) == 1 else E.And(*extra))
             plan = P.Join(plan, right, kind, lk, rk, cond)
             scope = both
@@ -242,10 +269,7 @@ class QueryBinder:
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
-        if conjuncts:
-            binder = ExprBinder(scope, self.params, context="WHERE")
-            conds = [binder._bool(c) for c in conjuncts]
-            plan = O.rank_filter(P.Filter(plan, conds[0] if len(conds) == 1 else E.And(*conds)))
+        plan = self._where(plan, scope, conjuncts)
         items = self._expand_star(node.expressions, scope)
         having = node.args.get("having")
         group = node.args.get("group")
@@ -256,19 +280,23 @@ class QueryBinder:
         if windows and (group is not None or agg_nodes):
             raise error_at(UnsupportedError, "window functions together with GROUP BY or aggregates are not "
                                              "supported", windows[0])
+        having_cond = None
         if windows:
             if having is not None:
                 raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
             plan, hook = O.bind_windows(plan, scope, self.params, windows)
-            binder = ExprBinder(scope, self.params, hook=hook, context="SELECT")
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, hook=hook, context="SELECT", subquery=subs)
         elif group is not None or agg_nodes:
             plan, binder = self._aggregate(plan, scope, items, group, agg_nodes)
+            binder.subquery = subs = Subqueries(self, len(plan.types))
             if having is not None:
-                plan = P.Filter(plan, binder._bool(having.this))
+                having_cond = binder._bool(having.this)
         else:
             if having is not None:
                 raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
-            binder = ExprBinder(scope, self.params, context="SELECT")
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, context="SELECT", subquery=subs)
         exprs = [binder.bind(e) for e, _ in items]
         names = [n for _, n in items]
         extra, extra_text, sort_keys = [], [], []
@@ -278,6 +306,9 @@ class QueryBinder:
         on_cols = [O.order_target(e, names, len(exprs), extra, extra_text, binder)
                    for e in (distinct_on_node.expressions if distinct_on_node is not None else [])]
         plan = O.drop_unused_rank(plan, exprs + extra)
+        plan = subs.attach(plan)
+        if having_cond is not None:
+            plan = P.Filter(plan, having_cond)
         proj = P.Project(plan, exprs + extra, names + [f"_order{i}" for i in range(len(extra))])
         proj.n_visible = len(exprs)
         plan = proj
@@ -292,6 +323,25 @@ class QueryBinder:
         return O.order_limit(plan, sort_keys, *O.limit_of(node, self._count),
                              self._count(offset.expression if offset is not None else None) or 0,
                              self.batch and top, node)
+
+    def _where(self, plan, scope, conjuncts) -> P.Node:
+        """``plan`` filtered by the WHERE conjuncts: the subquery forms of
+        :func:`sql.bind.subquery.where_conjunct` as their own nodes (they keep ``scope``'s
+        columns in place), the rest as one Filter above them (scalar subqueries in it joined
+        first, as trailing columns)."""
+        plain = []
+        for c in conjuncts:
+            out = where_conjunct(self, plan, scope, c)
+            if out is None:
+                plain.append(c)
+            else:
+                plan = out
+        if plain:
+            subs = Subqueries(self, len(plan.types))
+            binder = ExprBinder(scope, self.params, context="WHERE", subquery=subs)
+            conds = [binder._bool(c) for c in plain]
+            plan = O.rank_filter(P.Filter(subs.attach(plan), conds[0] if len(conds) == 1 else E.And(*conds)))
+        return plan
 
     def _count(self, node):
         if node is None:

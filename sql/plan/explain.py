@@ -8,7 +8,9 @@ from __future__ import annotations
 from sql.plan import nodes as P
 
 _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
-                 "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion", "TopN": "StreamTopN"}
+                 "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion", "TopN": "StreamTopN",
+                 "ScalarJoin": "StreamScalarJoin", "DynamicFilter": "StreamDynamicFilter"}
+_STREAM_NAMES.update(TumbleWindow="StreamTumbleWindow", HopWindow="StreamHopWindow")   # sql/plan/time_window.py
 
 
 def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:

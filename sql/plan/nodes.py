@@ -10,6 +10,8 @@ Stream keys (seed 002 "Keys"):
   projection drops are kept as hidden trailing columns (``n_visible`` counts the user's).
 - ``Filter``: the input's. ``Agg``: the group columns (none for a global aggregate: one row).
 - ``Join``: left key + right key (shifted); a superset of the minimal key is still a key.
+  Semi/anti joins, ``ScalarJoin`` and ``DynamicFilter``: the left's (one output row per left
+  row at most).
 - ``Union``: a branch tag column plus every branch's key slots (the planner pads them).
 - ``Sort``/``Limit``: batch only; the input's key.
 - ``TopN``: the group columns then the input's key (what GroupTopN emits: a row that moves
@@ -54,7 +56,9 @@ class Scan(Node):
         self._finish([n for n, _ in cols], [t for _, t in cols], relation.pk_indices, relation.n_visible)
 
     def label(self) -> str:
-        return f"Scan({self.relation.name}, table_id={self.relation.table_id})"
+        as_of = getattr(self, "as_of", None)   # time travel (sql/bind/time_travel.py)
+        return f"Scan({self.relation.name}, table_id={self.relation.table_id}" + \
+            (f", as_of={as_of.text})" if as_of is not None else ")")
 
 
 class Values(Node):
@@ -125,20 +129,54 @@ class Agg(Node):
 
 
 class Join(Node):
-    """``kind`` inner/left/right/full; ``left_keys``/``right_keys`` equi-join columns;
-    ``condition`` an extra expression over left columns then right columns (or None)."""
+    """``kind`` inner/left/right/full, or semi/anti (the left rows with / without a match:
+    output and key are the left's); ``left_keys``/``right_keys`` equi-join columns (empty: a
+    nested-loop join, batch only); ``condition`` an extra expression over left columns then
+    right columns (or None)."""
 
     def __init__(self, left: Node, right: Node, kind, left_keys, right_keys, condition):
         self.left, self.right, self.inputs = left, right, (left, right)
         self.kind, self.left_keys, self.right_keys, self.condition = kind, list(left_keys), list(right_keys), condition
         w = len(left.types)
+        if kind in ("semi", "anti"):
+            self._finish(left.names, left.types, left.stream_key, left.n_visible)
+            return
         self._finish(left.names + right.names, left.types + right.types,
                      list(left.stream_key) + [w + k for k in right.stream_key])
 
     def label(self) -> str:
         keys = ", ".join(f"${a} = ${len(self.left.types) + b}" for a, b in zip(self.left_keys, self.right_keys))
+        keys = keys or "nested loop"
         extra = f", condition={self.condition}" if self.condition is not None else ""
         return f"Join({self.kind}, {keys}{extra})"
+
+
+class ScalarJoin(Node):
+    """The left rows, each with the value of ``right``'s first column appended: ``right`` is an
+    uncorrelated scalar subquery (at most one row; none gives NULL, several an ExecutionError in
+    batch -- a materialized view only takes a ``right`` that provably has at most one row).
+    Output: the left columns, then the value; stream key: the left's (one output row per left
+    row). Stream: a left outer hash join on a constant key (sql/build.py)."""
+
+    def __init__(self, left: Node, right: Node):
+        self.left, self.right, self.inputs = left, right, (left, right)
+        self._finish(left.names + [right.names[0]], left.types + [right.types[0]], left.stream_key)
+
+    def label(self) -> str:
+        return f"ScalarJoin(${len(self.left.types)} = scalar subquery)"
+
+
+class DynamicFilter(Node):
+    """``left WHERE left[key] <op> (right's first column)``, ``right`` a one-row scalar subquery
+    of the same type as the key (RisingWave's dynamic filter: the rows passing follow both
+    inputs). Output and key: the left's."""
+
+    def __init__(self, left: Node, right: Node, key: int, op: str):
+        self.left, self.right, self.inputs, self.key, self.op = left, right, (left, right), key, op
+        self._finish(left.names, left.types, left.stream_key, left.n_visible)
+
+    def label(self) -> str:
+        return f"DynamicFilter(${self.key} {self.op} scalar subquery)"
 
 
 class Union(Node):
@@ -259,5 +297,5 @@ def walk(node: Node):
         yield from walk(i)
 
 
-__all__ = ["Agg", "AggSpec", "Col", "DataType", "Filter", "Join", "Limit", "Lit", "Node", "Project", "RowNumber",
-           "Scan", "Sort", "TopN", "Union", "Values", "inserts_only", "visible", "walk"]
+__all__ = ["Agg", "AggSpec", "Col", "DataType", "DynamicFilter", "Filter", "Join", "Limit", "Lit", "Node", "Project",
+           "RowNumber", "ScalarJoin", "Scan", "Sort", "TopN", "Union", "Values", "inserts_only", "visible", "walk"]

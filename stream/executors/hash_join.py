@@ -1,5 +1,7 @@
 """HashJoin: the equi-join of two change streams -- inner, left outer, right outer or full outer
--- on equality join keys, plus an optional extra (non-equi) condition over the joined row.
+-- on equality join keys, plus an optional extra (non-equi) condition over the joined row; also
+the left semi / left anti join (``left_semi`` / ``left_anti``: :mod:`stream.executors.semi_join`,
+the left side kept like an outer side, with degrees; output the left schema and stream key).
 
 State (seed 000, "join"), per input side, all through state tables:
 
@@ -51,7 +53,9 @@ removed without sizing each. Keys without rows share one immutable entry per sid
 Output: the left columns then the right columns. Stream key: the left stream key then the
 right one, except that on an inner or left join a right stream-key column that is a join key
 paired with a left stream-key column is dropped (always equal to it on every output row; on a
-left join the right side is NULL-padded as a whole), symmetrically on a right join. Watermarks
+left join the right side is NULL-padded as a whole), symmetrically on a right join. An input
+without a stream key is a one-row stream (a global aggregate: ``x IN (SELECT max(...))``); the
+other side's key alone then identifies an output row. Watermarks
 are not passed on (a join's output watermark needs the join-key mapping; not built yet).
 
 Invariants (``_check``): every cached entry equals its key's rows (and degrees) in the state
@@ -82,8 +86,10 @@ from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Executor
 from stream.message import Barrier
 from stream.schema import Schema
+from stream.executors.semi_join import semi_anti_chunk
 
-JOIN_TYPES = ("inner", "left", "right", "full")
+JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "left_anti")
+SEMI_ANTI = ("left_semi", "left_anti")
 # Cache charges (bytes, measured with tracemalloc on CPython 3.11): an entry's object, its key
 # tuple and dicts (the cache adds its own per-entry overhead); the first row's dict tables; per
 # row its dict slots and pk tuple, besides the row itself (the side's ``row_charge``: a moving
@@ -290,20 +296,24 @@ class HashJoin(Executor):
             if left.schema.types[lk] != right.schema.types[rk]:
                 raise ExecutorError(identity, f"join key types differ: {left.schema.types[lk].sql_name()} and "
                                               f"{right.schema.types[rk].sql_name()} (cast one side first)")
-        if not left.stream_key or not right.stream_key:
-            raise ExecutorError(identity, "both inputs need a stream key")
+        # an input without a stream key is a one-row stream (a global aggregate): its state pk is
+        # the join key alone, unique since it holds one row at a time
         table_ids = list(table_ids) + [None] * (4 - len(table_ids))
         schema = self._output_schema(left.schema, right.schema)
         if condition is not None and condition.data_type != DataType.BOOLEAN:
             raise ExecutorError(identity, f"the condition is {condition.data_type.sql_name()}, not BOOLEAN")
-        stream_key = self._output_key(join_type, left, right, left_keys, right_keys)
+        self._join_schema = schema    # the extra condition's input: left then right columns
+        if join_type in SEMI_ANTI:
+            schema, stream_key = left.schema, list(left.stream_key)
+        else:
+            stream_key = self._output_key(join_type, left, right, left_keys, right_keys)
         super().__init__([left, right], schema, stream_key, identity)
         self.join_type = join_type
         self.condition = condition
         self.chunk_size = chunk_size
         budget = budget if budget is not None else default_budget()
         self.budget = budget
-        self.left = _Side("left", left, left_keys, join_type in ("left", "full"), store, table_ids[0],
+        self.left = _Side("left", left, left_keys, join_type in ("left", "full") + SEMI_ANTI, store, table_ids[0],
                           table_ids[2], budget, vnodes, consistent, identity, flush_threshold)
         self.right = _Side("right", right, right_keys, join_type in ("right", "full"), store, table_ids[1],
                            table_ids[3], budget, vnodes, consistent, identity, flush_threshold)
@@ -368,6 +378,8 @@ class HashJoin(Executor):
         s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
         s_left = side == 0
         s.write(chunk, self.identity)
+        if self.join_type in SEMI_ANTI:
+            return semi_anti_chunk(self, s, o, chunk, s_left)
         if self.condition is None and not s.outer and not o.outer:
             chunk = chunk.compact()
             if not (chunk.ops >= UPDATE_DELETE).any():
@@ -643,5 +655,5 @@ class HashJoin(Executor):
         if self.condition is None:
             return True
         joined = srow + orow if s_left else orow + srow
-        columns = [to_arrow([v], t) for v, t in zip(joined, self.schema.types)]
+        columns = [to_arrow([v], t) for v, t in zip(joined, self._join_schema.types)]
         return self.condition.eval(columns, 1).to_pylist()[0] is True

@@ -16,8 +16,9 @@ Conflict behaviours (``conflict``), for tables whose pk comes from the user:
 - ``"ignore"``: an insert of an existing pk is dropped; deletes as ``overwrite``.
 - ``"do_update_if_not_null"``: an insert of an existing pk updates only the columns whose new
   value is not NULL; deletes as ``overwrite``.
-With a conflict behaviour the chunk's pks are read in one ``get_rows`` call and the rows are
-then resolved in order in Python (one chunk may touch a pk several times); the resolved
+With a conflict behaviour the chunk's pks are read in one ``get_rows`` call; a chunk of inserts
+of distinct keys none of which exists is passed on as it is, otherwise the rows are
+resolved in order in Python (one chunk may touch a pk several times); the resolved
 changes -- consistent with the state by construction -- are written with one ``write_chunk``
 and are this executor's output.
 
@@ -25,6 +26,8 @@ Callers: the planner (CREATE TABLE / CREATE MATERIALIZED VIEW), tests.
 """
 
 from __future__ import annotations
+
+import pyarrow as pa
 
 from relational.errors import InconsistentOpError
 from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
@@ -73,10 +76,19 @@ class Materialize(UnaryExecutor):
 
     def _resolve(self, chunk: StreamChunk) -> StreamChunk | None:
         """The changes that apply ``chunk`` to the table under the conflict behaviour."""
+        pk = self.pk_indices_
+        if chunk.visibility is None and len(chunk.ops) and bool((chunk.ops == INSERT).all()) and \
+                all(_exact_key_type(chunk.columns[i].type) for i in pk):
+            # the bulk-load case (a DML batch of new keys): one read shows no key exists and no
+            # key repeats, so the changes are the chunk itself -- no per-row Python
+            keys = list(zip(*[chunk.columns[i].to_pylist() for i in pk]))
+            if len(set(keys)) == len(keys):
+                current = self.table.get_rows(keys)
+                if all(c is None for c in current):
+                    return chunk
         rows = chunk.rows()
         if not rows:
             return None
-        pk = self.pk_indices_
         keys = [tuple(row[i] for i in pk) for _, row in rows]
         distinct = list(dict.fromkeys(keys))
         current = dict(zip(distinct, self.table.get_rows(distinct)))   # one batched read
@@ -100,3 +112,11 @@ class Materialize(UnaryExecutor):
                     builder.append(DELETE, cur)
                     current[key] = None
         return builder.take()
+
+
+def _exact_key_type(arrow_type) -> bool:
+    """Whether Python equality of this column's values is its key equality (no NaN, no -0.0,
+    no Decimal scale), so a ``set`` of them finds every repeated pk."""
+    return (pa.types.is_integer(arrow_type) or pa.types.is_string(arrow_type) or pa.types.is_binary(arrow_type)
+            or pa.types.is_boolean(arrow_type) or pa.types.is_date(arrow_type)
+            or pa.types.is_large_string(arrow_type))

@@ -1,0 +1,146 @@
+"""Correlated ``[NOT] EXISTS (subquery)`` and ``x IN (subquery)`` in WHERE, decorrelated into a
+semi / anti join when the subquery refers to the outer query only through equalities.
+
+Job: ``EXISTS (SELECT ... FROM f WHERE f.k = outer.k AND p)`` -> ``outer SEMI JOIN (f WHERE p)
+ON outer.k = f.k`` (NOT EXISTS: ANTI JOIN; ``x IN (SELECT y ...)`` adds ``x = y`` to the keys).
+Each WHERE conjunct of the subquery is either inner-only (a filter of the subquery), or an
+equality with an inner-only side and an outer-only side (a join key pair); a column resolves to
+the subquery's own FROM first (SQL scoping), then to the outer query.
+
+Invariants: NOT EXISTS needs no NULL care (an equality with NULL is never TRUE: the row has no
+match, NOT EXISTS is TRUE, the anti join keeps it). A subquery with GROUP BY, HAVING,
+aggregates, DISTINCT, LIMIT, its own WITH or a correlated conjunct of another shape is an
+UnsupportedError; so is correlated NOT IN (its NULL rules need a per-key count).
+
+Callers: :func:`sql.bind.subquery.where_conjunct`.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from stream import expr as E
+
+from sql import types as T
+from sql.bind.expr import ExprBinder, Scope, _name
+from sql.errors import BindError, UnsupportedError, error_at
+from sql.plan import nodes as P
+
+
+def _select_of(node):
+    while isinstance(node, (exp.Paren, exp.Subquery)):
+        node = node.this
+    return node
+
+
+def references_outer(node, outer: Scope) -> bool:
+    """True when a column of ``node`` resolves in ``outer``."""
+    for col in node.find_all(exp.Column):
+        if isinstance(col.this, exp.Star):
+            continue
+        try:
+            outer.resolve(_name(col.this), _name(col.args.get("table")), col)
+            return True
+        except BindError:
+            continue
+    return False
+
+
+def binds_correlated(qb, node, outer: Scope) -> bool:
+    """True when the subquery ``node`` does not bind alone but names outer columns; False when it
+    binds alone; a BindError of its own otherwise."""
+    try:
+        qb.bind_query(_select_of(node), top=False)
+        return False
+    except BindError:
+        if references_outer(_select_of(node), outer):
+            return True
+        raise
+
+
+def _side(node, inner: Scope, outer: Scope):
+    """'inner', 'outer', 'none' (no columns) or 'mixed' for an expression."""
+    sides = set()
+    for col in node.find_all(exp.Column):
+        name, table = _name(col.this), _name(col.args.get("table"))
+        try:
+            inner.resolve(name, table, col)
+            sides.add("inner")
+        except BindError:
+            outer.resolve(name, table, col)     # a BindError here: the name exists nowhere
+            sides.add("outer")
+    if not sides:
+        return "none"
+    return sides.pop() if len(sides) == 1 else "mixed"
+
+
+def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, where) -> P.Node:
+    """``plan`` semi (anti when ``negate``) joined with the decorrelated ``query``; ``probe`` the
+    IN's left operand or None for EXISTS."""
+    sel = _select_of(query)
+    if not isinstance(sel, exp.Select):
+        raise error_at(UnsupportedError, "a correlated set operation as a subquery is not supported", where)
+    for key in ("group", "having", "distinct", "limit", "offset", "order", "with_", "with"):
+        if sel.args.get(key):
+            raise error_at(UnsupportedError, f"a correlated subquery with {key.rstrip('_').upper()} is not supported",
+                           where)
+    if any(True for _ in sel.find_all(exp.AggFunc)):
+        raise error_at(UnsupportedError, "a correlated subquery with aggregates is not supported", where)
+    where_node = sel.args.get("where")
+    from sql.bind.select import _conjuncts
+    conjuncts = _conjuncts(where_node.this) if where_node is not None else []
+    inner_plan, inner_scope, conjuncts = qb._from(sel, conjuncts)
+    filters, pairs = [], []    # pairs: (outer node, inner node)
+    for c in conjuncts:
+        side = _side(c, inner_scope, scope)
+        if side in ("inner", "none"):
+            filters.append(c)
+            continue
+        if isinstance(c, exp.EQ):
+            a, b = _side(c.this, inner_scope, scope), _side(c.expression, inner_scope, scope)
+            if (a, b) == ("outer", "inner"):
+                pairs.append((c.this, c.expression))
+                continue
+            if (a, b) == ("inner", "outer"):
+                pairs.append((c.expression, c.this))
+                continue
+        raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
+                                         "(outer = inner) AND-ed in its WHERE", c)
+    ib = ExprBinder(inner_scope, qb.params, context="WHERE")
+    if filters:
+        conds = [ib._bool(f) for f in filters]
+        inner_plan = P.Filter(inner_plan, conds[0] if len(conds) == 1 else E.And(*conds))
+    ob = ExprBinder(scope, qb.params, context="WHERE")
+    keys = [(ob.bind(o), ib.bind(i), o) for o, i in pairs]
+    if probe is not None:
+        items = sel.expressions
+        if len(items) != 1 or isinstance(items[0], exp.Star):
+            raise error_at(BindError, "subquery must return only one column", query)
+        item = items[0].this if isinstance(items[0], exp.Alias) else items[0]
+        keys.append((ob.bind(probe), ib.bind(item), probe))
+    lexprs, rexprs = [], []
+    for o, i, node in keys:
+        if o.data_type != i.data_type:
+            sup = T.common_supertype(o.data_type, i.data_type)
+            if sup is None:
+                raise error_at(BindError, f"operator does not exist: {o.data_type.sql_name()} = "
+                                          f"{i.data_type.sql_name()}", node)
+            o, i = ob.coerce(o, sup, node), ib.coerce(i, sup, node)
+        lexprs.append(o)
+        rexprs.append(i)
+    lkeys = []
+    extra = []
+    width = len(plan.types)
+    for o in lexprs:
+        if isinstance(o, E.Col):
+            lkeys.append(o.index)
+        else:
+            lkeys.append(width + len(extra))
+            extra.append(o)
+    if extra:        # computed probe values as trailing left columns
+        visible = plan.n_visible
+        cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+        plan = P.Project(plan, cols + extra, list(plan.names) + [f"_probe{i}" for i in range(len(extra))])
+        plan.n_visible = visible
+    right = P.Project(inner_plan, rexprs, [f"_corr{i}" for i in range(len(rexprs))])
+    return P.Join(plan, right, "anti" if negate else "semi", lkeys, list(range(len(rexprs))), None)

@@ -1,0 +1,222 @@
+"""Subquery binding: uncorrelated subqueries in expressions and WHERE -> plan nodes.
+
+Job:
+- a scalar subquery ``(SELECT ...)`` anywhere an expression is bound (WHERE, the select list,
+  HAVING, ORDER BY): the subquery's plan joins the outer plan as a :class:`P.ScalarJoin` (one
+  more column, the subquery's value) and the expression reads that column. ``EXISTS (q)`` is
+  ``count(*) > 0`` over ``q``, the same way. :class:`Subqueries` collects them while an
+  :class:`~sql.bind.expr.ExprBinder` binds, and ``attach`` adds the joins to the plan.
+- WHERE conjuncts (:func:`where_conjunct`): ``x <op> (scalar subquery)`` with op ``< <= > >=``
+  and ``x`` a column -> :class:`P.DynamicFilter`; ``x [NOT] IN (subquery)`` -> a semi / anti
+  :class:`P.Join` on ``x = y``. NOT IN follows SQL's three-valued logic: a row is kept when
+  the anti join keeps it and the subquery has no NULL and either ``x`` is not NULL or the
+  subquery is empty (a one-row count aggregate over the subquery, joined as a ScalarJoin).
+  ``[NOT] EXISTS`` and ``IN`` with a subquery correlated by equalities: :mod:`sql.bind.correlated`.
+
+Invariants: a materialized view only takes scalar subqueries that provably return at most one
+row (a global aggregate below projections/filters), since a stream cannot fail later; in batch
+a second row is an ExecutionError at run time (sql.batch.execute). A subquery naming a column
+of the outer query (correlated) is an UnsupportedError, except in the WHERE forms above.
+
+Callers: :mod:`sql.bind.select` (``QueryBinder._select``).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from relational.types import DataType
+from stream import expr as E
+
+from sql import types as T
+from sql.bind.expr import ExprBinder, Scope
+from sql.errors import BindError, UnsupportedError, error_at
+from sql.plan import nodes as P
+from sql.bind.correlated import binds_correlated as _binds_correlated, correlated_semi, references_outer
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_CMP = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+
+
+def at_most_one_row(plan: P.Node) -> bool:
+    """True when ``plan`` provably yields at most one row (a global aggregate under
+    projections and filters, or a LIMIT 0/1)."""
+    if isinstance(plan, P.Agg):
+        return not plan.group
+    if isinstance(plan, P.Limit) and plan.limit is not None and plan.limit <= 1:
+        return True
+    if isinstance(plan, P.Values):
+        return len(plan.rows) <= 1
+    if isinstance(plan, (P.Project, P.Filter, P.Sort, P.Limit, P.DynamicFilter)):
+        return at_most_one_row(plan.inputs[0])
+    return False
+
+
+def _is_subquery(node) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, (exp.Subquery, exp.Select))
+
+
+def _unparen(node):
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+class Subqueries:
+    """The scalar subqueries met while binding expressions over a plan ``base_width`` columns
+    wide: the k-th one is read as column ``base_width + k`` once :meth:`attach` has joined
+    them. Pass the instance as an ExprBinder's ``subquery``."""
+
+    def __init__(self, qb, base_width: int):
+        self.qb, self.base_width, self.plans = qb, base_width, []
+
+    def __call__(self, node, binder: ExprBinder) -> E.Expr:
+        if isinstance(node, exp.Exists):
+            sub = bind_subquery(self.qb, node.this, binder.scope, node, one_column=False)
+            count = P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* exists */")
+            plan = P.Agg(sub, [], [count], ["exists"])
+            col = self.add(plan)
+            return E.Cmp(">", col, E.Lit(0, DataType.BIGINT))
+        sub = bind_subquery(self.qb, node, binder.scope, node)
+        if not self.qb.batch and not at_most_one_row(sub):
+            raise error_at(UnsupportedError, "a scalar subquery in a materialized view must provably return at most "
+                                             "one row (such as a global aggregate); this one is not supported", node)
+        return self.add(sub)
+
+    def add(self, plan: P.Node) -> E.Col:
+        self.plans.append(plan)
+        i = self.base_width + len(self.plans) - 1
+        return E.Col(i, plan.types[0], plan.names[0])
+
+    def attach(self, plan: P.Node) -> P.Node:
+        assert len(plan.types) == self.base_width, (len(plan.types), self.base_width)
+        for sub in self.plans:
+            plan = P.ScalarJoin(plan, sub)
+        return plan
+
+
+def bind_subquery(qb, node, outer: Scope, where, one_column: bool = True) -> P.Node:
+    """The plan of an uncorrelated subquery (``where``: the node errors point at)."""
+    inner = _unparen(node)
+    if isinstance(inner, exp.Subquery):
+        inner = inner.this
+    try:
+        plan = qb.bind_query(inner, top=False)
+    except BindError:
+        if references_outer(inner, outer):
+            raise error_at(UnsupportedError, "correlated subqueries (naming a column of the outer query) are not "
+                                             "supported", where) from None
+        raise
+    if one_column and plan.n_visible != 1:
+        raise error_at(BindError, "subquery must return only one column", where)
+    return plan
+
+
+def has_subquery(node) -> bool:
+    return any(True for _ in node.find_all(exp.Subquery, exp.Select, exp.Exists))
+
+
+def where_conjunct(qb, plan: P.Node, scope: Scope, node):
+    """``plan`` filtered by the WHERE conjunct ``node`` when it is one of the special forms of
+    the module docstring, else None."""
+    node = _unparen(node)
+    negate = False
+    if isinstance(node, exp.Not):
+        negate, inner = True, _unparen(node.this)
+    else:
+        inner = node
+    if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+        query = inner.args["query"]
+        if _binds_correlated(qb, query, scope):
+            if negate:
+                raise error_at(UnsupportedError, "NOT IN with a correlated subquery is not supported (use NOT EXISTS)",
+                               node)
+            return correlated_semi(qb, plan, scope, query, inner.this, False, node)
+        return _in(qb, plan, scope, inner, negate)
+    if isinstance(inner, exp.Exists) and _binds_correlated(qb, inner.this, scope):
+        return correlated_semi(qb, plan, scope, inner.this, None, negate, node)
+    if not negate and type(node) in _CMP:
+        op = _CMP[type(node)]
+        left, right = node.this, node.expression
+        if _is_subquery(left) and not _is_subquery(right):
+            left, right, op = right, left, _FLIP[op]
+        if _is_subquery(right) and not has_subquery(left):
+            return _dynamic_filter(qb, plan, scope, left, right, op, node)
+    return None
+
+
+def _dynamic_filter(qb, plan, scope, left, right, op, node):
+    x = ExprBinder(scope, qb.params, context="WHERE").bind(left)
+    sub = bind_subquery(qb, right, scope, right)
+    if not plan.stream_key or not at_most_one_row(sub):
+        return None     # the general path: a ScalarJoin and a Filter
+    vt = sub.types[0]
+    sup = x.data_type if vt == x.data_type else T.common_supertype(x.data_type, vt)
+    if sup is None:
+        return None     # the general path reports the type error
+    if vt != sup:
+        sub = P.Project(sub, [E.Cast(E.Col(0, vt), sup)], [sub.names[0]])
+    if x.data_type != sup:
+        x = E.Cast(x, sup)
+    if isinstance(x, E.Col):
+        return P.DynamicFilter(plan, sub, x.index, op)
+    # the compared value as a trailing left column (kept: later nodes read the columns before it)
+    visible = plan.n_visible
+    cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+    probe = P.Project(plan, cols + [x], list(plan.names) + ["_compared"])
+    probe.n_visible = visible
+    return P.DynamicFilter(probe, sub, len(cols), op)
+
+
+def _in(qb, plan, scope, node, negate):
+    binder = ExprBinder(scope, qb.params, context="WHERE")
+    x = binder.bind(node.this)
+    sub = bind_subquery(qb, node.args["query"], scope, node.args["query"])
+    xt, yt = x.data_type, sub.types[0]
+    target = xt
+    if xt != yt:
+        if isinstance(x, E.Lit) and x.value is None:
+            target = yt
+        else:
+            target = T.common_supertype(xt, yt)
+            if target is None:
+                raise error_at(BindError, f"operator does not exist: {xt.sql_name()} = {yt.sql_name()}", node)
+    if x.data_type != target:
+        x = E.Lit(None, target) if isinstance(x, E.Lit) and x.value is None else E.Cast(x, target)
+    if isinstance(x, E.Col):
+        key = x.index
+    else:                                   # the probe value as one more left column
+        width, visible = len(plan.types), plan.n_visible
+        plan = P.Project(plan, [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))] + [x],
+                         list(plan.names) + ["_in_probe"])
+        plan.n_visible = visible
+        key = width
+
+    def right_side(sub):
+        if sub.types[0] == target:
+            return sub
+        return P.Project(sub, [E.Cast(E.Col(0, yt, sub.names[0]), target)], [sub.names[0]])
+    if not negate:
+        return P.Join(plan, right_side(sub), "semi", [key], [0], None)
+    anti = P.Join(plan, right_side(sub), "anti", [key], [0], None)
+    # NOT IN's NULLs: one row (n, nulls) over the subquery -> CASE WHEN nulls > 0 THEN -1 ELSE n.
+    # The subquery is bound again: a plan node is never shared (its state tables are its own)
+    again = right_side(bind_subquery(qb, node.args["query"], scope, node.args["query"]))
+    flagged = P.Project(again, [E.Col(0, target), E.IsNull(E.Col(0, target))], ["y", "y_null"])
+    counts = P.Agg(flagged, [], [P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*)"),
+                                 P.AggSpec("count", None, False, 1, DataType.BIGINT, "count(*) FILTER (y IS NULL)")],
+                   ["n", "n_null"])
+    n, nulls = E.Col(0, DataType.BIGINT), E.Col(1, DataType.BIGINT)
+    zero = E.Lit(0, DataType.BIGINT)
+    state = P.Project(counts, [E.Case([(E.Cmp(">", nulls, zero), E.Lit(-1, DataType.BIGINT))], n, DataType.BIGINT)],
+                      ["not_in_state"])
+    joined = P.ScalarJoin(anti, state)
+    v = E.Col(len(anti.types), DataType.BIGINT)
+    keep = E.Or(E.Cmp("=", v, zero), E.And(E.Cmp(">", v, zero), E.IsNull(E.Col(key, target), True)))
+    filtered = P.Filter(joined, keep)
+    out = P.Project(filtered, [E.Col(i, t, nm) for i, (t, nm) in enumerate(zip(anti.types, anti.names))],
+                    list(anti.names))
+    out.n_visible = anti.n_visible
+    return out

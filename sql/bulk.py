@@ -1,0 +1,85 @@
+"""Bulk INSERT of Arrow data: ``Connection.insert_arrow(table, data)``, the fast path for feeders
+(the Nexmark benchmark and demo) where ``executemany`` binds every row in Python.
+
+Job: check ``data`` (a ``pyarrow`` RecordBatch or Table) against the table's visible columns
+(by name: every column present once, nothing else; types cast safely to the declared Arrow
+types, so an int32 column fits a BIGINT one), refuse NULL in a user primary key, add the hidden
+``_row_id`` as NULLs (the table's Dml fills them), and hand insert chunks of ``chunk_size``
+rows straight to the table's source. Same semantics as INSERT VALUES of the same rows: the
+table's ON CONFLICT applies, the rows become visible with the next checkpoint (or at once
+with ``RW_IMPLICIT_FLUSH``).
+
+Invariants: nothing is written when a check fails (all checks run before the first chunk); a
+failure inside the graph surfaces as ``ExecutionError`` and rebuilds it from the last
+checkpoint, as for any DML.
+
+Callers: :mod:`sql.session` (``Connection.insert_arrow``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from stream.chunk import INSERT, StreamChunk
+from stream.errors import StreamError
+from stream.schema import Schema
+
+from sql.errors import BindError, CatalogError, ExecutionError
+
+DEFAULT_CHUNK_SIZE = 4096
+
+
+def insert_arrow(db, table: str, data, variables, chunk_size: int = DEFAULT_CHUNK_SIZE) -> int:
+    """Insert every row of ``data`` into ``table``; returns the row count (module docstring)."""
+    from sql.statements import _checked_flush
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if not isinstance(data, pa.Table):
+        raise BindError(f"insert_arrow needs a pyarrow RecordBatch or Table, got {type(data).__name__}")
+    rel = db.catalog.get(table.lower())
+    if rel is None or rel.kind != "table":
+        raise (CatalogError(f"table {table!r} does not exist") if rel is None
+               else BindError(f"cannot insert into materialized view {table!r}"))
+    schema = Schema(list(rel.desc.columns))
+    visible = rel.visible_columns
+    names = data.column_names
+    extra = sorted(set(names) - {n for n, _ in visible})
+    if extra or len(set(names)) != len(names):
+        raise BindError(f"columns {extra or names} do not match the columns of {rel.name!r}")
+    columns = []
+    for i, (name, _) in enumerate(visible):
+        atype = schema.arrow_types[i]
+        if name not in names:
+            column = pa.nulls(data.num_rows, atype)
+        else:
+            column = data.column(name)
+            if column.type != atype:
+                try:
+                    column = pc.cast(column, atype, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise BindError(f"column {name!r} of type {column.type} does not fit "
+                                    f"{rel.desc.columns[i][1].sql_name()}: {exc}") from None
+        if rel.user_pk and i in rel.pk_indices and column.null_count:
+            raise ExecutionError(f"null value in primary key column {name!r} of {rel.name!r}")
+        columns.append(column)
+    if rel.row_id:
+        columns.append(pa.nulls(data.num_rows, pa.int64()))
+    n = data.num_rows
+    if n == 0:
+        return 0
+    whole = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+    with db.lock:
+        src = db.builder.sources[rel.name]
+        try:
+            for at in range(0, n, chunk_size):
+                part = whole.slice(at, chunk_size)
+                db.rt.write(src, StreamChunk(np.full(part.num_rows, INSERT, np.int8), part.columns, schema))
+        except StreamError as exc:
+            cause = exc.__cause__ or exc
+            db.recover()
+            raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
+    if variables.get("rw_implicit_flush") == "true":
+        _checked_flush(db)
+    return n

@@ -1,0 +1,230 @@
+"""``hummock sql [URL]``: an interactive SQL shell (psql's look), or a script read from stdin.
+
+On a terminal: line editing and a persistent history (prompt_toolkit; readline when it is
+missing), statements spanning lines until one ends with ``;`` (prompt ``hummock=>``, then
+``hummock->``), results as aligned tables. Meta commands (a line starting with ``\\``): ``\\d``
+(tables and MVs), ``\\d NAME`` (columns; an MV's definition), ``\\dt``, ``\\dm``, ``\\timing
+[on|off]``, ``\\?``, ``\\q``. Ctrl-C drops the statement being typed; Ctrl-D quits.
+
+With stdin not a terminal the same lines are read from stdin (no prompts); an error is printed
+with its position and the script goes on, as psql does (``--on-error-stop`` stops it); the exit
+code is then 4 (``EXIT_SQL``) when any statement failed.
+
+Callers: ``sql/cli.py``. The statement splitting and rendering are :mod:`sql.cli_script`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+import time
+
+from sql.cli_common import EXIT_OK, EXIT_SQL
+from sql.cli_script import execute_at, is_complete, render_result, render_table, split_statements
+from sql.errors import SqlError
+
+HELP = """meta commands:
+  \\d            list tables and materialized views
+  \\d NAME       columns of a table or MV (and an MV's definition)
+  \\dt           list tables
+  \\dm           list materialized views
+  \\timing [on|off]  print each statement's time
+  \\?            this help
+  \\q            quit
+SQL statements end with ';' and may span lines."""
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "sql", help="an interactive SQL shell (or a script on stdin)",
+        description="Open the database at URL (default: a fresh in-memory one) and run SQL typed at "
+                    "the prompt, or read from stdin when it is not a terminal. Type \\? for meta commands.")
+    parser.add_argument("url", metavar="URL", nargs="?", default=":memory:",
+                        help="a path, file:///path, s3://bucket/prefix?endpoint=..., or :memory: (default)")
+    add_session_options(parser)
+    parser.add_argument("--on-error-stop", action="store_true",
+                        help="stdin scripts: stop at the first failed statement")
+    parser.set_defaults(func=run_shell)
+
+
+def add_session_options(parser) -> None:
+    parser.add_argument("--implicit-flush", action="store_true",
+                        help="each DML waits for its checkpoint (SET RW_IMPLICIT_FLUSH = true)")
+    parser.add_argument("--timing", action="store_true", help="print each statement's time")
+
+
+class Shell:
+    """Feeds lines; runs each complete statement; handles meta commands."""
+
+    def __init__(self, conn, out=sys.stdout, err=sys.stderr, timing: bool = False, stop_on_error: bool = False):
+        self.conn, self.out, self.err = conn, out, err
+        self.timing, self.stop_on_error = timing, stop_on_error
+        self.buffer = ""
+        self.failures = 0
+        self.done = False
+        self.line_no = 0          # lines fed so far: error positions are the input's
+        self.buffer_line = 1      # the input line the buffer starts on
+
+    @property
+    def continuing(self) -> bool:
+        return bool(self.buffer.strip())
+
+    def feed(self, line: str) -> None:
+        self.line_no += 1
+        if not self.continuing and line.lstrip().startswith("\\"):
+            self.meta(line.strip())
+            return
+        if not self.continuing:
+            self.buffer_line = self.line_no
+            self.buffer = ""
+        self.buffer += line + "\n"
+        if is_complete(self.buffer):
+            text, self.buffer = self.buffer, ""
+            self.run_text(text, self.buffer_line)
+
+    def finish(self) -> None:
+        """End of input: a last statement without ``;`` still runs (psql drops it; scripts
+        often omit the final semicolon)."""
+        if self.continuing and not self.done:
+            text, self.buffer = self.buffer, ""
+            self.run_text(text, self.buffer_line)
+
+    def run_text(self, text: str, first_line: int) -> None:
+        for stmt in split_statements(text):
+            if self.done:
+                return
+            stmt = type(stmt)(stmt.text, stmt.line + first_line - 1, stmt.column)
+            started = time.perf_counter()
+            try:
+                cursor = execute_at(self.conn, stmt)
+                print(render_result(cursor, stmt.text), file=self.out)
+            except SqlError as exc:
+                self.failures += 1
+                print(error_text(exc, stmt), file=self.err)
+                if self.stop_on_error:
+                    self.done = True
+            if self.timing:
+                print(f"Time: {(time.perf_counter() - started) * 1000:.3f} ms", file=self.out)
+            self.out.flush()
+
+    # --- meta commands ---
+
+    def meta(self, line: str) -> None:
+        word, _, arg = line.partition(" ")
+        arg = arg.strip().rstrip(";")
+        if word in ("\\q", "\\quit"):
+            self.done = True
+        elif word == "\\?":
+            print(HELP, file=self.out)
+        elif word == "\\timing":
+            self.timing = {"on": True, "off": False}.get(arg.lower(), not self.timing)
+            print(f"Timing is {'on' if self.timing else 'off'}.", file=self.out)
+        elif word in ("\\d", "\\d+") and arg:
+            self.describe(arg)
+        elif word in ("\\d", "\\dt", "\\dm"):
+            self.list_relations({"\\d": ("table", "mv"), "\\dt": ("table",), "\\dm": ("mv",)}[word])
+        else:
+            self.failures += 1
+            print(f"invalid command {word}; try \\? for help", file=self.err)
+
+    def list_relations(self, kinds) -> None:
+        catalog = self.conn.db.catalog
+        rows = [(r.name, "table" if r.kind == "table" else "materialized view", len(r.visible_columns))
+                for r in catalog.ordered() if r.kind in kinds]
+        rows.sort()
+        if not rows:
+            print("Did not find any relations.", file=self.out)
+            return
+        print("List of relations", file=self.out)
+        print(render_table(["Name", "Type", "Columns"], rows), file=self.out)
+
+    def describe(self, name: str) -> None:
+        rel = self.conn.db.catalog.get(name.strip('"') if name.startswith('"') else name.lower())
+        if rel is None:
+            self.failures += 1
+            print(f"Did not find any relation named {name!r}.", file=self.err)
+            return
+        kind = "Table" if rel.kind == "table" else "Materialized view"
+        print(f'{kind} "{rel.name}"', file=self.out)
+        cursor = self.conn.execute(f'DESCRIBE "{rel.name}"')
+        print(render_table([d[0] for d in cursor.description], cursor.fetchall()), file=self.out)
+        if rel.kind == "mv" and rel.definition:
+            print(f"View definition:\n  {rel.definition};", file=self.out)
+        elif rel.append_only:
+            print("APPEND ONLY", file=self.out)
+
+
+def error_text(exc: SqlError, stmt) -> str:
+    """``ERROR: <Type>: <message>`` plus, when the error has no position, where the statement
+    starts, and the statement's first line."""
+    where = "" if exc.line is not None else f" (statement at line {stmt.line}, column {stmt.column})"
+    first = stmt.text.splitlines()[0] if stmt.text else ""
+    more = " ..." if "\n" in stmt.text else ""
+    return f"ERROR: {type(exc).__name__}: {exc}{where}\nSTATEMENT: {first}{more}"
+
+
+def run_shell(args) -> int:
+    import sql
+    with sql.connect(args.url, implicit_flush=args.implicit_flush) as conn:
+        shell = Shell(conn, timing=args.timing, stop_on_error=args.on_error_stop)
+        if sys.stdin.isatty():
+            _interactive(shell, args.url)
+        else:
+            for line in sys.stdin:
+                shell.feed(line.rstrip("\n"))
+                if shell.done:
+                    break
+            shell.finish()
+            return EXIT_SQL if shell.failures else EXIT_OK
+    return EXIT_OK
+
+
+def history_path() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("HUMMOCK_HISTORY", pathlib.Path.home() / ".hummock_history"))
+
+
+def _interactive(shell: Shell, url: str) -> None:
+    from hummock import __version__
+    print(f"hummock {__version__} SQL shell on {url}. Type \\? for help, \\q to quit.", file=shell.out)
+    read = _line_reader()
+    while not shell.done:
+        try:
+            line = read("hummock-> " if shell.continuing else "hummock=> ")
+        except KeyboardInterrupt:
+            shell.buffer = ""
+            continue
+        except EOFError:
+            print(file=shell.out)
+            break
+        try:
+            shell.feed(line)
+        except KeyboardInterrupt:   # a statement interrupted while it ran: the shell goes on
+            shell.buffer = ""
+            print("cancelled", file=shell.err)
+
+
+def _line_reader():
+    """``prompt -> line`` with editing and history: prompt_toolkit, else readline."""
+    try:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+    except ImportError:
+        import readline
+        path = str(history_path())
+        try:
+            readline.read_history_file(path)
+        except OSError:
+            pass
+        import atexit
+        atexit.register(lambda: _save_readline(readline, path))
+        return input
+    session = PromptSession(history=FileHistory(str(history_path())))
+    return lambda prompt: session.prompt(prompt)
+
+
+def _save_readline(readline, path) -> None:
+    try:
+        readline.write_history_file(path)
+    except OSError:
+        pass

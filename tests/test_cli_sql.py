@@ -1,0 +1,128 @@
+"""``hummock sql`` fed by stdin and ``hummock run`` on scripts, as subprocesses (the way a user
+runs them), plus the statement splitting and table rendering they share (sql/cli_script.py)."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from sql.cli_script import command_tag, is_complete, render_table, split_statements
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def hummock(*args, stdin=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               HUMMOCK_HISTORY=os.devnull)
+    return subprocess.run([sys.executable, "-m", "sql.cli", *map(str, args)], input=stdin, capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=300)
+
+
+# --- sql/cli_script.py ------------------------------------------------------------------------------
+
+def test_split_statements_keeps_positions_and_respects_quotes_and_comments():
+    text = "SELECT 1;\n  -- a comment; still a comment\n  SELECT 'a;b' /* ; */ ,\n 2 ;\n;  \n-- only\n"
+    parts = split_statements(text)
+    assert [(p.text, p.line, p.column) for p in parts] == [
+        ("SELECT 1", 1, 1), ("-- a comment; still a comment\n  SELECT 'a;b' /* ; */ ,\n 2", 2, 3)]
+
+
+@pytest.mark.parametrize("buffer, complete", [
+    ("SELECT 1", False), ("SELECT 1;", True), ("SELECT 1;  -- done\n", True), ("SELECT ';'", False),
+    ("SELECT 1; SELECT", False), ("SELECT 1; /* open", False), ("", False), ("-- x;\n", False)])
+def test_is_complete(buffer, complete):
+    assert is_complete(buffer) is complete
+
+
+def test_render_table_aligns_numbers_right_and_text_left():
+    text = render_table(["id", "name", "ok"], [(1, "ab", True), (100, None, False)])
+    assert text.splitlines() == ["  id | name | ok", "-----+------+----", "   1 | ab   | t",
+                                 " 100 |      | f", "(2 rows)"]
+    assert render_table(["x"], []).splitlines()[-1] == "(0 rows)"
+
+
+def test_command_tags():
+    assert command_tag("insert into t values (1)", 1) == "INSERT 0 1"
+    assert command_tag("DELETE FROM t", 3) == "DELETE 3"
+    assert command_tag("create materialized view m as select 1", -1) == "CREATE MATERIALIZED VIEW"
+    assert command_tag("FLUSH", -1) == "FLUSH"
+
+
+# --- hummock sql, stdin -----------------------------------------------------------------------------
+
+SESSION = """CREATE TABLE t (id INT PRIMARY KEY, g VARCHAR, v INT);
+CREATE MATERIALIZED VIEW m AS
+  SELECT g, count(*) AS n, sum(v) AS s
+  FROM t GROUP BY g;
+INSERT INTO t VALUES (1, 'a', 10), (2, 'a', 5),
+                     (3, 'b;c', 7);
+FLUSH;
+\\dt
+\\dm
+\\d m
+\\timing on
+SELECT * FROM m ORDER BY g;
+\\timing off
+SELECT nosuch FROM t;
+SELECT count(*) AS rows FROM t;
+\\q
+SELECT 'never run';
+"""
+
+
+def test_sql_shell_reads_a_script_from_stdin(tmp_path):
+    out = hummock("sql", tmp_path / "db", stdin=SESSION)
+    assert out.returncode == 4, out.stderr            # one statement failed; the rest ran
+    text = out.stdout
+    assert "CREATE TABLE\nCREATE MATERIALIZED VIEW\nINSERT 0 3\nFLUSH\n" in text
+    assert " t    | table" in text and " m    | materialized view" in text
+    assert 'Materialized view "m"' in text and "View definition:" in text and "COUNT(*)" in text
+    assert "  g  | n | s\n-----+---+----\n a   | 2 | 15\n b;c | 1 |  7\n(2 rows)\nTime: " in text
+    assert " rows\n------\n    3\n(1 row)" in text
+    assert "never run" not in text
+    assert text.count("Time: ") == 1
+    assert "ERROR: BindError: column 'nosuch' does not exist at line 14, column 8" in out.stderr
+    assert "Traceback" not in out.stderr
+    again = hummock("sql", tmp_path / "db", stdin="SELECT sum(s) FROM m")   # reopened; no final ';'
+    assert again.returncode == 0 and "  22\n(1 row)" in again.stdout
+
+
+def test_sql_shell_on_error_stop_and_bad_meta_command():
+    out = hummock("sql", "--on-error-stop", stdin="\\nope\nSELEC 1;\nSELECT 2;\n")
+    assert out.returncode == 4
+    assert "invalid command \\nope" in out.stderr and "SqlSyntaxError" in out.stderr
+    assert "2" not in out.stdout
+
+
+# --- hummock run ------------------------------------------------------------------------------------
+
+def test_run_prints_results_then_stops_at_the_first_error(tmp_path):
+    script = tmp_path / "s.sql"
+    script.write_text("CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1), (2);\nFLUSH;\n"
+                      "SELECT id FROM t ORDER BY id;\n\nSELECT id,\n       missing FROM t;\nSELECT 42;\n")
+    out = hummock("run", ":memory:", script)
+    assert out.returncode == 4
+    assert out.stdout.splitlines() == ["CREATE TABLE", "INSERT 0 2", "FLUSH", " id", "----", "  1", "  2",
+                                       "(2 rows)"]
+    first, stmt, *body = out.stderr.splitlines()
+    assert first == f"{script}:7:8: ERROR: BindError: column 'missing' does not exist at line 7, column 8"
+    assert stmt == "STATEMENT (line 6, column 1):" and body == ["  SELECT id,", "         missing FROM t"]
+
+
+def test_run_error_without_a_position_names_the_statement_start(tmp_path):
+    script = tmp_path / "s.sql"
+    script.write_text("CREATE TABLE t (id INT PRIMARY KEY);\n  CREATE TABLE t (id INT PRIMARY KEY);\n")
+    out = hummock("run", tmp_path / "db", script)
+    assert out.returncode == 4 and "CatalogError" in out.stderr and f"{script}:2:" in out.stderr
+
+
+def test_run_reads_stdin_and_a_clean_script_exits_0():
+    out = hummock("run", ":memory:", "-", "--echo", stdin="SELECT 1 + 1 AS two;")
+    assert out.returncode == 0 and out.stdout.splitlines() == ["SELECT 1 + 1 AS two;", " two", "-----",
+                                                                 "   2", "(1 row)"]
+
+
+def test_run_on_a_missing_file_or_store_is_exit_3(tmp_path):
+    assert hummock("run", ":memory:", tmp_path / "absent.sql").returncode != 0
