@@ -1,9 +1,10 @@
 """Query binding: a sqlglot SELECT / UNION ALL -> a logical plan (:mod:`sql.plan.nodes`).
 
 Job: FROM (tables, MVs, CTEs, subqueries, comma and explicit equi-joins), WHERE, GROUP BY with
-aggregates (+ FILTER), HAVING, the select list (``*``, ``t.*``, aliases), UNION ALL, and -- in
-batch mode only -- ORDER BY / LIMIT / OFFSET. The plan's first ``n_visible`` columns are the
-query's output, named by ``plan.names``.
+aggregates (+ FILTER), HAVING, the select list (``*``, ``t.*``, aliases), UNION [ALL]; ORDER BY /
+LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() through :mod:`sql.bind.order`, EXCEPT / INTERSECT
+through :mod:`sql.bind.set_ops`. The plan's first ``n_visible`` columns are the query's output,
+named by ``plan.names``.
 
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
 supported subset raise UnsupportedError naming the construct and position; a join in a
