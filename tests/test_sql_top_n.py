@@ -293,3 +293,21 @@ def test_top_n_mvs_resume_after_reopen(tmp_path):
             assert _rows(c, f"SELECT * FROM {name}") == _rows(c, q), name
         assert _rows(c, "SELECT * FROM top") == [(2, 7), (6, 9)]
         assert _rows(c, "SELECT * FROM grp") == [(1, "x", 2), (3, "y", 2), (5, "x", 1), (7, "y", 1)]
+
+
+def test_group_top_n_per_hop_window_over_an_append_only_table():
+    """Top 2 bids per HOP window (Nexmark-style): an append-only ranked group top-N keyed by
+    the window, equal to its batch SELECT as bids arrive."""
+    with sql.connect(":memory:") as c:
+        c.execute("CREATE TABLE bid (id INT PRIMARY KEY, price INT, ts TIMESTAMP) APPEND ONLY ON CONFLICT DO NOTHING")
+        q = ("SELECT window_start, id, price, rn FROM (SELECT window_start, id, price, row_number() OVER "
+             "(PARTITION BY window_start ORDER BY price DESC) AS rn FROM HOP(bid, ts, INTERVAL '5 seconds', "
+             "INTERVAL '10 seconds')) x WHERE rn <= 2")
+        c.execute(f"CREATE MATERIALIZED VIEW m AS {q}")
+        assert any("rank, append_only" in line for line in _explain(c, q))
+        for i in range(12):
+            c.execute("INSERT INTO bid VALUES (%s, %s, %s)", (i, (i * 37) % 11, f"2024-01-01 00:00:{i * 3:02d}"))
+            if i % 4 == 3:
+                c.execute("FLUSH")
+                assert _rows(c, "SELECT * FROM m") == _rows(c, q)
+        assert len(_rows(c, "SELECT * FROM m")) > 4
