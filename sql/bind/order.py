@@ -1,9 +1,11 @@
-"""ORDER BY / LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() OVER: binding onto Sort/Limit
-(a batch SELECT's own result order), TopN (everything an MV or a subquery keeps) and RowNumber.
+"""ORDER BY / LIMIT / OFFSET / FETCH, DISTINCT ON and ROW_NUMBER() OVER: binding onto Sort (a
+batch SELECT's own result order), TopN (the rows a LIMIT keeps, in MVs, subqueries and batch
+alike) and RowNumber.
 
 Job:
 - :func:`order_target` resolves one ORDER BY / DISTINCT ON item to a column of the select's
   projection (an output position, an output name, or a hidden extra column, shared by text).
+- :func:`limit_of` reads ``LIMIT n | ALL`` and ``FETCH FIRST [n] ROWS ONLY | WITH TIES``.
 - :func:`order_limit`: LIMIT/OFFSET is a TopN; ORDER BY is a Sort at the top of a batch SELECT
   (after the TopN: the rows are the ones its MV would hold, ties included) and is dropped
   anywhere else (an MV, a subquery), where it changes no rows.
@@ -13,7 +15,8 @@ Job:
   list appends a RowNumber column; any other window function is an UnsupportedError.
 - :func:`rank_filter`: ``Filter(Project(RowNumber(x)), rn <= n AND ...)`` -- an outer WHERE on
   the rank of a FROM subquery -- becomes ``Filter(Project(TopN(x, group=partition, rank)), ...)``
-  (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN).
+  (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN);
+  :func:`drop_unused_rank` then drops the rank when the outer select does not read it.
 - :func:`check_streamable`: a RowNumber left in a stream plan is an UnsupportedError.
 
 Invariants: a TopN's order is never empty (no ORDER BY: the input's stream key); ties are
