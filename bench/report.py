@@ -14,8 +14,8 @@ works). It writes ``--out`` (default ``bench/report.md``) with one section per w
   {...}, "checked": ...}``) beside RisingWave's published per-core rates, chart
   ``report-nexmark.png``.
 
-Charts need matplotlib (``pip install -e '.[report]'``); without it the report says so and keeps
-its tables. The last JSON line of a kind wins. Callers: users, ``hummock bench report``, tests.
+Charts are PNGs drawn by matplotlib (``pip install -e '.[report]'``); without it the same bar
+charts are written as small SVGs by hand, and the report says so. The last JSON line of a kind wins. Callers: users, ``hummock bench report``, tests.
 """
 
 from __future__ import annotations
@@ -158,6 +158,52 @@ def draw(chart: dict, path: pathlib.Path) -> None:
     plt.close(fig)
 
 
+_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
+
+
+def draw_svg(chart: dict, path: pathlib.Path) -> None:
+    """The same grouped bar chart as :func:`draw`, as a small hand-written SVG (no matplotlib)."""
+    import math
+    from xml.sax.saxutils import escape
+    labels, series = chart["labels"], chart["series"]
+    values = [v for vs in series.values() for v in vs if v]
+    top = max(values, default=1)
+    log = chart["log"] and values
+    low = 10 ** math.floor(math.log10(min(values))) if log else 0
+    high = 10 ** math.ceil(math.log10(top)) if log else top * 1.1
+
+    def scale(v):
+        if not v:
+            return 0.0
+        return (math.log10(v) - math.log10(low)) / (math.log10(high) - math.log10(low)) if log else v / high
+
+    left, width, height, plot_h = 70, max(480, 70 * len(labels)), 300, 200
+    group = (width - left - 10) / max(len(labels), 1)
+    bar = group * 0.8 / max(len(series), 1)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+             f'font-size="11"><rect width="100%" height="100%" fill="white"/>',
+             f'<text x="{width / 2}" y="16" text-anchor="middle" font-size="13">{escape(chart["title"])}</text>']
+    base = 30 + plot_h
+    ticks = [low * 10 ** k for k in range(round(math.log10(high / low)) + 1)] if log else [high * k / 4 for k in range(5)]
+    for t in ticks:
+        y = base - scale(t) * plot_h if t else base
+        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+                     f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{t:,.0f}</text>')
+    for i, label in enumerate(labels):
+        x0 = left + i * group + group * 0.1
+        for k, (name, vs) in enumerate(series.items()):
+            h = scale(vs[i]) * plot_h
+            parts.append(f'<rect x="{x0 + k * bar:.1f}" y="{base - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" '
+                         f'fill="{_COLORS[k % len(_COLORS)]}"><title>{escape(name)}: {vs[i]:,.0f}</title></rect>')
+        parts.append(f'<text x="{x0 + group * 0.4:.1f}" y="{base + 14}" text-anchor="middle">{escape(str(label))}</text>')
+    for k, name in enumerate(series):
+        x = left + k * 150
+        parts.append(f'<rect x="{x}" y="{height - 22}" width="10" height="10" fill="{_COLORS[k % len(_COLORS)]}"/>'
+                     f'<text x="{x + 14}" y="{height - 13}">{escape(name)}</text>')
+    parts.append("</svg>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
 def render(data: dict, out: pathlib.Path, sources=(), note: str = "") -> list:
     """Write the report for ``data`` (bench kind -> JSON object) to ``out`` and its charts beside
     it; returns the chart paths written."""
@@ -175,18 +221,18 @@ def render(data: dict, out: pathlib.Path, sources=(), note: str = "") -> list:
     if sources:
         lines += ["Sources: " + "; ".join(f"`{s}`" for s in sources), ""]
     if not charts_ok:
-        lines += ["(Charts skipped: matplotlib is not installed; `pip install -e '.[report]'`.)", ""]
+        lines += ["(Charts are SVG: matplotlib is not installed; `pip install -e '.[report]'` for PNGs.)", ""]
     written = []
     for name, section in SECTIONS:
         body, chart = section(data)
         if not body:
             continue
         lines += body + [""]
-        if chart is not None and charts_ok:
-            png = out.parent / f"report-{name}.png"
-            draw(chart, png)
-            written.append(png)
-            lines += [f"![{chart['title']}]({png.name})", ""]
+        if chart is not None:
+            image = out.parent / f"report-{name}.{'png' if charts_ok else 'svg'}"
+            (draw if charts_ok else draw_svg)(chart, image)
+            written.append(image)
+            lines += [f"![{chart['title']}]({image.name})", ""]
     out.write_text("\n".join(lines), encoding="utf-8")
     return written
 

@@ -19,6 +19,9 @@ DOUBLE         Arrow or numpy float16/32/64 (widened exactly; every NaN written 
 REAL           Arrow or numpy float32 (NaN canonical)
 VARCHAR        Arrow string / large_string whose data is valid UTF-8 (checked)
 BYTEA          Arrow binary / large_binary
+DATE           Arrow date32 (days) within Python's date range
+TIMESTAMP      Arrow timestamp[us] (naive) within Python's datetime range
+TIMESTAMPTZ    Arrow timestamp[us, tz=UTC], same range
 =============  ==========================================================================
 
 Anything else (another type, a Python sequence, a ChunkedArray of several chunks, a column of
@@ -76,6 +79,8 @@ def _describe(column, dtype, n: int):
     elif isinstance(column, pa.Array):
         if kind in _BYTES_TYPES:
             return _bytes_column(column, kind, n)
+        if kind in _TEMPORAL:
+            return _temporal_column(column, kind)
         if kind not in _FIXED_KINDS or not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
                                             or pa.types.is_boolean(column.type)):
             return None
@@ -120,6 +125,30 @@ def _fixed(values: np.ndarray, kind):
         return 4, bits
     return None
 
+
+def _temporal_column(column: pa.Array, kind):
+    """DATE (Arrow date32: i32 days) and TIMESTAMP[TZ] (Arrow timestamp[us], naive or UTC:
+    i64 microseconds) as the integers the value encoding stores, when every value lies in
+    Python's date/datetime range (the row path refuses the others), else None."""
+    arrow_type, width, lo, hi = _TEMPORAL[kind]
+    if column.type != arrow_type:
+        return None
+    nulls = None
+    if column.null_count:
+        nulls = column.is_null().to_numpy(zero_copy_only=False).view(np.uint8)
+    ints = column.view(pa.int32() if width == 4 else pa.int64())
+    if column.null_count:
+        ints = ints.fill_null(0)
+    values = ints.to_numpy(zero_copy_only=False)
+    if len(values) and (int(values.min()) < lo or int(values.max()) > hi):
+        return None
+    return width, np.ascontiguousarray(values, dtype=np.int64), None, nulls
+
+
+_USECS_MIN, _USECS_MAX = -62_135_596_800_000_000, 253_402_300_799_999_999   # 0001-01-01 .. 9999-12-31
+_TEMPORAL = {TypeKind.DATE: (pa.date32(), 4, -719_162, 2_932_896),
+             TypeKind.TIMESTAMP: (pa.timestamp("us"), 8, _USECS_MIN, _USECS_MAX),
+             TypeKind.TIMESTAMPTZ: (pa.timestamp("us", tz="UTC"), 8, _USECS_MIN, _USECS_MAX)}
 
 _DTYPE_RANGES: dict = {}
 

@@ -59,7 +59,8 @@ class LiveFigures:
             mvs = " ".join(f"{name.removeprefix('nexmark_')}={n:,}" for name, n in f["rows"].items())
             print(f"  {f['events']:>10,} events {f['rate']:>9,.0f}/s  epoch {f['epoch']}  {mvs}  "
                   f"L0 {f['l0_sub_levels']} sub-levels {human_bytes(f['level_sizes'][0])}, "
-                  f"L1-L6 {human_bytes(sum(f['level_sizes'][1:]))}", file=self.out, flush=True)
+                  f"L1-L6 {human_bytes(sum(f['level_sizes'][1:]))}, {f['compactions']} compactions",
+                  file=self.out, flush=True)
 
     def _render(self, f):
         from rich.console import Group

@@ -53,8 +53,12 @@ class Statement:
     n_params: int = 0
 
 
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
 def _scan(text: str):
-    """Yield ``(kind, start, end)`` for ``;``, ``%s`` and ``$n`` outside quotes and comments."""
+    """Yield ``(kind, start, end)`` for ``;``, ``%s`` and ``$n`` outside quotes (``'...'``,
+    ``"..."``, ``$tag$...$tag$``) and comments."""
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -80,6 +84,9 @@ def _scan(text: str):
         elif c == "%" and text.startswith("%s", i):
             yield "%s", i, i + 2
             i += 2
+        elif c == "$" and (m := _DOLLAR_TAG.match(text, i)) is not None:   # $tag$ ... $tag$
+            j = text.find(m.group(0), m.end())
+            i = n if j < 0 else j + len(m.group(0))
         elif c == "$" and i + 1 < n and text[i + 1].isdigit():
             j = i + 1
             while j < n and text[j].isdigit():

@@ -36,15 +36,41 @@ def test_report_renders_every_section_from_json_lines(tmp_path, capsys):
     assert "| q6 | - | - |  |" not in text and "| q6 | not supported yet | - |  |" in text
     charts = sorted(p.name for p in tmp_path.glob("*.png"))
     if importlib.util.find_spec("matplotlib") is None:
-        assert charts == [] and "Charts skipped: matplotlib is not installed" in text
+        svgs = sorted(p.name for p in tmp_path.glob("*.svg"))
+        assert charts == [] and svgs == ["report-compaction.svg", "report-kv.svg", "report-nexmark.svg"]
+        assert "Charts are SVG: matplotlib is not installed" in text and "![Nexmark events/s per query" in text
+        import xml.etree.ElementTree as ET
+        nexmark = ET.parse(tmp_path / "report-nexmark.svg").getroot()
+        bars = [r for r in nexmark.iter("{http://www.w3.org/2000/svg}rect") if r.find("{*}title") is not None]
+        heights = {r.find("{*}title").text: float(r.get("height")) for r in bars}
+        assert heights["hummock: 120,000"] > heights["hummock: 59,000"] > 0 == heights["hummock: 0"]
+        charts = svgs
     else:
         assert charts == ["report-compaction.png", "report-kv.png", "report-nexmark.png"]
         assert all((tmp_path / c).read_bytes().startswith(b"\x89PNG") for c in charts)
         assert "![Nexmark events/s per query" in text
-    assert "3 chart(s)" in capsys.readouterr().out or not charts
+    assert "3 chart(s)" in capsys.readouterr().out
 
 
 def test_report_without_any_json_fails(tmp_path):
     empty = tmp_path / "empty.log"
     empty.write_text("nothing here\n")
     assert report.main(["--from", str(empty), "--out", str(tmp_path / "r.md")]) == 1
+
+
+def test_svg_charts_need_no_matplotlib(tmp_path):
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    for log in (False, True):
+        chart = {"title": "t <&>", "labels": ["a", "b", "c"], "log": log,
+                 "series": {"x": [10.0, 1000.0, 0], "y": [100.0, 10.0, 5.0]}}
+        path = tmp_path / f"c{log}.svg"
+        report.draw_svg(chart, path)
+        root = ET.parse(path).getroot()
+        bars = {r.find(f"{ns}title").text: float(r.get("height")) for r in root.iter(f"{ns}rect")
+                if r.find(f"{ns}title") is not None}
+        assert len(bars) == 6 and bars["x: 0"] == 0
+        assert bars["x: 1,000"] > bars["y: 100"] > bars["x: 10"] > bars["y: 5"] > 0
+        if not log:
+            assert abs(bars["x: 1,000"] / bars["y: 100"] - 10) < 0.2     # linear (heights rounded to 0.1)
+        assert root.find(f"{ns}text").text == "t <&>"

@@ -115,9 +115,11 @@ def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_pa
     """README's first command, on 20,000 events: Spark compaction when Java is here (the default),
     else the in-process runner, said so; every MV equals its batch recomputation."""
     from sql.cli_demo import java_available
-    out = hummock("demo", tmp_path / "db", "--events", "20000")
+    out = hummock("demo", tmp_path / "db", "--events", "20000", "--rate", "8000")
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
+    wall_rate = int(text.split("streamed 20,000 events in ")[1].split("(")[1].split(" events/s")[0].replace(",", ""))
+    assert wall_rate <= 8_400                                              # --rate caps the stream
     for mv in ("nexmark_q1", "nexmark_q2", "nexmark_q3", "nexmark_q4"):
         assert f"  {mv}: " in text and f"  {mv}: " in text.split("self-check at committed epoch")[1]
     assert "streamed 20,000 events" in text and "      20,000 events" in text
@@ -127,6 +129,25 @@ def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_pa
     assert text.rstrip().endswith("self-check passed") and "FAILED" not in text
     assert "Traceback" not in out.stderr
     assert hummock("inspect", tmp_path / "db", "verify").returncode == 0    # the store it leaves is sound
+    again = hummock("demo", tmp_path / "db", "--events", "1000", "--compactor", "local")
+    assert again.returncode == 3 and "already holds person" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_demo_runs_against_s3(s3_server, monkeypatch):
+    from s3_server import CREDENTIALS, REGION
+    objects = s3_server.new_store()
+    try:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["access_key_id"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["secret_access_key"])
+        url = f"s3://{objects.bucket}/{objects.prefix}?endpoint={s3_server.endpoint_url}&region={REGION}"
+        out = hummock("demo", url, "--events", "5000", "--compactor", "local")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"database: {url}; compaction: in-process" in out.stdout
+        assert out.stdout.rstrip().endswith("self-check passed")
+        assert hummock_json("inspect", url, "verify")["ok"]
+    finally:
+        objects.close()
+        s3_server.drop_bucket(objects.bucket)
 
 
 # --- inspect levels / sst / manifest -----------------------------------------------------------

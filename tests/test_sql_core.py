@@ -186,3 +186,14 @@ def test_placeholders_directly_followed_by_punctuation():
         assert conn.execute("SELECT a+$1,b FROM t WHERE a>=$2-1 ORDER BY a", (10, 5)).fetchall() == \
             [(15, 6), (17, 8)]
         assert conn.execute("SELECT '$1,$2' FROM t WHERE a=%s", (1,)).fetchall() == [("$1,$2",)]
+
+
+def test_dollar_quoted_strings_are_text():
+    """Postgres's ``$$...$$`` / ``$tag$...$tag$`` constants: a ``;``, ``%s`` or ``$1`` inside
+    is text (neither a statement end nor a placeholder)."""
+    with sql.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")
+        conn.execute("INSERT INTO t VALUES (1, $$a;b %s $1$$), (%s, $q$x$$y$q$)", (2,))
+        conn.execute("FLUSH")
+        assert conn.execute("SELECT * FROM t ORDER BY k").fetchall() == [(1, "a;b %s $1"), (2, "x$$y")]
+        assert conn.execute("SELECT $$it's$$").fetchall() == [("it's",)]

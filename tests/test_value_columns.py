@@ -6,6 +6,7 @@ columns' Python values (``to_pylist``), or ``None``. The buffer encoder's twins 
 byte on random buffers and raise the same exception classes for descriptors that do not fit.
 """
 
+import datetime
 import math
 
 import numpy as np
@@ -136,8 +137,17 @@ FLOATS = st.one_of(st.none(), SOME_FLOATS)
 
 @st.composite
 def other_columns(draw):
-    which = draw(st.sampled_from(["double", "double32", "real", "bool", "str", "large_str", "bin", "large_bin"]))
+    which = draw(st.sampled_from(["double", "double32", "real", "bool", "str", "large_str", "bin", "large_bin",
+                                  "date", "ts", "tstz"]))
     n = draw(st.integers(1, 8))
+    if which == "date":
+        return T.DATE, pa.array(draw(st.lists(st.one_of(st.none(), st.dates()), min_size=n, max_size=n)),
+                                type=pa.date32())
+    if which in ("ts", "tstz"):
+        tz = datetime.timezone.utc if which == "tstz" else None
+        values = draw(st.lists(st.one_of(st.none(), st.datetimes().map(lambda d: d.replace(tzinfo=tz))),
+                               min_size=n, max_size=n))
+        return (T.TIMESTAMPTZ if tz else T.TIMESTAMP), pa.array(values, type=pa.timestamp("us", tz="UTC" if tz else None))
     if which in ("double", "double32", "real"):
         values = draw(st.lists(FLOATS, min_size=n, max_size=n))
         atype = pa.float64() if which == "double" else pa.float32()
@@ -195,6 +205,9 @@ def test_numpy_columns_encode_as_their_rows(ints, floats):
     (pa.array([40000, 1], pa.int32()), T.SMALLINT),               # a value out of range
     (pa.array(["a", "b"]), T.BYTEA),                              # strings for BYTEA
     (np.array([[1, 2]]), T.BIGINT),                               # not one-dimensional
+    (pa.array([1, 2], pa.timestamp("ms")), T.TIMESTAMP),           # not microseconds
+    (pa.array([1, 2], pa.timestamp("us", tz="UTC")), T.TIMESTAMP),  # an instant for a naive column
+    (pa.array([1 << 62, 0], pa.int64()).view(pa.timestamp("us")), T.TIMESTAMP),  # past year 9999
 ])
 def test_columns_it_does_not_take_give_none(column, dtype):
     assert value_columns.encode_columns([column], [dtype], 2) is None

@@ -34,7 +34,7 @@ def run_query(query, events: int, url: str | None, *, batch_size: int, flush_eve
     """One query on a fresh database: ``{"query", "events_per_s", "seconds", "rows", "checked"}``
     or ``{"query", "unsupported": message}``."""
     with tempfile.TemporaryDirectory(prefix=f"nexmark-{query.name}-") as tmp:
-        with sql.connect(url or tmp, barrier_interval_ms=0) as conn:
+        with sql.connect(url.replace("{query}", query.name) if url else tmp, barrier_interval_ms=0) as conn:
             try:
                 feed.setup(conn, [query])
             except sql.SqlError as exc:
@@ -62,13 +62,17 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=10_000, help="events per generated batch (default 10,000)")
     parser.add_argument("--flush-every", type=int, default=100_000, help="events between FLUSHes (default 100,000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--url", default=None, help="the database (default: a temporary directory per query)")
+    parser.add_argument("--url", default=None,
+                        help="a fresh database per query: a URL where {query} stands for the query's name, e.g. "
+                             "'s3://bucket/nexmark-{query}?endpoint=...' (default: a temporary directory per query)")
     parser.add_argument("--no-check", action="store_true", help="skip the batch recomputation")
     args = parser.parse_args(argv)
     try:
         queries = resolve(args.query)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.url and len(queries) > 1 and "{query}" not in args.url:
+        parser.error("--url needs {query} in it when several queries run (each needs a fresh database)")
     rates, results, all_ok = {}, [], not args.no_check
     print(f"Nexmark, {args.events:,} events per query, one core (FLUSH every {args.flush_every:,} events)")
     for query in queries:

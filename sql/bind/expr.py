@@ -112,6 +112,8 @@ class ExprBinder:
             return None, None, True
         if isinstance(node, exp.Boolean):
             return bool(node.this), DataType.BOOLEAN, False
+        if isinstance(node, exp.RawString):   # $$dollar-quoted$$ text: a string constant
+            return node.this, DataType.VARCHAR, True
         if isinstance(node, exp.Literal):
             text = node.this
             if node.is_string:
