@@ -186,6 +186,17 @@ def test_top_n_plan_and_mv_pk(conn):
     assert [r[0] for r in conn.execute("DESCRIBE m").fetchall()] == ["g", "v"]
 
 
+def test_limit_all_null_and_fetch_first(conn):
+    conn.execute("INSERT INTO t VALUES (1, 'a', 2, 0), (2, 'b', 1, 0), (3, 'b', 1, 1)")
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT id FROM t ORDER BY id LIMIT ALL").fetchall() == [(1,), (2,), (3,)]
+    assert conn.execute("SELECT id FROM t ORDER BY id LIMIT NULL OFFSET 1").fetchall() == [(2,), (3,)]
+    assert conn.execute("SELECT id FROM t ORDER BY id DESC FETCH FIRST ROW ONLY").fetchall() == [(3,)]
+    assert conn.execute("SELECT id FROM t ORDER BY v FETCH FIRST 1 ROWS WITH TIES").fetchall() in ([(2,), (3,)],
+                                                                                                  [(3,), (2,)])
+    assert conn.execute("SELECT id FROM t ORDER BY v, id OFFSET 1 ROWS FETCH NEXT 1 ROWS ONLY").fetchall() == [(3,)]
+
+
 def test_order_by_without_limit_in_an_mv_changes_nothing(conn):
     conn.execute("INSERT INTO t VALUES (1, 'a', 2, 0), (2, 'b', 1, 0)")
     conn.execute("CREATE MATERIALIZED VIEW m AS SELECT id FROM t ORDER BY v")

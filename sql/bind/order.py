@@ -82,8 +82,8 @@ def limit_of(node, count) -> tuple:
         n = lim.args.get("count")
         return (1 if n is None else count(n)), bool(opts is not None and opts.args.get("with_ties"))
     e = lim.expression
-    if isinstance(e, exp.Var) and e.name.upper() == "ALL":
-        return None, False
+    if isinstance(e, exp.Null) or isinstance(e, exp.Var) and e.name.upper() == "ALL":
+        return None, False   # Postgres: LIMIT ALL and LIMIT NULL are no limit
     return count(e), False
 
 
