@@ -16,7 +16,8 @@ Job:
 - :func:`rank_filter`: ``Filter(Project(RowNumber(x)), rn <= n AND ...)`` -- an outer WHERE on
   the rank of a FROM subquery -- becomes ``Filter(Project(TopN(x, group=partition, rank)), ...)``
   (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN);
-  :func:`drop_unused_rank` then drops the rank when the outer select does not read it.
+  :func:`drop_unused_rank` then drops the rank when the outer select does not read it;
+  :func:`push_rank_filter` does the same for a row-number subquery inner-joined to others.
 - :func:`check_streamable`: a RowNumber left in a stream plan is an UnsupportedError.
 
 Invariants: a TopN's order is never empty (no ORDER BY: the input's stream key); ties are
@@ -214,6 +215,36 @@ def rank_filter(plan: P.Node) -> P.Node:
     if rest:
         out = P.Filter(out, rest[0] if len(rest) == 1 else E.And(*rest))
     return out
+
+
+def push_rank_filter(plan: P.Node, scope, conjuncts, params) -> tuple:
+    """``(plan, remaining conjuncts)``: a FROM item ``plan`` (a row-number subquery, resolved by
+    ``scope``) of a FROM whose joins are all inner, with the WHERE conjuncts that name only its
+    columns, qualified by its alias (so never ambiguous), applied to it first -- as
+    :func:`rank_filter` over it when they bound its rank. Filtering one side below an inner
+    join keeps the join's result, and a rank filter is only a group top-N on the subquery
+    itself. Anything else: unchanged."""
+    if not (isinstance(plan, P.Project) and isinstance(plan.input, P.RowNumber)):
+        return plan, conjuncts
+    tables = scope.tables()
+    taken, rest = [], []
+    for c in conjuncts:
+        cols = list(c.find_all(exp.Column))
+        if cols and not any(True for _ in c.find_all(exp.Subquery, exp.Select, exp.Exists, exp.Window)) and \
+                all(_name(col.args.get("table")) in tables for col in cols):
+            try:
+                taken.append((c, ExprBinder(scope, params, context="WHERE")._bool(c)))
+                continue
+            except (BindError, UnsupportedError):
+                pass   # the normal WHERE reports it
+        rest.append(c)
+    if not taken:
+        return plan, conjuncts
+    bound = [b for _, b in taken]
+    out = rank_filter(P.Filter(plan, bound[0] if len(bound) == 1 else E.And(*bound)))
+    if isinstance(out, P.Filter) and out.input is plan:
+        return plan, conjuncts   # no rank bound among them
+    return out, rest
 
 
 def drop_unused_rank(plan: P.Node, exprs) -> P.Node:

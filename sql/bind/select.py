@@ -204,9 +204,15 @@ class QueryBinder:
         from_ = node.args.get("from_") or node.args.get("from")
         if from_ is None:
             return P.Values([()], [], []), Scope(), where_conjuncts
+        joins = node.args.get("joins") or []
+        inner = bool(joins) and all(not j.side and (j.kind or "").upper() in ("", "INNER", "CROSS") for j in joins)
         plan, scope = self._from_item(from_.this)
-        for join in node.args.get("joins") or []:
+        if inner:   # a rank filter on one inner-joined row-number subquery: a group top-N below the join
+            plan, where_conjuncts = O.push_rank_filter(plan, scope, where_conjuncts, self.params)
+        for join in joins:
             right, rscope = self._from_item(join.this)
+            if inner:
+                right, where_conjuncts = O.push_rank_filter(right, rscope, where_conjuncts, self.params)
             rscope = rscope.shifted(len(plan.types))
             side = (join.side or "").lower()
             kind = {"": "inner", "left": "left", "right": "right", "full": "full"}[side]
