@@ -193,9 +193,13 @@ def _top_n(n: P.TopN, input, store, table_id: int):
     table = top_n_state_table(store, table_id, input.schema, input.stream_key, order_by, n.group,
                               name=f"top_n_{table_id}")
     limit = NO_LIMIT if n.limit is None else n.limit
+    append_only = P.inserts_only(n.input)   # then the state holds only each group's window
     if n.rank:
-        return RankedGroupTopN(input, table, order_by, limit, n.offset, n.group, rank_name=n.names[-1])
-    return GroupTopN(input, table, order_by, limit, n.offset, n.group)
+        return RankedGroupTopN(input, table, order_by, limit, n.offset, n.group, rank_name=n.names[-1],
+                               append_only=append_only)
+    return GroupTopN(input, table, order_by, limit, n.offset, n.group, with_ties=n.with_ties, append_only=append_only)
+
+
 def _scalar_join(n: P.ScalarJoin, left, right, builder, table_ids):
     """A ScalarJoin as a left outer HashJoin of ``left`` and the one-row ``right`` on a constant
     key column added to both, projected back to the left columns and the value."""

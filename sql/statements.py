@@ -507,7 +507,9 @@ def _explain(db, stmt, params, variables) -> Result:
     node = inner.ast
     if isinstance(node, exp.Create) and (node.args.get("kind") or "").upper() == "VIEW":
         plan, _ = bind_select(db, node.expression, params, batch=False)
-        ids = {id(n): [f"new{i}" for i in range(k)] for n, k in count_state_tables(plan)}
+        counts = count_state_tables(plan)
+        starts = [sum(k for _, k in counts[:i]) for i in range(len(counts))]
+        ids = {id(n): [f"new{s + i}" for i in range(k)] for (n, k), s in zip(counts, starts)}
         text = explain_plan(plan, ids, stream=True)
     elif isinstance(node, (exp.Select, exp.Union, exp.Except, exp.Intersect)):
         plan, _ = bind_select(db, node, params)

@@ -3,7 +3,8 @@
 Random small tables (INT/BIGINT/VARCHAR/DECIMAL/DOUBLE/BOOLEAN columns with NULLs), random DML
 (INSERT new keys, UPDATE, DELETE) applied to both engines, random MV definitions from a small
 grammar inside the supported subset (project/filter, aggregates with GROUP BY/HAVING and FILTER,
-inner/left/right/full joins with an extra condition, UNION ALL, top-N). After every FLUSH each MV
+inner/left/right/full joins with an extra condition, UNION ALL, top-N (also as a subquery),
+ROW_NUMBER() rank filters, DISTINCT ON, EXCEPT/INTERSECT). After every FLUSH each MV
 must equal DuckDB's answer to its query over the same data, compared as multisets with a float
 tolerance, and a batch SELECT of the same query must equal the MV.
 
@@ -142,7 +143,7 @@ SUBQUERY_T1 = [   # sql/bind/subquery.py: dynamic filter, scalar joins, semi/ant
 @st.composite
 def mv_query(draw):
     kind = draw(st.sampled_from(["project", "agg", "global_agg", "join", "union_all", "top_n",
-                                 "join_agg", "subquery"]))
+                                 "join_agg", "subquery", "group_top_n", "distinct_on", "set_op"]))
     if kind == "project":
         exprs = draw(st.lists(st.sampled_from(PROJ_T1), min_size=1, max_size=4, unique=True))
         cols = ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
@@ -172,10 +173,28 @@ def mv_query(draw):
                 f"UNION ALL SELECT a, s, x FROM t2 WHERE {draw(where_clause('t2'))}")
     if kind == "subquery":
         return draw(st.sampled_from(SUBQUERY_T1))
+    if kind == "group_top_n":   # ROW_NUMBER() rank filter; the ORDER BYs end with k: no ties
+        part = draw(st.sampled_from(["s", "a % 3", "f"]))
+        order = draw(st.sampled_from(["a, k", "x DESC, k", "k DESC"]))
+        bound = draw(st.sampled_from(["rn <= 2", "rn = 1", "rn < 3", "rn BETWEEN 2 AND 3", "rn > 1 AND rn <= 2"]))
+        sel = draw(st.sampled_from(["k, s, a", "k, a, rn"]))
+        return (f"SELECT {sel} FROM (SELECT k, s, a, x, ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY {order}) "
+                f"AS rn FROM t1) AS q WHERE {bound}")
+    if kind == "distinct_on":
+        return (f"SELECT DISTINCT ON (s) s, k, a FROM t1 WHERE {draw(where_clause('t1'))} "
+                f"ORDER BY s, {draw(st.sampled_from(['a DESC, k', 'k', 'x, k DESC']))}")
+    if kind == "set_op":
+        op = draw(st.sampled_from(["EXCEPT", "INTERSECT"]))
+        return (f"SELECT a, s FROM t1 WHERE {draw(where_clause('t1'))} {op} "
+                f"SELECT a, s FROM t2 WHERE {draw(where_clause('t2'))}")
     order = draw(st.sampled_from(["a, k", "a DESC, k", "s, k DESC", "x DESC, a, k", "k"]))
     limit = draw(st.integers(1, 5))
     offset = f" OFFSET {draw(st.integers(1, 3))}" if draw(st.booleans()) else ""
-    return f"SELECT k, a, s FROM t1 ORDER BY {order} LIMIT {limit}{offset}"
+    top = f"SELECT k, a, s FROM t1 ORDER BY {order} LIMIT {limit}{offset}"
+    if draw(st.booleans()):   # a top-N subquery, filtered
+        cond = draw(st.sampled_from(["a > 0", "s IS NOT NULL", "k < 12", "(a IS NULL OR s = 'b')"]))
+        return f"SELECT k, s FROM ({top}) AS q WHERE {cond}"
+    return top
 
 
 def to_duckdb(query: str) -> str:

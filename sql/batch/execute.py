@@ -203,9 +203,13 @@ class _Exec:
     def _topn(self, plan: P.TopN):
         t = self.run(plan.input)
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
-        end = None if plan.limit is None else plan.offset + plan.limit
         out = []
         for members in _ranked_groups(rows, plan.input, plan.group, plan.order):
+            end = len(members) if plan.limit is None else plan.offset + plan.limit
+            if plan.with_ties and plan.limit and end < len(members):
+                okeys = _order_keys(members, plan.input, plan.order)
+                while end < len(members) and okeys[end] == okeys[end - 1]:
+                    end += 1
             for i, row in enumerate(members[plan.offset:end]):
                 out.append(row + (plan.offset + i + 1,) if plan.rank else row)
         return _rows_table(out, plan)
@@ -239,6 +243,13 @@ def _ranked_groups(rows, input: P.Node, group, order) -> list:
         keys = encode_rows([tuple(r[c] for c in tail) for r in members], types, tail_orders)
         out.append([r for _, r in sorted(zip(keys, members), key=lambda kr: kr[0])])
     return out
+
+
+def _order_keys(rows, input: P.Node, order) -> list:
+    """The memcomparable bytes of each row's order columns (equal bytes: tied, NULLs too)."""
+    cols = [c for c, _, _ in order]
+    return encode_rows([tuple(r[c] for c in cols) for r in rows], [input.types[c] for c in cols],
+                       [OrderType(d, n) for _, d, n in order])
 
 
 def _slots(call, vals) -> list:

@@ -1,18 +1,23 @@
-"""ORDER BY / LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() OVER: binding onto Sort/Limit
-(a batch SELECT's own result order), TopN (everything an MV or a subquery keeps) and RowNumber.
+"""ORDER BY / LIMIT / OFFSET / FETCH, DISTINCT ON and ROW_NUMBER() OVER: binding onto Sort (a
+batch SELECT's own result order), TopN (the rows a LIMIT keeps, in MVs, subqueries and batch
+alike) and RowNumber.
 
 Job:
 - :func:`order_target` resolves one ORDER BY / DISTINCT ON item to a column of the select's
   projection (an output position, an output name, or a hidden extra column, shared by text).
-- :func:`order_limit`: at the top of a batch SELECT, Sort then Limit; anywhere else (an MV, a
-  subquery) ORDER BY alone changes no rows and is dropped, and LIMIT/OFFSET is a TopN.
+- :func:`limit_of` reads ``LIMIT n | ALL`` and ``FETCH FIRST [n] ROWS ONLY | WITH TIES``.
+- :func:`order_limit`: LIMIT/OFFSET is a TopN; ORDER BY is a Sort at the top of a batch SELECT
+  (after the TopN: the rows are the ones its MV would hold, ties included) and is dropped
+  anywhere else (an MV, a subquery), where it changes no rows.
 - :func:`distinct_on`: ``DISTINCT ON (e...)`` is a TopN with group ``e...`` and LIMIT 1, ordered
   by the ORDER BY keys after the ones naming ``e...`` (Postgres requires those to come first).
 - :func:`bind_windows`: each ``ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)`` of a select
   list appends a RowNumber column; any other window function is an UnsupportedError.
 - :func:`rank_filter`: ``Filter(Project(RowNumber(x)), rn <= n AND ...)`` -- an outer WHERE on
   the rank of a FROM subquery -- becomes ``Filter(Project(TopN(x, group=partition, rank)), ...)``
-  (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN).
+  (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN);
+  :func:`drop_unused_rank` then drops the rank when the outer select does not read it;
+  :func:`push_rank_filter` does the same for a row-number subquery inner-joined to others.
 - :func:`check_streamable`: a RowNumber left in a stream plan is an UnsupportedError.
 
 Invariants: a TopN's order is never empty (no ORDER BY: the input's stream key); ties are
@@ -65,17 +70,34 @@ def default_order(plan: P.Node) -> list:
     return [(k, False, False) for k in plan.stream_key] or [(0, False, False)]
 
 
-def order_limit(plan: P.Node, sort_keys, limit, offset, batch_top: bool) -> P.Node:
-    """``plan`` ordered and cut (module docstring). ``limit`` None: none; ``offset`` an int."""
-    if batch_top:
-        if sort_keys:
-            plan = P.Sort(plan, sort_keys)
-        if limit is not None or offset:
-            plan = P.Limit(plan, limit, offset)
-        return plan
-    if limit is None and not offset:
-        return plan
-    return P.TopN(plan, sort_keys or default_order(plan), limit, offset)
+def limit_of(node, count) -> tuple:
+    """``(limit, with_ties)`` of a query node's ``LIMIT n | LIMIT ALL | FETCH FIRST [n] ROWS
+    ONLY | WITH TIES`` (limit None: no limit); ``count`` binds a constant count."""
+    lim = node.args.get("limit")
+    if lim is None:
+        return None, False
+    if isinstance(lim, exp.Fetch):
+        opts = lim.args.get("limit_options")
+        if opts is not None and opts.args.get("percent"):
+            raise error_at(UnsupportedError, "FETCH ... PERCENT is not supported", lim)
+        n = lim.args.get("count")
+        return (1 if n is None else count(n)), bool(opts is not None and opts.args.get("with_ties"))
+    e = lim.expression
+    if isinstance(e, exp.Null) or isinstance(e, exp.Var) and e.name.upper() == "ALL":
+        return None, False   # Postgres: LIMIT ALL and LIMIT NULL are no limit
+    return count(e), False
+
+
+def order_limit(plan: P.Node, sort_keys, limit, with_ties: bool, offset, batch_top: bool, node=None) -> P.Node:
+    """``plan`` ordered and cut (module docstring). ``limit`` None: none; ``offset`` an int;
+    ``with_ties`` (FETCH ... WITH TIES) needs an ORDER BY, as in Postgres."""
+    if with_ties and not sort_keys:
+        raise error_at(BindError, "WITH TIES cannot be specified without ORDER BY clause", node)
+    if limit is not None or offset:   # batch too: the rows an MV of the query would hold, ties included
+        plan = P.TopN(plan, sort_keys or default_order(plan), limit, offset, with_ties=with_ties and limit is not None)
+    if batch_top and sort_keys:
+        return P.Sort(plan, sort_keys)
+    return plan
 
 
 def distinct_on(plan: P.Node, on_cols, sort_keys, node) -> P.Node:
@@ -137,15 +159,17 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
         binder = ExprBinder(scope, params, context="window definitions")
         width = len(plan.types)
         exprs = [E.Col(i, plan.types[i], plan.names[i]) for i in range(width)]
-        partition, order = [], []
-        for p in w.args.get("partition_by") or []:
-            exprs.append(binder.bind(p))
-            partition.append(len(exprs) - 1)
+        def column(node):   # a plain column is used in place; anything else is computed once more
+            e = binder.bind(node)
+            if isinstance(e, E.Col):
+                return e.index
+            exprs.append(e)
+            return len(exprs) - 1
+        partition = [column(p) for p in w.args.get("partition_by") or []]
         order_node = w.args.get("order")
-        for o in (order_node.expressions if order_node is not None else []):
-            exprs.append(binder.bind(o.this))
-            order.append(sort_key(o, len(exprs) - 1))
-        pre = P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
+        order = [sort_key(o, column(o.this)) for o in (order_node.expressions if order_node is not None else [])]
+        pre = plan if len(exprs) == width and plan.n_visible == width else \
+            P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
         plan = P.RowNumber(pre, partition, order, source=w)
         columns[text] = len(plan.types) - 1
     final = plan
@@ -191,6 +215,59 @@ def rank_filter(plan: P.Node) -> P.Node:
     if rest:
         out = P.Filter(out, rest[0] if len(rest) == 1 else E.And(*rest))
     return out
+
+
+def push_rank_filter(plan: P.Node, scope, conjuncts, params) -> tuple:
+    """``(plan, remaining conjuncts)``: a FROM item ``plan`` (a row-number subquery, resolved by
+    ``scope``) of a FROM whose joins are all inner, with the WHERE conjuncts that name only its
+    columns, qualified by its alias (so never ambiguous), applied to it first -- as
+    :func:`rank_filter` over it when they bound its rank. Filtering one side below an inner
+    join keeps the join's result, and a rank filter is only a group top-N on the subquery
+    itself. Anything else: unchanged."""
+    if not (isinstance(plan, P.Project) and isinstance(plan.input, P.RowNumber)):
+        return plan, conjuncts
+    tables = scope.tables()
+    taken, rest = [], []
+    for c in conjuncts:
+        cols = list(c.find_all(exp.Column))
+        if cols and not any(True for _ in c.find_all(exp.Subquery, exp.Select, exp.Exists, exp.Window)) and \
+                all(_name(col.args.get("table")) in tables for col in cols):
+            try:
+                taken.append((c, ExprBinder(scope, params, context="WHERE")._bool(c)))
+                continue
+            except (BindError, UnsupportedError):
+                pass   # the normal WHERE reports it
+        rest.append(c)
+    if not taken:
+        return plan, conjuncts
+    bound = [b for _, b in taken]
+    out = rank_filter(P.Filter(plan, bound[0] if len(bound) == 1 else E.And(*bound)))
+    if isinstance(out, P.Filter) and out.input is plan:
+        return plan, conjuncts   # no rank bound among them
+    return out, rest
+
+
+def drop_unused_rank(plan: P.Node, exprs) -> P.Node:
+    """``plan`` (a select's FROM/WHERE, which ``exprs`` read) with a ranked TopN from
+    :func:`rank_filter` made unranked when nothing reads its rank: the rank column of the
+    Project above it becomes a NULL constant (its index stays), and a row entering or leaving
+    the top of a group no longer updates the rank of every row below it."""
+    filt = plan if isinstance(plan, P.Filter) else None
+    proj = filt.input if filt is not None else plan
+    if not (isinstance(proj, P.Project) and isinstance(proj.input, P.TopN) and proj.input.rank):
+        return plan
+    top = proj.input
+    rank_col = len(top.types) - 1
+    at = {i for i, e in enumerate(proj.exprs) if rank_col in e.column_refs()}
+    used = set().union(*[e.column_refs() for e in exprs]) if exprs else set()
+    if filt is not None:
+        used |= filt.condition.column_refs()
+    if at & used:
+        return plan
+    plain = P.TopN(top.input, top.order, top.limit, top.offset, top.group)
+    new_exprs = [E.Lit(None, e.data_type) if i in at else e for i, e in enumerate(proj.exprs[:proj.n_visible])]
+    out = P.Project(plain, new_exprs, proj.names[:proj.n_visible])
+    return P.Filter(out, filt.condition) if filt is not None else out
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}

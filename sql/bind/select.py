@@ -1,9 +1,10 @@
 """Query binding: a sqlglot SELECT / UNION ALL -> a logical plan (:mod:`sql.plan.nodes`).
 
 Job: FROM (tables, MVs, CTEs, subqueries, comma and explicit equi-joins), WHERE, GROUP BY with
-aggregates (+ FILTER), HAVING, the select list (``*``, ``t.*``, aliases), UNION ALL, and -- in
-batch mode only -- ORDER BY / LIMIT / OFFSET. The plan's first ``n_visible`` columns are the
-query's output, named by ``plan.names``.
+aggregates (+ FILTER), HAVING, the select list (``*``, ``t.*``, aliases), UNION [ALL]; ORDER BY /
+LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() through :mod:`sql.bind.order`, EXCEPT / INTERSECT
+through :mod:`sql.bind.set_ops`. The plan's first ``n_visible`` columns are the query's output,
+named by ``plan.names``.
 
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
 supported subset raise UnsupportedError naming the construct and position; a join in a
@@ -137,9 +138,9 @@ class QueryBinder:
                 raise error_at(BindError, "ORDER BY of a set operation must name one of its output columns",
                                target)
             sort_keys.append(O.sort_key(o, O.order_target(target, names, len(names), [], [], None)))
-        return O.order_limit(plan, sort_keys, self._count(limit.expression if limit is not None else None),
+        return O.order_limit(plan, sort_keys, *O.limit_of(node, self._count),
                              self._count(offset.expression if offset is not None else None) or 0,
-                             self.batch and top)
+                             self.batch and top, node)
 
     # --- FROM -----------------------------------------------------------------------------------
 
@@ -203,9 +204,15 @@ class QueryBinder:
         from_ = node.args.get("from_") or node.args.get("from")
         if from_ is None:
             return P.Values([()], [], []), Scope(), where_conjuncts
+        joins = node.args.get("joins") or []
+        inner = bool(joins) and all(not j.side and (j.kind or "").upper() in ("", "INNER", "CROSS") for j in joins)
         plan, scope = self._from_item(from_.this)
-        for join in node.args.get("joins") or []:
+        if inner:   # a rank filter on one inner-joined row-number subquery: a group top-N below the join
+            plan, where_conjuncts = O.push_rank_filter(plan, scope, where_conjuncts, self.params)
+        for join in joins:
             right, rscope = self._from_item(join.this)
+            if inner:
+                right, where_conjuncts = O.push_rank_filter(right, rscope, where_conjuncts, self.params)
             rscope = rscope.shifted(len(plan.types))
             side = (join.side or "").lower()
             kind = {"": "inner", "left": "left", "right": "right", "full": "full"}[side]
@@ -305,6 +312,7 @@ class QueryBinder:
             sort_keys.append(O.sort_key(o, idx))
         on_cols = [O.order_target(e, names, len(exprs), extra, extra_text, binder)
                    for e in (distinct_on_node.expressions if distinct_on_node is not None else [])]
+        plan = O.drop_unused_rank(plan, exprs + extra)
         plan = subs.attach(plan)
         if having_cond is not None:
             plan = P.Filter(plan, having_cond)
@@ -318,10 +326,10 @@ class QueryBinder:
                 raise error_at(BindError, "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
                                order)
             plan = distinct_all(plan)
-        limit, offset = node.args.get("limit"), node.args.get("offset")
-        return O.order_limit(plan, sort_keys, self._count(limit.expression if limit is not None else None),
+        offset = node.args.get("offset")
+        return O.order_limit(plan, sort_keys, *O.limit_of(node, self._count),
                              self._count(offset.expression if offset is not None else None) or 0,
-                             self.batch and top)
+                             self.batch and top, node)
 
     def _where(self, plan, scope, conjuncts) -> P.Node:
         """``plan`` filtered by the WHERE conjuncts: the subquery forms of

@@ -40,10 +40,13 @@ _CMP = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 
 def at_most_one_row(plan: P.Node) -> bool:
     """True when ``plan`` provably yields at most one row (a global aggregate under
-    projections and filters, or a LIMIT 0/1)."""
+    projections and filters, or a LIMIT 0/1: a Limit in batch, an ungrouped TopN anywhere)."""
     if isinstance(plan, P.Agg):
         return not plan.group
     if isinstance(plan, P.Limit) and plan.limit is not None and plan.limit <= 1:
+        return True
+    if isinstance(plan, P.TopN) and not plan.group and not plan.with_ties and plan.limit is not None \
+            and plan.limit <= 1:
         return True
     if isinstance(plan, P.Values):
         return len(plan.rows) <= 1

@@ -226,12 +226,15 @@ class TopN(Node):
     whole input), ties broken by the input's stream key ascending in stream and batch alike.
     ``order`` = [(column, descending, nulls_first)], never empty; ``limit`` None: no limit.
     ``rank``: a BIGINT column ``rank_name`` appended, the row's 1-based position in its group
-    (ROW_NUMBER); the input must then have no hidden columns (hidden columns come last)."""
+    (ROW_NUMBER); the input must then have no hidden columns (hidden columns come last).
+    ``with_ties``: also every row tied on the order columns with the last one of the window."""
 
-    def __init__(self, input: Node, order, limit, offset=0, group=(), rank: bool = False, rank_name: str = "rn"):
+    def __init__(self, input: Node, order, limit, offset=0, group=(), rank: bool = False, rank_name: str = "rn",
+                 with_ties: bool = False):
         self.input, self.inputs = input, (input,)
         self.order, self.limit, self.offset, self.group = list(order), limit, offset, list(group)
-        self.rank = rank
+        self.rank, self.with_ties = rank, with_ties
+        assert not (rank and with_ties), "a ranked TopN WITH TIES"
         key = self.group + [k for k in input.stream_key if k not in self.group]
         names, types, n_visible = list(input.names), list(input.types), input.n_visible
         if rank:
@@ -244,8 +247,9 @@ class TopN(Node):
     def label(self) -> str:
         group = f"group=[{', '.join(f'${g}' for g in self.group)}], " if self.group else ""
         limit = "ALL" if self.limit is None else self.limit
-        rank = ", rank" if self.rank else ""
-        return f"TopN({group}order=[{_order_text(self.order)}], limit={limit}, offset={self.offset}{rank})"
+        rank = ", rank" if self.rank else ", with_ties" if self.with_ties else ""
+        append = ", append_only" if inserts_only(self.input) else ""
+        return f"TopN({group}order=[{_order_text(self.order)}], limit={limit}, offset={self.offset}{rank}{append})"
 
 
 class RowNumber(Node):
@@ -262,6 +266,19 @@ class RowNumber(Node):
     def label(self) -> str:
         part = ", ".join(f"${g}" for g in self.partition)
         return f"RowNumber(partition=[{part}], order=[{_order_text(self.order)}])"
+
+
+def inserts_only(node: Node) -> bool:
+    """Whether ``node``'s change stream can only insert: a Scan of an APPEND ONLY table whose
+    Materialize never updates (no pk, or ON CONFLICT DO NOTHING), through Project, Filter,
+    Union and other nodes marked ``row_wise`` (each input change maps to changes of its own op:
+    TUMBLE/HOP). A TopN over such a stream keeps only its window (append-only GroupTopN)."""
+    if isinstance(node, Scan):
+        r = node.relation
+        return r.kind == "table" and r.append_only and (r.row_id or r.conflict == "ignore")
+    if isinstance(node, (Project, Filter, Union)) or getattr(node, "row_wise", False):
+        return all(inserts_only(i) for i in node.inputs)
+    return False
 
 
 def visible(node: Node) -> Node:
@@ -282,4 +299,4 @@ def walk(node: Node):
 
 
 __all__ = ["Agg", "AggSpec", "Col", "DataType", "DynamicFilter", "Filter", "Join", "Limit", "Lit", "Node", "Project",
-           "RowNumber", "ScalarJoin", "Scan", "Sort", "TopN", "Union", "Values", "visible", "walk"]
+           "RowNumber", "ScalarJoin", "Scan", "Sort", "TopN", "Union", "Values", "inserts_only", "visible", "walk"]

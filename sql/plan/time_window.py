@@ -43,6 +43,8 @@ _TIME_TYPES = (DataType.TIMESTAMP, DataType.TIMESTAMPTZ)
 class _Window(P.Node):
     """Input columns, then ``window_start`` and ``window_end`` (the time column's type)."""
 
+    row_wise = True   # each input change maps to changes of the same op (P.inserts_only)
+
     def __init__(self, input: P.Node, time_col: int, slide: int, size: int, offset: int, key):
         self.input, self.inputs = input, (input,)
         self.time_col, self.slide, self.size, self.offset = time_col, slide, size, offset
