@@ -103,10 +103,31 @@ def test_hop_update_pairs_stay_pairs_only_when_the_window_is_the_same():
                  ("U-", (3, "a", None)), ("U+", (3, "a", 1)))  # only the new row has windows: +
     x = HopWindow(ListSource(S, [0], [e.barrier(), chunk, e.barrier()]), 2, slide=2, size=4)
     out = visible_rows(drain(Checked(x)))
+    # rows in input order, a row's windows together: a moved pair deletes every old window
+    # before inserting the new ones (interleaved, a shared window would be deleted after its insert)
     assert out == [(UPDATE_DELETE, (1, "a", 4, 2, 6)), (UPDATE_INSERT, (1, "b", 5, 2, 6)),
-                   (DELETE, (2, "a", 4, 2, 6)), (INSERT, (2, "a", 9, 6, 10)), (INSERT, (3, "a", 1, -2, 2)),
                    (UPDATE_DELETE, (1, "a", 4, 4, 8)), (UPDATE_INSERT, (1, "b", 5, 4, 8)),
-                   (DELETE, (2, "a", 4, 4, 8)), (INSERT, (2, "a", 9, 8, 12)), (INSERT, (3, "a", 1, 0, 4))]
+                   (DELETE, (2, "a", 4, 2, 6)), (DELETE, (2, "a", 4, 4, 8)),
+                   (INSERT, (2, "a", 9, 6, 10)), (INSERT, (2, "a", 9, 8, 12)),
+                   (INSERT, (3, "a", 1, -2, 2)), (INSERT, (3, "a", 1, 0, 4))]
+
+
+def test_hop_update_whose_windows_overlap_keeps_the_shared_windows():
+    """U-/U+ of a row whose old and new windows overlap (slide 2, size 6: times 4 -> 6 share
+    [2, 8) and [4, 10)): applied in order, the windows left are exactly the new row's."""
+    e = Epochs()
+    chunk = rows(("U-", (1, "a", 4)), ("U+", (1, "a", 6)))
+    x = HopWindow(ListSource(S, [0], [e.barrier(), rows(("+", (1, "a", 4))), chunk, e.barrier()]), 2,
+                  slide=2, size=6)
+    state = {}
+    for op, row in visible_rows(drain(Checked(x))):
+        key = (row[0], row[3])
+        if op in (DELETE, UPDATE_DELETE):
+            assert state.pop(key) == row
+        else:
+            assert key not in state
+            state[key] = row
+    assert sorted(state) == [(1, 2), (1, 4), (1, 6)]
 
 
 def test_timestamps_and_timedeltas():

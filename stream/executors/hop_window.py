@@ -10,12 +10,14 @@ chunk (:func:`window_starts`).
 - **TumbleWindow** is a projection: each row gets the one window that contains it; ops,
   visibility and the stream key pass through (NULL time: NULL window columns).
 - **HopWindow** expands every row into the ``size / slide`` windows that contain it (``size``
-  must be a positive multiple of ``slide``): one output chunk per window index, each the input
-  chunk (columns shared) plus that window's columns. A row whose time is NULL belongs to no
-  window and is dropped. Stream key: the input's plus ``window_start``. Update pairs expand
-  pairwise (the i-th window of the old row with the i-th of the new one); a pair whose two
-  windows differ, or where only one side has a window, is rewritten to ``-``/``+`` (a U-/U+ must
-  keep its stream key; ``Filter``'s rule for the one-sided case).
+  must be a positive multiple of ``slide``): one output chunk with a row per (input row,
+  window), in input order and a row's windows together, earliest first. A row whose time is
+  NULL belongs to no window and is dropped. Stream key: the input's plus ``window_start``.
+  Update pairs expand pairwise (the i-th window of the old row right before the i-th of the new
+  one); a pair whose two windows differ, or where only one side has a window, is rewritten to
+  ``-``/``+`` (a U-/U+ must keep its stream key; ``Filter``'s rule for the one-sided case), and
+  then all the old row's windows are deleted before the new row's are inserted -- interleaved,
+  a delete of a window the new row also has would remove the insert just made.
 
 Callers: the planner (``HOP``/``TUMBLE`` table functions; Nexmark q5/q7/q8), tests.
 """
@@ -29,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.types import DataType
-from stream.chunk import DELETE, INSERT, UPDATE_DELETE, StreamChunk
+from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError
 from stream.executor import UnaryExecutor
 from stream.executors.filter import filter_chunk
@@ -112,18 +114,29 @@ class HopWindow(_Windowed):
         if base is None:
             return None
         ops = base.ops
-        pair_at = np.flatnonzero(ops[:-1] == UPDATE_DELETE)
+        n, units = len(ops), self.units
+        group = np.arange(n)                # rows of one group interleave their windows
+        pair_at = np.flatnonzero((ops[:-1] == UPDATE_DELETE) & (ops[1:] == UPDATE_INSERT))
         if len(pair_at):
             vis = base.visible_mask()
             pair_at = pair_at[vis[pair_at]]
-            moved = pair_at[last[pair_at] != last[pair_at + 1]]   # the window index k is the same for both rows
+            same = last[pair_at] == last[pair_at + 1]   # then the window index k is the same for both rows
+            moved = pair_at[~same]
             if len(moved):
                 ops = ops.copy()
                 ops[moved] = DELETE
                 ops[moved + 1] = INSERT
-        out = []
-        for k in range(self.units - 1, -1, -1):    # earliest window first
-            start = last - k * self.slide
-            columns = base.columns + [_column(start, null, self._arrow), _column(start + self.size, null, self._arrow)]
-            out.append(StreamChunk(ops, columns, self.schema, base.visibility))
-        return out
+            group[pair_at[same] + 1] = pair_at[same]
+        # one row per (input row, window), in input order: a row's windows together (a delete of
+        # an old row's windows before the insert of its new ones, whatever windows they share),
+        # an update pair's i-th windows adjacent as a U-/U+ pair; earliest window first
+        row = np.repeat(np.arange(n), units)
+        k = np.tile(np.arange(units - 1, -1, -1), n)
+        order = np.lexsort((row, -k, group[row]))
+        row, k = row[order], k[order]
+        take = pa.array(row)
+        start = last[row] - k * self.slide
+        columns = [c.take(take) for c in base.columns]
+        columns += [_column(start, null[row], self._arrow), _column(start + self.size, null[row], self._arrow)]
+        visibility = None if base.visibility is None else base.visibility[row]
+        return StreamChunk(ops[row], columns, self.schema, visibility)
