@@ -60,7 +60,7 @@ from relational import StateTable
 from relational.arrow import to_pylist
 from relational.errors import InconsistentOpError
 from relational.memcomparable import OrderType, encode_columns, encode_rows, vectorizable
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream.cache import _ENTRY_OVERHEAD, default_budget, row_bytes
 from stream.chunk import DELETE, INSERT, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
@@ -298,6 +298,8 @@ class GroupTopN(UnaryExecutor):
             bound = g.rows[g.keys[-1]][0]
         column, order = self._tail[0], self._tail_orders[0]
         value, values = bound[column], columns[column]
+        if self._tail_types[0].kind not in _ARROW_ORDERED_KINDS:
+            return None         # NUMERIC is text in Arrow, and NaN compares false there: all rows
         if value is None:
             if not order.nulls_first:
                 return None     # NULLs last: every row sorts at or before a NULL
@@ -441,3 +443,11 @@ class RankedGroupTopN(GroupTopN):
     def _window(self, g: _Group) -> dict:
         rows, first = g.rows, self.offset + 1
         return {k: rows[k][0] + (first + i,) for i, k in enumerate(g.keys[self.offset:self._window_end(g)])}
+
+
+
+#: kinds whose Arrow ``<=``/``>=`` is the SQL (memcomparable) order: not REAL/DOUBLE (NaN sorts
+#: last in SQL but compares false in Arrow) nor DECIMAL (its values are text in Arrow)
+_ARROW_ORDERED_KINDS = frozenset((TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.BOOLEAN,
+                                  TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ,
+                                  TypeKind.VARCHAR))
