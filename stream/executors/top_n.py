@@ -334,7 +334,7 @@ class GroupTopN(UnaryExecutor):
             if group not in before:
                 before[group] = self._window(g)
             if self.append_only:
-                self._append(g, key, okey, row, state_adds, state_drops)
+                self._append(g, group, key, okey, row, state_adds, state_drops)
             elif op in _INSERTS:
                 if g.complete or (g.keys and key < g.keys[-1]):
                     g.add(key, row, okey)
@@ -375,20 +375,21 @@ class GroupTopN(UnaryExecutor):
             return self.with_ties or len(g.keys) < self._need or bool(self._need and key < g.keys[self._need - 1])
         return g.complete or bool(g.keys and key <= g.keys[-1])
 
-    def _append(self, g: _Group, key, okey, row, adds: dict, drops: dict) -> None:
+    def _append(self, g: _Group, group, key, okey, row, adds: dict, drops: dict) -> None:
         """Append-only: admit ``row`` if it falls inside the window (or ties with its last row),
-        then drop what it pushed out, from the cache and (recorded) from the table."""
+        then drop what it pushed out, from the cache and (recorded) from the table. ``adds`` and
+        ``drops`` are keyed by ``(group, key)``: one input row may sit in several groups (HOP)."""
         n = len(g.keys)
         if n >= self._need:
             last = g.keys[self._need - 1] if self._need else None
             if last is None or not (key < last or (self.with_ties and okey == g.rows[last][1])):
                 return
         g.add(key, row, okey)
-        adds[key] = row
+        adds[group, key] = row
         for gone in g.keys[self._window_end(g):]:
             dropped = g.remove(gone)
-            if adds.pop(gone, None) is None:
-                drops[gone] = dropped
+            if adds.pop((group, gone), None) is None:
+                drops[group, gone] = dropped
 
     def _emit(self, deletes, pairs, inserts) -> list:
         builder = StreamChunkBuilder(self.schema)
