@@ -92,20 +92,11 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
     inner_plan, inner_scope, conjuncts = qb._from(sel, conjuncts)
     filters, pairs = [], []    # pairs: (outer node, inner node)
     for c in conjuncts:
-        side = _side(c, inner_scope, scope)
-        if side in ("inner", "none"):
+        pair = _pair(c, inner_scope, scope)
+        if pair is None:
             filters.append(c)
-            continue
-        if isinstance(c, exp.EQ):
-            a, b = _side(c.this, inner_scope, scope), _side(c.expression, inner_scope, scope)
-            if (a, b) == ("outer", "inner"):
-                pairs.append((c.this, c.expression))
-                continue
-            if (a, b) == ("inner", "outer"):
-                pairs.append((c.expression, c.this))
-                continue
-        raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
-                                         "(outer = inner) AND-ed in its WHERE", c)
+        else:
+            pairs.append(pair)
     ib = ExprBinder(inner_scope, qb.params, context="WHERE")
     if filters:
         conds = [ib._bool(f) for f in filters]
@@ -144,3 +135,96 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
         plan.n_visible = visible
     right = P.Project(inner_plan, rexprs, [f"_corr{i}" for i in range(len(rexprs))])
     return P.Join(plan, right, "anti" if negate else "semi", lkeys, list(range(len(rexprs))), None)
+
+
+def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
+    """A scalar subquery correlated by equalities, decorrelated: ``(SELECT agg(...) FROM f WHERE
+    f.k = outer.k AND p)`` -> ``(SELECT f.k, agg(...) FROM f WHERE p GROUP BY f.k)``, to be left
+    outer joined on ``outer.k = f.k`` (one row per key: one value per outer row). ``exists``:
+    ``EXISTS (...)`` as ``count(*)`` of that subquery. Returns ``(right plan, outer key exprs
+    over scope, count)``: the right plan's first ``len(keys)`` columns are the keys (cast to
+    the outer keys' types), the next one the value; ``count``: the value is a bare count, which
+    is 0, not NULL, for an outer row without a match (the caller wraps it in COALESCE)."""
+    sel = _select_of(query)
+    if not isinstance(sel, exp.Select):
+        raise error_at(UnsupportedError, "a correlated set operation as a subquery is not supported", where)
+    for key in ("group", "having", "distinct", "limit", "offset", "order", "with_", "with"):
+        if sel.args.get(key):
+            raise error_at(UnsupportedError, f"a correlated scalar subquery with {key.rstrip('_').upper()} is not "
+                                             "supported", where)
+    if exists:
+        item = exp.Count(this=exp.Star())
+    else:
+        items = sel.expressions
+        if len(items) != 1 or isinstance(items[0], exp.Star):
+            raise error_at(BindError, "subquery must return only one column", where)
+        item = items[0].this if isinstance(items[0], exp.Alias) else items[0]
+    aggs = list(item.find_all(exp.AggFunc))
+    if not aggs:
+        raise error_at(UnsupportedError, "a correlated scalar subquery must be an aggregate (one value per outer row); "
+                                         "this one is not supported", where)
+    bare_count = isinstance(item, exp.Count) or (isinstance(item, exp.Filter) and isinstance(item.this, exp.Count))
+    if not bare_count and any(isinstance(a, exp.Count) for a in aggs):
+        raise error_at(UnsupportedError, "count() inside a larger expression of a correlated subquery is not "
+                                         "supported", where)
+    from sql.bind.select import _conjuncts
+    where_node = sel.args.get("where")
+    conjuncts = _conjuncts(where_node.this) if where_node is not None else []
+    _, inner_scope, _ = qb._from(sel, list(conjuncts))
+    keep, pairs = [], []
+    for c in conjuncts:
+        pair = _pair(c, inner_scope, scope)
+        if pair is None:
+            keep.append(c)
+        else:
+            pairs.append(pair)
+    if not pairs:
+        raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
+                                         "(outer = inner) AND-ed in its WHERE", where)
+    new = sel.copy()
+    new.set("where", exp.Where(this=exp.and_(*[c.copy() for c in keep])) if keep else None)
+    new.set("group", exp.Group(expressions=[i.copy() for _, i in pairs]))
+    new.set("expressions", [exp.alias_(i.copy(), f"_corr{k}") for k, (_, i) in enumerate(pairs)] +
+            [exp.alias_(item.copy(), "_value")])
+    try:
+        right = qb.bind_query(new, top=False)
+    except BindError:
+        if references_outer(new, scope):
+            raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
+                                             "(outer = inner) AND-ed in its WHERE", where) from None
+        raise
+    ob = ExprBinder(scope, qb.params, context="a correlated subquery")
+    outer, cast = [], False
+    exprs = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(right.types, right.names))]
+    for k, (o, _) in enumerate(pairs):
+        e = ob.bind(o)
+        it = right.types[k]
+        if e.data_type != it:
+            sup = T.common_supertype(e.data_type, it)
+            if sup is None:
+                raise error_at(BindError, f"operator does not exist: {e.data_type.sql_name()} = {it.sql_name()}", o)
+            e = ob.coerce(e, sup, o)
+            if it != sup:
+                exprs[k], cast = E.Cast(exprs[k], sup), True
+        outer.append(e)
+    if cast:
+        visible = right.n_visible
+        right = P.Project(right, exprs, list(right.names))
+        right.n_visible = visible
+    return right, outer, bare_count
+
+
+def _pair(c, inner: Scope, outer: Scope):
+    """``(outer node, inner node)`` when the conjunct ``c`` is a correlation equality, None when
+    it is the subquery's own; UnsupportedError for any other reference to the outer query."""
+    side = _side(c, inner, outer)
+    if side in ("inner", "none"):
+        return None
+    if isinstance(c, exp.EQ):
+        a, b = _side(c.this, inner, outer), _side(c.expression, inner, outer)
+        if (a, b) == ("outer", "inner"):
+            return c.this, c.expression
+        if (a, b) == ("inner", "outer"):
+            return c.expression, c.this
+    raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
+                                     "(outer = inner) AND-ed in its WHERE", c)

@@ -244,7 +244,7 @@ class QueryBinder:
         having_cond = None
         if group is not None or agg_nodes:
             plan, binder = self._aggregate(plan, scope, items, group, agg_nodes)
-            binder.subquery = subs = Subqueries(self, len(plan.types))
+            binder.subquery = subs = Subqueries(self, len(plan.types), outer=False)
             if having is not None:
                 having_cond = binder._bool(having.this)
         else:

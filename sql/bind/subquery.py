@@ -32,7 +32,8 @@ from sql import types as T
 from sql.bind.expr import ExprBinder, Scope
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
-from sql.bind.correlated import binds_correlated as _binds_correlated, correlated_semi, references_outer
+from sql.bind.correlated import (binds_correlated as _binds_correlated, correlated_scalar, correlated_semi,
+                                  references_outer)
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _CMP = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
@@ -66,13 +67,36 @@ def _unparen(node):
 
 class Subqueries:
     """The scalar subqueries met while binding expressions over a plan ``base_width`` columns
-    wide: the k-th one is read as column ``base_width + k`` once :meth:`attach` has joined
-    them. Pass the instance as an ExprBinder's ``subquery``."""
+    wide; :meth:`attach` joins them to that plan, each adding trailing columns (an uncorrelated
+    one its value; a correlated one its probe columns, then its keys and value), so the value of
+    each is a known column index at bind time. Pass the instance as an ExprBinder's
+    ``subquery``. ``outer``: correlated subqueries may be decorrelated (False where the
+    binder's scope is not the plan's columns, such as after an aggregation)."""
 
-    def __init__(self, qb, base_width: int):
-        self.qb, self.base_width, self.plans = qb, base_width, []
+    def __init__(self, qb, base_width: int, outer: bool = True):
+        self.qb, self.base_width, self.outer = qb, base_width, outer
+        self.joins = []     # (right plan, outer key exprs or None)
+        self.width = base_width
+
+    @property
+    def plans(self) -> list:
+        return [right for right, _ in self.joins]
 
     def __call__(self, node, binder: ExprBinder) -> E.Expr:
+        query = node.this if isinstance(node, exp.Exists) else node
+        if self.outer and _binds_correlated(self.qb, query, binder.scope):
+            right, keys, count = correlated_scalar(self.qb, binder.scope, query, node,
+                                                   exists=isinstance(node, exp.Exists))
+            probes = sum(1 for k in keys if not isinstance(k, E.Col))
+            at = self.width + probes + len(keys)
+            self.joins.append((right, keys))
+            self.width += probes + len(right.types)
+            value = E.Col(at, right.types[len(keys)], "_value")
+            if count:
+                value = E.Func("coalesce", value, E.Lit(0, value.data_type))
+            if isinstance(node, exp.Exists):
+                return E.Cmp(">", value, E.Lit(0, value.data_type))
+            return value
         if isinstance(node, exp.Exists):
             sub = bind_subquery(self.qb, node.this, binder.scope, node, one_column=False)
             count = P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* exists */")
@@ -86,14 +110,30 @@ class Subqueries:
         return self.add(sub)
 
     def add(self, plan: P.Node) -> E.Col:
-        self.plans.append(plan)
-        i = self.base_width + len(self.plans) - 1
-        return E.Col(i, plan.types[0], plan.names[0])
+        self.joins.append((plan, None))
+        self.width += 1
+        return E.Col(self.width - 1, plan.types[0], plan.names[0])
 
     def attach(self, plan: P.Node) -> P.Node:
         assert len(plan.types) == self.base_width, (len(plan.types), self.base_width)
-        for sub in self.plans:
-            plan = P.ScalarJoin(plan, sub)
+        for right, keys in self.joins:
+            if keys is None:
+                plan = P.ScalarJoin(plan, right)
+                continue
+            lkeys, probes = [], []
+            for k in keys:
+                if isinstance(k, E.Col):
+                    lkeys.append(k.index)
+                else:
+                    lkeys.append(len(plan.types) + len(probes))
+                    probes.append(k)
+            if probes:
+                visible = plan.n_visible
+                cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+                plan = P.Project(plan, cols + probes, list(plan.names) + [f"_probe{i}" for i in range(len(probes))])
+                plan.n_visible = visible
+            plan = P.Join(plan, right, "left", lkeys, list(range(len(keys))), None)
+        assert len(plan.types) == self.width, (len(plan.types), self.width)
         return plan
 
 
@@ -142,7 +182,7 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
         left, right = node.this, node.expression
         if _is_subquery(left) and not _is_subquery(right):
             left, right, op = right, left, _FLIP[op]
-        if _is_subquery(right) and not has_subquery(left):
+        if _is_subquery(right) and not has_subquery(left) and not _binds_correlated(qb, right, scope):
             return _dynamic_filter(qb, plan, scope, left, right, op, node)
     return None
 
