@@ -1,5 +1,7 @@
-"""Correlated ``[NOT] EXISTS (subquery)`` and ``x IN (subquery)`` in WHERE, decorrelated into a
-semi / anti join when the subquery refers to the outer query only through equalities.
+"""Correlated subqueries, decorrelated when they refer to the outer query only through
+equalities: ``[NOT] EXISTS (subquery)`` and ``x IN (subquery)`` as WHERE conjuncts -> a semi /
+anti join (:func:`correlated_semi`); a scalar aggregate subquery, or EXISTS, anywhere else ->
+a left join with the subquery grouped by its correlation keys (:func:`correlated_scalar`).
 
 Job: ``EXISTS (SELECT ... FROM f WHERE f.k = outer.k AND p)`` -> ``outer SEMI JOIN (f WHERE p)
 ON outer.k = f.k`` (NOT EXISTS: ANTI JOIN; ``x IN (SELECT y ...)`` adds ``x = y`` to the keys).
@@ -8,11 +10,14 @@ equality with an inner-only side and an outer-only side (a join key pair); a col
 the subquery's own FROM first (SQL scoping), then to the outer query.
 
 Invariants: NOT EXISTS needs no NULL care (an equality with NULL is never TRUE: the row has no
-match, NOT EXISTS is TRUE, the anti join keeps it). A subquery with GROUP BY, HAVING,
+match, NOT EXISTS is TRUE, the anti join keeps it). A semi/anti subquery with GROUP BY, HAVING,
 aggregates, DISTINCT, LIMIT, its own WITH or a correlated conjunct of another shape is an
-UnsupportedError; so is correlated NOT IN (its NULL rules need a per-key count).
+UnsupportedError; so is correlated NOT IN (its NULL rules need a per-key count). A correlated
+scalar subquery must be one aggregate expression (one value per outer row); an outer row
+without a group gets NULL, except for a bare ``count`` (0: the caller coalesces), and a
+``count`` inside a larger expression is an UnsupportedError.
 
-Callers: :func:`sql.bind.subquery.where_conjunct`.
+Callers: :func:`sql.bind.subquery.where_conjunct`, :class:`sql.bind.subquery.Subqueries`.
 """
 
 from __future__ import annotations

@@ -11,12 +11,14 @@ Job:
   :class:`P.Join` on ``x = y``. NOT IN follows SQL's three-valued logic: a row is kept when
   the anti join keeps it and the subquery has no NULL and either ``x`` is not NULL or the
   subquery is empty (a one-row count aggregate over the subquery, joined as a ScalarJoin).
-  ``[NOT] EXISTS`` and ``IN`` with a subquery correlated by equalities: :mod:`sql.bind.correlated`.
+  ``[NOT] EXISTS`` and ``IN`` with a subquery correlated by equalities, and correlated scalar
+  aggregates: :mod:`sql.bind.correlated`.
 
 Invariants: a materialized view only takes scalar subqueries that provably return at most one
 row (a global aggregate below projections/filters), since a stream cannot fail later; in batch
 a second row is an ExecutionError at run time (sql.batch.execute). A subquery naming a column
-of the outer query (correlated) is an UnsupportedError, except in the WHERE forms above.
+of the outer query (correlated) is an UnsupportedError unless :mod:`sql.bind.correlated`
+decorrelates it.
 
 Callers: :mod:`sql.bind.select` (``QueryBinder._select``).
 """
