@@ -25,7 +25,7 @@ from stream.schema import Schema
 
 from sql import types as T
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
-from sql.bind.subquery import Subqueries, where_conjunct
+from sql.bind.subquery import Subqueries, special_form, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 
@@ -293,23 +293,29 @@ class QueryBinder:
         return plan
 
     def _where(self, plan, scope, conjuncts) -> P.Node:
-        """``plan`` filtered by the WHERE conjuncts: the subquery forms of
-        :func:`sql.bind.subquery.where_conjunct` as their own nodes (they keep ``scope``'s
-        columns in place), the rest as one Filter above them (scalar subqueries in it joined
-        first, as trailing columns)."""
-        plain = []
+        """``plan`` filtered by the WHERE conjuncts: the plain ones first, as one Filter (scalar
+        subqueries in it joined first, as trailing columns), then the subquery forms of
+        :func:`sql.bind.subquery.where_conjunct` as their own nodes over the filtered rows (they
+        keep the plan's columns in place); a form that turns out plain is filtered last."""
+        plain = [c for c in conjuncts if not special_form(c)]
+        plan = self._filter(plan, scope, plain)
+        late = []
         for c in conjuncts:
-            out = where_conjunct(self, plan, scope, c)
-            if out is None:
-                plain.append(c)
-            else:
-                plan = out
-        if plain:
-            subs = Subqueries(self, len(plan.types))
-            binder = ExprBinder(scope, self.params, context="WHERE", subquery=subs)
-            conds = [binder._bool(c) for c in plain]
-            plan = P.Filter(subs.attach(plan), conds[0] if len(conds) == 1 else E.And(*conds))
-        return plan
+            if special_form(c):
+                out = where_conjunct(self, plan, scope, c)
+                if out is None:
+                    late.append(c)
+                else:
+                    plan = out
+        return self._filter(plan, scope, late)
+
+    def _filter(self, plan, scope, conjuncts) -> P.Node:
+        if not conjuncts:
+            return plan
+        subs = Subqueries(self, len(plan.types))
+        binder = ExprBinder(scope, self.params, context="WHERE", subquery=subs)
+        conds = [binder._bool(c) for c in conjuncts]
+        return P.Filter(subs.attach(plan), conds[0] if len(conds) == 1 else E.And(*conds))
 
     def _count(self, node):
         if node is None:

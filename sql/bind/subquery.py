@@ -160,6 +160,15 @@ def has_subquery(node) -> bool:
     return any(True for _ in node.find_all(exp.Subquery, exp.Select, exp.Exists))
 
 
+def special_form(node) -> bool:
+    """Whether the WHERE conjunct ``node`` may be one of :func:`where_conjunct`'s forms."""
+    node = _unparen(node)
+    inner = _unparen(node.this) if isinstance(node, exp.Not) else node
+    if isinstance(inner, exp.In) and inner.args.get("query") is not None or isinstance(inner, exp.Exists):
+        return True
+    return type(node) in _CMP and _is_subquery(node.this) != _is_subquery(node.expression)
+
+
 def where_conjunct(qb, plan: P.Node, scope: Scope, node):
     """``plan`` filtered by the WHERE conjunct ``node`` when it is one of the special forms of
     the module docstring, else None."""
