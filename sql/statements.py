@@ -478,7 +478,10 @@ def _explain(db, stmt, params, variables) -> Result:
     node = inner.ast
     if isinstance(node, exp.Create) and (node.args.get("kind") or "").upper() == "VIEW":
         plan, _ = bind_select(db, node.expression, params, batch=False)
-        ids = {id(n): [f"new{i}" for i in range(k)] for n, k in count_state_tables(plan)}
+        ids, taken = {}, 0   # placeholder ids numbered across the plan, as they would be allocated
+        for n, k in count_state_tables(plan):
+            ids[id(n)] = [f"new{taken + i}" for i in range(k)]
+            taken += k
         text = explain_plan(plan, ids, stream=True)
     elif isinstance(node, (exp.Select, exp.Union)):
         plan, _ = bind_select(db, node, params)
