@@ -53,6 +53,9 @@ def test_in_not_in_and_exists_follow_three_valued_logic(conn):
     assert rows(conn, "SELECT id FROM a WHERE x IN (SELECT y FROM b)") == [(1,)]
     assert rows(conn, "SELECT id FROM a WHERE x NOT IN (SELECT y FROM b)") == [(2,), (4,)]
     assert rows(conn, "SELECT id FROM a WHERE x + 1 IN (SELECT y FROM b)") == [(4,)]
+    assert rows(conn, "SELECT id FROM a WHERE x = ANY (SELECT y FROM b)") == [(1,)]
+    assert rows(conn, "SELECT id FROM a WHERE x <> ALL (SELECT y FROM b)") == [(2,), (4,)]
+    assert rows(conn, "SELECT id FROM a WHERE NOT NOT x IN (SELECT y FROM b)") == [(1,)]
     assert rows(conn, "SELECT id FROM a WHERE NOT EXISTS (SELECT y FROM b WHERE y > 4)") == []
     assert rows(conn, "SELECT id, EXISTS (SELECT 1 FROM b WHERE y > 4) FROM a WHERE id = 1") == [(1, True)]
     conn.execute("INSERT INTO b VALUES (3, NULL)")
@@ -102,6 +105,7 @@ def test_batch_joins_without_an_equality_are_nested_loops(conn):
     ("SELECT id, (SELECT count(*) + 1 FROM b WHERE b.id = a.id) FROM a", "count"),
     ("SELECT id, (SELECT max(y) FROM b WHERE b.id < a.id) FROM a", "equalities"),
     ("SELECT id FROM a WHERE x IN (SELECT y FROM b) OR id = 1", "IN \\(subquery\\)"),
+    ("SELECT id FROM a WHERE x > ALL (SELECT y FROM b)", "ANY/SOME/ALL"),
     ("SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.y < a.x)", "equalities"),
     ("SELECT id FROM a WHERE x NOT IN (SELECT y FROM b WHERE b.id = a.id)", "NOT IN"),
 ])
@@ -145,6 +149,8 @@ QUERIES = {   # name: (SQL over a and b, model over ({id: x}, {id: y}) -> rows)
            lambda A, B: [(i, x) for i, x in A.items() if x is not None and x in B.values()]),
     "not_in": ("SELECT id, x FROM a WHERE x NOT IN (SELECT y FROM b)",
                lambda A, B: [(i, x) for i, x in A.items() if _not_in(x, list(B.values())) is True]),
+    "ne_all": ("SELECT id, x FROM a WHERE NOT (x = SOME (SELECT y FROM b WHERE y <> 3))",
+               lambda A, B: [(i, x) for i, x in A.items() if _not_in(x, [y for y in B.values() if y is not None and y != 3]) is True]),
     "exists": ("SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE y > 1)",
                lambda A, B: [(i,) for i in A if any(y is not None and y > 1 for y in B.values())]),
     "not_exists": ("SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE y > 1)",

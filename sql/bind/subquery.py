@@ -7,7 +7,7 @@ Job:
   ``count(*) > 0`` over ``q``, the same way. :class:`Subqueries` collects them while an
   :class:`~sql.bind.expr.ExprBinder` binds, and ``attach`` adds the joins to the plan.
 - WHERE conjuncts (:func:`where_conjunct`): ``x <op> (scalar subquery)`` with op ``< <= > >=``
-  and ``x`` a column -> :class:`P.DynamicFilter`; ``x [NOT] IN (subquery)`` -> a semi / anti
+  -> :class:`P.DynamicFilter`; ``x [NOT] IN (subquery)`` (also ``= ANY``, ``<> ALL``) -> a semi / anti
   :class:`P.Join` on ``x = y``. NOT IN follows SQL's three-valued logic: a row is kept when
   the anti join keeps it and the subquery has no NULL and either ``x`` is not NULL or the
   subquery is empty (a one-row count aggregate over the subquery, joined as a ScalarJoin).
@@ -160,24 +160,39 @@ def has_subquery(node) -> bool:
     return any(True for _ in node.find_all(exp.Subquery, exp.Select, exp.Exists))
 
 
+def _quantified(node):
+    """``x = ANY (q)`` / ``x = SOME (q)`` as ``x IN (q)``, ``x <> ALL (q)`` as ``NOT x IN (q)``."""
+    if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
+        return exp.In(this=node.this.copy(), query=node.expression.this.copy())
+    if isinstance(node, exp.NEQ) and isinstance(node.expression, exp.All):
+        return exp.Not(this=exp.In(this=node.this.copy(), query=node.expression.this.copy()))
+    return None
+
+
+def _normalized(node):
+    """``(negate, inner)``: ``node`` without parentheses and NOTs (counted), quantified
+    comparisons as IN."""
+    negate = False
+    while True:
+        node = _unparen(node)
+        node = _quantified(node) or node
+        if not isinstance(node, exp.Not):
+            return negate, node
+        negate, node = not negate, node.this
+
+
 def special_form(node) -> bool:
     """Whether the WHERE conjunct ``node`` may be one of :func:`where_conjunct`'s forms."""
-    node = _unparen(node)
-    inner = _unparen(node.this) if isinstance(node, exp.Not) else node
+    negate, inner = _normalized(node)
     if isinstance(inner, exp.In) and inner.args.get("query") is not None or isinstance(inner, exp.Exists):
         return True
-    return type(node) in _CMP and _is_subquery(node.this) != _is_subquery(node.expression)
+    return not negate and type(inner) in _CMP and _is_subquery(inner.this) != _is_subquery(inner.expression)
 
 
 def where_conjunct(qb, plan: P.Node, scope: Scope, node):
     """``plan`` filtered by the WHERE conjunct ``node`` when it is one of the special forms of
     the module docstring, else None."""
-    node = _unparen(node)
-    negate = False
-    if isinstance(node, exp.Not):
-        negate, inner = True, _unparen(node.this)
-    else:
-        inner = node
+    negate, inner = _normalized(node)
     if isinstance(inner, exp.In) and inner.args.get("query") is not None:
         query = inner.args["query"]
         if _binds_correlated(qb, query, scope):
@@ -188,9 +203,9 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
         return _in(qb, plan, scope, inner, negate)
     if isinstance(inner, exp.Exists) and _binds_correlated(qb, inner.this, scope):
         return correlated_semi(qb, plan, scope, inner.this, None, negate, node)
-    if not negate and type(node) in _CMP:
-        op = _CMP[type(node)]
-        left, right = node.this, node.expression
+    if not negate and type(inner) in _CMP:
+        op = _CMP[type(inner)]
+        left, right = inner.this, inner.expression
         if _is_subquery(left) and not _is_subquery(right):
             left, right, op = right, left, _FLIP[op]
         if _is_subquery(right) and not has_subquery(left) and not _binds_correlated(qb, right, scope):
