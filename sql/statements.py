@@ -371,7 +371,7 @@ def _current_rows(db, rel, where, params):
     plan = scan
     if where is not None:   # the query binder's WHERE: subqueries too (the scan's columns stay first)
         binder = QueryBinder(db.catalog, params, batch=True)
-        plan = binder._where(scan, scope, _conjuncts(where.this))
+        plan = binder.bind_where(scan, scope, _conjuncts(where.this))
     table = run_batch(plan, db.store, db.store.max_committed_epoch)
     return [tuple(r) for r in _py_rows(table, scan.types)] if table.num_rows else [], scope
 

@@ -234,7 +234,7 @@ class QueryBinder:
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
-        plan = self._where(plan, scope, conjuncts)
+        plan = self.bind_where(plan, scope, conjuncts)
         items = self._expand_star(node.expressions, scope)
         having = node.args.get("having")
         group = node.args.get("group")
@@ -292,7 +292,7 @@ class QueryBinder:
                            self._count(offset.expression if offset is not None else None) or 0)
         return plan
 
-    def _where(self, plan, scope, conjuncts) -> P.Node:
+    def bind_where(self, plan, scope, conjuncts) -> P.Node:
         """``plan`` filtered by the WHERE conjuncts: the plain ones first, as one Filter (scalar
         subqueries in it joined first, as trailing columns), then the subquery forms of
         :func:`sql.bind.subquery.where_conjunct` as their own nodes over the filtered rows (they

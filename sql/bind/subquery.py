@@ -80,10 +80,6 @@ class Subqueries:
         self.joins = []     # (right plan, outer key exprs or None)
         self.width = base_width
 
-    @property
-    def plans(self) -> list:
-        return [right for right, _ in self.joins]
-
     def __call__(self, node, binder: ExprBinder) -> E.Expr:
         query = node.this if isinstance(node, exp.Exists) else node
         if self.outer and _binds_correlated(self.qb, query, binder.scope):
