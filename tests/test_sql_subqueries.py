@@ -267,3 +267,20 @@ def test_update_and_delete_take_subqueries_in_where(conn):
     assert rows(conn, "SELECT * FROM a") == [(2, 2), (3, None), (4, 0)]
     with pytest.raises(ExecutionError, match="more than one row"):
         conn.execute("DELETE FROM a WHERE x = (SELECT y FROM b)")
+
+
+def test_nested_subqueries_bind_once_and_nest_in_correlated_ones(conn):
+    # each subquery is bound once: 25 nested levels would be 2**25 bindings otherwise
+    q = "SELECT id FROM a WHERE x >= " + "(SELECT min(x) FROM a WHERE x >= " * 25 + "0" + ")" * 25
+    assert rows(conn, q) == [(1,), (2,), (4,)]
+    q = "SELECT " + "(SELECT " * 25 + "max(y) FROM b" + ")" * 25
+    assert rows(conn, q) == [(5,)]
+    q = ("SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.id = a.id AND "
+         "b.y IN (SELECT x FROM a AS c WHERE c.x > 0))")
+    assert rows(conn, q) == [(1,)]
+    conn.execute(f"CREATE MATERIALIZED VIEW m AS {q}")
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM m") == [(1,)]
+    with pytest.raises(UnsupportedError, match="nested in a correlated subquery"):
+        conn.execute("SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.id = a.id AND "
+                     "EXISTS (SELECT 1 FROM a AS c WHERE c.x = a.x))")

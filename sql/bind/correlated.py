@@ -51,22 +51,36 @@ def references_outer(node, outer: Scope) -> bool:
     return False
 
 
-def binds_correlated(qb, node, outer: Scope) -> bool:
-    """True when the subquery ``node`` does not bind alone but names outer columns; False when it
-    binds alone; a BindError of its own otherwise."""
+def try_bind(qb, node, outer: Scope):
+    """The plan of the subquery ``node`` when it binds alone (uncorrelated), None when it names
+    columns of ``outer`` (correlated); its own BindError otherwise. Bind each subquery once:
+    nested subqueries make repeated binding exponential in the nesting depth."""
     try:
-        qb.bind_query(_select_of(node), top=False)
-        return False
+        return qb.bind_query(_select_of(node), top=False)
     except BindError:
         if references_outer(_select_of(node), outer):
-            return True
+            return None
         raise
 
 
+def _own_columns(node):
+    """The columns of ``node`` outside its nested subqueries (those bind in their own scope)."""
+    if isinstance(node, exp.Column):
+        yield node
+        return
+    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+        return
+    for child in node.iter_expressions():
+        yield from _own_columns(child)
+
+
 def _side(node, inner: Scope, outer: Scope):
-    """'inner', 'outer', 'none' (no columns) or 'mixed' for an expression."""
+    """'inner', 'outer', 'none' (no columns) or 'mixed' for an expression (nested subqueries
+    aside: a conjunct with one is the subquery's own, bound with the subquery's scope)."""
     sides = set()
-    for col in node.find_all(exp.Column):
+    for col in _own_columns(node):
+        if isinstance(col.this, exp.Star):
+            continue
         name, table = _name(col.this), _name(col.args.get("table"))
         try:
             inner.resolve(name, table, col)
@@ -103,9 +117,13 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
         else:
             pairs.append(pair)
     ib = ExprBinder(inner_scope, qb.params, context="WHERE")
-    if filters:
-        conds = [ib._bool(f) for f in filters]
-        inner_plan = P.Filter(inner_plan, conds[0] if len(conds) == 1 else E.And(*conds))
+    try:
+        inner_plan = qb.bind_where(inner_plan, inner_scope, filters)   # nested subqueries too
+    except BindError:
+        if any(references_outer(f, scope) for f in filters):
+            raise error_at(UnsupportedError, "a subquery nested in a correlated subquery may not refer to the outer "
+                                             "query", where) from None
+        raise
     ob = ExprBinder(scope, qb.params, context="WHERE")
     keys = [(ob.bind(o), ib.bind(i), o) for o, i in pairs]
     if probe is not None:

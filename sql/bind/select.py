@@ -40,6 +40,7 @@ class QueryBinder:
         self.catalog, self.params, self.batch = catalog, list(params), batch
         self.ctes: dict = {}
         self.depends_on: list = []
+        self.prebound: dict = {}   # id(subquery node) -> its plan, bound once (sql.bind.subquery)
 
     def bind_query(self, node, top: bool = True) -> P.Node:
         if isinstance(node, exp.Subquery):
