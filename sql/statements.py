@@ -392,7 +392,7 @@ def _dml_plan(db, rel, where, params):
     plan = scan
     if where is not None:   # the query binder's WHERE: subqueries too (the scan's columns stay first)
         binder = QueryBinder(db.catalog, params, batch=True)
-        plan = binder._where(scan, scope, _conjuncts(where.this))
+        plan = binder.bind_where(scan, scope, _conjuncts(where.this))
     return plan, scope, scan
 
 
@@ -507,9 +507,10 @@ def _explain(db, stmt, params, variables) -> Result:
     node = inner.ast
     if isinstance(node, exp.Create) and (node.args.get("kind") or "").upper() == "VIEW":
         plan, _ = bind_select(db, node.expression, params, batch=False)
-        counts = count_state_tables(plan)
-        starts = [sum(k for _, k in counts[:i]) for i in range(len(counts))]
-        ids = {id(n): [f"new{s + i}" for i in range(k)] for (n, k), s in zip(counts, starts)}
+        ids, taken = {}, 0   # placeholder ids numbered across the plan, as they would be allocated
+        for n, k in count_state_tables(plan):
+            ids[id(n)] = [f"new{taken + i}" for i in range(k)]
+            taken += k
         text = explain_plan(plan, ids, stream=True)
     elif isinstance(node, (exp.Select, exp.Union, exp.Except, exp.Intersect)):
         plan, _ = bind_select(db, node, params)

@@ -137,6 +137,9 @@ SUBQUERY_T1 = [   # sql/bind/subquery.py: dynamic filter, scalar joins, semi/ant
     "SELECT k FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.a = t1.a AND t2.x > 0)",
     "SELECT k FROM t1 WHERE NOT EXISTS (SELECT 1 FROM t2 WHERE t2.s = t1.s)",
     "SELECT k FROM t1 WHERE NOT EXISTS (SELECT 1 FROM t2 WHERE a > 3)",
+    "SELECT k, (SELECT max(x) FROM t2 WHERE t2.a = t1.a) AS m FROM t1",
+    "SELECT k, (SELECT count(*) FROM t2 WHERE t2.s = t1.s AND t2.a > 0) AS n FROM t1",
+    "SELECT k FROM t1 WHERE a < (SELECT sum(a) FROM t2 WHERE t2.k = t1.k)",
 ]
 
 

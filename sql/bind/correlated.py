@@ -1,5 +1,7 @@
-"""Correlated ``[NOT] EXISTS (subquery)`` and ``x IN (subquery)`` in WHERE, decorrelated into a
-semi / anti join when the subquery refers to the outer query only through equalities.
+"""Correlated subqueries, decorrelated when they refer to the outer query only through
+equalities: ``[NOT] EXISTS (subquery)`` and ``x IN (subquery)`` as WHERE conjuncts -> a semi /
+anti join (:func:`correlated_semi`); a scalar aggregate subquery, or EXISTS, anywhere else ->
+a left join with the subquery grouped by its correlation keys (:func:`correlated_scalar`).
 
 Job: ``EXISTS (SELECT ... FROM f WHERE f.k = outer.k AND p)`` -> ``outer SEMI JOIN (f WHERE p)
 ON outer.k = f.k`` (NOT EXISTS: ANTI JOIN; ``x IN (SELECT y ...)`` adds ``x = y`` to the keys).
@@ -8,11 +10,14 @@ equality with an inner-only side and an outer-only side (a join key pair); a col
 the subquery's own FROM first (SQL scoping), then to the outer query.
 
 Invariants: NOT EXISTS needs no NULL care (an equality with NULL is never TRUE: the row has no
-match, NOT EXISTS is TRUE, the anti join keeps it). A subquery with GROUP BY, HAVING,
+match, NOT EXISTS is TRUE, the anti join keeps it). A semi/anti subquery with GROUP BY, HAVING,
 aggregates, DISTINCT, LIMIT, its own WITH or a correlated conjunct of another shape is an
-UnsupportedError; so is correlated NOT IN (its NULL rules need a per-key count).
+UnsupportedError; so is correlated NOT IN (its NULL rules need a per-key count). A correlated
+scalar subquery must be one aggregate expression (one value per outer row); an outer row
+without a group gets NULL, except for a bare ``count`` (0: the caller coalesces), and a
+``count`` inside a larger expression is an UnsupportedError.
 
-Callers: :func:`sql.bind.subquery.where_conjunct`.
+Callers: :func:`sql.bind.subquery.where_conjunct`, :class:`sql.bind.subquery.Subqueries`.
 """
 
 from __future__ import annotations
@@ -46,22 +51,36 @@ def references_outer(node, outer: Scope) -> bool:
     return False
 
 
-def binds_correlated(qb, node, outer: Scope) -> bool:
-    """True when the subquery ``node`` does not bind alone but names outer columns; False when it
-    binds alone; a BindError of its own otherwise."""
+def try_bind(qb, node, outer: Scope):
+    """The plan of the subquery ``node`` when it binds alone (uncorrelated), None when it names
+    columns of ``outer`` (correlated); its own BindError otherwise. Bind each subquery once:
+    nested subqueries make repeated binding exponential in the nesting depth."""
     try:
-        qb.bind_query(_select_of(node), top=False)
-        return False
+        return qb.bind_query(_select_of(node), top=False)
     except BindError:
         if references_outer(_select_of(node), outer):
-            return True
+            return None
         raise
 
 
+def _own_columns(node):
+    """The columns of ``node`` outside its nested subqueries (those bind in their own scope)."""
+    if isinstance(node, exp.Column):
+        yield node
+        return
+    if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
+        return
+    for child in node.iter_expressions():
+        yield from _own_columns(child)
+
+
 def _side(node, inner: Scope, outer: Scope):
-    """'inner', 'outer', 'none' (no columns) or 'mixed' for an expression."""
+    """'inner', 'outer', 'none' (no columns) or 'mixed' for an expression (nested subqueries
+    aside: a conjunct with one is the subquery's own, bound with the subquery's scope)."""
     sides = set()
-    for col in node.find_all(exp.Column):
+    for col in _own_columns(node):
+        if isinstance(col.this, exp.Star):
+            continue
         name, table = _name(col.this), _name(col.args.get("table"))
         try:
             inner.resolve(name, table, col)
@@ -92,24 +111,19 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
     inner_plan, inner_scope, conjuncts = qb._from(sel, conjuncts)
     filters, pairs = [], []    # pairs: (outer node, inner node)
     for c in conjuncts:
-        side = _side(c, inner_scope, scope)
-        if side in ("inner", "none"):
+        pair = _pair(c, inner_scope, scope)
+        if pair is None:
             filters.append(c)
-            continue
-        if isinstance(c, exp.EQ):
-            a, b = _side(c.this, inner_scope, scope), _side(c.expression, inner_scope, scope)
-            if (a, b) == ("outer", "inner"):
-                pairs.append((c.this, c.expression))
-                continue
-            if (a, b) == ("inner", "outer"):
-                pairs.append((c.expression, c.this))
-                continue
-        raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
-                                         "(outer = inner) AND-ed in its WHERE", c)
+        else:
+            pairs.append(pair)
     ib = ExprBinder(inner_scope, qb.params, context="WHERE")
-    if filters:
-        conds = [ib._bool(f) for f in filters]
-        inner_plan = P.Filter(inner_plan, conds[0] if len(conds) == 1 else E.And(*conds))
+    try:
+        inner_plan = qb.bind_where(inner_plan, inner_scope, filters)   # nested subqueries too
+    except BindError:
+        if any(references_outer(f, scope) for f in filters):
+            raise error_at(UnsupportedError, "a subquery nested in a correlated subquery may not refer to the outer "
+                                             "query", where) from None
+        raise
     ob = ExprBinder(scope, qb.params, context="WHERE")
     keys = [(ob.bind(o), ib.bind(i), o) for o, i in pairs]
     if probe is not None:
@@ -144,3 +158,96 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
         plan.n_visible = visible
     right = P.Project(inner_plan, rexprs, [f"_corr{i}" for i in range(len(rexprs))])
     return P.Join(plan, right, "anti" if negate else "semi", lkeys, list(range(len(rexprs))), None)
+
+
+def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
+    """A scalar subquery correlated by equalities, decorrelated: ``(SELECT agg(...) FROM f WHERE
+    f.k = outer.k AND p)`` -> ``(SELECT f.k, agg(...) FROM f WHERE p GROUP BY f.k)``, to be left
+    outer joined on ``outer.k = f.k`` (one row per key: one value per outer row). ``exists``:
+    ``EXISTS (...)`` as ``count(*)`` of that subquery. Returns ``(right plan, outer key exprs
+    over scope, count)``: the right plan's first ``len(keys)`` columns are the keys (cast to
+    the outer keys' types), the next one the value; ``count``: the value is a bare count, which
+    is 0, not NULL, for an outer row without a match (the caller wraps it in COALESCE)."""
+    sel = _select_of(query)
+    if not isinstance(sel, exp.Select):
+        raise error_at(UnsupportedError, "a correlated set operation as a subquery is not supported", where)
+    for key in ("group", "having", "distinct", "limit", "offset", "order", "with_", "with"):
+        if sel.args.get(key):
+            raise error_at(UnsupportedError, f"a correlated scalar subquery with {key.rstrip('_').upper()} is not "
+                                             "supported", where)
+    if exists:
+        item = exp.Count(this=exp.Star())
+    else:
+        items = sel.expressions
+        if len(items) != 1 or isinstance(items[0], exp.Star):
+            raise error_at(BindError, "subquery must return only one column", where)
+        item = items[0].this if isinstance(items[0], exp.Alias) else items[0]
+    aggs = list(item.find_all(exp.AggFunc))
+    if not aggs:
+        raise error_at(UnsupportedError, "a correlated scalar subquery must be an aggregate (one value per outer row); "
+                                         "this one is not supported", where)
+    bare_count = isinstance(item, exp.Count) or (isinstance(item, exp.Filter) and isinstance(item.this, exp.Count))
+    if not bare_count and any(isinstance(a, exp.Count) for a in aggs):
+        raise error_at(UnsupportedError, "count() inside a larger expression of a correlated subquery is not "
+                                         "supported", where)
+    from sql.bind.select import _conjuncts
+    where_node = sel.args.get("where")
+    conjuncts = _conjuncts(where_node.this) if where_node is not None else []
+    _, inner_scope, _ = qb._from(sel, list(conjuncts))
+    keep, pairs = [], []
+    for c in conjuncts:
+        pair = _pair(c, inner_scope, scope)
+        if pair is None:
+            keep.append(c)
+        else:
+            pairs.append(pair)
+    if not pairs:
+        raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
+                                         "(outer = inner) AND-ed in its WHERE", where)
+    new = sel.copy()
+    new.set("where", exp.Where(this=exp.and_(*[c.copy() for c in keep])) if keep else None)
+    new.set("group", exp.Group(expressions=[i.copy() for _, i in pairs]))
+    new.set("expressions", [exp.alias_(i.copy(), f"_corr{k}") for k, (_, i) in enumerate(pairs)] +
+            [exp.alias_(item.copy(), "_value")])
+    try:
+        right = qb.bind_query(new, top=False)
+    except BindError:
+        if references_outer(new, scope):
+            raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
+                                             "(outer = inner) AND-ed in its WHERE", where) from None
+        raise
+    ob = ExprBinder(scope, qb.params, context="a correlated subquery")
+    outer, cast = [], False
+    exprs = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(right.types, right.names))]
+    for k, (o, _) in enumerate(pairs):
+        e = ob.bind(o)
+        it = right.types[k]
+        if e.data_type != it:
+            sup = T.common_supertype(e.data_type, it)
+            if sup is None:
+                raise error_at(BindError, f"operator does not exist: {e.data_type.sql_name()} = {it.sql_name()}", o)
+            e = ob.coerce(e, sup, o)
+            if it != sup:
+                exprs[k], cast = E.Cast(exprs[k], sup), True
+        outer.append(e)
+    if cast:
+        visible = right.n_visible
+        right = P.Project(right, exprs, list(right.names))
+        right.n_visible = visible
+    return right, outer, bare_count
+
+
+def _pair(c, inner: Scope, outer: Scope):
+    """``(outer node, inner node)`` when the conjunct ``c`` is a correlation equality, None when
+    it is the subquery's own; UnsupportedError for any other reference to the outer query."""
+    side = _side(c, inner, outer)
+    if side in ("inner", "none"):
+        return None
+    if isinstance(c, exp.EQ):
+        a, b = _side(c.this, inner, outer), _side(c.expression, inner, outer)
+        if (a, b) == ("outer", "inner"):
+            return c.this, c.expression
+        if (a, b) == ("inner", "outer"):
+            return c.expression, c.this
+    raise error_at(UnsupportedError, "a correlated subquery may refer to the outer query only in equalities "
+                                     "(outer = inner) AND-ed in its WHERE", c)

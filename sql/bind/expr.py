@@ -277,6 +277,9 @@ class ExprBinder:
                           E.Func("concat", a, b), DataType.VARCHAR)
         if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
             raise error_at(BindError, f"aggregate functions are not allowed in {self.context}", node)
+        if isinstance(node, (exp.Any, exp.All)):
+            raise error_at(UnsupportedError, "ANY/SOME/ALL (subquery) is only supported as = ANY / <> ALL in a WHERE "
+                                             "condition (alone or AND-ed)", node)
         if isinstance(node, (exp.Subquery, exp.Select, exp.Exists)):
             if self.subquery is None:
                 raise error_at(UnsupportedError, f"subqueries are not supported in {self.context}", node)

@@ -29,7 +29,7 @@ from sql.bind import time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.bind.set_ops import bind_except_intersect
-from sql.bind.subquery import Subqueries, where_conjunct
+from sql.bind.subquery import Subqueries, special_form, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 from sql.plan import time_window
@@ -45,6 +45,7 @@ class QueryBinder:
         self.catalog, self.params, self.batch = catalog, list(params), batch
         self.ctes: dict = {}
         self.depends_on: list = []
+        self.prebound: dict = {}   # id(subquery node) -> its plan, bound once (sql.bind.subquery)
 
     def bind_query(self, node, top: bool = True) -> P.Node:
         if isinstance(node, exp.Subquery):
@@ -276,7 +277,7 @@ class QueryBinder:
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
-        plan = self._where(plan, scope, conjuncts)
+        plan = self.bind_where(plan, scope, conjuncts)
         items = self._expand_star(node.expressions, scope)
         having = node.args.get("having")
         group = node.args.get("group")
@@ -296,7 +297,7 @@ class QueryBinder:
             binder = ExprBinder(scope, self.params, hook=hook, context="SELECT", subquery=subs)
         elif group is not None or agg_nodes:
             plan, binder = self._aggregate(plan, scope, items, group, agg_nodes)
-            binder.subquery = subs = Subqueries(self, len(plan.types))
+            binder.subquery = subs = Subqueries(self, len(plan.types), outer=False)
             if having is not None:
                 having_cond = binder._bool(having.this)
         else:
@@ -331,24 +332,30 @@ class QueryBinder:
                              self._count(offset.expression if offset is not None else None) or 0,
                              self.batch and top, node)
 
-    def _where(self, plan, scope, conjuncts) -> P.Node:
-        """``plan`` filtered by the WHERE conjuncts: the subquery forms of
-        :func:`sql.bind.subquery.where_conjunct` as their own nodes (they keep ``scope``'s
-        columns in place), the rest as one Filter above them (scalar subqueries in it joined
-        first, as trailing columns)."""
-        plain = []
+    def bind_where(self, plan, scope, conjuncts) -> P.Node:
+        """``plan`` filtered by the WHERE conjuncts: the plain ones first, as one Filter (scalar
+        subqueries in it joined first, as trailing columns), then the subquery forms of
+        :func:`sql.bind.subquery.where_conjunct` as their own nodes over the filtered rows (they
+        keep the plan's columns in place); a form that turns out plain is filtered last."""
+        plain = [c for c in conjuncts if not special_form(c)]
+        plan = self._filter(plan, scope, plain)
+        late = []
         for c in conjuncts:
-            out = where_conjunct(self, plan, scope, c)
-            if out is None:
-                plain.append(c)
-            else:
-                plan = out
-        if plain:
-            subs = Subqueries(self, len(plan.types))
-            binder = ExprBinder(scope, self.params, context="WHERE", subquery=subs)
-            conds = [binder._bool(c) for c in plain]
-            plan = O.rank_filter(P.Filter(subs.attach(plan), conds[0] if len(conds) == 1 else E.And(*conds)))
-        return plan
+            if special_form(c):
+                out = where_conjunct(self, plan, scope, c)
+                if out is None:
+                    late.append(c)
+                else:
+                    plan = out
+        return self._filter(plan, scope, late)
+
+    def _filter(self, plan, scope, conjuncts) -> P.Node:
+        if not conjuncts:
+            return plan
+        subs = Subqueries(self, len(plan.types))
+        binder = ExprBinder(scope, self.params, context="WHERE", subquery=subs)
+        conds = [binder._bool(c) for c in conjuncts]
+        return O.rank_filter(P.Filter(subs.attach(plan), conds[0] if len(conds) == 1 else E.And(*conds)))
 
     def _count(self, node):
         if node is None:

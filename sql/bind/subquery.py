@@ -7,16 +7,18 @@ Job:
   ``count(*) > 0`` over ``q``, the same way. :class:`Subqueries` collects them while an
   :class:`~sql.bind.expr.ExprBinder` binds, and ``attach`` adds the joins to the plan.
 - WHERE conjuncts (:func:`where_conjunct`): ``x <op> (scalar subquery)`` with op ``< <= > >=``
-  and ``x`` a column -> :class:`P.DynamicFilter`; ``x [NOT] IN (subquery)`` -> a semi / anti
+  -> :class:`P.DynamicFilter`; ``x [NOT] IN (subquery)`` (also ``= ANY``, ``<> ALL``) -> a semi / anti
   :class:`P.Join` on ``x = y``. NOT IN follows SQL's three-valued logic: a row is kept when
   the anti join keeps it and the subquery has no NULL and either ``x`` is not NULL or the
   subquery is empty (a one-row count aggregate over the subquery, joined as a ScalarJoin).
-  ``[NOT] EXISTS`` and ``IN`` with a subquery correlated by equalities: :mod:`sql.bind.correlated`.
+  ``[NOT] EXISTS`` and ``IN`` with a subquery correlated by equalities, and correlated scalar
+  aggregates: :mod:`sql.bind.correlated`.
 
 Invariants: a materialized view only takes scalar subqueries that provably return at most one
 row (a global aggregate below projections/filters), since a stream cannot fail later; in batch
 a second row is an ExecutionError at run time (sql.batch.execute). A subquery naming a column
-of the outer query (correlated) is an UnsupportedError, except in the WHERE forms above.
+of the outer query (correlated) is an UnsupportedError unless :mod:`sql.bind.correlated`
+decorrelates it.
 
 Callers: :mod:`sql.bind.select` (``QueryBinder._select``).
 """
@@ -32,7 +34,7 @@ from sql import types as T
 from sql.bind.expr import ExprBinder, Scope
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
-from sql.bind.correlated import binds_correlated as _binds_correlated, correlated_semi, references_outer
+from sql.bind.correlated import correlated_scalar, correlated_semi, try_bind
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _CMP = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
@@ -69,90 +71,180 @@ def _unparen(node):
 
 class Subqueries:
     """The scalar subqueries met while binding expressions over a plan ``base_width`` columns
-    wide: the k-th one is read as column ``base_width + k`` once :meth:`attach` has joined
-    them. Pass the instance as an ExprBinder's ``subquery``."""
+    wide; :meth:`attach` joins them to that plan, each adding trailing columns (an uncorrelated
+    one its value; a correlated one its probe columns, then its keys and value), so the value of
+    each is a known column index at bind time. Pass the instance as an ExprBinder's
+    ``subquery``. ``outer``: correlated subqueries may be decorrelated (False where the
+    binder's scope is not the plan's columns, such as after an aggregation)."""
 
-    def __init__(self, qb, base_width: int):
-        self.qb, self.base_width, self.plans = qb, base_width, []
+    def __init__(self, qb, base_width: int, outer: bool = True):
+        self.qb, self.base_width, self.outer = qb, base_width, outer
+        self.joins = []     # (right plan, outer key exprs or None)
+        self.width = base_width
 
     def __call__(self, node, binder: ExprBinder) -> E.Expr:
+        query = node.this if isinstance(node, exp.Exists) else node
+        sub = self.qb.prebound.pop(id(query), None) or try_bind(self.qb, query, binder.scope)
+        if sub is None:
+            if not self.outer:
+                raise error_at(UnsupportedError, "correlated subqueries are not supported here (after GROUP BY)", node)
+            right, keys, count = correlated_scalar(self.qb, binder.scope, query, node,
+                                                   exists=isinstance(node, exp.Exists))
+            probes = sum(1 for k in keys if not isinstance(k, E.Col))
+            at = self.width + probes + len(keys)
+            self.joins.append((right, keys))
+            self.width += probes + len(right.types)
+            value = E.Col(at, right.types[len(keys)], "_value")
+            if count:
+                value = E.Func("coalesce", value, E.Lit(0, value.data_type))
+            if isinstance(node, exp.Exists):
+                return E.Cmp(">", value, E.Lit(0, value.data_type))
+            return value
         if isinstance(node, exp.Exists):
-            sub = bind_subquery(self.qb, node.this, binder.scope, node, one_column=False)
-            count = P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* exists */")
-            plan = P.Agg(sub, [], [count], ["exists"])
-            col = self.add(plan)
-            return E.Cmp(">", col, E.Lit(0, DataType.BIGINT))
-        sub = bind_subquery(self.qb, node, binder.scope, node)
+            return E.Cmp(">", self.add(exists_count(sub)), E.Lit(0, DataType.BIGINT))
+        one_column(sub, node)
         if not self.qb.batch and not at_most_one_row(sub):
             raise error_at(UnsupportedError, "a scalar subquery in a materialized view must provably return at most "
                                              "one row (such as a global aggregate); this one is not supported", node)
         return self.add(sub)
 
     def add(self, plan: P.Node) -> E.Col:
-        self.plans.append(plan)
-        i = self.base_width + len(self.plans) - 1
-        return E.Col(i, plan.types[0], plan.names[0])
+        self.joins.append((plan, None))
+        self.width += 1
+        return E.Col(self.width - 1, plan.types[0], plan.names[0])
 
     def attach(self, plan: P.Node) -> P.Node:
         assert len(plan.types) == self.base_width, (len(plan.types), self.base_width)
-        for sub in self.plans:
-            plan = P.ScalarJoin(plan, sub)
+        for right, keys in self.joins:
+            if keys is None:
+                plan = P.ScalarJoin(plan, right)
+                continue
+            lkeys, probes = [], []
+            for k in keys:
+                if isinstance(k, E.Col):
+                    lkeys.append(k.index)
+                else:
+                    lkeys.append(len(plan.types) + len(probes))
+                    probes.append(k)
+            if probes:
+                visible = plan.n_visible
+                cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+                plan = P.Project(plan, cols + probes, list(plan.names) + [f"_probe{i}" for i in range(len(probes))])
+                plan.n_visible = visible
+            plan = P.Join(plan, right, "left", lkeys, list(range(len(keys))), None)
+        assert len(plan.types) == self.width, (len(plan.types), self.width)
         return plan
 
 
-def bind_subquery(qb, node, outer: Scope, where, one_column: bool = True) -> P.Node:
-    """The plan of an uncorrelated subquery (``where``: the node errors point at)."""
-    inner = _unparen(node)
-    if isinstance(inner, exp.Subquery):
-        inner = inner.this
-    try:
-        plan = qb.bind_query(inner, top=False)
-    except BindError:
-        if references_outer(inner, outer):
-            raise error_at(UnsupportedError, "correlated subqueries (naming a column of the outer query) are not "
-                                             "supported", where) from None
-        raise
-    if one_column and plan.n_visible != 1:
+def one_column(plan: P.Node, where) -> P.Node:
+    if plan.n_visible != 1:
         raise error_at(BindError, "subquery must return only one column", where)
     return plan
+
+
+def exists_count(sub: P.Node) -> P.Node:
+    """One row: ``count(*)`` of ``sub``'s rows (EXISTS is ``count > 0``)."""
+    count = P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* exists */")
+    return P.Agg(sub, [], [count], ["exists"])
+
+
+def clone(plan: P.Node) -> P.Node:
+    """A copy of ``plan``'s node tree (expressions and relations shared): a plan node is used at
+    one place only, since its state tables are its own."""
+    import copy
+    node = copy.copy(plan)
+    node.inputs = tuple(clone(i) for i in plan.inputs)
+    for attr, at in (("input", 0), ("left", 0), ("right", 1)):
+        if hasattr(node, attr):
+            setattr(node, attr, node.inputs[at])
+    return node
 
 
 def has_subquery(node) -> bool:
     return any(True for _ in node.find_all(exp.Subquery, exp.Select, exp.Exists))
 
 
+def _quantified(node):
+    """``x = ANY (q)`` / ``x = SOME (q)`` as ``x IN (q)``, ``x <> ALL (q)`` as ``NOT x IN (q)``."""
+    if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
+        return exp.In(this=node.this.copy(), query=node.expression.this.copy())
+    if isinstance(node, exp.NEQ) and isinstance(node.expression, exp.All):
+        return exp.Not(this=exp.In(this=node.this.copy(), query=node.expression.this.copy()))
+    return None
+
+
+def _normalized(node):
+    """``(negate, inner)``: ``node`` without parentheses and NOTs (counted), quantified
+    comparisons as IN."""
+    negate = False
+    while True:
+        node = _unparen(node)
+        node = _quantified(node) or node
+        if not isinstance(node, exp.Not):
+            return negate, node
+        negate, node = not negate, node.this
+
+
+def special_form(node) -> bool:
+    """Whether the WHERE conjunct ``node`` may be one of :func:`where_conjunct`'s forms."""
+    negate, inner = _normalized(node)
+    if isinstance(inner, exp.In) and inner.args.get("query") is not None or isinstance(inner, exp.Exists):
+        return True
+    return not negate and type(inner) in _CMP and _is_subquery(inner.this) != _is_subquery(inner.expression)
+
+
 def where_conjunct(qb, plan: P.Node, scope: Scope, node):
     """``plan`` filtered by the WHERE conjunct ``node`` when it is one of the special forms of
     the module docstring, else None."""
-    node = _unparen(node)
-    negate = False
-    if isinstance(node, exp.Not):
-        negate, inner = True, _unparen(node.this)
-    else:
-        inner = node
+    negate, inner = _normalized(node)
     if isinstance(inner, exp.In) and inner.args.get("query") is not None:
         query = inner.args["query"]
-        if _binds_correlated(qb, query, scope):
+        sub = try_bind(qb, query, scope)
+        if sub is None:
             if negate:
                 raise error_at(UnsupportedError, "NOT IN with a correlated subquery is not supported (use NOT EXISTS)",
                                node)
             return correlated_semi(qb, plan, scope, query, inner.this, False, node)
-        return _in(qb, plan, scope, inner, negate)
-    if isinstance(inner, exp.Exists) and _binds_correlated(qb, inner.this, scope):
-        return correlated_semi(qb, plan, scope, inner.this, None, negate, node)
-    if not negate and type(node) in _CMP:
-        op = _CMP[type(node)]
-        left, right = node.this, node.expression
+        return _in(qb, plan, scope, inner, one_column(sub, query), negate)
+    if isinstance(inner, exp.Exists):
+        sub = try_bind(qb, inner.this, scope)
+        if sub is None:
+            return correlated_semi(qb, plan, scope, inner.this, None, negate, node)
+        joined = P.ScalarJoin(plan, exists_count(sub))
+        count = E.Col(len(plan.types), DataType.BIGINT)
+        cond = E.Cmp("=" if negate else ">", count, E.Lit(0, DataType.BIGINT))
+        return _prefix(P.Filter(joined, cond), plan)
+    if not negate and type(inner) in _CMP:
+        op = _CMP[type(inner)]
+        left, right = inner.this, inner.expression
         if _is_subquery(left) and not _is_subquery(right):
             left, right, op = right, left, _FLIP[op]
         if _is_subquery(right) and not has_subquery(left):
-            return _dynamic_filter(qb, plan, scope, left, right, op, node)
+            sub = try_bind(qb, right, scope)
+            if sub is not None:
+                out = _dynamic_filter(qb, plan, scope, left, one_column(sub, right), op)
+                if out is None:     # the general path takes this plan
+                    qb.prebound[id(_subquery_node(right))] = sub
+                return out
     return None
 
 
-def _dynamic_filter(qb, plan, scope, left, right, op, node):
+def _subquery_node(node):
+    """The node an ExprBinder hands to :class:`Subqueries` for the subquery ``node``."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _prefix(plan: P.Node, like: P.Node) -> P.Node:
+    """``plan``'s first ``len(like.types)`` columns, shaped as ``like`` (names, visibility)."""
+    out = P.Project(plan, [E.Col(i, t, n) for i, (t, n) in enumerate(zip(like.types, like.names))], list(like.names))
+    out.n_visible = like.n_visible
+    return out
+
+
+def _dynamic_filter(qb, plan, scope, left, sub, op):
     x = ExprBinder(scope, qb.params, context="WHERE").bind(left)
-    sub = bind_subquery(qb, right, scope, right)
     if not plan.stream_key or not at_most_one_row(sub):
         return None     # the general path: a ScalarJoin and a Filter
     vt = sub.types[0]
@@ -173,10 +265,9 @@ def _dynamic_filter(qb, plan, scope, left, right, op, node):
     return P.DynamicFilter(probe, sub, len(cols), op)
 
 
-def _in(qb, plan, scope, node, negate):
+def _in(qb, plan, scope, node, sub, negate):
     binder = ExprBinder(scope, qb.params, context="WHERE")
     x = binder.bind(node.this)
-    sub = bind_subquery(qb, node.args["query"], scope, node.args["query"])
     xt, yt = x.data_type, sub.types[0]
     target = xt
     if xt != yt:
@@ -205,8 +296,8 @@ def _in(qb, plan, scope, node, negate):
         return P.Join(plan, right_side(sub), "semi", [key], [0], None)
     anti = P.Join(plan, right_side(sub), "anti", [key], [0], None)
     # NOT IN's NULLs: one row (n, nulls) over the subquery -> CASE WHEN nulls > 0 THEN -1 ELSE n.
-    # The subquery is bound again: a plan node is never shared (its state tables are its own)
-    again = right_side(bind_subquery(qb, node.args["query"], scope, node.args["query"]))
+    # A copy of the subquery's plan: a plan node is never shared (its state tables are its own)
+    again = right_side(clone(sub))
     flagged = P.Project(again, [E.Col(0, target), E.IsNull(E.Col(0, target))], ["y", "y_null"])
     counts = P.Agg(flagged, [], [P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*)"),
                                  P.AggSpec("count", None, False, 1, DataType.BIGINT, "count(*) FILTER (y IS NULL)")],
