@@ -147,6 +147,22 @@ class AggCall:
         return [t > 0 if t or f else None for t, f in zip(trues, falses)]
 
 
+def order_key(value):
+    """Postgres's total order of a non-NULL value, for min/max and sorting in Python: NaN
+    (REAL/DOUBLE or NUMERIC) equals NaN and is above every other value (a plain ``<`` is
+    False for a float NaN and raises for a Decimal NaN)."""
+    return (1, 0) if value != value else (0, value)
+
+
+_NAN = object()
+
+
+def group_key(value):
+    """``value`` as a dict/set key where every NaN is the same key (Python's ``nan != nan``
+    would make each NaN its own group, unlike Postgres and the memcomparable state keys)."""
+    return _NAN if value != value else value
+
+
 def numeric_div(num: decimal.Decimal, den: int) -> decimal.Decimal:
     """``num / den`` as Postgres' numeric division rounds it (``select_div_scale``): at least 16
     significant digits, and at least the dividend's scale; half away from zero."""

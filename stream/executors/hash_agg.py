@@ -63,7 +63,7 @@ from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import additive_weights, filter_mask, valid_mask
+from stream.executors.agg_call import additive_weights, filter_mask, group_key, order_key, valid_mask
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
@@ -372,26 +372,27 @@ class HashAgg(UnaryExecutor):
             key = keys[gi]
             entry = cache.peek(key)
             state = states[gi]
+            kv = order_key(v)
             if entry is None:
                 cur = state[at]
                 if cur is _UNKNOWN:
                     continue
                 if s > 0:
-                    if cur is None or (v < cur if is_min else v > cur):
+                    if cur is None or (kv < order_key(cur) if is_min else kv > order_key(cur)):
                         state[at] = v
-                elif v == cur:
+                elif kv == order_key(cur):
                     state[at] = _UNKNOWN
                 continue
             vals, complete = entry
             if s > 0:
-                if complete or (v < vals[-1] if is_min else v > vals[0]):
-                    bisect.insort(vals, v)
+                if complete or (kv < order_key(vals[-1]) if is_min else kv > order_key(vals[0])):
+                    bisect.insort(vals, v, key=order_key)
                     if len(vals) > limit:
                         vals.pop() if is_min else vals.pop(0)
                         entry[1] = False
             else:
-                i = bisect.bisect_left(vals, v)
-                if i < len(vals) and vals[i] == v:
+                i = bisect.bisect_left(vals, kv, key=order_key)
+                if i < len(vals) and order_key(vals[i]) == kv:
                     del vals[i]
                     if not vals and not entry[1]:
                         cache.pop(key)
@@ -409,7 +410,7 @@ class HashAgg(UnaryExecutor):
         vals = [row[nk] for row in table.iter_with_prefix(key, limit=limit)]
         complete = len(vals) < limit
         best = vals[0] if vals else None
-        vals.sort()
+        vals.sort(key=order_key)
         charge = row_bytes(key) + 64 + limit * (row_bytes((best,)) - 48)
         self.extreme_caches[j].put(key, [vals, complete], charge)
         return best
@@ -423,14 +424,16 @@ class HashAgg(UnaryExecutor):
         c = self.calls[j]
         values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
         deltas: dict = {}
+        firsts: dict = {}   # every NaN is one distinct value (one state-table key)
         for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
-            k = (gi, v)
+            k = (gi, group_key(v))
             deltas[k] = deltas.get(k, 0) + s
+            firsts.setdefault(k, v)
         items = [(k, d) for k, d in deltas.items() if d]
         if not items:
             return
         table = self.distinct[j]
-        pks = [(*keys[gi], v) for (gi, v), _ in items]
+        pks = [(*keys[k[0]], firsts[k]) for k, _ in items]
         stored = table.get_rows(pks)
         ops, out = [], []
         for ((gi, _), d), pk, row in zip(items, pks, stored):
@@ -658,7 +661,7 @@ def _group_best(inv, order, starts, column, mask, g, call) -> list:
         values = to_pylist(column.take(pa.array(rows)), call.arg_type)
         for gi, v in zip(inv[rows].tolist(), values):
             cur = out[gi]
-            if cur is None or (v < cur if kind == "min" else v > cur):
+            if cur is None or (order_key(v) < order_key(cur) if kind == "min" else order_key(v) > order_key(cur)):
                 out[gi] = v
         return out
     table = pa.table({"g": pa.array(inv[rows]), "v": column.take(pa.array(rows))})
@@ -684,10 +687,10 @@ def _make_adder(slots, n_lists: int, extremes, check_negative: bool, on_negative
         better = "<" if kind == "min" else ">"
         lines += [f"        if b{i} is not None:",
                   f"            cur = st[{at}]",
-                  f"            if cur is None or b{i} {better} cur:",
+                  f"            if cur is None or order_key(b{i}) {better} order_key(cur):",
                   f"                st[{at}] = b{i}"]
     if check_negative:
         lines.append("        if st[0] < 0: on_negative(key)")
-    namespace = {"on_negative": on_negative}
+    namespace = {"on_negative": on_negative, "order_key": order_key}
     exec("\n".join(lines), namespace)   # noqa: S102 -- generated from slot indices only
     return namespace["add"]

@@ -1,0 +1,88 @@
+"""Hostile-user tests of the SQL layer: edge values (NaN, the ends of the timestamp range,
+huge NUMERICs), MVs against their batch SELECT, restart. Each test is the minimal repro of a
+bug found by poking at ``sql.connect()``; strict xfails are bugs in code owned elsewhere."""
+
+import decimal
+
+import pytest
+
+import sql
+
+D = decimal.Decimal
+
+
+@pytest.fixture
+def conn():
+    with sql.connect(":memory:") as c:
+        yield c
+
+
+def _sorted(rows):
+    """Rows in a canonical order, every NaN (float or Decimal) as the string "NaN" so that
+    rows compare equal (``nan != nan``)."""
+    return sorted((tuple("NaN" if v != v else v for v in row) for row in rows), key=repr)
+
+
+# --- NUMERIC NaN ------------------------------------------------------------------------------
+
+def test_numeric_nan_min_max_in_mv_does_not_fail_the_graph(conn):
+    """max/min over NUMERIC compared Decimals with ``<``, which raises on NaN: the actor failed,
+    FLUSH raised and the inserted rows were lost. Postgres: NaN is above every number."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, d NUMERIC)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT max(d) AS hi, min(d) AS lo FROM t")
+    conn.execute("INSERT INTO t VALUES (1, 1), (2, 'NaN'), (3, -2)")
+    conn.execute("FLUSH")
+    assert _sorted(conn.execute("SELECT * FROM m").fetchall()) == [("NaN", D(-2))]
+    conn.execute("DELETE FROM t WHERE k = 2")
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT * FROM m").fetchall() == [(D(1), D(-2))]
+
+
+def test_numeric_nan_min_max_batch(conn):
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, d NUMERIC)")
+    conn.execute("INSERT INTO t VALUES (1, 1), (2, 'NaN'), (3, -2)")
+    conn.execute("FLUSH")
+    assert _sorted(conn.execute("SELECT max(d), min(d) FROM t").fetchall()) == [("NaN", D(-2))]
+
+
+def test_numeric_nan_order_by(conn):
+    """ORDER BY a NUMERIC column holding NaN raised InvalidOperation (as an ExecutionError)."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, d NUMERIC)")
+    conn.execute("INSERT INTO t VALUES (1, 'NaN'), (2, 5), (3, NULL), (4, -1)")
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT k FROM t ORDER BY d").fetchall() == [(4,), (2,), (1,), (3,)]
+    assert conn.execute("SELECT k FROM t ORDER BY d DESC").fetchall() == [(3,), (1,), (2,), (4,)]
+
+
+def test_nan_groups_and_joins_batch_equals_mv(conn):
+    """Batch GROUP BY / DISTINCT / join keys treated each NaN as its own value (Python's
+    ``nan != nan``); the MV (memcomparable keys) and Postgres put all NaNs in one group."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, d NUMERIC, x DOUBLE PRECISION)")
+    conn.execute("INSERT INTO t VALUES (1, 'NaN', 'NaN'), (2, 'NaN', 'NaN'), (3, 1, 1)")
+    queries = {
+        "g": "SELECT x, count(*) AS n FROM t GROUP BY x",
+        "gd": "SELECT d, count(*) AS n FROM t GROUP BY d",
+        "j": "SELECT a.k AS ak, b.k AS bk FROM t a JOIN t b ON a.x = b.x",
+        "jd": "SELECT a.k AS ak, b.k AS bk FROM t a JOIN t b ON a.d = b.d",
+        "c": "SELECT count(DISTINCT x) AS n, count(DISTINCT d) AS m FROM t",
+    }
+    for name, q in queries.items():
+        conn.execute(f"CREATE MATERIALIZED VIEW {name} AS {q}")
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT n, m FROM c").fetchall() == [(2, 2)]
+    for name, q in queries.items():
+        assert _sorted(conn.execute(q).fetchall()) == _sorted(conn.execute(f"SELECT * FROM {name}").fetchall()), q
+
+
+def test_nan_max_append_only_across_chunks(conn):
+    """An append-only max kept the better of two chunks with ``>``: a later NaN (float) lost
+    to 1.0, a NUMERIC NaN raised. Postgres: max is NaN."""
+    conn.execute("CREATE TABLE t (x DOUBLE PRECISION, d NUMERIC) APPEND ONLY")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT max(x) AS x, max(d) AS d, min(x) AS lx, min(d) AS ld FROM t")
+    conn.execute("INSERT INTO t VALUES (1.0, 1)")
+    conn.execute("FLUSH")
+    conn.execute("INSERT INTO t VALUES ('NaN', 'NaN')")
+    conn.execute("FLUSH")
+    assert _sorted(conn.execute("SELECT * FROM m").fetchall()) == [("NaN", "NaN", 1.0, D(1))]
+    assert _sorted(conn.execute("SELECT max(x), max(d), min(x), min(d) FROM t").fetchall()) == [
+        ("NaN", "NaN", 1.0, D(1))]
