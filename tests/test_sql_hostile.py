@@ -74,6 +74,46 @@ def test_nan_groups_and_joins_batch_equals_mv(conn):
         assert _sorted(conn.execute(q).fetchall()) == _sorted(conn.execute(f"SELECT * FROM {name}").fetchall()), q
 
 
+# --- timestamps at the ends of the range --------------------------------------------------------
+
+def test_timestamp_minus_interval_before_year_1_in_mv_is_a_data_error(conn):
+    """``ts - INTERVAL`` on the Arrow fast path was unchecked: a result before 0001-01-01 reached
+    the MV's Materialize, whose conversion to datetime raised OverflowError and failed the
+    actor (the MV could not be created, or FLUSH lost the writes). It is a data error: NULL."""
+    conn.execute("CREATE TABLE e (id INT PRIMARY KEY, ts TIMESTAMP)")
+    conn.execute("INSERT INTO e VALUES (1, '0001-01-01 00:00:00'), (2, '2000-01-02')")
+    conn.execute("FLUSH")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT id, ts - INTERVAL '1 day' AS p FROM e")
+    conn.execute("INSERT INTO e VALUES (3, '0001-01-01 00:00:01')")
+    conn.execute("FLUSH")
+    import datetime
+    assert _sorted(conn.execute("SELECT * FROM m").fetchall()) == _sorted(
+        [(1, None), (2, datetime.datetime(2000, 1, 1)), (3, None)])
+    with pytest.raises(sql.ExecutionError):
+        conn.execute("SELECT id, ts - INTERVAL '1 day' FROM e").fetchall()
+
+
+def test_window_before_year_1_does_not_fail_the_graph(conn):
+    """TUMBLE/HOP computed window bounds in int64 micros without a range check: a window
+    starting before 0001-01-01 failed the actor (OverflowError) in an MV."""
+    conn.execute("CREATE TABLE e (id INT PRIMARY KEY, ts TIMESTAMP, v INT)")
+    conn.execute("CREATE MATERIALIZED VIEW hw AS SELECT window_start, count(*) AS n FROM "
+                 "HOP(e, ts, INTERVAL '5 seconds', INTERVAL '10 seconds') GROUP BY window_start")
+    conn.execute("CREATE MATERIALIZED VIEW tw AS SELECT id, window_start FROM "
+                 "TUMBLE(e, ts, INTERVAL '1 day', INTERVAL '-1 hour')")
+    conn.execute("INSERT INTO e VALUES (1, '0001-01-01 00:00:00', 1), (2, '2000-01-01 00:00:01', 2)")
+    conn.execute("FLUSH")
+    import datetime
+    assert _sorted(conn.execute("SELECT * FROM hw").fetchall()) == _sorted(
+        [(datetime.datetime(1, 1, 1), 1), (datetime.datetime(2000, 1, 1), 1),
+         (datetime.datetime(1999, 12, 31, 23, 59, 55), 1)])
+    assert _sorted(conn.execute("SELECT * FROM tw").fetchall()) == _sorted(
+        [(1, None), (2, datetime.datetime(1999, 12, 31, 23))])
+    assert conn.execute("SELECT count(*) FROM e").fetchall() == [(2,)]
+    with pytest.raises(sql.ExecutionError):
+        conn.execute("SELECT * FROM TUMBLE(e, ts, INTERVAL '1 day', INTERVAL '-1 hour')").fetchall()
+
+
 def test_nan_max_append_only_across_chunks(conn):
     """An append-only max kept the better of two chunks with ``>``: a later NaN (float) lost
     to 1.0, a NUMERIC NaN raised. Postgres: max is NaN."""
