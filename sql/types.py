@@ -20,6 +20,7 @@ import datetime
 import decimal
 
 from relational.types import DataType, Interval, TypeKind
+from stream import decimal_ops
 
 from sql.errors import UnsupportedError, error_at
 
@@ -162,9 +163,15 @@ def parse_text(text: str, dtype: DataType):
         return float(s)
     if kind == TypeKind.DECIMAL:
         try:
-            return decimal.Decimal(s)
+            value = decimal.Decimal(s)
         except decimal.InvalidOperation:
             raise ValueError(f"invalid numeric {text!r}") from None
+        if value.is_snan():
+            raise ValueError(f"invalid numeric {text!r}")
+        try:
+            return decimal_ops.normalize(decimal_ops.check(value))
+        except decimal_ops.RowError as exc:
+            raise ValueError(f"{exc}: {text!r}") from None
     if kind == TypeKind.BOOLEAN:
         low = s.lower()
         if low in ("t", "true", "yes", "y", "on", "1"):

@@ -114,6 +114,35 @@ def test_window_before_year_1_does_not_fail_the_graph(conn):
         conn.execute("SELECT * FROM TUMBLE(e, ts, INTERVAL '1 day', INTERVAL '-1 hour')").fetchall()
 
 
+# --- huge NUMERICs ----------------------------------------------------------------------------
+
+def test_numeric_beyond_postgres_range_is_an_error_not_a_billion_digits(conn):
+    """'1e1000000000'::numeric + 1 built a billion-digit Decimal (minutes of CPU, GBs of
+    memory). Postgres: 'value overflows numeric format' (131072 digits before the point)."""
+    with pytest.raises(sql.SqlError, match="overflows numeric"):
+        conn.execute("SELECT '1e1000000000'::numeric + 1").fetchall()
+    with pytest.raises(sql.ExecutionError, match="overflows numeric"):
+        conn.execute("SELECT 1e100000::numeric * 1e100000::numeric").fetchall()
+    with pytest.raises(sql.SqlError, match="overflows numeric"):
+        conn.execute("SELECT '1e-1000000000'::numeric + 1").fetchall()
+    with pytest.raises(sql.ExecutionError, match="overflows numeric"):
+        conn.execute("SELECT CAST(%s AS VARCHAR)::numeric + 1", ("1e1000000000",)).fetchall()
+    # in an MV a data error: the row's value is NULL, the MV keeps running
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, s::numeric * 2 AS v FROM t")
+    conn.execute("INSERT INTO t VALUES (1, '1e1000000000'), (2, '1.5')")
+    conn.execute("FLUSH")
+    assert _sorted(conn.execute("SELECT * FROM m").fetchall()) == [(1, None), (2, D("3.0"))]
+    # round() with a huge scale: Postgres clamps it to 2000 digits
+    [(r,)] = conn.execute("SELECT round(1.5::numeric, 2147483647)").fetchall()
+    assert r == D("1.5") and -r.as_tuple().exponent == 2000
+
+
+def test_numeric_text_is_normalized(conn):
+    """'-0'::numeric printed '-0' (Postgres: 0)."""
+    assert conn.execute("SELECT '-0'::numeric::text, '1e5'::numeric::text").fetchall() == [("0", "100000")]
+
+
 def test_nan_max_append_only_across_chunks(conn):
     """An append-only max kept the better of two chunks with ``>``: a later NaN (float) lost
     to 1.0, a NUMERIC NaN raised. Postgres: max is NaN."""
