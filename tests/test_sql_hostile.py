@@ -155,3 +155,41 @@ def test_nan_max_append_only_across_chunks(conn):
     assert _sorted(conn.execute("SELECT * FROM m").fetchall()) == [("NaN", "NaN", 1.0, D(1))]
     assert _sorted(conn.execute("SELECT max(x), max(d), min(x), min(d) FROM t").fetchall()) == [
         ("NaN", "NaN", 1.0, D(1))]
+
+
+# --- statements and clauses ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["SELECT 1 WHERE false", "SELECT 1 AS x WHERE 1 = 2",
+                                   "SELECT 1 UNION ALL SELECT 2 WHERE false"])
+def test_from_less_select_with_a_false_where(conn, query):
+    """A FROM-less SELECT whose WHERE drops its row raised Arrow's 'Schema and number of arrays
+    unequal' (the Filter rebuilt a table without the placeholder column)."""
+    assert conn.execute(query).fetchall() == ([(1,)] if "UNION" in query else [])
+    assert conn.execute("SELECT count(*) WHERE false").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("stmt", [
+    "INSERT INTO t VALUES (1, 'y') ON CONFLICT DO NOTHING",
+    "INSERT INTO t VALUES (2, 'y') RETURNING a",
+    "UPDATE t SET b = 'z' WHERE a = 1 RETURNING *",
+    "DELETE FROM t WHERE a = 1 RETURNING a",
+    "UPDATE t SET b = 'z' FROM u WHERE t.a = u.a",
+    "DELETE FROM t USING u WHERE t.a = u.a",
+    "INSERT INTO t DEFAULT VALUES",
+])
+def test_dml_clauses_not_supported_are_refused_not_ignored(conn, stmt):
+    """INSERT ... ON CONFLICT DO NOTHING overwrote the row (the clause was ignored), RETURNING
+    returned nothing, UPDATE ... FROM / DELETE ... USING said a column did not exist, and
+    DEFAULT VALUES raised AttributeError. Nothing may change."""
+    conn.execute("CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR)")
+    conn.execute("CREATE TABLE u (a INT PRIMARY KEY)")
+    conn.execute("INSERT INTO t VALUES (1, 'x')")
+    conn.execute("INSERT INTO u VALUES (1)")
+    conn.execute("FLUSH")
+    with pytest.raises(sql.UnsupportedError, match="not supported"):
+        conn.execute(stmt)
+    if stmt.startswith("INSERT") and "DEFAULT" not in stmt:
+        with pytest.raises(sql.UnsupportedError):
+            conn.executemany(stmt.replace("(1, 'y')", "(%s, %s)").replace("(2, 'y')", "(%s, %s)"), [(1, "y")])
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT * FROM t").fetchall() == [(1, "x")]

@@ -86,6 +86,8 @@ class _Exec:
     def _filter(self, plan: P.Filter):
         t = self.run(plan.input)
         mask = plan.condition.eval(self._columns(t), t.num_rows)
+        if not plan.types:   # over a FROM-less Values (its placeholder column): keep the row count
+            return t.filter(pc.fill_null(mask, False))
         return _table(self._columns(t.filter(pc.fill_null(mask, False))), plan)
 
     def _project(self, plan: P.Project):
