@@ -222,3 +222,16 @@ def test_top_n_ties_over_an_aggregate_mv_equals_batch(conn):
     conn.execute("FLUSH")
     # batch: [(None, 1)] (first group scanned); MV: [('a', 1)] (smallest stream key g)
     assert conn.execute(q).fetchall() == conn.execute("SELECT * FROM m").fetchall()
+
+
+# --- placeholders -------------------------------------------------------------------------------
+
+def test_explain_takes_the_inner_statements_parameters(conn):
+    """EXPLAIN counted 0 placeholders: with values it raised 'uses 0 parameter(s), 1 given',
+    without them EXPLAIN INSERT ran with no values for its placeholders."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+    plan = conn.execute("EXPLAIN SELECT * FROM t WHERE k = %s", (1,)).fetchall()
+    assert any("(k = 1)" in line for (line,) in plan)
+    assert conn.execute("EXPLAIN INSERT INTO t VALUES ($1, $2)", (1, 2)).fetchall()
+    with pytest.raises(sql.SqlError, match="2 parameter"):
+        conn.execute("EXPLAIN INSERT INTO t VALUES (%s, %s)")
