@@ -235,3 +235,19 @@ def test_explain_takes_the_inner_statements_parameters(conn):
     assert conn.execute("EXPLAIN INSERT INTO t VALUES ($1, $2)", (1, 2)).fetchall()
     with pytest.raises(sql.SqlError, match="2 parameter"):
         conn.execute("EXPLAIN INSERT INTO t VALUES (%s, %s)")
+
+
+def test_nan_group_key_across_chunks_does_not_fail_the_graph(conn):
+    """HashAgg keyed its dirty groups by Python tuples: a NaN key of a second statement missed
+    the dict (nan != nan), loaded the group again and wrote its pk twice: 'insert of a pk that
+    already has a row' failed the actor (GROUP BY x, INTERSECT, DISTINCT over a NaN)."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, x DOUBLE PRECISION, d NUMERIC)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT x, d, count(*) AS n FROM t GROUP BY x, d")
+    conn.execute("INSERT INTO t VALUES (1, 'NaN', 'NaN')")
+    conn.execute("INSERT INTO t VALUES (2, 'NaN', 'NaN')")
+    conn.execute("FLUSH")
+    conn.execute("INSERT INTO t VALUES (3, 'NaN', 'NaN')")
+    conn.execute("DELETE FROM t WHERE k = 1")
+    conn.execute("FLUSH")
+    assert _sorted(conn.execute("SELECT * FROM m").fetchall()) == [("NaN", "NaN", 2)]
+    assert _sorted(conn.execute("SELECT x, d, count(*) FROM t GROUP BY x, d").fetchall()) == [("NaN", "NaN", 2)]

@@ -155,6 +155,15 @@ def order_key(value):
 
 
 _NAN = object()
+_FLOAT_NAN, _DECIMAL_NAN = float("nan"), decimal.Decimal("NaN")
+
+
+def same_nan(value):
+    """``value``, or one shared NaN object for any float/Decimal NaN: a group key holding it
+    is then found again in a dict (lookups compare by identity before ``==``)."""
+    if value != value:
+        return _DECIMAL_NAN if isinstance(value, decimal.Decimal) else _FLOAT_NAN
+    return value
 
 
 def group_key(value):

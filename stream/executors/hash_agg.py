@@ -63,7 +63,7 @@ from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import additive_weights, filter_mask, group_key, order_key, valid_mask
+from stream.executors.agg_call import additive_weights, filter_mask, group_key, order_key, same_nan, valid_mask
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
@@ -295,6 +295,9 @@ class HashAgg(UnaryExecutor):
             return [()]
         idx = pa.array(first)
         cols = [to_pylist(columns[i].take(idx), t) for i, t in zip(self.group_key, self._key_types)]
+        for i, t in enumerate(self._key_types):   # one NaN object: dict lookups then find the group
+            if t in _NAN_KEY_TYPES:
+                cols[i] = [same_nan(v) for v in cols[i]]
         if len(cols) == 1:
             return [(v,) for v in cols[0]]
         return list(zip(*cols))
@@ -629,6 +632,9 @@ def _merge_equal_keys(keys, inv):
     ordered = inv[order]
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     return inv, order, starts, list(ids)
+
+
+_NAN_KEY_TYPES = (DataType.REAL, DataType.DOUBLE, DataType.DECIMAL)
 
 
 _NUMERIC_EXTREMES = {pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()}
