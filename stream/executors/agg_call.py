@@ -160,9 +160,12 @@ _FLOAT_NAN, _DECIMAL_NAN = float("nan"), decimal.Decimal("NaN")
 
 def same_nan(value):
     """``value``, or one shared NaN object for any float/Decimal NaN: a group key holding it
-    is then found again in a dict (lookups compare by identity before ``==``)."""
+    is then found again in a dict (lookups compare by identity before ``==``); a float -0.0
+    is 0.0 (equal as values, but a different memcomparable pk)."""
     if value != value:
         return _DECIMAL_NAN if isinstance(value, decimal.Decimal) else _FLOAT_NAN
+    if value == 0 and isinstance(value, float):
+        return 0.0
     return value
 
 
