@@ -282,3 +282,19 @@ def test_negative_zero_group_key_across_chunks(conn):
     conn.execute("FLUSH")
     assert [n for _, n in conn.execute("SELECT * FROM m").fetchall()] == [3]
     assert [n for _, n in conn.execute("SELECT x, count(*) FROM t GROUP BY x").fetchall()] == [3]
+
+
+def test_count_distinct_negative_zero_across_chunks(conn):
+    """-0.0 and 0.0 are one distinct value, also across chunks and after a retraction (a guard:
+    count(DISTINCT) keys its state by the same canonical value as the group keys)."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, x DOUBLE PRECISION)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT count(DISTINCT x) AS n FROM t")
+    conn.execute("INSERT INTO t VALUES (1, '-0')")
+    conn.execute("FLUSH")
+    conn.execute("INSERT INTO t VALUES (2, 0)")
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT * FROM m").fetchall() == [(1,)]
+    assert conn.execute("SELECT count(DISTINCT x) FROM t").fetchall() == [(1,)]
+    conn.execute("DELETE FROM t WHERE k = 1")
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT * FROM m").fetchall() == [(1,)]

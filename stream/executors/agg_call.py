@@ -172,7 +172,7 @@ def same_nan(value):
 def group_key(value):
     """``value`` as a dict/set key where every NaN is the same key (Python's ``nan != nan``
     would make each NaN its own group, unlike Postgres and the memcomparable state keys)."""
-    return _NAN if value != value else value
+    return _NAN if value != value else (0.0 if value == 0 and isinstance(value, float) else value)
 
 
 def numeric_div(num: decimal.Decimal, den: int) -> decimal.Decimal:

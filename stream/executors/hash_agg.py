@@ -63,7 +63,7 @@ from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import additive_weights, filter_mask, group_key, order_key, same_nan, valid_mask
+from stream.executors.agg_call import additive_weights, filter_mask, order_key, same_nan, valid_mask
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
@@ -426,17 +426,17 @@ class HashAgg(UnaryExecutor):
             return
         c = self.calls[j]
         values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
+        if c.arg_type in _NAN_KEY_TYPES:   # one NaN, one zero: one distinct value, one state-table key
+            values = [None if v is None else same_nan(v) for v in values]
         deltas: dict = {}
-        firsts: dict = {}   # every NaN is one distinct value (one state-table key)
         for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
-            k = (gi, group_key(v))
+            k = (gi, v)
             deltas[k] = deltas.get(k, 0) + s
-            firsts.setdefault(k, v)
         items = [(k, d) for k, d in deltas.items() if d]
         if not items:
             return
         table = self.distinct[j]
-        pks = [(*keys[k[0]], firsts[k]) for k, _ in items]
+        pks = [(*keys[gi], v) for (gi, v), _ in items]
         stored = table.get_rows(pks)
         ops, out = [], []
         for ((gi, _), d), pk, row in zip(items, pks, stored):
