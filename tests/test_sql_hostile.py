@@ -325,3 +325,22 @@ def test_top_n_with_a_nan_bound_takes_a_smaller_row(conn):
     conn.execute("FLUSH")
     assert _sorted(conn.execute("SELECT k, x FROM t ORDER BY x LIMIT 2").fetchall()) == [(0, "NaN"), (1000, 1.0)]
     assert _sorted(conn.execute("SELECT * FROM m").fetchall()) == [(0, "NaN"), (1000, 1.0)]   # MV: (0, nan), (1, nan)
+
+
+# --- float NaN in comparisons ---------------------------------------------------------------
+
+@pytest.mark.parametrize("cond, keys", [
+    ("x = 'NaN'", [1]), ("x <> 'NaN'", [2, 4]), ("x < 'NaN'", [2, 4]), ("x <= 'NaN'", [1, 2, 4]),
+    ("x > 'NaN'", []), ("x >= 'NaN'", [1]), ("x > 0", [1, 2, 4]), ("x > 'Infinity'", [1]),
+    ("x = x", [1, 2, 4]), ("x BETWEEN 0 AND 'NaN'", [1, 2, 4]),
+])
+def test_float_comparisons_order_nan_as_postgres(conn, cond, keys):
+    """Comparisons of REAL/DOUBLE used IEEE rules (NaN = NaN false, 1 < NaN false) while
+    Postgres -- and this engine's own GROUP BY, joins, ORDER BY and min/max -- treat NaN as one
+    value above every other: WHERE x = 'NaN' found nothing."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, x DOUBLE PRECISION)")
+    conn.execute(f"CREATE MATERIALIZED VIEW m AS SELECT k FROM t WHERE {cond}")
+    conn.execute("INSERT INTO t VALUES (1, 'NaN'), (2, 1), (3, NULL), (4, 'Infinity')")
+    conn.execute("FLUSH")
+    assert [k for (k,) in conn.execute(f"SELECT k FROM t WHERE {cond} ORDER BY k").fetchall()] == keys
+    assert sorted(k for (k,) in conn.execute("SELECT k FROM m").fetchall()) == keys
