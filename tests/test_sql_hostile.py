@@ -344,3 +344,22 @@ def test_float_comparisons_order_nan_as_postgres(conn, cond, keys):
     conn.execute("FLUSH")
     assert [k for (k,) in conn.execute(f"SELECT k FROM t WHERE {cond} ORDER BY k").fetchall()] == keys
     assert sorted(k for (k,) in conn.execute("SELECT k FROM m").fetchall()) == keys
+
+
+# --- NUMERIC sums beyond 28 digits --------------------------------------------------------------
+
+def test_numeric_sum_is_exact_beyond_28_digits(conn):
+    """sum(numeric) added under Python's default decimal context (28 digits): 1e30 + 0.5 lost
+    the 0.5, and after retracting 1e30 the MV's sum was 0 instead of 0.5 (batch and MV)."""
+    big = D("1234567890123456789012345678901234.5")   # 35 digits
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, d NUMERIC)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT sum(d) AS s, avg(d) AS a FROM t")
+    conn.execute("INSERT INTO t VALUES (1, 1e30), (2, 0.5), (3, %s)", (big,))
+    conn.execute("FLUSH")
+    total = D("1235567890123456789012345678901235.0")   # 1e30 + 0.5 + big, exactly
+    assert conn.execute("SELECT sum(d) FROM t").fetchall() == [(total,)]
+    assert conn.execute("SELECT s FROM m").fetchall() == [(total,)]
+    conn.execute("DELETE FROM t WHERE k <> 2")
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT s, a FROM m").fetchall() == [(D("0.5"), D("0.5"))]
+    assert conn.execute("SELECT sum(d), avg(d) FROM t").fetchall() == [(D("0.5"), D("0.5"))]

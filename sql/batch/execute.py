@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
 from relational.memcomparable import OrderType, encode_rows
-from stream.executors.agg_call import AggCall, group_key, order_key
+from stream.executors.agg_call import EXACT_SUMS, AggCall, group_key, order_key
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 from stream.expr import Cmp, Col, Lit, raising_errors
@@ -258,7 +258,8 @@ def _slots(call, vals) -> list:
         return [len(set(map(group_key, vals))) if call.distinct else len(vals)]
     if kind in ("sum", "avg"):
         init = call.initial_slots()[0]
-        total = sum((decimal.Decimal(v) if call.slot_types[0].kind.name == "DECIMAL" else v for v in vals), init)
+        with decimal.localcontext(EXACT_SUMS):
+            total = sum((decimal.Decimal(v) if call.slot_types[0].kind.name == "DECIMAL" else v for v in vals), init)
         return [total, len(vals)]
     if kind == "min":
         return [min(vals, key=order_key) if vals else None]

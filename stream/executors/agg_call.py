@@ -40,6 +40,10 @@ KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
 _SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# the decimal context NUMERIC sums are added in (HashAgg, batch aggregates): exact, never the
+# default 28 digits (1e30 + 0.5 would lose the 0.5, and retracting 1e30 leave 0)
+EXACT_SUMS = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
+                             rounding=decimal.ROUND_HALF_UP)
 _ORDERABLE = (TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DECIMAL, TypeKind.REAL,
               TypeKind.DOUBLE, TypeKind.VARCHAR, TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP,
               TypeKind.TIMESTAMPTZ)

@@ -50,6 +50,7 @@ Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
 from __future__ import annotations
 
 import bisect
+import decimal
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +64,7 @@ from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import additive_weights, filter_mask, order_key, same_nan, valid_mask
+from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask, order_key, same_nan, valid_mask
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
@@ -194,6 +195,10 @@ class HashAgg(UnaryExecutor):
         return self._flush()
 
     def on_chunk(self, chunk: StreamChunk):
+        with decimal.localcontext(EXACT_SUMS):   # NUMERIC sums are exact at any size
+            return self._on_chunk(chunk)
+
+    def _on_chunk(self, chunk: StreamChunk):
         chunk = chunk.compact()
         n = len(chunk)
         if not n:
