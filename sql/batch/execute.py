@@ -187,8 +187,8 @@ class _Exec:
         return _table(self._columns(t.filter(pc.fill_null(mask, False))), plan)
 
     def _union(self, plan: P.Union):
-        return _table([pa.concat_arrays([self._columns(self.run(i))[c] for i in plan.inputs])
-                       for c in range(len(plan.types))], plan)
+        inputs = [self._columns(self.run(i)) for i in plan.inputs]   # each input once, not once per column
+        return _table([pa.concat_arrays([cols[c] for cols in inputs]) for c in range(len(plan.types))], plan)
 
     def _sort(self, plan: P.Sort):
         t = self.run(plan.input)
