@@ -22,7 +22,7 @@ import decimal
 from relational.types import DataType, Interval, TypeKind
 from stream import decimal_ops
 
-from sql.errors import UnsupportedError, error_at
+from sql.errors import ExecutionError, UnsupportedError, error_at
 
 _BY_NAME = {
     "boolean": DataType.BOOLEAN, "bool": DataType.BOOLEAN,
@@ -135,6 +135,12 @@ def literal_type(value) -> DataType:
     if isinstance(value, float):
         return DataType.DOUBLE
     if isinstance(value, decimal.Decimal):
+        if value.is_snan():
+            raise ExecutionError("a signaling NaN is not a numeric value")
+        try:
+            decimal_ops.check(value)   # Postgres' numeric range: no billion-digit values
+        except decimal_ops.RowError as exc:
+            raise ExecutionError(str(exc)) from None
         return DataType.DECIMAL
     if isinstance(value, str):
         return DataType.VARCHAR

@@ -378,3 +378,18 @@ def test_union_all_runs_each_branch_once(conn, monkeypatch):
     rows = conn.execute(" UNION ALL ".join(["SELECT k, a, b FROM t"] * 20)).fetchall()
     assert rows == [(1, 2, 3)] * 20
     assert len(scans) == 20
+
+
+@pytest.mark.parametrize("value", [D("1e1000000000"), D("1e-20000"), D("sNaN")])
+def test_numeric_parameter_beyond_range_is_refused(conn, value):
+    """A Decimal parameter was stored as is: 1e1000000000 then made '::text' build a
+    billion-character string. Postgres' numeric cannot hold it."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, d NUMERIC)")
+    with pytest.raises(sql.ExecutionError):
+        conn.execute("INSERT INTO t VALUES (1, %s)", (value,))
+    with pytest.raises(sql.ExecutionError):
+        conn.executemany("INSERT INTO t VALUES (%s, %s)", [(2, value)])
+    with pytest.raises(sql.ExecutionError):
+        conn.execute("SELECT %s::text", (value,)).fetchall()
+    conn.execute("FLUSH")
+    assert conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
