@@ -63,6 +63,7 @@ Callers: the stream layer's executors, library users (README "StateTable").
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import sys
 from itertools import compress, islice
 from operator import eq
 
@@ -630,7 +631,7 @@ class StateTable:
         if not ranges or limit == 0:
             return ()
         pairs = merge_vnodes([self._merged(lo, hi, reverse) for _, lo, hi in ranges], reverse)
-        return pairs if limit is None else islice(pairs, limit)
+        return pairs if limit is None or limit > sys.maxsize else islice(pairs, limit)   # (no table is that big)
 
     def iter_with_prefix(self, pk_prefix=(), *, start=None, end=None, start_inclusive: bool = True,
                          end_inclusive: bool = False, reverse: bool = False, limit: int | None = None):

@@ -208,6 +208,7 @@ def _statement(text: str, start: int, end: int) -> Statement:
     if m:
         stmt.kind = "explain"
         stmt.inner = _statement(text, start + m.end(), end)
+        stmt.n_params = stmt.inner.n_params   # EXPLAIN binds the inner statement's parameters
         return stmt
     body = _rewrite_as_of_epoch(body)
     if _CREATE_TABLE.match(body):

@@ -59,10 +59,27 @@ def execute_statement(db, stmt, params, variables) -> Result:
     if stmt.kind != "ast":
         return _DISPATCH[stmt.kind](db, stmt, params, variables)
     node = stmt.ast
+    _refuse_clauses(node)
     for cls, fn in _AST_DISPATCH:
         if isinstance(node, cls):
             return fn(db, node, params, variables, stmt)
     raise error_at(UnsupportedError, f"statement {node.key.upper()} is not supported", node)
+
+
+# DML clauses sqlglot parses that no statement here reads: refused, never silently ignored
+_UNSUPPORTED_CLAUSES = ((exp.Insert, "conflict", "INSERT ... ON CONFLICT (use the table's ON CONFLICT)"),
+                        (exp.Insert, "returning", "RETURNING"), (exp.Insert, "default", "INSERT ... DEFAULT VALUES"),
+                        (exp.Update, "returning", "RETURNING"), (exp.Update, "from_", "UPDATE ... FROM"),
+                        (exp.Update, "from", "UPDATE ... FROM"), (exp.Delete, "returning", "RETURNING"),
+                        (exp.Delete, "using", "DELETE ... USING"))
+
+
+def _refuse_clauses(node) -> None:
+    for cls, arg, what in _UNSUPPORTED_CLAUSES:
+        if isinstance(node, cls) and node.args.get(arg):
+            clause = node.args[arg]
+            raise error_at(UnsupportedError, f"{what} is not supported",
+                           clause if isinstance(clause, exp.Expression) else node)
 
 
 # --- queries --------------------------------------------------------------------------------------
@@ -272,6 +289,7 @@ def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
     (None when ``stmt`` is not an INSERT; the caller then runs the statements one by one)."""
     if stmt.kind != "ast" or not isinstance(stmt.ast, exp.Insert):
         return None
+    _refuse_clauses(stmt.ast)
     if isinstance(stmt.ast.expression, exp.Values) and seq_of_params:
         rel, cols = _insert_target(db, stmt.ast)
         slots = parameter_slots(stmt.ast.expression, len(cols))

@@ -20,8 +20,9 @@ import datetime
 import decimal
 
 from relational.types import DataType, Interval, TypeKind
+from stream import decimal_ops
 
-from sql.errors import UnsupportedError, error_at
+from sql.errors import ExecutionError, UnsupportedError, error_at
 
 _BY_NAME = {
     "boolean": DataType.BOOLEAN, "bool": DataType.BOOLEAN,
@@ -134,6 +135,12 @@ def literal_type(value) -> DataType:
     if isinstance(value, float):
         return DataType.DOUBLE
     if isinstance(value, decimal.Decimal):
+        if value.is_snan():
+            raise ExecutionError("a signaling NaN is not a numeric value")
+        try:
+            decimal_ops.check(value)   # Postgres' numeric range: no billion-digit values
+        except decimal_ops.RowError as exc:
+            raise ExecutionError(str(exc)) from None
         return DataType.DECIMAL
     if isinstance(value, str):
         return DataType.VARCHAR
@@ -162,9 +169,15 @@ def parse_text(text: str, dtype: DataType):
         return float(s)
     if kind == TypeKind.DECIMAL:
         try:
-            return decimal.Decimal(s)
+            value = decimal.Decimal(s)
         except decimal.InvalidOperation:
             raise ValueError(f"invalid numeric {text!r}") from None
+        if value.is_snan():
+            raise ValueError(f"invalid numeric {text!r}")
+        try:
+            return decimal_ops.normalize(decimal_ops.check(value))
+        except decimal_ops.RowError as exc:
+            raise ValueError(f"{exc}: {text!r}") from None
     if kind == TypeKind.BOOLEAN:
         low = s.lower()
         if low in ("t", "true", "yes", "y", "on", "1"):

@@ -11,6 +11,9 @@ row by row with Postgres' numeric rules and encode the results back:
   ``Infinity - Infinity`` and ``0 * Infinity`` are NaN.
 - Results never have a negative scale or a negative zero (``1E+2`` is stored as ``100``):
   :func:`encode` normalizes, and :func:`decode` reads a stored ``1E+2`` as ``100``.
+- Range: Postgres' numeric holds at most 131072 digits before the decimal point and 16383
+  after it; an operand or result beyond that is a row error "value overflows numeric format"
+  (checked before computing: ``1e1000000000 + 1`` would otherwise build a billion digits).
 - Casts: integers and text exactly; REAL/DOUBLE through 6/15 significant digits (Postgres'
   ``float4_numeric``/``float8_numeric``); to integers half away from zero with a range check;
   to text in plain notation.
@@ -105,6 +108,29 @@ def map_rows(fn, columns, n: int | None):
 
 # --- operators -----------------------------------------------------------------------------------
 
+_MAX_WEIGHT = 131072   # digits before the decimal point (Postgres NUMERIC_WEIGHT_MAX, in base 10)
+_MAX_SCALE = 16383     # digits after it (NUMERIC_DSCALE_MAX)
+
+
+def check(d: Decimal) -> Decimal:
+    """``d`` when Postgres' numeric can hold it, else a RowError (module docstring)."""
+    if d.is_finite() and d:
+        exponent = d.as_tuple().exponent
+        if d.adjusted() >= _MAX_WEIGHT or -exponent > _MAX_SCALE:
+            raise RowError("value overflows numeric format")
+    return d
+
+
+def _checked(op, multiply=False):
+    def run(a, b):
+        check(a)
+        check(b)
+        if multiply and a and b and a.is_finite() and b.is_finite() and a.adjusted() + b.adjusted() >= _MAX_WEIGHT:
+            raise RowError("value overflows numeric format")
+        return check(op(a, b))
+    return run
+
+
 def _scale(d: Decimal) -> int:
     exponent = d.as_tuple().exponent
     return -exponent if isinstance(exponent, int) and exponent < 0 else 0
@@ -170,8 +196,8 @@ def _quiet(op):
     return run
 
 
-ARITH = {"+": _quiet(_EXACT.add), "-": _quiet(_EXACT.subtract), "*": _quiet(_EXACT.multiply),
-         "/": div, "%": mod}
+ARITH = {"+": _checked(_quiet(_EXACT.add)), "-": _checked(_quiet(_EXACT.subtract)),
+         "*": _checked(_quiet(_EXACT.multiply), multiply=True), "/": _checked(div), "%": _checked(mod)}
 
 
 def sort_key(d: Decimal) -> tuple:
@@ -209,7 +235,7 @@ def from_text(s: str) -> Decimal:
         raise RowError(f"invalid input syntax for type numeric: {s!r}") from None
     if d.is_snan() or "_" in text:
         raise RowError(f"invalid input syntax for type numeric: {s!r}")
-    return normalize(d)
+    return normalize(check(d))
 
 
 def to_int(d: Decimal, kind: str) -> int:
@@ -239,6 +265,8 @@ def round_to(d: Decimal, digits: int = 0) -> Decimal:
     """Postgres ``round(numeric, int)``: half away from zero; scale ``max(digits, 0)``."""
     if not d.is_finite():
         return d
+    check(d)
+    digits = max(min(digits, 2000), -2000)   # Postgres clamps to NUMERIC_MAX_RESULT_SCALE
     return normalize(d.quantize(_ONE.scaleb(-digits), rounding=decimal.ROUND_HALF_UP, context=_EXACT))
 
 

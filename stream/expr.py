@@ -305,10 +305,36 @@ class Cmp(Expr):
             n = None if ls and rs else (len(rv) if ls else len(lv))
             out, _, _ = D.map_rows(D.CMP[self.op], [lv, rv], n)
             return pa.scalar(out[0], pa.bool_()) if ls and rs else pa.array(out, pa.bool_())
-        return _wrap(self._KERNELS[self.op], self, left, right)
+        out = _wrap(self._KERNELS[self.op], self, left, right)
+        if self._common.kind in _FLOATS:
+            out = _nan_order(self.op, left, right, out)
+        return out
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
+
+
+def _nan_order(op: str, left, right, out):
+    """Postgres' float order on top of IEEE's: NaN equals NaN and is above every other value
+    (``'NaN'::float8 = 'NaN'`` is true, ``1 < 'NaN'`` is true). NULL stays NULL."""
+    def has_nan(v):
+        if isinstance(v, pa.Scalar):
+            return v.is_valid and v.as_py() != v.as_py()
+        return v.null_count < len(v) and pc.any(pc.is_nan(v)).as_py()
+    if not (has_nan(left) or has_nan(right)):
+        return out
+    ln, rn = pc.is_nan(left), pc.is_nan(right)
+    if op == "=":
+        return pc.or_(out, pc.and_(ln, rn))
+    if op in ("<>", "!="):
+        return pc.and_(out, pc.invert(pc.and_(ln, rn)))
+    if op == "<":
+        return pc.or_(out, pc.and_(pc.invert(ln), rn))
+    if op == "<=":
+        return pc.or_(out, rn)
+    if op == ">":
+        return pc.or_(out, pc.and_(ln, pc.invert(rn)))
+    return pc.or_(out, ln)   # >=
 
 
 def _require_bool(expr: Expr, parent) -> None:

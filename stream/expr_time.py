@@ -34,8 +34,10 @@ from relational.arrow import arrow_type
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
 from stream.expr import Expr
+from stream.expr_errors import guarded
 
 _TS = (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ)
+_MIN_US, _MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999   # 0001-01-01 .. 9999-12-31 23:59:59.999999
 _INTS = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT)
 _TEMPORAL = _TS + (TypeKind.DATE, TypeKind.INTERVAL)
 _DAY_US = 86_400_000_000
@@ -85,7 +87,10 @@ class TimeArith(Expr):
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
 
-    def _eval(self, columns):
+    def _eval(self, columns):   # a row out of range: NULL in a stream, an error in strict mode
+        return guarded(self, columns, lambda: self._compute(columns))
+
+    def _compute(self, columns):
         a, b = self.left._eval(columns), self.right._eval(columns)
         base, other = (b, a) if self.swap else (a, b)
         try:
@@ -108,7 +113,11 @@ class TimeArith(Expr):
         delta = pa.scalar(self.sign * (iv.days * _DAY_US + iv.nanoseconds // 1000), pa.duration("us"))
         if pa.types.is_date32(base.type):
             base = pc.cast(base, pa.timestamp("us"))
-        return pc.add_checked(base, delta)
+        out = pc.add_checked(base, delta)
+        lo, hi = pc.min_max(pc.cast(out, pa.int64())).values()
+        if lo.is_valid and (lo.as_py() < _MIN_US or hi.as_py() > _MAX_US):   # Python datetime's range
+            raise OverflowError("date value out of range")
+        return out
 
     def _rows(self, base, other):
         n = next((len(v) for v in (base, other) if not isinstance(v, pa.Scalar)), None)

@@ -101,9 +101,18 @@ def test_undefined_operand_pairs_raise_at_construction(op, left, right):
 
 
 def test_out_of_range_is_an_error():
-    with pytest.raises(ExpressionError, match="out of range"):
-        TimeArith("+", Lit(datetime.datetime(9999, 12, 31), T.TIMESTAMP), Lit(Interval(0, 2, 0), T.INTERVAL)) \
-            .eval([], 1)
+    """A data error: raises in strict mode (batch, DML), NULL in a stream (stream/expr_errors.py)."""
+    from stream.expr_errors import raising_errors
+    late = TimeArith("+", Lit(datetime.datetime(9999, 12, 31), T.TIMESTAMP), Lit(Interval(0, 2, 0), T.INTERVAL))
+    with raising_errors(), pytest.raises(ExpressionError, match="out of range"):
+        late.eval([], 1)
+    assert late.eval([], 1).to_pylist() == [None]
+    # the one-kernel path (a column shifted by a constant interval) checks the range too
+    col = pa.array([datetime.datetime(1, 1, 1), datetime.datetime(2000, 1, 2)], pa.timestamp("us"))
+    early = TimeArith("-", Col(0, T.TIMESTAMP), Lit(Interval(0, 1, 0), T.INTERVAL))
+    with raising_errors(), pytest.raises(ExpressionError, match="out of range"):
+        early.eval([col], 2)
+    assert early.eval([col], 2).to_pylist() == [None, datetime.datetime(2000, 1, 1)]
 
 
 def test_sql_window_bounds_in_an_mv_equal_batch():

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
 from relational.memcomparable import OrderType, encode_rows
-from stream.executors.agg_call import AggCall
+from stream.executors.agg_call import EXACT_SUMS, AggCall, group_key, order_key
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 from stream.expr import Cmp, Col, Lit, raising_errors
@@ -86,6 +86,8 @@ class _Exec:
     def _filter(self, plan: P.Filter):
         t = self.run(plan.input)
         mask = plan.condition.eval(self._columns(t), t.num_rows)
+        if not plan.types:   # over a FROM-less Values (its placeholder column): keep the row count
+            return t.filter(pc.fill_null(mask, False))
         return _table(self._columns(t.filter(pc.fill_null(mask, False))), plan)
 
     def _project(self, plan: P.Project):
@@ -98,10 +100,15 @@ class _Exec:
         schema = Schema(list(zip(plan.input.names, plan.input.types)))
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
         groups: dict = {}
+        firsts: dict = {}   # group key (every NaN one key, as Postgres) -> the first row's values
         for row in rows:
-            groups.setdefault(tuple(row[g] for g in plan.group), []).append(row)
+            values = tuple(row[g] for g in plan.group)
+            key = tuple(map(group_key, values))
+            groups.setdefault(key, []).append(row)
+            firsts.setdefault(key, values)
         if not plan.group and not groups:
             groups[()] = []
+            firsts[()] = ()
         out_cols = [[] for _ in plan.calls]
         keys = list(groups)
         for j, spec in enumerate(plan.calls):
@@ -114,8 +121,8 @@ class _Exec:
                 vals = [v for v in vals if v is not None]
                 for i, s in enumerate(_slots(call, vals)):
                     slot_cols[i].append(s)
-            out_cols[j] = call.result_column(slot_cols, "batch aggregate", keys)
-        out = [list(k) + [col[i] for col in out_cols] for i, k in enumerate(keys)]
+            out_cols[j] = call.result_column(slot_cols, "batch aggregate", [firsts[k] for k in keys])
+        out = [list(firsts[k]) + [col[i] for col in out_cols] for i, k in enumerate(keys)]
         return _rows_table(out, plan)
 
     def _join(self, plan: P.Join):
@@ -125,12 +132,12 @@ class _Exec:
         lw, rw = len(plan.left.types), len(plan.right.types)
         index: dict = {}
         for j, r in enumerate(rrows):
-            key = tuple(r[k] for k in plan.right_keys)
+            key = tuple(group_key(r[k]) for k in plan.right_keys)
             if None not in key:
                 index.setdefault(key, []).append(j)
         pairs = []
         for i, l in enumerate(lrows):
-            key = tuple(l[k] for k in plan.left_keys)
+            key = tuple(group_key(l[k]) for k in plan.left_keys)
             for j in (index.get(key, []) if None not in key else []):
                 pairs.append((i, j))
         if plan.condition is not None and pairs:
@@ -180,8 +187,8 @@ class _Exec:
         return _table(self._columns(t.filter(pc.fill_null(mask, False))), plan)
 
     def _union(self, plan: P.Union):
-        return _table([pa.concat_arrays([self._columns(self.run(i))[c] for i in plan.inputs])
-                       for c in range(len(plan.types))], plan)
+        inputs = [self._columns(self.run(i)) for i in plan.inputs]   # each input once, not once per column
+        return _table([pa.concat_arrays([cols[c] for cols in inputs]) for c in range(len(plan.types))], plan)
 
     def _sort(self, plan: P.Sort):
         t = self.run(plan.input)
@@ -190,10 +197,13 @@ class _Exec:
         def cmp(a, b):
             for col, desc, nulls_first in plan.keys:
                 x, y = a[col], b[col]
+                if x is None or y is None:
+                    if x is y:
+                        continue
+                    return (-1 if nulls_first else 1) * (1 if x is None else -1)
+                x, y = order_key(x), order_key(y)   # NaN equals NaN, above every number
                 if x == y:
                     continue
-                if x is None or y is None:
-                    return (-1 if nulls_first else 1) * (1 if x is None else -1)
                 r = -1 if x < y else 1
                 return -r if desc else r
             return 0
@@ -237,7 +247,7 @@ def _ranked_groups(rows, input: P.Node, group, order) -> list:
     types = [input.types[c] for c in tail]
     groups: dict = {}
     for row in rows:
-        groups.setdefault(tuple(row[g] for g in group), []).append(row)
+        groups.setdefault(tuple(group_key(row[g]) for g in group), []).append(row)
     out = []
     for members in groups.values():
         keys = encode_rows([tuple(r[c] for c in tail) for r in members], types, tail_orders)
@@ -256,15 +266,16 @@ def _slots(call, vals) -> list:
     """The state slots HashAgg would hold for the non-NULL, filtered values ``vals``."""
     kind = call.kind
     if kind == "count":
-        return [len(set(vals)) if call.distinct else len(vals)]
+        return [len(set(map(group_key, vals))) if call.distinct else len(vals)]
     if kind in ("sum", "avg"):
         init = call.initial_slots()[0]
-        total = sum((decimal.Decimal(v) if call.slot_types[0].kind.name == "DECIMAL" else v for v in vals), init)
+        with decimal.localcontext(EXACT_SUMS):
+            total = sum((decimal.Decimal(v) if call.slot_types[0].kind.name == "DECIMAL" else v for v in vals), init)
         return [total, len(vals)]
     if kind == "min":
-        return [min(vals) if vals else None]
+        return [min(vals, key=order_key) if vals else None]
     if kind == "max":
-        return [max(vals) if vals else None]
+        return [max(vals, key=order_key) if vals else None]
     return [sum(1 for v in vals if v), sum(1 for v in vals if not v)]
 
 

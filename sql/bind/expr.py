@@ -152,13 +152,18 @@ class ExprBinder:
                 return E.Lit(None, dtype)
             try:
                 return self._lit(T.parse_text(value, dtype), dtype, node)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError) as exc:
+                if "overflows numeric" in str(exc):
+                    raise error_at(BindError, str(exc), node) from None
                 raise error_at(BindError, f"invalid input syntax for type {dtype.sql_name()}: {value!r}",
                                node) from None
         if dtype.kind == TypeKind.DECIMAL:
             number = _numeric_literal_text(node)
             if number is not None:  # Postgres: 0.25 is a NUMERIC constant, exact when stored
-                return self._lit(T.coerce_value(decimal.Decimal(number), dtype), dtype, node)
+                try:
+                    return self._lit(T.parse_text(number, dtype), dtype, node)
+                except ValueError as exc:
+                    raise error_at(BindError, str(exc), node) from None
         return self.bind(node)
 
     def bind_pair(self, left, right):

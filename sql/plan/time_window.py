@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream import executors as X
-from stream.executors.hop_window import window_starts
+from stream.executors.hop_window import out_of_range, window_starts
 
 from sql.bind.expr import ExprBinder, Scope, _name
 from sql.errors import BindError, UnsupportedError, error_at
@@ -169,7 +169,9 @@ def run_batch(plan: _Window, table: pa.Table) -> list:
     cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in table.columns]
     arrow = cols[plan.time_col].type
     last, null = window_starts(cols[plan.time_col], plan.slide, plan.offset)
+    stamps = plan.input.types[plan.time_col].kind in (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ)
     if isinstance(plan, TumbleWindow):
+        null = null | out_of_range(last, plan.size, null, stamps, "TUMBLE")   # raises in a batch query
         return cols + [_array(last, null, arrow), _array(last + plan.size, null, arrow)]
     keep = ~null
     if not keep.all():
@@ -181,6 +183,7 @@ def run_batch(plan: _Window, table: pa.Table) -> list:
     no_null = np.zeros(len(last), dtype=bool)
     for k in range(units - 1, -1, -1):    # earliest window first
         start = last - k * plan.slide
+        out_of_range(start, plan.size, no_null, stamps, "HOP")   # raises in a batch query
         for i, c in enumerate(cols + [_array(start, no_null, arrow), _array(start + plan.size, no_null, arrow)]):
             out[i].append(c)
     return [pa.concat_arrays(parts) if parts else pa.array([], type=cols[i].type if i < len(cols) else arrow)

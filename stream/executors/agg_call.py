@@ -40,6 +40,10 @@ KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
 _SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# the decimal context NUMERIC sums are added in (HashAgg, batch aggregates): exact, never the
+# default 28 digits (1e30 + 0.5 would lose the 0.5, and retracting 1e30 leave 0)
+EXACT_SUMS = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
+                             rounding=decimal.ROUND_HALF_UP)
 _ORDERABLE = (TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DECIMAL, TypeKind.REAL,
               TypeKind.DOUBLE, TypeKind.VARCHAR, TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP,
               TypeKind.TIMESTAMPTZ)
@@ -145,6 +149,34 @@ class AggCall:
         if kind == "bool_and":
             return [f == 0 if t or f else None for t, f in zip(trues, falses)]
         return [t > 0 if t or f else None for t, f in zip(trues, falses)]
+
+
+def order_key(value):
+    """Postgres's total order of a non-NULL value, for min/max and sorting in Python: NaN
+    (REAL/DOUBLE or NUMERIC) equals NaN and is above every other value (a plain ``<`` is
+    False for a float NaN and raises for a Decimal NaN)."""
+    return (1, 0) if value != value else (0, value)
+
+
+_NAN = object()
+_FLOAT_NAN, _DECIMAL_NAN = float("nan"), decimal.Decimal("NaN")
+
+
+def same_nan(value):
+    """``value``, or one shared NaN object for any float/Decimal NaN: a group key holding it
+    is then found again in a dict (lookups compare by identity before ``==``); a float -0.0
+    is 0.0 (equal as values, but a different memcomparable pk)."""
+    if value != value:
+        return _DECIMAL_NAN if isinstance(value, decimal.Decimal) else _FLOAT_NAN
+    if value == 0 and isinstance(value, float):
+        return 0.0
+    return value
+
+
+def group_key(value):
+    """``value`` as a dict/set key where every NaN is the same key (Python's ``nan != nan``
+    would make each NaN its own group, unlike Postgres and the memcomparable state keys)."""
+    return _NAN if value != value else (0.0 if value == 0 and isinstance(value, float) else value)
 
 
 def numeric_div(num: decimal.Decimal, den: int) -> decimal.Decimal:

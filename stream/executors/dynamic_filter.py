@@ -29,7 +29,6 @@ Callers: the planner (a comparison with a scalar subquery), tests.
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational import StateTable
@@ -39,6 +38,7 @@ from stream.chunk import DELETE, INSERT, UPDATE_INSERT, StreamChunk, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Executor
 from stream.executors.filter import filter_chunk
+from stream.expr import Cmp, Col, Lit
 
 COMPARATORS = {">": pc.greater, ">=": pc.greater_equal, "<": pc.less, "<=": pc.less_equal}
 
@@ -104,8 +104,10 @@ class DynamicFilter(Executor):
         value = self.value
         if value is None:
             return None
-        scalar = pa.scalar(value, self.schema.arrow_types[self.key_col])
-        passed = COMPARATORS[self.comparator](chunk.columns[self.key_col], scalar)
+        # stream.expr's comparison: SQL order for every type (NUMERIC is text in Arrow, NaN sorts
+        # above every float), the order the range reads on a new bound use
+        dtype = self.schema.types[self.key_col]
+        passed = Cmp(self.comparator, Col(self.key_col, dtype), Lit(value, dtype)).eval(chunk.columns, len(chunk))
         passed = pc.fill_null(passed, False).to_numpy(zero_copy_only=False)
         return filter_chunk(chunk, passed)
 

@@ -50,6 +50,7 @@ Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
 from __future__ import annotations
 
 import bisect
+import decimal
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +64,7 @@ from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import additive_weights, filter_mask, valid_mask
+from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask, order_key, same_nan, valid_mask
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
@@ -194,6 +195,10 @@ class HashAgg(UnaryExecutor):
         return self._flush()
 
     def on_chunk(self, chunk: StreamChunk):
+        with decimal.localcontext(EXACT_SUMS):   # NUMERIC sums are exact at any size
+            return self._on_chunk(chunk)
+
+    def _on_chunk(self, chunk: StreamChunk):
         chunk = chunk.compact()
         n = len(chunk)
         if not n:
@@ -295,6 +300,9 @@ class HashAgg(UnaryExecutor):
             return [()]
         idx = pa.array(first)
         cols = [to_pylist(columns[i].take(idx), t) for i, t in zip(self.group_key, self._key_types)]
+        for i, t in enumerate(self._key_types):   # one NaN object: dict lookups then find the group
+            if t in _NAN_KEY_TYPES:
+                cols[i] = [same_nan(v) for v in cols[i]]
         if len(cols) == 1:
             return [(v,) for v in cols[0]]
         return list(zip(*cols))
@@ -372,26 +380,27 @@ class HashAgg(UnaryExecutor):
             key = keys[gi]
             entry = cache.peek(key)
             state = states[gi]
+            kv = order_key(v)
             if entry is None:
                 cur = state[at]
                 if cur is _UNKNOWN:
                     continue
                 if s > 0:
-                    if cur is None or (v < cur if is_min else v > cur):
+                    if cur is None or (kv < order_key(cur) if is_min else kv > order_key(cur)):
                         state[at] = v
-                elif v == cur:
+                elif kv == order_key(cur):
                     state[at] = _UNKNOWN
                 continue
             vals, complete = entry
             if s > 0:
-                if complete or (v < vals[-1] if is_min else v > vals[0]):
-                    bisect.insort(vals, v)
+                if complete or (kv < order_key(vals[-1]) if is_min else kv > order_key(vals[0])):
+                    bisect.insort(vals, v, key=order_key)
                     if len(vals) > limit:
                         vals.pop() if is_min else vals.pop(0)
                         entry[1] = False
             else:
-                i = bisect.bisect_left(vals, v)
-                if i < len(vals) and vals[i] == v:
+                i = bisect.bisect_left(vals, kv, key=order_key)
+                if i < len(vals) and order_key(vals[i]) == kv:
                     del vals[i]
                     if not vals and not entry[1]:
                         cache.pop(key)
@@ -409,7 +418,7 @@ class HashAgg(UnaryExecutor):
         vals = [row[nk] for row in table.iter_with_prefix(key, limit=limit)]
         complete = len(vals) < limit
         best = vals[0] if vals else None
-        vals.sort()
+        vals.sort(key=order_key)
         charge = row_bytes(key) + 64 + limit * (row_bytes((best,)) - 48)
         self.extreme_caches[j].put(key, [vals, complete], charge)
         return best
@@ -422,6 +431,8 @@ class HashAgg(UnaryExecutor):
             return
         c = self.calls[j]
         values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
+        if c.arg_type in _NAN_KEY_TYPES:   # one NaN, one zero: one distinct value, one state-table key
+            values = [None if v is None else same_nan(v) for v in values]
         deltas: dict = {}
         for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
             k = (gi, v)
@@ -628,6 +639,9 @@ def _merge_equal_keys(keys, inv):
     return inv, order, starts, list(ids)
 
 
+_NAN_KEY_TYPES = (DataType.REAL, DataType.DOUBLE, DataType.DECIMAL)
+
+
 _NUMERIC_EXTREMES = {pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()}
 
 
@@ -658,7 +672,7 @@ def _group_best(inv, order, starts, column, mask, g, call) -> list:
         values = to_pylist(column.take(pa.array(rows)), call.arg_type)
         for gi, v in zip(inv[rows].tolist(), values):
             cur = out[gi]
-            if cur is None or (v < cur if kind == "min" else v > cur):
+            if cur is None or (order_key(v) < order_key(cur) if kind == "min" else order_key(v) > order_key(cur)):
                 out[gi] = v
         return out
     table = pa.table({"g": pa.array(inv[rows]), "v": column.take(pa.array(rows))})
@@ -684,10 +698,10 @@ def _make_adder(slots, n_lists: int, extremes, check_negative: bool, on_negative
         better = "<" if kind == "min" else ">"
         lines += [f"        if b{i} is not None:",
                   f"            cur = st[{at}]",
-                  f"            if cur is None or b{i} {better} cur:",
+                  f"            if cur is None or order_key(b{i}) {better} order_key(cur):",
                   f"                st[{at}] = b{i}"]
     if check_negative:
         lines.append("        if st[0] < 0: on_negative(key)")
-    namespace = {"on_negative": on_negative}
+    namespace = {"on_negative": on_negative, "order_key": order_key}
     exec("\n".join(lines), namespace)   # noqa: S102 -- generated from slot indices only
     return namespace["add"]

@@ -9,6 +9,10 @@ chunk (:func:`window_starts`).
 
 - **TumbleWindow** is a projection: each row gets the one window that contains it; ops,
   visibility and the stream key pass through (NULL time: NULL window columns).
+- A TIMESTAMP[TZ] window whose start or end falls outside 0001-01-01 .. 9999-12-31 (what a
+  row of the type can hold) is a data error (:mod:`stream.expr_errors`): in a stream the
+  TUMBLE window is NULL and the HOP window is dropped, the rows counted and logged; in strict
+  mode (batch queries) it raises ``ExpressionError``.
 - **HopWindow** expands every row into the ``size / slide`` windows that contain it (``size``
   must be a positive multiple of ``slide``): one output chunk with a row per (input row,
   window), in input order and a row's windows together, earliest first. A row whose time is
@@ -35,6 +39,7 @@ from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChu
 from stream.errors import ExecutorError
 from stream.executor import UnaryExecutor
 from stream.executors.filter import filter_chunk
+from stream.expr_errors import data_error
 from stream.schema import Schema
 
 _TIME_TYPES = (DataType.TIMESTAMP, DataType.TIMESTAMPTZ, DataType.SMALLINT, DataType.INT, DataType.BIGINT)
@@ -59,6 +64,21 @@ def window_starts(times: pa.Array, slide: int, offset: int) -> tuple[np.ndarray,
     return start, null
 
 
+_MIN_US = -62_135_596_800_000_000           # 0001-01-01 00:00:00 in microseconds since the epoch
+_MAX_US = 253_402_300_799_999_999           # 9999-12-31 23:59:59.999999
+_OUT_OF_RANGE = "timestamp out of range"
+
+
+def out_of_range(start: np.ndarray, size: int, null: np.ndarray, timestamps: bool, where) -> np.ndarray:
+    """Rows whose window ``[start, start + size]`` a TIMESTAMP cannot hold (a data error of
+    ``where``, module docstring); none for integer time columns."""
+    if not timestamps or not len(start):
+        return np.zeros(len(start), dtype=bool)
+    bad = ((start < _MIN_US) | (start > _MAX_US - size)) & ~null
+    data_error(where, _OUT_OF_RANGE, int(bad.sum()))
+    return bad
+
+
 def _name(input, column: int) -> str:
     return input.schema.names[column] if 0 <= column < len(input.schema) else str(column)
 
@@ -81,6 +101,7 @@ class _Windowed(UnaryExecutor):
             raise ExecutorError(identity, f"size ({self.size}) must be a positive multiple of slide ({self.slide})")
         dtype = input.schema.types[time_col]
         self._arrow = input.schema.arrow_types[time_col]
+        self._timestamps = dtype in (DataType.TIMESTAMP, DataType.TIMESTAMPTZ)
         return Schema(input.schema.pairs() + [("window_start", dtype), ("window_end", dtype)])
 
 
@@ -94,6 +115,7 @@ class TumbleWindow(_Windowed):
 
     def on_chunk(self, chunk: StreamChunk):
         start, null = window_starts(chunk.columns[self.time_col], self.slide, self.offset)
+        null = null | out_of_range(start, self.size, null, self._timestamps, self.identity)
         return chunk.with_columns(chunk.columns + [_column(start, null, self._arrow),
                                                    _column(start + self.size, null, self._arrow)], self.schema)
 
@@ -134,9 +156,17 @@ class HopWindow(_Windowed):
         k = np.tile(np.arange(units - 1, -1, -1), n)
         order = np.lexsort((row, -k, group[row]))
         row, k = row[order], k[order]
-        take = pa.array(row)
         start = last[row] - k * self.slide
+        visible = base.visible_mask()[row]
+        visibility = None if base.visibility is None else visible
+        ops = ops[row]
+        bad = out_of_range(start, self.size, ~visible, self._timestamps, self.identity)
+        if bad.any():   # a dropped window may leave one side of a U-/U+ alone: all pairs become -/+
+            visibility = visible & ~bad
+            ops[ops == UPDATE_DELETE] = DELETE
+            ops[ops == UPDATE_INSERT] = INSERT
+            start = np.where(bad, 0, start)
+        take = pa.array(row)
         columns = [c.take(take) for c in base.columns]
         columns += [_column(start, null[row], self._arrow), _column(start + self.size, null[row], self._arrow)]
-        visibility = None if base.visibility is None else base.visibility[row]
-        return StreamChunk(ops[row], columns, self.schema, visibility)
+        return StreamChunk(ops, columns, self.schema, visibility)
