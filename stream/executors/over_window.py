@@ -22,7 +22,11 @@ touches is read before and after the chunk's writes (one prefix scan each, rows 
 order), its outputs computed by :func:`window_values` both times, and the outputs compared by
 stream key across all touched partitions: a changed row is an update pair, a vanished one a
 delete, a new one an insert (deletes, then pairs, then inserts). Recovery needs nothing: the
-state table is the whole state. Cost: per chunk, O(size of the touched partitions).
+state table is the whole state. Cost: per chunk, O(size of the touched partitions) -- except
+for ``ROWS n PRECEDING``, where only the rows from the partition's first changed position to
+``n`` rows past its last one (and the ``n`` rows before, their frames) are read, once, and the
+chunk's changes applied to them in memory: a row's output depends only on its ``n``
+predecessors, so rows before the first change and more than ``n`` after the last keep theirs.
 Watermarks are dropped.
 
 Callers: :mod:`sql.build` (plan node ``OverWindow``), :mod:`sql.batch.execute` (batch uses
@@ -35,7 +39,7 @@ import decimal
 
 from relational.errors import InconsistentOpError
 from relational.memcomparable import OrderType, encode_rows
-from stream.chunk import DELETE, INSERT, StreamChunk, StreamChunkBuilder
+from stream.chunk import DELETE, INSERT, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
 from stream.executors.agg_call import AggCall
@@ -43,6 +47,7 @@ from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 
 WINDOW_KINDS = ("count", "sum", "avg", "min", "max")
+_INSERTS = (INSERT, UPDATE_INSERT)
 
 
 def check_frame(frame) -> tuple:
@@ -155,6 +160,10 @@ class OverWindow(UnaryExecutor):
                 or list(table.serde.order_types) != orders):
             raise ExecutorError(identity, f"the state table must have the input's columns and pk {pk} in {orders}")
         self.table = table
+        self._plen = len(self.partition)
+        self._tail = pk[self._plen:]                  # the window order: the table pk after the partition
+        self._tail_types = [input.schema.types[c] for c in self._tail]
+        self._tail_orders = orders[self._plen:]
         self._order_cols = [c for c, _ in self.order_by]
         self._order_types = [input.schema.types[c] for c in self._order_cols]
         self._order_orders = [o for _, o in self.order_by]
@@ -174,20 +183,56 @@ class OverWindow(UnaryExecutor):
             for r, v in zip(rows, values):
                 into[tuple(r[i] for i in key)] = tuple(r) + tuple(v)
 
+    def _bounded(self, changes: dict, old: dict, new: dict) -> None:
+        """``ROWS n PRECEDING``: for each partition, read only the rows whose outputs can change
+        -- from the first changed position to n rows past the last -- plus the n rows before
+        them (their frames), apply the partition's ``changes`` in memory, and put both
+        versions' outputs of the rows from the first changed position on into ``old``/``new``."""
+        n, tail, key = self.frame[1], self._tail, self.stream_key
+        for p, ops_rows in changes.items():
+            ckeys = encode_rows([tuple(r[c] for c in tail) for _, r in ops_rows], self._tail_types, self._tail_orders)
+            lo = tuple(ops_rows[ckeys.index(min(ckeys))][1][c] for c in tail)
+            hi = tuple(ops_rows[ckeys.index(max(ckeys))][1][c] for c in tail)
+            before = list(self.table.iter_with_prefix(p, end=lo, reverse=True, limit=n)) if n else []
+            before.reverse()
+            rows = before + list(self.table.iter_with_prefix(p, start=lo, end=hi, end_inclusive=True))
+            if n:
+                rows += list(self.table.iter_with_prefix(p, start=hi, start_inclusive=False, limit=n))
+            keys = encode_rows([tuple(r[c] for c in tail) for r in rows], self._tail_types, self._tail_orders)
+            state = dict(zip(keys, rows))
+            for (op, row), k in zip(ops_rows, ckeys):
+                if op in _INSERTS:
+                    state[k] = row
+                else:
+                    state.pop(k, None)
+            after = [state[k] for k in sorted(state)]
+            skip = len(before)
+            for slice_rows, into in ((rows, old), (after, new)):
+                values = window_values(slice_rows, self.calls, self.frame, executor=self.identity)
+                for r, v in zip(slice_rows[skip:], values[skip:]):
+                    into[tuple(r[i] for i in key)] = tuple(r) + tuple(v)
+
     def on_chunk(self, chunk: StreamChunk):
         chunk = chunk.compact()
         if not len(chunk):
             return None
-        partitions = list(dict.fromkeys(tuple(row[c] for c in self.partition) for _, row in chunk.rows()))
+        changes: dict = {}
+        for op, row in chunk.rows():
+            changes.setdefault(tuple(row[c] for c in self.partition), []).append((op, row))
         old: dict = {}
-        self._outputs(partitions, old)
+        new: dict = {}
+        bounded = self.frame[0] == "rows" and self.frame[1] is not None
+        if bounded:
+            self._bounded(changes, old, new)
+        else:
+            self._outputs(changes, old)
         try:
             self.table.write_chunk(chunk.ops, chunk.columns)
         except InconsistentOpError as exc:
             raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
         self.table.try_flush()
-        new: dict = {}
-        self._outputs(partitions, new)
+        if not bounded:
+            self._outputs(changes, new)
         builder = StreamChunkBuilder(self.schema)
         out = []
         for k, row in old.items():
