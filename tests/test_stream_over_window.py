@@ -244,6 +244,12 @@ def test_sql_window_explain_and_frames(tmp_path):
                                            "(PARTITION BY g ORDER BY id ROWS BETWEEN 10 PRECEDING AND "
                                            "CURRENT ROW) FROM t").fetchall()]
         assert any(line.strip().startswith("StreamOverWindow(") and "state_tables" in line for line in plan), plan
+        # calls sharing PARTITION BY, ORDER BY and frame share one OverWindow (one state table)
+        shared = [r[0] for r in conn.execute(f"EXPLAIN CREATE MATERIALIZED VIEW m AS {WINDOW_MVS['w_rows']}")]
+        assert sum("StreamOverWindow(calls=[avg($2), sum($2)]" in line for line in shared) == 1, shared
+        assert sum("OverWindow" in line for line in shared) == 1, shared
+        assert _sorted(conn, "SELECT id, sum(v) OVER (ORDER BY id ROWS 1 PRECEDING), row_number() OVER (ORDER BY id) "
+                             "FROM t") == [(1, 1, 1), (2, 2, 2), (3, 4, 3)]
         for bad in ("ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "RANGE BETWEEN 2 PRECEDING AND CURRENT ROW",
                     "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"):
             with pytest.raises(sql.errors.UnsupportedError, match="window frame"):

@@ -187,14 +187,27 @@ def window_frame(w) -> tuple:
 
 
 def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
-    """``(plan, hook)``: ``plan`` with one RowNumber per distinct window of ``windows`` (its
-    columns kept at their indices, so ``scope`` still resolves), and an ExprBinder hook that
-    binds each window node to its row-number column."""
+    """``(plan, hook)``: ``plan`` with one RowNumber per distinct ``ROW_NUMBER()`` window of
+    ``windows`` and one OverWindow per distinct window specification (PARTITION BY, ORDER BY,
+    frame) of the window aggregates, holding all of its calls (its columns kept at their
+    indices, so ``scope`` still resolves), and an ExprBinder hook that binds each window node
+    to its column."""
     columns: dict = {}
+    specs: dict = {}     # (partition, order, frame) text -> the aggregate windows sharing it
     for w in windows:
         text = w.sql(dialect="postgres")
         if text in columns:
             continue
+        columns[text] = None
+        if isinstance(w.this, exp.RowNumber):
+            specs[("row_number", text)] = [w]
+            continue
+        order_node = w.args.get("order")
+        key = (tuple(p.sql(dialect="postgres") for p in w.args.get("partition_by") or []),
+               order_node.sql(dialect="postgres") if order_node is not None else "", window_frame(w))
+        specs.setdefault(key, []).append(w)
+    for group in specs.values():
+        w = group[0]
         binder = ExprBinder(scope, params, context="window definitions")
         width = len(plan.types)
         exprs = [E.Col(i, plan.types[i], plan.names[i]) for i in range(width)]
@@ -207,22 +220,25 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
         partition = [column(p) for p in w.args.get("partition_by") or []]
         order_node = w.args.get("order")
         order = [sort_key(o, column(o.this)) for o in (order_node.expressions if order_node is not None else [])]
-        fn = w.this
-        agg = not isinstance(fn, exp.RowNumber)
-        arg = column(fn.this) if agg and not isinstance(fn.this, exp.Star) else None
-        pre = plan if len(exprs) == width and plan.n_visible == width else \
-            P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
-        if not agg:
+        if isinstance(w.this, exp.RowNumber):
+            pre = _pre(plan, exprs, width)
             plan = P.RowNumber(pre, partition, order, source=w)
-        else:
-            kind = _AGG_WINDOW[type(fn)]
+            columns[w.sql(dialect="postgres")] = len(plan.types) - 1
+            continue
+        args = [None if isinstance(x.this.this, exp.Star) else column(x.this.this) for x in group]
+        pre = _pre(plan, exprs, width)
+        schema = Schema(list(zip(pre.names, pre.types)))
+        calls = []
+        for x, arg in zip(group, args):
+            kind = _AGG_WINDOW[type(x.this)]
             try:
-                ret = AggCall(kind, arg).bind(Schema(list(zip(pre.names, pre.types)))).return_type
+                ret = AggCall(kind, arg).bind(schema).return_type
             except ExecutorError as e:
-                raise error_at(UnsupportedError, f"{kind}() OVER: {e}", w) from None
-            call = P.WindowCall(kind, arg, ret, f"{kind}({'*' if arg is None else f'${arg}'})")
-            plan = P.OverWindow(pre, partition, order, [call], window_frame(w), [kind], source=w)
-        columns[text] = len(plan.types) - 1
+                raise error_at(UnsupportedError, f"{kind}() OVER: {e}", x) from None
+            calls.append(P.WindowCall(kind, arg, ret, f"{kind}({'*' if arg is None else f'${arg}'})"))
+        plan = P.OverWindow(pre, partition, order, calls, window_frame(w), [c.kind for c in calls], source=w)
+        for i, x in enumerate(group):
+            columns[x.sql(dialect="postgres")] = len(pre.types) + i
     final = plan
 
     def hook(node):
@@ -231,6 +247,14 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
             return E.Col(i, final.types[i], final.names[i])
         return None
     return plan, hook
+
+
+def _pre(plan: P.Node, exprs, width: int) -> P.Node:
+    """``plan``, or a Project of it adding the computed window inputs ``exprs[width:]`` (and
+    making hidden columns visible, so the window columns come after all of them)."""
+    if len(exprs) == width and plan.n_visible == width:
+        return plan
+    return P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
 
 
 def rank_filter(plan: P.Node) -> P.Node:
