@@ -212,6 +212,7 @@ def test_order_by_without_limit_in_an_mv_changes_nothing(conn):
     ("SELECT id, sum(v) OVER (ORDER BY v RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", UnsupportedError,
      "window frame"),
     ("SELECT id, count(DISTINCT v) OVER (PARTITION BY g) FROM t", UnsupportedError, "DISTINCT"),
+    ("SELECT id, sum(v) FILTER (WHERE v > 1) OVER (PARTITION BY g) FROM t", UnsupportedError, "FILTER"),
     ("SELECT id, row_number() OVER w FROM t WINDOW w AS (ORDER BY v)", UnsupportedError, "WINDOW"),
     ("SELECT g, count(*), row_number() OVER (ORDER BY g) FROM t GROUP BY g", UnsupportedError, "GROUP BY"),
     ("SELECT DISTINCT ON (g) g, v FROM t ORDER BY v", BindError, "DISTINCT ON"),

@@ -150,6 +150,8 @@ def _check_window(w) -> None:
         raise error_at(UnsupportedError, "named windows (WINDOW w AS ...) are not supported", w)
     if isinstance(fn, exp.RowNumber):
         return
+    if isinstance(fn, exp.Filter):
+        raise error_at(UnsupportedError, "FILTER in a window aggregate is not supported", w)
     if type(fn) not in _AGG_WINDOW:
         name = fn.sql_name().lower() if isinstance(fn, exp.Func) else type(fn).__name__.lower()
         raise error_at(UnsupportedError, f"window function {name}() is not supported (only ROW_NUMBER() and "
