@@ -3,7 +3,7 @@
 Job: for every table, a source actor ``TableSource -> Dml -> Materialize`` (conflict per ON
 CONFLICT; ``_row_id`` filled by Dml for tables without a pk); for every MV, one actor running
 its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin -- also for semi/anti
-joins and, on a constant key, a ScalarJoin --, DynamicFilter, Union, (Ranked)GroupTopN) over
+joins and, on a constant key, a ScalarJoin --, DynamicFilter, Union, (Ranked)GroupTopN, OverWindow) over
 ``Receiver`` heads fed by its upstream relations' Materialize actors (one simple dispatcher
 per reader = broadcast), ending in its Materialize. A new MV (``backfill``) reads each
 upstream through :class:`stream.executors.backfill.Backfill`.
@@ -25,6 +25,7 @@ from stream.executors.dynamic_filter import DynamicFilter, dynamic_filter_left_t
 from stream.executors import agg_table_count
 from stream.executors.agg_call import AggCall
 from stream.executors.backfill import Backfill
+from stream.executors.over_window import OverWindow
 from stream.executors.top_n import GroupTopN, RankedGroupTopN, top_n_state_table
 from relational.memcomparable import OrderType
 from relational.types import DataType
@@ -83,7 +84,7 @@ def count_state_tables(plan: P.Node) -> list:
             out.append((n, agg_table_count(_calls(n), False)))
         elif isinstance(n, (P.Join, P.ScalarJoin)):
             out.append((n, 4))
-        elif isinstance(n, P.TopN):
+        elif isinstance(n, (P.TopN, P.OverWindow)):
             out.append((n, 1))
         elif isinstance(n, P.DynamicFilter):
             out.append((n, 2))
@@ -179,6 +180,8 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
             return build_window(n, go(n.input))
         if isinstance(n, P.TopN):
             return _top_n(n, go(n.input), builder.store, ids[id(n)][0])
+        if isinstance(n, P.OverWindow):
+            return _over_window(n, go(n.input), builder.store, ids[id(n)][0])
         raise TypeError(f"{n.label()} has no stream executor")
     return go(plan)
 
@@ -198,6 +201,16 @@ def _top_n(n: P.TopN, input, store, table_id: int):
         return RankedGroupTopN(input, table, order_by, limit, n.offset, n.group, rank_name=n.names[-1],
                                append_only=append_only)
     return GroupTopN(input, table, order_by, limit, n.offset, n.group, with_ties=n.with_ties, append_only=append_only)
+
+
+def _over_window(n: P.OverWindow, input, store, table_id: int):
+    """The OverWindow executor of plan node ``n``, its state table a top-N's (partition | order |
+    input stream key)."""
+    order_by = [(c, OrderType(desc, nulls_first)) for c, desc, nulls_first in n.order]
+    table = top_n_state_table(store, table_id, input.schema, input.stream_key, order_by, n.partition,
+                              name=f"over_window_{table_id}")
+    return OverWindow(input, table, n.partition, order_by, [(c.kind, c.arg) for c in n.calls], n.frame,
+                      names=n.names[len(n.input.types):])
 
 
 def _scalar_join(n: P.ScalarJoin, left, right, builder, table_ids):

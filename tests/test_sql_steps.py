@@ -137,7 +137,9 @@ def test_union_all_key_is_tag_plus_slots():
     ("SELECT row_number() OVER (ORDER BY a) FROM t", UnsupportedError, "window"),
     ("SELECT a FROM t EXCEPT ALL SELECT k FROM u", UnsupportedError, "EXCEPT ALL"),
     ("SELECT a FROM t INTERSECT ALL SELECT k FROM u", UnsupportedError, "INTERSECT ALL"),
-    ("SELECT a, sum(b) OVER (PARTITION BY a) FROM t", UnsupportedError, "window function sum"),
+    ("SELECT a, sum(b) OVER (ORDER BY a ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM t", UnsupportedError,
+     "window frame"),
+    ("SELECT a, lag(b) OVER (ORDER BY a) FROM t", UnsupportedError, "window function lag"),
 ])
 def test_bind_errors_name_the_problem(text, error, match):
     if error is None:

@@ -29,6 +29,7 @@ from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
 from relational.memcomparable import OrderType, encode_rows
 from stream.executors.agg_call import EXACT_SUMS, AggCall, group_key, order_key
+from stream.executors.over_window import window_values
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 from stream.expr import Cmp, Col, Lit, raising_errors
@@ -229,6 +230,20 @@ class _Exec:
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
         out = [row + (i + 1,) for members in _ranked_groups(rows, plan.input, plan.partition, plan.order)
                for i, row in enumerate(members)]
+        return _rows_table(out, plan)
+
+    def _overwindow(self, plan: P.OverWindow):
+        t = self.run(plan.input)
+        rows = _py_rows(t, plan.input.types) if t.num_columns else []
+        schema = Schema(list(zip(plan.input.names, plan.input.types)))
+        calls = [AggCall(c.kind, c.arg).bind(schema) for c in plan.calls]
+        cols = [c for c, _, _ in plan.order]
+        types = [plan.input.types[c] for c in cols]
+        orders = [OrderType(d, n) for _, d, n in plan.order]
+        out = []
+        for members in _ranked_groups(rows, plan.input, plan.partition, plan.order):
+            values = window_values(members, calls, plan.frame, cols, types, orders, "batch window")
+            out.extend(row + tuple(v) for row, v in zip(members, values))
         return _rows_table(out, plan)
 
     def _limit(self, plan: P.Limit):

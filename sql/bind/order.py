@@ -1,4 +1,4 @@
-"""ORDER BY / LIMIT / OFFSET / FETCH, DISTINCT ON and ROW_NUMBER() OVER: binding onto Sort (a
+"""ORDER BY / LIMIT / OFFSET / FETCH, DISTINCT ON and window functions: binding onto Sort (a
 batch SELECT's own result order), TopN (the rows a LIMIT keeps, in MVs, subqueries and batch
 alike) and RowNumber.
 
@@ -12,7 +12,8 @@ Job:
 - :func:`distinct_on`: ``DISTINCT ON (e...)`` is a TopN with group ``e...`` and LIMIT 1, ordered
   by the ORDER BY keys after the ones naming ``e...`` (Postgres requires those to come first).
 - :func:`bind_windows`: each ``ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)`` of a select
-  list appends a RowNumber column; any other window function is an UnsupportedError.
+  list appends a RowNumber column, each ``count/sum/avg/min/max(x) OVER (...)`` an OverWindow
+  column (frames: :func:`window_frame`); any other window function is an UnsupportedError.
 - :func:`rank_filter`: ``Filter(Project(RowNumber(x)), rn <= n AND ...)`` -- an outer WHERE on
   the rank of a FROM subquery -- becomes ``Filter(Project(TopN(x, group=partition, rank)), ...)``
   (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN);
@@ -32,6 +33,9 @@ from sqlglot import exp
 
 from relational.types import DataType
 from stream import expr as E
+from stream.errors import ExecutorError
+from stream.executors.agg_call import AggCall
+from stream.schema import Schema
 
 from sql.bind.expr import ExprBinder, _name
 from sql.errors import BindError, UnsupportedError, error_at
@@ -137,25 +141,75 @@ def find_windows(nodes) -> list:
     return found
 
 
+_AGG_WINDOW = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+
+
 def _check_window(w) -> None:
     fn = w.this
     if isinstance(fn, exp.Identifier) or w.args.get("alias") is not None:
         raise error_at(UnsupportedError, "named windows (WINDOW w AS ...) are not supported", w)
-    if not isinstance(fn, exp.RowNumber):
+    if isinstance(fn, exp.RowNumber):
+        return
+    if isinstance(fn, exp.Filter):
+        raise error_at(UnsupportedError, "FILTER in a window aggregate is not supported", w)
+    if type(fn) not in _AGG_WINDOW:
         name = fn.sql_name().lower() if isinstance(fn, exp.Func) else type(fn).__name__.lower()
-        raise error_at(UnsupportedError, f"window function {name}() is not supported (only ROW_NUMBER() OVER "
-                                         "(PARTITION BY ... ORDER BY ...) is)", w)
+        raise error_at(UnsupportedError, f"window function {name}() is not supported (only ROW_NUMBER() and "
+                                         "count/sum/avg/min/max OVER (...) are)", w)
+    if isinstance(fn.this, exp.Distinct):
+        raise error_at(UnsupportedError, "DISTINCT in a window aggregate is not supported", w)
+    window_frame(w)
+
+
+def window_frame(w) -> tuple:
+    """The frame of window ``w`` as ``(kind, n)`` (:class:`sql.plan.nodes.OverWindow`):
+    ``ROWS BETWEEN n PRECEDING AND CURRENT ROW``, ``ROWS UNBOUNDED PRECEDING [AND CURRENT ROW]``,
+    ``ROWS CURRENT ROW``, ``RANGE UNBOUNDED PRECEDING [AND CURRENT ROW]`` and the default frame
+    (RANGE UNBOUNDED PRECEDING: with ORDER BY up to the row's last peer, without it the whole
+    partition); any other frame is an UnsupportedError."""
+    spec = w.args.get("spec")
+    if spec is None:
+        return "range", None
+    kind, start, side = spec.args.get("kind"), spec.args.get("start"), spec.args.get("start_side")
+    end, exclude = spec.args.get("end"), spec.args.get("exclude")
+    kind = str(kind).lower() if kind is not None else ""
+    end_ok = end is None or (isinstance(end, str) and end.upper() == "CURRENT ROW")
+    start_text = start.upper() if isinstance(start, str) else None
+    if end_ok and not exclude and kind in ("rows", "range"):
+        if start_text == "UNBOUNDED" and str(side).lower() == "preceding":
+            return kind, None
+        if start_text == "CURRENT ROW" and kind == "rows":
+            return "rows", 0
+        if kind == "rows" and isinstance(start, exp.Literal) and not start.is_string \
+                and str(side).lower() == "preceding" and start.this.isdigit():
+            return "rows", int(start.this)
+    raise error_at(UnsupportedError, f"window frame {spec.sql(dialect='postgres')} is not supported (only ROWS "
+                                     "BETWEEN n PRECEDING AND CURRENT ROW, ROWS/RANGE UNBOUNDED PRECEDING and the "
+                                     "default frame are)", w)
 
 
 def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
-    """``(plan, hook)``: ``plan`` with one RowNumber per distinct window of ``windows`` (its
-    columns kept at their indices, so ``scope`` still resolves), and an ExprBinder hook that
-    binds each window node to its row-number column."""
+    """``(plan, hook)``: ``plan`` with one RowNumber per distinct ``ROW_NUMBER()`` window of
+    ``windows`` and one OverWindow per distinct window specification (PARTITION BY, ORDER BY,
+    frame) of the window aggregates, holding all of its calls (its columns kept at their
+    indices, so ``scope`` still resolves), and an ExprBinder hook that binds each window node
+    to its column."""
     columns: dict = {}
+    specs: dict = {}     # (partition, order, frame) text -> the aggregate windows sharing it
     for w in windows:
         text = w.sql(dialect="postgres")
         if text in columns:
             continue
+        columns[text] = None
+        if isinstance(w.this, exp.RowNumber):
+            specs[("row_number", text)] = [w]
+            continue
+        order_node = w.args.get("order")
+        key = (tuple(p.sql(dialect="postgres") for p in w.args.get("partition_by") or []),
+               order_node.sql(dialect="postgres") if order_node is not None else "", window_frame(w))
+        specs.setdefault(key, []).append(w)
+    for group in specs.values():
+        w = group[0]
         binder = ExprBinder(scope, params, context="window definitions")
         width = len(plan.types)
         exprs = [E.Col(i, plan.types[i], plan.names[i]) for i in range(width)]
@@ -168,18 +222,41 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
         partition = [column(p) for p in w.args.get("partition_by") or []]
         order_node = w.args.get("order")
         order = [sort_key(o, column(o.this)) for o in (order_node.expressions if order_node is not None else [])]
-        pre = plan if len(exprs) == width and plan.n_visible == width else \
-            P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
-        plan = P.RowNumber(pre, partition, order, source=w)
-        columns[text] = len(plan.types) - 1
+        if isinstance(w.this, exp.RowNumber):
+            pre = _pre(plan, exprs, width)
+            plan = P.RowNumber(pre, partition, order, source=w)
+            columns[w.sql(dialect="postgres")] = len(plan.types) - 1
+            continue
+        args = [None if isinstance(x.this.this, exp.Star) else column(x.this.this) for x in group]
+        pre = _pre(plan, exprs, width)
+        schema = Schema(list(zip(pre.names, pre.types)))
+        calls = []
+        for x, arg in zip(group, args):
+            kind = _AGG_WINDOW[type(x.this)]
+            try:
+                ret = AggCall(kind, arg).bind(schema).return_type
+            except ExecutorError as e:
+                raise error_at(UnsupportedError, f"{kind}() OVER: {e}", x) from None
+            calls.append(P.WindowCall(kind, arg, ret, f"{kind}({'*' if arg is None else f'${arg}'})"))
+        plan = P.OverWindow(pre, partition, order, calls, window_frame(w), [c.kind for c in calls], source=w)
+        for i, x in enumerate(group):
+            columns[x.sql(dialect="postgres")] = len(pre.types) + i
     final = plan
 
     def hook(node):
         if isinstance(node, exp.Window):
             i = columns[node.sql(dialect="postgres")]
-            return E.Col(i, final.types[i], "row_number")
+            return E.Col(i, final.types[i], final.names[i])
         return None
     return plan, hook
+
+
+def _pre(plan: P.Node, exprs, width: int) -> P.Node:
+    """``plan``, or a Project of it adding the computed window inputs ``exprs[width:]`` (and
+    making hidden columns visible, so the window columns come after all of them)."""
+    if len(exprs) == width and plan.n_visible == width:
+        return plan
+    return P.Project(plan, exprs, list(plan.names) + [f"_w{i}" for i in range(len(exprs) - width)])
 
 
 def rank_filter(plan: P.Node) -> P.Node:

@@ -9,7 +9,8 @@ from sql.plan import nodes as P
 
 _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
                  "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion", "TopN": "StreamTopN",
-                 "ScalarJoin": "StreamScalarJoin", "DynamicFilter": "StreamDynamicFilter"}
+                 "ScalarJoin": "StreamScalarJoin", "DynamicFilter": "StreamDynamicFilter",
+                 "OverWindow": "StreamOverWindow"}
 _STREAM_NAMES.update(TumbleWindow="StreamTumbleWindow", HopWindow="StreamHopWindow")   # sql/plan/time_window.py
 
 

@@ -16,6 +16,7 @@ Stream keys (seed 002 "Keys"):
 - ``Sort``/``Limit``: batch only; the input's key.
 - ``TopN``: the group columns then the input's key (what GroupTopN emits: a row that moves
   between groups is two keys). ``RowNumber``: batch only; the input's key.
+- ``OverWindow``: the input's key (one output row per input row).
 
 Invariants: ``len(names) == len(types)``; every ``stream_key`` index < ``len(types)``;
 ``n_visible <= len(types)`` and hidden columns come last.
@@ -268,6 +269,38 @@ class RowNumber(Node):
         return f"RowNumber(partition=[{part}], order=[{_order_text(self.order)}])"
 
 
+class WindowCall:
+    """One window aggregate of an OverWindow: ``kind`` (count/sum/avg/min/max), ``arg`` an
+    input column (None: count(*)), ``return_type`` (``AggCall.bind``), ``text`` for EXPLAIN."""
+
+    def __init__(self, kind, arg, return_type, text):
+        self.kind, self.arg, self.return_type, self.text = kind, arg, return_type, text
+
+
+class OverWindow(Node):
+    """``call(x) OVER (PARTITION BY partition ORDER BY order <frame>)`` for each of ``calls``:
+    the input's columns then one column per call (names ``names``); stream key: the input's.
+    ``frame``: ``("rows", n)`` n PRECEDING AND CURRENT ROW, ``("rows", None)`` UNBOUNDED
+    PRECEDING, ``("range", None)`` RANGE UNBOUNDED PRECEDING (peers included). Rows of a
+    partition are ordered by ``order`` then the input's stream key, as TopN/RowNumber
+    (stream: :class:`stream.executors.over_window.OverWindow`)."""
+
+    def __init__(self, input: Node, partition, order, calls, frame, names, source=None):
+        self.input, self.inputs = input, (input,)
+        self.partition, self.order, self.calls, self.frame = list(partition), list(order), list(calls), tuple(frame)
+        self.source = source
+        self._finish(list(input.names) + list(names), list(input.types) + [c.return_type for c in self.calls],
+                     input.stream_key)
+
+    def label(self) -> str:
+        part = ", ".join(f"${g}" for g in self.partition)
+        kind, n = self.frame
+        frame = "RANGE UNBOUNDED PRECEDING" if kind == "range" else \
+            f"ROWS {'UNBOUNDED' if n is None else n} PRECEDING"
+        calls = ", ".join(c.text for c in self.calls)
+        return f"OverWindow(calls=[{calls}], partition=[{part}], order=[{_order_text(self.order)}], frame={frame})"
+
+
 def inserts_only(node: Node) -> bool:
     """Whether ``node``'s change stream can only insert: a Scan of an APPEND ONLY table whose
     Materialize never updates (no pk, or ON CONFLICT DO NOTHING), through Project, Filter,
@@ -298,5 +331,6 @@ def walk(node: Node):
         yield from walk(i)
 
 
-__all__ = ["Agg", "AggSpec", "Col", "DataType", "DynamicFilter", "Filter", "Join", "Limit", "Lit", "Node", "Project",
-           "RowNumber", "ScalarJoin", "Scan", "Sort", "TopN", "Union", "Values", "inserts_only", "visible", "walk"]
+__all__ = ["Agg", "AggSpec", "Col", "DataType", "DynamicFilter", "Filter", "Join", "Limit", "Lit", "Node", "OverWindow",
+           "Project", "RowNumber", "ScalarJoin", "Scan", "Sort", "TopN", "Union", "Values", "WindowCall", "inserts_only", "visible",
+           "walk"]
