@@ -1,8 +1,8 @@
 """Nexmark q0-q8 as MVs (bench/nexmark/queries.py) fed through the bulk INSERT path
 (bench/nexmark/feed.py): each query that runs today maintains exactly what its batch
-recomputation returns at the same epoch, whatever the batch and FLUSH cuts; the others still fail
-at CREATE (strict xfails: when TUMBLE/HOP or window functions land, move the query into
-``EXPECTED_TO_WORK`` in queries.py)."""
+recomputation returns at the same epoch, whatever the batch and FLUSH cuts. All nine are in
+``EXPECTED_TO_WORK`` (queries.py); a query added there without support would be a strict xfail
+until it runs."""
 
 import pytest
 
