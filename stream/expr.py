@@ -476,12 +476,50 @@ def _ceil_floor(kernel, fn):
     def run(args, columns):
         if args[0].data_type.kind == _DECIMAL:
             return _decimal_func(fn)(args, columns)
+        if args[0].data_type.kind in _INTS:   # Postgres: ceil(integer) is ceil(double precision)
+            return kernel(_as_double(args[0], columns))
         return kernel(args[0]._eval(columns))
     return run
 
 
 def _ceil_floor_type(ts):
-    return DataType.DOUBLE if ts[0].kind in _FLOATS else (DataType.DECIMAL if ts[0].kind == _DECIMAL else None)
+    if ts[0].kind in _FLOATS or ts[0].kind in _INTS:
+        return DataType.DOUBLE
+    return DataType.DECIMAL if ts[0].kind == _DECIMAL else None
+
+
+def _nulled(values, bad, what: str, message: str):
+    """``values`` with the rows of mask ``bad`` NULL: a data error (``stream.expr_errors``:
+    raised in batch and DML, NULL and counted in a stream)."""
+    if isinstance(bad, pa.Scalar):
+        if bad.as_py():
+            data_error(what, message)
+            return pa.scalar(None, values.type)
+        return values
+    count = pc.sum(pc.cast(bad, pa.int64())).as_py() or 0
+    if not count:
+        return values
+    data_error(what, message, count)
+    return pc.if_else(bad, pa.scalar(None, values.type), values)
+
+
+def _func_sqrt(args, columns):
+    x = _as_double(args[0], columns)
+    x = _nulled(x, pc.fill_null(pc.less(x, 0.0), False), f"sqrt({args[0]})",
+                "cannot take square root of a negative number")
+    return pc.sqrt(x)
+
+
+def _func_power(args, columns):
+    """Postgres's power(): 0 to a negative power and a negative number to a non-integer power
+    are data errors (not Infinity / NaN)."""
+    x, y = _as_double(args[0], columns), _as_double(args[1], columns)
+    what = f"power({args[0]}, {args[1]})"
+    zero_neg = pc.fill_null(pc.and_(pc.equal(x, 0.0), pc.less(y, 0.0)), False)
+    x = _nulled(x, zero_neg, what, "zero raised to a negative power is undefined")
+    complex_ = pc.fill_null(pc.and_(pc.and_(pc.less(x, 0.0), pc.is_finite(y)), pc.not_equal(pc.floor(y), y)), False)
+    x = _nulled(x, complex_, what, "a negative number raised to a non-integer power yields a complex result")
+    return pc.power(x, y)
 
 
 def _func_coalesce(args, columns):
@@ -554,10 +592,8 @@ _FUNCS = {
     "replace": (_func_replace, lambda ts: ts[0] if all(t == DataType.VARCHAR for t in ts) else None, (3, 3)),
     "ceil": (_ceil_floor(pc.ceil, D.ceil), _ceil_floor_type, (1, 1)),
     "floor": (_ceil_floor(pc.floor, D.floor), _ceil_floor_type, (1, 1)),
-    "sqrt": (lambda a, c: pc.sqrt(_as_double(a[0], c)), lambda ts: DataType.DOUBLE if is_numeric(ts[0]) else None,
-             (1, 1)),
-    "power": (lambda a, c: pc.power(_as_double(a[0], c), _as_double(a[1], c)),
-              lambda ts: DataType.DOUBLE if all(is_numeric(t) for t in ts) else None, (2, 2)),
+    "sqrt": (_func_sqrt, lambda ts: DataType.DOUBLE if is_numeric(ts[0]) else None, (1, 1)),
+    "power": (_func_power, lambda ts: DataType.DOUBLE if all(is_numeric(t) for t in ts) else None, (2, 2)),
 }
 
 

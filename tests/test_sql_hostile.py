@@ -404,3 +404,39 @@ def test_mv_with_a_huge_limit(conn):
     conn.execute("FLUSH")
     assert sorted(conn.execute("SELECT * FROM m").fetchall()) == [(1,), (2,), (3,)]
     assert conn.execute("SELECT * FROM o").fetchall() == []
+
+
+# --- math functions as Postgres defines them ---------------------------------------------------
+
+@pytest.mark.parametrize("query, expected", [
+    ("SELECT ceil(3), floor(-3)", [(3.0, -3.0)]),                  # ceil(integer) is ceil(double)
+    ("SELECT sqrt(4), sqrt(NULL::int)", [(2.0, None)]),
+    ("SELECT power(-2, 3), power(2, -1), power(0, 0)", [(-8.0, 0.5, 1.0)]),
+])
+def test_math_functions_on_integers(conn, query, expected):
+    assert conn.execute(query).fetchall() == expected
+
+
+@pytest.mark.parametrize("query, message", [
+    ("SELECT sqrt(-1.0)", "square root of a negative number"),
+    ("SELECT power(0, -1)", "zero raised to a negative power"),
+    ("SELECT power(-8, 0.5)", "non-integer power yields a complex result"),
+])
+def test_math_domain_errors_raise_in_batch(conn, query, message):
+    """sqrt(-1) and power(0, -1) returned NaN and Infinity where Postgres raises."""
+    with pytest.raises(sql.ExecutionError, match=message):
+        conn.execute(query).fetchall()
+
+
+def test_math_domain_errors_are_null_in_an_mv(conn):
+    conn.execute("CREATE TABLE m_in (k INT PRIMARY KEY, x DOUBLE PRECISION)")
+    conn.execute("CREATE MATERIALIZED VIEW m_sqrt AS SELECT k, sqrt(x) AS r FROM m_in")
+    conn.execute("INSERT INTO m_in VALUES (1, 4), (2, -4)")
+    conn.execute("FLUSH")
+    assert sorted(conn.execute("SELECT * FROM m_sqrt").fetchall()) == [(1, 2.0), (2, None)]
+
+
+def test_natural_join_is_refused_by_name(conn):
+    conn.execute("CREATE TABLE nj (k INT PRIMARY KEY)")
+    with pytest.raises(sql.UnsupportedError, match="NATURAL JOIN is not supported"):
+        conn.execute("SELECT * FROM nj NATURAL JOIN nj AS b")

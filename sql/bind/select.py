@@ -218,7 +218,8 @@ class QueryBinder:
             side = (join.side or "").lower()
             kind = {"": "inner", "left": "left", "right": "right", "full": "full"}[side]
             if (join.kind or "").upper() in ("SEMI", "ANTI") or join.args.get("method"):
-                raise error_at(UnsupportedError, f"{join.kind} JOIN is not supported", join)
+                what = join.kind or str(join.args.get("method") or "").upper()
+                raise error_at(UnsupportedError, f"{what} JOIN is not supported", join)
             both = scope + rscope
             on, using = join.args.get("on"), join.args.get("using")
             if using:
