@@ -19,7 +19,6 @@ Callers: :mod:`sql.statements` (SELECT, INSERT ... SELECT).
 
 from __future__ import annotations
 
-import decimal
 import functools
 
 import pyarrow as pa
@@ -28,7 +27,7 @@ import pyarrow.compute as pc
 from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.storage_table import StorageTable
 from relational.memcomparable import OrderType, encode_rows
-from stream.executors.agg_call import EXACT_SUMS, AggCall, group_key, order_key
+from stream.executors.agg_call import AggCall, group_key, order_key
 from stream.executors.over_window import window_values
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
@@ -283,10 +282,7 @@ def _slots(call, vals) -> list:
     if kind == "count":
         return [len(set(map(group_key, vals))) if call.distinct else len(vals)]
     if kind in ("sum", "avg"):
-        init = call.initial_slots()[0]
-        with decimal.localcontext(EXACT_SUMS):
-            total = sum((decimal.Decimal(v) if call.slot_types[0].kind.name == "DECIMAL" else v for v in vals), init)
-        return [total, len(vals)]
+        return call.value_slots(vals)
     if kind == "min":
         return [min(vals, key=order_key) if vals else None]
     if kind == "max":

@@ -16,7 +16,9 @@ overflow raises :class:`AggregateOverflowError`, Postgres' "bigint out of range"
 
 State slots per group (all retractable, so deletes are exact): ``count`` one BIGINT;
 ``sum``/``avg`` the sum (BIGINT for small integers, DECIMAL for bigint/decimal, DOUBLE for
-floats) and the count of non-NULL values; ``bool_*`` the counts of TRUE and FALSE values;
+floats) and the count of non-NULL values, and for floats and NUMERIC the counts of NaN,
++Infinity and -Infinity values, which the sum leaves out (a NaN is forgotten exactly when it
+is deleted; the result is NaN while one is there, or both infinities are, else the infinity); ``bool_*`` the counts of TRUE and FALSE values;
 ``count(DISTINCT)`` the number of distinct non-NULL values (their multiplicities live in the
 distinct-dedup table); ``min``/``max`` the current result (its candidates live in the
 materialized-input table unless the input is append-only). Float sums are retracted by
@@ -106,7 +108,10 @@ class AggCall:
                 raise ExecutorError("AggCall", f"{self!r}: {kind} of {t.sql_name()} is not supported")
             if kind == "avg":
                 ret = DataType.DOUBLE if k in _FLOATS else DataType.DECIMAL
-            self.return_type, self.slot_types = ret, [state, DataType.BIGINT]
+            # floats and NUMERIC also count their NaN, +Infinity and -Infinity values apart (the
+            # sum holds the finite ones): deleting the last NaN gives the finite sum back
+            specials = [DataType.BIGINT] * 3 if k in _FLOATS or k == TypeKind.DECIMAL else []
+            self.return_type, self.slot_types = ret, [state, DataType.BIGINT, *specials]
         elif kind in ("min", "max"):
             if k not in _ORDERABLE:
                 raise ExecutorError("AggCall", f"{self!r}: {kind} of {t.sql_name()} is not supported")
@@ -123,8 +128,28 @@ class AggCall:
         if self.kind in ("min", "max"):
             return [None]
         if self.kind in ("sum", "avg"):
-            return [0.0 if self.arg_type.kind in _FLOATS else 0, 0]
+            return [0.0 if self.arg_type.kind in _FLOATS else 0] + [0] * (len(self.slot_types) - 1)
         return [0] * len(self.slot_types)
+
+    def value_slots(self, vals) -> list:
+        """The state slots of a sum/avg over the non-NULL values ``vals`` (what HashAgg holds
+        after inserting them): batch aggregates and window frames compute them this way."""
+        decimal_state = self.slot_types[0].kind == TypeKind.DECIMAL
+        total, nan, pinf, ninf = self.initial_slots()[0], 0, 0, 0
+        with decimal.localcontext(EXACT_SUMS):
+            for v in vals:
+                if decimal_state:
+                    v = decimal.Decimal(v)
+                if v != v:
+                    nan += 1
+                elif v in (_POS_INF, _NEG_INF):
+                    if v > 0:
+                        pinf += 1
+                    else:
+                        ninf += 1
+                else:
+                    total += v
+        return [total, len(vals)] + ([nan, pinf, ninf] if len(self.slot_types) > 2 else [])
 
     def result_column(self, slot_cols, executor: str, keys) -> list:
         """The call's output values of many groups at once: ``slot_cols`` are its state slots as
@@ -133,12 +158,17 @@ class AggCall:
         if kind == "count" or kind in ("min", "max"):
             return list(slot_cols[0])
         if kind in ("sum", "avg"):
-            totals, counts = slot_cols
+            totals, counts = slot_cols[:2]
+            special = _special_results(slot_cols[2:], self.return_type) if len(slot_cols) > 2 else None
             if kind == "avg":
                 if self.return_type == DataType.DOUBLE:
-                    return [t / c if c else None for t, c in zip(totals, counts)]
-                return [numeric_div(decimal.Decimal(t), c) if c else None for t, c in zip(totals, counts)]
+                    out = [t / c if c else None for t, c in zip(totals, counts)]
+                else:
+                    out = [numeric_div(decimal.Decimal(t), c) if c else None for t, c in zip(totals, counts)]
+                return out if special is None else [o if sp is None else sp for o, sp in zip(out, special)]
             out = [t if c else None for t, c in zip(totals, counts)]
+            if special is not None:
+                out = [o if sp is None else sp for o, sp in zip(out, special)]
             if self.return_type == DataType.BIGINT:
                 present = [t for t in out if t is not None]
                 if present and (min(present) < _INT64_MIN or max(present) > _INT64_MAX):
@@ -149,6 +179,20 @@ class AggCall:
         if kind == "bool_and":
             return [f == 0 if t or f else None for t, f in zip(trues, falses)]
         return [t > 0 if t or f else None for t, f in zip(trues, falses)]
+
+
+_POS_INF, _NEG_INF = float("inf"), float("-inf")   # (== Decimal('Infinity') / Decimal('-Infinity'))
+
+
+def _special_results(counts, return_type) -> list:
+    """Per group: the result its NaN/+Infinity/-Infinity counts force (NaN when a NaN is
+    there or both infinities are, else the infinity), or None for the finite result."""
+    nans, pinfs, ninfs = counts
+    if return_type.kind == TypeKind.DECIMAL:
+        nan, pinf, ninf = decimal.Decimal("NaN"), decimal.Decimal("Infinity"), decimal.Decimal("-Infinity")
+    else:
+        nan, pinf, ninf = float("nan"), _POS_INF, _NEG_INF
+    return [nan if n or (p and m) else pinf if p else ninf if m else None for n, p, m in zip(nans, pinfs, ninfs)]
 
 
 def order_key(value):
@@ -251,8 +295,14 @@ def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
             return [(hi * weight, lo * weight), weight]
         if k in _FLOATS:
             values = _zero_filled(column).astype(np.float64)
-            return [values * weight, weight]
-        values = column.to_pylist()   # DECIMAL as text
-        return [[decimal.Decimal(v) * int(w) if w else 0 for v, w in zip(values, weight.tolist())], weight]
+            nan, pinf, ninf = np.isnan(values), values == np.inf, values == -np.inf
+            finite = np.where(nan | pinf | ninf, 0.0, values)
+            return [finite * weight, weight, nan * weight, pinf * weight, ninf * weight]
+        values = [decimal.Decimal(v) if w else None for v, w in zip(column.to_pylist(), weight.tolist())]   # text
+        nan = np.array([v is not None and v.is_nan() for v in values])
+        pinf = np.array([v is not None and v.is_infinite() and v > 0 for v in values])
+        ninf = np.array([v is not None and v.is_infinite() and v < 0 for v in values])
+        finite = [v * int(w) if v is not None and v.is_finite() else 0 for v, w in zip(values, weight.tolist())]
+        return [finite, weight, nan * weight, pinf * weight, ninf * weight]
     trues = column.fill_null(False).to_numpy(zero_copy_only=False)
     return [weight * trues, weight * ~trues]

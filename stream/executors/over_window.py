@@ -42,7 +42,7 @@ from relational.memcomparable import OrderType, encode_rows
 from stream.chunk import DELETE, INSERT, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import AggCall
+from stream.executors.agg_call import EXACT_SUMS, AggCall
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 
@@ -64,9 +64,7 @@ def _slots(call: AggCall, vals) -> list:
     if kind == "count":
         return [len(vals)]
     if kind in ("sum", "avg"):
-        init = call.initial_slots()[0]
-        dec = call.slot_types[0].kind.name == "DECIMAL"
-        return [sum((decimal.Decimal(v) if dec else v for v in vals), init), len(vals)]
+        return call.value_slots(vals)
     if kind == "min":
         return [min(vals) if vals else None]
     return [max(vals) if vals else None]
@@ -126,8 +124,8 @@ def _running_step(call: AggCall, prev, v) -> list:
     if kind == "count":
         return [prev[0] + 1]
     if kind in ("sum", "avg"):
-        dec = call.slot_types[0].kind.name == "DECIMAL"
-        return [prev[0] + (decimal.Decimal(v) if dec else v), prev[1] + 1]
+        with decimal.localcontext(EXACT_SUMS):
+            return [a + b for a, b in zip(prev, call.value_slots([v]))]
     if prev[0] is None:
         return [v]
     return [min(prev[0], v)] if kind == "min" else [max(prev[0], v)]
