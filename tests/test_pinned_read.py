@@ -6,6 +6,7 @@ same vacuum deletes its SSTs and the read raises VersionExpiredError (the test c
 expired pin no longer protects; reads outside the version's epochs are refused. Both modes.
 """
 
+import datetime
 import json
 
 import pytest
@@ -65,7 +66,10 @@ def test_a_pin_is_a_lease_that_expires_by_itself(tmp_path):
         path = pin_version(db._store, db.version().id, 0.001)
         body = json.loads(db._store.read(path))
         assert body["version_id"] == db.version().id and body["job"] is True
-        assert live_lease_floor(db._store, remove_dead=False) is None   # expired already
+        written = next(m.last_modified for m in db._store.list() if m.path == path)   # the store's clock
+        assert live_lease_floor(db._store, written, remove_dead=False) == db.version().id   # within its TTL
+        later = written + datetime.timedelta(seconds=1)
+        assert live_lease_floor(db._store, later, remove_dead=False) is None   # expired by itself
 
 
 def test_reads_below_the_safe_epoch_are_refused(tmp_path):
