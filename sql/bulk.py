@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stream.chunk import INSERT, StreamChunk
-from stream.errors import StreamError
 from stream.schema import Schema
 
 from sql.errors import BindError, CatalogError, ExecutionError
@@ -33,7 +32,7 @@ DEFAULT_CHUNK_SIZE = 4096
 
 def insert_arrow(db, table: str, data, variables, chunk_size: int = DEFAULT_CHUNK_SIZE) -> int:
     """Insert every row of ``data`` into ``table``; returns the row count (module docstring)."""
-    from sql.statements import _checked_flush
+    from sql.statements import write_chunks
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):
@@ -70,16 +69,7 @@ def insert_arrow(db, table: str, data, variables, chunk_size: int = DEFAULT_CHUN
     if n == 0:
         return 0
     whole = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
-    with db.lock:
-        src = db.builder.sources[rel.name]
-        try:
-            for at in range(0, n, chunk_size):
-                part = whole.slice(at, chunk_size)
-                db.rt.write(src, StreamChunk(np.full(part.num_rows, INSERT, np.int8), part.columns, schema))
-        except StreamError as exc:
-            cause = exc.__cause__ or exc
-            db.recover()
-            raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
-    if variables.get("rw_implicit_flush") == "true":
-        _checked_flush(db)
+    parts = (whole.slice(at, chunk_size) for at in range(0, n, chunk_size))
+    write_chunks(db, rel, (StreamChunk(np.full(p.num_rows, INSERT, np.int8), p.columns, schema) for p in parts),
+                 variables)
     return n

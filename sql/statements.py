@@ -252,10 +252,12 @@ def _write_rows(db, rel, ops_rows, variables) -> None:
         return
     schema = Schema(list(rel.desc.columns))
     chunks = [StreamChunk.from_rows(schema, ops_rows[at:at + 4096]) for at in range(0, len(ops_rows), 4096)]
-    _write_chunks(db, rel, chunks, variables)
+    write_chunks(db, rel, chunks, variables)
 
 
-def _write_chunks(db, rel, chunks, variables) -> None:
+def write_chunks(db, rel, chunks, variables) -> None:
+    """Hand ``chunks`` (any iterable) to ``rel``'s source under the database lock; an actor failure
+    recovers the graph and raises ExecutionError; with implicit flush, waits for the checkpoint."""
     with db.lock:
         src = db.builder.sources[rel.name]
         try:
@@ -295,7 +297,7 @@ def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
         slots = parameter_slots(stmt.ast.expression, len(cols))
         chunks = build_insert_chunks(rel, cols, slots, seq_of_params) if slots is not None else None
         if chunks is not None:
-            _write_chunks(db, rel, chunks, variables)
+            write_chunks(db, rel, chunks, variables)
             return Result(rowcount=sum(len(c.ops) for c in chunks))
     rows, rel = [], None
     for params in seq_of_params:
@@ -429,9 +431,9 @@ def _delete(db, node, params, variables, stmt) -> Result:
     return Result(rowcount=len(rows))
 
 
-def _update(db, node, params, variables, stmt) -> Result:
-    rel = _table_for_dml(db, node, "UPDATE")
-    rows, scope = _current_rows(db, rel, node.args.get("where"), params)
+def _bind_assignments(rel, node, scope, params) -> list:
+    """UPDATE's ``SET`` list as ``(column index, bound expression, column type, node)``: an
+    unknown column, a column set twice, a pk column or a type that does not assign is an error."""
     binder = ExprBinder(scope, params, context="UPDATE")
     names = [n for n, _ in rel.visible_columns]
     sets = []
@@ -450,6 +452,13 @@ def _update(db, node, params, variables, stmt) -> Result:
             raise error_at(BindError, f"column {col!r} is {dtype.sql_name()} but the expression is "
                                       f"{e.data_type.sql_name()}", assign.expression)
         sets.append((idx, e, dtype, assign.expression))
+    return sets
+
+
+def _update(db, node, params, variables, stmt) -> Result:
+    rel = _table_for_dml(db, node, "UPDATE")
+    rows, scope = _current_rows(db, rel, node.args.get("where"), params)
+    sets = _bind_assignments(rel, node, scope, params)
     if not rows:
         return Result(rowcount=0)
     cols = [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(rel.columns)]
@@ -563,14 +572,7 @@ def _explain_dml(db, node, params) -> str:
     plan, scope, _ = _dml_plan(db, rel, node.args.get("where"), params)
     label = f"Batch{what.title()}(table={rel.name})"
     if what == "UPDATE":
-        binder = ExprBinder(scope, params, context="UPDATE")
-        names = [n for n, _ in rel.visible_columns]
-        sets = []
-        for assign in node.expressions:
-            col = _name(assign.this.this)
-            if col not in names:
-                raise error_at(BindError, f"column {col!r} of relation {rel.name!r} does not exist", assign.this)
-            sets.append(f"{col} = {binder.bind_as(assign.expression, rel.visible_columns[names.index(col)][1])}")
+        sets = [f"{rel.visible_columns[idx][0]} = {e}" for idx, e, _, _ in _bind_assignments(rel, node, scope, params)]
         label = f"BatchUpdate(table={rel.name}, set=[{', '.join(sets)}])"
     child = explain_plan(plan, {}, stream=False)
     return label + "\n" + "\n".join("  " + line for line in child.splitlines())
