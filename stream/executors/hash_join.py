@@ -385,11 +385,7 @@ class HashJoin(Executor):
             if not (chunk.ops >= UPDATE_DELETE).any():
                 return self._inner_chunk(s, o, chunk, s_left)
         rows = chunk.rows()
-        key_of = s.key_of
-        keys = [key_of(row) for _, row in rows]
-        wanted = {k for k in keys if None not in k}
-        entries = o.entries(wanted) if wanted else {}
-        passes = self._condition(rows, keys, entries, s_left) if self.condition is not None else None
+        keys, entries, passes = self._probe(s, o, rows, s_left)
 
         builder = StreamChunkBuilder(self.schema, self.chunk_size)
         out = []
@@ -593,6 +589,16 @@ class HashJoin(Executor):
             return [StreamChunk(ops, columns, self.schema)]
         return [StreamChunk(ops[a:a + size], [c.slice(a, size) for c in columns], self.schema)
                 for a in range(0, total, size)]
+
+    def _probe(self, s, o, rows, s_left: bool):
+        """``(keys, entries, passes)`` of side ``s``'s ``rows``: their join keys, the other side's
+        cached entries of the non-NULL keys (one batched read), and the extra condition's
+        results (None without one)."""
+        keys = [s.key_of(row) for _, row in rows]
+        wanted = {k for k in keys if None not in k}
+        entries = o.entries(wanted) if wanted else {}
+        passes = self._condition(rows, keys, entries, s_left) if self.condition is not None else None
+        return keys, entries, passes
 
     def _condition(self, rows, keys, entries, s_left: bool) -> list:
         """Per row, the extra condition over each of its candidates (the rows of its key on the

@@ -25,11 +25,7 @@ def semi_anti_chunk(join, s, o, chunk, s_left: bool) -> list:
     """The output of ``chunk`` of side ``s`` (already written into ``s``'s rows table)."""
     semi = join.join_type == "left_semi"
     rows = chunk.rows()
-    key_of = s.key_of
-    keys = [key_of(row) for _, row in rows]
-    wanted = {k for k in keys if None not in k}
-    entries = o.entries(wanted) if wanted else {}
-    passes = join._condition(rows, keys, entries, s_left) if join.condition is not None else None
+    keys, entries, passes = join._probe(s, o, rows, s_left)
     builder = StreamChunkBuilder(join.schema, join.chunk_size)
     out = []
 
