@@ -166,6 +166,53 @@ class StateCache:
         self.used += delta
         self.budget._charge(delta)
 
+    def get_many(self, keys, found: dict) -> list:
+        """:meth:`get` of each of ``keys`` (distinct) in one call: the hits go into ``found``
+        (key -> value, each now the most recently used, in ``keys`` order); the misses are
+        returned, in order. Counters as ``get``'s."""
+        entries = self._entries
+        lookup, touch = entries.get, entries.move_to_end
+        budget = self.budget
+        stamp = budget._stamp
+        missing = []
+        for key in keys:
+            entry = lookup(key)
+            if entry is None:
+                missing.append(key)
+            else:
+                touch(key)
+                stamp += 1
+                entry[2] = stamp
+                found[key] = entry[0]
+        self.hits += stamp - budget._stamp
+        self.misses += len(missing)
+        budget._stamp = stamp
+        return missing
+
+    def put_many(self, items) -> None:
+        """:meth:`put` of each ``(key, value, charge)`` of ``items`` (distinct keys), in order,
+        with one charge to the budget at the end: eviction runs once, after all are stored
+        (and may take some of them, as ``put`` may take its own entry)."""
+        entries = self._entries
+        lookup, touch = entries.get, entries.move_to_end
+        budget = self.budget
+        stamp = budget._stamp
+        delta = 0
+        for key, value, charge in items:
+            charge = int(charge) + _ENTRY_OVERHEAD
+            stamp += 1
+            old = lookup(key)
+            if old is None:
+                entries[key] = [value, charge, stamp]
+                delta += charge
+            else:
+                delta += charge - old[1]
+                old[0], old[1], old[2] = value, charge, stamp
+                touch(key)
+        budget._stamp = stamp
+        self.used += delta
+        budget._charge(delta)
+
     def pop(self, key, default=_MISSING):
         """Remove ``key`` and return its value (``default`` if absent; ``KeyError`` without one)."""
         entry = self._entries.pop(key, None)

@@ -60,6 +60,33 @@ class CacheMachine(RuleBasedStateMachine):
             self.model.append(entry)
             assert got == entry[2]
 
+    @rule(c=st.integers(0, 2), keys=st.lists(st.integers(0, 9), unique=True, max_size=6))
+    def get_many(self, c, keys):
+        found = {}
+        missing = self.caches[c].get_many(keys, found)
+        expected_found, expected_missing = {}, []
+        for key in keys:
+            i = self._find(c, key)
+            if i is None:
+                expected_missing.append(key)
+            else:
+                entry = self.model.pop(i)
+                self.model.append(entry)
+                expected_found[key] = entry[2]
+        assert missing == expected_missing
+        assert list(found.items()) == list(expected_found.items())
+
+    @rule(c=st.integers(0, 2), items=st.lists(st.tuples(st.integers(0, 9), st.integers(), st.integers(0, 1500)),
+                                               unique_by=lambda t: t[0], max_size=6))
+    def put_many(self, c, items):
+        self.caches[c].put_many(items)
+        for key, value, charge in items:   # eviction once, after every item is in
+            i = self._find(c, key)
+            if i is not None:
+                self.model.pop(i)
+            self.model.append((c, key, value, charge + OVERHEAD))
+        self._evict_model()
+
     @rule(c=st.integers(0, 2), key=st.integers(0, 9))
     def peek(self, c, key):
         i = self._find(c, key)

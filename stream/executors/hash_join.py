@@ -205,12 +205,9 @@ class _Side:
 
     def put_back(self, touched: dict) -> None:
         """Re-cache the entries ``own`` handed out, with their new charges."""
-        put, absent = self.cache.put, self.absent
-        for key, entry in touched.items():
-            if entry.rows:
-                put(key, entry, self.charge_of(entry))
-            else:
-                put(key, absent, _ENTRY_BYTES)
+        absent, charge_of = self.absent, self.charge_of
+        self.cache.put_many((key, entry, charge_of(entry)) if entry.rows else (key, absent, _ENTRY_BYTES)
+                            for key, entry in touched.items())
 
     def tables(self) -> list:
         return [self.table] if self.degree is None else [self.table, self.degree]
@@ -218,26 +215,22 @@ class _Side:
     def entries(self, keys) -> dict:
         """key -> :class:`_KeyRows` for ``keys`` (distinct, non-NULL): cached ones, the others
         read with one batched prefix read per table and cached."""
-        out, missing = {}, []
-        get = self.cache.get
-        for key in keys:
-            entry = get(key)
-            if entry is None:
-                missing.append(key)
-            else:
-                out[key] = entry
+        out: dict = {}
+        missing = self.cache.get_many(keys, out)
         if not missing:
             return out
         groups = self.table.rows_with_prefixes(missing)
         degrees = self.degree.rows_with_prefixes(missing) if self.degree is not None else None
-        pk_of, put, outer, absent = self.pk_of, self.cache.put, self.outer, self.absent
+        pk_of, outer, absent = self.pk_of, self.outer, self.absent
         n_pk = len(self.state_pk)
         sampled = False
+        puts = []
+        put = puts.append
         for i, key in enumerate(missing):
             rows = groups[i]
             if not rows:
                 out[key] = absent
-                put(key, absent, _ENTRY_BYTES)
+                put((key, absent, _ENTRY_BYTES))
                 continue
             if not sampled:
                 self.sample(rows[0])
@@ -248,7 +241,8 @@ class _Side:
                 stored = {d[:n_pk]: d[n_pk] for d in degrees[i]}
                 degs = {pk: stored.get(pk, 0) for pk in by_pk}
             entry = out[key] = _KeyRows(outer, by_pk, degs)
-            put(key, entry, self.charge_of(entry))
+            put((key, entry, self.charge_of(entry)))
+        self.cache.put_many(puts)
         return out
 
     def write(self, chunk: StreamChunk, identity: str) -> None:

@@ -25,6 +25,8 @@ injects barriers by itself, every ``checkpoint_frequency``-th one a checkpoint
 sends a checkpointed Stop barrier to every actor and waits for them; ``abort()`` cancels
 everything without a checkpoint (what a crash leaves: the store keeps only committed epochs).
 
+Garbage collection: while a runtime runs, full collections are rarer (:mod:`stream.runtime.gc_policy`).
+
 Errors: an actor that raises fails the graph; the next ``write``/``barrier``/``stop`` raises
 :class:`~stream.errors.ActorFailedError` with the original error as ``__cause__``.
 Thread-safety: the building methods belong to one thread before ``start``; after it,
@@ -41,6 +43,7 @@ from stream.cache import DEFAULT_BUDGET_BYTES, MemoryBudget
 from stream.errors import ActorFailedError, StreamError
 from stream.executors.source import TableSource
 from stream.message import Stop
+from stream.runtime import gc_policy
 from stream.runtime.actor import Actor
 from stream.runtime.barrier_loop import BarrierLoop
 from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver, SourceChannel
@@ -79,6 +82,7 @@ class StreamRuntime:
         self._failure: BaseException | None = None
         self.barrier_loop: BarrierLoop | None = None
         self._ticker = None
+        self._gc_held = False
 
     # --- building -------------------------------------------------------------------------------
 
@@ -152,6 +156,8 @@ class StreamRuntime:
         self._require_building()
         if not self.actors:
             raise StreamError("no actors to run")
+        gc_policy.acquire()   # fewer full collections while caches hold millions of objects
+        self._gc_held = True
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="stream-runtime", daemon=True)
         self._thread.start()
@@ -296,6 +302,9 @@ class StreamRuntime:
         self._shutdown()
 
     def _shutdown(self) -> None:
+        if self._gc_held:
+            self._gc_held = False
+            gc_policy.release()
         loop, self._loop = self._loop, None
         if loop is None:
             return
