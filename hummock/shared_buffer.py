@@ -49,9 +49,15 @@ class Imm:
     for small imms): absent keys -- most of a strict-mode insert's checks -- then skip the imm's
     binary search. Built on demand, so write-only workloads never pay for it; two readers racing
     both build the same filter. (The pure read path skips it: a pure-Python hash costs more than
-    the binary search it saves.)"""
+    the binary search it saves.)
 
-    __slots__ = ("table_id", "epoch", "keys", "values", "size", "filter")
+    ``prefix_filter``, likewise built on a native scan's first use (:meth:`build_prefix_filter`),
+    is ``(n, filter)``: a bloom filter over the distinct first ``n`` bytes of the keys (keys
+    shorter add nothing; ``False`` for small imms), for tables that declare a prefix length: a scan confined to one
+    prefix (a join's probe of a join key, usually absent) then skips the imm's two binary
+    searches, whose random memory accesses over a large imm cost more than the probe."""
+
+    __slots__ = ("table_id", "epoch", "keys", "values", "size", "filter", "prefix_filter")
 
     def __init__(self, table_id: int, epoch: int, keys: list, values: list, size: int):
         self.table_id = table_id
@@ -60,6 +66,7 @@ class Imm:
         self.values = values
         self.size = size
         self.filter = None
+        self.prefix_filter = None
 
     @property
     def user_epoch(self) -> int:
@@ -74,6 +81,20 @@ class Imm:
             else:
                 self.filter = FilterReader(build_filter(self.keys), object_name="imm filter")
         return self.filter
+
+    def build_prefix_filter(self, n: int):
+        """Build (once per prefix length ``n``) and return the filter of :attr:`prefix_filter`
+        (``False`` for small imms). The pair is replaced as one object, so a racing reader
+        never pairs a filter with another length."""
+        built = self.prefix_filter
+        if built is None or built[0] != n:
+            if len(self.keys) < IMM_FILTER_MIN_KEYS:
+                built = (n, False)
+            else:
+                built = (n, FilterReader(build_filter([k[:n] for k in self.keys if len(k) >= n]),
+                                         object_name="imm prefix filter"))
+            self.prefix_filter = built
+        return built[1]
 
     def get(self, key: bytes):
         """``(True, value_or_None)`` when the batch holds ``key``, else ``(False, None)``."""

@@ -790,10 +790,21 @@ cdef class ReadState:
         else:
             end_full = full_key_from(table_id + 1, None)
         imms = self.imms.get(table_id)
+        cdef uint64_t imm_h = 0
+        cdef Py_ssize_t imm_n = -1   # >= 0: screen imms by their prefix filter (Imm docstring)
         if imms is not None:
+            if pp != NULL:
+                imm_n = <Py_ssize_t>declared
+                imm_h = filter_key_hash(<const unsigned char*>PyBytes_AS_STRING(<bytes>start), <size_t>imm_n)
             for imm in imms:
                 if <uint64_t>imm.epoch > read or (has_floor and <uint64_t>imm.epoch <= floor):
                     continue
+                if imm_n >= 0:
+                    pf = imm.prefix_filter
+                    flt = (<tuple>pf)[1] if pf is not None and (<tuple>pf)[0] == imm_n else \
+                        imm.build_prefix_filter(imm_n)
+                    if type(flt) is FilterReader and not (<FilterReader>flt).probe(imm_h):
+                        continue
                 keys = imm.keys
                 lo = 0 if start is None else lower_bound(keys, <bytes>start)
                 hi = len(keys) if end is None else lower_bound(keys, <bytes>end)

@@ -373,3 +373,49 @@ def test_the_model_test_skips_ssts(monkeypatch):
     monkeypatch.setattr("hummock.storage.ReadHandle", pure_readpath.ReadHandle)
     test_prefix_scans_match_a_model_dict()
     assert counts["skipped"] >= 10 and counts["asked"] > counts["skipped"]
+
+
+# --- imms: the shared buffer's batches screened by a prefix filter (native scans) ----------------
+
+imm_key = st.lists(st.sampled_from([b"\x00", b"\x01", b"\x02", b"\xff"]), max_size=4).map(b"".join)
+imm_batch = st.lists(st.tuples(imm_key, st.one_of(st.none(), st.binary(max_size=2))), min_size=40, max_size=120)
+
+
+@settings(max_examples=40)
+@given(st.integers(1, 3), st.integers(1, 3), st.lists(imm_batch, min_size=1, max_size=4),
+       st.lists(probe_prefix, min_size=1, max_size=20))
+def test_imm_prefix_filters_only_skip_imms_without_the_prefix(first, second, batches, prefixes):
+    """Batches of one epoch stay imms (spill offsets, nothing synced); prefix scans agree with
+    the model under one declared length, then under another (the imms' filters are rebuilt
+    for it), and a scan that is not confined to one prefix is never screened."""
+    model: dict = {}
+    with HummockStorage.open("memory://", SMALL) as store:
+        store.set_table_options(1, prefix_len=first)
+        for batch in batches:
+            batch = dict(batch)
+            store.ingest_batch(1, sorted(batch.items()), EPOCH)
+            model.update({(1, k): v for k, v in batch.items()})
+        for n in (first, second):
+            store.set_table_options(1, prefix_len=n)
+            for prefix in prefixes:
+                assert list(store.iter(1, EPOCH, prefix=prefix)) == _model_scan(model, 1, None, None, prefix, False)
+                assert list(store.iter(1, EPOCH, prefix, prefix_end(prefix), reverse=True)) == \
+                    _model_scan(model, 1, None, None, prefix, True)
+                assert list(store.iter(1, EPOCH, prefix[:1], None)) == _model_scan(model, 1, prefix[:1], None,
+                                                                                  None, False)
+
+
+def test_a_confined_native_scan_builds_and_uses_the_imm_prefix_filter():
+    with HummockStorage.open("memory://", SMALL) as store:
+        store.set_table_options(1, prefix_len=PLEN)
+        keys = sorted((2 * i).to_bytes(PLEN, "big") + bytes((j,)) for i in range(200) for j in range(2))
+        store.ingest_batch(1, [(k, b"v") for k in keys], EPOCH)
+        assert list(store.iter(1, EPOCH, prefix=(3).to_bytes(PLEN, "big"))) == []
+        assert len(list(store.iter(1, EPOCH, prefix=(4).to_bytes(PLEN, "big")))) == 2
+        [imm] = store._state.imms[1]
+        if type(store._state).__module__.startswith("native."):
+            n, flt = imm.prefix_filter
+            assert n == PLEN and flt.may_contain((4).to_bytes(PLEN, "big"))
+            assert flt.num_keys == 200   # distinct prefixes, not keys
+        else:   # the pure read path does not screen imms (a pure hash costs more than the search)
+            assert imm.prefix_filter is None
