@@ -199,6 +199,33 @@ class ReadState:
             return iter(())
         return self._scan(table_id, epoch | _SPILL_MASK, start, end, bool(reverse))
 
+    def scan_prefixes(self, table_id, epoch, prefixes):
+        """Every ``(key, value)`` of ``table_id`` at ``epoch`` whose key starts with each of
+        ``prefixes`` (bytes; ``b""``: the whole table), ascending, as one ``(keys, values,
+        ends)``: prefix i's pairs are ``keys[ends[i-1]:ends[i]]`` (``ends[-1]`` = 0). The same
+        pairs as ``iter(prefix=p)`` per prefix, from this one state (a join probing many keys
+        at once); every argument is checked before anything is read."""
+        _check_args(table_id, b"", epoch)
+        if epoch < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
+        try:
+            checked = list(prefixes)
+        except TypeError:
+            raise InvalidArgumentError(f"prefixes must be an iterable of bytes, got {type(prefixes).__name__}") from None
+        for i, p in enumerate(checked):
+            if type(p) is not bytes:
+                if p is None:
+                    raise InvalidArgumentError("prefix must be bytes, got NoneType")
+                checked[i] = _check_bound(p, "prefix")
+        read = epoch | _SPILL_MASK
+        keys, values, ends = [], [], []
+        for p in checked:
+            for key, value in self._scan(table_id, read, p, prefix_end(p), False):
+                keys.append(key)
+                values.append(value)
+            ends.append(len(keys))
+        return keys, values, ends
+
     def _scan(self, table_id: int, read_epoch: int, start, end, reverse: bool):
         table = table_id.to_bytes(4, "big")
         lo_user = table + (start or b"")
@@ -323,3 +350,8 @@ class ReadHandle:
         if self.closed_error is not None:
             raise self.closed_error("the store is closed")
         return self.state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)
+
+    def scan_prefixes(self, table_id, epoch, prefixes):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        return self.state.scan_prefixes(table_id, epoch, prefixes)

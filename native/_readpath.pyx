@@ -598,6 +598,39 @@ cdef class ReadState:
         ``epoch``, ascending (descending with ``reverse``); an iterator holding this state."""
         return self.c_iter(table_id, epoch, start, end, prefix, reverse)
 
+    def scan_prefixes(self, table_id, epoch, prefixes):
+        """See the twin: every ``(key, value)`` of each prefix, as ``(keys, values, ends)``."""
+        return self.c_scan_prefixes(table_id, epoch, prefixes)
+
+    cdef object c_scan_prefixes(self, table_id, epoch, prefixes):
+        if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
+            raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
+        if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
+            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
+        if <uint64_t>epoch < self.min_epoch:
+            raise ExpiredEpochError(epoch, self.min_epoch)
+        try:
+            checked = list(prefixes)
+        except TypeError:
+            raise InvalidArgumentError(f"prefixes must be an iterable of bytes, got {type(prefixes).__name__}") from None
+        cdef Py_ssize_t i, n = len(checked)
+        for i in range(n):
+            p = checked[i]
+            if type(p) is not bytes:
+                if p is None:
+                    raise InvalidArgumentError("prefix must be bytes, got NoneType")
+                checked[i] = checked_bound(p, "prefix")
+        cdef uint64_t read = <uint64_t>epoch | SPILL_MASK
+        cdef unsigned long tid = table_id
+        cdef list keys = [], values = [], ends = []
+        for i in range(n):
+            p = checked[i]
+            for kv in self.c_scan(tid, read, p, key_prefix_end(<bytes>p), False):
+                keys.append((<tuple>kv)[0])
+                values.append((<tuple>kv)[1])
+            ends.append(len(keys))
+        return keys, values, ends
+
     cdef object c_get(self, table_id, key, epoch):
         cdef bytes k
         cdef uint64_t e
@@ -924,3 +957,9 @@ cdef class ReadHandle:
             raise self.closed_error("the store is closed")
         cdef ReadState state = self.state
         return state.c_iter(table_id, epoch, start, end, prefix, reverse)
+
+    def scan_prefixes(self, table_id, epoch, prefixes):
+        if self.closed_error is not None:
+            raise self.closed_error("the store is closed")
+        cdef ReadState state = self.state
+        return state.c_scan_prefixes(table_id, epoch, prefixes)

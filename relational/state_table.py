@@ -675,7 +675,7 @@ class StateTable:
             return []
         width = len(prefixes[0])
         los = None
-        if 1 <= width <= len(self.serde.pk_types) and all(len(p) == width for p in prefixes):
+        if 1 <= width <= len(self.serde.pk_types) and len(set(map(len, prefixes))) == 1:
             los = self.serde.keys_of_prefixes(prefixes, width)
         if los is None:
             return [list(self.iter_with_prefix(p)) for p in prefixes]
@@ -684,32 +684,55 @@ class StateTable:
                 if (lo[0] << 8 | lo[1]) not in self.vnodes:
                     raise VnodeNotOwnedError(f"state table {self.name}: pk prefix {tuple(p)!r} is in vnode "
                                              f"{lo[0] << 8 | lo[1]}, which this instance does not own")
-        mem, scan, table_id, epoch = self.mem, self.store.iter, self.table_id, self.epoch
-        plen = self.prefix_len
-        in_mem = None   # the MemTable's records per prefix, from its prefix index (no range sort)
-        if mem and plen is not None and all(len(lo) == plen for lo in los):
-            in_mem = mem.records_with_prefixes(plen, los)
-        keys, values, ends = [], [], []
-        for i, lo in enumerate(los):
-            hi = prefix_end(lo)
-            if in_mem is not None:
-                records = in_mem[i]
-                pairs = (scan(table_id, epoch, lo, hi) if records is None else
-                         merge_mem_over_storage(iter(records), iter(scan(table_id, epoch, lo, hi)), False))
-            elif mem and mem.has_range(lo, hi):
-                pairs = merge_mem_over_storage(mem.range(lo, hi, False), iter(scan(table_id, epoch, lo, hi)), False)
-            else:
-                pairs = scan(table_id, epoch, lo, hi)
-            for key, value in pairs:
-                keys.append(key)
-                values.append(value)
-            ends.append(len(keys))
+        keys, values, ends = self._prefix_pairs(los)
         rows = self.serde.decode_many(keys, values) if keys else []
         out, begin = [], 0
         for end in ends:
             out.append(rows[begin:end])
             begin = end
         return out
+
+    def _prefix_pairs(self, los: list) -> tuple[list, list, list]:
+        """``(keys, values, ends)`` of the key prefixes ``los`` (``HummockStorage.scan_prefixes``'s
+        shape), the MemTable merged over the store: every prefix is read from the store in one
+        ``scan_prefixes`` call; a prefix with MemTable records then takes them merged over its
+        stored pairs (just its live records when it has none stored)."""
+        mem, table_id, epoch = self.mem, self.table_id, self.epoch
+        scan_prefixes = getattr(self.store, "scan_prefixes", None)
+        if scan_prefixes is not None:
+            batch = scan_prefixes(table_id, epoch, los)
+        else:   # a store without the batched read (test doubles)
+            batch = _scan_prefixes_one_by_one(self.store, table_id, epoch, los)
+        if not mem:
+            return batch
+        plen = self.prefix_len
+        if plen is not None and set(map(len, los)) == {plen}:   # the MemTable's prefix index
+            in_mem = mem.records_with_prefixes(plen, los)
+        else:
+            in_mem = [mem.range(lo, hi, False) if mem.has_range(lo, hi) else None
+                      for lo, hi in zip(los, map(prefix_end, los))]
+        if in_mem.count(None) == len(in_mem):
+            return batch
+        bkeys, bvalues, bends = batch
+        keys, values, ends = [], [], []
+        begin = 0
+        for records, end in zip(in_mem, bends):
+            if records is None:
+                keys += bkeys[begin:end]
+                values += bvalues[begin:end]
+            elif begin == end:   # nothing stored: the live records alone
+                for key, (op, _, new) in records:
+                    if op != DELETE:
+                        keys.append(key)
+                        values.append(new)
+            else:
+                stored = zip(bkeys[begin:end], bvalues[begin:end])
+                for key, value in merge_mem_over_storage(iter(records), stored, False):
+                    keys.append(key)
+                    values.append(value)
+            ends.append(len(keys))
+            begin = end
+        return keys, values, ends
 
     def iter_batches(self, pk_prefix=(), *, start=None, end=None, start_inclusive: bool = True,
                      end_inclusive: bool = False, reverse: bool = False, limit: int | None = None,
@@ -724,3 +747,14 @@ class StateTable:
         rows = self.iter_with_prefix(pk_prefix, start=start, end=end, start_inclusive=start_inclusive,
                                      end_inclusive=end_inclusive, reverse=reverse, limit=limit)
         return record_batches(rows, idx, self.serde.types, schema, batch_size)
+
+
+def _scan_prefixes_one_by_one(store, table_id: int, epoch: int, los: list) -> tuple[list, list, list]:
+    """``HummockStorage.scan_prefixes`` through ``store.iter``, for stores without it."""
+    keys, values, ends = [], [], []
+    for lo in los:
+        for key, value in store.iter(table_id, epoch, lo, prefix_end(lo)):
+            keys.append(key)
+            values.append(value)
+        ends.append(len(keys))
+    return keys, values, ends

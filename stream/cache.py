@@ -143,6 +143,12 @@ class StateCache:
         self.hits += 1
         return entry[0]
 
+    def peek_many(self, keys) -> dict:
+        """key -> value of those of ``keys`` that are cached, without touching their recency
+        or the counters (:meth:`peek` of each)."""
+        entries = self._entries
+        return {key: entries[key][0] for key in keys if key in entries}
+
     def peek(self, key, default=None):
         """The value of ``key`` without touching its recency or the counters."""
         entry = self._entries.get(key)
@@ -254,12 +260,14 @@ class StateCache:
         """Evict least recent entries until ``need`` bytes are freed or the oldest entry's
         stamp passes ``limit`` (None: no limit; at least one entry goes). Returns (bytes, count)."""
         entries = self._entries
+        pop = entries.popitem
         freed = count = 0
         while entries and freed < need:
-            key, entry = next(iter(entries.items()))
+            key, entry = pop(last=False)
             if count and limit is not None and entry[2] > limit:
+                entries[key] = entry          # not this one: back to the front
+                entries.move_to_end(key, last=False)
                 break
-            del entries[key]
             freed += entry[1]
             count += 1
         self.used -= freed

@@ -346,6 +346,14 @@ def test_prefix_scans_match_a_model_dict(declared, steps, probes):
             low = prefix + (start or b"")   # a range that may or may not lie within one prefix
             got = list(store.iter(t, read, low, end, reverse=reverse))
             assert got == _model_scan(model, t, low, end, None, reverse)
+        for t in (1, 2):   # the batched form: every probe's prefix in one call
+            wanted = [prefix for tt, prefix, *_ in probes if tt == t] + [b""]
+            keys, values, ends = store.scan_prefixes(t, read, wanted)
+            got, begin = [], 0
+            for end in ends:
+                got.append(list(zip(keys[begin:end], values[begin:end])))
+                begin = end
+            assert got == [_model_scan(model, t, None, None, prefix, False) for prefix in wanted]
         for info in store.version().all_ssts():   # "no" only where no key has the prefix
             sst = store._open_sst(info)
             present = {k for k, _ in sst.scan()}
@@ -419,3 +427,21 @@ def test_a_confined_native_scan_builds_and_uses_the_imm_prefix_filter():
             assert flt.num_keys == 200   # distinct prefixes, not keys
         else:   # the pure read path does not screen imms (a pure hash costs more than the search)
             assert imm.prefix_filter is None
+
+
+def test_scan_prefixes_checks_every_argument_before_reading():
+    with HummockStorage.open("memory://", SMALL) as store:
+        store.ingest_batch(1, [(b"ab", b"1"), (b"ac", b"2"), (b"b", b"3")], EPOCH)
+        assert store.scan_prefixes(1, EPOCH, [b"a", bytearray(b"b"), b"c", b""]) == (
+            [b"ab", b"ac", b"b", b"ab", b"ac", b"b"], [b"1", b"2", b"3", b"1", b"2", b"3"], [2, 3, 3, 6])
+        assert store.scan_prefixes(1, EPOCH, iter([])) == ([], [], [])
+        for args, message in [((1, EPOCH, [b"a", None]), "prefix must be bytes, got NoneType"),
+                              ((1, EPOCH, [b"a", "b"]), "prefix must be bytes, got str"),
+                              ((1, EPOCH, 5), "prefixes must be an iterable of bytes, got int"),
+                              ((-1, EPOCH, [b"a"]), "table_id must be an int"),
+                              ((1, -1, [b"a"]), "epoch must be an int")]:
+            with pytest.raises(InvalidArgumentError, match=message):
+                store.scan_prefixes(*args)
+        kept = store.scan_prefixes
+    with pytest.raises(Exception, match="closed"):
+        kept(1, EPOCH, [b"a"])

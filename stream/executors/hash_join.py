@@ -203,6 +203,22 @@ class _Side:
             touched[key] = entry
         return entry
 
+    def own_many(self, keys) -> dict:
+        """:meth:`own` of every key of ``keys`` (a chunk's: repeats and NULLs allowed) at once:
+        the ``touched`` dict of the entries handed out."""
+        touched = self.cache.peek_many(set(keys))
+        absent = self.absent
+        if absent in touched.values():
+            for key, entry in touched.items():
+                if entry is absent:
+                    touched[key] = _KeyRows(self.outer)
+        if self.unique:
+            outer = self.outer
+            for key in keys:
+                if key not in touched and None not in key:
+                    touched[key] = _KeyRows(outer)
+        return touched
+
     def put_back(self, touched: dict) -> None:
         """Re-cache the entries ``own`` handed out, with their new charges."""
         absent, charge_of = self.absent, self.charge_of
@@ -226,6 +242,7 @@ class _Side:
         sampled = False
         puts = []
         put = puts.append
+        per_row = 0   # charge_of's per-row part, once the side's row charge is sampled
         for i, key in enumerate(missing):
             rows = groups[i]
             if not rows:
@@ -235,13 +252,14 @@ class _Side:
             if not sampled:
                 self.sample(rows[0])
                 sampled = True
+                per_row = self.row_charge + _ROW_OVERHEAD
             by_pk = dict(zip(map(pk_of, rows), rows))
             degs = None
             if degrees is not None:
                 stored = {d[:n_pk]: d[n_pk] for d in degrees[i]}
                 degs = {pk: stored.get(pk, 0) for pk in by_pk}
             entry = out[key] = _KeyRows(outer, by_pk, degs)
-            put((key, entry, self.charge_of(entry)))
+            put((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(by_pk) * per_row))   # charge_of(entry)
         self.cache.put_many(puts)
         return out
 
@@ -544,9 +562,8 @@ class HashJoin(Executor):
         entries = o.entries(wanted) if wanted else {}
 
         # S's own cached entries (read-after-write for later chunks of O)
-        touched: dict = {}
-        own = s.own
-        need = [i for i, key in enumerate(keys) if own(key, touched) is not None]
+        touched = s.own_many(keys)
+        need = [i for i, key in enumerate(keys) if key in touched] if touched else None
         if need:
             if len(need) == n:
                 srows = list(zip(*[to_pylist(c, t) for c, t in zip(cols, types)]))
