@@ -623,11 +623,33 @@ cdef class ReadState:
         cdef uint64_t read = <uint64_t>epoch | SPILL_MASK
         cdef unsigned long tid = table_id
         cdef list keys = [], values = [], ends = []
+        cdef list slices = [], sources = [], ks, vs
+        cdef Py_ssize_t j, lo, hi
         for i in range(n):
             p = checked[i]
-            for kv in self.c_scan(tid, read, p, key_prefix_end(<bytes>p), False):
-                keys.append((<tuple>kv)[0])
-                values.append((<tuple>kv)[1])
+            end = key_prefix_end(<bytes>p)
+            hide = self.c_sources(tid, read, p, end, False, slices, sources)
+            if len(slices) == 1 and not sources and hide is None:
+                # one imm slice alone (a key written this epoch, not yet synced): its live pairs
+                # are the scan's (an imm holds one version per key), no merge needed
+                imm, lo, hi = <tuple>slices[0]
+                ks, vs = imm.keys, imm.values
+                for j in range(lo, hi):
+                    v = vs[j]
+                    if v is not None:
+                        keys.append(ks[j])
+                        values.append(v)
+            elif slices or sources:
+                if slices:
+                    sources[:0] = [imm_source(imm, tid, lo, hi, False) for imm, lo, hi in slices]
+                scan = UserScan(sources, read, False, self) if hide is None else \
+                    UserScan(sources, read, False, self, hide)
+                for kv in scan:
+                    keys.append((<tuple>kv)[0])
+                    values.append((<tuple>kv)[1])
+                sources = []
+            if slices:
+                slices = []
             ends.append(len(keys))
         return keys, values, ends
 
@@ -791,11 +813,25 @@ cdef class ReadState:
         return self.c_scan(table_id, <uint64_t>epoch | SPILL_MASK, start, end, bool(reverse))
 
     cdef object c_scan(self, unsigned long table_id, uint64_t read, object start, object end, bint reverse):
+        cdef list slices = []
+        cdef list sources = []
+        hide = self.c_sources(table_id, read, start, end, reverse, slices, sources)
+        if slices:
+            sources[:0] = [imm_source(imm, table_id, lo, hi, reverse) for imm, lo, hi in slices]
+        if not sources:
+            return iter(EMPTY)
+        if hide is None:
+            return UserScan(sources, read, reverse, self)
+        return UserScan(sources, read, reverse, self, hide)
+
+    cdef object c_sources(self, unsigned long table_id, uint64_t read, object start, object end, bint reverse,
+                          list slices, list sources):
+        """The sources of a scan: ``(imm, lo, hi)`` slices into ``slices`` and SST runs into
+        ``sources``; returns the table watermarks' ``hide`` (None: nothing hidden)."""
         cdef bytes lo_user = with_table(table_id, b"" if start is None else <bytes>start)
         cdef bytes hi_user = None if end is None else with_table(table_id, <bytes>end)
         cdef bytes start_full = full_key_from(table_id, start)   # the newest version of the first key
         cdef bytes end_full
-        cdef list sources = []
         cdef list chosen
         cdef Py_ssize_t i, j, n, lo, hi
         cdef SstReader r
@@ -842,7 +878,7 @@ cdef class ReadState:
                 lo = 0 if start is None else lower_bound(keys, <bytes>start)
                 hi = len(keys) if end is None else lower_bound(keys, <bytes>end)
                 if lo < hi:
-                    sources.append(imm_source(imm, table_id, lo, hi, reverse))
+                    slices.append((imm, lo, hi))
         for obj in self.staging:   # staging SSTs may overlap: one source each
             r = <SstReader>obj
             if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor) and (
@@ -866,11 +902,7 @@ cdef class ReadState:
                               has_floor, floor, pp)
             if chosen:
                 sources.append(SstRun(chosen, start_full, end_full))
-        if not sources:
-            return iter(EMPTY)
-        if hide is None:
-            return UserScan(sources, read, reverse, self)
-        return UserScan(sources, read, reverse, self, hide)
+        return hide
 
     cdef object c_memory_version(self, bytes key, bytes uk, uint64_t read, uint64_t uk_hash, imms):
         """The newest version <= ``read`` of ``key`` among the table's imms (``imms``: its list
