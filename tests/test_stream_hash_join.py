@@ -383,3 +383,45 @@ def test_inner_joins_without_a_condition_emit_what_the_row_path_emits(store, ste
             assert len(c) <= 3
         for j in joins:
             j._check()
+
+
+def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypatch):
+    """A probe of a key without rows remembers it: probing it again reads nothing; rows added
+    to it (by the side itself) make it a cached key again, and the join answers as the model
+    does throughout (``verify`` runs ``_check``, which checks the known-absent keys too). The
+    set stays under its limit, dropping its older half."""
+    d = Driver(store, "inner")
+    read = []
+    original = type(d.join.right.table).rows_with_prefixes
+
+    def counting(table, prefixes):   # reads of the right side's rows only
+        prefixes = list(prefixes)
+        if table is d.join.right.table:
+            read.extend(prefixes)
+        return original(table, prefixes)
+    monkeypatch.setattr(type(d.join.right.table), "rows_with_prefixes", counting)
+    d.send(0, ("+", (1, 7, 0)))                    # right has no key 7: read once
+    assert read == [(7,)] and (7,) in d.join.right.known_absent()
+    d.send(0, ("+", (2, 7, 0)))                    # known absent: no read
+    assert read == [(7,)]
+    d.send(1, ("+", (10, 7, 1)))                   # right gets key 7: it leaves the set
+    assert (7,) not in d.join.right.known_absent() and (7,) in d.join.right.cache
+    d.send(1, ("-", (10, 7, 1)))                   # its last row goes: absent again
+    assert (7,) in d.join.right.known_absent() and (7,) not in d.join.right.cache
+    d.send(0, ("+", (3, 7, 0)))
+    assert read == [(7,)]
+    d.join.right.absent_limit = 4
+    d.send(0, *[("+", (100 + k, 50 + k, 0)) for k in range(9)])
+    assert len(d.join.right.known_absent()) <= 4
+    d.send(1, *[("+", (200 + k, 50 + k, 1)) for k in range(9)])   # every key joins, known or not
+
+
+def test_the_budget_may_drop_the_known_absent_keys(store):
+    budget = MemoryBudget(1 << 20)
+    d = Driver(store, "left", budget=budget)
+    d.send(0, *[("+", (i, i, 0)) for i in range(20)])
+    assert len(d.join.right.known_absent()) == 20
+    d.join.right.absent_cache.clear()             # what an eviction does
+    assert d.join.right.known_absent() == {}
+    d.send(1, *[("+", (100 + i, i, 1)) for i in range(0, 20, 2)])   # read from state again
+    d.send(0, *[("-", (i, i, 0)) for i in range(20)])

@@ -22,9 +22,11 @@ Caches: per side, a :class:`~stream.cache.StateCache` (charged to the runtime's
 :class:`~stream.cache.MemoryBudget`) of join key -> every row of that key on that side (and
 their degrees). A chunk of one side probes the other side's cache for its distinct keys; the
 missing keys are read in one batched prefix read (``StateTable.rows_with_prefixes``) and
-cached, absent keys as empty entries. A key's entry is always the complete set of the side's
-rows with that key as of the state table (read-after-write), so evicting an entry loses
-nothing. A side whose stream key lies inside its join key has at most one row per key; its
+cached; keys found without rows go into the side's *known-absent keys* (a dict used as an
+ordered set, charged to the budget as one entry of its own cache, at most 1/16 of the budget:
+the older half goes when full), so a key probed again while absent costs no read and no cache
+entry of its own. A key's entry is always the complete set of the side's rows with that key
+as of the state table (read-after-write), so evicting an entry loses nothing. A side whose stream key lies inside its join key has at most one row per key; its
 own inserts and deletes then create the key's entry without a read.
 
 Processing one chunk of side S (the other side O), in order:
@@ -47,8 +49,9 @@ row walk (tests/test_stream_hash_join.py compares the two).
 
 Cache charges: an entry costs a fixed overhead plus, per row, the side's ``row_charge`` -- a
 moving average of ``row_bytes`` over one or two sampled rows per chunk -- so rows are added and
-removed without sizing each. Keys without rows share one immutable entry per side kind
-(``_ABSENT``); a side adding a row to such a key makes a new entry first.
+removed without sizing each. A side adding rows to a known-absent key makes a new entry for
+it (its rows are then exactly the chunk's) and the key leaves the known-absent keys; a key
+whose last row is deleted moves the other way.
 
 Output: the left columns then the right columns. Stream key: the left stream key then the
 right one, except that on an inner or left join a right stream-key column that is a join key
@@ -59,7 +62,8 @@ other side's key alone then identifies an output row. Watermarks
 are not passed on (a join's output watermark needs the join-key mapping; not built yet).
 
 Invariants (``_check``): every cached entry equals its key's rows (and degrees) in the state
-tables; every stored degree equals the number of matching rows of the other side.
+tables; every known-absent key has no rows and no cached entry; every stored degree equals the
+number of matching rows of the other side.
 
 Callers: the planner (``FROM a [LEFT|RIGHT|FULL] JOIN b ON ...``), tests, bench/stream_join.py.
 Both inputs must be hash-distributed by their join keys when several actors run the join
@@ -68,6 +72,7 @@ Both inputs must be hash-distributed by their join keys when several actors run 
 
 from __future__ import annotations
 
+from itertools import islice
 from operator import itemgetter
 
 import numpy as np
@@ -135,9 +140,12 @@ class _KeyRows:
             self.degrees.pop(pk, None)
 
 
-#: the shared entries of keys without rows (inner / outer side); never mutated: a side that
-#: adds a row to such a key makes a new entry first (``_Side.own``)
+#: the shared entries of keys without rows (inner / outer side) that ``entries`` hands out;
+#: never mutated or cached (such keys are kept in the side's known-absent keys instead)
 _ABSENT = (_KeyRows(False), _KeyRows(True))
+_NO_KEYS: dict = {}   # the known-absent keys of a side whose set the budget dropped (never mutated)
+_ABSENT_KEY_BYTES = 120   # a known-absent key: its dict slot and key tuple, roughly
+_ABSENT_SHARE = 16        # a side's known-absent keys stay under 1/16 of the budget
 
 
 class _Side:
@@ -173,6 +181,11 @@ class _Side:
                                      name=f"{identity}.{label}_degree", prefix_len_hint=n_keys,
                                      flush_threshold=flush_threshold)
         self.cache = budget.cache(f"{identity}.{label}")
+        # the keys known to have no rows on this side: one entry (key 0 -> dict used as an
+        # ordered set) of its own cache, charged ``_ABSENT_KEY_BYTES`` a key, so the budget may
+        # drop it like any entry; at most ``absent_limit`` keys (the older half goes when full)
+        self.absent_cache = budget.cache(f"{identity}.{label}.absent")
+        self.absent_limit = max(1024, budget.capacity // _ABSENT_SHARE // _ABSENT_KEY_BYTES)
         self.absent = _ABSENT[outer]
         self.row_charge = row_bytes((0,) * self.width)   # refined by sample()
 
@@ -185,45 +198,78 @@ class _Side:
         n = len(entry.rows)
         return _ENTRY_BYTES + (_FIRST_ROW_BYTES + n * (self.row_charge + _ROW_OVERHEAD) if n else 0)
 
+    def known_absent(self) -> dict:
+        """The keys known to have no rows on this side (read-only; empty when the budget
+        dropped them)."""
+        keys = self.absent_cache.peek(0)
+        return _NO_KEYS if keys is None else keys
+
+    def change_absent(self, add=(), remove=()) -> None:
+        """Add keys now known to have no rows; remove keys that got rows (or an entry)."""
+        keys = self.absent_cache.peek(0)
+        if keys is None:
+            if not add:
+                return
+            keys = {}
+        for key in remove:
+            keys.pop(key, None)
+        keys.update(dict.fromkeys(add))
+        if len(keys) > self.absent_limit:   # drop the older half (insertion order)
+            for key in list(islice(keys, len(keys) - self.absent_limit // 2)):
+                del keys[key]
+        if keys:
+            self.absent_cache.put(0, keys, len(keys) * _ABSENT_KEY_BYTES)
+        else:
+            self.absent_cache.pop(0, None)
+
     def own(self, key, touched: dict):
         """This side's cached entry of ``key`` for its own chunk to change (kept in ``touched``
         until the chunk is done and they are put back), or None when the key is not cached
-        (and the side is not ``unique``: then nothing needs it)."""
+        (and the side is not ``unique``: then nothing needs it). A key known to have no rows
+        gets a new empty entry (the rows this chunk adds will be all of them)."""
         entry = touched.get(key)
         if entry is None:
             if None in key:
                 return None
             entry = self.cache.peek(key)
             if entry is None:
-                if not self.unique:
+                if not self.unique and key not in self.known_absent():
                     return None
                 entry = _KeyRows(self.outer)    # the key's only row is this one (or none)
-            elif entry is self.absent:
-                entry = _KeyRows(self.outer)
             touched[key] = entry
         return entry
 
     def own_many(self, keys) -> dict:
         """:meth:`own` of every key of ``keys`` (a chunk's: repeats and NULLs allowed) at once:
         the ``touched`` dict of the entries handed out."""
-        touched = self.cache.peek_many(set(keys))
-        absent = self.absent
-        if absent in touched.values():
-            for key, entry in touched.items():
-                if entry is absent:
-                    touched[key] = _KeyRows(self.outer)
+        distinct = set(keys)
+        touched = self.cache.peek_many(distinct)
+        known = self.known_absent()
+        if known:
+            outer = self.outer
+            for key in distinct:   # (not distinct & known: that walks all of known)
+                if key in known:
+                    touched[key] = _KeyRows(outer)
         if self.unique:
             outer = self.outer
-            for key in keys:
+            for key in distinct:
                 if key not in touched and None not in key:
                     touched[key] = _KeyRows(outer)
         return touched
 
     def put_back(self, touched: dict) -> None:
-        """Re-cache the entries ``own`` handed out, with their new charges."""
-        absent, charge_of = self.absent, self.charge_of
-        self.cache.put_many((key, entry, charge_of(entry)) if entry.rows else (key, absent, _ENTRY_BYTES)
-                            for key, entry in touched.items())
+        """Re-cache the entries ``own`` handed out, with their new charges; a key left
+        without rows leaves the cache for the known-absent keys."""
+        charge_of, cache = self.charge_of, self.cache
+        empty = [key for key, entry in touched.items() if not entry.rows]
+        if empty:
+            for key in empty:
+                cache.pop(key, None)
+            cache.put_many((key, entry, charge_of(entry)) for key, entry in touched.items() if entry.rows)
+        else:
+            cache.put_many((key, entry, charge_of(entry)) for key, entry in touched.items())
+        if empty or self.known_absent():
+            self.change_absent(add=empty, remove=[key for key, entry in touched.items() if entry.rows])
 
     def tables(self) -> list:
         return [self.table] if self.degree is None else [self.table, self.degree]
@@ -235,19 +281,31 @@ class _Side:
         missing = self.cache.get_many(keys, out)
         if not missing:
             return out
+        absent = self.absent
+        known = self.known_absent()
+        if known:
+            unknown = [key for key in missing if key not in known]
+            if len(unknown) < len(missing):
+                for key in missing:
+                    if key in known:
+                        out[key] = absent
+                missing = unknown
+                if not missing:
+                    return out
         groups = self.table.rows_with_prefixes(missing)
         degrees = self.degree.rows_with_prefixes(missing) if self.degree is not None else None
-        pk_of, outer, absent = self.pk_of, self.outer, self.absent
+        pk_of, outer = self.pk_of, self.outer
         n_pk = len(self.state_pk)
         sampled = False
         puts = []
         put = puts.append
+        none = []
         per_row = 0   # charge_of's per-row part, once the side's row charge is sampled
         for i, key in enumerate(missing):
             rows = groups[i]
             if not rows:
                 out[key] = absent
-                put((key, absent, _ENTRY_BYTES))
+                none.append(key)
                 continue
             if not sampled:
                 self.sample(rows[0])
@@ -261,6 +319,8 @@ class _Side:
             entry = out[key] = _KeyRows(outer, by_pk, degs)
             put((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(by_pk) * per_row))   # charge_of(entry)
         self.cache.put_many(puts)
+        if none:
+            self.change_absent(add=none)
         return out
 
     def write(self, chunk: StreamChunk, identity: str) -> None:
@@ -361,8 +421,9 @@ class HashJoin(Executor):
         return self.left.tables() + self.right.tables()
 
     def on_init(self, barrier: Barrier) -> None:
-        self.left.cache.clear()    # refill from the committed state
-        self.right.cache.clear()
+        for side in (self.left, self.right):   # refill from the committed state
+            side.cache.clear()
+            side.absent_cache.clear()
 
     async def execute(self):
         inputs = [self.left.input.execute(), self.right.input.execute()]
@@ -380,8 +441,9 @@ class HashJoin(Executor):
 
     def close(self) -> None:
         """Release the caches' budget (the executor is dropped)."""
-        self.left.cache.close()
-        self.right.cache.close()
+        for side in (self.left, self.right):
+            side.cache.close()
+            side.absent_cache.close()
 
     # --- one chunk -----------------------------------------------------------------------------
 
@@ -646,6 +708,10 @@ class HashJoin(Executor):
         """The invariants of the module docstring, read from the state tables (tests)."""
         self.budget._check()
         for s, o in ((self.left, self.right), (self.right, self.left)):
+            for key in s.known_absent():
+                assert key not in s.cache, (s.label, key, "cached and known absent")
+                assert not list(s.table.iter_with_prefix(key)), (s.label, key, "known absent but has rows")
+            assert len(s.known_absent()) <= s.absent_limit, (s.label, len(s.known_absent()))
             for key in s.cache.keys():
                 entry = s.cache.peek(key)
                 stored = {s.pk_of(r): r for r in s.table.iter_with_prefix(key)}
