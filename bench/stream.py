@@ -24,9 +24,11 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
 bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
 Barrier latency: inject -> committed (checkpoint done) of every barrier in the run, p50/p99 ms.
-Memory: ``peak_rss_mib`` is the process's peak RSS over every workload run (run one workload
-per process to get its own: ``--workloads hash_agg_1m``); ``input_rss_mib`` the RSS once the
-input is built (interpreter, libraries and the prebuilt chunks), which the peak includes.
+Memory: ``peak_rss_mib`` is the process's peak RSS over every workload run;
+``peak_rss_mib_by_workload`` each workload's own (the peak is reset to the current RSS before
+its runs: ``/proc/self/clear_refs``, Linux; memory an earlier workload left to the allocator
+counts); ``input_rss_mib`` the RSS once the input is built (interpreter, libraries and the
+prebuilt chunks), which every peak includes.
 ``python -m bench.stream_memory WORKLOAD`` shows where the rest goes.
 ``--compactor`` picks the store's compaction (``local``: in-process, the default; ``workers``:
 ``compaction_workers=1``; ``none``). Method: bench/harness.py (one warm-up run, then the
@@ -173,6 +175,26 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
+def _reset_peak_rss() -> bool:
+    """Reset the process's peak RSS (VmHWM) to its current RSS (Linux >= 4.0: ``5`` into
+    ``/proc/self/clear_refs``); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_bytes() -> int:
+    """VmHWM: the peak RSS since the last reset."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no VmHWM in /proc/self/status")
+
+
 async def _on_loop(fn):
     fn()
 
@@ -202,8 +224,9 @@ def main(argv=None) -> None:
         run_once(args.profile, schema, chunks, args.compactor, profiler)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
         return
-    rows, rates, all_latencies = [], {}, []
+    rows, rates, all_latencies, peaks = [], {}, [], {}
     for workload in args.workloads.split(","):
+        reset = _reset_peak_rss()
         run_once(workload, schema, chunks[:max(50, n_chunks // 20)], args.compactor)   # warm-up
         timings = []
         for _ in range(repeats):
@@ -212,14 +235,18 @@ def main(argv=None) -> None:
             all_latencies += latencies
         rate = n_chunks * CHUNK / statistics.median(timings)
         rates[workload] = round(rate)
+        if reset:
+            peaks[workload] = round(_peak_rss_bytes() / (1 << 20), 1)
         rows.append({"workload": workload, "rows": n_chunks * CHUNK, "rows_per_s": rate,
-                     "compactor": args.compactor,
+                     "compactor": args.compactor, "peak_rss_mib": peaks.get(workload),
                      "barrier_ms_p50": percentile(latencies, 50), "barrier_ms_p99": percentile(latencies, 99)})
-    print_table(rows, ["workload", "rows", "rows_per_s", "compactor", "barrier_ms_p50", "barrier_ms_p99"])
+    print_table(rows, ["workload", "rows", "rows_per_s", "compactor", "peak_rss_mib", "barrier_ms_p50",
+                       "barrier_ms_p99"])
     print(json.dumps({"bench": "stream", "rows_per_s": rates, "compactor": args.compactor,
                       "barrier_ms_p50": percentile(all_latencies, 50),
                       "barrier_ms_p99": percentile(all_latencies, 99),
                       "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                      "peak_rss_mib_by_workload": peaks,
                       "input_rss_mib": input_rss_mib,
                       "machine": machine()}, sort_keys=True))
 
