@@ -12,18 +12,22 @@ import pytest
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from stream.cache import LOW_WATER, MemoryBudget, row_bytes
+from stream import _cache_py as pure_cache
 from stream import cache as cache_module
+from stream.cache import LOW_WATER, MemoryBudget, row_bytes
+from twins import implementations
 
 OVERHEAD = cache_module._ENTRY_OVERHEAD
 CAPACITY = 4000
 
 
 class CacheMachine(RuleBasedStateMachine):
+    impl = None   # the StateCache class under test (the twin or the native module's)
+
     def __init__(self):
         super().__init__()
         self.budget = MemoryBudget(CAPACITY)
-        self.caches = [self.budget.cache(f"c{i}") for i in range(3)]
+        self.caches = [self.impl(self.budget, f"c{i}") for i in range(3)]
         self.model: list = []          # [(cache index, key, value, charge)], least recent first
 
     def _find(self, c, key):
@@ -111,9 +115,29 @@ class CacheMachine(RuleBasedStateMachine):
             assert cache.keys() == [e[1] for e in self.model if e[0] == c]
 
 
-def test_caches_evict_the_globally_least_recently_used():
-    run_state_machine_as_test(CacheMachine, settings=settings(max_examples=150, stateful_step_count=60,
-                                                               deadline=None))
+@pytest.mark.parametrize("impl", implementations(pure_cache, "_state_cache"), ids=lambda m: m.__name__)
+def test_caches_evict_the_globally_least_recently_used(impl):
+    machine = type("Machine", (CacheMachine,), {"impl": impl.StateCache})
+    run_state_machine_as_test(machine, settings=settings(max_examples=150, stateful_step_count=60, deadline=None))
+
+
+def test_the_twins_count_and_order_alike():
+    """The same calls on the native cache and the twin: same keys, counters and charges."""
+    runs = []
+    for impl in implementations(pure_cache, "_state_cache"):
+        budget = MemoryBudget(3000)
+        a, b = impl.StateCache(budget, "a"), impl.StateCache(budget, "b")
+        a.put_many([(k, str(k), 10 * k) for k in range(8)])
+        found = {}
+        missing = a.get_many([3, 99, 1], found)
+        b.put(("x",), 1, 400)
+        a.put(5, "five", 0)
+        a.pop(2)
+        b.put_many([(("y", i), i, 300) for i in range(3)])
+        runs.append((a.keys(), b.keys(), found, missing, a.stats(), b.stats(), budget.used, budget.evictions,
+                     a.peek_many([1, 3, 4, 77]), a._charge_of(5)))
+        budget._check()
+    assert all(run == runs[0] for run in runs)
 
 
 def test_a_cold_cache_is_evicted_before_a_hot_one():

@@ -188,7 +188,7 @@ def test_the_runtime_owns_one_budget_for_its_executors_caches(store):
     agg = HashAgg(agg_in, [1], [AggCall("count")], store, [30])
     own = MemoryBudget(4096)
     kept = HashAgg(explicit_in, [1], [AggCall("count")], store, [40], budget=own)
-    mine = [join.left.cache, join.right.cache, agg.groups]
+    mine = [join.left.cache, join.right.cache, join.left.absent_cache, join.right.absent_cache, agg.groups]
     # by identity: cache names repeat across tests, and the default budget is process-wide
     assert all(any(c is d for d in default_budget()._caches) for c in mine)
     rt.actor(join)
@@ -196,7 +196,7 @@ def test_the_runtime_owns_one_budget_for_its_executors_caches(store):
     rt.actor(kept)
     assert join.budget is agg.budget is rt.budget and kept.budget is own
     names = set(rt.budget.stats()["caches"])
-    assert names == {join.left.cache.name, join.right.cache.name, agg.groups.name}
+    assert names == {c.name for c in mine}
     assert not any(c is d for c in mine for d in default_budget()._caches)
     assert set(own.stats()["caches"]) == {kept.groups.name}
     rt.start()
