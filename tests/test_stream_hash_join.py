@@ -387,9 +387,9 @@ def test_inner_joins_without_a_condition_emit_what_the_row_path_emits(store, ste
 
 def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypatch):
     """A probe of a key without rows remembers it: probing it again reads nothing; rows added
-    to it (by the side itself) make it a cached key again, and the join answers as the model
-    does throughout (``verify`` runs ``_check``, which checks the known-absent keys too). The
-    set stays under its limit, dropping its older half."""
+    to it (by the side itself) take it out of the set (write-around: the next probe reads
+    them), and the join answers as the model does throughout (``verify`` runs ``_check``, which
+    checks the known-absent keys too). The set stays under its limit, dropping its older half."""
     d = Driver(store, "inner")
     read = []
     original = type(d.join.right.table).rows_with_prefixes
@@ -405,11 +405,13 @@ def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypat
     d.send(0, ("+", (2, 7, 0)))                    # known absent: no read
     assert read == [(7,)]
     d.send(1, ("+", (10, 7, 1)))                   # right gets key 7: it leaves the set
-    assert (7,) not in d.join.right.known_absent() and (7,) in d.join.right.cache
+    assert (7,) not in d.join.right.known_absent() and (7,) not in d.join.right.cache
+    d.send(0, ("+", (3, 7, 0)))                    # read again, now cached with its row
+    assert read == [(7,), (7,)] and (7,) in d.join.right.cache
     d.send(1, ("-", (10, 7, 1)))                   # its last row goes: absent again
     assert (7,) in d.join.right.known_absent() and (7,) not in d.join.right.cache
-    d.send(0, ("+", (3, 7, 0)))
-    assert read == [(7,)]
+    d.send(0, ("+", (4, 7, 0)))
+    assert read == [(7,), (7,)]
     d.join.right.absent_limit = 4
     d.send(0, *[("+", (100 + k, 50 + k, 0)) for k in range(9)])
     assert len(d.join.right.known_absent()) <= 4

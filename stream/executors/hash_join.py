@@ -49,9 +49,10 @@ row walk (tests/test_stream_hash_join.py compares the two).
 
 Cache charges: an entry costs a fixed overhead plus, per row, the side's ``row_charge`` -- a
 moving average of ``row_bytes`` over one or two sampled rows per chunk -- so rows are added and
-removed without sizing each. A side adding rows to a known-absent key makes a new entry for
-it (its rows are then exactly the chunk's) and the key leaves the known-absent keys; a key
-whose last row is deleted moves the other way.
+removed without sizing each. A side adding rows to a known-absent key takes the key out of
+the known-absent keys without making an entry (write-around: in a 1:1 join the key is never
+probed again, and the entry would only be evicted); a cached key whose last row is deleted
+moves the other way.
 
 Output: the left columns then the right columns. Stream key: the left stream key then the
 right one, except that on an inner or left join a right stream-key column that is a join key
@@ -226,14 +227,16 @@ class _Side:
         """This side's cached entry of ``key`` for its own chunk to change (kept in ``touched``
         until the chunk is done and they are put back), or None when the key is not cached
         (and the side is not ``unique``: then nothing needs it). A key known to have no rows
-        gets a new empty entry (the rows this chunk adds will be all of them)."""
+        leaves the known-absent keys (write-around: the next probe reads its rows)."""
         entry = touched.get(key)
         if entry is None:
             if None in key:
                 return None
             entry = self.cache.peek(key)
             if entry is None:
-                if not self.unique and key not in self.known_absent():
+                if key in self.known_absent():
+                    self.change_absent(remove=[key])
+                if not self.unique:
                     return None
                 entry = _KeyRows(self.outer)    # the key's only row is this one (or none)
             touched[key] = entry
@@ -245,11 +248,10 @@ class _Side:
         distinct = set(keys)
         touched = self.cache.peek_many(distinct)
         known = self.known_absent()
-        if known:
-            outer = self.outer
-            for key in distinct:   # (not distinct & known: that walks all of known)
-                if key in known:
-                    touched[key] = _KeyRows(outer)
+        if known:   # (not distinct & known: that walks all of known)
+            gaining = [key for key in distinct if key in known]
+            if gaining:
+                self.change_absent(remove=gaining)
         if self.unique:
             outer = self.outer
             for key in distinct:
