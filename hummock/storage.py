@@ -16,6 +16,8 @@ staging SSTs, the committed version's SST readers); ``get``/``multi_get`` read t
 without taking the lock (native code end to end), ``iter`` pins its version for the scan's
 lifetime (the scan holds its state), ``snapshot`` pins an epoch and its version. Vacuum spares
 every SST that the version, a snapshot, the staging list or a still-referenced state reads.
+The read-side methods (read states, SST handles, pins, snapshots' reads, a reader's lease)
+live in ``hummock/read_side.py``, a base class of ``HummockStorage``.
 
 Table watermarks (``update_table_watermarks``, ``truncate_table``; ``hummock/table_watermarks.py``):
 records that make reads at epochs >= theirs hide keys at once, published with the commit of
@@ -49,16 +51,16 @@ from hummock.errors import ExpiredEpochError, HummockError, InvalidArgumentError
 from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.killpoints import kill_point
-from hummock.leases import ReaderLease, VersionExpiredError, live_lease_floor
+from hummock.leases import ReaderLease, live_lease_floor
 from hummock.manifest import ConcurrentWriterError, Manifest, ManifestNotFoundError, WriterLock
 from hummock.object_store import LocalObjectStore, ObjectStore, open_object_store
-from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
+from hummock.object_store.base import ObjectNotFoundError
 from hummock.options import StorageOptions
-from hummock.read_view import ReadHandle, ReadState, SstReader, VersionView, version_groups
+from hummock.read_side import ReaderSstStore, ReadSide, Snapshot, open_pinned
+from hummock.read_view import ReadState, VersionView, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
 from hummock.sstable.meta import MAX_PREFIX_LEN
-from hummock.sstable.reader import Sstable
 from hummock.uploader import Uploader, UploadTask
 from hummock.table_watermarks import TableWatermarks, check_ranges, resolve_all, with_pending
 from hummock.version import VersionDelta
@@ -97,7 +99,7 @@ def _check_user_epoch(epoch) -> int:
     return epoch
 
 
-class HummockStorage:
+class HummockStorage(ReadSide):
     """An open store. Create with :meth:`open`; close with :meth:`close` or a ``with`` block."""
 
     def __init__(self, store: ObjectStore, options: StorageOptions, manifest: Manifest, lock, read_only: bool,
@@ -105,7 +107,7 @@ class HummockStorage:
         self._store = store
         self._lease = lease   # read-only openers: the lease object pinning their oldest version
         # SSTs are read through a view that turns a vacuumed SST into VersionExpiredError for readers
-        self._sst_store = _ReaderSstStore(store) if read_only else store
+        self._sst_store = ReaderSstStore(store) if read_only else store
         self.options = options
         self.read_only = read_only
         self._manifest = manifest
@@ -120,7 +122,7 @@ class HummockStorage:
         self._staging_epochs: dict = {}       # sst id -> (lowest, highest) user epoch it holds
         self._block_cache = LruCache(options.block_cache_capacity, "block_cache")
         self._meta_cache = LruCache(options.meta_cache_capacity, "meta_cache")
-        self._readers: dict[int, SstReader] = {}  # sst id -> reader, for the version and staging
+        self._readers: dict = {}  # sst id -> SstReader, for the version and staging
         self._pins: Counter = Counter()       # version id -> snapshots pinning it
         self._pinned_versions: dict = {}
         # replaced read states that a get or a scan still holds: vacuum spares their SSTs
@@ -185,7 +187,7 @@ class HummockStorage:
             if not read_only:
                 lock = WriterLock.acquire(store, f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
             lease = ReaderLease(store, options.reader_lease_s) if read_only else None
-            manifest = _open_pinned(store, options, read_only, lease)
+            manifest = open_pinned(store, options, read_only, lease)
             storage = cls(store, options, manifest, lock, read_only, lease)
             if lease is not None:   # renewals move the lease forward once old scans end
                 lease.follow(lambda: storage._oldest_pinned_id(storage._version.id))
@@ -842,84 +844,6 @@ class HummockStorage:
             del self._readers[sst_id]
         self._refresh_state()
 
-    def _reader_for(self, info) -> SstReader:
-        reader = self._readers.get(info.sst_id)
-        if reader is None:
-            reader = SstReader(info, self._open_sst)
-            self._readers[info.sst_id] = reader
-        return reader
-
-    def _open_sst(self, info) -> Sstable:
-        return Sstable.open(self._sst_store, info, meta_cache=self._meta_cache, block_cache=self._block_cache)
-
-    def _refresh_state(self) -> None:
-        """Swap in a new immutable read state (under the lock); gets in flight keep the old one."""
-        if self._closed:
-            return
-        if self.read_only:
-            state = ReadState({}, (), self._view)
-        else:
-            imms = self._buffer.frozen()
-            staging = tuple(self._reader_for(info) for info in self._staging)
-            state = ReadState(imms, staging, self._view, self._marks)
-        old, self._state = self._state, state
-        if self._handle is None:
-            self._handle = ReadHandle(state)
-            handle = self._handle
-            self.get, self.multi_get, self.iter = handle.get, handle.multi_get, handle.iter
-            self.scan_prefixes = handle.scan_prefixes
-        else:
-            self._handle.state = state
-        if old is not None:
-            self._retired_states.add(old)
-
-    def _pin(self, version) -> None:
-        self._pins[version.id] += 1
-        self._pinned_versions[version.id] = version
-
-    def _unpin(self, version, epoch: int) -> None:
-        with self._lock:
-            self._snapshot_epochs[epoch] -= 1
-            if self._snapshot_epochs[epoch] <= 0:
-                del self._snapshot_epochs[epoch]
-            self._pins[version.id] -= 1
-            if self._pins[version.id] <= 0:
-                del self._pins[version.id]
-                del self._pinned_versions[version.id]
-
-    # --- reads ------------------------------------------------------------------------------
-
-    def get(self, table_id: int, key: bytes, epoch: int):
-        """The value of ``key`` in ``table_id`` at ``epoch`` (the newest version <= epoch), or
-        ``None`` when absent or deleted. Sees this store's uncommitted writes.
-        Raises ``InvalidArgumentError`` for a bad table id, key or epoch.
-
-        (An open store replaces this method on the instance by its ``ReadHandle``'s native
-        ``get``, which behaves the same and always reads the current state: a caller may keep
-        ``g = store.get``.)"""
-        return self._state.get(table_id, key, epoch)
-
-    def multi_get(self, table_id: int, keys, epoch: int) -> list:
-        """``[get(table_id, k, epoch) for k in keys]``, all from one read state."""
-        return self._state.multi_get(table_id, keys, epoch)
-
-    def iter(self, table_id: int, epoch: int, start: bytes | None = None, end: bytes | None = None, *,
-             prefix: bytes | None = None, reverse: bool = False):
-        """Yield ``(key, value)`` for keys in ``[start, end)`` (and with ``prefix``) at ``epoch``,
-        ascending (descending with ``reverse=True``). The iterator reads the store as it was when
-        ``iter`` was called, for as long as it is referenced; returned bytes are the caller's.
-        (Replaced on an open store by its ``ReadHandle``'s ``iter``, like ``get``.)"""
-        return self._state.iter(table_id, epoch, start, end, prefix=prefix, reverse=reverse)
-
-    def scan_prefixes(self, table_id: int, epoch: int, prefixes) -> tuple[list, list, list]:
-        """Every ``(key, value)`` at ``epoch`` whose key starts with each of ``prefixes``, in
-        one call: ``(keys, values, ends)``, prefix i's pairs being ``keys[ends[i-1]:ends[i]]``
-        (from 0 for the first), each prefix's ascending -- ``list(iter(table_id, epoch,
-        prefix=p))`` for every ``p``, from one read state, without a Python iterator per prefix
-        (a join probing the keys of a chunk). Prefix filters apply as for ``iter``. (Replaced
-        on an open store by its ``ReadHandle``'s, like ``get``.)"""
-        return self._state.scan_prefixes(table_id, epoch, prefixes)
-
     # --- table options (prefix filters) --------------------------------------------------------
 
     def set_table_options(self, table_id: int, *, prefix_len: int | None) -> None:
@@ -990,44 +914,6 @@ class HummockStorage:
             self._publish_lease()
             self._snapshot_epochs[epoch] += 1
             return Snapshot(self, epoch, ReadState({}, (), self._view))
-
-    def version(self):
-        """The current committed :class:`~hummock.version.HummockVersion` (immutable)."""
-        return self._version
-
-    def refresh(self) -> int:
-        """Read-only openers: pick up versions committed by the writer; returns max_committed_epoch."""
-        self._require_open()
-        with self._lock:
-            if self._lease is not None:
-                version = _refresh_pinned(self._manifest, self._lease, self._oldest_pinned_id)
-            else:
-                version = self._manifest.refresh()
-            if version is not self._version:
-                self._set_version(version)
-            return self._version.max_committed_epoch
-
-    def _oldest_pinned_id(self, current_id: int) -> int:
-        """The oldest version id this process may still read: ``current_id``, the version now
-        installed, snapshots' versions and those of replaced read states a scan still holds.
-        Safe without the lock (the lease renewal thread calls it): it retries a collection
-        that changed while it was read."""
-        for _ in range(10):
-            try:
-                ids = [current_id, self._version.id, *self._pinned_versions]
-                ids += [state.version.id for state in list(self._retired_states)
-                        if state.version is not None]
-                return min(ids)
-            except RuntimeError:   # changed size during iteration: read again
-                continue
-        return min(current_id, self._lease.version_id if self._lease.version_id is not None else current_id)
-
-    def _publish_lease(self) -> None:
-        """Readers: re-publish the lease after a pin changed (under the lock)."""
-        if self._lease is not None:
-            oldest = self._oldest_pinned_id(self._version.id)
-            if oldest != self._lease.version_id:
-                self._lease.publish(oldest)
 
     def stats(self) -> dict:
         with self._lock:
@@ -1154,101 +1040,7 @@ def _sst_id_of(path: str) -> int | None:
     return int(name[:-4])
 
 
-def _open_pinned(store, options: StorageOptions, read_only: bool, lease) -> Manifest:
-    """Open the manifest; a reader then publishes its lease, within half its lease time of
-    starting to load (leases.py) -- or loads again."""
-    for _ in range(PIN_ATTEMPTS):
-        started = time.monotonic()
-        manifest = Manifest.open(store, create=not read_only, read_only=read_only,
-                                 checkpoint_interval=options.checkpoint_interval)
-        if lease is None:
-            return manifest
-        lease.publish(manifest.current.id)
-        if time.monotonic() - started <= lease.ttl_s / 2:
-            return manifest
-    raise ObjectStoreError(f"could not pin a version of {store!r}: loading the manifest and "
-                           f"publishing the reader lease took over {lease.ttl_s / 2} s {PIN_ATTEMPTS} times")
-
-
-def _refresh_pinned(manifest: Manifest, lease, oldest_pinned) -> object:
-    """A reader's refresh: reload, then publish the lease naming ``oldest_pinned(new id)``
-    within half the lease time of starting, or reload again (leases.py)."""
-    for _ in range(PIN_ATTEMPTS):
-        started = time.monotonic()
-        version = manifest.refresh()
-        lease.publish(oldest_pinned(version.id))
-        if time.monotonic() - started <= lease.ttl_s / 2:
-            return version
-    raise ObjectStoreError(f"could not pin a version: refreshing and publishing the reader lease "
-                           f"took over {lease.ttl_s / 2} s {PIN_ATTEMPTS} times")
-
-
-class _ReaderSstStore:
-    """What a read-only opener reads SSTs through: a missing SST means the writer vacuumed it
-    (this reader's lease lapsed, or its version is older than any lease protected), which
-    becomes :class:`VersionExpiredError` telling the caller to ``refresh()``."""
-
-    def __init__(self, store: ObjectStore):
-        self._store = store
-
-    def _expired(self, path: str, exc) -> VersionExpiredError:
-        return VersionExpiredError(
-            f"{path} of the version this reader holds was vacuumed by the writer (the reader's "
-            f"lease lapsed or its version is too old); call refresh() and read again")
-
-    def read(self, path: str, start=None, end=None) -> bytes:
-        try:
-            return self._store.read(path, start, end)
-        except ObjectNotFoundError as exc:
-            raise self._expired(path, exc) from exc
-
-    def size(self, path: str) -> int:
-        try:
-            return self._store.size(path)
-        except ObjectNotFoundError as exc:
-            raise self._expired(path, exc) from exc
-
-
-class Snapshot:
-    """A pinned committed epoch: ``get``, ``multi_get`` and ``iter`` read it until ``release``."""
-
-    def __init__(self, storage: HummockStorage, epoch: int, state):
-        self._storage = storage
-        self.epoch = epoch
-        self._state = state
-        self._released = False
-
-    def get(self, table_id: int, key: bytes):
-        self._require_live()
-        return self._state.get(table_id, key, self.epoch)
-
-    def multi_get(self, table_id: int, keys) -> list:
-        self._require_live()
-        return self._state.multi_get(table_id, keys, self.epoch)
-
-    def iter(self, table_id: int, start=None, end=None, *, prefix=None, reverse=False):
-        self._require_live()
-        return self._state.iter(table_id, self.epoch, start, end, prefix=prefix, reverse=reverse)
-
-    def _require_live(self) -> None:
-        if self._released:
-            raise InvalidArgumentError("snapshot already released")
-        self._storage._require_open()
-
-    def release(self) -> None:
-        if not self._released:
-            self._released = True
-            self._storage._unpin(self._state.version, self.epoch)
-
-    def __enter__(self) -> Snapshot:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
-
 VACUUM_BATCH = 1000           # objects deleted between two lease confirmations
-PIN_ATTEMPTS = 5              # a reader's tries at loading a version and pinning it in time
 L0_STOP_FACTOR = 3            # writers stall while L0 has this many times the trigger's sub-levels
 L0_STALL_LIMIT_SECONDS = 30.0  # ... for at most this long per commit
 

@@ -47,6 +47,9 @@ cdef class BlockBuilder:
         return self.buf_len + 4 * self.n_restarts + 4
 
 
+cdef class Block   # defined below; BlockIterator.c_reset takes one
+
+
 @cython.final
 cdef class BlockIterator:
     cdef bytes data
@@ -76,6 +79,7 @@ cdef class BlockIterator:
     cdef Py_ssize_t restart_entry(self, Py_ssize_t index, Py_ssize_t* key_len) except -1
     cdef int restart_key(self, Py_ssize_t index) except -1
     cdef void invalidate(self) noexcept
+    cdef void c_reset(self, Block block) noexcept
     cdef int c_seek(self, const unsigned char* target, Py_ssize_t n) except -1
     cdef int c_seek_from(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t n) except -1
     cdef int c_seek_to_first(self) except -1

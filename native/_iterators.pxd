@@ -1,12 +1,29 @@
 # cython: language_level=3
-"""C-level view of ``native/_iterators.pyx`` for other native modules (the compaction core).
+"""C-level view of ``native/_iterators.pyx`` for other native modules (the read path, the
+compaction core).
+
+``ScanSst`` is an opened SST as native readers use it: its block first keys, last full key,
+block loader and native block cache, read from the ``Sstable`` once (``set_sst``) instead of
+per scan. The read path's ``SstReader`` is one (it opens its SST lazily, ``ensure_open``);
+any other reader exposing ``.sst`` is wrapped in a plain ``ScanSst`` when a run starts.
+``block_at(i)`` gives block ``i``: a hit in a native block cache is read in C (the cache counts
+it), anything else goes through ``Sstable.block`` (which counts the miss, loads and caches).
 
 ``_SstRunCursor`` walks an :class:`SstRun` forward block by block: after ``start(run)``,
 ``position()`` moves to the next entry if the current block is used up and says whether the
 cursor is on an entry inside the run's bounds; the entry is then ``it.key_ptr``/``it.key_len``
 and ``it.p[it.value_start:it.value_end]`` (borrowed: valid until the cursor moves). Move on with
-``it.c_next()`` followed by ``position()``. ``load()``/``advance()`` do the same and also copy
-the entry into ``key``/``value`` (what the read path's merge uses).
+``it.c_next()`` followed by ``position()``. The ``BlockIterator`` ``it`` is reused from block to
+block (re-read ``it`` after ``position()``; it is None once the run is done).
+
+The merge's cursors (``_Cursor``): ``load()``/``advance()`` position on the current / next entry
+and set ``kp``/``kn`` to its full key (borrowed: valid until the cursor moves); ``user_value()``
+decodes that entry's value (a new bytes object, or None for a delete). An SST cursor copies
+nothing until ``user_value()``.
+
+``UserScan`` is built either by its Python constructor (a list of sources) or, by the read path,
+with ``scan_new`` + ``scan_add_run``/``scan_add_batches`` per source + ``scan_ready``: the
+same scan without an ``SstRun`` object or argument parsing per source.
 """
 
 cimport cython
@@ -16,13 +33,27 @@ from native._block cimport Block, BlockIterator
 from native._lru cimport LruCache
 
 
+cdef class ScanSst:
+    cdef object sst_obj      # the opened Sstable (None until opened)
+    cdef list first_keys     # its blocks' first full keys (shared, never mutated; checked where compared)
+    cdef object largest      # its last full key (checked where used)
+    cdef object block_fn     # sst.block
+    cdef LruCache cache      # its block cache when it is the native LruCache, else None
+    cdef tuple cache_ids     # (sst_id, index) keys of that cache, built on first use
+
+    cdef int ensure_open(self) except -1
+    cdef int set_sst(self, sst) except -1
+    cdef object block_at(self, Py_ssize_t index)
+
+
 cdef class _Cursor:
     cdef bint tagged
-    cdef bytes key
-    cdef object value
+    cdef const unsigned char* kp   # the current entry's full key (borrowed, see above)
+    cdef Py_ssize_t kn
 
     cdef bint load(self) except -1
     cdef bint advance(self) except -1
+    cdef object user_value(self)
 
 
 @cython.final
@@ -36,10 +67,8 @@ cdef class SstRun:
 cdef class _SstRunCursor(_Cursor):
     cdef list readers
     cdef Py_ssize_t reader_index
-    cdef list first_keys
-    cdef object block_fn
-    cdef LruCache cache     # the current SST's block cache when it is the native LruCache, else None
-    cdef object sst_id      # the current SST's id (its blocks' cache keys are (sst_id, index))
+    cdef ScanSst src        # the current SST
+    cdef list first_keys    # src.first_keys
     cdef Py_ssize_t block_index
     cdef Block block        # the block ``it`` reads
     cdef BlockIterator it
@@ -47,9 +76,42 @@ cdef class _SstRunCursor(_Cursor):
     cdef bytes largest      # the current SST's last full key
 
     cdef int start(self, SstRun run) except -1
+    cdef int start_at(self, list readers, object start, object end) except -1
     cdef bint next_reader(self) except -1
     cdef int open_block(self, Py_ssize_t index) except -1
     cdef bint position(self) except -1
+
+
+@cython.final
+cdef class UserScan:
+    cdef list heap
+    cdef Py_ssize_t size
+    cdef uint64_t read_epoch
+    cdef bint reverse
+    cdef unsigned char* decided   # forward: user key of the version chosen for the current key
+    cdef Py_ssize_t decided_len   # -1: none yet
+    cdef Py_ssize_t decided_cap
+    cdef bytes group         # reverse: a full key of the current user key
+    cdef object best         # reverse: newest visible stored value of the group so far
+    cdef bint best_tagged
+    cdef bint have
+    cdef object owner        # kept alive while the scan lives (the engine's read state)
+    cdef bint has_floor      # hide: versions <= floor are ignored (a truncation)
+    cdef uint64_t floor
+    cdef dict ranges         # hide: {vnode: (lo, hi)} watermark ranges, or None
+
+    cdef int add_cursor(self, _Cursor c) except -1
+    cdef bint before(self, _Cursor a, _Cursor b) noexcept
+    cdef int advance_top(self) except -1
+    cdef void sift_down(self, Py_ssize_t i) noexcept
+    cdef bint visible(self, const unsigned char* k, Py_ssize_t n) noexcept
+    cdef object finish_group(self)
+
+
+cdef UserScan scan_new(uint64_t read_epoch, bint reverse, object owner, object hide)
+cdef int scan_add_run(UserScan scan, list readers, object start, object end) except -1
+cdef int scan_add_batches(UserScan scan, object batches, bint tagged) except -1
+cdef int scan_ready(UserScan scan) except -1
 
 
 # Table watermarks (see _iterators.pyx): the key check and the unpacking of a resolved record.

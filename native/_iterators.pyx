@@ -2,18 +2,23 @@
 """Native merge + user iterator of the read path; twin of ``hummock/_iterators_py.py`` (see its
 docstring for the source contract and the results).
 
-A binary heap of cursors, one per batch source, ordered by the full-key comparator (reversed for
-reverse scans); each cursor walks a Python list of ``(full_key, value)`` entries and asks its
-source for the next list only when one is used up. Version resolution and tag decoding run in C;
-only chosen values become new Python objects. A resolved table watermark (``hide``, see the
-twin) is applied in C: one epoch compare per entry and, for tables with watermark ranges, one
-dict lookup per key returned (:func:`range_hides`, shared with the read path and compaction).
+A binary heap of cursors, one per source, ordered by the full-key comparator (reversed for
+reverse scans). A forward SST run is walked block by block in C (``_SstRunCursor``, reading each
+SST through its ``ScanSst``: first keys, block loader and cache fetched once per SST, not per
+scan); other sources walk Python lists of ``(full_key, value)`` entries and ask for the next
+list only when one is used up. The merge compares cursors' keys in place: version resolution and
+tag decoding run in C and only returned rows become Python objects (table key, value, pair). A
+resolved table watermark (``hide``, see the twin) is applied in C: one epoch compare per entry
+and, for tables with watermark ranges, one dict lookup per key returned (:func:`range_hides`,
+shared with the read path and compaction). The read path builds its scans through the C entry
+points ``scan_new``/``scan_add_run``/``scan_add_batches``/``scan_ready`` (``_iterators.pxd``).
 """
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
-from libc.string cimport memcmp
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcmp, memcpy
 
 from native._block cimport Block, BlockIterator
 from native._lru cimport LruCache
@@ -23,15 +28,6 @@ from hummock.errors import CorruptionError, InvalidArgumentError
 
 DEF TAG_PUT = 0x01
 DEF TAG_DELETE = 0x02
-
-
-cdef inline uint64_t key_epoch(bytes key) noexcept:
-    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(key) + PyBytes_GET_SIZE(key) - 8
-    cdef uint64_t x = 0
-    cdef int i
-    for i in range(8):
-        x = (x << 8) | p[i]
-    return ~x   # 2**64-1 - x in C (the literal would make it Python arithmetic)
 
 
 cdef inline int cmp_raw(const unsigned char* a, Py_ssize_t na, bytes b) noexcept:
@@ -86,8 +82,47 @@ cdef inline bint same_user_key(bytes a, bytes b) noexcept:
     return n == PyBytes_GET_SIZE(b) and memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), n - 8) == 0
 
 
+cdef class ScanSst:
+    """An opened SST as native readers see it (``_iterators.pxd``). A plain ``ScanSst`` is
+    filled by ``set_sst``; the read path's ``SstReader`` subclasses it and opens on first use."""
+
+    cdef int ensure_open(self) except -1:
+        if self.sst_obj is None:
+            raise InvalidArgumentError("the SST is not open")
+        return 0
+
+    cdef int set_sst(self, sst) except -1:
+        first_keys = sst.meta.first_keys
+        if type(first_keys) is not list:
+            raise InvalidArgumentError("an SST's first keys must be a list")
+        self.first_keys = <list>first_keys
+        self.largest = sst.meta.largest_key
+        self.block_fn = sst.block
+        cache = getattr(sst, "_block_cache", None)
+        self.cache = <LruCache>cache if type(cache) is LruCache else None
+        self.cache_ids = None
+        self.sst_obj = sst
+        return 0
+
+    cdef object block_at(self, Py_ssize_t index):
+        """Block ``index`` of the open SST: a hit in a native block cache is read in C (the
+        cache counts it); anything else goes through the SST's ``block`` (which counts the
+        miss, loads and caches). Cache keys are ``Sstable.block``'s ``(sst_id, index)``."""
+        cdef Py_ssize_t n
+        if self.cache is not None:
+            if self.cache_ids is None:
+                n = len(self.first_keys)
+                sst_id = self.sst_obj.sst_id
+                self.cache_ids = tuple([(sst_id, i) for i in range(n)])
+            if 0 <= index < len(self.cache_ids):
+                block = self.cache.c_peek(self.cache_ids[index])
+                if block is not None:
+                    return block
+        return self.block_fn(index)
+
+
 cdef class _Cursor:
-    """One source of the merge: ``key``/``value``/``tagged`` describe its current entry
+    """One source of the merge: ``kp``/``kn`` point at its current entry's full key
     (attributes declared in ``_iterators.pxd``)."""
 
     cdef bint load(self) except -1:
@@ -97,13 +132,20 @@ cdef class _Cursor:
     cdef bint advance(self) except -1:
         return False
 
+    cdef object user_value(self):
+        """The current entry's user value (new bytes), or None for a delete."""
+        return None
+
 
 @cython.final
 cdef class _BatchCursor(_Cursor):
-    """Walks a Python iterator of ``(full_key, value)`` lists."""
+    """Walks a Python iterator of ``(full_key, value)`` lists; ``key``/``value`` hold the
+    current entry (``kp`` points into ``key``)."""
     cdef object batches
     cdef list batch
     cdef Py_ssize_t pos
+    cdef bytes key
+    cdef object value
 
     cdef bint load(self) except -1:
         cdef object entry
@@ -114,6 +156,8 @@ cdef class _BatchCursor(_Cursor):
                 self.batch = None
                 self.key = None
                 self.value = None
+                self.kp = NULL
+                self.kn = 0
                 return False
             if type(batch) is not list:
                 raise InvalidArgumentError(f"a batch source yielded {type(batch).__name__}, not a list")
@@ -127,11 +171,16 @@ cdef class _BatchCursor(_Cursor):
             raise CorruptionError("entry key is not a full key", object="scan", expected=">= 12 bytes")
         self.key = <bytes>key
         self.value = (<tuple>entry)[1]
+        self.kp = <const unsigned char*>PyBytes_AS_STRING(self.key)
+        self.kn = PyBytes_GET_SIZE(self.key)
         return True
 
     cdef bint advance(self) except -1:
         self.pos += 1
         return self.load()
+
+    cdef object user_value(self):
+        return plain_value(self.value, self.tagged)
 
 
 @cython.final
@@ -153,19 +202,25 @@ cdef class SstRun:
 
 @cython.final
 cdef class _SstRunCursor(_Cursor):
-    """Walks an :class:`SstRun` forward block by block in C: no per-entry Python calls
-    (attributes and the ``position`` protocol in ``_iterators.pxd``)."""
+    """Walks an :class:`SstRun` forward block by block in C: no per-entry Python calls and no
+    copy of an entry until its value is asked for (attributes and the ``position`` protocol in
+    ``_iterators.pxd``)."""
 
     cdef int start(self, SstRun run) except -1:
+        return self.start_at(run.readers, run.start, run.end)
+
+    cdef int start_at(self, list readers, object start_key, object end_key) except -1:
+        """Start on ``readers`` (a list the cursor may keep: never mutated) within the full-key
+        bounds ``[start_key, end_key)`` (None: unbounded)."""
         cdef bytes start = None
         cdef Py_ssize_t lo, hi, mid
         cdef bytes k
         self.tagged = True
-        self.readers = run.readers
-        if run.end is not None:
-            self.end = as_full_key(run.end)
-        if run.start is not None:
-            start = as_full_key(run.start)
+        self.readers = readers
+        if end_key is not None:
+            self.end = as_full_key(end_key)
+        if start_key is not None:
+            start = as_full_key(start_key)
         self.reader_index = -1
         if not self.next_reader():
             return 0
@@ -192,37 +247,35 @@ cdef class _SstRunCursor(_Cursor):
         return 0
 
     cdef bint next_reader(self) except -1:
+        cdef ScanSst src
         self.reader_index += 1
         if self.reader_index >= len(self.readers):
             self.it = None
             return False
-        sst = self.readers[self.reader_index].sst
-        first_keys = sst.meta.first_keys
-        if type(first_keys) is not list:
-            raise InvalidArgumentError("an SST's first keys must be a list")
-        self.first_keys = <list>first_keys   # shared, never mutated; keys checked where compared
-        self.largest = checked_full_key(sst.meta.largest_key)
-        self.block_fn = sst.block
-        cache = getattr(sst, "_block_cache", None)
-        self.cache = <LruCache>cache if type(cache) is LruCache else None
-        self.sst_id = sst.sst_id if self.cache is not None else None
+        reader = self.readers[self.reader_index]
+        if isinstance(reader, ScanSst):
+            src = <ScanSst>reader
+            src.ensure_open()
+        else:   # any reader exposing ``.sst`` (the twin's, a benchmark's)
+            src = ScanSst()
+            src.set_sst(reader.sst)
+        self.src = src
+        self.first_keys = src.first_keys
+        self.largest = checked_full_key(src.largest)
         return True
 
     cdef int open_block(self, Py_ssize_t index) except -1:
-        """Open block ``index`` of the current SST: a hit in a native block cache is read in C
-        (``c_peek`` counts it, as ``Sstable.block``'s lookup would); anything else goes through
-        ``Sstable.block`` (which counts the miss, loads and caches). One Python call less per
-        block a scan opens -- per source of every short scan."""
-        block = None
-        if self.cache is not None:
-            block = self.cache.c_peek((self.sst_id, index))
-        if block is None:
-            block = self.block_fn(index)
+        """Open block ``index`` of the current SST (``ScanSst.block_at``: a native block-cache
+        hit costs no Python call), reusing the block iterator."""
+        block = self.src.block_at(index)
         if type(block) is not Block:
             raise InvalidArgumentError("the block source must return native Blocks")
         self.block_index = index
         self.block = <Block>block
-        self.it = BlockIterator(block)
+        if self.it is None:
+            self.it = BlockIterator(block)
+        else:
+            self.it.c_reset(<Block>block)
         return 0
 
     cdef bint position(self) except -1:
@@ -248,17 +301,19 @@ cdef class _SstRunCursor(_Cursor):
 
     cdef bint load(self) except -1:
         if not self.position():
-            self.key = None
-            self.value = None
+            self.kp = NULL
+            self.kn = 0
             return False
-        self.key = PyBytes_FromStringAndSize(<const char*>self.it.key_ptr, self.it.key_len)
-        self.value = PyBytes_FromStringAndSize(<const char*>self.it.p + self.it.value_start,
-                                               self.it.value_end - self.it.value_start)
+        self.kp = self.it.key_ptr
+        self.kn = self.it.key_len
         return True
 
     cdef bint advance(self) except -1:
         self.it.c_next()
         return self.load()
+
+    cdef object user_value(self):
+        return stored_value(self.it.p + self.it.value_start, self.it.value_end - self.it.value_start)
 
 
 cdef int seek_block(Block block, BlockIterator it, bytes target) except -1:
@@ -289,85 +344,117 @@ cdef bytes as_full_key(object key):
     return <bytes>key
 
 
-cdef object plain_value(object value, bint tagged):
-    """The user value, or None for a delete (checks the tag of stored values)."""
-    cdef const unsigned char* p
-    cdef Py_ssize_t n
-    if not tagged:
-        return value
-    if type(value) is not bytes:
-        raise CorruptionError("stored value is not bytes", object="scan")
-    p = <const unsigned char*>PyBytes_AS_STRING(value)
-    n = PyBytes_GET_SIZE(value)
+cdef object stored_value(const unsigned char* p, Py_ssize_t n):
+    """The user value of the stored value ``p[:n]`` (tag byte + payload), or None for a delete."""
     if n >= 1 and p[0] == TAG_PUT:
         return PyBytes_FromStringAndSize(<const char*>p + 1, n - 1)
     if n == 1 and p[0] == TAG_DELETE:
         return None
     raise CorruptionError("bad value tag", object="scan", expected="0x01 or lone 0x02",
-                          found=bytes(value[:2]).hex())
+                          found=PyBytes_FromStringAndSize(<const char*>p, n if n < 2 else 2).hex())
+
+
+cdef object plain_value(object value, bint tagged):
+    """The user value, or None for a delete (checks the tag of stored values)."""
+    if not tagged:
+        return value
+    if type(value) is not bytes:
+        raise CorruptionError("stored value is not bytes", object="scan")
+    return stored_value(<const unsigned char*>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
 
 
 cdef inline object table_key(bytes full_key):
     return PyBytes_FromStringAndSize(PyBytes_AS_STRING(full_key) + 4, PyBytes_GET_SIZE(full_key) - 12)
 
 
+cdef inline uint64_t ptr_epoch(const unsigned char* k, Py_ssize_t n) noexcept:
+    cdef const unsigned char* p = k + n - 8
+    cdef uint64_t x = 0
+    cdef int i
+    for i in range(8):
+        x = (x << 8) | p[i]
+    return ~x   # 2**64-1 - x in C
+
+
+cdef UserScan scan_new(uint64_t read_epoch, bint reverse, object owner, object hide):
+    """An empty scan to fill with ``scan_add_run``/``scan_add_batches``, then ``scan_ready``."""
+    cdef UserScan scan = UserScan.__new__(UserScan)
+    scan.ranges = unpack_hide(hide, &scan.has_floor, &scan.floor)
+    scan.read_epoch = read_epoch
+    scan.reverse = reverse
+    scan.owner = owner
+    return scan
+
+
+cdef int scan_add_run(UserScan scan, list readers, object start, object end) except -1:
+    """Add a run of SSTs (``readers``, a list the scan may keep) within full-key bounds
+    ``[start, end)``: walked block by block in C forward, through ``SstRun.batches`` reverse."""
+    cdef _SstRunCursor rc
+    cdef _BatchCursor bc
+    if not scan.reverse:
+        rc = _SstRunCursor.__new__(_SstRunCursor)
+        rc.start_at(readers, start, end)
+        return scan.add_cursor(rc)
+    bc = _BatchCursor.__new__(_BatchCursor)
+    bc.batches = iter(SstRun(readers, start, end).batches(True))
+    bc.tagged = True
+    return scan.add_cursor(bc)
+
+
+cdef int scan_add_batches(UserScan scan, object batches, bint tagged) except -1:
+    """Add a batch source: an iterable of lists of ``(full_key, value)`` entries."""
+    cdef _BatchCursor bc = _BatchCursor.__new__(_BatchCursor)
+    bc.batches = iter(batches)
+    bc.tagged = tagged
+    return scan.add_cursor(bc)
+
+
+cdef int scan_ready(UserScan scan) except -1:
+    """Order the sources added: the scan may be iterated from now on."""
+    cdef Py_ssize_t i
+    scan.size = len(scan.heap)
+    for i in range(scan.size // 2 - 1, -1, -1):
+        scan.sift_down(i)
+    return 0
+
+
 @cython.final
 cdef class UserScan:
-    """Iterator of ``(table_key, value)``: merged sources, newest visible version per key."""
+    """Iterator of ``(table_key, value)``: merged sources, newest visible version per key.
 
-    cdef list heap
-    cdef Py_ssize_t size
-    cdef uint64_t read_epoch
-    cdef bint reverse
-    cdef bytes decided       # forward: full key of the version chosen for the current user key
-    cdef bytes group         # reverse: a full key of the current user key
-    cdef object best         # reverse: newest visible stored value of the group so far
-    cdef bint best_tagged
-    cdef bint have
-    cdef bytes cur_key       # the entry pop_entry took
-    cdef object cur_value
-    cdef bint cur_tagged
-    cdef object owner        # kept alive while the scan lives (the engine's read state)
-    cdef bint has_floor      # hide: versions <= floor are ignored (a truncation)
-    cdef uint64_t floor
-    cdef dict ranges         # hide: {vnode: (lo, hi)} watermark ranges, or None
+    Forward, the merge looks at each source's current entry in place (``_Cursor.kp``): an entry
+    that is an older version, above the read epoch or truncated costs no Python object; a
+    returned row costs its table key, its value and the pair."""
 
-    def __cinit__(self, sources, read_epoch, bint reverse=False, owner=None, hide=None):
-        cdef _Cursor c
+    def __cinit__(self):
+        self.heap = []
+        self.decided_len = -1
+
+    def __init__(self, sources, read_epoch, bint reverse=False, owner=None, hide=None):
         if type(read_epoch) is not int or read_epoch < 0 or read_epoch > 0xFFFFFFFFFFFFFFFF:
             raise InvalidArgumentError(f"read_epoch must be an int in [0, 2**64), got {read_epoch!r}")
         self.ranges = unpack_hide(hide, &self.has_floor, &self.floor)
         self.read_epoch = read_epoch
         self.reverse = reverse
         self.owner = owner
-        self.heap = []
-        cdef _BatchCursor bc
-        cdef _SstRunCursor rc
         for source in sources:
-            if type(source) is SstRun and not reverse:
-                rc = _SstRunCursor()
-                rc.start(<SstRun>source)
-                c = rc
+            if type(source) is SstRun:
+                scan_add_run(self, (<SstRun>source).readers, (<SstRun>source).start, (<SstRun>source).end)
             else:
-                bc = _BatchCursor()
-                if type(source) is SstRun:
-                    bc.batches = iter((<SstRun>source).batches(reverse))
-                    bc.tagged = True
-                else:
-                    batches, tagged = source
-                    bc.batches = iter(batches)
-                    bc.tagged = bool(tagged)
-                c = bc
-            if (<_Cursor>c).load():
-                self.heap.append(c)
-        self.size = len(self.heap)
-        cdef Py_ssize_t i
-        for i in range(self.size // 2 - 1, -1, -1):
-            self.sift_down(i)
+                batches, tagged = source
+                scan_add_batches(self, batches, bool(tagged))
+        scan_ready(self)
 
-    cdef inline bint before(self, _Cursor a, _Cursor b) noexcept:
-        cdef int c = cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(a.key), PyBytes_GET_SIZE(a.key),
-                                   <const unsigned char*>PyBytes_AS_STRING(b.key), PyBytes_GET_SIZE(b.key))
+    def __dealloc__(self):
+        free(self.decided)
+
+    cdef int add_cursor(self, _Cursor c) except -1:
+        if c.load():
+            self.heap.append(c)
+        return 0
+
+    cdef bint before(self, _Cursor a, _Cursor b) noexcept:
+        cdef int c = cmp_full_keys(a.kp, a.kn, b.kp, b.kn)
         return c > 0 if self.reverse else c < 0
 
     cdef void sift_down(self, Py_ssize_t i) noexcept:
@@ -387,12 +474,9 @@ cdef class UserScan:
             else:
                 return
 
-    cdef int pop_entry(self) except -1:
-        """Take the smallest entry into cur_*; REQUIRES size > 0."""
+    cdef int advance_top(self) except -1:
+        """Move the smallest cursor past its entry and restore the heap; REQUIRES size > 0."""
         cdef _Cursor top = <_Cursor>self.heap[0]
-        self.cur_key = top.key
-        self.cur_value = top.value
-        self.cur_tagged = top.tagged
         if not top.advance():
             self.size -= 1
             self.heap[0] = self.heap[self.size]
@@ -414,32 +498,48 @@ cdef class UserScan:
         self.owner = None
 
     def __next__(self):
-        cdef bytes key
-        cdef object value
-        cdef bint tagged
+        cdef _Cursor top
+        cdef const unsigned char* k
+        cdef Py_ssize_t n, un
+        cdef unsigned char* grown
         if not self.reverse:
             while self.size > 0:
-                self.pop_entry()
-                key, value, tagged = self.cur_key, self.cur_value, self.cur_tagged
-                if self.decided is not None and same_user_key(self.decided, key):
+                top = <_Cursor>self.heap[0]
+                k, n = top.kp, top.kn
+                un = n - 8
+                if self.decided_len == un and memcmp(self.decided, k, un) == 0:
+                    self.advance_top()   # an older version of the key decided last
                     continue
-                if not self.visible(key):
+                if not self.visible(k, n):
+                    self.advance_top()
                     continue
-                self.decided = key
-                value = plain_value(value, tagged)
-                if value is not None and not (self.ranges is not None and self.in_range(key)):
-                    return table_key(key), value
+                if un > self.decided_cap:
+                    grown = <unsigned char*>realloc(self.decided, un)
+                    if grown == NULL:
+                        raise MemoryError()
+                    self.decided, self.decided_cap = grown, un
+                memcpy(self.decided, k, un)
+                self.decided_len = un
+                value = top.user_value()
+                if value is not None and not (self.ranges is not None and range_hides(self.ranges, k + 4, n - 12)):
+                    result = (PyBytes_FromStringAndSize(<const char*>k + 4, n - 12), value)
+                    self.advance_top()
+                    return result
+                self.advance_top()
             raise StopIteration
+        cdef _BatchCursor bc
+        cdef bytes key
         while self.size > 0:
-            self.pop_entry()
-            key, value, tagged = self.cur_key, self.cur_value, self.cur_tagged
+            bc = <_BatchCursor>self.heap[0]   # reverse scans read batch sources only
+            key, value, tagged = bc.key, bc.value, bc.tagged
+            self.advance_top()
             if self.group is not None and same_user_key(self.group, key):
-                if self.visible(key):
+                if self.visible(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)):
                     self.best, self.best_tagged, self.have = value, tagged, True
                 continue
             result = self.finish_group()
             self.group = key
-            if self.visible(key):
+            if self.visible(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)):
                 self.best, self.best_tagged, self.have = value, tagged, True
             if result is not None:
                 return result
@@ -449,19 +549,18 @@ cdef class UserScan:
             return result
         raise StopIteration
 
-    cdef inline bint visible(self, bytes key) noexcept:
-        """The version ``key`` is readable: at or below the read epoch, above a truncation."""
-        cdef uint64_t e = key_epoch(key)
+    cdef bint visible(self, const unsigned char* k, Py_ssize_t n) noexcept:
+        """The version of full key ``k[:n]`` is readable: at or below the read epoch, above a
+        truncation."""
+        cdef uint64_t e = ptr_epoch(k, n)
         return e <= self.read_epoch and not (self.has_floor and e <= self.floor)
-
-    cdef bint in_range(self, bytes full_key) except -1:
-        return range_hides(self.ranges, <const unsigned char*>PyBytes_AS_STRING(full_key) + 4,
-                           PyBytes_GET_SIZE(full_key) - 12)
 
     cdef object finish_group(self):
         """The output of the finished reverse group, or None; resets the group state."""
         result = None
-        if self.have and not (self.ranges is not None and self.in_range(self.group)):
+        if self.have and not (self.ranges is not None and range_hides(
+                self.ranges, <const unsigned char*>PyBytes_AS_STRING(self.group) + 4,
+                PyBytes_GET_SIZE(self.group) - 12)):
             value = plain_value(self.best, self.best_tagged)
             if value is not None:
                 result = (table_key(self.group), value)

@@ -23,15 +23,14 @@ from libc.string cimport memcmp, memcpy, memset
 
 from native._block cimport Block
 from native._filter cimport FilterReader, filter_key_hash
-from native._iterators cimport range_hides, unpack_hide
+from native._iterators cimport (ScanSst, UserScan, range_hides, scan_add_batches, scan_add_run, scan_new,
+                                scan_ready, unpack_hide)
 from native._keycmp cimport cmp_full_keys, cmp_mem
 from native._lru cimport LruCache
 
 from hummock import iterators as _iterators
 from hummock.errors import ExpiredEpochError, InvalidArgumentError
 
-cdef object UserScan = _iterators.UserScan
-cdef object SstRun = _iterators.SstRun
 cdef object imm_source = _iterators.imm_source
 cdef object EMPTY = ()
 
@@ -60,10 +59,10 @@ cdef class FindCursor:
 
 
 @cython.final
-cdef class SstReader:
-    """One SST as the read path sees it; opens the SST (``opener(info)``) on first use."""
-    cdef LruCache cache        # the SST's block cache when it is the native LruCache, else None
-    cdef tuple cache_ids       # (sst_id, index) keys of that cache, built on first use
+cdef class SstReader(ScanSst):
+    """One SST as the read path sees it; opens the SST (``opener(info)``) on first use. As a
+    ``ScanSst`` (``native/_iterators.pxd``) it hands scans its first keys, block loader and
+    block cache without a Python attribute lookup per scan."""
     cdef readonly object info
     cdef readonly object sst_id
     cdef readonly bytes lo
@@ -71,10 +70,7 @@ cdef class SstReader:
     cdef readonly uint64_t min_epoch
     cdef readonly uint64_t max_epoch
     cdef object opener
-    cdef object sst_obj
     cdef FilterReader filter
-    cdef list first_keys
-    cdef object block_fn
     cdef FilterReader prefix_filter   # None: the SST has no prefix filter
     cdef dict prefix_lens             # table id -> prefix length its prefix filter covers
     cdef long long one_table          # the only table of prefix_lens (-1: none or several)
@@ -94,36 +90,15 @@ cdef class SstReader:
         self.ensure_open()
         return self.sst_obj
 
-    cdef object block_at(self, Py_ssize_t index):
-        """Block ``index`` of the open SST: a hit in a native block cache is read in C (the
-        cache counts it); anything else goes through the SST's ``block`` (which counts the
-        miss, loads and caches). Cache keys are ``Sstable.block``'s ``(sst_id, index)``."""
-        cdef Py_ssize_t n
-        if self.cache_ids is None:
-            n = len(self.first_keys)
-            cache = getattr(self.sst_obj, "_block_cache", None)
-            self.cache = <LruCache>cache if type(cache) is LruCache else None
-            self.cache_ids = tuple([(self.sst_obj.sst_id, i) for i in range(n)])
-        if self.cache is not None and 0 <= index < len(self.cache_ids):
-            block = self.cache.c_peek(self.cache_ids[index])
-            if block is not None:
-                return block
-        return self.block_fn(index)
-
     cdef int ensure_open(self) except -1:
         if self.sst_obj is None:
             sst = self.opener(self.info)
             flt = sst._filter
             if type(flt) is not FilterReader:
                 raise InvalidArgumentError("the native read path needs the native FilterReader")
-            self.filter = <FilterReader>flt
-            first_keys = sst.meta.first_keys
-            if type(first_keys) is not list:
-                raise InvalidArgumentError("an SST's first keys must be a list")
-            self.first_keys = <list>first_keys  # shared, never mutated; keys checked where compared
-            self.block_fn = sst.block
             self.set_prefix_filter(sst)
-            self.sst_obj = sst
+            self.filter = <FilterReader>flt
+            self.set_sst(sst)   # first keys, block loader and cache; marks the SST open
         return 0
 
     cdef int set_prefix_filter(self, sst) except -1:
@@ -623,13 +598,13 @@ cdef class ReadState:
         cdef uint64_t read = <uint64_t>epoch | SPILL_MASK
         cdef unsigned long tid = table_id
         cdef list keys = [], values = [], ends = []
-        cdef list slices = [], sources = [], ks, vs
+        cdef list slices = [], runs = [], ks, vs
         cdef Py_ssize_t j, lo, hi
         for i in range(n):
             p = checked[i]
             end = key_prefix_end(<bytes>p)
-            hide = self.c_sources(tid, read, p, end, False, slices, sources)
-            if len(slices) == 1 and not sources and hide is None:
+            hide = self.c_sources(tid, read, p, end, slices, runs)
+            if len(slices) == 1 and not runs and hide is None:
                 # one imm slice alone (a key written this epoch, not yet synced): its live pairs
                 # are the scan's (an imm holds one version per key), no merge needed
                 imm, lo, hi = <tuple>slices[0]
@@ -639,15 +614,11 @@ cdef class ReadState:
                     if v is not None:
                         keys.append(ks[j])
                         values.append(v)
-            elif slices or sources:
-                if slices:
-                    sources[:0] = [imm_source(imm, tid, lo, hi, False) for imm, lo, hi in slices]
-                scan = UserScan(sources, read, False, self) if hide is None else \
-                    UserScan(sources, read, False, self, hide)
-                for kv in scan:
+            elif slices or runs:
+                for kv in self.c_user_scan(tid, read, False, hide, slices, runs):
                     keys.append((<tuple>kv)[0])
                     values.append((<tuple>kv)[1])
-                sources = []
+                runs = []
             if slices:
                 slices = []
             ends.append(len(keys))
@@ -814,20 +785,29 @@ cdef class ReadState:
 
     cdef object c_scan(self, unsigned long table_id, uint64_t read, object start, object end, bint reverse):
         cdef list slices = []
-        cdef list sources = []
-        hide = self.c_sources(table_id, read, start, end, reverse, slices, sources)
-        if slices:
-            sources[:0] = [imm_source(imm, table_id, lo, hi, reverse) for imm, lo, hi in slices]
-        if not sources:
+        cdef list runs = []
+        hide = self.c_sources(table_id, read, start, end, slices, runs)
+        if not slices and not runs:
             return iter(EMPTY)
-        if hide is None:
-            return UserScan(sources, read, reverse, self)
-        return UserScan(sources, read, reverse, self, hide)
+        return self.c_user_scan(table_id, read, reverse, hide, slices, runs)
 
-    cdef object c_sources(self, unsigned long table_id, uint64_t read, object start, object end, bint reverse,
-                          list slices, list sources):
-        """The sources of a scan: ``(imm, lo, hi)`` slices into ``slices`` and SST runs into
-        ``sources``; returns the table watermarks' ``hide`` (None: nothing hidden)."""
+    cdef UserScan c_user_scan(self, unsigned long table_id, uint64_t read, bint reverse, object hide, list slices,
+                              list runs):
+        """The merging scan over ``c_sources``' imm slices and SST runs (at least one)."""
+        cdef UserScan scan = scan_new(read, reverse, self, hide)
+        for imm, lo, hi in slices:
+            batches, tagged = imm_source(imm, table_id, lo, hi, reverse)
+            scan_add_batches(scan, batches, tagged)
+        for readers, start_full, end_full in runs:
+            scan_add_run(scan, readers, start_full, end_full)
+        scan_ready(scan)
+        return scan
+
+    cdef object c_sources(self, unsigned long table_id, uint64_t read, object start, object end, list slices,
+                          list runs):
+        """The sources of a scan: ``(imm, lo, hi)`` slices into ``slices`` and SST runs as
+        ``(readers, start_full, end_full)`` into ``runs``, in merge order; returns the table
+        watermarks' ``hide`` (None: nothing hidden)."""
         cdef bytes lo_user = with_table(table_id, b"" if start is None else <bytes>start)
         cdef bytes hi_user = None if end is None else with_table(table_id, <bytes>end)
         cdef bytes start_full = full_key_from(table_id, start)   # the newest version of the first key
@@ -883,7 +863,7 @@ cdef class ReadState:
             r = <SstReader>obj
             if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor) and (
                     pp == NULL or not r.prefix_excludes(pp)):
-                sources.append(SstRun([r], start_full, end_full))
+                runs.append(([r], start_full, end_full))
         n = len(self.l0_readers)
         for i in range(n):
             if self.l0_overlapping[i]:
@@ -891,17 +871,17 @@ cdef class ReadState:
                     r = <SstReader>obj
                     if wanted(r, read, lo_user, hi_user) and not (has_floor and r.max_epoch <= floor) and (
                             pp == NULL or not r.prefix_excludes(pp)):
-                        sources.append(SstRun([r], start_full, end_full))
+                        runs.append(([r], start_full, end_full))
             else:
                 chosen = run_from(<tuple>self.l0_readers[i], <list>self.l0_his[i], read, lo_user, hi_user,
                                   has_floor, floor, pp)
                 if chosen:
-                    sources.append(SstRun(chosen, start_full, end_full))
+                    runs.append((chosen, start_full, end_full))
         for j in range(len(self.levels)):
             chosen = run_from(<tuple>self.levels[j], <list>self.level_his[j], read, lo_user, hi_user,
                               has_floor, floor, pp)
             if chosen:
-                sources.append(SstRun(chosen, start_full, end_full))
+                runs.append((chosen, start_full, end_full))
         return hide
 
     cdef object c_memory_version(self, bytes key, bytes uk, uint64_t read, uint64_t uk_hash, imms):

@@ -83,7 +83,9 @@ class _Reader:
 @given(versions, st.integers(1, 3), st.integers(0, 7), st.booleans(), st.data())
 def test_sst_runs_match_model(impl, raw, n_ssts, read_epoch, reverse, data):
     from hummock.object_store import MemoryObjectStore
+    from hummock.read_view import SstReader
     from hummock.sstable.builder import SstableBuilderOptions, build_sstable
+    from hummock.sstable.cache import LruCache
     from hummock.sstable.reader import Sstable
     unique = {}
     for key, epoch, value in raw:
@@ -103,10 +105,16 @@ def test_sst_runs_match_model(impl, raw, n_ssts, read_epoch, reverse, data):
             start = cut
     store = MemoryObjectStore()
     readers = []
+    # the read path's own readers (SstReader: per-SST scan state, block cache read in C) or any
+    # object exposing ``.sst``: the same results
+    cache = LruCache(1 << 20) if data.draw(st.booleans()) else None
     for i, piece in enumerate(pieces):
         blob, info = build_sstable(piece, i, SstableBuilderOptions(block_size=256, restart_interval=2))
         store.upload(info.object_path, blob)
-        readers.append(_Reader(Sstable.open(store, info)))
+        if cache is not None:
+            readers.append(SstReader(info, lambda info: Sstable.open(store, info, block_cache=cache)))
+        else:
+            readers.append(_Reader(Sstable.open(store, info)))
     lo = data.draw(st.sampled_from([None, b"a", b"ab"]))
     start_full = None if lo is None else encode_full_key(3, lo, MAX_EPOCH)
     scan = impl.UserScan([impl.SstRun(readers, start_full, None)], read_epoch, reverse)

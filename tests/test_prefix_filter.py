@@ -376,9 +376,10 @@ def test_the_model_test_skips_ssts(monkeypatch):
     monkeypatch.setattr(pure_readpath.SstReader, "prefix_excludes", counting)
     monkeypatch.setattr("hummock.read_view.ReadState", pure_readpath.ReadState)
     monkeypatch.setattr("hummock.storage.ReadState", pure_readpath.ReadState)
-    monkeypatch.setattr("hummock.storage.SstReader", pure_readpath.SstReader)
     monkeypatch.setattr("hummock.storage.VersionView", pure_readpath.VersionView)
-    monkeypatch.setattr("hummock.storage.ReadHandle", pure_readpath.ReadHandle)
+    monkeypatch.setattr("hummock.read_side.ReadState", pure_readpath.ReadState)
+    monkeypatch.setattr("hummock.read_side.SstReader", pure_readpath.SstReader)
+    monkeypatch.setattr("hummock.read_side.ReadHandle", pure_readpath.ReadHandle)
     test_prefix_scans_match_a_model_dict()
     assert counts["skipped"] >= 10 and counts["asked"] > counts["skipped"]
 
