@@ -711,27 +711,35 @@ class StateTable:
         else:
             in_mem = [mem.range(lo, hi, False) if mem.has_range(lo, hi) else None
                       for lo, hi in zip(los, map(prefix_end, los))]
-        if in_mem.count(None) == len(in_mem):
+        hits = [i for i, records in enumerate(in_mem) if records is not None]
+        if not hits:
             return batch
+        # copy the batch between the prefixes with records in whole slices; ``grown`` is how
+        # many pairs each such prefix's merge added (or removed), shifting the later ends
         bkeys, bvalues, bends = batch
-        keys, values, ends = [], [], []
-        begin = 0
-        for records, end in zip(in_mem, bends):
-            if records is None:
-                keys += bkeys[begin:end]
-                values += bvalues[begin:end]
-            elif begin == end:   # nothing stored: the live records alone
-                for key, (op, _, new) in records:
+        keys, values = [], []
+        grown = np.zeros(len(los), np.int64)
+        copied = 0   # batch pairs [0, copied) are in ``keys`` already
+        for i in hits:
+            begin, end = (bends[i - 1] if i else 0), bends[i]
+            keys += bkeys[copied:begin]
+            values += bvalues[copied:begin]
+            before = len(keys)
+            if begin == end:   # nothing stored: the live records alone
+                for key, (op, _, new) in in_mem[i]:
                     if op != DELETE:
                         keys.append(key)
                         values.append(new)
             else:
                 stored = zip(bkeys[begin:end], bvalues[begin:end])
-                for key, value in merge_mem_over_storage(iter(records), stored, False):
+                for key, value in merge_mem_over_storage(iter(in_mem[i]), stored, False):
                     keys.append(key)
                     values.append(value)
-            ends.append(len(keys))
-            begin = end
+            grown[i] = (len(keys) - before) - (end - begin)
+            copied = end
+        keys += bkeys[copied:]
+        values += bvalues[copied:]
+        ends = (np.asarray(bends, np.int64) + np.cumsum(grown)).tolist()
         return keys, values, ends
 
     def iter_batches(self, pk_prefix=(), *, start=None, end=None, start_inclusive: bool = True,
