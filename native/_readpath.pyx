@@ -474,6 +474,7 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
     cdef FindCursor cur = FindCursor()
     cdef int status
     cdef uint64_t version
+    cdef SstReader opened = None       # the reader last opened here (its filter is set)
     cur.reader = None
     for k in range(n):
         i = order[k].i
@@ -485,6 +486,11 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
         r = <SstReader>readers[pos]
         if r.min_epoch > read or cmp_bytes(PyBytes_AS_STRING(r.lo), PyBytes_GET_SIZE(r.lo),
                                            <const char*>order[k].p, order[k].n - 8) > 0:
+            continue
+        if r is not opened:             # the filter first, inline: most keys miss most SSTs
+            r.ensure_open()
+            opened = r
+        if not r.filter.probe(hashes[i]):
             continue
         value = r.c_find(order[k].p, order[k].n, hashes[i], cur, &status, &version)
         if status == 1:
