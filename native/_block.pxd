@@ -97,7 +97,7 @@ cdef class Block:
     cdef bint busy
     # restart index of point lookups (built on the first get; see Block.build_index)
     cdef int index_state            # 0: not built, 1: built, 2: not usable (search the entries)
-    cdef uint64_t* rwords           # per restart: 8 user-key bytes after the common prefix
+    cdef uint64_t* rwords           # per restart: 16 user-key bytes after the common prefix (2 words)
     cdef uint32_t* rkey_pos         # per restart: offset of its key (in place: shared == 0)
     cdef uint32_t* rkey_len         # per restart: its full-key length
     cdef Py_ssize_t cp_len          # bytes every restart's user key shares

@@ -241,19 +241,19 @@ def test_decompression_bomb_and_bad_tags_rejected():
         decode_stored_block(encode_stored_block(b"abc"), expected_content_len=4)
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.binary(max_size=3), st.integers(0, 5)), min_size=1, max_size=60,
+@given(st.lists(st.tuples(st.integers(0, 6), st.binary(max_size=3), st.integers(0, 5)), min_size=1, max_size=60,
                 unique=True), st.integers(1, 6), st.data())
 def test_point_get_on_keys_sharing_long_prefixes(parts, restart_interval, data):
-    """Native point gets binary-search 8 bytes of each restart key after the prefix they share
-    (Block.build_index): keys that tie on those bytes, or end inside them, must still land
-    where the model says."""
+    """Native point gets binary-search 16 bytes (two words) of each restart key after the prefix
+    they share (Block.build_index): keys that tie on the first word or on both, or end inside
+    either, must still land where the model says."""
     entries = sorted(((encode_full_key(1, b"p" * 6 + b"q" * (n * 4) + tail, epoch), encode_value(b"v"))
                       for n, tail, epoch in parts), key=lambda kv: full_key_sort_key(kv[0]))
     keys = [k for k, _ in entries]
     for impl in implementations():
         block = impl.Block(build(impl, entries, restart_interval)[1])
         for _ in range(10):
-            n, tail = data.draw(st.integers(0, 4)), data.draw(st.binary(max_size=4))
+            n, tail = data.draw(st.integers(0, 7)), data.draw(st.binary(max_size=4))
             uk = encode_full_key(1, b"p" * data.draw(st.integers(4, 7)) + b"q" * (n * 4) + tail, 0)[:-8]
             epoch = data.draw(st.sampled_from([0, 2, 5, MAX_EPOCH]))
             pos = model_seek(keys, uk + (MAX_EPOCH - epoch).to_bytes(8, "big"))
