@@ -104,5 +104,7 @@ cdef class Block:
     cdef object corrupt(self, message, offset, expected=*, found=*)
     cdef object c_get(self, bytes uk, uint64_t epoch)
     cdef object c_find(self, const unsigned char* target, Py_ssize_t tn, int* status, uint64_t* version)
+    cdef object find_in_place(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t tn,
+                              int* status, uint64_t* version, bint* done)
     cdef int build_index(self) except -1
     cdef Py_ssize_t restart_for(self, const unsigned char* target, Py_ssize_t n) noexcept

@@ -85,6 +85,16 @@ cdef inline uint64_t word_at(const unsigned char* k, Py_ssize_t ulen, Py_ssize_t
     return w
 
 
+cdef inline Py_ssize_t common_len(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
+    """How many leading bytes of ``a`` and ``b`` (``n`` each) are equal."""
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n and load_be64(a + i) == load_be64(b + i):
+        i += 8
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
 cdef inline int memcmp_eq(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
     """1 if the first ``n`` bytes are equal, else 0."""
     cdef Py_ssize_t i
@@ -767,6 +777,13 @@ cdef class Block:
         cdef bint shared = not self.busy
         cdef Py_ssize_t un = tn - EPOCH_LEN, vn
         cdef const unsigned char* v
+        cdef bint done = False
+        if self.index_state == 0:
+            self.build_index()
+        if self.index_state == 1:
+            value = self.find_in_place(self.restart_for(target, tn), target, tn, status, version, &done)
+            if done:
+                return value
         try:
             if shared:
                 if self.shared_iter is None:
@@ -802,6 +819,64 @@ cdef class Block:
         finally:
             if shared:
                 self.busy = False
+
+    cdef object find_in_place(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t tn,
+                              int* status, uint64_t* version, bint* done):
+        """``c_find``'s scan from restart ``restart`` (what ``restart_for`` gave) without decoding
+        keys: sets ``done`` and answers as ``c_find`` does when every entry it reads has a key of
+        ``tn`` bytes and passes ``BlockIterator.parse``'s checks and the answer's value has a good
+        tag; else leaves ``done`` false, having changed nothing, and ``c_find`` takes the
+        iterator (which raises for a damaged entry as before). REQUIRES the restart index built.
+
+        Keys of one length order as plain bytes, and an entry's key is the previous key's first
+        ``shared`` bytes then its own bytes in place, so the scan only tracks ``c``, how many
+        leading bytes the current key shares with ``target``: while the key is below ``target``
+        it differs from it first at ``c``, so a next key sharing more than ``c`` bytes with it is
+        below ``target`` too (nothing read), and one sharing at most ``c`` bytes is compared in
+        place from its ``shared``-th byte on. No key is copied."""
+        cdef const unsigned char* p = self.p
+        cdef Py_ssize_t limit = self.limit, pos, c, s = 0, un = tn - EPOCH_LEN, i, vpos
+        cdef uint32_t shared, unshared, value_len
+        cdef unsigned char suffix[EPOCH_LEN]
+        pos = load_u32(p + limit + 4 * restart)   # checked < limit in __cinit__
+        if (read_varint32(p, limit, &pos, &shared) or shared != 0 or read_varint32(p, limit, &pos, &unshared)
+                or read_varint32(p, limit, &pos, &value_len) or unshared != tn
+                or unshared > limit - pos or value_len > limit - pos - unshared):
+            return None
+        c = common_len(p + pos, target, tn)
+        while c < tn and p[pos + c - s] < target[c]:      # the key at pos is below target
+            while True:                                   # the next entry sharing at most c bytes
+                pos += unshared + value_len
+                if pos >= limit:                          # the block ends below target
+                    status[0] = 2
+                    done[0] = True
+                    return None
+                if (read_varint32(p, limit, &pos, &shared) or read_varint32(p, limit, &pos, &unshared)
+                        or read_varint32(p, limit, &pos, &value_len) or shared > tn or shared + unshared != tn
+                        or unshared > limit - pos or value_len > limit - pos - unshared):
+                    return None
+                if shared <= c:
+                    break
+            s = shared
+            c = s + common_len(p + pos, target + s, unshared)
+        # the key at pos (own bytes from s on) is the first >= target; it shares c >= s bytes with it
+        if c < un:
+            status[0] = 0
+            done[0] = True
+            return None
+        vpos = pos + unshared
+        if value_len >= 1 and p[vpos] == TAG_PUT:
+            value = PyBytes_FromStringAndSize(<const char*>p + vpos + 1, value_len - 1)
+        elif value_len == 1 and p[vpos] == TAG_DELETE:
+            value = None
+        else:
+            return None                                   # c_find's iterator raises "bad value tag"
+        for i in range(EPOCH_LEN):                        # bytes before s are target's (s <= c)
+            suffix[i] = target[un + i] if un + i < s else p[pos + un + i - s]
+        version[0] = ~load_u64_be(suffix)                 # 2**64-1 - x in C
+        status[0] = 1
+        done[0] = True
+        return value
 
     def first_version(self, user_key):
         """``(version_epoch, value_or_None)`` of the block's first entry if it has ``user_key``,
