@@ -6,7 +6,11 @@ The whole get runs in C: argument checks, the imm filter probes and binary searc
 screening, the SST filter probes (the key is hashed once per get and every filter is probed in C
 through ``native/_filter.pxd``), the block search over first keys, and the lookup
 inside the cached block (a C call into ``native._block.Block``), and the block cache lookup of a
-hit (``LruCache.c_peek``). Python-level work is a block-cache miss and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
+hit (``LruCache.c_peek``). Python-level work is a block-cache miss and, once per SST, opening it.
+``multi_get`` runs the same search for a batch in ascending key order, one forward walk per
+sorted run (``find_in_run``): a key passing its SST's filter is located (``SstReader.c_locate``),
+its block's restart interval prefetched, and searched a few keys later (``c_finish``), so the
+cache misses of several lookups overlap. ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
 Table watermarks (``marks``): a get resolves its table's records (cached per version for reads
 at the newest epochs) and checks the version it found in C; tables without records cost one
