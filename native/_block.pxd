@@ -90,6 +90,17 @@ cdef class BlockIterator:
         return self.current < self.limit
 
 
+cdef struct RestartEntry:
+    # a restart of a block's point-lookup index (Block.build_index); 32 bytes, one cache line
+    # holds two, so the binary search's last probes bring in the chosen restart's place
+    uint64_t w0          # 16 user-key bytes after the prefix every restart key shares,
+    uint64_t w1          # big-endian, zero-padded past the key's end
+    uint32_t key_pos     # offset of its key (in place: shared == 0)
+    uint32_t key_len     # its full-key length
+    uint32_t next        # offset of the entry after it (its value's end)
+    uint32_t unused
+
+
 @cython.final
 cdef class Block:
     cdef bytes data
@@ -101,12 +112,12 @@ cdef class Block:
     cdef bint busy
     # restart index of point lookups (built on the first get; see Block.build_index)
     cdef int index_state            # 0: not built, 1: built, 2: not usable (search the entries)
-    cdef uint64_t* rwords           # per restart: 8 user-key bytes after the common prefix
-    cdef uint32_t* rkey_pos         # per restart: offset of its key (in place: shared == 0)
-    cdef uint32_t* rkey_len         # per restart: its full-key length
+    cdef RestartEntry* ridx         # one per restart
     cdef Py_ssize_t cp_len          # bytes every restart's user key shares
     cdef object corrupt(self, message, offset, expected=*, found=*)
     cdef object c_get(self, bytes uk, uint64_t epoch)
     cdef object c_find(self, const unsigned char* target, Py_ssize_t tn, int* status, uint64_t* version)
+    cdef object find_in_place(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t tn,
+                              int* status, uint64_t* version, bint* done)
     cdef int build_index(self) except -1
     cdef Py_ssize_t restart_for(self, const unsigned char* target, Py_ssize_t n) noexcept

@@ -6,7 +6,11 @@ The whole get runs in C: argument checks, the imm filter probes and binary searc
 screening, the SST filter probes (the key is hashed once per get and every filter is probed in C
 through ``native/_filter.pxd``), the block search over first keys, and the lookup
 inside the cached block (a C call into ``native._block.Block``), and the block cache lookup of a
-hit (``LruCache.c_peek``). Python-level work is a block-cache miss and, once per SST, opening it. ``iter`` checks its arguments and picks the scan's
+hit (``LruCache.c_peek``). Python-level work is a block-cache miss and, once per SST, opening it.
+``multi_get`` runs the same search for a batch in ascending key order, one forward walk per
+sorted run (``find_in_run``): a key passing its SST's filter is located (``SstReader.c_locate``),
+its block's restart interval prefetched, and searched a few keys later (``c_finish``), so the
+cache misses of several lookups overlap. ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
 Table watermarks (``marks``): a get resolves its table's records (cached per version for reads
 at the newest epochs) and checks the version it found in C; tables without records cost one
@@ -182,12 +186,20 @@ cdef class SstReader(ScanSst):
         value returned (None: a tombstone) when the SST holds a version <= the read epoch, else
         0 (returns None). ``cur`` (or None): the cursor of an ascending batch of targets in
         this SST; the search starts at its block and keeps the block found."""
-        cdef Py_ssize_t lo = 0, hi, mid, index, n
-        cdef bytes k
+        cdef Py_ssize_t index
         status[0] = 0
         self.ensure_open()
         if not self.filter.probe(uk_hash):
             return None
+        block = self.c_locate(target, tn, cur, &index)
+        return self.c_finish(block, index, target, tn, status, version)
+
+    cdef object c_locate(self, const unsigned char* target, Py_ssize_t tn, FindCursor cur, Py_ssize_t* found):
+        """``c_find``'s block search, after its filter probe passed (REQUIRES the SST open): the
+        native ``Block`` whose range holds ``target``, its index in ``found``; counts the block
+        cache lookup and moves ``cur`` as ``c_find`` does."""
+        cdef Py_ssize_t lo = 0, hi, mid, index, n
+        cdef bytes k
         n = len(self.first_keys)
         hi = n
         if cur is not None and cur.reader is self:
@@ -220,6 +232,14 @@ cdef class SstReader(ScanSst):
                 raise InvalidArgumentError("the block source must return native Blocks")
             if cur is not None:
                 cur.reader, cur.index, cur.block = self, index, block
+        found[0] = index
+        return block
+
+    cdef object c_finish(self, object block, Py_ssize_t index, const unsigned char* target, Py_ssize_t tn,
+                         int* status, uint64_t* version):
+        """``c_find``'s lookup in ``block`` (what ``c_locate`` found at ``index``), and in the
+        next block when the versions may continue there; sets ``status`` and ``version``."""
+        cdef Py_ssize_t n = len(self.first_keys)
         value = (<Block>block).c_find(target, tn, status, version)
         if status[0] != 2:
             return value
@@ -439,16 +459,40 @@ cdef Py_ssize_t lower_bound_from(list keys, const unsigned char* key, Py_ssize_t
     return lo
 
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define HUMMOCK_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define HUMMOCK_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void HUMMOCK_PREFETCH(const void* p) noexcept nogil
+
+
+DEF WINDOW = 8   # find_in_run's lookups in flight: located and prefetched, not yet searched
+DEF PREFETCH_LINES = 16   # at most this many 64-byte lines prefetched a lookup
+
+
 cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_t n, uint64_t read,
                             uint64_t* hashes, list out, uint64_t* versions, unsigned char* done) except -1:
     """``one_of`` for every key of a batch not yet ``done``, visiting them in ``order``
     (ascending): one forward walk over the run's SSTs, one ``FindCursor`` for block reuse.
-    Records each hit in ``out``/``versions``/``done``; returns the number of hits."""
-    cdef Py_ssize_t k, i, pos = 0, count = len(readers), hits = 0
+    Records each hit in ``out``/``versions``/``done``; returns the number of hits.
+
+    A key passing its SST's filter is located (block, restart) and its restart's entries are
+    prefetched; it is searched ``WINDOW`` keys later (``SstReader.c_finish``), so the cache
+    misses of several lookups overlap instead of following each other. Each key's answer is
+    the one ``c_find`` gives (the same calls, in a different order across keys)."""
+    cdef Py_ssize_t k, i, pos = 0, count = len(readers), hits = 0, index, restart, at, end, slot
+    cdef Py_ssize_t head = 0, queued = 0
     cdef SstReader r
     cdef FindCursor cur = FindCursor()
-    cdef int status
-    cdef uint64_t version
+    cdef SstReader opened = None       # the reader last opened here (its filter is set)
+    cdef Block b
+    cdef Py_ssize_t ring_k[WINDOW]
+    cdef Py_ssize_t ring_index[WINDOW]
+    cdef list held = [None] * (2 * WINDOW)   # per slot: its reader and block (kept alive)
     cur.reader = None
     for k in range(n):
         i = order[k].i
@@ -461,11 +505,54 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
         if r.min_epoch > read or cmp_bytes(PyBytes_AS_STRING(r.lo), PyBytes_GET_SIZE(r.lo),
                                            <const char*>order[k].p, order[k].n - 8) > 0:
             continue
-        value = r.c_find(order[k].p, order[k].n, hashes[i], cur, &status, &version)
-        if status == 1:
-            out[i], versions[i], done[i] = value, version, 1
-            hits += 1
+        if r is not opened:             # the filter first, inline: most keys miss most SSTs
+            r.ensure_open()
+            opened = r
+        if not r.filter.probe(hashes[i]):
+            continue
+        block = r.c_locate(order[k].p, order[k].n, cur, &index)
+        b = <Block>block
+        if b.index_state == 0:
+            b.build_index()
+        if b.index_state == 1:          # start loading the entries the search may read: from the
+            restart = b.restart_for(order[k].p, order[k].n)      # restart's key to the next one's
+            at = b.ridx[restart].key_pos
+            end = b.ridx[restart + 1].key_pos + 32 if restart + 1 < b.num_restarts else b.limit
+            if end > b.limit:
+                end = b.limit
+            if end > at + 64 * PREFETCH_LINES:
+                end = at + 64 * PREFETCH_LINES
+            while at < end:
+                HUMMOCK_PREFETCH(b.p + at)
+                at += 64
+        if queued == WINDOW:
+            hits += finish_queued(order, head, ring_k, ring_index, held, out, versions, done)
+            head = (head + 1) % WINDOW
+            queued -= 1
+        slot = (head + queued) % WINDOW
+        ring_k[slot], ring_index[slot] = k, index
+        held[2 * slot], held[2 * slot + 1] = r, block
+        queued += 1
+    while queued:
+        hits += finish_queued(order, head, ring_k, ring_index, held, out, versions, done)
+        head = (head + 1) % WINDOW
+        queued -= 1
     return hits
+
+
+cdef inline Py_ssize_t finish_queued(SortedKey* order, Py_ssize_t slot, Py_ssize_t* ring_k, Py_ssize_t* ring_index,
+                                     list held, list out, uint64_t* versions, unsigned char* done) except -1:
+    """Search the located key of ``slot`` (``find_in_run``); record a hit; 1 if it hit."""
+    cdef Py_ssize_t k = ring_k[slot], i = order[k].i
+    cdef int status = 0
+    cdef uint64_t version = 0
+    cdef SstReader r = <SstReader>held[2 * slot]
+    value = r.c_finish(held[2 * slot + 1], ring_index[slot], order[k].p, order[k].n, &status, &version)
+    held[2 * slot] = held[2 * slot + 1] = None
+    if status == 1:
+        out[i], versions[i], done[i] = value, version, 1
+        return 1
+    return 0
 
 
 cdef Py_ssize_t find_overlapping(tuple readers, SortedKey* order, Py_ssize_t n, uint64_t read,

@@ -19,9 +19,11 @@ from tests.kv_model import KvModel
 E = 1 << 16
 TABLE = 3
 # keys of many lengths, some the prefix of others (b"" < b"a" < b"a\x00" < b"ab"): a batch is
-# ordered by user key, not by user key || epoch suffix compared bytewise
+# ordered by user key, not by user key || epoch suffix compared bytewise; the long ones share
+# their first 8 bytes (the native sort's word) and differ after them, or end inside them
 KEYS = sorted({b"", b"a", b"a\x00", b"ab", b"b", b"d\xff"} | {b"k%03d" % i for i in range(0, 60, 2)}
-              | {b"k%02d" % i for i in range(0, 60, 7)})
+              | {b"k%02d" % i for i in range(0, 60, 7)}
+              | {b"longkey", b"longkey\x00", b"longkey-", b"longkey-\x00", b"longkey-a", b"longkey-ab", b"longkey-b"})
 
 # one step: (kind, payload)
 #   ("put", [(key index, value or None)])  a batch in the current epoch
