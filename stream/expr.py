@@ -76,13 +76,27 @@ def common_numeric(a: DataType, b: DataType) -> DataType | None:
 
 
 class Expr:
-    """A typed expression. ``eval(columns, n)`` returns an Arrow array of ``n`` values of
-    ``arrow_type(self.data_type)``; ``columns`` are a chunk's columns (all rows, visible or not)."""
+    """A typed expression node. Evaluation has two public steps:
+
+    - :meth:`evaluate` ``(columns)`` is the step every node implements and the one a parent
+      node calls on its children. It returns a ``pa.Array`` with one value per row of
+      ``columns``, or a ``pa.Scalar`` standing for every row (a constant subtree, so Arrow
+      broadcasts it instead of materializing ``n`` copies); both of
+      ``arrow_type(self.data_type)``.
+    - :meth:`eval` ``(columns, n)`` is what executors call: :meth:`evaluate` with a scalar
+      result broadcast to an array of ``n`` values.
+
+    ``columns`` are a chunk's columns (all rows, visible or not); an entry may be a
+    ``pa.Scalar`` or a ``pa.ChunkedArray`` (CASE branches and the row-by-row retry of
+    :func:`stream.expr_errors.guarded` pass such lists). Type errors are raised at
+    construction; data errors at evaluation follow the mode of :mod:`stream.expr_errors`.
+    """
 
     data_type: DataType
 
     def eval(self, columns, n: int) -> pa.Array:
-        out = self._eval(columns)
+        """An Arrow array of ``n`` values of ``arrow_type(self.data_type)``."""
+        out = self.evaluate(columns)
         if isinstance(out, pa.Scalar):
             return pa.repeat(out, n) if out.is_valid else pa.nulls(n, arrow_type(self.data_type))
         return out
@@ -90,7 +104,9 @@ class Expr:
     def eval_chunk(self, chunk) -> pa.Array:
         return self.eval(chunk.columns, len(chunk))
 
-    def _eval(self, columns):   # -> pa.Array or pa.Scalar
+    def evaluate(self, columns):
+        """This node over ``columns``: a ``pa.Array`` (one value per row) or a ``pa.Scalar``
+        (the same value for every row); see the class docstring."""
         raise NotImplementedError
 
     def children(self) -> tuple:
@@ -110,7 +126,7 @@ class Col(Expr):
     def __init__(self, index: int, data_type: DataType, name: str | None = None):
         self.index, self.data_type, self.name = index, data_type, name
 
-    def _eval(self, columns):
+    def evaluate(self, columns):
         return columns[self.index]
 
     def column_refs(self) -> set:
@@ -129,7 +145,7 @@ class Lit(Expr):
         self._scalar = pa.scalar(None if self.value is None else _to_arrow_value(self.value, data_type),
                                  type=arrow_type(data_type))
 
-    def _eval(self, columns):
+    def evaluate(self, columns):
         return self._scalar
 
     def __str__(self) -> str:
@@ -227,9 +243,9 @@ class Arith(Expr):
     def children(self) -> tuple:
         return self.left, self.right
 
-    def _eval(self, columns):
-        left = _cast_to(self.left._eval(columns), self.left.data_type, self.data_type, self)
-        right = _cast_to(self.right._eval(columns), self.right.data_type, self.data_type, self)
+    def evaluate(self, columns):
+        left = _cast_to(self.left.evaluate(columns), self.left.data_type, self.data_type, self)
+        right = _cast_to(self.right.evaluate(columns), self.right.data_type, self.data_type, self)
         if self.data_type.kind == _DECIMAL:
             return self._decimal(left, right)
         if self.op in ("/", "%") and not self._nonzero_divisor:   # division by zero: a data error
@@ -294,9 +310,9 @@ class Cmp(Expr):
     def children(self) -> tuple:
         return self.left, self.right
 
-    def _eval(self, columns):
-        left = _cast_to(self.left._eval(columns), self.left.data_type, self._common, self)
-        right = _cast_to(self.right._eval(columns), self.right.data_type, self._common, self)
+    def evaluate(self, columns):
+        left = _cast_to(self.left.evaluate(columns), self.left.data_type, self._common, self)
+        right = _cast_to(self.right.evaluate(columns), self.right.data_type, self._common, self)
         if self._common.kind == _DECIMAL:
             fast = V.compare(self.op, left, right)
             if fast is not None:
@@ -355,10 +371,10 @@ class And(Expr):
     def children(self) -> tuple:
         return self.args
 
-    def _eval(self, columns):
-        out = self.args[0]._eval(columns)
+    def evaluate(self, columns):
+        out = self.args[0].evaluate(columns)
         for a in self.args[1:]:
-            out = pc.and_kleene(out, a._eval(columns))
+            out = pc.and_kleene(out, a.evaluate(columns))
         return out
 
     def __str__(self) -> str:
@@ -368,10 +384,10 @@ class And(Expr):
 class Or(And):
     """Three-valued OR of one or more BOOLEAN operands."""
 
-    def _eval(self, columns):
-        out = self.args[0]._eval(columns)
+    def evaluate(self, columns):
+        out = self.args[0].evaluate(columns)
         for a in self.args[1:]:
-            out = pc.or_kleene(out, a._eval(columns))
+            out = pc.or_kleene(out, a.evaluate(columns))
         return out
 
     def __str__(self) -> str:
@@ -386,8 +402,8 @@ class Not(Expr):
     def children(self) -> tuple:
         return (self.arg,)
 
-    def _eval(self, columns):
-        return pc.invert(self.arg._eval(columns))
+    def evaluate(self, columns):
+        return pc.invert(self.arg.evaluate(columns))
 
     def __str__(self) -> str:
         return f"(NOT {self.arg})"
@@ -402,8 +418,8 @@ class IsNull(Expr):
     def children(self) -> tuple:
         return (self.arg,)
 
-    def _eval(self, columns):
-        value = self.arg._eval(columns)
+    def evaluate(self, columns):
+        value = self.arg.evaluate(columns)
         if isinstance(value, pa.Scalar):
             return pa.scalar(value.is_valid if self.negated else not value.is_valid)
         return pc.is_valid(value) if self.negated else pc.is_null(value)
@@ -426,11 +442,11 @@ class Cast(Expr):
     def children(self) -> tuple:
         return (self.arg,)
 
-    def _eval(self, columns):
+    def evaluate(self, columns):
         return _guarded(self, columns, lambda: self._compute(columns))
 
     def _compute(self, columns):
-        return _cast_to(self.arg._eval(columns), self.arg.data_type, self.data_type, self)
+        return _cast_to(self.arg.evaluate(columns), self.arg.data_type, self.data_type, self)
 
     def __str__(self) -> str:
         return f"CAST({self.arg} AS {self.data_type.sql_name()})"
@@ -439,13 +455,13 @@ class Cast(Expr):
 def _func_abs(args, columns):
     if args[0].data_type.kind == _DECIMAL:
         return _decimal_func(lambda d: d.copy_abs())(args, columns)
-    return pc.abs_checked(args[0]._eval(columns))
+    return pc.abs_checked(args[0].evaluate(columns))
 
 
 def _decimal_func(fn):
     """A function of DECIMAL (and integer) arguments computed row by row (decimal_ops)."""
     def run(args, columns):
-        decoded = [D.decode(a._eval(columns)) if a.data_type.kind == _DECIMAL else _py_values(a._eval(columns))
+        decoded = [D.decode(a.evaluate(columns)) if a.data_type.kind == _DECIMAL else _py_values(a.evaluate(columns))
                    for a in args]
         scalar = all(sc for _, sc in decoded)
         n = None if scalar else next(len(v) for v, sc in decoded if not sc)
@@ -463,7 +479,7 @@ def _py_values(value):
 def _func_round(args, columns):
     if args[0].data_type.kind == _DECIMAL:
         return _decimal_func(D.round_to)(args, columns)
-    return pc.round(args[0]._eval(columns), 0, "half_towards_infinity")
+    return pc.round(args[0].evaluate(columns), 0, "half_towards_infinity")
 
 
 def _round_type(ts):
@@ -478,7 +494,7 @@ def _ceil_floor(kernel, fn):
             return _decimal_func(fn)(args, columns)
         if args[0].data_type.kind in _INTS:   # Postgres: ceil(integer) is ceil(double precision)
             return kernel(_as_double(args[0], columns))
-        return kernel(args[0]._eval(columns))
+        return kernel(args[0].evaluate(columns))
     return run
 
 
@@ -523,7 +539,7 @@ def _func_power(args, columns):
 
 
 def _func_coalesce(args, columns):
-    return pc.coalesce(*(a._eval(columns) for a in args))
+    return pc.coalesce(*(a.evaluate(columns) for a in args))
 
 
 def _func_concat(args, columns):   # Postgres concat(): NULL arguments are skipped
@@ -532,7 +548,7 @@ def _func_concat(args, columns):   # Postgres concat(): NULL arguments are skipp
 
 
 def _as_text(arg, columns):
-    value = arg._eval(columns)
+    value = arg.evaluate(columns)
     return value if arg.data_type == DataType.VARCHAR else pc.cast(value, pa.string())
 
 
@@ -541,11 +557,11 @@ def _text_to_text(ts):
 
 
 def _as_double(arg, columns):
-    return _cast_to(arg._eval(columns), arg.data_type, DataType.DOUBLE, arg)
+    return _cast_to(arg.evaluate(columns), arg.data_type, DataType.DOUBLE, arg)
 
 
 def _func_substr(args, columns):   # substr(s, start [, count]), 1-based like Postgres
-    value = args[0]._eval(columns)
+    value = args[0].evaluate(columns)
     start = args[1]
     count = args[2] if len(args) > 2 else None
     if not isinstance(start, Lit) or (count is not None and not isinstance(count, Lit)):
@@ -569,26 +585,26 @@ def _func_replace(args, columns):
         raise ExpressionError("replace needs constant pattern and replacement")
     if pattern.value is None or repl.value is None:
         return pa.scalar(None, pa.string())
-    return pc.replace_substring(args[0]._eval(columns), pattern.value, repl.value)
+    return pc.replace_substring(args[0].evaluate(columns), pattern.value, repl.value)
 
 
 _FUNCS = {
     # name: (implementation, result type from the argument types, (min args, max args))
     "abs": (_func_abs, lambda ts: ts[0] if is_numeric(ts[0]) else None, (1, 1)),
     "round": (_func_round, _round_type, (1, 2)),
-    "lower": (lambda a, c: pc.utf8_lower(a[0]._eval(c)), lambda ts: ts[0] if ts[0] == DataType.VARCHAR else None,
+    "lower": (lambda a, c: pc.utf8_lower(a[0].evaluate(c)), lambda ts: ts[0] if ts[0] == DataType.VARCHAR else None,
               (1, 1)),
-    "upper": (lambda a, c: pc.utf8_upper(a[0]._eval(c)), lambda ts: ts[0] if ts[0] == DataType.VARCHAR else None,
+    "upper": (lambda a, c: pc.utf8_upper(a[0].evaluate(c)), lambda ts: ts[0] if ts[0] == DataType.VARCHAR else None,
               (1, 1)),
-    "length": (lambda a, c: pc.cast(pc.utf8_length(a[0]._eval(c)), pa.int32()),
+    "length": (lambda a, c: pc.cast(pc.utf8_length(a[0].evaluate(c)), pa.int32()),
                lambda ts: DataType.INT if ts[0] == DataType.VARCHAR else None, (1, 1)),
     "coalesce": (_func_coalesce, lambda ts: ts[0] if all(t == ts[0] for t in ts) else None, (1, None)),
     "concat": (_func_concat, lambda ts: DataType.VARCHAR, (1, None)),
     "substr": (_func_substr, lambda ts: ts[0] if ts[0] == DataType.VARCHAR and all(t.kind in _INTS for t in ts[1:])
                else None, (2, 3)),
-    "trim": (lambda a, c: pc.utf8_trim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
-    "ltrim": (lambda a, c: pc.utf8_ltrim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
-    "rtrim": (lambda a, c: pc.utf8_rtrim_whitespace(a[0]._eval(c)), _text_to_text, (1, 1)),
+    "trim": (lambda a, c: pc.utf8_trim_whitespace(a[0].evaluate(c)), _text_to_text, (1, 1)),
+    "ltrim": (lambda a, c: pc.utf8_ltrim_whitespace(a[0].evaluate(c)), _text_to_text, (1, 1)),
+    "rtrim": (lambda a, c: pc.utf8_rtrim_whitespace(a[0].evaluate(c)), _text_to_text, (1, 1)),
     "replace": (_func_replace, lambda ts: ts[0] if all(t == DataType.VARCHAR for t in ts) else None, (3, 3)),
     "ceil": (_ceil_floor(pc.ceil, D.ceil), _ceil_floor_type, (1, 1)),
     "floor": (_ceil_floor(pc.floor, D.floor), _ceil_floor_type, (1, 1)),
@@ -616,7 +632,7 @@ class Func(Expr):
     def children(self) -> tuple:
         return self.args
 
-    def _eval(self, columns):
+    def evaluate(self, columns):
         return _guarded(self, columns, lambda: self._compute(columns))
 
     def _compute(self, columns):
@@ -654,14 +670,14 @@ class Case(Expr):
         out = [x for w in self.whens for x in w]
         return tuple(out + ([self.else_] if self.else_ is not None else []))
 
-    def _eval(self, columns):
+    def evaluate(self, columns):
         n = _chunk_len(columns)
         if n is None:   # all constants: only the taken branch is evaluated
             for cond, value in self.whens:
-                c = cond._eval(columns)
+                c = cond.evaluate(columns)
                 if c.is_valid and c.as_py():
-                    return value._eval(columns)
-            return self.else_._eval(columns) if self.else_ is not None else pa.scalar(None, arrow_type(self.data_type))
+                    return value.evaluate(columns)
+            return self.else_.evaluate(columns) if self.else_ is not None else pa.scalar(None, arrow_type(self.data_type))
         t = arrow_type(self.data_type)
         refs = self.column_refs()
         rows, cols = np.arange(n), columns
@@ -736,8 +752,8 @@ class Like(Expr):
     def children(self) -> tuple:
         return (self.arg,)
 
-    def _eval(self, columns):
-        value = self.arg._eval(columns)
+    def evaluate(self, columns):
+        value = self.arg.evaluate(columns)
         if self.pattern is None or self.escape is None:
             return pa.scalar(None, pa.bool_())
         if self.escape == "\\":   # Arrow's LIKE (its escape is a backslash) has fast paths
