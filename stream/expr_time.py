@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from relational.arrow import arrow_type
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
-from stream.expr import Expr
+from stream.expr_base import Expr
 from stream.expr_errors import guarded
 
 _TS = (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ)
