@@ -17,7 +17,8 @@ State (seed 000, all through StateTables; ``table_ids``: the value state's, then
    deleted; the slots are agg_call's (for retractable min/max the current result).
 2. per min/max call on a retractable input: the materialized input ``group key | value |
    input stream key`` (value ascending for min, descending for max, so the best value is the
-   first row of the group's prefix; NULL values are not stored).
+   first row of the group's prefix; NULL values are not stored), owned with its cache by a
+   :class:`~stream.executors.agg_extreme.RetractableExtreme`.
 3. per ``count(DISTINCT col)``: the distinct dedup table ``group key | value -> count``.
 
 Caches (:class:`~stream.cache.StateCache` under one budget): group states (an evicted group is
@@ -25,7 +26,7 @@ read again from the value state, batched with ``get_rows`` per chunk), and per m
 best ``EXTREME_CACHE_ROWS`` values of a group (a sorted multiset; the invariant: it holds every
 stored value strictly better than its worst one and at least one value equal to it, or it is
 ``complete`` and holds them all), refilled by ``iter_with_prefix(group, limit=...)`` when it
-runs empty. A group not in that cache keeps its current extreme in the value state: inserts
+runs empty (:mod:`stream.executors.agg_extreme`). A group not in that cache keeps its current extreme in the value state: inserts
 update it directly; a delete of the current extreme marks it unknown and the barrier refills.
 Append-only inputs (``append_only=True``: a delete raises) keep only the extreme itself.
 
@@ -49,7 +50,6 @@ Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
 
 from __future__ import annotations
 
-import bisect
 import decimal
 
 import numpy as np
@@ -57,7 +57,6 @@ import pyarrow as pa
 
 from relational.arrow import to_arrow, to_pylist
 from relational.errors import InconsistentOpError
-from relational.memcomparable import OrderType
 from relational.state_table import StateTable
 from relational.types import DataType
 from stream.cache import default_budget, row_bytes
@@ -65,13 +64,14 @@ from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDA
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
 from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask, order_key, same_nan, valid_mask
+from stream.executors.agg_extreme import UNKNOWN as _UNKNOWN
+from stream.executors.agg_extreme import RetractableExtreme
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
 DEFAULT_MAX_DIRTY_GROUPS = 1 << 14   # ~300 B each with its old state: a few MiB
 DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (real bytes: the
                                  # MemTable charges CPython's per-record overhead)
-_UNKNOWN = object()     # an extreme to be re-read from the materialized input
 _STATE_OVERHEAD = 160   # bytes per cached group besides its key and state list (dict slots)
 _UPDATE = (UPDATE_DELETE, UPDATE_INSERT)
 
@@ -134,32 +134,29 @@ class HashAgg(UnaryExecutor):
         self._adders: dict = {}   # which delta list each additive slot takes -> generated adder
         self._extreme_slots = [(self.slots[j][0], c.kind) for j, c in enumerate(calls) if c.is_extreme and append_only]
         ids = iter(table_ids)
+        self.budget = budget if budget is not None else default_budget()
+        self.groups = self.budget.cache(f"{identity}.groups")
         self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
                                       vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.value",
                                       prefix_len_hint=nk or None)
         # 2./3. materialized inputs and distinct tables
         in_key = list(input.stream_key)
-        self.extreme = {}      # call index -> (table, columns to write, descending)
+        self.extreme = {}      # call index -> RetractableExtreme (agg_extreme.py)
         self.distinct = {}     # call index -> table
         for j, c in enumerate(calls):
             if c.is_extreme and not append_only:
                 if not in_key:
                     raise ExecutorError(identity, "a retractable min/max needs an input stream key")
-                cols = key_pairs + [("_v", c.arg_type)] + [(f"_k{i}", in_schema.types[i]) for i in in_key]
-                desc = c.kind == "max"
-                orders = [OrderType.ASC] * nk + [OrderType(desc, nulls_first=False)] + [OrderType.ASC] * len(in_key)
-                table = StateTable(store, next(ids), cols, list(range(len(cols))), orders, dist_key_indices=dist,
-                                   vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.input{j}",
-                                   prefix_len_hint=nk or None)
-                self.extreme[j] = (table, group_key + [c.arg] + in_key, desc)
+                self.extreme[j] = RetractableExtreme(
+                    store, next(ids), c, key_pairs, group_key, in_schema, in_key,
+                    cache=self.budget.cache(f"{identity}.extreme{j}"), limit=extreme_cache_rows, write=self._write,
+                    identity=identity, consistent=consistent, dist=dist, vnodes=vnodes,
+                    flush_threshold=flush_threshold, name=f"{identity}.input{j}")
             elif c.distinct:
                 cols = key_pairs + [("_v", c.arg_type), ("_count", DataType.BIGINT)]
                 self.distinct[j] = StateTable(store, next(ids), cols, list(range(nk + 1)), dist_key_indices=dist,
                                               vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.distinct{j}",
                                               prefix_len_hint=nk or None)
-        self.budget = budget if budget is not None else default_budget()
-        self.groups = self.budget.cache(f"{identity}.groups")
-        self.extreme_caches = {j: self.budget.cache(f"{identity}.extreme{j}") for j in self.extreme}
         self._dirty: dict = {}  # group key -> state list (changed this epoch)
         self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
         self._key_types = [in_schema.types[i] for i in group_key]
@@ -170,7 +167,7 @@ class HashAgg(UnaryExecutor):
     # --- executor hooks ---------------------------------------------------------------------------
 
     def state_tables(self) -> list:
-        return [self.value_table, *(t for t, _, _ in self.extreme.values()), *self.distinct.values()]
+        return [self.value_table, *(e.table for e in self.extreme.values()), *self.distinct.values()]
 
     def on_init(self, barrier) -> None:
         self._reset()
@@ -188,8 +185,8 @@ class HashAgg(UnaryExecutor):
         self._dirty.clear()
         self._old.clear()
         self.groups.clear()
-        for cache in self.extreme_caches.values():
-            cache.clear()
+        for extreme in self.extreme.values():
+            extreme.cache.clear()
 
     def on_barrier(self, barrier):
         return self._flush()
@@ -276,7 +273,7 @@ class HashAgg(UnaryExecutor):
         states = self._load(keys)
         self._apply(keys, states, additive, best_inserted)
         for j, at, mask in extreme_rows:
-            self._apply_extreme(j, at, chunk, sign, mask, inv, keys, states)
+            self.extreme[j].apply(at, chunk, sign, mask, inv, keys, states)
         for j, at, mask in distinct_rows:
             self._apply_distinct(j, at, chunk, sign, mask, inv, keys, states)
         if len(self._dirty) > self.max_dirty_groups:
@@ -363,66 +360,6 @@ class HashAgg(UnaryExecutor):
     def _negative_group(self, key):
         raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
 
-    # --- min / max on a retractable input -----------------------------------------------------------
-
-    def _apply_extreme(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
-        table, cols, desc = self.extreme[j]
-        self._write(table, chunk.ops, [chunk.columns[i] for i in cols], mask)
-        rows = np.flatnonzero(mask)
-        if not len(rows):
-            return
-        c = self.calls[j]
-        values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
-        cache = self.extreme_caches[j]
-        is_min = not desc
-        limit = self.extreme_cache_rows
-        for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
-            key = keys[gi]
-            entry = cache.peek(key)
-            state = states[gi]
-            kv = order_key(v)
-            if entry is None:
-                cur = state[at]
-                if cur is _UNKNOWN:
-                    continue
-                if s > 0:
-                    if cur is None or (kv < order_key(cur) if is_min else kv > order_key(cur)):
-                        state[at] = v
-                elif kv == order_key(cur):
-                    state[at] = _UNKNOWN
-                continue
-            vals, complete = entry
-            if s > 0:
-                if complete or (kv < order_key(vals[-1]) if is_min else kv > order_key(vals[0])):
-                    bisect.insort(vals, v, key=order_key)
-                    if len(vals) > limit:
-                        vals.pop() if is_min else vals.pop(0)
-                        entry[1] = False
-            else:
-                i = bisect.bisect_left(vals, kv, key=order_key)
-                if i < len(vals) and order_key(vals[i]) == kv:
-                    del vals[i]
-                    if not vals and not entry[1]:
-                        cache.pop(key)
-                        state[at] = _UNKNOWN
-                        continue
-                elif complete and self.consistent:
-                    raise InconsistentStreamError(self.identity, f"a delete of {c!r} value {v!r} the group does not have", key)
-            state[at] = (vals[0] if is_min else vals[-1]) if vals else None
-
-    def _refill_extreme(self, j, key):
-        """The best stored values of group ``key`` for call ``j`` (cached); returns the extreme."""
-        table, _, desc = self.extreme[j]
-        nk = len(self.group_key)
-        limit = self.extreme_cache_rows
-        vals = [row[nk] for row in table.iter_with_prefix(key, limit=limit)]
-        complete = len(vals) < limit
-        best = vals[0] if vals else None
-        vals.sort(key=order_key)
-        charge = row_bytes(key) + 64 + limit * (row_bytes((best,)) - 48)
-        self.extreme_caches[j].put(key, [vals, complete], charge)
-        return best
-
     # --- count(DISTINCT) ----------------------------------------------------------------------------
 
     def _apply_distinct(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
@@ -491,7 +428,7 @@ class HashAgg(UnaryExecutor):
         for key, state in dirty.items():
             for j, at in extremes:
                 if state[at] is _UNKNOWN:
-                    state[at] = self._refill_extreme(j, key)
+                    state[at] = self.extreme[j].refill(key)
             new = tuple(state)
             old = olds[key]
             if new == old:
@@ -511,7 +448,7 @@ class HashAgg(UnaryExecutor):
             else:
                 cache.pop(key, None)
                 for j, _ in extremes:
-                    self.extreme_caches[j].pop(key, None)
+                    self.extreme[j].cache.pop(key, None)
                 if was:
                     ops.append(DELETE)
                     keys.append(key)
@@ -551,20 +488,8 @@ class HashAgg(UnaryExecutor):
                 continue
             row = self.value_table.get_row(key)
             assert row is not None and tuple(row[nk:]) == tuple(self.groups.peek(key)), (key, row)
-        for j, cache in self.extreme_caches.items():
-            table, _, desc = self.extreme[j]
-            for key in cache.keys():
-                vals, complete = cache.peek(key)
-                assert vals == sorted(vals) and len(vals) <= self.extreme_cache_rows, (key, vals)
-                stored = sorted(row[nk] for row in table.iter_with_prefix(key))
-                if complete:
-                    assert vals == stored, (key, vals, stored)
-                    continue
-                assert vals, key
-                worst = vals[-1] if not desc else vals[0]
-                better = [v for v in stored if (v < worst if not desc else v > worst)]
-                assert sorted(v for v in vals if v != worst) == better, (key, vals, stored)
-                assert vals.count(worst) <= stored.count(worst), (key, vals, stored)
+        for extreme in self.extreme.values():
+            extreme._check()
         self.budget._check()
 
 
