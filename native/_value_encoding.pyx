@@ -9,7 +9,7 @@ How it is fast: a schema is compiled once into a tree of ``_Node`` (a C int type
 node) and cached per ``tuple(types)``; values of the exact builtin type take a C fast path and
 anything else is handed to ``DataType.validate`` first, whose canonical result is then encoded,
 so the accepted inputs and the exceptions are exactly the twin's. Output goes to one growable C
-buffer (reused across the rows of ``encode_rows``).
+buffer (``native/_outbuf.pxd``, reused across the rows of ``encode_rows``).
 
 Safety: every read is checked against the end of the buffer before it happens (``_need`` and
 ``_get_varint``); a LIST element count is bounded by its null bitmap, so nothing is allocated
@@ -22,7 +22,7 @@ Callers: :mod:`relational.value_encoding` only, through ``hummock._twins.load``.
 from native._typekind cimport *
 from libc.stdint cimport (int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
                           INT16_MIN, INT16_MAX, INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX)
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from libc.math cimport isinf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -32,6 +32,13 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
 cimport cpython.datetime as cdt
+from native._outbuf cimport Buf as _Buf
+from native._outbuf cimport grow as _grow
+from native._outbuf cimport put_bytes as _put_bytes
+from native._outbuf cimport put_le as _put_le
+from native._outbuf cimport put_raw as _put_raw
+from native._outbuf cimport put_u8 as _put_u8
+from native._outbuf cimport put_varint as _put_varint
 
 import datetime as _datetime
 
@@ -150,75 +157,6 @@ cdef inline void _civil_from_days(int64_t z, int *y, int *m, int *d) noexcept:
     d[0] = <int>(doy - (153 * mp + 2) // 5 + 1)
     m[0] = <int>(mp + 3 if mp < 10 else mp - 9)
     y[0] = <int>(yoe + era * 400 + (m[0] <= 2))
-
-
-# --- output buffer -------------------------------------------------------------------------
-
-cdef struct _Buf:
-    unsigned char *data
-    Py_ssize_t len
-    Py_ssize_t cap
-
-
-cdef int _grow(_Buf *b, Py_ssize_t n) except -1:
-    """Make room for ``n`` more bytes."""
-    cdef Py_ssize_t cap
-    cdef unsigned char *data
-    if n <= b.cap - b.len:
-        return 0
-    cap = b.cap * 2
-    if cap < b.len + n:
-        cap = b.len + n
-    if cap < 64:
-        cap = 64
-    data = <unsigned char *>realloc(b.data, cap)
-    if data == NULL:
-        raise MemoryError()
-    b.data = data
-    b.cap = cap
-    return 0
-
-
-cdef inline int _put_u8(_Buf *b, uint8_t v) except -1:
-    if b.len >= b.cap:
-        _grow(b, 1)
-    b.data[b.len] = v
-    b.len += 1
-    return 0
-
-
-cdef inline int _put_le(_Buf *b, uint64_t v, int width) except -1:
-    """Append the low ``width`` bytes of ``v``, little-endian."""
-    cdef int i
-    _grow(b, width)
-    for i in range(width):
-        b.data[b.len + i] = <uint8_t>(v >> (8 * i))
-    b.len += width
-    return 0
-
-
-cdef inline int _put_varint(_Buf *b, uint64_t v) except -1:
-    _grow(b, 10)
-    while v >= 0x80:
-        b.data[b.len] = <uint8_t>((v & 0x7F) | 0x80)
-        b.len += 1
-        v >>= 7
-    b.data[b.len] = <uint8_t>v
-    b.len += 1
-    return 0
-
-
-cdef inline int _put_bytes(_Buf *b, const char *p, Py_ssize_t n) except -1:
-    _grow(b, n)
-    memcpy(b.data + b.len, p, n)
-    b.len += n
-    return 0
-
-
-cdef inline int _put_raw(_Buf *b, const char *p, Py_ssize_t n) except -1:
-    """Append a varint length, then the bytes."""
-    _put_varint(b, <uint64_t>n)
-    return _put_bytes(b, p, n)
 
 
 # --- encoding ------------------------------------------------------------------------------

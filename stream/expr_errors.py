@@ -12,7 +12,7 @@ Invariant: a row that does not fail evaluates exactly as without this module; a 
 nothing fails costs one try block. :func:`guarded` evaluates a node whose Arrow kernel failed
 on the whole chunk again row by row (``expr._compute``), so only the failing rows become NULL.
 
-Callers: :mod:`stream.expr` (every node), :mod:`stream.decimal_ops` results via stream.expr,
+Callers: every node module behind :mod:`stream.expr` (``stream.expr_*``), :mod:`stream.decimal_ops` results via them,
 ``sql`` (``raising_errors``).
 """
 

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from relational.arrow import arrow_type
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
-from stream.expr import Expr
+from stream.expr_base import Expr
 from stream.expr_errors import guarded
 
 _TS = (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ)
@@ -87,11 +87,11 @@ class TimeArith(Expr):
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
 
-    def _eval(self, columns):   # a row out of range: NULL in a stream, an error in strict mode
+    def evaluate(self, columns):   # a row out of range: NULL in a stream, an error in strict mode
         return guarded(self, columns, lambda: self._compute(columns))
 
     def _compute(self, columns):
-        a, b = self.left._eval(columns), self.right._eval(columns)
+        a, b = self.left.evaluate(columns), self.right.evaluate(columns)
         base, other = (b, a) if self.swap else (a, b)
         try:
             fast = self._fast(base, other)

@@ -17,7 +17,8 @@ State (seed 000, all through StateTables; ``table_ids``: the value state's, then
    deleted; the slots are agg_call's (for retractable min/max the current result).
 2. per min/max call on a retractable input: the materialized input ``group key | value |
    input stream key`` (value ascending for min, descending for max, so the best value is the
-   first row of the group's prefix; NULL values are not stored).
+   first row of the group's prefix; NULL values are not stored), owned with its cache by a
+   :class:`~stream.executors.agg_extreme.RetractableExtreme`.
 3. per ``count(DISTINCT col)``: the distinct dedup table ``group key | value -> count``.
 
 Caches (:class:`~stream.cache.StateCache` under one budget): group states (an evicted group is
@@ -25,15 +26,16 @@ read again from the value state, batched with ``get_rows`` per chunk), and per m
 best ``EXTREME_CACHE_ROWS`` values of a group (a sorted multiset; the invariant: it holds every
 stored value strictly better than its worst one and at least one value equal to it, or it is
 ``complete`` and holds them all), refilled by ``iter_with_prefix(group, limit=...)`` when it
-runs empty. A group not in that cache keeps its current extreme in the value state: inserts
-update it directly; a delete of the current extreme marks it unknown and the barrier refills.
+runs empty (:mod:`stream.executors.agg_extreme`). A group not in that cache keeps its current
+extreme in the value state: inserts update it directly; a delete of the current extreme marks it
+unknown and the barrier refills.
 Append-only inputs (``append_only=True``: a delete raises) keep only the extreme itself.
 
 Per chunk the work is vectorized: one stable sort groups the rows (by an integer key column
 itself, else by the key columns' dictionary codes), per-group sums are ``np.add.reduceat``
 (append-only numeric extremes ``minimum/maximum.reduceat``), and one generated loop applies
-them to the touched groups' states; Python runs per row only for retractable min/max
-candidates and distinct values.
+them to the touched groups' states (those kernels: :mod:`stream.executors.agg_kernels`); Python
+runs per row only for retractable min/max candidates and distinct values.
 
 Strict mode (``consistent=True``, the default): a delete that would take a group's row count,
 or a distinct value's count, below zero raises
@@ -49,7 +51,6 @@ Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
 
 from __future__ import annotations
 
-import bisect
 import decimal
 
 import numpy as np
@@ -57,23 +58,28 @@ import pyarrow as pa
 
 from relational.arrow import to_arrow, to_pylist
 from relational.errors import InconsistentOpError
-from relational.memcomparable import OrderType
 from relational.state_table import StateTable
 from relational.types import DataType
 from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
-from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask, order_key, same_nan, valid_mask
+from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask, same_nan, valid_mask
+from stream.executors.agg_extreme import UNKNOWN as _UNKNOWN
+from stream.executors.agg_extreme import RetractableExtreme
+from stream.executors.agg_kernels import group_best as _group_best
+from stream.executors.agg_kernels import group_ids as _group_ids
+from stream.executors.agg_kernels import make_adder as _make_adder
+from stream.executors.agg_kernels import merge_equal_keys as _merge_equal_keys
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
 DEFAULT_MAX_DIRTY_GROUPS = 1 << 14   # ~300 B each with its old state: a few MiB
 DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (real bytes: the
                                  # MemTable charges CPython's per-record overhead)
-_UNKNOWN = object()     # an extreme to be re-read from the materialized input
 _STATE_OVERHEAD = 160   # bytes per cached group besides its key and state list (dict slots)
 _UPDATE = (UPDATE_DELETE, UPDATE_INSERT)
+_NAN_KEY_TYPES = (DataType.REAL, DataType.DOUBLE, DataType.DECIMAL)   # one NaN object per key/value
 
 
 def agg_table_count(calls, append_only: bool = False) -> int:
@@ -134,32 +140,29 @@ class HashAgg(UnaryExecutor):
         self._adders: dict = {}   # which delta list each additive slot takes -> generated adder
         self._extreme_slots = [(self.slots[j][0], c.kind) for j, c in enumerate(calls) if c.is_extreme and append_only]
         ids = iter(table_ids)
+        self.budget = budget if budget is not None else default_budget()
+        self.groups = self.budget.cache(f"{identity}.groups")
         self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
                                       vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.value",
                                       prefix_len_hint=nk or None)
         # 2./3. materialized inputs and distinct tables
         in_key = list(input.stream_key)
-        self.extreme = {}      # call index -> (table, columns to write, descending)
+        self.extreme = {}      # call index -> RetractableExtreme (agg_extreme.py)
         self.distinct = {}     # call index -> table
         for j, c in enumerate(calls):
             if c.is_extreme and not append_only:
                 if not in_key:
                     raise ExecutorError(identity, "a retractable min/max needs an input stream key")
-                cols = key_pairs + [("_v", c.arg_type)] + [(f"_k{i}", in_schema.types[i]) for i in in_key]
-                desc = c.kind == "max"
-                orders = [OrderType.ASC] * nk + [OrderType(desc, nulls_first=False)] + [OrderType.ASC] * len(in_key)
-                table = StateTable(store, next(ids), cols, list(range(len(cols))), orders, dist_key_indices=dist,
-                                   vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.input{j}",
-                                   prefix_len_hint=nk or None)
-                self.extreme[j] = (table, group_key + [c.arg] + in_key, desc)
+                self.extreme[j] = RetractableExtreme(
+                    store, next(ids), c, key_pairs, group_key, in_schema, in_key,
+                    cache=self.budget.cache(f"{identity}.extreme{j}"), limit=extreme_cache_rows, write=self._write,
+                    identity=identity, consistent=consistent, dist=dist, vnodes=vnodes,
+                    flush_threshold=flush_threshold, name=f"{identity}.input{j}")
             elif c.distinct:
                 cols = key_pairs + [("_v", c.arg_type), ("_count", DataType.BIGINT)]
                 self.distinct[j] = StateTable(store, next(ids), cols, list(range(nk + 1)), dist_key_indices=dist,
                                               vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.distinct{j}",
                                               prefix_len_hint=nk or None)
-        self.budget = budget if budget is not None else default_budget()
-        self.groups = self.budget.cache(f"{identity}.groups")
-        self.extreme_caches = {j: self.budget.cache(f"{identity}.extreme{j}") for j in self.extreme}
         self._dirty: dict = {}  # group key -> state list (changed this epoch)
         self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
         self._key_types = [in_schema.types[i] for i in group_key]
@@ -170,7 +173,7 @@ class HashAgg(UnaryExecutor):
     # --- executor hooks ---------------------------------------------------------------------------
 
     def state_tables(self) -> list:
-        return [self.value_table, *(t for t, _, _ in self.extreme.values()), *self.distinct.values()]
+        return [self.value_table, *(e.table for e in self.extreme.values()), *self.distinct.values()]
 
     def on_init(self, barrier) -> None:
         self._reset()
@@ -188,8 +191,8 @@ class HashAgg(UnaryExecutor):
         self._dirty.clear()
         self._old.clear()
         self.groups.clear()
-        for cache in self.extreme_caches.values():
-            cache.clear()
+        for extreme in self.extreme.values():
+            extreme.cache.clear()
 
     def on_barrier(self, barrier):
         return self._flush()
@@ -276,7 +279,7 @@ class HashAgg(UnaryExecutor):
         states = self._load(keys)
         self._apply(keys, states, additive, best_inserted)
         for j, at, mask in extreme_rows:
-            self._apply_extreme(j, at, chunk, sign, mask, inv, keys, states)
+            self.extreme[j].apply(at, chunk, sign, mask, inv, keys, states)
         for j, at, mask in distinct_rows:
             self._apply_distinct(j, at, chunk, sign, mask, inv, keys, states)
         if len(self._dirty) > self.max_dirty_groups:
@@ -363,66 +366,6 @@ class HashAgg(UnaryExecutor):
     def _negative_group(self, key):
         raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
 
-    # --- min / max on a retractable input -----------------------------------------------------------
-
-    def _apply_extreme(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
-        table, cols, desc = self.extreme[j]
-        self._write(table, chunk.ops, [chunk.columns[i] for i in cols], mask)
-        rows = np.flatnonzero(mask)
-        if not len(rows):
-            return
-        c = self.calls[j]
-        values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
-        cache = self.extreme_caches[j]
-        is_min = not desc
-        limit = self.extreme_cache_rows
-        for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
-            key = keys[gi]
-            entry = cache.peek(key)
-            state = states[gi]
-            kv = order_key(v)
-            if entry is None:
-                cur = state[at]
-                if cur is _UNKNOWN:
-                    continue
-                if s > 0:
-                    if cur is None or (kv < order_key(cur) if is_min else kv > order_key(cur)):
-                        state[at] = v
-                elif kv == order_key(cur):
-                    state[at] = _UNKNOWN
-                continue
-            vals, complete = entry
-            if s > 0:
-                if complete or (kv < order_key(vals[-1]) if is_min else kv > order_key(vals[0])):
-                    bisect.insort(vals, v, key=order_key)
-                    if len(vals) > limit:
-                        vals.pop() if is_min else vals.pop(0)
-                        entry[1] = False
-            else:
-                i = bisect.bisect_left(vals, kv, key=order_key)
-                if i < len(vals) and order_key(vals[i]) == kv:
-                    del vals[i]
-                    if not vals and not entry[1]:
-                        cache.pop(key)
-                        state[at] = _UNKNOWN
-                        continue
-                elif complete and self.consistent:
-                    raise InconsistentStreamError(self.identity, f"a delete of {c!r} value {v!r} the group does not have", key)
-            state[at] = (vals[0] if is_min else vals[-1]) if vals else None
-
-    def _refill_extreme(self, j, key):
-        """The best stored values of group ``key`` for call ``j`` (cached); returns the extreme."""
-        table, _, desc = self.extreme[j]
-        nk = len(self.group_key)
-        limit = self.extreme_cache_rows
-        vals = [row[nk] for row in table.iter_with_prefix(key, limit=limit)]
-        complete = len(vals) < limit
-        best = vals[0] if vals else None
-        vals.sort(key=order_key)
-        charge = row_bytes(key) + 64 + limit * (row_bytes((best,)) - 48)
-        self.extreme_caches[j].put(key, [vals, complete], charge)
-        return best
-
     # --- count(DISTINCT) ----------------------------------------------------------------------------
 
     def _apply_distinct(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
@@ -491,7 +434,7 @@ class HashAgg(UnaryExecutor):
         for key, state in dirty.items():
             for j, at in extremes:
                 if state[at] is _UNKNOWN:
-                    state[at] = self._refill_extreme(j, key)
+                    state[at] = self.extreme[j].refill(key)
             new = tuple(state)
             old = olds[key]
             if new == old:
@@ -511,7 +454,7 @@ class HashAgg(UnaryExecutor):
             else:
                 cache.pop(key, None)
                 for j, _ in extremes:
-                    self.extreme_caches[j].pop(key, None)
+                    self.extreme[j].cache.pop(key, None)
                 if was:
                     ops.append(DELETE)
                     keys.append(key)
@@ -551,20 +494,8 @@ class HashAgg(UnaryExecutor):
                 continue
             row = self.value_table.get_row(key)
             assert row is not None and tuple(row[nk:]) == tuple(self.groups.peek(key)), (key, row)
-        for j, cache in self.extreme_caches.items():
-            table, _, desc = self.extreme[j]
-            for key in cache.keys():
-                vals, complete = cache.peek(key)
-                assert vals == sorted(vals) and len(vals) <= self.extreme_cache_rows, (key, vals)
-                stored = sorted(row[nk] for row in table.iter_with_prefix(key))
-                if complete:
-                    assert vals == stored, (key, vals, stored)
-                    continue
-                assert vals, key
-                worst = vals[-1] if not desc else vals[0]
-                better = [v for v in stored if (v < worst if not desc else v > worst)]
-                assert sorted(v for v in vals if v != worst) == better, (key, vals, stored)
-                assert vals.count(worst) <= stored.count(worst), (key, vals, stored)
+        for extreme in self.extreme.values():
+            extreme._check()
         self.budget._check()
 
 
@@ -596,112 +527,3 @@ def _split(chunk: StreamChunk) -> list:
 
 def _columns(rows, types) -> list:
     return [to_arrow(list(col), t) for col, t in zip(zip(*rows), types)]
-
-
-def _group_ids(key_columns, n):
-    """``(inverse, order, starts, uniq)``: each row's group id (groups numbered in key order),
-    the rows sorted by group (stable; None without a group key), where each group starts in
-    that order, and for one integer key column without NULLs the groups' key values (numpy;
-    else None)."""
-    if not key_columns:
-        return np.zeros(n, np.int64), None, np.zeros(1, np.int64), None
-    uniq = None
-    if len(key_columns) == 1 and key_columns[0].null_count == 0 and pa.types.is_integer(key_columns[0].type):
-        codes = key_columns[0].to_numpy()
-        uniq = codes
-    else:
-        codes = None
-        for col in key_columns:
-            enc = col.dictionary_encode(null_encoding="encode")
-            idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            codes = idx if codes is None else codes * len(enc.dictionary) + idx
-            if len(key_columns) > 1:   # renumber densely so the next product cannot overflow
-                codes = np.unique(codes, return_inverse=True)[1].astype(np.int64)
-    order = np.argsort(codes, kind="stable")
-    ordered = codes[order]
-    boundary = np.empty(n, np.bool_)
-    boundary[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=boundary[1:])
-    starts = np.flatnonzero(boundary)
-    inv = np.empty(n, np.int64)
-    inv[order] = np.cumsum(boundary) - 1
-    return inv, order, starts, (ordered[starts] if uniq is not None else None)
-
-
-def _merge_equal_keys(keys, inv):
-    """Renumber groups whose keys are equal as values (one group each)."""
-    ids: dict = {}
-    remap = np.array([ids.setdefault(k, len(ids)) for k in keys], np.int64)
-    inv = remap[inv]
-    order = np.argsort(inv, kind="stable")
-    ordered = inv[order]
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    return inv, order, starts, list(ids)
-
-
-_NAN_KEY_TYPES = (DataType.REAL, DataType.DOUBLE, DataType.DECIMAL)
-
-
-_NUMERIC_EXTREMES = {pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()}
-
-
-def _group_best(inv, order, starts, column, mask, g, call) -> list:
-    """Per group, the min or max of ``column`` over the rows in ``mask`` (None: no such row)."""
-    kind = call.kind
-    if column.type in _NUMERIC_EXTREMES:
-        values = column.to_numpy(zero_copy_only=False)
-        if values.dtype.kind == "f":   # NaN is the largest value (Postgres): max keeps it, min skips it
-            fill, reduce = (np.inf, np.fmin) if kind == "min" else (-np.inf, np.maximum)
-        else:
-            info = np.iinfo(values.dtype)
-            fill, reduce = (info.max, np.minimum) if kind == "min" else (info.min, np.maximum)
-        if not mask.all():
-            values = np.where(mask, values, fill)
-        if order is not None:
-            values, mask = values[order], mask[order]
-        best = reduce.reduceat(values, starts).tolist()
-        if mask.all():
-            return best
-        present = np.add.reduceat(mask.astype(np.int64), starts).tolist()
-        return [b if p else None for b, p in zip(best, present)]
-    rows = np.flatnonzero(mask)
-    out = [None] * g
-    if not len(rows):
-        return out
-    if call.arg_type == DataType.DECIMAL or order is None:   # DECIMAL is text in Arrow
-        values = to_pylist(column.take(pa.array(rows)), call.arg_type)
-        for gi, v in zip(inv[rows].tolist(), values):
-            cur = out[gi]
-            if cur is None or (order_key(v) < order_key(cur) if kind == "min" else order_key(v) > order_key(cur)):
-                out[gi] = v
-        return out
-    table = pa.table({"g": pa.array(inv[rows]), "v": column.take(pa.array(rows))})
-    res = table.group_by("g").aggregate([("v", kind)])
-    for gi, v in zip(res.column("g").to_pylist(), to_pylist(res.column(f"v_{kind}"), call.arg_type)):
-        out[gi] = v
-    return out
-
-
-def _make_adder(slots, n_lists: int, extremes, check_negative: bool, on_negative):
-    """A function ``add(keys, states, *deltas, *bests)`` doing ``states[g][at] += deltas[i][g]``
-    for each ``(at, i)`` of ``slots`` and every group ``g``, in one loop (generated: the
-    per-group loop is the hot path of an aggregation; slots whose deltas are the same list,
-    such as count(*) and a row count, read one loop variable), then for each ``(at, kind)`` of
-    ``extremes`` (an append-only min or max) keeping the better of ``states[g][at]`` and
-    ``bests[i][g]`` (None: no value). With ``check_negative`` it calls ``on_negative(key)``
-    for a group whose row count (slot 0) went below zero."""
-    names = [f"d{i}" for i in range(n_lists)] + [f"b{i}" for i in range(len(extremes))]
-    lines = [f"def add(keys, states, {', '.join(names)}):",
-             f"    for key, st, {', '.join(names)} in zip(keys, states, {', '.join(names)}):"]
-    lines += [f"        st[{at}] += d{i}" for at, i in slots]
-    for i, (at, kind) in enumerate(extremes):
-        better = "<" if kind == "min" else ">"
-        lines += [f"        if b{i} is not None:",
-                  f"            cur = st[{at}]",
-                  f"            if cur is None or order_key(b{i}) {better} order_key(cur):",
-                  f"                st[{at}] = b{i}"]
-    if check_negative:
-        lines.append("        if st[0] < 0: on_negative(key)")
-    namespace = {"on_negative": on_negative, "order_key": order_key}
-    exec("\n".join(lines), namespace)   # noqa: S102 -- generated from slot indices only
-    return namespace["add"]

@@ -1,0 +1,112 @@
+"""Casts between expression types: :class:`Cast` (``CAST(x AS t)``) and :func:`cast_to`, the
+conversion every operator node applies to widen its operands to a common type.
+
+Rules (Postgres): a cast from REAL/DOUBLE/DECIMAL to an integer rounds half away from zero; a
+value that does not fit the target is a data error (raised inside ``raising_errors``, NULL and
+counted in a stream: :mod:`stream.expr_errors`). DECIMAL (NUMERIC) values are exact decimal text
+(:mod:`stream.decimal_ops`): casts to and from them go through Python decimals row by row,
+except DECIMAL -> REAL/DOUBLE (Arrow parses the text, correctly rounded) and DECIMAL ->
+VARCHAR of plain values (the stored text already is Postgres' output). DECIMAL casts only to
+and from integers, floats and VARCHAR; :class:`Cast` rejects the rest at construction.
+
+Invariant: ``cast_to(v, t, t, ...)`` returns ``v`` itself; array in, array out; scalar in,
+scalar out.
+
+Callers: :mod:`stream.expr_ops` (Arith, Cmp operands), :mod:`stream.expr_funcs` (arguments
+taken as DOUBLE), and through the facade :mod:`stream.expr`, the SQL binder (``Cast``).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from relational.arrow import arrow_type
+from relational.types import DataType, TypeKind
+from stream import decimal_ops as D
+from stream import decimal_vec as V
+from stream.errors import ExpressionError
+from stream.expr_base import DECIMAL as _DECIMAL
+from stream.expr_base import FLOATS as _FLOATS
+from stream.expr_base import INTS as _INTS
+from stream.expr_base import Expr
+from stream.expr_errors import ARROW_ERRORS as _ARROW_ERRORS
+from stream.expr_errors import data_error
+from stream.expr_errors import guarded as _guarded
+from stream.expr_errors import wrap as _wrap
+
+def cast_to(value, source: DataType, target: DataType, expr):
+    """``value`` (array or scalar of ``source``) as ``target``; a value that does not fit is a
+    data error (module docstring)."""
+    if source == target:
+        return value
+    if source.kind == _DECIMAL or target.kind == _DECIMAL:
+        return _decimal_cast(value, source, target, expr)
+    if source.kind in _FLOATS and target.kind in _INTS:
+        value = _wrap(pc.round, expr, value, 0, "half_towards_infinity")
+    return _wrap(pc.cast, expr, value, arrow_type(target), True)
+
+
+def decimal_rows(expr, fn, values, scalar: bool, n=None):
+    """``fn`` over decoded rows; failed rows are data errors (raise or NULL)."""
+    out, message, failed = D.map_rows(fn, values, n)
+    if failed:
+        data_error(expr, message, failed)
+    return out
+
+
+def _decimal_cast(value, source: DataType, target: DataType, expr):
+    kind = target.kind
+    if source.kind == _DECIMAL and kind in _FLOATS:   # Arrow parses the text, correctly rounded
+        try:
+            return pc.cast(value, arrow_type(target))
+        except _ARROW_ERRORS:
+            pass
+    if source.kind == _DECIMAL and kind == TypeKind.VARCHAR and V.is_plain(value):
+        return value   # the stored text is already Postgres' output
+    if source.kind == _DECIMAL:
+        values, scalar = D.decode(value)
+        if kind in _INTS:
+            out = decimal_rows(expr, lambda d: D.to_int(d, target.kind.name), [values], scalar)
+        elif kind in _FLOATS:
+            out = [None if d is None else float(d) for d in values]
+        elif kind == TypeKind.VARCHAR:
+            out = [None if d is None else D.to_text(d) for d in values]
+        else:
+            raise ExpressionError(f"cannot cast NUMERIC to {target.sql_name()}", expr)
+        return pa.scalar(out[0], arrow_type(target)) if scalar else pa.array(out, arrow_type(target))
+    if source.kind in _INTS:   # exact: the integer's digits are the numeric's text
+        return _wrap(pc.cast, expr, value, pa.string())
+    if source.kind in _FLOATS:
+        digits = 6 if source.kind == TypeKind.REAL else 15
+        floats = [value.as_py()] if isinstance(value, pa.Scalar) else value.to_pylist()
+        return D.encode([None if f is None else D.from_float(f, digits) for f in floats], isinstance(value, pa.Scalar))
+    if source.kind == TypeKind.VARCHAR:
+        scalar = isinstance(value, pa.Scalar)
+        texts = [value.as_py()] if scalar else value.to_pylist()
+        return D.encode(decimal_rows(expr, D.from_text, [texts], scalar), scalar)
+    raise ExpressionError(f"cannot cast {source.sql_name()} to NUMERIC", expr)
+
+
+class Cast(Expr):
+    """``CAST(arg AS data_type)``; a value that does not fit raises ``ExpressionError``."""
+
+    def __init__(self, arg: Expr, data_type: DataType):
+        self.arg, self.data_type = arg, data_type
+        if data_type.kind in (TypeKind.STRUCT, TypeKind.LIST) and arg.data_type != data_type:
+            raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
+        kinds = {arg.data_type.kind, data_type.kind}
+        if _DECIMAL in kinds and not kinds <= {_DECIMAL, TypeKind.VARCHAR, *_INTS, *_FLOATS}:
+            raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
+
+    def children(self) -> tuple:
+        return (self.arg,)
+
+    def evaluate(self, columns):
+        return _guarded(self, columns, lambda: self._compute(columns))
+
+    def _compute(self, columns):
+        return cast_to(self.arg.evaluate(columns), self.arg.data_type, self.data_type, self)
+
+    def __str__(self) -> str:
+        return f"CAST({self.arg} AS {self.data_type.sql_name()})"
