@@ -686,11 +686,7 @@ class StateTable:
                                              f"{lo[0] << 8 | lo[1]}, which this instance does not own")
         keys, values, ends = self._prefix_pairs(los)
         rows = self.serde.decode_many(keys, values) if keys else []
-        out, begin = [], 0
-        for end in ends:
-            out.append(rows[begin:end])
-            begin = end
-        return out
+        return [rows[begin:end] for begin, end in zip([0, *ends], ends)]
 
     def _prefix_pairs(self, los: list) -> tuple[list, list, list]:
         """``(keys, values, ends)`` of the key prefixes ``los`` (``HummockStorage.scan_prefixes``'s

@@ -297,30 +297,28 @@ class _Side:
         groups = self.table.rows_with_prefixes(missing)
         degrees = self.degree.rows_with_prefixes(missing) if self.degree is not None else None
         pk_of, outer = self.pk_of, self.outer
-        n_pk = len(self.state_pk)
-        sampled = False
-        puts = []
-        put = puts.append
-        none = []
-        per_row = 0   # charge_of's per-row part, once the side's row charge is sampled
-        for i, key in enumerate(missing):
-            rows = groups[i]
-            if not rows:
-                out[key] = absent
-                none.append(key)
-                continue
-            if not sampled:
-                self.sample(rows[0])
-                sampled = True
-                per_row = self.row_charge + _ROW_OVERHEAD
-            by_pk = dict(zip(map(pk_of, rows), rows))
-            degs = None
-            if degrees is not None:
-                stored = {d[:n_pk]: d[n_pk] for d in degrees[i]}
-                degs = {pk: stored.get(pk, 0) for pk in by_pk}
-            entry = out[key] = _KeyRows(outer, by_pk, degs)
-            put((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(by_pk) * per_row))   # charge_of(entry)
-        self.cache.put_many(puts)
+        none = [key for key, rows in zip(missing, groups) if not rows]
+        for key in none:
+            out[key] = absent
+        if len(none) < len(missing):
+            self.sample(next(rows for rows in groups if rows)[0])
+            per_row = self.row_charge + _ROW_OVERHEAD   # charge_of's per-row part
+            puts = []
+            put = puts.append
+            if degrees is None:
+                for key, rows in zip(missing, groups):
+                    if rows:
+                        entry = out[key] = _KeyRows(outer, dict(zip(map(pk_of, rows), rows)))
+                        put((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))   # charge_of
+            else:
+                n_pk = len(self.state_pk)
+                for key, rows, found in zip(missing, groups, degrees):
+                    if rows:
+                        by_pk = dict(zip(map(pk_of, rows), rows))
+                        stored = {d[:n_pk]: d[n_pk] for d in found}
+                        entry = out[key] = _KeyRows(outer, by_pk, {pk: stored.get(pk, 0) for pk in by_pk})
+                        put((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(by_pk) * per_row))
+            self.cache.put_many(puts)
         if none:
             self.change_absent(add=none)
         return out
@@ -453,11 +451,11 @@ class HashJoin(Executor):
         """Apply ``chunk`` of input ``side`` (0 left, 1 right); returns the output chunks."""
         s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
         s_left = side == 0
+        chunk = chunk.compact()   # once, for the write and the probe
         s.write(chunk, self.identity)
         if self.join_type in SEMI_ANTI:
             return semi_anti_chunk(self, s, o, chunk, s_left)
         if self.condition is None and not s.outer and not o.outer:
-            chunk = chunk.compact()
             if not (chunk.ops >= UPDATE_DELETE).any():
                 return self._inner_chunk(s, o, chunk, s_left)
         rows = chunk.rows()
