@@ -103,7 +103,7 @@ class Cast(Expr):
         return (self.arg,)
 
     def evaluate(self, columns):
-        return _guarded(self, columns, lambda: self._compute(columns))
+        return _guarded(self, columns, self._compute)
 
     def _compute(self, columns):
         return cast_to(self.arg.evaluate(columns), self.arg.data_type, self.data_type, self)

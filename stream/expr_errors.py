@@ -10,7 +10,7 @@ so one bad row does not stop a materialized view.
 
 Invariant: a row that does not fail evaluates exactly as without this module; a chunk where
 nothing fails costs one try block. :func:`guarded` evaluates a node whose Arrow kernel failed
-on the whole chunk again row by row (``expr._compute``), so only the failing rows become NULL.
+on the whole chunk again row by row (the node's compute function), so only the failing rows become NULL.
 
 Callers: every node module behind :mod:`stream.expr` (``stream.expr_*``), :mod:`stream.decimal_ops` results via them,
 ``sql`` (``raising_errors``).
@@ -93,10 +93,10 @@ def is_array(v) -> bool:
 
 
 def guarded(expr, columns, compute):
-    """``compute()`` (the node's whole-chunk evaluation); when it fails: strict mode raises,
-    streaming mode evaluates the node row by row (``expr._compute``), failing rows NULL."""
+    """``compute(columns)`` (the node ``expr``'s whole-chunk evaluation); when it fails: strict
+    mode raises, streaming mode calls ``compute`` row by row, failing rows NULL."""
     try:
-        return compute()
+        return compute(columns)
     except (ExpressionError, ArithmeticError, ValueError) + ARROW_ERRORS as exc:
         message = arrow_message(exc) if isinstance(exc, ARROW_ERRORS) else str(exc).split(" in ")[0]
         if _STRICT.get():
@@ -110,7 +110,7 @@ def guarded(expr, columns, compute):
         try:
             for i in range(n):
                 try:
-                    v = expr._compute([c.slice(i, 1) if is_array(c) else c for c in columns])
+                    v = compute([c.slice(i, 1) if is_array(c) else c for c in columns])
                     pieces.append(v if is_array(v) else
                                   (pa.repeat(v, 1) if v.is_valid else pa.nulls(1, arrow_type(expr.data_type))))
                 except (ExpressionError, ArithmeticError, ValueError) + ARROW_ERRORS:

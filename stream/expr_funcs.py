@@ -216,7 +216,7 @@ class Func(Expr):
         return self.args
 
     def evaluate(self, columns):
-        return _guarded(self, columns, lambda: self._compute(columns))
+        return _guarded(self, columns, self._compute)
 
     def _compute(self, columns):
         return _wrap(self._impl, self, self.args, columns)

@@ -88,7 +88,7 @@ class TimeArith(Expr):
         return f"({self.left} {self.op} {self.right})"
 
     def evaluate(self, columns):   # a row out of range: NULL in a stream, an error in strict mode
-        return guarded(self, columns, lambda: self._compute(columns))
+        return guarded(self, columns, self._compute)
 
     def _compute(self, columns):
         a, b = self.left.evaluate(columns), self.right.evaluate(columns)
