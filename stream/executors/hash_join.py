@@ -242,10 +242,9 @@ class _Side:
             touched[key] = entry
         return entry
 
-    def own_many(self, keys) -> dict:
-        """:meth:`own` of every key of ``keys`` (a chunk's: repeats and NULLs allowed) at once:
-        the ``touched`` dict of the entries handed out."""
-        distinct = set(keys)
+    def own_many(self, distinct: set) -> dict:
+        """:meth:`own` of every key of ``distinct`` (a chunk's distinct keys without NULLs) at
+        once: the ``touched`` dict of the entries handed out."""
         touched = self.cache.peek_many(distinct)
         known = self.known_absent()
         if known:   # (not distinct & known: that walks all of known)
@@ -255,7 +254,7 @@ class _Side:
         if self.unique:
             outer = self.outer
             for key in distinct:
-                if key not in touched and None not in key:
+                if key not in touched:
                     touched[key] = _KeyRows(outer)
         return touched
 
@@ -624,7 +623,7 @@ class HashJoin(Executor):
         entries = o.entries(wanted) if wanted else {}
 
         # S's own cached entries (read-after-write for later chunks of O)
-        touched = s.own_many(keys)
+        touched = s.own_many(wanted)
         need = [i for i, key in enumerate(keys) if key in touched] if touched else None
         if need:
             if len(need) == n:
