@@ -24,18 +24,20 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
 The writer is the caller's thread (``StreamRuntime.write``: one cross-thread hand-off per chunk,
 bounded channels), the graph runs on the runtime's event loop thread; rows/s counts input rows.
 Barrier latency: inject -> committed (checkpoint done) of every barrier in the run, p50/p99 ms.
-Memory: ``peak_rss_mib`` is the process's peak RSS over every workload run;
-``peak_rss_mib_by_workload`` each workload's own (the peak is reset to the current RSS before
-its runs: ``/proc/self/clear_refs``, Linux; memory an earlier workload left to the allocator
-counts); ``input_rss_mib`` the RSS once the input is built (interpreter, libraries and the
-prebuilt chunks), which every peak includes.
+Isolation: each workload runs in a fresh interpreter of its own (``--child``; it builds the
+same input), so none inherits another's heap, caches or allocator state -- one streaming job
+per process, as deployed; ``--same-process`` runs them all in this one (a 1:1 join after twelve
+other workloads ran ~8% slower: a fragmented heap).
+Memory: ``peak_rss_mib_by_workload`` is each workload's peak RSS (its process's VmHWM, reset
+before its runs, Linux), ``peak_rss_mib`` the largest; ``input_rss_mib`` the RSS once the
+input is built (interpreter, libraries and the prebuilt chunks), which every peak includes.
 ``python -m bench.stream_memory WORKLOAD`` shows where the rest goes.
 ``--compactor`` picks the store's compaction (``local``: in-process, the default; ``workers``:
 ``compaction_workers=1``; ``none``). Method: bench/harness.py (one warm-up run, then the
 median of ``--repeats`` fresh runs, each on a new local store in a temp directory).
 ``--profile WORKLOAD`` runs one workload under cProfile and prints the top functions.
 
-Run: ``python -m bench.stream [--chunks N] [--quick] [--compactor local|workers|none]``.
+Run: ``python -m bench.stream [--chunks N] [--quick] [--compactor local|workers|none] [--same-process]``.
 """
 
 from __future__ import annotations
@@ -205,6 +207,35 @@ def percentile(values, q: float):
     return float(np.percentile(np.array(values), q))
 
 
+def measure(workload: str, schema, chunks, repeats: int, compactor: str) -> tuple[dict, list]:
+    """One workload in this process: a warm-up run, then ``repeats`` fresh runs; returns its
+    table row and every barrier latency of the timed runs."""
+    reset = _reset_peak_rss()
+    run_once(workload, schema, chunks[:max(50, len(chunks) // 20)], compactor)   # warm-up
+    timings, all_latencies = [], []
+    for _ in range(repeats):
+        elapsed, latencies = run_once(workload, schema, chunks, compactor)
+        timings.append(elapsed)
+        all_latencies += latencies
+    peak = round(_peak_rss_bytes() / (1 << 20), 1) if reset else None
+    return ({"workload": workload, "rows": len(chunks) * CHUNK,
+             "rows_per_s": len(chunks) * CHUNK / statistics.median(timings), "compactor": compactor,
+             "peak_rss_mib": peak, "barrier_ms_p50": percentile(all_latencies, 50),
+             "barrier_ms_p99": percentile(all_latencies, 99)}, all_latencies)
+
+
+def measure_in_child(workload: str, n_chunks: int, repeats: int, compactor: str) -> tuple[dict, list, float]:
+    """:func:`measure` in a fresh interpreter (``--child``): no workload inherits another's
+    heap, caches or allocator state. Returns the row, the latencies and the child's input RSS."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "bench.stream", "--child", "--workloads", workload,
+                          "--chunks", str(n_chunks), "--repeats", str(repeats), "--compactor", compactor],
+                         check=True, capture_output=True, text=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    return result["row"], result["latencies"], result["input_rss_mib"]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=5000)
@@ -213,10 +244,16 @@ def main(argv=None) -> None:
     parser.add_argument("--compactor", choices=["local", "workers", "none"], default="local")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--profile", metavar="WORKLOAD")
+    parser.add_argument("--same-process", action="store_true",
+                        help="run every workload in this process (default: one fresh process each)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     n_chunks, repeats = (2000, 1) if args.quick else (args.chunks, args.repeats)
-    schema, chunks = make_chunks(n_chunks)
-    input_rss_mib = round(_rss_bytes() / (1 << 20), 1)   # the interpreter and the prebuilt input
+    workloads = args.workloads.split(",")
+    isolated = not (args.same_process or args.child or args.profile) and len(workloads) > 1
+    if not isolated:
+        schema, chunks = make_chunks(n_chunks)
+        input_rss_mib = round(_rss_bytes() / (1 << 20), 1)   # the interpreter and the prebuilt input
     if args.profile:
         import cProfile
         import pstats
@@ -224,28 +261,27 @@ def main(argv=None) -> None:
         run_once(args.profile, schema, chunks, args.compactor, profiler)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
         return
-    rows, rates, all_latencies, peaks = [], {}, [], {}
-    for workload in args.workloads.split(","):
-        reset = _reset_peak_rss()
-        run_once(workload, schema, chunks[:max(50, n_chunks // 20)], args.compactor)   # warm-up
-        timings = []
-        for _ in range(repeats):
-            elapsed, latencies = run_once(workload, schema, chunks, args.compactor)
-            timings.append(elapsed)
-            all_latencies += latencies
-        rate = n_chunks * CHUNK / statistics.median(timings)
-        rates[workload] = round(rate)
-        if reset:
-            peaks[workload] = round(_peak_rss_bytes() / (1 << 20), 1)
-        rows.append({"workload": workload, "rows": n_chunks * CHUNK, "rows_per_s": rate,
-                     "compactor": args.compactor, "peak_rss_mib": peaks.get(workload),
-                     "barrier_ms_p50": percentile(latencies, 50), "barrier_ms_p99": percentile(latencies, 99)})
+    if args.child:
+        row, latencies = measure(workloads[0], schema, chunks, repeats, args.compactor)
+        print(json.dumps({"row": row, "latencies": latencies, "input_rss_mib": input_rss_mib}))
+        return
+    rows, all_latencies = [], []
+    for workload in workloads:
+        if isolated:
+            row, latencies, input_rss_mib = measure_in_child(workload, n_chunks, repeats, args.compactor)
+        else:
+            row, latencies = measure(workload, schema, chunks, repeats, args.compactor)
+        rows.append(row)
+        all_latencies += latencies
     print_table(rows, ["workload", "rows", "rows_per_s", "compactor", "peak_rss_mib", "barrier_ms_p50",
                        "barrier_ms_p99"])
-    print(json.dumps({"bench": "stream", "rows_per_s": rates, "compactor": args.compactor,
+    peaks = {r["workload"]: r["peak_rss_mib"] for r in rows if r["peak_rss_mib"] is not None}
+    print(json.dumps({"bench": "stream", "rows_per_s": {r["workload"]: round(r["rows_per_s"]) for r in rows},
+                      "compactor": args.compactor, "isolated": isolated,
                       "barrier_ms_p50": percentile(all_latencies, 50),
                       "barrier_ms_p99": percentile(all_latencies, 99),
-                      "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                      "peak_rss_mib": max(peaks.values()) if peaks else
+                      round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                       "peak_rss_mib_by_workload": peaks,
                       "input_rss_mib": input_rss_mib,
                       "machine": machine()}, sort_keys=True))
