@@ -173,11 +173,15 @@ class ReadState:
                 return None
         return found[1]
 
-    def multi_get(self, table_id, keys, epoch) -> list:
-        """``[get(table_id, k, epoch) for k in keys]``; every key is checked before any is read."""
+    def _check_read(self, table_id, epoch) -> None:
+        """A read's table id and epoch: ints in range, the epoch not below ``min_epoch``."""
         _check_args(table_id, b"", epoch)
         if epoch < self.min_epoch:
             raise ExpiredEpochError(epoch, self.min_epoch)
+
+    def multi_get(self, table_id, keys, epoch) -> list:
+        """``[get(table_id, k, epoch) for k in keys]``; every key is checked before any is read."""
+        self._check_read(table_id, epoch)
         try:
             keys = iter(keys)
         except TypeError:
@@ -188,9 +192,7 @@ class ReadState:
     def iter(self, table_id, epoch, start=None, end=None, *, prefix=None, reverse=False):
         """``(key, value)`` of ``table_id`` for keys in ``[start, end)`` with ``prefix`` at
         ``epoch``, ascending (descending with ``reverse``); an iterator holding this state."""
-        _check_args(table_id, b"", epoch)
-        if epoch < self.min_epoch:
-            raise ExpiredEpochError(epoch, self.min_epoch)
+        self._check_read(table_id, epoch)
         start = _check_bound(start, "start")
         end = _check_bound(end, "end")
         prefix = _check_bound(prefix, "prefix")
@@ -205,9 +207,7 @@ class ReadState:
         ends)``: prefix i's pairs are ``keys[ends[i-1]:ends[i]]`` (``ends[-1]`` = 0). The same
         pairs as ``iter(prefix=p)`` per prefix, from this one state (a join probing many keys
         at once); every argument is checked before anything is read."""
-        _check_args(table_id, b"", epoch)
-        if epoch < self.min_epoch:
-            raise ExpiredEpochError(epoch, self.min_epoch)
+        self._check_read(table_id, epoch)
         try:
             checked = list(prefixes)
         except TypeError:

@@ -664,13 +664,18 @@ cdef class ReadState:
         """See the twin: every ``(key, value)`` of each prefix, as ``(keys, values, ends)``."""
         return self.c_scan_prefixes(table_id, epoch, prefixes)
 
-    cdef object c_scan_prefixes(self, table_id, epoch, prefixes):
+    cdef int check_read(self, table_id, epoch) except -1:
+        """A read's table id and epoch: ints in range, the epoch not below ``min_epoch``."""
         if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
             raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
         if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
             raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
         if <uint64_t>epoch < self.min_epoch:
             raise ExpiredEpochError(epoch, self.min_epoch)
+        return 0
+
+    cdef object c_scan_prefixes(self, table_id, epoch, prefixes):
+        self.check_read(table_id, epoch)
         try:
             checked = list(prefixes)
         except TypeError:
@@ -755,12 +760,7 @@ cdef class ReadState:
     cdef object c_multi_get(self, table_id, keys, epoch):
         cdef list out = []
         cdef uint64_t read
-        if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
-            raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
-        if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
-            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
-        if <uint64_t>epoch < self.min_epoch:
-            raise ExpiredEpochError(epoch, self.min_epoch)
+        self.check_read(table_id, epoch)
         read = <uint64_t>epoch | SPILL_MASK
         checked = []
         try:
@@ -851,12 +851,7 @@ cdef class ReadState:
             free(done)
 
     cdef object c_iter(self, table_id, epoch, start, end, prefix, reverse):
-        if type(table_id) is not int or table_id < 0 or table_id > 0xFFFFFFFF:
-            raise InvalidArgumentError(f"table_id must be an int in [0, 4294967295], got {table_id!r}")
-        if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
-            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
-        if <uint64_t>epoch < self.min_epoch:
-            raise ExpiredEpochError(epoch, self.min_epoch)
+        self.check_read(table_id, epoch)
         start = checked_bound(start, "start")
         end = checked_bound(end, "end")
         if prefix is not None:   # hummock.key.clamp_bounds, in C
