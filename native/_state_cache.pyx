@@ -4,7 +4,7 @@ budget is ``stream.cache.MemoryBudget``).
 
 Structure: a dict from key to ``_Entry`` plus a circular doubly-linked list through the entries
 (least recently used right after the sentinel, most recent right before it). The budget's stamp
-counter (``budget._stamp``) is read once per call and written back once. Values are released
+counter (``budget.stamp``) is read once per call and written back once. Values are released
 only after the structure is consistent again (releasing a value may run arbitrary code), and
 the budget is told about a change of ``used`` last, since it may evict from this cache.
 """
@@ -49,7 +49,7 @@ cdef class StateCache:
         self.head.next = self.head
 
     def __init__(self, budget, name):
-        budget._register(self)
+        budget.register(self)
 
     cdef inline void unlink(self, _Entry e) noexcept:
         e.prev.next = e.next
@@ -77,8 +77,8 @@ cdef class StateCache:
         self.unlink(e)
         self.push_newest(e)
         budget = self.budget
-        stamp = budget._stamp + 1
-        budget._stamp = stamp
+        stamp = budget.stamp + 1
+        budget.stamp = stamp
         e.stamp = stamp
         self.hits += 1
         return e.value
@@ -105,7 +105,7 @@ cdef class StateCache:
         cdef _Entry e
         cdef Py_ssize_t hits = 0
         budget = self.budget
-        stamp = budget._stamp
+        stamp = budget.stamp
         for key in keys:
             p = PyDict_GetItem(self.entries, key)
             if p == NULL:
@@ -120,7 +120,7 @@ cdef class StateCache:
                 hits += 1
         self.hits += hits
         self.misses += len(missing)
-        budget._stamp = stamp
+        budget.stamp = stamp
         return missing
 
     cdef Py_ssize_t store(self, key, value, Py_ssize_t charge, object stamp, list released) except? -1:
@@ -153,11 +153,11 @@ cdef class StateCache:
         cdef list released = []
         cdef Py_ssize_t c = <Py_ssize_t>int(charge) + C_ENTRY_OVERHEAD
         budget = self.budget
-        stamp = budget._stamp + 1
-        budget._stamp = stamp
+        stamp = budget.stamp + 1
+        budget.stamp = stamp
         cdef Py_ssize_t delta = self.store(key, value, c, stamp, released)
         self.used += delta
-        budget._charge(delta)
+        budget.charge(delta)
 
     def put_many(self, items):
         """:meth:`put` of each ``(key, value, charge)`` (distinct keys), one budget charge at
@@ -165,13 +165,13 @@ cdef class StateCache:
         cdef list released = []
         cdef Py_ssize_t delta = 0
         budget = self.budget
-        stamp = budget._stamp
+        stamp = budget.stamp
         for key, value, charge in items:
             stamp += 1
             delta += self.store(key, value, <Py_ssize_t>int(charge) + C_ENTRY_OVERHEAD, stamp, released)
-        budget._stamp = stamp
+        budget.stamp = stamp
         self.used += delta
-        budget._charge(delta)
+        budget.charge(delta)
 
     def pop(self, key, default=_MISSING):
         """Remove ``key`` and return its value (``default`` if absent; ``KeyError`` without one)."""
@@ -184,7 +184,7 @@ cdef class StateCache:
         del self.entries[key]
         self.unlink(e)
         self.used -= e.charge
-        self.budget._charge(-e.charge)
+        self.budget.charge(-e.charge)
         return e.value
 
     cdef void drop_all(self):
@@ -198,7 +198,7 @@ cdef class StateCache:
         self.entries = {}
         self.drop_all()
         self.used = 0
-        self.budget._charge(-freed)
+        self.budget.charge(-freed)
         del old
 
     def close(self):
@@ -206,7 +206,7 @@ cdef class StateCache:
         old = self.entries
         self.entries = {}
         self.drop_all()
-        self.budget._unregister(self)
+        self.budget.unregister(self)
         self.used = 0
         del old
 
@@ -225,24 +225,24 @@ cdef class StateCache:
 
     # --- the budget's side ------------------------------------------------------------------------
 
-    def _restamp(self):
+    def restamp(self):
         """Give every entry a new stamp from the (new) budget's counter, in recency order."""
         cdef _Entry e = self.head.next
         budget = self.budget
         while e is not self.head:
-            e.stamp = budget._next_stamp()
+            e.stamp = budget.next_stamp()
             e = e.next
 
-    def _charge_of(self, key):
+    def charge_of(self, key):
         """The bytes ``key``'s entry is charged (with the per-entry overhead); KeyError if absent."""
         return (<_Entry>self.entries[key]).charge
 
-    def _oldest_stamp(self):
+    def oldest_stamp(self):
         if self.head.next is self.head:
             raise StopIteration
         return self.head.next.stamp
 
-    def _evict_until(self, Py_ssize_t need, limit):
+    def evict_until(self, Py_ssize_t need, limit):
         """Evict least recent entries until ``need`` bytes are freed or the oldest entry's
         stamp passes ``limit`` (None: no limit; at least one entry goes). Returns (bytes, count)."""
         cdef Py_ssize_t freed = 0, count = 0

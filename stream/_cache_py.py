@@ -4,11 +4,13 @@ least-recently-used mapping charged to a :class:`~stream.cache.MemoryBudget`.
 Contract (both implementations, same results, counters and eviction order):
 - entries are ``key -> (value, charge, stamp)`` in recency order (least recent first); every
   access that makes an entry most recent gives it the next stamp of its budget's counter
-  (``budget._stamp``), so the budget can evict the globally least recent entries across caches;
+  (``budget.stamp``), so the budget can evict the globally least recent entries across caches;
 - ``charge`` is the caller's charge plus :data:`ENTRY_OVERHEAD`; ``used`` is their sum; every
-  change of ``used`` is reported to the budget (``budget._charge(delta)``), which may evict
+  change of ``used`` is reported to the budget (``budget.charge(delta)``), which may evict
   (only inside ``put``/``put_many``: a value returned by ``get`` stays the caller's);
-- the budget calls ``_oldest_stamp``, ``_evict_until``, ``_restamp`` and ``_check``.
+- the budget calls ``oldest_stamp``, ``evict_until``, ``restamp`` and ``_check``; the cache
+  calls the budget's ``register``, ``unregister``, ``next_stamp``, ``charge`` and advances its
+  ``stamp`` counter itself when it stamps a batch (``get_many``/``put_many``).
 Who may call: :mod:`stream.cache` (which loads one of the two) and, through it, executors; one
 thread per budget (the runtime's event loop).
 """
@@ -31,7 +33,7 @@ class StateCache:
         self.used = 0
         self.hits = self.misses = self.evictions = 0
         self._entries: OrderedDict = OrderedDict()    # key -> [value, charge, stamp]
-        budget._register(self)
+        budget.register(self)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -46,7 +48,7 @@ class StateCache:
             self.misses += 1
             return default
         self._entries.move_to_end(key)
-        entry[2] = self.budget._next_stamp()
+        entry[2] = self.budget.next_stamp()
         self.hits += 1
         return entry[0]
 
@@ -68,7 +70,7 @@ class StateCache:
         charge = int(charge) + _ENTRY_OVERHEAD
         entries = self._entries
         old = entries.get(key)
-        stamp = self.budget._next_stamp()
+        stamp = self.budget.next_stamp()
         if old is None:
             entries[key] = [value, charge, stamp]
             delta = charge
@@ -77,7 +79,7 @@ class StateCache:
             old[0], old[1], old[2] = value, charge, stamp
             entries.move_to_end(key)
         self.used += delta
-        self.budget._charge(delta)
+        self.budget.charge(delta)
 
     def get_many(self, keys, found: dict) -> list:
         """:meth:`get` of each of ``keys`` (distinct) in one call: the hits go into ``found``
@@ -86,7 +88,7 @@ class StateCache:
         entries = self._entries
         lookup, touch = entries.get, entries.move_to_end
         budget = self.budget
-        stamp = budget._stamp
+        stamp = budget.stamp
         missing = []
         for key in keys:
             entry = lookup(key)
@@ -97,9 +99,9 @@ class StateCache:
                 stamp += 1
                 entry[2] = stamp
                 found[key] = entry[0]
-        self.hits += stamp - budget._stamp
+        self.hits += stamp - budget.stamp
         self.misses += len(missing)
-        budget._stamp = stamp
+        budget.stamp = stamp
         return missing
 
     def put_many(self, items) -> None:
@@ -109,7 +111,7 @@ class StateCache:
         entries = self._entries
         lookup, touch = entries.get, entries.move_to_end
         budget = self.budget
-        stamp = budget._stamp
+        stamp = budget.stamp
         delta = 0
         for key, value, charge in items:
             charge = int(charge) + _ENTRY_OVERHEAD
@@ -122,9 +124,9 @@ class StateCache:
                 delta += charge - old[1]
                 old[0], old[1], old[2] = value, charge, stamp
                 touch(key)
-        budget._stamp = stamp
+        budget.stamp = stamp
         self.used += delta
-        budget._charge(delta)
+        budget.charge(delta)
 
     def pop(self, key, default=_MISSING):
         """Remove ``key`` and return its value (``default`` if absent; ``KeyError`` without one)."""
@@ -134,7 +136,7 @@ class StateCache:
                 raise KeyError(key)
             return default
         self.used -= entry[1]
-        self.budget._charge(-entry[1])
+        self.budget.charge(-entry[1])
         return entry[0]
 
     def clear(self) -> None:
@@ -142,12 +144,12 @@ class StateCache:
         freed = self.used
         self._entries.clear()
         self.used = 0
-        self.budget._charge(-freed)
+        self.budget.charge(-freed)
 
     def close(self) -> None:
         """Drop every entry and leave the budget (the executor is gone)."""
         self._entries.clear()
-        self.budget._unregister(self)
+        self.budget.unregister(self)
         self.used = 0
 
     def keys(self):
@@ -160,19 +162,19 @@ class StateCache:
 
     # --- the budget's side ------------------------------------------------------------------------
 
-    def _restamp(self) -> None:
+    def restamp(self) -> None:
         """Give every entry a new stamp from the (new) budget's counter, in recency order."""
         for entry in self._entries.values():
-            entry[2] = self.budget._next_stamp()
+            entry[2] = self.budget.next_stamp()
 
-    def _charge_of(self, key) -> int:
+    def charge_of(self, key) -> int:
         """The bytes ``key``'s entry is charged (with the per-entry overhead); KeyError if absent."""
         return self._entries[key][1]
 
-    def _oldest_stamp(self) -> int:
+    def oldest_stamp(self) -> int:
         return next(iter(self._entries.values()))[2]
 
-    def _evict_until(self, need: int, limit) -> tuple[int, int]:
+    def evict_until(self, need: int, limit) -> tuple[int, int]:
         """Evict least recent entries until ``need`` bytes are freed or the oldest entry's
         stamp passes ``limit`` (None: no limit; at least one entry goes). Returns (bytes, count)."""
         entries = self._entries

@@ -50,7 +50,7 @@ class MemoryBudget:
         self.capacity = capacity_bytes
         self.used = 0
         self.evictions = 0
-        self._stamp = 0
+        self.stamp = 0
         self._caches: list[StateCache] = []
 
     def cache(self, name: str) -> StateCache:
@@ -64,25 +64,28 @@ class MemoryBudget:
         if cache.budget is self:
             return
         old = cache.budget
-        old._unregister(cache)
+        old.unregister(cache)
         cache.budget = self
-        self._register(cache)
-        cache._restamp()   # stamps from this budget's counter, order kept
-        self._charge(cache.used)
+        self.register(cache)
+        cache.restamp()   # stamps from this budget's counter, order kept
+        self.charge(cache.used)
 
-    def _register(self, cache: StateCache) -> None:
+    # --- the caches' side: ``stamp`` is the last stamp handed out (a cache stamping a batch
+    # advances it itself); ``charge`` reports a change of a cache's ``used`` and may evict
+
+    def register(self, cache: StateCache) -> None:
         self._caches.append(cache)
 
-    def _unregister(self, cache: StateCache) -> None:
+    def unregister(self, cache: StateCache) -> None:
         if cache in self._caches:
             self._caches.remove(cache)
             self.used -= cache.used
 
-    def _next_stamp(self) -> int:
-        self._stamp += 1
-        return self._stamp
+    def next_stamp(self) -> int:
+        self.stamp += 1
+        return self.stamp
 
-    def _charge(self, delta: int) -> None:
+    def charge(self, delta: int) -> None:
         self.used += delta
         if self.used > self.capacity:
             self._evict(int(self.capacity * LOW_WATER))
@@ -91,13 +94,13 @@ class MemoryBudget:
         """Drop least recently used entries across caches until ``used <= target``; each
         round takes from the cache holding the oldest entry, up to the next cache's oldest."""
         while self.used > target:
-            heads = [(c._oldest_stamp(), c) for c in self._caches if len(c)]
+            heads = [(c.oldest_stamp(), c) for c in self._caches if len(c)]
             if not heads:
                 return
             heads.sort(key=lambda h: h[0])
             cache = heads[0][1]
             limit = heads[1][0] if len(heads) > 1 else None
-            freed, count = cache._evict_until(self.used - target, limit)
+            freed, count = cache.evict_until(self.used - target, limit)
             self.used -= freed
             self.evictions += count
 

@@ -135,7 +135,7 @@ def test_the_twins_count_and_order_alike():
         a.pop(2)
         b.put_many([(("y", i), i, 300) for i in range(3)])
         runs.append((a.keys(), b.keys(), found, missing, a.stats(), b.stats(), budget.used, budget.evictions,
-                     a.peek_many([1, 3, 4, 77]), a._charge_of(5)))
+                     a.peek_many([1, 3, 4, 77]), a.charge_of(5)))
         budget._check()
     assert all(run == runs[0] for run in runs)
 

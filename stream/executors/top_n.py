@@ -418,7 +418,7 @@ class GroupTopN(UnaryExecutor):
             if g.complete:
                 assert len(stored) == len(cached), (self.identity, group, len(stored), len(cached))
             assert g.charge == sum(row_bytes(r) + len(k) + len(o) + _ROW_OVERHEAD for k, (r, o) in g.rows.items())
-            assert self.cache._charge_of(group) == g.charge + _ENTRY_OVERHEAD, (self.identity, group)
+            assert self.cache.charge_of(group) == g.charge + _ENTRY_OVERHEAD, (self.identity, group)
 
 
 class TopN(GroupTopN):
