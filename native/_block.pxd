@@ -117,6 +117,8 @@ cdef class Block:
     cdef object corrupt(self, message, offset, expected=*, found=*)
     cdef object c_get(self, bytes uk, uint64_t epoch)
     cdef object c_find(self, const unsigned char* target, Py_ssize_t tn, int* status, uint64_t* version)
+    cdef object c_find_from(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t tn, int* status,
+                            uint64_t* version)
     cdef object find_in_place(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t tn,
                               int* status, uint64_t* version, bint* done)
     cdef int build_index(self) except -1

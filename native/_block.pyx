@@ -778,6 +778,12 @@ cdef class Block:
         entry >= ``target`` with ``target``'s user key sets ``status`` 1 and ``version`` and
         returns its value (None for a tombstone); an entry of another user key sets ``status`` 0,
         the block ending first sets 2 (both return None)."""
+        return self.c_find_from(-1, target, tn, status, version)
+
+    cdef object c_find_from(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t tn, int* status,
+                            uint64_t* version):
+        """``c_find`` given ``restart_for(target, tn)`` when the caller has it (a batch that
+        prefetched the restart's entries), or -1 to compute it here."""
         cdef BlockIterator it
         cdef bint shared = not self.busy
         cdef Py_ssize_t un = tn - EPOCH_LEN, vn
@@ -786,7 +792,9 @@ cdef class Block:
         if self.index_state == 0:
             self.build_index()
         if self.index_state == 1:
-            value = self.find_in_place(self.restart_for(target, tn), target, tn, status, version, &done)
+            if restart < 0:
+                restart = self.restart_for(target, tn)
+            value = self.find_in_place(restart, target, tn, status, version, &done)
             if done:
                 return value
         try:
@@ -800,7 +808,7 @@ cdef class Block:
             if self.index_state == 0:
                 self.build_index()
             if self.index_state == 1:
-                it.c_seek_from(self.restart_for(target, tn), target, tn)
+                it.c_seek_from(restart if restart >= 0 else self.restart_for(target, tn), target, tn)
             else:
                 it.c_seek(target, tn)
             if not it.c_valid():

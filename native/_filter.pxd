@@ -9,6 +9,17 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 cdef uint64_t filter_key_hash(const uint8_t* p, size_t n) noexcept nogil
 
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define HUMMOCK_FILTER_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define HUMMOCK_FILTER_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void HUMMOCK_FILTER_PREFETCH(const void* p) noexcept nogil
+
+
 cdef class FilterReader:
     cdef bytes _data          # owns the buffer _bits points into
     cdef str _name
@@ -31,3 +42,13 @@ cdef class FilterReader:
                 return False
             g += delta                                  # wraps modulo 2**32
         return True
+
+    cdef inline void prefetch(self, uint64_t h) noexcept nogil:
+        """Start loading the bytes of ``probe(h)``'s first two bits (a batch probing keys in
+        turn prefetches a later key's while it probes the current one)."""
+        if self._num_bits == 0:
+            return
+        cdef uint32_t g = <uint32_t>h
+        HUMMOCK_FILTER_PREFETCH(self._bits + (((<uint64_t>g * self._num_bits) >> 32) >> 3))
+        g += <uint32_t>(h >> 32)
+        HUMMOCK_FILTER_PREFETCH(self._bits + (((<uint64_t>g * self._num_bits) >> 32) >> 3))

@@ -236,11 +236,12 @@ cdef class SstReader(ScanSst):
         return block
 
     cdef object c_finish(self, object block, Py_ssize_t index, const unsigned char* target, Py_ssize_t tn,
-                         int* status, uint64_t* version):
-        """``c_find``'s lookup in ``block`` (what ``c_locate`` found at ``index``), and in the
-        next block when the versions may continue there; sets ``status`` and ``version``."""
+                         int* status, uint64_t* version, Py_ssize_t restart=-1):
+        """``c_find``'s lookup in ``block`` (what ``c_locate`` found at ``index``; ``restart``:
+        the block's ``restart_for`` the target when known, else -1), and in the next block when
+        the versions may continue there; sets ``status`` and ``version``."""
         cdef Py_ssize_t n = len(self.first_keys)
-        value = (<Block>block).c_find(target, tn, status, version)
+        value = (<Block>block).c_find_from(restart, target, tn, status, version)
         if status[0] != 2:
             return value
         status[0] = 0                   # the versions may continue in the next block
@@ -421,14 +422,30 @@ cdef struct SortedKey:
     const unsigned char* p   # into a bytes object the batch keeps alive
     Py_ssize_t n
     Py_ssize_t i             # its position in the caller's list
+    uint64_t head            # 8 key bytes after the batch's common prefix, big-endian, zero-padded
+
+
+cdef inline uint64_t sort_head(const unsigned char* p, Py_ssize_t un, Py_ssize_t skip) noexcept nogil:
+    """``SortedKey.head`` of a user key ``p[:un]`` whose first ``skip <= un`` bytes every key of
+    the batch shares: unequal heads order two such keys as their bytes do (a zero-padded
+    shorter key that differs from a longer one within the head is below it there, as it is
+    bytewise); equal heads need ``cmp_mem``."""
+    cdef uint64_t w = 0
+    cdef Py_ssize_t j, end = un if un < skip + 8 else skip + 8
+    for j in range(skip, end):
+        w |= (<uint64_t>p[j]) << (8 * (skip + 7 - j))
+    return w
 
 
 cdef int cmp_sorted_keys(const void* a, const void* b) noexcept nogil:
-    """User-key order of two batch keys, then caller position. (Their full keys share one read
-    epoch suffix, but comparing whole full keys bytewise would be wrong: ``b"" || suffix`` sorts
-    after ``b"a" || suffix`` when the suffix starts above ``a``.)"""
+    """User-key order of two batch keys of one table, then caller position: their heads, then
+    their bytes. (Their full keys share one read epoch suffix, but comparing whole full keys
+    bytewise would be wrong: ``b"" || suffix`` sorts after ``b"a" || suffix`` when the suffix
+    starts above ``a``.)"""
     cdef const SortedKey* x = <const SortedKey*>a
     cdef const SortedKey* y = <const SortedKey*>b
+    if x.head != y.head:
+        return -1 if x.head < y.head else 1
     cdef Py_ssize_t xn = x.n - 8, yn = y.n - 8
     cdef int c = cmp_mem(x.p, y.p, xn if xn < yn else yn)
     if c:
@@ -436,6 +453,65 @@ cdef int cmp_sorted_keys(const void* a, const void* b) noexcept nogil:
     if xn != yn:
         return -1 if xn < yn else 1
     return (x.i > y.i) - (x.i < y.i)
+
+
+cdef inline bint key_before(const SortedKey* x, const SortedKey* y) noexcept nogil:
+    """``cmp_sorted_keys(x, y) < 0`` with the heads compared inline."""
+    if x.head != y.head:
+        return x.head < y.head
+    return cmp_sorted_keys(x, y) < 0
+
+
+cdef inline void swap_keys(SortedKey* a, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    cdef SortedKey t = a[i]
+    a[i] = a[j]
+    a[j] = t
+
+
+cdef void sort_keys(SortedKey* a, Py_ssize_t n, int depth) noexcept nogil:
+    """Sort a batch's keys in ``cmp_sorted_keys`` order (a total order: positions break ties):
+    quicksort with a median of three and the comparison inline, insertion sort below 16 keys,
+    and libc's ``qsort`` for a range once ``depth`` (2 log2 n at the top) runs out, so a batch
+    built against the pivot rule stays O(n log n)."""
+    cdef Py_ssize_t i, j, mid
+    cdef SortedKey pivot, t
+    while n > 16:
+        if depth == 0:
+            qsort(a, n, sizeof(SortedKey), cmp_sorted_keys)
+            return
+        depth -= 1
+        mid = n >> 1
+        if key_before(&a[mid], &a[0]):
+            swap_keys(a, mid, 0)
+        if key_before(&a[n - 1], &a[0]):
+            swap_keys(a, n - 1, 0)
+        if key_before(&a[n - 1], &a[mid]):
+            swap_keys(a, n - 1, mid)
+        pivot = a[mid]                  # a[0] <= pivot <= a[n - 1]: the scans stop inside
+        i, j = 0, n - 1
+        while True:
+            i += 1
+            while key_before(&a[i], &pivot):
+                i += 1
+            j -= 1
+            while key_before(&pivot, &a[j]):
+                j -= 1
+            if i >= j:
+                break
+            swap_keys(a, i, j)
+        if j + 1 < n - j - 1:           # recurse into the smaller side, loop on the larger
+            sort_keys(a, j + 1, depth)
+            a, n = a + j + 1, n - j - 1
+        else:
+            sort_keys(a + j + 1, n - j - 1, depth)
+            n = j + 1
+    for i in range(1, n):
+        t = a[i]
+        j = i
+        while j > 0 and key_before(&t, &a[j - 1]):
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = t
 
 
 cdef Py_ssize_t lower_bound_from(list keys, const unsigned char* key, Py_ssize_t kn, Py_ssize_t lo) except -1:
@@ -470,8 +546,51 @@ cdef extern from *:
     void HUMMOCK_PREFETCH(const void* p) noexcept nogil
 
 
-DEF WINDOW = 8   # find_in_run's lookups in flight: located and prefetched, not yet searched
-DEF PREFETCH_LINES = 16   # at most this many 64-byte lines prefetched a lookup
+DEF WINDOW = 8   # find_in_run's lookups in flight at each of its two stages
+DEF FILTER_AHEAD = 4     # find_in_run prefetches the filter bits of the key this many places ahead
+DEF PREFETCH_LINES = 24   # at most this many 64-byte lines of entries prefetched a lookup
+
+
+cdef inline void prefetch_restart_search(Block b) noexcept:
+    """Prefetch what ``b.restart_for`` reads first: the restarts' shared prefix and the
+    restart index entries of its binary search's first three levels (a 64 KiB block has ~100
+    restarts of 32 bytes: without this each level is a cache miss)."""
+    cdef Py_ssize_t count = b.num_restarts, step
+    HUMMOCK_PREFETCH(b.p + b.ridx[0].key_pos)
+    if count < 4:
+        HUMMOCK_PREFETCH(b.ridx)
+        return
+    step = count >> 1
+    HUMMOCK_PREFETCH(b.ridx + step)
+    HUMMOCK_PREFETCH(b.ridx + (step >> 1))
+    HUMMOCK_PREFETCH(b.ridx + step + (step >> 1))
+    HUMMOCK_PREFETCH(b.ridx + (step >> 2))
+    HUMMOCK_PREFETCH(b.ridx + step - (step >> 2))
+    HUMMOCK_PREFETCH(b.ridx + step + (step >> 2))
+    HUMMOCK_PREFETCH(b.ridx + count - 1 - (step >> 2))
+
+
+cdef inline Py_ssize_t prefetch_entries(Block b, const unsigned char* target, Py_ssize_t tn) noexcept:
+    """``b.restart_for(target)`` (index built), prefetching that restart's entries: from its
+    key to the next restart's key, at most ``PREFETCH_LINES`` lines."""
+    cdef Py_ssize_t restart = b.restart_for(target, tn), at, end
+    at = b.ridx[restart].key_pos
+    end = b.ridx[restart + 1].key_pos + 32 if restart + 1 < b.num_restarts else b.limit
+    if end > b.limit:
+        end = b.limit
+    if end > at + 64 * PREFETCH_LINES:
+        end = at + 64 * PREFETCH_LINES
+    while at < end:
+        HUMMOCK_PREFETCH(b.p + at)
+        at += 64
+    return restart
+
+
+cdef struct Lookup:
+    # a located key of find_in_run waiting in one of its rings
+    Py_ssize_t k          # its place in ``order``
+    Py_ssize_t index      # its block's index in the SST
+    Py_ssize_t restart    # the block's restart for it (-1: not known)
 
 
 cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_t n, uint64_t read,
@@ -480,19 +599,23 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
     (ascending): one forward walk over the run's SSTs, one ``FindCursor`` for block reuse.
     Records each hit in ``out``/``versions``/``done``; returns the number of hits.
 
-    A key passing its SST's filter is located (block, restart) and its restart's entries are
-    prefetched; it is searched ``WINDOW`` keys later (``SstReader.c_finish``), so the cache
-    misses of several lookups overlap instead of following each other. Each key's answer is
-    the one ``c_find`` gives (the same calls, in a different order across keys)."""
-    cdef Py_ssize_t k, i, pos = 0, count = len(readers), hits = 0, index, restart, at, end, slot
-    cdef Py_ssize_t head = 0, queued = 0
+    A software pipeline, so the cache misses of several lookups overlap instead of following
+    each other: a key passing its SST's filter is located (its block) and the block's restart
+    search prefetched (ring ``a``); ``WINDOW`` keys later its restart is found and the
+    restart's entries prefetched (ring ``b``); ``WINDOW`` keys after that it is searched
+    (``SstReader.c_finish``). Each key's answer is the one ``c_find`` gives (the same calls,
+    in a different order across keys)."""
+    cdef Py_ssize_t k, i, pos = 0, count = len(readers), hits = 0, index, slot
+    cdef Py_ssize_t head_a = 0, queued_a = 0, head_b = 0, queued_b = 0
     cdef SstReader r
     cdef FindCursor cur = FindCursor()
     cdef SstReader opened = None       # the reader last opened here (its filter is set)
     cdef Block b
-    cdef Py_ssize_t ring_k[WINDOW]
-    cdef Py_ssize_t ring_index[WINDOW]
-    cdef list held = [None] * (2 * WINDOW)   # per slot: its reader and block (kept alive)
+    cdef Lookup ring_a[WINDOW]
+    cdef Lookup ring_b[WINDOW]
+    cdef Lookup moving
+    cdef list held_a = [None] * (2 * WINDOW)   # per slot: its reader and block (kept alive)
+    cdef list held_b = [None] * (2 * WINDOW)
     cur.reader = None
     for k in range(n):
         i = order[k].i
@@ -508,47 +631,56 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
         if r is not opened:             # the filter first, inline: most keys miss most SSTs
             r.ensure_open()
             opened = r
+        if k + FILTER_AHEAD < n:        # (a later key most likely falls in this SST too)
+            r.filter.prefetch(hashes[order[k + FILTER_AHEAD].i])
         if not r.filter.probe(hashes[i]):
             continue
         block = r.c_locate(order[k].p, order[k].n, cur, &index)
         b = <Block>block
         if b.index_state == 0:
             b.build_index()
-        if b.index_state == 1:          # start loading the entries the search may read: from the
-            restart = b.restart_for(order[k].p, order[k].n)      # restart's key to the next one's
-            at = b.ridx[restart].key_pos
-            end = b.ridx[restart + 1].key_pos + 32 if restart + 1 < b.num_restarts else b.limit
-            if end > b.limit:
-                end = b.limit
-            if end > at + 64 * PREFETCH_LINES:
-                end = at + 64 * PREFETCH_LINES
-            while at < end:
-                HUMMOCK_PREFETCH(b.p + at)
-                at += 64
-        if queued == WINDOW:
-            hits += finish_queued(order, head, ring_k, ring_index, held, out, versions, done)
-            head = (head + 1) % WINDOW
-            queued -= 1
-        slot = (head + queued) % WINDOW
-        ring_k[slot], ring_index[slot] = k, index
-        held[2 * slot], held[2 * slot + 1] = r, block
-        queued += 1
-    while queued:
-        hits += finish_queued(order, head, ring_k, ring_index, held, out, versions, done)
-        head = (head + 1) % WINDOW
-        queued -= 1
+        if b.index_state == 1:
+            prefetch_restart_search(b)
+        if queued_a == WINDOW:          # the oldest located key moves on to stage b
+            moving = ring_a[head_a]
+            b = <Block>held_a[2 * head_a + 1]
+            if b.index_state == 1:
+                moving.restart = prefetch_entries(b, order[moving.k].p, order[moving.k].n)
+            if queued_b == WINDOW:
+                hits += finish_queued(order, &ring_b[head_b], held_b, 2 * head_b, out, versions, done)
+                head_b = (head_b + 1) % WINDOW
+                queued_b -= 1
+            slot = (head_b + queued_b) % WINDOW
+            ring_b[slot] = moving
+            held_b[2 * slot], held_b[2 * slot + 1] = held_a[2 * head_a], held_a[2 * head_a + 1]
+            queued_b += 1
+            head_a = (head_a + 1) % WINDOW
+            queued_a -= 1
+        slot = (head_a + queued_a) % WINDOW
+        ring_a[slot].k, ring_a[slot].index, ring_a[slot].restart = k, index, -1
+        held_a[2 * slot], held_a[2 * slot + 1] = r, block
+        queued_a += 1
+    while queued_b:
+        hits += finish_queued(order, &ring_b[head_b], held_b, 2 * head_b, out, versions, done)
+        head_b = (head_b + 1) % WINDOW
+        queued_b -= 1
+    while queued_a:                     # (their restarts are found in c_finish)
+        hits += finish_queued(order, &ring_a[head_a], held_a, 2 * head_a, out, versions, done)
+        head_a = (head_a + 1) % WINDOW
+        queued_a -= 1
     return hits
 
 
-cdef inline Py_ssize_t finish_queued(SortedKey* order, Py_ssize_t slot, Py_ssize_t* ring_k, Py_ssize_t* ring_index,
-                                     list held, list out, uint64_t* versions, unsigned char* done) except -1:
-    """Search the located key of ``slot`` (``find_in_run``); record a hit; 1 if it hit."""
-    cdef Py_ssize_t k = ring_k[slot], i = order[k].i
+cdef inline Py_ssize_t finish_queued(SortedKey* order, Lookup* lookup, list held, Py_ssize_t at, list out,
+                                     uint64_t* versions, unsigned char* done) except -1:
+    """Search a located key (``find_in_run``) whose reader and block are ``held[at]`` and
+    ``held[at + 1]``; record a hit; 1 if it hit."""
+    cdef Py_ssize_t k = lookup.k, i = order[k].i
     cdef int status = 0
     cdef uint64_t version = 0
-    cdef SstReader r = <SstReader>held[2 * slot]
-    value = r.c_finish(held[2 * slot + 1], ring_index[slot], order[k].p, order[k].n, &status, &version)
-    held[2 * slot] = held[2 * slot + 1] = None
+    cdef SstReader r = <SstReader>held[at]
+    value = r.c_finish(held[at + 1], lookup.index, order[k].p, order[k].n, &status, &version, lookup.restart)
+    held[at] = held[at + 1] = None
     if status == 1:
         out[i], versions[i], done[i] = value, version, 1
         return 1
@@ -789,7 +921,8 @@ cdef class ReadState:
         ascending order (sorted here unless they come sorted), so each sorted run of SSTs is
         walked forward once and keys landing in one block share its lookup (``FindCursor``);
         results come back in the callers' order."""
-        cdef Py_ssize_t n = len(keys), i, j, left = n, tn
+        cdef Py_ssize_t n = len(keys), i, j, left = n, tn, skip
+        cdef int depth
         cdef list out = [None] * n
         cdef list targets = [None] * n
         cdef SortedKey* order = <SortedKey*>malloc(n * sizeof(SortedKey))
@@ -810,13 +943,26 @@ cdef class ReadState:
                 for j in range(8):
                     w[tn - 8 + j] = (inv >> (8 * (7 - j))) & 0xFF
                 targets[i] = t
-                order[i].p, order[i].n, order[i].i = w, tn, i
+                order[i].p, order[i].n, order[i].i, order[i].head = w, tn, i, 0
                 hashes[i] = filter_key_hash(w, <size_t>(tn - 8))
                 done[i] = 0
                 if i and ascending and cmp_sorted_keys(&order[i - 1], &order[i]) > 0:
                     ascending = False
             if not ascending:
-                qsort(order, n, sizeof(SortedKey), cmp_sorted_keys)
+                skip = order[0].n - 8           # the bytes every key shares (at least the table id)
+                for i in range(1, n):
+                    j = 0
+                    while j < skip and order[i].p[j] == order[0].p[j]:
+                        j += 1
+                    skip = j
+                for i in range(n):
+                    order[i].head = sort_head(order[i].p, order[i].n - 8, skip)
+                depth = 2
+                j = n
+                while j > 1:
+                    j >>= 1
+                    depth += 2
+                sort_keys(order, n, depth)
             imms = self.imms.get(table_id)
             if imms is not None or self.staging:
                 for i in range(n):

@@ -133,3 +133,35 @@ def test_multi_get_orders_keys_by_user_key_not_by_their_full_key_bytes(tmp_path)
             store.compact_all()
     finally:
         store.close()
+
+
+def test_multi_get_large_batches_in_adversarial_orders(tmp_path):
+    """The native batch sort (a quicksort on each key's 8 bytes after the batch's common prefix,
+    with libc's sort past a depth limit) against orders built to hurt it: descending, organ
+    pipe, sawtooth, many duplicates, keys that are prefixes of each other and end inside the
+    common prefix's word -- each batch thousands of keys; every answer equals the model's."""
+    import random
+    store = HummockStorage.open(str(tmp_path / "s"), StorageOptions(compactor="none", target_sst_size=16384,
+                                                                    block_size=1024))
+    try:
+        base = b"common-prefix-of-every-key/"
+        present = [base + b"%06d" % i for i in range(0, 6000, 3)] + [base[:-1], base, base + b"\x00", base + b"\x00\x00"]
+        store.ingest_batch(TABLE, sorted((k, b"v" + k) for k in present), E)
+        store.checkpoint(E)
+        live = set(present)
+        universe = sorted(set(present) | {base + b"%06d" % i for i in range(6000)} | {base + b"\x00\x01", base[:5]})
+        rng = random.Random(7)
+        n = len(universe)
+        orders = {
+            "descending": universe[::-1],
+            "organ pipe": universe[0::2] + universe[1::2][::-1],
+            "sawtooth": [universe[(i * 97) % n] for i in range(n)],
+            "duplicates": [rng.choice(universe[:40]) for _ in range(3000)],
+            "shuffled": rng.sample(universe, n),
+            "one key": [universe[5]] * 500,
+        }
+        for name, keys in orders.items():
+            got = store.multi_get(TABLE, keys, E)
+            assert got == [b"v" + k if k in live else None for k in keys], name
+    finally:
+        store.close()
