@@ -391,15 +391,22 @@ def encode_row(values, types, orders=None):
         free(b.data)
 
 
-def encode_rows(rows, types, orders=None):
-    """:func:`encode_row` for many rows with one schema (one call, one buffer)."""
+def encode_rows(rows, types, orders=None, prefix=b""):
+    """:func:`encode_row` for many rows with one schema (one call, one buffer); each result
+    starts with the bytes ``prefix`` (a table key's vnode)."""
     cdef _Schema schema = get_schema(types, orders)
     cdef Buf b
     cdef list out = []
+    cdef Py_ssize_t pn
+    if type(prefix) is not bytes:
+        raise TypeError(f"prefix must be bytes, got {type(prefix).__name__}")
+    pn = PyBytes_GET_SIZE(prefix)
     buf_init(&b)
     try:
         for values in rows:
             b.len = 0
+            if pn:
+                buf_put(&b, <const unsigned char*>PyBytes_AS_STRING(prefix), pn, 0)
             enc_row(&b, schema, values)
             out.append(PyBytes_FromStringAndSize(<char*>b.data, b.len))
         return out

@@ -547,7 +547,7 @@ cdef extern from *:
 
 
 DEF WINDOW = 8   # find_in_run's lookups in flight at each of its two stages
-DEF FILTER_AHEAD = 4     # find_in_run prefetches the filter bits of the key this many places ahead
+DEF FILTER_AHEAD = 16     # find_in_run prefetches the filter bits of the key this many places ahead
 DEF PREFETCH_LINES = 24   # at most this many 64-byte lines of entries prefetched a lookup
 
 

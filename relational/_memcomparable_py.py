@@ -324,12 +324,15 @@ def encode_row(values, types, orders=None) -> bytes:
     return bytes(out)
 
 
-def encode_rows(rows, types, orders=None) -> list:
-    """:func:`encode_row` for many rows with one schema."""
+def encode_rows(rows, types, orders=None, prefix=b"") -> list:
+    """:func:`encode_row` for many rows with one schema; each result starts with the bytes
+    ``prefix`` (a table key's vnode)."""
+    if type(prefix) is not bytes:
+        raise TypeError(f"prefix must be bytes, got {type(prefix).__name__}")
     schema = compile_schema(types, orders)
     result = []
     for values in rows:
-        out = bytearray()
+        out = bytearray(prefix)
         _encode_into(out, schema, values)
         result.append(bytes(out))
     return result

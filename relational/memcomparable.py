@@ -38,7 +38,8 @@ _impl = _twins.load("_memcomparable", "relational._memcomparable_py")
 encode_row = _impl.encode_row
 #: ``decode_row(data, types, orders=None) -> tuple``
 decode_row = _impl.decode_row
-#: ``encode_rows(rows, types, orders=None) -> list[bytes]`` (one call for many rows)
+#: ``encode_rows(rows, types, orders=None, prefix=b"") -> list[bytes]`` (one call for many rows,
+#: each result after ``prefix``)
 encode_rows = _impl.encode_rows
 #: ``decode_rows(datas, types, orders=None, offset=0) -> list[tuple]`` (rows start ``offset`` bytes in)
 decode_rows = _impl.decode_rows

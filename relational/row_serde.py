@@ -155,9 +155,9 @@ class RowSerde:
             for pk in pks:
                 if len(pk) != width:
                     raise SchemaError(f"a pk has {width} values, got {len(pk)}: {pk!r}")
-        encoded = memcomparable.encode_rows(pks, self.pk_types, self.order_types)
         if not self.dist_in_pk:
-            return list(map(_SINGLETON_PREFIX.__add__, encoded))
+            return memcomparable.encode_rows(pks, self.pk_types, self.order_types, _SINGLETON_PREFIX)
+        encoded = memcomparable.encode_rows(pks, self.pk_types, self.order_types)
         if self._dist_head == width:   # the vnode hashes the pk's own bytes
             return keys_with_vnodes(encoded, None, VNODE_SEED, VNODE_COUNT)
         where = self.dist_in_pk
@@ -176,9 +176,10 @@ class RowSerde:
         where = self.dist_in_pk
         if where and max(where) >= width:
             return None
-        encoded = memcomparable.encode_rows(prefixes, self.pk_types[:width], self.order_types[:width])
         if not where:
-            return list(map(_SINGLETON_PREFIX.__add__, encoded))
+            return memcomparable.encode_rows(prefixes, self.pk_types[:width], self.order_types[:width],
+                                             _SINGLETON_PREFIX)
+        encoded = memcomparable.encode_rows(prefixes, self.pk_types[:width], self.order_types[:width])
         if self._dist_head == len(where) == width:   # the vnode hashes the prefix's own bytes
             return keys_with_vnodes(encoded, None, VNODE_SEED, VNODE_COUNT)
         dist = memcomparable.encode_rows([[p[i] for i in where] for p in prefixes], self.dist_types,

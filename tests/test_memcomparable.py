@@ -163,11 +163,19 @@ def test_native_and_pure_agree(data):
     orders = tuple(o for _, o in schema)
     batch = data.draw(st.lists(rows(types), min_size=1, max_size=4))
     results = []
+    prefix = data.draw(st.binary(max_size=3))
     for impl in implementations():
         encoded = impl.encode_rows(batch, types, orders)
         assert encoded == [impl.encode_row(r, types, orders) for r in batch]
+        assert impl.encode_rows(batch, types, orders, prefix) == [prefix + e for e in encoded]
         results.append((encoded, repr(impl.decode_rows(encoded, types, orders))))
     assert all(r == results[0] for r in results)
+
+
+def test_encode_rows_prefix_must_be_bytes():
+    for impl in implementations():
+        with pytest.raises(TypeError, match="prefix must be bytes, got str"):
+            impl.encode_rows([(1,)], [T.BIGINT], None, "ab")
 
 
 @given(st.data())
