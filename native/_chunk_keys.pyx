@@ -4,17 +4,16 @@
 docstring for the contract and the key layout).
 
 One pass writes every row's key into one C buffer (vnode, then per column the tag and the
-big-endian value with its sign bit flipped, inverted when descending), a ``qsort`` of row
-references ordered by ``memcmp`` of the keys and then by row number (so the sort is stable),
-then one ``bytes`` object per key in that order. It replaces a dozen numpy/Arrow calls per
-chunk (the key matrix, an Arrow binary array, ``lexsort``, ``take``, ``to_pylist``).
+big-endian value with its sign bit flipped, inverted when descending), a sort of row
+references by the keys' bytes and then by row number (so the sort is stable;
+``native/_keysort.pxd``), then one ``bytes`` object per key in that order. It replaces a dozen
+numpy/Arrow calls per chunk (the key matrix, an Arrow binary array, ``lexsort``, ``take``,
+``to_pylist``).
 
 Safety: the arguments are checked exactly as the twin checks them (``check_args``: dtypes,
 dimensions, lengths, widths, value ranges) before any buffer is read; the key buffer is sized
 ``n * width`` with the width computed from the checked widths, and every write stays inside the
-row's slot. ``qsort`` takes no context, so the key width lives in a module global set just
-before the sort; the interpreter lock is held from there to the end of the sort (nothing in it
-releases the lock or calls back into Python), so two calls never interleave.
+row's slot.
 
 Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` only, through ``hummock._twins.load``.
 """
@@ -22,32 +21,16 @@ Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` only, through ``humm
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint64_t, uint16_t
-from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memcmp
+from libc.stdlib cimport free, malloc
+
+from native._keysort cimport KeyRef, sort_key_refs
 
 import numpy as np
 
 from relational._chunk_keys_py import check_args
 
-cdef struct _Row:
-    const unsigned char* p
-    Py_ssize_t i
-
-cdef Py_ssize_t _width = 0   # the key width of the current sort (qsort has no context pointer)
-
-
-cdef int _cmp_rows(const void* a, const void* b) noexcept nogil:
-    cdef const _Row* x = <const _Row*>a
-    cdef const _Row* y = <const _Row*>b
-    cdef int c = memcmp(x.p, y.p, <size_t>_width)
-    if c:
-        return c
-    return (x.i > y.i) - (x.i < y.i)
-
-
 def sorted_int_keys(vnodes, columns, widths, descending):
     """See the twin's docstring."""
-    global _width
     cdef Py_ssize_t n = check_args(vnodes, columns, widths, descending)
     cdef list cols = list(columns), ws = list(widths), ds = list(descending)
     cdef Py_ssize_t ncol = len(cols), width = 2, i, j, b, pos, w
@@ -56,7 +39,7 @@ def sorted_int_keys(vnodes, columns, widths, descending):
     cdef const uint16_t[::1] vn = np.ascontiguousarray(vnodes)
     cdef const int64_t[::1] col
     cdef unsigned char* buf = NULL
-    cdef _Row* rows = NULL
+    cdef KeyRef* rows = NULL
     cdef unsigned char* row
     cdef uint64_t u, sign, mask
     cdef unsigned char flip
@@ -68,7 +51,7 @@ def sorted_int_keys(vnodes, columns, widths, descending):
     out_order = order
     try:
         buf = <unsigned char*>malloc(<size_t>(n * width))
-        rows = <_Row*>malloc(<size_t>n * sizeof(_Row))
+        rows = <KeyRef*>malloc(<size_t>n * sizeof(KeyRef))
         if buf == NULL or rows == NULL:
             raise MemoryError()
         for i in range(n):
@@ -76,6 +59,7 @@ def sorted_int_keys(vnodes, columns, widths, descending):
             row[0] = (vn[i] >> 8) & 0xFF
             row[1] = vn[i] & 0xFF
             rows[i].p = row
+            rows[i].n = width
             rows[i].i = i
         pos = 2
         for j in range(ncol):
@@ -93,8 +77,7 @@ def sorted_int_keys(vnodes, columns, widths, descending):
                 for b in range(w):
                     row[1 + b] = ((u >> (8 * (w - 1 - b))) & 0xFF) ^ flip
             pos += 1 + w
-        _width = width
-        qsort(rows, <size_t>n, sizeof(_Row), _cmp_rows)
+        sort_key_refs(rows, n)
         for i in range(n):
             out_order[i] = rows[i].i
             keys.append(PyBytes_FromStringAndSize(<const char*>rows[i].p, width))

@@ -22,7 +22,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport free, malloc, qsort
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
 from native._block cimport Block
@@ -30,6 +30,7 @@ from native._filter cimport FilterReader, filter_key_hash
 from native._iterators cimport (ScanSst, UserScan, range_hides, scan_add_batches, scan_add_run, scan_new,
                                 scan_ready, unpack_hide)
 from native._keycmp cimport cmp_full_keys, cmp_mem
+from native._keysort cimport KeyRef, cmp_key_refs, sort_key_refs
 from native._lru cimport LruCache
 
 from hummock import iterators as _iterators
@@ -417,103 +418,6 @@ cdef inline object one_of(tuple readers, list his, bytes uk, uint64_t read, uint
     return None
 
 
-cdef struct SortedKey:
-    # one key of a multi_get batch: its full key (table id || key || inverted read epoch) and place
-    const unsigned char* p   # into a bytes object the batch keeps alive
-    Py_ssize_t n
-    Py_ssize_t i             # its position in the caller's list
-    uint64_t head            # 8 key bytes after the batch's common prefix, big-endian, zero-padded
-
-
-cdef inline uint64_t sort_head(const unsigned char* p, Py_ssize_t un, Py_ssize_t skip) noexcept nogil:
-    """``SortedKey.head`` of a user key ``p[:un]`` whose first ``skip <= un`` bytes every key of
-    the batch shares: unequal heads order two such keys as their bytes do (a zero-padded
-    shorter key that differs from a longer one within the head is below it there, as it is
-    bytewise); equal heads need ``cmp_mem``."""
-    cdef uint64_t w = 0
-    cdef Py_ssize_t j, end = un if un < skip + 8 else skip + 8
-    for j in range(skip, end):
-        w |= (<uint64_t>p[j]) << (8 * (skip + 7 - j))
-    return w
-
-
-cdef int cmp_sorted_keys(const void* a, const void* b) noexcept nogil:
-    """User-key order of two batch keys of one table, then caller position: their heads, then
-    their bytes. (Their full keys share one read epoch suffix, but comparing whole full keys
-    bytewise would be wrong: ``b"" || suffix`` sorts after ``b"a" || suffix`` when the suffix
-    starts above ``a``.)"""
-    cdef const SortedKey* x = <const SortedKey*>a
-    cdef const SortedKey* y = <const SortedKey*>b
-    if x.head != y.head:
-        return -1 if x.head < y.head else 1
-    cdef Py_ssize_t xn = x.n - 8, yn = y.n - 8
-    cdef int c = cmp_mem(x.p, y.p, xn if xn < yn else yn)
-    if c:
-        return c
-    if xn != yn:
-        return -1 if xn < yn else 1
-    return (x.i > y.i) - (x.i < y.i)
-
-
-cdef inline bint key_before(const SortedKey* x, const SortedKey* y) noexcept nogil:
-    """``cmp_sorted_keys(x, y) < 0`` with the heads compared inline."""
-    if x.head != y.head:
-        return x.head < y.head
-    return cmp_sorted_keys(x, y) < 0
-
-
-cdef inline void swap_keys(SortedKey* a, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-    cdef SortedKey t = a[i]
-    a[i] = a[j]
-    a[j] = t
-
-
-cdef void sort_keys(SortedKey* a, Py_ssize_t n, int depth) noexcept nogil:
-    """Sort a batch's keys in ``cmp_sorted_keys`` order (a total order: positions break ties):
-    quicksort with a median of three and the comparison inline, insertion sort below 16 keys,
-    and libc's ``qsort`` for a range once ``depth`` (2 log2 n at the top) runs out, so a batch
-    built against the pivot rule stays O(n log n)."""
-    cdef Py_ssize_t i, j, mid
-    cdef SortedKey pivot, t
-    while n > 16:
-        if depth == 0:
-            qsort(a, n, sizeof(SortedKey), cmp_sorted_keys)
-            return
-        depth -= 1
-        mid = n >> 1
-        if key_before(&a[mid], &a[0]):
-            swap_keys(a, mid, 0)
-        if key_before(&a[n - 1], &a[0]):
-            swap_keys(a, n - 1, 0)
-        if key_before(&a[n - 1], &a[mid]):
-            swap_keys(a, n - 1, mid)
-        pivot = a[mid]                  # a[0] <= pivot <= a[n - 1]: the scans stop inside
-        i, j = 0, n - 1
-        while True:
-            i += 1
-            while key_before(&a[i], &pivot):
-                i += 1
-            j -= 1
-            while key_before(&pivot, &a[j]):
-                j -= 1
-            if i >= j:
-                break
-            swap_keys(a, i, j)
-        if j + 1 < n - j - 1:           # recurse into the smaller side, loop on the larger
-            sort_keys(a, j + 1, depth)
-            a, n = a + j + 1, n - j - 1
-        else:
-            sort_keys(a + j + 1, n - j - 1, depth)
-            n = j + 1
-    for i in range(1, n):
-        t = a[i]
-        j = i
-        while j > 0 and key_before(&t, &a[j - 1]):
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = t
-
-
 cdef Py_ssize_t lower_bound_from(list keys, const unsigned char* key, Py_ssize_t kn, Py_ssize_t lo) except -1:
     """``lower_bound`` of the user key ``key[:kn]`` in sorted ``keys``, knowing it is >= ``lo``
     (checks ``keys[lo]`` first: ascending batch keys often stay in one SST)."""
@@ -593,7 +497,7 @@ cdef struct Lookup:
     Py_ssize_t restart    # the block's restart for it (-1: not known)
 
 
-cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_t n, uint64_t read,
+cdef Py_ssize_t find_in_run(tuple readers, list his, KeyRef* order, Py_ssize_t n, uint64_t read,
                             uint64_t* hashes, list out, uint64_t* versions, unsigned char* done) except -1:
     """``one_of`` for every key of a batch not yet ``done``, visiting them in ``order``
     (ascending): one forward walk over the run's SSTs, one ``FindCursor`` for block reuse.
@@ -621,12 +525,12 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
         i = order[k].i
         if done[i]:
             continue
-        pos = lower_bound_from(his, order[k].p, order[k].n - 8, pos)
+        pos = lower_bound_from(his, order[k].p, order[k].n, pos)
         if pos >= count:
             break                                  # every later key is above the run
         r = <SstReader>readers[pos]
         if r.min_epoch > read or cmp_bytes(PyBytes_AS_STRING(r.lo), PyBytes_GET_SIZE(r.lo),
-                                           <const char*>order[k].p, order[k].n - 8) > 0:
+                                           <const char*>order[k].p, order[k].n) > 0:
             continue
         if r is not opened:             # the filter first, inline: most keys miss most SSTs
             r.ensure_open()
@@ -635,7 +539,7 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
             r.filter.prefetch(hashes[order[k + FILTER_AHEAD].i])
         if not r.filter.probe(hashes[i]):
             continue
-        block = r.c_locate(order[k].p, order[k].n, cur, &index)
+        block = r.c_locate(order[k].p, order[k].n + 8, cur, &index)
         b = <Block>block
         if b.index_state == 0:
             b.build_index()
@@ -645,7 +549,7 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
             moving = ring_a[head_a]
             b = <Block>held_a[2 * head_a + 1]
             if b.index_state == 1:
-                moving.restart = prefetch_entries(b, order[moving.k].p, order[moving.k].n)
+                moving.restart = prefetch_entries(b, order[moving.k].p, order[moving.k].n + 8)
             if queued_b == WINDOW:
                 hits += finish_queued(order, &ring_b[head_b], held_b, 2 * head_b, out, versions, done)
                 head_b = (head_b + 1) % WINDOW
@@ -671,7 +575,7 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, SortedKey* order, Py_ssize_
     return hits
 
 
-cdef inline Py_ssize_t finish_queued(SortedKey* order, Lookup* lookup, list held, Py_ssize_t at, list out,
+cdef inline Py_ssize_t finish_queued(KeyRef* order, Lookup* lookup, list held, Py_ssize_t at, list out,
                                      uint64_t* versions, unsigned char* done) except -1:
     """Search a located key (``find_in_run``) whose reader and block are ``held[at]`` and
     ``held[at + 1]``; record a hit; 1 if it hit."""
@@ -679,7 +583,7 @@ cdef inline Py_ssize_t finish_queued(SortedKey* order, Lookup* lookup, list held
     cdef int status = 0
     cdef uint64_t version = 0
     cdef SstReader r = <SstReader>held[at]
-    value = r.c_finish(held[at + 1], lookup.index, order[k].p, order[k].n, &status, &version, lookup.restart)
+    value = r.c_finish(held[at + 1], lookup.index, order[k].p, order[k].n + 8, &status, &version, lookup.restart)
     held[at] = held[at + 1] = None
     if status == 1:
         out[i], versions[i], done[i] = value, version, 1
@@ -687,7 +591,7 @@ cdef inline Py_ssize_t finish_queued(SortedKey* order, Lookup* lookup, list held
     return 0
 
 
-cdef Py_ssize_t find_overlapping(tuple readers, SortedKey* order, Py_ssize_t n, uint64_t read,
+cdef Py_ssize_t find_overlapping(tuple readers, KeyRef* order, Py_ssize_t n, uint64_t read,
                                  uint64_t* hashes, list out, uint64_t* versions, unsigned char* done) except -1:
     """``best_of`` (overlapping SSTs: the newest hit wins) for every key of a batch not yet
     ``done``; records hits as ``find_in_run`` does and returns their number."""
@@ -696,7 +600,7 @@ cdef Py_ssize_t find_overlapping(tuple readers, SortedKey* order, Py_ssize_t n, 
         i = order[k].i
         if done[i]:
             continue
-        best = best_of(readers, PyBytes_FromStringAndSize(<const char*>order[k].p, order[k].n - 8), read, None,
+        best = best_of(readers, PyBytes_FromStringAndSize(<const char*>order[k].p, order[k].n), read, None,
                        hashes[i])
         if best is not None:
             out[i], versions[i], done[i] = best[1], <uint64_t>best[0], 1
@@ -921,11 +825,10 @@ cdef class ReadState:
         ascending order (sorted here unless they come sorted), so each sorted run of SSTs is
         walked forward once and keys landing in one block share its lookup (``FindCursor``);
         results come back in the callers' order."""
-        cdef Py_ssize_t n = len(keys), i, j, left = n, tn, skip
-        cdef int depth
+        cdef Py_ssize_t n = len(keys), i, j, left = n, tn
         cdef list out = [None] * n
         cdef list targets = [None] * n
-        cdef SortedKey* order = <SortedKey*>malloc(n * sizeof(SortedKey))
+        cdef KeyRef* order = <KeyRef*>malloc(n * sizeof(KeyRef))
         cdef uint64_t* hashes = <uint64_t*>malloc(n * sizeof(uint64_t))
         cdef uint64_t* versions = <uint64_t*>malloc(n * sizeof(uint64_t))
         cdef unsigned char* done = <unsigned char*>malloc(n)
@@ -943,26 +846,13 @@ cdef class ReadState:
                 for j in range(8):
                     w[tn - 8 + j] = (inv >> (8 * (7 - j))) & 0xFF
                 targets[i] = t
-                order[i].p, order[i].n, order[i].i, order[i].head = w, tn, i, 0
+                order[i].p, order[i].n, order[i].i = w, tn - 8, i   # the user key sorts
                 hashes[i] = filter_key_hash(w, <size_t>(tn - 8))
                 done[i] = 0
-                if i and ascending and cmp_sorted_keys(&order[i - 1], &order[i]) > 0:
+                if i and ascending and cmp_key_refs(&order[i - 1], &order[i]) > 0:
                     ascending = False
             if not ascending:
-                skip = order[0].n - 8           # the bytes every key shares (at least the table id)
-                for i in range(1, n):
-                    j = 0
-                    while j < skip and order[i].p[j] == order[0].p[j]:
-                        j += 1
-                    skip = j
-                for i in range(n):
-                    order[i].head = sort_head(order[i].p, order[i].n - 8, skip)
-                depth = 2
-                j = n
-                while j > 1:
-                    j >>= 1
-                    depth += 2
-                sort_keys(order, n, depth)
+                sort_key_refs(order, n)
             imms = self.imms.get(table_id)
             if imms is not None or self.staging:
                 for i in range(n):
