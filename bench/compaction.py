@@ -54,7 +54,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from bench.harness import machine, report
+from bench.harness import compactor_options, machine, report
 from hummock import _twins
 from hummock.compaction import _compact_py
 from hummock.compaction.core import CompactionStats, compact
@@ -284,7 +284,7 @@ def bench_write_amp(root: str, n_keys: int, batches_per_checkpoint: int, compact
     rng = random.Random(seed)
     user_bytes = n_keys * (KEY_LEN + VALUE_LEN)
     written = []
-    options = StorageOptions(compaction_workers=1) if compactor == "workers" else StorageOptions(compactor=compactor)
+    options = StorageOptions(**compactor_options(compactor))
     with HummockStorage.open(os.path.join(root, f"wa-{compactor}"), options) as db:
         epoch = db.max_committed_epoch
         max_l0 = 0

@@ -24,6 +24,20 @@ def median_rate(fn, items: int, repeats: int = 5) -> float:
     return items / statistics.median(timings)
 
 
+#: ``--compactor`` choices of the benchmarks (``compactor_options``)
+COMPACTORS = ("default", "local", "workers", "none")
+
+
+def compactor_options(name: str) -> dict:
+    """``StorageOptions`` keywords for a bench's ``--compactor``: ``default`` the store's
+    defaults (merges in a worker process on 2+ cores), ``local`` merges in the background
+    thread (``compaction_workers=0``), ``workers`` one worker process, ``none`` no compaction."""
+    if name not in COMPACTORS:
+        raise ValueError(f"--compactor must be one of {COMPACTORS}, got {name!r}")
+    return {"default": {}, "local": {"compactor": "local", "compaction_workers": 0},
+            "workers": {"compactor": "local", "compaction_workers": 1}, "none": {"compactor": "none"}}[name]
+
+
 def machine() -> dict:
     return {"python": platform.python_version(), "machine": platform.machine(),
             "processor": platform.processor() or "unknown"}

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-from bench.harness import report
+from bench.harness import COMPACTORS, compactor_options, report
 
 BATCH = 1000
 EPOCH_STEP = 1 << 16
@@ -216,8 +216,9 @@ def main(argv=None) -> None:
     parser.add_argument("--rss-keys", type=int, default=2_000_000)
     parser.add_argument("--rss-child", choices=["hummock", "rocksdict"], help=argparse.SUPPRESS)
     parser.add_argument("--seek-runs", type=int, default=5, help="seekrandom: median of this many runs")
-    parser.add_argument("--compactor", choices=["local", "workers", "none"], default="local",
-                        help="hummock's compactor: the background thread (default), a worker process, none")
+    parser.add_argument("--compactor", choices=COMPACTORS, default="default",
+                        help="hummock's compaction: the store's default (a worker process on 2+ cores), the "
+                             "background thread (local), one worker process, none")
     args = parser.parse_args(argv)
     if args.rss_child:
         rss_child(args.rss_keys, args.rss_child)
@@ -226,8 +227,7 @@ def main(argv=None) -> None:
     mode = "native" if _twins.LOADED and all(_twins.LOADED.values()) else "pure"
     root = tempfile.mkdtemp(prefix="hummock-bench-")
     try:
-        options = ({"compaction_workers": 1} if args.compactor == "workers"
-                   else {"compactor": args.compactor})
+        options = compactor_options(args.compactor)
         ours = run_engine(lambda p: Hummock(p, **options), os.path.join(root, "h"), args.keys, args.seek_runs)
         theirs = run_engine(lambda p: RocksDict(p), os.path.join(root, "r"), args.keys, args.seek_runs)
     finally:

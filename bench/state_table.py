@@ -17,9 +17,10 @@ the ids in random order):
   Three consecutive runs of N/2 rows each on the same table (each run's chunks follow the
   table's state after the previous run; net size unchanged); the chunks are built before the
   clock starts. Strict tables check every row (one batched ``multi_get`` per chunk).
-The store has default options (in-process compaction keeps L0 short; the headline figures);
-``--compactor none`` shows the layer without the background compactor sharing the cores, and
-``--compactor workers`` with its merges in a worker process (``compaction_workers=1``). Each runs
+The store has default options (the headline figures; compaction keeps L0 short, its merges in a
+worker process on a machine of 2+ cores); ``--compactor local`` merges in the background thread
+(``compaction_workers=0``, sharing the interpreter lock with the writer), ``workers`` in one
+worker process, ``none`` shows the layer without compaction (bench/harness.py). Each runs
 on three tables: ``singleton`` (no distribution key, relaxed mode), ``singleton-strict``
 (every insert checked against storage), ``hashed-strict`` (distribution key = pk, so a scan
 merges 256 vnodes). Targets (issue 6): write >= 500k rows/s, get_row >= 200k ops/s, scan >= 1M
@@ -27,7 +28,7 @@ rows/s; issue 11: mixed (strict) >= 400k rows/s, get_rows >= 1M rows/s. No peer 
 Python for this layer; the KV figures of ``bench.kv`` are the floor.
 Method: bench/harness.py (warm-up, median of repeats; writes: median of fresh runs).
 
-Run: ``python -m bench.state_table [--rows N] [--quick] [--compactor local|workers|none]``.
+Run: ``python -m bench.state_table [--rows N] [--quick] [--compactor default|local|workers|none]``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from bench.harness import median_rate, report
+from bench.harness import COMPACTORS, compactor_options, median_rate, report
 
 CHUNK = 1024
 CHUNKS_PER_EPOCH = 16
@@ -60,18 +61,13 @@ def make_chunks(n: int, seed: int = 7):
     return ids, chunks
 
 
-def open_table(path, dist, consistent, compactor=None):
+def open_table(path, dist, consistent, compactor="default"):
     from hummock import HummockStorage, StorageOptions
     from hummock.key import new_epoch
     from relational.state_table import StateTable
     from relational.types import DataType as T
-    if compactor is None:
-        options = StorageOptions()
-    elif compactor == "workers":     # the in-process runner's merges in one worker process
-        options = StorageOptions(compaction_workers=1)
-    else:
-        options = StorageOptions(compactor=compactor)
-    store = HummockStorage.open(path, options)   # default: in-process compaction
+    options = StorageOptions(**compactor_options(compactor or "default"))
+    store = HummockStorage.open(path, options)
     schema = [("id", T.BIGINT), ("a", T.INT), ("b", T.INT), ("s", T.VARCHAR)]
     table = StateTable(store, 1, schema, [0], dist_key_indices=dist, consistent=consistent)
     table.init_epoch(new_epoch())
@@ -149,7 +145,7 @@ def write_all(store, table, chunks) -> None:
             store.checkpoint(epoch)
 
 
-def run_config(name, dist, consistent, ids, chunks, mixed_runs, repeats, compactor=None) -> dict:
+def run_config(name, dist, consistent, ids, chunks, mixed_runs, repeats, compactor="default") -> dict:
     from relational.storage_table import StorageTable
     n = len(ids)
     warm_path = tempfile.mkdtemp(prefix="bench-state-table-")
@@ -210,9 +206,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="100,000 rows, one write run")
-    parser.add_argument("--compactor", choices=["local", "workers", "none"], default=None,
-                        help="store compactor (default: the store's default, in-process); "
-                             "workers: compaction_workers=1")
+    parser.add_argument("--compactor", choices=COMPACTORS, default="default",
+                        help="default: the store's (merges in a worker process on 2+ cores); local: in the "
+                             "background thread; workers: compaction_workers=1; none")
     args = parser.parse_args(argv)
     n = 100_000 if args.quick else args.rows
     repeats = 1 if args.quick else 3
@@ -225,7 +221,7 @@ def main(argv=None) -> None:
     for name, dist, consistent in CONFIGS:
         row = run_config(name, dist, consistent, ids, chunks, mixed_runs, repeats, args.compactor)
         row["mode"] = mode
-        row["compactor"] = args.compactor or "default"
+        row["compactor"] = args.compactor
         rows.append(row)
     report("state_table", rows, ["table", "mode", "compactor", "rows", "write rows/s", "get_row ops/s",
                                  "get_rows rows/s", "scan rows/s", "batch_iter rows/s", "mixed rows/s"])

@@ -32,12 +32,13 @@ Memory: ``peak_rss_mib_by_workload`` is each workload's peak RSS (its process's 
 before its runs, Linux), ``peak_rss_mib`` the largest; ``input_rss_mib`` the RSS once the
 input is built (interpreter, libraries and the prebuilt chunks), which every peak includes.
 ``python -m bench.stream_memory WORKLOAD`` shows where the rest goes.
-``--compactor`` picks the store's compaction (``local``: in-process, the default; ``workers``:
-``compaction_workers=1``; ``none``). Method: bench/harness.py (one warm-up run, then the
+``--compactor`` picks the store's compaction (``default``: the store's, merges in a worker
+process on 2+ cores; ``local``: in the background thread; ``workers``: ``compaction_workers=1``;
+``none``; bench/harness.py). Method: bench/harness.py (one warm-up run, then the
 median of ``--repeats`` fresh runs, each on a new local store in a temp directory).
 ``--profile WORKLOAD`` runs one workload under cProfile and prints the top functions.
 
-Run: ``python -m bench.stream [--chunks N] [--quick] [--compactor local|workers|none] [--same-process]``.
+Run: ``python -m bench.stream [--chunks N] [--quick] [--compactor default|local|workers|none] [--same-process]``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ import numpy as np
 import pyarrow as pa
 
 from bench import stream_top_n
-from bench.harness import _fmt, machine
+from bench.harness import COMPACTORS, _fmt, compactor_options, machine
 from bench.stream_agg import AGG_WORKLOADS, build_agg
 
 CHUNK = 1024
@@ -82,11 +83,7 @@ def make_chunks(n_chunks: int, seed: int = 7):
 
 def options(compactor: str):
     from hummock import StorageOptions
-    if compactor == "workers":
-        return StorageOptions(compaction_workers=1)
-    if compactor == "none":
-        return StorageOptions(compactor="none")
-    return StorageOptions()
+    return StorageOptions(**compactor_options(compactor))
 
 
 def build(workload: str, store, schema):
@@ -241,7 +238,7 @@ def main(argv=None) -> None:
     parser.add_argument("--chunks", type=int, default=5000)
     parser.add_argument("--quick", action="store_true", help="2,000 chunks, 1 repeat (under a minute)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--compactor", choices=["local", "workers", "none"], default="local")
+    parser.add_argument("--compactor", choices=COMPACTORS, default="default")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--profile", metavar="WORKLOAD")
     parser.add_argument("--same-process", action="store_true",

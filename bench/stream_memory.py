@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from bench.harness import machine
+from bench.harness import COMPACTORS, machine
 
 MiB = 1 << 20
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -93,7 +93,7 @@ def main(argv=None) -> None:
     parser.add_argument("--chunks", type=int, default=5000)
     parser.add_argument("--every", type=int, default=250)
     parser.add_argument("--deep", action="store_true")
-    parser.add_argument("--compactor", choices=["local", "workers", "none"], default="local")
+    parser.add_argument("--compactor", choices=COMPACTORS, default="default")
     args = parser.parse_args(argv)
     schema, chunks = make_chunks(args.chunks)
     input_rss = rss_bytes()
