@@ -2,7 +2,11 @@
 the in-thread runner, failures that apply nothing and leave only orphans for vacuum, dead
 workers replaced, and the memory store falling back to the thread."""
 
+import os
 import random
+import subprocess
+import sys
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -89,3 +93,55 @@ def test_the_memory_store_compacts_in_the_thread():
         fill(store, 9)
         expected = answers(store, [6])
         assert store.compact_all() >= 1 and answers(store, [6]) == expected
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie no one reaps yet counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc (Linux)")
+def test_workers_exit_when_the_writer_is_killed(tmp_path):
+    """A writer killed with SIGKILL in the middle of a worker's split takes the worker with
+    it, and no SST is written after it died: a worker left running went on uploading the
+    split's outputs after a restarted writer's vacuum had looked for orphans (tests/test_crash.py
+    found SSTs that survived it). The split writes a 256 KiB SST every few milliseconds, so a
+    worker that outlives its writer shows at once."""
+    db = tmp_path / "db"
+    script = f"""
+import os, random, sys, threading, time
+from hummock import HummockStorage, StorageOptions
+from hummock.compaction import pool
+store = HummockStorage.open({str(db)!r}, StorageOptions(compactor="local", compaction_workers=1,
+                                                       target_sst_size=256 * 1024))
+rng = random.Random(5)
+for n in range(1, 5):
+    store.ingest_batch(1, [(b"%08d" % k, rng.randbytes(100)) for k in range(n, 400_000, 4)], n << 16)
+    store.checkpoint(n << 16)
+threading.Thread(target=store.compact_all, daemon=True).start()
+while not pool._workers:
+    time.sleep(0.01)
+first = set(os.listdir({str(db / "sst")!r}))
+while set(os.listdir({str(db / "sst")!r})) == first:   # the worker's first output: inside the split
+    time.sleep(0.005)
+print(" ".join(str(w.proc.pid) for w in pool._workers), flush=True)
+sys.stdin.read()
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert pids and all(_alive(p) for p in pids)
+    finally:
+        proc.kill()
+        proc.wait()
+    at_death = {p.name for p in (db / "sst").iterdir() if p.suffix == ".sst"}
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(_alive(p) for p in pids), "a compaction worker outlived its killed writer"
+    after = {p.name for p in (db / "sst").iterdir() if p.suffix == ".sst"}
+    assert after <= at_death, f"SSTs written after the writer died: {sorted(after - at_death)}"

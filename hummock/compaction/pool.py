@@ -12,7 +12,9 @@ the native merge holds the interpreter lock while it runs, so a merge in a threa
 lock -- and the core it could have used -- from readers and writers; in a worker it takes
 neither.
 
-Invariants: nothing is applied unless every split succeeded; while a task runs its reserved ids
+Invariants: a worker exits as soon as the process that started it dies (a lifeline pipe whose
+write end only the parent holds), so no split outlives the writer that reserved its ids;
+nothing is applied unless every split succeeded; while a task runs its reserved ids
 are "unsettled" (vacuum spares them) and afterwards every one not in the version is an orphan
 for the next vacuum. A worker that dies breaks the pool: the task fails (version unchanged)
 and the next task starts a fresh pool. Only stores another process can open qualify (a local
@@ -45,6 +47,8 @@ FAIL_SPLIT_FOR_TESTS: int | None = None
 
 _lock = threading.Lock()    # one task at a time on the pool
 _workers: list = []         # the live _Worker processes
+_lifeline: tuple | None = None   # (read fd, write fd): workers exit when the write end closes
+LIFELINE_ENV = "HUMMOCK_COMPACTION_LIFELINE"
 
 
 class WorkerError(HummockError, RuntimeError):
@@ -62,9 +66,13 @@ class _Worker:
     """One child interpreter running :func:`_serve`; requests and replies are pickles on its pipes."""
 
     def __init__(self):
+        global _lifeline
+        if _lifeline is None:   # the write end stays in this process only (not inheritable)
+            _lifeline = os.pipe()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env[LIFELINE_ENV] = str(_lifeline[0])
         self.proc = subprocess.Popen([sys.executable, "-m", "hummock.compaction.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env)
+                                     stdout=subprocess.PIPE, env=env, pass_fds=(_lifeline[0],))
 
     def send(self, request) -> None:
         pickle.dump(request, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
@@ -164,9 +172,29 @@ class PoolRunner:
             host.release_ids(reserved)
 
 
+def _watch_lifeline() -> None:
+    """Worker side: exit at once when the parent process is gone (the lifeline pipe's write
+    end, held only by the parent, closes when it dies, even by SIGKILL). A worker outliving its
+    writer would go on uploading a split's outputs, which a restarted writer's vacuum may
+    already have looked for: orphans it would miss (found by tests/test_crash.py)."""
+    fd = os.environ.get(LIFELINE_ENV)
+    if fd is None:
+        return
+
+    def watch():
+        try:
+            os.read(int(fd), 1)      # blocks until EOF: no one writes
+        finally:
+            os._exit(70)
+
+    threading.Thread(target=watch, name="hummock-lifeline", daemon=True).start()
+
+
 def _serve() -> None:
     """Worker main loop: run each pickled split from stdin, reply ``("ok", result)`` or
-    ``("error", text)`` on stdout; exit at end of input."""
+    ``("error", text)`` on stdout; exit at end of input, or at once when the parent dies
+    (:func:`_watch_lifeline`)."""
+    _watch_lifeline()
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr    # a stray print must not corrupt the reply stream
     while True:
