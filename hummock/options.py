@@ -8,6 +8,7 @@ Callers: users (``HummockStorage.open(url, StorageOptions(...))``), the engine, 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields, replace
 
 from hummock.errors import InvalidArgumentError
@@ -33,8 +34,10 @@ class StorageOptions:
     # --- compaction (docs/compaction.md)
     compactor: str = "local"                # "local" (background thread), "spark" (PySpark jobs), "none"
     spark_master: str = "local[*]"          # used when this process makes the SparkSession (compactor="spark")
-    compaction_workers: int = 0             # with "local": 0 merges in the background thread; N >= 1 in a
-    #                                         pool of N worker processes (local or S3 stores; off the GIL)
+    compaction_workers: int = field(default_factory=lambda: default_compaction_workers())
+    #                                         with "local": 0 merges in the background thread; N >= 1 in a
+    #                                         pool of N worker processes (local or S3 stores; off the GIL).
+    #                                         Default: 1 on a machine of 2+ cores, else 0 (docs/compaction.md)
     # --- manifest
     checkpoint_interval: int = 64            # deltas between manifest checkpoints
     # --- durability (docs/engine.md "What vacuum may delete")
@@ -93,6 +96,13 @@ class StorageOptions:
 def _seconds(name: str, value, minimum: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value < float("inf"):
         raise InvalidArgumentError(f"StorageOptions.{name} must be a number of seconds >= {minimum}, got {value!r}")
+
+
+def default_compaction_workers() -> int:
+    """``StorageOptions.compaction_workers`` unless given: one worker process when the machine
+    has a second core for it (a merge in the background thread holds the interpreter lock, so
+    it runs serially with every reader and writer of the process), none on one core."""
+    return 1 if (os.cpu_count() or 1) >= 2 else 0
 
 
 def _at_least(name: str, value, minimum: int) -> None:

@@ -95,6 +95,18 @@ def test_the_memory_store_compacts_in_the_thread():
         assert store.compact_all() >= 1 and answers(store, [6]) == expected
 
 
+def test_default_is_one_worker_on_a_machine_with_a_second_core(monkeypatch):
+    """Unless given, ``compaction_workers`` is 1 where a second core can run the merges beside
+    the readers and writers, 0 on one core (or when the core count is unknown); a value given
+    is kept, 0 included."""
+    from hummock import options
+    for cores, expected in ((None, 0), (1, 0), (2, 1), (64, 1)):
+        monkeypatch.setattr(options.os, "cpu_count", lambda cores=cores: cores)
+        assert StorageOptions().compaction_workers == expected, cores
+        assert StorageOptions(compaction_workers=0).compaction_workers == 0
+        assert StorageOptions(compaction_workers=3).compaction_workers == 3
+
+
 def _alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie no one reaps yet counts as gone)."""
     try:
