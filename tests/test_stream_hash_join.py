@@ -427,3 +427,28 @@ def test_the_budget_may_drop_the_known_absent_keys(store):
     assert d.join.right.known_absent() == {}
     d.send(1, *[("+", (100 + i, i, 1)) for i in range(0, 20, 2)])   # read from state again
     d.send(0, *[("-", (i, i, 0)) for i in range(20)])
+
+
+def test_rows_store_exact_key_columns_once_and_read_back_exactly(store):
+    """The rows table keeps a key column only in the key when it decodes to the very value
+    (integers here: the value holds ``v`` alone); a DOUBLE or DECIMAL key column stays in the
+    value too, so a row read back from the store (budget 0: every probe reads) keeps ``-0.0``
+    and a decimal's scale, as the row written had them."""
+    import decimal
+    from relational import value_encoding
+    d = Driver(store, "inner", budget=MemoryBudget(0))
+    d.send(0, ("+", (1, 7, 5)))
+    d.barrier()
+    [(_, stored)] = list(store.iter(1, d.join.left.table.epoch))
+    assert value_encoding.decode_row(stored, (T.INT,)) == (5,)   # v alone
+
+    left = Schema([("id", T.BIGINT), ("k", T.DOUBLE), ("m", T.DECIMAL)])
+    right = Schema([("rid", T.BIGINT), ("k", T.DOUBLE), ("n", T.DECIMAL)])
+    for keys in (([1], [1]), ([2], [2])):
+        d = Driver(store, "full", budget=MemoryBudget(0), left=left, right=right, keys=keys,
+                   ids=tuple(10 * keys[0][0] + i for i in range(4)))
+        d.send(0, ("+", (1, -0.0, decimal.Decimal("1.50"))))
+        d.barrier()
+        out = d.send(1, ("+", (2, 0.0, decimal.Decimal("1.5"))))   # equal keys: a match
+        assert [repr(r) for _, r in out if r[0] is not None and r[3] is not None] == [
+            repr((1, -0.0, decimal.Decimal("1.50"), 2, 0.0, decimal.Decimal("1.5")))]

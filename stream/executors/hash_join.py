@@ -8,9 +8,16 @@ State (seed 000, "join"), per input side, all through state tables:
 - rows: the side's rows, keyed ``join key | input stream key`` (the stream-key columns that
   are already join-key columns are not repeated: RisingWave's deduped pk), distributed by the
   join key, with ``prefix_len_hint`` = the join key, so a probe of an absent key is answered by
-  the SSTs' prefix filters when the join key has a fixed-width encoding;
+  the SSTs' prefix filters when the join key has a fixed-width encoding. The value holds the
+  row's other columns: a key column is stored once, in the key, when its memcomparable
+  decoding gives back the very value (``memcomparable.decodes_exactly``: integers, strings,
+  dates, ...; a DOUBLE or DECIMAL key column is repeated in the value, which keeps ``-0.0`` and
+  a decimal's scale). Smaller rows are more rows per cached block: a 1:1 join of 2.56M keys
+  has ~31 B a row instead of ~47, so its probes mostly hit the block cache instead of
+  decompressing a 64 KiB block for one row (docs/performance.md);
 - degree (only for an outer side, whose unmatched rows are emitted NULL-padded): ``join key |
-  input stream key -> _degree``, the number of rows of the other side that match the row (equal
+  input stream key -> _degree`` (the value: ``_degree`` and the key columns the rows table
+  repeats in its value), the number of rows of the other side that match the row (equal
   key and the extra condition TRUE). A row's NULL-padded output exists exactly when its degree
   is 0: a degree going 0 -> 1 retracts the padded row before the first joined row, 1 -> 0
   emits it after the last joined row is retracted. So outer joins retract exactly.
@@ -83,6 +90,7 @@ import pyarrow.compute as pc
 from relational import StateTable
 from relational.arrow import to_arrow, to_pylist
 from relational.errors import InconsistentOpError
+from relational.memcomparable import decodes_exactly
 from relational.types import DataType
 from stream.align import align_barriers
 from stream.cache import default_budget, row_bytes
@@ -167,8 +175,11 @@ class _Side:
         self.key_of = _getter(self.keys)
         self.pk_of = _getter(self.state_pk)
         n_keys = len(self.keys)
+        types = input.schema.types
+        in_key = {c for c in self.state_pk if decodes_exactly(types[c])}   # stored once, in the key
         self.table = StateTable(store, table_id, input.schema.pairs(), self.state_pk, dist_key_indices=self.keys,
-                                vnodes=vnodes, consistent=consistent, name=f"{identity}.{label}",
+                                value_indices=[c for c in range(self.width) if c not in in_key], vnodes=vnodes,
+                                consistent=consistent, name=f"{identity}.{label}",
                                 prefix_len_hint=n_keys, flush_threshold=flush_threshold)
         self.degree = None
         if outer:
@@ -178,7 +189,9 @@ class _Side:
             columns.append(("_degree", DataType.BIGINT))
             width = len(self.state_pk)
             self.degree = StateTable(store, degree_table_id, columns, list(range(width)),
-                                     dist_key_indices=list(range(n_keys)), vnodes=vnodes, consistent=consistent,
+                                     dist_key_indices=list(range(n_keys)),
+                                     value_indices=[i for i, c in enumerate(self.state_pk) if c not in in_key] + [width],
+                                     vnodes=vnodes, consistent=consistent,
                                      name=f"{identity}.{label}_degree", prefix_len_hint=n_keys,
                                      flush_threshold=flush_threshold)
         self.cache = budget.cache(f"{identity}.{label}")
