@@ -118,6 +118,21 @@ def fixed_width(dtype: DataType) -> int | None:
     return _KEY_WIDTH.get(dtype.kind) if isinstance(dtype, DataType) else None
 
 
+# the types whose decoding gives back the very value encoded, not only an equal one (the others:
+# REAL/DOUBLE lose -0.0 and NaN payloads, DECIMAL its scale, INTERVAL and TIMESTAMPTZ their
+# form, STRUCT/LIST may hold those)
+_EXACT = frozenset({TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.VARCHAR,
+                    TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP})
+
+
+def decodes_exactly(dtype: DataType) -> bool:
+    """True when :func:`decode_row` returns every value of ``dtype`` as it was encoded -- same
+    type, same value, same repr (BOOLEAN, the integers, VARCHAR, BYTEA, DATE, TIME,
+    TIMESTAMP): a key column of such a type need not be repeated in its row's value (a state
+    table's ``value_indices``), as the row rebuilt from the key is the row written."""
+    return isinstance(dtype, DataType) and dtype.kind in _EXACT
+
+
 def vectorizable(dtype: DataType) -> bool:
     """True when :func:`encode_columns` encodes columns of this type without per-row Python work."""
     return dtype.kind in _FIXED

@@ -406,12 +406,14 @@ def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypat
     assert read == [(7,)]
     d.send(1, ("+", (10, 7, 1)))                   # right gets key 7: it leaves the set
     assert (7,) not in d.join.right.known_absent() and (7,) not in d.join.right.cache
-    d.send(0, ("+", (3, 7, 0)))                    # read again, now cached with its row
-    assert read == [(7,), (7,)] and (7,) in d.join.right.cache
+    d.send(0, ("+", (3, 7, 0)))                    # read again: its first read with rows, not cached
+    assert read == [(7,), (7,)] and (7,) not in d.join.right.cache and (7,) in d.join.right.seen.keys()
+    d.send(0, ("+", (5, 7, 0)))                    # read again, now cached with its row
+    assert read == [(7,), (7,), (7,)] and (7,) in d.join.right.cache
     d.send(1, ("-", (10, 7, 1)))                   # its last row goes: absent again
     assert (7,) in d.join.right.known_absent() and (7,) not in d.join.right.cache
     d.send(0, ("+", (4, 7, 0)))
-    assert read == [(7,), (7,)]
+    assert read == [(7,), (7,), (7,)]
     d.join.right.absent_limit = 4
     d.send(0, *[("+", (100 + k, 50 + k, 0)) for k in range(9)])
     assert len(d.join.right.known_absent()) <= 4
@@ -427,3 +429,65 @@ def test_the_budget_may_drop_the_known_absent_keys(store):
     assert d.join.right.known_absent() == {}
     d.send(1, *[("+", (100 + i, i, 1)) for i in range(0, 20, 2)])   # read from state again
     d.send(0, *[("-", (i, i, 0)) for i in range(20)])
+
+
+def test_rows_store_exact_key_columns_once_and_read_back_exactly(store):
+    """The rows table keeps a key column only in the key when it decodes to the very value
+    (integers here: the value holds ``v`` alone); a DOUBLE or DECIMAL key column stays in the
+    value too, so a row read back from the store (budget 0: every probe reads) keeps ``-0.0``
+    and a decimal's scale, as the row written had them."""
+    import decimal
+    from relational import value_encoding
+    d = Driver(store, "inner", budget=MemoryBudget(0))
+    d.send(0, ("+", (1, 7, 5)))
+    d.barrier()
+    [(_, stored)] = list(store.iter(1, d.join.left.table.epoch))
+    assert value_encoding.decode_row(stored, (T.INT,)) == (5,)   # v alone
+
+    left = Schema([("id", T.BIGINT), ("k", T.DOUBLE), ("m", T.DECIMAL)])
+    right = Schema([("rid", T.BIGINT), ("k", T.DOUBLE), ("n", T.DECIMAL)])
+    for keys in (([1], [1]), ([2], [2])):
+        d = Driver(store, "full", budget=MemoryBudget(0), left=left, right=right, keys=keys,
+                   ids=tuple(10 * keys[0][0] + i for i in range(4)))
+        d.send(0, ("+", (1, -0.0, decimal.Decimal("1.50"))))
+        d.barrier()
+        out = d.send(1, ("+", (2, 0.0, decimal.Decimal("1.5"))))   # equal keys: a match
+        assert [repr(r) for _, r in out if r[0] is not None and r[3] is not None] == [
+            repr((1, -0.0, decimal.Decimal("1.50"), 2, 0.0, decimal.Decimal("1.5")))]
+
+
+def test_entries_read_once_are_not_cached_a_second_read_admits_them(store, monkeypatch):
+    """A key whose rows are read from the store is cached only on its second read within the
+    side's seen keys (an admission test): in a 1:1 join every key is probed once per side, so
+    its entry would only be put and evicted. Caching changes no output (``verify``), and the
+    budget may drop the seen keys (the next read of a key is then a first one again)."""
+    d = Driver(store, "inner")
+    d.send(1, *[("+", (100 + k, k, 1)) for k in range(6)])
+    d.barrier()
+    reads = []
+    original = type(d.join.right.table).rows_with_prefixes
+
+    def counting(table, prefixes):
+        prefixes = list(prefixes)
+        if table is d.join.right.table:
+            reads.extend(prefixes)
+        return original(table, prefixes)
+    monkeypatch.setattr(type(d.join.right.table), "rows_with_prefixes", counting)
+    right = d.join.right
+    d.send(0, *[("+", (k, k, 0)) for k in range(3)])            # first reads: seen, not cached
+    assert sorted(reads) == [(0,), (1,), (2,)] and len(right.cache) == 0
+    assert set(right.seen.keys()) == {(0,), (1,), (2,)}
+    d.send(0, *[("+", (10 + k, k, 0)) for k in range(2)])       # second reads: admitted
+    assert sorted(reads[3:]) == [(0,), (1,)] and set(right.cache.keys()) == {(0,), (1,)}
+    assert set(right.seen.keys()) == {(2,)}
+    d.send(0, ("+", (20, 0, 0)), ("+", (21, 1, 0)))             # cache hits: no read
+    assert len(reads) == 5
+    right.seen.clear()                                          # what an eviction of the set does
+    d.send(0, ("+", (22, 2, 0)))                                # a first read again
+    assert reads[-1] == (2,) and (2,) not in right.cache and (2,) in right.seen.keys()
+    right.seen.limit = 4                                        # the set stays bounded
+    d.send(0, *[("+", (30 + k, k, 0)) for k in range(3, 6)])
+    d.send(1, *[("+", (200 + k, 50 + k, 1)) for k in range(9)])
+    d.barrier()
+    d.send(0, *[("+", (300 + k, 50 + k, 0)) for k in range(9)])
+    assert len(right.seen.keys()) <= 4

@@ -188,7 +188,8 @@ def test_the_runtime_owns_one_budget_for_its_executors_caches(store):
     agg = HashAgg(agg_in, [1], [AggCall("count")], store, [30])
     own = MemoryBudget(4096)
     kept = HashAgg(explicit_in, [1], [AggCall("count")], store, [40], budget=own)
-    mine = [join.left.cache, join.right.cache, join.left.absent_cache, join.right.absent_cache, agg.groups]
+    mine = [join.left.cache, join.right.cache, join.left.absent_cache, join.right.absent_cache, join.left.seen.cache,
+            join.right.seen.cache, agg.groups]
     # by identity: cache names repeat across tests, and the default budget is process-wide
     assert all(any(c is d for d in default_budget()._caches) for c in mine)
     rt.actor(join)

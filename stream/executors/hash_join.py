@@ -8,9 +8,16 @@ State (seed 000, "join"), per input side, all through state tables:
 - rows: the side's rows, keyed ``join key | input stream key`` (the stream-key columns that
   are already join-key columns are not repeated: RisingWave's deduped pk), distributed by the
   join key, with ``prefix_len_hint`` = the join key, so a probe of an absent key is answered by
-  the SSTs' prefix filters when the join key has a fixed-width encoding;
+  the SSTs' prefix filters when the join key has a fixed-width encoding. The value holds the
+  row's other columns: a key column is stored once, in the key, when its memcomparable
+  decoding gives back the very value (``memcomparable.decodes_exactly``: integers, strings,
+  dates, ...; a DOUBLE or DECIMAL key column is repeated in the value, which keeps ``-0.0`` and
+  a decimal's scale). Smaller rows are more rows per cached block: a 1:1 join of 2.56M keys
+  has ~31 B a row instead of ~47, so its probes mostly hit the block cache instead of
+  decompressing a 64 KiB block for one row (docs/performance.md);
 - degree (only for an outer side, whose unmatched rows are emitted NULL-padded): ``join key |
-  input stream key -> _degree``, the number of rows of the other side that match the row (equal
+  input stream key -> _degree`` (the value: ``_degree`` and the key columns the rows table
+  repeats in its value), the number of rows of the other side that match the row (equal
   key and the extra condition TRUE). A row's NULL-padded output exists exactly when its degree
   is 0: a degree going 0 -> 1 retracts the padded row before the first joined row, 1 -> 0
   emits it after the last joined row is retracted. So outer joins retract exactly.
@@ -21,11 +28,15 @@ outer side it is emitted NULL-padded (degree 0).
 Caches: per side, a :class:`~stream.cache.StateCache` (charged to the runtime's
 :class:`~stream.cache.MemoryBudget`) of join key -> every row of that key on that side (and
 their degrees). A chunk of one side probes the other side's cache for its distinct keys; the
-missing keys are read in one batched prefix read (``StateTable.rows_with_prefixes``) and
-cached; keys found without rows go into the side's *known-absent keys* (a dict used as an
-ordered set, charged to the budget as one entry of its own cache, at most 1/16 of the budget:
-the older half goes when full), so a key probed again while absent costs no read and no cache
-entry of its own. A key's entry is always the complete set of the side's rows with that key
+missing keys are read in one batched prefix read (``StateTable.rows_with_prefixes``). A key
+read with rows is cached on its second read only: the first puts it in the side's *seen keys*
+(an admission test, as TinyLFU's doorkeeper: an entry read once and never probed again -- every
+key of a 1:1 join, every many-side key of a 1:n one -- costs no cache entry and no eviction;
+a key probed again within the seen keys' horizon costs one read more). Keys found without rows
+go into the side's *known-absent keys*, so a key probed again while absent costs no read and no
+cache entry of its own. Both are :class:`~stream.executors.join_key_set.KeySet` s: bounded
+ordered sets charged to the budget as one entry each, at most 1/16 of the budget (the older half
+goes when full). A key's entry is always the complete set of the side's rows with that key
 as of the state table (read-after-write), so evicting an entry loses nothing. A side whose stream key lies inside its join key has at most one row per key; its
 own inserts and deletes then create the key's entry without a read.
 
@@ -73,7 +84,6 @@ Both inputs must be hash-distributed by their join keys when several actors run 
 
 from __future__ import annotations
 
-from itertools import islice
 from operator import itemgetter
 
 import numpy as np
@@ -83,6 +93,7 @@ import pyarrow.compute as pc
 from relational import StateTable
 from relational.arrow import to_arrow, to_pylist
 from relational.errors import InconsistentOpError
+from relational.memcomparable import decodes_exactly
 from relational.types import DataType
 from stream.align import align_barriers
 from stream.cache import default_budget, row_bytes
@@ -92,6 +103,7 @@ from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Executor
 from stream.message import Barrier
 from stream.schema import Schema
+from stream.executors.join_key_set import KeySet
 from stream.executors.semi_join import semi_anti_chunk
 
 JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "left_anti")
@@ -144,9 +156,6 @@ class _KeyRows:
 #: the shared entries of keys without rows (inner / outer side) that ``entries`` hands out;
 #: never mutated or cached (such keys are kept in the side's known-absent keys instead)
 _ABSENT = (_KeyRows(False), _KeyRows(True))
-_NO_KEYS: dict = {}   # the known-absent keys of a side whose set the budget dropped (never mutated)
-_ABSENT_KEY_BYTES = 120   # a known-absent key: its dict slot and key tuple, roughly
-_ABSENT_SHARE = 16        # a side's known-absent keys stay under 1/16 of the budget
 
 
 class _Side:
@@ -167,8 +176,11 @@ class _Side:
         self.key_of = _getter(self.keys)
         self.pk_of = _getter(self.state_pk)
         n_keys = len(self.keys)
+        types = input.schema.types
+        in_key = {c for c in self.state_pk if decodes_exactly(types[c])}   # stored once, in the key
         self.table = StateTable(store, table_id, input.schema.pairs(), self.state_pk, dist_key_indices=self.keys,
-                                vnodes=vnodes, consistent=consistent, name=f"{identity}.{label}",
+                                value_indices=[c for c in range(self.width) if c not in in_key], vnodes=vnodes,
+                                consistent=consistent, name=f"{identity}.{label}",
                                 prefix_len_hint=n_keys, flush_threshold=flush_threshold)
         self.degree = None
         if outer:
@@ -178,15 +190,17 @@ class _Side:
             columns.append(("_degree", DataType.BIGINT))
             width = len(self.state_pk)
             self.degree = StateTable(store, degree_table_id, columns, list(range(width)),
-                                     dist_key_indices=list(range(n_keys)), vnodes=vnodes, consistent=consistent,
+                                     dist_key_indices=list(range(n_keys)),
+                                     value_indices=[i for i, c in enumerate(self.state_pk) if c not in in_key] + [width],
+                                     vnodes=vnodes, consistent=consistent,
                                      name=f"{identity}.{label}_degree", prefix_len_hint=n_keys,
                                      flush_threshold=flush_threshold)
         self.cache = budget.cache(f"{identity}.{label}")
-        # the keys known to have no rows on this side: one entry (key 0 -> dict used as an
-        # ordered set) of its own cache, charged ``_ABSENT_KEY_BYTES`` a key, so the budget may
-        # drop it like any entry; at most ``absent_limit`` keys (the older half goes when full)
-        self.absent_cache = budget.cache(f"{identity}.{label}.absent")
-        self.absent_limit = max(1024, budget.capacity // _ABSENT_SHARE // _ABSENT_KEY_BYTES)
+        # the keys known to have no rows on this side, and the keys read once with rows but
+        # not cached (a second read admits the key's entry): bounded key sets under the budget
+        self.absent_keys = KeySet(budget, f"{identity}.{label}.absent")
+        self.absent_cache = self.absent_keys.cache
+        self.seen = KeySet(budget, f"{identity}.{label}.seen")
         self.absent = _ABSENT[outer]
         self.row_charge = row_bytes((0,) * self.width)   # refined by sample()
 
@@ -199,29 +213,23 @@ class _Side:
         n = len(entry.rows)
         return _ENTRY_BYTES + (_FIRST_ROW_BYTES + n * (self.row_charge + _ROW_OVERHEAD) if n else 0)
 
+    @property
+    def absent_limit(self) -> int:
+        """At most this many known-absent keys (the older half goes when full)."""
+        return self.absent_keys.limit
+
+    @absent_limit.setter
+    def absent_limit(self, n: int) -> None:
+        self.absent_keys.limit = n
+
     def known_absent(self) -> dict:
         """The keys known to have no rows on this side (read-only; empty when the budget
         dropped them)."""
-        keys = self.absent_cache.peek(0)
-        return _NO_KEYS if keys is None else keys
+        return self.absent_keys.keys()
 
     def change_absent(self, add=(), remove=()) -> None:
         """Add keys now known to have no rows; remove keys that got rows (or an entry)."""
-        keys = self.absent_cache.peek(0)
-        if keys is None:
-            if not add:
-                return
-            keys = {}
-        for key in remove:
-            keys.pop(key, None)
-        keys.update(dict.fromkeys(add))
-        if len(keys) > self.absent_limit:   # drop the older half (insertion order)
-            for key in list(islice(keys, len(keys) - self.absent_limit // 2)):
-                del keys[key]
-        if keys:
-            self.absent_cache.put(0, keys, len(keys) * _ABSENT_KEY_BYTES)
-        else:
-            self.absent_cache.pop(0, None)
+        self.absent_keys.change(add, remove)
 
     def own(self, key, touched: dict):
         """This side's cached entry of ``key`` for its own chunk to change (kept in ``touched``
@@ -302,13 +310,16 @@ class _Side:
         if len(none) < len(missing):
             self.sample(next(rows for rows in groups if rows)[0])
             per_row = self.row_charge + _ROW_OVERHEAD   # charge_of's per-row part
-            puts = []
-            put = puts.append
+            seen = self.seen.keys()
+            puts, first = [], []   # admitted (read before, within the seen keys' horizon); read once
             if degrees is None:
                 for key, rows in zip(missing, groups):
                     if rows:
                         entry = out[key] = _KeyRows(outer, dict(zip(map(pk_of, rows), rows)))
-                        put((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))   # charge_of
+                        if key in seen:
+                            puts.append((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))
+                        else:
+                            first.append(key)
             else:
                 n_pk = len(self.state_pk)
                 for key, rows, found in zip(missing, groups, degrees):
@@ -316,8 +327,14 @@ class _Side:
                         by_pk = dict(zip(map(pk_of, rows), rows))
                         stored = {d[:n_pk]: d[n_pk] for d in found}
                         entry = out[key] = _KeyRows(outer, by_pk, {pk: stored.get(pk, 0) for pk in by_pk})
-                        put((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(by_pk) * per_row))
-            self.cache.put_many(puts)
+                        if key in seen:
+                            puts.append((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(by_pk) * per_row))
+                        else:
+                            first.append(key)
+            if puts:
+                self.cache.put_many(puts)
+            if puts or first:
+                self.seen.change(add=first, remove=[key for key, _, _ in puts])
         if none:
             self.change_absent(add=none)
         return out
@@ -419,10 +436,16 @@ class HashJoin(Executor):
     def state_tables(self) -> list:
         return self.left.tables() + self.right.tables()
 
+    def caches(self) -> list:
+        """Each side's entries, known-absent keys and seen keys (the key sets' caches sit two
+        levels down, below what ``Executor.caches`` looks through)."""
+        return [c for side in (self.left, self.right) for c in (side.cache, side.absent_keys.cache, side.seen.cache)]
+
     def on_init(self, barrier: Barrier) -> None:
         for side in (self.left, self.right):   # refill from the committed state
             side.cache.clear()
-            side.absent_cache.clear()
+            side.absent_keys.clear()
+            side.seen.clear()
 
     async def execute(self):
         inputs = [self.left.input.execute(), self.right.input.execute()]
@@ -442,7 +465,8 @@ class HashJoin(Executor):
         """Release the caches' budget (the executor is dropped)."""
         for side in (self.left, self.right):
             side.cache.close()
-            side.absent_cache.close()
+            side.absent_keys.close()
+            side.seen.close()
 
     # --- one chunk -----------------------------------------------------------------------------
 
@@ -711,6 +735,7 @@ class HashJoin(Executor):
                 assert key not in s.cache, (s.label, key, "cached and known absent")
                 assert not list(s.table.iter_with_prefix(key)), (s.label, key, "known absent but has rows")
             assert len(s.known_absent()) <= s.absent_limit, (s.label, len(s.known_absent()))
+            assert len(s.seen.keys()) <= s.seen.limit, (s.label, len(s.seen.keys()))
             for key in s.cache.keys():
                 entry = s.cache.peek(key)
                 stored = {s.pk_of(r): r for r in s.table.iter_with_prefix(key)}
