@@ -151,13 +151,15 @@ class RowSerde:
         REQUIRES: every pk is a tuple or list (the caller checks; a wrong width raises
         :class:`SchemaError`, a wrong value the encoder's typed error, naming that pk)."""
         width = len(self.pk_indices)
-        if any(map(width.__ne__, map(len, pks))):
+        try:   # (the encoder checks every pk's width; the loop below only names the first bad one)
+            if not self.dist_in_pk:
+                return memcomparable.encode_rows(pks, self.pk_types, self.order_types, _SINGLETON_PREFIX)
+            encoded = memcomparable.encode_rows(pks, self.pk_types, self.order_types)
+        except SchemaError:
             for pk in pks:
                 if len(pk) != width:
-                    raise SchemaError(f"a pk has {width} values, got {len(pk)}: {pk!r}")
-        if not self.dist_in_pk:
-            return memcomparable.encode_rows(pks, self.pk_types, self.order_types, _SINGLETON_PREFIX)
-        encoded = memcomparable.encode_rows(pks, self.pk_types, self.order_types)
+                    raise SchemaError(f"a pk has {width} values, got {len(pk)}: {pk!r}") from None
+            raise
         if self._dist_head == width:   # the vnode hashes the pk's own bytes
             return keys_with_vnodes(encoded, None, VNODE_SEED, VNODE_COUNT)
         where = self.dist_in_pk
