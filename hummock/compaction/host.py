@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 
+from hummock.cache_refill import refill_after_compaction
 from hummock.read_view import SstReader
 from hummock.sstable.reader import Sstable
 from hummock.version import VersionConflictError
@@ -86,6 +87,11 @@ class CompactionHost(ABC):
     @abstractmethod
     def after_apply(self) -> None:
         """Delete what the applied delta made unreachable (best effort: vacuum)."""
+
+    def refill_cache(self, inputs, outputs) -> None:
+        """A compaction that replaced ``inputs`` by ``outputs`` (SstableInfos) was applied: warm
+        the read caches for the outputs where the inputs were warm (best effort). Default: no
+        caches, nothing to do."""
 
     @abstractmethod
     def check_ownership(self) -> None:
@@ -161,6 +167,10 @@ class EngineHost(CompactionHost):
 
     def after_apply(self) -> None:
         self._storage._after_compaction()
+
+    def refill_cache(self, inputs, outputs) -> None:
+        storage = self._storage
+        refill_after_compaction(storage._block_cache, storage._open_sst, inputs, outputs)
 
     def check_ownership(self) -> None:
         with self._storage._lock:

@@ -198,6 +198,7 @@ class CompactionManager:
         applied = self._apply(lambda v: VersionDelta.compaction(
             v, task.input_ids, {task.target_level: outputs}, watermark=watermark))
         if applied:   # the one place a task's counters reach the manager's stats
+            self._host.refill_cache([info for run in task.runs for info in run], outputs)
             self.stats["input_bytes"] += task.input_bytes
             self.stats["output_bytes"] += sum(info.file_size for info in outputs)
             self.stats["dropped_versions"] += stats.dropped_versions
