@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -83,6 +84,32 @@ def test_a_dead_worker_is_replaced(tmp_path):
         assert store.compact_all() >= 1
         assert answers(store, [6]) == {k: v for k, v in expected.items() if k[1] == 6}
         assert all(w.proc.poll() is None for w in pool._workers)
+
+
+def test_workers_outlive_the_thread_that_started_them(tmp_path):
+    """Workers die with their writer *process*, not with the thread that happened to start
+    them: Linux's parent-death signal follows the forking thread, so a pool started by one
+    store's compaction thread must not die when that store closes under another's task."""
+    with pool._lock:
+        for worker in pool._pool(1):   # the next task starts fresh workers, from the thread below
+            worker.proc.kill()
+            worker.proc.wait()
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(compactor="local", compaction_workers=1)) as store:
+        store._compactor.stop()
+        fill(store, 10)
+        starter = threading.Thread(target=store.compact_all)
+        starter.start()
+        starter.join()
+        pids = [w.proc.pid for w in pool._workers]
+        assert pids
+        time.sleep(0.3)   # the kernel's signal, had it been sent, has been delivered
+        assert all(w.proc.poll() is None for w in pool._workers), "a worker died with its starting thread"
+        for n in (7, 8):   # more L0 for a second task
+            store.ingest_batch(1, [(b"%05d" % k, b"v%d" % n) for k in range(0, 300, n)], n * E)
+            store.checkpoint(n * E)
+        expected = answers(store, [8])
+        assert store.compact_all() >= 1 and answers(store, [8]) == expected
+        assert [w.proc.pid for w in pool._workers] == pids
 
 
 def test_the_memory_store_compacts_in_the_thread():

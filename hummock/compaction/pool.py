@@ -12,8 +12,10 @@ the native merge holds the interpreter lock while it runs, so a merge in a threa
 lock -- and the core it could have used -- from readers and writers; in a worker it takes
 neither.
 
-Invariants: a worker exits as soon as the process that started it dies (a lifeline pipe whose
-write end only the parent holds), so no split outlives the writer that reserved its ids;
+Invariants: a worker exits as soon as the process that started it dies, so no split outlives
+the writer that reserved its ids: on Linux the kernel kills it (``PR_SET_PDEATHSIG``; workers
+are started from one long-lived thread, since that signal follows the *thread* that started
+them), elsewhere a lifeline pipe whose write end only the parent holds reaches EOF;
 nothing is applied unless every split succeeded; while a task runs its reserved ids
 are "unsettled" (vacuum spares them) and afterwards every one not in the version is an orphan
 for the next vacuum. A worker that dies breaks the pool: the task fails (version unchanged)
@@ -27,8 +29,12 @@ Callers: :class:`~hummock.compaction.manager.CompactionManager` only.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
+import ctypes
 import os
 import pickle
+import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -49,6 +55,9 @@ _lock = threading.Lock()    # one task at a time on the pool
 _workers: list = []         # the live _Worker processes
 _lifeline: tuple | None = None   # (read fd, write fd): workers exit when the write end closes
 LIFELINE_ENV = "HUMMOCK_COMPACTION_LIFELINE"
+PARENT_ENV = "HUMMOCK_COMPACTION_PARENT"   # the writer's pid, checked by the worker at start
+_spawn_requests: queue.SimpleQueue | None = None   # served by the "hummock-spawner" thread
+_spawner_lock = threading.Lock()
 
 
 class WorkerError(HummockError, RuntimeError):
@@ -71,8 +80,9 @@ class _Worker:
             _lifeline = os.pipe()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         env[LIFELINE_ENV] = str(_lifeline[0])
-        self.proc = subprocess.Popen([sys.executable, "-m", "hummock.compaction.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, pass_fds=(_lifeline[0],))
+        env[PARENT_ENV] = str(os.getpid())
+        self.proc = _spawn([sys.executable, "-m", "hummock.compaction.worker"], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, env=env, pass_fds=(_lifeline[0],))
 
     def send(self, request) -> None:
         pickle.dump(request, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
@@ -94,6 +104,30 @@ class _Worker:
             self.proc.wait(timeout=30)
         except Exception:
             self.proc.kill()
+
+
+def _spawn(args, **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen(args, **kwargs)`` run by one long-lived daemon thread. Linux sends a
+    child's parent-death signal when the *thread* that forked it ends, so a worker started by a
+    store's compaction thread would be killed when that store closed, under another store's task."""
+    global _spawn_requests
+    with _spawner_lock:
+        if _spawn_requests is None:
+            _spawn_requests = queue.SimpleQueue()
+            threading.Thread(target=_serve_spawns, args=(_spawn_requests,), name="hummock-spawner",
+                             daemon=True).start()
+    done = concurrent.futures.Future()
+    _spawn_requests.put((args, kwargs, done))
+    return done.result()
+
+
+def _serve_spawns(requests: queue.SimpleQueue) -> None:
+    while True:
+        args, kwargs, done = requests.get()
+        try:
+            done.set_result(subprocess.Popen(args, **kwargs))
+        except BaseException as exc:   # handed to the caller, which raises it
+            done.set_exception(exc)
 
 
 def _pool(size: int) -> list:
@@ -172,11 +206,28 @@ class PoolRunner:
             host.release_ids(reserved)
 
 
+def _bind_to_parent() -> None:
+    """Worker side: die with the writer. A worker outliving its writer would go on uploading a
+    split's outputs, which a restarted writer's vacuum may already have looked for: orphans it
+    would miss (found by tests/test_crash.py). On Linux the kernel sends SIGKILL when the writer's
+    spawning thread ends (even by SIGKILL) -- the only way that stops a worker inside the native
+    merge, which holds the interpreter lock for a whole output; the pid check covers a writer
+    that died before the request took effect. Elsewhere the lifeline thread is all there is."""
+    parent = os.environ.get(PARENT_ENV)
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass   # no prctl (an unusual libc): the lifeline thread still ends the worker
+    if parent is not None and os.getppid() != int(parent):
+        os._exit(70)
+    _watch_lifeline()
+
+
 def _watch_lifeline() -> None:
-    """Worker side: exit at once when the parent process is gone (the lifeline pipe's write
-    end, held only by the parent, closes when it dies, even by SIGKILL). A worker outliving its
-    writer would go on uploading a split's outputs, which a restarted writer's vacuum may
-    already have looked for: orphans it would miss (found by tests/test_crash.py)."""
+    """Worker side: exit when the parent process is gone (the lifeline pipe's write end, held
+    only by the parent, closes when it dies, even by SIGKILL); the thread needs the interpreter
+    lock to act, so it may lag a native merge by one output."""
     fd = os.environ.get(LIFELINE_ENV)
     if fd is None:
         return
@@ -193,8 +244,8 @@ def _watch_lifeline() -> None:
 def _serve() -> None:
     """Worker main loop: run each pickled split from stdin, reply ``("ok", result)`` or
     ``("error", text)`` on stdout; exit at end of input, or at once when the parent dies
-    (:func:`_watch_lifeline`)."""
-    _watch_lifeline()
+    (:func:`_bind_to_parent`)."""
+    _bind_to_parent()
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr    # a stray print must not corrupt the reply stream
     while True:
