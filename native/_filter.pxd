@@ -52,3 +52,16 @@ cdef class FilterReader:
         HUMMOCK_FILTER_PREFETCH(self._bits + (((<uint64_t>g * self._num_bits) >> 32) >> 3))
         g += <uint32_t>(h >> 32)
         HUMMOCK_FILTER_PREFETCH(self._bits + (((<uint64_t>g * self._num_bits) >> 32) >> 3))
+
+    cdef inline void prefetch_all(self, uint64_t h) noexcept nogil:
+        """Start loading the bytes of every bit ``probe(h)`` may test: for a batch whose keys
+        are mostly present, where a probe reads them all (``prefetch`` covers the first two,
+        enough where most probes stop early)."""
+        if self._num_bits == 0:
+            return
+        cdef uint32_t g = <uint32_t>h
+        cdef uint32_t delta = <uint32_t>(h >> 32)
+        cdef int j
+        for j in range(self._probes_n):
+            HUMMOCK_FILTER_PREFETCH(self._bits + (((<uint64_t>g * self._num_bits) >> 32) >> 3))
+            g += delta

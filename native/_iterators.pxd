@@ -117,3 +117,6 @@ cdef int scan_ready(UserScan scan) except -1
 # Table watermarks (see _iterators.pyx): the key check and the unpacking of a resolved record.
 cdef bint range_hides(dict ranges, const unsigned char* k, Py_ssize_t n) except -1
 cdef object unpack_hide(object hide, bint* has_floor, uint64_t* floor)
+
+# The user value of a stored value (tag byte + payload), None for a delete; CorruptionError else.
+cdef object stored_value(const unsigned char* p, Py_ssize_t n)

@@ -10,7 +10,9 @@ hit (``LruCache.c_peek``). Python-level work is a block-cache miss and, once per
 ``multi_get`` runs the same search for a batch in ascending key order, one forward walk per
 sorted run (``find_in_run``): a key passing its SST's filter is located (``SstReader.c_locate``),
 its block's restart interval prefetched, and searched a few keys later (``c_finish``), so the
-cache misses of several lookups overlap. ``iter`` checks its arguments and picks the scan's
+cache misses of several lookups overlap. ``scan_prefixes`` reads a batch of key prefixes the
+same way (``native/_prefix_scan.pxi``, included at the end of this file: one walk per source for
+the sorted batch, a prefix held by one SST read without a merge). ``iter`` checks its arguments and picks the scan's
 sources in C (binary search per non-overlapping run), then hands them to the native ``UserScan``.
 Table watermarks (``marks``): a get resolves its table's records (cached per version for reads
 at the newest epochs) and checks the version it found in C; tables without records cost one
@@ -22,13 +24,13 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
 
-from native._block cimport Block
+from native._block cimport Block, BlockIterator
 from native._filter cimport FilterReader, filter_key_hash
 from native._iterators cimport (ScanSst, UserScan, range_hides, scan_add_batches, scan_add_run, scan_new,
-                                scan_ready, unpack_hide)
+                                scan_ready, stored_value, unpack_hide)
 from native._keycmp cimport cmp_full_keys, cmp_mem
 from native._keysort cimport KeyRef, cmp_key_refs, sort_key_refs
 from native._lru cimport LruCache
@@ -723,34 +725,9 @@ cdef class ReadState:
                 if p is None:
                     raise InvalidArgumentError("prefix must be bytes, got NoneType")
                 checked[i] = checked_bound(p, "prefix")
-        cdef uint64_t read = <uint64_t>epoch | SPILL_MASK
-        cdef unsigned long tid = table_id
-        cdef list keys = [], values = [], ends = []
-        cdef list slices = [], runs = [], ks, vs
-        cdef Py_ssize_t j, lo, hi
-        for i in range(n):
-            p = checked[i]
-            end = key_prefix_end(<bytes>p)
-            hide = self.c_sources(tid, read, p, end, slices, runs)
-            if len(slices) == 1 and not runs and hide is None:
-                # one imm slice alone (a key written this epoch, not yet synced): its live pairs
-                # are the scan's (an imm holds one version per key), no merge needed
-                imm, lo, hi = <tuple>slices[0]
-                ks, vs = imm.keys, imm.values
-                for j in range(lo, hi):
-                    v = vs[j]
-                    if v is not None:
-                        keys.append(ks[j])
-                        values.append(v)
-            elif slices or runs:
-                for kv in self.c_user_scan(tid, read, False, hide, slices, runs):
-                    keys.append((<tuple>kv)[0])
-                    values.append((<tuple>kv)[1])
-                runs = []
-            if slices:
-                slices = []
-            ends.append(len(keys))
-        return keys, values, ends
+        if n == 0:
+            return [], [], []
+        return scan_prefixes_batched(self, <unsigned long>table_id, <uint64_t>epoch | SPILL_MASK, checked)
 
     cdef object c_get(self, table_id, key, epoch):
         cdef bytes k
@@ -1093,3 +1070,6 @@ cdef class ReadHandle:
             raise self.closed_error("the store is closed")
         cdef ReadState state = self.state
         return state.c_scan_prefixes(table_id, epoch, prefixes)
+
+
+include "_prefix_scan.pxi"
