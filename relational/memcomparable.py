@@ -192,8 +192,11 @@ def column_values(column, dtype: DataType):
     return _values_and_nulls(column, dtype.kind)
 
 
-def _fixed_matrix(column, dtype: DataType, order):
-    """The (n, 1 + width) byte matrix of one fixed-width column and its "bytes kept" mask."""
+def fixed_matrix(column, dtype: DataType, order):
+    """The (n, 1 + width) uint8 matrix of one :func:`vectorizable` column's keys (pyarrow
+    array, numpy array or sequence; ``order`` an ``OrderType`` or None for ascending) and its
+    "bytes kept" mask: None when no value is NULL (row ``i`` is then ``encode_row([column[i]],
+    [dtype], [order])``), else a bool matrix of the same shape (a NULL keeps its tag byte only)."""
     kind = dtype.kind
     np_type, be_type, width = _FIXED[kind]
     values, nulls = _values_and_nulls(column, kind)
@@ -251,7 +254,7 @@ def encode_columns(columns, types, orders=None, prefix=None) -> pa.BinaryArray:
         prefix = np.ascontiguousarray(prefix, dtype=np.uint8)
         parts.append(prefix)
     for i, (column, dtype) in enumerate(zip(columns, types)):
-        matrix, keep = _fixed_matrix(column, dtype, orders[i] if orders is not None else None)
+        matrix, keep = fixed_matrix(column, dtype, orders[i] if orders is not None else None)
         parts.append(matrix)
         keeps.append(keep)
     n = len(parts[0])

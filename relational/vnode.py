@@ -78,6 +78,15 @@ def compute_vnodes(columns, dist_types, num_rows: int | None = None) -> np.ndarr
         if num_rows is None:
             raise SchemaError("num_rows is required for a table without a distribution key")
         return np.zeros(num_rows, dtype=np.uint16)
+    if len(dist_types) == 1 and memcomparable.vectorizable(dist_types[0]):
+        # one fixed-width column (most distribution keys): its byte matrix hashed row by row,
+        # without building the keys as an Arrow binary array (4x less per call)
+        matrix, keep = memcomparable.fixed_matrix(as_arrow(columns[0], dist_types[0]), dist_types[0], None)
+        if keep is None:
+            n, width = matrix.shape
+            hashes = _impl.hash_offsets(np.arange(0, n * width + 1, width, dtype=np.int64), matrix.reshape(-1),
+                                        VNODE_SEED)
+            return (hashes % np.uint64(VNODE_COUNT)).astype(np.uint16)
     if all(memcomparable.vectorizable(t) for t in dist_types):
         columns = [as_arrow(c, t) for c, t in zip(columns, dist_types)]
         keys = memcomparable.encode_columns(columns, dist_types, _asc(dist_types))
