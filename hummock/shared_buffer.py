@@ -55,9 +55,13 @@ class Imm:
     is ``(n, filter)``: a bloom filter over the distinct first ``n`` bytes of the keys (keys
     shorter add nothing; ``False`` for small imms), for tables that declare a prefix length: a scan confined to one
     prefix (a join's probe of a join key, usually absent) then skips the imm's two binary
-    searches, whose random memory accesses over a large imm cost more than the probe."""
+    searches, whose random memory accesses over a large imm cost more than the probe.
 
-    __slots__ = ("table_id", "epoch", "keys", "values", "size", "filter", "prefix_filter")
+    ``prefix_index`` is the native batched prefix scan's ``(n, ImmPrefixIndex)`` (built there
+    on first use, native only): where each n-byte prefix's keys start, so a present prefix
+    costs a hash lookup instead of a binary search (native/_prefix_scan.pxi)."""
+
+    __slots__ = ("table_id", "epoch", "keys", "values", "size", "filter", "prefix_filter", "prefix_index")
 
     def __init__(self, table_id: int, epoch: int, keys: list, values: list, size: int):
         self.table_id = table_id
@@ -67,6 +71,7 @@ class Imm:
         self.size = size
         self.filter = None
         self.prefix_filter = None
+        self.prefix_index = None
 
     @property
     def user_epoch(self) -> int:

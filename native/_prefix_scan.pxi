@@ -23,6 +23,7 @@
 
 DEF SCAN_FILTER_AHEAD = 8   # run_sources prefetches the filter bits of the prefix this many places ahead
 DEF SCAN_WINDOW = 8         # read_prefixes' prefixes in flight at each of its two stages
+DEF IMM_INDEX_MIN_KEYS = 64 # smaller imms are binary-searched (as shared_buffer.IMM_FILTER_MIN_KEYS)
 
 
 cdef object scan_prefixes_batched(ReadState state, unsigned long tid, uint64_t read, list prefixes):
@@ -127,33 +128,179 @@ cdef object scan_prefixes_batched(ReadState state, unsigned long tid, uint64_t r
 cdef int imm_slices(object imm, KeyRef* order, Py_ssize_t n, list prefixes, list prefix_ends,
                     unsigned char* probing, uint64_t* imm_hashes, Py_ssize_t dn, list slices_of) except -1:
     """Step 1 for one imm of the table (readable at the scan's epoch): the slice of its keys
-    each prefix holds, unless the imm's prefix filter rules the prefix out."""
+    each prefix holds. A prefix of at least the declared length ``dn`` is looked up in the
+    imm's ``ImmPrefixIndex`` (built here on first use; small imms have none); any other is
+    found by binary search from the previous prefix's place."""
     cdef list keys = imm.keys
-    cdef Py_ssize_t k, i, lo = 0, hi, count = len(keys)
-    cdef FilterReader flt = None
+    cdef Py_ssize_t k, i, lo = 0, hi, count = len(keys), first, pn
+    cdef ImmPrefixIndex index = None
     cdef bytes p
-    if dn >= 0:
-        pf = imm.prefix_filter
-        found = (<tuple>pf)[1] if pf is not None and (<tuple>pf)[0] == dn else imm.build_prefix_filter(dn)
-        if type(found) is FilterReader:
-            flt = <FilterReader>found
+    cdef const unsigned char* pp
+    if dn >= 0 and count >= IMM_INDEX_MIN_KEYS:
+        built = imm.prefix_index
+        if built is None or (<tuple>built)[0] != dn:
+            built = imm.prefix_index = (dn, ImmPrefixIndex(keys, dn))   # a racing reader builds the same
+        index = <ImmPrefixIndex>(<tuple>built)[1]
     for k in range(n):
         i = order[k].i
-        if flt is not None and probing[i] and not flt.probe(imm_hashes[i]):
-            continue
         p = <bytes>prefixes[i]
-        lo = lower_bound_from(keys, <const unsigned char*>PyBytes_AS_STRING(p), PyBytes_GET_SIZE(p), lo)
-        if lo >= count:
-            break                       # every later prefix is above the imm's keys
-        end = prefix_ends[i]
-        hi = count if end is None else lower_bound_from(
-            keys, <const unsigned char*>PyBytes_AS_STRING(<bytes>end), PyBytes_GET_SIZE(<bytes>end), lo)
+        pp, pn = <const unsigned char*>PyBytes_AS_STRING(p), PyBytes_GET_SIZE(p)
+        if index is not None and probing[i]:
+            if not index.find(pp, imm_hashes[i], &first):
+                continue                # no key has the prefix's first dn bytes
+            lo = first if pn == dn else gallop_lower_bound(keys, pp, pn, first)
+            hi = prefix_run_end(keys, pp, pn, lo)
+        else:
+            lo = lower_bound_from(keys, pp, pn, lo)
+            if lo >= count:
+                break                   # every later prefix is above the imm's keys
+            end = prefix_ends[i]
+            hi = count if end is None else lower_bound_from(
+                keys, <const unsigned char*>PyBytes_AS_STRING(<bytes>end), PyBytes_GET_SIZE(<bytes>end), lo)
         if lo < hi:
             if slices_of[i] is None:
                 slices_of[i] = [(imm, lo, hi)]
             else:
                 (<list>slices_of[i]).append((imm, lo, hi))
     return 0
+
+
+@cython.final
+cdef class ImmPrefixIndex:
+    """Where each distinct ``n``-byte prefix's keys start in an imm's sorted keys (a scan
+    confined to one prefix -- a join's probe -- finds them in one or two cache misses instead
+    of a binary search over a large imm): an open-addressing table of the first key of each
+    prefix group, by the prefix's filter hash (``filter_key_hash``, as the prefix filters).
+    Exact: a slot found is checked against the key. Keys shorter than ``n`` have no prefix and
+    no slot; the keys of one prefix are contiguous in sorted order. Kept on the imm
+    (``Imm.prefix_index``) as ``(n, index)``; holds the imm's key list. 8 bytes a slot, at
+    least two slots a prefix."""
+    cdef list keys
+    cdef Py_ssize_t n
+    cdef uint64_t* slots     # 0: empty; else the hash's high 32 bits << 32 | (first key's index + 1)
+    cdef uint64_t mask
+
+    def __cinit__(self, list keys, Py_ssize_t n):
+        cdef Py_ssize_t count = len(keys), i, distinct = 0, cap = 16
+        cdef const unsigned char* prev = NULL
+        cdef const unsigned char* kp
+        cdef uint64_t h, at
+        if n < 1:
+            raise InvalidArgumentError(f"prefix length must be >= 1, got {n}")
+        if count >= 0xFFFFFFFF:
+            raise InvalidArgumentError(f"an imm of {count} keys is too large for a prefix index")
+        self.keys, self.n = keys, n
+        for i in range(count):
+            k = keys[i]
+            if type(k) is not bytes:
+                raise InvalidArgumentError("imm keys must be bytes")
+            if PyBytes_GET_SIZE(<bytes>k) < n:
+                continue
+            kp = <const unsigned char*>PyBytes_AS_STRING(<bytes>k)
+            if prev == NULL or memcmp(prev, kp, n) != 0:
+                distinct += 1
+                prev = kp
+        while cap < 2 * distinct:
+            cap <<= 1
+        self.slots = <uint64_t*>calloc(cap, sizeof(uint64_t))
+        if self.slots == NULL:
+            raise MemoryError()
+        self.mask = cap - 1
+        prev = NULL
+        for i in range(count):
+            k = keys[i]
+            if PyBytes_GET_SIZE(<bytes>k) < n:
+                continue
+            kp = <const unsigned char*>PyBytes_AS_STRING(<bytes>k)
+            if prev != NULL and memcmp(prev, kp, n) == 0:
+                continue
+            prev = kp
+            h = filter_key_hash(kp, <size_t>n)
+            at = h & self.mask
+            while self.slots[at] != 0:
+                at = (at + 1) & self.mask
+            self.slots[at] = ((h >> 32) << 32) | <uint64_t>(i + 1)
+
+    def __dealloc__(self):
+        free(self.slots)
+
+    cdef bint find(self, const unsigned char* p, uint64_t h, Py_ssize_t* first) except -1:
+        """Whether a key starts with ``p[:n]`` (``h`` = its filter hash); ``first``: the first."""
+        cdef uint64_t at = h & self.mask, s
+        cdef Py_ssize_t j
+        while True:
+            s = self.slots[at]
+            if s == 0:
+                return False
+            if (s >> 32) == (h >> 32):
+                j = <Py_ssize_t>(s & 0xFFFFFFFF) - 1
+                k = <bytes>self.keys[j]
+                if memcmp(PyBytes_AS_STRING(k), p, <size_t>self.n) == 0:
+                    first[0] = j
+                    return True
+            at = (at + 1) & self.mask
+
+    @property
+    def prefix_count(self):
+        """How many distinct prefixes have a slot (tests)."""
+        cdef Py_ssize_t i, c = 0
+        for i in range(self.mask + 1):
+            c += self.slots[i] != 0
+        return c
+
+
+cdef inline bint starts_with(bytes k, const unsigned char* p, Py_ssize_t pn) noexcept:
+    return PyBytes_GET_SIZE(k) >= pn and memcmp(PyBytes_AS_STRING(k), p, <size_t>pn) == 0
+
+
+cdef Py_ssize_t gallop_lower_bound(list keys, const unsigned char* p, Py_ssize_t pn, Py_ssize_t lo) except -1:
+    """The first index >= ``lo`` whose key is >= ``p[:pn]`` in sorted ``keys``, searching
+    forward from ``lo`` in doubling steps (the answer is usually near)."""
+    cdef Py_ssize_t count = len(keys), step = 1, hi, mid
+    cdef bytes k
+    while True:
+        hi = lo + step
+        if hi >= count:
+            hi = count
+            break
+        k = <bytes>keys[hi]
+        if cmp_bytes(PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), <const char*>p, pn) >= 0:
+            break
+        lo = hi
+        step <<= 1
+    while lo < hi:              # keys[hi] (or the end) is >= p; the answer is in [lo, hi]
+        mid = (lo + hi) // 2
+        k = <bytes>keys[mid]
+        if cmp_bytes(PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), <const char*>p, pn) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef Py_ssize_t prefix_run_end(list keys, const unsigned char* p, Py_ssize_t pn, Py_ssize_t lo) except -1:
+    """The end of the run of keys starting with ``p[:pn]`` that begins at ``lo`` (``lo`` itself
+    if ``keys[lo]`` does not), in doubling steps then a binary search."""
+    cdef Py_ssize_t count = len(keys), step = 1, hi, mid
+    if lo >= count or not starts_with(<bytes>keys[lo], p, pn):
+        return lo
+    while True:                 # keys[lo] starts with p
+        hi = lo + step
+        if hi >= count:
+            hi = count
+            break
+        if not starts_with(<bytes>keys[hi], p, pn):
+            break
+        lo = hi
+        step <<= 1
+    lo += 1
+    while lo < hi:              # keys[lo - 1] starts with p; keys[hi] (or the end) does not
+        mid = (lo + hi) // 2
+        if starts_with(<bytes>keys[mid], p, pn):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 cdef inline int add_source(list runs_of, Py_ssize_t i, list readers) except -1:

@@ -73,7 +73,7 @@ class Model:
                                       "watermark", "truncate"]), min_size=3, max_size=14))
 def test_batched_prefix_scans_match_iter_and_the_model(seed, declared, plan):
     rng = random.Random(seed)
-    model = Model()
+    model = Model()   # (prefix_len 2 is the vnode: a declared prefix shorter than many keys)
     with HummockStorage.open("memory://", OPTIONS) as store:
         if declared is not None:
             store.set_table_options(1, prefix_len=declared)
@@ -81,7 +81,7 @@ def test_batched_prefix_scans_match_iter_and_the_model(seed, declared, plan):
         for step in plan:
             if step == "write":
                 pairs = {make_key(rng): (None if rng.random() < 0.25 else rng.randbytes(rng.randint(0, 3)))
-                         for _ in range(rng.randint(1, 40))}
+                         for _ in range(rng.choice((8, 40, 200)))}   # imms of 64+ keys get a prefix index
                 store.ingest_batch(1, sorted(pairs.items()), epoch)
                 model.write(epoch, sorted(pairs.items()))
                 store.ingest_batch(2, [(b"\x00\x00\x00", b"other")], epoch)   # a neighbouring table
