@@ -281,3 +281,46 @@ def merge_insert_runs(runs):
         free(cur)
         free(nxt)
         free(seg)
+
+
+def bucket_keys(dict buckets, added, Py_ssize_t prefix_len):
+    """See the twin."""
+    cdef PyObject* found
+    cdef bytes key, prefix
+    for obj in added:
+        if type(obj) is not bytes:
+            raise TypeError(f"MemTable keys must be bytes, got {type(obj).__name__}")
+        key = <bytes>obj
+        prefix = key[:prefix_len]
+        found = PyDict_GetItem(buckets, prefix)
+        if found == NULL:
+            buckets[prefix] = key
+        elif type(<object>found) is bytes:
+            if <bytes>found != key:
+                buckets[prefix] = [<object>found, key]
+        else:
+            (<list>found).append(key)
+
+
+def prefix_records(dict buckets, dict records, prefixes):
+    """See the twin."""
+    cdef list out = [], found_list, keys
+    cdef PyObject* bucket
+    cdef PyObject* record
+    for prefix in prefixes:
+        bucket = PyDict_GetItem(buckets, prefix)
+        if bucket == NULL:
+            out.append(None)
+        elif type(<object>bucket) is bytes:
+            record = PyDict_GetItem(records, <object>bucket)
+            out.append(None if record == NULL else [(<object>bucket, <object>record)])
+        else:
+            keys = sorted(set(<object>bucket))
+            buckets[prefix] = keys
+            found_list = []
+            for key in keys:
+                record = PyDict_GetItem(records, key)
+                if record != NULL:
+                    found_list.append((key, <object>record))
+            out.append(found_list or None)
+    return out

@@ -28,6 +28,10 @@ adds: ``len(key) + len(value) + RECORD_OVERHEAD`` each time a key without a reco
 
 ``probe_keys(records, keys)``: the keys a strict chunk must look up in storage (below).
 
+``bucket_keys(buckets, added, prefix_len)`` and ``prefix_records(buckets, records, prefixes)``:
+the MemTable's per-prefix index of its keys, and the records of many prefixes read from it
+(below; ``MemTable.records_with_prefixes``).
+
 Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many`` and ``unrecorded`` only, through
 ``hummock._twins.load``.
 """
@@ -160,4 +164,40 @@ def _checked_runs(runs) -> list:
             if i and keys[i - 1] >= key:
                 raise ValueError(f"a run's keys must strictly ascend (at {i})")
         out.append((keys, values))
+    return out
+
+
+def bucket_keys(buckets: dict, added, prefix_len: int) -> None:
+    """Add each key of ``added`` to ``buckets`` (``key[:prefix_len] -> bucket``): a bucket is
+    the one key of its prefix (bytes), or a list of its keys (unsorted, may repeat) once a
+    second distinct key comes."""
+    for key in added:
+        if type(key) is not bytes:
+            raise TypeError(f"MemTable keys must be bytes, got {type(key).__name__}")
+        prefix = key[:prefix_len]
+        bucket = buckets.get(prefix)
+        if bucket is None:
+            buckets[prefix] = key
+        elif type(bucket) is bytes:
+            if bucket != key:
+                buckets[prefix] = [bucket, key]
+        else:
+            bucket.append(key)
+
+
+def prefix_records(buckets: dict, records: dict, prefixes) -> list:
+    """For each prefix: ``[(key, record)]`` of its keys that still have a record, ascending,
+    or ``None`` for none. A list bucket read is replaced by its sorted distinct keys."""
+    out = []
+    for prefix in prefixes:
+        bucket = buckets.get(prefix)
+        if bucket is None:
+            out.append(None)
+        elif type(bucket) is bytes:
+            record = records.get(bucket)
+            out.append(None if record is None else [(bucket, record)])
+        else:
+            bucket = buckets[prefix] = sorted(set(bucket))
+            found = [(key, records[key]) for key in bucket if key in records]
+            out.append(found or None)
     return out

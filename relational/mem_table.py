@@ -423,30 +423,8 @@ class MemTable:
         else:
             added = self._bucket_pending
         self._bucket_pending = []
-        for key in added:   # a bucket is one key (most prefixes), or a list of keys
-            prefix = key[:prefix_len]
-            bucket = buckets.get(prefix)
-            if bucket is None:
-                buckets[prefix] = key
-            elif type(bucket) is bytes:
-                if bucket != key:
-                    buckets[prefix] = [bucket, key]
-            else:
-                bucket.append(key)
-        ops = self._ops
-        out = []
-        for prefix in prefixes:
-            bucket = buckets.get(prefix)
-            if bucket is None:
-                out.append(None)
-            elif type(bucket) is bytes:
-                record = ops.get(bucket)
-                out.append(None if record is None else [(bucket, record)])
-            else:
-                bucket = buckets[prefix] = sorted(set(bucket))
-                records = [(key, ops[key]) for key in bucket if key in ops]
-                out.append(records or None)
-        return out
+        _apply.bucket_keys(buckets, added, prefix_len)   # a bucket: one key, or a list of keys
+        return _apply.prefix_records(buckets, self._ops, prefixes)
 
     def has_range(self, start: bytes | None, end: bytes | None) -> bool:
         """True when some live key lies in ``[start, end)``."""

@@ -395,6 +395,32 @@ def test_probe_keys_refuses_bad_input(impl):
             impl.probe_keys(*args)
 
 
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+@given(st.lists(st.lists(st.binary(max_size=4), max_size=12), min_size=1, max_size=4),
+       st.sets(st.binary(max_size=4), max_size=16), st.lists(st.binary(max_size=4), max_size=10),
+       st.integers(1, 3))
+def test_prefix_records_are_the_model_s_after_any_additions(impl, additions, recorded, prefixes, plen):
+    """Keys added in several rounds (repeats included), then prefixes read after each round:
+    each prefix's recorded keys, ascending, with their records; None for none."""
+    records = {k: (1, None, k) for k in recorded}
+    buckets, added = {}, []
+    for round_keys in additions:
+        impl.bucket_keys(buckets, round_keys, plen)
+        added += round_keys
+        wanted = [p[:plen] for p in prefixes]
+        expected = []
+        for p in wanted:
+            found = sorted({k for k in added if k[:plen] == p and k in records})
+            expected.append([(k, records[k]) for k in found] or None)
+        assert impl.prefix_records(buckets, records, wanted) == expected
+
+
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+def test_bucket_keys_refuses_bad_keys(impl):
+    with pytest.raises(TypeError):
+        impl.bucket_keys({}, [b"a", "b"], 1)
+
+
 def test_native_records_are_left_to_no_garbage_collection():
     """The native merge and insert build records the collector never has to traverse (an
     epoch's MemTable holds tens of thousands), so the MemTable's dict stays untracked too."""
