@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hummock import HummockStorage, StorageOptions
+from hummock import HummockStorage, StorageOptions, _twins
+from hummock.errors import InvalidArgumentError
 
 E = 1 << 16
 OPTIONS = StorageOptions(compactor="none", block_size=256, target_sst_size=4096, vacuum_min_age_s=0, retention_seconds=3600)
@@ -130,3 +132,20 @@ def test_a_prefix_spanning_blocks_and_versions_in_one_sst():
                 assert list(zip(got[0][start:end], got[1][start:end])) == list(store.iter(1, read, prefix=prefix))
             n = read // E
             assert got[2][0] == sum((i + n) % 7 != 0 for i in range(300))
+
+
+@pytest.mark.skipif(_twins.pure_python_forced(),
+                    reason="HUMMOCK_PURE_PYTHON=1: ImmPrefixIndex belongs to the native read path only")
+@given(st.lists(st.binary(max_size=5), max_size=300), st.integers(1, 4))
+def test_imm_prefix_index_holds_each_distinct_prefix_once(keys, n):
+    """One slot per distinct n-byte prefix of the keys long enough to have one (what the scan
+    looks up); keys of other lengths and absent prefixes are found through the scan's answers
+    above."""
+    from native._readpath import ImmPrefixIndex
+    keys = sorted(set(keys))
+    index = ImmPrefixIndex(keys, n)
+    assert index.prefix_count == len({k[:n] for k in keys if len(k) >= n})
+    with pytest.raises(InvalidArgumentError):
+        ImmPrefixIndex([b"a", "b"], 1)
+    with pytest.raises(InvalidArgumentError):
+        ImmPrefixIndex(keys, 0)
