@@ -81,7 +81,9 @@ def test_two_points_in_time_in_one_query_and_parameters():
         conn.execute("FLUSH")
         time.sleep(0.01)
         before = _now()
-        time.sleep(0.01)
+        # the NOW() - interval queries below land at `before` plus however long they run after
+        # `ago` is taken: a second's margin before the update (10 ms failed under CI load)
+        time.sleep(1.0)
         conn.execute("UPDATE t SET v = v + 1")
         conn.execute("FLUSH")
         q = ("SELECT old.id, old.v, new.v FROM t FOR SYSTEM_TIME AS OF %s AS old "
