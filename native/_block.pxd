@@ -26,7 +26,13 @@ cdef class BlockBuilder:
     cdef uint64_t min_ep, max_ep
     cdef readonly object smallest_key
     cdef readonly object last_key
-    cdef readonly list user_keys
+    cdef uint64_t* key_hash_buf      # filter hash of each distinct user key, in order
+    cdef Py_ssize_t key_hash_n, key_hash_cap
+    cdef uint64_t* prefix_hash_buf   # filter hash of each distinct declared prefix (see the twin)
+    cdef Py_ssize_t prefix_hash_n, prefix_hash_cap
+    cdef dict prefix_lens            # table id -> declared prefix length (empty: none)
+    cdef Py_ssize_t prefix_len       # the current table's declared length (-1: none)
+    cdef object prefix_last          # the full key whose prefix was hashed last (None: none yet)
     cdef readonly list table_ids
     cdef uint32_t last_table_id
 
@@ -42,6 +48,7 @@ cdef class BlockBuilder:
         self.buf_len += 1
     cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1
     cdef int account(self, bytes key, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1
+    cdef int push_hash(self, bint prefix, uint64_t h) except -1
     cdef inline Py_ssize_t c_size_estimate(self) noexcept:
         """``block_size_estimate`` without a Python call."""
         return self.buf_len + 4 * self.n_restarts + 4

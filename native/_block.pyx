@@ -14,7 +14,10 @@ from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
+from native._filter cimport filter_key_hash
 from native._keycmp cimport cmp_full_keys, cmp_mem, load_be64
+
+import array
 
 from hummock.errors import CorruptionError, InvalidArgumentError
 
@@ -110,23 +113,62 @@ cdef class BlockBuilder:
     """See the twin's docstring: one block at a time plus SST-wide accounting (attributes
     declared in ``_block.pxd``, where other native modules find ``c_add``)."""
 
-    def __cinit__(self, restart_interval=16):
+    def __cinit__(self, restart_interval=16, prefix_lens=None):
         if type(restart_interval) is not int or not 1 <= restart_interval <= 65536:
             raise InvalidArgumentError(f"restart_interval must be in [1, 65536], got {restart_interval!r}")
+        self.prefix_lens = check_prefix_lens(prefix_lens)
         self.restart_interval = restart_interval
         self.buf = <unsigned char*>malloc(4096)
         self.restarts = <uint32_t*>malloc(64 * sizeof(uint32_t))
-        if self.buf == NULL or self.restarts == NULL:
+        self.key_hash_buf = <uint64_t*>malloc(256 * sizeof(uint64_t))
+        self.prefix_hash_buf = <uint64_t*>malloc(64 * sizeof(uint64_t))
+        if self.buf == NULL or self.restarts == NULL or self.key_hash_buf == NULL or self.prefix_hash_buf == NULL:
             raise MemoryError()
         self.buf_cap = 4096
         self.restarts_cap = 64
-        self.user_keys = []
+        self.key_hash_cap = 256
+        self.prefix_hash_cap = 64
+        self.prefix_len = -1
         self.table_ids = []
         self.reset_block()
 
     def __dealloc__(self):
         free(self.buf)
         free(self.restarts)
+        free(self.key_hash_buf)
+        free(self.prefix_hash_buf)
+
+    @property
+    def key_hashes(self):
+        """The filter hash (``hummock.sstable.filter.key_hash``) of each distinct user key
+        added, in order, as an ``array.array('Q')`` (a copy)."""
+        return _hash_array(self.key_hash_buf, self.key_hash_n)
+
+    @property
+    def prefix_hashes(self):
+        """The filter hash of each distinct declared prefix (``filter.prefix_hashes`` of the
+        user keys added), as an ``array.array('Q')`` (a copy)."""
+        return _hash_array(self.prefix_hash_buf, self.prefix_hash_n)
+
+    cdef int push_hash(self, bint prefix, uint64_t h) except -1:
+        cdef uint64_t* buf = self.prefix_hash_buf if prefix else self.key_hash_buf
+        cdef Py_ssize_t n = self.prefix_hash_n if prefix else self.key_hash_n
+        cdef Py_ssize_t cap = self.prefix_hash_cap if prefix else self.key_hash_cap
+        if n == cap:
+            cap *= 2
+            buf = <uint64_t*>realloc(buf, cap * sizeof(uint64_t))
+            if buf == NULL:
+                raise MemoryError()
+            if prefix:
+                self.prefix_hash_buf, self.prefix_hash_cap = buf, cap
+            else:
+                self.key_hash_buf, self.key_hash_cap = buf, cap
+        buf[n] = h
+        if prefix:
+            self.prefix_hash_n = n + 1
+        else:
+            self.key_hash_n = n + 1
+        return 0
 
     cdef void reset_block(self):
         self.buf_len = 0
@@ -282,10 +324,18 @@ cdef class BlockBuilder:
             last_n = PyBytes_GET_SIZE(self.last_key)
             new_user_key = last_n != n or not memcmp_eq(last, k, n - EPOCH_LEN)
         if new_user_key:
-            self.user_keys.append(PyBytes_FromStringAndSize(<const char*>k, n - EPOCH_LEN))
+            self.push_hash(False, filter_key_hash(k, <size_t>(n - EPOCH_LEN)))
         if self.key_count == 0 or table_id != self.last_table_id:
             self.table_ids.append(table_id)
             self.last_table_id = table_id
+            found = self.prefix_lens.get(table_id) if self.prefix_lens else None
+            self.prefix_len = -1 if found is None else <Py_ssize_t>found
+            self.prefix_last = None
+        if self.prefix_len >= 0 and n - EPOCH_LEN >= 4 + self.prefix_len and (
+                self.prefix_last is None or
+                not memcmp_eq(<const unsigned char*>PyBytes_AS_STRING(self.prefix_last), k, 4 + self.prefix_len)):
+            self.push_hash(True, filter_key_hash(k, <size_t>(4 + self.prefix_len)))
+            self.prefix_last = key
         if self.key_count == 0:
             self.min_ep = self.max_ep = epoch
             self.smallest_key = key
@@ -949,3 +999,24 @@ cdef uint64_t as_epoch(object epoch) except? 0:
     if type(epoch) is not int or epoch < 0 or epoch > 0xFFFFFFFFFFFFFFFF:
         raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
     return PyLong_AsUnsignedLongLong(epoch)
+
+
+cdef object _hash_array(const uint64_t* buf, Py_ssize_t n):
+    out = array.array("Q")
+    out.frombytes(PyBytes_FromStringAndSize(<const char*>buf, n * <Py_ssize_t>sizeof(uint64_t)))
+    return out
+
+
+cdef dict check_prefix_lens(object prefix_lens):
+    """``BlockBuilder``'s ``prefix_lens``: None or a dict of table id -> length in [1, 65535]
+    (the twin's checks and messages)."""
+    if prefix_lens is None:
+        return {}
+    if type(prefix_lens) is not dict:
+        raise InvalidArgumentError(f"prefix_lens must be a dict, got {type(prefix_lens).__name__}")
+    for table_id, n in (<dict>prefix_lens).items():
+        if type(table_id) is not int or not 0 <= table_id <= 0xFFFFFFFF:
+            raise InvalidArgumentError(f"prefix_lens: bad table id {table_id!r}")
+        if type(n) is not int or not 1 <= n <= 0xFFFF:
+            raise InvalidArgumentError(f"prefix_lens: bad prefix length {n!r} of table {table_id}")
+    return <dict>prefix_lens

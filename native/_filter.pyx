@@ -35,6 +35,8 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from native._xxh64 cimport _load32, xxh64 as _xxh64
 from libc.string cimport memcmp, memset
 
+import array
+
 from hummock.errors import CorruptionError, InvalidArgumentError
 
 
@@ -253,9 +255,16 @@ def build_filter(user_keys, bits_per_key=10):
 def build_filter_from_hashes(key_hashes, bits_per_key=10):
     """Like :func:`build_filter`, from precomputed :func:`key_hash` values.
 
-    ``key_hashes``: a list or tuple of ints in [0, 2**64 - 1]. Same bytes as ``build_filter``
-    over the keys the hashes came from.
+    ``key_hashes``: a list or tuple of ints in [0, 2**64 - 1], or an ``array.array('Q')`` (what
+    the block builder collects). Same bytes as ``build_filter`` over the keys the hashes came
+    from.
     """
+    cdef const uint64_t[::1] packed
+    if isinstance(key_hashes, array.array) and key_hashes.typecode == "Q":
+        packed = key_hashes
+        if packed.shape[0] == 0:
+            return _build(NULL, 0, _check_bits_per_key(bits_per_key))
+        return _build(<uint64_t*>&packed[0], packed.shape[0], _check_bits_per_key(bits_per_key))
     cdef list values = _sequence(key_hashes, "key_hashes", "ints")
     cdef int bpk = _check_bits_per_key(bits_per_key)
     cdef Py_ssize_t n = len(values), i

@@ -16,7 +16,7 @@ import twins
 from hummock import _twins
 from hummock.errors import CorruptionError, InvalidArgumentError
 from hummock.key import MAX_EPOCH, encode_full_key, full_key_sort_key
-from hummock.sstable import _block_py
+from hummock.sstable import _block_py, _filter_py
 from hummock.sstable.block import (BLOCK_TRAILER, COMPRESSION_LZ4, COMPRESSION_NONE, checksum,
                                    decode_stored_block, encode_stored_block)
 from hummock.value import encode_value
@@ -40,20 +40,37 @@ def model_seek(model_keys, target):
     return bisect.bisect_left([full_key_sort_key(k) for k in model_keys], full_key_sort_key(target))
 
 
-@given(entry_lists(single_table=True), st.integers(1, 20))
-def test_builders_agree_and_account(entries, restart_interval):
+@given(entry_lists(single_table=True), st.integers(1, 20), st.one_of(st.none(), st.integers(1, 4)))
+def test_builders_agree_and_account(entries, restart_interval, prefix_len):
+    """Both builders give the same block and SST-wide accounting, including the filter hashes
+    they keep instead of the keys: each distinct user key's ``key_hash``, and with a declared
+    prefix length the ``prefix_hashes`` of those keys."""
+    lens = None if prefix_len is None else {1: prefix_len}
     results = []
     for impl in implementations():
-        builder, content = build(impl, entries, restart_interval)
+        builder = impl.BlockBuilder(restart_interval, lens)
+        for key, value in entries:
+            assert builder.add(key, value)
+        content = builder.finish_block()
         results.append((content, builder.key_count, builder.tombstone_count, builder.min_epoch, builder.max_epoch,
-                        list(builder.user_keys), list(builder.table_ids), builder.smallest_key, builder.last_key))
+                        list(builder.key_hashes), list(builder.prefix_hashes), list(builder.table_ids),
+                        builder.smallest_key, builder.last_key))
     assert all(r == results[0] for r in results)
-    content, count, tombstones, min_epoch, max_epoch, uks, tables, smallest, last = results[0]
+    content, count, tombstones, min_epoch, max_epoch, hashes, prefixes, tables, smallest, last = results[0]
     epochs = [MAX_EPOCH - int.from_bytes(k[-8:], "big") for k, _ in entries]
+    user_keys = sorted({k[:-8] for k, _ in entries})
     assert count == len(entries) and tombstones == sum(v is None for _, v in entries)
     assert (min_epoch, max_epoch) == (min(epochs), max(epochs))
-    assert uks == sorted({k[:-8] for k, _ in entries}) and tables == [1]
+    assert hashes == [_filter_py.key_hash(uk) for uk in user_keys] and tables == [1]
+    assert prefixes == (_filter_py.prefix_hashes(user_keys, lens) if lens else [])
     assert smallest == entries[0][0] and last == entries[-1][0]
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_builders_refuse_bad_prefix_lens(impl):
+    for bad in ([(1, 2)], {1: 0}, {1: 1 << 16}, {-1: 2}, {"t": 2}):
+        with pytest.raises(InvalidArgumentError, match="prefix_lens"):
+            impl.BlockBuilder(16, bad)
 
 
 @given(entry_lists(single_table=True), st.integers(1, 20), st.data())

@@ -126,10 +126,11 @@ def test_native_and_pure_build_identical_bytes(monkeypatch):
     for k, v in entries:
         dedup.setdefault(k, v)
     entries = sorted(dedup.items(), key=lambda kv: full_key_sort_key(kv[0]))
-    native_bytes, native_info = build_sstable(entries, 3, SstableBuilderOptions(block_size=1024))
+    options = SstableBuilderOptions(block_size=1024, prefix_lens={1: 2})   # table 2: no prefix filter
+    native_bytes, native_info = build_sstable(entries, 3, options)
     monkeypatch.setattr(builder_module, "BlockBuilder", _block_py.BlockBuilder)
-    monkeypatch.setattr(builder_module, "build_filter", _filter_py.build_filter)
-    pure_bytes, pure_info = build_sstable(entries, 3, SstableBuilderOptions(block_size=1024))
+    monkeypatch.setattr(builder_module, "build_filter_from_hashes", _filter_py.build_filter_from_hashes)
+    pure_bytes, pure_info = build_sstable(entries, 3, options)
     assert native_bytes == pure_bytes and native_info == pure_info
     importlib.import_module("native._block")  # the native path really was the one compared
 

@@ -11,7 +11,10 @@ Callers: :mod:`hummock.sstable.block` only.
 
 from __future__ import annotations
 
+import array
 import struct
+
+from xxhash import xxh64_intdigest
 
 from hummock._key_py import compare_full_keys
 from hummock.errors import CorruptionError, InvalidArgumentError
@@ -23,6 +26,7 @@ _MAX_EPOCH = (1 << 64) - 1
 _TAG_PUT = b"\x01"
 _TAG_DELETE = b"\x02"
 _U32 = struct.Struct("<I")
+_HASH_SEED = 0x48554D4D4F434B00   # the filters' key-hash seed (hummock/sstable/_filter_py.py)
 
 
 def _put_varint(out: bytearray, value: int) -> None:
@@ -40,6 +44,20 @@ def _common_prefix(a, b) -> int:
     return i
 
 
+def _check_prefix_lens(prefix_lens) -> dict:
+    """``BlockBuilder``'s ``prefix_lens``: None or a dict of table id -> length in [1, 65535]."""
+    if prefix_lens is None:
+        return {}
+    if type(prefix_lens) is not dict:
+        raise InvalidArgumentError(f"prefix_lens must be a dict, got {type(prefix_lens).__name__}")
+    for table_id, n in prefix_lens.items():
+        if type(table_id) is not int or not 0 <= table_id <= 0xFFFFFFFF:
+            raise InvalidArgumentError(f"prefix_lens: bad table id {table_id!r}")
+        if type(n) is not int or not 1 <= n <= 0xFFFF:
+            raise InvalidArgumentError(f"prefix_lens: bad prefix length {n!r} of table {table_id}")
+    return prefix_lens
+
+
 def _check_key(full_key) -> bytes:
     if not isinstance(full_key, (bytes, bytearray, memoryview)):
         raise InvalidArgumentError(f"full key must be bytes, got {type(full_key).__name__}")
@@ -55,11 +73,20 @@ class BlockBuilder:
     REQUIRES: keys added in strictly increasing full-key order across the whole SST.
     ``add`` returns False (adding nothing) when the key's table id differs from the current
     non-empty block's: the caller cuts the block (``finish_block``) and adds again.
+
+    For the SST's filters the builder keeps hashes, not keys (8 bytes a key where a key object
+    took ~60): ``key_hashes``, the filter hash (``filter.key_hash``) of each distinct user key,
+    and, for tables with a length in ``prefix_lens`` (table id -> bytes of table key),
+    ``prefix_hashes``, the hash of each distinct such prefix -- ``filter.prefix_hashes`` of the
+    user keys -- both ``array.array('Q')`` in the order added.
     """
 
-    def __init__(self, restart_interval: int = 16):
+    def __init__(self, restart_interval: int = 16, prefix_lens: dict | None = None):
         if not isinstance(restart_interval, int) or not 1 <= restart_interval <= 65536:
             raise InvalidArgumentError(f"restart_interval must be in [1, 65536], got {restart_interval!r}")
+        self._prefix_lens = _check_prefix_lens(prefix_lens)
+        self._prefix_len = None      # the current table's declared prefix length
+        self._prefix_last = None     # the key whose prefix was hashed last
         self.restart_interval = restart_interval
         self._reset_block()
         # SST-wide accounting
@@ -69,7 +96,8 @@ class BlockBuilder:
         self.max_epoch = None
         self.smallest_key = None
         self.last_key = None
-        self.user_keys = []
+        self.key_hashes = array.array("Q")      # filter hash of each distinct user key, in order
+        self.prefix_hashes = array.array("Q")   # ... of each distinct declared prefix (below)
         self.table_ids = []
 
     @property
@@ -140,10 +168,17 @@ class BlockBuilder:
     def _account(self, full_key: bytes, tag: bytes) -> None:
         user_key = full_key[:-_EPOCH_LEN]
         if self.last_key is None or self.last_key[:-_EPOCH_LEN] != user_key:
-            self.user_keys.append(user_key)
+            self.key_hashes.append(xxh64_intdigest(user_key, _HASH_SEED))
         table_id = int.from_bytes(full_key[:4], "big")
         if not self.table_ids or self.table_ids[-1] != table_id:
             self.table_ids.append(table_id)
+            self._prefix_len = self._prefix_lens.get(table_id)
+            self._prefix_last = None
+        n = self._prefix_len   # filter.prefix_hashes of the distinct user keys, as they come
+        if n is not None and len(user_key) >= 4 + n and (
+                self._prefix_last is None or self._prefix_last[:4 + n] != user_key[:4 + n]):
+            self.prefix_hashes.append(xxh64_intdigest(user_key[:4 + n], _HASH_SEED))
+            self._prefix_last = user_key
         epoch = _MAX_EPOCH - int.from_bytes(full_key[-_EPOCH_LEN:], "big")
         self.min_epoch = epoch if self.min_epoch is None else min(self.min_epoch, epoch)
         self.max_epoch = epoch if self.max_epoch is None else max(self.max_epoch, epoch)

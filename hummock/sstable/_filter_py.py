@@ -14,6 +14,7 @@ Users import from :mod:`hummock.sstable.filter`, which picks the native module o
 
 from __future__ import annotations
 
+import array
 import struct
 
 from xxhash import xxh64_intdigest
@@ -141,9 +142,12 @@ def build_filter(user_keys, bits_per_key=10) -> bytes:
 def build_filter_from_hashes(key_hashes, bits_per_key=10) -> bytes:
     """Like :func:`build_filter`, from precomputed :func:`key_hash` values.
 
-    ``key_hashes``: a list or tuple of ints in [0, 2**64 - 1]. Same bytes as ``build_filter``
-    over the keys the hashes came from.
+    ``key_hashes``: a list or tuple of ints in [0, 2**64 - 1], or an ``array.array('Q')`` (what
+    the block builder collects). Same bytes as ``build_filter`` over the keys the hashes came
+    from.
     """
+    if isinstance(key_hashes, array.array) and key_hashes.typecode == "Q":
+        return _build(list(key_hashes), _check_bits_per_key(bits_per_key))
     key_hashes = _sequence(key_hashes, "key_hashes", "ints")
     bits_per_key = _check_bits_per_key(bits_per_key)
     hashes = [_u64(h, f"key_hashes[{i}]") for i, h in enumerate(key_hashes)]
