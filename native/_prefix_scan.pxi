@@ -561,11 +561,3 @@ cdef class ScanContext:
             if decided != small_decided:
                 free(decided)
         return 0
-
-
-cdef inline uint64_t load_be64(const unsigned char* p) noexcept:
-    cdef uint64_t x = 0
-    cdef int i
-    for i in range(8):
-        x = (x << 8) | p[i]
-    return x

@@ -31,7 +31,7 @@ from native._block cimport Block, BlockIterator
 from native._filter cimport FilterReader, filter_key_hash
 from native._iterators cimport (ScanSst, UserScan, range_hides, scan_add_batches, scan_add_run, scan_new,
                                 scan_ready, stored_value, unpack_hide)
-from native._keycmp cimport cmp_full_keys, cmp_mem
+from native._keycmp cimport cmp_full_keys, cmp_mem, load_be64
 from native._keysort cimport KeyRef, cmp_key_refs, sort_key_refs
 from native._lru cimport LruCache
 
