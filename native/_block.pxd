@@ -59,7 +59,7 @@ cdef class Block   # defined below; BlockIterator.c_reset takes one
 
 @cython.final
 cdef class BlockIterator:
-    cdef bytes data
+    cdef Block owner              # keeps the content p points into alive
     cdef const unsigned char* p
     cdef Py_ssize_t limit
     cdef uint32_t num_restarts
@@ -110,8 +110,10 @@ cdef struct RestartEntry:
 
 @cython.final
 cdef class Block:
-    cdef bytes data
-    cdef const unsigned char* p
+    cdef bytes data                 # the content, unless it was copied into the arena (then None)
+    cdef unsigned char* arena_p     # the content in the block arena (_block_arena.pxi), or NULL
+    cdef Py_ssize_t size            # content bytes
+    cdef const unsigned char* p     # data's buffer or arena_p
     cdef Py_ssize_t limit
     cdef uint32_t num_restarts
     cdef object object_name
@@ -120,6 +122,7 @@ cdef class Block:
     # restart index of point lookups (built on the first get; see Block.build_index)
     cdef int index_state            # 0: not built, 1: built, 2: not usable (search the entries)
     cdef RestartEntry* ridx         # one per restart
+    cdef bint ridx_in_arena         # ridx came from arena_alloc (else malloc)
     cdef Py_ssize_t cp_len          # bytes every restart's user key shares
     cdef object corrupt(self, message, offset, expected=*, found=*)
     cdef object c_get(self, bytes uk, uint64_t epoch)

@@ -5,6 +5,11 @@ Same layout (docs/format.md section 4.1), same names, same exceptions and messag
 bytes. The build loop, the seek and the iteration run in C; every varint, length and offset read
 from a block is checked against the entry area's end before use, so malformed content raises
 ``CorruptionError`` and never reads out of bounds.
+
+A validated ``Block`` copies its content (and later its restart index) into the huge-page block
+arena of ``_block_arena.pxi`` (included below), freed with the block; iterators keep their block
+alive, a block's own shared iterator does not (no reference cycle, so an evicted block's memory
+goes back at once).
 """
 
 cimport cython
@@ -388,7 +393,7 @@ cdef class BlockIterator:
             block = <Block>content        # already validated: share it
         else:
             block = Block(content, object)
-        self.data = block.data
+        self.owner = block
         self.p = block.p
         self.limit = block.limit
         self.num_restarts = block.num_restarts
@@ -501,7 +506,7 @@ cdef class BlockIterator:
         """Read ``block`` from now on (invalid until positioned): what ``BlockIterator(block)``
         gives, reusing this iterator and its key buffer. A scan moving to its next block
         saves an allocation."""
-        self.data = block.data
+        self.owner = block
         self.p = block.p
         self.limit = block.limit
         self.num_restarts = block.num_restarts
@@ -648,6 +653,9 @@ cdef class BlockIterator:
         return out, hit_bound
 
 
+include "_block_arena.pxi"
+
+
 # --- validated block, shared by iterators; native point lookups -------------------------------
 
 @cython.final
@@ -659,10 +667,17 @@ cdef class Block:
     def __cinit__(self, content, object=None):
         cdef Py_ssize_t n, i
         cdef uint32_t num, offset, previous = 0
-        self.data = content if type(content) is bytes else bytes(content)
-        self.p = <const unsigned char*>PyBytes_AS_STRING(self.data)
+        cdef bytes data = content if type(content) is bytes else bytes(content)
+        n = PyBytes_GET_SIZE(data)
+        self.size = n
+        self.arena_p = arena_alloc(n)
+        if self.arena_p != NULL:           # huge pages: see _block_arena.pxi
+            memcpy(self.arena_p, PyBytes_AS_STRING(data), n)
+            self.p = self.arena_p
+        else:
+            self.data = data
+            self.p = <const unsigned char*>PyBytes_AS_STRING(data)
         self.object_name = object
-        n = PyBytes_GET_SIZE(self.data)
         if n < 4:
             raise self.corrupt("block shorter than its trailer", 0, ">= 4 bytes", n)
         num = load_u32(self.p + n - 4)
@@ -683,7 +698,12 @@ cdef class Block:
                                expected=expected, found=found)
 
     def __dealloc__(self):
-        free(self.ridx)
+        if self.ridx_in_arena:
+            arena_free(<unsigned char*>self.ridx, self.num_restarts * sizeof(RestartEntry))
+        else:
+            free(self.ridx)
+        if self.arena_p != NULL:
+            arena_free(self.arena_p, self.size)
 
     cdef int build_index(self) except -1:
         """Index the restart keys for point lookups, one ``RestartEntry`` each: 16 bytes of
@@ -702,10 +722,14 @@ cdef class Block:
         cdef Py_ssize_t n = self.num_restarts, i, pos, cp = 0, first_u, last_u
         cdef uint32_t shared, unshared, value_len
         cdef RestartEntry* idx
+        cdef bint in_arena
         self.index_state = 2
-        idx = <RestartEntry*>malloc(n * sizeof(RestartEntry))
+        idx = <RestartEntry*>arena_alloc(n * sizeof(RestartEntry))
+        in_arena = idx != NULL
         if idx == NULL:
-            return 0
+            idx = <RestartEntry*>malloc(n * sizeof(RestartEntry))
+            if idx == NULL:
+                return 0
         for i in range(n):
             pos = load_u32(self.p + self.limit + 4 * i)
             if (read_varint32(self.p, self.limit, &pos, &shared) or shared != 0
@@ -715,7 +739,10 @@ cdef class Block:
                     or unshared < MIN_FULL_KEY_LEN
                     or (i > 0 and cmp_full_keys(self.p + idx[i - 1].key_pos, idx[i - 1].key_len, self.p + pos,
                                                 unshared) >= 0)):
-                free(idx)
+                if in_arena:
+                    arena_free(<unsigned char*>idx, n * sizeof(RestartEntry))
+                else:
+                    free(idx)
                 return 0
             idx[i].key_pos = <uint32_t>pos
             idx[i].key_len = unshared
@@ -728,7 +755,7 @@ cdef class Block:
         for i in range(n):
             idx[i].w0 = word_at(self.p + idx[i].key_pos, idx[i].key_len - EPOCH_LEN, cp)
             idx[i].w1 = word_at(self.p + idx[i].key_pos, idx[i].key_len - EPOCH_LEN, cp + 8)
-        self.ridx, self.cp_len = idx, cp
+        self.ridx, self.cp_len, self.ridx_in_arena = idx, cp, in_arena
         self.index_state = 1
         return 0
 
@@ -776,10 +803,12 @@ cdef class Block:
         return lo - 1 if lo > 0 else 0
 
     def __len__(self):
-        return PyBytes_GET_SIZE(self.data)
+        return self.size
 
     @property
     def content(self):
+        if self.data is None:
+            return PyBytes_FromStringAndSize(<const char*>self.p, self.size)
         return self.data
 
     def iterator(self, object=None):
@@ -850,7 +879,9 @@ cdef class Block:
         try:
             if shared:
                 if self.shared_iter is None:
-                    self.shared_iter = BlockIterator(self)
+                    it = BlockIterator(self)
+                    it.owner = None        # this block owns it: no cycle that would delay freeing the block
+                    self.shared_iter = it
                 it = <BlockIterator>self.shared_iter
                 self.busy = True
             else:
