@@ -15,14 +15,16 @@
 # holds the chunk's header (ArenaChunk: a bitmap of used units, counts, list links). An
 # allocation of n bytes takes ceil(n / UNIT_BYTES) contiguous units, found first-fit over the
 # chunks in creation order (older chunks fill first, so younger ones can empty). Freeing
-# clears the units' bits; a chunk left with no allocation is unmapped, except one kept empty as
-# a spare (a cache evicting one block and loading the next does not map and unmap a chunk
-# each time).
+# clears the units' bits; a chunk left with no allocation is unmapped, except SPARE_CHUNKS kept
+# empty as spares. A block cache at capacity evicts in about the order it loaded, so chunks
+# drain one after another while new blocks need new ones: without spares each drained chunk
+# would be unmapped and a fresh one mapped and zeroed (2 MiB) for the next ~30 loads.
 #
 # Invariants (checked by arena_check()): every chunk is aligned and in the list once; unit 0 of
 # every chunk is marked used; a chunk's free_units is the count of its clear bits; its
 # live_allocs is 0 exactly when only unit 0 is used; the arena's unit and allocation totals
-# are the sums over its chunks; at most one chunk is empty.
+# are the sums over its chunks; at most SPARE_CHUNKS chunks are empty; a chunk's max_run is at
+# least its longest free run.
 #
 # Thread safety: every caller holds the GIL (Block construction and deallocation), and no
 # function here releases it, so calls never interleave.
@@ -52,14 +54,17 @@ cdef extern from *:
     #else
     #define HUMMOCK_MADV_HUGEPAGE (-1)
     #endif
+    static inline int arena_ctz64(unsigned long long x) { return __builtin_ctzll(x); }  /* x != 0 */
     """
     int HUMMOCK_MADV_HUGEPAGE
+    int arena_ctz64(uint64_t x) noexcept nogil
 
 
 DEF CHUNK_BYTES = 2097152       # one x86-64 huge page
 DEF UNIT_BYTES = 1024
 DEF UNITS = 2048                # CHUNK_BYTES // UNIT_BYTES
 DEF WORDS = 32                  # UNITS // 64
+DEF SPARE_CHUNKS = 4            # empty chunks kept mapped (8 MiB) instead of unmapped
 DEF ARENA_MIN = 512             # smaller contents stay bytes (rounding would waste most of a unit)
 DEF ARENA_MAX = 1048576         # larger ones too (half a chunk: first fit would strand the rest)
 ARENA_MIN_BYTES = ARENA_MIN
@@ -69,6 +74,7 @@ ARENA_MAX_BYTES = ARENA_MAX
 ctypedef struct ArenaChunk:
     uint64_t used[WORDS]        # bit u of used[u // 64]: unit u is allocated (unit 0: this header)
     uint32_t free_units
+    uint32_t max_run            # no free run is longer (an upper bound; exact after a failed search)
     uint32_t live_allocs
     ArenaChunk* next
     ArenaChunk* prev
@@ -99,30 +105,35 @@ cdef inline void mark_units(ArenaChunk* c, Py_ssize_t start, Py_ssize_t count, b
 
 
 cdef Py_ssize_t chunk_find_run(ArenaChunk* c, Py_ssize_t need) noexcept:
-    """The first unit of the first run of ``need`` free units in ``c``, or -1."""
-    cdef Py_ssize_t w, b, run = 0, start = 0
-    cdef uint64_t x
+    """The first unit of the first run of ``need`` free units in ``c``, or -1 (then
+    ``c.max_run`` is set to the longest free run, so later requests longer than it skip
+    ``c``). Word at a time: each step counts a run of free or used units with ctz."""
+    cdef Py_ssize_t w, bit, z, run = 0, start = 0, longest = 0
+    cdef uint64_t x, rest
     for w in range(WORDS):
         x = c.used[w]
-        if x == 0:
-            if run == 0:
-                start = w * 64
-            run += 64
-            if run >= need:
-                return start
-            continue
-        if x == <uint64_t>0xFFFFFFFFFFFFFFFF:
-            run = 0
-            continue
-        for b in range(64):
-            if (x >> b) & 1:
-                run = 0
-            else:
+        bit = 0
+        while bit < 64:
+            rest = x >> bit
+            z = 64 - bit if rest == 0 else arena_ctz64(rest)     # free units from ``bit`` on
+            if z:
                 if run == 0:
-                    start = w * 64 + b
-                run += 1
+                    start = w * 64 + bit
+                run += z
                 if run >= need:
                     return start
+                bit += z
+                if bit >= 64:
+                    break
+                rest = x >> bit
+            if run > longest:
+                longest = run
+            run = 0
+            z = 64 if ~rest == 0 else arena_ctz64(~rest)        # used units from ``bit`` on
+            bit += z
+    if run > longest:
+        longest = run
+    c.max_run = <uint32_t>longest
     return -1
 
 
@@ -145,6 +156,7 @@ cdef ArenaChunk* arena_new_chunk() noexcept:
     c = <ArenaChunk*>aligned                  # fresh anonymous memory reads as zeros
     c.used[0] = 1                             # unit 0: the header
     c.free_units = UNITS - 1
+    c.max_run = UNITS - 1
     c.live_allocs = 0
     c.next = NULL
     c.prev = arena_tail
@@ -169,7 +181,7 @@ cdef unsigned char* arena_alloc(Py_ssize_t n) noexcept:
     c = arena_head
     start = -1
     while c != NULL:
-        if c.free_units >= need:
+        if c.max_run >= need and c.free_units >= need:
             start = chunk_find_run(c, need)
             if start >= 0:
                 break
@@ -197,13 +209,14 @@ cdef void arena_free(unsigned char* p, Py_ssize_t n) noexcept:
     cdef Py_ssize_t start = (<uintptr_t>p - <uintptr_t>c) // UNIT_BYTES
     mark_units(c, start, need, False)
     c.free_units += need
+    c.max_run = c.free_units                  # an upper bound again
     c.live_allocs -= 1
     arena_units_in_use -= need
     arena_allocs -= 1
     if c.live_allocs != 0:
         return
-    if arena_empty_chunks == 0:
-        arena_empty_chunks = 1                # keep this one as the spare
+    if arena_empty_chunks < SPARE_CHUNKS:
+        arena_empty_chunks += 1               # keep this one as a spare
         return
     if c.prev != NULL:
         c.prev.next = c.next
@@ -220,26 +233,32 @@ cdef void arena_free(unsigned char* p, Py_ssize_t n) noexcept:
 def arena_stats():
     """What the block arena holds: ``chunks`` mapped (``huge_advised`` of them accepted
     ``MADV_HUGEPAGE``), ``mapped_bytes``, ``live_bytes`` (units allocated, rounded up to
-    UNIT_BYTES), ``allocations``, ``empty_chunks`` (0 or 1), ``mmap_failures``, ``enabled``."""
+    UNIT_BYTES), ``allocations``, ``empty_chunks`` (at most ``spare_chunks``),
+    ``mmap_failures``, ``enabled``."""
     return {"chunks": arena_chunks, "huge_advised": arena_huge_advised, "mapped_bytes": arena_chunks * CHUNK_BYTES,
             "live_bytes": arena_units_in_use * UNIT_BYTES, "allocations": arena_allocs,
             "empty_chunks": arena_empty_chunks, "mmap_failures": arena_mmap_failures, "enabled": bool(arena_enabled),
-            "unit_bytes": UNIT_BYTES, "chunk_bytes": CHUNK_BYTES}
+            "unit_bytes": UNIT_BYTES, "chunk_bytes": CHUNK_BYTES, "spare_chunks": SPARE_CHUNKS}
 
 
 def arena_check():
     """Raise AssertionError unless every invariant in this file's header holds."""
     cdef ArenaChunk* c = arena_head
     cdef ArenaChunk* prev = NULL
-    cdef Py_ssize_t count = 0, units = 0, allocs = 0, empty = 0, free, u
+    cdef Py_ssize_t count = 0, units = 0, allocs = 0, empty = 0, free, u, run, longest
     while c != NULL:
         assert <uintptr_t>c % CHUNK_BYTES == 0, "chunk not aligned"
         assert c.prev == prev, "broken back link"
         assert unit_used(c, 0), "header unit not marked used"
-        free = 0
+        free = run = longest = 0
         for u in range(UNITS):
             if not unit_used(c, u):
                 free += 1
+                run += 1
+                longest = max(longest, run)
+            else:
+                run = 0
+        assert c.max_run >= longest, f"max_run {c.max_run} below a free run of {longest}"
         assert free == c.free_units, f"chunk free_units {c.free_units} but {free} clear bits"
         assert (c.live_allocs == 0) == (free == UNITS - 1), "live_allocs disagrees with the bitmap"
         units += UNITS - 1 - free
@@ -252,7 +271,7 @@ def arena_check():
     assert count == arena_chunks, f"{count} chunks listed, {arena_chunks} counted"
     assert units == arena_units_in_use, f"{units} units marked, {arena_units_in_use} counted"
     assert allocs == arena_allocs, f"{allocs} allocations in chunks, {arena_allocs} counted"
-    assert empty == arena_empty_chunks and empty <= 1, f"{empty} empty chunks, {arena_empty_chunks} counted"
+    assert empty == arena_empty_chunks and empty <= SPARE_CHUNKS, f"{empty} empty chunks, {arena_empty_chunks} counted"
 
 
 @cython.final
