@@ -16,7 +16,7 @@ at its next pass); a MemTable whose records are all untracked stays an untracked
 the collector never traverses (an epoch's MemTable holds tens of thousands of records).
 
 Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many``, ``unrecorded``
-(``probe_keys``) and ``columns`` (``merge_insert_runs``) only, through
+(``probe_keys``) and ``columns`` (``merge_insert_runs``, ``sorted_news``) only, through
 ``hummock._twins.load``.
 """
 
@@ -26,8 +26,13 @@ DEF RECORD_OVERHEAD = 192   # = relational/_rel_memapply_py.py RECORD_OVERHEAD
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
-from cpython.dict cimport PyDict_GetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM
+
+from native._keysort cimport KeyRef, sort_key_refs
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
@@ -281,6 +286,55 @@ def merge_insert_runs(runs):
         free(cur)
         free(nxt)
         free(seg)
+
+
+def sorted_news(records):
+    """See the twin. The keys are sorted in C (``_keysort.pxd``: 8-byte heads after the common
+    prefix), and each record's new value is taken in the dict's own order before the sort, so
+    the records are read sequentially and only the output is gathered by position. Everything
+    is checked before any pointer is taken, and no Python code runs from then on until the
+    output lists hold their references, so the dict cannot change underneath."""
+    cdef dict d
+    cdef Py_ssize_t pos = 0, n, i = 0, at
+    cdef PyObject* key
+    cdef PyObject* rec
+    cdef KeyRef* refs = NULL
+    cdef PyObject** objs = NULL      # per dict position: its key, then its new value
+    cdef list out_keys, out_news
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    d = <dict>records
+    while PyDict_Next(d, &pos, &key, &rec):
+        if type(<object>key) is not bytes:
+            raise TypeError(f"keys are bytes, got {type(<object>key).__name__}")
+        _check_record(<object>rec)
+    n = len(d)
+    refs = <KeyRef*>malloc((n if n else 1) * sizeof(KeyRef))
+    objs = <PyObject**>malloc((2 * n if n else 1) * sizeof(PyObject*))
+    try:
+        if refs == NULL or objs == NULL:
+            raise MemoryError()
+        pos = 0
+        while PyDict_Next(d, &pos, &key, &rec):
+            refs[i].p = <const unsigned char*>PyBytes_AS_STRING(<object>key)
+            refs[i].n = PyBytes_GET_SIZE(<object>key)
+            refs[i].i = i
+            objs[2 * i] = key                                   # borrowed: the dict holds both
+            objs[2 * i + 1] = PyTuple_GET_ITEM(<object>rec, 2)
+            i += 1
+        sort_key_refs(refs, n)
+        out_keys = PyList_New(n)
+        out_news = PyList_New(n)
+        for i in range(n):
+            at = 2 * refs[i].i
+            Py_INCREF(<object>objs[at])
+            PyList_SET_ITEM(out_keys, i, <object>objs[at])
+            Py_INCREF(<object>objs[at + 1])
+            PyList_SET_ITEM(out_news, i, <object>objs[at + 1])
+        return out_keys, out_news
+    finally:
+        free(refs)
+        free(objs)
 
 
 def bucket_keys(dict buckets, added, Py_ssize_t prefix_len):

@@ -32,6 +32,8 @@ adds: ``len(key) + len(value) + RECORD_OVERHEAD`` each time a key without a reco
 the MemTable's per-prefix index of its keys, and the records of many prefixes read from it
 (below; ``MemTable.records_with_prefixes``).
 
+``sorted_news(records)``: the MemTable's KV batch, keys ascending (below; ``MemTable.columns``).
+
 Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many`` and ``unrecorded`` only, through
 ``hummock._twins.load``.
 """
@@ -150,6 +152,20 @@ def merge_insert_runs(runs) -> tuple[list, list]:
         merged.update(zip(keys, values))
     keys = sorted(merged)
     return keys, [merged[k] for k in keys]
+
+
+def sorted_news(records: dict) -> tuple[list, list]:
+    """``(keys, news)``: the keys of ``records`` ascending (bytes order) and each one's new
+    value (a record's third item, None for a delete). ``TypeError`` unless ``records`` is a
+    dict of bytes keys; ``ValueError`` for a record that is not a 3-tuple."""
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    for key, rec in records.items():
+        if type(key) is not bytes:
+            raise TypeError(f"keys are bytes, got {type(key).__name__}")
+        _check_record(rec)
+    keys = sorted(records)
+    return keys, [records[k][2] for k in keys]
 
 
 def _checked_runs(runs) -> list:

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import bisect
 import weakref
-from operator import itemgetter
 
 from hummock import _twins
 from hummock.shared_buffer import ENTRY_OVERHEAD
@@ -74,7 +73,6 @@ _apply = _twins.load("_rel_memapply", "relational._rel_memapply_py")
 
 INSERT, DELETE, UPDATE = 1, 2, 3
 OP_NAMES = {INSERT: "INSERT", DELETE: "DELETE", UPDATE: "UPDATE"}
-_NEW = itemgetter(2)
 #: ``approx_bytes`` charges real memory (CPython 3.11): a record costs its key and value bytes
 #: plus ``RECORD_OVERHEAD`` (dict slot, record tuple, bytes headers), an UPDATE's old value
 #: ``VALUE_OVERHEAD`` more (one more bytes object); an entry of a relaxed run waiting in two
@@ -452,9 +450,7 @@ class MemTable:
             return _apply.merge_insert_runs(self._runs)
         if self._runs:
             self._settle()
-        ops = self._ops
-        keys = sorted(ops)
-        return keys, list(map(_NEW, map(ops.__getitem__, keys)))
+        return _apply.sorted_news(self._ops)
 
     def drain(self) -> list:
         """The KV batch of this buffer, ``[(key, new_value_or_None), ...]`` sorted by key, and

@@ -583,6 +583,28 @@ def test_merge_insert_runs_refuses_bad_runs_alike(impl):
             impl.merge_insert_runs(runs)
 
 
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+@given(st.dictionaries(st.one_of(st.binary(max_size=12), st.binary(min_size=8, max_size=12).map(lambda b: b"\x00" * 9 + b)),
+                       st.tuples(st.sampled_from([1, 2, 3]), st.none() | st.binary(max_size=3),
+                                 st.none() | st.binary(max_size=3)), max_size=60))
+def test_sorted_news_sorts_keys_and_takes_each_new_value(impl, records):
+    """Keys in bytes order (shared prefixes, prefixes of each other, the empty key) with their
+    records' new values, the dict untouched."""
+    before = dict(records)
+    keys, news = impl.sorted_news(records)
+    assert keys == sorted(records) and news == [records[k][2] for k in keys]
+    assert records == before
+
+
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+def test_sorted_news_refuses_bad_records_alike(impl):
+    for records, error in (([(b"a", (1, None, b"x"))], TypeError), ({"a": (1, None, b"x")}, TypeError),
+                           ({b"a": (1, None)}, ValueError), ({b"a": [1, None, b"x"]}, ValueError)):
+        with pytest.raises(error):
+            impl.sorted_news(records)
+    assert impl.sorted_news({}) == ([], [])
+
+
 def _traced(build):
     """(result of ``build()``, bytes it allocated and still holds, per tracemalloc)."""
     import gc
