@@ -500,10 +500,16 @@ cdef struct Lookup:
 
 
 cdef Py_ssize_t find_in_run(tuple readers, list his, KeyRef* order, Py_ssize_t n, uint64_t read,
-                            uint64_t* hashes, list out, uint64_t* versions, unsigned char* done) except -1:
+                            uint64_t* hashes, list out, uint64_t* versions, unsigned char* done,
+                            bint newest=False) except -1:
     """``one_of`` for every key of a batch not yet ``done``, visiting them in ``order``
     (ascending): one forward walk over the run's SSTs, one ``FindCursor`` for block reuse.
     Records each hit in ``out``/``versions``/``done``; returns the number of hits.
+
+    ``newest`` (``find_overlapping``, one SST of an overlapping sub-level at a time): a key
+    hit by an earlier SST of the sub-level has ``done`` 2 and is still looked up here unless
+    this SST's newest epoch is not above its hit's; a hit replaces it only when strictly newer
+    (``best_of``'s rule); hits count keys newly found.
 
     A software pipeline, so the cache misses of several lookups overlap instead of following
     each other: a key passing its SST's filter is located (its block) and the block's restart
@@ -525,7 +531,7 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, KeyRef* order, Py_ssize_t n
     cur.reader = None
     for k in range(n):
         i = order[k].i
-        if done[i]:
+        if done[i] == 1:
             continue
         pos = lower_bound_from(his, order[k].p, order[k].n, pos)
         if pos >= count:
@@ -534,6 +540,8 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, KeyRef* order, Py_ssize_t n
         if r.min_epoch > read or cmp_bytes(PyBytes_AS_STRING(r.lo), PyBytes_GET_SIZE(r.lo),
                                            <const char*>order[k].p, order[k].n) > 0:
             continue
+        if done[i] and r.max_epoch <= versions[i]:
+            continue                               # (newest: nothing here can be newer)
         if r is not opened:             # the filter first, inline: most keys miss most SSTs
             r.ensure_open()
             opened = r
@@ -553,7 +561,7 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, KeyRef* order, Py_ssize_t n
             if b.index_state == 1:
                 moving.restart = prefetch_entries(b, order[moving.k].p, order[moving.k].n + 8)
             if queued_b == WINDOW:
-                hits += finish_queued(order, &ring_b[head_b], held_b, 2 * head_b, out, versions, done)
+                hits += finish_queued(order, &ring_b[head_b], held_b, 2 * head_b, out, versions, done, newest)
                 head_b = (head_b + 1) % WINDOW
                 queued_b -= 1
             slot = (head_b + queued_b) % WINDOW
@@ -567,46 +575,56 @@ cdef Py_ssize_t find_in_run(tuple readers, list his, KeyRef* order, Py_ssize_t n
         held_a[2 * slot], held_a[2 * slot + 1] = r, block
         queued_a += 1
     while queued_b:
-        hits += finish_queued(order, &ring_b[head_b], held_b, 2 * head_b, out, versions, done)
+        hits += finish_queued(order, &ring_b[head_b], held_b, 2 * head_b, out, versions, done, newest)
         head_b = (head_b + 1) % WINDOW
         queued_b -= 1
     while queued_a:                     # (their restarts are found in c_finish)
-        hits += finish_queued(order, &ring_a[head_a], held_a, 2 * head_a, out, versions, done)
+        hits += finish_queued(order, &ring_a[head_a], held_a, 2 * head_a, out, versions, done, newest)
         head_a = (head_a + 1) % WINDOW
         queued_a -= 1
     return hits
 
 
 cdef inline Py_ssize_t finish_queued(KeyRef* order, Lookup* lookup, list held, Py_ssize_t at, list out,
-                                     uint64_t* versions, unsigned char* done) except -1:
+                                     uint64_t* versions, unsigned char* done, bint newest) except -1:
     """Search a located key (``find_in_run``) whose reader and block are ``held[at]`` and
-    ``held[at + 1]``; record a hit; 1 if it hit."""
+    ``held[at + 1]``; record a hit (``newest``: see ``find_in_run``); 1 if it hit a key not
+    hit before."""
     cdef Py_ssize_t k = lookup.k, i = order[k].i
     cdef int status = 0
     cdef uint64_t version = 0
     cdef SstReader r = <SstReader>held[at]
     value = r.c_finish(held[at + 1], lookup.index, order[k].p, order[k].n + 8, &status, &version, lookup.restart)
     held[at] = held[at + 1] = None
-    if status == 1:
+    if status != 1:
+        return 0
+    if not newest:
         out[i], versions[i], done[i] = value, version, 1
         return 1
-    return 0
+    if done[i] == 2 and version <= versions[i]:
+        return 0                          # an earlier SST of the sub-level has it as new
+    out[i], versions[i] = value, version
+    if done[i] == 2:
+        return 0
+    done[i] = 2
+    return 1
 
 
 cdef Py_ssize_t find_overlapping(tuple readers, KeyRef* order, Py_ssize_t n, uint64_t read,
                                  uint64_t* hashes, list out, uint64_t* versions, unsigned char* done) except -1:
-    """``best_of`` (overlapping SSTs: the newest hit wins) for every key of a batch not yet
-    ``done``; records hits as ``find_in_run`` does and returns their number."""
-    cdef Py_ssize_t k, i, hits = 0
-    for k in range(n):
-        i = order[k].i
-        if done[i]:
-            continue
-        best = best_of(readers, PyBytes_FromStringAndSize(<const char*>order[k].p, order[k].n), read, None,
-                       hashes[i])
-        if best is not None:
-            out[i], versions[i], done[i] = best[1], <uint64_t>best[0], 1
-            hits += 1
+    """``best_of`` (overlapping SSTs: the newest hit wins, the first SST on equal epochs) for
+    every key of a batch not yet ``done``; records hits as ``find_in_run`` does and returns
+    their number. One SST at a time, each through ``find_in_run``'s pipeline (filter bits
+    prefetched ahead, lookups overlapped) in ``newest`` mode: the keys hit so far are marked
+    2 until the sub-level is done, so a later SST replaces a hit only when newer."""
+    cdef Py_ssize_t i, hits = 0
+    cdef SstReader r
+    for obj in readers:
+        r = <SstReader>obj
+        hits += find_in_run((r,), [r.hi], order, n, read, hashes, out, versions, done, True)
+    for i in range(n):
+        if done[i] == 2:
+            done[i] = 1
     return hits
 
 
