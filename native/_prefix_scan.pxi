@@ -88,12 +88,12 @@ cdef object scan_prefixes_batched(ReadState state, unsigned long tid, uint64_t r
                     imm_slices(imm, order, n, prefixes, prefix_ends, probing, imm_hashes, dn, slices_of)
         for obj in state.staging:
             overlapping_source(<SstReader>obj, order, n, lo_users, hi_users, probes, probing, read, has_floor,
-                               floor, runs_of)
+                               floor, tid, dn, runs_of)
         for i in range(len(state.l0_readers)):
             if state.l0_overlapping[i]:
                 for obj in <tuple>state.l0_readers[i]:
                     overlapping_source(<SstReader>obj, order, n, lo_users, hi_users, probes, probing, read,
-                                       has_floor, floor, runs_of)
+                                       has_floor, floor, tid, dn, runs_of)
             else:
                 run_sources(<tuple>state.l0_readers[i], <list>state.l0_his[i], order, n, hi_users, probes,
                             probing, read, has_floor, floor, tid, dn, runs_of)
@@ -313,16 +313,29 @@ cdef inline int add_source(list runs_of, Py_ssize_t i, list readers) except -1:
 
 cdef int overlapping_source(SstReader r, KeyRef* order, Py_ssize_t n, list lo_users, list hi_users,
                             PrefixProbe* probes, unsigned char* probing, uint64_t read, bint has_floor,
-                            uint64_t floor, list runs_of) except -1:
-    """Step 1 for an SST that is a source of its own (staging, an overlapping L0 sub-level)."""
-    cdef Py_ssize_t k, i
+                            uint64_t floor, unsigned long tid, Py_ssize_t dn, list runs_of) except -1:
+    """Step 1 for an SST that is a source of its own (staging, an overlapping L0 sub-level):
+    every prefix tried against it in order, the prefix filter bits of the prefix
+    ``SCAN_FILTER_AHEAD`` places on prefetched (as ``run_sources`` does)."""
+    cdef Py_ssize_t k, i, ahead
+    cdef int prefetching = -1           # not known before the SST is opened (by its first probe)
+    cdef bint excluded
     if has_floor and r.max_epoch <= floor:
         return 0
     for k in range(n):
         i = order[k].i
-        if wanted(r, read, <bytes>lo_users[i], <bytes>hi_users[i]) and (
-                not probing[i] or not r.prefix_excludes(&probes[i])):
-            add_source(runs_of, i, [r])
+        ahead = k + SCAN_FILTER_AHEAD
+        if prefetching == 1 and ahead < n and probing[order[ahead].i]:
+            r.prefix_filter.prefetch_all(probes[order[ahead].i].h)
+        if not wanted(r, read, <bytes>lo_users[i], <bytes>hi_users[i]):
+            continue
+        if probing[i]:
+            excluded = r.prefix_excludes(&probes[i])
+            if prefetching < 0:
+                prefetching = r.prefix_filter is not None and r.one_table == <long long>tid and r.one_len == dn
+            if excluded:
+                continue
+        add_source(runs_of, i, [r])
     return 0
 
 

@@ -828,9 +828,10 @@ cdef class ReadState:
         cdef uint64_t* versions = <uint64_t*>malloc(n * sizeof(uint64_t))
         cdef unsigned char* done = <unsigned char*>malloc(n)
         cdef unsigned char* w
-        cdef uint64_t inv = ~read
+        cdef uint64_t inv = ~read, ahead_h
         cdef bint ascending = True
         cdef bytes t
+        cdef list flts
         try:
             if order == NULL or hashes == NULL or versions == NULL or done == NULL:
                 raise MemoryError()
@@ -850,7 +851,15 @@ cdef class ReadState:
                 sort_key_refs(order, n)
             imms = self.imms.get(table_id)
             if imms is not None or self.staging:
+                # the imm filters' bits of the key FILTER_AHEAD places on are prefetched (an imm of
+                # an epoch being uploaded holds ~500k keys: its filter is far larger than the cache)
+                flts = [imm.filter for imm in imms if type(imm.filter) is FilterReader
+                        and <uint64_t>imm.epoch <= read] if imms is not None else None
                 for i in range(n):
+                    if flts and i + FILTER_AHEAD < n:
+                        ahead_h = key_hash(<bytes>keys[i + FILTER_AHEAD])
+                        for flt in flts:
+                            (<FilterReader>flt).prefetch(ahead_h)
                     uk = None if not self.staging else (<bytes>targets[i])[:PyBytes_GET_SIZE(<bytes>targets[i]) - 8]
                     best = self.c_memory_version(keys[i], uk, read, hashes[i], imms)
                     if best is not None:
