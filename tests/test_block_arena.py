@@ -21,14 +21,15 @@ from hummock.key import encode_full_key
 from hummock.sstable import _block_py
 from hummock.value import encode_value
 
-pytestmark = pytest.mark.skipif(_twins.pure_python_forced(),
-                                reason="HUMMOCK_PURE_PYTHON=1: the arena belongs to the native block module only")
+if _twins.pure_python_forced():
+    pytest.skip("HUMMOCK_PURE_PYTHON=1: the arena belongs to the native block module only",
+                allow_module_level=True)
 
-if not _twins.pure_python_forced():
-    from native import _block as native_block
-    UNIT = native_block.arena_stats()["unit_bytes"]
-    CHUNK = native_block.arena_stats()["chunk_bytes"]
-    MIN, MAX = native_block.ARENA_MIN_BYTES, native_block.ARENA_MAX_BYTES
+from native import _block as native_block   # noqa: E402  (native mode: must import, never skipped)
+
+UNIT = native_block.arena_stats()["unit_bytes"]
+CHUNK = native_block.arena_stats()["chunk_bytes"]
+MIN, MAX = native_block.ARENA_MIN_BYTES, native_block.ARENA_MAX_BYTES
 
 
 def units(n: int) -> int:
