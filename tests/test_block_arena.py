@@ -140,12 +140,9 @@ def test_churn_of_a_full_cache_does_not_grow_the_arena():
 
 
 def walk(it):
+    """Every entry of the block, first to last."""
     it.seek_to_first()
-    got = []
-    while it.is_valid():
-        got.append((it.key(), it.value()))
-        it.next()
-    return got
+    return it.collect_forward()[0]
 
 
 def _entries(count, value_len):
@@ -209,3 +206,21 @@ def test_the_arena_can_be_switched_off():
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_block_refused_as_corrupt_gives_its_units_back():
+    """Damaged content large enough for the arena is copied there before the checks run: the
+    CorruptionError leaves no allocation behind."""
+    from hummock.errors import CorruptionError
+    before = native_block.arena_stats()["allocations"]
+    with pytest.raises(CorruptionError, match="restart count"):
+        native_block.Block(b"\x00" * 4096 + b"\xff\xff\xff\xff")
+    assert native_block.arena_stats()["allocations"] == before
+    for content in (b"\x00" * 4096 + (1).to_bytes(4, "little"),   # one restart, then garbage entries
+                    (b"\x07" * 2000) + (5).to_bytes(4, "little") * 3 + (3).to_bytes(4, "little")):
+        try:
+            native_block.Block(content).get(b"\x00\x00\x00\x01k", 1)
+        except CorruptionError:
+            pass
+    native_block.arena_check()
+    assert native_block.arena_stats()["allocations"] == before
