@@ -31,7 +31,7 @@ from stream.schema import Schema
 from sql import types as T
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
-from sql.bind.select import QueryBinder, _conjuncts
+from sql.bind.select import QueryBinder, _conjuncts, relation_name
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
 from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at, execution_error
@@ -124,7 +124,7 @@ def _create_table(db, node, stmt) -> Result:
     schema = node.this
     if not isinstance(schema, exp.Schema):
         raise error_at(UnsupportedError, "CREATE TABLE AS is not supported yet", node)
-    name = _name(schema.this.this)
+    name = relation_name(schema.this)
     if db.catalog.get(name) is not None:
         if node.args.get("exists"):
             return Result()
@@ -187,7 +187,7 @@ def _create_mv(db, node, params, stmt) -> Result:
     if isinstance(target, exp.Schema):
         aliases = [_name(i) for i in target.expressions]
         target = target.this
-    name = _name(target.this)
+    name = relation_name(target)
     if db.catalog.get(name) is not None:
         if node.args.get("exists"):
             return Result()
@@ -230,7 +230,7 @@ def _drop(db, node, params, variables, stmt) -> Result:
     new = db.catalog.copy()
     dropped = []
     for t in (node.args.get("tables") or [node.this]):
-        name = _name(t.this)
+        name = relation_name(t)
         rel = new.get(name)
         if rel is None or rel.kind != want:
             if node.args.get("exists"):
@@ -315,7 +315,7 @@ def _insert_target(db, node):
     if isinstance(target, exp.Schema):
         cols = [_name(i) for i in target.expressions]
         target = target.this
-    name = _name(target.this)
+    name = relation_name(target)
     rel = db.catalog.get(name)
     if rel is None or rel.kind != "table":
         raise error_at(CatalogError if rel is None else BindError,
@@ -394,7 +394,7 @@ def _const_value(e, dtype, node):
 
 
 def _table_for_dml(db, node, what):
-    name = _name(node.this.this)
+    name = relation_name(node.this)
     rel = db.catalog.get(name)
     if rel is None:
         raise error_at(CatalogError, f"table {name!r} does not exist", node.this)
@@ -518,10 +518,19 @@ def _show(db, stmt, params, variables) -> Result:
 
 
 def _describe(db, stmt, params, variables) -> Result:
-    rel = db.catalog.get(stmt.name.lower())
+    name = stmt.name.lower()
+    schema, dot, bare = name.partition(".")
+    if dot and db.catalog.get(name) is None:
+        if schema != "public":
+            raise UnsupportedError(f"schema {schema!r} does not exist (schemas other than public are not supported)",
+                                   stmt.line, stmt.column)
+        name = bare
+    rel = db.catalog.get(name)
     if rel is None:
         raise CatalogError(f"relation {stmt.name!r} does not exist", stmt.line, stmt.column)
-    pk = set(rel.pk_indices) if rel.user_pk else set()
+    # the relation's real primary key: a table's declared pk (none for a hidden _row_id), an
+    # MV's stream key (its group columns, its input's pk, ...) where those columns are visible
+    pk = set(rel.pk_indices) if rel.kind == "mv" or rel.user_pk else set()
     rows = [(n, T.description_name(t), i in pk) for i, (n, t) in enumerate(rel.visible_columns)]
     return _rows_result([("Name", DataType.VARCHAR), ("Type", DataType.VARCHAR), ("Primary Key", DataType.BOOLEAN)],
                         rows)
@@ -555,10 +564,10 @@ def _explain_dml(db, node, params) -> str:
     (so a wrong name is the statement's error) but not run."""
     if isinstance(node, exp.Insert):
         target = node.this.this if isinstance(node.this, exp.Schema) else node.this
-        rel = db.catalog.get(_name(target.this))
+        rel = db.catalog.get(relation_name(target))
         if rel is None or rel.kind != "table":
             raise error_at(CatalogError if rel is None else BindError,
-                           f"table {_name(target.this)!r} does not exist" if rel is None else
+                           f"table {relation_name(target)!r} does not exist" if rel is None else
                            f"cannot insert into materialized view {rel.name!r}", target)
         source = node.expression
         if isinstance(source, exp.Values):

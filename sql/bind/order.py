@@ -54,10 +54,7 @@ def order_target(target, names, n_exprs: int, extra: list, extra_text: list, bin
     a bare output name of the select list, else an expression bound into ``extra`` (hidden
     columns after the ``n_exprs`` visible ones; the same text is one column)."""
     if isinstance(target, exp.Literal) and not target.is_string:
-        idx = int(target.this) - 1
-        if not 0 <= idx < n_exprs:
-            raise error_at(BindError, f"ORDER BY position {idx + 1} is not in select list", target)
-        return idx
+        return ordinal(target, n_exprs, "ORDER BY")
     if isinstance(target, exp.Column) and target.args.get("table") is None and _name(target.this) in names:
         return names.index(_name(target.this))
     text = target.sql(dialect="postgres")
@@ -66,6 +63,18 @@ def order_target(target, names, n_exprs: int, extra: list, extra_text: list, bin
     extra.append(binder.bind(target))
     extra_text.append(text)
     return n_exprs + len(extra) - 1
+
+
+def ordinal(target, n_items: int, clause: str) -> int:
+    """The 0-based select-list index of a GROUP BY / ORDER BY position ``target`` (a numeric
+    literal), checked as Postgres does: a non-integer constant or a position outside
+    1..``n_items`` is a BindError naming the position."""
+    text = target.this
+    if not text.isdigit():
+        raise error_at(BindError, f"non-integer constant in {clause}", target)
+    if not 1 <= int(text) <= n_items:
+        raise error_at(BindError, f"{clause} position {text} is not in select list", target)
+    return int(text) - 1
 
 
 def default_order(plan: P.Node) -> list:

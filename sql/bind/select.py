@@ -28,7 +28,7 @@ from sql import types as T
 from sql.bind import time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
-from sql.bind.set_ops import bind_except_intersect
+from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, special_form, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
@@ -84,12 +84,16 @@ class QueryBinder:
 
         def flatten(n, root=False):   # a chain of the same kind of UNION is one n-ary union
             if root or isinstance(n, exp.Union) and bool(n.args.get("distinct")) == distinct and \
-                    not any(n.args.get(k) for k in ("with_", "with", "order", "limit", "offset")):
+                    not any(n.args.get(k) for k in ("with_", "with", "order", "limit", "offset", "by_name")):
                 flatten(n.this)
                 flatten(n.expression)
             else:
                 branches.append(self.bind_query(n, top=False))
-        flatten(node, root=True)
+        sides = corresponding_sides(self, node)   # CORRESPONDING: the two sides, matched by name
+        if sides is not None:
+            branches.extend(sides)
+        else:
+            flatten(node, root=True)
         union = self.union_all(branches, node, "UNION")
         return distinct_all(union) if distinct else union
 
@@ -153,9 +157,7 @@ class QueryBinder:
         if time_window.is_window_table(node):
             return time_window.bind_window_table(self, node, alias_name, col_aliases)
         if isinstance(node, exp.Table):
-            if node.args.get("db") is not None and _name(node.args["db"]) not in ("public",):
-                raise error_at(UnsupportedError, "schemas other than public are not supported", node)
-            name = _name(node.this)
+            name = relation_name(node)
             version = node.args.get("version")
             if version is not None and (not self.batch or name in self.ctes):
                 raise error_at(UnsupportedError, "time travel (FOR SYSTEM_TIME AS OF) reads a table or materialized "
@@ -374,9 +376,28 @@ class QueryBinder:
                 cols = [c for c in scope.cols if (c.table == table if table else True)]
                 if table and not cols:
                     raise error_at(BindError, f"missing FROM-clause entry for table {table!r}", e)
+                if table is None:
+                    cols = [c for c in cols if c.unqualified]
+                star = e.this if isinstance(e, exp.Column) else e
+                for key, what in (("replace", "REPLACE"), ("rename", "RENAME"), ("ilike", "ILIKE")):
+                    if star.args.get(key):
+                        raise error_at(UnsupportedError, f"SELECT * {what} (...) is not supported", e)
+                excluded = star.args.get("except_") or star.args.get("except") or []
+                for x in excluded:   # RisingWave's SELECT * EXCEPT (cols): those columns left out
+                    if not isinstance(x, exp.Column) or isinstance(x.this, exp.Star):
+                        raise error_at(BindError, "SELECT * EXCEPT takes a list of column names", x)
+                    xname, xtable = _name(x.this), _name(x.args.get("table"))
+                    if xtable is not None and table is not None and xtable != table:
+                        raise error_at(BindError, f"column {xtable}.{xname} in SELECT {table}.* EXCEPT is not one "
+                                                  f"of {table}'s columns", x)
+                    drop = [c for c in cols if c.name == xname and (xtable is None or c.table == xtable)]
+                    if not drop:
+                        full = f"{xtable}.{xname}" if xtable else xname
+                        raise error_at(BindError, f"column {full!r} in SELECT * EXCEPT does not exist", x)
+                    cols = [c for c in cols if c not in drop]
+                if excluded and not cols:
+                    raise error_at(BindError, "SELECT * EXCEPT leaves no columns", e)
                 for c in cols:
-                    if table is None and not c.unqualified:
-                        continue
                     col = exp.column(c.name, table=c.table, quoted=True)
                     items.append((col, c.name))
                 continue
@@ -395,7 +416,7 @@ class QueryBinder:
         group_nodes = []
         for g in (group.expressions if group is not None else []):
             if isinstance(g, exp.Literal) and not g.is_string:
-                group_nodes.append(items[int(g.this) - 1][0])
+                group_nodes.append(items[O.ordinal(g, len(items), "GROUP BY")][0])
             elif isinstance(g, exp.Column) and g.args.get("table") is None and \
                     not any(c.name == _name(g.this) for c in scope.cols) and \
                     _name(g.this) in [n for _, n in items]:
@@ -475,6 +496,20 @@ class QueryBinder:
                                           "aggregate function", node)
             return None
         return agg, ExprBinder(Scope(), self.params, hook=hook, context="SELECT")
+
+
+def relation_name(table) -> str:
+    """The relation name of a sqlglot ``Table`` reference (FROM, CREATE, INSERT, UPDATE,
+    DELETE, DROP): only the ``public`` schema exists, so ``public.t`` is ``t`` and any other
+    schema or a database qualifier is an UnsupportedError (never silently ``public.t``)."""
+    if table.args.get("catalog") is not None:
+        raise error_at(UnsupportedError, f"cross-database references are not supported: "
+                                         f"{table.sql(dialect='postgres')!r}", table)
+    schema = table.args.get("db")
+    if schema is not None and _name(schema) != "public":
+        raise error_at(UnsupportedError, f"schema {_name(schema)!r} does not exist (schemas other than public are not "
+                                         "supported)", table)
+    return _name(table.this)
 
 
 def distinct_all(plan: P.Node) -> P.Node:

@@ -9,6 +9,12 @@ is a HashAgg and a Filter: a row reappears in an EXCEPT when the right side lose
 
 ``EXCEPT ALL`` / ``INTERSECT ALL`` (row multiplicities) are an UnsupportedError.
 
+``CORRESPONDING [BY (names)]`` (any set operation, as in RisingWave and the SQL standard;
+sqlglot parses it as ``by_name`` with ``kind=INNER``): each side is first projected to the
+columns whose names both sides have, in the left side's order (``BY``: the listed names, in
+the listed order, each required on both sides); a name that is ambiguous on a side, or no
+common name at all, is a BindError. DuckDB's ``UNION BY NAME`` (NULL-filling) is refused.
+
 Callers: :mod:`sql.bind.select` (``QueryBinder.bind_query``).
 """
 
@@ -19,8 +25,53 @@ from sqlglot import exp
 from relational.types import DataType
 from stream import expr as E
 
-from sql.errors import UnsupportedError, error_at
+from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
+
+
+def corresponding_sides(binder, node):
+    """``(left plan, right plan)`` of a ``CORRESPONDING`` set operation, each projected to the
+    corresponding columns (module docstring), or None when ``node`` is positional."""
+    if not node.args.get("by_name"):
+        return None
+    what = type(node).__name__.upper()
+    if (node.args.get("kind") or "").upper() != "INNER" or node.args.get("side"):
+        raise error_at(UnsupportedError, f"{what} BY NAME is not supported (use {what} CORRESPONDING)", node)
+    left = binder.bind_query(node.this, top=False)
+    right = binder.bind_query(node.expression, top=False)
+    lnames, rnames = (list(p.names[:p.n_visible]) for p in (left, right))
+    by = node.args.get("on")
+    if by:
+        wanted = [_ident(c) for c in by]
+        for name in wanted:
+            if wanted.count(name) > 1:
+                raise error_at(BindError, f"column {name!r} appears more than once in CORRESPONDING BY", node)
+            if name not in lnames or name not in rnames:
+                side = "left" if name not in lnames else "right"
+                raise error_at(BindError, f"column {name!r} in CORRESPONDING BY is not in the {side} query "
+                                          f"of {what}", node)
+    else:
+        wanted = [n for n in lnames if n in rnames]
+        if not wanted:
+            raise error_at(BindError, f"{what} CORRESPONDING: the two queries have no column name in common", node)
+    out = []
+    for plan, names in ((left, lnames), (right, rnames)):
+        exprs = []
+        for name in wanted:
+            if names.count(name) > 1:
+                raise error_at(BindError, f"column name {name!r} is ambiguous in a query of {what} CORRESPONDING",
+                               node)
+            i = names.index(name)
+            exprs.append(E.Col(i, plan.types[i], name))
+        out.append(P.Project(plan, exprs, list(wanted)))
+    return out[0], out[1]
+
+
+def _ident(col) -> str:
+    ident = col.this if isinstance(col, exp.Column) else col
+    if isinstance(ident, exp.Identifier):
+        return ident.this if ident.quoted else ident.this.lower()
+    return str(ident.name).lower()
 
 
 def bind_except_intersect(binder, node) -> P.Node:
@@ -28,8 +79,12 @@ def bind_except_intersect(binder, node) -> P.Node:
     what = "EXCEPT" if isinstance(node, exp.Except) else "INTERSECT"
     if not node.args.get("distinct"):
         raise error_at(UnsupportedError, f"{what} ALL is not supported (only {what} [DISTINCT])", node)
-    left = binder.bind_query(node.this, top=False)
-    right = binder.bind_query(node.expression, top=False)
+    sides = corresponding_sides(binder, node)
+    if sides is not None:
+        left, right = sides
+    else:
+        left = binder.bind_query(node.this, top=False)
+        right = binder.bind_query(node.expression, top=False)
     union = binder.union_all([left, right], node, what)
     width = left.n_visible
     names = list(union.names[:width])

@@ -1,0 +1,179 @@
+"""Wrong SQL results found by differential and hostile testing (issue 25, the binder/planner
+part): each test pins PostgreSQL's answer (RisingWave follows it) for batch SELECT and, where
+the query can be a materialized view, for an MV after DML on its inputs.
+
+Covered: ordinals in GROUP BY / ORDER BY range-checked; schema qualifiers other than
+``public`` refused everywhere a relation is named; ``SELECT * EXCEPT`` and set operations
+``CORRESPONDING [BY]``; DESCRIBE showing an MV's real key; USING joins (merged column,
+column order); correlated scalar subqueries over an aggregate expression; EXISTS without
+FROM; a FULL JOIN of two single-row aggregates in an MV; a join repeating a column among its
+equalities.
+"""
+
+import pytest
+
+import sql
+from sql.errors import BindError, SqlError, UnsupportedError
+
+
+@pytest.fixture
+def conn():
+    with sql.connect(":memory:") as c:
+        yield c
+
+
+def _key(row):
+    return tuple((v is None, "" if v is None else v) for v in row)
+
+
+def rows(conn, query):
+    """The result as a sorted list (NULLs last in each column)."""
+    return sorted(conn.execute(query).fetchall(), key=_key)
+
+
+def names(conn, query):
+    return [d[0] for d in conn.execute(query).description]
+
+
+def batch_and_mv(conn, query, mv="m_check"):
+    """``(batch rows, MV rows)`` of ``query`` (sorted), the MV created now and read after a FLUSH."""
+    conn.execute(f"CREATE MATERIALIZED VIEW {mv} AS {query}")
+    conn.execute("FLUSH")
+    return rows(conn, query), rows(conn, f"SELECT * FROM {mv}")
+
+
+def run(conn, *stmts):
+    for s in stmts:
+        conn.execute(s)
+    conn.execute("FLUSH")
+
+
+# ---- ordinals ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query, position", [
+    ("SELECT a, count(*) FROM t GROUP BY 0", "GROUP BY position 0"),
+    ("SELECT a, count(*) FROM t GROUP BY 3", "GROUP BY position 3"),
+    ("SELECT a FROM t GROUP BY 2", "GROUP BY position 2"),
+    ("SELECT a FROM t ORDER BY 0", "ORDER BY position 0"),
+    ("SELECT a FROM t ORDER BY 2", "ORDER BY position 2"),
+    ("SELECT a, count(*) FROM t GROUP BY 1.5", "non-integer constant in GROUP BY"),
+    ("SELECT a FROM t ORDER BY 1.5", "non-integer constant in ORDER BY"),
+])
+def test_ordinals_out_of_range_are_refused(conn, query, position):
+    run(conn, "CREATE TABLE t (a INT, b INT)", "INSERT INTO t VALUES (1, 2)")
+    with pytest.raises(BindError, match=position) as info:
+        conn.execute(query).fetchall()
+    assert info.value.line == 1 and info.value.column is not None
+
+
+def test_ordinals_in_range_still_work(conn):
+    run(conn, "CREATE TABLE t (a INT, b INT)", "INSERT INTO t VALUES (1, 2), (1, 3), (2, 4)")
+    assert rows(conn, "SELECT a, count(*) FROM t GROUP BY 1") == [(1, 2), (2, 1)]
+    assert conn.execute("SELECT a, b FROM t ORDER BY 2 DESC").fetchall() == [(2, 4), (1, 3), (1, 2)]
+
+
+# ---- schema qualifiers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stmt", [
+    "CREATE TABLE s1.t1 (v INT)",
+    "CREATE MATERIALIZED VIEW s1.m AS SELECT * FROM t",
+    "SELECT * FROM s1.t",
+    "INSERT INTO s1.t VALUES (1)",
+    "UPDATE s1.t SET v = 2",
+    "DELETE FROM s1.t",
+    "DROP TABLE s1.t",
+    "DROP TABLE IF EXISTS s1.t",
+    "SELECT * FROM db.public.t",
+    "DESCRIBE s1.t",
+])
+def test_schema_qualifiers_other_than_public_are_refused(conn, stmt):
+    run(conn, "CREATE TABLE t (v INT)", "INSERT INTO t VALUES (7)")
+    with pytest.raises(UnsupportedError, match="s1|cross-database"):
+        conn.execute(stmt).fetchall()
+    # nothing was created under another name, nothing was dropped or written
+    assert rows(conn, "SHOW TABLES") == [("t",)]
+    assert rows(conn, "SHOW MATERIALIZED VIEWS") == []
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM t") == [(7,)]
+
+
+def test_public_schema_is_the_default_one(conn):
+    run(conn, "CREATE TABLE public.t (v INT)", "INSERT INTO public.t VALUES (1)")
+    run(conn, "CREATE MATERIALIZED VIEW public.m AS SELECT v FROM public.t")
+    assert rows(conn, "SELECT * FROM t") == [(1,)]
+    assert rows(conn, "SELECT * FROM public.m") == [(1,)]
+    assert [r[0] for r in conn.execute("DESCRIBE public.t").fetchall()] == ["v"]
+    run(conn, "DROP MATERIALIZED VIEW public.m", "DROP TABLE public.t")
+    assert rows(conn, "SHOW TABLES") == []
+
+
+# ---- SELECT * EXCEPT, CORRESPONDING --------------------------------------------------------------
+
+def _two_tables(conn):
+    run(conn, "CREATE TABLE l (a INT, x INT)", "CREATE TABLE r (y INT, a INT)",
+        "INSERT INTO l VALUES (1, 10), (2, 20)", "INSERT INTO r VALUES (100, 2), (300, 3)")
+
+
+def test_select_star_except_drops_the_columns(conn):
+    _two_tables(conn)
+    assert names(conn, "SELECT * EXCEPT (x) FROM l") == ["a"]
+    assert rows(conn, "SELECT * EXCEPT (x) FROM l") == [(1,), (2,)]
+    q = "SELECT l.* EXCEPT (a), r.* EXCEPT (r.a) FROM l JOIN r ON l.a = r.a"
+    assert names(conn, q) == ["x", "y"]
+    assert batch_and_mv(conn, q) == ([(20, 100)], [(20, 100)])
+    run(conn, "INSERT INTO r VALUES (5, 1)")
+    assert rows(conn, "SELECT * FROM m_check") == [(10, 5), (20, 100)]
+
+
+@pytest.mark.parametrize("query, error", [
+    ("SELECT * EXCEPT (nosuch) FROM l", BindError),
+    ("SELECT * EXCEPT (a, x) FROM l", BindError),
+    ("SELECT * REPLACE (1 AS x) FROM l", UnsupportedError),
+    ("SELECT * RENAME (x AS z) FROM l", UnsupportedError),
+])
+def test_select_star_modifiers_never_run_something_else(conn, query, error):
+    _two_tables(conn)
+    with pytest.raises(error):
+        conn.execute(query).fetchall()
+
+
+def test_union_corresponding_matches_columns_by_name(conn):
+    _two_tables(conn)
+    q = "SELECT * FROM l UNION ALL CORRESPONDING SELECT * FROM r"
+    assert names(conn, q) == ["a"]
+    assert batch_and_mv(conn, q) == ([(1,), (2,), (2,), (3,)],) * 2
+    run(conn, "DELETE FROM r WHERE a = 3")
+    assert rows(conn, "SELECT * FROM m_check") == [(1,), (2,), (2,)]
+    assert rows(conn, "SELECT * FROM l UNION CORRESPONDING SELECT * FROM r") == [(1,), (2,)]
+    # BY: the listed names, in the listed order
+    q = "SELECT a, x, a + 1 AS b FROM l UNION ALL CORRESPONDING BY (b, a) SELECT a * 10 AS b, a, y FROM r"
+    assert names(conn, q) == ["b", "a"]
+    assert rows(conn, q) == [(2, 1), (3, 2), (20, 2)]
+    assert rows(conn, "SELECT * FROM l INTERSECT CORRESPONDING SELECT * FROM r") == [(2,)]
+    assert rows(conn, "SELECT * FROM l EXCEPT CORRESPONDING SELECT * FROM r") == [(1,)]
+
+
+@pytest.mark.parametrize("query, error", [
+    ("SELECT * FROM l UNION CORRESPONDING BY (x) SELECT * FROM r", BindError),
+    ("SELECT x FROM l UNION CORRESPONDING SELECT y FROM r", BindError),
+    ("SELECT a, a FROM l UNION CORRESPONDING SELECT a FROM r", BindError),
+    ("SELECT * FROM l UNION ALL BY NAME SELECT * FROM r", UnsupportedError),
+])
+def test_corresponding_errors(conn, query, error):
+    _two_tables(conn)
+    with pytest.raises(error):
+        conn.execute(query).fetchall()
+
+
+# ---- DESCRIBE ------------------------------------------------------------------------------------
+
+def test_describe_shows_an_mvs_real_key(conn):
+    run(conn, "CREATE TABLE t (a INT PRIMARY KEY, b INT)", "CREATE TABLE h (v INT)")
+    run(conn, "CREATE MATERIALIZED VIEW g AS SELECT b, count(*) AS n FROM t GROUP BY b",
+        "CREATE MATERIALIZED VIEW p AS SELECT * FROM t",
+        "CREATE MATERIALIZED VIEW q AS SELECT v FROM h")
+    assert conn.execute("DESCRIBE g").fetchall() == [("b", "integer", True), ("n", "bigint", False)]
+    assert conn.execute("DESCRIBE p").fetchall() == [("a", "integer", True), ("b", "integer", False)]
+    # q's key is the table's hidden _row_id: no visible column is a key column
+    assert conn.execute("DESCRIBE q").fetchall() == [("v", "integer", False)]
+    assert conn.execute("DESCRIBE h").fetchall() == [("v", "integer", False)]
