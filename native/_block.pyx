@@ -995,16 +995,36 @@ cdef object entry_version(BlockIterator it, const unsigned char* uk, Py_ssize_t 
     raise it.corrupt("bad value tag", it.value_start, "0x01 or lone 0x02", bytes(v[:2 if vn >= 2 else vn]).hex())
 
 
-def find_block(list first_keys, full_key):
-    """Index of the last block whose first key is <= ``full_key`` in full-key order (0 if none)."""
+cdef bytes checked_first_key(object first_keys, Py_ssize_t index):
+    """``first_keys[index]`` as bytes of a full key (the twin's ``_first_key``: same checks,
+    same errors and messages); never cast unchecked, as a ``None`` or a short key would be read
+    as bytes it does not have."""
+    k = first_keys[index]
+    if type(k) is not bytes:
+        if not isinstance(k, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"first key {index} must be bytes, got {type(k).__name__}")
+        k = bytes(k)
+    if PyBytes_GET_SIZE(k) < MIN_FULL_KEY_LEN:
+        raise InvalidArgumentError(f"first key {index} of {PyBytes_GET_SIZE(k)} bytes is shorter than {MIN_FULL_KEY_LEN}")
+    return <bytes>k
+
+
+def find_block(first_keys, full_key):
+    """Index of the last block whose first key is <= ``full_key`` in full-key order (0 if none).
+
+    ``first_keys``: a list or tuple of full keys in order (the ones the search compares are
+    checked: ``InvalidArgumentError`` for a non-bytes or short one, as in the twin)."""
     cdef bytes t = as_key(full_key)
     cdef const unsigned char* tp = <const unsigned char*>PyBytes_AS_STRING(t)
     cdef Py_ssize_t tn = PyBytes_GET_SIZE(t)
-    cdef Py_ssize_t lo = 0, hi = len(first_keys), mid
+    cdef Py_ssize_t lo = 0, hi, mid
     cdef bytes k
+    if type(first_keys) is not list and type(first_keys) is not tuple:
+        raise InvalidArgumentError(f"first keys must be a list or tuple, got {type(first_keys).__name__}")
+    hi = len(first_keys)
     while lo < hi:
         mid = (lo + hi) // 2
-        k = <bytes>first_keys[mid]
+        k = checked_first_key(first_keys, mid)
         if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), tp, tn) <= 0:
             lo = mid + 1
         else:
@@ -1012,10 +1032,17 @@ def find_block(list first_keys, full_key):
     return lo - 1 if lo > 0 else 0
 
 
-def find_block_for_version(list first_keys, user_key, epoch):
+def find_block_for_version(first_keys, user_key, epoch):
     """:func:`find_block` for the full key ``user_key || inverted(epoch)``."""
-    cdef bytes uk = user_key if type(user_key) is bytes else bytes(user_key)
-    cdef Py_ssize_t un = PyBytes_GET_SIZE(uk), i
+    cdef bytes uk
+    cdef Py_ssize_t un, i
+    if type(user_key) is bytes:
+        uk = <bytes>user_key
+    elif isinstance(user_key, (bytearray, memoryview)):
+        uk = bytes(user_key)
+    else:
+        raise InvalidArgumentError(f"user key must be bytes, got {type(user_key).__name__}")
+    un = PyBytes_GET_SIZE(uk)
     cdef uint64_t inv = ~as_epoch(epoch)
     cdef bytes target = PyBytes_FromStringAndSize(NULL, un + EPOCH_LEN)
     cdef unsigned char* t = <unsigned char*>PyBytes_AS_STRING(target)

@@ -376,3 +376,38 @@ def test_point_get_on_damaged_one_length_blocks_same_answer_in_both_impls():
             data[i] ^= flip
             verdicts = {repr(answers(impl, bytes(data))) for impl in impls}
             assert len(verdicts) == 1, (i, flip, verdicts)
+
+
+@pytest.mark.parametrize("first_keys", [
+    [None],
+    [encode_full_key(1, b"a", 5), None, encode_full_key(1, b"z", 5)],
+    [encode_full_key(1, b"a", 5), 7, encode_full_key(1, b"z", 5)],
+    [b"short"],
+    ["a str of 15 chr"],
+    [encode_full_key(1, b"a", 5), encode_full_key(1, b"b", 5), b"\x00" * 11],
+], ids=["none", "none-in-middle", "int", "short", "str", "short-last"])
+def test_find_block_checks_the_first_keys_it_compares(first_keys):
+    """Native ``find_block`` cast each compared first key to bytes unchecked: a None, an int or
+    a str was read as bytes it is not (a wrong index, or a read out of bounds); a short key was
+    compared as if it had an epoch. Both twins refuse them with the same typed error."""
+    verdicts = []
+    for impl in implementations():
+        with pytest.raises(InvalidArgumentError, match=r"first key \d") as info:
+            impl.find_block(first_keys, encode_full_key(1, b"m", 5))
+        with pytest.raises(InvalidArgumentError, match=r"first key \d"):
+            impl.find_block_for_version(first_keys, b"\x00\x00\x00\x01m", 5)
+        verdicts.append(str(info.value))
+    assert len(set(verdicts)) == 1
+
+
+@IMPLS
+def test_find_block_refuses_bad_containers_and_user_keys(impl):
+    keys = [encode_full_key(1, b"a", 5), bytearray(encode_full_key(1, b"m", 5))]
+    assert impl.find_block(keys, encode_full_key(1, b"n", 5)) == 1
+    assert impl.find_block(tuple(keys), encode_full_key(1, b"b", 5)) == 0
+    assert impl.find_block_for_version(keys, bytearray(b"\x00\x00\x00\x01m"), 5) == 1
+    with pytest.raises(InvalidArgumentError, match="first keys must be a list or tuple"):
+        impl.find_block(None, encode_full_key(1, b"n", 5))
+    for user_key in (None, 5, "m"):   # bytes(5) was 5 zero bytes; None and str a raw TypeError
+        with pytest.raises(InvalidArgumentError, match="user key must be bytes"):
+            impl.find_block_for_version(keys, user_key, 5)

@@ -461,21 +461,39 @@ def _entry_version(it: BlockIterator, user_key: bytes):
     raise it._corrupt("bad value tag", it._value_start, "0x01 or lone 0x02", value[:2].hex())
 
 
-def find_block(first_keys: list, full_key) -> int:
-    """Index of the last block whose first key is <= ``full_key`` in full-key order (0 if none)."""
+def _first_key(first_keys, index: int) -> bytes:
+    """``first_keys[index]`` as bytes of a full key, checked before it is compared."""
+    key = first_keys[index]
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(f"first key {index} must be bytes, got {type(key).__name__}")
+    key = bytes(key)
+    if len(key) < _MIN_FULL_KEY_LEN:
+        raise InvalidArgumentError(f"first key {index} of {len(key)} bytes is shorter than {_MIN_FULL_KEY_LEN}")
+    return key
+
+
+def find_block(first_keys, full_key) -> int:
+    """Index of the last block whose first key is <= ``full_key`` in full-key order (0 if none).
+
+    ``first_keys``: a list or tuple of full keys in order (the ones the search compares are
+    checked: ``InvalidArgumentError`` for a non-bytes or short one)."""
     full_key = _check_key(full_key)
+    if type(first_keys) is not list and type(first_keys) is not tuple:
+        raise InvalidArgumentError(f"first keys must be a list or tuple, got {type(first_keys).__name__}")
     lo, hi = 0, len(first_keys)
     while lo < hi:
         mid = (lo + hi) // 2
-        if compare_full_keys(first_keys[mid], full_key) <= 0:
+        if compare_full_keys(_first_key(first_keys, mid), full_key) <= 0:
             lo = mid + 1
         else:
             hi = mid
     return lo - 1 if lo > 0 else 0
 
 
-def find_block_for_version(first_keys: list, user_key, epoch) -> int:
+def find_block_for_version(first_keys, user_key, epoch) -> int:
     """:func:`find_block` for the full key ``user_key || inverted(epoch)``."""
+    if not isinstance(user_key, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(f"user key must be bytes, got {type(user_key).__name__}")
     return find_block(first_keys, bytes(user_key) + (_MAX_EPOCH - _as_epoch(epoch)).to_bytes(_EPOCH_LEN, "big"))
 
 
