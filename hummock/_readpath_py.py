@@ -233,8 +233,12 @@ class ReadState:
         start_full = lo_user + bytes(8)   # the newest version of the first key
         if hi_user is not None:
             end_full = hi_user + bytes(8)
+        elif table_id != 0xFFFFFFFF:
+            # the table's end: an SST starting in a later table is no source (never opened)
+            hi_user = (table_id + 1).to_bytes(4, "big")
+            end_full = hi_user + bytes(8)
         else:
-            end_full = None if table_id == 0xFFFFFFFF else (table_id + 1).to_bytes(4, "big") + bytes(8)
+            end_full = None
 
         probe = None
         declared = self._prefix_lens.get(table_id)

@@ -960,6 +960,8 @@ cdef class ReadState:
             end_full = None
         else:
             end_full = full_key_from(table_id + 1, None)
+            # the table's end: an SST starting in a later table is no source (never opened)
+            hi_user = with_table(table_id + 1, b"")
         imms = self.imms.get(table_id)
         cdef uint64_t imm_h = 0
         cdef Py_ssize_t imm_n = -1   # >= 0: screen imms by their prefix filter (Imm docstring)
