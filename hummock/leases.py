@@ -107,18 +107,28 @@ class ReaderLease:
             log.warning("reader lease %s not deleted (it expires by itself): %s", self.path, exc)
 
 
-def live_lease_floor(store, now: datetime.datetime | None = None, *, remove_dead: bool = True) -> int | None:
+def live_lease_floor(store, now: datetime.datetime | None = None, *, remove_dead: bool = True,
+                     seen: dict | None = None) -> int | None:
     """The lowest version id any live reader lease names, or ``None`` when none is live.
 
     Reads every lease object under ``leases/``; one that does not decode counts as live with
     version 0 (pins everything) for an hour (and is removed after ``DEAD_AFTER`` hours) -- a damaged lease must
     not let vacuum delete what a reader may hold. With ``remove_dead``, leases expired for
     ``DEAD_AFTER`` TTLs are deleted. Raises ObjectStoreError for I/O.
+
+    ``seen`` (a dict the caller keeps between calls; the writer's vacuum does) remembers each
+    live lease: ``path -> (version id, expiry on the store's clock)``. A remembered lease that a
+    listing misses -- a listing may lag behind recent uploads, and a renewal *is* a recent
+    upload -- still counts while it exists: it is read again (its renewal may name a newer
+    version; the lower of the two counts) or, if that read fails, its remembered version counts
+    until its remembered expiry. It is forgotten once the store says it is gone or it expired
+    unseen. So a lagging listing only delays deletion, never skips a lease it showed before.
     """
     metas = store.list(LEASE_PREFIX)
     now = now or store.now()   # the store's clock, which stamped last_modified
-    floor, dead = None, []
+    floor, dead, listed = None, [], set()
     for meta in metas:
+        listed.add(meta.path)
         age = (now - meta.last_modified).total_seconds()
         try:
             if meta.size > _MAX_LEASE_BYTES:
@@ -133,8 +143,35 @@ def live_lease_floor(store, now: datetime.datetime | None = None, *, remove_dead
             version_id, ttl = 0, 3600.0
         if age < ttl:
             floor = version_id if floor is None else min(floor, version_id)
-        elif age > DEAD_AFTER * ttl:
-            dead.append(meta.path)
+            if seen is not None:
+                seen[meta.path] = (version_id, meta.last_modified + datetime.timedelta(seconds=ttl))
+        else:
+            if seen is not None:
+                seen.pop(meta.path, None)
+            if age > DEAD_AFTER * ttl:
+                dead.append(meta.path)
+    for path in [p for p in (seen or ()) if p not in listed]:
+        remembered = _remembered(store, path, *seen[path], now)
+        if remembered is None:
+            del seen[path]
+        else:
+            floor = remembered if floor is None else min(floor, remembered)
     if remove_dead and dead:
         store.delete(dead)
     return floor
+
+
+def _remembered(store, path: str, version_id: int, expiry, now) -> int | None:
+    """The version a lease seen earlier but missing from this listing still pins, or ``None``
+    once it is gone (``live_lease_floor``'s ``seen``)."""
+    try:
+        data = store.read(path)
+    except ObjectNotFoundError:
+        return None   # released (or removed): forget it
+    except ObjectStoreError:
+        return version_id if now < expiry else None
+    try:
+        renewed = int(json.loads(data)["version_id"])
+    except (ValueError, KeyError, TypeError):
+        renewed = 0
+    return min(version_id, max(renewed, 0))

@@ -54,13 +54,13 @@ from hummock.killpoints import kill_point
 from hummock.leases import ReaderLease, live_lease_floor
 from hummock.manifest import ConcurrentWriterError, Manifest, ManifestNotFoundError, WriterLock
 from hummock.object_store import LocalObjectStore, ObjectStore, open_object_store
-from hummock.object_store.base import ObjectNotFoundError
+from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
 from hummock.read_side import ReaderSstStore, ReadSide, Snapshot, open_pinned
 from hummock.read_view import ReadState, VersionView, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
-from hummock.sstable.meta import MAX_PREFIX_LEN
+from hummock.sstable.meta import MAX_PREFIX_LEN, sst_object_path
 from hummock.uploader import Uploader, UploadTask
 from hummock.table_watermarks import TableWatermarks, check_ranges, resolve_all, with_pending
 from hummock.version import VersionDelta
@@ -134,6 +134,7 @@ class HummockStorage(ReadSide):
         # vacuum bookkeeping: sst id -> (id of the version it left, monotonic time it left)
         self._retired: dict[int, tuple[int, float]] = {}
         self._opened = (manifest.current.id, time.monotonic())   # retirement of unknown SSTs
+        self._leases_seen: dict = {}   # vacuum's memory of reader leases (leases.live_lease_floor)
         # retention: (monotonic time, epoch) of commits, oldest first; epochs committed before
         # open count as committed at open
         self._commit_times = collections.deque([(time.monotonic(), manifest.current.max_committed_epoch)])
@@ -997,12 +998,12 @@ class HummockStorage(ReadSide):
                 if now - left_time < grace:
                     continue   # a reader may have loaded a version holding it just before it left
                 candidates.append((left_at, sst_id, meta.path))
-            with self._lock:
-                for sst_id in [i for i in self._retired if i not in listed and i in retired]:
-                    del self._retired[sst_id]   # gone (deleted earlier, or by a crash's lost upload)
+            self._forget_retired(retired, listed)
             if not candidates:
                 return 0
-            floor = live_lease_floor(self._store)   # listed after the grace check (leases.py)
+            # listed after the grace check (leases.py); leases seen before and missing from a
+            # lagging listing still count (self._leases_seen)
+            floor = live_lease_floor(self._store, seen=self._leases_seen)
             doomed = [(sst_id, path) for left_at, sst_id, path in candidates
                       if floor is None or floor >= left_at]
             deleted = 0
@@ -1017,6 +1018,23 @@ class HummockStorage(ReadSide):
                 deleted += len(batch)
                 kill_point("vacuum.mid_delete")
             return deleted
+
+    def _forget_retired(self, retired: dict, listed: set) -> None:
+        """Drop the retirement records of SSTs that are gone (deleted earlier, or a crash's
+        lost upload): not in the listing ``listed`` *and* absent when asked one by one. A
+        listing may lag behind recent uploads (an eventually consistent store, or one that
+        pages): an SST it misses keeps its record, so the next vacuum still measures its
+        grace and its lease floor from the version it really left -- a lagging listing only
+        delays deletion. A failed check keeps the record too."""
+        for sst_id in [i for i in retired if i not in listed]:
+            try:
+                gone = not self._store.exists(sst_object_path(sst_id))
+            except ObjectStoreError as exc:
+                log.warning("vacuum could not check SST %d (its record stays): %s", sst_id, exc)
+                continue
+            if gone:
+                with self._lock:
+                    self._retired.pop(sst_id, None)
 
     def _confirm_lease(self) -> None:
         """Raise ConcurrentWriterError unless this writer still owns the store right now: its
