@@ -177,3 +177,44 @@ def test_describe_shows_an_mvs_real_key(conn):
     # q's key is the table's hidden _row_id: no visible column is a key column
     assert conn.execute("DESCRIBE q").fetchall() == [("v", "integer", False)]
     assert conn.execute("DESCRIBE h").fetchall() == [("v", "integer", False)]
+
+
+# ---- correlated subqueries ---------------------------------------------------------------------
+
+def _outer_inner(conn):
+    run(conn, "CREATE TABLE t1 (a INT, x INT)", "CREATE TABLE t2 (a INT, y INT)",
+        "INSERT INTO t1 VALUES (1, 10), (2, 20), (NULL, 30)",
+        "INSERT INTO t2 VALUES (2, 200), (2, NULL), (3, 300)")
+
+
+def test_correlated_scalar_over_an_aggregate_expression_without_a_match(conn):
+    """An outer row without inner rows gets the expression over an empty group (Postgres:
+    max() is NULL, count() is 0), not NULL -- in batch and in an MV after DML."""
+    _outer_inner(conn)
+    q = ("SELECT t1.a, (SELECT coalesce(max(y), -1) FROM t2 WHERE t2.a = t1.a) AS m, "
+         "(SELECT count(y) * 2 + 1 FROM t2 WHERE t2.a = t1.a) AS n, "
+         "(SELECT sum(y) FROM t2 WHERE t2.a = t1.a) AS s FROM t1")
+    expected = [(1, -1, 1, None), (2, 200, 3, 200), (None, -1, 1, None)]
+    assert batch_and_mv(conn, q) == (expected, expected)
+    run(conn, "INSERT INTO t2 VALUES (1, 5)", "DELETE FROM t2 WHERE a = 2")
+    expected = [(1, 5, 3, 5), (2, -1, 1, None), (None, -1, 1, None)]
+    assert rows(conn, q) == expected
+    assert rows(conn, "SELECT * FROM m_check") == expected
+    assert rows(conn, "SELECT a FROM t1 WHERE (SELECT coalesce(max(y), 0) FROM t2 WHERE t2.a = t1.a) = 0") == [
+        (2,), (None,)]
+
+
+def test_exists_without_from_is_an_expression_of_the_outer_row(conn):
+    _outer_inner(conn)
+    everything = [(1, 10), (2, 20), (None, 30)]
+    assert rows(conn, "SELECT * FROM t1 WHERE EXISTS (SELECT t1.a)") == everything
+    assert rows(conn, "SELECT * FROM t1 WHERE NOT EXISTS (SELECT t1.a)") == []
+    assert rows(conn, "SELECT * FROM t1 WHERE EXISTS (SELECT 1 WHERE t1.a > 1)") == [(2, 20)]
+    # a NULL condition: no row in the subquery, EXISTS is FALSE (never NULL)
+    assert rows(conn, "SELECT * FROM t1 WHERE NOT EXISTS (SELECT 1 WHERE t1.a > 1)") == [(1, 10), (None, 30)]
+    assert rows(conn, "SELECT a, EXISTS (SELECT t1.a WHERE t1.x > 15), (SELECT t1.x + 1), "
+                      "(SELECT t1.x WHERE t1.a = 1) FROM t1") == [
+        (1, False, 11, 10), (2, True, 21, None), (None, True, 31, None)]
+    assert batch_and_mv(conn, "SELECT * FROM t1 WHERE EXISTS (SELECT t1.a)") == (everything, everything)
+    run(conn, "INSERT INTO t1 VALUES (4, 40)")
+    assert rows(conn, "SELECT * FROM m_check") == [(1, 10), (2, 20), (4, 40), (None, 30)]

@@ -13,9 +13,10 @@ Invariants: NOT EXISTS needs no NULL care (an equality with NULL is never TRUE: 
 match, NOT EXISTS is TRUE, the anti join keeps it). A semi/anti subquery with GROUP BY, HAVING,
 aggregates, DISTINCT, LIMIT, its own WITH or a correlated conjunct of another shape is an
 UnsupportedError; so is correlated NOT IN (its NULL rules need a per-key count). A correlated
-scalar subquery must be one aggregate expression (one value per outer row); an outer row
-without a group gets NULL, except for a bare ``count`` (0: the caller coalesces), and a
-``count`` inside a larger expression is an UnsupportedError.
+scalar subquery must be one expression over aggregates (one value per outer row); an outer
+row without a group gets that expression over no rows (each count 0, each other aggregate
+NULL: ``coalesce(max(x), -1)`` is -1), as Postgres does. A subquery without FROM is a single
+row computed from the outer row (:func:`fromless`): bound as an expression, not a join.
 
 Callers: :func:`sql.bind.subquery.where_conjunct`, :class:`sql.bind.subquery.Subqueries`.
 """
@@ -165,9 +166,10 @@ def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
     f.k = outer.k AND p)`` -> ``(SELECT f.k, agg(...) FROM f WHERE p GROUP BY f.k)``, to be left
     outer joined on ``outer.k = f.k`` (one row per key: one value per outer row). ``exists``:
     ``EXISTS (...)`` as ``count(*)`` of that subquery. Returns ``(right plan, outer key exprs
-    over scope, count)``: the right plan's first ``len(keys)`` columns are the keys (cast to
-    the outer keys' types), the next one the value; ``count``: the value is a bare count, which
-    is 0, not NULL, for an outer row without a match (the caller wraps it in COALESCE)."""
+    over scope, empty)``: the right plan's first ``len(keys)`` columns are the keys (cast to
+    the outer keys' types), the next one the value, then a TRUE ``_matched`` column (NULL after
+    the left join: no inner row); ``empty``: the constant value for an outer row without a
+    match (:func:`_empty_value`), or None when that is NULL."""
     sel = _select_of(query)
     if not isinstance(sel, exp.Select):
         raise error_at(UnsupportedError, "a correlated set operation as a subquery is not supported", where)
@@ -186,10 +188,6 @@ def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
     if not aggs:
         raise error_at(UnsupportedError, "a correlated scalar subquery must be an aggregate (one value per outer row); "
                                          "this one is not supported", where)
-    bare_count = isinstance(item, exp.Count) or (isinstance(item, exp.Filter) and isinstance(item.this, exp.Count))
-    if not bare_count and any(isinstance(a, exp.Count) for a in aggs):
-        raise error_at(UnsupportedError, "count() inside a larger expression of a correlated subquery is not "
-                                         "supported", where)
     from sql.bind.select import _conjuncts
     where_node = sel.args.get("where")
     conjuncts = _conjuncts(where_node.this) if where_node is not None else []
@@ -208,7 +206,7 @@ def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
     new.set("where", exp.Where(this=exp.and_(*[c.copy() for c in keep])) if keep else None)
     new.set("group", exp.Group(expressions=[i.copy() for _, i in pairs]))
     new.set("expressions", [exp.alias_(i.copy(), f"_corr{k}") for k, (_, i) in enumerate(pairs)] +
-            [exp.alias_(item.copy(), "_value")])
+            [exp.alias_(item.copy(), "_value"), exp.alias_(exp.true(), "_matched")])
     try:
         right = qb.bind_query(new, top=False)
     except BindError:
@@ -234,7 +232,66 @@ def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
         visible = right.n_visible
         right = P.Project(right, exprs, list(right.names))
         right.n_visible = visible
-    return right, outer, bare_count
+    return right, outer, _empty_value(qb, item, right, len(pairs), where)
+
+
+def _empty_value(qb, item, right: P.Node, n_keys: int, where):
+    """The subquery's value for an outer row with no matching inner row: ``item`` evaluated
+    over no rows (Postgres runs the aggregate over an empty group), each aggregate replaced by
+    its value over no rows -- 0 for count, NULL for the others -- as a constant expression of
+    the value's type; None when that is NULL (the left join's NULL is already right)."""
+    agg = next(n for n in P.walk(right) if isinstance(n, P.Agg))
+    empty = {c.text: (E.Lit(0, c.return_type) if c.kind == "count" else E.Lit(None, c.return_type))
+             for c in agg.calls}
+
+    def hook(node):
+        if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc) or isinstance(node, exp.AggFunc):
+            return empty.get(node.sql(dialect="postgres"))
+        return None
+    try:
+        value = ExprBinder(Scope(), qb.params, hook=hook, context="a correlated subquery").bind(item)
+    except (BindError, UnsupportedError):
+        raise error_at(UnsupportedError, "a correlated scalar subquery's value must be an expression over its "
+                                         "aggregates; this one is not supported", where) from None
+    vt = right.types[n_keys]
+    if value.data_type != vt:
+        value = E.Cast(value, vt)
+    if isinstance(value, E.Lit) and value.value is None:
+        return None
+    return value
+
+
+def fromless(query):
+    """The SELECT of ``query`` when it is a single row computed without FROM (no aggregates,
+    grouping, DISTINCT, ORDER BY, LIMIT/OFFSET or WITH): such a subquery correlated with the
+    outer query is an expression of the outer row (``EXISTS (SELECT ... [WHERE c])`` is ``c IS
+    TRUE``; a scalar one is its item where ``c``), not a join. None otherwise."""
+    sel = _select_of(query)
+    if not isinstance(sel, exp.Select) or sel.args.get("from_") or sel.args.get("from") or sel.args.get("joins"):
+        return None
+    for key in ("group", "having", "distinct", "limit", "offset", "order", "with_", "with", "qualify", "windows"):
+        if sel.args.get(key):
+            return None
+    if any(True for _ in sel.find_all(exp.AggFunc, exp.Window)):
+        return None
+    return sel
+
+
+def fromless_expression(sel, exists: bool):
+    """The sqlglot expression over the outer row equal to the FROM-less subquery ``sel``
+    (:func:`fromless`): EXISTS -> ``COALESCE(c, FALSE)`` (TRUE without WHERE); a scalar ->
+    ``CASE WHEN c THEN item END`` (``item`` without WHERE); None when a scalar one does not
+    have exactly one column."""
+    where = sel.args.get("where")
+    cond = exp.Paren(this=where.this.copy()) if where is not None else None
+    if exists:
+        return exp.true() if cond is None else exp.func("coalesce", cond, exp.false())
+    items = sel.expressions
+    if len(items) != 1 or isinstance(items[0], exp.Star):
+        return None
+    item = items[0].this if isinstance(items[0], exp.Alias) else items[0]
+    item = exp.Paren(this=item.copy())
+    return item if cond is None else exp.Case(ifs=[exp.If(this=cond, true=item)])
 
 
 def _pair(c, inner: Scope, outer: Scope):

@@ -34,7 +34,7 @@ from sql import types as T
 from sql.bind.expr import ExprBinder, Scope
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
-from sql.bind.correlated import correlated_scalar, correlated_semi, try_bind
+from sql.bind.correlated import correlated_scalar, correlated_semi, fromless, fromless_expression, try_bind
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _CMP = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
@@ -86,17 +86,22 @@ class Subqueries:
         query = node.this if isinstance(node, exp.Exists) else node
         sub = self.qb.prebound.pop(id(query), None) or try_bind(self.qb, query, binder.scope)
         if sub is None:
+            sel = fromless(query)
+            rewritten = None if sel is None else fromless_expression(sel, isinstance(node, exp.Exists))
+            if rewritten is not None:   # no FROM: an expression of the outer row, not a join
+                return binder.bind(rewritten)
             if not self.outer:
                 raise error_at(UnsupportedError, "correlated subqueries are not supported here (after GROUP BY)", node)
-            right, keys, count = correlated_scalar(self.qb, binder.scope, query, node,
+            right, keys, empty = correlated_scalar(self.qb, binder.scope, query, node,
                                                    exists=isinstance(node, exp.Exists))
             probes = sum(1 for k in keys if not isinstance(k, E.Col))
             at = self.width + probes + len(keys)
             self.joins.append((right, keys))
             self.width += probes + len(right.types)
             value = E.Col(at, right.types[len(keys)], "_value")
-            if count:
-                value = E.Func("coalesce", value, E.Lit(0, value.data_type))
+            if empty is not None:   # no inner row: the value over an empty group, not NULL
+                matched = E.Col(at + 1, right.types[len(keys) + 1], "_matched")
+                value = E.Case([(E.IsNull(matched), empty)], value, value.data_type)
             if isinstance(node, exp.Exists):
                 return E.Cmp(">", value, E.Lit(0, value.data_type))
             return value
@@ -208,6 +213,8 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
         return _in(qb, plan, scope, inner, one_column(sub, query), negate)
     if isinstance(inner, exp.Exists):
         sub = try_bind(qb, inner.this, scope)
+        if sub is None and fromless(inner.this) is not None:
+            return None     # an expression of the row: the plain filter binds it (Subqueries)
         if sub is None:
             return correlated_semi(qb, plan, scope, inner.this, None, negate, node)
         joined = P.ScalarJoin(plan, exists_count(sub))
