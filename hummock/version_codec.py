@@ -31,7 +31,7 @@ from hummock.errors import CorruptionError, InvalidArgumentError
 from hummock.key import MIN_FULL_KEY_LEN
 from hummock.sstable.block import checksum
 from hummock.sstable.builder import check_prefix_lens
-from hummock.sstable.meta import SstableInfo
+from hummock.sstable.meta import FOOTER_SIZE, SstableInfo
 from hummock.table_watermarks import TableWatermarks
 from hummock.version import KINDS, HummockVersion, Level, SubLevel, VersionDelta
 
@@ -158,6 +158,9 @@ def _info_from_json(d) -> SstableInfo:
     info = SstableInfo.from_dict(d)
     if min(len(info.smallest_key), len(info.largest_key)) < MIN_FULL_KEY_LEN:
         raise _Bad(f"SST {info.sst_id} has a key shorter than a full key")
+    if info.meta_offset + FOOTER_SIZE > info.file_size:   # the meta and footer lie inside the file
+        raise _Bad(f"SST {info.sst_id}: meta_offset {info.meta_offset} + footer {FOOTER_SIZE} "
+                   f"exceeds file_size {info.file_size}")
     return info
 
 

@@ -253,3 +253,31 @@ def test_iterator_that_raised_on_next_is_invalid():
         with pytest.raises(CorruptionError, match="key shorter than a full key"):
             it.seek(ENTRIES[3][0])
         assert not it.is_valid()
+
+
+# --- manifest: an SST record whose meta lies outside its file is corrupt at decode -------------
+
+@pytest.mark.parametrize("file_size,meta_offset", [(100, 200), (100, 69), (0, 0), (31, 0)])
+def test_sst_record_with_meta_past_its_file_is_corrupt_at_decode(file_size, meta_offset):
+    """``file_size < meta_offset`` used to decode, and the first read of the SST failed with
+    InvalidArgumentError (a ranged read from meta_offset to file_size); the record itself is
+    the corruption, so decoding a version or a delta holding it raises CorruptionError."""
+    from hummock.sstable.meta import SstableInfo
+    from hummock.version import HummockVersion, VersionDelta, apply
+    from hummock.version_codec import decode_delta, decode_version, encode_delta, encode_version
+
+    version = HummockVersion.empty()
+    version = apply(version, VersionDelta.reserve_sst_ids(version, 10))
+
+    def info(size, offset):
+        return SstableInfo(1, encode_full_key(1, b"a", 5), encode_full_key(1, b"b", 5), size, offset,
+                           5, 5, 2, 0, (1,))
+    good = VersionDelta.commit(version, 1 << 16, [info(1000, 968)])   # meta_offset + 32 == file_size
+    assert decode_delta(encode_delta(good)) == good
+    assert decode_version(encode_version(apply(version, good))) == apply(version, good)
+    bad = VersionDelta.commit(version, 1 << 16, [info(file_size, meta_offset)])
+    with pytest.raises(CorruptionError, match="exceeds file_size") as raised:
+        decode_delta(encode_delta(bad), object="manifest/d")
+    assert raised.value.object == "manifest/d"
+    with pytest.raises(CorruptionError, match="exceeds file_size"):
+        decode_version(encode_version(apply(version, bad)), object="manifest/v")
