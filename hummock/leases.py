@@ -81,18 +81,31 @@ class ReaderLease:
 
     def follow(self, source) -> None:
         """Each renewal names ``source()`` -- the oldest version the reader still holds -- so the
-        lease moves forward once scans of older versions are gone."""
+        lease moves forward once scans of older versions are gone. ``source`` must read the
+        reader's version and its retired read states as one consistent pair (the storage
+        takes its engine lock, under which ``refresh()`` installs a version and files the
+        replaced state as retired in one step); it is called without this lease's lock held,
+        so it may wait for a ``refresh()`` that publishes this lease meanwhile."""
         self._source = source
+
+    def renew(self) -> None:
+        """One renewal: re-store the lease, naming ``source()`` if ``follow`` set one. A value
+        computed before a concurrent ``publish`` may be stored after it; it is then lower or
+        equal (versions a reader holds only get newer), which only pins more for one tick.
+        Raises ObjectStoreError."""
+        source = self._source
+        version_id = source() if source is not None else None
+        with self._lock:
+            if self._stop.is_set():
+                return
+            if version_id is not None:
+                self.version_id = version_id
+            self._store.upload(self.path, self._body())
 
     def _renew(self) -> None:
         while not self._stop.wait(self.ttl_s / 3):
             try:
-                with self._lock:
-                    if self._stop.is_set():
-                        return
-                    if self._source is not None:
-                        self.version_id = self._source()
-                    self._store.upload(self.path, self._body())
+                self.renew()
             except ObjectStoreError as exc:   # retried at the next tick; reads may then expire
                 log.warning("reader lease %s not renewed (retrying): %s", self.path, exc)
 

@@ -135,8 +135,10 @@ class ReadSide:
     def _oldest_pinned_id(self, current_id: int) -> int:
         """The oldest version id this process may still read: ``current_id``, the version now
         installed, snapshots' versions and those of replaced read states a scan still holds.
-        Safe without the lock (the lease renewal thread calls it): it retries a collection
-        that changed while it was read."""
+        Call it under the engine lock (``refresh``, ``_publish_lease``, ``_lease_floor``):
+        only there are the version and the retired states one consistent pair. It retries a
+        collection that changed while it was read (the retired states are a weak set that
+        shrinks as scans are collected)."""
         for _ in range(10):
             try:
                 ids = [current_id, self._version.id, *self._pinned_versions]
@@ -146,6 +148,15 @@ class ReadSide:
             except RuntimeError:   # changed size during iteration: read again
                 continue
         return min(current_id, self._lease.version_id if self._lease.version_id is not None else current_id)
+
+    def _lease_floor(self) -> int:
+        """What a lease renewal names (``ReaderLease.follow``): ``_oldest_pinned_id`` read
+        under the engine lock, so the version and the retired read states are one consistent
+        pair -- ``refresh()`` installs a new version and files the replaced state as retired
+        under that lock, and a renewal in between would name the new version while a scan of
+        the old one is still open."""
+        with self._lock:
+            return self._oldest_pinned_id(self._version.id)
 
     def _publish_lease(self) -> None:
         """Readers: re-publish the lease after a pin changed (under the lock)."""

@@ -191,7 +191,7 @@ class HummockStorage(ReadSide):
             manifest = open_pinned(store, options, read_only, lease)
             storage = cls(store, options, manifest, lock, read_only, lease)
             if lease is not None:   # renewals move the lease forward once old scans end
-                lease.follow(lambda: storage._oldest_pinned_id(storage._version.id))
+                lease.follow(storage._lease_floor)
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -229,6 +229,8 @@ class HummockStorage(ReadSide):
             self._compactor.stop()
         # queued uploads end with StoreClosedError; a running one finishes (and is dropped)
         self._uploader.close(StoreClosedError("the store was closed before this upload ran"))
+        if self._lease is not None:   # before the lock: its renewal thread may wait for it
+            self._lease.close()
         with self._manifest_lock, self._lock:
             if self._closed:
                 return
@@ -243,8 +245,6 @@ class HummockStorage(ReadSide):
             self._buffer.clear()
             if self._writer_lock is not None:
                 self._writer_lock.release()
-            if self._lease is not None:
-                self._lease.close()
             self._block_cache.clear()
             self._meta_cache.clear()
             self._store.close()

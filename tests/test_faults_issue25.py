@@ -108,3 +108,50 @@ def test_a_lease_a_lagging_listing_missed_still_pins_its_version():
         assert not any(location.inner().exists(sst_object_path(i)) for i in held)
     finally:
         writer.close()
+
+
+# --- 2. lease renewal racing refresh() ---------------------------------------------------------
+
+def test_a_renewal_during_refresh_never_names_a_version_above_an_open_scan():
+    """A reader has a scan open on version V; ``refresh()`` installs a newer version and only
+    then files the old read state as retired. A lease renewal running in that window must
+    not advertise the new version (vacuum would then delete the scan's SSTs): it sees the
+    version and the retired states as one pair, so it names V."""
+    import threading
+
+    location = _location()
+    writer = location.open(OPTIONS)
+    try:
+        _fill(writer, range(1, 5))
+        reader = location.open(OPTIONS, read_only=True)
+        try:
+            old = reader.version().id
+            scan = reader.iter(1, 4 * E)
+            first = next(scan)                      # the scan holds the read state of V
+            _fill(writer, range(5, 7))
+            writer.compact_all()
+            renewals = []
+            original = reader._refresh_state
+
+            def refresh_state_with_a_renewal_racing():
+                # the window: the new version is installed, the old state not yet retired
+                racer = threading.Thread(target=lambda: renewals.append(reader._lease._source()))
+                racer.start()
+                racer.join(timeout=1.0)            # (blocks on the engine lock once fixed)
+                original()
+                renewals.append(racer)
+            reader._refresh_state = refresh_state_with_a_renewal_racing
+            try:
+                reader.refresh()
+            finally:
+                del reader._refresh_state
+            racer = renewals.pop()
+            racer.join()
+            assert reader.version().id > old
+            assert renewals == [old]                # the renewal names the scan's version
+            assert [first] + list(scan) == _rows()
+        finally:
+            reader.close()
+    finally:
+        writer.close()
+
