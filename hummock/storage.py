@@ -394,8 +394,7 @@ class HummockStorage(ReadSide):
                 self._set_version(self._manifest.current)
             raise
         with self._lock:
-            self._set_version(version)   # drops the committed staging SSTs
-            self._log_commit(delta.max_committed_epoch)
+            self._set_version(version)   # drops the committed staging SSTs; logs the commit
             self.counters["commits"] += 1
             self._drop_truncated_ssts()
             if self._compactor is not None:
@@ -728,7 +727,8 @@ class HummockStorage(ReadSide):
         return watermark
 
     def _log_commit(self, epoch: int) -> None:
-        """Append to the commit log (under the lock). The retention window trims it in
+        """Append to the commit log (under the lock; ``_set_version`` calls it whenever the
+        committed epoch rises, whoever installed the version). The retention window trims it in
         ``_watermark``; without one, entries whose epoch compaction has made unreadable go, and
         at most ``COMMIT_LOG_LIMIT`` stay, so a long-running writer's log is bounded."""
         times = self._commit_times
@@ -741,7 +741,9 @@ class HummockStorage(ReadSide):
     def committed_epoch_at(self, unix_time: float) -> int | None:
         """The ``max_committed_epoch`` a read at wall-clock time ``unix_time`` (seconds) saw: the
         epoch of the last commit at or before it, from the commit log the retention window keeps
-        (commits of this process; epochs committed before open count as committed at open).
+        (commits of this process, including one adopted after a lost reply, logged when it was
+        adopted; a read-only opener logs the epochs its ``refresh()`` brought in; epochs
+        committed before open count as committed at open).
         None when ``unix_time`` is before the log (before open, or past the retention window).
         Time travel (sql/bind/time_travel.py) maps a time to the state committed by then, so data
         written after it in an epoch that began earlier stays out."""
@@ -821,6 +823,11 @@ class HummockStorage(ReadSide):
         Staging SSTs the version now holds (a commit, maybe one finished late) leave staging."""
         old = getattr(self, "_version", None)
         self._version = version
+        if old is not None and version.max_committed_epoch > self._commit_times[-1][1]:
+            # every way a commit is installed logs it: a normal one, and one adopted after a
+            # lost reply (by a retry, by the next call's _adopt_pending, or inside the next
+            # manifest write), which reached the log before only if it was the normal path
+            self._log_commit(version.max_committed_epoch)
         in_version = version.sst_ids()
         if old is not None and not self.read_only:
             now = time.monotonic()

@@ -155,3 +155,40 @@ def test_a_renewal_during_refresh_never_names_a_version_above_an_open_scan():
     finally:
         writer.close()
 
+
+# --- 3. a commit adopted after a lost reply is in the commit log ------------------------------
+
+@pytest.mark.parametrize("adopted_by", ["retry", "reservation", "vacuum", "next_checkpoint"])
+def test_a_commit_adopted_after_lost_replies_is_in_the_commit_log(adopted_by):
+    """Every reply of a checkpoint's delta upload is lost (the delta is stored): the call
+    fails with an unknown outcome, and a later call adopts the stored delta. From then on,
+    ``committed_epoch_at(now)`` -- what ``FOR SYSTEM_TIME AS OF`` reads -- is that epoch (or a
+    later one), never the epoch before it."""
+    import time
+
+    from hummock.manifest import OutcomeUnknownError
+
+    location = _location()
+    with location.open(OPTIONS) as db:
+        _fill(db, [1])
+        db.ingest_batch(1, [(b"k0000", b"two")], 2 * E)
+        location.faults.inject("error_after", "upload_if_absent", times=3, path_prefix="manifest/delta-")
+        with pytest.raises(OutcomeUnknownError):
+            db.checkpoint(2 * E)
+        assert db.committed_epoch_at(time.time()) == E    # not known to be committed yet
+        if adopted_by == "retry":
+            db.checkpoint(2 * E)
+        elif adopted_by == "reservation":
+            db.reserve_sst_ids(1, hold=False)               # a manifest write finishes it first
+        elif adopted_by == "vacuum":
+            db.vacuum()
+        else:
+            db.ingest_batch(2, [(b"a", b"b")], 3 * E)
+            db.checkpoint(3 * E)
+        adopted = time.time()
+        travel = db.committed_epoch_at(adopted)
+        assert travel == db.max_committed_epoch == (3 * E if adopted_by == "next_checkpoint" else 2 * E)
+        assert db.get(1, b"k0000", travel) == b"two"
+        if adopted_by == "next_checkpoint":   # the adopted epoch has its own entry in the log
+            assert [e for _, e in db._commit_times][-3:] == [E, 2 * E, 3 * E]
+
