@@ -218,3 +218,49 @@ def test_exists_without_from_is_an_expression_of_the_outer_row(conn):
     assert batch_and_mv(conn, "SELECT * FROM t1 WHERE EXISTS (SELECT t1.a)") == (everything, everything)
     run(conn, "INSERT INTO t1 VALUES (4, 40)")
     assert rows(conn, "SELECT * FROM m_check") == [(1, 10), (2, 20), (4, 40), (None, 30)]
+
+
+# ---- JOIN ... USING ------------------------------------------------------------------------------
+
+def _using_tables(conn):
+    run(conn, "CREATE TABLE l (a INT, x INT)", "CREATE TABLE r (a INT, y INT)",
+        "CREATE TABLE m (a INT, y INT, z INT)", "CREATE TABLE b8 (a BIGINT, w INT)",
+        "INSERT INTO l VALUES (1, 10), (2, 20), (NULL, 5)", "INSERT INTO r VALUES (2, 200), (3, 300), (NULL, 6)",
+        "INSERT INTO m VALUES (2, 200, 7), (3, 1, 8), (9, 300, 9)", "INSERT INTO b8 VALUES (2, 1), (3, 4), (5, 6)")
+
+
+# (query, Postgres's column names, Postgres's rows) -- taken from PostgreSQL 18
+USING_CASES = [
+    ("SELECT * FROM l FULL JOIN r USING (a)", ["a", "x", "y"],
+     [(1, 10, None), (2, 20, 200), (3, None, 300), (None, 5, None), (None, None, 6)]),
+    ("SELECT * FROM l RIGHT JOIN r USING (a)", ["a", "x", "y"], [(2, 20, 200), (3, None, 300), (None, None, 6)]),
+    ("SELECT a, l.a, r.a FROM l FULL JOIN r USING (a)", ["a", "a", "a"],
+     [(1, 1, None), (2, 2, 2), (3, None, 3), (None, None, None), (None, None, None)]),
+    ("SELECT * FROM l JOIN r USING (a) JOIN m USING (y)", ["y", "a", "x", "a", "z"], [(200, 2, 20, 2, 7)]),
+    ("SELECT * FROM l JOIN r USING (a) JOIN m USING (a, y)", ["a", "y", "x", "z"], [(2, 200, 20, 7)]),
+    ("SELECT * FROM l FULL JOIN r USING (a) FULL JOIN m USING (a)", ["a", "x", "y", "y", "z"],
+     [(1, 10, None, None, None), (2, 20, 200, 200, 7), (3, None, 300, 1, 8), (9, None, None, 300, 9),
+      (None, 5, None, None, None), (None, None, 6, None, None)]),
+    ("SELECT * FROM l FULL JOIN b8 USING (a)", ["a", "x", "w"],
+     [(1, 10, None), (2, 20, 1), (3, None, 4), (5, None, 6), (None, 5, None)]),
+    ("SELECT a, count(*) FROM l FULL JOIN r USING (a) GROUP BY a", ["a", "count"], [(1, 1), (2, 1), (3, 1), (None, 2)]),
+]
+
+
+@pytest.mark.parametrize("query, cols, expected", USING_CASES, ids=[c[0][14:60] for c in USING_CASES])
+def test_join_using_merges_columns_as_postgres(conn, query, cols, expected):
+    _using_tables(conn)
+    assert names(conn, query) == cols
+    assert rows(conn, query) == expected
+    if len(set(cols)) == len(cols):   # an MV needs distinct column names
+        assert batch_and_mv(conn, query) == (expected, expected)
+
+
+def test_full_join_using_mv_follows_dml(conn):
+    _using_tables(conn)
+    q = "SELECT * FROM l FULL JOIN r USING (a)"
+    batch_and_mv(conn, q)
+    run(conn, "INSERT INTO l VALUES (3, 30)", "DELETE FROM r WHERE a = 2", "UPDATE l SET a = 7 WHERE a = 1")
+    expected = [(2, 20, None), (3, 30, 300), (7, 10, None), (None, 5, None), (None, None, 6)]
+    assert rows(conn, q) == expected
+    assert rows(conn, "SELECT * FROM m_check") == expected

@@ -216,30 +216,17 @@ class QueryBinder:
             right, rscope = self._from_item(join.this)
             if inner:
                 right, where_conjuncts = O.push_rank_filter(right, rscope, where_conjuncts, self.params)
-            rscope = rscope.shifted(len(plan.types))
             side = (join.side or "").lower()
             kind = {"": "inner", "left": "left", "right": "right", "full": "full"}[side]
             if (join.kind or "").upper() in ("SEMI", "ANTI") or join.args.get("method"):
                 what = join.kind or str(join.args.get("method") or "").upper()
                 raise error_at(UnsupportedError, f"{what} JOIN is not supported", join)
-            both = scope + rscope
             on, using = join.args.get("on"), join.args.get("using")
             if using:
-                conjuncts = []
-                for ident in using:
-                    name = _name(ident)
-                    l_col = scope.resolve(name, None, ident)
-                    r_col = rscope.resolve(name, None, ident)
-                    conjuncts.append((l_col, r_col))
-                    for c in rscope.cols:
-                        if c.index == r_col.index:
-                            c.unqualified = False
-                both = scope + rscope
-                lk = [l.index for l, _ in conjuncts]
-                rk = [r.index - len(plan.types) for _, r in conjuncts]
-                plan = P.Join(plan, right, kind, lk, rk, None)
-                scope = both
+                plan, scope = self._join_using(plan, scope, right, rscope, kind, using)
                 continue
+            rscope = rscope.shifted(len(plan.types))
+            both = scope + rscope
             if on is not None:
                 conds = _conjuncts(on)
             elif kind == "inner":   # comma / CROSS join: equalities come from WHERE
@@ -268,6 +255,68 @@ class QueryBinder:
             plan = P.Join(plan, right, kind, lk, rk, cond)
             scope = both
         return plan, scope, where_conjuncts
+
+    def _join_using(self, plan, scope, right, rscope, kind, using):
+        """``plan JOIN right USING (names)`` as Postgres: each name is one merged column --
+        the left's for INNER/LEFT, the right's for RIGHT, ``COALESCE(l, r)`` for FULL, in
+        their common type -- reachable unqualified; ``l.name`` / ``r.name`` still reach each
+        side's own column. Scope order (what ``*`` lists): the merged columns in USING
+        order, then the left's other columns, then the right's (applied at every level of
+        nested joins). Keys of different types are joined on casts to their common type."""
+        pairs, seen = [], set()
+        for ident in using:
+            name = _name(ident)
+            if name in seen:
+                raise error_at(BindError, f"column name {name!r} appears more than once in USING clause", ident)
+            seen.add(name)
+            pairs.append((name, scope.resolve(name, None, ident), rscope.resolve(name, None, ident), ident))
+        lcasts, rcasts, types = [], [], []
+        for name, l_col, r_col, ident in pairs:
+            sup = l_col.dtype if l_col.dtype == r_col.dtype else T.common_supertype(l_col.dtype, r_col.dtype)
+            if sup is None:
+                raise error_at(BindError, f"JOIN/USING types {l_col.dtype.sql_name()} and {r_col.dtype.sql_name()} "
+                                          f"cannot be matched", ident)
+            types.append(sup)
+            lcasts.append(None if l_col.dtype == sup else E.Cast(E.Col(l_col.index, l_col.dtype, name), sup))
+            rcasts.append(None if r_col.dtype == sup else E.Cast(E.Col(r_col.index, r_col.dtype, name), sup))
+
+        def extended(p, casts):   # p with the cast keys as trailing columns; the key indices
+            extra = [c for c in casts if c is not None]
+            if not extra:
+                return p, None
+            cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(p.types, p.names))]
+            out = P.Project(p, cols + extra, list(p.names) + [f"_using{i}" for i in range(len(extra))])
+            out.n_visible = p.n_visible
+            it = iter(range(len(p.types), len(p.types) + len(extra)))
+            return out, [next(it) if c is not None else None for c in casts]
+        plan, lcast_at = extended(plan, lcasts)
+        right, rcast_at = extended(right, rcasts)
+        width = len(plan.types)
+        lk = [(lcast_at[i] if lcast_at and lcast_at[i] is not None else l.index) for i, (_, l, _, _) in enumerate(pairs)]
+        rk = [(rcast_at[i] if rcast_at and rcast_at[i] is not None else r.index) for i, (_, _, r, _) in enumerate(pairs)]
+        plan = P.Join(plan, right, kind, lk, rk, None)
+        # the merged columns' table: a name no query can write (SELECT * names them by it)
+        self.using_joins = getattr(self, "using_joins", 0) + 1
+        tag = f" using {self.using_joins}"
+        merged_exprs = []
+        for i, (name, _, _, _) in enumerate(pairs):
+            lcol, rcol = E.Col(lk[i], types[i], name), E.Col(width + rk[i], types[i], name)
+            merged_exprs.append(lcol if kind in ("inner", "left") else rcol if kind == "right" else
+                                E.Func("coalesce", lcol, rcol))
+        if any(not isinstance(e, E.Col) for e in merged_exprs):   # FULL: the COALESCEs as trailing columns
+            cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+            at = len(cols)
+            plan = P.Project(plan, cols + merged_exprs, list(plan.names) + [f"_merged{i}" for i in range(len(pairs))])
+            merged = [ScopeCol(tag, name, at + i, types[i]) for i, (name, _, _, _) in enumerate(pairs)]
+        else:
+            merged = [ScopeCol(tag, name, e.index, types[i]) for i, ((name, _, _, _), e) in
+                      enumerate(zip(pairs, merged_exprs))]
+        used = {id(l) for _, l, _, _ in pairs} | {id(r) for _, _, r, _ in pairs}
+        rest = [ScopeCol(c.table, c.name, c.index, c.dtype, c.unqualified and id(c) not in used) for c in scope.cols]
+        rshift = rscope.shifted(width)
+        rest += [ScopeCol(c.table, c.name, c.index, c.dtype, c.unqualified and id(r) not in used)
+                 for c, r in zip(rshift.cols, rscope.cols)]
+        return plan, Scope(merged + rest)
 
     # --- SELECT ---------------------------------------------------------------------------------
 
