@@ -34,15 +34,19 @@ import socket
 import threading
 import uuid
 
+from hummock._json_depth import json_depth_bound
 from hummock.errors import HummockError
 from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 
-__all__ = ["ReaderLease", "VersionExpiredError", "live_lease_floor", "LEASE_PREFIX"]
+__all__ = ["ReaderLease", "VersionExpiredError", "live_lease_floor", "parse_lease", "LEASE_PREFIX",
+           "MAX_LEASE_TTL_S"]
 
 log = logging.getLogger(__name__)
 
 LEASE_PREFIX = "leases/"
 DEAD_AFTER = 10          # an expired lease this many TTLs old is removed by the writer
+DAMAGED_TTL_S = 3600     # a malformed lease counts as naming version 0 for this long
+MAX_LEASE_TTL_S = 30 * 86400   # a lease claiming a longer life is malformed (reader_lease_s, pin_ttl_s)
 _MAX_LEASE_BYTES = 4096  # a lease object larger than this is not ours: ignored (and kept)
 
 
@@ -124,10 +128,13 @@ def live_lease_floor(store, now: datetime.datetime | None = None, *, remove_dead
                      seen: dict | None = None) -> int | None:
     """The lowest version id any live reader lease names, or ``None`` when none is live.
 
-    Reads every lease object under ``leases/``; one that does not decode counts as live with
-    version 0 (pins everything) for an hour (and is removed after ``DEAD_AFTER`` hours) -- a damaged lease must
-    not let vacuum delete what a reader may hold. With ``remove_dead``, leases expired for
-    ``DEAD_AFTER`` TTLs are deleted. Raises ObjectStoreError for I/O.
+    Reads every lease object under ``leases/``; one that is malformed (:func:`parse_lease`
+    refuses it: not JSON, wrong types, ``version_id: 1e999``, a TTL over ``MAX_LEASE_TTL_S``
+    ...) is input from another process, never trusted: its content is ignored with a warning
+    (never an exception) and it counts as live with version 0 (pins everything) for an hour
+    (and is removed after ``DEAD_AFTER`` hours) -- a damaged lease must not let vacuum delete
+    what a reader may hold. With ``remove_dead``, leases expired for ``DEAD_AFTER`` TTLs are
+    deleted. Raises ObjectStoreError for I/O, nothing else.
 
     ``seen`` (a dict the caller keeps between calls; the writer's vacuum does) remembers each
     live lease: ``path -> (version id, expiry on the store's clock)``. A remembered lease that a
@@ -145,15 +152,13 @@ def live_lease_floor(store, now: datetime.datetime | None = None, *, remove_dead
         age = (now - meta.last_modified).total_seconds()
         try:
             if meta.size > _MAX_LEASE_BYTES:
-                raise ValueError("too large")
-            info = json.loads(store.read(meta.path))
-            version_id, ttl = int(info["version_id"]), float(info["ttl_s"])
-            if version_id < 0 or not ttl > 0:
-                raise ValueError("out of range")
+                raise ValueError(f"{meta.size} bytes, over {_MAX_LEASE_BYTES}")
+            version_id, ttl = parse_lease(store.read(meta.path))
         except ObjectNotFoundError:
             continue   # released meanwhile
-        except (ValueError, KeyError, TypeError):
-            version_id, ttl = 0, 3600.0
+        except ValueError as exc:   # hostile or damaged: its content is ignored
+            _warn_malformed(meta, exc)
+            version_id, ttl = 0, DAMAGED_TTL_S
         if age < ttl:
             floor = version_id if floor is None else min(floor, version_id)
             if seen is not None:
@@ -184,7 +189,44 @@ def _remembered(store, path: str, version_id: int, expiry, now) -> int | None:
     except ObjectStoreError:
         return version_id if now < expiry else None
     try:
-        renewed = int(json.loads(data)["version_id"])
-    except (ValueError, KeyError, TypeError):
-        renewed = 0
-    return min(version_id, max(renewed, 0))
+        renewed = parse_lease(data)[0]
+    except ValueError:
+        renewed = 0   # damaged now: pins everything, as in the listing
+    return min(version_id, renewed)
+
+
+def parse_lease(data: bytes) -> tuple[int, float]:
+    """``(version_id, ttl_s)`` of a lease object's bytes (docs/format.md "Reader leases").
+    The object comes from another process, so nothing is trusted: ``ValueError`` for bytes
+    over ``_MAX_LEASE_BYTES``, nesting (refused before ``json.loads`` recurses), non-UTF-8 or
+    non-JSON bytes, anything but an object, a ``version_id`` that is not a JSON integer in
+    u64 (``1e999``, ``"7"``, ``true``), a ``ttl_s`` that is not a number in
+    ``(0, MAX_LEASE_TTL_S]`` (``NaN``, ``1e999``, ``1e300``)."""
+    if len(data) > _MAX_LEASE_BYTES:
+        raise ValueError(f"{len(data)} bytes, over {_MAX_LEASE_BYTES}")
+    if json_depth_bound(data, 2) > 2:
+        raise ValueError("nests deeper than a lease does")
+    info = json.loads(data)   # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    if not isinstance(info, dict):
+        raise ValueError(f"a JSON object expected, got {type(info).__name__}")
+    version_id, ttl = info.get("version_id"), info.get("ttl_s")
+    if isinstance(version_id, bool) or not isinstance(version_id, int) or not 0 <= version_id < 2**64:
+        raise ValueError(f"version_id must be an integer in u64, got {version_id!r:.40}")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_LEASE_TTL_S:
+        raise ValueError(f"ttl_s must be a number in (0, {MAX_LEASE_TTL_S}], got {ttl!r:.40}")
+    return version_id, float(ttl)
+
+
+_warned: dict = {}   # path -> last_modified of the malformed lease objects already logged
+
+
+def _warn_malformed(meta, exc) -> None:
+    """Log a malformed lease once per object version (vacuum lists leases often)."""
+    if _warned.get(meta.path) == meta.last_modified:
+        return
+    if len(_warned) > 1024:
+        _warned.clear()
+    _warned[meta.path] = meta.last_modified
+    log.warning("reader lease %s is malformed (%s): its content is ignored; it pins every version "
+                "until it is %d s old and is deleted after %d s", meta.path, exc, DAMAGED_TTL_S,
+                DEAD_AFTER * DAMAGED_TTL_S)

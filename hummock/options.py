@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 
 from hummock.errors import InvalidArgumentError
+from hummock.leases import MAX_LEASE_TTL_S
 from hummock.sstable.builder import SstableBuilderOptions
 
 KiB = 1024
@@ -69,6 +70,9 @@ class StorageOptions:
         for name in ("vacuum_min_age_s", "retention_seconds"):
             _seconds(name, getattr(self, name), 0.0)
         _seconds("reader_lease_s", self.reader_lease_s, 0.001)
+        if self.reader_lease_s > MAX_LEASE_TTL_S:   # a writer's vacuum would take the lease for malformed
+            raise InvalidArgumentError(f"StorageOptions.reader_lease_s must be at most {MAX_LEASE_TTL_S} s "
+                                       f"(30 days), got {self.reader_lease_s!r}")
         if 0 < self.vacuum_min_age_s < self.reader_lease_s / 2:
             raise InvalidArgumentError(
                 f"StorageOptions.vacuum_min_age_s ({self.vacuum_min_age_s}) must be 0 or at least "

@@ -26,7 +26,7 @@ import socket
 import uuid
 
 from hummock.errors import InvalidArgumentError
-from hummock.leases import LEASE_PREFIX, VersionExpiredError
+from hummock.leases import LEASE_PREFIX, MAX_LEASE_TTL_S, VersionExpiredError
 from hummock.object_store.base import ObjectNotFoundError
 from hummock.read_view import ReadState, SstReader, VersionView, version_groups
 from hummock.sstable.cache import LruCache
@@ -40,7 +40,10 @@ def pin_version(store, version_id: int, ttl_s: float) -> str:
     """Write a job pin naming ``version_id`` on ``store`` (an ``ObjectStore``), alive for
     ``ttl_s`` seconds from now; return its object path. REQUIRES: the caller already holds
     ``version_id`` by some other lease (its read-only opener's) while this is written, so there
-    is no moment the version is unprotected. Raises ObjectStoreError."""
+    is no moment the version is unprotected. Raises ObjectStoreError; InvalidArgumentError
+    for a ``ttl_s`` outside ``(0, MAX_LEASE_TTL_S]`` (a writer's vacuum would take such a pin for malformed)."""
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or not 0 < ttl_s <= MAX_LEASE_TTL_S:
+        raise InvalidArgumentError(f"ttl_s must be a number of seconds in (0, {MAX_LEASE_TTL_S}], got {ttl_s!r}")
     path = f"{LEASE_PREFIX}reader-job-{uuid.uuid4().hex}"
     body = {"version_id": int(version_id), "ttl_s": float(ttl_s), "pid": os.getpid(),
             "host": socket.gethostname(), "job": True}

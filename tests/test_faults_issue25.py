@@ -192,3 +192,65 @@ def test_a_commit_adopted_after_lost_replies_is_in_the_commit_log(adopted_by):
         if adopted_by == "next_checkpoint":   # the adopted epoch has its own entry in the log
             assert [e for _, e in db._commit_times][-3:] == [E, 2 * E, 3 * E]
 
+
+# --- 5. hostile lease objects ------------------------------------------------------------------
+
+HOSTILE_LEASES = [
+    b'{"version_id": 1e999, "ttl_s": 60}',          # json gives inf: int(inf) overflowed
+    b'{"version_id": 7, "ttl_s": 1e999}',            # infinite life
+    b'{"version_id": 7, "ttl_s": 1e300}',            # a huge one
+    b'{"version_id": 7, "ttl_s": NaN}',
+    b'{"version_id": "7", "ttl_s": 60}',             # wrong types
+    b'{"version_id": true, "ttl_s": 60}',
+    b'{"version_id": 7, "ttl_s": "60"}',
+    b'{"version_id": {"a": 1}, "ttl_s": [1]}',
+    b'{"version_id": -1, "ttl_s": 60}',
+    b'{"version_id": 18446744073709551616, "ttl_s": 60}',
+    b'[7, 60]',
+    b'null',
+    b'\xff\xfe{"version_id": 7}',                    # not UTF-8
+    b'{not json',
+    b'[' * 2000 + b']' * 2000,                       # nesting: RecursionError in json.loads
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE_LEASES, ids=range(len(HOSTILE_LEASES)))
+def test_a_hostile_lease_is_ignored_with_a_warning_and_vacuum_and_compaction_go_on(body, caplog):
+    """A lease object is input from another process. A malformed one never stops vacuum or
+    compaction with a raw exception: its content is ignored with a warning, and it counts as
+    the documented damaged lease (pins every version for an hour, then is removed)."""
+    import datetime
+    import logging
+
+    location = _location()
+    with location.open(OPTIONS.replace(compactor="local")) as db:
+        _fill(db, range(1, 5))
+        db._store.upload(LEASE_PREFIX + "reader-hostile", body)
+        with caplog.at_level(logging.WARNING, logger="hummock.leases"):
+            assert db.compact_all() >= 1                      # its vacuum reads the lease
+            db.vacuum()
+            now = db._store.now()
+            assert live_lease_floor(db._store, now) == 0     # pins everything, for safety
+        assert any("malformed" in r.getMessage() and "reader-hostile" in r.getMessage()
+                   for r in caplog.records)
+        assert list(db.iter(1, 4 * E)) == _rows()
+        later = now + datetime.timedelta(hours=11)
+        assert live_lease_floor(db._store, later) is None    # long dead: removed
+        assert not db._store.exists(LEASE_PREFIX + "reader-hostile")
+        assert db.vacuum() >= 1                               # the compacted inputs go now
+
+
+def test_lease_lifetimes_are_bounded_where_they_are_written():
+    from hummock.errors import InvalidArgumentError
+    from hummock.leases import MAX_LEASE_TTL_S
+    from hummock.object_store import MemoryObjectStore
+    from hummock.pinned_read import pin_version
+
+    with pytest.raises(ValueError, match="reader_lease_s"):
+        StorageOptions(reader_lease_s=MAX_LEASE_TTL_S * 2)
+    for ttl in (float("inf"), float("nan"), 0, MAX_LEASE_TTL_S + 1, True):
+        with pytest.raises(InvalidArgumentError):
+            pin_version(MemoryObjectStore(), 1, ttl)
+    store = MemoryObjectStore()
+    pin_version(store, 5, MAX_LEASE_TTL_S)
+    assert live_lease_floor(store) == 5
