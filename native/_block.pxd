@@ -57,6 +57,11 @@ cdef class BlockBuilder:
 cdef class Block   # defined below; BlockIterator.c_reset takes one
 
 
+cdef struct PrevEntry:
+    # one entry of the restart interval prev() decoded: where it is and where its key was kept
+    Py_ssize_t offset, value_start, value_end, next_off, key_at, key_len
+
+
 @cython.final
 cdef class BlockIterator:
     cdef Block owner              # keeps the content p points into alive
@@ -71,6 +76,12 @@ cdef class BlockIterator:
     cdef Py_ssize_t value_start
     cdef Py_ssize_t value_end
     cdef object object_name
+    cdef readonly Py_ssize_t decoded   # entries decoded (a work count; see the twin)
+    # prev()'s decoded restart interval: its entries and their keys (key bytes in prev_keys)
+    cdef PrevEntry* prev_ents
+    cdef Py_ssize_t prev_n, prev_cap, prev_at
+    cdef unsigned char* prev_keys
+    cdef Py_ssize_t prev_keys_len, prev_keys_cap
 
     cdef object corrupt(self, message, offset, expected=*, found=*)
     cdef uint32_t restart_at(self, Py_ssize_t i) noexcept
@@ -93,6 +104,7 @@ cdef class BlockIterator:
     cdef int c_seek_to_last(self) except -1
     cdef int c_next(self) except -1
     cdef int c_prev(self) except -1
+    cdef int prev_push(self) except -1
     cdef inline bint c_valid(self) noexcept:
         return self.current < self.limit
 

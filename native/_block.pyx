@@ -400,9 +400,12 @@ cdef class BlockIterator:
         self.object_name = block.object_name if object is None else object
         self.current = self.limit
         self.next_off = self.limit
+        self.prev_at = -1
 
     def __dealloc__(self):
         free(self.key_ptr)
+        free(self.prev_ents)
+        free(self.prev_keys)
 
     cdef object corrupt(self, message, offset, expected=None, found=None):
         """The error to raise; leaves the iterator invalid first (an iterator that raised never
@@ -461,6 +464,7 @@ cdef class BlockIterator:
             self.key_cap = need * 2
         memcpy(self.key_ptr + shared, self.p + pos, unshared)
         self.key_len = need
+        self.decoded += 1
         self.current = offset
         self.value_start = pos + unshared
         self.value_end = self.value_start + value_len
@@ -511,6 +515,7 @@ cdef class BlockIterator:
         self.limit = block.limit
         self.num_restarts = block.num_restarts
         self.object_name = block.object_name
+        self.prev_n, self.prev_at = 0, -1   # prev()'s interval belonged to the old block
         self.invalidate()
 
     cdef int c_seek_to_first(self) except -1:
@@ -529,18 +534,70 @@ cdef class BlockIterator:
         return self.parse(self.next_off, self.key_len)
 
     cdef int c_prev(self) except -1:
+        """Step back: from prev()'s decoded interval while the iterator is still on one of its
+        entries, else decode the restart interval before the current entry once (each entry
+        and its key kept), so a backward walk decodes every entry once (see the twin)."""
         cdef Py_ssize_t target = self.current
-        cdef Py_ssize_t index = self.num_restarts - 1
-        while index >= 0 and self.restart_at(index) >= target:
-            index -= 1
-        if index < 0:
+        cdef Py_ssize_t at = self.prev_at, lo = 0, hi = self.num_restarts, mid
+        cdef PrevEntry* e
+        if 0 < at < self.prev_n and self.prev_ents[at].offset == target:
+            e = &self.prev_ents[at - 1]
+            # an interval's keys are no longer than the buffer that decoded them
+            memcpy(self.key_ptr, self.prev_keys + e.key_at, e.key_len)
+            self.key_len = e.key_len
+            self.current, self.value_start, self.value_end, self.next_off = \
+                e.offset, e.value_start, e.value_end, e.next_off
+            self.prev_at = at - 1
+            return 0
+        self.prev_at = -1
+        self.prev_n = 0
+        self.prev_keys_len = 0
+        while lo < hi:   # the last restart before the current entry (restarts increase: checked)
+            mid = (lo + hi) // 2
+            if self.restart_at(mid) < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == 0:
             self.invalidate()
             return 0
-        self.restart_key(index)
+        self.restart_key(lo - 1)
+        self.prev_push()
         while self.next_off < target:
             self.parse(self.next_off, self.key_len)
+            self.prev_push()
         if self.next_off != target:
+            self.prev_n = 0
             raise self.corrupt("entries do not chain to the current entry", target)
+        self.prev_at = self.prev_n - 1
+        return 0
+
+    cdef int prev_push(self) except -1:
+        """Keep the current entry (and a copy of its key) as the next of prev()'s interval."""
+        cdef PrevEntry* grown_e
+        cdef unsigned char* grown_k
+        cdef Py_ssize_t cap
+        if self.prev_n == self.prev_cap:
+            cap = 16 if self.prev_cap == 0 else 2 * self.prev_cap
+            grown_e = <PrevEntry*>realloc(self.prev_ents, cap * sizeof(PrevEntry))
+            if grown_e == NULL:
+                self.prev_n = 0
+                self.invalidate()
+                raise MemoryError()
+            self.prev_ents, self.prev_cap = grown_e, cap
+        if self.prev_keys_len + self.key_len > self.prev_keys_cap:
+            cap = 2 * (self.prev_keys_len + self.key_len)
+            grown_k = <unsigned char*>realloc(self.prev_keys, cap)
+            if grown_k == NULL:
+                self.prev_n = 0
+                self.invalidate()
+                raise MemoryError()
+            self.prev_keys, self.prev_keys_cap = grown_k, cap
+        memcpy(self.prev_keys + self.prev_keys_len, self.key_ptr, self.key_len)
+        self.prev_ents[self.prev_n] = PrevEntry(self.current, self.value_start, self.value_end, self.next_off,
+                                                self.prev_keys_len, self.key_len)
+        self.prev_keys_len += self.key_len
+        self.prev_n += 1
         return 0
 
     cdef int c_seek(self, const unsigned char* target, Py_ssize_t n) except -1:

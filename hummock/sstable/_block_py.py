@@ -12,6 +12,7 @@ Callers: :mod:`hummock.sstable.block` only.
 from __future__ import annotations
 
 import array
+import bisect
 import struct
 
 from xxhash import xxh64_intdigest
@@ -222,6 +223,12 @@ class BlockIterator:
     Malformed content raises :class:`CorruptionError` when the bad bytes are reached (the trailer
     is checked at construction); an iterator that raised is left invalid, whatever it was
     positioned on before (so both twins agree on every later call).
+
+    ``prev()`` decodes the restart interval before the current entry once and keeps its entries,
+    so walking back through an interval of k entries decodes each of them once (linear, not
+    k*(k+1)/2 entries). ``decoded`` counts the entries this iterator has decoded (a work count
+    for tests; the twins count alike for moves, not for seeks: the native seek compares restart
+    keys in place).
     """
 
     def __init__(self, content, object: str | None = None):
@@ -234,6 +241,9 @@ class BlockIterator:
         self._next = self._limit
         self._key = b""
         self._value_start = self._value_end = 0
+        self._prev_entries = []   # (offset, key, value_start, value_end, next) of one restart interval
+        self._prev_at = -1        # the entry of _prev_entries the iterator was put on by prev()
+        self.decoded = 0
 
     def _corrupt(self, message, offset, expected=None, found=None):
         """The error to raise; leaves the iterator invalid first."""
@@ -267,6 +277,7 @@ class BlockIterator:
         key = previous_key[:shared] + self._data[pos:pos + unshared]
         if len(key) < _MIN_FULL_KEY_LEN:
             raise self._corrupt("key shorter than a full key", offset, f">= {_MIN_FULL_KEY_LEN}", len(key))
+        self.decoded += 1
         self._current = offset
         self._key = key
         self._value_start = pos + unshared
@@ -315,17 +326,24 @@ class BlockIterator:
     def prev(self) -> None:
         assert self.is_valid(), "prev() on an invalid iterator"
         target = self._current
-        index = len(self._restarts) - 1
-        while index >= 0 and self._restarts[index] >= target:
-            index -= 1
+        entries, at = self._prev_entries, self._prev_at
+        if 0 < at < len(entries) and entries[at][0] == target:   # still in the decoded interval
+            self._prev_at = at - 1
+            self._current, self._key, self._value_start, self._value_end, self._next = entries[at - 1]
+            return
+        self._prev_at = -1
+        index = bisect.bisect_left(self._restarts, target) - 1   # restarts increase (checked)
         if index < 0:
             self._invalidate()
             return
         self._restart_key(index)
+        entries = [(self._current, self._key, self._value_start, self._value_end, self._next)]
         while self._next < target:
             self._parse(self._next, self._key)
+            entries.append((self._current, self._key, self._value_start, self._value_end, self._next))
         if self._next != target:
             raise self._corrupt("entries do not chain to the current entry", target)
+        self._prev_entries, self._prev_at = entries, len(entries) - 1
 
     def seek(self, target) -> None:
         """Position on the first entry whose key is >= ``target`` (full-key order)."""
