@@ -203,8 +203,8 @@ class HummockStorage(ReadSide):
         if not read_only:
             local = store.lock_store()
             if isinstance(local, LocalObjectStore):   # temp files of uploads a crash cut short
-                try:
-                    local.cleanup_temp(older_than_seconds=options.vacuum_min_age_s)
+                try:   # a dead writer's at once (our lock proves it dead), others' once old
+                    local.cleanup_temp(older_than_seconds=options.vacuum_min_age_s, writer_files=True)
                 except OSError as exc:   # best effort: leftovers only cost space
                     log.warning("could not remove temporary files under %r: %s", local.root, exc)
             try:

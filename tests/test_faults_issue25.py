@@ -254,3 +254,47 @@ def test_lease_lifetimes_are_bounded_where_they_are_written():
     store = MemoryObjectStore()
     pin_version(store, 5, MAX_LEASE_TTL_S)
     assert live_lease_floor(store) == 5
+
+
+# --- 7. temp files of a crashed writer ---------------------------------------------------------
+
+_CRASHING_WRITER = """
+import os, sys
+from hummock import HummockStorage, StorageOptions
+db = HummockStorage.open(sys.argv[1], StorageOptions(compactor="none"))
+upload = db._store.streaming_upload("sst/00000000000000999999.sst")   # an SST upload under way
+upload.write(b"x" * 100_000)
+os._exit(9)                                                          # the crash: no abort, no close
+"""
+
+
+def test_temp_files_of_a_crashed_writer_go_at_the_next_open_whatever_their_age(tmp_path):
+    """A writer process dies in the middle of an upload: its temp file stays behind, young.
+    The next writer holds the lock, which proves that writer dead, so it removes the file at
+    open -- not only once it is older than vacuum_min_age_s. A young temp file of another,
+    live process that holds no writer lock (a bulk loader's task, a reader's lease) stays."""
+    import os
+    import subprocess
+    import sys
+
+    from hummock.object_store import LocalObjectStore
+
+    path = tmp_path / "db"
+    with HummockStorage.open(str(path), OPTIONS) as db:
+        _fill(db, [1])
+    done = subprocess.run([sys.executable, "-c", _CRASHING_WRITER, str(path)], cwd=os.getcwd(),
+                          capture_output=True, timeout=120)
+    assert done.returncode == 9, done.stderr.decode()[-2000:]
+    crashed = [p for p in (path / "sst").iterdir() if p.name.startswith(".tmp-")]
+    assert len(crashed) == 1 and crashed[0].stat().st_size == 100_000
+    loader = LocalObjectStore(path)                   # a live non-writer upload, young too
+    task = loader.streaming_upload("sst/00000000000000888888.sst")
+    task.write(b"y" * 10)
+    theirs = [p for p in (path / "sst").iterdir() if p.name.startswith(".tmp-") and p not in crashed]
+    with HummockStorage.open(str(path), OPTIONS.replace(vacuum_min_age_s=3600)) as db:
+        assert not crashed[0].exists()                # the dead writer's: gone at open
+        assert all(p.exists() for p in theirs)        # the live loader's: kept (age rule)
+        assert list(db.iter(1, E)) == _rows(last=1)
+    task.finish()                                     # and it still publishes
+    assert loader.read("sst/00000000000000888888.sst") == b"y" * 10
+    loader.close()

@@ -1,12 +1,14 @@
 """The object store on a local directory: the default backend (DESIGN.md section 4).
 
 Layout: the object ``a/b/c`` is the file ``<root>/a/b/c``; directories are created on demand and
-never removed. Crash safety: every object is written to ``<dir>/.tmp-<random>`` in its final
+never removed. Crash safety: every object is written to ``<dir>/.tmp-<random>`` (``.tmp-w-<random>``
+once the handle holds the writer lock) in its final
 directory, fsynced, renamed over the final name with ``os.replace`` (atomic on POSIX), and then
 the directory is fsynced, so after a crash a path holds either its old object or its complete
 new one, never a half-written file. Temporary files are invisible (``list`` skips every name
 starting with '.', and object paths can never start a segment with '.'); leftovers of a crash
-are removed by :meth:`LocalObjectStore.cleanup_temp`.
+are removed by :meth:`LocalObjectStore.cleanup_temp` (a dead writer's at once when the next writer
+opens: its lock proves no live writer owns them).
 
 Limits: an object path may not be a directory of another (``a`` and ``a/b`` cannot coexist; the
 second upload raises ObjectStoreError); on case-insensitive file systems paths differing only
@@ -41,9 +43,10 @@ from hummock.object_store.base import (
 )
 from hummock.object_store.locks import FlockLock
 
-__all__ = ["LocalObjectStore", "TEMP_PREFIX", "LOCK_FILE_NAME"]
+__all__ = ["LocalObjectStore", "TEMP_PREFIX", "WRITER_TEMP_TAG", "LOCK_FILE_NAME"]
 
 TEMP_PREFIX = ".tmp-"
+WRITER_TEMP_TAG = "w-"   # after TEMP_PREFIX: written by a handle holding the writer lock
 LOCK_FILE_NAME = ".writer-lock"  # in the root; not an object (segments never start with '.')
 # errors meaning "no object at this path": missing, a directory, or a file used as a directory
 _NOT_FOUND = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
@@ -69,6 +72,7 @@ class LocalObjectStore(ObjectStore):
         one), ObjectStoreError if the root cannot be created -- or, with ``create=False`` (read-
         only openers), ObjectNotFoundError if it does not exist: nothing is created then."""
         super().__init__()
+        self._temp_tag = ""   # WRITER_TEMP_TAG once this handle holds the writer lock
         root = os.fspath(root)
         if ("\0" if isinstance(root, str) else b"\0") in root:
             raise InvalidArgumentError("local object store path contains a NUL byte, which no "
@@ -105,7 +109,7 @@ class LocalObjectStore(ObjectStore):
         """Create and open a fresh temporary file in the directory of ``path``."""
         final = self._file(path)
         self._make_dirs(os.path.dirname(final))
-        temp = os.path.join(os.path.dirname(final), f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        temp = os.path.join(os.path.dirname(final), f"{TEMP_PREFIX}{self._temp_tag}{uuid.uuid4().hex}")
         return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), temp
 
     def _publish(self, fd: int, temp: str, path: str) -> None:
@@ -151,7 +155,9 @@ class LocalObjectStore(ObjectStore):
     def writer_lock(self, info: dict, *, stale_after: float, force: bool):
         """An ``flock`` on :meth:`lock_file_path` (``force`` cannot break a live process's
         lock, and a dead one's is already gone)."""
-        return FlockLock(self, info)
+        lock = FlockLock(self, info)
+        self._temp_tag = WRITER_TEMP_TAG   # this handle's temp files are now a writer's
+        return lock
 
     def lock_file_path(self) -> str:
         """The file ``hummock.manifest.WriterLock`` flocks: ``<root>/.writer-lock`` (see module doc)."""
@@ -236,21 +242,32 @@ class LocalObjectStore(ObjectStore):
             raise _io_error("start the upload of", path, exc) from exc
         return _LocalUploader(self, path, fd, temp)
 
-    def cleanup_temp(self, older_than_seconds: float = 0.0) -> int:
-        """Remove temporary files older than ``older_than_seconds``; return how many.
+    def cleanup_temp(self, older_than_seconds: float = 0.0, *, writer_files: bool = False) -> int:
+        """Remove temporary files older than ``older_than_seconds``; return how many. With
+        ``writer_files``, also every temporary file a writer's handle made
+        (``.tmp-w-<random>``: a handle names its temp files so once it holds the writer lock),
+        whatever its age.
 
         REQUIRES: no upload that is still running (in any process sharing the root) has a
         temporary file older than ``older_than_seconds``; with the default 0 that means no
-        upload is running at all, e.g. when the engine opens the store after a crash.
+        upload is running at all, e.g. when the engine opens the store after a crash. For
+        ``writer_files``: the caller holds the writer lock of this root and has no upload of
+        its own running -- the flock then proves every writer that made such a file is dead
+        (the kernel released its lock) or closed, so none is still writing it. Other
+        processes' uploads (readers' leases, bulk loaders) keep the age rule.
         """
         self._require_open()
         cutoff = time.time() - older_than_seconds
+        dead_writers = TEMP_PREFIX + WRITER_TEMP_TAG if writer_files else None
         removed = 0
         for directory, _, files in os.walk(self.root):
             for name in files:
                 temp = os.path.join(directory, name)
                 try:
-                    if name.startswith(TEMP_PREFIX) and os.stat(temp).st_mtime <= cutoff:
+                    if dead_writers is not None and name.startswith(dead_writers):
+                        os.unlink(temp)
+                        removed += 1
+                    elif name.startswith(TEMP_PREFIX) and os.stat(temp).st_mtime <= cutoff:
                         os.unlink(temp)
                         removed += 1
                 except FileNotFoundError:
