@@ -264,3 +264,70 @@ def test_full_join_using_mv_follows_dml(conn):
     expected = [(2, 20, None), (3, 30, 300), (7, 10, None), (None, 5, None), (None, None, 6)]
     assert rows(conn, q) == expected
     assert rows(conn, "SELECT * FROM m_check") == expected
+
+
+# ---- FULL JOIN of inputs whose keys may be all NULL ---------------------------------------------
+
+def test_full_join_of_two_single_row_aggregates_keeps_both_unmatched_rows(conn):
+    """Both sides have an empty stream key: the left-only row and the right-only row had the
+    same MV key and one of them was lost."""
+    run(conn, "CREATE TABLE t1 (v INT)", "CREATE TABLE t2 (v INT)")
+    q = "SELECT * FROM (SELECT count(*) AS c FROM t1) a FULL JOIN (SELECT sum(v) AS s FROM t2) b ON a.c = b.s"
+    assert batch_and_mv(conn, q) == ([(0, None), (None, None)],) * 2
+    steps = [
+        ("INSERT INTO t1 VALUES (1)", [(1, None), (None, None)]),
+        ("INSERT INTO t2 VALUES (5)", [(1, None), (None, 5)]),
+        ("UPDATE t2 SET v = 1", [(1, 1)]),                       # now they match: one row
+        ("INSERT INTO t1 VALUES (2)", [(2, None), (None, 1)]),   # and apart again
+        ("DELETE FROM t2", [(2, None), (None, None)]),
+    ]
+    for stmt, expected in steps:
+        run(conn, stmt)
+        assert rows(conn, q) == expected, stmt
+        assert rows(conn, "SELECT * FROM m_check") == expected, stmt
+
+
+def test_full_join_of_groupings_with_null_groups(conn):
+    """NULL groups never match (NULL = NULL is not true): both stay, each NULL-padded."""
+    run(conn, "CREATE TABLE g (k INT, v INT)", "CREATE TABLE h (k INT, v INT)",
+        "INSERT INTO g VALUES (NULL, 1), (1, 2)", "INSERT INTO h VALUES (NULL, 5), (2, 3)")
+    q = ("SELECT * FROM (SELECT k, count(*) AS n FROM g GROUP BY k) a "
+         "FULL JOIN (SELECT k AS k2, sum(v) AS s FROM h GROUP BY k) b ON a.k = b.k2")
+    expected = [(1, 1, None, None), (None, 1, None, None), (None, None, 2, 3), (None, None, None, 5)]
+    assert batch_and_mv(conn, q) == (expected, expected)
+    run(conn, "INSERT INTO h VALUES (1, 7)", "DELETE FROM g WHERE k IS NULL")
+    expected = [(1, 1, 1, 7), (None, None, 2, 3), (None, None, None, 5)]
+    assert rows(conn, q) == expected
+    assert rows(conn, "SELECT * FROM m_check") == expected
+
+
+# ---- a column repeated among a join's equalities -------------------------------------------------
+
+REPEATED_KEY_CASES = [
+    "SELECT l.id AS lid, r.id AS rid FROM l JOIN r ON l.a = r.a AND l.a = r.id",
+    "SELECT l.id AS lid, r.id AS rid FROM l FULL JOIN r ON l.a = r.a AND l.id = r.a",
+    "SELECT l.id AS lid, r.id AS rid FROM l, r WHERE l.a = r.a AND r.id = l.a",
+    "SELECT id FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.a = l.a AND r.id = l.a)",
+    "SELECT id FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.a = l.a AND r.id = l.a)",
+    "SELECT id, (SELECT count(*) FROM r WHERE r.a = l.a AND r.id = l.a) AS n FROM l",
+]
+
+
+@pytest.mark.parametrize("query", REPEATED_KEY_CASES)
+def test_a_column_repeated_among_join_equalities_is_planned(conn, query):
+    run(conn, "CREATE TABLE l (id INT, a INT)", "CREATE TABLE r (id INT, a INT)",
+        "INSERT INTO l VALUES (1, 1), (2, 2), (3, 4)", "INSERT INTO r VALUES (1, 1), (2, 3), (4, 4)")
+    batch, mv = batch_and_mv(conn, query)
+    assert batch == mv
+    run(conn, "INSERT INTO r VALUES (2, 2)", "DELETE FROM r WHERE id = 4")
+    assert rows(conn, "SELECT * FROM m_check") == rows(conn, query)
+
+
+def test_repeated_join_columns_answer_as_postgres(conn):
+    run(conn, "CREATE TABLE l (id INT, a INT)", "CREATE TABLE r (id INT, a INT)",
+        "INSERT INTO l VALUES (1, 1), (2, 2), (3, 4)", "INSERT INTO r VALUES (1, 1), (2, 3), (4, 4)")
+    assert rows(conn, REPEATED_KEY_CASES[0]) == [(1, 1), (3, 4)]
+    assert rows(conn, REPEATED_KEY_CASES[1]) == [(1, 1), (2, None), (3, None), (None, 2), (None, 4)]
+    assert rows(conn, REPEATED_KEY_CASES[3]) == [(1,), (3,)]
+    assert rows(conn, REPEATED_KEY_CASES[4]) == [(2,)]
+    assert rows(conn, REPEATED_KEY_CASES[5]) == [(1, 1), (2, 0), (3, 1)]

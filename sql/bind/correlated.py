@@ -147,7 +147,7 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
     extra = []
     width = len(plan.types)
     for o in lexprs:
-        if isinstance(o, E.Col):
+        if isinstance(o, E.Col) and o.index not in lkeys:   # a repeated column: a copy (keys name a column once)
             lkeys.append(o.index)
         else:
             lkeys.append(width + len(extra))

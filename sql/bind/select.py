@@ -222,6 +222,8 @@ class QueryBinder:
                 what = join.kind or str(join.args.get("method") or "").upper()
                 raise error_at(UnsupportedError, f"{what} JOIN is not supported", join)
             on, using = join.args.get("on"), join.args.get("using")
+            if kind == "full":
+                plan = full_join_left(plan)
             if using:
                 plan, scope = self._join_using(plan, scope, right, rscope, kind, using)
                 continue
@@ -241,11 +243,12 @@ class QueryBinder:
                 if isinstance(bound, E.Cmp) and bound.op == "=" and isinstance(bound.left, E.Col) and \
                         isinstance(bound.right, E.Col) and bound.left.data_type == bound.right.data_type:
                     a, b = bound.left.index, bound.right.index
-                    if a < width <= b:
-                        lk.append(a), rk.append(b - width)
-                        continue
                     if b < width <= a:
-                        lk.append(b), rk.append(a - width)
+                        a, b = b, a
+                    # a column already among the keys (ON l.a = r.a AND l.a = r.id): the
+                    # equality is checked on the matches instead (a key names a column once)
+                    if a < width <= b and a not in lk and b - width not in rk:
+                        lk.append(a), rk.append(b - width)
                         continue
                 extra.append(bound)
             if not lk and not self.batch:
@@ -545,6 +548,45 @@ class QueryBinder:
                                           "aggregate function", node)
             return None
         return agg, ExprBinder(Scope(), self.params, hook=hook, context="SELECT")
+
+
+def full_join_left(plan: P.Node) -> P.Node:
+    """The left input of a FULL join, such that the join's stream key (left key + right key)
+    tells a left row without a match from a right row without one: those are (left key,
+    NULLs) and (NULLs, right key), the same key when every left key column may be NULL (a
+    single-row aggregate's empty key, a GROUP BY's NULL group; the MV kept one row of two).
+    Then a constant TRUE column is appended to the left, hidden, and made part of its key:
+    it is NULL exactly in the right-only rows."""
+    if key_has_non_null(plan):
+        return plan
+    cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+    out = P.Project(plan, cols + [E.Lit(True, DataType.BOOLEAN)], list(plan.names) + ["_full_left"])
+    out.n_visible = plan.n_visible
+    out.stream_key = list(out.stream_key) + [len(cols)]   # a superset of a key is a key
+    return out
+
+
+def key_has_non_null(plan: P.Node) -> bool:
+    """Whether some column of ``plan``'s stream key is never NULL (a table's pk or _row_id, a
+    union's branch tag), judged through the nodes that keep their input's key columns."""
+    if isinstance(plan, P.Scan):
+        return plan.relation.kind == "table" and bool(plan.stream_key)
+    if isinstance(plan, P.Union):
+        return True
+    if isinstance(plan, P.Join):
+        if plan.kind == "inner":
+            return key_has_non_null(plan.left) or key_has_non_null(plan.right)
+        if plan.kind in ("left", "semi", "anti"):
+            return key_has_non_null(plan.left)
+        if plan.kind == "right":
+            return key_has_non_null(plan.right)
+        return False
+    if isinstance(plan, (P.Filter, P.Sort, P.Limit, P.TopN, P.RowNumber, P.OverWindow, P.DynamicFilter,
+                         P.ScalarJoin)):
+        return key_has_non_null(plan.inputs[0])
+    if isinstance(plan, P.Project):   # its key columns are its input's key columns
+        return len(plan.stream_key) == len(plan.inputs[0].stream_key) and key_has_non_null(plan.inputs[0])
+    return False
 
 
 def relation_name(table) -> str:

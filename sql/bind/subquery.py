@@ -94,7 +94,7 @@ class Subqueries:
                 raise error_at(UnsupportedError, "correlated subqueries are not supported here (after GROUP BY)", node)
             right, keys, empty = correlated_scalar(self.qb, binder.scope, query, node,
                                                    exists=isinstance(node, exp.Exists))
-            probes = sum(1 for k in keys if not isinstance(k, E.Col))
+            probes = len(keys) - len(_plain_keys(keys))
             at = self.width + probes + len(keys)
             self.joins.append((right, keys))
             self.width += probes + len(right.types)
@@ -125,8 +125,9 @@ class Subqueries:
                 plan = P.ScalarJoin(plan, right)
                 continue
             lkeys, probes = [], []
-            for k in keys:
-                if isinstance(k, E.Col):
+            plain = _plain_keys(keys)
+            for i, k in enumerate(keys):
+                if i in plain:
                     lkeys.append(k.index)
                 else:
                     lkeys.append(len(plan.types) + len(probes))
@@ -139,6 +140,18 @@ class Subqueries:
             plan = P.Join(plan, right, "left", lkeys, list(range(len(keys))), None)
         assert len(plan.types) == self.width, (len(plan.types), self.width)
         return plan
+
+
+def _plain_keys(keys) -> set:
+    """Positions of the outer key expressions joined as the plan's own columns: a column
+    reference met for the first time (a computed key, or a column repeated among the keys, is
+    appended as a probe column: a join key names a column once)."""
+    seen, plain = set(), set()
+    for i, k in enumerate(keys):
+        if isinstance(k, E.Col) and k.index not in seen:
+            seen.add(k.index)
+            plain.add(i)
+    return plain
 
 
 def one_column(plan: P.Node, where) -> P.Node:
