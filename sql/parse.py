@@ -5,7 +5,7 @@ Job: split a script into statements, recognise the few statements sqlglot does n
 value``, ``DESCRIBE t``, ``EXPLAIN stmt``), strip RisingWave's table options (``APPEND ONLY``,
 ``ON CONFLICT ...``) into flags, spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
 (same width; sqlglot has no EPOCH form), number ``%s`` placeholders as ``$1, $2, ...``, and hand
-the rest to ``sqlglot.parse_one(read="postgres")``.
+the rest to sqlglot (Postgres dialect; :mod:`sql.dialect` keeps ``INTERVAL '...'`` strings whole).
 
 Invariants: positions survive the pre-pass -- each statement is parsed inside a copy of the
 whole text where everything else is blanked (newlines kept), and stripped options are replaced
@@ -27,6 +27,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from sql.dialect import Hummock
 from sql.errors import SqlSyntaxError, UnsupportedError
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -234,7 +235,7 @@ def _sqlglot(text: str):
     if depth > MAX_DEPTH * 4:
         raise SqlSyntaxError(f"the statement nests deeper than {MAX_DEPTH} levels")
     try:
-        trees = sqlglot.parse(text, read="postgres")
+        trees = sqlglot.parse(text, read=Hummock)
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         msg = err.get("description") or str(exc).split("\n")[0]

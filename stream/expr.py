@@ -32,19 +32,20 @@ chunk on which a kernel failed in streaming mode.
 
 Where each part lives (this module is the facade: import expression names from here):
 
-=========================  ==================================================================
-:mod:`stream.expr_base`    the protocol (:class:`Expr`: ``evaluate`` / ``eval``), :class:`Col`,
-                           :class:`Lit`, numeric typing (:func:`is_numeric`,
-                           :func:`common_numeric`)
-:mod:`stream.expr_cast`    :class:`Cast` and the operand widening every operator applies
-:mod:`stream.expr_ops`     :class:`Arith`, :class:`Cmp`, :class:`And`, :class:`Or`,
-                           :class:`Not`, :class:`IsNull`
-:mod:`stream.expr_funcs`   :class:`Func` and its function table ``_FUNCS``
-:mod:`stream.expr_case`    :class:`Case` (lazy branches)
-:mod:`stream.expr_like`    :class:`Like`, :func:`like_regex`
-:mod:`stream.expr_errors`  data-error modes: :func:`raising_errors`, :func:`error_counts`
-:mod:`stream.expr_time`    date/time ``+``/``-`` (:class:`~stream.expr_time.TimeArith`)
-=========================  ==================================================================
+============================  ==================================================================
+:mod:`stream.expr_base`       the protocol (:class:`Expr`: ``evaluate`` / ``eval``), :class:`Col`,
+                              :class:`Lit`, numeric typing (:func:`is_numeric`,
+                              :func:`common_numeric`)
+:mod:`stream.expr_cast`       :class:`Cast` and the operand widening every operator applies
+:mod:`stream.expr_ops`        :class:`Arith`, :class:`Cmp`, :class:`And`, :class:`Or`,
+                              :class:`Not`, :class:`IsNull`
+:mod:`stream.expr_funcs`      :class:`Func` and its function table ``_FUNCS``
+:mod:`stream.expr_case`       :class:`Case` (lazy branches)
+:mod:`stream.expr_like`       :class:`Like`, :func:`like_regex`
+:mod:`stream.expr_errors`     data-error modes: :func:`raising_errors`, :func:`error_counts`
+:mod:`stream.expr_time`       date/time ``+``/``-`` (:class:`~stream.expr_time.TimeArith`)
+:mod:`stream.expr_interval`   INTERVAL comparison (for ``Cmp``) and :class:`Negate` (``-interval``)
+============================  ==================================================================
 
 Import order is base <- cast <- ops, funcs; case and like need only base; nothing imports
 this facade back, so there is no cycle.
@@ -57,11 +58,12 @@ from stream.expr_base import Col, Expr, Lit, common_numeric, is_numeric
 from stream.expr_case import Case
 from stream.expr_cast import Cast
 from stream.expr_errors import data_error, error_counts, raising_errors, strict
+from stream.expr_interval import Negate
 from stream.expr_funcs import _FUNCS, Func  # noqa: F401 (_FUNCS: sql/bind/expr.py checks names against it)
 from stream.expr_like import Like, like_regex
 from stream.expr_ops import And, Arith, Cmp, IsNull, Not, Or
 
 __all__ = [
-    "And", "Arith", "Case", "Cast", "Cmp", "Col", "Expr", "Func", "IsNull", "Like", "Lit", "Not", "Or",
+    "And", "Arith", "Case", "Cast", "Cmp", "Col", "Expr", "Func", "IsNull", "Like", "Lit", "Negate", "Not", "Or",
     "common_numeric", "data_error", "error_counts", "is_numeric", "like_regex", "raising_errors", "strict",
 ]

@@ -9,7 +9,8 @@ division or remainder by zero are data errors (:mod:`stream.expr_errors`: raised
 otherwise only the failing rows become NULL -- :meth:`Arith._overflowing` recomputes them
 exactly). DECIMAL arithmetic and comparison are exact (:mod:`stream.decimal_vec` vectorized,
 :mod:`stream.decimal_ops` row by row). Float comparison follows Postgres' order, where NaN
-equals NaN and sorts above every other value (:func:`_nan_order`).
+equals NaN and sorts above every other value (:func:`_nan_order`). INTERVAL comparison counts a
+month as 30 days and a day as 24 hours (:mod:`stream.expr_interval`).
 
 Callers: the facade :mod:`stream.expr` (the SQL binder, executors and tests import from there).
 """
@@ -36,6 +37,7 @@ from stream.expr_errors import arrow_message as _arrow_message
 from stream.expr_errors import data_error, strict
 from stream.expr_errors import is_array as _is_array
 from stream.expr_errors import wrap as _wrap
+from stream.expr_interval import compare as _interval_compare
 
 _INT_RANGE = {TypeKind.SMALLINT: (-(1 << 15), (1 << 15) - 1), TypeKind.INT: (-(1 << 31), (1 << 31) - 1),
               TypeKind.BIGINT: (-(1 << 63), (1 << 63) - 1)}
@@ -156,6 +158,8 @@ class Cmp(Expr):
             n = None if ls and rs else (len(rv) if ls else len(lv))
             out, _, _ = D.map_rows(D.CMP[self.op], [lv, rv], n)
             return pa.scalar(out[0], pa.bool_()) if ls and rs else pa.array(out, pa.bool_())
+        if self._common.kind == TypeKind.INTERVAL:   # no Arrow kernel: Postgres' 30-day-month order
+            return _interval_compare(self.op, left, right)
         out = _wrap(self._KERNELS[self.op], self, left, right)
         if self._common.kind in _FLOATS:
             out = _nan_order(self.op, left, right, out)

@@ -153,7 +153,7 @@ class ExprBinder:
             try:
                 return self._lit(T.parse_text(value, dtype), dtype, node)
             except (ValueError, TypeError) as exc:
-                if "overflows numeric" in str(exc):
+                if isinstance(exc, T.OutOfRange) or "overflows numeric" in str(exc):
                     raise error_at(BindError, str(exc), node) from None
                 raise error_at(BindError, f"invalid input syntax for type {dtype.sql_name()}: {value!r}",
                                node) from None
@@ -275,6 +275,10 @@ class ExprBinder:
             return E.Case([(self._cmp("=", a, b, node), E.Lit(None, a.data_type))], a, a.data_type)
         if isinstance(node, exp.Neg):
             arg = self.bind(node.this)
+            if arg.data_type.kind == TypeKind.INTERVAL:
+                return E.Negate(arg)
+            if not T.is_numeric(arg.data_type):
+                raise error_at(BindError, f"operator does not exist: - {arg.data_type.sql_name()}", node)
             return E.Arith("-", E.Lit(0, arg.data_type), arg)
         if isinstance(node, exp.DPipe):
             a, b = self.bind(node.this), self.bind(node.expression)
@@ -292,8 +296,7 @@ class ExprBinder:
         if isinstance(node, exp.Window):
             raise error_at(BindError, f"window functions are not allowed in {self.context}", node)
         if isinstance(node, exp.Interval):
-            text = f"{node.this.name} {node.unit.name if node.unit else ''}".strip()
-            return self._lit(T.parse_interval(text), DataType.INTERVAL, node)
+            return self._lit(interval_literal(node), DataType.INTERVAL, node)
         if isinstance(node, exp.Func):
             return self._func(node)
         raise error_at(UnsupportedError, f"expression {node.sql(dialect='postgres')[:60]!r} "
@@ -387,3 +390,24 @@ def _numeric_literal_text(node) -> str | None:
     if isinstance(node, exp.Literal) and not node.is_string:
         return sign + node.this
     return None
+
+
+def interval_literal(node: exp.Interval):
+    """The Interval an ``INTERVAL '...' [field [TO field]]`` node spells (Postgres' reading,
+    :func:`sql.types.parse_interval`); BindError at the literal when it does not."""
+    unit = node.unit
+    if unit is None:
+        fields = None
+    elif isinstance(unit, exp.IntervalSpan):
+        fields = (unit.this.name.upper(), unit.expression.name.upper())
+    elif isinstance(unit, exp.Var):
+        fields = (unit.name.upper(),)
+    else:
+        raise error_at(UnsupportedError, f"interval field {unit.sql(dialect='postgres')} is not supported", node)
+    if fields and not all(f in T.INTERVAL_FIELDS for f in fields):
+        raise error_at(BindError, f"invalid interval field {' TO '.join(fields)}", node)
+    text = node.this.name
+    try:
+        return T.parse_interval(text, fields)
+    except ValueError as exc:
+        raise error_at(BindError, str(exc), node) from None

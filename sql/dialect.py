@@ -1,0 +1,43 @@
+"""The sqlglot dialect Hummock parses with: Postgres, except that an ``INTERVAL '...'`` literal
+keeps its string whole.
+
+Job: sqlglot's Postgres parser rewrites ``INTERVAL '1 day 01:00:00'`` into ``INTERVAL '1' DAY``
+(it keeps the first ``number unit`` pair of the string and drops the rest) and ``'P1D'`` into
+``'1' DAY``, so the binder could never see the time part, a second unit or ``ago``. Here an
+interval string is left as written; the only unit taken after it is a Postgres field
+restriction (``YEAR``, ``MONTH``, ``DAY``, ``HOUR``, ``MINUTE``, ``SECOND``, or ``f1 TO f2``).
+:func:`sql.types.parse_interval` reads the text as Postgres' ``interval_in`` does.
+
+Invariant: every other construct parses exactly as ``read="postgres"`` (this class overrides
+one parser method and nothing else).
+
+Callers: :mod:`sql.parse` (``sqlglot.parse(text, read=Hummock)``).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+
+from sql.types import INTERVAL_FIELDS   # the fields an interval literal may be restricted to
+
+
+class Hummock(Postgres):
+    class Parser(Postgres.Parser):
+        def _parse_interval_span(self, this, parse_function_unit: bool = True):
+            if this is None or not this.is_string:   # INTERVAL 5 DAY and the like: sqlglot's way
+                return super()._parse_interval_span(this, parse_function_unit)
+            unit = self._field()
+            if unit is not None and self._match_text_seq("TO"):
+                last = self._field()
+                if last is None:
+                    self.raise_error("expected an interval field after TO")
+                unit = self.expression(exp.IntervalSpan(this=unit, expression=last))
+            return self.expression(exp.Interval(this=this, unit=unit))
+
+        def _field(self):
+            """The next token as an interval field (``DAY``...), consumed; None when it is not one
+            (``INTERVAL '1 day' x`` keeps ``x`` an alias)."""
+            if self._curr is None or self._curr.text.upper() not in INTERVAL_FIELDS:
+                return None
+            return self._parse_var(any_token=True, upper=True)

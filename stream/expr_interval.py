@@ -1,0 +1,104 @@
+"""INTERVAL comparison and negation on Arrow ``month_day_nano_interval`` columns (Postgres
+semantics), which Arrow has no kernels for.
+
+Postgres compares intervals by their span with a month of 30 days and a day of 24 hours
+(``interval_cmp_value``): ``INTERVAL '1 mon' = INTERVAL '30 days'`` is true and
+``INTERVAL '1 day' = INTERVAL '24 hours'`` too, as :class:`relational.types.Interval` compares.
+The span needs up to ~83 bits, so :func:`sort_key` splits it into two int64 numbers that order
+lexicographically like the span: whole days (``months*30 + days + floor(usecs / 1 day)``) and
+the microseconds left in the day (``0 <= r < 1 day``). Everything is vectorized with numpy over
+the array's data buffer (16 bytes a value: int32 months, int32 days, int64 nanoseconds).
+
+Negation (``-interval``) negates each field, as Postgres' ``interval_um``; a field that does
+not fit (``-(-2147483648 months)``) is a data error "interval out of range".
+
+Callers: :mod:`stream.expr_ops` (``Cmp`` over INTERVAL operands), :class:`Negate` via the facade
+:mod:`stream.expr` (the SQL binder's unary minus on an interval).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from relational.types import DataType, TypeKind
+from stream.errors import ExpressionError
+from stream.expr_base import Expr
+from stream.expr_errors import guarded
+
+_DAY_US = 86_400_000_000
+_INT32_MIN = -(1 << 31)
+_LAYOUT = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
+_OPS = {"=": np.equal, "<>": np.not_equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+        ">": np.greater, ">=": np.greater_equal}
+
+
+def _fields(value) -> tuple:
+    """``(array, months, days, usecs)`` of an interval array or scalar (numpy int64 arrays)."""
+    if isinstance(value, pa.Scalar):
+        value = pa.array([value.as_py() if value.is_valid else None], pa.month_day_nano_interval())
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    raw = np.frombuffer(value.buffers()[1], dtype=_LAYOUT, count=value.offset + len(value))[value.offset:]
+    return value, raw["months"].astype(np.int64), raw["days"].astype(np.int64), raw["nanos"] // 1000
+
+
+def sort_key(value) -> tuple:
+    """``(days, usecs_in_day)`` int64 arrays ordering like Postgres' interval order (module
+    docstring); NULL rows hold arbitrary numbers (callers mask them)."""
+    _, months, days, usecs = _fields(value)
+    carry, rest = np.divmod(usecs, _DAY_US)
+    return months * 30 + days + carry, rest
+
+
+def compare(op: str, left, right):
+    """``left op right`` for two interval arrays/scalars: a boolean array (a scalar when both
+    are scalars); NULL where either side is NULL."""
+    (ld, lr), (rd, rr) = sort_key(left), sort_key(right)
+    cmp = np.where(ld != rd, np.sign(ld - rd), np.sign(lr - rr))   # broadcasts a 1-row side
+    out = _OPS[op](cmp, 0)
+    if isinstance(left, pa.Scalar) and isinstance(right, pa.Scalar):
+        return pa.scalar(bool(out[0]) if left.is_valid and right.is_valid else None, pa.bool_())
+    n = len(out)
+    return pa.array(out, pa.bool_(), mask=~(_valid(left, n) & _valid(right, n)))
+
+
+def _valid(v, n: int) -> np.ndarray:
+    if isinstance(v, pa.Scalar):
+        return np.full(n, v.is_valid)
+    return np.asarray(pc.is_valid(v).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+class Negate(Expr):
+    """``-arg`` for an INTERVAL ``arg``: every field negated (module docstring)."""
+
+    def __init__(self, arg: Expr):
+        if arg.data_type.kind != TypeKind.INTERVAL:
+            raise ExpressionError(f"unary minus on INTERVAL only, got {arg.data_type.sql_name()}", self)
+        self.arg, self.data_type = arg, DataType.INTERVAL
+
+    def children(self) -> tuple:
+        return (self.arg,)
+
+    def evaluate(self, columns):
+        return guarded(self, columns, self._compute)
+
+    def _compute(self, columns):
+        value = self.arg.evaluate(columns)
+        array, months, days, usecs = _fields(value)
+        valid = _valid(array, len(array))
+        if (valid & ((months == _INT32_MIN) | (days == _INT32_MIN))).any():
+            raise ExpressionError("interval out of range", self)
+        out = np.zeros(len(array), dtype=_LAYOUT)
+        out["months"] = np.where(valid, -months, 0)
+        out["days"] = np.where(valid, -days, 0)
+        out["nanos"] = np.where(valid, -usecs * 1000, 0)   # |usecs| < 2**63 / 1000: always fits
+        bitmap = None if array.null_count == 0 else pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+        result = pa.Array.from_buffers(pa.month_day_nano_interval(), len(array),
+                                       [bitmap, pa.py_buffer(out.tobytes())], null_count=array.null_count)
+        return result[0] if isinstance(value, pa.Scalar) else result
+
+    def __str__(self) -> str:
+        return f"(- {self.arg})"
+
