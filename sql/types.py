@@ -166,20 +166,13 @@ def parse_text(text: str, dtype: DataType):
     if kind == TypeKind.VARCHAR:
         return text
     if kind in INTEGERS:
+        if _INTEGER_TEXT.fullmatch(s) and len(s.lstrip("+-0")) > 19:   # never Python's 4,300-digit limit
+            raise OutOfRange(f"value {text!r:.60} is out of range for type {description_name(dtype)}")
         return int(s)
     if kind in FLOATS:
         return float(s)
     if kind == TypeKind.DECIMAL:
-        try:
-            value = decimal.Decimal(s)
-        except decimal.InvalidOperation:
-            raise ValueError(f"invalid numeric {text!r}") from None
-        if value.is_snan():
-            raise ValueError(f"invalid numeric {text!r}")
-        try:
-            return decimal_ops.normalize(decimal_ops.check(value))
-        except decimal_ops.RowError as exc:
-            raise ValueError(f"{exc}: {text!r}") from None
+        return numeric_constant(s, text)
     if kind == TypeKind.BOOLEAN:
         low = s.lower()
         if low in ("t", "true", "yes", "y", "on", "1"):
@@ -207,9 +200,30 @@ def parse_text(text: str, dtype: DataType):
     raise ValueError(f"cannot read {text!r} as {dtype.sql_name()}")
 
 
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+
+
 class OutOfRange(ValueError):
     """Text that spells a value of the type, but one outside its range (Postgres' "out of
     range" errors, as opposed to "invalid input syntax")."""
+
+
+def numeric_constant(s: str, text: str | None = None) -> decimal.Decimal:
+    """The NUMERIC ``s`` spells (a literal or text), range-checked from its exponent before any
+    digit is expanded (``stream.decimal_ops.check``: ``1e1000000000`` is never built); ValueError
+    when it is not a number, OutOfRange ("value overflows numeric format") beyond Postgres'
+    131072 digits before the point or 16383 after it."""
+    text = s if text is None else text
+    try:
+        value = decimal.Decimal(s)
+    except decimal.InvalidOperation:
+        raise ValueError(f"invalid numeric {text!r:.60}") from None
+    if value.is_snan():
+        raise ValueError(f"invalid numeric {text!r:.60}")
+    try:
+        return decimal_ops.normalize(decimal_ops.check(value))
+    except decimal_ops.RowError as exc:
+        raise OutOfRange(f"{exc}: {text!r:.60}") from None
 
 
 # --- interval text (Postgres' interval_in) -------------------------------------------------------

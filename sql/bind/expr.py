@@ -118,9 +118,9 @@ class ExprBinder:
             text = node.this
             if node.is_string:
                 return text, DataType.VARCHAR, True
-            if any(ch in text for ch in ".eE"):   # Postgres: a NUMERIC constant
-                return decimal.Decimal(text), DataType.DECIMAL, False
-            value = int(text)
+            if any(ch in text for ch in ".eE") or len(text.lstrip("0")) > 19:   # Postgres: a NUMERIC constant
+                return _numeric_literal(text, node), DataType.DECIMAL, False
+            value = int(text)   # at most 19 digits: never Python's 4,300-digit limit
             return value, T.literal_type(value), False
         if isinstance(node, exp.Parameter) and node.this is not None and node.this.name.isdigit():
             n = int(node.this.name)
@@ -378,6 +378,16 @@ class ExprBinder:
             if "unknown function" in str(exc):
                 raise error_at(UnsupportedError, f"function {name} is not supported", node) from None
             raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+
+
+def _numeric_literal(text: str, node) -> decimal.Decimal:
+    """The NUMERIC a literal spells, range-checked before any digit is expanded (``1e1000000000``
+    is refused here, never built): BindError "value overflows numeric format" at the literal
+    beyond Postgres' 131072 digits before the point or 16383 after it."""
+    try:
+        return T.numeric_constant(text)
+    except ValueError as exc:
+        raise error_at(BindError, str(exc), node) from None
 
 
 def _numeric_literal_text(node) -> str | None:
