@@ -1,13 +1,15 @@
 """Query binding: a sqlglot SELECT / UNION ALL -> a logical plan (:mod:`sql.plan.nodes`).
 
-Job: FROM (tables, MVs, CTEs, subqueries, comma and explicit equi-joins), WHERE, GROUP BY with
-aggregates (+ FILTER), HAVING, the select list (``*``, ``t.*``, aliases), UNION [ALL]; ORDER BY /
+Job: FROM (tables, MVs, CTEs, subqueries, comma and explicit equi-joins, ``USING`` with
+Postgres's merged columns), WHERE, GROUP BY with aggregates (+ FILTER), HAVING, the select
+list (``*``, ``t.*``, ``* EXCEPT (cols)``, aliases), UNION [ALL] [CORRESPONDING]; ORDER BY /
 LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() through :mod:`sql.bind.order`, EXCEPT / INTERSECT
 through :mod:`sql.bind.set_ops`. The plan's first ``n_visible`` columns are the query's output,
 named by ``plan.names``.
 
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
-supported subset raise UnsupportedError naming the construct and position; a join in a
+supported subset raise UnsupportedError naming the construct and position (so does a schema
+other than ``public``: :func:`relation_name`); a join in a
 materialized view needs at least one equality between its sides (batch joins without one are
 nested loops). Subqueries in expressions and WHERE: :mod:`sql.bind.subquery`.
 

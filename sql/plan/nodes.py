@@ -10,6 +10,9 @@ Stream keys (seed 002 "Keys"):
   projection drops are kept as hidden trailing columns (``n_visible`` counts the user's).
 - ``Filter``: the input's. ``Agg``: the group columns (none for a global aggregate: one row).
 - ``Join``: left key + right key (shifted); a superset of the minimal key is still a key.
+  A FULL join's left input has a never-NULL key column (the binder appends a hidden TRUE one
+  to its key otherwise: ``sql.bind.select.full_join_left``), so a left-only row and a
+  right-only row never share a key.
   Semi/anti joins, ``ScalarJoin`` and ``DynamicFilter``: the left's (one output row per left
   row at most).
 - ``Union``: a branch tag column plus every branch's key slots (the planner pads them).
