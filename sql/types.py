@@ -108,8 +108,8 @@ def can_implicit_cast(source: DataType, target: DataType) -> bool:
 
 def can_assign(source: DataType, target: DataType) -> bool:
     """Whether Postgres stores a ``source`` value into a ``target`` column without an explicit
-    cast (an assignment cast): the implicit casts plus any numeric -> numeric (rounded half away
-    from zero and range-checked when it narrows)."""
+    cast (an assignment cast): the implicit casts plus any numeric -> numeric (range-checked when it
+    narrows; to an integer a NUMERIC rounds half away from zero, a REAL/DOUBLE half to even)."""
     return can_implicit_cast(source, target) or (is_numeric(source) and is_numeric(target))
 
 
@@ -170,7 +170,7 @@ def parse_text(text: str, dtype: DataType):
             raise OutOfRange(f"value {text!r:.60} is out of range for type {description_name(dtype)}")
         return int(s)
     if kind in FLOATS:
-        return float(s)
+        return _float_text(s, dtype)
     if kind == TypeKind.DECIMAL:
         return numeric_constant(s, text)
     if kind == TypeKind.BOOLEAN:
@@ -201,11 +201,29 @@ def parse_text(text: str, dtype: DataType):
 
 
 _INTEGER_TEXT = re.compile(r"[+-]?\d+")
+_FLOAT_SPECIAL = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan", "+nan", "-nan")
+_REAL_MIN = 1.401298464324817e-45   # the smallest positive REAL (a denormal)
 
 
 class OutOfRange(ValueError):
     """Text that spells a value of the type, but one outside its range (Postgres' "out of
     range" errors, as opposed to "invalid input syntax")."""
+
+
+def _float_text(s: str, dtype: DataType) -> float:
+    """REAL/DOUBLE text as Postgres' ``float8in``/``float4in``: out of range (overflow to
+    Infinity, underflow to zero) is an error, ``'Infinity'``/``'NaN'`` are values."""
+    value = float(s)
+    if s.lower() in _FLOAT_SPECIAL:
+        return value
+    name = description_name(dtype)
+    if value in (float("inf"), float("-inf")) or (dtype.kind == TypeKind.REAL and abs(value) > 3.4028235677973366e38):
+        raise OutOfRange(f"{s!r:.60} is out of range for type {name}")
+    mantissa = s.lower().split("e")[0]
+    if any(ch in "123456789" for ch in mantissa) and (
+            value == 0 or (dtype.kind == TypeKind.REAL and abs(value) < _REAL_MIN / 2)):
+        raise OutOfRange(f"{s!r:.60} is out of range for type {name}")
+    return value
 
 
 def numeric_constant(s: str, text: str | None = None) -> decimal.Decimal:
@@ -412,9 +430,11 @@ def coerce_value(value, dtype: DataType):
     kind = dtype.kind
     if isinstance(value, bool) and kind != TypeKind.BOOLEAN:
         raise TypeError(f"cannot assign boolean to {dtype.sql_name()}")
-    if kind in INTEGERS:   # half away from zero, then the range check of validate()
+    if kind in INTEGERS:   # Postgres: a float rint()s (half to even), a numeric half away from zero
         if isinstance(value, float):
-            return dtype.validate(int(decimal.Decimal(value).to_integral_value(decimal.ROUND_HALF_UP)))
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(f"{dtype.sql_name().lower()} out of range")
+            return dtype.validate(int(decimal.Decimal(value).to_integral_value(decimal.ROUND_HALF_EVEN)))
         if isinstance(value, decimal.Decimal):
             return dtype.validate(int(value.to_integral_value(decimal.ROUND_HALF_UP)))
     if kind in FLOATS and isinstance(value, (int, decimal.Decimal)):

@@ -16,7 +16,10 @@ Semantics (Postgres, except where noted):
   dividend's sign.
 - Mixed numeric operands widen: SMALLINT < INT < BIGINT < DECIMAL; any REAL/DOUBLE makes DOUBLE
   (REAL with REAL stays REAL). DECIMAL (NUMERIC) is exact: stream/decimal_ops.py.
-- A cast from REAL/DOUBLE/DECIMAL to an integer rounds half away from zero, like Postgres.
+- A cast to an integer rounds REAL/DOUBLE half to even (C's ``rint``) and DECIMAL half away
+  from zero, like Postgres; an integer to REAL/DOUBLE rounds to the nearest float.
+- Float arithmetic whose result overflows (or underflows to zero from non-zero operands) is the
+  data error "value out of range: overflow" ("underflow"), as Postgres, not +-Infinity or 0.
 - Data errors (integer overflow, division or remainder by zero, a cast that does not fit)
   depend on the evaluation mode (stream/expr_errors.py). Inside :func:`raising_errors` (batch SELECT, DML) they raise
   :class:`ExpressionError` (``expr`` is the failing node). Otherwise (a streaming MV) the row's

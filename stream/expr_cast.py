@@ -1,8 +1,10 @@
 """Casts between expression types: :class:`Cast` (``CAST(x AS t)``) and :func:`cast_to`, the
 conversion every operator node applies to widen its operands to a common type.
 
-Rules (Postgres): a cast from REAL/DOUBLE/DECIMAL to an integer rounds half away from zero; a
-value that does not fit the target is a data error (raised inside ``raising_errors``, NULL and
+Rules (Postgres): a cast from REAL/DOUBLE to an integer rounds half to even (C's ``rint``, as
+Postgres' ``dtoi4``), from DECIMAL half away from zero (``numeric_int4``); an integer to
+REAL/DOUBLE rounds to the nearest float (``2^53 + 1`` becomes ``2^53``); a value that does
+not fit the target is a data error (raised inside ``raising_errors``, NULL and
 counted in a stream: :mod:`stream.expr_errors`). DECIMAL (NUMERIC) values are exact decimal text
 (:mod:`stream.decimal_ops`): casts to and from them go through Python decimals row by row,
 except DECIMAL -> REAL/DOUBLE (Arrow parses the text, correctly rounded) and DECIMAL ->
@@ -34,6 +36,7 @@ from stream.expr_errors import ARROW_ERRORS as _ARROW_ERRORS
 from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
 from stream.expr_errors import wrap as _wrap
+from stream.expr_float import null_where, result_range
 
 def cast_to(value, source: DataType, target: DataType, expr):
     """``value`` (array or scalar of ``source``) as ``target``; a value that does not fit is a
@@ -42,9 +45,31 @@ def cast_to(value, source: DataType, target: DataType, expr):
         return value
     if source.kind == _DECIMAL or target.kind == _DECIMAL:
         return _decimal_cast(value, source, target, expr)
-    if source.kind in _FLOATS and target.kind in _INTS:
-        value = _wrap(pc.round, expr, value, 0, "half_towards_infinity")
+    if source.kind in _FLOATS and target.kind in _INTS:   # Postgres: rint(), half to even
+        return _float_to_int(value, target, expr)
+    if source.kind in _INTS and target.kind in _FLOATS:   # rounds to nearest above 2**53 (24 for REAL)
+        return _wrap(pc.cast, expr, value, arrow_type(target), False)
+    if source.kind == TypeKind.DOUBLE and target.kind == TypeKind.REAL:   # float8_to_float4's checks
+        return result_range(expr, _wrap(pc.cast, expr, value, pa.float32(), False), value)
     return _wrap(pc.cast, expr, value, arrow_type(target), True)
+
+
+_INFINITIES = pa.array(["Infinity", "-Infinity"])
+_NONZERO = r"^[-+]?[0.]*[1-9]"   # the text of a non-zero NUMERIC
+_FLOAT_INT_LIMITS = {   # [lo, hi): the doubles whose rint() fits (2**63 itself does not fit a bigint)
+    TypeKind.SMALLINT: (-32768.5, 32767.5), TypeKind.INT: (-2147483648.5, 2147483647.5),
+    TypeKind.BIGINT: (-9223372036854775808.0, 9223372036854775808.0)}
+_INT_NAMES = {TypeKind.SMALLINT: "smallint", TypeKind.INT: "integer", TypeKind.BIGINT: "bigint"}
+
+
+def _float_to_int(value, target: DataType, expr):
+    """REAL/DOUBLE to an integer type as Postgres' ``dtoi4``: round half to even, then a range
+    check ("integer out of range", also for NaN and +-Infinity)."""
+    rounded = pc.round(value, 0, "half_to_even")
+    lo, hi = _FLOAT_INT_LIMITS[target.kind]
+    ok = pc.and_(pc.greater_equal(rounded, lo), pc.less(rounded, hi))   # NaN compares false
+    rounded = null_where(expr, rounded, pc.invert(pc.fill_null(ok, True)), f"{_INT_NAMES[target.kind]} out of range")
+    return _wrap(pc.cast, expr, rounded, arrow_type(target), False)
 
 
 def decimal_rows(expr, fn, values, scalar: bool, n=None):
@@ -59,9 +84,13 @@ def _decimal_cast(value, source: DataType, target: DataType, expr):
     kind = target.kind
     if source.kind == _DECIMAL and kind in _FLOATS:   # Arrow parses the text, correctly rounded
         try:
-            return pc.cast(value, arrow_type(target))
+            out = pc.cast(value, arrow_type(target))
         except _ARROW_ERRORS:
             pass
+        else:   # Postgres: a value beyond the float's range is an error, not +-Infinity or 0
+            message = f"numeric value out of range for type {'real' if kind == TypeKind.REAL else 'double precision'}"
+            out = null_where(expr, out, pc.and_(pc.is_inf(out), pc.invert(pc.is_in(value, _INFINITIES))), message)
+            return null_where(expr, out, pc.and_(pc.equal(out, 0), pc.match_substring_regex(value, _NONZERO)), message)
     if source.kind == _DECIMAL and kind == TypeKind.VARCHAR and V.is_plain(value):
         return value   # the stored text is already Postgres' output
     if source.kind == _DECIMAL:

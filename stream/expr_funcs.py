@@ -33,6 +33,7 @@ from stream.expr_cast import cast_to as _cast_to
 from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
 from stream.expr_errors import wrap as _wrap
+from stream.expr_float import result_range
 
 
 def _func_abs(args, columns):
@@ -62,7 +63,7 @@ def _py_values(value):
 def _func_round(args, columns):
     if args[0].data_type.kind == _DECIMAL:
         return _decimal_func(D.round_to)(args, columns)
-    return pc.round(args[0].evaluate(columns), 0, "half_towards_infinity")
+    return pc.round(args[0].evaluate(columns), 0, "half_to_even")   # Postgres' dround is rint()
 
 
 def _round_type(ts):
@@ -118,7 +119,7 @@ def _func_power(args, columns):
     x = _nulled(x, zero_neg, what, "zero raised to a negative power is undefined")
     complex_ = pc.fill_null(pc.and_(pc.and_(pc.less(x, 0.0), pc.is_finite(y)), pc.not_equal(pc.floor(y), y)), False)
     x = _nulled(x, complex_, what, "a negative number raised to a non-integer power yields a complex result")
-    return pc.power(x, y)
+    return result_range(what, pc.power(x, y), x, y)   # Postgres: overflow/underflow are errors
 
 
 def _func_coalesce(args, columns):

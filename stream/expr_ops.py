@@ -4,8 +4,9 @@
 Semantics (Postgres): operands widen to their common numeric type first
 (:func:`stream.expr_base.common_numeric`, :func:`stream.expr_cast.cast_to`). NULL in, NULL out,
 except AND/OR, which are three-valued (Kleene), and IS [NOT] NULL, which is never NULL. Integer
-arithmetic is checked: ``/`` truncates toward zero, ``%`` has the dividend's sign; overflow and
-division or remainder by zero are data errors (:mod:`stream.expr_errors`: raised in strict mode,
+arithmetic is checked: ``/`` truncates toward zero, ``%`` has the dividend's sign; overflow,
+division or remainder by zero, and a float result that overflows or underflows
+(:mod:`stream.expr_float`) are data errors (:mod:`stream.expr_errors`: raised in strict mode,
 otherwise only the failing rows become NULL -- :meth:`Arith._overflowing` recomputes them
 exactly). DECIMAL arithmetic and comparison are exact (:mod:`stream.decimal_vec` vectorized,
 :mod:`stream.decimal_ops` row by row). Float comparison follows Postgres' order, where NaN
@@ -37,6 +38,7 @@ from stream.expr_errors import arrow_message as _arrow_message
 from stream.expr_errors import data_error, strict
 from stream.expr_errors import is_array as _is_array
 from stream.expr_errors import wrap as _wrap
+from stream.expr_float import arith_range as _arith_range
 from stream.expr_interval import compare as _interval_compare
 
 _INT_RANGE = {TypeKind.SMALLINT: (-(1 << 15), (1 << 15) - 1), TypeKind.INT: (-(1 << 31), (1 << 31) - 1),
@@ -92,7 +94,8 @@ class Arith(Expr):
                 data_error(self, "division by zero", failed)
             right = pc.if_else(zero, pa.scalar(None, right.type), right)
         try:
-            return self._KERNELS[self.op](left, right)
+            out = self._KERNELS[self.op](left, right)
+            return _arith_range(self, self.op, left, right, out) if self.data_type.kind in _FLOATS else out
         except _ARROW_ERRORS as exc:
             if self.data_type.kind in _INTS and "overflow" in str(exc).lower():
                 if strict() and self.op != "%":   # INT_MIN % -1 is 0, computed exactly below
