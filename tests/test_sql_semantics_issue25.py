@@ -331,3 +331,22 @@ def test_repeated_join_columns_answer_as_postgres(conn):
     assert rows(conn, REPEATED_KEY_CASES[3]) == [(1,), (3,)]
     assert rows(conn, REPEATED_KEY_CASES[4]) == [(2,)]
     assert rows(conn, REPEATED_KEY_CASES[5]) == [(1, 1), (2, 0), (3, 1)]
+
+
+def test_in_a_subquery_without_from_is_an_expression_of_the_outer_row(conn):
+    """x [NOT] IN (SELECT e [WHERE c]) over the outer row: one row (or none), compared with
+    SQL's NULL rules -- Postgres's answers."""
+    _outer_inner(conn)
+    assert rows(conn, "SELECT * FROM t1 WHERE t1.x IN (SELECT t1.a * 10)") == [(1, 10), (2, 20)]
+    assert rows(conn, "SELECT * FROM t1 WHERE t1.x NOT IN (SELECT t1.a * 10)") == []   # NULL <> 30: NULL
+    assert rows(conn, "SELECT * FROM t1 WHERE t1.x IN (SELECT 10 WHERE t1.a = 1)") == [(1, 10)]
+    assert rows(conn, "SELECT * FROM t1 WHERE t1.x NOT IN (SELECT 10 WHERE t1.a = 1)") == [(2, 20), (None, 30)]
+    q = "SELECT * FROM t1 WHERE t1.x NOT IN (SELECT 10 WHERE t1.a > 1)"
+    assert batch_and_mv(conn, q) == ([(1, 10), (2, 20), (None, 30)],) * 2
+
+
+def test_a_scalar_subquery_column_is_named_by_its_column(conn):
+    _outer_inner(conn)
+    q = ("SELECT (SELECT t1.a), (SELECT t1.a AS q), (SELECT max(y) FROM t2), (SELECT count(*) + 1 FROM t2), "
+         "EXISTS (SELECT 1 FROM t2) FROM t1")
+    assert names(conn, q) == ["a", "q", "max", "?column?", "exists"]

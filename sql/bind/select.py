@@ -671,6 +671,15 @@ def _find_aggs(nodes) -> list:
 
 
 def _default_name(e) -> str:
+    if isinstance(e, exp.Paren):
+        return _default_name(e.this)
+    if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and len(e.this.expressions) == 1:
+        inner = e.this.expressions[0]   # Postgres: a scalar subquery is named by its column
+        if isinstance(inner, exp.Alias):
+            return _name(inner.args["alias"])
+        if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+            return _name(inner.this)
+        return _default_name(inner)
     if isinstance(e, exp.Filter):
         e = e.this
     if isinstance(e, (exp.Cast, exp.TryCast)):

@@ -218,6 +218,13 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
     if isinstance(inner, exp.In) and inner.args.get("query") is not None:
         query = inner.args["query"]
         sub = try_bind(qb, query, scope)
+        sel = fromless(query) if sub is None else None
+        single = None if sel is None else fromless_expression(sel, exists=False)
+        if single is not None:   # x IN (SELECT e [WHERE c]) over the outer row: c AND x = e, never NULL-less
+            cond = ExprBinder(scope, qb.params, context="WHERE").bind(
+                exp.Case(ifs=[exp.If(this=_fromless_where(sel), true=exp.EQ(this=inner.this.copy(), expression=single))],
+                         default=exp.false()))
+            return P.Filter(plan, E.Not(cond) if negate else cond)
         if sub is None:
             if negate:
                 raise error_at(UnsupportedError, "NOT IN with a correlated subquery is not supported (use NOT EXISTS)",
@@ -247,6 +254,11 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
                     qb.prebound[id(_subquery_node(right))] = sub
                 return out
     return None
+
+
+def _fromless_where(sel):
+    where = sel.args.get("where")
+    return exp.Paren(this=where.this.copy()) if where is not None else exp.true()
 
 
 def _subquery_node(node):
