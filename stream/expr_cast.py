@@ -9,7 +9,8 @@ counted in a stream: :mod:`stream.expr_errors`). DECIMAL (NUMERIC) values are ex
 (:mod:`stream.decimal_ops`): casts to and from them go through Python decimals row by row,
 except DECIMAL -> REAL/DOUBLE (Arrow parses the text, correctly rounded) and DECIMAL ->
 VARCHAR of plain values (the stored text already is Postgres' output). DECIMAL casts only to
-and from integers, floats and VARCHAR; :class:`Cast` rejects the rest at construction.
+and from integers, floats and VARCHAR; :class:`Cast` rejects the rest at construction. VARCHAR
+and INTERVAL cast both ways as Postgres reads and prints intervals (:mod:`stream.interval_text`).
 
 Invariant: ``cast_to(v, t, t, ...)`` returns ``v`` itself; array in, array out; scalar in,
 scalar out.
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.arrow import arrow_type
-from relational.types import DataType, TypeKind
+from relational.types import DataType, Interval, TypeKind
 from stream import decimal_ops as D
 from stream import decimal_vec as V
 from stream.errors import ExpressionError
@@ -37,6 +38,7 @@ from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
 from stream.expr_errors import wrap as _wrap
 from stream.expr_float import null_where, result_range
+from stream.interval_text import format_interval, parse_interval
 
 def cast_to(value, source: DataType, target: DataType, expr):
     """``value`` (array or scalar of ``source``) as ``target``; a value that does not fit is a
@@ -49,6 +51,8 @@ def cast_to(value, source: DataType, target: DataType, expr):
         return _float_to_int(value, target, expr)
     if source.kind in _INTS and target.kind in _FLOATS:   # rounds to nearest above 2**53 (24 for REAL)
         return _wrap(pc.cast, expr, value, arrow_type(target), False)
+    if TypeKind.INTERVAL in (source.kind, target.kind) and TypeKind.VARCHAR in (source.kind, target.kind):
+        return _interval_text(value, target, expr)
     if source.kind == TypeKind.DOUBLE and target.kind == TypeKind.REAL:   # float8_to_float4's checks
         return result_range(expr, _wrap(pc.cast, expr, value, pa.float32(), False), value)
     return _wrap(pc.cast, expr, value, arrow_type(target), True)
@@ -70,6 +74,30 @@ def _float_to_int(value, target: DataType, expr):
     ok = pc.and_(pc.greater_equal(rounded, lo), pc.less(rounded, hi))   # NaN compares false
     rounded = null_where(expr, rounded, pc.invert(pc.fill_null(ok, True)), f"{_INT_NAMES[target.kind]} out of range")
     return _wrap(pc.cast, expr, rounded, arrow_type(target), False)
+
+
+def _interval_text(value, target: DataType, expr):
+    """VARCHAR -> INTERVAL (Postgres' ``interval_in``; text that does not read is a data error)
+    or INTERVAL -> VARCHAR (``interval_out``), row by row (:mod:`stream.interval_text`)."""
+    scalar = isinstance(value, pa.Scalar)
+    values = [value.as_py()] if scalar else value.to_pylist()
+    out, failed, message = [], 0, None
+    for v in values:
+        if v is None:
+            out.append(None)
+        elif target.kind == TypeKind.VARCHAR:
+            out.append(format_interval(Interval(v.months, v.days, v.nanoseconds // 1000)))
+        else:
+            try:
+                iv = parse_interval(v)
+                out.append(pa.MonthDayNano([iv.months, iv.days, iv.usecs * 1000]))
+            except ValueError as exc:   # IntervalOutOfRange is one too
+                out.append(None)
+                failed += 1
+                message = message or str(exc)
+    if failed:
+        data_error(expr, message, failed)   # raises in strict mode
+    return pa.scalar(out[0], arrow_type(target)) if scalar else pa.array(out, arrow_type(target))
 
 
 def decimal_rows(expr, fn, values, scalar: bool, n=None):

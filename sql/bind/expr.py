@@ -153,7 +153,7 @@ class ExprBinder:
             try:
                 return self._lit(T.parse_text(value, dtype), dtype, node)
             except (ValueError, TypeError) as exc:
-                if isinstance(exc, T.OutOfRange) or "overflows numeric" in str(exc):
+                if isinstance(exc, (T.OutOfRange, T.IntervalOutOfRange)) or "overflows numeric" in str(exc):
                     raise error_at(BindError, str(exc), node) from None
                 raise error_at(BindError, f"invalid input syntax for type {dtype.sql_name()}: {value!r}",
                                node) from None
