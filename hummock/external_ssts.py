@@ -134,9 +134,9 @@ def ingest(storage, table_id: int, infos, epoch: int) -> None:
                 version = storage._version
                 if epoch == version.max_committed_epoch and ids <= version.sst_ids():
                     return   # a retry after an unknown outcome whose commit landed
-                if epoch <= version.max_committed_epoch:
+                if epoch <= storage.max_committed_epoch:   # (with one committed without a delta)
                     raise InvalidArgumentError(f"ingest epoch {epoch} is not above max_committed_epoch "
-                                               f"{version.max_committed_epoch}")
+                                               f"{storage.max_committed_epoch}")
                 _require_empty(storage, version, table_id)
                 staged = epoch <= storage._synced_epoch and not storage._has_imms_up_to(epoch)
                 if staged:

@@ -138,6 +138,7 @@ class HummockStorage(ReadSide):
         # retention: (monotonic time, epoch) of commits, oldest first; epochs committed before
         # open count as committed at open
         self._commit_times = collections.deque([(time.monotonic(), manifest.current.max_committed_epoch)])
+        self._unpublished_epoch = 0   # the newest epoch committed without a delta (commit_epoch)
         self._compactor = None
         self._host = EngineHost(self)   # what compaction runners see of the engine
         self._uploader = Uploader(self._upload)
@@ -338,6 +339,12 @@ class HummockStorage(ReadSide):
         ``epoch`` the ``max_committed_epoch``. Syncs first if needed (waiting for the uploads
         of epochs <= ``epoch`` without holding the engine lock).
 
+        An epoch with nothing to publish -- no SST, no watermark or truncation record (an idle
+        barrier) -- writes no delta: ``max_committed_epoch`` advances in memory only, reads and
+        snapshots at it see exactly the last published state (nothing changed since), and an
+        idle store writes nothing. A reopen's ``max_committed_epoch`` is then the last epoch
+        that published something, whose data is the same.
+
         REQUIRES: ``epoch`` > ``max_committed_epoch``, and no ``sync`` of a later epoch put data
         of ``epoch`` and of later epochs into the same SSTs (commit the synced epoch instead).
         Raises ``InvalidArgumentError`` otherwise; nothing is published then.
@@ -349,19 +356,32 @@ class HummockStorage(ReadSide):
                 with self._lock:
                     self._check_ownership()
                     self._adopt_pending()
-                    if epoch == self._version.max_committed_epoch:
+                    committed = self.max_committed_epoch
+                    if epoch == committed:
                         return   # already committed (a retry after an error whose commit landed)
-                    if epoch < self._version.max_committed_epoch:
+                    if epoch < committed:
                         raise InvalidArgumentError(
-                            f"epoch {epoch} is not above max_committed_epoch {self._version.max_committed_epoch}")
+                            f"epoch {epoch} is not above max_committed_epoch {committed}")
                     staged = epoch <= self._synced_epoch and not self._has_imms_up_to(epoch)
                     delta = self._commit_delta(epoch) if staged else None
+                    if delta is not None and delta.new_sub_level is None and not delta.table_watermarks:
+                        self._commit_in_memory(epoch)   # nothing to publish: no delta
+                        break
                 if delta is not None:
                     self._publish(delta)
                     break
             self.sync(epoch)
         if self._compactor is not None:
             self._stall_while_l0_is_full()
+
+    def _commit_in_memory(self, epoch: int) -> None:
+        """Commit ``epoch``, which publishes nothing, without a delta (under both locks;
+        ``commit_epoch``): the committed epoch advances, the commit is logged (time travel),
+        reads go on from the same version."""
+        self._unpublished_epoch = epoch
+        self._log_commit(epoch)
+        self.counters["commits_without_delta"] += 1
+        self._drop_truncated_ssts()
 
     def _commit_delta(self, epoch: int) -> VersionDelta:
         """The commit delta of ``epoch`` (under both locks; everything of epochs <= ``epoch``
@@ -902,7 +922,9 @@ class HummockStorage(ReadSide):
 
     @property
     def max_committed_epoch(self) -> int:
-        return self._version.max_committed_epoch
+        """Every epoch <= it is committed: the version's, or above it an epoch committed
+        without a delta because it had nothing to publish (``commit_epoch``)."""
+        return max(self._version.max_committed_epoch, self._unpublished_epoch)
 
     def snapshot(self, epoch: int | None = None) -> Snapshot:
         """Pin committed ``epoch`` (default: ``max_committed_epoch``) and its version; use as a
@@ -912,7 +934,7 @@ class HummockStorage(ReadSide):
         """
         with self._lock:
             self._require_open()
-            committed = self._version.max_committed_epoch
+            committed = self.max_committed_epoch
             epoch = committed if epoch is None else _check_epoch(epoch)
             if epoch > committed:
                 raise InvalidArgumentError(f"snapshot epoch {epoch} is above max_committed_epoch {committed}")
@@ -927,7 +949,7 @@ class HummockStorage(ReadSide):
         with self._lock:
             version = self._version
             return {
-                "max_committed_epoch": version.max_committed_epoch,
+                "max_committed_epoch": max(version.max_committed_epoch, self._unpublished_epoch),
                 "version_id": version.id,
                 "shared_buffer_bytes": self._buffer.size,
                 "imms": len(self._buffer),

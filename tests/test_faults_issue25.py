@@ -298,3 +298,86 @@ def test_temp_files_of_a_crashed_writer_go_at_the_next_open_whatever_their_age(t
     task.finish()                                     # and it still publishes
     assert loader.read("sst/00000000000000888888.sst") == b"y" * 10
     loader.close()
+
+
+# --- 6. an idle database writes nothing --------------------------------------------------------
+
+def _puts(faults) -> int:
+    return sum(faults.ops[op] for op in ("upload", "upload_if_absent", "streaming_upload"))
+
+
+def test_an_idle_sql_database_writes_nothing(tmp_path):
+    """An open SQL database with a table and an MV, its barrier ticker running: once the
+    inserted rows are committed, checkpoint barriers that carry no data put no object (a
+    manifest delta per barrier before: one PUT per second on S3, forever). Reads and a
+    reopen (MV recovery) stay exact."""
+    import time
+
+    import sql
+    from faults import local_location
+
+    location = local_location(tmp_path / "db", Faults())
+    conn = sql.connect(location.store(), barrier_interval_ms=20)
+    try:
+        conn.execute("CREATE TABLE t (a INT PRIMARY KEY, b INT)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT count(*) AS c, sum(b) AS s FROM t")
+        conn.execute("INSERT INTO t VALUES (1, 10), (2, 20)")
+        conn.execute("FLUSH")
+        loop = conn.db.rt.barrier_loop
+        store = conn.db.store
+        seen = len(loop.latencies)
+        deadline = time.monotonic() + 60
+        while len(loop.latencies) < seen + 3 and time.monotonic() < deadline:
+            time.sleep(0.01)                   # let the barriers of the insert settle
+        puts, epoch, seen = _puts(location.faults), store.max_committed_epoch, len(loop.latencies)
+        while len(loop.latencies) < seen + 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(loop.latencies) >= seen + 10, "the barrier ticker stopped"
+        assert _puts(location.faults) == puts  # ten idle checkpoints, no PUT
+        assert store.max_committed_epoch > epoch   # the committed epoch still advances
+        assert conn.execute("SELECT c, s FROM m").fetchall() == [(2, 30)]
+    finally:
+        conn.close()
+    conn = sql.connect(location.store(), barrier_interval_ms=20)
+    try:
+        assert conn.execute("SELECT c, s FROM m").fetchall() == [(2, 30)]
+        conn.execute("INSERT INTO t VALUES (3, 30)")
+        conn.execute("FLUSH")
+        assert conn.execute("SELECT c, s FROM m").fetchall() == [(3, 60)]
+    finally:
+        conn.close()
+
+
+def test_a_checkpoint_with_nothing_to_publish_commits_in_memory_only():
+    """The engine side: ``checkpoint(e)`` of an epoch without data, watermark or truncation
+    writes no manifest delta; ``max_committed_epoch`` is ``e`` (snapshots and commits check
+    against it), a reopen falls back to the last epoch that published something -- with the
+    same data -- and the next epoch with data is published as usual."""
+    from hummock.errors import InvalidArgumentError
+
+    location = _location()
+    with location.open(OPTIONS) as db:
+        _fill(db, [1])
+        puts = _puts(location.faults)
+        for i in range(2, 6):
+            db.checkpoint(i * E)
+        assert _puts(location.faults) == puts
+        assert db.max_committed_epoch == db.stats()["max_committed_epoch"] == 5 * E
+        assert db.version().max_committed_epoch == E
+        with db.snapshot() as snap:
+            assert snap.epoch == 5 * E and list(snap.iter(1)) == _rows(last=1)
+        db.checkpoint(5 * E)                              # a retry: already committed
+        with pytest.raises(InvalidArgumentError):
+            db.checkpoint(4 * E)
+        with pytest.raises(InvalidArgumentError):
+            db.ingest_batch(1, [(b"x", b"y")], 5 * E)    # sealed, as after any commit
+        db.update_table_watermarks(1, 6 * E, {0: b"z"})  # a record is something to publish
+        db.checkpoint(6 * E)
+        assert db.version().max_committed_epoch == 6 * E and _puts(location.faults) > puts
+        db.checkpoint(7 * E)
+    with location.open(OPTIONS) as db:
+        assert db.max_committed_epoch == 6 * E
+        _fill(db, [8])
+        assert db.version().max_committed_epoch == 8 * E
+        assert list(db.iter(1, 8 * E)) == _rows(last=8)
+
