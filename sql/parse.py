@@ -9,7 +9,13 @@ the rest to sqlglot (Postgres dialect; :mod:`sql.dialect` keeps ``INTERVAL '...'
 
 Invariants: positions survive the pre-pass -- each statement is parsed inside a copy of the
 whole text where everything else is blanked (newlines kept), and stripped options are replaced
-by spaces, so sqlglot's line/column are the user's. A parse failure is ``SqlSyntaxError`` with
+by spaces, so sqlglot's line/column are the user's. Nesting is bounded before sqlglot sees the
+text: parentheses and brackets outside quotes and comments nest at most ``MAX_DEPTH`` (200)
+levels, else ``SqlSyntaxError`` at the first one too deep (a long VALUES list or a string full
+of parentheses is no nesting); sqlglot recurses ~25 frames per level, so parsing (and the
+statement's execution, :mod:`sql.session`) runs under :func:`stack_headroom`, and a
+RecursionError that still happens (``NOT NOT ...`` or ``CASE`` chains without parentheses) is a
+``SqlSyntaxError``. A parse failure is ``SqlSyntaxError`` with
 line/column; text sqlglot only keeps as an opaque ``Command`` is ``UnsupportedError``. Values
 are never spliced into the text: ``%s`` becomes a ``$n`` parameter node the binder resolves.
 
@@ -18,9 +24,12 @@ Callers: :mod:`sql.session` (``parse_script``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
+import sys
+import threading
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -32,7 +41,9 @@ from sql.errors import SqlSyntaxError, UnsupportedError
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
-MAX_DEPTH = 200   # deeper expressions raise SqlError instead of overflowing the stack
+MAX_DEPTH = 200   # parentheses/brackets nest at most this deep (docs/sql.md); deeper: SqlSyntaxError
+FRAMES_PER_LEVEL = 40   # Python frames a statement may recurse per nesting level (sqlglot: ~25)
+STACK_HEADROOM = FRAMES_PER_LEVEL * MAX_DEPTH + 2000   # frames stack_headroom() grants
 
 
 @dataclass
@@ -57,9 +68,10 @@ class Statement:
 _DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
 
 
-def _scan(text: str):
+def _scan(text: str, nesting: bool = False):
     """Yield ``(kind, start, end)`` for ``;``, ``%s`` and ``$n`` outside quotes (``'...'``,
-    ``"..."``, ``$tag$...$tag$``) and comments."""
+    ``"..."``, ``$tag$...$tag$``) and comments; with ``nesting``, also ``(`` for ``(``/``[``
+    and ``)`` for ``)``/``]``."""
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -81,6 +93,12 @@ def _scan(text: str):
             i = n if j < 0 else j + 2
         elif c == ";":
             yield ";", i, i + 1
+            i += 1
+        elif nesting and c in "([":
+            yield "(", i, i + 1
+            i += 1
+        elif nesting and c in ")]":
+            yield ")", i, i + 1
             i += 1
         elif c == "%" and text.startswith("%s", i):
             yield "%s", i, i + 2
@@ -142,7 +160,76 @@ def parse_script(text: str) -> list:
     repeated queries parse once."""
     if not isinstance(text, str):
         raise SqlSyntaxError(f"SQL text must be a str, got {type(text).__name__}")
-    return list(_parse_cached(text))
+    with stack_headroom():
+        return list(_parse_cached(text))
+
+
+@functools.lru_cache(maxsize=256)
+def statement_starts(text: str) -> tuple:
+    """``(line, column)`` where each non-empty statement of ``text`` starts: the cuts
+    :func:`parse_script` makes, found without parsing (``;`` outside quotes and comments).
+    Cached by text, as parses are."""
+    starts, at = [], 0
+    for start in [s for kind, s, _ in _scan(text) if kind == ";"] + [len(text)]:
+        body = text[at:start]
+        if body.strip() and not _only_comments(body):
+            starts.append(_line_col(text, at + len(body) - len(body.lstrip())))
+        at = start + 1
+    return tuple(starts)
+
+
+# --- stack headroom ------------------------------------------------------------------------------
+
+_headroom_lock = threading.Lock()
+_headroom_users = 0
+_headroom_saved = _headroom_set = 0
+
+
+@contextlib.contextmanager
+def stack_headroom(frames: int = STACK_HEADROOM):
+    """Run the block with at least ``frames`` Python frames of recursion room above the caller.
+
+    sqlglot's parser and the binder recurse per nesting level; 200 levels need ~5,000 frames,
+    more than CPython's default limit of 1,000. The recursion limit is interpreter-wide, so it
+    is raised while any thread is inside such a block and put back when the last one leaves
+    (unless someone else changed it meanwhile). Python-to-Python calls use no C stack
+    (CPython >= 3.11), so the higher limit cannot overflow a thread's stack."""
+    global _headroom_users, _headroom_saved, _headroom_set
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    with _headroom_lock:
+        if _headroom_users == 0:
+            _headroom_saved = _headroom_set = sys.getrecursionlimit()
+        _headroom_users += 1
+        if sys.getrecursionlimit() < depth + frames:
+            _headroom_set = depth + frames
+            sys.setrecursionlimit(_headroom_set)
+    try:
+        yield
+    finally:
+        with _headroom_lock:
+            _headroom_users -= 1
+            if _headroom_users == 0 and sys.getrecursionlimit() == _headroom_set != _headroom_saved:
+                try:
+                    sys.setrecursionlimit(_headroom_saved)
+                except RecursionError:   # this thread is deeper than the old limit: keep it
+                    pass
+
+
+def check_nesting(text: str) -> None:
+    """Raise ``SqlSyntaxError`` at the first parenthesis or bracket (outside quotes and
+    comments) opening a level deeper than ``MAX_DEPTH``. Linear in the text, no recursion."""
+    depth = 0
+    for kind, start, _ in _scan(text, nesting=True):
+        if kind == "(":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line, column = _line_col(text, start)
+                raise SqlSyntaxError(f"the statement nests deeper than {MAX_DEPTH} levels of "
+                                     "parentheses", line, column)
+        elif kind == ")":
+            depth = max(depth - 1, 0)
 
 
 @functools.lru_cache(maxsize=256)
@@ -231,9 +318,7 @@ def _statement(text: str, start: int, end: int) -> Statement:
 
 
 def _sqlglot(text: str):
-    depth = max(text.count("("), 0)
-    if depth > MAX_DEPTH * 4:
-        raise SqlSyntaxError(f"the statement nests deeper than {MAX_DEPTH} levels")
+    check_nesting(text)
     try:
         trees = sqlglot.parse(text, read=Hummock)
     except ParseError as exc:
@@ -243,8 +328,8 @@ def _sqlglot(text: str):
         raise SqlSyntaxError(f"syntax error: {msg}", err.get("line"), _start_col(err)) from None
     except TokenError as exc:
         raise SqlSyntaxError(f"syntax error: {exc}") from None
-    except RecursionError:
-        raise SqlSyntaxError(f"the statement nests too deeply") from None
+    except RecursionError:   # nesting without parentheses (NOT NOT ..., CASE in CASE ...)
+        raise SqlSyntaxError("the statement nests too deeply") from None
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise SqlSyntaxError("expected one statement")

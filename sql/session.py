@@ -7,8 +7,11 @@ Session variables (``SET``/``SHOW``) live on the connection; ``implicit_flush=Tr
 ``SET RW_IMPLICIT_FLUSH = true``.
 
 Invariants: engine failures surface as ``SqlError`` subclasses (an overflow or a pk conflict
-is ``ExecutionError``; deep nesting is ``SqlError``, never RecursionError). A closed
-connection refuses further use.
+is ``ExecutionError``; deep nesting is ``SqlError``, never RecursionError: statements run
+under :func:`sql.parse.stack_headroom`). One statement per ``execute``/``executemany``, as a
+Postgres prepared statement: text holding several is refused (``SqlSyntaxError`` at the
+second) before anything runs; scripts are split by the caller (``hummock run``,
+:func:`sql.cli_script.split_statements`). A closed connection refuses further use.
 
 Callers: users (``sql.connect``).
 """
@@ -23,8 +26,8 @@ from stream.errors import ExpressionError, StreamError
 from sql import types as T
 from sql.batch.execute import from_arrow_values
 from sql.database import Database
-from sql.errors import ExecutionError, SqlError, execution_error
-from sql.parse import parse_script
+from sql.errors import ExecutionError, SqlError, SqlSyntaxError, execution_error
+from sql.parse import parse_script, stack_headroom, statement_starts
 from sql.statements import SESSION_VARIABLES, execute_statement, insert_many
 
 
@@ -32,7 +35,8 @@ def connect(url: str = ":memory:", barrier_interval_ms: int = 1000, implicit_flu
             **store_options) -> Connection:
     """Open (or create) the database at ``url`` (``:memory:``, a path, ``file://``, ``memory://``,
     ``s3://...``); reopening restores every table and MV."""
-    return Connection(Database(url, barrier_interval_ms, **store_options), implicit_flush)
+    with stack_headroom():   # reopening plans every MV's definition again
+        return Connection(Database(url, barrier_interval_ms, **store_options), implicit_flush)
 
 
 class Connection:
@@ -89,8 +93,14 @@ class Cursor:
         self._at = 0
 
     def execute(self, sql: str, params=()) -> Cursor:
+        """Run the one statement of ``sql`` with ``params`` (module docstring)."""
+        with stack_headroom():
+            return self._execute(sql, params)
+
+    def _execute(self, sql: str, params=()) -> Cursor:
         self.connection._check()
         params = list(params or ())
+        _one_statement(sql, "execute")
         statements = parse_script(sql)
         used = max((s.n_params for s in statements), default=0)
         if used != len(params):   # psycopg/Postgres: every placeholder bound, no value left over
@@ -127,7 +137,13 @@ class Cursor:
             raise ExecutionError(f"{type(exc).__name__}: {exc}") from exc
 
     def executemany(self, sql: str, seq_of_params) -> Cursor:
+        """Run the one statement of ``sql`` once per parameter set (module docstring)."""
+        with stack_headroom():
+            return self._executemany(sql, seq_of_params)
+
+    def _executemany(self, sql: str, seq_of_params) -> Cursor:
         self.connection._check()
+        _one_statement(sql, "executemany")
         statements = parse_script(sql)
         if len(statements) == 1:
             seq = list(seq_of_params)
@@ -187,3 +203,12 @@ class Cursor:
 
     def close(self) -> None:
         self._table = None
+
+
+def _one_statement(sql, method: str) -> None:
+    """Refuse ``sql`` holding several statements: ``SqlSyntaxError`` at the second (Postgres:
+    "cannot insert multiple commands into a prepared statement"), before any is parsed or run."""
+    starts = statement_starts(sql) if isinstance(sql, str) else []
+    if len(starts) > 1:
+        raise SqlSyntaxError(f"{method}() runs one statement, {len(starts)} were given (split a script "
+                             "into statements, e.g. with 'hummock run'); the second starts", *starts[1])
