@@ -3,7 +3,8 @@
 
 Job: check ``data`` (a ``pyarrow`` RecordBatch or Table) against the table's visible columns
 (by name: every column present once, nothing else; types cast safely to the declared Arrow
-types, so an int32 column fits a BIGINT one), refuse NULL in a user primary key, add the hidden
+types, so an int32 column fits a BIGINT one; NUMERIC text read and range-checked as Postgres'
+``numeric_in``), refuse NULL in a user primary key, add the hidden
 ``_row_id`` as NULLs (the table's Dml fills them), and hand insert chunks of ``chunk_size``
 rows straight to the table's source. Same semantics as INSERT VALUES of the same rows: the
 table's ON CONFLICT applies, the rows become visible with the next checkpoint (or at once
@@ -22,6 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from relational.types import TypeKind
+from stream import decimal_ops
 from stream.chunk import INSERT, StreamChunk
 from stream.schema import Schema
 
@@ -60,6 +63,11 @@ def insert_arrow(db, table: str, data, variables, chunk_size: int = DEFAULT_CHUN
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     raise BindError(f"column {name!r} of type {column.type} does not fit "
                                     f"{rel.desc.columns[i][1].sql_name()}: {exc}") from None
+        if rel.desc.columns[i][1].kind == TypeKind.DECIMAL and pa.types.is_string(column.type):
+            try:   # Postgres' numeric range and syntax, checked before anything is written
+                column = decimal_ops.stored_texts(column)
+            except decimal_ops.RowError as exc:
+                raise BindError(f"column {name!r}: {exc}") from None
         if rel.user_pk and i in rel.pk_indices and column.null_count:
             raise ExecutionError(f"null value in primary key column {name!r} of {rel.name!r}")
         columns.append(column)

@@ -16,7 +16,8 @@ row by row with Postgres' numeric rules and encode the results back:
   (checked before computing: ``1e1000000000 + 1`` would otherwise build a billion digits).
 - Casts: integers and text exactly; REAL/DOUBLE through 6/15 significant digits (Postgres'
   ``float4_numeric``/``float8_numeric``); to integers half away from zero with a range check;
-  to text in plain notation.
+  to text in plain notation. :func:`stored_texts` checks a column of user text
+  (``insert_arrow``) the same way before it is stored.
 
 Row errors (division by zero, an integer out of range, NaN to an integer, bad text) raise
 :class:`RowError`; :func:`map_rows` turns them into NULLs and reports how many rows failed,
@@ -31,6 +32,7 @@ import decimal
 from itertools import repeat
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 Decimal = decimal.Decimal
 
@@ -220,6 +222,24 @@ def from_float(x: float, digits: int = 15) -> Decimal:
     if x in (float("inf"), float("-inf")):
         return Decimal("Infinity") if x > 0 else Decimal("-Infinity")
     return normalize(Decimal(format(x, f".{digits}g")))
+
+
+_CANONICAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"   # plain text as encode() writes it (when not too long)
+
+
+def stored_texts(column: pa.Array) -> pa.Array:
+    """A DECIMAL column given as text (``insert_arrow``) as it is stored: every value a number
+    Postgres' numeric holds, in :func:`encode`'s text. Plain canonical text passes as it is (one
+    regex over the column); anything else is read row by row (:func:`from_text`), so ``1e200000``
+    or ``'garbage'`` raises :class:`RowError` before any row is written."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    valid = column.drop_null() if column.null_count else column
+    if len(valid) == 0 or (pc.max(pc.utf8_length(valid)).as_py() <= _MAX_SCALE   # within both limits
+                           and pc.all(pc.match_substring_regex(valid, _CANONICAL)).as_py()
+                           and not pc.any(pc.match_substring_regex(valid, r"^-0(\.0*)?$")).as_py()):
+        return column
+    return encode([None if v is None else from_text(v) for v in column.to_pylist()], False)
 
 
 def from_text(s: str) -> Decimal:

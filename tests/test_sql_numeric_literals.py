@@ -59,3 +59,23 @@ def test_long_integer_literals_are_numeric_or_refused(conn):
         conn.execute(f"SELECT '{big}'::int")
     with pytest.raises(BindError, match="value overflows numeric format"):
         conn.execute(f"SELECT {'9' * 200000}")
+
+
+def test_insert_arrow_checks_numeric_text_before_writing(conn):
+    import pyarrow as pa
+    conn.execute("CREATE TABLE n (k INT PRIMARY KEY, a NUMERIC)")
+
+    def load(values):
+        conn.insert_arrow("n", pa.table({"k": pa.array(range(len(values)), pa.int32()),
+                                         "a": pa.array(values, pa.string())}))
+    for bad, message in ((["1", "1e200000"], "value overflows numeric format"),
+                         (["1e1000000000"], "value overflows numeric format"),
+                         (["2", "garbage"], "invalid input syntax for type numeric")):
+        with pytest.raises(BindError, match=message):
+            load(bad)
+    assert conn.execute("SELECT count(*) FROM n").fetchall() == [(0,)]
+    load(["1.50", None, "-0", "1E+2", " 7 ", "NaN"])   # read as Postgres' numeric_in does
+    assert [None if a is None else str(a) for a, in conn.execute("SELECT a FROM n ORDER BY k").fetchall()] == \
+        ["1.50", None, "0", "100", "7", "NaN"]
+    conn.execute("INSERT INTO n VALUES (10, 1)")   # the graph is alive
+    assert conn.execute("SELECT count(*) FROM n").fetchall() == [(7,)]
