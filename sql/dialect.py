@@ -6,7 +6,7 @@ Job: sqlglot's Postgres parser rewrites ``INTERVAL '1 day 01:00:00'`` into ``INT
 ``'1' DAY``, so the binder could never see the time part, a second unit or ``ago``. Here an
 interval string is left as written; the only unit taken after it is a Postgres field
 restriction (``YEAR``, ``MONTH``, ``DAY``, ``HOUR``, ``MINUTE``, ``SECOND``, or ``f1 TO f2``).
-:func:`sql.types.parse_interval` reads the text as Postgres' ``interval_in`` does.
+:func:`stream.interval_text.parse_interval` reads the text as Postgres' ``interval_in`` does.
 
 Invariant: every other construct parses exactly as ``read="postgres"`` (this class overrides
 one parser method and nothing else).
