@@ -9,7 +9,10 @@ snapshot in epoch ``E`` too, so its records and its backfilled state commit toge
 
 Invariants: ``self.catalog`` changes only after the change committed; a failed DDL rebuilds the
 old catalog's graph and re-raises (nothing of it was committed). With no relation there is no
-runtime; catalog writes then use a fresh epoch and a direct checkpoint.
+runtime; catalog writes then use a fresh epoch and a direct checkpoint. A failed open (bad
+options, a catalog that does not load, a graph that does not start) closes what it opened --
+the graph and the store, so its writer lock and compactor thread go with the exception and the
+URL can be opened again.
 
 Callers: :mod:`sql.session` (one Database per Connection), :mod:`sql.statements`.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import threading
 import uuid
 
+from hummock.errors import InvalidArgumentError
 from hummock.key import new_epoch
 from hummock.options import StorageOptions
 from hummock.storage import HummockStorage
@@ -28,13 +32,49 @@ from sql.build import GraphBuilder
 from sql.catalog import SqlCatalog
 
 
+def _storage_options(store_options: dict):
+    """``StorageOptions`` of ``connect``'s keyword arguments (``None``: the defaults); an unknown
+    name is an InvalidArgumentError naming the known ones, not a TypeError."""
+    if not store_options:
+        return None
+    known = set(StorageOptions.__dataclass_fields__)
+    unknown = sorted(set(store_options) - known)
+    if unknown:
+        raise InvalidArgumentError(f"unknown connect() option(s) {unknown}: connect(url, barrier_interval_ms=..., "
+                                   f"implicit_flush=..., **store_options) takes the StorageOptions fields "
+                                   f"{sorted(known)}")
+    return StorageOptions(**store_options)
+
+
 class Database:
     def __init__(self, url: str, barrier_interval_ms=1000, **store_options):
+        if barrier_interval_ms is not None and (isinstance(barrier_interval_ms, bool) or not isinstance(
+                barrier_interval_ms, (int, float)) or not 0 <= barrier_interval_ms < float("inf")):
+            raise InvalidArgumentError(f"barrier_interval_ms must be a number >= 0 (0 or None: no periodic "
+                                       f"barriers), got {barrier_interval_ms!r}")
+        self.rt = self.store = None
+        try:
+            self._open(url, barrier_interval_ms, **store_options)
+        except BaseException:
+            self._close_partial()
+            raise
+
+    def _close_partial(self) -> None:
+        """After a failed open: stop the graph if it started, close the store if it opened."""
+        rt, self.rt = self.rt, None
+        try:
+            if rt is not None:
+                rt.abort()
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+    def _open(self, url: str, barrier_interval_ms, **store_options) -> None:
         if url in (":memory:", "memory://"):
             url = f"memory://sql-{uuid.uuid4().hex}"
         self.url = url
         self.barrier_interval_ms = barrier_interval_ms
-        self.store = HummockStorage.open(url, StorageOptions(**store_options) if store_options else None)
+        self.store = HummockStorage.open(url, _storage_options(store_options))
         self.catalog = SqlCatalog.load(self.store, self.store.max_committed_epoch)
         self.lock = threading.RLock()
         self.rt = None
@@ -64,9 +104,13 @@ class Database:
             self.rt, self.builder = None, None
             return None
         rt = StreamRuntime(self.store)   # the ticker starts once the first epoch's records are in
-        builder = GraphBuilder(rt, self.store, catalog, self.plan_of, backfill)
-        builder.build()
-        epoch = rt.start()
+        try:
+            builder = GraphBuilder(rt, self.store, catalog, self.plan_of, backfill)
+            builder.build()
+            epoch = rt.start()
+        except BaseException:
+            rt.abort()   # a runtime that started actors or its loop must not outlive the failure
+            raise
         self.rt, self.builder = rt, builder
         return epoch
 
