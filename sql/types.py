@@ -212,6 +212,8 @@ class OutOfRange(ValueError):
 def _float_text(s: str, dtype: DataType) -> float:
     """REAL/DOUBLE text as Postgres' ``float8in``/``float4in``: out of range (overflow to
     Infinity, underflow to zero) is an error, ``'Infinity'``/``'NaN'`` are values."""
+    if "_" in s:   # Python's float() reads 1_000; Postgres' float8in does not
+        raise ValueError(f"invalid input syntax for type {description_name(dtype)}: {s!r:.60}")
     value = float(s)
     if s.lower() in _FLOAT_SPECIAL:
         return value
@@ -259,8 +261,8 @@ def coerce_value(value, dtype: DataType):
         raise TypeError(f"cannot assign boolean to {dtype.sql_name()}")
     if kind in INTEGERS:   # Postgres: a float rint()s (half to even), a numeric half away from zero
         if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise ValueError(f"{dtype.sql_name().lower()} out of range")
+            if value != value or abs(value) >= 2.0 ** 63:   # NaN, +-Infinity and what no integer type holds
+                raise ValueError(f"{description_name(dtype)} out of range")
             return dtype.validate(int(decimal.Decimal(value).to_integral_value(decimal.ROUND_HALF_EVEN)))
         if isinstance(value, decimal.Decimal):
             return dtype.validate(int(value.to_integral_value(decimal.ROUND_HALF_UP)))

@@ -53,6 +53,16 @@ def cast_to(value, source: DataType, target: DataType, expr):
         return _wrap(pc.cast, expr, value, arrow_type(target), False)
     if TypeKind.INTERVAL in (source.kind, target.kind) and TypeKind.VARCHAR in (source.kind, target.kind):
         return _interval_text(value, target, expr)
+    if source.kind == TypeKind.VARCHAR and target.kind in _FLOATS:   # float8in: out of range is an error
+        name = "real" if target.kind == TypeKind.REAL else "double precision"
+        try:
+            out = pc.cast(pc.utf8_trim_whitespace(value), arrow_type(target))
+        except _ARROW_ERRORS as exc:
+            raise ExpressionError(f"invalid input syntax for type {name}", expr) from exc
+        message = f"value out of range for type {name}"
+        out = null_where(expr, out, pc.and_(pc.is_inf(out), pc.invert(pc.match_substring_regex(
+            value, _INF_TEXT, ignore_case=True))), message)
+        return null_where(expr, out, pc.and_(pc.equal(out, 0), pc.match_substring_regex(value, _NONZERO_FLOAT)), message)
     if source.kind == TypeKind.DOUBLE and target.kind == TypeKind.REAL:   # float8_to_float4's checks
         return result_range(expr, _wrap(pc.cast, expr, value, pa.float32(), False), value)
     return _wrap(pc.cast, expr, value, arrow_type(target), True)
@@ -60,6 +70,8 @@ def cast_to(value, source: DataType, target: DataType, expr):
 
 _INFINITIES = pa.array(["Infinity", "-Infinity"])
 _NONZERO = r"^[-+]?[0.]*[1-9]"   # the text of a non-zero NUMERIC
+_NONZERO_FLOAT = r"^\s*[-+]?[0.]*[1-9]"   # float text whose mantissa is not zero
+_INF_TEXT = r"^\s*[-+]?inf(inity)?\s*$"
 _FLOAT_INT_LIMITS = {   # [lo, hi): the doubles whose rint() fits (2**63 itself does not fit a bigint)
     TypeKind.SMALLINT: (-32768.5, 32767.5), TypeKind.INT: (-2147483648.5, 2147483647.5),
     TypeKind.BIGINT: (-9223372036854775808.0, 9223372036854775808.0)}

@@ -151,3 +151,30 @@ def test_float_overflow_in_an_mv_is_null_and_counted(conn):
     assert error_counts().get("value out of range: overflow", 0) == before + 2
     with pytest.raises(ExecutionError, match="overflow"):
         conn.execute("SELECT x * 10 FROM f").fetchall()
+
+
+def test_text_to_float_at_run_time_checks_the_range(conn):
+    conn.execute("CREATE TABLE s (k INT PRIMARY KEY, t VARCHAR)")
+    conn.execute("INSERT INTO s VALUES (1, '1e400'), (2, ' 1.5 '), (3, 'NaN'), (4, '1e-400'), (5, '-Infinity'),"
+                 " (6, '0.0e5'), (7, 'x')")
+    for k, message in ((1, "value out of range for type double precision"),
+                       (4, "value out of range for type double precision"),
+                       (7, "invalid input syntax for type double precision")):
+        with pytest.raises(ExecutionError, match=message):
+            conn.execute(f"SELECT t::float8 FROM s WHERE k = {k}").fetchall()
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, t::float8 AS f FROM s")
+    rows = dict(conn.execute("SELECT k, f FROM m").fetchall())
+    assert {k: v for k, v in rows.items() if k != 3} == {1: None, 2: 1.5, 4: None, 5: -math.inf, 6: 0.0, 7: None}
+    assert math.isnan(rows[3])
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e300])
+def test_a_double_parameter_beyond_an_integer_column_is_out_of_range(conn, value):
+    conn.execute("CREATE TABLE u (a INT)")
+    with pytest.raises(ExecutionError, match="integer out of range"):
+        conn.execute("INSERT INTO u VALUES (%s)", (value,))
+
+
+def test_float_text_with_underscores_is_not_a_number(conn):
+    with pytest.raises(BindError, match="invalid input syntax"):
+        conn.execute("SELECT '1_000'::float8")
