@@ -40,7 +40,11 @@ def _fields(value) -> tuple:
         value = pa.array([value.as_py() if value.is_valid else None], pa.month_day_nano_interval())
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()
-    raw = np.frombuffer(value.buffers()[1], dtype=_LAYOUT, count=value.offset + len(value))[value.offset:]
+    data = value.buffers()[1]
+    if data is None:   # an all-NULL array may have no data buffer
+        raw = np.zeros(len(value), dtype=_LAYOUT)
+    else:
+        raw = np.frombuffer(data, dtype=_LAYOUT, count=value.offset + len(value))[value.offset:]
     return value, raw["months"].astype(np.int64), raw["days"].astype(np.int64), raw["nanos"] // 1000
 
 
