@@ -7,7 +7,7 @@
   pair. Carries ``row`` (the chunk position, or None).
 - :class:`ExpressionError` (``ValueError``): an expression that cannot be built (unknown
   function, operand types that do not fit) or that fails on data (integer overflow, a cast
-  that does not fit). Carries ``expr`` (its text).
+  that does not fit). Carries ``expr`` (the node) and ``reason`` (the message without it).
 - :class:`ExecutorError`: an executor refused its input; ``executor`` names it (its identity)
   and ``cause`` is the underlying error. :class:`InconsistentStreamError` (``ValueError``) is
   the strict-mode case: an insert of an existing key or a delete of a missing one; it carries
@@ -16,6 +16,8 @@
   deliver different epochs, an epoch that does not grow).
 - :class:`ActorFailedError`: an actor stopped with an error; the runtime raises it to whoever
   waits for a barrier. ``actor_id`` and ``__cause__`` tell which and why.
+- :class:`CheckpointFailedError`: the store could not commit a checkpoint (``__cause__``); the
+  graph fails as for an actor.
 
 Callers: every module of ``stream``; ``sql`` catches them.
 """
@@ -42,6 +44,7 @@ class ExpressionError(StreamError, ValueError):
 
     def __init__(self, message: str, expr=None):
         self.expr = expr
+        self.reason = message   # the message without the expression's text
         super().__init__(message if expr is None else f"{message} in {expr}")
 
 
@@ -73,3 +76,7 @@ class ActorFailedError(StreamError):
     def __init__(self, actor_id: int, message: str):
         self.actor_id = actor_id
         super().__init__(f"actor {actor_id} failed: {message}")
+
+
+class CheckpointFailedError(StreamError):
+    """The store failed to commit a checkpoint (``__cause__``): the graph stops, as for an actor."""

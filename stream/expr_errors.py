@@ -1,19 +1,29 @@
 """Data errors of :mod:`stream.expr` evaluation: integer overflow, division or remainder by zero,
-a cast that does not fit.
+a cast that does not fit, a date out of range -- any error a value (not the plan) causes.
 
 Two modes, per thread (a context variable): inside :func:`raising_errors` (the SQL layer's
 batch queries and DML) a data error raises :class:`~stream.errors.ExpressionError` naming the
-failing node, as Postgres does; otherwise (stream executors) the failing row's value is NULL,
-the error is logged (logger ``stream.expr``, one warning per node and chunk with the row
-count) and counted (:func:`error_counts`, by message), as RisingWave's streaming engine does,
-so one bad row does not stop a materialized view.
+failing node, as Postgres does; otherwise (stream executors) the failing row's value is NULL (a
+Filter then drops the row), as RisingWave's non-strict streaming mode does, so one bad row never
+stops a materialized view. Such an error is
+
+- counted: process-wide by kind (:func:`error_counts`), and into the counter of the actor that
+  evaluated it (:func:`count_into`, which the stream runtime calls in every actor's task, so the
+  SQL layer reports counts per materialized view: ``Connection.data_errors()``). The kind is
+  the message with its values taken out (:func:`error_kind`: "integer out of range", never one
+  key per bad value), so the counters stay small however many rows fail;
+- logged (logger ``stream.expr``, "... set to NULL"): one warning per node and chunk with the
+  row count, rate-limited per kind and node (at most ``LOG_BURST`` warnings per ``LOG_WINDOW_S``
+  seconds; the next one says how many were suppressed).
 
 Invariant: a row that does not fail evaluates exactly as without this module; a chunk where
 nothing fails costs one try block. :func:`guarded` evaluates a node whose Arrow kernel failed
-on the whole chunk again row by row (the node's compute function), so only the failing rows become NULL.
+on the whole chunk again row by row (the node's compute function), so only the failing rows
+become NULL.
 
-Callers: every node module behind :mod:`stream.expr` (``stream.expr_*``), :mod:`stream.decimal_ops` results via them,
-``sql`` (``raising_errors``).
+Callers: every node module behind :mod:`stream.expr` (``stream.expr_*``), :mod:`stream.decimal_ops`
+results via them, aggregate results (:mod:`stream.executors.agg_call`), the stream runtime's
+actors (``count_into``), ``sql`` (``raising_errors``).
 """
 
 from __future__ import annotations
@@ -21,7 +31,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import re
 import threading
+import time
 from collections import Counter
 
 import pyarrow as pa
@@ -35,8 +47,17 @@ log = logging.getLogger("stream.expr")
 
 _STRICT = contextvars.ContextVar("stream_expr_strict", default=False)
 _QUIET = contextvars.ContextVar("stream_expr_quiet", default=False)
+_SINK = contextvars.ContextVar("stream_expr_sink", default=None)
 _ERRORS: Counter = Counter()
 _ERRORS_LOCK = threading.Lock()
+
+LOG_BURST = 10          # warnings per kind and node ...
+LOG_WINDOW_S = 60.0     # ... per this many seconds; the rest are counted and summarized
+_LOG_STATE: dict = {}   # (kind, node text) -> [window start, warnings in it, suppressed]
+_LOG_STATE_MAX = 4096
+_INT_NAMES = {"SMALLINT": "smallint", "INT": "integer", "BIGINT": "bigint"}
+# values inside a message: quoted text, and numbers not part of a word ("int32" stays)
+_VALUES = re.compile(r"'[^']*'|\"[^\"]*\"|(?<![\w.])[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 @contextlib.contextmanager
@@ -56,10 +77,31 @@ def strict() -> bool:
 
 
 def error_counts() -> dict:
-    """Rows whose value became NULL because of a data error in streaming mode, by message
-    (process-wide, since start)."""
+    """Rows whose value became NULL because of a data error in streaming mode, by kind
+    (:func:`error_kind`; process-wide, since start)."""
     with _ERRORS_LOCK:
         return dict(_ERRORS)
+
+
+def count_into(counter: Counter | None) -> None:
+    """From now on, in this context (an asyncio task has its own: an actor's task calls this
+    once), streaming data errors are also counted into ``counter`` (kind -> rows)."""
+    _SINK.set(counter)
+
+
+@contextlib.contextmanager
+def counting_into(counter: Counter):
+    """:func:`count_into` for the block only (tests, callers outside a task)."""
+    token = _SINK.set(counter)
+    try:
+        yield counter
+    finally:
+        _SINK.reset(token)
+
+
+def error_kind(message: str) -> str:
+    """``message`` with its values replaced by ``?``: the key errors are counted by."""
+    return _VALUES.sub("?", message)
 
 
 def data_error(expr, message: str, rows: int = 1) -> None:
@@ -69,15 +111,44 @@ def data_error(expr, message: str, rows: int = 1) -> None:
     if _STRICT.get():
         raise ExpressionError(message, expr)
     if not _QUIET.get():
+        kind = error_kind(message)
+        sink = _SINK.get()
         with _ERRORS_LOCK:
-            _ERRORS[message] += rows
-        log.warning("%s in %s: %d row(s) set to NULL", message, expr, rows)
+            _ERRORS[kind] += rows
+            if sink is not None:
+                sink[kind] += rows
+        _log(kind, message, expr, rows)
 
 
-def arrow_message(exc) -> str:
+def _log(kind: str, message: str, expr, rows: int) -> None:
+    """The warning of :func:`data_error`, rate-limited per kind and node (module docstring)."""
+    where = str(expr)
+    now = time.monotonic()
+    with _ERRORS_LOCK:
+        state = _LOG_STATE.get((kind, where))
+        if state is None:
+            if len(_LOG_STATE) >= _LOG_STATE_MAX:
+                _LOG_STATE.clear()
+            state = _LOG_STATE[(kind, where)] = [now, 0, 0]
+        elif now - state[0] >= LOG_WINDOW_S:
+            state[0], state[1] = now, 0
+        if state[1] >= LOG_BURST:
+            state[2] += rows
+            return
+        state[1] += 1
+        suppressed, state[2] = state[2], 0
+    log.warning("%s in %s: %d row(s) set to NULL%s", message, where, rows,
+                f" (and {suppressed} more row(s) since the last warning)" if suppressed else "")
+
+
+def arrow_message(exc, data_type=None) -> str:
+    """The SQL message of an Arrow kernel's failure (an overflow, a cast out of range: "integer
+    out of range" for an integer ``data_type``, as Postgres says)."""
     text = str(exc)
-    if "overflow" in text.lower():
-        return "value out of range: overflow"
+    low = text.lower()
+    if "overflow" in low or "not in range" in low or "out of bounds" in low:
+        name = _INT_NAMES.get(data_type.sql_name()) if data_type is not None else None
+        return f"{name} out of range" if name else "value out of range: overflow"
     return text
 
 
@@ -85,7 +156,7 @@ def wrap(fn, expr, *args):
     try:
         return fn(*args)
     except ARROW_ERRORS as exc:
-        raise ExpressionError(arrow_message(exc), expr) from exc
+        raise ExpressionError(arrow_message(exc, getattr(expr, "data_type", None)), expr) from exc
 
 
 def is_array(v) -> bool:
@@ -98,7 +169,7 @@ def guarded(expr, columns, compute):
     try:
         return compute(columns)
     except (ExpressionError, ArithmeticError, ValueError) + ARROW_ERRORS as exc:
-        message = arrow_message(exc) if isinstance(exc, ARROW_ERRORS) else str(exc).split(" in ")[0]
+        message = _message(exc, expr)
         if _STRICT.get():
             raise (exc if isinstance(exc, ExpressionError) else ExpressionError(message, expr)) from exc
         n = chunk_len(columns)
@@ -121,6 +192,14 @@ def guarded(expr, columns, compute):
         data_error(expr, message, failed)
         return pa.concat_arrays([p.combine_chunks() if isinstance(p, pa.ChunkedArray) else p for p in pieces]) \
             if pieces else pa.array([], arrow_type(expr.data_type))
+
+
+def _message(exc, expr) -> str:
+    if isinstance(exc, ExpressionError):
+        return exc.reason
+    if isinstance(exc, ARROW_ERRORS):
+        return arrow_message(exc, getattr(expr, "data_type", None))
+    return str(exc) or type(exc).__name__
 
 
 def chunk_len(columns):

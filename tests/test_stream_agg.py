@@ -5,6 +5,7 @@ refills, count(DISTINCT), strict-mode errors, append-only inputs, recovery, a ti
 """
 
 import decimal
+from collections import Counter
 
 import pytest
 
@@ -16,6 +17,7 @@ from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Checked
 from stream.executors import AggCall, HashAgg, SimpleAgg, agg_table_count
 from stream.executors.agg_call import AggregateOverflowError, numeric_div
+from stream.expr_errors import counting_into, raising_errors
 from stream.expr import Cmp, Col, Lit
 from stream.schema import Schema
 from stream_harness import Epochs, ListSource, drain, visible_rows
@@ -207,11 +209,15 @@ def test_numeric_division_scale_is_postgres():
     assert str(numeric_div(D("1.123456789012345678"), 1)) == "1.12345678901234567800"
 
 
-def test_sum_of_int_overflowing_bigint_is_a_clear_error():
+def test_sum_of_int_overflowing_bigint_is_a_clear_error_in_a_batch_and_null_in_a_stream():
     call = AggCall("sum", 1).bind(S)
-    with pytest.raises(AggregateOverflowError, match="out of range for BIGINT in group"):
-        call.result_column([[2 ** 63], [1]], "HashAgg", [(7,)])
+    with raising_errors(), pytest.raises(AggregateOverflowError, match="out of range for BIGINT in group"):
+        call.result_column([[2 ** 63], [1]], "batch aggregate", [(7,)])
     assert call.result_column([[2 ** 63 - 1, 0], [1, 0]], "HashAgg", [(7,), (8,)]) == [2 ** 63 - 1, None]
+    counted = Counter()
+    with counting_into(counted):   # a stream: that group's result is NULL, counted
+        assert call.result_column([[2 ** 63, 5], [1, 1]], "HashAgg", [(7,), (8,)]) == [None, 5]
+    assert counted == {"bigint out of range": 1}
 
 
 def test_strict_mode_names_the_group_of_a_delete_it_does_not_have():

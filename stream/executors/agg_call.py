@@ -10,6 +10,8 @@ NULL arguments are ignored, as SQL says.
 Result types follow Postgres: ``count`` -> BIGINT; ``sum(smallint|int)`` -> BIGINT (an
 overflow raises :class:`AggregateOverflowError`, Postgres' "bigint out of range");
 ``sum(bigint|decimal)`` -> DECIMAL; ``sum(real)`` -> REAL, ``sum(double)`` -> DOUBLE;
+(in a stream, outside :func:`stream.expr_errors.raising_errors`, that group's result is NULL
+instead: a data error, counted and logged, as every data error of a streaming executor is);
 ``avg(integers|decimal)`` -> DECIMAL (scale chosen like Postgres' numeric division: at least
 16 significant digits), ``avg(real|double)`` -> DOUBLE; ``min``/``max`` -> the argument's type;
 ``bool_and``/``bool_or`` -> BOOLEAN.
@@ -37,6 +39,7 @@ import pyarrow.compute as pc
 
 from relational.types import DataType, TypeKind
 from stream.errors import ExecutorError
+from stream.expr_errors import data_error, strict
 
 KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
 _SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
@@ -172,8 +175,12 @@ class AggCall:
             if self.return_type == DataType.BIGINT:
                 present = [t for t in out if t is not None]
                 if present and (min(present) < _INT64_MIN or max(present) > _INT64_MAX):
-                    bad = next(i for i, t in enumerate(out) if t is not None and not _INT64_MIN <= t <= _INT64_MAX)
-                    raise AggregateOverflowError(executor, repr(self), keys[bad])
+                    bad = [i for i, t in enumerate(out) if t is not None and not _INT64_MIN <= t <= _INT64_MAX]
+                    if strict():
+                        raise AggregateOverflowError(executor, repr(self), keys[bad[0]])
+                    for i in bad:   # a stream: the group's result is NULL until it fits again
+                        out[i] = None
+                    data_error(f"{executor}: {self!r}", "bigint out of range", len(bad))
             return out
         trues, falses = slot_cols
         if kind == "bool_and":
