@@ -14,22 +14,91 @@ options, a catalog that does not load, a graph that does not start) closes what 
 the graph and the store, so its writer lock and compactor thread go with the exception and the
 URL can be opened again.
 
+Graph failures (docs/sql.md, "Errors"). A data error inside an MV is no failure (the value is
+NULL, counted per MV: :meth:`data_errors`). Anything else that stops the graph -- an actor that
+raises, a checkpoint the store refuses -- is recovered at once, by the statement that meets it
+(a write, a FLUSH) or by the next statement of any session (:meth:`check`):
+
+1. every acknowledged DML statement whose chunks are not yet committed is in the DML log
+   (:meth:`write` keeps each chunk with the :class:`~stream.runtime.runtime.WriteTicket` of its
+   epoch until ``max_committed_epoch`` covers it; past ``dml_log_limit_bytes`` a write
+   checkpoints, so the log stays bounded);
+2. the graph is rebuilt from the last checkpoint and the log written again, in the original
+   order, then checkpointed: rows whose INSERT returned are kept, in every table;
+3. if that fails again (the failure follows some statement's data), the log is split in halves
+   and each replayed and checkpointed on its own, down to the single statements that fail
+   (at most ``REPLAY_ATTEMPTS`` rebuilds): those statements alone are lost, and every session
+   (:meth:`open_session`) gets one :class:`~sql.errors.LostWritesError` naming them -- the
+   statement that met the failure at once, the others at their next statement.
+
+Each recovery logs a warning (logger ``sql.database``) and counts in :attr:`recoveries`.
+
 Callers: :mod:`sql.session` (one Database per Connection), :mod:`sql.statements`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import logging
 import threading
 import uuid
+from collections import Counter, deque
 
+from hummock.errors import HummockError
 from hummock.errors import InvalidArgumentError
 from hummock.key import new_epoch
 from hummock.options import StorageOptions
 from hummock.storage import HummockStorage
 from stream.runtime import StreamRuntime
+from stream.runtime.runtime import WriteTicket
 
 from sql.build import GraphBuilder
 from sql.catalog import SqlCatalog
+from sql.errors import LostWritesError
+
+log = logging.getLogger("sql.database")
+
+REPLAY_ATTEMPTS = 40                  # graph rebuilds one recovery may spend isolating bad statements
+DML_LOG_LIMIT_BYTES = 256 << 20       # uncommitted DML kept for replay before a write checkpoints
+
+
+def _chunk_bytes(chunk) -> int:
+    return sum(getattr(c, "nbytes", 0) for c in chunk.columns) + len(chunk.ops)
+
+
+class _Pending:
+    """One acknowledged (or in-progress) DML statement: its chunks not yet known committed."""
+
+    __slots__ = ("seq", "label", "table", "writes", "nbytes")
+
+    def __init__(self, seq: int, label: str, table: str):
+        self.seq, self.label, self.table = seq, label, table
+        self.writes: deque = deque()   # (WriteTicket, chunk), in write order
+        self.nbytes = 0
+
+    def add(self, ticket, chunk) -> int:
+        size = _chunk_bytes(chunk)
+        self.writes.append((ticket, chunk))
+        self.nbytes += size
+        return size
+
+    def trim(self, committed: int) -> int:
+        """Forget the leading chunks whose epoch is committed; returns the bytes freed."""
+        freed = 0
+        while self.writes and self.writes[0][0].durable(committed):
+            freed += _chunk_bytes(self.writes.popleft()[1])
+        self.nbytes -= freed
+        return freed
+
+
+class _Session:
+    """A session's view of the lost-writes notices: ``seen`` is the last one it was told."""
+
+    __slots__ = ("sid", "seen")
+
+    def __init__(self, sid: int, seen: int):
+        self.sid, self.seen = sid, seen
 
 
 def _storage_options(store_options: dict):
@@ -80,8 +149,221 @@ class Database:
         self.rt = None
         self.builder = None
         self._plans: dict = {}
+        self._init_failure_state()
         self._start(self.catalog, frozenset())
         self._tick()
+
+    def _init_failure_state(self) -> None:
+        self.recoveries = 0
+        self.dml_log_limit_bytes = DML_LOG_LIMIT_BYTES
+        self._log: deque = deque()      # _Pending, in acknowledgement order
+        self._log_bytes = 0
+        self._seq = itertools.count(1)
+        self._notices: list = []        # (number, LostWritesError message, statements, cause)
+        self._session_ids = itertools.count(1)
+        self._local = threading.local()  # the statement running on this thread: (session, label)
+        self._errors_done: dict = {}    # data errors of graphs already stopped, by relation
+
+    # --- sessions, statements, lost writes ------------------------------------------------------
+
+    def open_session(self) -> _Session:
+        """A new session: told about writes lost from now on (module docstring)."""
+        with self.lock:
+            return _Session(next(self._session_ids), len(self._notices))
+
+    @contextlib.contextmanager
+    def statement(self, session: _Session | None, text: str):
+        """Run a statement of ``session`` (``text`` names it if a failure loses its writes)."""
+        label = " ".join(text.split())
+        if len(label) > 200:
+            label = label[:197] + "..."
+        if session is not None:
+            label = f"[session {session.sid}] {label}"
+        prev = getattr(self._local, "current", None)
+        self._local.current = (session, label)
+        try:
+            yield
+        finally:
+            self._local.current = prev
+
+    def check(self, session: _Session | None = None) -> None:
+        """Before a statement: recover a failed graph, then tell ``session`` about statements
+        a failure lost since it was last told (:class:`LostWritesError`, once per session)."""
+        with self.lock:
+            if self._needs_recovery():
+                self._recover(self.rt.failure if self.rt is not None else None)
+            if session is not None and session.seen < len(self._notices):
+                notices = self._notices[session.seen:]
+                session.seen = len(self._notices)
+                statements = [s for n in notices for s in n[1]]
+                causes = "; ".join(dict.fromkeys(n[2] for n in notices))
+                raise LostWritesError(_lost_message(statements, causes, None) + " (this statement was not run)",
+                                      statements, causes)
+
+    def _needs_recovery(self) -> bool:
+        if self.rt is None:
+            return bool(self.catalog.relations)
+        return self.rt.failure is not None
+
+    def _current(self):
+        return getattr(self._local, "current", None) or (None, "(a statement outside a session)")
+
+    def write(self, rel, chunks) -> None:
+        """Hand ``chunks`` (any iterable) to table ``rel``'s source as one DML statement of the
+        current :meth:`statement`, keeping them in the DML log until committed; a graph failure
+        is recovered (module docstring) and the remaining chunks written after it. Raises
+        :class:`LostWritesError` when the recovery lost this statement."""
+        with self.lock:
+            if self._needs_recovery():
+                self._recover(self.rt.failure if self.rt is not None else None)
+            session, label = self._current()
+            entry = _Pending(next(self._seq), label, rel.name)
+            self._log.append(entry)
+            for chunk in chunks:
+                while True:
+                    ticket = WriteTicket()
+                    self._log_bytes += entry.add(ticket, chunk)
+                    try:
+                        self.rt.write(self.builder.sources[rel.name], chunk, ticket)
+                        break
+                    except HummockError:   # the graph failed: recover, then go on writing
+                        if self.rt is None or self.rt.failure is None:
+                            raise
+                        entry.writes.pop()   # the replay must not write this chunk twice:
+                        entry.nbytes -= _chunk_bytes(chunk)   # it is written again after it
+                        self._log_bytes -= _chunk_bytes(chunk)
+                        lost = self._recover(self.rt.failure)
+                        if entry in lost:
+                            raise self._lost_error(session, label) from None
+                        if entry not in self._log:   # replayed and committed: start a new part
+                            self._log.append(entry)
+                if self._log_bytes > self.dml_log_limit_bytes:
+                    self._commit_log(session, entry)
+            self._trim()
+
+    def _commit_log(self, session, entry=None) -> None:
+        """A checkpoint, so the DML log can be forgotten (it outgrew ``dml_log_limit_bytes``)."""
+        self.flush()
+        if entry is not None and entry not in self._log and entry.writes:
+            self._log.append(entry)
+
+    def _trim(self) -> None:
+        """Forget the log's committed prefix (cheap: acknowledged order is epoch order)."""
+        committed = self.store.max_committed_epoch
+        while self._log:
+            head = self._log[0]
+            self._log_bytes -= head.trim(committed)
+            if head.writes:
+                return
+            self._log.popleft()
+
+    def _lost_error(self, session, label) -> LostWritesError:
+        """The error for the statement ``label`` that met the failure: it tells its session."""
+        if session is not None:
+            session.seen = len(self._notices)
+        number, statements, cause = self._notices[-1]
+        return LostWritesError(_lost_message(statements, cause, label), statements, cause)
+
+    def _recover(self, failure) -> list:
+        """Rebuild the failed graph and write the DML log again (module docstring); returns the
+        statements lost (also filed as a notice for every session)."""
+        cause = "the stream graph is not running" if failure is None else f"{type(failure).__name__}: {failure}"
+        committed = self.store.max_committed_epoch
+        entries = []
+        for e in self._log:
+            e.trim(committed)
+            if e.writes:
+                entries.append(e)
+        self._log.clear()
+        self._log_bytes = 0
+        self.recoveries += 1
+        log.warning("the stream graph failed (%s): rebuilding it from epoch %d and writing %d uncommitted "
+                    "statement(s) again", cause, committed, len(entries))
+        lost: list = []
+        try:
+            self._rebuild()
+            self._replay(entries, lost)
+        except BaseException:
+            done = {id(e) for e in lost}
+            lost += [e for e in entries if id(e) not in done and e.writes]
+            raise
+        finally:
+            if lost:
+                lost.sort(key=lambda e: e.seq)
+                self._notices.append((len(self._notices) + 1, [e.label for e in lost], cause))
+                log.error("%s", _lost_message([e.label for e in lost], cause, None))
+            self._tick()
+        return lost
+
+    def _rebuild(self) -> None:
+        if self.rt is not None:
+            self._fold_errors()
+            rt, self.rt = self.rt, None
+            rt.abort()
+        self._discard_uncommitted()
+        self._start(self.catalog, frozenset())
+
+    def _discard_uncommitted(self) -> None:
+        """Drop what a dead graph wrote above the committed epoch: a checkpoint publishes every
+        epoch up to its own, so the next graph's first one would otherwise commit the dead
+        graph's partial epochs (a torn cut: one MV without rows its tables have). The store
+        has no call for that, so it is closed and opened again (as after a crash; a SELECT
+        running meanwhile on another thread fails with StoreClosedError)."""
+        options = self.store.options
+        self.store.close()
+        self.store = HummockStorage.open(self.url, options)
+
+    def _replay(self, entries, lost) -> None:
+        """Write ``entries`` again and checkpoint; on a failure split them (module docstring).
+        A replayed entry that commits is emptied (its chunks are durable)."""
+        budget = REPLAY_ATTEMPTS
+        todo = [list(entries)]
+        while todo:
+            group = todo.pop()
+            if not group:
+                continue
+            if budget <= 0:
+                lost += group
+                continue
+            try:
+                for e in group:
+                    src = self.builder.sources.get(e.table)
+                    for _, chunk in (e.writes if src is not None else ()):
+                        self.rt.write(src, chunk)
+                self.rt.flush()
+            except HummockError:
+                if self.rt is None or self.rt.failure is None:
+                    raise
+                budget -= 1
+                self._rebuild()
+                if len(group) == 1:
+                    lost += group
+                else:
+                    mid = len(group) // 2
+                    todo += [group[mid:], group[:mid]]   # the first half first
+                continue
+            for e in group:
+                e.writes.clear()
+                e.nbytes = 0
+
+    def data_errors(self) -> dict:
+        """``{relation: {error kind: rows}}``: values set to NULL by data errors inside each
+        MV (and table) since this database was opened (stream/expr_errors.py)."""
+        with self.lock:
+            out = {name: Counter(c) for name, c in self._errors_done.items()}
+            if self.rt is not None and self.builder is not None:
+                for name, actor in self.builder.actors.items():
+                    if actor.data_errors:
+                        out.setdefault(name, Counter()).update(actor.data_errors)
+            return {name: dict(c) for name, c in out.items() if c}
+
+    def _fold_errors(self) -> None:
+        """Keep the counts of the graph about to stop."""
+        if self.builder is not None:
+            for name, actor in self.builder.actors.items():
+                if actor.data_errors:
+                    self._errors_done.setdefault(name, Counter()).update(actor.data_errors)
+                    actor.data_errors.clear()
 
     def _tick(self) -> None:
         """Start periodic barriers (after a (re)start's own writes to its first epoch)."""
@@ -116,31 +398,53 @@ class Database:
 
     def _stop(self) -> None:
         if self.rt is not None:
+            self._fold_errors()
             rt, self.rt = self.rt, None
             if rt.failure is None:
                 rt.stop()
             else:
                 rt.abort()
 
-    def recover(self) -> None:
-        """After an actor failed: drop the graph (its uncommitted epochs are lost, as after a
-        crash) and build it again from the committed state."""
+    def recover(self) -> list:
+        """After the graph failed: rebuild it and write the uncommitted DML again (module
+        docstring, "Graph failures"); returns the statements lost (usually none)."""
         with self.lock:
-            self._stop()
-            self._start(self.catalog, frozenset())
-            self._tick()
+            if not self._needs_recovery():
+                return []
+            return [e.label for e in self._recover(self.rt.failure if self.rt is not None else None)]
 
     def flush(self) -> int:
+        """Checkpoint everything written so far; returns the committed epoch. A graph failure is
+        recovered (module docstring); :class:`LostWritesError` if the recovery lost statements."""
         with self.lock:
+            if self._needs_recovery():
+                self._recover_for_current()
             if self.rt is None:
                 return self.store.max_committed_epoch
-            return self.rt.flush()
+            try:
+                epoch = self.rt.flush()
+            except HummockError:
+                if self.rt is None or self.rt.failure is None:
+                    raise
+                self._recover_for_current()
+                epoch = self.store.max_committed_epoch   # the replay checkpointed everything kept
+            self._trim()
+            return epoch
+
+    def _recover_for_current(self) -> None:
+        """Recover on behalf of the statement running here: it raises what was lost."""
+        session, label = self._current()
+        lost = self._recover(self.rt.failure if self.rt is not None else None)
+        if lost:
+            raise self._lost_error(session, label)
 
     def apply_ddl(self, new_catalog, changed=(), dropped=(), backfill=frozenset(), plans=None) -> None:
         """Swap in ``new_catalog`` (module docstring); ``changed`` relations get records,
         ``dropped`` table ids (with their internal ids) lose records and data."""
         with self.lock:
             self.flush()
+            self._log.clear()   # flushed: nothing left to replay
+            self._log_bytes = 0
             self._stop()
             old_plans = dict(self._plans)
             self._plans.update(plans or {})
@@ -156,7 +460,9 @@ class Database:
             except BaseException:
                 if self.rt is not None:
                     self.rt.abort()
+                    self.rt = None
                 self._plans = old_plans
+                self._discard_uncommitted()   # the new graph's first epoch: records, backfill
                 self._start(self.catalog, frozenset())
                 self._tick()
                 raise
@@ -179,3 +485,10 @@ class Database:
                 self._stop()
             finally:
                 self.store.close()
+
+
+def _lost_message(statements, cause: str, current: str | None) -> str:
+    shown = "; ".join(statements[:20]) + (f"; ... and {len(statements) - 20} more" if len(statements) > 20 else "")
+    own = " (including this one)" if current is not None and current in statements else ""
+    return (f"{len(statements)} acknowledged statement(s) were lost{own}: the stream graph failed ({cause}) and "
+            f"writing them again failed it again: {shown}")

@@ -48,6 +48,17 @@ class ExecutionError(SqlError):
     """A runtime failure: overflow, pk column update, pk conflict, a bad value."""
 
 
+class LostWritesError(ExecutionError):
+    """Acknowledged DML statements that a stream-graph failure lost (sql/database.py, "Graph
+    failures"): ``statements`` names each (``"[session N] INSERT ..."``), ``cause`` is the
+    failure's text. Every session of the database gets it once."""
+
+    def __init__(self, message: str, statements=(), cause: str = ""):
+        super().__init__(message)
+        self.statements = list(statements)
+        self.cause = cause
+
+
 def execution_error(exc, node=None) -> ExecutionError:
     """An ExecutionError for a failed evaluation ``exc`` (a data error such as an overflow),
     positioned at the failing expression when it has one (``exc.expr.node``: the sqlglot node

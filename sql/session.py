@@ -13,6 +13,12 @@ Postgres prepared statement: text holding several is refused (``SqlSyntaxError``
 second) before anything runs; scripts are split by the caller (``hummock run``,
 :func:`sql.cli_script.split_statements`). A closed connection refuses further use.
 
+A connection is a session of its :class:`~sql.database.Database`: every statement runs under
+``Database.statement`` (so a failure that loses it can name it), and each ``execute`` first
+calls ``Database.check`` -- a failed stream graph is recovered there, and a session that has not
+yet been told about acknowledged writes a failure lost gets :class:`~sql.errors.LostWritesError`
+once (docs/sql.md, "Errors"). ``data_errors()`` returns the data errors each MV turned into NULLs.
+
 Callers: users (``sql.connect``).
 """
 
@@ -45,6 +51,7 @@ class Connection:
         self.variables = dict(SESSION_VARIABLES)
         self.variables["rw_implicit_flush"] = "true" if implicit_flush else "false"
         self.closed = False
+        self.session = db.open_session()
 
     def cursor(self) -> Cursor:
         self._check()
@@ -64,7 +71,16 @@ class Connection:
         the row count. The fast path for feeders (sql/bulk.py)."""
         self._check()
         from sql.bulk import insert_arrow
-        return insert_arrow(self.db, table, data, self.variables, chunk_size)
+        self.db.check(self.session)
+        with self.db.statement(self.session, f"insert_arrow({table!r}, {getattr(data, 'num_rows', '?')} rows)"):
+            return insert_arrow(self.db, table, data, self.variables, chunk_size)
+
+    def data_errors(self) -> dict:
+        """``{relation: {error kind: rows}}``: values that data errors (a division by zero, an
+        overflow, a cast that does not fit) set to NULL inside each MV since the database was
+        opened; the rows are also logged (logger ``stream.expr``, rate-limited)."""
+        self._check()
+        return self.db.data_errors()
 
     def _check(self) -> None:
         if self.closed:
@@ -105,6 +121,7 @@ class Cursor:
         used = max((s.n_params for s in statements), default=0)
         if used != len(params):   # psycopg/Postgres: every placeholder bound, no value left over
             raise SqlError(f"the statement uses {used} parameter(s), {len(params)} given")
+        self._check_graph(statements)
         result = None
         for stmt in statements:
             result = self._run(stmt, params)
@@ -118,9 +135,15 @@ class Cursor:
             self.rowcount = result.rowcount
         return self
 
+    def _check_graph(self, statements) -> None:
+        """``Database.check`` for this session (module docstring)."""
+        conn = self.connection
+        self._guard(statements[0] if statements else None, lambda: conn.db.check(conn.session))
+
     def _run(self, stmt, params):
-        return self._guard(stmt, lambda: execute_statement(self.connection.db, stmt, params,
-                                                           self.connection.variables))
+        conn = self.connection
+        with conn.db.statement(conn.session, stmt.text):
+            return self._guard(stmt, lambda: execute_statement(conn.db, stmt, params, conn.variables))
 
     def _guard(self, stmt, fn):
         try:
@@ -128,7 +151,7 @@ class Cursor:
         except SqlError:
             raise
         except RecursionError:
-            raise SqlError("the statement nests too deeply", stmt.line, stmt.column) from None
+            raise SqlError("the statement nests too deeply", *((stmt.line, stmt.column) if stmt else ())) from None
         except ExpressionError as exc:   # a data error in a batch query or DML
             raise execution_error(exc) from exc
         except (StreamError, ArithmeticError) as exc:
@@ -156,7 +179,10 @@ class Cursor:
             if widths and widths != {stmt.n_params}:
                 raise SqlError(f"the statement uses {stmt.n_params} parameter(s), a parameter set has "
                                f"{min(widths - {stmt.n_params})}")
-            result = self._guard(stmt, lambda: insert_many(self.connection.db, stmt, seq, self.connection.variables))
+            self._check_graph(statements)
+            conn = self.connection
+            with conn.db.statement(conn.session, f"{stmt.text} (executemany, {len(seq)} parameter sets)"):
+                result = self._guard(stmt, lambda: insert_many(conn.db, stmt, seq, conn.variables))
             if result is not None:
                 self.description, self.rowcount, self._table, self._at = None, result.rowcount, None, 0
                 return self

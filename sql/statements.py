@@ -24,7 +24,6 @@ from sqlglot import exp
 from relational.catalog import TableDesc
 from relational.types import DataType
 from stream.chunk import StreamChunk
-from stream.errors import StreamError
 from stream.expr import raising_errors
 from stream.schema import Schema
 
@@ -256,28 +255,17 @@ def _write_rows(db, rel, ops_rows, variables) -> None:
 
 
 def write_chunks(db, rel, chunks, variables) -> None:
-    """Hand ``chunks`` (any iterable) to ``rel``'s source under the database lock; an actor failure
-    recovers the graph and raises ExecutionError; with implicit flush, waits for the checkpoint."""
-    with db.lock:
-        src = db.builder.sources[rel.name]
-        try:
-            for chunk in chunks:
-                db.rt.write(src, chunk)
-        except StreamError as exc:
-            cause = exc.__cause__ or exc
-            db.recover()
-            raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
+    """Hand ``chunks`` (any iterable) to ``rel``'s source as one statement (``Database.write``:
+    kept until committed, written again if the graph fails); with implicit flush, waits for the
+    checkpoint."""
+    db.write(rel, chunks)
     if variables.get("rw_implicit_flush") == "true":
         _checked_flush(db)
 
 
 def _checked_flush(db) -> int:
-    try:
-        return db.flush()
-    except Exception as exc:   # an actor failed: surface the cause and rebuild the graph
-        cause = exc.__cause__ or exc
-        db.recover()
-        raise ExecutionError(f"{type(cause).__name__}: {cause}") from None
+    """``Database.flush``: a graph failure is recovered there (LostWritesError if it lost writes)."""
+    return db.flush()
 
 
 def _insert(db, node, params, variables, stmt) -> Result:

@@ -12,6 +12,9 @@ sealed epoch), then the barrier's future resolves. A non-checkpoint barrier reso
 collected; its epoch is committed by the next checkpoint (``commit_epoch`` publishes every
 epoch up to its argument).
 
+A checkpoint that raises fails every barrier not finished and calls ``on_checkpoint_failure``
+(the runtime then fails the graph: nothing after it can commit).
+
 Invariants: an epoch is checkpointed only after every actor committed its state tables for
 it, so ``max_committed_epoch`` is always a consistent cut of the whole graph (an MV equals its
 computation over the base tables at that epoch). Stop mutations shrink the actor set.
@@ -48,8 +51,9 @@ class _Inflight:
 class BarrierLoop:
     """Injection, collection and checkpoints (module docstring)."""
 
-    def __init__(self, store, source_channels, actor_ids, prev_epoch: int):
+    def __init__(self, store, source_channels, actor_ids, prev_epoch: int, on_checkpoint_failure=None):
         self.store = store
+        self.on_checkpoint_failure = on_checkpoint_failure
         self.source_channels = list(source_channels)
         self.actor_ids = set(actor_ids)
         self.epoch = prev_epoch
@@ -117,6 +121,8 @@ class BarrierLoop:
                 inflight.future.cancel()
                 raise
             except BaseException as exc:
+                if self.on_checkpoint_failure is not None:   # the runtime fails the whole graph
+                    self.on_checkpoint_failure(exc)          # (and this loop, with its error)
                 self.fail(exc)
                 return
             done = time.perf_counter()

@@ -72,12 +72,21 @@ class SourceChannel(Channel):
         self.capacity = capacity
         self.permits = threading.Semaphore(capacity)
 
-    def offer(self, loop, msg, timeout: float) -> bool:
-        """Hand ``msg`` to the loop; False if no permit came within ``timeout`` seconds."""
+    def offer(self, loop, msg, timeout: float, on_put=None) -> bool:
+        """Hand ``msg`` to the loop; False if no permit came within ``timeout`` seconds.
+        ``on_put()`` runs on the loop right after ``msg`` entered the queue (the runtime notes
+        the epoch the chunk belongs to)."""
         if not self.permits.acquire(timeout=timeout):
             return False
-        loop.call_soon_threadsafe(self.queue.put_nowait, (msg,))
+        if on_put is None:
+            loop.call_soon_threadsafe(self.queue.put_nowait, (msg,))
+        else:
+            loop.call_soon_threadsafe(self._put_then, msg, on_put)
         return True
+
+    def _put_then(self, msg, on_put) -> None:
+        self.queue.put_nowait((msg,))
+        on_put()
 
     async def messages(self):
         queue, release = self.queue, self.permits.release

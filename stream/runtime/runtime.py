@@ -27,8 +27,20 @@ everything without a checkpoint (what a crash leaves: the store keeps only commi
 
 Garbage collection: while a runtime runs, full collections are rarer (:mod:`stream.runtime.gc_policy`).
 
-Errors: an actor that raises fails the graph; the next ``write``/``barrier``/``stop`` raises
-:class:`~stream.errors.ActorFailedError` with the original error as ``__cause__``.
+Durability of a write: ``write(source, chunk, ticket)`` stamps ``ticket.epoch`` (a
+:class:`WriteTicket`), on the loop, with the epoch the chunk joined; the chunk is durable once
+``store.max_committed_epoch >= ticket.epoch`` (:meth:`WriteTicket.durable`). A ticket still
+unstamped, or stamped above the committed epoch, when the graph fails names a write that the
+failure lost: the SQL layer keeps such chunks and writes them again into the rebuilt graph
+(sql/database.py).
+
+Data errors: a value that fails an expression is NULL, never a failure (stream/expr_errors.py);
+:meth:`data_errors` returns each actor's counts.
+
+Errors: an actor that raises fails the graph, and so does a checkpoint that fails (the store
+cannot commit); the next ``write``/``barrier``/``stop`` raises the failure
+(:class:`~stream.errors.ActorFailedError` with the original error as ``__cause__``, or
+:class:`~stream.errors.CheckpointFailedError`), and :attr:`failure` holds it.
 Thread-safety: the building methods belong to one thread before ``start``; after it,
 ``write``, ``barrier``, ``flush``, ``stop`` and ``abort`` may be called from any thread.
 """
@@ -36,11 +48,12 @@ Thread-safety: the building methods belong to one thread before ``start``; after
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from stream.cache import DEFAULT_BUDGET_BYTES, MemoryBudget
-from stream.errors import ActorFailedError, StreamError
+from stream.errors import ActorFailedError, CheckpointFailedError, StreamError
 from stream.executors.source import TableSource
 from stream.message import Stop
 from stream.runtime import gc_policy
@@ -51,6 +64,29 @@ from stream.runtime.dispatch import BroadcastDispatcher, HashDispatcher, SimpleD
 from stream.schema import Schema
 
 _POLL_S = 0.05
+
+
+def _stamp(ticket: WriteTicket, rt: StreamRuntime) -> None:
+    """On the loop, as the chunk enters its source queue: the epoch it joins is the current
+    barrier's (``BarrierLoop.epoch``: sends of a barrier to every source never yield between)."""
+    ticket.epoch = rt.barrier_loop.epoch
+
+
+class WriteTicket:
+    """Which epoch a written chunk joined (``epoch``: None until the loop took the chunk)."""
+
+    __slots__ = ("epoch",)
+
+    def __init__(self):
+        self.epoch: int | None = None
+
+    def durable(self, committed_epoch: int) -> bool:
+        """Whether the chunk's epoch is committed (``committed_epoch``: the store's
+        ``max_committed_epoch``)."""
+        return self.epoch is not None and self.epoch <= committed_epoch
+
+    def __repr__(self) -> str:
+        return f"WriteTicket(epoch={self.epoch})"
 
 
 class SourceHandle:
@@ -166,7 +202,8 @@ class StreamRuntime:
 
     async def _start(self):
         self.barrier_loop = BarrierLoop(self.store, [s.channel for s in self.sources],
-                                        [a.actor_id for a in self.actors], self.store.max_committed_epoch)
+                                        [a.actor_id for a in self.actors], self.store.max_committed_epoch,
+                                        on_checkpoint_failure=self._checkpoint_failed)
         self.barrier_loop.start()
         for actor in self.actors:
             task = asyncio.ensure_future(actor.run())
@@ -194,9 +231,18 @@ class StreamRuntime:
         if task.cancelled() or task.exception() is None:
             return
         exc = task.exception()
+        failure = ActorFailedError(actor.actor_id, f"{type(exc).__name__}: {exc}")
+        failure.__cause__ = exc
+        self._fail_graph(failure)
+
+    def _checkpoint_failed(self, exc: BaseException) -> None:
+        failure = CheckpointFailedError(f"{type(exc).__name__}: {exc}")
+        failure.__cause__ = exc
+        self._fail_graph(failure)
+
+    def _fail_graph(self, failure: StreamError) -> None:
+        """The first failure wins: every waiter gets it, and the actors end."""
         if self._failure is None:
-            failure = ActorFailedError(actor.actor_id, f"{type(exc).__name__}: {exc}")
-            failure.__cause__ = exc
             self._failure = failure
             if self.barrier_loop is not None:
                 self.barrier_loop.fail(failure)
@@ -237,14 +283,16 @@ class StreamRuntime:
         if self._failure is not None:
             raise self._failure
 
-    def write(self, source: SourceHandle, chunk) -> None:
+    def write(self, source: SourceHandle, chunk, ticket: WriteTicket | None = None) -> None:
         """Hand a DML chunk to ``source`` (any thread but the runtime's own; blocks while
-        ``channel_capacity`` of its chunks are in flight)."""
+        ``channel_capacity`` of its chunks are in flight). ``ticket`` gets the chunk's epoch
+        (module docstring, "Durability of a write")."""
         self._check()
         loop = self._loop
         if loop is None:
             raise StreamError("the graph is not running: call start()")
-        while not source.channel.offer(loop, chunk, _POLL_S):
+        on_put = None if ticket is None else functools.partial(_stamp, ticket, self)
+        while not source.channel.offer(loop, chunk, _POLL_S, on_put):
             self._check()
 
     def barrier(self, checkpoint: bool = True, mutation=None, *, wait: bool = True):
@@ -322,6 +370,10 @@ class StreamRuntime:
     @property
     def failure(self):
         return self._failure
+
+    def data_errors(self) -> dict:
+        """``{actor_id: {kind: rows}}``: the data errors each actor turned into NULLs."""
+        return {a.actor_id: dict(a.data_errors) for a in self.actors if a.data_errors}
 
     def __enter__(self) -> StreamRuntime:
         return self
