@@ -10,7 +10,10 @@ What :func:`ingest` guarantees:
   sub-level, overlapping when their key ranges meet), or none does. An unknown outcome of the
   manifest write (``OutcomeUnknownError``) leaves the delta pending exactly like a commit's:
   the next call on the store finishes it, and calling ``ingest_ssts`` again with the same
-  arguments is always safe: it returns at once if the load had landed (as ``checkpoint`` does).
+  arguments is always safe: it returns at once if the load had landed (as ``checkpoint`` does),
+  also after compaction rewrote its SSTs and vacuum deleted them, or later epochs committed:
+  the commit delta records the load (``(table_id, epoch, digest of its SST ids)``, kept in the
+  version's ``bulk_loads``), and :func:`landed` asks that record.
 - **Only into an empty table.** The table must hold nothing at all: no SST of the version
   names it, no staging SST or buffered write of this store does, and it carries no watermark
   records (a watermark would hide loaded rows). Otherwise :class:`TableNotEmptyError`.
@@ -41,9 +44,9 @@ from hummock.key import EPOCH_SPILL_MASK
 from hummock.object_store.base import ObjectNotFoundError
 from hummock.sstable.meta import SstableInfo
 from hummock.sstable.reader import Sstable
-from hummock.version import VersionDelta
+from hummock.version import VersionDelta, bulk_load_digest
 
-__all__ = ["TableNotEmptyError", "ingest", "check_infos"]
+__all__ = ["TableNotEmptyError", "ingest", "landed", "check_infos"]
 
 MAX_EXTERNAL_SSTS = 1 << 20   # SSTs of one ingest (a sanity bound on a caller's list)
 
@@ -117,14 +120,35 @@ def _require_empty(storage, version, table_id: int) -> None:
         raise TableNotEmptyError(f"table {table_id} has watermark records: they would hide loaded rows")
 
 
+def landed(storage, table_id: int, infos, epoch: int) -> bool:
+    """Whether the bulk load of ``infos`` into ``table_id`` at ``epoch`` is published (a retry
+    after an unknown outcome asks). A pending manifest delta is finished first (raises while
+    the store keeps failing). Decided from the version's durable record of the load
+    (``HummockVersion.bulk_loads``), which compaction leaves alone -- not from the SST ids,
+    which it rewrites; a load published by a version before that record existed is still
+    recognised while all its SSTs are in the version."""
+    infos = tuple(infos)
+    digest = bulk_load_digest(info.sst_id for info in infos)
+    with storage._manifest_lock, storage._lock:
+        storage._require_writer()
+        storage._adopt_pending()
+        version = storage._version
+        if (table_id, epoch, digest) in version.bulk_loads:
+            return True
+        return (bool(infos) and epoch == version.max_committed_epoch
+                and {info.sst_id for info in infos} <= version.sst_ids())
+
+
 def ingest(storage, table_id: int, infos, epoch: int) -> None:
     """Publish ``infos`` (SSTs of ``table_id`` already in the store) at ``epoch`` in one commit
     delta with every write of this store at epochs <= ``epoch`` (module docstring). Raises
     TableNotEmptyError, InvalidArgumentError, ConcurrentWriterError (fenced: nothing
     published), OutcomeUnknownError (pending: call again)."""
     infos = check_infos(table_id, infos, epoch)
+    if landed(storage, table_id, infos, epoch):
+        return   # a retry after an unknown outcome whose commit landed (its SSTs may be compacted away)
     verify_objects(storage._store, infos)     # no lock: reads only
-    ids = {info.sst_id for info in infos}
+    digest = bulk_load_digest(info.sst_id for info in infos)
     while True:
         with storage._manifest_lock:
             with storage._lock:
@@ -132,8 +156,8 @@ def ingest(storage, table_id: int, infos, epoch: int) -> None:
                 storage._check_ownership()
                 storage._adopt_pending()
                 version = storage._version
-                if epoch == version.max_committed_epoch and ids <= version.sst_ids():
-                    return   # a retry after an unknown outcome whose commit landed
+                if (table_id, epoch, digest) in version.bulk_loads:
+                    return   # landed meanwhile (a concurrent retry)
                 if epoch <= storage.max_committed_epoch:   # (with one committed without a delta)
                     raise InvalidArgumentError(f"ingest epoch {epoch} is not above max_committed_epoch "
                                                f"{storage.max_committed_epoch}")
@@ -142,7 +166,8 @@ def ingest(storage, table_id: int, infos, epoch: int) -> None:
                 if staged:
                     ssts = storage._staged_up_to(epoch, "ingest at {highest} or later instead") + infos
                     delta = VersionDelta.commit(version, epoch, ssts, overlapping=_overlapping(ssts),
-                                                table_watermarks=storage._marks_to_publish(epoch))
+                                                table_watermarks=storage._marks_to_publish(epoch),
+                                                bulk_load=(table_id, digest))
             if staged:
                 storage._publish(delta)
                 return

@@ -461,6 +461,18 @@ class HummockStorage(ReadSide):
         self._require_writer()
         ingest(self, _check_table_id(table_id), infos, _check_user_epoch(epoch))
 
+    def bulk_load_landed(self, table_id: int, infos, epoch: int) -> bool:
+        """Whether ``ingest_ssts(table_id, infos, epoch)`` was published -- for a loader that
+        must not redo work around a retry (a catalog record, say) after an unknown outcome.
+        Answered from the version's durable record of the load, so it stays true after
+        compaction rewrote the SSTs and after later commits (for the newest
+        ``hummock.version.MAX_BULK_LOADS`` loads). Finishes a pending manifest delta first
+        (raises while the store keeps failing)."""
+        from hummock.external_ssts import landed
+
+        self._require_writer()
+        return landed(self, _check_table_id(table_id), infos, _check_user_epoch(epoch))
+
     # --- table watermarks and truncation (hummock/table_watermarks.py) --------------------------
 
     def update_table_watermarks(self, table_id: int, epoch: int, watermarks) -> None:

@@ -21,6 +21,11 @@ A :class:`HummockVersion` is an immutable snapshot of the SSTs that make up the 
   watermark and truncation records reads apply (that module states their rules). A commit
   appends the records of the epochs it publishes; a compaction that raises ``safe_epoch``
   folds each table's history at or below it (``apply`` derives the fold, so replay agrees).
+- ``bulk_loads``: the newest ``MAX_BULK_LOADS`` bulk loads published (``ingest_ssts``), oldest
+  first, as ``(table_id, epoch, digest)`` (``bulk_load_digest`` of the load's SST ids). A retry
+  of a load whose outcome was unknown asks here whether it landed: the record outlives the
+  SSTs, which compaction may have rewritten since. Only a commit carrying ``bulk_load``
+  appends to it (``apply`` trims it, so replay agrees).
 
 Versions change only through :class:`VersionDelta` and :func:`apply`, which returns a new
 version with ``id = delta.id = delta.prev_id + 1``. Kinds of delta:
@@ -57,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 from collections.abc import Iterable, Mapping
 
 from hummock.errors import HummockError, InvalidArgumentError
@@ -68,6 +74,7 @@ from hummock.table_watermarks import TableWatermarks
 __all__ = [
     "SubLevel", "Level", "HummockVersion", "VersionDelta", "VersionConflictError", "apply",
     "DEFAULT_NUM_LEVELS", "KINDS", "KIND_COMMIT", "KIND_COMPACTION", "KIND_MOVE", "KIND_RESERVE", "KIND_TABLE_OPTIONS",
+    "MAX_BULK_LOADS", "bulk_load_digest",
 ]
 
 DEFAULT_NUM_LEVELS = 6
@@ -75,6 +82,8 @@ KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE = "commit", "compaction", 
 KIND_TABLE_OPTIONS = "table_options"
 KINDS = (KIND_COMMIT, KIND_COMPACTION, KIND_MOVE, KIND_RESERVE, KIND_TABLE_OPTIONS)
 _U64_MAX = 2**64 - 1
+MAX_BULK_LOADS = 256          # bulk load records a version keeps (the newest; a retry comes soon)
+BULK_LOAD_DIGEST_CHARS = 32   # hex digits of a bulk load's digest (128 bits)
 
 
 class VersionConflictError(HummockError):
@@ -141,6 +150,8 @@ class HummockVersion:
     table_prefix_lens: tuple = ()   # sorted (table_id, prefix_len) pairs: declared prefix filters
     #: table id -> its TableWatermarks (hummock/table_watermarks.py); tables without records absent
     table_watermarks: Mapping[int, TableWatermarks] = dataclasses.field(default_factory=dict, hash=False)
+    #: the newest bulk loads, oldest first: ``(table_id, epoch, digest)`` (``bulk_load_digest``)
+    bulk_loads: tuple = ()
 
     @functools.cached_property
     def prefix_len_map(self) -> dict:
@@ -224,6 +235,7 @@ class HummockVersion:
             out.extend(f"table {table_id}: {p}" for p in records.problems())
             if records.newest_epoch > self.max_committed_epoch:
                 out.append(f"table {table_id} has a watermark record above max_committed_epoch")
+        out.extend(_bulk_load_problems(self))
         if [lv.level for lv in self.levels] != list(range(1, len(self.levels) + 1)):
             out.append(f"levels are {[lv.level for lv in self.levels]}, expected 1..{len(self.levels)}")
         for lv in self.levels:
@@ -262,13 +274,17 @@ class VersionDelta:
     table_prefix_lens: tuple | None = None   # table_options: the new declarations (else None)
     #: commits only: table id -> the watermark records of epochs in (previous committed, epoch]
     table_watermarks: Mapping[int, TableWatermarks] = dataclasses.field(default_factory=dict, hash=False)
+    #: commits of a bulk load only: ``(table_id, digest)`` of the load it publishes
+    bulk_load: tuple | None = None
 
     @classmethod
     def commit(cls, version: HummockVersion, epoch: int, ssts: Iterable[SstableInfo],
                overlapping: bool = True, table_watermarks: Mapping[int, TableWatermarks] | None = None,
-               ) -> VersionDelta:
+               bulk_load: tuple | None = None) -> VersionDelta:
         """Publish ``epoch`` with the SSTs of its sync as one new L0 sub-level (none if empty)
-        and the table watermark records of the epochs it publishes.
+        and the table watermark records of the epochs it publishes; ``bulk_load``
+        (``(table_id, bulk_load_digest(ids))``) records that it publishes that bulk load, so a
+        retry can tell it landed whatever compaction did to its SSTs since.
 
         REQUIRES: ``epoch > version.max_committed_epoch``; SST ids unique, reserved (``<
         version.next_sst_id``) and not in the version; with ``overlapping=False`` disjoint key
@@ -281,7 +297,8 @@ class VersionDelta:
         marks = {t: r for t, r in (table_watermarks or {}).items() if r}
         return cls._validated(version, cls(version.id, version.id + 1, epoch, version.next_sst_id,
                                            new_sub_level=sub, kind=KIND_COMMIT,
-                                           safe_epoch=version.safe_epoch, table_watermarks=marks))
+                                           safe_epoch=version.safe_epoch, table_watermarks=marks,
+                                           bulk_load=bulk_load))
 
     @classmethod
     def compaction(cls, version: HummockVersion, removed_ids: Iterable[int],
@@ -422,9 +439,14 @@ def apply(version: HummockVersion, delta: VersionDelta) -> HummockVersion:
                        for lv in version.levels)
     prefix_lens = version.table_prefix_lens if delta.table_prefix_lens is None else delta.table_prefix_lens
     safe_epoch = max(version.safe_epoch, delta.safe_epoch)
+    loads = version.bulk_loads
+    if delta.bulk_load is not None:   # the newest MAX_BULK_LOADS are kept: replay derives it
+        table_id, digest = delta.bulk_load
+        loads = (loads + ((table_id, delta.max_committed_epoch, digest),))[-MAX_BULK_LOADS:]
     return HummockVersion(delta.id, delta.max_committed_epoch, tuple(l0), new_levels,
                           delta.next_sst_id, next_sub, safe_epoch, table_prefix_lens=prefix_lens,
-                          table_watermarks=_applied_watermarks(version, delta, safe_epoch))
+                          table_watermarks=_applied_watermarks(version, delta, safe_epoch),
+                          bulk_loads=loads)
 
 
 def _applied_watermarks(version: HummockVersion, delta: VersionDelta, safe_epoch: int):
@@ -484,6 +506,11 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
         bad("table_prefix_lens must be sorted (table_id, prefix_len) pairs")
     if delta.table_watermarks and delta.kind != KIND_COMMIT:
         bad("only a commit carries table watermarks")
+    if delta.bulk_load is not None:
+        if delta.kind != KIND_COMMIT or sub is None:
+            bad("only a commit that publishes SSTs records a bulk load")
+        if not _is_bulk_load(delta.bulk_load):
+            bad(f"bulk_load must be (table_id, {BULK_LOAD_DIGEST_CHARS} hex digits), got {delta.bulk_load!r:.100}")
     if delta.kind in (KIND_COMMIT, KIND_RESERVE, KIND_TABLE_OPTIONS) and (delta.removed or delta.added):
         bad("must not remove or add level SSTs")
     if delta.kind in (KIND_COMPACTION, KIND_MOVE) and not delta.removed:
@@ -498,6 +525,38 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
     if delta.kind == KIND_MOVE and sorted(i.sst_id for _, i in delta.added) != sorted(
             sst_id for _, sst_id in delta.removed):
         bad("a move must add exactly the SSTs it removes")
+
+
+def bulk_load_digest(sst_ids: Iterable[int]) -> str:
+    """What identifies one bulk load in the version's record: the first 128 bits (hex) of the
+    SHA-256 of its SST ids, sorted, as 8-byte big-endian integers. SST ids are never reused, so
+    two loads never share a digest (and one load's retry always has the same)."""
+    data = b"".join(i.to_bytes(8, "big") for i in sorted(sst_ids))
+    return hashlib.sha256(data).hexdigest()[:BULK_LOAD_DIGEST_CHARS]
+
+
+def _is_bulk_load(record) -> bool:
+    """Whether ``record`` is a delta's ``(table_id, digest)``."""
+    return (isinstance(record, tuple) and len(record) == 2 and isinstance(record[0], int)
+            and not isinstance(record[0], bool) and 0 <= record[0] <= 0xFFFFFFFF
+            and isinstance(record[1], str) and len(record[1]) == BULK_LOAD_DIGEST_CHARS
+            and all(c in "0123456789abcdef" for c in record[1]))
+
+
+def _bulk_load_problems(version: HummockVersion) -> list[str]:
+    loads = version.bulk_loads
+    if not isinstance(loads, tuple) or len(loads) > MAX_BULK_LOADS:
+        return [f"bulk_loads must be a tuple of at most {MAX_BULK_LOADS} records"]
+    out, last = [], -1
+    for record in loads:
+        if not (isinstance(record, tuple) and len(record) == 3 and _is_bulk_load((record[0], record[2]))
+                and isinstance(record[1], int) and not isinstance(record[1], bool)):
+            out.append(f"malformed bulk load record {record!r:.100}")
+            continue
+        if not last < record[1] <= version.max_committed_epoch:
+            out.append(f"bulk load epochs must increase and not pass max_committed_epoch: {record[1]}")
+        last = record[1]
+    return out
 
 
 def _merged_sub_level_slot(version: HummockVersion, delta: VersionDelta) -> tuple[int, int]:

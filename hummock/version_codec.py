@@ -33,12 +33,15 @@ from hummock.sstable.block import checksum
 from hummock.sstable.builder import check_prefix_lens
 from hummock.sstable.meta import FOOTER_SIZE, SstableInfo
 from hummock.table_watermarks import TableWatermarks
-from hummock.version import KINDS, HummockVersion, Level, SubLevel, VersionDelta
+from hummock.version import (
+    BULK_LOAD_DIGEST_CHARS, KINDS, MAX_BULK_LOADS, HummockVersion, Level, SubLevel, VersionDelta,
+)
 
 __all__ = [
     "encode_version", "decode_version", "encode_delta", "decode_delta",
     "table_watermarks_json", "table_watermarks_from_json",
-    "VERSION_MAGIC", "DELTA_MAGIC", "MANIFEST_FORMAT_VERSION", "ENVELOPE",
+    "VERSION_MAGIC", "DELTA_MAGIC", "MANIFEST_FORMAT_VERSION", "ENVELOPE", "MAX_BULK_LOADS",
+    "BULK_LOAD_DIGEST_CHARS",
 ]
 
 VERSION_MAGIC = b"HUMKVER1"  # part of the on-disk format, do not change
@@ -190,7 +193,34 @@ def _version_json(v: HummockVersion) -> dict:
         out["table_prefix_lens"] = [list(pair) for pair in v.table_prefix_lens]
     if v.table_watermarks:   # optional: absent = no table has watermarks
         out["table_watermarks"] = _marks_json(v.table_watermarks)
+    if v.bulk_loads:   # optional: absent in objects written before it existed (= none)
+        out["bulk_loads"] = [list(record) for record in v.bulk_loads]
     return out
+
+
+def _bulk_loads_from_json(d) -> tuple:
+    items = _optional(d, "bulk_loads", list, [])
+    if len(items) > MAX_BULK_LOADS:
+        raise _Bad(f"more than {MAX_BULK_LOADS} bulk load records")
+    out = []
+    for item in items:
+        if not isinstance(item, list) or len(item) != 3:
+            raise _Bad("bulk_loads entries are [table_id, epoch, digest]")
+        record = (_field({"v": item[0]}, "v", int), _field({"v": item[1]}, "v", int), _field({"v": item[2]}, "v", str))
+        out.append(record)
+    return tuple(out)   # the rest (table id, digest, order, count) is HummockVersion.problems'
+
+
+def _bulk_load_from_json(d) -> tuple | None:
+    if not isinstance(d, dict) or "bulk_load" not in d:
+        return None
+    item = d["bulk_load"]
+    if not isinstance(item, list) or len(item) != 2:
+        raise _Bad("bulk_load is [table_id, digest]")
+    digest = _field({"v": item[1]}, "v", str)
+    if len(digest) != BULK_LOAD_DIGEST_CHARS:
+        raise _Bad(f"a bulk load digest has {BULK_LOAD_DIGEST_CHARS} hex digits")
+    return _field({"v": item[0]}, "v", int), digest   # the rest is checked by apply
 
 
 def _marks_json(marks) -> list:
@@ -269,7 +299,7 @@ def _version_from_json(d) -> HummockVersion:
                           _field(d, "next_sst_id", int), _field(d, "next_sub_level_id", int),
                           _optional(d, "safe_epoch", int, 0),
                           table_prefix_lens=_prefix_lens_from_json(_optional(d, "table_prefix_lens", list, [])),
-                          table_watermarks=_marks_from_json(d))
+                          table_watermarks=_marks_from_json(d), bulk_loads=_bulk_loads_from_json(d))
 
 
 def _delta_json(delta: VersionDelta) -> dict:
@@ -283,7 +313,8 @@ def _delta_json(delta: VersionDelta) -> dict:
             **({"writer": delta.writer} if delta.writer else {}),
             **({"table_prefix_lens": [list(p) for p in delta.table_prefix_lens]}
                if delta.table_prefix_lens is not None else {}),
-            **({"table_watermarks": _marks_json(delta.table_watermarks)} if delta.table_watermarks else {})}
+            **({"table_watermarks": _marks_json(delta.table_watermarks)} if delta.table_watermarks else {}),
+            **({"bulk_load": list(delta.bulk_load)} if delta.bulk_load is not None else {})}
 
 
 def _delta_from_json(d) -> VersionDelta:
@@ -309,4 +340,4 @@ def _delta_from_json(d) -> VersionDelta:
                         _optional(d, "writer", str, ""),
                         table_prefix_lens=(_prefix_lens_from_json(d["table_prefix_lens"])
                                            if "table_prefix_lens" in d else None),
-                        table_watermarks=_marks_from_json(d))
+                        table_watermarks=_marks_from_json(d), bulk_load=_bulk_load_from_json(d))

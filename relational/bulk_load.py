@@ -69,9 +69,19 @@ def commit_load(storage, desc, infos, epoch: int, *, new_table: bool) -> None:
     """Publish a load in one commit delta at ``epoch``: ``infos`` (every task's SSTs) and, when
     ``new_table``, ``desc``'s catalog record. An empty load of an existing table commits nothing.
     Raises ``TableNotEmptyError``, ``InvalidArgumentError`` (e.g. the store committed past
-    ``epoch`` meanwhile) or ``ConcurrentWriterError``; nothing is published then."""
+    ``epoch`` meanwhile) or ``ConcurrentWriterError``; nothing is published then.
+
+    Calling it again after an error with the same arguments is safe: a load that had landed
+    (its commit's reply lost) returns at once -- decided from the version's durable record of
+    the load (``HummockStorage.bulk_load_landed``), so also after compaction rewrote its SSTs
+    or later epochs committed -- instead of writing the catalog record again."""
     from relational.catalog import Catalog
 
+    if infos and storage.bulk_load_landed(desc.table_id, infos, epoch):
+        return
+    if not infos and new_table and epoch <= storage.max_committed_epoch \
+            and Catalog(storage).get(desc.table_id, epoch) == desc:
+        return   # the catalog-only commit of an empty load had landed
     if new_table:
         Catalog(storage).put(desc, epoch)
     if infos:

@@ -381,3 +381,135 @@ def test_a_checkpoint_with_nothing_to_publish_commits_in_memory_only():
         assert db.version().max_committed_epoch == 8 * E
         assert list(db.iter(1, 8 * E)) == _rows(last=8)
 
+
+# --- 4. retrying a bulk load that landed -------------------------------------------------------
+
+LOAD_TABLE = 7
+
+
+def _load_ssts(db, epoch, n=300, per_sst=60):
+    """SSTs of LOAD_TABLE built outside the engine under reserved ids (as a bulk loader)."""
+    from hummock.key import encode_full_key
+    from hummock.sstable.builder import SstableBuilder
+
+    ids, infos = iter(db.reserve_sst_ids(n // per_sst + 1)), []
+    rows = [(b"r%05d" % j, b"load%d" % j) for j in range(n)]
+    for start in range(0, n, per_sst):
+        builder = SstableBuilder.to_store(db._store, next(ids))
+        for key, value in rows[start:start + per_sst]:
+            builder.add(encode_full_key(LOAD_TABLE, key, epoch), value)
+        infos.append(builder.finish())
+    return infos, rows
+
+
+@pytest.mark.parametrize("later_commits", [False, True])
+def test_a_bulk_load_retried_after_compaction_rewrote_it_says_landed(later_commits):
+    """``ingest_ssts`` loses every reply of its delta (it landed). Before the retry, the load
+    is adopted, compaction rewrites its SSTs and vacuum deletes them (and, in one variant, later
+    epochs commit). The retry with the same arguments must say "landed" (return, publish
+    nothing more) -- not refuse it because its SST ids left the version or its objects are gone."""
+    from hummock.errors import HummockError
+
+    location = _location()
+    with location.open(OPTIONS) as db:
+        _fill(db, [1])
+        infos, rows = _load_ssts(db, 2 * E)
+        location.faults.inject("error_after", "upload_if_absent", times=3, path_prefix="manifest/delta-")
+        with pytest.raises(HummockError):
+            db.ingest_ssts(LOAD_TABLE, infos, 2 * E)
+        if later_commits:
+            _fill(db, [3, 4])                        # adopts the load first, then commits on
+        assert db.compact_all() >= 1                 # (adopts it, if not yet)
+        assert not {i.sst_id for i in infos} & db.version().sst_ids()
+        db.vacuum()
+        assert not any(location.inner().exists(i.object_path) for i in infos)
+        version = db.version().id
+        db.ingest_ssts(LOAD_TABLE, infos, 2 * E)     # the retry: landed
+        assert db.version().id == version            # published nothing more
+        assert db.bulk_load_landed(LOAD_TABLE, infos, 2 * E)
+        assert list(db.iter(LOAD_TABLE, db.max_committed_epoch)) == rows
+        assert not db.bulk_load_landed(LOAD_TABLE, infos[:-1], 2 * E)   # another load: no
+    with location.open(OPTIONS) as db:               # the record is durable: replayed
+        assert db.bulk_load_landed(LOAD_TABLE, infos, 2 * E)
+        db.ingest_ssts(LOAD_TABLE, infos, 2 * E)
+
+
+def test_a_relational_bulk_load_commit_retried_after_compaction_says_landed():
+    """The same through ``relational.bulk_load.commit_load`` (what the Spark writer's driver
+    calls): a retry after the load landed and was compacted returns, instead of failing to
+    write the new table's catalog record again at an already committed epoch."""
+    from hummock.errors import HummockError
+    from relational.bulk_load import build_task_ssts, commit_load
+    from relational.catalog import Catalog, TableDesc
+    from relational.row_serde import RowSerde
+    from relational.types import DataType as T
+
+    location = _location()
+    desc = TableDesc(LOAD_TABLE, "loaded", [("a", T.BIGINT), ("b", T.VARCHAR)], [0])
+    serde = RowSerde(desc.types, desc.pk_indices, desc.order_types, desc.dist_key_indices, desc.value_indices)
+    with location.open(OPTIONS) as db:
+        _fill(db, [1])
+        columns = [list(range(500)), [f"v{i}" for i in range(500)]]
+        infos = build_task_ssts(db._store, serde, LOAD_TABLE, columns, 500, 2 * E, 0, db.reserve_sst_ids(8),
+                                db.options.sst_builder_options(), 4096)
+        location.faults.inject("error_after", "upload_if_absent", times=3, path_prefix="manifest/delta-")
+        with pytest.raises(HummockError):
+            commit_load(db, desc, infos, 2 * E, new_table=True)
+        db.compact_all()
+        db.vacuum()
+        commit_load(db, desc, infos, 2 * E, new_table=True)   # the retry: landed
+        assert Catalog(db).get(LOAD_TABLE, db.max_committed_epoch) == desc
+        assert len(list(db.iter(LOAD_TABLE, db.max_committed_epoch))) == 500
+
+
+def test_the_bulk_load_record_round_trips_and_old_manifests_keep_their_bytes():
+    """docs/format.md section 6: ``bulk_loads`` in a checkpoint, ``bulk_load`` in a commit
+    delta, both optional (a version without loads encodes as before); ``apply`` keeps the
+    newest MAX_BULK_LOADS; a malformed record is corruption, a misplaced one refused."""
+    import dataclasses
+    import json
+
+    from hummock.errors import CorruptionError, InvalidArgumentError
+    from hummock.version import MAX_BULK_LOADS, HummockVersion, SubLevel, VersionDelta, apply, bulk_load_digest
+    from hummock.version_codec import (ENVELOPE, VERSION_MAGIC, _seal, decode_delta, decode_version, encode_delta,
+                                       encode_version)
+
+    location = _location()
+    with location.open(OPTIONS) as db:
+        _fill(db, [1])
+        before = db.version()
+        infos, _ = _load_ssts(db, 2 * E)
+        db.ingest_ssts(LOAD_TABLE, infos, 2 * E)
+        version = db.version()
+    assert b"bulk_loads" not in encode_version(before)
+    digest = bulk_load_digest(i.sst_id for i in infos)
+    assert len(digest) == 32 and digest == bulk_load_digest(reversed([i.sst_id for i in infos]))
+    assert version.bulk_loads == ((LOAD_TABLE, 2 * E, digest),)
+    assert decode_version(encode_version(version)) == version
+    delta = VersionDelta(version.id, version.id + 1, 3 * E, version.next_sst_id,
+                         SubLevel(version.next_sub_level_id, tuple(infos[:1]), True),
+                         bulk_load=(LOAD_TABLE, digest))
+    assert decode_delta(encode_delta(delta)) == delta
+    plain = VersionDelta.commit(version, 3 * E, ())
+    assert b"bulk_load" not in encode_delta(plain)
+
+    v = HummockVersion.empty()
+    for n in range(MAX_BULK_LOADS + 3):          # the record keeps the newest loads
+        v = dataclasses.replace(v, max_committed_epoch=(n + 1) * E,
+                                bulk_loads=(v.bulk_loads + ((1, (n + 1) * E, "0" * 32),))[-MAX_BULK_LOADS:])
+    assert len(v.bulk_loads) == MAX_BULK_LOADS and v.bulk_loads[0][1] == 4 * E
+    assert decode_version(encode_version(v)) == v
+
+    def corrupt(loads):
+        payload = json.loads(encode_version(version)[ENVELOPE.size:])
+        payload["bulk_loads"] = loads
+        return _seal(VERSION_MAGIC, payload)
+    for loads in ([[7, 2 * E, "zz"]], [[7, 9 * E, digest]], [[7, 2 * E, digest], [7, E, digest]],
+                  [[7, 2 * E]], [["7", 2 * E, digest]], [[7, 2 * E, 5]], "x",
+                  [[7, E, digest]] * (MAX_BULK_LOADS + 1)):
+        with pytest.raises(CorruptionError):
+            decode_version(corrupt(loads))
+    with pytest.raises(InvalidArgumentError, match="bulk load"):   # only a commit publishing SSTs
+        apply(version, dataclasses.replace(plain, bulk_load=(LOAD_TABLE, digest)))
+    with pytest.raises(InvalidArgumentError, match="bulk_load must be"):
+        apply(version, dataclasses.replace(delta, bulk_load=(LOAD_TABLE, "not hex!" * 4)))
