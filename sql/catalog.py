@@ -13,7 +13,10 @@ of their own (their ids live in the owning MV's ``internal_ids``). Table id 0 is
 never reused (also after DROP). Older stores without the meta record start after the highest id.
 
 Invariants: names are case-insensitive (stored lower-case unless quoted); a relation appears
-after every relation it depends on (ids grow); ``SqlCatalog`` objects are values: DDL works on
+after every relation it depends on (ids grow); a record whose ``properties["sql"]`` is malformed
+(wrong JSON types, an unknown kind or conflict behaviour, column counts or ids out of range, a
+name or id used twice, an MV reading a relation that does not exist) is a ``CorruptionError``
+naming the record and the field, at load and in ``hummock inspect verify``; ``SqlCatalog`` objects are values: DDL works on
 a ``copy()`` and swaps it in only once the change committed, so a failed statement leaves the
 catalog as it was.
 
@@ -25,8 +28,10 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from relational.catalog import Catalog, TableDesc
+from hummock.errors import CorruptionError
+from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, Catalog, TableDesc, record_name
 from relational.types import DataType
+from stream.executors.materialize import CONFLICT_BEHAVIOURS
 
 from sql.errors import CatalogError
 
@@ -84,10 +89,53 @@ class Relation:
 
     @classmethod
     def from_desc(cls, desc: TableDesc) -> Relation:
-        p = desc.properties["sql"]
-        return cls(p["kind"], desc, p["n_visible"], p.get("row_id", False), p.get("conflict", "no_check"),
-                   p.get("append_only", False), p.get("definition"), list(p.get("internal_ids", [])),
-                   list(p.get("depends_on", [])))
+        """The relation a catalog record describes; ``CorruptionError`` (naming the record and the
+        field) when its ``properties["sql"]`` is malformed."""
+        p = _sql_field(desc, desc.properties["sql"], dict, "")
+        kind = _sql_field(desc, p.get("kind"), str, "kind")
+        n_visible = _sql_field(desc, p.get("n_visible"), int, "n_visible")
+        conflict = _sql_field(desc, p.get("conflict", "no_check"), str, "conflict")
+        definition = p.get("definition")
+        if kind not in ("table", "mv"):
+            raise _malformed(desc, "kind", "'table' or 'mv'", kind)
+        if not 0 < n_visible <= len(desc.columns):
+            raise _malformed(desc, "n_visible", f"1..{len(desc.columns)} (the record's columns)", n_visible)
+        if conflict not in CONFLICT_BEHAVIOURS:
+            raise _malformed(desc, "conflict", f"one of {', '.join(CONFLICT_BEHAVIOURS)}", conflict)
+        if kind == "mv" or definition is not None:
+            _sql_field(desc, definition, str, "definition")
+        internal_ids = _sql_field(desc, p.get("internal_ids", []), list, "internal_ids")
+        for i, tid in enumerate(internal_ids):
+            if not 0 < _sql_field(desc, tid, int, f"internal_ids[{i}]") < CATALOG_TABLE_ID or tid == desc.table_id:
+                raise _malformed(desc, f"internal_ids[{i}]", f"a table id in 1..{CATALOG_TABLE_ID - 1} other than "
+                                                             "the relation's", tid)
+        depends_on = _sql_field(desc, p.get("depends_on", []), list, "depends_on")
+        for i, name in enumerate(depends_on):
+            _sql_field(desc, name, str, f"depends_on[{i}]")
+        return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
+                   _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
+                   list(internal_ids), list(depends_on))
+
+
+def _record(table_id: int) -> str:
+    return record_name(KEY_PREFIX + table_id.to_bytes(4, "big"))
+
+
+def _malformed(desc: TableDesc, field: str, expected, found) -> CorruptionError:
+    text = repr(found)
+    return CorruptionError(f"invalid SQL catalog entry: properties.sql{'.' if field else ''}{field}",
+                           object=_record(desc.table_id),
+                           expected=expected, found=found if len(text) <= 80 else text[:77] + "...")
+
+
+_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer", bool: "a boolean"}
+
+
+def _sql_field(desc: TableDesc, value, kind: type, field: str):
+    """``value`` if its JSON type is ``kind`` (a bool is no integer), else ``CorruptionError``."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _malformed(desc, field, _JSON_NAMES[kind], value)
+    return value
 
 
 class SqlCatalog:
@@ -104,15 +152,42 @@ class SqlCatalog:
 
     @classmethod
     def load(cls, store, epoch: int) -> SqlCatalog:
-        relations, next_id = [], 1
-        for desc in Catalog(store).list(epoch):
+        """The catalog at ``epoch``; ``CorruptionError`` for a record that does not decode or
+        relations that contradict each other (module docstring)."""
+        return cls.from_descs(Catalog(store).list(epoch))
+
+    @classmethod
+    def from_descs(cls, descs) -> SqlCatalog:
+        """The catalog the table descriptions ``descs`` (a store's catalog records) hold."""
+        relations, next_id, owners = [], 1, {}
+        for desc in descs:
             if desc.table_id == META_TABLE_ID:
-                next_id = max(next_id, int(desc.properties.get("next_table_id", 1)))
+                found = desc.properties.get("next_table_id", 1)
+                if isinstance(found, bool) or not isinstance(found, int) or not 0 < found <= CATALOG_TABLE_ID:
+                    raise CorruptionError("invalid SQL catalog meta record: properties.next_table_id",
+                                          object=_record(META_TABLE_ID), expected=f"an integer in 1..{CATALOG_TABLE_ID}",
+                                          found=found if len(repr(found)) <= 80 else repr(found)[:77] + "...")
+                next_id = max(next_id, found)
             elif "sql" in desc.properties:
                 rel = Relation.from_desc(desc)
+                for tid in [rel.table_id] + rel.internal_ids:
+                    if tid in owners:
+                        raise _malformed(desc, "internal_ids", f"ids no other relation uses ({owners[tid]} uses "
+                                                               f"{tid})", rel.internal_ids)
+                    owners[tid] = rel.name
                 relations.append(rel)
                 next_id = max(next_id, rel.table_id + 1, *(i + 1 for i in rel.internal_ids))
         relations.sort(key=lambda r: r.table_id)
+        names = {}
+        for rel in relations:
+            if rel.name in names:
+                raise CorruptionError(f"two SQL relations are named {rel.name!r}", object=_record(rel.table_id),
+                                      expected=f"a name other than table {names[rel.name]}'s", found=rel.name)
+            names[rel.name] = rel.table_id
+        for rel in relations:
+            missing = [n for n in rel.depends_on if n not in names or n == rel.name]
+            if missing:
+                raise _malformed(rel.desc, "depends_on", "names of other relations in the catalog", missing)
         return cls(relations, next_id)
 
     def meta_desc(self) -> TableDesc:

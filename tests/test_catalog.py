@@ -114,3 +114,128 @@ def test_catalog_commits_with_the_epoch(kind, tmp_path, request):
         assert table.get_row((1,)) == (1, "one")
     finally:
         store.close()
+
+
+# --- checksum-valid records with malformed content (issue 25) -----------------------------------
+
+def _record(obj) -> bytes:
+    import json
+    import struct
+
+    import xxhash
+    payload = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    return struct.pack("<8sIIQ", b"HUMKTBL1", 1, len(payload), xxhash.xxh64_intdigest(payload, 0)) + payload
+
+
+_GOOD = TableDesc(7, "t", [("a", T.INT), ("b", T.VARCHAR)], [0]).to_json()
+
+
+@pytest.mark.parametrize("obj, field, found", [
+    ([], "the description", []),
+    (dict(_GOOD, columns="nope"), "columns", "nope"),
+    (dict(_GOOD, columns=[["a", {"kind": 3}, 1]]), "columns[0]", ["a", {"kind": 3}, 1]),
+    (dict(_GOOD, columns=[[1, {"kind": 3}]]), "columns[0][0]", 1),
+    (dict(_GOOD, columns=[["a", {"kind": "INT"}]]), "columns[0][1].kind", "INT"),       # a type name
+    (dict(_GOOD, columns=[["a", {"kind": 99}]]), "columns[0][1].kind", 99),             # unknown code
+    (dict(_GOOD, columns=[["a", {"kind": True}]]), "columns[0][1].kind", True),
+    (dict(_GOOD, columns=[["a", [3]]]), "columns[0][1]", [3]),
+    (dict(_GOOD, columns=[["a", {"kind": 15, "fields": 3}]]), "columns[0][1].fields", 3),
+    (dict(_GOOD, columns=[["a", {"kind": 15, "fields": [["x"]]}]]), "columns[0][1].fields[0]", ["x"]),
+    (dict(_GOOD, columns=[["a", {"kind": 16}]]), "columns[0][1].elem", None),
+    (dict(_GOOD, pk_indices=["0"]), "pk_indices[0]", "0"),
+    (dict(_GOOD, pk_indices=[True]), "pk_indices[0]", True),
+    (dict(_GOOD, order_types=[[1, 0]]), "order_types[0][0]", 1),
+    (dict(_GOOD, order_types=[[True]]), "order_types[0]", [True]),
+    (dict(_GOOD, append_only="no"), "append_only", "no"),
+    (dict(_GOOD, retention_seconds=1.5), "retention_seconds", 1.5),
+    (dict(_GOOD, properties=[]), "properties", []),
+    (dict(_GOOD, table_id=7.0), "table_id", 7.0),
+    (dict(_GOOD, value_indices="all"), "value_indices", "all"),
+    ({k: v for k, v in _GOOD.items() if k != "name"}, "name", None),
+])
+def test_malformed_content_with_a_valid_checksum_is_corruption(obj, field, found):
+    with pytest.raises(CorruptionError) as info:
+        TableDesc.from_bytes(_record(obj), "rec")
+    err = info.value
+    assert (err.object, err.offset, err.found) == ("rec", 24, found)
+    assert f"invalid table description: {field}" in str(err) and err.expected
+
+
+@pytest.mark.parametrize("obj", [dict(_GOOD, pk_indices=[9]), dict(_GOOD, table_id=2**40), b"\xff\xfe",
+                                 b'{"table_id": ' + b"9" * 5000 + b"}"])
+def test_well_typed_nonsense_and_non_json_are_corruption(obj):
+    with pytest.raises(CorruptionError) as info:
+        TableDesc.from_bytes(_record(obj), "rec")
+    assert (info.value.object, info.value.offset) == ("rec", 24)
+
+
+def test_a_record_under_another_tables_key_is_corruption():
+    from relational.catalog import decode_record
+    data = TableDesc(7, "t", [("a", T.INT)], [0]).to_bytes()
+    assert decode_record(b"table/" + (7).to_bytes(4, "big"), data).table_id == 7
+    with pytest.raises(CorruptionError) as info:
+        decode_record(b"table/" + (8).to_bytes(4, "big"), data)
+    assert (info.value.expected, info.value.found) == (8, 7)
+    with pytest.raises(CorruptionError):
+        decode_record(b"table/\x00\x07", data)
+
+
+def _store_with_record(path, mutate):
+    """A SQL database at ``path`` (table t, MV m), then one catalog record replaced by
+    ``mutate(descs) -> (table_id, json)``, written checksum-valid."""
+    import sql
+    with sql.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT a FROM t")
+    from hummock import HummockStorage
+    with HummockStorage.open(str(path)) as db:
+        descs = {d.name: d for d in Catalog(db).list(db.max_committed_epoch)}
+        table_id, obj = mutate(descs)
+        epoch = max(new_epoch(), db.max_committed_epoch + (1 << 16))
+        db.ingest_batch(CATALOG_TABLE_ID, [(b"table/" + table_id.to_bytes(4, "big"), _record(obj))], epoch)
+        db.checkpoint(epoch)
+
+
+def _sql_props(name, **changes):
+    def mutate(descs):
+        obj = descs[name].to_json()
+        obj["properties"]["sql"].update(changes)
+        return descs[name].table_id, obj
+    return mutate
+
+
+SQL_DAMAGE = {
+    "kind": (_sql_props("m", kind="view"), "properties.sql.kind", "view"),
+    "n_visible type": (_sql_props("m", n_visible="1"), "properties.sql.n_visible", "1"),
+    "n_visible range": (_sql_props("m", n_visible=9), "properties.sql.n_visible", 9),
+    "conflict": (_sql_props("t", conflict="explode"), "properties.sql.conflict", "explode"),
+    "internal id": (_sql_props("m", internal_ids=["x"]), "properties.sql.internal_ids[0]", "x"),
+    "depends_on": (_sql_props("m", depends_on=["nosuch"]), "properties.sql.depends_on", ["nosuch"]),
+    "definition": (_sql_props("m", definition=5), "properties.sql.definition", 5),
+    "sql not an object": (lambda d: (d["m"].table_id, dict(d["m"].to_json(), properties={"sql": []})),
+                          "properties.sql", []),
+    "duplicate name": (lambda d: (d["m"].table_id, dict(d["m"].to_json(), name="t")), "named 't'", "t"),
+    "meta": (lambda d: (0, dict(d["__sql_meta__"].to_json(), properties={"next_table_id": "x"})),
+             "properties.next_table_id", "x"),
+    "type code": (lambda d: (d["m"].table_id, dict(d["m"].to_json(), columns=[["a", {"kind": 77}]])),
+                  "columns[0][1].kind", 77),
+}
+
+
+@pytest.mark.parametrize("damage", list(SQL_DAMAGE))
+def test_a_malformed_sql_catalog_record_fails_connect_cleanly(tmp_path, damage):
+    import threading
+
+    import sql
+    from hummock import HummockStorage
+    mutate, what, found = SQL_DAMAGE[damage]
+    path = tmp_path / "db"
+    _store_with_record(path, mutate)
+    threads = set(threading.enumerate())
+    for _ in range(2):   # the failed connect closed its store: the second meets the same damage
+        with pytest.raises(CorruptionError) as info:
+            sql.connect(str(path))
+        assert what in str(info.value) and info.value.found == found
+        assert info.value.object.startswith("catalog record b'table/")
+    assert set(threading.enumerate()) <= threads   # no compactor or runtime thread left behind
+    HummockStorage.open(str(path)).close()          # nor the writer lock

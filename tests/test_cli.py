@@ -296,6 +296,32 @@ def test_verify_checks_meta_and_version_records_against_the_entries(store):
         assert sound.ok and sound.keys == info.key_count
 
 
+
+@pytest.mark.parametrize("change, what", [
+    (lambda obj: dict(obj, columns=[["id", {"kind": "BIGINT"}], ["name", {"kind": 8}]]), "columns[0][1].kind"),
+    (lambda obj: dict(obj, pk_indices="id"), "pk_indices"),
+    (lambda obj: dict(obj, properties={"sql": {"kind": "view", "n_visible": 2}}), "properties.sql.kind"),
+], ids=["type name", "pk shape", "sql kind"])
+def test_verify_reports_a_checksum_valid_catalog_record_with_malformed_content(store, change, what):
+    """Issue 25: content damage under a valid checksum is corruption, named with its field."""
+    import struct
+
+    import xxhash
+    with HummockStorage.open(str(store), StorageOptions(compactor="none")) as db:
+        obj = change(Catalog(db).get(TABLE_ID, db.max_committed_epoch).to_json())
+        payload = json.dumps(obj).encode()
+        record = struct.pack("<8sIIQ", b"HUMKTBL1", 1, len(payload), xxhash.xxh64_intdigest(payload, 0)) + payload
+        epoch = new_epoch()
+        db.ingest_batch(0xFFFFFFFF, [(b"table/" + TABLE_ID.to_bytes(4, "big"), record)], epoch)
+        db.checkpoint(epoch)
+    out = hummock("inspect", store, "verify")
+    assert out.returncode == 1, out.stdout + out.stderr
+    name = "catalog record b'table/\\x00\\x00\\x00\\x07' (table 4294967295)"
+    assert f"CORRUPT {name}:" in out.stdout and what in out.stdout and "store is CORRUPT" in out.stdout
+    report = json.loads(hummock("inspect", store, "verify", "--json").stdout)
+    assert [p["object"] for p in report["problems"]] == [name]
+
+
 # --- compact -----------------------------------------------------------------------------------
 
 def test_compact_runs_what_is_due_then_everything(tmp_path):
