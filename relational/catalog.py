@@ -13,7 +13,10 @@ Format (docs/relational.md, "Catalog records"; frozen: changing it needs a new v
     stored as: table id CATALOG_TABLE_ID (0xFFFFFFFF), key b"table/" || u32be(table_id)
 
 Invariants: ``TableDesc.from_bytes(d.to_bytes()) == d``; a damaged record raises
-``CorruptionError`` naming what was wrong. The catalog table id is reserved: state tables must
+``CorruptionError`` naming what was wrong -- also one whose checksum holds but whose content
+does not describe a table (JSON of the wrong shape or types, an unknown type code, indices out
+of range): every field's JSON type is checked before anything is built, and the error names the
+field (``expected``/``found``). A record stored under ``table/<id>`` describes table ``<id>``. The catalog table id is reserved: state tables must
 not use it (``TableDesc`` refuses it).
 
 Callers: the stream and SQL layers (catalog of tables and MVs), library users.
@@ -50,13 +53,55 @@ def type_to_json(dtype: DataType):
     return {"kind": int(dtype.kind)}
 
 
-def type_from_json(obj) -> DataType:
-    kind = TypeKind(obj["kind"])
+def type_from_json(obj, field: str = "type") -> DataType:
+    """The DataType of ``type_to_json``'s form; ``_Malformed`` names ``field`` (the path to
+    ``obj`` in the record) when the JSON has the wrong shape or an unknown type code."""
+    code = _expect(_expect(obj, dict, field).get("kind"), int, f"{field}.kind")
+    if code not in _TYPE_CODES:
+        raise _Malformed(f"{field}.kind", f"a type code in {min(_TYPE_CODES)}..{max(_TYPE_CODES)}", code)
+    kind = TypeKind(code)
     if kind == TypeKind.STRUCT:
-        return DataType.struct([(n, type_from_json(t)) for n, t in obj["fields"]])
+        fields = []
+        for i, item in enumerate(_expect(obj.get("fields"), list, f"{field}.fields")):
+            where = f"{field}.fields[{i}]"
+            if not isinstance(item, list) or len(item) != 2:
+                raise _Malformed(where, "a [name, type] pair", item)
+            fields.append((_expect(item[0], str, f"{where}[0]"), type_from_json(item[1], f"{where}[1]")))
+        return DataType.struct(fields)
     if kind == TypeKind.LIST:
-        return DataType.list(type_from_json(obj["elem"]))
+        return DataType.list(type_from_json(obj.get("elem"), f"{field}.elem"))
     return DataType(kind)
+
+
+_TYPE_CODES = frozenset(int(k) for k in TypeKind)
+_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer", bool: "a boolean"}
+
+
+class _Malformed(ValueError):
+    """A record's JSON field of the wrong shape: ``field`` (its path), ``expected``, ``found``."""
+
+    def __init__(self, field: str, expected: str, found):
+        text = repr(found)
+        self.field, self.expected = field, expected
+        self.found = found if len(text) <= 80 else text[:77] + "..."   # a value, or its cut repr
+        super().__init__(f"{field}: expected {expected}, found {text if len(text) <= 80 else self.found}")
+
+
+def _expect(value, kind: type, field: str):
+    """``value`` if its JSON type is ``kind`` (a bool is no integer), else ``_Malformed``."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _Malformed(field, _JSON_NAMES[kind], value)
+    return value
+
+
+def _indices(value, field: str) -> tuple:
+    return tuple(_expect(v, int, f"{field}[{i}]") for i, v in enumerate(_expect(value, list, field)))
+
+
+def _order_type(value, field: str) -> OrderType:
+    if not isinstance(value, list) or len(value) != 2:
+        raise _Malformed(field, "a [descending, nulls_first] pair of booleans", value)
+    return OrderType(_expect(value[0], bool, f"{field}[0]"), _expect(value[1], bool, f"{field}[1]"))
 
 
 @dataclass(frozen=True)
@@ -119,11 +164,27 @@ class TableDesc:
 
     @classmethod
     def from_json(cls, obj) -> TableDesc:
-        return cls(obj["table_id"], obj["name"], tuple((n, type_from_json(t)) for n, t in obj["columns"]),
-                   tuple(obj["pk_indices"]), tuple(OrderType(d, nf) for d, nf in obj["order_types"]),
-                   tuple(obj["dist_key_indices"]),
-                   None if obj["value_indices"] is None else tuple(obj["value_indices"]),
-                   obj["append_only"], obj["retention_seconds"], obj.get("properties", {}))
+        """The description a record's JSON holds. Raises ``_Malformed`` (a ``ValueError``) naming
+        the first field whose JSON type is wrong; ``SchemaError`` and ``TypeMismatchError`` for
+        well-typed content that describes no table."""
+        obj = _expect(obj, dict, "the description")
+        columns = [_expect(c, list, f"columns[{i}]") for i, c in enumerate(_expect(obj.get("columns"), list, "columns"))]
+        for i, c in enumerate(columns):
+            if len(c) != 2:
+                raise _Malformed(f"columns[{i}]", "a [name, type] pair", c)
+            _expect(c[0], str, f"columns[{i}][0]")
+        value_indices = obj.get("value_indices")
+        retention = obj.get("retention_seconds")
+        return cls(_expect(obj.get("table_id"), int, "table_id"), _expect(obj.get("name"), str, "name"),
+                   tuple((n, type_from_json(t, f"columns[{i}][1]")) for i, (n, t) in enumerate(columns)),
+                   _indices(obj.get("pk_indices"), "pk_indices"),
+                   tuple(_order_type(o, f"order_types[{i}]")
+                         for i, o in enumerate(_expect(obj.get("order_types"), list, "order_types"))),
+                   _indices(obj.get("dist_key_indices"), "dist_key_indices"),
+                   None if value_indices is None else _indices(value_indices, "value_indices"),
+                   _expect(obj.get("append_only"), bool, "append_only"),
+                   None if retention is None else _expect(retention, int, "retention_seconds"),
+                   _expect(obj.get("properties", {}), dict, "properties"))
 
     def to_bytes(self) -> bytes:
         """The record (format above). Raises SchemaError for a description whose JSON would nest
@@ -155,8 +216,16 @@ class TableDesc:
             raise CorruptionError("table record nests too deeply", object=what, offset=_ENVELOPE.size,
                                   expected=f"<= {MAX_JSON_DEPTH} levels", found=f"> {MAX_JSON_DEPTH}")
         try:
-            return cls.from_json(json.loads(payload))
-        except (ValueError, KeyError, TypeError, SchemaError) as exc:
+            obj = json.loads(payload)
+        except ValueError as exc:   # not UTF-8, not JSON
+            raise CorruptionError(f"table record payload is not JSON: {exc}", object=what,
+                                  offset=_ENVELOPE.size) from None
+        try:
+            return cls.from_json(obj)
+        except _Malformed as exc:
+            raise CorruptionError(f"invalid table description: {exc.field}", object=what, offset=_ENVELOPE.size,
+                                  expected=exc.expected, found=exc.found) from None
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:   # SchemaError, ...
             raise CorruptionError(f"invalid table description: {type(exc).__name__}: {exc}", object=what,
                                   offset=_ENVELOPE.size) from None
 
@@ -188,10 +257,32 @@ class Catalog:
         self.store.ingest_batch(CATALOG_TABLE_ID, sorted((_key(t), None) for t in set(table_ids)), epoch)
 
     def get(self, table_id: int, epoch: int) -> TableDesc | None:
-        value = self.store.get(CATALOG_TABLE_ID, _key(table_id), epoch)
-        return None if value is None else TableDesc.from_bytes(value, f"catalog record of table {table_id}")
+        key = _key(table_id)
+        value = self.store.get(CATALOG_TABLE_ID, key, epoch)
+        return None if value is None else decode_record(key, value)
 
     def list(self, epoch: int) -> list:
-        """Every table description at ``epoch``, by table id."""
-        return [TableDesc.from_bytes(v, f"catalog record {k!r}")
-                for k, v in self.store.iter(CATALOG_TABLE_ID, epoch, prefix=KEY_PREFIX)]
+        """Every table description at ``epoch``, by table id. Raises ``CorruptionError`` for a
+        record that does not decode (:func:`decode_record`)."""
+        return [decode_record(k, v) for k, v in self.store.iter(CATALOG_TABLE_ID, epoch, prefix=KEY_PREFIX)]
+
+
+def record_name(key: bytes) -> str:
+    """How errors and ``hummock inspect`` name the catalog record stored under ``key``."""
+    return f"catalog record {bytes(key)!r} (table {CATALOG_TABLE_ID})"
+
+
+def decode_record(key: bytes, value: bytes) -> TableDesc:
+    """The description stored under catalog ``key``: ``TableDesc.from_bytes``, and the key must
+    be ``table/<u32be id>`` of that description's id, else ``CorruptionError``."""
+    what = record_name(key)
+    desc = TableDesc.from_bytes(value, what)
+    key = bytes(key)
+    if len(key) != len(KEY_PREFIX) + 4 or not key.startswith(KEY_PREFIX):
+        raise CorruptionError("catalog key is not table/<u32 id>", object=what, expected=f"{len(KEY_PREFIX) + 4} bytes",
+                              found=len(key))
+    if int.from_bytes(key[len(KEY_PREFIX):], "big") != desc.table_id:
+        raise CorruptionError("catalog record describes another table than its key names", object=what,
+                              offset=_ENVELOPE.size, expected=int.from_bytes(key[len(KEY_PREFIX):], "big"),
+                              found=desc.table_id)
+    return desc

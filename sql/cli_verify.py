@@ -12,7 +12,10 @@ What is checked (docs/format.md has each layout):
    ascending in full-key order, every user key present in the Bloom filter (no false
    negative), and the meta's key range, epochs, key and tombstone counts and table ids equal
    to what the entries hold and to what the version records;
-4. every table description in the catalog decodes (``TableDesc.from_bytes``).
+4. every table description in the catalog decodes (``relational.catalog.decode_record``:
+   envelope, checksum, the JSON's shape and types, the key's table id), and the SQL catalog
+   they hold is sound (``SqlCatalog.from_descs``: kinds, column counts, ids, names,
+   dependencies).
 
 SST objects that no version references (orphans left for vacuum) are counted, not opened.
 Nothing is written; a vanished object (a writer's rotation or vacuum meanwhile) is skipped.
@@ -35,7 +38,8 @@ from hummock.sstable.meta import sst_object_path
 from hummock.sstable.reader import Sstable
 from hummock.value import VALUE_TAG_DELETE
 from hummock.version_codec import decode_delta, decode_version
-from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, TableDesc
+from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, decode_record, record_name
+from sql.catalog import SqlCatalog
 
 
 @dataclasses.dataclass
@@ -182,20 +186,28 @@ def _show(value):
 
 
 def verify_catalog(db, report: VerifyReport) -> None:
-    """Decode every table description of the catalog at the committed epoch."""
+    """Decode every table description of the catalog at the committed epoch (envelope,
+    checksum, the JSON's shape and types, the key's table id), then the SQL catalog they hold
+    (``properties["sql"]``: kinds, counts, ids, names, dependencies)."""
     epoch = db.max_committed_epoch
+    descs = []
     try:
         for key, value in db.iter(CATALOG_TABLE_ID, epoch, prefix=KEY_PREFIX):
             report.catalog_records += 1
-            what = f"catalog record {key!r} (table {CATALOG_TABLE_ID})"
             try:
-                TableDesc.from_bytes(value, what)
+                descs.append(decode_record(key, value))
             except CorruptionError as exc:
-                report.problems.append((what, str(exc)))
+                report.problems.append((exc.object or record_name(key), str(exc)))
     except CorruptionError as exc:   # an SST the scan met; verify_sst names it too
         report.problems.append((exc.object or "catalog", str(exc)))
+        return
     except HummockError as exc:
         report.problems.append(("catalog", f"{type(exc).__name__}: {exc}"))
+        return
+    try:
+        SqlCatalog.from_descs(descs)
+    except CorruptionError as exc:
+        report.problems.append((exc.object or "SQL catalog", str(exc)))
 
 
 def count_orphans(objects, version, report: VerifyReport) -> None:
