@@ -479,6 +479,14 @@ cdef object finish_string(const unsigned char* s, Py_ssize_t n, int kind, Py_ssi
         raise DecodeError(f"VARCHAR is not valid UTF-8 ({exc.reason})", start, "memcomparable") from None
 
 
+DEF DOUBLE_SIGN = 0x8000000000000000
+DEF DOUBLE_EXP_MASK = 0x7FF0000000000000
+DEF REAL_SIGN = 0x80000000
+DEF REAL_EXP_MASK = 0x7F800000
+DEF DOUBLE_CANONICAL_NAN = 0x7FF8000000000000   # the twin's FLOAT64_CANONICAL_NAN
+DEF REAL_CANONICAL_NAN = 0x7FC00000             # the twin's FLOAT32_CANONICAL_NAN
+
+
 cdef object dec_value(bytes data, Py_ssize_t* ppos, _Node node, unsigned char mask):
     cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
@@ -504,6 +512,12 @@ cdef object dec_value(bytes data, Py_ssize_t* ppos, _Node node, unsigned char ma
         need(pos, 8, end, "DOUBLE")
         x = read_be(p, pos, 8, mask)
         x = (x ^ (<uint64_t>1 << 63)) if (x >> 63) else ~x
+        # one value, one key: the NaN and zero forms the encoder never writes are refused
+        if (x & DOUBLE_EXP_MASK) == DOUBLE_EXP_MASK and (x & ~(DOUBLE_SIGN | DOUBLE_EXP_MASK)) != 0 and \
+                x != DOUBLE_CANONICAL_NAN:
+            raise DecodeError("non-canonical DOUBLE NaN", pos, "memcomparable")
+        if x == DOUBLE_SIGN:
+            raise DecodeError("non-canonical DOUBLE zero", pos, "memcomparable")
         memcpy(&d, &x, 8)
         ppos[0] = pos + 8
         return d
@@ -511,6 +525,11 @@ cdef object dec_value(bytes data, Py_ssize_t* ppos, _Node node, unsigned char ma
         need(pos, 4, end, "REAL")
         x32 = <uint32_t>read_be(p, pos, 4, mask)
         x32 = (x32 ^ (<uint32_t>1 << 31)) if (x32 >> 31) else ~x32
+        if (x32 & REAL_EXP_MASK) == REAL_EXP_MASK and (x32 & ~(REAL_SIGN | REAL_EXP_MASK)) != 0 and \
+                x32 != REAL_CANONICAL_NAN:
+            raise DecodeError("non-canonical REAL NaN", pos, "memcomparable")
+        if x32 == REAL_SIGN:
+            raise DecodeError("non-canonical REAL zero", pos, "memcomparable")
         memcpy(&f, &x32, 4)
         ppos[0] = pos + 4
         return <double>f

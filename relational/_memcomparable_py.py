@@ -18,7 +18,7 @@ import datetime
 import decimal
 import struct
 
-from relational._value_encoding_py import DECIMAL_MAX_PRECISION
+from relational._value_encoding_py import DECIMAL_MAX_ADJUSTED, DECIMAL_MAX_PRECISION
 from relational.errors import DecodeError, SchemaError, ValueOutOfRangeError
 from relational.types import DataType, Interval, TypeKind
 
@@ -149,6 +149,8 @@ def decode_decimal(data: bytes, pos: int, mask: int):
     if pos + 4 > end:
         raise DecodeError("truncated DECIMAL exponent", pos, "memcomparable")
     exponent = struct.unpack(">I", bytes(b ^ inner for b in data[pos:pos + 4]))[0] - DECIMAL_EXPONENT_BIAS
+    if not -DECIMAL_MAX_ADJUSTED < exponent - 1 < DECIMAL_MAX_ADJUSTED:   # what DataType.validate refuses
+        raise DecodeError(f"DECIMAL exponent {exponent - 1} out of range", pos, "memcomparable")
     pos += 4
     digits = []
     start = pos
@@ -235,10 +237,18 @@ def float_bits(value: float, double: bool) -> int:
     return (bits ^ ((1 << width) - 1)) if bits & sign else bits | sign
 
 
-def bits_float(bits: int, double: bool) -> float:
+def bits_float(bits: int, double: bool, pos: int = 0) -> float:
+    """Inverse of :func:`float_bits`. Refuses the bit patterns ``float_bits`` never writes (a
+    NaN other than the canonical one, negative zero): one value, one key."""
     width = 64 if double else 32
     sign = 1 << (width - 1)
     bits = bits ^ sign if bits & sign else bits ^ ((1 << width) - 1)
+    exponent_mask = (0x7FF << 52) if double else (0xFF << 23)
+    if bits & exponent_mask == exponent_mask and bits & ~(sign | exponent_mask) and bits != (
+            FLOAT64_CANONICAL_NAN if double else FLOAT32_CANONICAL_NAN):
+        raise DecodeError(f"non-canonical {'DOUBLE' if double else 'REAL'} NaN", pos, "memcomparable")
+    if bits == sign:
+        raise DecodeError(f"non-canonical {'DOUBLE' if double else 'REAL'} zero", pos, "memcomparable")
     return struct.unpack(">d", struct.pack(">Q", bits))[0] if double else \
         struct.unpack(">f", struct.pack(">I", bits))[0]
 
@@ -393,9 +403,9 @@ def _decode_value(data, pos: int, dtype: DataType, mask: int):
             raise DecodeError(f"bad BOOLEAN byte 0x{byte:02x}", pos, "memcomparable")
         return byte == 1, pos + 1
     if kind == TypeKind.DOUBLE:
-        return bits_float(_fixed(data, pos, 8, mask, "DOUBLE"), True), pos + 8
+        return bits_float(_fixed(data, pos, 8, mask, "DOUBLE"), True, pos), pos + 8
     if kind == TypeKind.REAL:
-        return bits_float(_fixed(data, pos, 4, mask, "REAL"), False), pos + 4
+        return bits_float(_fixed(data, pos, 4, mask, "REAL"), False, pos), pos + 4
     if kind in (TypeKind.VARCHAR, TypeKind.BYTEA):
         return _decode_string(data, pos, mask, kind)
     if kind == TypeKind.DECIMAL:

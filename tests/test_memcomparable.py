@@ -420,3 +420,120 @@ def test_types_that_do_not_decode_exactly_have_a_value_that_changes():
             assert repr(decoded) != repr(value), (dtype, value, decoded)
     assert not mc.decodes_exactly(T.struct([("a", T.INT)])) and not mc.decodes_exactly(T.list(T.INT))
     assert not mc.decodes_exactly("INT")
+
+
+# --- one value, one key: a decoder accepts only what its encoder writes -------------------
+
+ADJUSTED_LIMIT = 1 << 30   # DataType.validate: -2^30 < adjusted exponent < 2^30
+
+
+def _decimal_key(exponent: int, mantissa: bytes, negative: bool = False, descending: bool = False) -> bytes:
+    """A one-DECIMAL-column key (null flag + class + body) built by hand: ``exponent`` is the
+    format's E (value = 0.d1d2... * 10**E), ``mantissa`` the digit-pair bytes."""
+    body = struct.pack(">I", (exponent + pure.DECIMAL_EXPONENT_BIAS) & 0xFFFFFFFF) + mantissa + b"\x00"
+    if negative:
+        body = bytes(b ^ 0xFF for b in body)
+    value = bytes((pure.DECIMAL_NEGATIVE if negative else pure.DECIMAL_POSITIVE,)) + body
+    if descending:
+        value = bytes(b ^ 0xFF for b in value)
+    return b"\x01" + value
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_decimal_decoder_refuses_exponents_the_encoder_refuses(impl, descending):
+    """The decoder took any u32 exponent: ``1E+1073741824`` decoded from a key no encoder
+    writes (the encoder refuses that value), so a value could have a key it never gets."""
+    order = [OrderType(descending=descending)]
+    for negative in (False, True):
+        for exponent, ok in ((ADJUSTED_LIMIT, True), (ADJUSTED_LIMIT + 1, False), (-ADJUSTED_LIMIT + 2, True),
+                             (-ADJUSTED_LIMIT + 1, False), (2**31 - 1, False), (-2**31, False)):
+            key = _decimal_key(exponent, b"\x0b", negative, descending)   # digits "1", "0" padding
+            value = decimal.Decimal((int(negative), (1,), exponent - 1))
+            if ok:
+                assert impl.decode_row(key, [T.DECIMAL], order) == (value,)
+                assert impl.encode_row([value], [T.DECIMAL], order) == key
+            else:
+                with pytest.raises(DecodeError, match="DECIMAL exponent .* out of range") as info:
+                    impl.decode_row(key, [T.DECIMAL], order)
+                assert info.value.offset == 2
+                with pytest.raises(ValueOutOfRangeError):
+                    impl.encode_row([value], [T.DECIMAL], order)
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+def test_every_nan_and_zero_has_one_key(impl):
+    """Every NaN (quiet, negative, with a payload) and both zeros encode to one key each, and
+    the decoder refuses the NaN and zero bit patterns the encoder never writes."""
+    D = decimal.Decimal
+    assert len({impl.encode_row([D(x)], [T.DECIMAL]) for x in ("NaN", "-NaN", "NaN123")}) == 1
+    with pytest.raises(ValueOutOfRangeError):
+        impl.encode_row([D("sNaN")], [T.DECIMAL])
+    for dtype, width, canonical in ((T.DOUBLE, 8, pure.FLOAT64_CANONICAL_NAN), (T.REAL, 4, pure.FLOAT32_CANONICAL_NAN)):
+        sign = 1 << (8 * width - 1)
+
+        def key(bits):   # the encoder's transform of IEEE bits, as a one-column key
+            return b"\x01" + (bits ^ ((1 << 8 * width) - 1) if bits & sign else bits | sign).to_bytes(width, "big")
+        assert impl.encode_row([math.nan], [dtype]) == key(canonical)
+        assert math.isnan(impl.decode_row(key(canonical), [dtype])[0])
+        assert impl.encode_row([-0.0], [dtype]) == impl.encode_row([0.0], [dtype]) == key(0)
+        quiet = canonical & -canonical   # the canonical NaN's lowest set bit: the quiet bit
+        others = [canonical | 1, canonical | sign, (canonical ^ quiet) | 1]   # payload, negative, signaling
+        for bits in others + [sign]:   # other NaNs, then -0.0
+            with pytest.raises(DecodeError, match=f"non-canonical {dtype.kind.name}") as info:
+                impl.decode_row(key(bits), [dtype])
+            assert info.value.offset == 1
+        assert impl.decode_row(key(0x1), [dtype]) == impl.decode_row(key(0x1), [dtype])   # a subnormal is fine
+
+
+@st.composite
+def _decimal_keys(draw):
+    """Hand-built DECIMAL keys around the edges: exponents near and past the bounds, mantissas
+    with and without leading, trailing and padding zeros, the special classes."""
+    descending = draw(st.booleans())
+    if draw(st.integers(0, 5)) == 0:
+        value = bytes((draw(st.integers(0, 7)),))
+        return (b"\x01" + (bytes(b ^ 0xFF for b in value) if descending else value)), descending
+    exponent = draw(st.one_of(st.integers(-5, 5), st.integers(ADJUSTED_LIMIT - 2, ADJUSTED_LIMIT + 2),
+                              st.integers(-ADJUSTED_LIMIT - 2, -ADJUSTED_LIMIT + 3), st.integers(-2**31, 2**31 - 1)))
+    mantissa = bytes(draw(st.lists(st.one_of(st.integers(1, 101), st.sampled_from([1, 2, 10, 11, 100, 101])),
+                                   max_size=5)))
+    return _decimal_key(exponent, mantissa, draw(st.booleans()), descending), descending
+
+
+@given(_decimal_keys())
+def test_a_decimal_key_that_decodes_is_the_key_of_its_value(case):
+    """decode(b) succeeds => encode(decode(b)) == b, in every twin, and the twins agree."""
+    key, descending = case
+    order = [OrderType(descending=descending)]
+    verdicts = []
+    for impl in implementations():
+        try:
+            row = impl.decode_row(key, [T.DECIMAL], order)
+        except DecodeError as exc:
+            verdicts.append(("error", exc.reason))
+            continue
+        assert impl.encode_row(list(row), [T.DECIMAL], order) == key
+        verdicts.append(("ok", repr(row)))
+    assert all(v == verdicts[0] for v in verdicts), verdicts
+
+
+@given(st.data())
+def test_a_float_key_that_decodes_is_the_key_of_its_value(data):
+    dtype, width = data.draw(st.sampled_from([(T.DOUBLE, 8), (T.REAL, 4)]))
+    order = [data.draw(ORDERS)]
+    key = b"\x01" + data.draw(st.one_of(st.binary(min_size=width, max_size=width),
+                                        st.sampled_from([b"\xff" * width, b"\x7f" + b"\xff" * (width - 1),
+                                                         b"\x80" + b"\x00" * (width - 1), b"\x00" * width])))
+    if order[0].descending:
+        key = key[:1] + bytes(b ^ 0xFF for b in key[1:])
+    verdicts = []
+    for impl in implementations():
+        try:
+            row = impl.decode_row(key, [dtype], order)
+        except DecodeError as exc:
+            verdicts.append(("error", exc.reason))
+            continue
+        assert impl.encode_row(list(row), [dtype], order) == key
+        verdicts.append(("ok", struct.pack(">d", row[0])))
+    assert all(v == verdicts[0] for v in verdicts), verdicts
