@@ -58,6 +58,12 @@ def run(conn, *stmts):
     ("SELECT a FROM t ORDER BY 2", "ORDER BY position 2"),
     ("SELECT a, count(*) FROM t GROUP BY 1.5", "non-integer constant in GROUP BY"),
     ("SELECT a FROM t ORDER BY 1.5", "non-integer constant in ORDER BY"),
+    # Postgres reads a negated or parenthesized constant as a position too
+    ("SELECT a, count(*) FROM t GROUP BY -1", "GROUP BY position -1"),
+    ("SELECT a FROM t ORDER BY -1", "ORDER BY position -1"),
+    ("SELECT a FROM t ORDER BY (2)", "ORDER BY position 2"),
+    ("SELECT DISTINCT ON (0) a FROM t", "DISTINCT ON position 0"),
+    ("SELECT a FROM t UNION SELECT b FROM t ORDER BY 2", "ORDER BY position 2"),
 ])
 def test_ordinals_out_of_range_are_refused(conn, query, position):
     run(conn, "CREATE TABLE t (a INT, b INT)", "INSERT INTO t VALUES (1, 2)")
@@ -70,6 +76,8 @@ def test_ordinals_in_range_still_work(conn):
     run(conn, "CREATE TABLE t (a INT, b INT)", "INSERT INTO t VALUES (1, 2), (1, 3), (2, 4)")
     assert rows(conn, "SELECT a, count(*) FROM t GROUP BY 1") == [(1, 2), (2, 1)]
     assert conn.execute("SELECT a, b FROM t ORDER BY 2 DESC").fetchall() == [(2, 4), (1, 3), (1, 2)]
+    assert rows(conn, "SELECT a FROM t GROUP BY (1)") == [(1,), (2,)]
+    assert conn.execute("SELECT a, b FROM t ORDER BY (2) DESC").fetchall() == [(2, 4), (1, 3), (1, 2)]
 
 
 # ---- schema qualifiers -------------------------------------------------------------------------

@@ -49,12 +49,13 @@ def sort_key(ordered, column: int) -> tuple:
     return column, desc, desc if nulls_first is None else bool(nulls_first)
 
 
-def order_target(target, names, n_exprs: int, extra: list, extra_text: list, binder: ExprBinder) -> int:
+def order_target(target, names, n_exprs: int, extra: list, extra_text: list, binder: ExprBinder,
+                 clause: str = "ORDER BY") -> int:
     """The projection column of ORDER BY / DISTINCT ON item ``target``: a position (1-based) or
     a bare output name of the select list, else an expression bound into ``extra`` (hidden
     columns after the ``n_exprs`` visible ones; the same text is one column)."""
-    if isinstance(target, exp.Literal) and not target.is_string:
-        return ordinal(target, n_exprs, "ORDER BY")
+    if position_literal(target) is not None:
+        return ordinal(target, n_exprs, clause)
     if isinstance(target, exp.Column) and target.args.get("table") is None and _name(target.this) in names:
         return names.index(_name(target.this))
     text = target.sql(dialect="postgres")
@@ -65,12 +66,27 @@ def order_target(target, names, n_exprs: int, extra: list, extra_text: list, bin
     return n_exprs + len(extra) - 1
 
 
+def position_literal(target) -> str | None:
+    """The text of ``target`` when Postgres reads it as a select-list position: a numeric
+    constant, also negated or parenthesized (``-1``, ``(2)``); None otherwise."""
+    while isinstance(target, exp.Paren):
+        target = target.this
+    sign = ""
+    if isinstance(target, exp.Neg):
+        sign, target = "-", target.this
+        while isinstance(target, exp.Paren):
+            target = target.this
+    if isinstance(target, exp.Literal) and not target.is_string:
+        return sign + target.this
+    return None
+
+
 def ordinal(target, n_items: int, clause: str) -> int:
-    """The 0-based select-list index of a GROUP BY / ORDER BY position ``target`` (a numeric
-    literal), checked as Postgres does: a non-integer constant or a position outside
-    1..``n_items`` is a BindError naming the position."""
-    text = target.this
-    if not text.isdigit():
+    """The 0-based select-list index of a GROUP BY / ORDER BY / DISTINCT ON position
+    ``target`` (:func:`position_literal`), checked as Postgres does: a non-integer constant or
+    a position outside 1..``n_items`` is a BindError naming the position."""
+    text = position_literal(target)
+    if not text.lstrip("-").isdigit():
         raise error_at(BindError, f"non-integer constant in {clause}", target)
     if not 1 <= int(text) <= n_items:
         raise error_at(BindError, f"{clause} position {text} is not in select list", target)

@@ -139,7 +139,7 @@ class QueryBinder:
         sort_keys = []
         for o in (order.expressions if order is not None else []):
             target = o.this
-            if not (isinstance(target, exp.Literal) and not target.is_string) and not (
+            if O.position_literal(target) is None and not (
                     isinstance(target, exp.Column) and target.args.get("table") is None
                     and _name(target.this) in names):
                 raise error_at(BindError, "ORDER BY of a set operation must name one of its output columns",
@@ -368,7 +368,7 @@ class QueryBinder:
         for o in (order.expressions if order is not None else []):
             idx = O.order_target(o.this, names, len(exprs), extra, extra_text, binder)
             sort_keys.append(O.sort_key(o, idx))
-        on_cols = [O.order_target(e, names, len(exprs), extra, extra_text, binder)
+        on_cols = [O.order_target(e, names, len(exprs), extra, extra_text, binder, "DISTINCT ON")
                    for e in (distinct_on_node.expressions if distinct_on_node is not None else [])]
         plan = O.drop_unused_rank(plan, exprs + extra)
         plan = subs.attach(plan)
@@ -469,7 +469,7 @@ class QueryBinder:
         binder = ExprBinder(scope, self.params, context="GROUP BY")
         group_nodes = []
         for g in (group.expressions if group is not None else []):
-            if isinstance(g, exp.Literal) and not g.is_string:
+            if O.position_literal(g) is not None:
                 group_nodes.append(items[O.ordinal(g, len(items), "GROUP BY")][0])
             elif isinstance(g, exp.Column) and g.args.get("table") is None and \
                     not any(c.name == _name(g.this) for c in scope.cols) and \
