@@ -28,7 +28,7 @@ LIST           ``list`` (or tuple) of element values
 Invariants: ``DataType`` objects are immutable and compare by structure; the ``TypeKind``
 numbers are part of the catalog format (do not change them). ``Interval`` compares like
 Postgres: a month is 30 days and a day is 24 hours, so ``Interval(1, 0, 0) == Interval(0, 30, 0)``
-and both hash alike.
+and both hash alike; ``str()`` of an ``Interval`` is Postgres' text (``1 day 02:00:00``).
 
 Callers: everyone above ``hummock`` (encoders, state tables, executors, the SQL binder).
 """
@@ -273,6 +273,26 @@ class Interval:
 
     def __repr__(self):
         return f"Interval(months={self.months}, days={self.days}, usecs={self.usecs})"
+
+    def __str__(self):
+        """Postgres' text (``interval_out``, ``IntervalStyle = postgres``; EncodeInterval):
+        years and months from the month count, days, then a signed ``hh:mm:ss[.ffffff]`` when
+        there is time (or nothing else): ``1 year 2 mons 3 days 04:05:06.5``, ``-1 days
+        +02:03:00`` (a field after a negative one carries an explicit ``+``), ``00:00:00``."""
+        parts, is_zero, is_before = [], True, False
+        years = -(-self.months // 12) if self.months < 0 else self.months // 12   # toward zero, as C
+        for value, unit in ((years, "year"), (self.months - years * 12, "mon"), (self.days, "day")):
+            if value:
+                parts.append(f"{'+' if is_before and value > 0 else ''}{value} {unit}{'' if value == 1 else 's'}")
+                is_before, is_zero = value < 0, False
+        if is_zero or self.usecs:
+            hours, rest = divmod(abs(self.usecs), 3_600_000_000)
+            minutes, rest = divmod(rest, 60_000_000)
+            seconds, micros = divmod(rest, 1_000_000)
+            sign = "-" if self.usecs < 0 else ("+" if is_before else "")
+            text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
+            parts.append(text + (f".{micros:06d}".rstrip("0") if micros else ""))
+        return " ".join(parts)
 
 
 # --- validators: one per kind -------------------------------------------------------------

@@ -202,24 +202,6 @@ def _restrict(acc: _Fields, last: str) -> None:
 
 
 def format_interval(iv: Interval) -> str:
-    """Postgres' output of ``iv`` (``IntervalStyle = postgres``, EncodeInterval): years and
-    months from the month count, days, then a signed ``hh:mm:ss[.ffffff]`` when there is time
-    (or nothing else); a field after a negative one carries an explicit ``+``."""
-    parts, is_zero, is_before = [], True, False
-    years, months = int(iv.months / 12), iv.months - int(iv.months / 12) * 12   # toward zero, as C
-    for value, unit in ((years, "year"), (months, "mon"), (iv.days, "day")):
-        if value:
-            parts.append(f"{'+' if is_before and value > 0 else ''}{value} {unit}{'' if value == 1 else 's'}")
-            is_before, is_zero = value < 0, False
-    usecs = iv.usecs
-    if is_zero or usecs:
-        minus = usecs < 0
-        rest = abs(usecs)
-        hours, rest = divmod(rest, 3_600_000_000)
-        minutes, rest = divmod(rest, 60_000_000)
-        seconds, micros = divmod(rest, 1_000_000)
-        text = f"{'-' if minus else ('+' if is_before else '')}{hours:02d}:{minutes:02d}:{seconds:02d}"
-        if micros:
-            text += f".{micros:06d}".rstrip("0")
-        parts.append(text)
-    return " ".join(parts)
+    """Postgres' output of ``iv`` (``interval_out``, ``IntervalStyle = postgres``): ``str(iv)``,
+    :meth:`relational.types.Interval.__str__`."""
+    return str(iv)

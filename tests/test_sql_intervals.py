@@ -218,3 +218,12 @@ def test_interval_text_round_trips_every_field(f):
     iv = Interval(*f)
     back = parse_interval(format_interval(iv))
     assert fields(back) == fields(iv)
+
+
+def test_str_of_an_interval_is_postgres_text_and_empty_inputs_compare():
+    assert str(Interval(-14, 3, 0)) == "-1 years -2 mons +3 days"
+    assert str(Interval(12, 0, -1)) == "1 year -00:00:00.000001"
+    assert str(Interval(0, 0, 0)) == "00:00:00"
+    empty = pa.array([], pa.month_day_nano_interval())
+    assert compare("<", empty, empty).to_pylist() == []
+    assert compare("=", pa.chunked_array([], pa.month_day_nano_interval()), pa.scalar(None, empty.type)).to_pylist() == []
