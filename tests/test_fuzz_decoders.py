@@ -10,14 +10,26 @@ envelope) and asserts:
 - native and pure twins agree: the same result, or an exception of the same class, for every
   call (for blocks: a whole scripted session, including what the iterator says after it raised).
 
+- memcomparable keys: a key that decodes is the key of its value (``encode(decode(b)) == b``),
+  so one value has one key;
+- bounded work: every example has a deadline (``FUZZ``'s ``deadline``), so an input that makes
+  a decoder run away (a huge length trusted, a quadratic walk) fails the property; nothing is
+  timed beyond that.
+
+Formats: full keys, blocks (a whole scripted session), stored blocks, filters, SST meta and
+footer, whole SSTs, value-encoded rows (row by row and column-wise: ``scan_columns``), tagged
+values, memcomparable keys, version and delta objects (with every optional field: prefix
+lengths, table watermarks and truncations, bulk load records), catalog records, reader leases.
+
 Twins: the pure twin always, the native module too unless ``HUMMOCK_PURE_PYTHON=1`` (the suite
-runs in both modes). Decoders without a native twin (SST meta and footer, manifest, catalog) are
-fuzzed for their error contract only. Pinned examples: test_hostile_decoders.py and
+runs in both modes). Decoders without a native twin (SST meta and footer, manifest, catalog,
+leases) are fuzzed for their error contract only. Pinned examples: test_hostile_decoders.py and
 test_hostile_manifest.py. Every property stays within a few seconds under HYPOTHESIS_PROFILE=ci.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import xxhash
@@ -28,23 +40,29 @@ import twins
 from hummock import _key_py
 from hummock.errors import HummockError
 from hummock.key import MAX_EPOCH, encode_full_key
+from hummock.leases import LEASE_PREFIX, MAX_LEASE_TTL_S, live_lease_floor, parse_lease
 from hummock.object_store import MemoryObjectStore
 from hummock.sstable import _block_py, _filter_py
 from hummock.sstable.block import checksum, decode_stored_block, encode_stored_block
 from hummock.sstable.builder import SstableBuilderOptions, build_sstable
 from hummock.sstable.meta import FOOTER_SIZE, SstableInfo, SstableMeta, decode_footer, sst_object_path
 from hummock.sstable.reader import Sstable
-from hummock.version import HummockVersion, VersionDelta, apply
+from hummock.table_watermarks import TableWatermarks
+from hummock.value import decode_value
+from hummock.version import HummockVersion, VersionDelta, apply, bulk_load_digest
 from hummock.version_codec import (DELTA_MAGIC, ENVELOPE, MANIFEST_FORMAT_VERSION, VERSION_MAGIC, decode_delta,
                                    decode_version, encode_delta, encode_version)
-from relational import _memcomparable_py, _value_encoding_py
+from relational import _memcomparable_py, _scan_columns_py, _value_encoding_py
 from relational.catalog import _ENVELOPE as RECORD_ENVELOPE
 from relational.catalog import RECORD_MAGIC, RECORD_VERSION, TableDesc
 from relational.memcomparable import OrderType
 from relational.types import DataType as T
-from strategies import data_types, entry_lists, rows
+from strategies import SCALARS, data_types, entry_lists, rows
 
-FUZZ = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
+# bounded work per input: each example must finish well inside this (inputs are at most a few KiB;
+# a decoder that trusts a length or walks quadratically blows it); generous for a loaded machine
+FUZZ = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+                deadline=datetime.timedelta(seconds=5))
 
 
 def verdict(fn, *args, **kwargs):
@@ -252,6 +270,48 @@ def test_fuzz_memcomparable_decoding(row, offset):
     types, orders, data = row
     agree([verdict(impl.decode_row, data, types, orders) for impl in MC_IMPLS])
     agree([verdict(impl.decode_row_prefix, data, types, orders, offset) for impl in MC_IMPLS])
+    for impl in MC_IMPLS:   # one value, one key: what decodes re-encodes to the same bytes
+        try:
+            decoded = impl.decode_row(data, types, orders)
+        except HummockError:
+            continue
+        assert impl.encode_row(list(decoded), types, orders) == data
+
+
+SCAN_IMPLS = twins.implementations(_scan_columns_py, "_scan_columns")
+SCAN_TYPES = [t for t in SCALARS if t.kind in _scan_columns_py.WANTABLE | _scan_columns_py.WALKABLE]
+
+
+@st.composite
+def scan_batches(draw):
+    types = draw(st.lists(st.sampled_from(SCAN_TYPES), min_size=1, max_size=4))
+    values = [draw(mutated(_value_encoding_py.encode_row(draw(rows(types)), types), max_ops=2))
+              for _ in range(draw(st.integers(1, 4)))]
+    wanted = [i for i, t in enumerate(types) if t.kind in _scan_columns_py.WANTABLE and draw(st.booleans())]
+    return types, values, wanted
+
+
+@FUZZ
+@given(scan_batches(), st.integers(0, 5))
+def test_fuzz_scan_columns_decoding(batch, limit):
+    """Value-encoded rows decoded column-wise (``relational.scan_columns``): the same buffers or
+    the same error class from both twins."""
+    types, values, wanted = batch
+    codes = tuple(int(t.kind) for t in types)
+    pairs = [(b"k%d" % i, v) for i, v in enumerate(values)]
+    agree([verdict(impl.decode_columns, iter(pairs), limit, codes, tuple(wanted)) for impl in SCAN_IMPLS])
+    agree([verdict(impl.count_pairs, iter(pairs), limit) for impl in SCAN_IMPLS])
+
+
+@FUZZ
+@given(st.binary(max_size=8), st.data())
+def test_fuzz_tagged_value_decoding(payload, data):
+    from hummock.value import encode_value
+    raw = data.draw(mutated(encode_value(data.draw(st.sampled_from([payload, None])))))
+    result = verdict(decode_value, raw, object="v")
+    assert result[0] == "ok" or result[1] == "CorruptionError"
+    if result[0] == "ok":
+        assert encode_value(decode_value(raw)) == raw
 
 
 # --- manifest and catalog JSON records ------------------------------------------------------------
@@ -271,6 +331,9 @@ def _sst(sst_id: int, lo: int) -> SstableInfo:
 
 
 def _history():
+    """A version and the deltas that built it, using every optional field of both (prefix
+    lengths, table watermarks with a truncation, a bulk load record) so the JSON fuzz reaches
+    their decoders too."""
     version = HummockVersion.empty()
     deltas = [VersionDelta.reserve_sst_ids(version, 10)]
     version = apply(version, deltas[0])
@@ -278,6 +341,14 @@ def _history():
         deltas.append(VersionDelta.commit(version, (i + 1) << 16, [_sst(1 + i, 10 * i)]))
         version = apply(version, deltas[-1])
     deltas.append(VersionDelta.compaction(version, [1, 2], {1: [_sst(4, 0)]}))
+    version = apply(version, deltas[-1])
+    deltas.append(VersionDelta.table_options(version, {1: 2, 7: 4}))
+    version = apply(version, deltas[-1])
+    epoch = 4 << 16
+    marks = TableWatermarks(((epoch, epoch + 3),), ((epoch, ((3, b"ab", b"cd"), (9, b"x", None))),))
+    assert not marks.problems(), marks.problems()
+    deltas.append(VersionDelta.commit(version, epoch, [_sst(5, 60)], table_watermarks={1: marks},
+                                      bulk_load=(1, bulk_load_digest([5]))))
     return apply(version, deltas[-1]), deltas
 
 
@@ -351,3 +422,51 @@ def test_json_edits_produce_valid_json_sometimes():
         except (ValueError, RecursionError):
             pass
     assert parsed >= 4
+
+
+# --- reader leases: JSON objects written by other processes -------------------------------------
+
+def _lease(version_id=7, ttl_s=30.0) -> bytes:
+    return json.dumps({"version_id": version_id, "ttl_s": ttl_s, "pid": 123, "host": "h"}).encode()
+
+
+_LEASE_EDITS = _JSON_EDITS + [
+    lambda p, x: p.replace(b"7", (b"1e999", b"-7", b'"7"', b"true", b"7.5", b"%d" % 2**64, b"null")[x % 7], 1),
+    lambda p, x: p.replace(b"30.0", (b"NaN", b"Infinity", b"1e300", b"0", b"-1", b'"30"', b"%d" % (x + 1))[x % 7], 1),
+    lambda p, x: p * (x % 300 + 1),
+]
+
+
+@FUZZ
+@given(st.integers(0, 2**64 - 1), st.floats(0.5, MAX_LEASE_TTL_S), st.data())
+def test_fuzz_lease_parsing(version_id, ttl, data):
+    """``parse_lease`` gives a u64 version and a TTL in (0, MAX_LEASE_TTL_S], or ValueError (its
+    documented refusal, which vacuum turns into a warning); nothing else."""
+    valid = _lease(version_id, ttl)
+    if data.draw(st.booleans()):
+        raw = data.draw(mutated(valid))
+    else:
+        raw = valid
+        for _ in range(data.draw(st.integers(1, 3))):
+            raw = data.draw(st.sampled_from(_LEASE_EDITS))(raw, data.draw(st.integers(0, 10_000)))
+    try:
+        got_version, got_ttl = parse_lease(raw)
+    except ValueError:
+        return
+    assert type(got_version) is int and 0 <= got_version < 2**64
+    assert type(got_ttl) is float and 0 < got_ttl <= MAX_LEASE_TTL_S
+
+
+@FUZZ
+@given(st.lists(st.binary(max_size=64), min_size=1, max_size=3), st.data())
+def test_fuzz_lease_floor_over_hostile_leases(garbage, data):
+    """Vacuum's view of the leases (``live_lease_floor``) never raises for what a lease object
+    holds: a good lease counts, a malformed one pins everything (version 0)."""
+    store = MemoryObjectStore()
+    store.upload(LEASE_PREFIX + "reader-good", _lease(9, 60.0))
+    for i, raw in enumerate(garbage):
+        if data.draw(st.booleans()):
+            raw = data.draw(mutated(_lease(data.draw(st.integers(0, 50)), 60.0)))
+        store.upload(LEASE_PREFIX + f"reader-{i}", raw)
+    floor = live_lease_floor(store, remove_dead=True, seen={})
+    assert floor is not None and 0 <= floor <= 9
