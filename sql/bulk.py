@@ -11,8 +11,8 @@ table's ON CONFLICT applies, the rows become visible with the next checkpoint (o
 with ``RW_IMPLICIT_FLUSH``).
 
 Invariants: nothing is written when a check fails (all checks run before the first chunk); a
-failure inside the graph surfaces as ``ExecutionError`` and rebuilds it from the last
-checkpoint, as for any DML.
+failure inside the graph is recovered as for any DML (``Database.write``: the rows are kept
+and written again, or the statement is reported lost with ``LostWritesError``).
 
 Callers: :mod:`sql.session` (``Connection.insert_arrow``).
 """

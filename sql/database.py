@@ -64,7 +64,8 @@ DML_LOG_LIMIT_BYTES = 256 << 20       # uncommitted DML kept for replay before a
 
 
 def _chunk_bytes(chunk) -> int:
-    return sum(getattr(c, "nbytes", 0) for c in chunk.columns) + len(chunk.ops)
+    """An estimate (8 bytes a value): Arrow's exact ``nbytes`` costs more than the write."""
+    return len(chunk.ops) * (8 * len(chunk.columns) + 1)
 
 
 class _Pending:
@@ -188,7 +189,10 @@ class Database:
 
     def check(self, session: _Session | None = None) -> None:
         """Before a statement: recover a failed graph, then tell ``session`` about statements
-        a failure lost since it was last told (:class:`LostWritesError`, once per session)."""
+        a failure lost since it was last told (:class:`LostWritesError`, once per session).
+        Takes the lock only when there is something to do (a SELECT does not wait for a write)."""
+        if not self._needs_recovery() and (session is None or session.seen >= len(self._notices)):
+            return
         with self.lock:
             if self._needs_recovery():
                 self._recover(self.rt.failure if self.rt is not None else None)
@@ -457,14 +461,18 @@ class Database:
                 else:
                     self._write(new_catalog, epoch, changed, dropped)
                     self.rt.flush()
-            except BaseException:
+            except BaseException as exc:
                 if self.rt is not None:
                     self.rt.abort()
                     self.rt = None
                 self._plans = old_plans
-                self._discard_uncommitted()   # the new graph's first epoch: records, backfill
-                self._start(self.catalog, frozenset())
-                self._tick()
+                try:
+                    self._discard_uncommitted()   # the new graph's first epoch: records, backfill
+                    self._start(self.catalog, frozenset())
+                    self._tick()
+                except BaseException as again:   # the next statement tries again (check)
+                    log.error("rebuilding the graph after a failed DDL failed: %s", again)
+                    raise exc from again
                 raise
             self.catalog = new_catalog
             self._tick()
@@ -480,8 +488,15 @@ class Database:
             self._plans.pop(rel.table_id, None)
 
     def close(self) -> None:
+        """Stop the graph (a checkpointed Stop) and release the store. A failed graph is
+        recovered first, so acknowledged writes are kept (what cannot be is logged)."""
         with self.lock:
             try:
+                if self.rt is not None and self.rt.failure is not None:
+                    try:
+                        self._recover(self.rt.failure)
+                    except HummockError as exc:
+                        log.error("closing a failed stream graph: %s", exc)
                 self._stop()
             finally:
                 self.store.close()
