@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 
-from hummock.errors import CorruptionError
+from hummock.errors import CorruptionError, InvalidArgumentError
 from hummock.key import full_key_sort_key
 from hummock.table_watermarks import VNODE_LEN
 
@@ -66,15 +66,38 @@ class SstRun:
             yield from reader.sst.scan_batches(self.start, self.end, reverse=reverse)
 
 
+def _unpack_hide(hide):
+    """``(through or None, ranges or None)`` of a resolved table watermark, checked as the
+    native twin checks it."""
+    if hide is None:
+        return None, None
+    if type(hide) is not tuple or len(hide) != 2:
+        raise InvalidArgumentError("hide must be None or a (through, ranges) tuple")
+    through, ranges = hide
+    if through is not None and (type(through) is not int or not 0 <= through <= _MAX_EPOCH):
+        raise InvalidArgumentError(f"a truncation epoch must be an int in [0, 2**64), got {through!r}")
+    if ranges is not None and type(ranges) is not dict:
+        raise InvalidArgumentError("watermark ranges must be a dict")
+    return through, ranges
+
+
 class UserScan:
     """Iterator of ``(table_key, value)``; see the module docstring."""
 
     def __init__(self, sources, read_epoch: int, reverse: bool = False, owner=None, hide=None):
         self.owner = owner  # kept alive for the scan's lifetime (the engine's read state)
-        self._floor = -1 if hide is None or hide[0] is None else hide[0]
-        self._ranges = None if hide is None else hide[1]
-        streams = [_entries(source.batches(reverse), True) if isinstance(source, SstRun) else _entries(*source)
-                   for source in sources]
+        if type(read_epoch) is not int or not 0 <= read_epoch <= _MAX_EPOCH:
+            raise InvalidArgumentError(f"read_epoch must be an int in [0, 2**64), got {read_epoch!r}")
+        through, self._ranges = _unpack_hide(hide)
+        self._floor = -1 if through is None else through
+        streams = []
+        for source in sources:
+            if isinstance(source, SstRun):
+                streams.append(_entries(source.batches(reverse), True))
+            elif type(source) is tuple and len(source) == 2:
+                streams.append(_entries(*source))
+            else:
+                raise InvalidArgumentError("a scan source must be an SstRun or a (batches, tagged) pair")
         if len(streams) == 1:
             self._merged = streams[0]
         else:

@@ -70,6 +70,8 @@ cdef object unpack_hide(object hide, bint* has_floor, uint64_t* floor):
         raise InvalidArgumentError("hide must be None or a (through, ranges) tuple")
     through, rng = hide
     if through is not None:
+        if type(through) is not int or through < 0 or through > 0xFFFFFFFFFFFFFFFF:
+            raise InvalidArgumentError(f"a truncation epoch must be an int in [0, 2**64), got {through!r}")
         has_floor[0] = True
         floor[0] = <uint64_t>through
     if rng is not None and type(rng) is not dict:
@@ -440,9 +442,11 @@ cdef class UserScan:
         for source in sources:
             if type(source) is SstRun:
                 scan_add_run(self, (<SstRun>source).readers, (<SstRun>source).start, (<SstRun>source).end)
-            else:
+            elif type(source) is tuple and len(<tuple>source) == 2:
                 batches, tagged = source
                 scan_add_batches(self, batches, bool(tagged))
+            else:
+                raise InvalidArgumentError("a scan source must be an SstRun or a (batches, tagged) pair")
         scan_ready(self)
 
     def __dealloc__(self):
