@@ -358,3 +358,20 @@ def test_a_scalar_subquery_column_is_named_by_its_column(conn):
     q = ("SELECT (SELECT t1.a), (SELECT t1.a AS q), (SELECT max(y) FROM t2), (SELECT count(*) + 1 FROM t2), "
          "EXISTS (SELECT 1 FROM t2) FROM t1")
     assert names(conn, q) == ["a", "q", "max", "?column?", "exists"]
+
+
+def test_parenthesized_joins_in_from(conn):
+    """``(l JOIN r USING (a))`` as a FROM item: Postgres's column order at each level; with a
+    join alias its columns are ``j.col``."""
+    _using_tables(conn)
+    q = "SELECT * FROM m FULL JOIN (l FULL JOIN r USING (a)) USING (y)"
+    assert names(conn, q) == ["y", "a", "z", "a", "x"]
+    assert rows(conn, q) == [(1, 3, 8, None, None), (6, None, None, None, None), (200, 2, 7, 2, 20),
+                             (300, 9, 9, 3, None), (None, None, None, 1, 10), (None, None, None, None, 5)]
+    q = "SELECT * FROM (l JOIN r USING (a)) AS j (p, q, s)"
+    assert names(conn, q) == ["p", "q", "s"]
+    assert rows(conn, "SELECT j.a, j.y FROM (l JOIN r USING (a)) AS j") == [(2, 200)]
+    q = "SELECT a, m.z, x, r.y FROM m JOIN (l LEFT JOIN r USING (a)) USING (a)"
+    assert batch_and_mv(conn, q) == ([(2, 7, 20, 200)],) * 2
+    run(conn, "INSERT INTO l VALUES (9, 90)")
+    assert rows(conn, "SELECT * FROM m_check") == rows(conn, q) == [(2, 7, 20, 200), (9, 9, 90, None)]

@@ -189,6 +189,8 @@ class QueryBinder:
                 plan = P.Scan(rel, alias_name)
                 plan.as_of = as_of
             return plan, self._scope_of(plan, alias_name or name, col_aliases)
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
+            return self._paren_join(node.this, alias_name, col_aliases)
         if isinstance(node, exp.Subquery):
             if alias_name is None:
                 alias_name = "subquery"
@@ -198,6 +200,28 @@ class QueryBinder:
             raise error_at(UnsupportedError, f"{node.sql(dialect='postgres')[:40]!r} in FROM is not supported "
                                              "(of the table functions only TUMBLE and HOP are)", node)
         raise error_at(UnsupportedError, f"FROM item {type(node).__name__} is not supported", node)
+
+    def _paren_join(self, table, alias_name, col_aliases):
+        """``(a JOIN b ...)`` in FROM: bound as a FROM clause of its own. Unaliased, its tables'
+        names stay visible (``a.x``); with an alias (Postgres's join alias) the columns ``*``
+        lists are reachable as ``alias.col`` only, renamed by any column aliases."""
+        base = table.copy()
+        joins = [j.copy() for j in (base.args.get("joins") or [])]
+        base.set("joins", None)
+        fake = exp.Select(expressions=[exp.Star()], from_=exp.From(this=base), joins=joins)
+        plan, scope, _ = self._from(fake, [])
+        if alias_name is None:
+            if col_aliases:
+                raise error_at(BindError, "column aliases need a table alias", table)
+            return plan, scope
+        cols = [c for c in scope.cols if c.unqualified]
+        if col_aliases and len(col_aliases) > len(cols):
+            raise error_at(BindError, f"table {alias_name!r} has {len(cols)} columns available but "
+                                      f"{len(col_aliases)} columns specified", table)
+        names = [c.name for c in cols]
+        if col_aliases:
+            names[:len(col_aliases)] = col_aliases
+        return plan, Scope([ScopeCol(alias_name, n, c.index, c.dtype) for n, c in zip(names, cols)])
 
     def _scope_of(self, plan, table, col_aliases) -> Scope:
         names = list(plan.names[:plan.n_visible])
