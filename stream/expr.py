@@ -47,7 +47,8 @@ Where each part lives (this module is the facade: import expression names from h
 :mod:`stream.expr_like`       :class:`Like`, :func:`like_regex`
 :mod:`stream.expr_errors`     data-error modes: :func:`raising_errors`, :func:`error_counts`
 :mod:`stream.expr_time`       date/time ``+``/``-`` (:class:`~stream.expr_time.TimeArith`)
-:mod:`stream.expr_interval`   INTERVAL comparison (for ``Cmp``) and :class:`Negate` (``-interval``)
+:mod:`stream.expr_interval`   INTERVAL comparison (for ``Cmp``), :class:`Negate` (``-interval``),
+                              :class:`IntervalScale` (``interval * / number``)
 ============================  ==================================================================
 
 Import order is base <- cast <- ops, funcs; case and like need only base; nothing imports
@@ -61,12 +62,13 @@ from stream.expr_base import Col, Expr, Lit, common_numeric, is_numeric
 from stream.expr_case import Case
 from stream.expr_cast import Cast
 from stream.expr_errors import data_error, error_counts, raising_errors, strict
-from stream.expr_interval import Negate
+from stream.expr_interval import IntervalScale, Negate
 from stream.expr_funcs import _FUNCS, Func  # noqa: F401 (_FUNCS: sql/bind/expr.py checks names against it)
 from stream.expr_like import Like, like_regex
 from stream.expr_ops import And, Arith, Cmp, IsNull, Not, Or
 
 __all__ = [
-    "And", "Arith", "Case", "Cast", "Cmp", "Col", "Expr", "Func", "IsNull", "Like", "Lit", "Negate", "Not", "Or",
+    "And", "Arith", "Case", "Cast", "Cmp", "Col", "Expr", "Func", "IntervalScale", "IsNull", "Like", "Lit",
+    "Negate", "Not", "Or",
     "common_numeric", "data_error", "error_counts", "is_numeric", "like_regex", "raising_errors", "strict",
 ]

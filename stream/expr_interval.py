@@ -1,4 +1,4 @@
-"""INTERVAL comparison and negation on Arrow ``month_day_nano_interval`` columns (Postgres
+"""INTERVAL comparison, negation and scaling on Arrow ``month_day_nano_interval`` columns (Postgres
 semantics), which Arrow has no kernels for.
 
 Postgres compares intervals by their span with a month of 30 days and a day of 24 hours
@@ -12,11 +12,17 @@ the array's data buffer (16 bytes a value: int32 months, int32 days, int64 nanos
 Negation (``-interval``) negates each field, as Postgres' ``interval_um``; a field that does
 not fit (``-(-2147483648 months)``) is a data error "interval out of range".
 
-Callers: :mod:`stream.expr_ops` (``Cmp`` over INTERVAL operands), :class:`Negate` via the facade
-:mod:`stream.expr` (the SQL binder's unary minus on an interval).
+Multiplication and division by a number (:class:`IntervalScale`) follow Postgres'
+``interval_mul``/``interval_div`` step by step in double precision.
+
+Callers: :mod:`stream.expr_ops` (``Cmp`` over INTERVAL operands), :class:`Negate` and
+:class:`IntervalScale` via the facade :mod:`stream.expr` (the SQL binder's unary minus, ``*``
+and ``/`` on an interval).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -106,3 +112,82 @@ class Negate(Expr):
     def __str__(self) -> str:
         return f"(- {self.arg})"
 
+
+class IntervalScale(Expr):
+    """``interval * number``, ``number * interval`` or ``interval / number`` (Postgres'
+    ``interval_mul``/``interval_div``, the number taken as DOUBLE): each field is scaled and
+    truncated toward zero, the fraction of the months cascading into days (30 a month) and of
+    the days into time, rounded to the microsecond as Postgres does in double precision. A
+    field that does not fit is "interval out of range", ``/ 0`` "division by zero" -- data
+    errors. Row by row in Python (an Interval is three integers; Arrow has no kernel)."""
+
+    def __init__(self, op: str, left: Expr, right: Expr):
+        lk, rk = left.data_type.kind, right.data_type.kind
+        numeric = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DECIMAL, TypeKind.REAL, TypeKind.DOUBLE)
+        self.op, self.left, self.right, self.data_type = op, left, right, DataType.INTERVAL
+        if lk == TypeKind.INTERVAL and rk in numeric and op in ("*", "/"):
+            self.span, self.factor = left, right
+        elif op == "*" and lk in numeric and rk == TypeKind.INTERVAL:
+            self.span, self.factor = right, left
+        else:
+            raise ExpressionError(f"operator {op} is not defined on {left.data_type.sql_name()} and "
+                                  f"{right.data_type.sql_name()}", self)
+
+    def children(self) -> tuple:
+        return self.left, self.right
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+    def evaluate(self, columns):
+        return guarded(self, columns, self._compute)
+
+    def _compute(self, columns):
+        from stream.expr_cast import cast_to   # expr_cast imports this module's neighbours only
+        span = self.span.evaluate(columns)
+        factor = cast_to(self.factor.evaluate(columns), self.factor.data_type, DataType.DOUBLE, self)
+        scalar = isinstance(span, pa.Scalar) and isinstance(factor, pa.Scalar)
+        n = next((len(v) for v in (span, factor) if not isinstance(v, pa.Scalar)), 1)
+        spans = [span.as_py()] * n if isinstance(span, pa.Scalar) else span.to_pylist()
+        factors = [factor.as_py()] * n if isinstance(factor, pa.Scalar) else factor.to_pylist()
+        out = []
+        for iv, f in zip(spans, factors):
+            if iv is None or f is None:
+                out.append(None)
+                continue
+            if self.op == "/" and f == 0:
+                raise ExpressionError("division by zero", self)
+            months, days, usecs = scale_interval(iv.months, iv.days, iv.nanoseconds // 1000, f, self.op == "/")
+            out.append(pa.MonthDayNano([months, days, usecs * 1000]))
+        if scalar:
+            return pa.scalar(out[0], pa.month_day_nano_interval())
+        return pa.array(out, pa.month_day_nano_interval())
+
+
+def _tsround(x: float) -> float:
+    return round(x * 1_000_000.0) / 1_000_000.0   # Postgres' TSROUND: rint to microseconds
+
+
+def scale_interval(months: int, days: int, usecs: int, factor: float, divide: bool) -> tuple:
+    """``(months, days, usecs) * factor`` (``/ factor`` when ``divide``) exactly as Postgres'
+    ``interval_mul``/``interval_div`` compute it in double precision; ValueError when a field
+    does not fit."""
+    def scaled(v):
+        return v / factor if divide else v * factor
+    m, d = scaled(months), scaled(days)
+    for v in (m, d):
+        if v != v or not -2147483648.0 <= v < 2147483648.0:   # FLOAT8_FITS_IN_INT32
+            raise ValueError("interval out of range")
+    rm, rd = int(m), int(d)   # C's (int32) cast: toward zero
+    month_days = _tsround((m - rm) * 30.0)
+    sec = _tsround((d - rd + month_days - int(month_days)) * 86400.0)
+    if abs(sec) >= 86400.0:
+        rd += int(sec / 86400.0)
+        sec -= int(sec / 86400.0) * 86400.0
+    rd += int(month_days)
+    total = scaled(usecs) + sec * 1_000_000.0
+    t = round(total) if math.isfinite(total) else None   # rint
+    # Postgres' int64 limit, and ours: Arrow keeps nanoseconds in an int64
+    if t is None or not -(1 << 31) <= rd < (1 << 31) or not -(1 << 63) // 1000 < t < (1 << 63) // 1000:
+        raise ValueError("interval out of range")
+    return rm, rd, t

@@ -227,3 +227,34 @@ def test_str_of_an_interval_is_postgres_text_and_empty_inputs_compare():
     empty = pa.array([], pa.month_day_nano_interval())
     assert compare("<", empty, empty).to_pylist() == []
     assert compare("=", pa.chunked_array([], pa.month_day_nano_interval()), pa.scalar(None, empty.type)).to_pylist() == []
+
+
+@pytest.mark.parametrize("sql_text, expected", [   # Postgres' documentation and interval_mul/interval_div
+    ("INTERVAL '1 second' * 900", (0, 0, 900_000_000)),
+    ("21 * INTERVAL '1 day'", (0, 21, 0)),
+    ("3.5::float8 * INTERVAL '1 hour'", (0, 0, 3 * H + H // 2)),
+    ("INTERVAL '1 hour' / 1.5::float8", (0, 0, 40 * 60_000_000)),
+    ("INTERVAL '1 mon' * 1.5", (1, 15, 0)),
+    ("INTERVAL '1 day' * 1.5", (0, 1, 12 * H)),
+    ("INTERVAL '3 mons' / 2", (1, 15, 0)),
+    ("INTERVAL '1 mon 3 days' * -1", (-1, -3, 0)),
+    ("INTERVAL '1 year 1 day' * 0", (0, 0, 0)),
+])
+def test_interval_times_and_divided_by_a_number(conn, sql_text, expected):
+    assert fields(conn.execute(f"SELECT {sql_text}").fetchall()[0][0]) == expected
+
+
+def test_interval_scaling_errors_and_mv(conn):
+    for query, message in (("SELECT INTERVAL '1 day' / 0", "division by zero"),
+                           ("SELECT INTERVAL '2000000000 mons' * 2", "interval out of range"),
+                           ("SELECT INTERVAL '1 day' * 'NaN'::float8", "interval out of range")):
+        with pytest.raises(ExecutionError, match=message):
+            conn.execute(query).fetchall()
+    with pytest.raises(BindError, match="operator"):
+        conn.execute("SELECT 2 / INTERVAL '1 day'")
+    conn.execute("CREATE TABLE w (k INT PRIMARY KEY, n INT, i INTERVAL)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, n * i AS t, i / n AS q FROM w")
+    conn.execute("INSERT INTO w VALUES (1, 2, '1 day'), (2, 0, '1 hour'), (3, NULL, '1 day'), (4, 1500000000, '2 mons')")
+    assert sorted(conn.execute("SELECT * FROM m").fetchall()) == [
+        (1, Interval(0, 2, 0), Interval(0, 0, 12 * H)), (2, Interval(0, 0, 0), None), (3, None, None),
+        (4, None, Interval(0, 0, 0))]   # 2 mons * 1.5e9 is out of range; / 1.5e9 rounds away (TSROUND)

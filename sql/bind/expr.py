@@ -217,6 +217,8 @@ class ExprBinder:
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
             op = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}[type(node)]
             left, right = self.bind_pair(node.this, node.expression)
+            if op in ("*", "/") and TypeKind.INTERVAL in (left.data_type.kind, right.data_type.kind):
+                return E.IntervalScale(op, left, right)   # interval * / number (stream/expr_interval.py)
             if is_temporal(left.data_type, right.data_type):   # date/time arithmetic (stream/expr_time.py)
                 return TimeArith(op, left, right)
             return E.Arith(op, left, right)
