@@ -11,6 +11,10 @@
   (neither ``s3://key:secret@bucket`` nor a query key); pass them as options or use the AWS
   environment.
 
+A URL or path is text: one holding a lone surrogate (``"\\ud800"``) is refused, and so is a URL
+that ``urllib`` cannot split (``s3://[x]/y``: an invalid IPv6 host); a local path whose name is
+not UTF-8 is given as ``bytes`` (or a ``PathLike`` of bytes).
+
 ``options`` are keyword arguments of the backend's constructor; an option set to ``None`` means
 "not set" and is ignored by every backend, so callers may pass their S3 settings unconditionally.
 A setting given both in the URL and in ``options`` must agree. Bad URLs and options raise
@@ -30,7 +34,7 @@ import urllib.parse
 from hummock.errors import InvalidArgumentError
 from hummock.object_store.base import (
     ObjectMeta, ObjectNotFoundError, ObjectRangeError, ObjectStore, ObjectStoreError,
-    StreamingUploader, check_path,
+    StreamingUploader, check_path, check_text,
 )
 from hummock.object_store.local import LocalObjectStore
 from hummock.object_store.memory import MemoryObjectStore
@@ -62,6 +66,7 @@ def open_object_store(url: str | os.PathLike, *, create: bool = True, **options)
         return _local(os.fspath(url), options, create)
     if not isinstance(url, str) or not url:
         raise InvalidArgumentError(f"object store URL must be a non-empty str, got {url!r}")
+    check_text(url, "the object store URL")
     if "://" not in url:
         if _SCHEME.match(url):
             raise InvalidArgumentError(
@@ -69,12 +74,16 @@ def open_object_store(url: str | os.PathLike, *, create: bool = True, **options)
                 f"file:///, memory:// or s3://, or start a relative path with ./")
         return _local(url, options, create)
     scheme = url.split("://", 1)[0].lower()
-    parts = urllib.parse.urlsplit(url)
     # '@' marks user info; a secret may hold '/', so look before the query, not just the netloc
     if scheme != "file" and "@" in url.split("://", 1)[1].split("?", 1)[0]:
         raise InvalidArgumentError(
             f"{scheme}:// URLs must not contain credentials (user:secret@); pass the "
             f"access_key_id and secret_access_key options or use the AWS environment")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port   # parsed lazily: a bad port or IPv6 host fails here, not later in a backend
+    except ValueError as exc:   # the URL is not repeated: it may carry user info
+        raise InvalidArgumentError(f"{scheme}:// URL does not parse: {exc}") from None
     if scheme == "file":  # the URL is not repeated in errors: it may carry user info
         if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
             raise InvalidArgumentError("file URL must look like file:///absolute/path")

@@ -41,7 +41,7 @@ from hummock.errors import HummockError, InvalidArgumentError
 
 __all__ = [
     "ObjectStoreError", "ObjectNotFoundError", "ObjectRangeError", "ObjectMeta",
-    "ObjectStore", "StreamingUploader", "check_path", "check_prefix", "MAX_PATH_LEN",
+    "ObjectStore", "StreamingUploader", "check_path", "check_prefix", "check_text", "MAX_PATH_LEN",
 ]
 
 MAX_PATH_LEN = 1024  # S3's key limit; the store prefix counts towards it on S3
@@ -106,6 +106,20 @@ class ObjectMeta:
     path: str
     size: int
     last_modified: datetime.datetime
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_text(text: str, what: str) -> str:
+    """Return ``text`` unless it holds a lone surrogate (``"\\ud800"``; text that no UTF-8
+    file name, URL or S3 key can spell), else ``InvalidArgumentError`` naming ``what`` and
+    where. A directory whose name is not UTF-8 is given as ``bytes`` instead."""
+    m = _SURROGATE.search(text)
+    if m is not None:
+        raise InvalidArgumentError(f"{what} holds a lone surrogate {ascii(m.group(0))} at character {m.start()}: "
+                                   "it is not valid Unicode text")
+    return text
 
 
 def check_path(path) -> str:
@@ -281,10 +295,17 @@ class ObjectStore(abc.ABC):
     def delete(self, paths: str | Iterable[str]) -> None:
         """Delete one path or an iterable of paths; missing objects are not an error.
 
-        Every path is validated before anything is deleted. Not atomic across paths: on a
-        failure some of them may be gone.
+        Every path is validated before anything is deleted (``None``, a number or anything
+        else that is neither a path nor an iterable of paths is ``InvalidArgumentError``). Not
+        atomic across paths: on a failure some of them may be gone.
         """
-        paths = [paths] if isinstance(paths, str) else list(paths)
+        if isinstance(paths, str):
+            paths = [paths]
+        elif isinstance(paths, (bytes, bytearray, memoryview)) or not isinstance(paths, Iterable):
+            raise InvalidArgumentError(f"delete takes an object path or an iterable of paths, got "
+                                       f"{type(paths).__name__}")
+        else:
+            paths = list(paths)
         paths = [check_path(p) for p in paths]
         self._require_open()
         if paths:

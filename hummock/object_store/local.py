@@ -38,16 +38,19 @@ import uuid
 
 from hummock.errors import InvalidArgumentError
 from hummock.object_store.base import (
-    ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
-    resolve_range,
+    MAX_PATH_LEN, ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
+    check_text, resolve_range,
 )
 from hummock.object_store.locks import FlockLock
 
-__all__ = ["LocalObjectStore", "TEMP_PREFIX", "WRITER_TEMP_TAG", "LOCK_FILE_NAME"]
+__all__ = ["LocalObjectStore", "TEMP_PREFIX", "WRITER_TEMP_TAG", "LOCK_FILE_NAME", "MAX_ROOT_BYTES"]
 
 TEMP_PREFIX = ".tmp-"
 WRITER_TEMP_TAG = "w-"   # after TEMP_PREFIX: written by a handle holding the writer lock
 LOCK_FILE_NAME = ".writer-lock"  # in the root; not an object (segments never start with '.')
+PATH_MAX = 4096  # Linux's limit on a path handed to the kernel
+# the root, a '/', the longest object path and a temporary file's name fit in PATH_MAX
+MAX_ROOT_BYTES = PATH_MAX - 1 - MAX_PATH_LEN - 64
 # errors meaning "no object at this path": missing, a directory, or a file used as a directory
 _NOT_FOUND = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
@@ -68,22 +71,36 @@ class LocalObjectStore(ObjectStore):
     """Objects as files under ``root`` (created, with its parents, if missing)."""
 
     def __init__(self, root: str | os.PathLike, *, create: bool = True):
-        """Raises InvalidArgumentError for a root holding a NUL byte (no file system accepts
-        one), ObjectStoreError if the root cannot be created -- or, with ``create=False`` (read-
-        only openers), ObjectNotFoundError if it does not exist: nothing is created then."""
+        """Raises InvalidArgumentError for a root that is no path, holds a NUL byte (no file
+        system accepts one) or a lone surrogate (no UTF-8 name spells it; pass ``bytes`` for a
+        name that is not UTF-8), or is longer than ``MAX_ROOT_BYTES`` once absolute;
+        ObjectStoreError if the root cannot be created -- or, with ``create=False`` (read-only
+        openers), ObjectNotFoundError if it does not exist: nothing is created then."""
         super().__init__()
         self._temp_tag = ""   # WRITER_TEMP_TAG once this handle holds the writer lock
-        root = os.fspath(root)
+        try:
+            root = os.fspath(root)
+        except TypeError:
+            raise InvalidArgumentError(f"local object store root must be a path (str, bytes or "
+                                       f"PathLike), got {type(root).__name__}") from None
         if ("\0" if isinstance(root, str) else b"\0") in root:
             raise InvalidArgumentError("local object store path contains a NUL byte, which no "
                                        "file name may hold")
+        if isinstance(root, str):
+            check_text(root, "the local object store path")
+        else:   # bytes: any name, also one that is not UTF-8 (kept as surrogate escapes, as os does)
+            root = os.fsdecode(root)
         self.root = os.path.abspath(root)
+        if len(os.fsencode(self.root)) > MAX_ROOT_BYTES:
+            raise InvalidArgumentError(
+                f"local object store path is {len(os.fsencode(self.root))} bytes long once absolute; at most "
+                f"{MAX_ROOT_BYTES}, so that it and any object path fit in PATH_MAX ({PATH_MAX})")
         if not create:
             if not os.path.isdir(self.root):
                 raise ObjectNotFoundError(f"local object store root {self.root!r} does not exist")
             return
         try:
-            os.makedirs(self.root, exist_ok=True)
+            _make_root(self.root)
         except OSError as exc:
             raise ObjectStoreError(f"cannot create object store root {self.root!r}: {exc}") from exc
 
@@ -94,16 +111,18 @@ class LocalObjectStore(ObjectStore):
         return os.path.join(self.root, *path.split("/"))
 
     def _make_dirs(self, directory: str) -> None:
-        """Create ``directory`` and missing parents below root, fsyncing each new entry's parent."""
-        if os.path.isdir(directory):
-            return
-        parent = os.path.dirname(directory)
-        self._make_dirs(parent)
-        try:
-            os.mkdir(directory)
-        except FileExistsError:
-            return  # created concurrently, or a file stands there: the open of the temp fails
-        _fsync_dir(parent)
+        """Create ``directory`` and missing parents below root, fsyncing each new entry's parent
+        (iteratively: an object path may have hundreds of levels)."""
+        missing = []
+        while not os.path.isdir(directory):
+            missing.append(directory)
+            directory = os.path.dirname(directory)
+        for directory in reversed(missing):
+            try:
+                os.mkdir(directory)
+            except FileExistsError:
+                continue  # created concurrently, or a file stands there: the open of the temp fails
+            _fsync_dir(os.path.dirname(directory))
 
     def _open_temp(self, path: str) -> tuple[int, str]:
         """Create and open a fresh temporary file in the directory of ``path``."""
@@ -305,6 +324,24 @@ class _LocalUploader(StreamingUploader):
             except OSError:
                 pass
         _remove_quietly(self._temp)
+
+
+def _make_root(directory) -> None:
+    """``os.makedirs(directory, exist_ok=True)`` without its recursion (one frame per missing
+    level: a root of a thousand levels would overflow the stack)."""
+    missing = []
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
 
 
 def _write_all(fd: int, data) -> None:

@@ -60,7 +60,7 @@ from botocore.exceptions import (
 from hummock.errors import InvalidArgumentError
 from hummock.object_store.base import (
     ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
-    _check_data, check_path, range_error,
+    _check_data, check_path, check_text, range_error,
 )
 from hummock.object_store.locks import ObjectLock
 
@@ -76,6 +76,7 @@ S3_MAX_PUT_SIZE = 5 * 1024 * MiB  # larger objects go through a multipart upload
 DELETE_BATCH = 1000  # DeleteObjects accepts at most 1000 keys
 DEFAULT_PART_SIZE = 8 * MiB
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?")   # botocore's own rule
 _ADDRESSING_STYLES = ("auto", "path", "virtual")
 _MISSING_CODES = frozenset({"NoSuchKey", "NotFound", "404"})  # "404": a HEAD has no error body
 _RANGE_CODES = frozenset({"InvalidRange", "416"})
@@ -167,7 +168,7 @@ def _is_transient(exc: BaseException) -> bool:
 class S3ObjectStore(ObjectStore):
     """Objects under ``s3://bucket/prefix``; see the module doc for retries and credentials.
 
-    Raises InvalidArgumentError for bad options (bucket name, part size, half a key pair,
+    Raises InvalidArgumentError for bad options (bucket name, region, part size, half a key pair,
     an endpoint with user info) and ObjectStoreError if ``create_bucket_if_missing`` fails.
     """
 
@@ -186,6 +187,8 @@ class S3ObjectStore(ObjectStore):
         self.bucket, self.prefix = bucket, check_path(prefix) if prefix else ""
         self._key_prefix = f"{self.prefix}/" if self.prefix else ""
         self.endpoint_url = _check_endpoint(endpoint_url)
+        if region is not None and (not isinstance(region, str) or not _REGION.fullmatch(region)):
+            raise InvalidArgumentError(f"invalid S3 region {ascii(region)}")
         _check_int("max_attempts", max_attempts, 1, 100)
         _check_int("part_size", part_size, S3_MIN_PART_SIZE, S3_MAX_PART_SIZE)
         if (access_key_id is None) != (secret_access_key is None) or (
@@ -537,7 +540,13 @@ def _botocore_session() -> botocore.session.Session:
 def _check_endpoint(url: str | None) -> str | None:
     if url is None:
         return None
-    parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    try:
+        parts = urllib.parse.urlsplit(check_text(url, "the S3 endpoint")) if isinstance(url, str) else None
+        if parts is not None:
+            parts.port   # parsed lazily: "http://h:abc" or "http://[x]" fails here
+    except ValueError:   # the endpoint is not repeated: it may carry user info
+        raise InvalidArgumentError("S3 endpoint must be an http:// or https:// URL with a host (it does not "
+                                   "parse)") from None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidArgumentError("S3 endpoint must be an http:// or https:// URL with a host")
     if "@" in url:  # user info; a secret may hold '/', which would hide it from urlsplit
