@@ -63,22 +63,20 @@ def _py_values(value):
 def _func_round(args, columns):
     if args[0].data_type.kind == _DECIMAL:
         return _decimal_func(D.round_to)(args, columns)
-    return pc.round(args[0].evaluate(columns), 0, "half_to_even")   # Postgres' dround is rint()
+    return pc.round(_as_double(args[0], columns), 0, "half_to_even")   # Postgres' dround is rint()
 
 
-def _round_type(ts):
+def _round_type(ts):   # Postgres: round(real) is round(double precision)
     if len(ts) == 2:
         return DataType.DECIMAL if ts[0].kind == _DECIMAL and ts[1].kind in _INTS else None
-    return ts[0] if ts[0].kind in _FLOATS or ts[0].kind == _DECIMAL else None
+    return DataType.DOUBLE if ts[0].kind in _FLOATS else (ts[0] if ts[0].kind == _DECIMAL else None)
 
 
 def _ceil_floor(kernel, fn):
     def run(args, columns):
         if args[0].data_type.kind == _DECIMAL:
             return _decimal_func(fn)(args, columns)
-        if args[0].data_type.kind in _INTS:   # Postgres: ceil(integer) is ceil(double precision)
-            return kernel(_as_double(args[0], columns))
-        return kernel(args[0].evaluate(columns))
+        return kernel(_as_double(args[0], columns))   # ceil(integer/real) is ceil(double precision)
     return run
 
 

@@ -10,6 +10,7 @@ batch, a NULL counted as a data error in an MV), and so is float text beyond the
 import decimal
 import math
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -178,3 +179,12 @@ def test_a_double_parameter_beyond_an_integer_column_is_out_of_range(conn, value
 def test_float_text_with_underscores_is_not_a_number(conn):
     with pytest.raises(BindError, match="invalid input syntax"):
         conn.execute("SELECT '1_000'::float8")
+
+
+def test_round_ceil_floor_of_real_are_double_precision(conn):
+    conn.execute("CREATE TABLE r (x REAL)")
+    conn.execute("INSERT INTO r VALUES (2.5)")
+    cur = conn.execute("SELECT round(x), ceil(x), floor(x) FROM r")
+    assert [d[1] for d in cur.description] == ["double precision"] * 3
+    assert cur.fetch_arrow().schema.types == [pa.float64()] * 3
+    assert conn.execute("SELECT round(x), ceil(x), floor(x) FROM r").fetchall() == [(2.0, 3.0, 2.0)]
