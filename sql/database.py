@@ -205,9 +205,10 @@ class Database:
                                       statements, causes)
 
     def _needs_recovery(self) -> bool:
-        if self.rt is None:
+        rt = self.rt   # (read once: check() calls this without the lock)
+        if rt is None:
             return bool(self.catalog.relations)
-        return self.rt.failure is not None
+        return rt.failure is not None
 
     def _current(self):
         return getattr(self._local, "current", None) or (None, "(a statement outside a session)")
