@@ -375,3 +375,19 @@ def test_parenthesized_joins_in_from(conn):
     assert batch_and_mv(conn, q) == ([(2, 7, 20, 200)],) * 2
     run(conn, "INSERT INTO l VALUES (9, 90)")
     assert rows(conn, "SELECT * FROM m_check") == rows(conn, q) == [(2, 7, 20, 200), (9, 9, 90, None)]
+
+
+def test_join_binds_tighter_than_a_comma(conn):
+    """``l, r FULL JOIN m ON ...`` is ``l, (r FULL JOIN m ON ...)``: the WHERE equality between
+    l and r filters the NULL-padded rows of m (it was taken as a key of l x r below the FULL
+    join, which kept them)."""
+    _using_tables(conn)
+    q = "SELECT l.x, r.y, m.z FROM l, r FULL JOIN m ON r.a = m.a WHERE l.a = r.a"
+    assert batch_and_mv(conn, q) == ([(20, 200, 7)],) * 2
+    run(conn, "INSERT INTO m VALUES (2, 0, 70)", "INSERT INTO l VALUES (3, 30)")
+    assert rows(conn, q) == rows(conn, "SELECT * FROM m_check") == [(20, 200, 7), (20, 200, 70), (30, 300, 8)]
+    q = "SELECT * FROM l, r LEFT JOIN m USING (y)"
+    assert names(conn, q) == ["a", "x", "y", "a", "a", "z"]
+    assert len(rows(conn, q)) == 12
+    with pytest.raises(BindError):   # the ON of r LEFT JOIN m cannot see l (Postgres refuses too)
+        conn.execute("SELECT count(*) FROM l, r LEFT JOIN m ON r.a = m.a AND l.a = m.a").fetchall()

@@ -238,8 +238,13 @@ class QueryBinder:
         plan, scope = self._from_item(from_.this)
         if inner:   # a rank filter on one inner-joined row-number subquery: a group top-N below the join
             plan, where_conjuncts = O.push_rank_filter(plan, scope, where_conjuncts, self.params)
-        for join in joins:
-            right, rscope = self._from_item(join.this)
+        for join, group in _comma_groups(joins):
+            if group:   # Postgres: JOIN binds tighter than a comma (``a, b LEFT JOIN c USING (k)``)
+                fake = exp.Select(expressions=[exp.Star()], from_=exp.From(this=join.this.copy()),
+                                  joins=[j.copy() for j in group])
+                right, rscope, _ = self._from(fake, [])
+            else:
+                right, rscope = self._from_item(join.this)
             if inner:
                 right, where_conjuncts = O.push_rank_filter(right, rscope, where_conjuncts, self.params)
             side = (join.side or "").lower()
@@ -636,6 +641,31 @@ def distinct_all(plan: P.Node) -> P.Node:
     count = P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* distinct */")
     agg = P.Agg(plan, list(range(n)), [count], list(plan.names[:n]) + ["_count"])
     return P.Project(agg, [E.Col(i, agg.types[i], agg.names[i]) for i in range(n)], list(plan.names[:n]))
+
+
+def _comma_groups(joins):
+    """``(join, group)`` pairs in order: a comma item followed by outer or USING joins comes
+    with those joins as its ``group`` (they join it before the comma does, as in Postgres);
+    every other join comes alone (``group`` empty). Inner ON joins after a comma stay in the
+    left-to-right chain: for them the grouping changes nothing."""
+    out, i = [], 0
+    while i < len(joins):
+        j = joins[i]
+        group = []
+        if _is_comma(j):
+            k = i + 1
+            while k < len(joins) and not _is_comma(joins[k]):
+                k += 1
+            if any(x.side or x.args.get("using") for x in joins[i + 1:k]):
+                group = joins[i + 1:k]
+        out.append((j, group))
+        i += 1 + len(group)
+    return out
+
+
+def _is_comma(join) -> bool:
+    return not join.kind and not join.side and not join.args.get("method") and \
+        join.args.get("on") is None and not join.args.get("using")
 
 
 def _conjuncts(node) -> list:
