@@ -81,6 +81,21 @@ def test_a_join_key_that_fails_joins_nothing(conn):
     assert conn.data_errors() == {"m": {"integer out of range": 1}}
 
 
+@pytest.mark.parametrize("kind, expected", [
+    ("JOIN", [(10, 1)]),
+    ("LEFT JOIN", [(10, 1), (10, None), (5000000000, None), (None, None), (7, None)]),
+])
+def test_a_join_condition_that_fails_does_not_match(conn, kind, expected):
+    conn.execute("CREATE TABLE w (x BIGINT, y INT)")
+    conn.execute("INSERT INTO w VALUES (10, 1)")
+    conn.execute(f"CREATE MATERIALIZED VIEW m AS SELECT t.a, w.y FROM t {kind} w ON t.a = w.x AND t.a / t.b > w.y")
+    conn.execute(ROWS)   # (10, 0): the condition divides by zero -> the pair does not match
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM m") == sorted(expected, key=repr)
+    assert conn.data_errors() == {"m": {"division by zero": 1}}
+    assert conn.db.rt.failure is None
+
+
 def test_batch_select_still_raises(conn):
     conn.execute(ROWS)
     conn.execute("FLUSH")
