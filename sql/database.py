@@ -273,23 +273,30 @@ class Database:
         """Rebuild the failed graph and write the DML log again (module docstring); returns the
         statements lost (also filed as a notice for every session)."""
         cause = "the stream graph is not running" if failure is None else f"{type(failure).__name__}: {failure}"
-        committed = self.store.max_committed_epoch
-        entries = []
-        for e in self._log:
-            e.trim(committed)
-            if e.writes:
-                entries.append(e)
+        entries = list(self._log)
         self._log.clear()
         self._log_bytes = 0
         self.recoveries += 1
-        log.warning("the stream graph failed (%s): rebuilding it from epoch %d and writing %d uncommitted "
-                    "statement(s) again", cause, committed, len(entries))
         lost: list = []
         try:
+            # reopened first: after a checkpoint whose reply was lost, only the reopened store
+            # knows whether it landed, and a landed epoch must not be written twice
             self._rebuild()
+            committed = self.store.max_committed_epoch
+            for e in entries:
+                e.trim(committed)
+            entries = [e for e in entries if e.writes]
+            log.warning("the stream graph failed (%s): rebuilt it from epoch %d; writing %d uncommitted "
+                        "statement(s) again", cause, committed, len(entries))
             self._replay(entries, lost)
         except BaseException:
+            try:
+                committed = self.store.max_committed_epoch
+            except HummockError:
+                committed = -1
             done = {id(e) for e in lost}
+            for e in entries:
+                e.trim(committed)
             lost += [e for e in entries if id(e) not in done and e.writes]
             raise
         finally:
