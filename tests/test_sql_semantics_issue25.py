@@ -93,6 +93,9 @@ def test_ordinals_in_range_still_work(conn):
     "DROP TABLE IF EXISTS s1.t",
     "SELECT * FROM db.public.t",
     "DESCRIBE s1.t",
+    "SELECT s1.t.v FROM t",
+    "SELECT v FROM t WHERE s1.t.v = 7",
+    "CREATE MATERIALIZED VIEW m AS SELECT s1.t.v FROM t",
 ])
 def test_schema_qualifiers_other_than_public_are_refused(conn, stmt):
     run(conn, "CREATE TABLE t (v INT)", "INSERT INTO t VALUES (7)")
@@ -110,6 +113,7 @@ def test_public_schema_is_the_default_one(conn):
     run(conn, "CREATE MATERIALIZED VIEW public.m AS SELECT v FROM public.t")
     assert rows(conn, "SELECT * FROM t") == [(1,)]
     assert rows(conn, "SELECT * FROM public.m") == [(1,)]
+    assert rows(conn, "SELECT public.t.v FROM public.t") == [(1,)]
     assert [r[0] for r in conn.execute("DESCRIBE public.t").fetchall()] == ["v"]
     run(conn, "DROP MATERIALIZED VIEW public.m", "DROP TABLE public.t")
     assert rows(conn, "SHOW TABLES") == []

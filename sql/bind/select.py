@@ -355,6 +355,11 @@ class QueryBinder:
     # --- SELECT ---------------------------------------------------------------------------------
 
     def _select(self, node, top: bool) -> P.Node:
+        for col in node.find_all(exp.Column):   # s1.t.a: only the public schema exists
+            if col.args.get("catalog") is not None or \
+                    col.args.get("db") is not None and _name(col.args["db"]) != "public":
+                raise error_at(UnsupportedError, f"schema-qualified column {col.sql(dialect='postgres')!r}: schemas "
+                                                 "other than public are not supported", col)
         distinct = node.args.get("distinct")
         distinct_on_node = distinct.args.get("on") if distinct is not None else None
         for key, what in (("qualify", "QUALIFY"), ("windows", "WINDOW")):
