@@ -3,7 +3,8 @@
 ``KvModel`` keeps, per (table, key), every version as ``(versioned_epoch, value_or_None)``. It
 assigns spill offsets exactly as the engine promises (several batches of one table in one epoch
 get epoch + 0, + 1, ...), so "later batch wins" falls out of "newest version wins". Reads at
-epoch E see versions <= E | 0xFFFF; ``reopen`` forgets everything above the committed epoch.
+epoch E see versions <= E | 0xFFFF; ``reopen`` forgets everything above the committed epoch (and
+may fall back to the epoch the store recovered, when nothing was committed after it).
 """
 
 from __future__ import annotations
@@ -32,8 +33,16 @@ class KvModel:
     def commit(self, epoch: int) -> None:
         self.committed_epoch = epoch
 
-    def reopen(self) -> None:
-        """A crash or close: everything above the committed epoch is gone."""
+    def reopen(self, recovered: int | None = None) -> None:
+        """A crash or close: everything above the committed epoch is gone.
+
+        ``recovered``: the store's ``max_committed_epoch`` after the reopen. A commit of an
+        epoch with nothing to publish writes no delta (docs/engine.md), so the store may come
+        back at an earlier committed epoch -- only one after which nothing was committed: no
+        version above it, and reads at it see what reads at the model's committed epoch saw.
+        The model then falls back to it. Anything else is an AssertionError."""
+        if recovered is not None and recovered != self.committed_epoch:
+            self._fall_back(recovered)
         for key in list(self.versions):
             kept = [v for v in self.versions[key] if v[0] & ~SPILL_MASK <= self.committed_epoch]
             if kept:
@@ -46,6 +55,18 @@ class KvModel:
                 records[key] = [r for r in records[key] if r[0] <= self.committed_epoch]
                 if not records[key]:
                     del records[key]
+
+    def _fall_back(self, recovered: int) -> None:
+        committed = self.committed_epoch
+        assert recovered < committed, f"the store recovered epoch {recovered} above the committed {committed}"
+        lost = [(t, k, v) for (t, k), vs in self.versions.items() for v, _ in vs
+                if recovered < v & ~SPILL_MASK <= committed]
+        assert not lost, f"reopen fell back to {recovered} below committed {committed}, losing {lost[:3]}"
+        tables = {t for t, _ in self.versions} | {t for t, _ in self.watermarks} | set(self.truncations)
+        for table in tables:
+            assert self.items(table, recovered) == self.items(table, committed), \
+                f"reopen fell back to {recovered} below committed {committed}: table {table} differs"
+        self.committed_epoch = recovered
 
     # --- watermarks and truncations ----------------------------------------------------------
 

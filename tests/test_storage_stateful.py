@@ -266,7 +266,7 @@ class KvMachine(RuleBasedStateMachine):
         self.snapshots = []
         self.store.close()
         self.store = self.opener()
-        self.model.reopen()
+        self.model.reopen(recovered=self.store.max_committed_epoch)   # (nothing lost: kv_model)
         assert self.store.max_committed_epoch == self.model.committed_epoch
         self.written_epochs = [e for e in self.written_epochs if e <= self.model.committed_epoch]
         self.synced = 0
