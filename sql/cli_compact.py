@@ -8,7 +8,8 @@ runs every rewrite as a PySpark job (docs/compaction.md "Spark runner"), which n
 a store Spark executors can reach (a local path in local mode, or S3).
 
 The command takes the store's writer lock: it fails with ``ConcurrentWriterError`` (exit 3)
-while another process writes the store. Superseded SSTs are deleted by vacuum only once older
+while another process writes the store. It compacts existing stores only: a URL holding no
+store (no manifest checkpoint) is exit code 3 and nothing is created there. Superseded SSTs are deleted by vacuum only once older
 than ``--vacuum-min-age`` seconds (default 600, the engine's), so readers in other processes
 are never cut off.
 
@@ -23,7 +24,9 @@ import sys
 import time
 
 from hummock import HummockStorage, StorageOptions
-from sql.cli_common import (EXIT_ERROR, EXIT_OK, add_url_argument, human_bytes, print_json, status)
+from hummock.manifest import MANIFEST_PREFIX, ManifestNotFoundError
+from sql.cli_common import (EXIT_ERROR, EXIT_OK, add_url_argument, human_bytes, open_objects, print_json,
+                            status)
 
 
 def register(commands) -> None:
@@ -59,6 +62,7 @@ def run_compact(args) -> int:
         changes["vacuum_min_age_s"] = args.vacuum_min_age
     options = StorageOptions().replace(**changes)
     runner = f"Spark ({args.spark})" if args.spark else "in-process"
+    _require_store(args.url)
     started = time.perf_counter()
     with HummockStorage.open(args.url, options) as db:
         before = _shape(db.version())
@@ -76,6 +80,14 @@ def run_compact(args) -> int:
                            enumerate(zip(shape["level_ssts"], shape["level_bytes"])) if n)
         print(f"  {name}: version {shape['version_id']}, {shape['l0_sub_levels']} L0 sub-levels; {levels or 'empty'}")
     return EXIT_OK
+
+
+def _require_store(url: str) -> None:
+    """Raise ``ManifestNotFoundError`` (exit 3) unless ``url`` holds a store: opening it as a
+    writer would create an empty one. Looks without creating anything (``open_objects``)."""
+    with open_objects(url) as objects:
+        if not any(m.path.startswith(f"{MANIFEST_PREFIX}checkpoint-") for m in objects.list(MANIFEST_PREFIX)):
+            raise ManifestNotFoundError(f"no store at {url!r} to compact (compact does not create one)")
 
 
 def _java_home() -> bool:

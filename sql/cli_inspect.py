@@ -10,13 +10,17 @@
   naming each damaged object when any is.
 
 Every subcommand takes ``--json`` (one JSON document on stdout instead of text). The store is
-opened ``read_only`` (``sql/cli_common.open_read_only``) and never modified.
+opened ``read_only`` (``sql/cli_common.open_read_only``) and never modified. An SST id outside
+``[0, 2**64)`` or a ``--limit`` below -1 is bad usage (exit code 2); epochs whose time is
+beyond Python's datetime range print as such; names and decoded values are escaped for the
+terminal (:func:`sql.cli_common.printable`).
 
 Callers: ``sql/cli.py``.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from hummock import CorruptionError, HummockError, InvalidArgumentError
@@ -29,7 +33,7 @@ from hummock.sstable.reader import Sstable
 from hummock.version_codec import decode_delta, decode_version
 from sql import cli_verify
 from sql.cli_common import (EXIT_CORRUPT, EXIT_OK, add_url_argument, epoch_text, human_bytes,
-                            key_text, open_objects, open_read_only, print_json, print_table, progress)
+                            key_text, open_objects, open_read_only, print_json, print_table, printable, progress)
 from sql.cli_decode import RowDecoder
 
 
@@ -45,8 +49,8 @@ def register(commands) -> None:
     levels.set_defaults(func=run_levels)
 
     sst = what.add_parser("sst", help="one SST: meta, blocks and entries (decoded via the catalog)")
-    sst.add_argument("sst_id", metavar="ID", type=int, help="the SST id (see 'inspect URL levels --ssts')")
-    sst.add_argument("--limit", type=int, default=20, metavar="N",
+    sst.add_argument("sst_id", metavar="ID", type=_sst_id, help="the SST id (see 'inspect URL levels --ssts')")
+    sst.add_argument("--limit", type=_limit, default=20, metavar="N",
                      help="entries to show (default 20; -1: all; 0: none)")
     sst.add_argument("--raw", action="store_true", help="show keys and values in hex, skip the catalog")
     sst.add_argument("--no-blocks", action="store_true", help="omit the block list")
@@ -61,6 +65,28 @@ def register(commands) -> None:
 
     for sub in (levels, sst, manifest, verify):
         sub.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+
+
+def _sst_id(text: str) -> int:
+    """argparse type: an SST id, an integer in [0, 2**64)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"an SST id is an integer in [0, 2**64), got {value}")
+    return value
+
+
+def _limit(text: str) -> int:
+    """argparse type: a number of entries, -1 (all) or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < -1:
+        raise argparse.ArgumentTypeError(f"--limit is -1 (all), 0 (none) or a number of entries, got {value}")
+    return value
 
 
 # --- levels ----------------------------------------------------------------------------------
@@ -178,7 +204,7 @@ def run_sst(args) -> int:
     print(f"  epochs {epoch_text(report['min_epoch'])} .. {epoch_text(report['max_epoch'])}")
     print(f"  keys {report['smallest_key']} .. {report['largest_key']}")
     tables = ", ".join(f"{t} ({n})" if n else t for t, n in report["tables"].items())
-    print(f"  tables {tables}")
+    print(printable(f"  tables {tables}", single_line=True))
     f = report["filter"]
     print(f"  bloom filter {f['bytes']} bytes: {f['keys']} keys, {f['bits']} bits, {f['probes']} probes"
           + (f"; prefix filter for {report['prefix_lens']}" if report["prefix_lens"] else ""))
@@ -190,7 +216,7 @@ def run_sst(args) -> int:
         for e in report["entries"]:
             value = "" if e["kind"] == "delete" else f" -> {e.get('value')}"
             note = f"  [{e['note']}]" if e.get("note") else ""
-            print(f"  t{e['table_id']} {e['key']} @{e['epoch']} {e['kind']}{value}{note}")
+            print(printable(f"  t{e['table_id']} {e['key']} @{e['epoch']} {e['kind']}{value}{note}", single_line=True))
         if len(report["entries"]) < report["key_count"]:
             print(f"  ... {report['key_count'] - len(report['entries'])} more (--limit -1 shows all)")
     return EXIT_OK
@@ -304,7 +330,7 @@ def run_verify(args) -> int:
         print_json(report.to_json())
     else:
         for obj, message in report.problems:
-            print(f"CORRUPT {obj}: {message}")
+            print(printable(f"CORRUPT {obj}: {message}", single_line=True))
         print(f"verified version {report.version_id}: {report.manifest_objects} manifest objects, "
               f"{report.ssts} SSTs ({human_bytes(report.sst_bytes)}, {report.blocks} blocks, {report.keys} keys), "
               f"{report.catalog_records} catalog records; {report.orphan_ssts} unreferenced SSTs left for vacuum")

@@ -4,18 +4,20 @@ Statements run in order, each printed as the shell prints it (aligned tables, co
 The first failing statement stops the script: stderr gets ``FILE:LINE:COLUMN: ERROR: <Type>:
 <message>`` (the error's own position when it has one, else where the statement starts) and
 the statement, and the exit code is 4 (``EXIT_SQL``, docs/cli.md). ``FILE`` may be ``-``
-(stdin). A store that cannot be opened is exit code 3, as for every command.
+(stdin). A script that cannot be read (missing, a directory, no permission, not UTF-8) and a
+store that cannot be opened are exit code 3, as for every command, with a message, checked
+before the database opens. Results and errors are escaped for the terminal
+(:func:`sql.cli_common.printable`).
 
 Callers: ``sql/cli.py``.
 """
 
 from __future__ import annotations
 
-import pathlib
 import sys
 import time
 
-from sql.cli_common import EXIT_OK, EXIT_SQL
+from sql.cli_common import EXIT_OK, EXIT_SQL, printable, read_script
 from sql.cli_script import execute_at, render_result, split_statements
 from sql.cli_sql import add_session_options
 from sql.errors import SqlError
@@ -35,13 +37,13 @@ def register(commands) -> None:
 
 def run_script(args) -> int:
     name = "<stdin>" if args.file == "-" else args.file
-    text = sys.stdin.read() if args.file == "-" else pathlib.Path(args.file).read_text(encoding="utf-8")
+    text = read_script(args.file)
     statements = split_statements(text)
     import sql
     with sql.connect(args.url, implicit_flush=args.implicit_flush) as conn:
         for stmt in statements:
             if args.echo:
-                print(stmt.text + ";")
+                print(printable(stmt.text + ";"))
             started = time.perf_counter()
             try:
                 cursor = execute_at(conn, stmt)
@@ -49,10 +51,10 @@ def run_script(args) -> int:
             except SqlError as exc:
                 sys.stdout.flush()
                 line, column = (exc.line, exc.column) if exc.line is not None else (stmt.line, stmt.column)
-                print(f"{name}:{line}:{column}: ERROR: {type(exc).__name__}: {exc}", file=sys.stderr)
+                print(printable(f"{name}:{line}:{column}: ERROR: {type(exc).__name__}: {exc}"), file=sys.stderr)
                 print(f"STATEMENT (line {stmt.line}, column {stmt.column}):", file=sys.stderr)
                 for text_line in stmt.text.splitlines():
-                    print(f"  {text_line}", file=sys.stderr)
+                    print(printable(f"  {text_line}"), file=sys.stderr)
                 return EXIT_SQL
             if args.timing:
                 print(f"Time: {(time.perf_counter() - started) * 1000:.3f} ms")

@@ -9,7 +9,9 @@ with its position kept, and rendering results as aligned tables (psql's layout).
   statement's (it is padded with the lines and columns before it).
 - :func:`render_result` / :func:`render_table`: column headers, ``-+-`` rule, numbers right
   aligned, NULL empty, booleans ``t``/``f``, then ``(N rows)``; a statement without rows prints
-  its command tag (``INSERT 0 3``, ``CREATE TABLE``).
+  its command tag (``INSERT 0 3``, ``CREATE TABLE``). Cells and headers are stored data: their
+  control characters are escaped (``\x1b``, ``\r``, ``\n``; :func:`sql.cli_common.printable`),
+  so a value can neither drive the terminal nor break the table's lines.
 
 Invariant: nothing here prints; callers decide where text goes. Callers: :mod:`sql.cli_sql`,
 :mod:`sql.cli_run`, tests.
@@ -22,6 +24,7 @@ import decimal
 import re
 from dataclasses import dataclass
 
+from sql.cli_common import printable
 from sql.parse import _only_comments, _scan
 
 
@@ -88,12 +91,13 @@ def cell_text(value) -> str:
         return value.isoformat(sep=" ")
     if isinstance(value, bytes):
         return "\\x" + value.hex()
-    return str(value)
+    return printable(str(value), single_line=True)
 
 
 def render_table(names, rows) -> str:
     """psql's aligned format: header, rule, rows, ``(N rows)``."""
     cells = [[cell_text(v) for v in row] for row in rows]
+    names = [printable(str(n), single_line=True) for n in names]
     widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
     right = [bool(rows) and all(isinstance(r[i], _NUMERIC) and not isinstance(r[i], bool)
                                 for r in rows if r[i] is not None) and any(r[i] is not None for r in rows)
@@ -119,9 +123,9 @@ def command_tag(text: str, rowcount: int) -> str:
     if verb in ("CREATE", "DROP") and len(words) > 1:
         second = words[1].upper()
         if second == "MATERIALIZED" and len(words) > 2:
-            return f"{verb} MATERIALIZED {words[2].upper()}"
-        return f"{verb} {second}"
-    return verb
+            return printable(f"{verb} MATERIALIZED {words[2].upper()}", single_line=True)
+        return printable(f"{verb} {second}", single_line=True)
+    return printable(verb, single_line=True)
 
 
 def render_result(cursor, text: str) -> str:

@@ -8,7 +8,12 @@ missing), statements spanning lines until one ends with ``;`` (prompt ``hummock=
 
 With stdin not a terminal the same lines are read from stdin (no prompts); an error is printed
 with its position and the script goes on, as psql does (``--on-error-stop`` stops it); the exit
-code is then 4 (``EXIT_SQL``) when any statement failed.
+code is then 4 (``EXIT_SQL``) when any statement failed. Input that is not UTF-8 stops the
+script with a message naming the line (exit code 3).
+
+Everything printed that comes from stored data or the input -- result cells and headers, error
+messages, relation names, an MV's definition -- goes through :func:`sql.cli_common.printable`:
+control characters (``ESC[2J``, ``\r``) are shown as escapes, never sent raw to the terminal.
 
 Callers: ``sql/cli.py``. The statement splitting and rendering are :mod:`sql.cli_script`'s.
 """
@@ -20,7 +25,7 @@ import pathlib
 import sys
 import time
 
-from sql.cli_common import EXIT_OK, EXIT_SQL
+from sql.cli_common import EXIT_OK, EXIT_SQL, CommandError, printable
 from sql.cli_script import execute_at, is_complete, render_result, render_table, split_statements
 from sql.errors import SqlError
 
@@ -126,7 +131,7 @@ class Shell:
             self.list_relations({"\\d": ("table", "mv"), "\\dt": ("table",), "\\dm": ("mv",)}[word])
         else:
             self.failures += 1
-            print(f"invalid command {word}; try \\? for help", file=self.err)
+            print(printable(f"invalid command {word}; try \\? for help"), file=self.err)
 
     def list_relations(self, kinds) -> None:
         catalog = self.conn.db.catalog
@@ -143,14 +148,14 @@ class Shell:
         rel = self.conn.db.catalog.get(name.strip('"') if name.startswith('"') else name.lower())
         if rel is None:
             self.failures += 1
-            print(f"Did not find any relation named {name!r}.", file=self.err)
+            print(printable(f"Did not find any relation named {name!r}."), file=self.err)
             return
         kind = "Table" if rel.kind == "table" else "Materialized view"
-        print(f'{kind} "{rel.name}"', file=self.out)
-        cursor = self.conn.execute(f'DESCRIBE "{rel.name}"')
+        print(printable(f'{kind} "{rel.name}"'), file=self.out)
+        cursor = self.conn.execute(f'DESCRIBE "{rel.name.replace(chr(34), chr(34) * 2)}"')
         print(render_table([d[0] for d in cursor.description], cursor.fetchall()), file=self.out)
         if rel.kind == "mv" and rel.definition:
-            print(f"View definition:\n  {rel.definition};", file=self.out)
+            print(printable(f"View definition:\n  {rel.definition};"), file=self.out)
         elif rel.append_only:
             print("APPEND ONLY", file=self.out)
 
@@ -161,7 +166,7 @@ def error_text(exc: SqlError, stmt) -> str:
     where = "" if exc.line is not None else f" (statement at line {stmt.line}, column {stmt.column})"
     first = stmt.text.splitlines()[0] if stmt.text else ""
     more = " ..." if "\n" in stmt.text else ""
-    return f"ERROR: {type(exc).__name__}: {exc}{where}\nSTATEMENT: {first}{more}"
+    return printable(f"ERROR: {type(exc).__name__}: {exc}{where}\nSTATEMENT: {first}{more}")
 
 
 def run_shell(args) -> int:
@@ -171,13 +176,24 @@ def run_shell(args) -> int:
         if sys.stdin.isatty():
             _interactive(shell, args.url)
         else:
-            for line in sys.stdin:
-                shell.feed(line.rstrip("\n"))
+            for number, raw in enumerate(sys.stdin.buffer, 1):
+                line = _decode_line(raw, number)   # CommandError (exit 3) for bytes that are not UTF-8
+                shell.feed(line.rstrip("\r\n") if line.endswith("\r\n") else line.rstrip("\n"))
                 if shell.done:
                     break
             shell.finish()
             return EXIT_SQL if shell.failures else EXIT_OK
     return EXIT_OK
+
+
+def _decode_line(raw: bytes, number: int) -> str:
+    """Line ``number`` of stdin as text (a BOM opening the first line dropped)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"<stdin> is not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {number}, column "
+                           f"{exc.start + 1} ({exc.reason}); the statements before it ran") from None
+    return line[1:] if number == 1 and line.startswith("\ufeff") else line
 
 
 def history_path() -> pathlib.Path:

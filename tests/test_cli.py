@@ -367,3 +367,36 @@ def test_bench_runs_a_benchmark_with_its_arguments():
     out = hummock("bench", "nexmark.generator", "--events", "20000", "--batch", "5000", check_rc=0).stdout
     line = json.loads(out.strip().splitlines()[-1])
     assert line["bench"] == "nexmark_generator" and line["events"] == 20000
+
+
+# --- issue 25: bad arguments, absent stores and far epochs: a message and the exit code --------
+
+@pytest.mark.parametrize("args", [["sst", "-1"], ["sst", str(2**64)], ["sst", "x"], ["sst", "1", "--limit", "-2"]])
+def test_inspect_sst_with_an_id_or_limit_out_of_range_is_bad_usage(store, args):
+    out = hummock("inspect", store, *args)
+    assert out.returncode == 2 and "error: argument" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_compact_on_a_path_without_a_store_is_exit_3_and_creates_nothing(tmp_path):
+    out = hummock("compact", tmp_path / "absent")
+    assert out.returncode == 3 and "does not exist" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "absent").exists()
+    (tmp_path / "empty").mkdir()
+    out = hummock("compact", tmp_path / "empty")
+    assert out.returncode == 3 and "no store at" in out.stderr and "Traceback" not in out.stderr
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_epochs_beyond_the_datetime_range_are_shown_not_raised(tmp_path):
+    from sql.cli_common import epoch_text
+    far = 2**64 - 2**20   # year ~10946: datetime cannot hold it
+    assert epoch_text(far) == f"{far} (time out of range)" and epoch_text(-3) == "-3 (time out of range)"
+    path = tmp_path / "db"
+    with HummockStorage.open(str(path), StorageOptions(compactor="none")) as db:
+        db.ingest_batch(RAW_TABLE_ID, [(b"k", b"v")], far)
+        db.checkpoint(far)
+    for what in (["levels", "--ssts"], ["manifest"], ["sst", "1"], ["verify"]):
+        out = hummock("inspect", path, *what)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, (what, out.stderr)
+    assert f"{far} (time out of range)" in hummock("inspect", path, "manifest").stdout
+    assert f"epochs {far} (time out of range)" in hummock("inspect", path, "sst", "1").stdout

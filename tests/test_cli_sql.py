@@ -126,3 +126,70 @@ def test_run_reads_stdin_and_a_clean_script_exits_0():
 
 def test_run_on_a_missing_file_or_store_is_exit_3(tmp_path):
     assert hummock("run", ":memory:", tmp_path / "absent.sql").returncode != 0
+
+
+# --- issue 25: unreadable scripts, control characters, one statement per execute --------------
+
+def _no_traceback(out):
+    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout, out.stderr
+
+
+def test_run_on_a_missing_directory_or_non_utf8_script_is_exit_3_with_a_message(tmp_path):
+    out = hummock("run", ":memory:", tmp_path / "absent.sql")
+    assert out.returncode == 3 and "cannot read the script" in out.stderr and "No such file" in out.stderr
+    _no_traceback(out)
+    out = hummock("run", ":memory:", tmp_path)
+    assert out.returncode == 3 and "cannot read the script" in out.stderr and "directory" in out.stderr
+    _no_traceback(out)
+    script = tmp_path / "latin1.sql"
+    script.write_bytes(b"SELECT 1;\nSELECT 'caf\xe9';\n")
+    out = hummock("run", ":memory:", script)
+    assert out.returncode == 3 and "is not UTF-8 text: byte 0xe9 at line 2, column 12" in out.stderr
+    assert out.stdout == ""   # nothing ran: the script is read whole first
+    _no_traceback(out)
+
+
+def test_sql_on_stdin_that_is_not_utf8_stops_with_exit_3_after_what_ran():
+    out = subprocess.run([sys.executable, "-m", "sql.cli", "sql"], input=b"SELECT 41 + 1 AS x;\nSELECT '\xff';\n",
+                         capture_output=True, cwd=ROOT, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT), HUMMOCK_HISTORY=os.devnull))
+    assert out.returncode == 3, out.stderr
+    assert b"42" in out.stdout and b"<stdin> is not UTF-8 text: byte 0xff at line 2, column 9" in out.stderr
+    assert b"Traceback" not in out.stderr
+
+
+CONTROL = "a\x1b[2Jb\rc\x07d\u202ee\nf"
+
+
+def test_results_and_names_from_stored_data_reach_the_terminal_escaped(tmp_path):
+    script = (f"CREATE TABLE \"t\x1b[31m\" (v VARCHAR);\nINSERT INTO \"t\x1b[31m\" VALUES ('{CONTROL}');\nFLUSH;\n"
+              f"SELECT v, v AS \"h\x1b[1m\" FROM \"t\x1b[31m\";\n\\dt\nSELECT v::int FROM \"t\x1b[31m\";\n")
+    out = hummock("sql", tmp_path / "db", stdin=script)
+    assert out.returncode == 4   # the cast fails: its message holds the value too
+    for stream in (out.stdout, out.stderr):
+        assert not any(c in stream for c in "\x1b\r\x07\u202e"), repr(stream)
+    assert "a\\x1b[2Jb\\rc\\x07d\\u202ee\\nf" in out.stdout and "h\\x1b[1m" in out.stdout
+    assert "t\\x1b[31m" in out.stdout and "a\\x1b[2Jb\\rc" in out.stderr
+    (tmp_path / "s.sql").write_text(script)
+    out = hummock("run", tmp_path / "db2", tmp_path / "s.sql")
+    assert "a\\x1b[2Jb" in out.stdout and not any(c in out.stdout + out.stderr for c in "\x1b\r\x07\u202e")
+
+
+def test_printable_and_render_table_escape_controls_but_keep_text():
+    from sql.cli_common import printable
+    assert printable("plain, ünïcode ✓ and \\ backslash") == "plain, ünïcode ✓ and \\ backslash"
+    assert printable("a\tb\nc\rd\x1b\x9b\u2028\udc80") == "a\tb\nc\\rd\\x1b\\x9b\\u2028\\udc80"
+    assert printable("a\tb\nc", single_line=True) == "a\\tb\\nc"
+    text = render_table(["x\x1b"], [("1\n2",), (None,)])
+    assert text.splitlines() == [" x\\x1b", "-------", " 1\\n2", "", "(2 rows)"]
+
+
+def test_run_still_runs_a_multi_statement_script_and_execute_refuses_one():
+    script = "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2); FLUSH; SELECT count(*) AS n FROM t;"
+    out = hummock("run", ":memory:", "-", stdin=script)
+    assert out.returncode == 0 and " n\n---\n 2\n(1 row)" in out.stdout
+    out = hummock("sql", stdin="CREATE TABLE t (a INT); INSERT INTO t VALUES (1); FLUSH;\nSELECT a FROM t;\n")
+    assert out.returncode == 0 and "INSERT 0 1" in out.stdout and " a\n---\n 1\n(1 row)" in out.stdout
+    import sql
+    with sql.connect(":memory:") as conn, pytest.raises(sql.SqlSyntaxError, match="runs one statement"):
+        conn.execute(script)

@@ -262,3 +262,11 @@ def test_describe_lists_columns_in_order(conn):
     # DESCRIBE of a missing relation fits both
     with pytest.raises((CatalogError, BindError), match="nosuch"):
         conn.execute("DESCRIBE nosuch").fetchall()
+
+
+def test_an_epoch_beyond_the_datetime_range_is_named_in_a_message_not_raised():
+    """Issue 25: the retention error names the oldest readable time; a store whose epochs lie
+    after year 9999 (damaged or hostile) must not turn that message into a raw ValueError."""
+    from sql.bind.time_travel import _time_of
+    assert _time_of(2**64 - 2**20, None) == "a time beyond Python's datetime range"
+    assert _time_of(5 << 16, None).startswith("2021-04-01 00:00:00")

@@ -230,8 +230,13 @@ def oldest_readable(store, latest: int, now: datetime.datetime) -> tuple:
 
 
 def _time_of(epoch: int, unix_time: float | None) -> str:
+    """The wall-clock time of ``epoch`` (or ``unix_time``) for a message; an epoch after year
+    9999 (a damaged or hostile store) is said so instead of raising."""
     seconds = epoch_to_unix_ms(epoch) / 1000 if unix_time is None else unix_time
-    return datetime.datetime.fromtimestamp(seconds, UTC).isoformat(sep=" ", timespec="milliseconds")
+    try:
+        return datetime.datetime.fromtimestamp(seconds, UTC).isoformat(sep=" ", timespec="milliseconds")
+    except (OverflowError, ValueError, OSError):
+        return "a time beyond Python's datetime range"
 
 
 def _expired(as_of: AsOf, epoch: int, oldest: tuple, retention: float) -> ExecutionError:
