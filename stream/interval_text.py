@@ -43,8 +43,11 @@ _TOKEN = re.compile(r"\s*(?:(?P<time>[+-]?\d+(?::\d+){1,2}(?:\.\d*)?|[+-]?\d+:\d
                     r"|(?P<ym>[+-]?\d+-\d+)(?![\d:])"
                     r"|(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
                     r"|(?P<word>[a-z]+)|(?P<at>@))")
-_ISO = re.compile(r"p(?:(?P<year>[\d.]+)y)?(?:(?P<month>[\d.]+)m)?(?:(?P<week>[\d.]+)w)?(?:(?P<day>[\d.]+)d)?"
-                  r"(?:t(?:(?P<hour>[\d.]+)h)?(?:(?P<minute>[\d.]+)m)?(?:(?P<second>[\d.]+)s)?)?")
+_ISO = re.compile(r"p(?:(?P<year>[-+]?[\d.]+)y)?(?:(?P<month>[-+]?[\d.]+)m)?(?:(?P<week>[-+]?[\d.]+)w)?"
+                  r"(?:(?P<day>[-+]?[\d.]+)d)?(?:t(?:(?P<hour>[-+]?[\d.]+)h)?(?:(?P<minute>[-+]?[\d.]+)m)?"
+                  r"(?:(?P<second>[-+]?[\d.]+)s)?)?")
+_TIME_MASKS = ("hour", "minute", "second", "millisecond", "microsecond")   # what 'h:m:s' sets
+_ISO_ALT = re.compile(r"p(\d+)-(\d+)(?:-(\d+))?(?:t(\d+):(\d+):(\d+(?:\.\d*)?))?")
 _MAX_DIGITS = 30   # no valid field needs more; longer numbers are out of range before any arithmetic
 
 
@@ -53,11 +56,15 @@ class _Fields:
 
     def __init__(self):
         self.months = self.days = self.usecs = 0
+        self.time_given = False   # after an 'h:m:s' part, later fractions add no microseconds
 
     def add(self, amount: fractions.Fraction, unit: str) -> None:
         """``amount`` of ``unit``, a fraction cascading down as Postgres' DecodeInterval does: a
         fractional year becomes whole months (half to even), a fractional month or week whole
-        days then microseconds, a fractional day microseconds."""
+        days then microseconds, a fractional day microseconds (half toward zero, as
+        AdjustFractMicroseconds). Postgres reads the fields right to left and an ``h:m:s`` part
+        *sets* the microseconds, so a fraction written after one cascades nothing into time
+        (``'00:00 0.11 mon'`` is ``3 days``): ``time_given`` reproduces that."""
         whole = int(amount)   # toward zero
         frac = amount - whole
         if unit in _YEARS:
@@ -72,9 +79,10 @@ class _Fields:
             if unit != "day":
                 self.days += int(days)
                 days -= int(days)
-            self.usecs += _round_even(days * 86_400_000_000)
+            if not self.time_given:
+                self.usecs += _round_half_to_zero(days * 86_400_000_000)
         else:
-            self.usecs += _round_even(amount * _US[unit])
+            self.usecs += whole * _US[unit] + _round_half_to_zero(frac * _US[unit])
 
     def interval(self, negate: bool, text: str) -> Interval:
         sign = -1 if negate else 1
@@ -86,6 +94,13 @@ class _Fields:
 
 class IntervalOutOfRange(ValueError):
     """An interval text whose fields do not fit (months/days int32, microseconds int64)."""
+
+
+def _round_half_to_zero(x: fractions.Fraction) -> int:
+    """Postgres' AdjustFractMicroseconds: nearest, a tie toward zero."""
+    q = int(x)
+    r = x - q
+    return q + 1 if r > fractions.Fraction(1, 2) else (q - 1 if r < -fractions.Fraction(1, 2) else q)
 
 
 def _round_even(x: fractions.Fraction) -> int:
@@ -113,15 +128,25 @@ def parse_interval(text: str, fields: tuple | None = None) -> Interval:
     acc = _Fields()
     negate = False
     if s.startswith("p"):
+        alt = _ISO_ALT.fullmatch(s)
+        if alt is not None:   # ISO 8601's alternative format: P[Y-M[-D]][Th:m:s]
+            y, mo, d, h, mi, sec = alt.groups()
+            acc.months = int(y) * 12 + int(mo)
+            acc.days = int(d or 0)
+            if h is not None:
+                acc.usecs = _round_even(_number(h, text) * 3_600_000_000 + _number(mi, text) * 60_000_000
+                                        + _number(sec, text) * 1_000_000)
+            return acc.interval(False, text)
         m = _ISO.fullmatch(s)
-        if m is None or s in ("p", "pt") or s.endswith("t"):
+        if m is None or s == "p":
             raise bad
         for unit, amount in m.groupdict().items():
             if amount is not None:
-                if amount.count(".") > 1 or amount == ".":
+                if amount.count(".") > 1 or amount.lstrip("+-") in ("", "."):
                     raise bad
                 acc.add(_number(amount, text), unit)
     else:
+        s = re.sub(r"([+-])\s+(?=[\d.])", r"\1", s.replace(",", " "))   # '1 day,2 hours'; '- 1 day'
         tokens, pos = [], 0
         while pos < len(s):
             m = _TOKEN.match(s, pos)
@@ -135,7 +160,12 @@ def parse_interval(text: str, fields: tuple | None = None) -> Interval:
                 tokens.append((kind, m.group(kind)))
         if not tokens:
             raise bad
-        i, bare = 0, False
+        i, bare, seen = 0, False, set()
+
+        def claim(*masks):   # Postgres' fmask: each field may be given once ('1 day 2 days' is an error)
+            if seen.intersection(masks):
+                raise bad
+            seen.update(masks)
         while i < len(tokens):
             kind, value = tokens[i]
             nxt = tokens[i + 1] if i + 1 < len(tokens) else (None, None)
@@ -146,29 +176,46 @@ def parse_interval(text: str, fields: tuple | None = None) -> Interval:
                     continue
                 raise bad
             if kind == "time":
+                claim(*_TIME_MASKS)
                 _add_time(acc, value, fields, text)
+                acc.time_given = True
                 i += 1
                 continue
             if kind == "ym":
+                claim("year", "month")
                 sign = -1 if value.startswith("-") else 1
                 years, months = value.lstrip("+-").split("-")
+                if int(months) > 11:
+                    raise IntervalOutOfRange(f"interval field value out of range: {text!r}")
                 acc.months += sign * int(_number(years, text) * 12 + _number(months, text))
                 i += 1
                 continue
             amount = _number(value, text)
             if nxt[0] == "word" and nxt[1] in _UNIT:
-                acc.add(amount, _UNIT[nxt[1]])
+                unit = _UNIT[nxt[1]]
+                claim(*(_TIME_MASKS[2:] if unit == "second" and amount != int(amount) else (unit,)))
+                acc.add(amount, unit)
                 i += 2
                 continue
             if nxt[0] == "time":   # SQL standard 'D H:M:S': the number is days
+                claim("day")
                 acc.add(amount, "day")
                 i += 1
                 continue
-            if bare or (nxt[0] is not None and not (nxt[0] == "word" and nxt[1] == "ago")):
+            after = tokens[i + 2] if i + 2 < len(tokens) else (None, None)
+            if nxt[0] == "num" and after[0] == "word" and _UNIT.get(after[1]) == "hour":
+                claim("day")   # Postgres reads right to left: a number before 'N hours' is days
+                acc.add(amount, "day")
+                i += 1
+                continue
+            if bare or nxt[0] is not None:   # a bare number comes last ('1 ago' is an error too)
                 raise bad
             bare = True
+            claim(last)
             acc.add(amount, last)
             i += 1
+        if not seen:   # 'ago' alone
+            raise bad
     if fields:
         _restrict(acc, last)
     return acc.interval(negate, text)

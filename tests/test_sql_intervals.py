@@ -88,7 +88,8 @@ def test_an_interval_alias_is_not_taken_for_a_field(conn):
     assert cur.description[0][0] == "x" and fields(cur.fetchall()[0][0]) == (0, 1, 0)
 
 
-@pytest.mark.parametrize("text", ["garbage", "1 fortnight", "", "1 day 2 3", "1e3 days", "1 day foo", "P", "PT"])
+@pytest.mark.parametrize("text", ["garbage", "1 fortnight", "", "1 day 2 3", "1e3 days", "1 day foo", "P", "ago",
+                                  "1 ago", "1 day 2 days", "1 hour 01:00", "infinity"])
 def test_bad_interval_text_is_a_positioned_sql_error(conn, text):
     with pytest.raises(BindError, match="invalid input syntax for type interval") as info:
         conn.execute(f"SELECT 1, INTERVAL '{text}'")
