@@ -7,6 +7,7 @@ the three fields exactly (Hummock's ``str(Interval)`` is the same function), so 
 equal months, days and microseconds -- a stricter test than interval equality, which normalises.
 """
 
+import decimal
 import math
 
 import psycopg
@@ -160,3 +161,23 @@ def test_float_range_as_postgres(hk, pg, expr):
         assert a == b or (math.isnan(a) and math.isnan(b))
     else:
         assert ours == theirs
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(-3000, 3000), st.integers(0, 3), st.sampled_from(["round({x})", "round({x}, 1)", "({x})::int",
+                                                                     "({x})::float8::int", "round(({x})::float8)",
+                                                                     "({x})::bigint::float8"]))
+def test_numeric_and_double_rounding_as_postgres(hk, pg, n, scale, template):
+    x = str(decimal.Decimal(n).scaleb(-scale))   # 2.5, -0.05, 12: ties of every kind
+    if "bigint" in template:
+        x = str(n * 10 ** 15 + 1)
+    ours, theirs = both(hk, pg, "SELECT (" + template.format(x=x) + ")::text")
+    assert ours == theirs, template.format(x=x)
+
+
+@pytest.mark.parametrize("expr", ["1e131071 > 0", "1e131072 > 0", "1e-16383 > 0", "1e-16384 > 0",
+                                  "length((" + "9" * 5000 + ")::text)", "9223372036854775808 > 0",
+                                  "'" + "9" * 30 + "'::int"])
+def test_numeric_literal_limits_as_postgres(hk, pg, expr):
+    ours, theirs = both(hk, pg, f"SELECT {expr}")
+    assert ours == theirs
