@@ -283,8 +283,16 @@ cdef class _SstRunCursor(_Cursor):
     cdef bint position(self) except -1:
         """Open the next block or SST if the current block is used up; False (and ``it`` None)
         once the run or its end bound is reached. Copies nothing."""
+        cdef bytes k
         while self.it is not None and not self.it.c_valid():
             if self.block_index + 1 < len(self.first_keys):
+                if self.end is not None:   # a block starting at or past the end is never read
+                    k = checked_full_key(self.first_keys[self.block_index + 1])
+                    if cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                                     <const unsigned char*>PyBytes_AS_STRING(self.end),
+                                     PyBytes_GET_SIZE(self.end)) >= 0:
+                        self.it = None
+                        return False
                 self.open_block(self.block_index + 1)
             elif self.next_reader():
                 self.open_block(0)

@@ -76,3 +76,71 @@ def test_a_range_scan_ending_before_a_damaged_sst_succeeds(two_tables):
         assert keys == [last]
         with pytest.raises(CorruptionError):
             list(store.iter(1, E, second.smallest_key[4:-8]))
+
+
+# --- within an SST: a block holding no key of the range is never read --------------------------
+
+def _sst_with_damaged_block(damaged: int):
+    """An SST of 300 keys in many blocks with block ``damaged`` flipped (its checksum fails),
+    opened; and its entries."""
+    from hummock.key import encode_full_key
+    from hummock.object_store import MemoryObjectStore
+    from hummock.sstable.builder import SstableBuilderOptions, build_sstable
+    from hummock.sstable.meta import sst_object_path
+    from hummock.sstable.reader import Sstable
+    from hummock.value import encode_value
+
+    entries = [(encode_full_key(1, b"k%05d" % i, 5), b"v" * 30) for i in range(300)]
+    data, _ = build_sstable(entries, 1, SstableBuilderOptions(block_size=256, restart_interval=4))
+    store = MemoryObjectStore()
+    store.upload(sst_object_path(1), data)
+    blocks = Sstable.open(store, 1).meta.blocks
+    assert len(blocks) > 6
+    damaged_data = bytearray(data)
+    damaged_data[blocks[damaged].offset + 3] ^= 0xFF
+    store.upload(sst_object_path(1), bytes(damaged_data))
+    sst = Sstable.open(store, 1)
+    return sst, [(k, encode_value(v)) for k, v in entries]
+
+
+def _scan_both_ways(sst, start, end):
+    """What ``Sstable.scan`` gives, and what a UserScan over the SST gives (the native twin walks
+    the SST block by block in C), forward and backward."""
+    from hummock import iterators
+    from hummock.key import MAX_EPOCH
+
+    class Reader:
+        pass
+    reader = Reader()
+    reader.sst = sst
+    forward = list(sst.scan(start, end))
+    backward = list(sst.scan(start, end, reverse=True))
+    merged = list(iterators.UserScan([iterators.SstRun([reader], start, end)], MAX_EPOCH))
+    merged_back = list(iterators.UserScan([iterators.SstRun([reader], start, end)], MAX_EPOCH, True))
+    return forward, backward, merged, merged_back
+
+
+def test_a_range_ending_at_a_damaged_block_never_reads_it():
+    sst, entries = _sst_with_damaged_block(4)
+    first_keys = sst.meta.first_keys
+    end = first_keys[4]                       # the range ends where the damaged block starts
+    expected = [e for e in entries if e[0] < end]
+    forward, backward, merged, merged_back = _scan_both_ways(sst, None, end)
+    assert forward == expected and backward == expected[::-1]
+    assert [k for k, _ in merged] == [k[4:-8] for k, _ in expected]
+    assert merged_back == merged[::-1]
+    with pytest.raises(CorruptionError):      # the block is damaged indeed
+        list(sst.scan(None, first_keys[5]))
+
+
+def test_a_range_starting_after_a_damaged_block_never_reads_it():
+    sst, entries = _sst_with_damaged_block(2)
+    first_keys = sst.meta.first_keys
+    start = first_keys[3]                     # the range starts where the block after it starts
+    expected = [e for e in entries if e[0] >= start]
+    forward, backward, merged, merged_back = _scan_both_ways(sst, start, None)
+    assert forward == expected and backward == expected[::-1]
+    assert [k for k, _ in merged] == [k[4:-8] for k, _ in expected]
+    assert merged_back == merged[::-1]
+    with pytest.raises(CorruptionError):
+        list(sst.scan(first_keys[2], None, reverse=True))

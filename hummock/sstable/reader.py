@@ -23,7 +23,7 @@ Callers: the engine's read path and compaction.
 from __future__ import annotations
 
 from hummock.errors import CorruptionError
-from hummock.key import MAX_EPOCH
+from hummock.key import MAX_EPOCH, compare_full_keys
 from hummock.object_store import ObjectRangeError
 from hummock.sstable.block import Block, BlockIterator, checksum, decode_stored_block, find_block_for_version
 from hummock.sstable.cache import LruCache
@@ -163,8 +163,11 @@ class Sstable:
             yield from batch
 
     def scan_batches(self, start: bytes | None = None, end: bytes | None = None, *, reverse: bool = False):
-        """Like :meth:`scan`, but yields one list of entries per block (the read path's unit)."""
+        """Like :meth:`scan`, but yields one list of entries per block (the read path's unit).
+        A block that holds no key of ``[start, end)`` (its first keys and the next block's say
+        so) is never read: damage past the range cannot fail the scan."""
         blocks = len(self.meta.blocks)
+        first_keys = self.meta.first_keys
         if not reverse:
             index = self.meta.block_for(start) if start is not None else 0
             it = self._block_iter(index)
@@ -180,17 +183,20 @@ class Sstable:
                     limit = -1
                     continue
                 index += 1
-                if hit_bound or index >= blocks:
+                if hit_bound or index >= blocks or (
+                        end is not None and compare_full_keys(first_keys[index], end) >= 0):
                     return
                 it = self._block_iter(index)
                 it.seek_to_first()
         else:
+            index = blocks - 1 if end is None else self.meta.block_for(end)
+            if end is not None and index > 0 and compare_full_keys(first_keys[index], end) >= 0:
+                index -= 1   # the block starts at the end: every key < end is in an earlier block
+                end = None
             if end is None:
-                index = blocks - 1
                 it = self._block_iter(index)
                 it.seek_to_last()
             else:
-                index = self.meta.block_for(end)
                 it = self._block_iter(index)
                 it.seek(end)
                 if it.is_valid():
@@ -207,9 +213,12 @@ class Sstable:
                 entries, hit_bound = it.collect_backward(start)
                 if entries:
                     yield entries
-                index -= 1
-                if hit_bound or index < 0:
+                # block index-1 holds keys below block index's first key: none >= start if that
+                # first key is <= start
+                if hit_bound or index == 0 or (
+                        start is not None and compare_full_keys(first_keys[index], start) <= 0):
                     return
+                index -= 1
                 it = self._block_iter(index)
                 it.seek_to_last()
 
