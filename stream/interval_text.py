@@ -6,9 +6,12 @@ Postgres' DecodeInterval does (``'1.5 days'`` is 1 day 12:00, ``'1.5 years'`` 18
 ``'1.1 months'`` 1 month 3 days), Postgres' unit spellings and abbreviations (``mon``, ``yr``,
 ``hr``, ``min``, ``ms``, ``us``...), signed ``h:m[:s]`` parts, ``ago``, SQL's ``'Y-M'``, ISO
 8601 ``'P1Y2M3DT4H'``, and the field restrictions of ``INTERVAL '...' DAY`` / ``HOUR TO
-MINUTE``. Amounts are exact (``fractions.Fraction``); microseconds round half to even. Text
-that is not an interval raises ValueError; fields that do not fit (months and days int32,
-microseconds int64) :class:`IntervalOutOfRange`.
+MINUTE``, each field at most once. Amounts are exact (``fractions.Fraction``) and round as
+Postgres': a fraction of a unit to microseconds half toward zero, of a year to months and of an
+``h:m:s.f`` part half to even. Text that is not an interval raises ValueError; fields that do
+not fit (months and days int32, microseconds int64) :class:`IntervalOutOfRange`. Infinite
+intervals (PostgreSQL 17) are not supported. tests/test_sql_pg_types_oracle.py checks this
+module against a real PostgreSQL.
 
 Writing: ``1 year 2 mons 3 days 04:05:06.5``, ``-1 days +02:03:00``, ``00:00:00`` -- the text
 Postgres prints and reads back to the same fields.
@@ -131,8 +134,8 @@ def parse_interval(text: str, fields: tuple | None = None) -> Interval:
         alt = _ISO_ALT.fullmatch(s)
         if alt is not None:   # ISO 8601's alternative format: P[Y-M[-D]][Th:m:s]
             y, mo, d, h, mi, sec = alt.groups()
-            acc.months = int(y) * 12 + int(mo)
-            acc.days = int(d or 0)
+            acc.months = int(_number(y, text)) * 12 + int(_number(mo, text))
+            acc.days = int(_number(d or "0", text))
             if h is not None:
                 acc.usecs = _round_even(_number(h, text) * 3_600_000_000 + _number(mi, text) * 60_000_000
                                         + _number(sec, text) * 1_000_000)
