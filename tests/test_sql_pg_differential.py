@@ -251,7 +251,9 @@ def _numeric_ops(draw, sub):
             lambda: f"round({sub('numeric')})", lambda: f"({sub('numeric')} / 4)",
             lambda: f"CAST({sub('int')} AS NUMERIC)", lambda: f"abs({sub('numeric')})",
             lambda: f"floor({sub('numeric')})", lambda: f"ceil({sub('numeric')})",
-            lambda: f"({sub('numeric')} % 2)", lambda: f"COALESCE({sub('numeric')}, 0)"]
+            lambda: f"({sub('numeric')} % 2)", lambda: f"COALESCE({sub('numeric')}, 0)",
+            lambda: f"({sub('numeric')} / NULLIF({sub('numeric')}, 0))", lambda: f"round({sub('numeric')}, 2)",
+            lambda: f"({sub('int')} / 3.0)"]
 
 
 def _double_ops(draw, sub):
@@ -272,7 +274,10 @@ def _text_ops(draw, sub):
             lambda: f"lower({sub('text')})", lambda: f"substr({sub('text')}, {draw(st.integers(0, 2))}, 2)",
             lambda: f"COALESCE({sub('text')}, 'none')", lambda: f"CAST({sub('int')} AS VARCHAR)",
             lambda: f"concat({sub('text')}, {sub('int')})", lambda: f"replace({sub('text')}, 'a', 'xy')",
-            lambda: f"CASE WHEN {sub('bool')} THEN {sub('text')} END"]
+            lambda: f"CASE WHEN {sub('bool')} THEN {sub('text')} END",
+            lambda: f"trim({sub('text')})", lambda: f"ltrim({sub('text')})", lambda: f"rtrim({sub('text')})",
+            lambda: f"substr({sub('text')}, {draw(st.integers(-1, 3))})",
+            lambda: f"CASE {sub('int')} WHEN 1 THEN 'one' WHEN 2 THEN {sub('text')} ELSE 'many' END"]
 
 
 def _bool_ops(draw, sub):
@@ -290,7 +295,11 @@ def _bool_ops(draw, sub):
             lambda: f"({sub('int')} BETWEEN {sub('int')} AND {sub('int')})",
             lambda: f"({sub('int')} IN (1, 2, -3, NULL))", lambda: f"({sub('text')} LIKE 'a%')",
             lambda: f"({sub('text')} NOT LIKE '%b')", lambda: f"({sub('bool')} IS TRUE)",
-            lambda: f"({sub('bool')} IS NOT FALSE)", lambda: f"({sub('text')} IN ('a', 'ab', 'zz'))"]
+            lambda: f"({sub('bool')} IS NOT FALSE)", lambda: f"({sub('text')} IN ('a', 'ab', 'zz'))",
+            lambda: f"({sub('int')} NOT IN (1, NULL))", lambda: f"({sub('int')} NOT IN (0, 2))",
+            lambda: f"({sub('text')} ILIKE 'A%')", lambda: f"({sub('text')} LIKE 'a!%%' ESCAPE '!')",
+            lambda: f"({sub('int')} < {sub('numeric')})", lambda: f"({sub('bigint')} >= {sub('int')})",
+            lambda: f"({sub('numeric')} = {sub('double')})"]
 
 
 def _interval_ops(draw, sub):
@@ -434,6 +443,11 @@ class Query:
     order: list | None = None   # output positions of the ORDER BY (0-based), when there is one
     limited: bool = False       # ORDER BY ... LIMIT/OFFSET: compare only the ORDER BY columns
     kind: str = ""
+    pg_sql: str | None = None   # Postgres' text when it differs (an MV over an MV: a CTE)
+
+    @property
+    def pg_text(self) -> str:
+        return self.pg_sql or self.sql
 
 
 def _where(draw, f: From, extra: str | None = None, p: int = 2) -> str:
@@ -470,10 +484,9 @@ def _order_by(draw, n_cols: int, must: list | None = None):
 
 
 def _limit(draw) -> str:
-    text = f" LIMIT {draw(st.integers(1, 5))}"
-    if not draw(st.integers(0, 3)):
-        text += f" OFFSET {draw(st.integers(1, 3))}"
-    return text
+    n, offset = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    return draw(st.sampled_from([f" LIMIT {n}", f" LIMIT {n}", f" LIMIT {n} OFFSET {offset}",
+                                 f" OFFSET {offset}", f" OFFSET {offset} ROWS FETCH FIRST {n} ROWS ONLY"]))
 
 
 def _project(draw, tables, distinct=False):
@@ -637,12 +650,42 @@ def _cte(draw, tables):
     return f"{cte}SELECT q.g AS c0, q.v AS c1, {t2.name}.k AS c2 FROM q {how} {t2.name} ON q.g = {t2.name}.a", 3
 
 
+def _distinct_on(draw, tables):
+    t = draw(st.sampled_from(tables))
+    scope = table_scope(t)
+    key = draw(st.sampled_from([c for c in scope if c.type != "double"]))
+    items = _items(draw, scope, 1, 2)
+    order = f"{draw(st.sampled_from(scope)).ref}{draw(st.sampled_from(['', ' DESC', ' DESC NULLS LAST']))}"
+    return (f"SELECT DISTINCT ON ({key.ref}) {key.ref} AS d, {', '.join(items)} FROM {t.name}"
+            f"{_where(draw, From(t.name, scope, None), p=3)} ORDER BY {key.ref}, {order}, {t.name}.k")
+
+
+def _window(draw, tables):
+    """Window aggregates whose result does not depend on how ties are broken."""
+    t = draw(st.sampled_from(tables))
+    scope = table_scope(t)
+    part = draw(st.sampled_from(["", f"PARTITION BY {draw(st.sampled_from([c.ref for c in scope if c.type != 'double']))} "]))
+    fn = draw(st.sampled_from(["count(*)", f"sum({t.name}.a)", f"max({t.name}.a)", f"min({expr(draw, scope, 'text', 0)})",
+                               f"avg({t.name}.a)", f"count({t.name}.a)"]))
+    frame = draw(st.sampled_from([
+        f"ORDER BY {t.name}.k",
+        f"ORDER BY {t.name}.k ROWS BETWEEN {draw(st.integers(1, 2))} PRECEDING AND CURRENT ROW",
+        f"ORDER BY {t.name}.a",                                  # RANGE: peers share the value
+        f"ORDER BY {t.name}.a DESC RANGE UNBOUNDED PRECEDING",
+        f"ORDER BY {t.name}.k ROWS UNBOUNDED PRECEDING",
+        "",                                                       # the whole partition
+    ]))
+    items = _items(draw, scope, 1, 2)
+    return (f"SELECT {t.name}.k AS k0, {', '.join(items)}, {fn} OVER ({part}{frame}) AS w FROM {t.name}"
+            f"{_where(draw, From(t.name, scope, None), p=3)}")
+
+
 @st.composite
 def queries(draw, tables):
     kind = draw(st.sampled_from(["project", "project", "star", "distinct", "agg", "agg", "global_agg",
                                  "top_n", "top_n", "order", "set_op", "set_op", "subquery_where",
                                  "subquery_where", "scalar_subquery", "topn_subquery", "group_topn",
-                                 "full_join_aggs", "cte"]))
+                                 "full_join_aggs", "cte", "distinct_on", "window"]))
     if kind in ("project", "distinct"):
         text, _ = _project(draw, tables, distinct=kind == "distinct")
         return Query(text, kind=kind)
@@ -662,7 +705,14 @@ def queries(draw, tables):
         order, positions = _order_by(draw, n, must if draw(st.booleans()) else [])
         if kind == "order":
             return Query(text + order, order=positions, kind=kind)
+        if not draw(st.integers(0, 4)):   # WITH TIES: the whole rows are determined
+            return Query(text + order + f" FETCH FIRST {draw(st.integers(1, 4))} ROWS WITH TIES",
+                         order=positions, kind=kind)
         return Query(text + order + _limit(draw), order=positions, limited=True, kind=kind)
+    if kind == "distinct_on":
+        return Query(_distinct_on(draw, tables), kind=kind)
+    if kind == "window":
+        return Query(_window(draw, tables), kind=kind)
     maker = {"set_op": _set_op, "subquery_where": _subquery_where, "scalar_subquery": _scalar_subquery,
              "topn_subquery": _topn_subquery, "group_topn": _group_topn, "cte": _cte}.get(kind)
     if kind == "full_join_aggs":
@@ -888,13 +938,13 @@ def compare(what: str, q: Query, ours: Outcome, pg: Outcome, names: bool) -> boo
         event(f"refused: {_refusal_kind(ours.refused)}")
         return False
     if pg.data_error is not None:
-        if what.startswith("batch") and ours.data_error is None and ours.rows and same_rows_evaluated(q.sql):
+        if what.startswith("batch") and ours.data_error is None and ours.rows and same_rows_evaluated(q.pg_text):
             mismatch(f"{what}: Postgres raises {pg.data_error!r} but Hummock answers "
                      f"{show(shape(ours.rows))}\n  SQL: {q.sql}")
         STATS["data_error"] += 1
         return False
     if ours.data_error is not None:
-        if same_rows_evaluated(q.sql):
+        if same_rows_evaluated(q.pg_text):
             mismatch(f"{what}: Hummock raises {ours.data_error!r}, Postgres answers "
                      f"{show(shape(pg.rows))}\n  SQL: {q.sql}")
         else:       # Postgres may skip an expression (qual order, CASE, short cuts): not a verdict
@@ -902,6 +952,7 @@ def compare(what: str, q: Query, ours: Outcome, pg: Outcome, names: bool) -> boo
             event("Hummock data error where Postgres answers (evaluation order)")
         return False
     STATS["answered"] += 1
+    STATS["answered, not empty"] += bool(pg.rows)
     positions = q.order if q.limited else None
     a, b = shape(ours.rows, positions), shape(pg.rows, positions)
     if not same_multiset(a, b):
@@ -980,6 +1031,16 @@ def reset_pg(pg):
     pg.execute("SET search_path TO hx")
 
 
+#: MVs over an MV of the example (Postgres reads the lower query as a CTE): (template, ORDER BY)
+STACKED = [
+    ("SELECT c0 AS s0, count(*) AS s1 FROM {mv} GROUP BY c0", None),
+    ("SELECT count(*) AS s0, count(c0) AS s1, count(DISTINCT c0) AS s2 FROM {mv}", None),
+    ("SELECT * FROM {mv} WHERE c0 IS NOT NULL", None),
+    ("SELECT c0 AS s0 FROM {mv} ORDER BY 1 DESC LIMIT 2", [0]),
+    ("SELECT DISTINCT c0 AS s0 FROM {mv}", None),
+]
+
+
 def run_example(data, pg):
     tables = data.draw(schemas(), label="schema")
     reset_pg(pg)
@@ -994,8 +1055,9 @@ def run_example(data, pg):
         conn.execute("FLUSH")
         qs = data.draw(st.lists(queries(tables), min_size=1, max_size=4), label="queries")
         mvs = []
+        stack = data.draw(st.lists(st.sampled_from(STACKED), max_size=2), label="MVs over MVs")
         for i, q in enumerate(qs):
-            theirs = run_pg(pg, q.sql)
+            theirs = run_pg(pg, q.pg_text)
             compare("batch SELECT", q, run_hummock(conn, q.sql), theirs, names=True)
             created = run_hummock(conn, f"CREATE MATERIALIZED VIEW mv{i} AS {q.sql}")
             if created.data_error is not None:
@@ -1008,6 +1070,12 @@ def run_example(data, pg):
                 mvs.append((f"mv{i}", q))
                 compare(f"MV mv{i} after backfill", q, run_hummock(conn, f"SELECT * FROM mv{i}"), theirs,
                         names=False)
+                names = theirs.names or []
+                if stack and not q.limited and names[:1] == ["c0"] and len(set(names)) == len(names):
+                    template, order = stack.pop()       # an MV reading this MV
+                    upper = Query(template.format(mv=f"mv{i}"), order=order, limited=order is not None,
+                                  kind="stacked", pg_sql=f"WITH mv{i} AS ({q.pg_text}) " + template.format(mv=f"mv{i}"))
+                    qs.append(upper)
         for step in range(data.draw(st.integers(1, 3), label="DML steps")):
             for stmt in data.draw(dml_batch(tables, present), label=f"DML {step}"):
                 if not apply_dml(conn, pg, stmt):
@@ -1017,7 +1085,7 @@ def run_example(data, pg):
                 q = Query(f"SELECT * FROM {t.name}")
                 compare(f"table {t.name} after DML {step}", q, run_hummock(conn, q.sql), run_pg(pg, q.sql), names=True)
             for name, q in mvs:
-                theirs = run_pg(pg, q.sql)
+                theirs = run_pg(pg, q.pg_text)
                 compare(f"MV {name} after DML {step}", q, run_hummock(conn, f"SELECT * FROM {name}"), theirs,
                         names=False)
                 compare(f"batch SELECT after DML {step}", q, run_hummock(conn, q.sql), theirs, names=True)
