@@ -395,3 +395,14 @@ def test_join_binds_tighter_than_a_comma(conn):
     assert len(rows(conn, q)) == 12
     with pytest.raises(BindError):   # the ON of r LEFT JOIN m cannot see l (Postgres refuses too)
         conn.execute("SELECT count(*) FROM l, r LEFT JOIN m ON r.a = m.a AND l.a = m.a").fetchall()
+
+
+def test_a_null_branch_column_of_a_set_operation_takes_the_other_type(conn):
+    """Postgres resolves an untyped NULL in a UNION branch to the other branches' type (it was
+    'UNION types VARCHAR and INT cannot be matched')."""
+    _two_tables(conn)
+    assert rows(conn, "SELECT NULL UNION SELECT 1") == [(1,), (None,)]
+    q = "SELECT a, NULL AS y FROM l UNION ALL SELECT NULL, y FROM r"
+    expected = [(1, None), (2, None), (None, 100), (None, 300)]
+    assert batch_and_mv(conn, q) == (expected, expected)
+    assert rows(conn, "SELECT a FROM l EXCEPT SELECT NULL") == [(1,), (2,)]

@@ -106,10 +106,14 @@ class QueryBinder:
         for b in branches[1:]:
             if b.n_visible != width:
                 raise error_at(BindError, f"each {what} query must have the same number of columns", node)
+        def null_column(b, i):   # an untyped NULL takes the other branches' type (Postgres)
+            return isinstance(b, P.Project) and isinstance(b.exprs[i], E.Lit) and b.exprs[i].value is None
+
         types = []
         for i in range(width):
-            t = branches[0].types[i]
-            for b in branches[1:]:
+            typed = [b for b in branches if not null_column(b, i)] or branches[:1]
+            t = typed[0].types[i]
+            for b in typed[1:]:
                 sup = T.common_supertype(t, b.types[i])
                 if sup is None:
                     raise error_at(BindError, f"{what} types {t.sql_name()} and {b.types[i].sql_name()} cannot be "
@@ -119,7 +123,8 @@ class QueryBinder:
         slots = [(bi, k) for bi, b in enumerate(branches) for k in b.stream_key]
         projected = []
         for bi, b in enumerate(branches):
-            exprs = [E.Col(i, b.types[i]) if b.types[i] == types[i] else E.Cast(E.Col(i, b.types[i]), types[i])
+            exprs = [E.Col(i, b.types[i]) if b.types[i] == types[i] else
+                     E.Lit(None, types[i]) if null_column(b, i) else E.Cast(E.Col(i, b.types[i]), types[i])
                      for i in range(width)]
             exprs.append(E.Lit(bi, DataType.INT))
             for sj, k in slots:
