@@ -362,6 +362,8 @@ def test_a_scalar_subquery_column_is_named_by_its_column(conn):
     q = ("SELECT (SELECT t1.a), (SELECT t1.a AS q), (SELECT max(y) FROM t2), (SELECT count(*) + 1 FROM t2), "
          "EXISTS (SELECT 1 FROM t2) FROM t1")
     assert names(conn, q) == ["a", "q", "max", "?column?", "exists"]
+    q = "SELECT row_number() OVER (ORDER BY x), sum(x) OVER (PARTITION BY a ORDER BY x) FROM t1"
+    assert names(conn, q) == ["row_number", "sum"]
 
 
 def test_parenthesized_joins_in_from(conn):

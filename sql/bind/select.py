@@ -744,6 +744,8 @@ def _default_name(e) -> str:
         if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             return _name(inner.this)
         return _default_name(inner)
+    if isinstance(e, exp.Window):   # Postgres: named by its function
+        return _default_name(e.this)
     if isinstance(e, exp.Filter):
         e = e.this
     if isinstance(e, (exp.Cast, exp.TryCast)):
