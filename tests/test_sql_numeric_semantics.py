@@ -188,3 +188,9 @@ def test_round_ceil_floor_of_real_are_double_precision(conn):
     assert [d[1] for d in cur.description] == ["double precision"] * 3
     assert cur.fetch_arrow().schema.types == [pa.float64()] * 3
     assert conn.execute("SELECT round(x), ceil(x), floor(x) FROM r").fetchall() == [(2.0, 3.0, 2.0)]
+
+
+def test_round_of_an_integer_is_double_precision(conn):
+    cur = conn.execute("SELECT round(5), round(-7::bigint), round(3::smallint)")
+    assert [d[1] for d in cur.description] == ["double precision"] * 3
+    assert cur.fetchall() == [(5.0, -7.0, 3.0)]

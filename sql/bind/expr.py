@@ -373,7 +373,7 @@ class ExprBinder:
         if name == "round" and len(bound) == 2 and bound[0].data_type.kind in T.INTEGERS:
             bound[0] = E.Cast(bound[0], DataType.DECIMAL)   # Postgres: round(numeric, int)
         if name == "round" and len(bound) == 1 and bound[0].data_type.kind in T.INTEGERS:
-            return bound[0]
+            bound[0] = E.Cast(bound[0], DataType.DOUBLE)   # Postgres: round(integer) is round(double precision)
         try:
             return E.Func(name, *bound)
         except ExpressionError as exc:
