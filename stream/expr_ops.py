@@ -76,6 +76,9 @@ class Arith(Expr):
         if common is None:
             raise ExpressionError(f"operator {op} needs numeric operands, got {left.data_type.sql_name()} and "
                                   f"{right.data_type.sql_name()}", self)
+        if op == "%" and common.kind in _FLOATS:   # Postgres has no float % (nor mod(float, float))
+            raise ExpressionError(f"operator does not exist: {left.data_type.sql_name()} % "
+                                  f"{right.data_type.sql_name()}", self)
         self.data_type = common
         self._nonzero_divisor = isinstance(right, Lit) and right.value not in (None, 0)
 

@@ -194,3 +194,9 @@ def test_round_of_an_integer_is_double_precision(conn):
     cur = conn.execute("SELECT round(5), round(-7::bigint), round(3::smallint)")
     assert [d[1] for d in cur.description] == ["double precision"] * 3
     assert cur.fetchall() == [(5.0, -7.0, 3.0)]
+
+
+@pytest.mark.parametrize("query", ["SELECT 2.5::float8 % 1", "SELECT mod(2.5::float8, 1)", "SELECT 1::real % 2::real"])
+def test_float_remainder_does_not_exist(conn, query):
+    with pytest.raises(BindError, match="operator does not exist"):
+        conn.execute(query)
