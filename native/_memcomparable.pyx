@@ -631,7 +631,7 @@ cdef tuple dec_row(bytes data, Py_ssize_t* ppos, _Schema schema):
 cdef tuple dec_whole(object data, _Schema schema, Py_ssize_t offset=0):
     cdef Py_ssize_t pos = offset
     if type(data) is not bytes:
-        data = bytes(data)
+        data = _py._as_key_bytes(data)
     if offset and (offset < 0 or offset > PyBytes_GET_SIZE(data)):
         raise DecodeError(f"offset {offset} outside a buffer of {len(data)} bytes", offset, "memcomparable")
     row = dec_row(<bytes>data, &pos, schema)
@@ -657,7 +657,7 @@ def decode_row_prefix(data, types, orders=None, Py_ssize_t offset=0):
     cdef _Schema schema = get_schema(types, orders)
     cdef Py_ssize_t pos = offset
     if type(data) is not bytes:
-        data = bytes(data)
+        data = _py._as_key_bytes(data)
     if offset < 0 or offset > PyBytes_GET_SIZE(data):
         raise DecodeError(f"offset {offset} outside a buffer of {len(data)} bytes", offset, "memcomparable")
     row = dec_row(<bytes>data, &pos, schema)

@@ -19,7 +19,7 @@ import decimal
 import struct
 
 from relational._value_encoding_py import DECIMAL_MAX_ADJUSTED, DECIMAL_MAX_PRECISION
-from relational.errors import DecodeError, SchemaError, ValueOutOfRangeError
+from relational.errors import DecodeError, SchemaError, TypeMismatchError, ValueOutOfRangeError
 from relational.types import DataType, Interval, TypeKind
 
 # --- frozen constants: part of the on-disk format, do not change -------------------------
@@ -471,10 +471,20 @@ def _decode_from(data, pos: int, schema: CompiledSchema):
     return tuple(row), pos
 
 
+def _as_key_bytes(data) -> bytes:
+    """An encoded key as bytes; anything not bytes-like is refused (``bytes(5)`` would be five
+    zero bytes, ``bytes([1, 2])`` a key)."""
+    if type(data) is bytes:
+        return data
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeMismatchError(f"encoded key must be bytes-like, got {type(data).__name__}")
+
+
 def decode_row(data, types, orders=None) -> tuple:
     """Inverse of :func:`encode_row`; the whole buffer must be one row."""
     schema = compile_schema(types, orders)
-    data = bytes(data)
+    data = _as_key_bytes(data)
     row, pos = _decode_from(data, 0, schema)
     if pos != len(data):
         raise DecodeError(f"{len(data) - pos} trailing bytes after the row", pos, "memcomparable")
@@ -485,7 +495,7 @@ def decode_row_prefix(data, types, orders=None, offset=0):
     """Decode one row starting at ``offset``; return ``(row, end_offset)``. Bytes after the row
     are left alone (for keys that carry more after the encoded columns)."""
     schema = compile_schema(types, orders)
-    data = bytes(data)
+    data = _as_key_bytes(data)
     if not 0 <= offset <= len(data):
         raise DecodeError(f"offset {offset} outside a buffer of {len(data)} bytes", offset, "memcomparable")
     return _decode_from(data, offset, schema)
@@ -499,7 +509,7 @@ def decode_rows(datas, types, orders=None, offset=0) -> list:
     schema = compile_schema(types, orders)
     out = []
     for data in datas:
-        data = bytes(data)
+        data = _as_key_bytes(data)
         if not 0 <= offset <= len(data):
             raise DecodeError(f"offset {offset} outside a buffer of {len(data)} bytes", offset, "memcomparable")
         row, pos = _decode_from(data, offset, schema)

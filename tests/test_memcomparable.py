@@ -537,3 +537,19 @@ def test_a_float_key_that_decodes_is_the_key_of_its_value(data):
         assert impl.encode_row(list(row), [dtype], order) == key
         verdicts.append(("ok", struct.pack(">d", row[0])))
     assert all(v == verdicts[0] for v in verdicts), verdicts
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("data", [5, None, "ab", [1, 1]], ids=["int", "none", "str", "list"])
+def test_decoders_refuse_what_is_not_bytes(impl, data):
+    """``bytes(data)`` made five zero bytes of ``5`` and a key of ``[1, 1]`` (decoded as TRUE),
+    and a raw TypeError of None or a str: every decoder entry point refuses them alike."""
+    with pytest.raises(TypeMismatchError, match="encoded key must be bytes-like"):
+        impl.decode_row(data, [T.BOOLEAN])
+    with pytest.raises(TypeMismatchError, match="encoded key must be bytes-like"):
+        impl.decode_row_prefix(data, [T.BOOLEAN])
+    for offset in (0, 1):
+        with pytest.raises(TypeMismatchError, match="encoded key must be bytes-like"):
+            impl.decode_rows([b"\x00" * offset + b"\x01\x01", data], [T.BOOLEAN], None, offset)
+    assert impl.decode_row(bytearray(b"\x01\x01"), [T.BOOLEAN]) == impl.decode_row(memoryview(b"\x01\x01"), [T.BOOLEAN]) \
+        == (True,)
