@@ -113,7 +113,7 @@ cdef _Node _schema(object types):
     """The compiled row schema of ``types``, cached per ``tuple(types)``."""
     global _last
     cdef tuple last = _last
-    if types is last[0]:
+    if types is last[0] and last[1] is not None:   # (None, None) before the first schema
         return <_Node>last[1]
     try:
         key = types if type(types) is tuple else tuple(types)

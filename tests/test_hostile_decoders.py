@@ -281,3 +281,31 @@ def test_sst_record_with_meta_past_its_file_is_corrupt_at_decode(file_size, meta
     assert raised.value.object == "manifest/d"
     with pytest.raises(CorruptionError, match="exceeds file_size"):
         decode_version(encode_version(apply(version, bad)), object="manifest/v")
+
+
+# --- the schema argument: None before any schema was compiled -----------------------------------
+
+def test_types_none_as_the_first_call_is_refused_alike():
+    """The native value encoding cached its last schema as ``(types, node)``, starting from
+    ``(None, None)``: ``types=None`` as the very first call matched the empty cache and read
+    ``None`` as a compiled schema (an unchecked cast: garbage column counts). Run in a fresh
+    interpreter, so no schema is cached yet."""
+    import subprocess
+    import sys
+    code = ("from relational import _value_encoding_py as p\n"
+            "import twins\n"
+            "from relational.errors import SchemaError\n"
+            "for impl in twins.implementations(p, '_value_encoding'):\n"
+            "    for call in (lambda: impl.decode_row(b'\\x01\\x01\\x00\\x01', None),\n"
+            "                 lambda: impl.encode_row([1], None)):\n"
+            "        try:\n"
+            "            call()\n"
+            "        except SchemaError:\n"
+            "            continue\n"
+            "        raise SystemExit(f'{impl.__name__}: no SchemaError')\n")
+    import os
+    import pathlib
+    tests = pathlib.Path(__file__).parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tests), str(tests.parent), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
