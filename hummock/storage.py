@@ -225,7 +225,10 @@ class HummockStorage(ReadSide):
 
     def close(self) -> None:
         """Release the store. Uncommitted data is dropped (it was never durable); a running
-        compaction task finishes first (its result is applied or discarded)."""
+        compaction task finishes first (its result is applied or discarded). An epoch committed
+        without a delta (nothing to publish, ``commit_epoch``) is published now, in one delta,
+        so a clean reopen comes back at it (best effort: else at the last published epoch,
+        whose data is the same)."""
         if self._compactor is not None:
             self._compactor.stop()
         # queued uploads end with StoreClosedError; a running one finishes (and is dropped)
@@ -241,6 +244,7 @@ class HummockStorage(ReadSide):
                 except HummockError as exc:
                     log.warning("closing with a manifest delta of unknown outcome (a reopen "
                                 "sees whether it landed): %s", exc)
+            self._publish_unpublished_epoch()
             self._closed = True
             self._handle.closed_error = StoreClosedError
             self._buffer.clear()
@@ -342,8 +346,9 @@ class HummockStorage(ReadSide):
         An epoch with nothing to publish -- no SST, no watermark or truncation record (an idle
         barrier) -- writes no delta: ``max_committed_epoch`` advances in memory only, reads and
         snapshots at it see exactly the last published state (nothing changed since), and an
-        idle store writes nothing. A reopen's ``max_committed_epoch`` is then the last epoch
-        that published something, whose data is the same.
+        idle store writes nothing. ``close()`` publishes that epoch in one delta; after a crash
+        the reopen's ``max_committed_epoch`` is the last epoch that published something, whose
+        data is the same.
 
         REQUIRES: ``epoch`` > ``max_committed_epoch``, and no ``sync`` of a later epoch put data
         of ``epoch`` and of later epochs into the same SSTs (commit the synced epoch instead).
@@ -382,6 +387,24 @@ class HummockStorage(ReadSide):
         self._log_commit(epoch)
         self.counters["commits_without_delta"] += 1
         self._drop_truncated_ssts()
+
+    def _publish_unpublished_epoch(self) -> None:
+        """At close (under both locks): write the delta of the newest epoch committed without
+        one, if any; best effort (a failure is logged: a reopen then comes back at the last
+        published epoch, with the same data)."""
+        epoch = self._unpublished_epoch
+        if self.read_only or epoch <= self._version.max_committed_epoch or self._manifest.pending:
+            return
+        try:
+            self._check_ownership()
+            if self._has_imms_up_to(epoch) or self._staged_up_to(epoch, "{highest}"):
+                return   # (cannot happen: nothing of those epochs is left unpublished)
+            version = self._manifest.commit(VersionDelta.commit(self._version, epoch, ()))
+            self._set_version(version)
+        except HummockError as exc:
+            log.warning("closing without publishing committed epoch %d (it held no data; a reopen "
+                        "comes back at epoch %d, with the same data): %s", epoch,
+                        self._version.max_committed_epoch, exc)
 
     def _commit_delta(self, epoch: int) -> VersionDelta:
         """The commit delta of ``epoch`` (under both locks; everything of epochs <= ``epoch``

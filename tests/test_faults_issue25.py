@@ -358,8 +358,8 @@ def test_an_idle_sql_database_writes_nothing(tmp_path, monkeypatch):
 def test_a_checkpoint_with_nothing_to_publish_commits_in_memory_only():
     """The engine side: ``checkpoint(e)`` of an epoch without data, watermark or truncation
     writes no manifest delta; ``max_committed_epoch`` is ``e`` (snapshots and commits check
-    against it), a reopen falls back to the last epoch that published something -- with the
-    same data -- and the next epoch with data is published as usual."""
+    against it), the next epoch with data is published as usual, and ``close()`` publishes
+    the last idle epoch in one delta, so a clean reopen comes back at it."""
     from hummock.errors import InvalidArgumentError
 
     location = _location()
@@ -382,8 +382,9 @@ def test_a_checkpoint_with_nothing_to_publish_commits_in_memory_only():
         db.checkpoint(6 * E)
         assert db.version().max_committed_epoch == 6 * E and _puts(location.faults) > puts
         db.checkpoint(7 * E)
+        assert db.version().max_committed_epoch == 6 * E
     with location.open(OPTIONS) as db:
-        assert db.max_committed_epoch == 6 * E
+        assert db.max_committed_epoch == db.version().max_committed_epoch == 7 * E
         _fill(db, [8])
         assert db.version().max_committed_epoch == 8 * E
         assert list(db.iter(1, 8 * E)) == _rows(last=8)
@@ -520,3 +521,36 @@ def test_the_bulk_load_record_round_trips_and_old_manifests_keep_their_bytes():
         apply(version, dataclasses.replace(plain, bulk_load=(LOAD_TABLE, digest)))
     with pytest.raises(InvalidArgumentError, match="bulk_load must be"):
         apply(version, dataclasses.replace(delta, bulk_load=(LOAD_TABLE, "not hex!" * 4)))
+
+
+_IDLE_THEN_CRASH = """
+import os, sys
+from hummock import HummockStorage, StorageOptions
+E = 1 << 16
+db = HummockStorage.open(sys.argv[1], StorageOptions(compactor="none"))
+db.ingest_batch(1, [(b"k", b"v")], E)
+db.checkpoint(E)
+for i in range(2, 6):
+    db.checkpoint(i * E)           # idle: committed in memory only
+assert db.max_committed_epoch == 5 * E
+os._exit(9)                        # a crash: no close
+"""
+
+
+def test_after_a_crash_a_reopen_falls_back_to_the_last_published_epoch_with_the_same_data(tmp_path):
+    """Idle epochs committed in memory are lost by a crash; the reopen comes back at the last
+    epoch that published something, which reads exactly the same, and writes go on above it."""
+    import os
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "db")
+    done = subprocess.run([sys.executable, "-c", _IDLE_THEN_CRASH, path], cwd=os.getcwd(),
+                          capture_output=True, timeout=120)
+    assert done.returncode == 9, done.stderr.decode()[-2000:]
+    with HummockStorage.open(path, OPTIONS) as db:
+        assert db.max_committed_epoch == E
+        assert db.get(1, b"k", E) == db.get(1, b"k", 5 * E) == b"v"
+        db.ingest_batch(1, [(b"k", b"w")], 3 * E)   # above the recovered epoch: accepted
+        db.checkpoint(3 * E)
+        assert db.get(1, b"k", 3 * E) == b"w"
