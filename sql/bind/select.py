@@ -263,6 +263,7 @@ class QueryBinder:
             if using:
                 plan, scope = self._join_using(plan, scope, right, rscope, kind, using)
                 continue
+            rscope_own = rscope
             rscope = rscope.shifted(len(plan.types))
             both = scope + rscope
             if on is not None:
@@ -272,7 +273,8 @@ class QueryBinder:
             else:
                 raise error_at(BindError, f"{kind.upper()} JOIN needs an ON condition", join)
             binder = ExprBinder(both, self.params, context="JOIN conditions")
-            lk, rk, extra = [], [], []
+            lk, rk, extra, extra_nodes = [], [], [], []
+            lexprs, rexprs = [], []   # computed keys: (key slot, expression over one side)
             width = len(plan.types)
             for c in conds:
                 bound = binder.bind(c)
@@ -286,7 +288,25 @@ class QueryBinder:
                     if a < width <= b and a not in lk and b - width not in rk:
                         lk.append(a), rk.append(b - width)
                         continue
+                key = self._key_equality(c, bound, width, scope, rscope_own)
+                if key is not None:   # keys of different types or expressions: computed below the join
+                    lexprs.append((len(lk), key[0])), rexprs.append((len(rk), key[1]))
+                    lk.append(None), rk.append(None)
+                    continue
                 extra.append(bound)
+                extra_nodes.append(c)
+            if lexprs:
+                plan, lat = _with_columns(plan, [e for _, e in lexprs], "_jkey")
+                right, rat = _with_columns(right, [e for _, e in rexprs], "_jkey")
+                for (slot, _), i in zip(lexprs, lat):
+                    lk[slot] = i
+                for (slot, _), i in zip(rexprs, rat):
+                    rk[slot] = i
+                # the left grew: the other conditions are bound again over the shifted right
+                rscope = rscope_own.shifted(len(plan.types))
+                both = scope + rscope
+                binder = ExprBinder(both, self.params, context="JOIN conditions")
+                extra = [binder.bind(c) for c in extra_nodes]
             if not lk and not self.batch:
                 raise error_at(UnsupportedError, "a join in a materialized view needs an equality between its two "
                                                  "sides (nested-loop joins are not supported in streaming)", join)
@@ -294,6 +314,38 @@ class QueryBinder:
             plan = P.Join(plan, right, kind, lk, rk, cond)
             scope = both
         return plan, scope, where_conjuncts
+
+    def _key_equality(self, node, bound, width, lscope, rscope):
+        """``(left key, right key)`` of a join condition ``bound`` (over left columns then
+        right columns at ``width``) that is an equality between an expression of the left's
+        columns only and one of the right's only, each cast to their common type (Postgres
+        compares ``bigint = int`` or ``int = numeric`` in it) and bound over its own side's
+        columns; None for any other condition. The join then hashes on the two computed
+        columns (RisingWave's project below the join), in an MV and in batch alike."""
+        if not isinstance(bound, E.Cmp) or bound.op != "=":
+            return None
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if not isinstance(node, exp.EQ):
+            return None
+        lrefs, rrefs = bound.left.column_refs(), bound.right.column_refs()
+        sides = (node.this, node.expression)
+        if lrefs and rrefs and max(rrefs) < width <= min(lrefs):
+            sides = sides[::-1]
+        elif not (lrefs and rrefs and max(lrefs) < width <= min(rrefs)):
+            return None
+        lt, rt = bound.left.data_type, bound.right.data_type
+        if lrefs and min(lrefs) >= width:
+            lt, rt = rt, lt
+        sup = lt if lt == rt else T.common_supertype(lt, rt)
+        if sup is None:
+            return None
+        left = ExprBinder(lscope, self.params, context="JOIN conditions").bind(sides[0])
+        right = ExprBinder(rscope, self.params, context="JOIN conditions").bind(sides[1])
+        # the comparison's own casts (a DATE against a TIMESTAMP) are the sides' bound alone, cast
+        left = left if left.data_type == lt else E.Cast(left, lt)
+        right = right if right.data_type == rt else E.Cast(right, rt)
+        return (left if lt == sup else E.Cast(left, sup)), (right if rt == sup else E.Cast(right, sup))
 
     def _join_using(self, plan, scope, right, rscope, kind, using):
         """``plan JOIN right USING (names)`` as Postgres: each name is one merged column --
@@ -323,10 +375,8 @@ class QueryBinder:
             extra = [c for c in casts if c is not None]
             if not extra:
                 return p, None
-            cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(p.types, p.names))]
-            out = P.Project(p, cols + extra, list(p.names) + [f"_using{i}" for i in range(len(extra))])
-            out.n_visible = p.n_visible
-            it = iter(range(len(p.types), len(p.types) + len(extra)))
+            out, at = _with_columns(p, extra, "_using")
+            it = iter(at)
             return out, [next(it) if c is not None else None for c in casts]
         plan, lcast_at = extended(plan, lcasts)
         right, rcast_at = extended(right, rcasts)
@@ -591,6 +641,14 @@ class QueryBinder:
         return agg, ExprBinder(Scope(), self.params, hook=hook, context="SELECT")
 
 
+def _with_columns(plan: P.Node, exprs, prefix: str):
+    """``plan`` with ``exprs`` (over its columns) appended as hidden columns, and their indices."""
+    cols = [E.Col(i, t, n) for i, (t, n) in enumerate(zip(plan.types, plan.names))]
+    out = P.Project(plan, cols + list(exprs), list(plan.names) + [f"{prefix}{i}" for i in range(len(exprs))])
+    out.n_visible = plan.n_visible
+    return out, list(range(len(plan.types), len(plan.types) + len(exprs)))
+
+
 def full_join_left(plan: P.Node) -> P.Node:
     """The left input of a FULL join, such that the join's stream key (left key + right key)
     tells a left row without a match from a right row without one: those are (left key,
@@ -690,17 +748,23 @@ def _conjuncts(node) -> list:
 
 
 def _column_side(node, left: Scope, right: Scope):
-    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+    """"l" / "r" when every column ``node`` reads is the left's / the right's (at least one,
+    no subquery, no aggregate or window), else None."""
+    if isinstance(node, (exp.Subquery, exp.Select)) or node.find(exp.Subquery, exp.Select, exp.AggFunc,
+                                                                  exp.Window) is not None:
         return None
-    name, table = _name(node.this), _name(node.args.get("table"))
-    def has(scope):
-        return any(c.name == name and (c.table == table if table else c.unqualified) for c in scope.cols)
-    in_l, in_r = has(left), has(right)
-    if in_l and not in_r:
-        return "l"
-    if in_r and not in_l:
-        return "r"
-    return None
+    sides = set()
+    for col in ([node] if isinstance(node, exp.Column) else list(node.find_all(exp.Column))):
+        if isinstance(col.this, exp.Star):
+            return None
+        name, table = _name(col.this), _name(col.args.get("table"))
+        def has(scope):
+            return any(c.name == name and (c.table == table if table else c.unqualified) for c in scope.cols)
+        in_l, in_r = has(left), has(right)
+        if in_l == in_r:
+            return None
+        sides.add("l" if in_l else "r")
+    return sides.pop() if len(sides) == 1 else None
 
 
 def _take_equalities(conjuncts, left: Scope, right: Scope):
