@@ -49,9 +49,10 @@ STACK_HEADROOM = FRAMES_PER_LEVEL * MAX_DEPTH + 2000   # frames stack_headroom()
 @dataclass
 class Statement:
     """One parsed statement. ``kind``: ``"ast"`` (``ast`` holds the sqlglot tree), ``"flush"``,
-    ``"show"`` (``name``), ``"set"`` (``name``, ``value``), ``"describe"`` (``name``),
-    ``"explain"`` (``inner``). ``options``: flags the pre-pass stripped (``append_only``,
-    ``on_conflict``). ``line``/``column``: where the statement starts."""
+    ``"show"`` (``name``), ``"set"`` (``name``, ``value``), ``"describe"`` (``name`` and its
+    ``qualifiers``: schema, database; case-folded as Postgres does), ``"explain"`` (``inner``).
+    ``options``: flags the pre-pass stripped (``append_only``, ``on_conflict``).
+    ``line``/``column``: where the statement starts."""
 
     kind: str
     text: str
@@ -59,6 +60,7 @@ class Statement:
     column: int
     ast: object = None
     name: str | None = None
+    qualifiers: list = field(default_factory=list)
     value: str | None = None
     inner: "Statement | None" = None
     options: dict = field(default_factory=dict)
@@ -127,7 +129,17 @@ def _blank(text: str) -> str:
 
 _SHOW = re.compile(r"\s*SHOW\s+(.+?)\s*$", re.I | re.S)
 _SET = re.compile(r"\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([A-Za-z_][\w.]*)\s*(?:=|\bTO\b)\s*(.+?)\s*$", re.I | re.S)
-_DESCRIBE = re.compile(r"\s*(?:DESCRIBE|DESC)\s+(\"[^\"]+\"|[\w.]+)\s*$", re.I | re.S)
+_IDENT = r'(?:"(?:[^"]|"")+"|[^\W\d][\w$]*)'   # a quoted or an unquoted identifier
+_DESCRIBE = re.compile(rf"\s*(?:DESCRIBE|DESC)\s+({_IDENT}(?:\s*\.\s*{_IDENT}){{0,2}})\s*$", re.I | re.S)
+_IDENT_PART = re.compile(_IDENT)
+
+
+def _ident_parts(text: str) -> list:
+    """The parts of a dotted name as Postgres reads them: a quoted part as written (``""`` is
+    one ``"``), an unquoted one lowercased."""
+    return [p[1:-1].replace('""', '"') if p.startswith('"') else p.lower() for p in _IDENT_PART.findall(text)]
+
+
 _FLUSH = re.compile(r"\s*FLUSH\s*$", re.I)
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*)?", re.I)
 _CREATE_TABLE = re.compile(r"\s*CREATE\s+TABLE\b", re.I)
@@ -290,7 +302,8 @@ def _statement(text: str, start: int, end: int) -> Statement:
         return stmt
     m = _DESCRIBE.match(body)
     if m:
-        stmt.kind, stmt.name = "describe", m.group(1).strip('"')
+        parts = _ident_parts(m.group(1))
+        stmt.kind, stmt.name, stmt.qualifiers = "describe", parts[-1], parts[:-1]
         return stmt
     m = _EXPLAIN.match(body)
     if m:

@@ -506,13 +506,13 @@ def _show(db, stmt, params, variables) -> Result:
 
 
 def _describe(db, stmt, params, variables) -> Result:
-    name = stmt.name.lower()
-    schema, dot, bare = name.partition(".")
-    if dot and db.catalog.get(name) is None:
-        if schema != "public":
-            raise UnsupportedError(f"schema {schema!r} does not exist (schemas other than public are not supported)",
-                                   stmt.line, stmt.column)
-        name = bare
+    name, qualifiers = stmt.name, stmt.qualifiers   # case-folded by sql.parse as Postgres does
+    if len(qualifiers) > 1:
+        raise UnsupportedError(f"cross-database references are not supported: {'.'.join(qualifiers + [name])!r}",
+                               stmt.line, stmt.column)
+    if qualifiers and qualifiers[0] != "public":
+        raise UnsupportedError(f"schema {qualifiers[0]!r} does not exist (schemas other than public are not "
+                               "supported)", stmt.line, stmt.column)
     rel = db.catalog.get(name)
     if rel is None:
         raise CatalogError(f"relation {stmt.name!r} does not exist", stmt.line, stmt.column)
