@@ -408,3 +408,107 @@ def test_a_null_branch_column_of_a_set_operation_takes_the_other_type(conn):
     expected = [(1, None), (2, None), (None, 100), (None, 300)]
     assert batch_and_mv(conn, q) == (expected, expected)
     assert rows(conn, "SELECT a FROM l EXCEPT SELECT NULL") == [(1,), (2,)]
+
+
+# ---- equi-joins across types and over expressions (MV and batch) --------------------------------
+
+def _key_tables(conn):
+    run(conn, "CREATE TABLE t (id INT PRIMARY KEY, a BIGINT, b INT, s SMALLINT)",
+        "CREATE TABLE u (id INT PRIMARY KEY, x INT, n NUMERIC, sm SMALLINT)",
+        "INSERT INTO t VALUES (1, 1, 1, 1), (2, 2, 2, 2), (3, 5000000000, 3, 3), (4, NULL, NULL, NULL), "
+        "(5, 4, 4, 4)",
+        "INSERT INTO u VALUES (1, 1, 1.0, 1), (2, 1, 2.5, 0), (3, 3, 3, 2), (4, NULL, NULL, NULL), "
+        "(5, 705032704, 4.00, 3)")
+
+
+# (ON condition, the same condition as a non-equality: the nested-loop oracle in batch)
+KEY_CONDITIONS = [
+    ("t.a = u.x", "NOT (t.a <> u.x)"),                      # BIGINT = INT (5000000000 wraps to 705032704)
+    ("t.b = u.sm", "NOT (t.b <> u.sm)"),                    # INT = SMALLINT
+    ("t.s = u.x", "NOT (t.s <> u.x)"),                      # SMALLINT = INT
+    ("t.b = u.n", "NOT (t.b <> u.n)"),                      # INT = NUMERIC (4 = 4.00)
+    ("t.a = u.x + 1", "NOT (t.a <> u.x + 1)"),              # an expression on one side
+    ("u.x * 2 = t.b", "NOT (u.x * 2 <> t.b)"),              # on the right, written first
+    ("t.b::bigint = u.x", "NOT (t.b::bigint <> u.x)"),
+    ("t.a = u.x AND t.b = u.sm + 1", "NOT (t.a <> u.x) AND NOT (t.b <> u.sm + 1)"),
+    ("t.b + t.s = u.x + u.sm AND t.id < u.id", "NOT (t.b + t.s <> u.x + u.sm) AND t.id < u.id"),
+]
+
+
+@pytest.mark.parametrize("kind", ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"])
+@pytest.mark.parametrize("on, oracle", KEY_CONDITIONS)
+def test_mv_equi_join_across_types_and_expressions(conn, kind, on, oracle):
+    """An equality between two integer types, integer and NUMERIC, or an expression of one
+    side's columns is a join key in an MV (it was 'needs an equality between its two sides'):
+    each side's key is computed below the join in the common type. The batch answer, the MV's
+    after INSERT / UPDATE / DELETE on both sides, and a nested-loop oracle all agree."""
+    _key_tables(conn)
+    q = f"SELECT t.id AS tid, u.id AS uid FROM t {kind} u ON {on}"
+    ref = f"SELECT t.id AS tid, u.id AS uid FROM t {kind} u ON {oracle}"
+    batch, mv = batch_and_mv(conn, q)
+    assert batch == mv == rows(conn, ref)
+    run(conn, "INSERT INTO t VALUES (6, 3, 6, 1)", "INSERT INTO u VALUES (6, 2, 6, 5)",
+        "UPDATE u SET x = 2, n = 2 WHERE id = 1", "UPDATE t SET a = 3, b = 2 WHERE id = 1",
+        "DELETE FROM t WHERE id = 2", "DELETE FROM u WHERE id = 3")
+    assert rows(conn, "SELECT * FROM m_check") == rows(conn, q) == rows(conn, ref)
+
+
+def test_equi_join_keys_answer_as_postgres(conn):
+    _key_tables(conn)
+    assert rows(conn, "SELECT t.id, u.id FROM t JOIN u ON t.a = u.x") == [(1, 1), (1, 2)]
+    assert rows(conn, "SELECT t.id, u.id FROM t JOIN u ON t.b = u.n") == [(1, 1), (3, 3), (5, 5)]
+    assert rows(conn, "SELECT t.id, u.id FROM t JOIN u ON t.a = u.x + 1") == [(2, 1), (2, 2), (5, 3)]
+    q = "SELECT t.id AS tid, u.id AS uid FROM t FULL JOIN u ON t.a = u.x + 1"
+    assert batch_and_mv(conn, q)[1] == [(1, None), (2, 1), (2, 2), (3, None), (4, None), (5, 3), (None, 4),
+                                        (None, 5)]
+
+
+def test_comma_join_takes_expression_equalities_from_where(conn):
+    _key_tables(conn)
+    q = "SELECT t.id AS tid, u.id AS uid FROM t, u WHERE t.a = u.x + 1 AND t.s > 0"
+    assert batch_and_mv(conn, q) == ([(2, 1), (2, 2), (5, 3)],) * 2
+    run(conn, "UPDATE u SET x = 0 WHERE id = 4")
+    assert rows(conn, "SELECT * FROM m_check") == rows(conn, q) == [(1, 4), (2, 1), (2, 2), (5, 3)]
+
+
+def test_explain_shows_the_key_computed_below_the_join(conn):
+    _key_tables(conn)
+    text = "\n".join(r[0] for r in conn.execute("EXPLAIN SELECT t.id FROM t JOIN u ON t.a = u.x + 1").fetchall())
+    assert "CAST((x + 1) AS BIGINT)" in text and "nested loop" not in text
+
+
+def test_join_equalities_that_are_not_keys_still_work(conn):
+    """An equality between a side and a constant, or mixing both sides in one expression, stays
+    a condition (batch: nested loop); an MV still needs one key equality."""
+    _key_tables(conn)
+    assert rows(conn, "SELECT t.id, u.id FROM t JOIN u ON t.a + u.x = 2") == [(1, 1), (1, 2)]
+    with pytest.raises(UnsupportedError, match="needs an equality"):
+        conn.execute("CREATE MATERIALIZED VIEW bad AS SELECT t.id FROM t JOIN u ON t.a + u.x = 2")
+    q = "SELECT t.id AS tid, u.id AS uid FROM t JOIN u ON t.a = u.x + 1 AND t.b + u.x = 3"
+    assert batch_and_mv(conn, q) == ([(2, 1), (2, 2)],) * 2
+
+
+# ---- quoted identifiers in DESCRIBE / DROP ---------------------------------------------------------
+
+def test_describe_and_drop_follow_postgres_identifier_case(conn):
+    """A quoted name keeps its case, an unquoted one is lowercased, in DESCRIBE as everywhere
+    (DESCRIBE "MixedCase" lowercased the name and found nothing; a quoted name with a doubled
+    quote or a qualified quoted name was a syntax error)."""
+    run(conn, 'CREATE TABLE "MixedCase" ("Id" INT PRIMARY KEY, b INT)', 'CREATE TABLE "we""ird.x" (a INT)',
+        "CREATE TABLE lower_t (a INT)", 'CREATE MATERIALIZED VIEW "Mv" AS SELECT "Id", b FROM "MixedCase"')
+    expected = [("Id", "integer", True), ("b", "integer", False)]
+    for stmt in ('DESCRIBE "MixedCase"', 'DESC public."MixedCase"', 'DESCRIBE "public" . "MixedCase"'):
+        assert conn.execute(stmt).fetchall() == expected, stmt
+    assert conn.execute('DESCRIBE "Mv"').fetchall() == expected
+    assert conn.execute('DESCRIBE "we""ird.x"').fetchall() == [("a", "integer", False)]
+    assert conn.execute("DESCRIBE Public.LOWER_T").fetchall() == [("a", "integer", False)]
+    with pytest.raises(SqlError, match="'mixedcase' does not exist"):
+        conn.execute("DESCRIBE MixedCase")
+    with pytest.raises(UnsupportedError, match="schema 'Public' does not exist"):
+        conn.execute('DESCRIBE "Public".lower_t')
+    with pytest.raises(UnsupportedError, match="cross-database"):
+        conn.execute("DESCRIBE db.public.lower_t")
+    with pytest.raises(SqlError, match="does not exist"):
+        conn.execute("DROP MATERIALIZED VIEW mv")
+    run(conn, 'DROP MATERIALIZED VIEW "Mv"', 'DROP TABLE "MixedCase"', 'DROP TABLE "we""ird.x"')
+    assert conn.execute("SHOW TABLES").fetchall() == [("lower_t",)]
