@@ -435,10 +435,12 @@ def test_math_domain_errors_are_null_in_an_mv(conn):
     assert sorted(conn.execute("SELECT * FROM m_sqrt").fetchall()) == [(1, 2.0), (2, None)]
 
 
-def test_natural_join_is_refused_by_name(conn):
+def test_natural_join_is_using_over_the_common_columns(conn):
+    # was refused by name; now as Postgres (tests/test_sql_semantics_issue25.py covers it)
     conn.execute("CREATE TABLE nj (k INT PRIMARY KEY)")
-    with pytest.raises(sql.UnsupportedError, match="NATURAL JOIN is not supported"):
-        conn.execute("SELECT * FROM nj NATURAL JOIN nj AS b")
+    conn.execute("INSERT INTO nj VALUES (1), (2)")
+    conn.execute("FLUSH")
+    assert sorted(conn.execute("SELECT * FROM nj NATURAL JOIN nj AS b").fetchall()) == [(1,), (2,)]
 
 
 SPECIAL = [1.5, -2.25, 4.0, float("nan"), float("inf"), float("-inf"), None]

@@ -512,3 +512,55 @@ def test_describe_and_drop_follow_postgres_identifier_case(conn):
         conn.execute("DROP MATERIALIZED VIEW mv")
     run(conn, 'DROP MATERIALIZED VIEW "Mv"', 'DROP TABLE "MixedCase"', 'DROP TABLE "we""ird.x"')
     assert conn.execute("SHOW TABLES").fetchall() == [("lower_t",)]
+
+
+# ---- NATURAL JOIN ------------------------------------------------------------------------------
+
+def _natural_tables(conn):
+    run(conn, "CREATE TABLE l (a INT, x INT, b BIGINT)", "CREATE TABLE r (b INT, y INT, a INT)",
+        "CREATE TABLE z (q INT)",
+        "INSERT INTO l VALUES (1, 10, 1), (2, 20, 2), (NULL, 5, 3)",
+        "INSERT INTO r VALUES (1, 100, 1), (2, 200, 9), (3, 300, NULL)", "INSERT INTO z VALUES (7), (8)")
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("JOIN", [(1, 1, 10, 100)]),
+    ("LEFT JOIN", [(1, 1, 10, 100), (2, 2, 20, None), (None, 3, 5, None)]),
+    ("RIGHT JOIN", [(1, 1, 10, 100), (9, 2, None, 200), (None, 3, None, 300)]),
+    ("FULL JOIN", [(1, 1, 10, 100), (2, 2, 20, None), (9, 2, None, 200), (None, 3, 5, None),
+                   (None, 3, None, 300)]),
+])
+def test_natural_join_is_using_over_the_common_columns(conn, kind, expected):
+    """NATURAL JOIN (it was refused) is USING over the names both sides have, in the left's
+    order: Postgres's answer and column order (merged a, b; then x; then y), batch and MV,
+    also after DML."""
+    _natural_tables(conn)
+    q = f"SELECT * FROM l NATURAL {kind} r"
+    assert names(conn, q) == ["a", "b", "x", "y"]
+    assert batch_and_mv(conn, q) == (expected, expected)
+    assert rows(conn, q) == rows(conn, f"SELECT * FROM l {kind} r USING (a, b)")
+    run(conn, "INSERT INTO r VALUES (2, 0, 2)", "UPDATE l SET a = 9 WHERE x = 10", "DELETE FROM r WHERE y = 300")
+    assert rows(conn, "SELECT * FROM m_check") == rows(conn, q) == rows(conn, f"SELECT * FROM l {kind} r USING (a, b)")
+
+
+def test_natural_join_without_common_columns_is_a_cross_join(conn):
+    _natural_tables(conn)
+    for kind in ("JOIN", "LEFT JOIN", "FULL JOIN"):
+        q = f"SELECT * FROM l NATURAL {kind} z"
+        assert names(conn, q) == ["a", "x", "b", "q"]
+        assert rows(conn, q) == rows(conn, "SELECT * FROM l CROSS JOIN z")
+    with pytest.raises(UnsupportedError, match="needs an equality"):   # a nested loop, as any cross join
+        conn.execute("CREATE MATERIALIZED VIEW bad AS SELECT * FROM l NATURAL JOIN z")
+    q = "SELECT * FROM l NATURAL JOIN r NATURAL JOIN z"
+    assert names(conn, q) == ["a", "b", "x", "y", "q"]
+    assert rows(conn, q) == [(1, 1, 10, 100, 7), (1, 1, 10, 100, 8)]
+
+
+def test_natural_join_names_and_ambiguity(conn):
+    _natural_tables(conn)
+    q = "SELECT l.a AS la, r.a AS ra, a FROM l NATURAL FULL JOIN r"
+    assert rows(conn, q) == [(1, 1, 1), (2, None, 2), (None, 9, 9), (None, None, None), (None, None, None)]
+    run(conn, 'CREATE TABLE "Q" ("A" INT, a INT)', 'INSERT INTO "Q" VALUES (1, 2)')
+    assert rows(conn, 'SELECT * FROM "Q" NATURAL JOIN l') == [(2, 1, 20, 2)]   # "A" is not a
+    with pytest.raises(BindError, match="common column name 'a' appears more than once in left table"):
+        conn.execute("SELECT * FROM l JOIN r ON l.b = r.b NATURAL JOIN z AS a(a)").fetchall()

@@ -1,7 +1,8 @@
 """Query binding: a sqlglot SELECT / UNION ALL -> a logical plan (:mod:`sql.plan.nodes`).
 
-Job: FROM (tables, MVs, CTEs, subqueries, comma and explicit equi-joins, ``USING`` with
-Postgres's merged columns), WHERE, GROUP BY with aggregates (+ FILTER), HAVING, the select
+Job: FROM (tables, MVs, CTEs, subqueries, comma and explicit equi-joins -- keys may be
+expressions of one side or of different numeric types, computed below the join --, ``USING``
+with Postgres's merged columns, ``NATURAL``), WHERE, GROUP BY with aggregates (+ FILTER), HAVING, the select
 list (``*``, ``t.*``, ``* EXCEPT (cols)``, aliases), UNION [ALL] [CORRESPONDING]; ORDER BY /
 LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() through :mod:`sql.bind.order`, EXCEPT / INTERSECT
 through :mod:`sql.bind.set_ops`. The plan's first ``n_visible`` columns are the query's output,
@@ -254,10 +255,13 @@ class QueryBinder:
                 right, where_conjuncts = O.push_rank_filter(right, rscope, where_conjuncts, self.params)
             side = (join.side or "").lower()
             kind = {"": "inner", "left": "left", "right": "right", "full": "full"}[side]
-            if (join.kind or "").upper() in ("SEMI", "ANTI") or join.args.get("method"):
-                what = join.kind or str(join.args.get("method") or "").upper()
-                raise error_at(UnsupportedError, f"{what} JOIN is not supported", join)
+            method = str(join.args.get("method") or "").upper()
+            if (join.kind or "").upper() in ("SEMI", "ANTI") or method not in ("", "NATURAL"):
+                raise error_at(UnsupportedError, f"{join.kind or method} JOIN is not supported", join)
             on, using = join.args.get("on"), join.args.get("using")
+            natural = method == "NATURAL"
+            if natural:   # Postgres: USING (the names both sides have, in the left's order)
+                using = _natural_using(scope, rscope, join)
             if kind == "full":
                 plan = full_join_left(plan)
             if using:
@@ -268,6 +272,8 @@ class QueryBinder:
             both = scope + rscope
             if on is not None:
                 conds = _conjuncts(on)
+            elif natural and kind != "inner":   # no common column: every pair matches (ON TRUE)
+                conds = []
             elif kind == "inner":   # comma / CROSS join: equalities come from WHERE
                 conds, where_conjuncts = _take_equalities(where_conjuncts, scope, rscope)
             else:
@@ -639,6 +645,22 @@ class QueryBinder:
                                           "aggregate function", node)
             return None
         return agg, ExprBinder(Scope(), self.params, hook=hook, context="SELECT")
+
+
+def _natural_using(left: Scope, right: Scope, join) -> list:
+    """The USING list of a NATURAL join: the column names ``*`` lists on both sides, in the
+    left's order (none: a cross join); a name twice on one side is ambiguous, as in Postgres."""
+    rnames = [c.name for c in right.cols if c.unqualified]
+    common = []
+    for c in left.cols:
+        if c.unqualified and c.name in rnames and c.name not in common:
+            common.append(c.name)
+    for name in common:
+        for side, names in (("left", [c.name for c in left.cols if c.unqualified]), ("right", rnames)):
+            if names.count(name) > 1:
+                raise error_at(BindError, f"common column name {name!r} appears more than once in {side} table",
+                               join)
+    return [exp.Identifier(this=name, quoted=True) for name in common]
 
 
 def _with_columns(plan: P.Node, exprs, prefix: str):
