@@ -59,6 +59,30 @@ def test_text_that_is_no_nesting_is_not_counted(conn):
     assert conn.execute(f"SELECT /* {text} */ 3").fetchall() == [(3,)]
 
 
+def test_parentheses_around_columns_are_no_level_of_the_expression_tree(conn):
+    """The binder counts the tree's real levels, not its Paren/Alias nodes: 200 parentheses
+    around a column, a negation in each of 150 parentheses, a WHERE in 200 parentheses and an
+    MV over them bind as the parser allows (they were "nests deeper than 200 levels")."""
+    assert conn.execute("SELECT " + nested(200, "a") + " FROM t").fetchall() == [(1,)]
+    assert conn.execute("SELECT " + nested(200, "a") + " AS x FROM t").fetchall() == [(1,)]
+    assert conn.execute("SELECT " + "(-" * 150 + "a" + ")" * 150 + " FROM t").fetchall() == [(1,)]
+    assert conn.execute("SELECT b FROM t WHERE " + nested(200, "a = 1")).fetchall() == [("x",)]
+    conn.execute("CREATE MATERIALIZED VIEW mv AS SELECT " + nested(200, "a + 1") + " AS y FROM t")
+    assert conn.execute("SELECT y FROM mv").fetchall() == [(2,)]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT " + "NOT " * 201 + "true",
+    "SELECT " + "+".join(["a"] * 202) + " FROM t",
+    "SELECT " + "CASE WHEN a = 1 THEN " * 201 + "1" + " END" * 201 + " FROM t",
+    "SELECT " + "(- " * 100 + "- " * 101 + "a" + ")" * 100 + " FROM t",
+], ids=["not-201", "plus-202", "case-201", "minus-201-in-parens"])
+def test_expression_trees_deeper_than_200_real_levels_are_still_refused(conn, query):
+    with pytest.raises(SqlError, match="nests deeper than 200 levels"):
+        conn.execute(query).fetchall()
+    assert conn.execute("SELECT " + nested(200, "a") + " FROM t").fetchall() == [(1,)]   # depth given back
+
+
 @pytest.mark.parametrize("query", [
     "SELECT " + nested(100_000),                                     # refused before sqlglot
     "SELECT 1 WHERE " + "NOT " * 20_000 + "true",                    # nesting without parentheses

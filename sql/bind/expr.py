@@ -10,7 +10,8 @@ position. ``hook`` lets the aggregate binder replace GROUP BY expressions and ag
 by columns of the Agg output before normal binding.
 
 Invariants: every returned node has its ``data_type``; errors carry the node's position;
-nesting deeper than ``MAX_DEPTH`` raises SqlError (never RecursionError).
+nesting deeper than ``MAX_DEPTH`` raises SqlError (never RecursionError); parentheses and
+aliases do not count as levels (the parser bounds parentheses to ``MAX_DEPTH`` on its own).
 
 Callers: :mod:`sql.bind.select`, :mod:`sql.statements` (INSERT values, UPDATE, DELETE).
 """
@@ -84,8 +85,12 @@ class ExprBinder:
         self.depth = 0
 
     def bind(self, node) -> E.Expr:
-        self.depth += 1
+        # parentheses and aliases are no level of the tree (sql.parse already bounds parentheses
+        # at MAX_DEPTH): SELECT ((...(a)...)) with MAX_DEPTH of them binds, as docs/sql.md says
+        level = not isinstance(node, (exp.Paren, exp.Alias))
+        self.depth += level
         if self.depth > MAX_DEPTH:
+            self.depth -= level
             raise error_at(SqlError, f"expression nests deeper than {MAX_DEPTH} levels", node)
         try:
             if self.hook is not None:
@@ -100,7 +105,7 @@ class ExprBinder:
                 out.node = node
             return out
         finally:
-            self.depth -= 1
+            self.depth -= level
 
     # --- literals -------------------------------------------------------------------------------
 
