@@ -145,7 +145,11 @@ class Shell:
         print(render_table(["Name", "Type", "Columns"], rows), file=self.out)
 
     def describe(self, name: str) -> None:
-        rel = self.conn.db.catalog.get(name.strip('"') if name.startswith('"') else name.lower())
+        from sql.parse import _ident_parts
+        parts = _ident_parts(name)   # as DESCRIBE reads it: quoted parts keep their case
+        if len(parts) == 2 and parts[0] == "public":
+            parts = parts[1:]
+        rel = self.conn.db.catalog.get(parts[0]) if len(parts) == 1 else None
         if rel is None:
             self.failures += 1
             print(printable(f"Did not find any relation named {name!r}."), file=self.err)

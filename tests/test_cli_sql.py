@@ -193,3 +193,12 @@ def test_run_still_runs_a_multi_statement_script_and_execute_refuses_one():
     import sql
     with sql.connect(":memory:") as conn, pytest.raises(sql.SqlSyntaxError, match="runs one statement"):
         conn.execute(script)
+
+
+def test_describe_meta_command_reads_names_as_describe_does(tmp_path):
+    script = ('CREATE TABLE "we""ird" (a INT);\nCREATE TABLE "X" (b INT);\nCREATE TABLE lower_t (c INT);\n'
+              '\\d "we""ird"\n\\d public."X"\n\\d LOWER_T\n\\d "LOWER_T"\n')
+    out = hummock("sql", tmp_path / "db", stdin=script)
+    assert 'Table "we"ird"' in out.stdout and 'Table "X"' in out.stdout and 'Table "lower_t"' in out.stdout
+    assert "Did not find any relation named '\"LOWER_T\"'" in out.stderr   # quoted: case kept, so absent
+    assert out.returncode == 4 and "Traceback" not in out.stderr
