@@ -9,9 +9,11 @@ NULL arguments are ignored, as SQL says.
 
 Result types follow Postgres: ``count`` -> BIGINT; ``sum(smallint|int)`` -> BIGINT (an
 overflow raises :class:`AggregateOverflowError`, Postgres' "bigint out of range");
-``sum(bigint|decimal)`` -> DECIMAL; ``sum(real)`` -> REAL, ``sum(double)`` -> DOUBLE;
-(in a stream, outside :func:`stream.expr_errors.raising_errors`, that group's result is NULL
-instead: a data error, counted and logged, as every data error of a streaming executor is);
+``sum(bigint|decimal)`` -> DECIMAL; ``sum(real)`` -> REAL, ``sum(double)`` -> DOUBLE, a sum of
+finite values beyond its type is Postgres' "value out of range: overflow" (also ``avg(double)``),
+not an infinity (in a stream, outside :func:`stream.expr_errors.raising_errors`, that group's
+result is NULL instead: a data error, counted and logged, as every data error of a streaming
+executor is);
 ``avg(integers|decimal)`` -> DECIMAL (scale chosen like Postgres' numeric division: at least
 16 significant digits), ``avg(real|double)`` -> DOUBLE; ``min``/``max`` -> the argument's type;
 ``bool_and``/``bool_or`` -> BOOLEAN.
@@ -24,7 +26,8 @@ is deleted; the result is NaN while one is there, or both infinities are, else t
 ``count(DISTINCT)`` the number of distinct non-NULL values (their multiplicities live in the
 distinct-dedup table); ``min``/``max`` the current result (its candidates live in the
 materialized-input table unless the input is append-only). Float sums are retracted by
-subtraction and so carry the usual rounding error.
+subtraction and so carry the usual rounding error; a stream's float sum that overflowed stays
+infinite (so NULL) after its rows are deleted, as a NaN does.
 
 Callers: :mod:`stream.executors.hash_agg`, the SQL planner.
 """
@@ -38,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.types import DataType, TypeKind
-from stream.errors import ExecutorError
+from stream.errors import ExecutorError, ExpressionError
 from stream.expr_errors import data_error, strict
 
 KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
@@ -163,9 +166,11 @@ class AggCall:
         if kind in ("sum", "avg"):
             totals, counts = slot_cols[:2]
             special = _special_results(slot_cols[2:], self.return_type) if len(slot_cols) > 2 else None
+            if self.arg_type.kind in _FLOATS:   # Postgres' float8_accum / float4pl: overflow is an error
+                totals = self._float_overflow(totals, counts, special, executor, keys)
             if kind == "avg":
                 if self.return_type == DataType.DOUBLE:
-                    out = [t / c if c else None for t, c in zip(totals, counts)]
+                    out = [t / c if c and t is not None else None for t, c in zip(totals, counts)]
                 else:
                     out = [numeric_div(decimal.Decimal(t), c) if c else None for t, c in zip(totals, counts)]
                 return out if special is None else [o if sp is None else sp for o, sp in zip(out, special)]
@@ -188,7 +193,30 @@ class AggCall:
         return [t > 0 if t or f else None for t, f in zip(trues, falses)]
 
 
+    def _float_overflow(self, totals, counts, special, executor: str, keys) -> list:
+        """``totals`` with every group whose finite values' sum overflowed its type (beyond
+        DOUBLE: an infinity; ``sum(real)`` beyond REAL) set to None: Postgres raises "value out
+        of range: overflow" (in a batch: :class:`~stream.errors.ExpressionError`); in a stream
+        the group's result is NULL, a data error counted and logged. An infinite or NaN input
+        is not an overflow (its result is in ``special``). Known gap, as for NaN: a stream's
+        running total that overflowed stays infinite after the rows are deleted."""
+        limit = _REAL_MAX if self.kind == "sum" and self.return_type == DataType.REAL else _DOUBLE_MAX
+        bad = [i for i, (t, c) in enumerate(zip(totals, counts))
+               if c and not -limit <= t <= limit and (special is None or special[i] is None)]
+        if not bad:
+            return totals
+        if strict():
+            raise ExpressionError("value out of range: overflow", f"{self!r} of group {keys[bad[0]]!r}")
+        data_error(f"{executor}: {self!r}", "value out of range: overflow", len(bad))
+        totals = list(totals)
+        for i in bad:   # a stream: the group's result is NULL
+            totals[i] = None
+        return totals
+
+
 _POS_INF, _NEG_INF = float("inf"), float("-inf")   # (== Decimal('Infinity') / Decimal('-Infinity'))
+_DOUBLE_MAX = 1.7976931348623157e308
+_REAL_MAX = 3.4028234663852886e38
 
 
 def _special_results(counts, return_type) -> list:

@@ -235,10 +235,11 @@ class HashAgg(UnaryExecutor):
             return out
 
         def _gsum(x):
+            if isinstance(x, np.ndarray):   # a float sum may overflow: AggCall.result_column reports it
+                with np.errstate(over="ignore", invalid="ignore"):
+                    return [x.sum().item()] if order is None else np.add.reduceat(x[order], starts).tolist()
             if order is None:
-                return [x.sum().item()] if isinstance(x, np.ndarray) else [sum(x)]
-            if isinstance(x, np.ndarray):
-                return np.add.reduceat(x[order], starts).tolist()
+                return [sum(x)]
             out = [0] * g
             for gi, v in zip(inv.tolist(), x):
                 if v:
