@@ -15,7 +15,8 @@ not an infinity (in a stream, outside :func:`stream.expr_errors.raising_errors`,
 result is NULL instead: a data error, counted and logged, as every data error of a streaming
 executor is);
 ``avg(integers|decimal)`` -> DECIMAL (scale chosen like Postgres' numeric division: at least
-16 significant digits), ``avg(real|double)`` -> DOUBLE; ``min``/``max`` -> the argument's type;
+16 significant digits), ``avg(real|double)`` -> DOUBLE; ``min``/``max`` -> the argument's type
+(an INTERVAL ordered by its span, 30-day months and 24-hour days, as Postgres orders it);
 ``bool_and``/``bool_or`` -> BOOLEAN.
 
 State slots per group (all retractable, so deletes are exact): ``count`` one BIGINT;
@@ -54,7 +55,7 @@ EXACT_SUMS = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=
                              rounding=decimal.ROUND_HALF_UP)
 _ORDERABLE = (TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DECIMAL, TypeKind.REAL,
               TypeKind.DOUBLE, TypeKind.VARCHAR, TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP,
-              TypeKind.TIMESTAMPTZ)
+              TypeKind.TIMESTAMPTZ, TypeKind.INTERVAL)
 
 
 class AggregateOverflowError(ExecutorError, OverflowError):

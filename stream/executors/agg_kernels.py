@@ -6,7 +6,8 @@ to the group states.
   itself, else by the key columns' dictionary codes); :func:`merge_equal_keys` then merges the
   groups whose keys Arrow tells apart but SQL calls equal (``1.0``/``1.00``, ``-0.0``/``0.0``).
 - :func:`group_best` is the min or max of a column per group (``minimum``/``maximum.reduceat``
-  for numeric types; NaN is the largest value, as in Postgres).
+  for numeric types; NaN is the largest value, as in Postgres; DECIMAL and INTERVAL in Python,
+  an INTERVAL ordered by its span as Postgres orders it).
 - :func:`make_adder` generates ``add(keys, states, *deltas, *bests)``, the per-group loop that is
   an aggregation's hot path.
 
@@ -94,7 +95,9 @@ def group_best(inv, order, starts, column, mask, g, call) -> list:
     out = [None] * g
     if not len(rows):
         return out
-    if call.arg_type == DataType.DECIMAL or order is None:   # DECIMAL is text in Arrow
+    # DECIMAL is text in Arrow; Arrow has no min/max kernel for INTERVAL (and would compare
+    # its fields, not Postgres' span): both compare as Python values
+    if call.arg_type in (DataType.DECIMAL, DataType.INTERVAL) or order is None:
         values = to_pylist(column.take(pa.array(rows)), call.arg_type)
         for gi, v in zip(inv[rows].tolist(), values):
             cur = out[gi]
