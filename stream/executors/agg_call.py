@@ -11,9 +11,11 @@ Result types follow Postgres: ``count`` -> BIGINT; ``sum(smallint|int)`` -> BIGI
 overflow raises :class:`AggregateOverflowError`, Postgres' "bigint out of range");
 ``sum(bigint|decimal)`` -> DECIMAL; ``sum(real)`` -> REAL, ``sum(double)`` -> DOUBLE, a sum of
 finite values beyond its type is Postgres' "value out of range: overflow" (also ``avg(double)``),
-not an infinity (in a stream, outside :func:`stream.expr_errors.raising_errors`, that group's
-result is NULL instead: a data error, counted and logged, as every data error of a streaming
-executor is);
+not an infinity; ``sum(interval)`` -> INTERVAL, added fieldwise (months, days, microseconds) as
+Postgres' ``interval_pl``, "interval out of range" when a field does not fit, and
+``avg(interval)`` that sum ``/ count`` as ``interval_div`` (in a stream, outside
+:func:`stream.expr_errors.raising_errors`, an out-of-range group's result is NULL instead: a
+data error, counted and logged, as every data error of a streaming executor is);
 ``avg(integers|decimal)`` -> DECIMAL (scale chosen like Postgres' numeric division: at least
 16 significant digits), ``avg(real|double)`` -> DOUBLE; ``min``/``max`` -> the argument's type
 (an INTERVAL ordered by its span, 30-day months and 24-hour days, as Postgres orders it);
@@ -23,12 +25,16 @@ State slots per group (all retractable, so deletes are exact): ``count`` one BIG
 ``sum``/``avg`` the sum (BIGINT for small integers, DECIMAL for bigint/decimal, DOUBLE for
 floats) and the count of non-NULL values, and for floats and NUMERIC the counts of NaN,
 +Infinity and -Infinity values, which the sum leaves out (a NaN is forgotten exactly when it
-is deleted; the result is NaN while one is there, or both infinities are, else the infinity); ``bool_*`` the counts of TRUE and FALSE values;
+is deleted; the result is NaN while one is there, or both infinities are, else the infinity);
+``sum``/``avg`` of INTERVAL the sum of microseconds (DECIMAL), the count, and the sums of months
+and of days (BIGINT); ``bool_*`` the counts of TRUE and FALSE values;
 ``count(DISTINCT)`` the number of distinct non-NULL values (their multiplicities live in the
 distinct-dedup table); ``min``/``max`` the current result (its candidates live in the
 materialized-input table unless the input is append-only). Float sums are retracted by
 subtraction and so carry the usual rounding error; a stream's float sum that overflowed stays
-infinite (so NULL) after its rows are deleted, as a NaN does.
+infinite (so NULL) after its rows are deleted, as a NaN does. An interval sum is checked once,
+at the end (Postgres checks each addition, so a sum that leaves the range and comes back is an
+error there).
 
 Callers: :mod:`stream.executors.hash_agg`, the SQL planner.
 """
@@ -41,9 +47,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from relational.types import DataType, TypeKind
+from relational.types import DataType, Interval, TypeKind
 from stream.errors import ExecutorError, ExpressionError
 from stream.expr_errors import data_error, strict
+from stream.expr_interval import scale_interval
 
 KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
 _SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
@@ -111,6 +118,10 @@ class AggCall:
                 state, ret = DataType.DECIMAL, DataType.DECIMAL
             elif k in _FLOATS:
                 state, ret = DataType.DOUBLE, t
+            elif k == TypeKind.INTERVAL:   # fieldwise: usecs, count, months, days
+                self.return_type = t
+                self.slot_types = [DataType.DECIMAL, DataType.BIGINT, DataType.BIGINT, DataType.BIGINT]
+                return self
             else:
                 raise ExecutorError("AggCall", f"{self!r}: {kind} of {t.sql_name()} is not supported")
             if kind == "avg":
@@ -141,6 +152,8 @@ class AggCall:
     def value_slots(self, vals) -> list:
         """The state slots of a sum/avg over the non-NULL values ``vals`` (what HashAgg holds
         after inserting them): batch aggregates and window frames compute them this way."""
+        if self.arg_type.kind == TypeKind.INTERVAL:
+            return [sum(v.usecs for v in vals), len(vals), sum(v.months for v in vals), sum(v.days for v in vals)]
         decimal_state = self.slot_types[0].kind == TypeKind.DECIMAL
         total, nan, pinf, ninf = self.initial_slots()[0], 0, 0, 0
         with decimal.localcontext(EXACT_SUMS):
@@ -164,6 +177,8 @@ class AggCall:
         kind = self.kind
         if kind == "count" or kind in ("min", "max"):
             return list(slot_cols[0])
+        if kind in ("sum", "avg") and self.arg_type.kind == TypeKind.INTERVAL:
+            return self._interval_results(slot_cols, executor, keys)
         if kind in ("sum", "avg"):
             totals, counts = slot_cols[:2]
             special = _special_results(slot_cols[2:], self.return_type) if len(slot_cols) > 2 else None
@@ -193,6 +208,33 @@ class AggCall:
             return [f == 0 if t or f else None for t, f in zip(trues, falses)]
         return [t > 0 if t or f else None for t, f in zip(trues, falses)]
 
+    def _interval_results(self, slot_cols, executor: str, keys) -> list:
+        """``sum``/``avg`` of INTERVAL per group: the fieldwise sum (Postgres' ``interval_pl``:
+        months, days and microseconds apart), and ``avg`` that sum ``/ count`` (``interval_div``).
+        A sum whose field does not fit (months/days int32, microseconds as int64 nanoseconds) is
+        "interval out of range": raised in a batch, the group's NULL (a counted data error) in
+        a stream."""
+        out, bad = [], []
+        for i, (usecs, count, months, days) in enumerate(zip(*slot_cols)):
+            if not count:
+                out.append(None)
+                continue
+            usecs = int(usecs)
+            try:
+                if not (_INT32_MIN <= months <= _INT32_MAX and _INT32_MIN <= days <= _INT32_MAX
+                        and _USECS_MIN < usecs < _USECS_MAX):
+                    raise ValueError("interval out of range")
+                if self.kind == "avg":
+                    months, days, usecs = scale_interval(months, days, usecs, float(count), True)
+                out.append(Interval(int(months), int(days), int(usecs)))
+            except ValueError:
+                bad.append(i)
+                out.append(None)
+        if bad:
+            if strict():
+                raise ExpressionError("interval out of range", f"{self!r} of group {keys[bad[0]]!r}")
+            data_error(f"{executor}: {self!r}", "interval out of range", len(bad))
+        return out
 
     def _float_overflow(self, totals, counts, special, executor: str, keys) -> list:
         """``totals`` with every group whose finite values' sum overflowed its type (beyond
@@ -217,6 +259,9 @@ class AggCall:
 
 _POS_INF, _NEG_INF = float("inf"), float("-inf")   # (== Decimal('Infinity') / Decimal('-Infinity'))
 _DOUBLE_MAX = 1.7976931348623157e308
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_USECS_MIN, _USECS_MAX = -(1 << 63) // 1000, (1 << 63) // 1000   # Arrow keeps an interval's time in int64 ns
+_INTERVAL_LAYOUT = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])   # month_day_nano
 _REAL_MAX = 3.4028234663852886e38
 
 
@@ -313,6 +358,19 @@ def _zero_filled(column: pa.Array) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
+def _interval_fields(column: pa.Array) -> tuple:
+    """``(months, days, usecs)`` int64 numpy arrays of a month_day_nano column (NULL rows hold
+    arbitrary numbers: their weight is 0)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    data = column.buffers()[1]
+    if data is None:   # an all-NULL array may have no data buffer
+        raw = np.zeros(len(column), dtype=_INTERVAL_LAYOUT)
+    else:
+        raw = np.frombuffer(data, dtype=_INTERVAL_LAYOUT, count=column.offset + len(column))[column.offset:]
+    return raw["months"].astype(np.int64), raw["days"].astype(np.int64), raw["nanos"] // 1000
+
+
 def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
     """Per-row deltas (numpy arrays, one per state slot) of an additive call; ``weight`` is
     the row's sign (+1/-1) times its FILTER and non-NULL masks. DECIMAL sums are Python lists
@@ -325,6 +383,10 @@ def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
         if k in _SMALL_INTS:
             values = _zero_filled(column).astype(np.int64)
             return [values * weight, weight]
+        if k == TypeKind.INTERVAL:
+            months, days, usecs = _interval_fields(column)
+            hi, lo = usecs >> 32, usecs & 0xFFFFFFFF   # exact, as a bigint sum's halves
+            return [(hi * weight, lo * weight), weight, months * weight, days * weight]
         if k == TypeKind.BIGINT:
             values = _zero_filled(column)
             hi, lo = values >> 32, values & 0xFFFFFFFF   # exact: each part's sum fits int64
