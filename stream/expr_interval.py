@@ -46,12 +46,20 @@ def _fields(value) -> tuple:
         value = pa.array([value.as_py() if value.is_valid else None], pa.month_day_nano_interval())
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()
-    data = value.buffers()[1]
+    return (value, *interval_fields(value))
+
+
+def interval_fields(array: pa.Array) -> tuple:
+    """``(months, days, usecs)`` int64 numpy arrays of a month_day_nano array (NULL rows hold
+    arbitrary numbers: callers mask or weight them)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    data = array.buffers()[1]
     if data is None:   # an all-NULL array may have no data buffer
-        raw = np.zeros(len(value), dtype=_LAYOUT)
+        raw = np.zeros(len(array), dtype=_LAYOUT)
     else:
-        raw = np.frombuffer(data, dtype=_LAYOUT, count=value.offset + len(value))[value.offset:]
-    return value, raw["months"].astype(np.int64), raw["days"].astype(np.int64), raw["nanos"] // 1000
+        raw = np.frombuffer(data, dtype=_LAYOUT, count=array.offset + len(array))[array.offset:]
+    return raw["months"].astype(np.int64), raw["days"].astype(np.int64), raw["nanos"] // 1000
 
 
 def sort_key(value) -> tuple:

@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from relational.types import DataType, Interval, TypeKind
 from stream.errors import ExecutorError, ExpressionError
 from stream.expr_errors import data_error, strict
-from stream.expr_interval import scale_interval
+from stream.expr_interval import interval_fields, scale_interval
 
 KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
 _SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
@@ -261,7 +261,6 @@ _POS_INF, _NEG_INF = float("inf"), float("-inf")   # (== Decimal('Infinity') / D
 _DOUBLE_MAX = 1.7976931348623157e308
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _USECS_MIN, _USECS_MAX = -(1 << 63) // 1000, (1 << 63) // 1000   # Arrow keeps an interval's time in int64 ns
-_INTERVAL_LAYOUT = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])   # month_day_nano
 _REAL_MAX = 3.4028234663852886e38
 
 
@@ -358,19 +357,6 @@ def _zero_filled(column: pa.Array) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
-def _interval_fields(column: pa.Array) -> tuple:
-    """``(months, days, usecs)`` int64 numpy arrays of a month_day_nano column (NULL rows hold
-    arbitrary numbers: their weight is 0)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    data = column.buffers()[1]
-    if data is None:   # an all-NULL array may have no data buffer
-        raw = np.zeros(len(column), dtype=_INTERVAL_LAYOUT)
-    else:
-        raw = np.frombuffer(data, dtype=_INTERVAL_LAYOUT, count=column.offset + len(column))[column.offset:]
-    return raw["months"].astype(np.int64), raw["days"].astype(np.int64), raw["nanos"] // 1000
-
-
 def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
     """Per-row deltas (numpy arrays, one per state slot) of an additive call; ``weight`` is
     the row's sign (+1/-1) times its FILTER and non-NULL masks. DECIMAL sums are Python lists
@@ -384,7 +370,7 @@ def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
             values = _zero_filled(column).astype(np.int64)
             return [values * weight, weight]
         if k == TypeKind.INTERVAL:
-            months, days, usecs = _interval_fields(column)
+            months, days, usecs = interval_fields(column)
             hi, lo = usecs >> 32, usecs & 0xFFFFFFFF   # exact, as a bigint sum's halves
             return [(hi * weight, lo * weight), weight, months * weight, days * weight]
         if k == TypeKind.BIGINT:
