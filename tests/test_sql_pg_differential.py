@@ -79,8 +79,11 @@ FEATURES = (
     "double_round",       # double -> integer casts and round(double): half to even
     "float_overflow",     # double arithmetic that overflows: an error, not inf
     "set_ops_all",        # INTERSECT ALL / EXCEPT ALL
+    "numeric_set_ops",    # NUMERIC columns in EXCEPT/INTERSECT/UNION, where 1.5 and 1.50 meet
 )
-KNOWN_WRONG: frozenset[str] = frozenset()
+#: finding 3 of the notes: an EXCEPT MV fed 1.5 by one side and 1.50 by the other fails its
+#: graph ("delete whose old row is not the stored row") and loses the INSERT.
+KNOWN_WRONG: frozenset[str] = frozenset({"numeric_set_ops"})
 ALL_FEATURES = os.environ.get("HUMMOCK_PG_ALL_FEATURES", "") in ("1", "true", "yes")
 #: HUMMOCK_PG_SKIP=feature,feature: leave more features out (to look past a known finding)
 KNOWN_WRONG |= frozenset(f for f in os.environ.get("HUMMOCK_PG_SKIP", "").split(",") if f)
@@ -559,10 +562,9 @@ def group_expr(draw, c: Col) -> str:
 
 def _set_op(draw, tables):
     t1, t2 = draw(st.permutations(tables))[:2]
-    types = draw(st.lists(st.sampled_from(["int", "text", "numeric", "bool", "double", "interval"]
-                                          if on("interval_ops") else
-                                          ["int", "text", "numeric", "bool", "double"]),
-                          min_size=1, max_size=2))
+    kinds = ["int", "text", "bool", "double"] + (["interval"] if on("interval_ops") else []) + (
+        ["numeric"] if on("numeric_set_ops") else [])
+    types = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=2))
     sides = []
     for t in (t1, t2):
         f = From(t.name, table_scope(t), None)
