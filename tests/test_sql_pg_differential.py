@@ -384,7 +384,7 @@ def agg(draw, scope) -> str:
         return f"{draw(st.sampled_from(['sum', 'avg']))}(DISTINCT {expr(draw, scope, 'int', 0)})"
     return draw(st.sampled_from([f"COALESCE(max({expr(draw, scope, 'int', 0)}), -1)",
                                  f"(sum({expr(draw, scope, 'int', 0)}) + count(*))",
-                                 f"(count(*) * 2)"]))
+                                 "(count(*) * 2)"]))
 
 
 # ---- FROM clauses ------------------------------------------------------------------------------
@@ -615,7 +615,7 @@ def _scalar_subquery(draw, tables):
     aggs = ["count(*)", f"max({t2.name}.a)", f"sum({t2.name}.a)", f"min({expr(draw, inner, 'text', 0)})",
             f"count({t2.name}.a)"]
     if on("corr_scalar_expr") or not corr:
-        aggs += [f"COALESCE(max({t2.name}.a), -1)", f"(count(*) + 1)", f"(max({t2.name}.a) * 2)"]
+        aggs += [f"COALESCE(max({t2.name}.a), -1)", "(count(*) + 1)", f"(max({t2.name}.a) * 2)"]
     sub = f"(SELECT {draw(st.sampled_from(aggs))} FROM {t2.name}{where})"
     items = [f"{t1.name}.k AS c0", f"{sub} AS c1"]
     if draw(st.booleans()):
@@ -632,7 +632,7 @@ def _topn_subquery(draw, tables):
     order += f", {t.name}.k"                                        # a total order: no ties
     inner = f"SELECT {', '.join(items)}, {t.name}.k AS kk FROM {t.name}{order}{_limit(draw)}"
     q = [Col(f"q.c{i}", None, f"c{i}") for i in range(n)]
-    outer_cond = draw(st.sampled_from([f"q.c0 IS NOT NULL", "q.kk > 5", "q.kk % 2 = 0", "true"]))
+    outer_cond = draw(st.sampled_from(["q.c0 IS NOT NULL", "q.kk > 5", "q.kk % 2 = 0", "true"]))
     return f"SELECT {', '.join(c.ref for c in q)}, q.kk FROM ({inner}) AS q WHERE {outer_cond}", n + 1
 
 
@@ -665,7 +665,7 @@ def _full_join_aggs(draw, tables):
 
     (x, gx), (y, gy) = side(t1, "x"), side(t2, "y")
     how = draw(st.sampled_from(["FULL JOIN", "LEFT JOIN", "RIGHT JOIN", "JOIN"]))
-    on_sql = "x.g = y.g" if gx and gy and draw(st.booleans()) else f"CAST(x.v AS BIGINT) = CAST(y.v AS BIGINT)"
+    on_sql = "x.g = y.g" if gx and gy and draw(st.booleans()) else "CAST(x.v AS BIGINT) = CAST(y.v AS BIGINT)"
     items = ["x.v AS c0", "y.v AS c1"] + (["x.g AS c2"] if gx else [])
     return f"SELECT {', '.join(items)} FROM {x} {how} {y} ON {on_sql}", len(items)
 
