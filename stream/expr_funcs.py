@@ -161,6 +161,27 @@ def _func_substr(args, columns):   # substr(s, start [, count]), 1-based like Po
     return pc.utf8_slice_codeunits(value, begin_clamped, end)
 
 
+def _trimmer(kernel):
+    """``trim``/``ltrim``/``rtrim(s [, characters])`` as Postgres' btrim/ltrim/rtrim: strip the
+    longest run made only of ``characters`` (default a space -- not other whitespace) from both
+    ends, the start or the end. ``characters`` must be a constant (the binder checks)."""
+    def trim(args, columns):
+        chars = " "
+        if len(args) == 2:
+            if not isinstance(args[1], Lit):
+                raise ExpressionError("trim needs constant characters")
+            if args[1].value is None:
+                return pa.scalar(None, pa.string())
+            chars = args[1].value
+        value = args[0].evaluate(columns)
+        return kernel(value, characters=chars) if chars else value
+    return trim
+
+
+def _trim_type(ts):
+    return ts[0] if all(t == DataType.VARCHAR for t in ts) else None
+
+
 def _func_replace(args, columns):
     pattern, repl = args[1], args[2]
     if not isinstance(pattern, Lit) or not isinstance(repl, Lit):
@@ -184,9 +205,9 @@ _FUNCS = {
     "concat": (_func_concat, lambda ts: DataType.VARCHAR, (1, None)),
     "substr": (_func_substr, lambda ts: ts[0] if ts[0] == DataType.VARCHAR and all(t.kind in _INTS for t in ts[1:])
                else None, (2, 3)),
-    "trim": (lambda a, c: pc.utf8_trim_whitespace(a[0].evaluate(c)), _text_to_text, (1, 1)),
-    "ltrim": (lambda a, c: pc.utf8_ltrim_whitespace(a[0].evaluate(c)), _text_to_text, (1, 1)),
-    "rtrim": (lambda a, c: pc.utf8_rtrim_whitespace(a[0].evaluate(c)), _text_to_text, (1, 1)),
+    "trim": (_trimmer(pc.utf8_trim), _trim_type, (1, 2)),
+    "ltrim": (_trimmer(pc.utf8_ltrim), _trim_type, (1, 2)),
+    "rtrim": (_trimmer(pc.utf8_rtrim), _trim_type, (1, 2)),
     "replace": (_func_replace, lambda ts: ts[0] if all(t == DataType.VARCHAR for t in ts) else None, (3, 3)),
     "ceil": (_ceil_floor(pc.ceil, D.ceil), _ceil_floor_type, (1, 1)),
     "floor": (_ceil_floor(pc.floor, D.floor), _ceil_floor_type, (1, 1)),

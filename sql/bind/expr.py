@@ -374,6 +374,11 @@ class ExprBinder:
             if name not in E._FUNCS:
                 raise error_at(UnsupportedError, f"function {node.sql_name() if hasattr(node, 'sql_name') else name}"
                                                  " is not supported", node)
+        if isinstance(node, exp.Trim):   # ltrim/rtrim/btrim and TRIM([LEADING|TRAILING|BOTH] c FROM s)
+            name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(str(node.args.get("position") or "").upper(), "trim")
+            args = [node.this] + ([node.expression] if node.expression is not None else [])
+            if len(args) == 2 and not isinstance(self.bind(args[1]), E.Lit):
+                raise error_at(UnsupportedError, "trim characters must be a constant", args[1])
         bound = [self.bind(a) for a in args if isinstance(a, exp.Expression)]
         if name == "round" and len(bound) == 2 and bound[0].data_type.kind in T.INTEGERS:
             bound[0] = E.Cast(bound[0], DataType.DECIMAL)   # Postgres: round(numeric, int)
