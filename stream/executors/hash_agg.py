@@ -166,6 +166,10 @@ class HashAgg(UnaryExecutor):
         self._dirty: dict = {}  # group key -> state list (changed this epoch)
         self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
         self._key_types = [in_schema.types[i] for i in group_key]
+        # a NUMERIC key has many representations of one value (1.5, 1.50): a stored group keeps the
+        # one it was first written with, and every change of it (U-/U+/-) is emitted and written
+        # with exactly that one (``_flush``), so the value state and downstream see one stable row
+        self._scaled_key = DataType.DECIMAL in self._key_types
         # bytes charged per cached group: a key of small scalars, the state list, dict slots
         self._group_charge = row_bytes([None] * nk) + 32 * nk + row_bytes(self._initial) + 32 * self.width \
             + _STATE_OVERHEAD
@@ -432,7 +436,10 @@ class HashAgg(UnaryExecutor):
         extremes = [(j, self.slots[j][0]) for j in self.extreme]
         ops, keys, states = [], [], []
         hidden = []   # positions of update pairs whose output does not change (state only)
+        stored = self._stored_keys(dirty, olds) if self._scaled_key else None
         for key, state in dirty.items():
+            if stored is not None:
+                key = stored.get(key, key)
             for j, at in extremes:
                 if state[at] is _UNKNOWN:
                     state[at] = self.extreme[j].refill(key)
@@ -484,6 +491,19 @@ class HashAgg(UnaryExecutor):
             out = out.with_visibility(visible).compact()
         return _split(out)
 
+
+    def _stored_keys(self, dirty, olds) -> dict:
+        """Group key -> the key as the value state stores it, for the dirty groups stored before
+        this epoch (a NUMERIC key equal as a value may carry another scale than the stored one)."""
+        was = [key for key in dirty if olds[key] is not None]
+        if not was:
+            return {}
+        nk = len(self.group_key)
+        out = {}
+        for key, row in zip(was, self.value_table.get_rows(was)):
+            if row is not None:
+                out[key] = tuple(row[:nk])
+        return out
 
     # --- checks -------------------------------------------------------------------------------------
 
