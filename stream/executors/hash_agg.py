@@ -445,12 +445,15 @@ class HashAgg(UnaryExecutor):
                     state[at] = self.extreme[j].refill(key)
             new = tuple(state)
             old = olds[key]
-            if new == old:
+            if new == old:   # equal as values; keep the stored representation (1.5, not 1.50)
+                state[:] = old
                 continue
             was = old is not None   # a stored HashAgg group always has rows
             if keep_empty or new[0] > 0:
                 if was:
-                    if old[1:] == new[1:]:   # only the row count changed: same output
+                    if old[1:] == new[1:]:   # only the row count changed: same output, and the
+                        state[1:] = old[1:]  # slots keep the representation emitted before
+                        new = tuple(state)
                         hidden += (len(ops), len(ops) + 1)
                     ops += _UPDATE
                     keys += (key, key)
