@@ -41,6 +41,12 @@ Strict mode (``consistent=True``, the default): a delete that would take a group
 or a distinct value's count, below zero raises
 :class:`~stream.errors.InconsistentStreamError` naming the executor and group.
 
+Representations: values equal but not identical (NUMERIC 1.5 and 1.50; the planner's keys use
+Python equality, the state tables memcomparable keys) are one group. A stored group keeps the key
+and slot representation it was first written with: ``_flush`` emits and writes its changes under
+the stored key, and a state equal to the stored one only as a value is reset to it, so every
+``U-``/``-`` (value state and output) is exactly the stored/emitted row.
+
 Invariants (``_check``): a cached group state not changed in this epoch equals its value-state
 row; an extreme cache is
 sorted, at most ``EXTREME_CACHE_ROWS`` long, and a sub-multiset of the materialized input that
