@@ -267,6 +267,38 @@ class Catalog:
         return [decode_record(k, v) for k, v in self.store.iter(CATALOG_TABLE_ID, epoch, prefix=KEY_PREFIX)]
 
 
+#: The table-id allocator's record (written by the SQL catalog and by bulk loads): table id 0,
+#: ``properties["next_table_id"]`` the next id to hand out. Every writer of records that claims
+#: an id moves it past that id, so no two writers hand out one id.
+ALLOCATOR_TABLE_ID = 0
+ALLOCATOR_NAME = "__sql_meta__"
+
+
+def allocator_desc(next_table_id: int) -> TableDesc:
+    """The allocator record saying ``next_table_id`` is the next id to hand out."""
+    return TableDesc(ALLOCATOR_TABLE_ID, ALLOCATOR_NAME, (("next_table_id", DataType.BIGINT),), (0,),
+                     properties={"next_table_id": next_table_id})
+
+
+def claimed_table_ids(descs) -> tuple:
+    """``(ids, next_id)``: the table ids the records ``descs`` claim (each record's own and the
+    ``properties["sql"]["internal_ids"]`` of SQL relations, whose state tables have no record)
+    and the lowest id above every claimed id and the allocator's ``next_table_id``. Malformed
+    SQL properties are skipped here (``SqlCatalog.from_descs`` reports them)."""
+    ids, next_id = set(), 1
+    for desc in descs:
+        if desc.table_id == ALLOCATOR_TABLE_ID:
+            found = desc.properties.get("next_table_id")
+            if isinstance(found, int) and not isinstance(found, bool):
+                next_id = max(next_id, found)
+            continue
+        ids.add(desc.table_id)
+        sql = desc.properties.get("sql")
+        if isinstance(sql, dict) and isinstance(sql.get("internal_ids"), list):
+            ids.update(i for i in sql["internal_ids"] if isinstance(i, int) and not isinstance(i, bool))
+    return ids, max([next_id] + [i + 1 for i in ids])
+
+
 def record_name(key: bytes) -> str:
     """How errors and ``hummock inspect`` name the catalog record stored under ``key``."""
     return f"catalog record {bytes(key)!r} (table {CATALOG_TABLE_ID})"

@@ -58,7 +58,8 @@ from hummock import HummockStorage, StorageOptions
 from hummock.errors import ExpiredEpochError
 from hummock.key import EPOCH_SPILL_MASK, new_epoch
 from hummock.version_codec import encode_version
-from relational.catalog import Catalog, TableDesc
+from relational.bulk_load import check_no_views
+from relational.catalog import ALLOCATOR_TABLE_ID, CATALOG_TABLE_ID, Catalog, TableDesc, claimed_table_ids
 from relational.errors import SchemaError
 from relational.spark_types import from_spark_type, same_type, spark_column, spark_schema, table_column
 from relational.table_iter import pk_ranges
@@ -422,13 +423,23 @@ def plan_load(options, schema) -> _LoadPlan:
         committed = storage.max_committed_epoch
         desc = find_table(storage, _option(options, "table", required=True), committed)
         new_table = desc is None
+        descs = Catalog(storage).list(committed)
         if new_table:
-            used = [d.table_id for d in Catalog(storage).list(committed)]
-            table_id = _int_option(options, "table_id", max(used, default=0) + 1, 1, 0xFFFFFFFE)
-            if table_id in used or any(table_id in i.table_ids for i in storage.version().all_ssts()):
-                raise SchemaError(f"table id {table_id} is already used")
+            # One allocator with the SQL catalog: ids its records, its state tables (no record
+            # of their own) or its allocator record handed out, and ids holding data, are taken.
+            claimed, next_id = claimed_table_ids(descs)
+            with_data = {t for i in storage.version().all_ssts() for t in i.table_ids} - {CATALOG_TABLE_ID}
+            handed_out = next((d.properties.get("next_table_id") for d in descs
+                               if d.table_id == ALLOCATOR_TABLE_ID), 1)
+            default = max([next_id] + [t + 1 for t in with_data])
+            table_id = _int_option(options, "table_id", default, 1, 0xFFFFFFFE)
+            if table_id in claimed or table_id in with_data or \
+                    (isinstance(handed_out, int) and table_id < handed_out):
+                raise SchemaError(f"table id {table_id} is already used (the catalog handed it out or it holds "
+                                  f"data); leave out the table_id option to take the next free id ({default})")
             desc = _new_desc(options, schema, table_id)
         else:
+            check_no_views(storage, desc, committed)
             _check_schema(desc, schema)
             if table_ssts(storage.version(), desc.table_id):
                 from hummock.external_ssts import TableNotEmptyError

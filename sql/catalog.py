@@ -29,8 +29,7 @@ import copy
 from dataclasses import dataclass, field
 
 from hummock.errors import CorruptionError
-from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, Catalog, TableDesc, record_name
-from relational.types import DataType
+from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, Catalog, TableDesc, allocator_desc, record_name
 from stream.executors.materialize import CONFLICT_BEHAVIOURS
 
 from sql.errors import CatalogError
@@ -177,6 +176,13 @@ class SqlCatalog:
                     owners[tid] = rel.name
                 relations.append(rel)
                 next_id = max(next_id, rel.table_id + 1, *(i + 1 for i in rel.internal_ids))
+            else:   # a table recorded outside SQL (a bulk load): its id is taken too
+                if desc.table_id in owners:
+                    raise CorruptionError(f"table id {desc.table_id} has two records: {owners[desc.table_id]!r} "
+                                          f"and {desc.name!r}", object=_record(desc.table_id),
+                                          expected="one owner per table id", found=desc.name)
+                owners[desc.table_id] = desc.name
+                next_id = max(next_id, desc.table_id + 1)
         relations.sort(key=lambda r: r.table_id)
         names = {}
         for rel in relations:
@@ -191,8 +197,7 @@ class SqlCatalog:
         return cls(relations, next_id)
 
     def meta_desc(self) -> TableDesc:
-        return TableDesc(META_TABLE_ID, "__sql_meta__", (("next_table_id", DataType.BIGINT),), (0,),
-                         properties={"next_table_id": self.next_table_id})
+        return allocator_desc(self.next_table_id)   # the format bulk loads share
 
     def write(self, store, epoch: int, changed=(), dropped=()) -> None:
         """Write the records of ``changed`` relations (and the meta record), drop those of

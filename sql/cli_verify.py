@@ -15,7 +15,10 @@ What is checked (docs/format.md has each layout):
 4. every table description in the catalog decodes (``relational.catalog.decode_record``:
    envelope, checksum, the JSON's shape and types, the key's table id), and the SQL catalog
    they hold is sound (``SqlCatalog.from_descs``: kinds, column counts, ids, names,
-   dependencies).
+   dependencies, one record per table id); in a store whose ids the catalog allocates (it has
+   the allocator record SQL and bulk loads write), every table id holding data is claimed by a
+   record or a relation's internal state tables (dropped tables, which hold a truncation,
+   excepted). Stores used through the KV or relational API alone are not checked for that.
 
 SST objects that no version references (orphans left for vacuum) are counted, not opened.
 Nothing is written; a vanished object (a writer's rotation or vacuum meanwhile) is skipped.
@@ -38,7 +41,8 @@ from hummock.sstable.meta import sst_object_path
 from hummock.sstable.reader import Sstable
 from hummock.value import VALUE_TAG_DELETE
 from hummock.version_codec import decode_delta, decode_version
-from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, decode_record, record_name
+from relational.catalog import (ALLOCATOR_TABLE_ID, CATALOG_TABLE_ID, KEY_PREFIX, claimed_table_ids, decode_record,
+                                record_name)
 from sql.catalog import SqlCatalog
 
 
@@ -208,6 +212,14 @@ def verify_catalog(db, report: VerifyReport) -> None:
         SqlCatalog.from_descs(descs)
     except CorruptionError as exc:
         report.problems.append((exc.object or "SQL catalog", str(exc)))
+    if any(d.table_id == ALLOCATOR_TABLE_ID for d in descs):   # ids are allocated: data needs a record
+        claimed, _ = claimed_table_ids(descs)
+        version = db.version()
+        truncated = {t for t, w in version.table_watermarks.items() if w.truncations}   # dropped tables
+        for tid in sorted({t for i in version.all_ssts() for t in i.table_ids}
+                          - claimed - truncated - {CATALOG_TABLE_ID}):
+            report.problems.append((f"table {tid}", f"table id {tid} holds data but no catalog record (nor a "
+                                                    f"relation's internal state table) claims it"))
 
 
 def count_orphans(objects, version, report: VerifyReport) -> None:
