@@ -396,7 +396,18 @@ def _new_desc(options, schema, table_id: int) -> TableDesc:
         if col not in names:
             raise SchemaError(f"option pk/dist_key names {col!r}, not a column of the DataFrame ({names})")
     return TableDesc(table_id, name, columns, tuple(names.index(c) for c in pk),
-                     dist_key_indices=tuple(names.index(c) for c in (pk if dist is None else dist)))
+                     dist_key_indices=tuple(names.index(c) for c in (pk if dist is None else dist)),
+                     properties=_sql_properties(columns))
+
+
+def _sql_properties(columns) -> dict:
+    """What makes a loaded table a SQL table (``sql.catalog.Relation.to_desc``'s record format:
+    a table with a user primary key, ON CONFLICT overwrite as CREATE TABLE's default); nothing
+    for a table with a STRUCT or LIST column, which SQL has no type for."""
+    if any(t.kind in (TypeKind.STRUCT, TypeKind.LIST) for _, t in columns):
+        return {}
+    return {"sql": {"kind": "table", "n_visible": len(columns), "row_id": False, "conflict": "overwrite",
+                    "append_only": False, "definition": None, "internal_ids": [], "depends_on": []}}
 
 
 def _check_schema(desc: TableDesc, schema) -> None:

@@ -153,3 +153,33 @@ def test_a_spark_load_into_a_table_views_read_is_refused(spark, tmp_path):
     with pytest.raises(Exception, match="ViewsWouldGoStaleError|read by materialized view"):
         df.write.format("hummock").mode("append").option("url", url).option("table", "t").save()
     assert _sql(url, "SELECT n FROM m", "SELECT count(*) FROM t") == [[(0,)], [(0,)]]
+
+
+def test_a_loaded_table_is_a_sql_table_with_its_schema(tmp_path):
+    url = str(tmp_path / "db")
+    _sql(url, "CREATE TABLE t (id BIGINT PRIMARY KEY)")
+    _run(_plan(url, "x"), [(1, 10), (2, 20), (3, None)])
+    cat = _catalog(url)
+    rel = cat.get("x")
+    assert rel is not None and rel.kind == "table" and rel.user_pk
+    assert [(n, t.sql_name()) for n, t in rel.visible_columns] == [("id", "BIGINT"), ("v", "BIGINT")]
+    got = _sql(url, "SELECT id, v FROM x ORDER BY id",
+               "CREATE MATERIALIZED VIEW s AS SELECT count(*) AS n, sum(v) AS total FROM x",
+               "INSERT INTO x VALUES (2, 25), (4, 40)", "FLUSH",
+               "SELECT id, v FROM x ORDER BY id", "SELECT n, total FROM s")
+    assert got == [[(1, 10), (2, 20), (3, None)], [(1, 10), (2, 25), (3, None), (4, 40)], [(4, 75)]]
+    assert verify(url, show_progress=False).ok
+
+
+def test_a_loaded_table_sql_has_no_type_for_stays_out_of_sql(tmp_path):
+    from pyspark.sql.types import ArrayType
+    url = str(tmp_path / "db")
+    _sql(url, "CREATE TABLE t (id BIGINT PRIMARY KEY)")
+    schema = StructType([StructField("id", LongType(), False), StructField("tags", ArrayType(LongType()), True)])
+    plan = plan_load({"url": url, "table": "arr", "pk": "id"}, schema)
+    assert "sql" not in plan.desc.properties
+    with plan.store.open(read_only=False, spare_young=True) as storage:
+        commit_load(storage, plan.desc, [], plan.epoch, new_table=True)
+    assert _catalog(url).get("arr") is None and _sql(url, "SELECT count(*) FROM t") == [[(0,)]]
+    _sql(url, "CREATE TABLE y (id BIGINT PRIMARY KEY)")
+    assert _catalog(url).get("y").table_id > plan.desc.table_id
