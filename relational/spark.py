@@ -32,6 +32,10 @@ attempt ``a`` sorts its rows and writes SSTs under its own id slice at ``epoch +
 SSTs -- and a new table's catalog record -- in one version delta (``ingest_ssts``), or nothing:
 a failed job's ``abort`` deletes what it knows and vacuums. Every process that writes the store
 must be this one at that moment (the store has one writer): close other writers first.
+One catalog with SQL (docs/spark.md): a table that materialized views read is refused
+(``ViewsWouldGoStaleError``); a new table's id comes from the allocator record SQL keeps
+(``relational.catalog.claimed_table_ids`` / ``allocator_desc``; the commit moves it past the
+id) and its record carries SQL's table properties, so SQL sees it.
 
 Options (strings): ``url``, ``table``; reads: ``epoch``, ``columns``, ``partition_bytes``
 (default 96 MiB), ``batch_rows`` (65,536), ``pin_ttl_s`` (3600), ``pushdown`` (true/false); writes: ``pk``,
