@@ -444,8 +444,9 @@ class HashAgg(UnaryExecutor):
         hidden = []   # positions of update pairs whose output does not change (state only)
         stored = self._stored_keys(dirty, olds) if self._scaled_key else None
         for key, state in dirty.items():
-            if stored is not None:
-                key = stored.get(key, key)
+            # out_key: the key as stored (its NUMERIC scale); lookups keep ``key`` itself (a NaN
+            # in a key is only found in a dict by identity)
+            out_key = stored.get(key, key) if stored is not None else key
             for j, at in extremes:
                 if state[at] is _UNKNOWN:
                     state[at] = self.extreme[j].refill(key)
@@ -462,11 +463,11 @@ class HashAgg(UnaryExecutor):
                         new = tuple(state)
                         hidden += (len(ops), len(ops) + 1)
                     ops += _UPDATE
-                    keys += (key, key)
+                    keys += (out_key, out_key)
                     states += (old, new)
                 else:
                     ops.append(INSERT)
-                    keys.append(key)
+                    keys.append(out_key)
                     states.append(new)
             else:
                 cache.pop(key, None)
@@ -474,7 +475,7 @@ class HashAgg(UnaryExecutor):
                     self.extreme[j].cache.pop(key, None)
                 if was:
                     ops.append(DELETE)
-                    keys.append(key)
+                    keys.append(out_key)
                     states.append(old)
         if not ops:
             return None
