@@ -45,12 +45,19 @@ cdef inline uint64_t load_u64_be(const unsigned char* p) noexcept nogil:
     return x
 
 
+cdef inline bytes bytes_arg(object value, str what):
+    """``value`` (bytes, bytearray or memoryview) as bytes; anything else is InvalidArgumentError
+    "``what`` must be bytes, got <type>" (the twins' message)."""
+    if type(value) is bytes:
+        return <bytes>value
+    if not isinstance(value, (bytearray, memoryview)):
+        raise InvalidArgumentError(f"{what} must be bytes, got {type(value).__name__}")
+    return bytes(value)
+
+
 cdef bytes as_key(object full_key):
     """Checked full key as bytes (same rules and messages as the twin's ``_check_key``)."""
-    if type(full_key) is not bytes:
-        if not isinstance(full_key, (bytes, bytearray, memoryview)):
-            raise InvalidArgumentError(f"full key must be bytes, got {type(full_key).__name__}")
-        full_key = bytes(full_key)
+    full_key = bytes_arg(full_key, "full key")
     if PyBytes_GET_SIZE(full_key) < MIN_FULL_KEY_LEN:
         raise InvalidArgumentError(f"full key of {PyBytes_GET_SIZE(full_key)} bytes is shorter than {MIN_FULL_KEY_LEN}")
     return <bytes>full_key
@@ -1057,10 +1064,8 @@ cdef bytes checked_first_key(object first_keys, Py_ssize_t index):
     same errors and messages); never cast unchecked, as a ``None`` or a short key would be read
     as bytes it does not have."""
     k = first_keys[index]
-    if type(k) is not bytes:
-        if not isinstance(k, (bytes, bytearray, memoryview)):
-            raise InvalidArgumentError(f"first key {index} must be bytes, got {type(k).__name__}")
-        k = bytes(k)
+    if type(k) is not bytes:   # (the name is formatted only off the hot path)
+        k = bytes_arg(k, f"first key {index}")
     if PyBytes_GET_SIZE(k) < MIN_FULL_KEY_LEN:
         raise InvalidArgumentError(f"first key {index} of {PyBytes_GET_SIZE(k)} bytes is shorter than {MIN_FULL_KEY_LEN}")
     return <bytes>k
@@ -1093,12 +1098,7 @@ def find_block_for_version(first_keys, user_key, epoch):
     """:func:`find_block` for the full key ``user_key || inverted(epoch)``."""
     cdef bytes uk
     cdef Py_ssize_t un, i
-    if type(user_key) is bytes:
-        uk = <bytes>user_key
-    elif isinstance(user_key, (bytearray, memoryview)):
-        uk = bytes(user_key)
-    else:
-        raise InvalidArgumentError(f"user key must be bytes, got {type(user_key).__name__}")
+    uk = bytes_arg(user_key, "user key")
     un = PyBytes_GET_SIZE(uk)
     cdef uint64_t inv = ~as_epoch(epoch)
     cdef bytes target = PyBytes_FromStringAndSize(NULL, un + EPOCH_LEN)
