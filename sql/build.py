@@ -5,7 +5,8 @@ CONFLICT; ``_row_id`` filled by Dml for tables without a pk); for every MV, one 
 its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin -- also for semi/anti
 joins and, on a constant key, a ScalarJoin --, DynamicFilter, Union, (Ranked)GroupTopN, OverWindow) over
 ``Receiver`` heads fed by its upstream relations' Materialize actors (one simple dispatcher
-per reader = broadcast), ending in its Materialize. A new MV (``backfill``) reads each
+per reader = broadcast), ending in its Materialize (which also writes the change log of each
+subscription of the relation: ``SqlCatalog.change_logs_of``). A new MV (``backfill``) reads each
 upstream through :class:`stream.executors.backfill.Backfill`.
 
 Deterministic planning: internal state table ids are taken, in plan order (a depth-first walk,
@@ -131,14 +132,16 @@ class GraphBuilder:
         dml = Dml(src.executor, schema, rel.pk_indices,
                   row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None)
         conflict = rel.conflict if rel.user_pk else "no_check"
-        self.actors[rel.name] = self.rt.actor(Materialize(dml, self._state_table(rel.desc, False), conflict))
+        self.actors[rel.name] = self.rt.actor(Materialize(dml, self._state_table(rel.desc, False), conflict,
+                                                          change_logs=self.catalog.change_logs_of(rel.name)))
         self.sources[rel.name] = src
 
     def _mv(self, rel) -> None:
         plan = self.plan_of(rel)
         ids = allocate(plan, IdAllocator(stored=rel.internal_ids, mv_name=rel.name))
         root = build_plan(plan, self, ids, rel.name in self.backfill)
-        self.actors[rel.name] = self.rt.actor(Materialize(root, self._state_table(rel.desc, False), "no_check"))
+        self.actors[rel.name] = self.rt.actor(Materialize(root, self._state_table(rel.desc, False), "no_check",
+                                                          change_logs=self.catalog.change_logs_of(rel.name)))
 
     def head(self, relation, backfill: bool):
         [head] = self.rt.exchange([self.actors[relation.name]], 1, "simple")

@@ -20,6 +20,13 @@ naming the record and the field, at load and in ``hummock inspect verify``; ``Sq
 a ``copy()`` and swaps it in only once the change committed, so a failed statement leaves the
 catalog as it was.
 
+Subscriptions (``CREATE SUBSCRIPTION``, docs/sql.md "Subscriptions") are records of their own:
+the ``TableDesc`` of the subscription's change-log table (its own id from the allocator, the
+subscription's name, the relation's columns and pk) with ``properties["subscription"]``
+(``relation``, ``retention_ms``, ``start_epoch``: relational/change_log.py). They live in
+``SqlCatalog.subscriptions``, a namespace apart from relations; a relation with a subscription
+cannot be dropped.
+
 Callers: :mod:`sql.database` (lifecycle), :mod:`sql.bind` (name resolution), :mod:`sql.build`.
 """
 
@@ -30,6 +37,7 @@ from dataclasses import dataclass, field
 
 from hummock.errors import CorruptionError
 from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, Catalog, TableDesc, allocator_desc, record_name
+from relational.change_log import SUBSCRIPTION_PROPERTY, ChangeLogSpec, subscription_properties
 from stream.executors.materialize import CONFLICT_BEHAVIOURS
 
 from sql.errors import CatalogError
@@ -116,13 +124,60 @@ class Relation:
                    list(internal_ids), list(depends_on))
 
 
+@dataclass
+class Subscription:
+    """A subscription (module docstring): its change log is table ``desc.table_id``; it holds
+    every change of ``relation`` after ``start_epoch`` that is younger than ``retention_ms``."""
+
+    desc: TableDesc
+    relation: str
+    retention_ms: int
+    start_epoch: int
+
+    kind = "subscription"
+    internal_ids = ()
+
+    @property
+    def name(self) -> str:
+        return self.desc.name
+
+    @property
+    def table_id(self) -> int:
+        return self.desc.table_id
+
+    def spec(self) -> ChangeLogSpec:
+        return ChangeLogSpec(self.table_id, self.retention_ms, self.name)
+
+    def to_desc(self) -> TableDesc:
+        d = self.desc
+        return TableDesc(d.table_id, d.name, d.columns, d.pk_indices, d.order_types, d.dist_key_indices,
+                         d.value_indices, properties=subscription_properties(self.relation, self.retention_ms,
+                                                                             self.start_epoch))
+
+    @classmethod
+    def from_desc(cls, desc: TableDesc) -> Subscription:
+        p = desc.properties[SUBSCRIPTION_PROPERTY]
+        if not isinstance(p, dict):
+            raise _malformed(desc, "", "an object", p, SUBSCRIPTION_PROPERTY)
+        relation = p.get("relation")
+        if not isinstance(relation, str):
+            raise _malformed(desc, "relation", "a string", relation, SUBSCRIPTION_PROPERTY)
+        values = []
+        for name in ("retention_ms", "start_epoch"):
+            v = p.get(name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 64:
+                raise _malformed(desc, name, "an integer in [0, 2^64)", v, SUBSCRIPTION_PROPERTY)
+            values.append(v)
+        return cls(desc, relation, *values)
+
+
 def _record(table_id: int) -> str:
     return record_name(KEY_PREFIX + table_id.to_bytes(4, "big"))
 
 
-def _malformed(desc: TableDesc, field: str, expected, found) -> CorruptionError:
+def _malformed(desc: TableDesc, field: str, expected, found, prop: str = "sql") -> CorruptionError:
     text = repr(found)
-    return CorruptionError(f"invalid SQL catalog entry: properties.sql{'.' if field else ''}{field}",
+    return CorruptionError(f"invalid SQL catalog entry: properties.{prop}{'.' if field else ''}{field}",
                            object=_record(desc.table_id),
                            expected=expected, found=found if len(text) <= 80 else text[:77] + "...")
 
@@ -140,9 +195,10 @@ def _sql_field(desc: TableDesc, value, kind: type, field: str):
 class SqlCatalog:
     """Relations by name plus the id allocator (module docstring)."""
 
-    def __init__(self, relations=(), next_table_id: int = 1):
+    def __init__(self, relations=(), next_table_id: int = 1, subscriptions=()):
         self.relations: dict = {r.name: r for r in relations}
         self.next_table_id = next_table_id
+        self.subscriptions: dict = {s.name: s for s in subscriptions}
 
     def copy(self) -> SqlCatalog:
         return copy.deepcopy(self)
@@ -158,7 +214,7 @@ class SqlCatalog:
     @classmethod
     def from_descs(cls, descs) -> SqlCatalog:
         """The catalog the table descriptions ``descs`` (a store's catalog records) hold."""
-        relations, next_id, owners = [], 1, {}
+        relations, next_id, owners, subscriptions = [], 1, {}, []
         for desc in descs:
             if desc.table_id == META_TABLE_ID:
                 found = desc.properties.get("next_table_id", 1)
@@ -176,6 +232,13 @@ class SqlCatalog:
                     owners[tid] = rel.name
                 relations.append(rel)
                 next_id = max(next_id, rel.table_id + 1, *(i + 1 for i in rel.internal_ids))
+            elif SUBSCRIPTION_PROPERTY in desc.properties:
+                if desc.table_id in owners:
+                    raise _malformed(desc, "", f"a table id no other record uses ({owners[desc.table_id]} uses it)",
+                                     desc.table_id, SUBSCRIPTION_PROPERTY)
+                owners[desc.table_id] = desc.name
+                subscriptions.append(Subscription.from_desc(desc))
+                next_id = max(next_id, desc.table_id + 1)
             else:   # a table recorded outside SQL (a bulk load): its id is taken too
                 if desc.table_id in owners:
                     raise CorruptionError(f"table id {desc.table_id} has two records: {owners[desc.table_id]!r} "
@@ -194,7 +257,16 @@ class SqlCatalog:
             missing = [n for n in rel.depends_on if n not in names or n == rel.name]
             if missing:
                 raise _malformed(rel.desc, "depends_on", "names of other relations in the catalog", missing)
-        return cls(relations, next_id)
+        seen = set()
+        for sub in subscriptions:
+            if sub.name in seen:
+                raise CorruptionError(f"two subscriptions are named {sub.name!r}", object=_record(sub.table_id),
+                                      expected="one record per subscription name", found=sub.name)
+            seen.add(sub.name)
+            if sub.relation not in names:
+                raise _malformed(sub.desc, "relation", "the name of a relation in the catalog", sub.relation,
+                                 SUBSCRIPTION_PROPERTY)
+        return cls(relations, next_id, subscriptions)
 
     def meta_desc(self) -> TableDesc:
         return allocator_desc(self.next_table_id)   # the format bulk loads share
@@ -233,7 +305,19 @@ class SqlCatalog:
         dependents = self.dependents(name)
         if dependents:
             raise CatalogError(f"cannot drop {name!r}: materialized view {dependents[0]!r} depends on it")
+        subs = self.subscriptions_of(name)
+        if subs:
+            raise CatalogError(f"cannot drop {name!r}: subscription {subs[0].name!r} depends on it "
+                               f"(DROP SUBSCRIPTION first)")
         return self.relations.pop(name)
+
+    def subscriptions_of(self, name: str) -> list:
+        """The subscriptions of relation ``name``, by log table id."""
+        return sorted((s for s in self.subscriptions.values() if s.relation == name), key=lambda s: s.table_id)
+
+    def change_logs_of(self, name: str) -> list:
+        """The ``ChangeLogSpec``\\ s relation ``name``'s Materialize writes (one per subscription)."""
+        return [s.spec() for s in self.subscriptions_of(name)]
 
     def dependents(self, name: str) -> list:
         return [r.name for r in self.ordered() if name in r.depends_on]

@@ -2,7 +2,8 @@
 
 Job: split a script into statements, recognise the few statements sqlglot does not know
 (``FLUSH``, ``SHOW TABLES``, ``SHOW MATERIALIZED VIEWS``, ``SHOW name``, ``SET name =|TO
-value``, ``DESCRIBE t``, ``EXPLAIN stmt``), strip RisingWave's table options (``APPEND ONLY``,
+value``, ``DESCRIBE t``, ``EXPLAIN stmt``; the subscription statements ``CREATE SUBSCRIPTION``,
+``DROP SUBSCRIPTION``, ``DECLARE c SUBSCRIPTION CURSOR``, ``FETCH``, ``CLOSE``), strip RisingWave's table options (``APPEND ONLY``,
 ``ON CONFLICT ...``) into flags, spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
 (same width; sqlglot has no EPOCH form), number ``%s`` placeholders as ``$1, $2, ...``, and hand
 the rest to sqlglot (Postgres dialect; :mod:`sql.dialect` keeps ``INTERVAL '...'`` strings whole).
@@ -50,7 +51,12 @@ STACK_HEADROOM = FRAMES_PER_LEVEL * MAX_DEPTH + 2000   # frames stack_headroom()
 class Statement:
     """One parsed statement. ``kind``: ``"ast"`` (``ast`` holds the sqlglot tree), ``"flush"``,
     ``"show"`` (``name``), ``"set"`` (``name``, ``value``), ``"describe"`` (``name`` and its
-    ``qualifiers``: schema, database; case-folded as Postgres does), ``"explain"`` (``inner``).
+    ``qualifiers``: schema, database; case-folded as Postgres does), ``"explain"`` (``inner``),
+    the subscription statements (sql/subscription.py): ``"create_subscription"`` (``name``,
+    ``options``: ``relation``, ``with``, ``if_not_exists``), ``"drop_subscription"`` (``name``,
+    ``options["if_exists"]``), ``"declare_cursor"`` (``name``, ``options``: ``subscription``,
+    ``since`` text or ``full``), ``"fetch"`` (``name``, ``value``: the count text), ``"close"``
+    (``name``, None for ALL).
     ``options``: flags the pre-pass stripped (``append_only``, ``on_conflict``).
     ``line``/``column``: where the statement starts."""
 
@@ -141,6 +147,14 @@ def _ident_parts(text: str) -> list:
 
 
 _FLUSH = re.compile(r"\s*FLUSH\s*$", re.I)
+_CREATE_SUB = re.compile(rf"\s*CREATE\s+SUBSCRIPTION\s+(IF\s+NOT\s+EXISTS\s+)?({_IDENT})\s+FROM\s+"
+                         rf"({_IDENT}(?:\s*\.\s*{_IDENT})?)\s*(?:WITH\s*\((.*)\))?\s*$", re.I | re.S)
+_DROP_SUB = re.compile(rf"\s*DROP\s+SUBSCRIPTION\s+(IF\s+EXISTS\s+)?({_IDENT})\s*$", re.I | re.S)
+_DECLARE = re.compile(rf"\s*DECLARE\s+({_IDENT})\s+SUBSCRIPTION\s+CURSOR\s+FOR\s+({_IDENT})"
+                      rf"(?:\s+(FULL|SINCE\s+(.+?)))?\s*$", re.I | re.S)
+_FETCH = re.compile(rf"\s*FETCH\s+(?:(NEXT|ALL|\d+)\s+)?(?:FROM\s+|IN\s+)?({_IDENT})\s*$", re.I | re.S)
+_CLOSE = re.compile(rf"\s*CLOSE\s+({_IDENT})\s*$", re.I | re.S)
+_SUB_WORDS = re.compile(r"\s*(?:CREATE\s+SUBSCRIPTION|DROP\s+SUBSCRIPTION|DECLARE|FETCH|CLOSE)\b", re.I)
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*)?", re.I)
 _CREATE_TABLE = re.compile(r"\s*CREATE\s+TABLE\b", re.I)
 _APPEND_ONLY = re.compile(r"\bAPPEND\s+ONLY\b", re.I)
@@ -305,6 +319,8 @@ def _statement(text: str, start: int, end: int) -> Statement:
         parts = _ident_parts(m.group(1))
         stmt.kind, stmt.name, stmt.qualifiers = "describe", parts[-1], parts[:-1]
         return stmt
+    if _SUB_WORDS.match(body):
+        return _subscription_statement(stmt, body, line, column)
     m = _EXPLAIN.match(body)
     if m:
         stmt.kind = "explain"
@@ -328,6 +344,41 @@ def _statement(text: str, start: int, end: int) -> Statement:
     if any(True for _ in stmt.ast.find_all(exp.Placeholder)):
         raise UnsupportedError("only %s and $n placeholders are supported", line, column)
     return stmt
+
+
+def _subscription_statement(stmt: Statement, body: str, line: int, column: int) -> Statement:
+    """The subscription statements (module docstring); a malformed one is ``SqlSyntaxError``."""
+    m = _CREATE_SUB.match(body)
+    if m:
+        stmt.kind, stmt.name = "create_subscription", _ident_parts(m.group(2))[0]
+        stmt.options = {"if_not_exists": bool(m.group(1)), "relation": _ident_parts(m.group(3)),
+                        "with": m.group(4)}
+        return stmt
+    m = _DROP_SUB.match(body)
+    if m:
+        stmt.kind, stmt.name, stmt.options = "drop_subscription", _ident_parts(m.group(2))[0], {
+            "if_exists": bool(m.group(1))}
+        return stmt
+    m = _DECLARE.match(body)
+    if m:
+        stmt.kind, stmt.name = "declare_cursor", _ident_parts(m.group(1))[0]
+        stmt.options = {"subscription": _ident_parts(m.group(2))[0],
+                        "full": (m.group(3) or "").upper() == "FULL", "since": m.group(4)}
+        return stmt
+    m = _FETCH.match(body)
+    if m:
+        stmt.kind, stmt.name, stmt.value = "fetch", _ident_parts(m.group(2))[0], (m.group(1) or "NEXT").upper()
+        return stmt
+    m = _CLOSE.match(body)
+    if m:
+        word = m.group(1)
+        stmt.kind, stmt.name = "close", None if word.upper() == "ALL" else _ident_parts(word)[0]
+        return stmt
+    word = " ".join(body.split()[:2]).upper()
+    raise SqlSyntaxError(f"syntax error in {word}: expected CREATE SUBSCRIPTION name FROM relation [WITH "
+                         f"(retention = '...')], DROP SUBSCRIPTION [IF EXISTS] name, DECLARE name SUBSCRIPTION "
+                         f"CURSOR FOR subscription [SINCE n | FULL], FETCH [NEXT | n | ALL] FROM name or "
+                         f"CLOSE name | ALL", line, column)
 
 
 def _sqlglot(text: str):

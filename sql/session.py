@@ -75,6 +75,19 @@ class Connection:
         with self.db.statement(self.session, f"insert_arrow({table!r}, {getattr(data, 'num_rows', '?')} rows)"):
             return insert_arrow(self.db, table, data, self.variables, chunk_size)
 
+    def subscribe(self, subscription: str, since=None, full: bool = False, timeout: float | None = None,
+                  poll_interval: float = 0.05):
+        """Iterate the changes of ``subscription`` (``CREATE SUBSCRIPTION``): those after ``since``
+        (an epoch, or unix ms below 2^48; default: from now), or with ``full=True`` the
+        relation's rows first; then live ones as epochs commit, until ``timeout`` seconds pass
+        without one (None: forever, 0: stop when caught up). Yields
+        ``relational.change_log.Change(epoch, op, row)``; sql/subscription.py ``Subscriber``."""
+        self._check()
+        from sql.subscription import Subscriber
+        self.db.check(self.session)
+        return Subscriber(self.db, subscription.lower() if not subscription.startswith('"') else
+                          subscription.strip('"'), since, full, timeout, poll_interval)
+
     def data_errors(self) -> dict:
         """``{relation: {error kind: rows}}``: values that data errors (a division by zero, an
         overflow, a cast that does not fit) set to NULL inside each MV since the database was
@@ -89,6 +102,8 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            from sql.subscription import close_all
+            close_all(self.variables)
             self.db.close()
 
     def __enter__(self) -> Connection:

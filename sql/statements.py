@@ -4,7 +4,8 @@ row count), against a :class:`~sql.database.Database` and the session's variable
 Job: DDL (CREATE TABLE / MATERIALIZED VIEW [IF NOT EXISTS], DROP [IF EXISTS]), DML (INSERT
 VALUES / SELECT, UPDATE, DELETE: chunks written into the table's source), queries (batch
 SELECT over one pinned snapshot), FLUSH, SET/SHOW, SHOW TABLES / MATERIALIZED VIEWS,
-DESCRIBE, EXPLAIN. One function per statement kind, dispatched by ``execute_statement``; a new
+DESCRIBE, EXPLAIN; the subscription statements (CREATE/DROP SUBSCRIPTION, DECLARE ... SUBSCRIPTION
+CURSOR, FETCH, CLOSE) live in :mod:`sql.subscription`. One function per statement kind, dispatched by ``execute_statement``; a new
 statement adds a function and a line in ``_DISPATCH`` / ``_AST_DISPATCH``.
 
 Invariants: DDL builds the new catalog as a copy and hands it to ``Database.apply_ddl``, so a
@@ -27,6 +28,7 @@ from stream.chunk import StreamChunk
 from stream.expr import raising_errors
 from stream.schema import Schema
 
+from sql import subscription
 from sql import types as T
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
@@ -581,7 +583,10 @@ def _rows_result(columns, rows) -> Result:
     return Result(columns, table, len(rows))
 
 
-_DISPATCH = {"flush": _flush, "set": _set, "show": _show, "describe": _describe, "explain": _explain}
+_DISPATCH = {"flush": _flush, "set": _set, "show": _show, "describe": _describe, "explain": _explain,
+             "create_subscription": subscription.create_subscription,
+             "drop_subscription": subscription.drop_subscription, "declare_cursor": subscription.declare_cursor,
+             "fetch": subscription.fetch, "close": subscription.close}
 _AST_DISPATCH = ((exp.Create, _create), (exp.Drop, _drop), (exp.Insert, _insert), (exp.Update, _update),
                  (exp.Delete, _delete), (exp.Select, _select), (exp.Union, _select),
                  (exp.Except, _select), (exp.Intersect, _select))

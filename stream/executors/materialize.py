@@ -22,6 +22,12 @@ resolved in order in Python (one chunk may touch a pk several times); the resolv
 changes -- consistent with the state by construction -- are written with one ``write_chunk``
 and are this executor's output.
 
+Change logs (``change_logs``: :class:`~relational.change_log.ChangeLogSpec`\\ s, one per
+subscription of the relation): every change this executor applies (its output) is also
+recorded in a :class:`~relational.change_log.ChangeLogWriter`, which writes the epoch's net
+changes per pk into the log table at each barrier (at ``prev_epoch``, beside the state table's
+commit) and advances the log's retention watermark. Nothing is recorded without a spec.
+
 Callers: the planner (CREATE TABLE / CREATE MATERIALIZED VIEW), tests.
 """
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from relational.change_log import ChangeLogWriter
 from relational.errors import InconsistentOpError
 from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
@@ -41,7 +48,7 @@ class Materialize(UnaryExecutor):
     """Writes its input into ``table`` (a StateTable with the input's schema) and passes the
     applied changes on (module docstring)."""
 
-    def __init__(self, input, table, conflict: str = "no_check", identity: str | None = None):
+    def __init__(self, input, table, conflict: str = "no_check", identity: str | None = None, change_logs=()):
         identity = identity or f"Materialize({table.name})"
         if conflict not in CONFLICT_BEHAVIOURS:
             raise ExecutorError(identity, f"conflict must be one of {CONFLICT_BEHAVIOURS}, got {conflict!r}")
@@ -52,9 +59,20 @@ class Materialize(UnaryExecutor):
         self.table = table
         self.conflict = conflict
         self.pk_indices_ = pk
+        self.change_logs = [ChangeLogWriter(table.store, spec, table.serde, lambda t=table: t.vnodes)
+                            for spec in change_logs]
 
     def state_tables(self) -> list:
         return [self.table]
+
+    def on_barrier(self, barrier):
+        for log in self.change_logs:
+            log.commit(barrier.prev_epoch)
+        return None
+
+    def _log(self, ops, columns, visibility=None) -> None:
+        for log in self.change_logs:
+            log.record(ops, columns, visibility)
 
     def on_chunk(self, chunk: StreamChunk):
         if self.conflict == "no_check":
@@ -63,6 +81,8 @@ class Materialize(UnaryExecutor):
             except InconsistentOpError as exc:
                 raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
             self.table.try_flush()   # spill a large epoch inside it (bounded memory)
+            if self.change_logs:
+                self._log(chunk.ops, chunk.columns, chunk.visibility)
             return chunk
         out = self._resolve(chunk)
         if out is None:
@@ -72,6 +92,8 @@ class Materialize(UnaryExecutor):
         except InconsistentOpError as exc:   # only if the table changed under us: a bug
             raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
         self.table.try_flush()
+        if self.change_logs:
+            self._log(out.ops, out.columns)
         return out
 
     def _resolve(self, chunk: StreamChunk) -> StreamChunk | None:
