@@ -11,6 +11,10 @@ the engine's ``reserve_sst_ids`` / ``ingest_ssts`` (docs/engine.md "Bulk loads")
    and -- for a new table -- its catalog record and the id allocator's record moved past its id
    (``relational.catalog.allocator_desc``, shared with the SQL catalog); or nothing.
 
+A table without a primary key (SQL's hidden ``_row_id`` pk, :func:`row_id_index`) takes rows
+without that column: :func:`task_columns` gives each task's rows fresh row ids (generator = the
+task's partition id, time floor = the write's epoch; ``relational/row_id.py``).
+
 The SQL catalog and loads share one catalog: :func:`check_no_views` refuses a load into a table
 that materialized views read (``ViewsWouldGoStaleError``) -- the views would not see the rows --
 at planning and again at the commit.
@@ -20,7 +24,7 @@ distinct tasks use distinct ids (the caller's slices) and distinct spill offsets
 repeating a pk never make two entries with one full key: the higher offset (the later task)
 wins, deterministically, in reads and in compaction. A task holds its rows in memory to sort them.
 
-Callers: :mod:`relational.spark`, tests.
+Callers: :mod:`relational.spark`, :mod:`relational.spark_sink` (streaming writes), tests.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from __future__ import annotations
 from hummock.key import EPOCH_SPILL_MASK, encode_full_key
 from hummock.sstable.builder import SstableOutputs
 from relational.errors import SchemaError
+from relational.types import DataType
+
+ROW_ID_COLUMN = "_row_id"   # the hidden pk column of a SQL table without a primary key (sql.catalog.ROW_ID)
 
 
 class DuplicateKeyError(SchemaError):
@@ -64,22 +71,81 @@ def check_no_views(storage, desc, epoch: int) -> None:
         raise ViewsWouldGoStaleError(desc.name, views)
 
 
+def row_id_index(desc) -> int | None:
+    """The position of ``desc``'s hidden row id column (a SQL table without a primary key:
+    ``properties["sql"]["row_id"]``, the BIGINT ``_row_id`` that is its pk), or None."""
+    sql = desc.properties.get("sql")
+    if not (isinstance(sql, dict) and sql.get("row_id") is True and len(desc.pk_indices) == 1):
+        return None
+    index = desc.pk_indices[0]
+    name, dtype = desc.columns[index]
+    return index if name == ROW_ID_COLUMN and dtype == DataType.BIGINT else None
+
+
+def task_columns(table, desc, partition: int, epoch: int) -> list:
+    """The columns of a write task's rows (a ``pyarrow.Table`` with Spark's layout) in
+    ``desc``'s schema order, for ``RowSerde.encode_chunk``. A table with a hidden row id column
+    that ``table`` lacks (or holds NULLs in) gets fresh ids for those rows from generator
+    ``partition``, at or above ``epoch``'s physical time (``relational.row_id.task_row_ids``:
+    numpy, unique across the tasks of one write and across writes)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from relational.row_id import task_row_ids
+    from relational.spark_types import table_column
+
+    rid = row_id_index(desc)
+    names = set(table.column_names)
+    columns = []
+    for i, (name, dtype) in enumerate(desc.columns):
+        if i != rid:
+            columns.append(table_column(table.column(name), dtype))
+            continue
+        if name not in names:
+            columns.append(pa.array(task_row_ids(partition, epoch, table.num_rows), pa.int64()))
+            continue
+        given = table.column(name).combine_chunks().cast(pa.int64())
+        if given.null_count:
+            ids = given.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=True)
+            null = np.asarray(given.is_null().to_numpy(zero_copy_only=False))
+            ids[null] = task_row_ids(partition, epoch, int(null.sum()))
+            given = pa.array(ids, pa.int64())
+        columns.append(given)
+    return columns
+
+
 def build_task_ssts(store, serde, table_id: int, columns, num_rows: int, epoch: int, spill_offset: int,
-                    ids, builder_options, target_sst_size: int, *, describe_pk=None) -> list:
+                    ids, builder_options, target_sst_size: int, *, describe_pk=None, on_duplicate: str = "error",
+                    keep=None) -> list:
     """Write ``columns`` (schema order; Arrow arrays or value lists, ``num_rows`` each) as SSTs
     of ``table_id`` at ``epoch + spill_offset``, named from ``ids`` (an iterable of reserved ids;
     running out raises ``SchemaError``). Returns the SstableInfos in key order (empty for no rows).
-    Raises DuplicateKeyError naming the pk when the rows repeat one."""
+    Rows repeating a pk: ``on_duplicate="error"`` raises DuplicateKeyError naming the pk;
+    ``"last"`` / ``"first"`` keep the last / first of them in the rows' order (streaming upsert /
+    append). ``keep``: an optional filter ``keys -> list of bool`` over the sorted, distinct
+    keys (a streaming append drops keys the table holds); rows it rejects are not written."""
     if not 0 <= spill_offset <= EPOCH_SPILL_MASK:
         raise SchemaError(f"spill offset {spill_offset} outside [0, {EPOCH_SPILL_MASK}]")
+    if on_duplicate not in ("error", "first", "last"):
+        raise SchemaError(f"on_duplicate must be error, first or last, got {on_duplicate!r}")
     if num_rows == 0:
         return []
-    _, keys, values = serde.encode_chunk(columns, num_rows, sort=True)
-    for i in range(1, len(keys)):
-        if keys[i] == keys[i - 1]:
-            pk = serde.decode_pk(keys[i])
-            raise DuplicateKeyError(f"table {describe_pk or table_id}: the load repeats primary key {pk!r:.200} "
-                                    f"within one task; a bulk load's primary keys must be unique")
+    _, keys, values = serde.encode_chunk(columns, num_rows, sort=True)   # stable: equal keys keep row order
+    repeats = [i for i in range(1, len(keys)) if keys[i] == keys[i - 1]]
+    if repeats and on_duplicate == "error":
+        pk = serde.decode_pk(keys[repeats[0]])
+        raise DuplicateKeyError(f"table {describe_pk or table_id}: the load repeats primary key {pk!r:.200} "
+                                f"within one task; a bulk load's primary keys must be unique")
+    if repeats:   # drop all but the first (last) row of each run of equal keys
+        doomed = set(repeats) if on_duplicate == "first" else {i - 1 for i in repeats}
+        keys = [k for i, k in enumerate(keys) if i not in doomed]
+        values = [v for i, v in enumerate(values) if i not in doomed]
+    if keep is not None:
+        wanted = keep(keys)
+        keys = [k for k, w in zip(keys, wanted) if w]
+        values = [v for v, w in zip(values, wanted) if w]
+        if not keys:
+            return []
     shell = encode_full_key(table_id, b"", epoch + spill_offset)
     prefix, suffix = shell[:4], shell[4:]
     full = [prefix + k + suffix for k in keys]

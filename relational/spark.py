@@ -62,16 +62,16 @@ from hummock import HummockStorage, StorageOptions
 from hummock.errors import ExpiredEpochError
 from hummock.key import EPOCH_SPILL_MASK, new_epoch
 from hummock.version_codec import encode_version
-from relational.bulk_load import check_no_views
+from relational.bulk_load import ROW_ID_COLUMN, check_no_views, row_id_index, task_columns
 from relational.catalog import ALLOCATOR_TABLE_ID, CATALOG_TABLE_ID, Catalog, TableDesc, claimed_table_ids
 from relational.errors import SchemaError
-from relational.spark_types import from_spark_type, same_type, spark_column, spark_schema, table_column
+from relational.spark_types import from_spark_type, same_type, spark_column, spark_schema
 from relational.table_iter import pk_ranges
 from relational.arrow import to_pylist
 from relational.scan_columns import ColumnScan
 from relational.table_scan import (DEFAULT_PARTITION_BYTES, block_weights, plan_partitions, scan_pairs, scan_rows,
                                    table_ssts)
-from relational.types import TypeKind
+from relational.types import DataType, TypeKind
 from relational.vnode import Bitmap
 
 SHORT_NAME = "hummock"
@@ -392,35 +392,49 @@ def _new_desc(options, schema, table_id: int) -> TableDesc:
     columns = tuple((f.name, from_spark_type(f.dataType, f.name)) for f in schema.fields)
     names = [n for n, _ in columns]
     pk = _names(options, "pk")
-    if not pk:
-        raise SchemaError(f"table {name} does not exist: a bulk load creates it from the DataFrame's schema and "
-                          f"needs .option('pk', 'col1,col2') naming its primary key")
     dist = _names(options, "dist_key")
-    for col in pk + (dist or []):
+    for col in (pk or []) + (dist or []):
         if col not in names:
             raise SchemaError(f"option pk/dist_key names {col!r}, not a column of the DataFrame ({names})")
+    if not pk:   # a table without a primary key, as SQL's: a hidden BIGINT _row_id is its pk
+        if ROW_ID_COLUMN in names:
+            raise SchemaError(f"table {name}: without a pk option the table gets a hidden {ROW_ID_COLUMN} column; "
+                              f"the DataFrame already has one (name the pk, or rename the column)")
+        if _sql_properties(columns, False):
+            return TableDesc(table_id, name, columns + ((ROW_ID_COLUMN, DataType.BIGINT),), (len(columns),),
+                             dist_key_indices=tuple(names.index(c) for c in dist or ()),
+                             properties=_sql_properties(columns, True))
+        raise SchemaError(f"table {name} does not exist: a write creates it from the DataFrame's schema and, "
+                          f"for a table with STRUCT or LIST columns, needs .option('pk', 'col1,col2') naming its "
+                          f"primary key")
     return TableDesc(table_id, name, columns, tuple(names.index(c) for c in pk),
                      dist_key_indices=tuple(names.index(c) for c in (pk if dist is None else dist)),
-                     properties=_sql_properties(columns))
+                     properties=_sql_properties(columns, False))
 
 
-def _sql_properties(columns) -> dict:
+def _sql_properties(columns, row_id: bool) -> dict:
     """What makes a loaded table a SQL table (``sql.catalog.Relation.to_desc``'s record format:
-    a table with a user primary key, ON CONFLICT overwrite as CREATE TABLE's default); nothing
-    for a table with a STRUCT or LIST column, which SQL has no type for."""
+    a table with a user primary key, or with a hidden ``_row_id`` pk after the visible
+    ``columns`` when ``row_id``; ON CONFLICT overwrite as CREATE TABLE's default); nothing for a
+    table with a STRUCT or LIST column, which SQL has no type for."""
     if any(t.kind in (TypeKind.STRUCT, TypeKind.LIST) for _, t in columns):
         return {}
-    return {"sql": {"kind": "table", "n_visible": len(columns), "row_id": False, "conflict": "overwrite",
+    return {"sql": {"kind": "table", "n_visible": len(columns), "row_id": row_id, "conflict": "overwrite",
                     "append_only": False, "definition": None, "internal_ids": [], "depends_on": []}}
 
 
 def _check_schema(desc: TableDesc, schema) -> None:
+    """The DataFrame has ``desc``'s columns (by name, any order); a hidden row id column may be
+    left out (the write assigns ids)."""
     given = {f.name: f.dataType for f in schema.fields}
     names = [n for n, _ in desc.columns]
+    rid = row_id_index(desc)
+    if rid is not None and names[rid] not in given:
+        names.pop(rid)
     if sorted(given) != sorted(names):
         raise SchemaError(f"the DataFrame's columns {sorted(given)} are not table {desc.name}'s {sorted(names)}")
     for name, dtype in desc.columns:
-        if not same_type(given[name], dtype):
+        if name in given and not same_type(given[name], dtype):
             raise SchemaError(f"column {name} of table {desc.name} is {dtype.sql_name()}; the DataFrame has "
                               f"{given[name].simpleString()}")
 
@@ -494,7 +508,7 @@ class HummockWriter(DataSourceArrowWriter):
         if rows:
             table = pa.Table.from_batches(batches)
             desc = plan.desc
-            columns = [table_column(table.column(name), dtype) for name, dtype in desc.columns]
+            columns = task_columns(table, desc, partition, plan.epoch)   # fresh row ids where the table has them
             first = plan.first_id + (partition * plan.attempts + attempt) * plan.ids_per_task
             infos = build_task_ssts(open_cached_store(plan.description), _serde(desc), desc.table_id, columns, rows,
                                     plan.epoch, partition, range(first, first + plan.ids_per_task),
@@ -541,6 +555,9 @@ class HummockDataSource(DataSource):
         return SHORT_NAME
 
     def schema(self):
+        if self.options.get("subscription") is not None or self.options.get("stream") == "true":
+            from relational.spark_changelog import changelog_schema   # a change-log stream's columns
+            return changelog_schema(self.options)
         store = _Store.of(self.options)
         with store.open(read_only=True) as storage:
             epoch = _read_epoch(self.options, storage.version())
@@ -560,6 +577,12 @@ class HummockDataSource(DataSource):
     def reader(self, schema):
         text = str(self.options.get("pushdown", self.PUSHDOWN)).lower()
         return (HummockPushdownReader if text == "true" else HummockReader)(self.options, schema)
+
+    def streamReader(self, schema):
+        """``spark.readStream.format("hummock")``: a subscription's change log
+        (relational/spark_changelog.py)."""
+        from relational.spark_changelog import HummockChangeLogStreamReader
+        return HummockChangeLogStreamReader(self.options, schema)
 
     def writer(self, schema, overwrite: bool):
         if overwrite:

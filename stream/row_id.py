@@ -17,69 +17,22 @@ Layout of one id (a positive BIGINT; part of the stored data of every such table
   the committed epoch.
 Vectorized: ``next_ids(n)`` builds the ids with numpy, no Python per row.
 
+The layout and the generator live in :mod:`relational.row_id` (Spark loads and sinks, in the
+relational layer, issue ids too); this module re-exports them with the stream layer's error.
+
 Callers: :mod:`stream.executors.dml`.
 """
 
 from __future__ import annotations
 
-import time
-
-import numpy as np
-
-from hummock.key import EPOCH_BASE_UNIX_MS, EPOCH_PHYSICAL_SHIFT
+from relational.row_id import (_TS_SHIFT, GENERATOR_BITS, MAX_GENERATOR, SEQUENCE_BITS, SEQUENCE_LIMIT,  # noqa: F401
+                               TS_BITS, _wall_ms, split_row_id)
+from relational.row_id import RowIdGenerator as _RowIdGenerator
 from stream.errors import StreamError
 
-TS_BITS, GENERATOR_BITS, SEQUENCE_BITS = 41, 10, 12
-MAX_GENERATOR = (1 << GENERATOR_BITS) - 1
-SEQUENCE_LIMIT = 1 << SEQUENCE_BITS
-_TS_SHIFT = GENERATOR_BITS + SEQUENCE_BITS
 
+class RowIdGenerator(_RowIdGenerator):
+    """Issues row ids for one generator id (:class:`relational.row_id.RowIdGenerator`); raises
+    ``StreamError``."""
 
-def _wall_ms() -> int:
-    return max(time.time_ns() // 1_000_000 - EPOCH_BASE_UNIX_MS, 0)
-
-
-def split_row_id(row_id: int) -> tuple[int, int, int]:
-    """``(ms since the epoch base, generator, sequence)`` of an id."""
-    return row_id >> _TS_SHIFT, (row_id >> SEQUENCE_BITS) & MAX_GENERATOR, row_id & (SEQUENCE_LIMIT - 1)
-
-
-class RowIdGenerator:
-    """Issues row ids for one generator id (module docstring). Not thread-safe."""
-
-    def __init__(self, generator: int = 0, clock=_wall_ms, sleep=time.sleep):
-        if not 0 <= generator <= MAX_GENERATOR:
-            raise StreamError(f"a row id generator is in [0, {MAX_GENERATOR}], got {generator}")
-        self.generator = generator
-        self._clock, self._sleep = clock, sleep
-        self._ts = -1      # ms of the last id issued
-        self._seq = SEQUENCE_LIMIT
-
-    def start_at_epoch(self, epoch: int) -> None:
-        """Never issue ids below the physical time of ``epoch`` (the first epoch of a run)."""
-        floor = epoch >> EPOCH_PHYSICAL_SHIFT
-        if floor > self._ts:
-            self._ts, self._seq = floor, 0
-
-    def next_ids(self, n: int) -> np.ndarray:
-        """``n`` new ids, increasing, as a numpy int64 array."""
-        now = self._clock()
-        if now > self._ts:
-            self._ts, self._seq = now, 0
-        out = np.empty(n, dtype=np.int64)
-        base = self.generator << SEQUENCE_BITS
-        filled = 0
-        while filled < n:
-            if self._seq == SEQUENCE_LIMIT:
-                self._ts, self._seq = self._ts + 1, 0
-            take = min(n - filled, SEQUENCE_LIMIT - self._seq)
-            high = (self._ts << _TS_SHIFT) | base
-            out[filled:filled + take] = np.arange(self._seq, self._seq + take, dtype=np.int64) | high
-            self._seq += take
-            filled += take
-        if self._ts >= 1 << TS_BITS:
-            raise StreamError("row id timestamp space exhausted")
-        ahead = self._ts - self._clock()
-        if ahead > 0:   # borrowed milliseconds: wait until the clock has caught up
-            self._sleep(ahead / 1000)
-        return out
+    error = StreamError
