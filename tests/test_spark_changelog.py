@@ -1,0 +1,104 @@
+"""The change-log Spark streaming source (relational/spark_changelog.py) on the session's
+local[2] Spark (fixture ``spark``).
+
+An aggregate MV maintained by the in-process SQL runtime gets a subscription; its change log is
+read with ``spark.readStream.format("hummock")`` and ``trigger(availableNow=True)`` into
+``foreachBatch``, in two runs of one checkpointed query (the second run reads only the epochs
+committed after the first), and compared with a SQL subscription cursor's output over the
+same epochs. A stream whose start position fell out of the retention fails with
+``ChangeLogExpiredError`` in the message. Runs in both modes.
+"""
+
+import threading
+
+import pytest
+
+import sql
+from hummock import HummockStorage
+from relational.change_log import ChangeLogWriter, ChangeLogSpec, retention_cutoff
+from relational.spark import register
+
+
+@pytest.fixture(scope="module")
+def hummock_spark(spark):
+    register(spark)
+    return spark
+
+
+def _run_stream(spark, url, checkpoint, **options):
+    got, lock = [], threading.Lock()
+
+    def sink(df, batch_id):
+        rows = [tuple(r) for r in df.collect()]
+        with lock:
+            got.extend(rows)
+
+    reader = spark.readStream.format("hummock").option("url", url)
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    query = (reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    if query.exception() is not None:
+        raise AssertionError(str(query.exception()))
+    return got
+
+
+def _normalize(rows):
+    """Order-free comparison: (epoch, op, row) sorted (partitions carry no order among them)."""
+    return sorted(rows, key=repr)
+
+
+def test_mv_change_log_as_a_stream_equals_the_cursor(hummock_spark, tmp_path):
+    url = str(tmp_path / "db")
+    conn = sql.connect(url, barrier_interval_ms=0)
+    try:
+        conn.execute("CREATE TABLE bids (id INT PRIMARY KEY, auction INT, price INT)")
+        conn.execute("CREATE MATERIALIZED VIEW q AS SELECT auction, count(*) AS n, max(price) AS top "
+                     "FROM bids GROUP BY auction")
+        conn.execute("INSERT INTO bids VALUES (1, 10, 5), (2, 11, 7)")
+        conn.execute("FLUSH")
+        conn.execute("CREATE SUBSCRIPTION qs FROM q WITH (retention = '1 day')")
+        start = conn.db.store.max_committed_epoch
+        conn.execute(f"DECLARE c SUBSCRIPTION CURSOR FOR qs SINCE {start}")
+        conn.execute("INSERT INTO bids VALUES (3, 10, 9), (4, 12, 1)")
+        conn.execute("FLUSH")
+        conn.execute("UPDATE bids SET price = 2 WHERE id = 3")
+        conn.execute("DELETE FROM bids WHERE id = 2")
+        conn.execute("FLUSH")
+        checkpoint = str(tmp_path / "ckpt")
+        first = _run_stream(hummock_spark, url, checkpoint, subscription="qs", startingOffsets=start)
+        conn.execute("INSERT INTO bids VALUES (5, 12, 20)")
+        conn.execute("FLUSH")
+        second = _run_stream(hummock_spark, url, checkpoint, subscription="qs", startingOffsets=start)
+        cursor = conn.execute("FETCH ALL FROM c").fetchall()
+        stream = [(r[0], r[1], r[2], r[3], r[5]) for r in first + second]
+        assert len(cursor) >= 6 and len(first) > 0 and len(second) > 0
+        assert _normalize(stream) == _normalize(cursor)
+        assert all(r[4] > start for r in first + second)                     # epochs after the start
+        assert max(r[4] for r in first) < min(r[4] for r in second)          # no epoch read twice
+    finally:
+        conn.close()
+
+
+def test_stream_from_a_position_retention_dropped_fails(hummock_spark, tmp_path):
+    url = str(tmp_path / "db")
+    conn = sql.connect(url, barrier_interval_ms=0)
+    try:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+        conn.execute("CREATE SUBSCRIPTION ts FROM t WITH (retention = '1 s')")
+        start = conn.db.store.max_committed_epoch
+        conn.execute("INSERT INTO t VALUES (1, 1)")
+        conn.execute("FLUSH")
+        sub = conn.db.catalog.subscriptions["ts"]
+    finally:
+        conn.close()
+    # an epoch far enough after the first that the retention hides it, written through the log
+    # writer directly (no sleeping): a later epoch's commit advances the watermark
+    with HummockStorage.open(url) as store:
+        later = retention_cutoff(store.max_committed_epoch, -5000)
+        writer = ChangeLogWriter(store, ChangeLogSpec(sub.table_id, 1000), None, lambda: range(256))
+        writer.commit(later)
+        store.checkpoint(later)
+    with pytest.raises(Exception, match="older than what it keeps"):
+        _run_stream(hummock_spark, url, str(tmp_path / "ckpt"), subscription="ts", startingOffsets=start)
