@@ -117,7 +117,13 @@ def _storage_options(store_options: dict):
 
 
 class Database:
-    def __init__(self, url: str, barrier_interval_ms=1000, **store_options):
+    def __init__(self, url: str, barrier_interval_ms=1000, *, runtime: str = "in_process", spark=None,
+                 partitions: int | None = None, **store_options):
+        if runtime not in ("in_process", "spark"):
+            raise InvalidArgumentError(f"runtime must be 'in_process' or 'spark', got {runtime!r}")
+        if runtime == "spark" and spark is None:
+            raise InvalidArgumentError("runtime='spark' needs spark=<a SparkSession> (the driver's session)")
+        self.runtime, self.spark, self.partitions = runtime, spark, partitions
         if barrier_interval_ms is not None and (isinstance(barrier_interval_ms, bool) or not isinstance(
                 barrier_interval_ms, (int, float)) or not 0 <= barrier_interval_ms < float("inf")):
             raise InvalidArgumentError(f"barrier_interval_ms must be a number >= 0 (0 or None: no periodic "
@@ -397,6 +403,13 @@ class Database:
         if not catalog.relations:
             self.rt, self.builder = None, None
             return None
+        if self.runtime == "spark":   # micro-batches on Spark (sql/spark_pipeline/driver.py)
+            from sql.spark_pipeline.driver import SparkRuntime
+
+            rt = SparkRuntime(self.store, catalog, self.plan_of, self.spark, partitions=self.partitions,
+                              backfill=backfill)
+            self.rt, self.builder = rt, rt
+            return rt.start()
         rt = StreamRuntime(self.store)   # the ticker starts once the first epoch's records are in
         try:
             builder = GraphBuilder(rt, self.store, catalog, self.plan_of, backfill)

@@ -1,0 +1,314 @@
+"""What runs inside a Spark task of the pipeline: one stage's fragments over one partition.
+
+A stage task (:func:`run_stage_task`) gets the rows routed to its partition -- records
+``(partition, (edge id, payload))``, each payload one Arrow IPC stream of a change chunk
+(:func:`encode_chunk`) -- and a :class:`BatchContext` (the pinned version's bytes, the epochs,
+its slice of reserved SST ids). It opens a :class:`~hummock.task_store.TaskStore` (reads at
+the pinned version plus its own writes at the batch's epoch ``e``), then runs each fragment of
+its stage that has input rows (or must run: a new MV's singleton fragments, on partition 0) as
+the in-process runtime would run that piece of the graph for one epoch: the fragment's
+executors (``sql.build.build_plan``) over :class:`EdgeSource` heads that yield
+``Barrier(e*, e)``, the partition's chunks, then ``Barrier(e, e + 1)`` -- so every state table
+reads the committed state at ``e*`` and writes its changes at ``e``. A fragment's output goes
+to the fragments of the same stage that read it (local edges) or, routed by the edge's
+distribution to its partition, out of the task as records ``("b", partition, edge id,
+payload)``. Last, the task builds its writes into SSTs under its id slice and yields ``("m",
+TaskOutput bytes)`` for the driver's one commit.
+
+Invariants: a task writes only the state tables of its stage's fragments and only keys routed
+to its partition; it publishes nothing (the driver commits or vacuum removes its SSTs); the
+same records in give the same rows out (row ids are assigned before the first exchange, in
+stage 0, by :func:`table_chunks`).
+
+Callers: :mod:`sql.spark_pipeline.driver` (the functions it ships to Spark) and tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hummock.compaction.remote import open_cached_store
+from hummock.errors import HummockError
+from hummock.task_store import TaskStore
+from relational.state_table import StateTable
+from relational.storage_table import StorageTable
+from stream.chunk import INSERT, StreamChunk
+from stream.executor import Executor
+from stream.executors import Dml, Materialize
+from stream.message import Barrier
+from stream.runtime.dispatch import split_by_vnode, vnode_mapping
+from stream.schema import Schema
+
+from sql.build import build_plan
+from sql.plan import nodes as P
+from sql.spark_pipeline import pickling  # noqa: F401  (plans hold interval literals)
+from sql.spark_pipeline.fragments import SINGLE, EdgeScan
+
+EPOCH_STEP = 1 << 16
+DRIVER_GENERATOR = 1023   # the row id generator of rows the driver routes (stage 0 on Spark: 0..N-1)
+
+
+class PipelineTaskError(HummockError):
+    """A task of the Spark pipeline could not run its fragments (the batch fails as a whole)."""
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """Everything a task needs besides its rows (pickled into every task of one batch)."""
+    store: object               # hummock.compaction.remote.StoreDescription
+    options: object             # StorageOptions
+    version: bytes              # the pinned version (encode_version)
+    prev_epoch: int             # e*: the committed epoch the tasks read
+    epoch: int                  # e: the batch's epoch
+    partitions: int             # N
+    first_sst_id: int           # the batch's reserved ids: [first, first + count)
+    ids_per_task: int
+    attempts: int
+    forced: frozenset = frozenset()   # relations whose singleton fragments run without input
+    backfill_edges: dict = None       # edge id -> TableDesc: the leaf reads that relation's snapshot
+
+    def sst_ids(self, stage: int, partition: int, attempt: int) -> range:
+        if attempt >= self.attempts:
+            raise PipelineTaskError(f"task attempt {attempt} of stage {stage} partition {partition}: only "
+                                    f"{self.attempts} attempts have reserved SST ids")
+        slot = (stage * self.partitions + partition) * self.attempts + attempt
+        start = self.first_sst_id + slot * self.ids_per_task
+        return range(start, start + self.ids_per_task)
+
+
+# --- chunks on the wire ---------------------------------------------------------------------------
+
+def encode_chunk(chunk: StreamChunk) -> bytes:
+    """One Arrow IPC stream: an ``int8`` op column then the chunk's columns (visible rows)."""
+    chunk = chunk.compact()
+    arrays = [pa.array(chunk.ops, pa.int8())] + list(chunk.columns)
+    batch = pa.RecordBatch.from_arrays(arrays, names=["__op"] + [f"c{i}" for i in range(len(chunk.columns))])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def decode_chunks(payload: bytes, schema: Schema) -> list:
+    out = []
+    with pa.ipc.open_stream(payload) as reader:
+        for batch in reader:
+            ops = batch.column(0).to_numpy(zero_copy_only=False).astype(np.int8)
+            out.append(StreamChunk(ops, batch.columns[1:], schema))
+    return out
+
+
+def route(chunks, dist, partitions: int) -> dict:
+    """``{partition: [chunk]}``: the rows of ``chunks`` routed by ``dist`` (an update pair whose
+    halves go to different partitions becomes a delete and an insert)."""
+    out = defaultdict(list)
+    if dist.kind == SINGLE:
+        out[0] = [c for c in chunks if c.cardinality]
+        return out
+    mapping = vnode_mapping(partitions)
+    for chunk in chunks:
+        for p, part in enumerate(split_by_vnode(chunk, list(dist.cols), mapping, partitions)):
+            if part is not None:
+                out[p].append(part)
+    return out
+
+
+def blobs(chunks, dist, partitions: int, edge_id: int):
+    """``("b", partition, edge id, payload)`` records of ``chunks`` routed by ``dist``."""
+    for p, parts in route(chunks, dist, partitions).items():
+        if parts:
+            yield "b", p, edge_id, encode_chunk(StreamChunk.concat(parts) if len(parts) > 1 else parts[0])
+
+
+# --- a table's input rows: stage 0 ----------------------------------------------------------------
+
+def table_chunks(rel, batch: pa.RecordBatch, generator: int, epoch: int) -> list:
+    """Insert chunks of ``rel``'s full schema from an Arrow batch of its visible columns (by
+    name, cast safely; a missing column is NULL; ``_row_id`` assigned here by a Dml with row id
+    ``generator`` starting at ``epoch``: ids exist before the first exchange). An optional
+    ``__op`` int8 column gives each row's op (inserts by default)."""
+    schema = Schema(list(rel.desc.columns))
+    names = batch.schema.names
+    n = batch.num_rows
+    columns = []
+    for i, (name, dtype) in enumerate(rel.visible_columns):
+        atype = schema.arrow_types[i]
+        if name in names:
+            column = batch.column(names.index(name))
+            if column.type != atype:
+                try:
+                    column = pc.cast(column, atype, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise PipelineTaskError(f"table {rel.name}: column {name} of type {column.type} does not fit "
+                                            f"{dtype.sql_name()}: {exc}") from None
+        else:
+            column = pa.nulls(n, atype)
+        columns.append(column)
+    if rel.row_id:
+        columns.append(pa.nulls(n, pa.int64()))
+    ops = (batch.column(names.index("__op")).to_numpy(zero_copy_only=False).astype(np.int8)
+           if "__op" in names else np.full(n, INSERT, np.int8))
+    return fill_row_ids(rel, [StreamChunk(ops, columns, schema)], generator, epoch)
+
+
+def fill_row_ids(rel, chunks, generator: int, epoch: int) -> list:
+    """``chunks`` conformed to ``rel``'s schema by its Dml, NULL row ids filled (``generator``)."""
+    schema = Schema(list(rel.desc.columns))
+    dml = Dml(EdgeSource(schema, rel.pk_indices, [], ()), schema, rel.pk_indices,
+              row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None, generator=generator)
+    dml.on_init(Barrier(epoch - EPOCH_STEP if epoch > EPOCH_STEP else 0, epoch, checkpoint=False))
+    out = []
+    for chunk in chunks:
+        got = dml.on_chunk(chunk)
+        if got is None:
+            continue
+        out += [got] if type(got) is StreamChunk else [m for m in got if type(m) is StreamChunk]
+    return out
+
+
+# --- running fragments ----------------------------------------------------------------------------
+
+class EdgeSource(Executor):
+    """A fragment's head in a task: the first barrier, the partition's chunks of one edge, the
+    closing barrier (module docstring)."""
+
+    def __init__(self, schema, stream_key, chunks, barriers):
+        super().__init__([], schema, stream_key, "EdgeSource")
+        self.chunks, self.barriers = chunks, barriers
+
+    async def execute(self):
+        yield self.barriers[0]
+        for chunk in self.chunks:
+            yield chunk
+        yield self.barriers[1]
+
+
+class TaskBuilder:
+    """What :func:`sql.build.build_plan` needs from a builder, over a task's inputs."""
+
+    def __init__(self, store, inputs: dict, barriers):
+        self.store, self.inputs, self.barriers = store, inputs, barriers
+
+    def head(self, relation, backfill: bool):
+        schema = Schema(list(relation.columns))
+        return EdgeSource(schema, relation.pk_indices, self.inputs.get(relation.edge_id, []), self.barriers)
+
+    def state_table(self, desc, consistent: bool) -> StateTable:
+        return StateTable(self.store, desc.table_id, desc.columns, desc.pk_indices, desc.order_types,
+                          desc.dist_key_indices, desc.value_indices, name=desc.name, consistent=consistent)
+
+
+def fragment_executor(frag, builder: TaskBuilder):
+    """The executor chain of ``frag`` (its plan, topped by its relation's Materialize)."""
+    ids = {id(n): n._state_ids for n in P.walk(frag.plan) if getattr(n, "_state_ids", None) is not None}
+    root = build_plan(frag.plan, builder, ids, False)
+    rel = frag.materialize
+    if rel is None:
+        return root
+    if rel.kind == "table":
+        schema = Schema(list(rel.desc.columns))
+        dml = Dml(root, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None)
+        conflict = rel.conflict if rel.user_pk else "no_check"
+        return Materialize(dml, builder.state_table(rel.desc, False), conflict)
+    return Materialize(root, builder.state_table(rel.desc, False), "no_check")
+
+
+def run_fragment(frag, builder: TaskBuilder) -> list:
+    """Run ``frag`` for one epoch; its output chunks."""
+    root = fragment_executor(frag, builder)
+    out = []
+
+    async def drive():
+        async for msg in root.execute():
+            if type(msg) is StreamChunk and msg.cardinality:
+                out.append(msg)
+    asyncio.run(drive())
+    return out
+
+
+class _ReadsAt:
+    """A store's reads at one epoch, shaped as ``HummockStorage.snapshot``'s (what
+    ``StorageTable`` scans through); the task store is pinned already."""
+
+    def __init__(self, store, epoch: int):
+        self.store, self.epoch = store, epoch
+
+    def snapshot(self, epoch: int):
+        return _ReadsAt(self.store, epoch)
+
+    @property
+    def max_committed_epoch(self) -> int:
+        return self.store.max_committed_epoch
+
+    @property
+    def min_readable_epoch(self) -> int:
+        return self.store.min_readable_epoch
+
+    def get(self, table_id, key):
+        return self.store.get(table_id, key, self.epoch)
+
+    def multi_get(self, table_id, keys):
+        return self.store.multi_get(table_id, keys, self.epoch)
+
+    def iter(self, table_id, start=None, end=None, *, prefix=None, reverse=False):
+        return self.store.iter(table_id, self.epoch, start, end, prefix=prefix, reverse=reverse)
+
+    def release(self) -> None:
+        pass
+
+
+def snapshot_chunks(store, desc, epoch: int, schema: Schema) -> list:
+    """A relation's rows at ``epoch`` as insert chunks (a new MV's backfill input)."""
+    table = StorageTable.from_desc(_ReadsAt(store, epoch), desc)
+    return [StreamChunk(np.full(b.num_rows, INSERT, np.int8), list(b.columns), schema)
+            for b in table.batch_iter(epoch, batch_size=4096) if b.num_rows]
+
+
+def edge_schemas(plan) -> dict:
+    """``{edge id: Schema}`` of the rows on every edge (its consumer's leaf)."""
+    out = {}
+    for frag in plan.fragments:
+        for node in P.walk(frag.plan):
+            if isinstance(node, EdgeScan):
+                out[node.relation.edge_id] = Schema(list(node.relation.columns))
+    return out
+
+
+def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt: int, records):
+    """The stage task of ``partition`` (module docstring); yields output records."""
+    schemas = edge_schemas(plan)
+    inputs = defaultdict(list)
+    for _, (edge_id, payload) in records:
+        inputs[edge_id].extend(decode_chunks(payload, schemas[edge_id]))
+    store = TaskStore(open_cached_store(ctx.store), ctx.version, ctx.epoch, options=ctx.options)
+    barriers = (Barrier(ctx.prev_epoch, ctx.epoch, checkpoint=False),
+                Barrier(ctx.epoch, ctx.epoch + EPOCH_STEP, checkpoint=True))
+    builder = TaskBuilder(store, inputs, barriers)
+    for frag in plan.fragments_of_stage(stage):
+        for e in frag.inputs:
+            if ctx.backfill_edges and e in ctx.backfill_edges:
+                snapshot = snapshot_chunks(store, ctx.backfill_edges[e], ctx.prev_epoch, schemas[e])
+                inputs[e].extend(route(snapshot, plan.edges[e].dist, ctx.partitions).get(partition, []))
+    ran = 0
+    for frag in plan.fragments_of_stage(stage):
+        has_input = any(inputs.get(e) for e in frag.inputs)
+        forced = frag.relation in ctx.forced and frag.dist is not None and frag.dist.kind == SINGLE \
+            and partition == 0
+        if not has_input and not forced:
+            continue
+        out = run_fragment(frag, builder)
+        ran += 1
+        for e in frag.outputs:
+            edge = plan.edges[e]
+            if edge.local:
+                inputs[e].extend(out)
+            else:
+                yield from blobs(out, edge.dist, ctx.partitions, e)
+    output = store.finish(ctx.sst_ids(stage, partition, attempt))
+    yield "m", partition, ran, output.to_bytes()
