@@ -496,6 +496,32 @@ class HummockStorage(ReadSide):
         self._require_writer()
         return landed(self, _check_table_id(table_id), infos, _check_user_epoch(epoch))
 
+    def commit_ssts(self, epoch: int, infos, *, table_watermarks: dict | None = None) -> None:
+        """``commit_epoch(epoch)`` that also publishes SSTs built elsewhere under reserved ids
+        -- any tables, several producers (Spark tasks' ``TaskStore.finish``), tables that hold
+        data already -- and ``table_watermarks`` ``{table_id: {vnode: W or (lo, hi)}}`` applied
+        at ``epoch`` as ``update_table_watermarks`` would: all of it and this store's writes of
+        epochs <= ``epoch`` in one commit delta, or nothing (docs/engine.md "Task stores and
+        multi-producer commits"; ``infos`` may be empty). REQUIRES: ``epoch`` a user epoch
+        above ``max_committed_epoch``; each SST exists and matches its info, at versions in
+        ``[epoch, epoch | 0xFFFF]`` (else ``InvalidArgumentError``; nothing is published).
+        After an error, calling it again with the same arguments is safe, as for ``checkpoint``."""
+        from hummock.multi_commit import commit
+
+        self._require_writer()
+        commit(self, _check_user_epoch(epoch), infos, table_watermarks)
+
+    def commit_ssts_landed(self, epoch: int, infos) -> bool:
+        """Whether ``commit_ssts(epoch, infos, ...)`` was published, from the version's durable
+        record of it (true after compaction rewrote the SSTs and after later commits, for the
+        newest ``hummock.version.MAX_BULK_LOADS`` bulk loads and multi-producer commits).
+        Finishes a pending manifest delta first (raises while the store keeps failing)."""
+        from hummock.multi_commit import check_infos, landed
+
+        self._require_writer()
+        epoch = _check_user_epoch(epoch)
+        return landed(self, epoch, check_infos(infos, epoch))
+
     # --- table watermarks and truncation (hummock/table_watermarks.py) --------------------------
 
     def update_table_watermarks(self, table_id: int, epoch: int, watermarks) -> None:

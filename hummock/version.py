@@ -22,9 +22,10 @@ A :class:`HummockVersion` is an immutable snapshot of the SSTs that make up the 
   appends the records of the epochs it publishes; a compaction that raises ``safe_epoch``
   folds each table's history at or below it (``apply`` derives the fold, so replay agrees).
 - ``bulk_loads``: the newest ``MAX_BULK_LOADS`` bulk loads published (``ingest_ssts``), oldest
-  first, as ``(table_id, epoch, digest)`` (``bulk_load_digest`` of the load's SST ids). A retry
-  of a load whose outcome was unknown asks here whether it landed: the record outlives the
-  SSTs, which compaction may have rewritten since. Only a commit carrying ``bulk_load``
+  first, as ``(table_id, epoch, digest)`` (``bulk_load_digest`` of the load's SST ids); a
+  multi-producer commit (``commit_ssts``, any tables) is recorded with ``table_id`` ``None``.
+  A retry of a load whose outcome was unknown asks here whether it landed: the record outlives
+  the SSTs, which compaction may have rewritten since. Only a commit carrying ``bulk_load``
   appends to it (``apply`` trims it, so replay agrees).
 
 Versions change only through :class:`VersionDelta` and :func:`apply`, which returns a new
@@ -274,7 +275,8 @@ class VersionDelta:
     table_prefix_lens: tuple | None = None   # table_options: the new declarations (else None)
     #: commits only: table id -> the watermark records of epochs in (previous committed, epoch]
     table_watermarks: Mapping[int, TableWatermarks] = dataclasses.field(default_factory=dict, hash=False)
-    #: commits of a bulk load only: ``(table_id, digest)`` of the load it publishes
+    #: commits of a bulk load only: ``(table_id, digest)`` of the load it publishes (``table_id``
+    #: ``None``: a multi-producer commit, ``commit_ssts``, which may publish no SST at all)
     bulk_load: tuple | None = None
 
     @classmethod
@@ -507,10 +509,12 @@ def _check_shape(version: HummockVersion, delta: VersionDelta) -> None:
     if delta.table_watermarks and delta.kind != KIND_COMMIT:
         bad("only a commit carries table watermarks")
     if delta.bulk_load is not None:
-        if delta.kind != KIND_COMMIT or sub is None:
-            bad("only a commit that publishes SSTs records a bulk load")
         if not _is_bulk_load(delta.bulk_load):
-            bad(f"bulk_load must be (table_id, {BULK_LOAD_DIGEST_CHARS} hex digits), got {delta.bulk_load!r:.100}")
+            bad(f"bulk_load must be (table_id or None, {BULK_LOAD_DIGEST_CHARS} hex digits), "
+                f"got {delta.bulk_load!r:.100}")
+        if delta.kind != KIND_COMMIT or (sub is None and delta.bulk_load[0] is not None):
+            bad("only a commit that publishes SSTs records a bulk load (a multi-producer "
+                "commit, table None, may publish none)")
     if delta.kind in (KIND_COMMIT, KIND_RESERVE, KIND_TABLE_OPTIONS) and (delta.removed or delta.added):
         bad("must not remove or add level SSTs")
     if delta.kind in (KIND_COMPACTION, KIND_MOVE) and not delta.removed:
@@ -536,9 +540,11 @@ def bulk_load_digest(sst_ids: Iterable[int]) -> str:
 
 
 def _is_bulk_load(record) -> bool:
-    """Whether ``record`` is a delta's ``(table_id, digest)``."""
-    return (isinstance(record, tuple) and len(record) == 2 and isinstance(record[0], int)
-            and not isinstance(record[0], bool) and 0 <= record[0] <= 0xFFFFFFFF
+    """Whether ``record`` is a delta's ``(table_id, digest)``; ``table_id`` ``None`` marks a
+    multi-producer commit (``commit_ssts``)."""
+    return (isinstance(record, tuple) and len(record) == 2
+            and (record[0] is None or (isinstance(record[0], int) and not isinstance(record[0], bool)
+                                       and 0 <= record[0] <= 0xFFFFFFFF))
             and isinstance(record[1], str) and len(record[1]) == BULK_LOAD_DIGEST_CHARS
             and all(c in "0123456789abcdef" for c in record[1]))
 

@@ -205,8 +205,9 @@ def _bulk_loads_from_json(d) -> tuple:
     out = []
     for item in items:
         if not isinstance(item, list) or len(item) != 3:
-            raise _Bad("bulk_loads entries are [table_id, epoch, digest]")
-        record = (_field({"v": item[0]}, "v", int), _field({"v": item[1]}, "v", int), _field({"v": item[2]}, "v", str))
+            raise _Bad("bulk_loads entries are [table_id or null, epoch, digest]")
+        table_id = None if item[0] is None else _field({"v": item[0]}, "v", int)   # null: commit_ssts
+        record = (table_id, _field({"v": item[1]}, "v", int), _field({"v": item[2]}, "v", str))
         out.append(record)
     return tuple(out)   # the rest (table id, digest, order, count) is HummockVersion.problems'
 
@@ -216,11 +217,12 @@ def _bulk_load_from_json(d) -> tuple | None:
         return None
     item = d["bulk_load"]
     if not isinstance(item, list) or len(item) != 2:
-        raise _Bad("bulk_load is [table_id, digest]")
+        raise _Bad("bulk_load is [table_id or null, digest]")
     digest = _field({"v": item[1]}, "v", str)
     if len(digest) != BULK_LOAD_DIGEST_CHARS:
         raise _Bad(f"a bulk load digest has {BULK_LOAD_DIGEST_CHARS} hex digits")
-    return _field({"v": item[0]}, "v", int), digest   # the rest is checked by apply
+    table_id = None if item[0] is None else _field({"v": item[0]}, "v", int)   # null: commit_ssts
+    return table_id, digest   # the rest is checked by apply
 
 
 def _marks_json(marks) -> list:
