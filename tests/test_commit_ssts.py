@@ -282,3 +282,47 @@ def test_the_record_round_trips_and_is_checked():
     for loads in ([["x", 2 * E, digest]], [[None, 2 * E, "zz"]], [[None, 9 * E, digest]], [[None, digest]]):
         with pytest.raises(CorruptionError):
             decode_version(corrupt(loads))
+
+
+_SCENARIO = r'''
+import hashlib, sys
+sys.path.insert(0, "tests")
+import test_commit_ssts as t
+from hummock import HummockStorage
+from hummock.version_codec import encode_version
+with HummockStorage.open("memory://scenario", t.OPTIONS) as db:
+    t._base(db)
+    a, b, infos, marks = t._two_tasks(db, 2 * t.E)
+    db.ingest_batch(t.DRIVER, [(b"progress", b"2")], 2 * t.E)
+    db.commit_ssts(2 * t.E, infos, table_watermarks=marks)
+    digest = hashlib.sha256()
+    for info in infos:
+        digest.update(db._store.read(info.object_path))
+    digest.update(a.to_bytes() + b.to_bytes())
+    digest.update(repr(sorted(t._reads(db, 2 * t.E).items())).encode())
+    db.compact_all()
+    digest.update(repr(sorted(t._reads(db, 2 * t.E).items())).encode())
+    from hummock import _twins
+    print(digest.hexdigest(), sum(1 for native in _twins.LOADED.values() if native))
+'''
+
+
+def test_native_and_pure_build_the_same_ssts_and_read_the_same():
+    """The scenario of the first test, run once with the native modules and once with
+    ``HUMMOCK_PURE_PYTHON=1``: the tasks' SST objects, outputs and reads are byte-identical."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for pure in ("0", "1"):
+        env = {**os.environ, "HUMMOCK_PURE_PYTHON": pure}
+        if pure == "0":
+            env.pop("HUMMOCK_PURE_PYTHON")
+        done = subprocess.run([sys.executable, "-c", _SCENARIO], env=env, capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout.split())
+    (native, native_modules), (pure, pure_modules) = outputs
+    assert int(native_modules) > 0 and int(pure_modules) == 0   # both paths really ran
+    assert native == pure
