@@ -3,10 +3,11 @@
 A distributed pipeline (``sql/spark_pipeline``) runs each step of a streaming job as Spark
 tasks. A task gets the bytes of the version the driver pinned (``hummock/pinned_read.py``), the
 epoch ``e`` it writes at and a block of reserved SST ids; it runs unchanged relational code
-(:class:`~relational.state_table.StateTable`) over a :class:`TaskStore`, which answers every
-store call the state table makes (``get``, ``multi_get``, ``iter``, ``scan_prefixes``,
+(:class:`~relational.state_table.StateTable`, and
+:class:`~relational.storage_table.StorageTable` for snapshot reads) over a :class:`TaskStore`,
+which answers every store call they make (``get``, ``multi_get``, ``iter``, ``scan_prefixes``,
 ``ingest_batch``, ``update_table_watermarks``, ``table_watermarks``, ``set_table_options``,
-``table_options``). At the end :meth:`TaskStore.finish` builds the task's writes into SSTs
+``table_options``, ``snapshot``, ``max_committed_epoch``, ``min_readable_epoch``). At the end :meth:`TaskStore.finish` builds the task's writes into SSTs
 straight in the object store and returns a picklable :class:`TaskOutput` that travels to the
 driver, which publishes every task's output in one delta (``HummockStorage.commit_ssts``,
 ``hummock/multi_commit.py``).
@@ -45,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-from hummock.errors import InvalidArgumentError
+from hummock.errors import ExpiredEpochError, InvalidArgumentError
 from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.options import StorageOptions
@@ -60,7 +61,7 @@ from hummock.table_watermarks import TableWatermarks, check_ranges
 from hummock.version import HummockVersion
 from hummock.version_codec import decode_version
 
-__all__ = ["TaskStore", "TaskOutput"]
+__all__ = ["TaskStore", "TaskOutput", "TaskSnapshot"]
 
 MAX_TABLE_ID = 0xFFFFFFFF
 TASK_OUTPUT_FORMAT = 1     # TaskOutput.to_bytes's leading tag
@@ -99,6 +100,38 @@ class TaskOutput:
         body = pickle.loads(data[1:])
         return cls(tuple(SstableInfo.from_dict(d) for d in body["ssts"]), body["watermarks"],
                    body["tables_written"])
+
+
+class TaskSnapshot:
+    """A committed epoch of a task store's pinned version (:meth:`TaskStore.snapshot`)."""
+
+    def __init__(self, state, epoch: int):
+        self._state = state
+        self.epoch = epoch
+        self._released = False
+
+    def _live(self):
+        if self._released:
+            raise InvalidArgumentError("snapshot already released")
+        return self._state
+
+    def get(self, table_id: int, key: bytes):
+        return self._live().get(table_id, key, self.epoch)
+
+    def multi_get(self, table_id: int, keys) -> list:
+        return self._live().multi_get(table_id, keys, self.epoch)
+
+    def iter(self, table_id: int, start=None, end=None, *, prefix=None, reverse=False):
+        return self._live().iter(table_id, self.epoch, start, end, prefix=prefix, reverse=reverse)
+
+    def release(self) -> None:
+        self._released = True
+
+    def __enter__(self) -> TaskSnapshot:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 class TaskStore:
@@ -167,6 +200,23 @@ class TaskStore:
         return {"imms": len(self._buffer), "buffered_bytes": self._buffer.size}
 
     # --- reads (get / multi_get / iter / scan_prefixes are the ReadHandle's, set in __init__) ----
+
+    def snapshot(self, epoch: int | None = None) -> TaskSnapshot:
+        """Reads of committed ``epoch`` (default: ``max_committed_epoch``) of the pinned
+        version, shaped as ``HummockStorage.snapshot``'s (what ``StorageTable`` reads through):
+        ``get``/``multi_get``/``iter`` without an epoch argument, ``release``, a context
+        manager. The version is pinned for the task already: releasing frees nothing.
+        REQUIRES ``safe_epoch <= epoch <= max_committed_epoch`` (else ``ExpiredEpochError`` /
+        ``InvalidArgumentError``)."""
+        committed = self.version.max_committed_epoch
+        if epoch is None:
+            epoch = committed
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= committed:
+            raise InvalidArgumentError(f"snapshot epoch {epoch!r} is not a committed epoch of the pinned "
+                                       f"version (max_committed_epoch {committed})")
+        if epoch < self.version.safe_epoch:
+            raise ExpiredEpochError(epoch, self.version.safe_epoch)
+        return TaskSnapshot(self._handle.state, epoch)
 
     def _new_state(self) -> ReadState:
         return ReadState(self._buffer.frozen(), (), self._view, self._marks)

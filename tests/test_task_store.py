@@ -285,3 +285,33 @@ def test_reads_below_the_safe_epoch_are_refused():
         assert task.get(1, KEYS[7], 2 * E) == b"v2"
     finally:
         db.close()
+
+
+def test_storage_table_snapshot_reads_over_a_task_store():
+    """``StorageTable`` (snapshot reads at committed epochs) runs over a TaskStore unchanged:
+    it sees the pinned version, never the task's own uncommitted writes."""
+    from relational.state_table import StateTable
+    from relational.storage_table import StorageTable
+    from relational.types import DataType as T
+
+    schema = [("k", T.BIGINT), ("v", T.VARCHAR)]
+    with HummockStorage.open(f"memory://{uuid.uuid4().hex}", OPTIONS) as db:
+        table = StateTable(db, 5, schema, [0])
+        table.init_epoch(E)
+        for i in range(20):
+            table.insert([i, f"a{i}"])
+        table.commit(2 * E)
+        db.checkpoint(E)
+        task = TaskStore(db._store, db.version(), 3 * E, options=OPTIONS)
+        task.ingest_batch(5, [(k, None) for k, _ in db.iter(5, E)], 3 * E)   # the task deletes all
+        scan = StorageTable(task, 5, schema, [0])
+        rows = [r for b in scan.batch_iter(E) for r in b.to_pylist()]
+        assert rows == [{"k": i, "v": f"a{i}"} for i in range(20)]
+        assert scan.get_row((3,), E) == (3, "a3")
+        assert list(task.iter(5, 3 * E)) == []
+        with task.snapshot() as snap:
+            assert snap.epoch == E and len(list(snap.iter(5))) == 20
+        with pytest.raises(InvalidArgumentError):
+            snap.get(5, b"x")                      # released
+        with pytest.raises(InvalidArgumentError):
+            task.snapshot(3 * E)                   # not committed in the pinned version
