@@ -44,9 +44,9 @@ Callers: ``sql/spark_pipeline`` (executor side), tests.
 from __future__ import annotations
 
 import dataclasses
-import pickle
+import json
 
-from hummock.errors import ExpiredEpochError, InvalidArgumentError
+from hummock.errors import CorruptionError, ExpiredEpochError, InvalidArgumentError
 from hummock.flush import flush_imms
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.options import StorageOptions
@@ -79,27 +79,48 @@ class TaskOutput:
     watermark updates ``{table_id: {vnode: (lo, hi)}}`` (the form
     ``update_table_watermarks`` / ``commit_ssts(table_watermarks=...)`` take) and
     ``{table_id: sorted tuple of vnodes it wrote}`` (keys shorter than a vnode add none).
-    Plain data: picklable (Spark ships it from executors to the driver)."""
+    Plain data: picklable, and :meth:`to_bytes` / :meth:`from_bytes` give a checked encoding
+    (Spark ships it from executors to the driver)."""
 
     ssts: tuple = ()
     watermarks: dict = dataclasses.field(default_factory=dict)
     tables_written: dict = dataclasses.field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
-        """A self-contained encoding (``from_bytes`` reads it back)."""
+        """A self-contained encoding (``from_bytes`` reads it back): a tag byte, then UTF-8
+        JSON ``{"ssts": [SstableInfo.to_dict()...], "watermarks": [[table_id, [[vnode, lo hex,
+        hi hex or null], ...]], ...], "tables_written": [[table_id, [vnode, ...]], ...]}``.
+        Transient (executor to driver), not stored."""
         body = {"ssts": [info.to_dict() for info in self.ssts],
-                "watermarks": {t: dict(r) for t, r in self.watermarks.items()},
-                "tables_written": {t: tuple(v) for t, v in self.tables_written.items()}}
-        return bytes([TASK_OUTPUT_FORMAT]) + pickle.dumps(body, protocol=5)
+                "watermarks": [[t, [[v, lo.hex(), None if hi is None else hi.hex()]
+                                    for v, (lo, hi) in sorted(r.items())]]
+                               for t, r in sorted(self.watermarks.items())],
+                "tables_written": [[t, list(v)] for t, v in sorted(self.tables_written.items())]}
+        return bytes([TASK_OUTPUT_FORMAT]) + json.dumps(body, separators=(",", ":")).encode()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> TaskOutput:
-        """Decode ``to_bytes``'s output (REQUIRES: bytes from a trusted task of this job)."""
+    def from_bytes(cls, data) -> TaskOutput:
+        """Decode ``to_bytes``'s output; ``CorruptionError`` for anything else."""
+        data = bytes(data)
         if not data or data[0] != TASK_OUTPUT_FORMAT:
-            raise InvalidArgumentError("not a TaskOutput encoding (bad leading tag)")
-        body = pickle.loads(data[1:])
-        return cls(tuple(SstableInfo.from_dict(d) for d in body["ssts"]), body["watermarks"],
-                   body["tables_written"])
+            raise CorruptionError("not a TaskOutput encoding", object="TaskOutput", offset=0,
+                                  expected=TASK_OUTPUT_FORMAT, found=data[0] if data else None)
+        try:
+            body = json.loads(data[1:])
+            ssts = tuple(SstableInfo.from_dict(d) for d in body["ssts"])
+            marks = {}
+            for table_id, ranges in body["watermarks"]:
+                marks[_table_id(table_id)] = {v: (bytes.fromhex(lo), None if hi is None else bytes.fromhex(hi))
+                                              for v, lo, hi in ranges}
+                check_ranges(marks[table_id])
+            written = {_table_id(t): tuple(int(v) for v in vnodes) for t, vnodes in body["tables_written"]}
+            for info in ssts:
+                if not isinstance(info.sst_id, int) or not isinstance(info.smallest_key, bytes):
+                    raise TypeError("bad SstableInfo")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise CorruptionError(f"malformed TaskOutput: {type(exc).__name__}: {exc}"[:300],
+                                  object="TaskOutput") from None
+        return cls(ssts, marks, written)
 
 
 class TaskSnapshot:

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hummock import HummockStorage, StorageOptions
-from hummock.errors import ExpiredEpochError, HummockError, InvalidArgumentError
+from hummock.errors import CorruptionError, ExpiredEpochError, HummockError, InvalidArgumentError
 from hummock.task_store import TaskOutput, TaskStore
 from hummock.version_codec import encode_version
 
@@ -224,8 +224,11 @@ def test_finish_spill_offsets_ids_and_refusals():
             task.finish(["x"])
         with pytest.raises(InvalidArgumentError, match="spill_offset"):
             task.finish(range(10), spill_offset=-1)
+        task.update_table_watermarks(1, 2 * E, {3: (b"x", None)})    # an open-ended range
         out = task.finish(db.reserve_sst_ids(4, hold=False), spill_offset=5)
         assert [(i.min_epoch, i.max_epoch) for i in out.ssts] == [(2 * E + 5, 2 * E + 7)]
+        assert out.watermarks == {1: {3: (b"x", None)}} and out.tables_written == {1: (1,)}
+        assert TaskOutput.from_bytes(out.to_bytes()) == out == pickle.loads(pickle.dumps(out))
         with pytest.raises(InvalidArgumentError, match="after finish"):
             task.ingest_batch(1, [(KEYS[1], b"x")], 2 * E)
         with pytest.raises(InvalidArgumentError, match="already"):
@@ -266,8 +269,12 @@ def test_bad_arguments_raise_typed_errors():
                 call()
         assert task.stats() == {"imms": 0, "buffered_bytes": 0}
         assert task.table_watermarks(1).latest == {0: (b"", b"a")}
-        with pytest.raises(InvalidArgumentError):
-            TaskOutput.from_bytes(b"\x09junk")
+        for junk in (b"", b"\x09junk", b"\x01junk", b"\x01{}", b'\x01{"ssts":[1],"watermarks":[],"tables_written":[]}',
+                     b'\x01{"ssts":[],"watermarks":[[1,[[0,"zz",null]]]],"tables_written":[]}',
+                     b'\x01{"ssts":[],"watermarks":[[1,[[0,"02","01"]]]],"tables_written":[]}',
+                     b'\x01{"ssts":[],"watermarks":[],"tables_written":[[-1,[]]]}'):
+            with pytest.raises(CorruptionError):
+                TaskOutput.from_bytes(junk)
     finally:
         db.close()
 
