@@ -326,3 +326,44 @@ def test_native_and_pure_build_the_same_ssts_and_read_the_same():
     (native, native_modules), (pure, pure_modules) = outputs
     assert int(native_modules) > 0 and int(pure_modules) == 0   # both paths really ran
     assert native == pure
+
+
+_CRASH = r'''
+import sys
+sys.path.insert(0, "tests")
+import test_commit_ssts as t
+from hummock import HummockStorage, killpoints
+with HummockStorage.open(sys.argv[1], t.OPTIONS) as db:
+    t._base(db)
+    _, _, infos, marks = t._two_tasks(db, 2 * t.E)
+    db.ingest_batch(t.DRIVER, [(b"progress", b"2")], 2 * t.E)
+    db.sync(2 * t.E)                     # the driver's row is a staging SST: the next delta is the commit's
+    killpoints._target, killpoints._remaining = sys.argv[2], 1
+    db.commit_ssts(2 * t.E, infos, table_watermarks=marks)
+'''
+
+
+@pytest.mark.parametrize("point", ["manifest.before_delta_write", "manifest.after_delta_write"])
+def test_a_crash_at_the_commit_publishes_all_or_nothing(tmp_path, point):
+    """The driver process is SIGKILLed just before / just after the commit's manifest delta is
+    stored: a reopen sees nothing of the batch (not the tasks' SSTs, the driver's row or the
+    watermarks; its vacuum removes the orphans) or all of it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    url = str(tmp_path / "db")
+    done = subprocess.run([sys.executable, "-c", _CRASH, url, point], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    landed = point == "manifest.after_delta_write"
+    with HummockStorage.open(url, OPTIONS, read_only=True) as reader:
+        assert reader.max_committed_epoch == (2 * E if landed else E)
+        assert _reads(reader, reader.max_committed_epoch) == (
+            _expected({0: b"A", 1: b"A", 2: b"B", 3: b"B"}, [(11, 1, b"k0010")]) if landed else _expected({}))
+        assert reader.get(DRIVER, b"progress", reader.max_committed_epoch) == (b"2" if landed else None)
+    with HummockStorage.open(url, OPTIONS) as db:   # its open vacuums the crash's orphans
+        objects = {m.path for m in db._store.list("sst/")}
+        assert objects == {i.object_path for i in db.version().all_ssts()}
+        assert db.table_watermarks(11).latest == ({1: (b"", b"k0010")} if landed else {})
