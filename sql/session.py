@@ -88,6 +88,16 @@ class Connection:
         return Subscriber(self.db, subscription.lower() if not subscription.startswith('"') else
                           subscription.strip('"'), since, full, timeout, poll_interval)
 
+    def feed(self, table: str, frame, *, checkpoint_location: str, query_name: str | None = None,
+             trigger: dict | None = None):
+        """Feed ``table`` from a Spark streaming DataFrame, one micro-batch per epoch, exactly once
+        (``runtime="spark"`` connections; sql/spark_pipeline/feed.py). ``trigger``: the keyword
+        of ``DataStreamWriter.trigger``, e.g. ``{"availableNow": True}``. Returns the query."""
+        self._check()
+        from sql.spark_pipeline.feed import start_feed
+        return start_feed(self.db, table, frame, checkpoint_location=checkpoint_location, query_name=query_name,
+                          trigger=trigger)
+
     def data_errors(self) -> dict:
         """``{relation: {error kind: rows}}``: values that data errors (a division by zero, an
         overflow, a cast that does not fit) set to NULL inside each MV since the database was

@@ -42,6 +42,7 @@ import time
 
 from hummock.compaction.remote import StoreDescription
 from hummock.key import new_epoch
+from hummock.killpoints import kill_point
 from hummock.task_store import TaskOutput
 from hummock.version_codec import encode_version
 from relational.progress import read_progress, write_progress
@@ -53,6 +54,10 @@ from sql.spark_pipeline.task import (DRIVER_GENERATOR, EPOCH_STEP, BatchContext,
                                      run_stage_task, table_chunks)
 
 log = logging.getLogger("sql.spark_pipeline")
+
+#: crash points of a batch (``HUMMOCK_KILL_POINT=name[:N]``, hummock/killpoints.py): crash tests
+#: kill the driver between its tasks and its commit, and between its commit and Spark's log
+PIPELINE_KILL_POINTS = ("pipeline.before_commit", "pipeline.after_commit")
 
 DEFAULT_ATTEMPTS = 4          # Spark's spark.task.maxFailures default
 DEFAULT_IDS_PER_TASK = 256
@@ -77,11 +82,13 @@ class BatchStats:
         self.epoch = 0
         self.rows_in = 0
         self.stages_run = 0
+        self.fragments_run = 0
         self.ssts = 0
         self.seconds = {}
 
     def as_dict(self) -> dict:
-        return {"epoch": self.epoch, "rows_in": self.rows_in, "stages_run": self.stages_run, "ssts": self.ssts,
+        return {"epoch": self.epoch, "rows_in": self.rows_in, "stages_run": self.stages_run,
+                "fragments_run": self.fragments_run, "ssts": self.ssts,
                 "seconds": dict(self.seconds)}
 
 
@@ -234,7 +241,10 @@ class SparkRuntime:
                 out = shuffled.mapPartitionsWithIndex(_StageFn(plan, ctx, stage))
                 out.localCheckpoint()   # (marks it in place) the first action materializes it
                 metas = out.filter(_is_meta).map(_meta_payload).collect()
-                outputs += [TaskOutput.from_bytes(m) for m in metas]
+                outputs += [TaskOutput.from_bytes(m) for _, m in metas]
+                stats.fragments_run += sum(ran for (ran, _), _ in metas)
+                if stage == 1 and frames:
+                    stats.rows_in += sum(rows for (_, rows), _ in metas)
                 blobs_out = out.filter(_is_blob).map(_blob_record)
                 inputs = inputs + [blobs_out]
                 stats.stages_run += 1
@@ -247,7 +257,9 @@ class SparkRuntime:
                     marks.setdefault(table_id, {}).update(ranges)
             if query is not None:
                 write_progress(self.store, query, batch_id, epoch)
+            kill_point("pipeline.before_commit")
             self.store.commit_ssts(epoch, infos, table_watermarks=marks or None)
+            kill_point("pipeline.after_commit")
             self.store.release_sst_ids(ids)
             stats.ssts = len(infos)
             stats.seconds["commit"] = round(time.perf_counter() - t0, 4)
@@ -306,7 +318,7 @@ def _is_meta(rec) -> bool:
 
 
 def _meta_payload(rec):
-    return rec[3]
+    return rec[2], rec[3]
 
 
 def _is_blob(rec) -> bool:

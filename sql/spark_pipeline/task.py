@@ -311,4 +311,5 @@ def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt:
             else:
                 yield from blobs(out, edge.dist, ctx.partitions, e)
     output = store.finish(ctx.sst_ids(stage, partition, attempt))
-    yield "m", partition, ran, output.to_bytes()
+    rows_in = sum(c.cardinality for e, edge in plan.edges.items() if edge.producer is None for c in inputs.get(e, ()))
+    yield "m", partition, (ran, rows_in), output.to_bytes()
