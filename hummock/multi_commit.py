@@ -172,5 +172,7 @@ def commit(storage, epoch: int, infos, table_watermarks=None) -> None:
                                                 table_watermarks=marks, bulk_load=record)
             if staged:
                 storage._publish(delta)
-                return
+                break
         storage.sync(epoch)   # seals epoch: later writes at <= epoch are refused
+    if storage._compactor is not None:   # back-pressure on a full L0, as commit_epoch applies
+        storage._stall_while_l0_is_full()

@@ -367,3 +367,19 @@ def test_a_crash_at_the_commit_publishes_all_or_nothing(tmp_path, point):
         objects = {m.path for m in db._store.list("sst/")}
         assert objects == {i.object_path for i in db.version().all_ssts()}
         assert db.table_watermarks(11).latest == ({1: (b"", b"k0010")} if landed else {})
+
+
+def test_commits_wait_while_l0_is_full_as_commit_epoch_does(monkeypatch):
+    """With a compactor configured and L0 at its stop size (the compactor stopped, so L0 only
+    grows), each commit_ssts waits for compaction (bounded) like commit_epoch: a stall is counted."""
+    import hummock.storage as storage_module
+
+    monkeypatch.setattr(storage_module, "L0_STALL_LIMIT_SECONDS", 0.2)
+    with HummockStorage.open(f"memory://{uuid.uuid4().hex}", OPTIONS.replace(compactor="local")) as db:
+        db._compactor.stop()                          # nothing drains L0
+        db._compactor.config = db._compactor.config.__class__(l0_trigger=1)
+        for n in range(1, 5):
+            task = TaskStore(db._store, db.version(), n * E, options=OPTIONS)
+            task.ingest_batch(11, [(key(0, n), b"x")], n * E)
+            db.commit_ssts(n * E, task.finish(db.reserve_sst_ids(2, hold=False)).ssts)
+        assert len(db.version().l0) == 4 and db.counters["write_stalls"] > 0
