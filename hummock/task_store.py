@@ -250,7 +250,7 @@ class TaskStore:
     def _check_write(self, epoch, what: str) -> None:
         if self._finished:
             raise InvalidArgumentError(f"{what} after finish(): the task's SSTs are built")
-        if epoch != self._epoch or isinstance(epoch, bool):
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch != self._epoch:
             raise InvalidArgumentError(f"{what} at epoch {epoch!r}: this task writes at epoch {self._epoch} only")
 
     def ingest_batch(self, table_id: int, kv_pairs, epoch: int) -> None:

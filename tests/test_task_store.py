@@ -255,6 +255,7 @@ def test_bad_arguments_raise_typed_errors():
             TaskStore(db._store, version, 2 * E, options={"target_sst_size": 1})
         task = TaskStore(db._store, version, 2 * E, options=OPTIONS)
         for call in (lambda: task.ingest_batch(1, [(b"a", b"1")], 3 * E),
+                     lambda: task.ingest_batch(1, [(b"a", b"1")], float(2 * E)),
                      lambda: task.ingest_batch(1, [(b"b", b"1"), (b"a", b"1")], 2 * E),
                      lambda: task.ingest_batch(-1, [(b"a", b"1")], 2 * E),
                      lambda: task.ingest_batch(1, [("a", b"1")], 2 * E),
