@@ -439,6 +439,25 @@ def _check_schema(desc: TableDesc, schema) -> None:
                               f"{given[name].simpleString()}")
 
 
+def new_table_desc(storage, options, schema, committed: int) -> TableDesc:
+    """The description of a table a write creates from ``schema`` (options ``table``, ``pk``,
+    ``dist_key``, ``table_id``), its id from the one allocator it shares with the SQL catalog:
+    ids the catalog's records, its state tables (no record of their own) or its allocator record
+    handed out, and ids holding data, are taken."""
+    descs = Catalog(storage).list(committed)
+    claimed, next_id = claimed_table_ids(descs)
+    with_data = {t for i in storage.version().all_ssts() for t in i.table_ids} - {CATALOG_TABLE_ID}
+    handed_out = next((d.properties.get("next_table_id") for d in descs
+                       if d.table_id == ALLOCATOR_TABLE_ID), 1)
+    default = max([next_id] + [t + 1 for t in with_data])
+    table_id = _int_option(options, "table_id", default, 1, 0xFFFFFFFE)
+    if table_id in claimed or table_id in with_data or \
+            (isinstance(handed_out, int) and table_id < handed_out):
+        raise SchemaError(f"table id {table_id} is already used (the catalog handed it out or it holds "
+                          f"data); leave out the table_id option to take the next free id ({default})")
+    return _new_desc(options, schema, table_id)
+
+
 def plan_load(options, schema) -> _LoadPlan:
     """Driver side: resolve or describe the table, choose the epoch, reserve ids (module doc)."""
     store = _Store.of(options)
@@ -452,21 +471,8 @@ def plan_load(options, schema) -> _LoadPlan:
         committed = storage.max_committed_epoch
         desc = find_table(storage, _option(options, "table", required=True), committed)
         new_table = desc is None
-        descs = Catalog(storage).list(committed)
         if new_table:
-            # One allocator with the SQL catalog: ids its records, its state tables (no record
-            # of their own) or its allocator record handed out, and ids holding data, are taken.
-            claimed, next_id = claimed_table_ids(descs)
-            with_data = {t for i in storage.version().all_ssts() for t in i.table_ids} - {CATALOG_TABLE_ID}
-            handed_out = next((d.properties.get("next_table_id") for d in descs
-                               if d.table_id == ALLOCATOR_TABLE_ID), 1)
-            default = max([next_id] + [t + 1 for t in with_data])
-            table_id = _int_option(options, "table_id", default, 1, 0xFFFFFFFE)
-            if table_id in claimed or table_id in with_data or \
-                    (isinstance(handed_out, int) and table_id < handed_out):
-                raise SchemaError(f"table id {table_id} is already used (the catalog handed it out or it holds "
-                                  f"data); leave out the table_id option to take the next free id ({default})")
-            desc = _new_desc(options, schema, table_id)
+            desc = new_table_desc(storage, options, schema, committed)
         else:
             check_no_views(storage, desc, committed)
             _check_schema(desc, schema)
@@ -589,6 +595,12 @@ class HummockDataSource(DataSource):
             raise SchemaError("the hummock data source bulk-loads into a new or empty table: use "
                               "mode('append'), not overwrite")
         return HummockWriter(plan_load(self.options, schema))
+
+    def streamWriter(self, schema, overwrite: bool):
+        """``df.writeStream.format("hummock")``: relational/spark_sink.py."""
+        from relational.spark_sink import HummockStreamWriter
+
+        return HummockStreamWriter(self.options, schema, overwrite)
 
 
 def register(spark) -> None:
