@@ -34,7 +34,8 @@ within ``vacuum_min_age_s`` of its SSTs being written if a writer vacuums meanwh
 existence check above refuses it.
 
 Callers: :class:`~hummock.storage.HummockStorage` (``ingest_ssts``) only; it may use the
-engine's private fields, as :mod:`hummock.compaction.host` does.
+engine's private fields, as :mod:`hummock.compaction.host` does. :mod:`hummock.multi_commit`
+(``commit_ssts``) reuses :func:`verify_objects` and the overlap test.
 """
 
 from __future__ import annotations
