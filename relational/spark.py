@@ -24,8 +24,9 @@ without filters, which would then miss rows: with pushdown on, build a DataFrame
 
 **Write (bulk load)** ``df.write.format("hummock").option("url", URL).option("table", NAME)
 [.option("pk", "id")].mode("append").save()`` into an empty table (existing, or created from
-the DataFrame's schema with the ``pk`` / ``dist_key`` / ``table_id`` options). The planning
-process opens the store as its writer, picks the load's epoch (above ``max_committed_epoch``)
+the DataFrame's schema with the ``pk`` / ``dist_key`` / ``table_id`` options; without ``pk`` a
+SQL table with a hidden ``_row_id`` pk, whose ids each task fills: ``bulk_load.task_columns``).
+The planning process opens the store as its writer, picks the load's epoch (above ``max_committed_epoch``)
 and reserves ``max_partitions * attempts * ids_per_task`` SST ids in one delta; task ``p``
 attempt ``a`` sorts its rows and writes SSTs under its own id slice at ``epoch + p``
 (``relational/bulk_load.py``); the commit opens the writer again and publishes every task's
@@ -36,6 +37,8 @@ One catalog with SQL (docs/spark.md): a table that materialized views read is re
 (``ViewsWouldGoStaleError``); a new table's id comes from the allocator record SQL keeps
 (``relational.catalog.claimed_table_ids`` / ``allocator_desc``; the commit moves it past the
 id) and its record carries SQL's table properties, so SQL sees it.
+
+**Streaming writes** ``df.writeStream.format("hummock")``: ``relational/spark_sink.py``.
 
 Options (strings): ``url``, ``table``; reads: ``epoch``, ``columns``, ``partition_bytes``
 (default 96 MiB), ``batch_rows`` (65,536), ``pin_ttl_s`` (3600), ``pushdown`` (true/false); writes: ``pk``,
