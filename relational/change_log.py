@@ -24,8 +24,15 @@ per-vnode table watermarks on the log table (``update_table_watermarks``, range 
 epoch_bytes(cutoff))`` after the vnode), advanced in steps of :data:`RETENTION_STEP_FRACTION`
 of the retention (at least one second), so the watermark history stays short; compaction drops
 what they hide. :func:`retained_from` reads the cutoff back; a reader whose position is older
-gets :class:`ChangeLogExpiredError`, never a silent gap. No reader pin holds retention back
-(docs/sql.md "Subscriptions" says what is kept and why).
+gets :class:`ChangeLogExpiredError`, never a silent gap.
+
+**Consumer pins** hold retention back for a named durable reader (the Spark source's
+``consumer`` option): an object ``changelog-pins/<log table id>/<sha256(name)[:32]>.json``
+holding ``{"position": p, "ttl_s": t, "consumer": name}`` (:func:`write_pin`; the path is
+built from ids and a hash only). While it lives (its last write plus ``ttl_s`` on the store's
+clock) the writer's cutoff stays at or below ``p + 2^16``: every change after ``p`` is kept.
+The writer reads the pins (one listing) only when its cutoff would advance, so at most once
+per step; a pin it cannot parse is ignored with a warning (logger ``relational.change_log``).
 
 **Writing**: :class:`ChangeLogWriter`, fed by ``Materialize`` with the changes it applied
 (``record``) and committed at each barrier (``commit``: one sorted ``ingest_batch`` at the
@@ -43,13 +50,17 @@ Callers: ``stream/executors/materialize.py`` (writer), ``sql/subscription.py`` (
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import heapq
+import json
+import logging
 import struct
 
 import numpy as np
 import pyarrow as pa
 
 from hummock.errors import ExpiredEpochError
+from hummock.object_store.base import ObjectNotFoundError
 from hummock.key import EPOCH_BASE_UNIX_MS, EPOCH_PHYSICAL_SHIFT, epoch_to_unix_ms
 
 from relational.errors import SchemaError
@@ -70,6 +81,9 @@ RETENTION_STEP_FRACTION = 1 / 32   # the cutoff advances once it moved this much
 MIN_RETENTION_STEP_MS = 1000
 
 _ABSENT = object()   # "no row before this epoch" in the writer's net-change dict
+PIN_PREFIX = "changelog-pins/"
+MAX_PIN_BYTES = 4096
+log = logging.getLogger("relational.change_log")
 
 
 class ChangeLogExpiredError(ExpiredEpochError):
@@ -195,9 +209,14 @@ class ChangeLogWriter:
         cutoff = retention_cutoff(epoch, self.spec.retention_ms)
         step = max(int(self.spec.retention_ms * RETENTION_STEP_FRACTION), MIN_RETENTION_STEP_MS) << EPOCH_PHYSICAL_SHIFT
         if cutoff > 0 and cutoff >= self._cutoff + step:
-            self.store.update_table_watermarks(self.spec.table_id, epoch,
-                                               dict.fromkeys(self._vnodes(), (b"", epoch_bytes(cutoff))))
-            self._cutoff = cutoff
+            objects = getattr(self.store, "_store", None)   # HummockStorage's and TaskStore's object store
+            pinned = pinned_position(objects, self.spec.table_id) if objects is not None else None
+            if pinned is not None:
+                cutoff = min(cutoff, pinned + (1 << EPOCH_PHYSICAL_SHIFT))
+            if cutoff > self._cutoff:
+                self.store.update_table_watermarks(self.spec.table_id, epoch,
+                                                   dict.fromkeys(self._vnodes(), (b"", epoch_bytes(cutoff))))
+                self._cutoff = cutoff
 
     def discard(self) -> None:
         """Forget the changes recorded (the epoch failed)."""
@@ -293,6 +312,53 @@ def read_changes(reader, table_id: int, serde, read_epoch: int, after: int, upto
 def epoch_of_unix_ms(unix_ms: int) -> int:
     """The epoch of a wall-clock ms (RisingWave's ``rw_timestamp``), clamped at the base."""
     return max(unix_ms - EPOCH_BASE_UNIX_MS, 0) << EPOCH_PHYSICAL_SHIFT
+
+
+# --- consumer pins ---------------------------------------------------------------------------------
+
+def pin_path(log_table_id: int, consumer: str) -> str:
+    return f"{PIN_PREFIX}{int(log_table_id)}/{hashlib.sha256(consumer.encode()).hexdigest()[:32]}.json"
+
+
+def write_pin(objects, log_table_id: int, consumer: str, position: int, ttl_s: float) -> str:
+    """Pin ``position`` of log ``log_table_id`` for ``consumer`` for ``ttl_s`` seconds (module
+    docstring); returns the object path. Raises ObjectStoreError."""
+    path = pin_path(log_table_id, consumer)
+    objects.upload(path, json.dumps({"position": int(position), "ttl_s": float(ttl_s),
+                                     "consumer": consumer}).encode())
+    return path
+
+
+def drop_pins(objects, log_table_id: int) -> None:
+    """Delete every pin of a log (its subscription was dropped)."""
+    paths = [m.path for m in objects.list(f"{PIN_PREFIX}{int(log_table_id)}/")]
+    if paths:
+        objects.delete(paths)
+
+
+def pinned_position(objects, log_table_id: int):
+    """The lowest position a live pin of the log holds, or None."""
+    lowest = None
+    metas = objects.list(f"{PIN_PREFIX}{int(log_table_id)}/")
+    if not metas:
+        return None
+    now = objects.now()
+    for meta in metas:
+        try:
+            if meta.size > MAX_PIN_BYTES:
+                raise ValueError(f"{meta.size} bytes, over {MAX_PIN_BYTES}")
+            body = json.loads(objects.read(meta.path))
+            position, ttl = body["position"], body["ttl_s"]
+            if isinstance(position, bool) or not isinstance(position, int) or not isinstance(ttl, (int, float)):
+                raise ValueError("position must be an int and ttl_s a number")
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("ignoring the malformed change-log pin %s: %s", meta.path, exc)
+            continue
+        except ObjectNotFoundError:   # gone meanwhile (dropped): it pins nothing
+            continue
+        if (now - meta.last_modified).total_seconds() <= ttl:
+            lowest = position if lowest is None else min(lowest, position)
+    return lowest
 
 
 # --- the subscription record (written by the SQL catalog, read by the Spark source) ----------------

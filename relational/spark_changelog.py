@@ -21,11 +21,17 @@ pin (``hummock/pinned_read.py``, ``pin_ttl_s``, default 3600) and cuts the vnode
 ``partitions`` ranges (default 2). ``read`` (executors) reads the pinned version with a
 ``VersionReader`` at its ``max_committed_epoch`` -- log entries are written once and never
 change, so a newer read epoch returns the same entries -- and yields Arrow batches.
-``commit(end)`` records nothing: no durable reader position holds retention back (docs/spark.md
-"Change logs as a stream"): size the subscription's retention above the longest a query may stop.
+With ``.option("consumer", NAME)`` the query's position is durable and holds the log's retention
+back: ``initialOffset`` and every ``commit(end)`` write a consumer pin (relational/change_log.py)
+at the position, alive ``consumer_ttl_s`` (default 7 days) after its last write, so the writer
+keeps every change after the last committed batch however long the query stops (up to the
+TTL). Spark calls ``commit(end)`` when it plans the next batch or restarts the query, so the
+pin may lag one batch behind: it holds more, never less. Without a consumer only the retention window keeps changes: a query stopped longer than
+it fails on restart with ChangeLogExpiredError.
 
-Options: ``url``, ``subscription`` or ``table``, ``startingOffsets``, ``partitions`` (1..256),
-``pin_ttl_s``, ``batch_rows`` and any StorageOptions field (S3 settings), as the batch source.
+Options: ``url``, ``subscription`` or ``table`` (with ``stream`` = ``true``), ``startingOffsets``,
+``consumer``, ``consumer_ttl_s``, ``partitions`` (1..256), ``pin_ttl_s``, ``batch_rows`` and any
+StorageOptions field (S3 settings), as the batch source.
 
 Callers: ``relational/spark.py`` ``HummockDataSource.streamReader``/``schema``.
 """
@@ -40,7 +46,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from hummock.key import EPOCH_PHYSICAL_SHIFT, epoch_to_unix_ms
 from relational.catalog import Catalog
 from relational.change_log import (OP_NAMES, SUBSCRIPTION_PROPERTY, ChangeLogExpiredError, check_position,
-                                   read_changes, retained_from)
+                                   read_changes, retained_from, write_pin)
 from relational.errors import SchemaError
 from relational.types import DataType
 from relational.vnode import VNODE_COUNT
@@ -48,6 +54,7 @@ from relational.vnode import VNODE_COUNT
 DEFAULT_PARTITIONS = 2
 DEFAULT_PIN_TTL_S = 3600
 DEFAULT_BATCH_ROWS = 65536
+DEFAULT_CONSUMER_TTL_S = 7 * 24 * 3600
 EXTRA_COLUMNS = (("op", DataType.VARCHAR), ("epoch", DataType.BIGINT), ("rw_timestamp", DataType.BIGINT))
 
 __all__ = ["HummockChangeLogStreamReader", "changelog_schema", "ChangeLogExpiredError"]
@@ -134,6 +141,8 @@ class HummockChangeLogStreamReader(DataSourceStreamReader):
         self._partitions = _int_option(options, "partitions", DEFAULT_PARTITIONS, 1, VNODE_COUNT)
         self._pin_ttl = _int_option(options, "pin_ttl_s", DEFAULT_PIN_TTL_S, 1)
         self._batch_rows = _int_option(options, "batch_rows", DEFAULT_BATCH_ROWS, 1, 1 << 22)
+        self._consumer = options.get("consumer")
+        self._consumer_ttl = _int_option(options, "consumer_ttl_s", DEFAULT_CONSUMER_TTL_S, 1)
         self._schema = schema
         with self._store.open(read_only=True) as storage:
             self._log = find_log(storage, options, storage.max_committed_epoch)
@@ -154,16 +163,23 @@ class HummockChangeLogStreamReader(DataSourceStreamReader):
         start = str(self._options.get("startingOffsets", self._options.get("startingoffsets", "latest"))).lower()
         with self._store.open(read_only=True) as storage:
             if start == "latest":
-                return {"epoch": storage.max_committed_epoch}
-            if start == "earliest":
-                return {"epoch": self._oldest(storage)}
-            try:
-                epoch = int(start)
-            except ValueError:
-                raise SchemaError(f"option startingOffsets is latest, earliest or an epoch, got {start!r}") from None
+                epoch = storage.max_committed_epoch
+            elif start == "earliest":
+                epoch = self._oldest(storage)
+            else:
+                try:
+                    epoch = int(start)
+                except ValueError:
+                    raise SchemaError(f"option startingOffsets is latest, earliest or an epoch, got {start!r}") \
+                        from None
+            self._pin(storage, epoch)   # then check: a cutoff published before the pin is seen
             check_position(self._log.name, epoch, self._log.start_epoch,
                            storage.version().table_watermarks.get(self._log.table_id))
             return {"epoch": epoch}
+
+    def _pin(self, storage, epoch: int) -> None:
+        if self._consumer is not None:
+            write_pin(storage._store, self._log.table_id, str(self._consumer), epoch, self._consumer_ttl)
 
     def latestOffset(self, start=None, limit=None) -> dict:
         with self._store.open(read_only=True) as storage:
@@ -190,7 +206,10 @@ class HummockChangeLogStreamReader(DataSourceStreamReader):
         return [ChangeLogPartition(i, cuts[i], cuts[i + 1], after, upto, data, version.id) for i in range(n)]
 
     def commit(self, end: dict) -> None:
-        """Nothing is recorded (module docstring)."""
+        """With a consumer: move its pin to ``end`` (module docstring); else nothing."""
+        if self._consumer is not None:
+            with self._store.open(read_only=True) as storage:
+                self._pin(storage, _offset(end))
 
     # --- reading (executors) ------------------------------------------------------------------
 

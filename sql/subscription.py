@@ -9,7 +9,7 @@ A subscription is a catalog record (sql/catalog.py ``Subscription``) plus a chan
 relation's Materialize writes (relational/change_log.py). ``CREATE`` runs under the database
 lock: it flushes (committed epoch ``S``), then rebuilds the graph with the log writer in place,
 so every change after ``S`` is logged and none before it is expected: ``start_epoch = S``.
-``DROP`` rebuilds without the writer and truncates the log table.
+``DROP`` rebuilds without the writer, truncates the log table and deletes its consumer pins.
 
 A cursor has a *position* ``p``: it has returned every change of epochs ``<= p``. ``FETCH`` reads
 the log at the committed epoch ``c`` for epochs in ``(p, c]`` (in windows of
@@ -39,7 +39,7 @@ from collections import deque
 
 from hummock.key import EPOCH_PHYSICAL_SHIFT
 from relational.catalog import TableDesc
-from relational.change_log import (OP_INSERT, OP_NAMES, Change, check_position, epoch_of_unix_ms,
+from relational.change_log import (OP_INSERT, OP_NAMES, Change, check_position, drop_pins, epoch_of_unix_ms,
                                    read_changes, retained_from)
 from relational.row_serde import RowSerde
 from relational.types import DataType
@@ -134,6 +134,7 @@ def drop_subscription(db, stmt, params, variables):
         new = db.catalog.copy()
         del new.subscriptions[stmt.name]
         db.apply_ddl(new, dropped=[sub])
+        drop_pins(db.store._store, sub.table_id)   # consumers' pins of the log go with it
     return Result()
 
 

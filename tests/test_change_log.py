@@ -9,7 +9,8 @@ NEXT / n / ALL, live changes after a FLUSH, Connection.subscribe with a timeout 
 retention (old entries hidden by the log's watermarks, a too-old position is a typed error,
 begin() starts after the cutoff); DROP SUBSCRIPTION (log truncated, nothing logged after, the
 relation droppable again, the cursor errors); restart keeps logs and the subscription; the
-statements' errors. Runs in both modes (native and ``HUMMOCK_PURE_PYTHON=1``).
+statements' errors; a consumer pin holds retention back until it expires and goes with DROP
+SUBSCRIPTION. Runs in both modes (native and ``HUMMOCK_PURE_PYTHON=1``).
 """
 
 import threading
@@ -393,3 +394,41 @@ def test_statement_errors(db):
         db.execute("DECLARE c SUBSCRIPTION CURSOR FOR s")
     with pytest.raises(ExecutionError, match="older than what it keeps"):   # before the subscription
         db.execute("DECLARE d SUBSCRIPTION CURSOR FOR s SINCE 1")
+
+
+def test_a_consumer_pin_holds_retention_back_until_it_expires():
+    from relational.change_log import pinned_position, write_pin
+    store = _store()
+    w = _writer(store, retention_ms=2000)
+    e1 = new_epoch()
+    w.record([OP_INSERT], [[1], ["a"]])
+    w.commit(e1)
+    store.checkpoint(e1)
+    write_pin(store._store, 9, "spark-query", e1 - (1 << EPOCH_PHYSICAL_SHIFT), ttl_s=0.5)
+    assert pinned_position(store._store, 9) == e1 - (1 << EPOCH_PHYSICAL_SHIFT)
+    e2 = e1 + (10_000 << EPOCH_PHYSICAL_SHIFT)                 # 10 s later, retention 2 s: pinned
+    w.record([OP_INSERT], [[2], ["b"]])
+    w.commit(e2)
+    store.checkpoint(e2)
+    check_position("log", e1 - (1 << EPOCH_PHYSICAL_SHIFT), 0, store.table_watermarks(9))
+    assert [c.row for c in read_changes(store, 9, SERDE, e2, 0, e2)] == [(1, "a"), (2, "b")]
+    store._store.upload("changelog-pins/9/garbage.json", b"{not json")   # ignored, with a warning
+    assert pinned_position(store._store, 9) == e1 - (1 << EPOCH_PHYSICAL_SHIFT)
+    time.sleep(1.2)                                            # the pin expires (store clock)
+    assert pinned_position(store._store, 9) is None
+    e3 = e2 + (10_000 << EPOCH_PHYSICAL_SHIFT)
+    w.commit(e3)
+    store.checkpoint(e3)
+    with pytest.raises(ChangeLogExpiredError):
+        check_position("log", e1, 0, store.table_watermarks(9))
+    assert list(read_changes(store, 9, SERDE, e3, 0, e3)) == []
+    store.close()
+
+
+def test_drop_subscription_deletes_consumer_pins(db):
+    from relational.change_log import PIN_PREFIX, write_pin
+    sub = db.db.catalog.subscriptions["s"]
+    write_pin(db.db.store._store, sub.table_id, "q", sub.start_epoch, 60)
+    assert db.db.store._store.list(PIN_PREFIX)
+    db.execute("DROP SUBSCRIPTION s")
+    assert db.db.store._store.list(PIN_PREFIX) == []
