@@ -72,6 +72,7 @@ TAG_DELETE = 0x02
 TAG_UPDATE = 0x03
 EPOCH_BYTES = 8
 _U32 = struct.Struct(">I")
+_INSERT_TAG = bytes((TAG_INSERT,))
 
 #: ops a reader yields (the stream layer's numbers) and RisingWave's names for them
 OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT = 1, 2, 3, 4
@@ -151,6 +152,7 @@ class ChangeLogWriter:
     def __init__(self, store, spec: ChangeLogSpec, serde, vnodes):
         self.store, self.spec, self.serde, self._vnodes = store, spec, serde, vnodes
         self._changes: dict = {}   # state key -> [old value bytes or _ABSENT, new value bytes or None]
+        self._runs: list = []      # (sorted keys, values) of insert-only chunks, before any other change
         self._cutoff = -1          # the retention cutoff published last (this process)
 
     def record(self, ops, columns, visibility=None) -> None:
@@ -167,6 +169,13 @@ class ChangeLogWriter:
         n = len(ops)
         if not n:
             return
+        if not self._changes and bool((ops == OP_INSERT).all()):
+            # inserts of keys no recorded change touches (a consistent stream inserts a key again
+            # only after deleting it, which goes through the dict): kept as a sorted run
+            _, keys, values = self.serde.encode_chunk(list(columns), n, sort=True)
+            self._runs.append((keys, values))
+            return
+        self._fold_runs()
         _, keys, values = self.serde.encode_chunk(list(columns), n)
         changes = self._changes
         for op, key, value in zip(ops.tolist(), keys, values):
@@ -181,22 +190,37 @@ class ChangeLogWriter:
             else:
                 entry[1] = None
 
+    def _fold_runs(self) -> None:
+        """Move the insert runs into the net-change dict (a change other than an insert came)."""
+        for keys, values in self._runs:
+            self._changes.update(zip(keys, ([_ABSENT, v] for v in values)))
+        self._runs = []
+
     def entries(self, epoch: int) -> list:
         """The sorted ``(log key, value)`` pairs of the net changes recorded (module docstring)."""
+        eb = epoch_bytes(epoch)
+        if self._runs:   # only inserts this epoch (else they were folded)
+            if len(self._runs) == 1:
+                keys, values = self._runs[0]
+            else:
+                pairs = sorted(kv for keys, values in self._runs for kv in zip(keys, values))
+                keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+            tag = _INSERT_TAG
+            return [(k[:VNODE_BYTES] + eb + k[VNODE_BYTES:], tag + v) for k, v in zip(keys, values)]
         out = []
         for key in sorted(self._changes):
             old, new = self._changes[key]
             if old is _ABSENT:
                 if new is None:
                     continue
-                value = bytes((TAG_INSERT,)) + new
+                value = _INSERT_TAG + new
             elif new is None:
                 value = bytes((TAG_DELETE,)) + old
             elif new == old:
                 continue
             else:
                 value = bytes((TAG_UPDATE,)) + _U32.pack(len(old)) + old + new
-            out.append((log_key(key, epoch), value))
+            out.append((key[:VNODE_BYTES] + eb + key[VNODE_BYTES:], value))
         return out
 
     def commit(self, epoch: int) -> None:
@@ -205,7 +229,7 @@ class ChangeLogWriter:
         pairs = self.entries(epoch)
         if pairs:
             self.store.ingest_batch(self.spec.table_id, pairs, epoch)
-        self._changes = {}
+        self._changes, self._runs = {}, []
         cutoff = retention_cutoff(epoch, self.spec.retention_ms)
         step = max(int(self.spec.retention_ms * RETENTION_STEP_FRACTION), MIN_RETENTION_STEP_MS) << EPOCH_PHYSICAL_SHIFT
         if cutoff > 0 and cutoff >= self._cutoff + step:
@@ -220,7 +244,7 @@ class ChangeLogWriter:
 
     def discard(self) -> None:
         """Forget the changes recorded (the epoch failed)."""
-        self._changes = {}
+        self._changes, self._runs = {}, []
 
 
 # --- reading --------------------------------------------------------------------------------------
