@@ -96,10 +96,16 @@ class RowIdGenerator:
 def task_row_ids(partition: int, epoch: int, n: int, *, clock=_wall_ms, sleep=time.sleep) -> np.ndarray:
     """``n`` fresh row ids for the rows of one write task: generator ``partition`` (each task of
     one load or batch has its own), never below the physical time of the write's ``epoch``.
-    ``SchemaError`` for a partition past ``MAX_GENERATOR`` (coalesce the DataFrame)."""
+    Returns once the wall clock has passed the last id's millisecond, so the epoch of any later
+    write (chosen after this task finished) floors its ids above these: the same partition's
+    task in the next micro-batch cannot repeat one. ``SchemaError`` for a partition past
+    ``MAX_GENERATOR`` (coalesce the DataFrame)."""
     if not 0 <= partition <= MAX_GENERATOR:
         raise SchemaError(f"task {partition}: a table without a primary key gets row ids from one generator per "
                           f"task, at most {MAX_GENERATOR + 1} tasks; coalesce the DataFrame to fewer partitions")
     generator = RowIdGenerator(partition, clock, sleep)
     generator.start_at_epoch(epoch)
-    return generator.next_ids(n)
+    ids = generator.next_ids(n)
+    while clock() <= generator._ts:   # past the last id's millisecond: any later epoch floors above it
+        sleep(0.001)
+    return ids

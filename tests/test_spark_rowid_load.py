@@ -65,14 +65,33 @@ def _row_ids(url, table) -> list:
 def test_task_row_ids_are_unique_across_tasks_and_above_the_epoch_floor(partitions, n):
     floor_ms = 10**9
     epoch = floor_ms << EPOCH_PHYSICAL_SHIFT
-    clock = lambda: 5   # noqa: E731 -- a clock far behind: the epoch floor decides
-    all_ids = [task_row_ids(p, epoch, n, clock=clock, sleep=lambda s: None) for p in partitions]
+    now = [5]     # a clock far behind: the epoch floor decides; sleeping moves it on
+
+    def sleep(seconds):
+        now[0] = max(now[0] + 1, now[0] + int(seconds * 1000))
+
+    all_ids = [task_row_ids(p, epoch, n, clock=lambda: now[0], sleep=sleep) for p in partitions]
     flat = np.concatenate(all_ids)
     assert len(np.unique(flat)) == len(flat) and (flat > 0).all()
     for p, ids in zip(partitions, all_ids):
         assert (np.diff(ids) > 0).all()
         ts, gen, _ = split_row_id(int(ids[0]))
         assert gen == p and ts >= floor_ms
+
+
+def test_the_next_write_of_a_partition_never_repeats_an_id():
+    """The task returns only after the clock passed its last id's millisecond, so the next
+    micro-batch's epoch (taken later) floors the same generator above every id it issued."""
+    now = [1000]
+
+    def sleep(seconds):
+        now[0] += 1
+
+    first = task_row_ids(3, 1000 << EPOCH_PHYSICAL_SHIFT, 10, clock=lambda: now[0], sleep=sleep)
+    assert now[0] > split_row_id(int(first[-1]))[0]
+    following_epoch = now[0] << EPOCH_PHYSICAL_SHIFT          # the next batch's epoch is taken after
+    second = task_row_ids(3, following_epoch, 10, clock=lambda: now[0], sleep=sleep)
+    assert second[0] > first[-1]
 
 
 def test_task_row_ids_refuse_a_partition_past_the_generators():
