@@ -153,7 +153,8 @@ class ChangeLogWriter:
         self.store, self.spec, self.serde, self._vnodes = store, spec, serde, vnodes
         self._changes: dict = {}   # state key -> [old value bytes or _ABSENT, new value bytes or None]
         self._runs: list = []      # (sorted keys, values) of insert-only chunks, before any other change
-        self._cutoff = -1          # the retention cutoff published last (this process)
+        marks = getattr(store, "table_watermarks", None)   # the cutoff already published (a restart, a task)
+        self._cutoff = retained_from(marks(spec.table_id)) if marks is not None else -1
 
     def record(self, ops, columns, visibility=None) -> None:
         """Record a chunk of applied changes (ops 1..4, columns in schema order)."""

@@ -154,6 +154,10 @@ _DECLARE = re.compile(rf"\s*DECLARE\s+({_IDENT})\s+SUBSCRIPTION\s+CURSOR\s+FOR\s
                       rf"(?:\s+(FULL|SINCE\s+(.+?)))?\s*$", re.I | re.S)
 _FETCH = re.compile(rf"\s*FETCH\s+(?:(NEXT|ALL|\d+)\s+)?(?:FROM\s+|IN\s+)?({_IDENT})\s*$", re.I | re.S)
 _CLOSE = re.compile(rf"\s*CLOSE\s+({_IDENT})\s*$", re.I | re.S)
+_QUERY_CURSOR = re.compile(rf"\s*DECLARE\s+{_IDENT}\s+(?:(?:BINARY|INSENSITIVE|ASENSITIVE|NO|SCROLL)\s+)*CURSOR\b",
+                           re.I | re.S)
+_FETCH_DIRECTION = re.compile(r"\s*(?:FETCH|MOVE)\s+(?:PRIOR|FIRST|LAST|ABSOLUTE|RELATIVE|FORWARD|BACKWARD|-)",
+                              re.I | re.S)
 _SUB_WORDS = re.compile(r"\s*(?:CREATE\s+SUBSCRIPTION|DROP\s+SUBSCRIPTION|DECLARE|FETCH|CLOSE)\b", re.I)
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*)?", re.I)
 _CREATE_TABLE = re.compile(r"\s*CREATE\s+TABLE\b", re.I)
@@ -374,6 +378,12 @@ def _subscription_statement(stmt: Statement, body: str, line: int, column: int) 
         word = m.group(1)
         stmt.kind, stmt.name = "close", None if word.upper() == "ALL" else _ident_parts(word)[0]
         return stmt
+    if _QUERY_CURSOR.match(body):
+        raise UnsupportedError("DECLARE ... CURSOR FOR a query is not supported (only subscription cursors: "
+                               "DECLARE c SUBSCRIPTION CURSOR FOR s)", line, column)
+    if _FETCH_DIRECTION.match(body):
+        raise UnsupportedError("FETCH directions other than NEXT, a count or ALL are not supported (subscription "
+                               "cursors only move forward)", line, column)
     word = " ".join(body.split()[:2]).upper()
     raise SqlSyntaxError(f"syntax error in {word}: expected CREATE SUBSCRIPTION name FROM relation [WITH "
                          f"(retention = '...')], DROP SUBSCRIPTION [IF EXISTS] name, DECLARE name SUBSCRIPTION "

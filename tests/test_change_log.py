@@ -432,3 +432,24 @@ def test_drop_subscription_deletes_consumer_pins(db):
     assert db.db.store._store.list(PIN_PREFIX)
     db.execute("DROP SUBSCRIPTION s")
     assert db.db.store._store.list(PIN_PREFIX) == []
+
+
+def test_golden_entries():
+    """The layout of docs/format.md section 9, frozen: these bytes must decode the same forever."""
+    golden = [("007500000000000100000180000002", "02010200020000000162", [(OP_DELETE, (2, "b"))]),
+              ("00a700000000000100000180000001", "01010200010000000161", [(OP_INSERT, (1, "a"))]),
+              ("00b500000000000100000180000003", "0300000009010200030000000163010200030000000164",
+               [(OP_UPDATE_DELETE, (3, "c")), (OP_UPDATE_INSERT, (3, "d"))])]
+    w = _writer(None)
+    w.record([OP_INSERT, OP_DELETE, OP_UPDATE_DELETE, OP_UPDATE_INSERT], [[1, 2, 3, 3], ["a", "b", "c", "d"]])
+    assert [(k.hex(), v.hex()) for k, v in w.entries(1 << 16)] == [(k, v) for k, v, _ in golden]
+    for key, value, changes in golden:
+        assert decode_entry(SERDE, bytes.fromhex(key), bytes.fromhex(value)) == (1 << 16, changes)
+
+
+def test_unsupported_cursor_forms_are_refused_by_name(db):
+    from sql.errors import UnsupportedError
+    for text in ("DECLARE c CURSOR FOR SELECT * FROM t", "FETCH PRIOR FROM c", "FETCH BACKWARD 2 FROM c",
+                 "ALTER SUBSCRIPTION s RENAME TO s2"):
+        with pytest.raises(UnsupportedError):
+            db.execute(text)
