@@ -15,6 +15,8 @@ import os
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import sql
@@ -117,6 +119,70 @@ def test_query_names_and_options_are_checked(tmp_path):
         HummockStreamWriter({"url": str(tmp_path / "db"), "table": "t"}, SCHEMA)
     with pytest.raises(SchemaError, match="mode"):
         _micro_batch(str(tmp_path / "db"), 0, [(1, "a")], mode="merge")
+
+
+class _TaskContext:
+    """What ``write`` asks of pyspark's TaskContext: partition, attempt, the batch id property."""
+
+    def __init__(self, partition: int, batch_id: int):
+        self.partition, self.batch_id = partition, batch_id
+
+    def partitionId(self):
+        return self.partition
+
+    def attemptNumber(self):
+        return 0
+
+    def getLocalProperty(self, name):
+        return str(self.batch_id) if name == "streaming.sql.batchId" else None
+
+
+def _tasks_batch(url, batch_id, tasks, **options):
+    """One micro-batch of several tasks (``tasks[p]``: partition p's rows, in input order)."""
+    import pickle
+
+    from pyspark import TaskContext
+
+    opts = {"url": url, "table": "t", "query_name": "q", **{k: str(v) for k, v in options.items()}}
+    planned = pickle.loads(pickle.dumps(HummockStreamWriter(opts, SCHEMA)))
+    messages = []
+    with pytest.MonkeyPatch.context() as patch:
+        for p, rows in enumerate(tasks):
+            patch.setattr(TaskContext, "get", staticmethod(lambda p=p: _TaskContext(p, batch_id)))
+            messages.append(planned.write(iter([_batch(rows)])))
+    HummockStreamWriter(opts, SCHEMA).commit(messages, batch_id)
+
+
+def _table_rows(url) -> dict:
+    from relational.spark import _serde, find_table
+
+    with HummockStorage.open(url, read_only=True) as store:
+        epoch = store.max_committed_epoch
+        desc = find_table(store, "t", epoch)
+        serde = _serde(desc)
+        return dict(serde.decode(k, v)[:2] for k, v in store.iter(desc.table_id, epoch))
+
+
+_batches = st.lists(st.lists(st.lists(st.tuples(st.integers(0, 6), st.text("ab", max_size=2)), max_size=6),
+                             min_size=1, max_size=3), min_size=1, max_size=3)
+
+
+@settings(max_examples=15)
+@given(_batches, st.sampled_from(["upsert", "append"]), st.booleans())
+def test_modes_match_a_model_across_tasks_batches_and_replays(tmp_path_factory, batches, mode, replay):
+    """upsert: the last row of a pk wins (tasks in partition order, rows in input order);
+    append: the first wins and a stored pk is never changed; a replayed batch changes nothing."""
+    url = str(tmp_path_factory.mktemp("sink") / "db")
+    model: dict = {}
+    for batch_id, tasks in enumerate(batches):
+        _tasks_batch(url, batch_id, tasks, mode=mode, pk="id")
+        if replay:
+            _tasks_batch(url, batch_id, [[(0, "REPLAY")]], mode=mode, pk="id")
+        for rows in tasks:
+            for pk, v in rows:
+                if mode == "upsert" or pk not in model:
+                    model[pk] = v
+        assert _table_rows(url) == model
 
 
 # --- on Spark ------------------------------------------------------------------------------------
