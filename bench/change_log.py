@@ -9,8 +9,12 @@ last FLUSH):
 - ``proj``: a projection MV ``SELECT id, g, v * 2 FROM t``, with no subscription, then with one on
   the MV (one log entry per row: the worst case);
 - ``table``: the agg MV plus a subscription on the table itself (one entry per row).
-Each figure is rows/s through the whole graph, the median of ``--repeat`` runs; the overhead is
-``1 - with / without``. The peer is the same graph without the log in the same run.
+Each figure is rows/s through the whole graph, the median of ``--repeat`` runs after one
+warm-up run, the runs with and without interleaved; the overhead is ``1 - with / without``. The
+peer is the same graph without the log in the same run. ``writer_us_per_row``: the log
+writer alone (``ChangeLogWriter.record`` + ``commit`` on an in-memory store, 20,000-row chunks,
+median of 5 epochs) for insert chunks and for update chunks (U-/U+ pairs): the steadier figure
+on a loaded machine.
 
 Run: ``python -m bench.change_log [--quick]``; prints a table, then one JSON line
 ``{"bench": "change_log", ...}``.
@@ -25,10 +29,17 @@ import statistics
 import tempfile
 import time
 
+import numpy as np
 import pyarrow as pa
 
 import sql
 from bench.harness import machine
+from hummock import HummockStorage
+from hummock.key import EPOCH_PHYSICAL_SHIFT, new_epoch
+from relational.change_log import ChangeLogSpec, ChangeLogWriter
+from relational.row_serde import RowSerde
+from relational.types import DataType
+from relational.vnode import Bitmap
 
 WORKLOADS = {
     "agg": ("CREATE MATERIALIZED VIEW m AS SELECT g, count(*) AS n, sum(v) AS s FROM t GROUP BY g", "m"),
@@ -63,6 +74,28 @@ def run(workload: str, subscribe: bool, rows: int, batch: int) -> float:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def writer_us_per_row(kind: str, n: int = 20_000, epochs: int = 5) -> float:
+    """The writer alone (module docstring): ``kind`` ``insert`` or ``update``."""
+    serde = RowSerde([DataType.BIGINT, DataType.INT, DataType.INT], [0], None, ())
+    store = HummockStorage.open("memory://")
+    try:
+        writer = ChangeLogWriter(store, ChangeLogSpec(5, 3_600_000), serde, Bitmap.full)
+        epoch, times = new_epoch(), []
+        for e in range(epochs):
+            ids = list(range(e * n, (e + 1) * n)) if kind == "insert" else [i for i in range(n // 2) for _ in (0, 1)]
+            cols = [pa.array(ids, pa.int64()), pa.array([i % 1000 for i in ids], pa.int32()),
+                    pa.array([(i + (j & 1) + e) % 97 for j, i in enumerate(ids)], pa.int32())]
+            ops = np.ones(n, np.int8) if kind == "insert" else np.tile(np.array([3, 4], np.int8), n // 2)
+            start = time.perf_counter()
+            writer.record(ops, cols)
+            writer.commit(epoch)
+            times.append((time.perf_counter() - start) / n * 1e6)
+            epoch += 1 << EPOCH_PHYSICAL_SHIFT
+        return statistics.median(times)
+    finally:
+        store.close()
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
@@ -73,6 +106,7 @@ def main(argv=None) -> dict:
     if args.quick:
         args.rows, args.batch, args.repeat = 40_000, 10_000, 1
     out = {}
+    run("agg", True, args.batch, args.batch)   # warm-up: imports, caches
     print(f"{'workload':<8} {'without rows/s':>15} {'with rows/s':>12} {'overhead':>9}")
     for workload in WORKLOADS:
         without, with_log = [], []
@@ -83,8 +117,10 @@ def main(argv=None) -> dict:
         out[workload] = {"without_rows_per_s": round(a), "with_rows_per_s": round(b),
                          "overhead": round(1 - b / a, 3)}
         print(f"{workload:<8} {a:>15,.0f} {b:>12,.0f} {1 - b / a:>8.1%}")
+    writer = {kind: round(writer_us_per_row(kind), 2) for kind in ("insert", "update")}
+    print(f"writer alone: {writer['insert']} us per inserted row, {writer['update']} us per updated row")
     result = {"bench": "change_log", "rows": args.rows, "batch": args.batch, "repeat": args.repeat,
-              "workloads": out, "machine": machine()}
+              "workloads": out, "writer_us_per_row": writer, "machine": machine()}
     print(json.dumps(result))
     return result
 
