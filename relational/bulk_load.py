@@ -4,7 +4,8 @@ Job: what a bulk loader (the Spark writer in ``relational/spark.py``, or any oth
 the engine's ``reserve_sst_ids`` / ``ingest_ssts`` (docs/engine.md "Bulk loads"):
 
 1. :func:`build_task_ssts` (a task): encode the task's rows with the table's ``RowSerde``
-   (``encode_chunk``, vectorized), sort them by key, refuse a repeated pk (:class:`DuplicateKeyError`),
+   (``encode_chunk``, vectorized), sort them by key, refuse a repeated pk (:class:`DuplicateKeyError`;
+   a streaming write keeps the first or last row of it instead, and may drop keys by a filter),
    and write SSTs of at most ``target_sst_size`` straight into the store under the task's slice
    of reserved ids, every version at ``epoch + spill_offset``. Returns the ``SstableInfo``\\ s.
 2. :func:`commit_load` (the driver): in one commit delta at ``epoch``, publish every task's SSTs
