@@ -37,6 +37,7 @@ import re
 import time
 from collections import deque
 
+from hummock.errors import HummockError
 from hummock.key import EPOCH_PHYSICAL_SHIFT
 from relational.catalog import TableDesc
 from relational.change_log import (OP_INSERT, OP_NAMES, Change, check_position, drop_pins, epoch_of_unix_ms,
@@ -244,7 +245,7 @@ class ChangeCursor:
             self._snapshot_rows = None
             try:
                 snap.release()
-            except Exception:   # the store was reopened meanwhile: the pin went with it
+            except HummockError:   # the store was reopened meanwhile: the pin went with it
                 pass
 
     def close(self) -> None:

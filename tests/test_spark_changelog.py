@@ -106,3 +106,61 @@ def test_stream_from_a_position_retention_dropped_fails(hummock_spark, tmp_path)
         store.checkpoint(later)
     with pytest.raises(Exception, match="older than what it keeps"):
         _run_stream(hummock_spark, url, str(tmp_path / "ckpt"), subscription="ts", startingOffsets=start)
+
+
+# --- the reader's methods called directly (no Spark job: what the planning worker and the
+# executors run), so the offsets, the position checks and the consumer pin are cheap to test
+
+def _reader(url, **options):
+    from relational.spark_changelog import HummockChangeLogStreamReader, changelog_schema
+    options = {"url": url, **{k: str(v) for k, v in options.items()}}
+    return HummockChangeLogStreamReader(options, changelog_schema(options))
+
+
+def _read_all(reader, start, end):
+    rows = []
+    for part in reader.partitions(start, end):
+        for batch in reader.read(part):
+            rows += [tuple(r.values()) for r in batch.to_pylist()]
+    return rows
+
+
+def test_reader_offsets_partitions_and_pins_without_spark(tmp_path):
+    from relational.change_log import ChangeLogExpiredError
+    from relational.errors import SchemaError
+    url = str(tmp_path / "db")
+    conn = sql.connect(url, barrier_interval_ms=0)
+    try:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, v VARCHAR)")
+        conn.execute("CREATE SUBSCRIPTION ts FROM t WITH (retention = '1 hour')")
+        start = conn.db.catalog.subscriptions["ts"].start_epoch
+        conn.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+        conn.execute("FLUSH")
+        conn.execute("UPDATE t SET v = 'z' WHERE k = 2")
+        conn.execute("FLUSH")
+        committed = conn.db.store.max_committed_epoch
+        by_sub = _reader(url, subscription="ts", partitions=3, consumer="c1", startingOffsets="earliest")
+        by_table = _reader(url, table="t", stream="true")
+        assert by_sub.initialOffset() == {"epoch": start}                     # earliest: the subscription's start
+        assert by_table.initialOffset() == {"epoch": committed}               # latest
+        assert by_sub.latestOffset({"epoch": start}, None) == {"epoch": committed}
+        rows = _read_all(by_sub, {"epoch": start}, {"epoch": committed})
+        assert sorted(r[:3] for r in rows) == [(1, "a", "Insert"), (2, "b", "Insert"), (2, "b", "UpdateDelete"),
+                                               (2, "z", "UpdateInsert")]
+        assert all(start < r[3] <= committed for r in rows)
+        assert len(by_sub.partitions({"epoch": start}, {"epoch": committed})) == 3
+        assert by_sub.partitions({"epoch": committed}, {"epoch": committed}) == []
+        assert sorted(_read_all(by_table, {"epoch": start}, {"epoch": committed})) == sorted(rows)
+        log_id = conn.db.catalog.subscriptions["ts"].table_id
+        assert pinned_position(conn.db.store._store, log_id) == start         # initialOffset pinned it
+        by_sub.commit({"epoch": committed})
+        assert pinned_position(conn.db.store._store, log_id) == committed
+        with pytest.raises(ChangeLogExpiredError):                            # before the subscription
+            by_sub.partitions({"epoch": start - (1 << 16)}, {"epoch": committed})
+        with pytest.raises(SchemaError, match="no subscription"):
+            _reader(url, subscription="nope")
+        with pytest.raises(SchemaError, match="has no subscription"):
+            conn.execute("CREATE TABLE u (k INT PRIMARY KEY)")
+            _reader(url, table="u", stream="true")
+    finally:
+        conn.close()
