@@ -50,6 +50,7 @@ from sql.errors import BindError, CatalogError, SqlSyntaxError
 
 CURSORS = "__cursors__"            # the connection's cursors live in its variables under this key
 DEFAULT_RETENTION_MS = 24 * 3600 * 1000
+MAX_RETENTION_MS = 1000 * 365 * 86_400_000
 READ_WINDOW_MS = 10_000            # epochs read per log scan when catching up
 EPOCH_LIMIT = 1 << 48              # SINCE values at least this are epochs, below: unix ms
 _UNITS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000, "secs": 1000, "second": 1000,
@@ -73,8 +74,8 @@ def parse_retention(text: str) -> int:
             raise BindError(f"invalid retention {text!r}: unknown unit {m.group(2)!r}")
         total += int(float(m.group(1)) * _UNITS[unit])
         at = m.end()
-    if total <= 0:
-        raise BindError(f"invalid retention {text!r}: it must be positive")
+    if not 0 < total < MAX_RETENTION_MS:
+        raise BindError(f"invalid retention {text!r}: it must be positive and under 1,000 years")
     return total
 
 

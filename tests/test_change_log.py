@@ -379,8 +379,12 @@ def test_statement_errors(db):
         db.execute("CREATE SUBSCRIPTION s2 FROM nope")
     with pytest.raises(BindError, match="unknown subscription option"):
         db.execute("CREATE SUBSCRIPTION s2 FROM t WITH (retain = '1h')")
-    with pytest.raises(BindError, match="invalid retention"):
-        db.execute("CREATE SUBSCRIPTION s2 FROM t WITH (retention = 'soon')")
+    for bad in ("soon", "0 s", "99999999999999 weeks"):
+        with pytest.raises(BindError, match="invalid retention"):
+            db.execute(f"CREATE SUBSCRIPTION s2 FROM t WITH (retention = '{bad}')")
+    from sql.subscription import parse_retention
+    assert [parse_retention(t) for t in ("1 hour", "1D", "30 minutes 10 s", "90", "1.5h")] == [
+        3_600_000, 86_400_000, 1_810_000, 90_000, 5_400_000]
     with pytest.raises(SqlSyntaxError):
         db.execute("DECLARE c SUBSCRIPTION CURSOR s")
     with pytest.raises(SqlSyntaxError):
