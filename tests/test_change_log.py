@@ -486,3 +486,23 @@ def test_writers_of_disjoint_vnodes_share_an_epoch():
     assert sorted(left) == sorted(r for r in rows if compute_vnode([r[0]], [T.INT]) in halves[1])
     assert sorted(c.row for c in read_changes(store, 9, serde, e2, 0, e2, range(128, 256))) == sorted(left)
     store.close()
+
+
+@pytest.mark.parametrize("props, field", [
+    ({"subscription": []}, "properties.subscription"),
+    ({"subscription": {"relation": 3, "retention_ms": 1, "start_epoch": 0}}, "relation"),
+    ({"subscription": {"relation": "t", "retention_ms": -1, "start_epoch": 0}}, "retention_ms"),
+    ({"subscription": {"relation": "t", "retention_ms": 1, "start_epoch": True}}, "start_epoch"),
+    ({"subscription": {"relation": "nope", "retention_ms": 1, "start_epoch": 0}}, "relation"),
+])
+def test_a_malformed_subscription_record_is_corruption(props, field):
+    from hummock import CorruptionError
+    from relational.catalog import TableDesc
+    from sql.catalog import SqlCatalog
+    table = TableDesc(1, "t", (("k", T.INT),), (0,), properties={"sql": {"kind": "table", "n_visible": 1}})
+    sub = TableDesc(2, "s", (("k", T.INT),), (0,), properties=props)
+    with pytest.raises(CorruptionError, match=field):
+        SqlCatalog.from_descs([table, sub])
+    ok = TableDesc(2, "s", (("k", T.INT),), (0,),
+                   properties={"subscription": {"relation": "t", "retention_ms": 1, "start_epoch": 0}})
+    assert SqlCatalog.from_descs([table, ok]).subscriptions["s"].relation == "t"
