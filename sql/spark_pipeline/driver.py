@@ -40,18 +40,20 @@ import logging
 import threading
 import time
 
+import pyarrow as pa
+
 from hummock.compaction.remote import StoreDescription
 from hummock.key import new_epoch
 from hummock.killpoints import kill_point
-from hummock.task_store import TaskOutput
 from hummock.version_codec import encode_version
 from relational.progress import read_progress, write_progress
 from stream.errors import StreamError
 
 from sql.spark_pipeline import pickling  # noqa: F401  (plans hold interval literals)
 from sql.spark_pipeline.fragments import plan_pipeline
-from sql.spark_pipeline.task import (DRIVER_GENERATOR, EPOCH_STEP, BatchContext, blobs, fill_row_ids,
-                                     run_stage_task, table_chunks)
+from sql.spark_pipeline.task import (DRIVER_GENERATOR, EPOCH_STEP, KIND_BLOB, KIND_META, RECORD_DDL, BatchContext,
+                                     batch_records, blobs, fill_row_ids, read_meta, record_batch, run_stage_task,
+                                     table_chunks)
 
 log = logging.getLogger("sql.spark_pipeline")
 
@@ -115,6 +117,7 @@ class SparkRuntime:
         self._ticker: threading.Thread | None = None
         self._stop_ticker = threading.Event()
         self._store_description = StoreDescription.of(store._store, store.options)
+        self._key_cache: dict = {}
 
     # --- the StreamRuntime surface Database uses ----------------------------------------------------
 
@@ -208,45 +211,52 @@ class SparkRuntime:
             return epoch
 
     def _run(self, pending, frames, batch_id, query, committed, epoch) -> None:
+        from pyspark.sql import functions as F
+
         began = time.perf_counter()
         stats = BatchStats()
         stats.epoch = epoch
-        sc = self.spark.sparkContext
         plan, n = self.plan, self.partitions
-        stages = plan.stages
+        keys = self._keys(n)
         with self.store.snapshot(committed):   # pins the version the tasks read
             version = encode_version(self.store.version())
-            count = (stages + 1) * n * self.attempts * self.ids_per_task
+            count = (plan.stages + 1) * n * self.attempts * self.ids_per_task
             ids = self.store.reserve_sst_ids(count)
             ctx = BatchContext(self._store_description, self.store.options, version, committed, epoch, n,
                                ids.start, self.ids_per_task, self.attempts, self.backfill,
                                self._backfill_edges())
             records = self._route_on_driver(pending, epoch, stats)
-            rdds = [sc.parallelize(records, max(1, min(n, len(records))))] if records else []
+            inputs = []   # (the edges its records may carry, DataFrame of records)
+            sources = frozenset(plan.source_edges.values())
+            if records:
+                inputs.append((sources, self.spark.createDataFrame(pa.Table.from_batches([record_batch(records, keys)]))))
             for name, frame in frames.items():
-                rdds.append(self._route_frame(name, frame, epoch))
+                inputs.append((sources, self._route_frame(name, frame, epoch, keys)))
             stats.seconds["route"] = round(time.perf_counter() - began, 4)
             outputs = []
             by_stage = _stage_of_edges(plan)
-            inputs = rdds
-            for stage in range(1, stages + 1):
-                edges = {e for e, s in by_stage.items() if s == stage}
-                stage_in = [r.filter(lambda rec, edges=edges: rec[1][0] in edges) for r in inputs]
+            for stage in range(1, plan.stages + 1):
+                edges = sorted(e for e, s in by_stage.items() if s == stage)
                 forced = self.backfill and any(f.relation in self.backfill for f in plan.fragments_of_stage(stage))
-                if not stage_in and not forced:
+                if not edges or (not any(c & set(edges) for c, _ in inputs) and not forced):
                     continue
                 t0 = time.perf_counter()
-                source = sc.union(stage_in) if stage_in else sc.parallelize([], 1)
-                shuffled = source.partitionBy(n, _identity)
-                out = shuffled.mapPartitionsWithIndex(_StageFn(plan, ctx, stage))
-                out.localCheckpoint()   # (marks it in place) the first action materializes it
-                metas = out.filter(_is_meta).map(_meta_payload).collect()
-                outputs += [TaskOutput.from_bytes(m) for _, m in metas]
-                stats.fragments_run += sum(ran for (ran, _), _ in metas)
+                stage_in = [df.where(F.col("e").isin(edges)) for carried, df in inputs if carried & set(edges)]
+                if forced:   # one no-op record per partition: every task runs (an empty shuffle runs none)
+                    stage_in.append(self._ticks(n, keys))
+                source = stage_in[0]
+                for df in stage_in[1:]:
+                    source = source.union(df)
+                out = source.repartition(n, "key").mapInArrow(_StageFn(plan, ctx, stage, keys), RECORD_DDL)
+                out = out.localCheckpoint(eager=True)   # one attempt's rows per task; never recomputed
+                metas = [read_meta(bytes(r[0])) for r in out.where(F.col("k") == KIND_META).select("payload").collect()]
+                outputs += [m[3] for m in metas]
+                stats.fragments_run += sum(m[0] for m in metas)
                 if stage == 1 and frames:
-                    stats.rows_in += sum(rows for (_, rows), _ in metas)
-                blobs_out = out.filter(_is_blob).map(_blob_record)
-                inputs = inputs + [blobs_out]
+                    stats.rows_in += sum(m[1] for m in metas)
+                stats.seconds[f"stage{stage}_task_max"] = round(max((m[2] for m in metas), default=0.0), 4)
+                carried = frozenset(e for f in plan.fragments_of_stage(stage) for e in f.outputs if e in by_stage)
+                inputs.append((carried, out.where(F.col("k") == KIND_BLOB)))
                 stats.stages_run += 1
                 stats.seconds[f"stage{stage}"] = round(time.perf_counter() - t0, 4)
             t0 = time.perf_counter()
@@ -266,6 +276,26 @@ class SparkRuntime:
         stats.seconds["total"] = round(time.perf_counter() - began, 4)
         self.last = stats
 
+    def _ticks(self, n: int, keys: dict):
+        return self.spark.createDataFrame(pa.Table.from_batches([record_batch([("b", t, -1, b"") for t in range(n)],
+                                                                             keys)]))
+
+    def _keys(self, n: int) -> dict:
+        """``{partition: key}``: an int that Spark's hash partitioning into ``n`` partitions
+        (``pmod(hash(key), n)``, Murmur3 seed 42) sends to that partition. Computed by Spark
+        itself once per ``n``, so it is Spark's own hash whatever its version."""
+        keys = self._key_cache.get(n)
+        if keys is None:
+            rows = self.spark.range(0, 64 * n).selectExpr("CAST(id AS INT) AS v",
+                                                          f"pmod(hash(CAST(id AS INT)), {n}) AS t").collect()
+            keys = {}
+            for v, t in rows:
+                keys.setdefault(t, v)
+            if len(keys) != n:
+                raise StreamError(f"found no partitioning key for some of {n} partitions")
+            self._key_cache[n] = keys
+        return keys
+
     def _backfill_edges(self) -> dict:
         """``{edge id: upstream TableDesc}``: the leaves of new MVs that read a snapshot."""
         out = {}
@@ -282,7 +312,7 @@ class SparkRuntime:
         return out
 
     def _route_on_driver(self, pending, epoch: int, stats) -> list:
-        """Stage 0 for queued SQL writes: row ids, then ``(partition, (edge, payload))``."""
+        """Stage 0 for queued SQL writes: row ids, then ``("b", partition, edge, payload)``."""
         by_table: dict = {}
         for rel, chunk, _ in pending:
             by_table.setdefault(rel.name, (rel, []))[1].append(chunk)
@@ -291,81 +321,59 @@ class SparkRuntime:
             chunks = fill_row_ids(rel, chunks, DRIVER_GENERATOR, epoch)
             stats.rows_in += sum(c.cardinality for c in chunks)
             edge = self.plan.edges[self.plan.source_edges[name]]
-            records += [(p, (e, payload)) for _, p, e, payload in blobs(chunks, edge.dist, self.partitions, edge.id)]
+            records += list(blobs(chunks, edge.dist, self.partitions, edge.id))
         return records
 
-    def _route_frame(self, name: str, frame, epoch: int):
+    def _route_frame(self, name: str, frame, epoch: int, keys: dict):
         """Stage 0 for a DataFrame of table ``name``'s rows: routed by Spark tasks."""
         rel = self.catalog.get(name)
         if rel is None or rel.kind != "table":
             raise StreamError(f"no table {name!r} to feed")
         edge = self.plan.edges[self.plan.source_edges[name]]
-        route = _RouteFn(rel, edge, self.partitions, epoch)
-        routed = frame.mapInArrow(route, "p int, e int, payload binary")
-        return routed.rdd.map(_row_record)
+        return frame.mapInArrow(_RouteFn(rel, edge, self.partitions, epoch, keys), RECORD_DDL)
 
 
 def _stage_of_edges(plan) -> dict:
     return {e.id: plan.fragments[e.consumer].stage for e in plan.edges.values() if not e.local}
 
 
-def _identity(key):
-    return key
-
-
-def _is_meta(rec) -> bool:
-    return rec[0] == "m"
-
-
-def _meta_payload(rec):
-    return rec[2], rec[3]
-
-
-def _is_blob(rec) -> bool:
-    return rec[0] == "b"
-
-
-def _blob_record(rec):
-    return rec[1], (rec[2], rec[3])
-
-
-def _row_record(row):
-    return row[0], (row[1], bytes(row[2]))
-
-
 class _StageFn:
-    """``mapPartitionsWithIndex`` body of one stage (pickled into its tasks)."""
+    """``mapInArrow`` body of one stage (pickled into its tasks)."""
 
-    def __init__(self, plan, ctx, stage):
-        self.plan, self.ctx, self.stage = plan, ctx, stage
+    def __init__(self, plan, ctx, stage, keys):
+        self.plan, self.ctx, self.stage, self.keys = plan, ctx, stage, keys
 
-    def __call__(self, partition, records):
+    def __call__(self, batches):
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else 0
-        return run_stage_task(self.plan, self.ctx, self.stage, partition, attempt, records)
+        partition, attempt = context.partitionId(), context.attemptNumber()
+        out = run_stage_task(self.plan, self.ctx, self.stage, partition, attempt, batch_records(batches, partition))
+        pending = []
+        for rec in out:
+            pending.append(rec)
+            if len(pending) >= 16:
+                yield record_batch(pending, self.keys)
+                pending = []
+        if pending:
+            yield record_batch(pending, self.keys)
 
 
 class _RouteFn:
     """``mapInArrow`` body of stage 0: a table's rows -> routed change chunks."""
 
-    def __init__(self, rel, edge, partitions, epoch):
-        self.rel, self.edge, self.partitions, self.epoch = rel, edge, partitions, epoch
+    def __init__(self, rel, edge, partitions, epoch, keys):
+        self.rel, self.edge, self.partitions, self.epoch, self.keys = rel, edge, partitions, epoch, keys
 
     def __call__(self, batches):
-        import pyarrow as pa
         from pyspark import TaskContext
 
         context = TaskContext.get()
         generator = context.partitionId() % DRIVER_GENERATOR if context is not None else 0
-        schema = pa.schema([("p", pa.int32()), ("e", pa.int32()), ("payload", pa.binary())])
         for batch in batches:
             if not batch.num_rows:
                 continue
             chunks = table_chunks(self.rel, batch, generator, self.epoch)
             recs = list(blobs(chunks, self.edge.dist, self.partitions, self.edge.id))
             if recs:
-                yield pa.RecordBatch.from_arrays([pa.array([r[1] for r in recs], pa.int32()),
-                                                  pa.array([r[2] for r in recs], pa.int32()),
-                                                  pa.array([r[3] for r in recs], pa.binary())], schema=schema)
+                yield record_batch(recs, self.keys)

@@ -26,6 +26,8 @@ Callers: :mod:`sql.spark_pipeline.driver` (the functions it ships to Spark) and 
 from __future__ import annotations
 
 import asyncio
+import struct
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -282,9 +284,10 @@ def edge_schemas(plan) -> dict:
 
 def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt: int, records):
     """The stage task of ``partition`` (module docstring); yields output records."""
+    began = time.perf_counter()
     schemas = edge_schemas(plan)
     inputs = defaultdict(list)
-    for _, (edge_id, payload) in records:
+    for edge_id, payload in records:
         inputs[edge_id].extend(decode_chunks(payload, schemas[edge_id]))
     store = TaskStore(open_cached_store(ctx.store), ctx.version, ctx.epoch, options=ctx.options)
     barriers = (Barrier(ctx.prev_epoch, ctx.epoch, checkpoint=False),
@@ -312,4 +315,51 @@ def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt:
                 yield from blobs(out, edge.dist, ctx.partitions, e)
     output = store.finish(ctx.sst_ids(stage, partition, attempt))
     rows_in = sum(c.cardinality for e, edge in plan.edges.items() if edge.producer is None for c in inputs.get(e, ()))
-    yield "m", partition, (ran, rows_in), output.to_bytes()
+    yield "m", partition, -1, META.pack(ran, rows_in, time.perf_counter() - began) + output.to_bytes()
+
+
+META = struct.Struct("<iqd")   # a task's meta record: fragments run, input rows, seconds; then TaskOutput
+
+
+def read_meta(payload: bytes) -> tuple:
+    """``(fragments run, input rows, seconds, TaskOutput)`` of a meta record's payload."""
+    from hummock.task_store import TaskOutput
+
+    ran, rows, seconds = META.unpack_from(payload)
+    return ran, rows, seconds, TaskOutput.from_bytes(payload[META.size:])
+
+
+# --- records as Arrow (what the Spark stages exchange) -------------------------------------------
+
+RECORD_FIELDS = [("k", pa.int8()), ("t", pa.int32()), ("key", pa.int32()), ("e", pa.int32()),
+                 ("payload", pa.binary())]
+RECORD_SCHEMA = pa.schema(RECORD_FIELDS)
+RECORD_DDL = "k byte, t int, key int, e int, payload binary"   # the same, as Spark's schema string
+KIND_BLOB, KIND_META = 0, 1
+
+
+def record_batch(records, keys) -> pa.RecordBatch:
+    """``("b"|"m", partition, edge, payload)`` records as one Arrow batch of RECORD_SCHEMA;
+    ``keys[t]`` is the value Spark's hash partitioning sends to partition ``t``."""
+    records = list(records)
+    return pa.RecordBatch.from_arrays(
+        [pa.array([KIND_BLOB if r[0] == "b" else KIND_META for r in records], pa.int8()),
+         pa.array([r[1] for r in records], pa.int32()),
+         pa.array([keys[r[1]] for r in records], pa.int32()),
+         pa.array([r[2] for r in records], pa.int32()),
+         pa.array([r[3] for r in records], pa.binary())], schema=RECORD_SCHEMA)
+
+
+def batch_records(batches, partition: int):
+    """``(edge, payload)`` of the Arrow record batches a stage task reads; every record must be
+    routed to ``partition`` (else the shuffle did not do what the driver planned: an error)."""
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        targets = batch.column(1).to_numpy(zero_copy_only=False)
+        if (targets != partition).any():
+            raise PipelineTaskError(f"a record for partition {int(targets[targets != partition][0])} reached "
+                                    f"partition {partition}: Spark's hash partitioning differs from the plan")
+        for edge, payload in zip(batch.column(3).to_pylist(), batch.column(4).to_pylist()):
+            if edge >= 0:   # (edge -1: a no-op record that only makes the task run)
+                yield edge, payload
