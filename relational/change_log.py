@@ -20,7 +20,8 @@ back to the same bytes leaves nothing. A reader expands an update into ``UpdateD
 ``UpdateInsert`` (RisingWave's ops). Readers order entries by ``(epoch, vnode, pk)``.
 
 **Retention**: entries older than ``retention_ms`` before the epoch being written are hidden by
-per-vnode table watermarks on the log table (``update_table_watermarks``, range ``[b"",
+per-vnode table watermarks on the log table (every owned vnode; only the singleton vnode for a
+relation without a distribution key) (``update_table_watermarks``, range ``[b"",
 epoch_bytes(cutoff))`` after the vnode), advanced in steps of :data:`RETENTION_STEP_FRACTION`
 of the retention (at least one second), so the watermark history stays short; compaction drops
 what they hide. :func:`retained_from` reads the cutoff back; a reader whose position is older
@@ -64,7 +65,7 @@ from hummock.object_store.base import ObjectNotFoundError
 from hummock.key import EPOCH_BASE_UNIX_MS, EPOCH_PHYSICAL_SHIFT, epoch_to_unix_ms
 
 from relational.errors import SchemaError
-from relational.vnode import VNODE_BYTES, VNODE_COUNT
+from relational.vnode import SINGLETON_VNODE, VNODE_BYTES, VNODE_COUNT
 
 # --- the format: part of the file format, do not change ----------------------------------------
 TAG_INSERT = 0x01
@@ -238,9 +239,12 @@ class ChangeLogWriter:
             pinned = pinned_position(objects, self.spec.table_id) if objects is not None else None
             if pinned is not None:
                 cutoff = min(cutoff, pinned + (1 << EPOCH_PHYSICAL_SHIFT))
-            if cutoff > self._cutoff:
+            owned = self._vnodes()
+            if not self.serde.dist_key_indices:   # a singleton relation lives in one vnode
+                owned = [SINGLETON_VNODE] if SINGLETON_VNODE in owned else []
+            if cutoff > self._cutoff and owned:
                 self.store.update_table_watermarks(self.spec.table_id, epoch,
-                                                   dict.fromkeys(self._vnodes(), (b"", epoch_bytes(cutoff))))
+                                                   dict.fromkeys(owned, (b"", epoch_bytes(cutoff))))
                 self._cutoff = cutoff
 
     def discard(self) -> None:

@@ -299,6 +299,7 @@ def test_retention_drops_old_changes_and_too_old_cursors_error():
         log_id = conn.db.catalog.subscriptions["s"].table_id
         store = conn.db.store
         assert len(list(store.iter(log_id, store.max_committed_epoch))) == 1   # the first entry is hidden
+        assert set(store.table_watermarks(log_id).latest) == {0}   # a singleton relation: one vnode marked
     finally:
         conn.close()
 
