@@ -28,7 +28,8 @@ recorded in a :class:`~relational.change_log.ChangeLogWriter`, which writes the 
 changes per pk into the log table at each barrier (at ``prev_epoch``, beside the state table's
 commit) and advances the log's retention watermark. Nothing is recorded without a spec.
 
-Callers: the planner (CREATE TABLE / CREATE MATERIALIZED VIEW), tests.
+Callers: the planner (CREATE TABLE / CREATE MATERIALIZED VIEW; ``sql/build.py`` passes
+``SqlCatalog.change_logs_of(name)``), the Spark pipeline's tasks (``sql/spark_pipeline/task.py``), tests.
 """
 
 from __future__ import annotations
