@@ -43,6 +43,7 @@ Callers: ``sql/spark_pipeline`` (executor side), tests.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 
@@ -71,6 +72,25 @@ def _table_id(table_id) -> int:
     if isinstance(table_id, bool) or not isinstance(table_id, int) or not 0 <= table_id <= MAX_TABLE_ID:
         raise InvalidArgumentError(f"table_id must be an int in [0, {MAX_TABLE_ID}], got {table_id!r}")
     return table_id
+
+
+def _prefixes(keys) -> set:
+    """The distinct 2-byte prefixes (vnodes) of ``keys``, sorted ascending: one bisect per
+    prefix, not a Python step per key."""
+    out = set()
+    i, n = 0, len(keys)
+    while i < n:
+        key = keys[i]
+        if len(key) < 2:
+            i += 1
+            continue
+        prefix = key[:2]
+        out.add(prefix)
+        if prefix == b"\xff\xff":
+            break
+        upper = (int.from_bytes(prefix, "big") + 1).to_bytes(2, "big")
+        i = bisect.bisect_left(keys, upper, i + 1)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,7 +283,7 @@ class TaskStore:
         if not keys:
             return
         self._buffer.add(table_id, epoch, keys, values, size)
-        self._vnodes.setdefault(table_id, set()).update({k[:2] for k in keys if len(k) >= 2})
+        self._vnodes.setdefault(table_id, set()).update(_prefixes(keys))
         self._refresh()
 
     def update_table_watermarks(self, table_id: int, epoch: int, watermarks) -> None:

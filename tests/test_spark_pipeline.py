@@ -121,9 +121,6 @@ MOVING = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="BUG 1 (/work/notes/pipeline-bugs.md): a row whose routing key changes is "
-                   "deleted by one task and inserted by another; the MV's Materialize gets them in any order "
-                   "(driver.py partitionBy over the union, task.py run_stage_task) and may lose the row")
 def test_row_moving_between_partitions(spark, tmp_path):
     """Every row of ``a`` (and ``b``) changes its join/partition key in one batch: its delete
     and its insert come from tasks of two partitions, and must still reach the MV in order."""

@@ -254,7 +254,9 @@ class SparkRuntime:
                 stats.fragments_run += sum(m[0] for m in metas)
                 if stage == 1 and frames:
                     stats.rows_in += sum(m[1] for m in metas)
-                stats.seconds[f"stage{stage}_task_max"] = round(max((m[2] for m in metas), default=0.0), 4)
+                slowest = max((m[2] for m in metas), default=(0.0, 0.0, 0.0, 0.0))
+                stats.seconds[f"stage{stage}_task_max"] = round(slowest[0], 4)
+                stats.seconds[f"stage{stage}_task_max_parts"] = tuple(round(x, 3) for x in slowest[1:])
                 carried = frozenset(e for f in plan.fragments_of_stage(stage) for e in f.outputs if e in by_stage)
                 inputs.append((carried, out.where(F.col("k") == KIND_BLOB)))
                 stats.stages_run += 1

@@ -40,7 +40,7 @@ from hummock.errors import HummockError
 from hummock.task_store import TaskStore
 from relational.state_table import StateTable
 from relational.storage_table import StorageTable
-from stream.chunk import INSERT, StreamChunk
+from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.executor import Executor
 from stream.executors import Dml, Materialize
 from stream.message import Barrier
@@ -272,6 +272,54 @@ def snapshot_chunks(store, desc, epoch: int, schema: Schema) -> list:
             for b in table.batch_iter(epoch, batch_size=4096) if b.num_rows]
 
 
+def edge_key(plan, edge_id: int) -> list:
+    """The stream key of the rows on an edge (its consumer's leaf)."""
+    for frag in (plan.fragments[plan.edges[edge_id].consumer],):
+        for node in P.walk(frag.plan):
+            if isinstance(node, EdgeScan) and node.relation.edge_id == edge_id:
+                return list(node.relation.pk_indices)
+    raise PipelineTaskError(f"edge {edge_id} has no leaf in its consumer fragment")
+
+
+def net_changes(chunks, key) -> tuple:
+    """One producer's changes as ``(deletes, inserts)``: per stream key (columns ``key``), the
+    row before the batch (its first change is a delete) and the row after it (its last change
+    is an insert); a key inserted then deleted within the batch is in neither."""
+    chunk = StreamChunk.concat(chunks).compact() if len(chunks) > 1 else chunks[0].compact()
+    ops = chunk.ops
+    keys = list(zip(*[chunk.columns[k].to_pylist() for k in key])) if key else [()] * len(ops)
+    first, last = {}, {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+        last[k] = i
+    gone = np.array(sorted(i for i in first.values() if ops[i] in (DELETE, UPDATE_DELETE)), np.int64)
+    came = np.array(sorted(i for i in last.values() if ops[i] in (INSERT, UPDATE_INSERT)), np.int64)
+
+    def take(idx, op):
+        if not len(idx):
+            return []
+        at = pa.array(idx)
+        return [StreamChunk(np.full(len(idx), op, np.int8), [c.take(at) for c in chunk.columns], chunk.schema)]
+    return take(gone, DELETE), take(came, INSERT)
+
+
+def deletes_first(per_producer, key) -> list:
+    """The chunks one partition gets on an exchange, from several producer tasks in no particular
+    order, as one exact sequence: each producer's changes netted per stream key, then every
+    producer's deletes before any insert. (A row that moved between producers -- its routing
+    key changed -- is deleted by one and inserted by another; the consumer must see the delete
+    first. At ``e*`` one producer holds a key's old row and at ``e`` at most one its new row.)"""
+    deletes, inserts = [], []
+    for chunks in per_producer:
+        if all((c.ops == INSERT).all() for c in chunks):
+            inserts += chunks
+            continue
+        gone, came = net_changes(chunks, key)
+        deletes += gone
+        inserts += came
+    return deletes + inserts
+
+
 def edge_schemas(plan) -> dict:
     """``{edge id: Schema}`` of the rows on every edge (its consumer's leaf)."""
     out = {}
@@ -287,8 +335,16 @@ def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt:
     began = time.perf_counter()
     schemas = edge_schemas(plan)
     inputs = defaultdict(list)
+    exchanged = defaultdict(list)   # edge -> one list of chunks per producer task (blob)
     for edge_id, payload in records:
-        inputs[edge_id].extend(decode_chunks(payload, schemas[edge_id]))
+        chunks = decode_chunks(payload, schemas[edge_id])
+        if plan.edges[edge_id].producer is None:
+            inputs[edge_id].extend(chunks)
+        else:
+            exchanged[edge_id].append(chunks)
+    for edge_id, per_producer in exchanged.items():
+        inputs[edge_id].extend(deletes_first(per_producer, edge_key(plan, edge_id)))
+    read_s = time.perf_counter() - began
     store = TaskStore(open_cached_store(ctx.store), ctx.version, ctx.epoch, options=ctx.options)
     barriers = (Barrier(ctx.prev_epoch, ctx.epoch, checkpoint=False),
                 Barrier(ctx.epoch, ctx.epoch + EPOCH_STEP, checkpoint=True))
@@ -313,20 +369,24 @@ def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt:
                 inputs[e].extend(out)
             else:
                 yield from blobs(out, edge.dist, ctx.partitions, e)
+    run_s = time.perf_counter() - began - read_s
     output = store.finish(ctx.sst_ids(stage, partition, attempt))
     rows_in = sum(c.cardinality for e, edge in plan.edges.items() if edge.producer is None for c in inputs.get(e, ()))
-    yield "m", partition, -1, META.pack(ran, rows_in, time.perf_counter() - began) + output.to_bytes()
+    total = time.perf_counter() - began
+    yield "m", partition, -1, META.pack(ran, rows_in, total, read_s, run_s, total - read_s - run_s) + output.to_bytes()
 
 
-META = struct.Struct("<iqd")   # a task's meta record: fragments run, input rows, seconds; then TaskOutput
+META = struct.Struct("<iqdddd")   # a task's meta record: fragments run, input rows, seconds (total, reading its
+#                                 input, running fragments, building SSTs); then the TaskOutput
 
 
 def read_meta(payload: bytes) -> tuple:
-    """``(fragments run, input rows, seconds, TaskOutput)`` of a meta record's payload."""
+    """``(fragments run, input rows, (seconds total, read, run, finish), TaskOutput)`` of a meta
+    record's payload."""
     from hummock.task_store import TaskOutput
 
-    ran, rows, seconds = META.unpack_from(payload)
-    return ran, rows, seconds, TaskOutput.from_bytes(payload[META.size:])
+    ran, rows, *seconds = META.unpack_from(payload)
+    return ran, rows, tuple(seconds), TaskOutput.from_bytes(payload[META.size:])
 
 
 # --- records as Arrow (what the Spark stages exchange) -------------------------------------------
