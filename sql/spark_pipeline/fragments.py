@@ -102,6 +102,7 @@ class Fragment:
     dist: Dist = Dist(SINGLE)   # what its output provides
     stage: int = 1
     single: bool = False        # runs on partition 0 only
+    change_logs: list = field(default_factory=list)   # its Materialize's change-log specs (subscriptions)
 
 
 @dataclass
@@ -233,6 +234,7 @@ class _Planner:
         edge = self._edge(None, -1, dist, False, table=rel.name)
         scan = P.Scan(rel)
         frag = self._fragment(rel.name, self._leaf(edge, scan), [(edge, None)], dist, materialize=rel)
+        frag.change_logs = self.catalog.change_logs_of(rel.name)
         self.source_edges[rel.name] = edge.id
         self.relation_output[rel.name] = (frag.id, dist)
 
@@ -247,6 +249,7 @@ class _Planner:
             edge = self._edge(frag.id, -1, want, False)
             sub, leaves = self._leaf(edge, plan), [(edge, None)]
         frag = self._fragment(rel.name, sub, leaves, want, materialize=rel)
+        frag.change_logs = self.catalog.change_logs_of(rel.name)
         self.relation_output[rel.name] = (frag.id, want)
 
     def finish(self) -> PipelinePlan:

@@ -217,8 +217,8 @@ def fragment_executor(frag, builder: TaskBuilder):
         schema = Schema(list(rel.desc.columns))
         dml = Dml(root, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None)
         conflict = rel.conflict if rel.user_pk else "no_check"
-        return Materialize(dml, builder.state_table(rel.desc, False), conflict)
-    return Materialize(root, builder.state_table(rel.desc, False), "no_check")
+        return Materialize(dml, builder.state_table(rel.desc, False), conflict, change_logs=frag.change_logs)
+    return Materialize(root, builder.state_table(rel.desc, False), "no_check", change_logs=frag.change_logs)
 
 
 def run_fragment(frag, builder: TaskBuilder) -> list:
