@@ -12,7 +12,10 @@ works). It writes ``--out`` (default ``bench/report.md``) with one section per w
   lines, ``input_mb_s`` per runner), chart ``report-compaction.png``;
 - **Nexmark per query** (``bench.nexmark``: ``{"bench": "nexmark", "events": N, "events_per_s":
   {...}, "checked": ...}``) beside RisingWave's published per-core rates, chart
-  ``report-nexmark.png``.
+  ``report-nexmark.png``;
+- **Nexmark on the Spark runtime** (``bench.spark_stream``: ``{"bench": "spark_stream", "events_per_s":
+  {runtime: {query: ...}}, "by_batch": {...}, "checked": ...}``; not run by ``--run``: it takes
+  minutes, read its saved line with ``--from``), chart ``report-spark-stream.png``.
 
 Charts are PNGs drawn by matplotlib (``pip install -e '.[report]'``); without it the same bar
 charts are written as small SVGs by hand, and the report says so. The last JSON line of a kind wins. Callers: users, ``hummock bench report``, tests.
@@ -135,7 +138,42 @@ def nexmark_section(data) -> tuple:
     return lines, chart
 
 
-SECTIONS = (("kv", kv_section), ("compaction", compaction_section), ("nexmark", nexmark_section))
+def spark_stream_section(data) -> tuple:
+    obj = data.get("spark_stream")
+    if obj is None or not obj.get("events_per_s"):
+        return [], None
+    rates = obj["events_per_s"]
+    runtimes = list(rates)
+    names = sorted({q for r in rates.values() for q in r}, key=lambda q: int(q[1:]))
+    base = rates.get("in_process", {})
+    lines = ["## Nexmark on the Spark runtime", "",
+             f"{obj.get('events', 0):,}-event micro-batches x {obj.get('batches', 0)} per query, one epoch per batch, "
+             "the Spark runtime (`sql/spark_pipeline`) against the in-process runtime on the same events, each MV "
+             f"checked against its batch recomputation: **{'all equal' if obj.get('checked') else 'NOT all equal'}** "
+             "(`python -m bench.spark_stream`); events/s (ratio to in-process).", ""]
+    lines += _table(["query", *runtimes],
+                    [(q, *(_num(rates[r].get(q)) + (f" ({rates[r][q] / base[q]:.2f}x)" if r != "in_process" and
+                                                    rates[r].get(q) and base.get(q) else "") for r in runtimes))
+                     for q in names])
+    head = (obj.get("by_batch") or {}).get(str(obj.get("events")), {})
+    lat = head.get("epoch_ms", {})
+    spark = head.get("spark", {})
+    if lat:
+        lines += ["", "Epoch latency (one batch, ms) and the Spark runtime's per-stage overhead (a stage's wall time "
+                      "minus its slowest task's):", ""]
+        lines += _table(["runtime", "epoch p50 ms", "epoch p99 ms", "stage overhead ms (mean)", "commit ms (mean)",
+                         "SSTs per batch"],
+                        [(r, _num(v.get("p50"), 1), _num(v.get("p99"), 1),
+                          _num(spark.get(r, {}).get("stage_overhead_ms_mean"), 1) or "-",
+                          _num(spark.get(r, {}).get("commit_ms_mean"), 1) or "-",
+                          _num(spark.get(r, {}).get("ssts_per_batch_mean"), 1) or "-") for r, v in lat.items()])
+    chart = {"title": f"Nexmark events/s, Spark runtime vs in-process ({obj.get('events', 0):,}-event batches)",
+             "labels": names, "series": {r: [rates[r].get(q, 0) for q in names] for r in runtimes}, "log": True}
+    return lines, chart
+
+
+SECTIONS = (("kv", kv_section), ("compaction", compaction_section), ("nexmark", nexmark_section),
+            ("spark-stream", spark_stream_section))
 
 
 def draw(chart: dict, path: pathlib.Path) -> None:
