@@ -19,7 +19,7 @@ import time
 
 from sql.cli_common import EXIT_OK, EXIT_SQL, printable, read_script
 from sql.cli_script import execute_at, render_result, split_statements
-from sql.cli_sql import add_session_options
+from sql.cli_sql import add_session_options, runtime_options
 from sql.errors import SqlError
 
 
@@ -40,7 +40,7 @@ def run_script(args) -> int:
     text = read_script(args.file)
     statements = split_statements(text)
     import sql
-    with sql.connect(args.url, implicit_flush=args.implicit_flush) as conn:
+    with sql.connect(args.url, implicit_flush=args.implicit_flush, **runtime_options(args)) as conn:
         for stmt in statements:
             if args.echo:
                 print(printable(stmt.text + ";"))

@@ -56,6 +56,11 @@ def register(commands) -> None:
 def add_session_options(parser) -> None:
     parser.add_argument("--implicit-flush", action="store_true",
                         help="each DML waits for its checkpoint (SET RW_IMPLICIT_FLUSH = true)")
+    parser.add_argument("--spark", metavar="MASTER", default=None,
+                        help="maintain the MVs on Spark (the Spark runtime: one micro-batch per FLUSH), e.g. "
+                             "local[2] or spark://host:7077; default: in-process")
+    parser.add_argument("--partitions", type=int, default=None,
+                        help="with --spark: tasks per stage (default: Spark's default parallelism)")
     parser.add_argument("--timing", action="store_true", help="print each statement's time")
 
 
@@ -175,7 +180,7 @@ def error_text(exc: SqlError, stmt) -> str:
 
 def run_shell(args) -> int:
     import sql
-    with sql.connect(args.url, implicit_flush=args.implicit_flush) as conn:
+    with sql.connect(args.url, implicit_flush=args.implicit_flush, **runtime_options(args)) as conn:
         shell = Shell(conn, timing=args.timing, stop_on_error=args.on_error_stop)
         if sys.stdin.isatty():
             _interactive(shell, args.url)
@@ -188,6 +193,16 @@ def run_shell(args) -> int:
             shell.finish()
             return EXIT_SQL if shell.failures else EXIT_OK
     return EXIT_OK
+
+
+def runtime_options(args) -> dict:
+    """``sql.connect`` keywords for ``--spark MASTER`` (a session made here, its workers on this
+    interpreter) or ``{}`` (the in-process runtime)."""
+    if getattr(args, "spark", None) is None:
+        return {}
+    from sql.spark_pipeline.session import spark_session
+
+    return {"runtime": "spark", "spark": spark_session(args.spark), "partitions": args.partitions}
 
 
 def _decode_line(raw: bytes, number: int) -> str:
