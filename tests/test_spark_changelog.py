@@ -17,6 +17,7 @@ import pytest
 import sql
 from hummock import HummockStorage
 from relational.change_log import ChangeLogWriter, ChangeLogSpec, pinned_position, retention_cutoff
+from relational.row_serde import RowSerde
 from relational.spark import register
 
 
@@ -101,7 +102,8 @@ def test_stream_from_a_position_retention_dropped_fails(hummock_spark, tmp_path)
     # writer directly (no sleeping): a later epoch's commit advances the watermark
     with HummockStorage.open(url) as store:
         later = retention_cutoff(store.max_committed_epoch, -5000)
-        writer = ChangeLogWriter(store, ChangeLogSpec(sub.table_id, 1000), None, lambda: range(256))
+        serde = RowSerde(sub.desc.types, sub.desc.pk_indices)
+        writer = ChangeLogWriter(store, ChangeLogSpec(sub.table_id, 1000), serde, lambda: range(256))
         writer.commit(later)
         store.checkpoint(later)
     with pytest.raises(Exception, match="older than what it keeps"):
