@@ -17,7 +17,8 @@ position the log still holds completely) or an epoch. ``latestOffset``: the stor
 long-lived planning worker: it opens the store read-only, checks that ``start`` is still held
 (:class:`~relational.change_log.ChangeLogExpiredError` otherwise: retention dropped changes the
 query has not read -- the query fails, never skips them), pins the current version with a job
-pin (``hummock/pinned_read.py``, ``pin_ttl_s``, default 3600) and cuts the vnodes into
+pin (``hummock/pinned_read.py``, ``pin_ttl_s``, default 3600) -- a dropped subscription is
+a SchemaError there too, never an empty stream -- and cuts the vnodes into
 ``partitions`` ranges (default 2). ``read`` (executors) reads the pinned version with a
 ``VersionReader`` at its ``max_committed_epoch`` -- log entries are written once and never
 change, so a newer read epoch returns the same entries -- and yields Arrow batches.
@@ -194,6 +195,7 @@ class HummockChangeLogStreamReader(DataSourceStreamReader):
             return []
         with self._store.open(read_only=True) as storage:
             version = storage.version()
+            self._require_log(storage, version.max_committed_epoch)
             check_position(self._log.name, after, self._log.start_epoch,
                            version.table_watermarks.get(self._log.table_id))
             if version.max_committed_epoch < upto:
@@ -204,6 +206,14 @@ class HummockChangeLogStreamReader(DataSourceStreamReader):
         n = self._partitions
         cuts = [VNODE_COUNT * i // n for i in range(n + 1)]
         return [ChangeLogPartition(i, cuts[i], cuts[i + 1], after, upto, data, version.id) for i in range(n)]
+
+    def _require_log(self, storage, epoch: int) -> None:
+        """SchemaError if the subscription is gone (dropped: its log was truncated and would
+        read as empty, silently)."""
+        if not any(d.table_id == self._log.table_id and SUBSCRIPTION_PROPERTY in d.properties
+                   for d in Catalog(storage).list(epoch)):
+            raise SchemaError(f"subscription {self._log.name} (change log table {self._log.table_id}) was dropped "
+                              f"at or before epoch {epoch}: its changes are gone")
 
     def commit(self, end: dict) -> None:
         """With a consumer: move its pin to ``end`` (module docstring); else nothing."""

@@ -161,6 +161,9 @@ def test_reader_offsets_partitions_and_pins_without_spark(tmp_path):
             by_sub.partitions({"epoch": start - (1 << 16)}, {"epoch": committed})
         with pytest.raises(SchemaError, match="no subscription"):
             _reader(url, subscription="nope")
+        conn.execute("DROP SUBSCRIPTION ts")
+        with pytest.raises(SchemaError, match="was dropped"):
+            by_sub.partitions({"epoch": committed}, {"epoch": conn.db.store.max_committed_epoch})
         with pytest.raises(SchemaError, match="has no subscription"):
             conn.execute("CREATE TABLE u (k INT PRIMARY KEY)")
             _reader(url, table="u", stream="true")
