@@ -27,8 +27,9 @@ back: ``initialOffset`` and every ``commit(end)`` write a consumer pin (relation
 at the position, alive ``consumer_ttl_s`` (default 7 days) after its last write, so the writer
 keeps every change after the last committed batch however long the query stops (up to the
 TTL). Spark calls ``commit(end)`` when it plans the next batch or restarts the query, so the
-pin may lag one batch behind: it holds more, never less. Without a consumer only the retention window keeps changes: a query stopped longer than
-it fails on restart with ChangeLogExpiredError.
+pin may lag one batch behind: it holds more, never less. Without a consumer only the
+retention window keeps changes: a query stopped longer than it fails on restart with
+ChangeLogExpiredError.
 
 Options: ``url``, ``subscription`` or ``table`` (with ``stream`` = ``true``), ``startingOffsets``,
 ``consumer``, ``consumer_ttl_s``, ``partitions`` (1..256), ``pin_ttl_s``, ``batch_rows`` and any

@@ -5,9 +5,11 @@ An aggregate MV maintained by the in-process SQL runtime gets a subscription; it
 read with ``spark.readStream.format("hummock")`` and ``trigger(availableNow=True)`` into
 ``foreachBatch``, in two runs of one checkpointed query (the second run reads only the epochs
 committed after the first), and compared with a SQL subscription cursor's output over the
-same epochs; the query's consumer pin follows its committed batches (Spark calls commit(end) when it plans
-the next batch or restarts, so the pin may lag one batch: it holds more, never less). A stream whose start position fell out of the retention fails with
-``ChangeLogExpiredError`` in the message. Runs in both modes.
+same epochs; the query's consumer pin follows its committed batches (Spark calls commit(end)
+when it plans the next batch or restarts, so the pin may lag one batch: it holds more, never
+less). A stream whose start position fell out of the retention fails with
+``ChangeLogExpiredError`` in the message. The reader's methods are also called directly (no
+Spark job) for offsets, partitions, pins and errors. Runs in both modes.
 """
 
 import threading
