@@ -98,6 +98,15 @@ class Connection:
         return start_feed(self.db, table, frame, checkpoint_location=checkpoint_location, query_name=query_name,
                           trigger=trigger)
 
+    def insert_dataframe(self, table: str, frame) -> int:
+        """Insert a static Spark DataFrame into ``table`` and its MVs in one micro-batch, read by
+        Spark's tasks (``runtime="spark"`` connections; sql/spark_pipeline/feed.py); returns the
+        committed epoch."""
+        self._check()
+        from sql.spark_pipeline.feed import insert_frame
+        self.db.check(self.session)
+        return insert_frame(self.db, table, frame)
+
     def data_errors(self) -> dict:
         """``{relation: {error kind: rows}}``: values that data errors (a division by zero, an
         overflow, a cast that does not fit) set to NULL inside each MV since the database was

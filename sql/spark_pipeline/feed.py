@@ -13,7 +13,12 @@ before the commit publishes nothing and redoes the batch.
 need two names; a feed restarted with a new checkpoint location must get a new name too (its
 batch ids start again at 0).
 
-Callers: :meth:`sql.session.Connection.feed`.
+:func:`insert_frame` is the static counterpart (``conn.insert_dataframe``): one batch of a
+DataFrame's rows through the table and its MVs, read by Spark's tasks (no row passes through
+the driver) -- a load that MVs see, where a bulk load (``df.write.format("hummock")``) into a
+table MVs read is refused.
+
+Callers: :meth:`sql.session.Connection.feed` and ``insert_dataframe``.
 """
 
 from __future__ import annotations
@@ -44,3 +49,19 @@ def start_feed(db, table: str, frame, *, checkpoint_location: str, query_name: s
     if trigger:
         writer = writer.trigger(**trigger)
     return writer.start()
+
+
+def insert_frame(db, table: str, frame) -> int:
+    """Insert a (static) Spark DataFrame's rows into ``table`` and through every MV reading it, as
+    one micro-batch committed at once (module docstring); returns the committed epoch."""
+    if db.runtime != "spark":
+        raise SqlError("insert_dataframe() needs a connection opened with runtime='spark'; in-process, use "
+                       "insert_arrow(table, df.toArrow())")
+    rel = db.catalog.get(table.lower())
+    if rel is None or rel.kind != "table":
+        raise CatalogError(f"table {table!r} does not exist" if rel is None else f"{table!r} is not a table")
+    if getattr(frame, "isStreaming", False):
+        raise SqlError("insert_dataframe() takes a static DataFrame; feed() takes a streaming one")
+    with db.lock:
+        db.check()
+        return db.rt.run_batch({rel.name: frame})

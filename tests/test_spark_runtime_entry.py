@@ -1,0 +1,117 @@
+"""The Spark runtime's entry points (issue 26): a static DataFrame inserted through a table's MVs,
+a streaming DataFrame fed one micro-batch per epoch with replays skipped by the progress record,
+and ``hummock sql --spark MASTER``. The runtime's semantics against the in-process runtime are
+tests/test_spark_pipeline.py's; crashes are tests/test_spark_pipeline_crash.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import sql
+from relational.progress import read_progress
+from sql.errors import SqlError
+
+
+def _spark_conn(path, spark, **kw):
+    return sql.connect(str(path), barrier_interval_ms=0, runtime="spark", spark=spark, **kw)
+
+
+def test_insert_dataframe_reaches_the_views_of_the_table(spark, tmp_path):
+    conn = _spark_conn(tmp_path / "db", spark)
+    try:
+        conn.execute("CREATE TABLE t (k BIGINT, v BIGINT)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k")
+        frame = spark.createDataFrame([(i % 5, i) for i in range(500)], "k long, v long")
+        epoch = conn.insert_dataframe("t", frame)
+        assert conn.db.store.max_committed_epoch == epoch
+        assert conn.db.rt.last.rows_in == 500
+        got = conn.execute("SELECT k, c, s FROM m ORDER BY k").fetchall()
+        assert got == [(k, 100, sum(range(k, 500, 5))) for k in range(5)]
+        assert conn.execute("SELECT count(*) FROM t").fetchall() == [(500,)]   # 500 distinct row ids
+    finally:
+        conn.close()
+
+
+def test_insert_dataframe_needs_the_spark_runtime_and_a_table(spark, tmp_path):
+    with sql.connect(str(tmp_path / "a"), barrier_interval_ms=0) as conn:
+        conn.execute("CREATE TABLE t (k BIGINT)")
+        with pytest.raises(SqlError, match="runtime='spark'"):
+            conn.insert_dataframe("t", spark.createDataFrame([(1,)], "k long"))
+    conn = _spark_conn(tmp_path / "b", spark)
+    try:
+        conn.execute("CREATE TABLE t (k BIGINT)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k FROM t")
+        with pytest.raises(SqlError, match="does not exist"):
+            conn.insert_dataframe("nope", spark.createDataFrame([(1,)], "k long"))
+        with pytest.raises(SqlError, match="not a table"):
+            conn.insert_dataframe("m", spark.createDataFrame([(1,)], "k long"))
+    finally:
+        conn.close()
+
+
+def test_a_feed_commits_each_micro_batch_once_and_skips_a_replayed_one(spark, tmp_path):
+    source = tmp_path / "in"
+    source.mkdir()
+    for f in range(3):
+        with open(source / f"part{f}.json", "w") as out:
+            for j in range(40):
+                out.write(json.dumps({"k": j % 4, "v": f * 40 + j}) + "\n")
+    conn = _spark_conn(tmp_path / "db", spark)
+    try:
+        conn.execute("CREATE TABLE t (k BIGINT, v BIGINT)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, count(*) AS c FROM t GROUP BY k")
+        stream = spark.readStream.schema("k long, v long").option("maxFilesPerTrigger", 1).json(str(source))
+        query = conn.feed("t", stream, checkpoint_location=str(tmp_path / "ck"), query_name="load-t",
+                          trigger={"availableNow": True})
+        query.awaitTermination()
+        assert conn.execute("SELECT k, c FROM m ORDER BY k").fetchall() == [(k, 30) for k in range(4)]
+        done = read_progress(conn.db.store, "load-t", conn.db.store.max_committed_epoch)
+        assert done is not None and done.batch_id == 2
+        # Spark replays the last batch after a crash before its commit log: the store skips it
+        committed = conn.db.store.max_committed_epoch
+        replay = spark.read.schema("k long, v long").json(str(source / "part2.json"))
+        assert conn.db.rt.run_batch({"t": replay}, 2, "load-t") == committed
+        assert conn.execute("SELECT count(*) FROM t").fetchall() == [(120,)]
+        # a new batch id goes through
+        conn.db.rt.run_batch({"t": replay}, 3, "load-t")
+        assert conn.execute("SELECT sum(c) FROM m").fetchall() == [(160,)]
+    finally:
+        conn.close()
+
+
+def test_feed_refuses_a_static_frame_and_the_in_process_runtime(spark, tmp_path):
+    frame = spark.createDataFrame([(1,)], "k long")
+    with sql.connect(str(tmp_path / "a"), barrier_interval_ms=0) as conn:
+        conn.execute("CREATE TABLE t (k BIGINT)")
+        with pytest.raises(SqlError, match="runtime='spark'"):
+            conn.feed("t", frame, checkpoint_location=str(tmp_path / "ck"))
+    conn = _spark_conn(tmp_path / "b", spark)
+    try:
+        conn.execute("CREATE TABLE t (k BIGINT)")
+        with pytest.raises(SqlError, match="streaming DataFrame"):
+            conn.feed("t", frame, checkpoint_location=str(tmp_path / "ck"))
+    finally:
+        conn.close()
+
+
+def test_the_sql_shell_runs_views_on_spark(tmp_path):
+    script = ("CREATE TABLE t (k INT, v INT);\n"
+              "CREATE MATERIALIZED VIEW m AS SELECT k, sum(v) AS s FROM t GROUP BY k;\n"
+              "INSERT INTO t VALUES (1, 2), (1, 3), (2, 5);\nFLUSH;\nSELECT * FROM m ORDER BY k;\n")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    done = subprocess.run([sys.executable, "-m", "sql.cli", "sql", str(tmp_path / "db"), "--spark", "local[1]",
+                           "--on-error-stop"], input=script, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    assert "1 | 5" in lines and "2 | 5" in lines and "(2 rows)" in lines
+    # the same database in-process: the view's state is the one Spark wrote
+    with sql.connect(str(tmp_path / "db"), barrier_interval_ms=0) as conn:
+        conn.execute("INSERT INTO t VALUES (2, 1)")
+        conn.execute("FLUSH")
+        assert conn.execute("SELECT * FROM m ORDER BY k").fetchall() == [(1, 5), (2, 6)]
