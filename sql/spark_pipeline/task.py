@@ -26,6 +26,7 @@ Callers: :mod:`sql.spark_pipeline.driver` (the functions it ships to Spark) and 
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 import time
 from collections import defaultdict
@@ -53,6 +54,8 @@ from sql.spark_pipeline import pickling  # noqa: F401  (plans hold interval lite
 from sql.spark_pipeline.fragments import SINGLE, EdgeScan
 
 EPOCH_STEP = 1 << 16
+#: crash tests: ``stage:partition`` makes that task's first attempt raise (Spark retries it)
+FAIL_TASK_ENV = "HUMMOCK_PIPELINE_FAIL_TASK"
 DRIVER_GENERATOR = 1023   # the row id generator of rows the driver routes (stage 0 on Spark: 0..N-1)
 
 
@@ -333,6 +336,9 @@ def edge_schemas(plan) -> dict:
 def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt: int, records):
     """The stage task of ``partition`` (module docstring); yields output records."""
     began = time.perf_counter()
+    if os.environ.get(FAIL_TASK_ENV) == f"{stage}:{partition}" and attempt == 0:
+        raise PipelineTaskError(f"injected failure of stage {stage} partition {partition} attempt 0 "
+                                f"({FAIL_TASK_ENV}; crash tests: Spark retries the task)")
     schemas = edge_schemas(plan)
     inputs = defaultdict(list)
     exchanged = defaultdict(list)   # edge -> one list of chunks per producer task (blob)
