@@ -17,10 +17,12 @@ One batch (:meth:`SparkRuntime.run_batch`), the driver holding the store's one w
 3. Stage 0 routes the input rows: a table's rows get their row ids (Dml) and go to the partition of
    their pk's vnode -- on the driver for SQL writes, in Spark tasks (``mapInArrow``) for a
    DataFrame. Then each stage ``s`` of :func:`~sql.spark_pipeline.fragments.plan_pipeline` runs as
-   one Spark job: the records routed to stage ``s`` are shuffled to their partition
-   (``partitionBy``), each task runs :func:`~sql.spark_pipeline.task.run_stage_task`, and the
-   output is kept with ``localCheckpoint`` (a retried task's rows never mix with another
-   attempt's; nothing is recomputed). A stage without input rows is not run.
+   one Spark job: the records routed to stage ``s`` (Arrow IPC chunks in a DataFrame) are
+   shuffled to their partition (``repartition(N, key)``, ``key`` an int Spark's hash sends to
+   the planned partition), each task runs :func:`~sql.spark_pipeline.task.run_stage_task`
+   (``mapInArrow``), and the output is persisted until the batch ends (a retried task's rows
+   never mix with another attempt's: Spark keeps one attempt's output). A stage without input
+   rows is not run.
 4. One version delta (``HummockStorage.commit_ssts``) publishes every task's SSTs, their
    watermarks, the progress record and the driver's own writes at ``e``; or nothing: a failed
    batch leaves orphan SSTs for vacuum, and the runtime fails (the database recovers: its DML log
@@ -118,6 +120,7 @@ class SparkRuntime:
         self._stop_ticker = threading.Event()
         self._store_description = StoreDescription.of(store._store, store.options)
         self._key_cache: dict = {}
+        self._kept: list = []           # the running batch's persisted stage outputs
 
     # --- the StreamRuntime surface Database uses ----------------------------------------------------
 
@@ -196,7 +199,10 @@ class SparkRuntime:
             epoch = self._epoch if self._epoch is not None and self._epoch > committed else \
                 max(new_epoch(), committed + EPOCH_STEP)
             try:
-                self._run(pending, frames, batch_id, query, committed, epoch)
+                try:
+                    self._run(pending, frames, batch_id, query, committed, epoch)
+                finally:
+                    self._release()
             except BaseException as exc:
                 failure = BatchFailedError(f"the micro-batch at epoch {epoch} failed: {type(exc).__name__}: {exc}")
                 failure.__cause__ = exc
@@ -211,6 +217,7 @@ class SparkRuntime:
             return epoch
 
     def _run(self, pending, frames, batch_id, query, committed, epoch) -> None:
+        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         began = time.perf_counter()
@@ -248,7 +255,8 @@ class SparkRuntime:
                 for df in stage_in[1:]:
                     source = source.union(df)
                 out = source.repartition(n, "key").mapInArrow(_StageFn(plan, ctx, stage, keys), RECORD_DDL)
-                out = out.localCheckpoint(eager=True)   # one attempt's rows per task; never recomputed
+                out = out.persist(StorageLevel.MEMORY_AND_DISK)   # one attempt's rows per task, not recomputed
+                self._kept.append(out)
                 metas = [read_meta(bytes(r[0])) for r in out.where(F.col("k") == KIND_META).select("payload").collect()]
                 outputs += [m[3] for m in metas]
                 stats.fragments_run += sum(m[0] for m in metas)
@@ -277,6 +285,15 @@ class SparkRuntime:
             stats.seconds["commit"] = round(time.perf_counter() - t0, 4)
         stats.seconds["total"] = round(time.perf_counter() - began, 4)
         self.last = stats
+
+    def _release(self) -> None:
+        """Drop the cached stage outputs of the batch (Spark's block manager keeps them otherwise)."""
+        kept, self._kept = self._kept, []
+        for frame in kept:
+            try:
+                frame.unpersist(blocking=False)
+            except Exception as exc:   # the session went away: nothing left to free
+                log.debug("unpersist failed: %s", exc)
 
     def _ticks(self, n: int, keys: dict):
         return self.spark.createDataFrame(pa.Table.from_batches([record_batch([("b", t, -1, b"") for t in range(n)],
@@ -351,14 +368,15 @@ class _StageFn:
         context = TaskContext.get()
         partition, attempt = context.partitionId(), context.attemptNumber()
         out = run_stage_task(self.plan, self.ctx, self.stage, partition, attempt, batch_records(batches, partition))
+        src = self.stage * self.ctx.partitions + partition   # the producer of these records
         pending = []
         for rec in out:
             pending.append(rec)
             if len(pending) >= 16:
-                yield record_batch(pending, self.keys)
+                yield record_batch(pending, self.keys, src)
                 pending = []
         if pending:
-            yield record_batch(pending, self.keys)
+            yield record_batch(pending, self.keys, src)
 
 
 class _RouteFn:
@@ -378,4 +396,4 @@ class _RouteFn:
             chunks = table_chunks(self.rel, batch, generator, self.epoch)
             recs = list(blobs(chunks, self.edge.dist, self.partitions, self.edge.id))
             if recs:
-                yield record_batch(recs, self.keys)
+                yield record_batch(recs, self.keys, -1 - generator)

@@ -45,6 +45,7 @@ from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChu
 from stream.executor import Executor
 from stream.executors import Dml, Materialize
 from stream.message import Barrier
+from stream.runtime import gc_policy
 from stream.runtime.dispatch import split_by_vnode, vnode_mapping
 from stream.schema import Schema
 
@@ -124,11 +125,22 @@ def route(chunks, dist, partitions: int) -> dict:
     return out
 
 
+BLOB_ROWS = 32768   # rows per record on the wire: records stay a few MB (Spark holds each in one JVM row)
+
+
 def blobs(chunks, dist, partitions: int, edge_id: int):
-    """``("b", partition, edge id, payload)`` records of ``chunks`` routed by ``dist``."""
+    """``("b", partition, edge id, payload)`` records of ``chunks`` routed by ``dist``, at most
+    about ``BLOB_ROWS`` rows each, in order."""
     for p, parts in route(chunks, dist, partitions).items():
-        if parts:
-            yield "b", p, edge_id, encode_chunk(StreamChunk.concat(parts) if len(parts) > 1 else parts[0])
+        group, rows = [], 0
+        for part in parts:
+            group.append(part)
+            rows += len(part)
+            if rows >= BLOB_ROWS:
+                yield "b", p, edge_id, encode_chunk(StreamChunk.concat(group) if len(group) > 1 else group[0])
+                group, rows = [], 0
+        if group:
+            yield "b", p, edge_id, encode_chunk(StreamChunk.concat(group) if len(group) > 1 else group[0])
 
 
 # --- a table's input rows: stage 0 ----------------------------------------------------------------
@@ -334,22 +346,32 @@ def edge_schemas(plan) -> dict:
 
 
 def run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt: int, records):
-    """The stage task of ``partition`` (module docstring); yields output records."""
+    """The stage task of ``partition`` (module docstring); yields output records. While it runs,
+    full garbage collections are rare, as in a running in-process graph (stream/runtime/gc_policy.py:
+    a task's executors and inputs hold millions of objects)."""
+    gc_policy.acquire()
+    try:
+        yield from _run_stage_task(plan, ctx, stage, partition, attempt, records)
+    finally:
+        gc_policy.release()
+
+
+def _run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt: int, records):
     began = time.perf_counter()
     if os.environ.get(FAIL_TASK_ENV) == f"{stage}:{partition}" and attempt == 0:
         raise PipelineTaskError(f"injected failure of stage {stage} partition {partition} attempt 0 "
                                 f"({FAIL_TASK_ENV}; crash tests: Spark retries the task)")
     schemas = edge_schemas(plan)
     inputs = defaultdict(list)
-    exchanged = defaultdict(list)   # edge -> one list of chunks per producer task (blob)
-    for edge_id, payload in records:
+    exchanged = defaultdict(dict)   # edge -> {producer task: its chunks, in order}
+    for edge_id, payload, src in records:
         chunks = decode_chunks(payload, schemas[edge_id])
         if plan.edges[edge_id].producer is None:
             inputs[edge_id].extend(chunks)
         else:
-            exchanged[edge_id].append(chunks)
+            exchanged[edge_id].setdefault(src, []).extend(chunks)
     for edge_id, per_producer in exchanged.items():
-        inputs[edge_id].extend(deletes_first(per_producer, edge_key(plan, edge_id)))
+        inputs[edge_id].extend(deletes_first(per_producer.values(), edge_key(plan, edge_id)))
     read_s = time.perf_counter() - began
     store = TaskStore(open_cached_store(ctx.store), ctx.version, ctx.epoch, options=ctx.options)
     barriers = (Barrier(ctx.prev_epoch, ctx.epoch, checkpoint=False),
@@ -398,27 +420,28 @@ def read_meta(payload: bytes) -> tuple:
 # --- records as Arrow (what the Spark stages exchange) -------------------------------------------
 
 RECORD_FIELDS = [("k", pa.int8()), ("t", pa.int32()), ("key", pa.int32()), ("e", pa.int32()),
-                 ("payload", pa.binary())]
+                 ("src", pa.int32()), ("payload", pa.binary())]
 RECORD_SCHEMA = pa.schema(RECORD_FIELDS)
-RECORD_DDL = "k byte, t int, key int, e int, payload binary"   # the same, as Spark's schema string
+RECORD_DDL = "k byte, t int, key int, e int, src int, payload binary"   # the same, as Spark's schema string
 KIND_BLOB, KIND_META = 0, 1
 
 
-def record_batch(records, keys) -> pa.RecordBatch:
-    """``("b"|"m", partition, edge, payload)`` records as one Arrow batch of RECORD_SCHEMA;
-    ``keys[t]`` is the value Spark's hash partitioning sends to partition ``t``."""
+def record_batch(records, keys, src: int = -1) -> pa.RecordBatch:
+    """``("b"|"m", partition, edge, payload)`` records of producer ``src`` as one Arrow batch of
+    RECORD_SCHEMA; ``keys[t]`` is the value Spark's hash partitioning sends to partition ``t``."""
     records = list(records)
     return pa.RecordBatch.from_arrays(
         [pa.array([KIND_BLOB if r[0] == "b" else KIND_META for r in records], pa.int8()),
          pa.array([r[1] for r in records], pa.int32()),
          pa.array([keys[r[1]] for r in records], pa.int32()),
          pa.array([r[2] for r in records], pa.int32()),
+         pa.array([src] * len(records), pa.int32()),
          pa.array([r[3] for r in records], pa.binary())], schema=RECORD_SCHEMA)
 
 
 def batch_records(batches, partition: int):
-    """``(edge, payload)`` of the Arrow record batches a stage task reads; every record must be
-    routed to ``partition`` (else the shuffle did not do what the driver planned: an error)."""
+    """``(edge, payload, producer)`` of the Arrow record batches a stage task reads; every record
+    must be routed to ``partition`` (else the shuffle did not do what the driver planned: an error)."""
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -426,6 +449,7 @@ def batch_records(batches, partition: int):
         if (targets != partition).any():
             raise PipelineTaskError(f"a record for partition {int(targets[targets != partition][0])} reached "
                                     f"partition {partition}: Spark's hash partitioning differs from the plan")
-        for edge, payload in zip(batch.column(3).to_pylist(), batch.column(4).to_pylist()):
+        for edge, src, payload in zip(batch.column(3).to_pylist(), batch.column(4).to_pylist(),
+                                      batch.column(5).to_pylist()):
             if edge >= 0:   # (edge -1: a no-op record that only makes the task run)
-                yield edge, payload
+                yield edge, payload, src

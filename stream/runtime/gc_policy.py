@@ -13,7 +13,8 @@ of 70k); the thresholds the process had are restored when the last runtime stops
 
 Invariants: ``acquire``/``release`` are counted; the thresholds are changed on the first
 acquire and restored on the last release only if nobody changed them in between.
-Who may call: :class:`~stream.runtime.runtime.StreamRuntime` (``start`` / shutdown).
+Who may call: :class:`~stream.runtime.runtime.StreamRuntime` (``start`` / shutdown), and the Spark
+runtime's stage tasks (``sql/spark_pipeline/task.py``, for the length of a task).
 """
 
 from __future__ import annotations
