@@ -123,6 +123,9 @@ class Database:
             raise InvalidArgumentError(f"runtime must be 'in_process' or 'spark', got {runtime!r}")
         if runtime == "spark" and spark is None:
             raise InvalidArgumentError("runtime='spark' needs spark=<a SparkSession> (the driver's session)")
+        if runtime == "spark":
+            from sql.spark_pipeline.driver import check_worker_python
+            check_worker_python(spark)
         self.runtime, self.spark, self.partitions = runtime, spark, partitions
         if barrier_interval_ms is not None and (isinstance(barrier_interval_ms, bool) or not isinstance(
                 barrier_interval_ms, (int, float)) or not 0 <= barrier_interval_ms < float("inf")):

@@ -16,6 +16,7 @@ import pytest
 import sql
 from relational.progress import read_progress
 from sql.errors import SqlError
+from stream.errors import StreamError
 
 
 def _spark_conn(path, spark, **kw):
@@ -115,3 +116,13 @@ def test_the_sql_shell_runs_views_on_spark(tmp_path):
         conn.execute("INSERT INTO t VALUES (2, 1)")
         conn.execute("FLUSH")
         assert conn.execute("SELECT * FROM m ORDER BY k").fetchall() == [(1, 5), (2, 6)]
+
+
+def test_workers_on_another_interpreter_are_refused(spark, tmp_path, monkeypatch):
+    from sql.spark_pipeline.driver import check_worker_python
+
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", "/usr/bin/false")
+    with pytest.raises(StreamError, match="PYSPARK_PYTHON"):
+        sql.connect(str(tmp_path / "db"), barrier_interval_ms=0, runtime="spark", spark=spark)
+    monkeypatch.setenv("HUMMOCK_SPARK_WORKER_PYTHON", "any")
+    check_worker_python(spark)   # the override

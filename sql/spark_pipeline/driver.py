@@ -39,6 +39,9 @@ Callers: :mod:`sql.database`, :mod:`sql.spark_pipeline.feed`, tests.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import sys
 import threading
 import time
 
@@ -69,6 +72,21 @@ DEFAULT_IDS_PER_TASK = 256
 
 class BatchFailedError(StreamError):
     """A micro-batch could not be run or committed: nothing of it was published."""
+
+
+def check_worker_python(spark) -> None:
+    """Spark's Python workers must run this interpreter (the project and its compiled modules
+    are installed here): ``StreamError`` naming both when the session was made with another
+    ``PYSPARK_PYTHON``. ``HUMMOCK_SPARK_WORKER_PYTHON=any`` skips the check (a cluster whose
+    workers have the project installed at another path)."""
+    if os.environ.get("HUMMOCK_SPARK_WORKER_PYTHON") == "any":
+        return
+    worker = getattr(spark.sparkContext, "pythonExec", None) or "python3"
+    resolved = shutil.which(worker) or worker
+    if os.path.realpath(resolved) != os.path.realpath(sys.executable):
+        raise StreamError(f"the Spark session's Python workers run {worker!r}, not this interpreter "
+                          f"({sys.executable}); set PYSPARK_PYTHON={sys.executable} before creating the session "
+                          f"(or HUMMOCK_SPARK_WORKER_PYTHON=any when the workers have the project installed)")
 
 
 class SourceRef:
@@ -102,6 +120,7 @@ class SparkRuntime:
     def __init__(self, store, catalog, plan_of, spark, *, partitions: int | None = None,
                  backfill=frozenset(), attempts: int = DEFAULT_ATTEMPTS, ids_per_task: int = DEFAULT_IDS_PER_TASK):
         self.store, self.catalog, self.spark = store, catalog, spark
+        check_worker_python(spark)
         self.plan = plan_pipeline(catalog, plan_of)
         self.partitions = int(partitions or spark.sparkContext.defaultParallelism)
         if not 1 <= self.partitions <= 1000:
