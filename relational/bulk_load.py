@@ -47,18 +47,23 @@ class ViewsWouldGoStaleError(SchemaError):
 
     def __init__(self, table: str, views):
         self.table, self.views = table, list(views)
-        super().__init__(f"table {table} is read by materialized view(s) {', '.join(self.views)}: a bulk load "
-                         f"does not feed views, so they would go stale; drop the views and create them again "
-                         f"after the load (they backfill), or load into a table no view reads")
+        super().__init__(f"table {table} is read by materialized view(s) or subscription(s) "
+                         f"{', '.join(self.views)}: a bulk load does not feed views or change logs, so they would "
+                         f"go stale; load through the views instead (a Spark-runtime connection's "
+                         f"insert_dataframe), or drop them and create them again after the load (views backfill)")
 
 
 def views_reading(descs, name: str) -> list:
     """Names of the SQL materialized views among the catalog records ``descs`` that read the
-    relation called ``name`` (``properties["sql"]["depends_on"]``)."""
+    relation called ``name`` (``properties["sql"]["depends_on"]``), and of the subscriptions
+    logging its changes (``properties["subscription"]["relation"]``): a load reaches neither."""
     out = []
     for d in descs:
         sql = d.properties.get("sql")
         if isinstance(sql, dict) and isinstance(sql.get("depends_on"), list) and name in sql["depends_on"]:
+            out.append(d.name)
+        sub = d.properties.get("subscription")
+        if isinstance(sub, dict) and sub.get("relation") == name:
             out.append(d.name)
     return out
 

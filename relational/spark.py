@@ -166,8 +166,9 @@ class _Store:
 
 
 def find_table(storage, name_or_id, epoch: int) -> TableDesc | None:
-    """The table named ``name_or_id`` (a name, or a decimal id) in the catalog at ``epoch``."""
-    descs = Catalog(storage).list(epoch)
+    """The table named ``name_or_id`` (a name, or a decimal id) in the catalog at ``epoch``; a
+    subscription's record (its change-log table, ``properties["subscription"]``) is not a table."""
+    descs = [d for d in Catalog(storage).list(epoch) if "subscription" not in d.properties]
     text = str(name_or_id)
     for desc in descs:
         if desc.name == text:

@@ -64,10 +64,22 @@ def test_load_into_a_table_views_read_is_refused_naming_them(tmp_path):
     url = str(tmp_path / "db")
     _sql(url, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT)",
          "CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n, sum(v) AS s FROM t")
-    with pytest.raises(ViewsWouldGoStaleError, match=r"materialized view\(s\) m") as info:
+    with pytest.raises(ViewsWouldGoStaleError, match=r"materialized view\(s\) or subscription\(s\) m") as info:
         _plan(url, "t")
     assert info.value.views == ["m"] and isinstance(info.value, SchemaError)
     assert _sql(url, "SELECT n, s FROM m") == [[(0, None)]]
+
+
+def test_load_into_a_subscribed_table_is_refused_its_change_log_would_miss_the_rows(tmp_path):
+    url = str(tmp_path / "db")
+    _sql(url, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT)",
+         "CREATE SUBSCRIPTION s FROM t WITH (retention = '1 hour')")
+    with pytest.raises(ViewsWouldGoStaleError, match=r"subscription\(s\) s") as info:
+        _plan(url, "t")
+    assert info.value.views == ["s"]
+    assert _plan(url, "s").new_table   # a subscription's record is no table: "s" names a new one
+    _run(_plan(url, "t2"), [(1, 10)])   # a table nothing subscribes to loads
+    assert _sql(url, "SELECT * FROM t2") == [[(1, 10)]]
 
 
 def test_a_view_created_between_planning_and_commit_refuses_the_commit(tmp_path):
