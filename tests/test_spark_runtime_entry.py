@@ -126,3 +126,16 @@ def test_workers_on_another_interpreter_are_refused(spark, tmp_path, monkeypatch
         sql.connect(str(tmp_path / "db"), barrier_interval_ms=0, runtime="spark", spark=spark)
     monkeypatch.setenv("HUMMOCK_SPARK_WORKER_PYTHON", "any")
     check_worker_python(spark)   # the override
+
+
+def test_data_errors_in_spark_tasks_are_nulls_counted_per_view(spark, tmp_path):
+    conn = _spark_conn(tmp_path / "db", spark)
+    try:
+        conn.execute("CREATE TABLE t (k INT, v INT)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, 10 / v AS q FROM t")
+        conn.execute("INSERT INTO t VALUES (1, 0), (2, 5), (3, 0)")
+        conn.execute("FLUSH")
+        assert conn.execute("SELECT * FROM m ORDER BY k").fetchall() == [(1, None), (2, 2), (3, None)]
+        assert conn.data_errors() == {"m": {"division by zero": 2}}
+    finally:
+        conn.close()

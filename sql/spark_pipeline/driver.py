@@ -44,6 +44,7 @@ import shutil
 import sys
 import threading
 import time
+from collections import Counter
 
 import pyarrow as pa
 
@@ -89,6 +90,13 @@ def check_worker_python(spark) -> None:
                           f"(or HUMMOCK_SPARK_WORKER_PYTHON=any when the workers have the project installed)")
 
 
+class _ErrorCounts:
+    """What ``Database.data_errors`` reads of an actor: ``data_errors`` (kind -> rows)."""
+
+    def __init__(self):
+        self.data_errors = Counter()
+
+
 class SourceRef:
     """``Database.builder.sources[name]``: which table a write goes to."""
 
@@ -127,7 +135,7 @@ class SparkRuntime:
             raise StreamError(f"partitions must be in [1, 1000], got {self.partitions}")
         self.attempts, self.ids_per_task = attempts, ids_per_task
         self.sources = {rel.name: SourceRef(rel) for rel in catalog.ordered() if rel.kind == "table"}
-        self.actors: dict = {}          # (Database folds per-actor data errors; none here)
+        self.actors: dict = {}          # relation -> _ErrorCounts (Database reads actor.data_errors)
         self.backfill = frozenset(backfill)
         self.failure: BaseException | None = None
         self.last = BatchStats()
@@ -171,7 +179,8 @@ class SparkRuntime:
             self._pending.clear()
 
     def data_errors(self) -> dict:
-        return {}
+        """``{relation: {kind: rows}}``: values the tasks set to NULL (data errors) in published batches."""
+        return {name: dict(c.data_errors) for name, c in self.actors.items() if c.data_errors}
 
     def start_ticker(self, barrier_interval_ms: int) -> None:
         """Run a batch every ``barrier_interval_ms`` while writes are queued."""
@@ -260,6 +269,7 @@ class SparkRuntime:
                 inputs.append((sources, self._route_frame(name, frame, epoch, keys)))
             stats.seconds["route"] = round(time.perf_counter() - began, 4)
             outputs = []
+            errors: dict = {}   # relation -> Counter: data errors of this batch's tasks
             by_stage = _stage_of_edges(plan)
             for stage in range(1, plan.stages + 1):
                 edges = sorted(e for e, s in by_stage.items() if s == stage)
@@ -278,6 +288,9 @@ class SparkRuntime:
                 self._kept.append(out)
                 metas = [read_meta(bytes(r[0])) for r in out.where(F.col("k") == KIND_META).select("payload").collect()]
                 outputs += [m[3] for m in metas]
+                for m in metas:
+                    for relation, kinds in m[4].items():
+                        errors.setdefault(relation, Counter()).update(kinds)
                 stats.fragments_run += sum(m[0] for m in metas)
                 if stage == 1 and frames:
                     stats.rows_in += sum(m[1] for m in metas)
@@ -299,6 +312,8 @@ class SparkRuntime:
             kill_point("pipeline.before_commit")
             self.store.commit_ssts(epoch, infos, table_watermarks=marks or None)
             kill_point("pipeline.after_commit")
+            for relation, kinds in errors.items():   # counted once the batch is published
+                self.actors.setdefault(relation, _ErrorCounts()).data_errors.update(kinds)
             self.store.release_sst_ids(ids)
             stats.ssts = len(infos)
             stats.seconds["commit"] = round(time.perf_counter() - t0, 4)

@@ -26,10 +26,11 @@ Callers: :mod:`sql.spark_pipeline.driver` (the functions it ships to Spark) and 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import struct
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,7 @@ from relational.state_table import StateTable
 from relational.storage_table import StorageTable
 from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.executor import Executor
+from stream.expr_errors import count_into
 from stream.executors import Dml, Materialize
 from stream.message import Barrier
 from stream.runtime import gc_policy
@@ -236,12 +238,14 @@ def fragment_executor(frag, builder: TaskBuilder):
     return Materialize(root, builder.state_table(rel.desc, False), "no_check", change_logs=frag.change_logs)
 
 
-def run_fragment(frag, builder: TaskBuilder) -> list:
-    """Run ``frag`` for one epoch; its output chunks."""
+def run_fragment(frag, builder: TaskBuilder, errors: Counter | None = None) -> list:
+    """Run ``frag`` for one epoch; its output chunks. Data errors (values set to NULL) are
+    counted into ``errors`` (kind -> rows)."""
     root = fragment_executor(frag, builder)
     out = []
 
     async def drive():
+        count_into(errors)
         async for msg in root.execute():
             if type(msg) is StreamChunk and msg.cardinality:
                 out.append(msg)
@@ -383,13 +387,15 @@ def _run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt
                 snapshot = snapshot_chunks(store, ctx.backfill_edges[e], ctx.prev_epoch, schemas[e])
                 inputs[e].extend(route(snapshot, plan.edges[e].dist, ctx.partitions).get(partition, []))
     ran = 0
+    errors: dict = {}   # relation -> Counter of data errors
     for frag in plan.fragments_of_stage(stage):
         has_input = any(inputs.get(e) for e in frag.inputs)
         forced = frag.relation in ctx.forced and frag.dist is not None and frag.dist.kind == SINGLE \
             and partition == 0
         if not has_input and not forced:
             continue
-        out = run_fragment(frag, builder)
+        counter = errors.setdefault(frag.relation, Counter())
+        out = run_fragment(frag, builder, counter)
         ran += 1
         for e in frag.outputs:
             edge = plan.edges[e]
@@ -401,20 +407,24 @@ def _run_stage_task(plan, ctx: BatchContext, stage: int, partition: int, attempt
     output = store.finish(ctx.sst_ids(stage, partition, attempt))
     rows_in = sum(c.cardinality for e, edge in plan.edges.items() if edge.producer is None for c in inputs.get(e, ()))
     total = time.perf_counter() - began
-    yield "m", partition, -1, META.pack(ran, rows_in, total, read_s, run_s, total - read_s - run_s) + output.to_bytes()
+    errors_json = json.dumps({r: dict(c) for r, c in errors.items() if c}).encode()
+    yield "m", partition, -1, (META.pack(ran, rows_in, total, read_s, run_s, total - read_s - run_s, len(errors_json))
+                               + errors_json + output.to_bytes())
 
 
-META = struct.Struct("<iqdddd")   # a task's meta record: fragments run, input rows, seconds (total, reading its
-#                                 input, running fragments, building SSTs); then the TaskOutput
+META = struct.Struct("<iqddddi")   # a task's meta record: fragments run, input rows, seconds (total, reading its
+#                                 input, running fragments, building SSTs), the length of the data
+#                                 errors' JSON; then that JSON and the TaskOutput
 
 
 def read_meta(payload: bytes) -> tuple:
-    """``(fragments run, input rows, (seconds total, read, run, finish), TaskOutput)`` of a meta
-    record's payload."""
+    """``(fragments run, input rows, (seconds total, read, run, finish), TaskOutput, {relation:
+    {data error kind: rows}})`` of a meta record's payload."""
     from hummock.task_store import TaskOutput
 
-    ran, rows, *seconds = META.unpack_from(payload)
-    return ran, rows, tuple(seconds), TaskOutput.from_bytes(payload[META.size:])
+    ran, rows, *seconds, errors_len = META.unpack_from(payload)
+    errors = json.loads(payload[META.size:META.size + errors_len])
+    return ran, rows, tuple(seconds), TaskOutput.from_bytes(payload[META.size + errors_len:]), errors
 
 
 # --- records as Arrow (what the Spark stages exchange) -------------------------------------------
