@@ -154,6 +154,9 @@ class Database:
         self.url = url
         self.barrier_interval_ms = barrier_interval_ms
         self.store = HummockStorage.open(url, _storage_options(store_options))
+        if self.runtime == "spark":
+            from sql.spark_pipeline.driver import store_description
+            store_description(self.store)   # tasks in other processes must open it: not a memory store
         self.catalog = SqlCatalog.load(self.store, self.store.max_committed_epoch)
         self.lock = threading.RLock()
         self.rt = None

@@ -139,3 +139,31 @@ def test_data_errors_in_spark_tasks_are_nulls_counted_per_view(spark, tmp_path):
         assert conn.data_errors() == {"m": {"division by zero": 2}}
     finally:
         conn.close()
+
+
+def test_the_spark_runtime_on_s3_and_back_in_process(spark, s3_server):
+    from s3_server import CREDENTIALS, REGION
+
+    objects = s3_server.new_store()   # (makes the bucket)
+    bucket = objects.bucket
+    objects.close()
+    url = f"s3://{bucket}/pipeline?endpoint={s3_server.endpoint_url}&region={REGION}"
+    creds = {"s3_access_key_id": CREDENTIALS["access_key_id"], "s3_secret_access_key": CREDENTIALS["secret_access_key"]}
+    try:
+        with sql.connect(url, barrier_interval_ms=0, runtime="spark", spark=spark, **creds) as conn:
+            conn.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+            conn.execute("CREATE MATERIALIZED VIEW m AS SELECT v % 3 AS g, count(*) AS c FROM t GROUP BY v % 3")
+            conn.execute("INSERT INTO t VALUES " + ", ".join(f"({i}, {i})" for i in range(30)))
+            conn.execute("FLUSH")
+            assert conn.execute("SELECT g, c FROM m ORDER BY g").fetchall() == [(0, 10), (1, 10), (2, 10)]
+        with sql.connect(url, barrier_interval_ms=0, **creds) as conn:
+            conn.execute("DELETE FROM t WHERE k < 3")
+            conn.execute("FLUSH")
+            assert conn.execute("SELECT g, c FROM m ORDER BY g").fetchall() == [(0, 9), (1, 9), (2, 9)]
+    finally:
+        s3_server.drop_bucket(bucket)
+
+
+def test_a_memory_store_cannot_run_on_spark(spark):
+    with pytest.raises(StreamError, match="a store its tasks can open"):
+        sql.connect(":memory:", barrier_interval_ms=0, runtime="spark", spark=spark)

@@ -49,6 +49,7 @@ from collections import Counter
 import pyarrow as pa
 
 from hummock.compaction.remote import StoreDescription
+from hummock.errors import HummockError
 from hummock.key import new_epoch
 from hummock.killpoints import kill_point
 from hummock.version_codec import encode_version
@@ -88,6 +89,16 @@ def check_worker_python(spark) -> None:
         raise StreamError(f"the Spark session's Python workers run {worker!r}, not this interpreter "
                           f"({sys.executable}); set PYSPARK_PYTHON={sys.executable} before creating the session "
                           f"(or HUMMOCK_SPARK_WORKER_PYTHON=any when the workers have the project installed)")
+
+
+def store_description(store) -> StoreDescription:
+    """How the tasks open ``store`` (a ``HummockStorage``); ``StreamError`` for a store other
+    processes cannot open (a memory store)."""
+    try:
+        return StoreDescription.of(store._store, store.options)
+    except HummockError as exc:
+        raise StreamError(f"the Spark runtime needs a store its tasks can open (a local directory the workers "
+                          f"share, or S3), not {type(store._store).__name__}: {exc}") from None
 
 
 class _ErrorCounts:
@@ -145,7 +156,7 @@ class SparkRuntime:
         self._epoch: int | None = None
         self._ticker: threading.Thread | None = None
         self._stop_ticker = threading.Event()
-        self._store_description = StoreDescription.of(store._store, store.options)
+        self._store_description = store_description(store)
         self._key_cache: dict = {}
         self._kept: list = []           # the running batch's persisted stage outputs
 
