@@ -7,6 +7,8 @@ over Hummock state equal the in-process runtime's and their batch recomputation.
   two integer types), group top-N, ORDER BY LIMIT, a window aggregate, an MV on an MV,
   TUMBLE/HOP, a dynamic filter -- holds the same rows on both and equals its SELECT;
 - a row whose routing key changes (it moves between partitions of an intermediate stage);
+- more shapes (UNION ALL, semi/anti joins, scalar subqueries, DISTINCT over DECIMAL) and the
+  conflict modes of tables with a pk (DO NOTHING, DO UPDATE IF NOT NULL);
 - the partition count changing between batches (2 -> 3 -> 1);
 - backfill of an MV created over tables with data, DROP, the first row of an aggregate without
   a group over an empty table;
@@ -100,7 +102,7 @@ def test_workload_equals_in_process_runtime(spark, tmp_path):
     try:
         _setup([ref, conn])
         rnd = random.Random(20261127)
-        for batch in range(4):
+        for batch in range(3):
             statements = _batch(rnd)
             for c in (ref, conn):
                 for stmt in statements:
@@ -138,6 +140,64 @@ def test_row_moving_between_partitions(spark, tmp_path):
             c.execute("UPDATE b SET k = k + 1")
             c.execute("FLUSH")
         _assert_same(ref, conn, MOVING, "after the move: ")
+    finally:
+        ref.close()
+        conn.close()
+
+
+MORE_DDL = [
+    "CREATE TABLE p (id INT PRIMARY KEY, g VARCHAR, v DECIMAL(10,2))",
+    "CREATE TABLE q (a VARCHAR, b INT, x INT, PRIMARY KEY (a, b)) ON CONFLICT DO UPDATE IF NOT NULL",
+    "CREATE TABLE r (k INT, w INT)",
+    "CREATE TABLE n (id INT PRIMARY KEY, k INT) ON CONFLICT DO NOTHING",
+]
+MORE_EARLY = {
+    "u": "SELECT k AS key, w FROM r UNION ALL SELECT id, k FROM n",
+    "semi": "SELECT id, g FROM p WHERE id IN (SELECT k FROM r)",
+    "anti": "SELECT id FROM p WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = p.id)",
+    "sc": "SELECT id, (SELECT count(*) FROM r) AS cnt FROM p",
+    "gs": "SELECT g, count(DISTINCT v) AS dv, sum(v) AS s, count(*) AS n FROM p GROUP BY g",
+}
+MORE_LATE = {   # created after the first batch's DML, before its FLUSH
+    "qa": "SELECT a, sum(x) AS sx, count(x) AS cx FROM q GROUP BY a",
+    "nj": "SELECT r.k, r.w, n.id FROM r JOIN n ON r.k = n.k",
+    "nagg": "SELECT k, count(*) AS c FROM n GROUP BY k",
+    "rk": "SELECT k, w FROM (SELECT k, w, ROW_NUMBER() OVER (PARTITION BY k ORDER BY w) AS rn FROM r) x WHERE rn = 1",
+}
+MORE_BATCHES = [
+    ["INSERT INTO p VALUES (1, 'a', 1.50), (2, NULL, 2.25), (3, 'b', NULL), (4, 'a', 1.50)",
+     "INSERT INTO q VALUES ('x', 1, 10), ('x', 2, NULL), ('y', 1, 5)",
+     "INSERT INTO r VALUES (1, 5), (NULL, 7), (3, 1), (1, 2)",
+     "INSERT INTO n VALUES (1, 1), (2, NULL), (3, 3)",
+     "INSERT INTO r VALUES (9, 9)", "DELETE FROM r WHERE k = 9"],
+    ["INSERT INTO q VALUES ('x', 1, NULL), ('x', 2, 7)", "INSERT INTO n VALUES (1, 99), (4, 1)",
+     "UPDATE r SET k = 3 WHERE w = 5", "INSERT INTO p VALUES (5, 'c', 0.01)", "DELETE FROM p WHERE id = 5"],
+    ["DELETE FROM r WHERE k IS NULL", "UPDATE n SET k = 3 WHERE id = 1", "INSERT INTO p VALUES (6, 'z', 9.99)",
+     "DELETE FROM q WHERE a = 'y'"],
+]
+
+
+def test_more_shapes_and_conflict_modes(spark, tmp_path):
+    """UNION ALL, semi/anti joins, a scalar subquery in the select list, DISTINCT over DECIMAL,
+    a VARCHAR composite pk with DO UPDATE IF NOT NULL, DO NOTHING, NULL keys, a row inserted
+    and deleted in one batch, MVs created while DML waits for its FLUSH; on 3 partitions."""
+    mvs = {**MORE_EARLY, **MORE_LATE}
+    ref, conn = sql.connect(str(tmp_path / "a"), barrier_interval_ms=0), _spark_conn(tmp_path / "b", spark, 3)
+    try:
+        _setup([ref, conn], MORE_EARLY, MORE_DDL)
+        for batch, statements in enumerate(MORE_BATCHES):
+            for c in (ref, conn):
+                for stmt in statements:
+                    c.execute(stmt)
+                if batch == 0:
+                    for name, select in MORE_LATE.items():
+                        c.execute(f"CREATE MATERIALIZED VIEW {name} AS {select}")
+                c.execute("FLUSH")
+            _assert_same(ref, conn, mvs, f"batch {batch}: ")
+            for table in ("p", "q", "r", "n"):
+                assert _rows(conn, f"SELECT * FROM {table}") == _rows(ref, f"SELECT * FROM {table}"), table
+        assert _rows(conn, "SELECT * FROM q") == [("x", 1, 10), ("x", 2, 7)]
+        assert _rows(conn, "SELECT * FROM n WHERE id = 1") == [(1, 3)]
     finally:
         ref.close()
         conn.close()
