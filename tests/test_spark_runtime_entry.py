@@ -101,6 +101,7 @@ def test_feed_refuses_a_static_frame_and_the_in_process_runtime(spark, tmp_path)
         conn.close()
 
 
+@pytest.mark.spark_integration   # a child process with its own Spark session
 def test_the_sql_shell_runs_views_on_spark(tmp_path):
     script = ("CREATE TABLE t (k INT, v INT);\n"
               "CREATE MATERIALIZED VIEW m AS SELECT k, sum(v) AS s FROM t GROUP BY k;\n"
