@@ -69,6 +69,7 @@ def test_summary_checks_every_runtime_and_computes_overheads():
     # stage1 overhead = s/2 - s/4 = s/4 for s in (1, 1, 2, 4); stage2 none
     assert sp["stages"] == 8 and sp["stage_overhead_ms_max"] == 1000.0 and sp["stage_overhead_ms_mean"] == 250.0
     assert sp["ssts_per_batch_mean"] == 4 and sp["commit_ms_mean"] == 10.0
+    assert sp["stage1_overhead_ms_p50"] == 250.0 and sp["later_stage_overhead_ms_p50"] == 0.0
 
     bad = [children[0], _child("local[2]", {"q0": (True, [1.0]), "q4": (False, [2.0])})]
     assert spark_stream.summarize(1000, 1, bad, ["q0", "q4"])["checked"] is False
