@@ -310,12 +310,7 @@ def test_two_runtimes_one_database(spark, tmp_path):
         conn.close()
 
 
-@pytest.mark.parametrize("landed", [
-    False,
-    pytest.param(True, marks=pytest.mark.xfail(
-        strict=True, reason="BUG 2 (/work/notes/pipeline-bugs.md): driver.py run_batch gives the batch's write "
-        "tickets their epoch only after _run returned, so a commit that landed but raised is replayed twice")),
-])
+@pytest.mark.parametrize("landed", [False, True])
 def test_failed_commit_recovers_exactly(spark, tmp_path, landed):
     """The store refuses a batch's commit (or its reply is lost after it landed): the runtime
     fails, the database rebuilds it and writes the uncommitted statements again -- no row lost,

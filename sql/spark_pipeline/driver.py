@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -101,6 +102,19 @@ def store_description(store) -> StoreDescription:
                           f"share, or S3), not {type(store._store).__name__}: {exc}") from None
 
 
+def task_attempts(spark) -> int:
+    """How many attempts of one task Spark may run (each writes under its own SST ids): the
+    session's ``spark.task.maxFailures`` (``local[N,F]``: F), doubled under speculation."""
+    conf = spark.sparkContext.getConf()
+    attempts = int(conf.get("spark.task.maxFailures", str(DEFAULT_ATTEMPTS)))
+    match = re.fullmatch(r"local\[[^,\]]+,\s*(\d+)\]", spark.sparkContext.master or "")
+    if match:
+        attempts = max(attempts, int(match.group(1)))
+    if conf.get("spark.speculation", "false").lower() == "true":
+        attempts *= 2
+    return max(1, attempts)
+
+
 class _ErrorCounts:
     """What ``Database.data_errors`` reads of an actor: ``data_errors`` (kind -> rows)."""
 
@@ -144,7 +158,7 @@ class SparkRuntime:
         self.partitions = int(partitions or spark.sparkContext.defaultParallelism)
         if not 1 <= self.partitions <= 1000:
             raise StreamError(f"partitions must be in [1, 1000], got {self.partitions}")
-        self.attempts, self.ids_per_task = attempts, ids_per_task
+        self.attempts, self.ids_per_task = max(attempts, task_attempts(spark)), ids_per_task
         self.sources = {rel.name: SourceRef(rel) for rel in catalog.ordered() if rel.kind == "table"}
         self.actors: dict = {}          # relation -> _ErrorCounts (Database reads actor.data_errors)
         self.backfill = frozenset(backfill)
@@ -237,6 +251,9 @@ class SparkRuntime:
             pending, self._pending = self._pending, []
             epoch = self._epoch if self._epoch is not None and self._epoch > committed else \
                 max(new_epoch(), committed + EPOCH_STEP)
+            for _, _, ticket in pending:   # before the commit: a commit that lands but raises is durable
+                if ticket is not None:      # (a replay compares with the reopened store's epoch)
+                    ticket.epoch = epoch
             try:
                 try:
                     self._run(pending, frames, batch_id, query, committed, epoch)
@@ -247,9 +264,6 @@ class SparkRuntime:
                 failure.__cause__ = exc
                 self.failure = failure
                 raise failure from exc
-            for _, _, ticket in pending:
-                if ticket is not None:
-                    ticket.epoch = epoch
             self.batches += 1
             self.backfill = frozenset()
             self._epoch = max(new_epoch(), epoch + EPOCH_STEP)
