@@ -343,7 +343,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--queries", default=None, help="comma-separated Nexmark queries (default all: q0-q8)")
     parser.add_argument("--events", default=None,
                         help="events per micro-batch, comma-separated sizes (default 100000,1000000)")
-    parser.add_argument("--batches", type=int, default=None, help=f"timed batches per query (default {DEFAULT_BATCHES})")
+    parser.add_argument("--batches", type=int, default=None,
+                        help=f"timed batches per query (default {DEFAULT_BATCHES})")
     parser.add_argument("--masters", default=None, help="comma-separated Spark masters (default local[1],local[2])")
     parser.add_argument("--warmup-events", type=int, default=2_000, help="events of the untimed first batch")
     parser.add_argument("--seed", type=int, default=3)

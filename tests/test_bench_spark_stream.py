@@ -49,10 +49,10 @@ def _child(runtime, queries):
              "events_per_s": round(1000 * len(seconds) / sum(seconds))}
         if runtime != "in_process":
             out.update(master=runtime, partitions=2, session_s=1.0)
-            r["stats"] = [{"stages_run": 2, "ssts": 4, "seconds": {"route": 0.1, "stage1": s / 2, "stage1_task_max": s / 4,
-                                                                  "stage1_task_max_parts": [0.0], "stage2": s / 4,
-                                                                  "stage2_task_max": s / 4, "commit": 0.01,
-                                                                  "total": s}} for s in seconds]
+            r["stats"] = [{"stages_run": 2, "ssts": 4,
+                           "seconds": {"route": 0.1, "stage1": s / 2, "stage1_task_max": s / 4,
+                                       "stage1_task_max_parts": [0.0], "stage2": s / 4, "stage2_task_max": s / 4,
+                                       "commit": 0.01, "total": s}} for s in seconds]
         out["queries"][q] = r
     return out
 
