@@ -22,6 +22,7 @@ from bench import report, spark_stream
 
 
 @pytest.mark.slow
+@pytest.mark.spark_integration   # child processes with Spark sessions of their own: the native run only
 def test_quick_run_prints_one_checked_json_line():
     done = subprocess.run([sys.executable, "-m", "bench.spark_stream", "--quick", "--queries", "q4",
                            "--events", "2000", "--batches", "1", "--warmup-events", "300", "--masters", "local[1]"],
