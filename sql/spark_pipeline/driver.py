@@ -449,10 +449,26 @@ class _RouteFn:
 
         context = TaskContext.get()
         generator = context.partitionId() % DRIVER_GENERATOR if context is not None else 0
-        for batch in batches:
-            if not batch.num_rows:
-                continue
+        for batch in _coalesced(batches, ROUTE_ROWS):
             chunks = table_chunks(self.rel, batch, generator, self.epoch)
             recs = list(blobs(chunks, self.edge.dist, self.partitions, self.edge.id))
             if recs:
                 yield record_batch(recs, self.keys, -1 - generator)
+
+
+ROUTE_ROWS = 65536   # rows routed at once (Spark hands mapInArrow 10,000-row batches by default)
+
+
+def _coalesced(batches, rows: int):
+    """``batches`` (Arrow record batches of one schema) regrouped into batches of about ``rows``."""
+    pending, count = [], 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+            pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]

@@ -92,13 +92,17 @@ class BatchContext:
 
 # --- chunks on the wire ---------------------------------------------------------------------------
 
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")   # less to shuffle and to copy JVM <-> Python
+
+
 def encode_chunk(chunk: StreamChunk) -> bytes:
-    """One Arrow IPC stream: an ``int8`` op column then the chunk's columns (visible rows)."""
+    """One Arrow IPC stream (LZ4-compressed buffers): an ``int8`` op column then the chunk's
+    columns (visible rows)."""
     chunk = chunk.compact()
     arrays = [pa.array(chunk.ops, pa.int8())] + list(chunk.columns)
     batch = pa.RecordBatch.from_arrays(arrays, names=["__op"] + [f"c{i}" for i in range(len(chunk.columns))])
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
+    with pa.ipc.new_stream(sink, batch.schema, options=_IPC_OPTIONS) as writer:
         writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
 
