@@ -82,6 +82,10 @@ def test_a_feed_commits_each_micro_batch_once_and_skips_a_replayed_one(spark, tm
         # a new batch id goes through
         conn.db.rt.run_batch({"t": replay}, 3, "load-t")
         assert conn.execute("SELECT sum(c) FROM m").fetchall() == [(160,)]
+        # an id below the recorded one: a reset checkpoint reusing the name, refused (never skipped)
+        with pytest.raises(StreamError, match="below the batch 3"):
+            conn.db.rt.run_batch({"t": replay}, 0, "load-t")
+        assert conn.db.rt.failure is None and conn.execute("SELECT count(*) FROM t").fetchall() == [(160,)]
     finally:
         conn.close()
 

@@ -245,7 +245,11 @@ class SparkRuntime:
             committed = store.max_committed_epoch
             if query is not None:
                 done = read_progress(store, query, committed)
-                if done is not None and batch_id <= done.batch_id:
+                if done is not None and batch_id < done.batch_id:
+                    raise StreamError(f"batch {batch_id} of {query!r} is below the batch {done.batch_id} the store "
+                                      f"recorded: Spark replays at most the last one, so the query's checkpoint was "
+                                      f"reset or another query uses this name; give it a new query_name")
+                if done is not None and batch_id == done.batch_id:
                     log.info("batch %s of %s is already committed (epoch %s): skipped", batch_id, query, done.epoch)
                     return committed
             pending, self._pending = self._pending, []

@@ -11,7 +11,8 @@ before the commit publishes nothing and redoes the batch.
 
 ``query_name`` (default ``feed/<table>``) names the progress record: two feeds into one table
 need two names; a feed restarted with a new checkpoint location must get a new name too (its
-batch ids start again at 0).
+batch ids start again at 0: a batch id below the recorded one is refused with ``StreamError``,
+never skipped silently -- Spark replays at most the last batch).
 
 :func:`insert_frame` is the static counterpart (``conn.insert_dataframe``): one batch of a
 DataFrame's rows through the table and its MVs, read by Spark's tasks (no row passes through
