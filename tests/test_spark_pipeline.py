@@ -98,6 +98,7 @@ def _assert_same(reference, conn, mvs, where=""):
         assert got == _rows(conn, select), f"{where}{name}: the MV differs from its SELECT"
 
 
+@pytest.mark.spark_integration   # the long differential runs: native only (pyproject markers)
 def test_workload_equals_in_process_runtime(spark, tmp_path):
     ref, conn = sql.connect(str(tmp_path / "a"), barrier_interval_ms=0), _spark_conn(tmp_path / "b", spark)
     try:
@@ -178,6 +179,7 @@ MORE_BATCHES = [
 ]
 
 
+@pytest.mark.spark_integration   # the long differential runs: native only (pyproject markers)
 def test_more_shapes_and_conflict_modes(spark, tmp_path):
     """UNION ALL, semi/anti joins, a scalar subquery in the select list, DISTINCT over DECIMAL,
     a VARCHAR composite pk with DO UPDATE IF NOT NULL, DO NOTHING, NULL keys, a row inserted
@@ -340,6 +342,7 @@ def test_failed_commit_recovers_exactly(spark, tmp_path, landed):
         conn.close()
 
 
+@pytest.mark.spark_integration   # the long differential runs: native only (pyproject markers)
 def test_nexmark_q0_q8_equal_in_process_and_batch(spark, tmp_path):
     from bench.nexmark import feed
     from bench.nexmark.generator import NexmarkConfig, NexmarkGenerator
