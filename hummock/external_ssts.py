@@ -58,30 +58,41 @@ class TableNotEmptyError(HummockError, ValueError):
     """A bulk load targeted a table that already holds data (or watermark records)."""
 
 
-def check_infos(table_id: int, infos, epoch: int) -> tuple:
-    """``infos`` as a tuple of :class:`SstableInfo` of ``table_id`` only, at versions in
-    ``[epoch, epoch | 0xFFFF]``, ids unique; ``InvalidArgumentError`` naming the first that is not."""
+def check_sst_list(infos, epoch: int, noun: str = "ingest", at: str = "an ingest at") -> tuple:
+    """``infos`` as a tuple of :class:`SstableInfo` at versions in ``[epoch, epoch | 0xFFFF]``,
+    ids unique, at most ``MAX_EXTERNAL_SSTS`` (may be empty); ``InvalidArgumentError`` naming
+    the first that is not (``noun``/``at`` name the call: "ingest", "an ingest at"). Shared by
+    ``ingest_ssts`` and ``commit_ssts`` (hummock/multi_commit.py)."""
     try:
         infos = tuple(infos)
     except TypeError:
         raise InvalidArgumentError(f"infos must be an iterable of SstableInfo, got {type(infos).__name__}") from None
-    if not infos:
-        raise InvalidArgumentError("ingest_ssts needs at least one SST (an empty load publishes nothing)")
     if len(infos) > MAX_EXTERNAL_SSTS:
-        raise InvalidArgumentError(f"at most {MAX_EXTERNAL_SSTS} SSTs per ingest, got {len(infos)}")
+        raise InvalidArgumentError(f"at most {MAX_EXTERNAL_SSTS} SSTs per {noun}, got {len(infos)}")
     seen = set()
     for info in infos:
         if not isinstance(info, SstableInfo):
             raise InvalidArgumentError(f"infos must hold SstableInfo, got {type(info).__name__}")
-        if tuple(info.table_ids) != (table_id,):
-            raise InvalidArgumentError(f"SST {info.sst_id} holds tables {list(info.table_ids)}; an ingest "
-                                       f"takes SSTs of table {table_id} only")
         if not epoch <= info.min_epoch <= info.max_epoch <= epoch | EPOCH_SPILL_MASK:
             raise InvalidArgumentError(f"SST {info.sst_id} holds epochs [{info.min_epoch}, {info.max_epoch}]; "
-                                       f"an ingest at {epoch} takes [{epoch}, {epoch | EPOCH_SPILL_MASK}]")
+                                       f"{at} {epoch} takes [{epoch}, {epoch | EPOCH_SPILL_MASK}]")
         if info.sst_id in seen:
             raise InvalidArgumentError(f"SST {info.sst_id} is listed twice")
         seen.add(info.sst_id)
+    return infos
+
+
+def check_infos(table_id: int, infos, epoch: int) -> tuple:
+    """``infos`` as a tuple of :class:`SstableInfo` of ``table_id`` only, at versions in
+    ``[epoch, epoch | 0xFFFF]``, ids unique, at least one; ``InvalidArgumentError`` naming the
+    first that is not."""
+    infos = check_sst_list(infos, epoch)
+    if not infos:
+        raise InvalidArgumentError("ingest_ssts needs at least one SST (an empty load publishes nothing)")
+    for info in infos:
+        if tuple(info.table_ids) != (table_id,):
+            raise InvalidArgumentError(f"SST {info.sst_id} holds tables {list(info.table_ids)}; an ingest "
+                                       f"takes SSTs of table {table_id} only")
     return infos
 
 

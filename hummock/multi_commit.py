@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hummock.errors import InvalidArgumentError
-from hummock.external_ssts import MAX_EXTERNAL_SSTS, _overlapping, verify_objects
+from hummock.external_ssts import _overlapping, check_sst_list, verify_objects
 from hummock.key import EPOCH_SPILL_MASK
 from hummock.sstable.meta import SstableInfo
 from hummock.table_watermarks import TableWatermarks, check_ranges
@@ -60,23 +60,7 @@ MAX_TABLE_ID = 0xFFFFFFFF
 def check_infos(infos, epoch: int) -> tuple:
     """``infos`` as a tuple of :class:`SstableInfo` at versions in ``[epoch, epoch | 0xFFFF]``,
     ids unique (may be empty); ``InvalidArgumentError`` naming the first that is not."""
-    try:
-        infos = tuple(infos)
-    except TypeError:
-        raise InvalidArgumentError(f"infos must be an iterable of SstableInfo, got {type(infos).__name__}") from None
-    if len(infos) > MAX_EXTERNAL_SSTS:
-        raise InvalidArgumentError(f"at most {MAX_EXTERNAL_SSTS} SSTs per commit, got {len(infos)}")
-    seen = set()
-    for info in infos:
-        if not isinstance(info, SstableInfo):
-            raise InvalidArgumentError(f"infos must hold SstableInfo, got {type(info).__name__}")
-        if not epoch <= info.min_epoch <= info.max_epoch <= epoch | EPOCH_SPILL_MASK:
-            raise InvalidArgumentError(f"SST {info.sst_id} holds epochs [{info.min_epoch}, {info.max_epoch}]; "
-                                       f"a commit of {epoch} takes [{epoch}, {epoch | EPOCH_SPILL_MASK}]")
-        if info.sst_id in seen:
-            raise InvalidArgumentError(f"SST {info.sst_id} is listed twice")
-        seen.add(info.sst_id)
-    return infos
+    return check_sst_list(infos, epoch, "commit", "a commit of")
 
 
 def check_watermarks(table_watermarks) -> dict:
