@@ -283,7 +283,11 @@ class SparkRuntime:
         plan, n = self.plan, self.partitions
         keys = self._keys(n)
         with self.store.snapshot(committed):   # pins the version the tasks read
-            version = encode_version(self.store.version())
+            pinned = self.store.version()
+            version = encode_version(pinned)
+            # the tasks read at the version's epoch: an idle checkpoint (no writes) may have moved
+            # max_committed_epoch past it without a new version (the same data)
+            committed = pinned.max_committed_epoch
             count = (plan.stages + 1) * n * self.attempts * self.ids_per_task
             ids = self.store.reserve_sst_ids(count)
             ctx = BatchContext(self._store_description, self.store.options, version, committed, epoch, n,
