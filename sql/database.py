@@ -55,7 +55,7 @@ from stream.runtime.runtime import WriteTicket
 
 from sql.build import GraphBuilder
 from sql.catalog import SqlCatalog
-from sql.errors import LostWritesError
+from sql.errors import LostWritesError, ReadOnlyError
 
 log = logging.getLogger("sql.database")
 
@@ -118,7 +118,17 @@ def _storage_options(store_options: dict):
 
 class Database:
     def __init__(self, url: str, barrier_interval_ms=1000, *, runtime: str = "in_process", spark=None,
-                 partitions: int | None = None, **store_options):
+                 partitions: int | None = None, read_only: bool = False, pinned: bool = False,
+                 progress=None, **store_options):
+        if not isinstance(read_only, bool) or not isinstance(pinned, bool):
+            raise InvalidArgumentError(f"read_only and pinned must be booleans, got {read_only!r}, {pinned!r}")
+        if pinned and not read_only:
+            raise InvalidArgumentError("pinned=True needs read_only=True (a writer always reads its newest epoch)")
+        if read_only and runtime != "in_process":
+            raise InvalidArgumentError("a read_only connection runs no stream graph: runtime must be 'in_process'")
+        if progress is not None and not callable(progress):
+            raise InvalidArgumentError(f"progress must be a callable taking a Progress, got {progress!r}")
+        self.read_only, self.pinned, self.progress = read_only, pinned, progress
         if runtime not in ("in_process", "spark"):
             raise InvalidArgumentError(f"runtime must be 'in_process' or 'spark', got {runtime!r}")
         if runtime == "spark" and spark is None:
@@ -153,6 +163,9 @@ class Database:
             url = f"memory://sql-{uuid.uuid4().hex}"
         self.url = url
         self.barrier_interval_ms = barrier_interval_ms
+        if self.read_only:
+            self._open_read_only(url, store_options)
+            return
         self.store = HummockStorage.open(url, _storage_options(store_options))
         if self.runtime == "spark":
             from sql.spark_pipeline.driver import store_description
@@ -165,6 +178,41 @@ class Database:
         self._init_failure_state()
         self._start(self.catalog, frozenset())
         self._tick()
+
+    def _open_read_only(self, url: str, store_options) -> None:
+        """A reader (module docstring, "Read-only databases"): the store opened read-only (its
+        reader lease pins what it reads against the writer's vacuum), the catalog at its
+        committed epoch, no stream graph."""
+        if url.startswith("memory://"):
+            raise InvalidArgumentError("read_only=True needs a store another process writes (a path, file:// or "
+                                       "s3://...), not a memory store")
+        self.store = HummockStorage.open(url, _storage_options(store_options), read_only=True)
+        self.lock = threading.RLock()
+        self.rt = self.builder = None
+        self._plans = {}
+        self._init_failure_state()
+        self._catalog_epoch = self.store.max_committed_epoch
+        self.catalog = SqlCatalog.load(self.store, self._catalog_epoch)
+
+    def refresh(self) -> int:
+        """Read-only databases: pick up what the writer committed since -- the newest version
+        and the catalog at its epoch (tables and MVs created or dropped meanwhile); returns that
+        epoch. A statement then reads at it. Writers: the committed epoch, nothing to do."""
+        with self.lock:
+            if not self.read_only:
+                return self.store.max_committed_epoch
+            epoch = self.store.refresh()
+            if epoch != self._catalog_epoch:
+                catalog = SqlCatalog.load(self.store, epoch)
+                self.catalog, self._catalog_epoch = catalog, epoch
+                self._plans.clear()
+            return epoch
+
+    def require_writer(self, what: str) -> None:
+        """``ReadOnlyError`` naming ``what`` on a read-only database."""
+        if self.read_only:
+            raise ReadOnlyError(f"{what} is not allowed on a read-only connection (it reads the database "
+                                f"{self.url} beside its writer; open it without read_only=True to change it)")
 
     def _init_failure_state(self) -> None:
         self.recoveries = 0
@@ -203,6 +251,10 @@ class Database:
         """Before a statement: recover a failed graph, then tell ``session`` about statements
         a failure lost since it was last told (:class:`LostWritesError`, once per session).
         Takes the lock only when there is something to do (a SELECT does not wait for a write)."""
+        if self.read_only:
+            if not self.pinned:
+                self.refresh()
+            return
         if not self._needs_recovery() and (session is None or session.seen >= len(self._notices)):
             return
         with self.lock:
@@ -217,6 +269,8 @@ class Database:
                                       statements, causes)
 
     def _needs_recovery(self) -> bool:
+        if self.read_only:
+            return False
         rt = self.rt   # (read once: check() calls this without the lock)
         if rt is None:
             return bool(self.catalog.relations)
@@ -231,6 +285,7 @@ class Database:
         is recovered (module docstring) and the remaining chunks written after it. Raises
         :class:`LostWritesError` when the recovery lost this statement."""
         with self.lock:
+            self.require_writer("a write")
             if self._needs_recovery():
                 self._recover(self.rt.failure if self.rt is not None else None)
             session, label = self._current()
@@ -448,6 +503,8 @@ class Database:
         """Checkpoint everything written so far; returns the committed epoch. A graph failure is
         recovered (module docstring); :class:`LostWritesError` if the recovery lost statements."""
         with self.lock:
+            if self.read_only:   # nothing of ours to checkpoint: FLUSH on a reader refreshes
+                return self.refresh()
             if self._needs_recovery():
                 self._recover_for_current()
             if self.rt is None:
@@ -473,6 +530,7 @@ class Database:
         """Swap in ``new_catalog`` (module docstring); ``changed`` relations get records,
         ``dropped`` table ids (with their internal ids) lose records and data."""
         with self.lock:
+            self.require_writer("DDL")
             self.flush()
             self._log.clear()   # flushed: nothing left to replay
             self._log_bytes = 0
@@ -518,6 +576,9 @@ class Database:
         """Stop the graph (a checkpointed Stop) and release the store. A failed graph is
         recovered first, so acknowledged writes are kept (what cannot be is logged)."""
         with self.lock:
+            if self.read_only:
+                self.store.close()
+                return
             try:
                 if self.rt is not None and self.rt.failure is not None:
                     try:

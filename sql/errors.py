@@ -48,6 +48,11 @@ class ExecutionError(SqlError):
     """A runtime failure: overflow, pk column update, pk conflict, a bad value."""
 
 
+class ReadOnlyError(SqlError):
+    """A statement that writes (DDL, DML, COPY FROM) on a read-only connection
+    (``connect(url, read_only=True)``, ``hummock sql --read-only``): the message names it."""
+
+
 class LostWritesError(ExecutionError):
     """Acknowledged DML statements that a stream-graph failure lost (sql/database.py, "Graph
     failures"): ``statements`` names each (``"[session N] INSERT ..."``), ``cause`` is the

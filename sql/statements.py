@@ -35,7 +35,8 @@ from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
 from sql.bind.select import QueryBinder, _conjuncts, relation_name
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
-from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at, execution_error
+from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, UnsupportedError, error_at,
+                        execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
 from sql.parse import parse_script
 from sql.plan import nodes as P
@@ -57,6 +58,8 @@ class Result:
 
 
 def execute_statement(db, stmt, params, variables) -> Result:
+    if db.read_only:
+        _refuse_on_reader(db, stmt)
     if stmt.kind != "ast":
         return _DISPATCH[stmt.kind](db, stmt, params, variables)
     node = stmt.ast
@@ -65,6 +68,34 @@ def execute_statement(db, stmt, params, variables) -> Result:
         if isinstance(node, cls):
             return fn(db, node, params, variables, stmt)
     raise error_at(UnsupportedError, f"statement {node.key.upper()} is not supported", node)
+
+
+_READER_KINDS = ("flush", "set", "show", "describe", "explain", "declare_cursor", "fetch", "close")
+_READER_NODES = (exp.Select, exp.Union, exp.Except, exp.Intersect)
+
+
+def _refuse_on_reader(db, stmt) -> None:
+    """A read-only connection runs queries, SHOW/DESCRIBE/EXPLAIN, SET, subscription cursors,
+    FLUSH (a refresh there) and COPY ... TO; anything that writes is a ``ReadOnlyError``
+    naming the statement."""
+    if stmt.kind in _READER_KINDS or (stmt.kind == "ast" and isinstance(stmt.ast, _READER_NODES)):
+        return
+    if stmt.kind == "copy" and stmt.options.get("direction") == "to":
+        return
+    if stmt.kind == "ast":
+        node = stmt.ast
+        kind = (node.args.get("kind") or "") if isinstance(node, (exp.Create, exp.Drop)) else ""
+        what = " ".join(w for w in (node.key.upper(), str(kind).upper()) if w)
+        if isinstance(node, exp.Create) and kind.upper() == "VIEW":
+            what = "CREATE MATERIALIZED VIEW"
+        elif isinstance(node, exp.Drop) and node.args.get("materialized"):
+            what = "DROP MATERIALIZED VIEW"
+    else:
+        what = {"copy": "COPY ... FROM", "create_subscription": "CREATE SUBSCRIPTION",
+                "drop_subscription": "DROP SUBSCRIPTION"}.get(stmt.kind, stmt.kind.upper())
+    err = ReadOnlyError(f"{what} is not allowed on a read-only connection (it reads {db.url} beside its writer; "
+                        f"connect without read_only=True to change the database)", stmt.line, stmt.column)
+    raise err
 
 
 # DML clauses sqlglot parses that no statement here reads: refused, never silently ignored
