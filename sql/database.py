@@ -562,6 +562,67 @@ class Database:
             self.catalog = new_catalog
             self._tick()
 
+    def bulk_load(self, rel, table) -> int:
+        """Load ``table`` (a ``pyarrow.Table`` of ``rel``'s visible columns, by name, already
+        of their Arrow types) into table ``rel`` as SSTs built directly -- no stream graph --
+        committed in one delta (docs/sql.md "COPY"). The caller checked that nothing reads
+        ``rel`` (no MV, no subscription) and that its conflict rule is overwrite (or it is
+        empty): a repeated pk keeps the last row, and a row whose pk the table holds replaces
+        it, as the table's Materialize would. Takes turns with the graph like DDL: flush, stop
+        it, commit the load at an epoch above everything committed, start it again (its
+        executors' caches then see the loaded rows). Returns the rows loaded."""
+        from hummock.key import EPOCH_SPILL_MASK
+        import pyarrow as pa
+
+        from relational.bulk_load import build_task_ssts
+        from relational.row_id import task_row_ids
+        from relational.row_serde import RowSerde
+
+        from sql.catalog import ROW_ID
+
+        with self.lock:
+            self.require_writer("COPY FROM")
+            self.flush()
+            self._log.clear()   # flushed: nothing left to replay
+            self._log_bytes = 0
+            self._stop()
+            desc = rel.desc
+            store = self.store
+            reserved = None
+            try:
+                epoch = max(new_epoch(), (store.max_committed_epoch | EPOCH_SPILL_MASK) + 1)
+                columns = []
+                for name, _ in desc.columns:   # relational/arrow.py types; fresh row ids (generator 0)
+                    if rel.row_id and name == ROW_ID:
+                        columns.append(pa.array(task_row_ids(0, epoch, table.num_rows), pa.int64()))
+                    else:
+                        column = table.column(name)
+                        columns.append(column.combine_chunks() if column.num_chunks != 1 else column.chunk(0))
+                serde = RowSerde(desc.types, desc.pk_indices, desc.order_types, desc.dist_key_indices,
+                                 desc.value_indices)
+                options = store.options
+                estimate = table.nbytes + 24 * table.num_rows
+                reserved = store.reserve_sst_ids(8 + 2 * estimate // options.target_sst_size)
+                infos = build_task_ssts(store._store, serde, desc.table_id, columns, table.num_rows, epoch, 0,
+                                        reserved, store._sst_builder_options(), options.target_sst_size,
+                                        describe_pk=rel.name, on_duplicate="last")
+                store.commit_ssts(epoch, infos)
+                used = {i.sst_id for i in infos}
+                store.release_sst_ids([i for i in reserved if i not in used])
+                reserved = None
+            except BaseException:
+                try:
+                    if reserved is not None:   # built but unpublished: orphans for vacuum
+                        store.release_sst_ids(list(reserved))
+                    self._discard_uncommitted()   # a commit whose outcome is unknown: as after a crash
+                except HummockError as exc:
+                    log.warning("cleaning up after a failed load: %s", exc)
+                raise
+            finally:   # a start that fails here is retried by the next statement (check)
+                self._start(self.catalog, frozenset())
+                self._tick()
+            return table.num_rows
+
     def _write(self, catalog, epoch, changed, dropped) -> None:
         all_dropped = []
         for rel in dropped:

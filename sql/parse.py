@@ -325,6 +325,8 @@ def _statement(text: str, start: int, end: int) -> Statement:
         return stmt
     if _SUB_WORDS.match(body):
         return _subscription_statement(stmt, body, line, column)
+    if _COPY.match(body):
+        return _copy_statement(stmt, text, start, end)
     m = _EXPLAIN.match(body)
     if m:
         stmt.kind = "explain"
@@ -389,6 +391,132 @@ def _subscription_statement(stmt: Statement, body: str, line: int, column: int) 
                          f"(retention = '...')], DROP SUBSCRIPTION [IF EXISTS] name, DECLARE name SUBSCRIPTION "
                          f"CURSOR FOR subscription [SINCE n | FULL], FETCH [NEXT | n | ALL] FROM name or "
                          f"CLOSE name | ALL", line, column)
+
+
+_COPY = re.compile(r"\s*COPY\b", re.I)
+_COPY_TARGET = re.compile(rf"\s*COPY\s+({_IDENT}(?:\s*\.\s*{_IDENT})?)\s*", re.I | re.S)
+_COPY_DIRECTION = re.compile(r"(FROM|TO)\s+(?:'((?:[^']|'')*)'|(STDIN|STDOUT|PROGRAM)\b)\s*", re.I | re.S)
+_COPY_WORD = re.compile(r"([A-Za-z_]+)\s*", re.S)
+_COPY_VALUE = re.compile(r"(?:'((?:[^']|'')*)'|([A-Za-z0-9_.+-]+))\s*", re.S)
+_COPY_SYNTAX = ("COPY table [(columns)] FROM 'path' [WITH (format csv|text|parquet|json, header true|false, "
+                "delimiter ',', null '', quote '\"')] or COPY {table [(columns)] | (query)} TO 'path' [WITH (...)]")
+
+
+def _copy_statement(stmt: Statement, text: str, start: int, end: int) -> Statement:
+    """``COPY``: ``stmt.kind = "copy"``; ``stmt.options``: ``direction`` (``"from"``/``"to"``),
+    ``table`` (name parts) and ``columns`` (names or None), or ``query`` (a parsed
+    :class:`Statement`, positions kept), ``path`` and ``with`` (option name -> text value;
+    a flag without a value is ``"true"``). ``SqlSyntaxError`` where it does not parse."""
+    body = text[start:end]
+    lead = len(body) - len(body.lstrip())
+    at = lead
+
+    def fail(message: str, offset: int):
+        line, column = _line_col(text, start + min(offset, len(body)))
+        raise SqlSyntaxError(f"syntax error in COPY: {message}; expected {_COPY_SYNTAX}", line, column)
+
+    opts: dict = {"table": None, "columns": None, "query": None, "with": {}}
+    m = re.compile(r"\s*COPY\s*", re.I).match(body, at)
+    at = m.end()
+    if body.startswith("(", at):
+        close = _matching_paren(body, at)
+        if close is None:
+            fail("unbalanced parentheses around the query", at)
+        inner = _statement(text, start + at + 1, start + close)
+        if inner.kind != "ast":
+            fail("COPY (query) takes a SELECT", at + 1)
+        opts["query"] = inner
+        stmt.n_params = inner.n_params
+        at = close + 1
+        while at < len(body) and body[at].isspace():
+            at += 1
+    else:
+        m = _COPY_TARGET.match(body, lead)
+        if m is None:
+            fail("a table name or a parenthesized query expected", at)
+        opts["table"] = _ident_parts(m.group(1))
+        at = m.end()
+        if body.startswith("(", at):
+            close = _matching_paren(body, at)
+            if close is None:
+                fail("unbalanced parentheses around the column list", at)
+            names = [p.strip() for p in body[at + 1:close].split(",")]
+            if not all(_IDENT_PART.fullmatch(n) for n in names):
+                fail("a column list holds names", at + 1)
+            opts["columns"] = [_ident_parts(n)[0] for n in names]
+            at = close + 1
+            while at < len(body) and body[at].isspace():
+                at += 1
+    m = _COPY_DIRECTION.match(body, at)
+    if m is None:
+        fail("FROM 'path' or TO 'path' expected", at)
+    opts["direction"] = m.group(1).lower()
+    if m.group(3):
+        line, column = _line_col(text, start + m.start(3))
+        raise UnsupportedError(f"COPY {m.group(1).upper()} {m.group(3).upper()} is not supported: COPY reads and "
+                               f"writes files ('path'); the shell's \\copy takes the same form", line, column)
+    if opts["query"] is not None and opts["direction"] == "from":
+        fail("COPY (query) FROM: a query can only be copied TO a file", at)
+    opts["path"] = m.group(2).replace("''", "'")
+    at = m.end()
+    opts["with"] = _copy_options(body, at, fail)
+    stmt.kind, stmt.options = "copy", opts
+    return stmt
+
+
+def _copy_options(body: str, at: int, fail) -> dict:
+    """The options after the path: ``[WITH] (name [value], ...)`` or Postgres' older form
+    ``[WITH] [CSV] [HEADER] [DELIMITER [AS] 'c'] [NULL [AS] 's'] [QUOTE [AS] 'q']``."""
+    out: dict = {}
+    m = re.compile(r"WITH\b\s*", re.I).match(body, at)
+    if m:
+        at = m.end()
+    rest = body[at:].rstrip()
+    if not rest:
+        return out
+    parenthesized = rest.startswith("(")
+    if parenthesized:
+        close = _matching_paren(body, at)
+        if close is None or body[close + 1:].strip():
+            fail("the options end with ')'", at)
+        end, at = close, at + 1
+    else:
+        end = at + len(rest)
+    while True:
+        while at < end and (body[at].isspace() or (parenthesized and body[at] == ",")):
+            at += 1
+        if at >= end:
+            return out
+        m = _COPY_WORD.match(body, at)
+        if m is None or m.end() > end + 1:
+            fail("an option name expected", at)
+        name, at = m.group(1).lower(), m.end()
+        if not parenthesized and name in ("csv", "binary"):
+            out["format"] = name
+            continue
+        m = re.compile(r"AS\s+", re.I).match(body, at)
+        if m and not parenthesized:
+            at = m.end()
+        m = _COPY_VALUE.match(body, at) if at < end and body[at] != "," else None
+        if m is None or (not parenthesized and name == "header" and m.group(1) is None
+                         and m.group(2).lower() not in ("true", "false", "on", "off", "0", "1", "match")):
+            out[name] = "true"
+            continue
+        out[name] = m.group(1).replace("''", "'") if m.group(1) is not None else m.group(2)
+        at = m.end()
+
+
+def _matching_paren(body: str, at: int) -> int | None:
+    """The offset of the ``)`` closing the ``(`` at ``at`` (quotes and comments skipped)."""
+    depth = 0
+    for kind, pos, _ in _scan(body[at:], nesting=True):
+        if kind == "(":
+            depth += 1
+        elif kind == ")":
+            depth -= 1
+            if depth == 0:
+                return at + pos
+    return None
 
 
 def _sqlglot(text: str):

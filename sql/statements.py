@@ -608,6 +608,14 @@ def _explain_dml(db, node, params) -> str:
     return label + "\n" + "\n".join("  " + line for line in child.splitlines())
 
 
+def _copy(db, stmt, params, variables) -> Result:
+    """COPY (sql/copy.py): the row count, as Postgres' ``COPY n``."""
+    from sql.copy import copy_from, copy_to
+    if stmt.options["direction"] == "from":
+        return Result(rowcount=copy_from(db, stmt, variables))
+    return Result(rowcount=copy_to(db, stmt, params, variables))
+
+
 def _rows_result(columns, rows) -> Result:
     arrays = [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(columns)]
     table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(columns))])
@@ -617,7 +625,7 @@ def _rows_result(columns, rows) -> Result:
 _DISPATCH = {"flush": _flush, "set": _set, "show": _show, "describe": _describe, "explain": _explain,
              "create_subscription": subscription.create_subscription,
              "drop_subscription": subscription.drop_subscription, "declare_cursor": subscription.declare_cursor,
-             "fetch": subscription.fetch, "close": subscription.close}
+             "fetch": subscription.fetch, "close": subscription.close, "copy": _copy}
 _AST_DISPATCH = ((exp.Create, _create), (exp.Drop, _drop), (exp.Insert, _insert), (exp.Update, _update),
                  (exp.Delete, _delete), (exp.Select, _select), (exp.Union, _select),
                  (exp.Except, _select), (exp.Intersect, _select))
