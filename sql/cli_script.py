@@ -118,7 +118,7 @@ def command_tag(text: str, rowcount: int) -> str:
     verb = words[0].upper() if words else ""
     if verb == "INSERT":
         return f"INSERT 0 {max(rowcount, 0)}"
-    if verb in ("UPDATE", "DELETE"):
+    if verb in ("UPDATE", "DELETE", "COPY"):
         return f"{verb} {max(rowcount, 0)}"
     if verb in ("CREATE", "DROP") and len(words) > 1:
         second = words[1].upper()

@@ -4,7 +4,15 @@ On a terminal: line editing and a persistent history (prompt_toolkit; readline w
 missing), statements spanning lines until one ends with ``;`` (prompt ``hummock=>``, then
 ``hummock->``), results as aligned tables. Meta commands (a line starting with ``\\``): ``\\d``
 (tables and MVs), ``\\d NAME`` (columns; an MV's definition), ``\\dt``, ``\\dm``, ``\\timing
-[on|off]``, ``\\?``, ``\\q``. Ctrl-C drops the statement being typed; Ctrl-D quits.
+[on|off]``, ``\\copy ...`` (psql's client-side COPY: the rest of the line is a COPY statement,
+paths relative to the shell's directory), ``\\?``, ``\\q``. Ctrl-C drops the statement being
+typed; Ctrl-D quits. Long statements (COPY, a CREATE MATERIALIZED VIEW's backfill) show a
+progress bar on a terminal (rich, on stderr).
+
+``--read-only`` opens the database as a reader beside its writer (``connect(read_only=True)``:
+each statement at the newest committed epoch; DDL and DML refused). When the database already
+has a writer and ``--read-only`` was not given, an interactive shell offers to open it
+read-only; a script gets the error and a hint.
 
 With stdin not a terminal the same lines are read from stdin (no prompts); an error is printed
 with its position and the script goes on, as psql does (``--on-error-stop`` stops it); the exit
@@ -35,6 +43,7 @@ HELP = """meta commands:
   \\dt           list tables
   \\dm           list materialized views
   \\timing [on|off]  print each statement's time
+  \\copy ...     COPY ... FROM/TO a file (same options as COPY)
   \\?            this help
   \\q            quit
 SQL statements end with ';' and may span lines."""
@@ -48,6 +57,9 @@ def register(commands) -> None:
     parser.add_argument("url", metavar="URL", nargs="?", default=":memory:",
                         help="a path, file:///path, s3://bucket/prefix?endpoint=..., or :memory: (default)")
     add_session_options(parser)
+    parser.add_argument("--read-only", action="store_true",
+                        help="open as a reader beside the database's writer (another process): queries see "
+                             "each newest committed epoch; DDL and DML are refused")
     parser.add_argument("--on-error-stop", action="store_true",
                         help="stdin scripts: stop at the first failed statement")
     parser.set_defaults(func=run_shell)
@@ -132,6 +144,8 @@ class Shell:
             print(f"Timing is {'on' if self.timing else 'off'}.", file=self.out)
         elif word in ("\\d", "\\d+") and arg:
             self.describe(arg)
+        elif word == "\\copy":
+            self.run_text(line.strip()[1:].rstrip(";") + ";", self.line_no)
         elif word in ("\\d", "\\dt", "\\dm"):
             self.list_relations({"\\d": ("table", "mv"), "\\dt": ("table",), "\\dm": ("mv",)}[word])
         else:
@@ -179,8 +193,7 @@ def error_text(exc: SqlError, stmt) -> str:
 
 
 def run_shell(args) -> int:
-    import sql
-    with sql.connect(args.url, implicit_flush=args.implicit_flush, **runtime_options(args)) as conn:
+    with _connect(args) as conn:
         shell = Shell(conn, timing=args.timing, stop_on_error=args.on_error_stop)
         if sys.stdin.isatty():
             _interactive(shell, args.url)
@@ -193,6 +206,60 @@ def run_shell(args) -> int:
             shell.finish()
             return EXIT_SQL if shell.failures else EXIT_OK
     return EXIT_OK
+
+
+def _connect(args):
+    """``sql.connect`` for the shell's options; a database that already has a writer is
+    offered read-only on a terminal (module docstring)."""
+    import sql
+    from hummock.errors import ConcurrentWriterError
+
+    interactive = sys.stdin.isatty()
+    progress = _progress_bar() if interactive and sys.stderr.isatty() else None
+    extra = {"progress": progress} if progress is not None else {}
+    if getattr(args, "read_only", False):
+        if getattr(args, "spark", None) is not None:
+            raise CommandError("--read-only runs no stream graph: it does not take --spark")
+        return sql.connect(args.url, read_only=True, **extra)
+    try:
+        return sql.connect(args.url, implicit_flush=args.implicit_flush, **runtime_options(args), **extra)
+    except ConcurrentWriterError as exc:
+        if not interactive:
+            raise CommandError(f"{exc}; run with --read-only to query it beside its writer") from None
+        print(printable(f"{exc}."), file=sys.stderr)
+        answer = input("Open it read-only (queries see each newest committed epoch)? [Y/n] ").strip().lower()
+        if answer not in ("", "y", "yes"):
+            raise CommandError("not opened: the database has a writer") from None
+        return sql.connect(args.url, read_only=True, **extra)
+
+
+def _progress_bar():
+    """A ``progress=`` callback drawing one rich progress bar per long statement, or None
+    when rich is missing."""
+    try:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    except ImportError:
+        return None
+    state = {}
+
+    def show(p) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            if p.finished:
+                return   # over before it needed a bar
+            bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,.0f}/"
+                           "{task.total:,.0f} rows" if p.total else "{task.completed:,.0f} rows"),
+                           TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), transient=True,
+                           console=None)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task(printable(f"{p.kind} {p.relation}"), total=p.total,
+                                                            rate="")
+        bar.update(state["task"], completed=p.done, total=p.total, rate=f"{p.rate:,.0f} rows/s")
+        if p.finished:
+            bar.stop()
+            state.clear()
+
+    return show
 
 
 def runtime_options(args) -> dict:
