@@ -30,6 +30,8 @@ Callers: :mod:`relational.spark`, :mod:`relational.spark_sink` (streaming writes
 
 from __future__ import annotations
 
+import numpy as np
+
 from hummock.key import EPOCH_SPILL_MASK, encode_full_key
 from hummock.sstable.builder import SstableOutputs
 from relational.errors import SchemaError
@@ -137,7 +139,12 @@ def build_task_ssts(store, serde, table_id: int, columns, num_rows: int, epoch: 
     if num_rows == 0:
         return []
     _, keys, values = serde.encode_chunk(columns, num_rows, sort=True)   # stable: equal keys keep row order
-    repeats = [i for i in range(1, len(keys)) if keys[i] == keys[i - 1]]
+    width = _fixed_width(keys)
+    if width:   # equal-width keys (a fixed-width pk): compared in numpy, not per row in Python
+        joined = np.frombuffer(b"".join(keys), f"V{width}")
+        repeats = (np.flatnonzero(joined[1:] == joined[:-1]) + 1).tolist()
+    else:
+        repeats = [i for i in range(1, len(keys)) if keys[i] == keys[i - 1]]
     if repeats and on_duplicate == "error":
         pk = serde.decode_pk(keys[repeats[0]])
         raise DuplicateKeyError(f"table {describe_pk or table_id}: the load repeats primary key {pk!r:.200} "
@@ -154,7 +161,15 @@ def build_task_ssts(store, serde, table_id: int, columns, num_rows: int, epoch: 
             return []
     shell = encode_full_key(table_id, b"", epoch + spill_offset)
     prefix, suffix = shell[:4], shell[4:]
-    full = [prefix + k + suffix for k in keys]
+    width = _fixed_width(keys)
+    if width:   # the full keys as one numpy buffer, split into bytes objects in C
+        grid = np.empty((len(keys), 4 + width + len(suffix)), np.uint8)
+        grid[:, :4] = np.frombuffer(prefix, np.uint8)
+        grid[:, 4:4 + width] = np.frombuffer(b"".join(keys), np.uint8).reshape(len(keys), width)
+        grid[:, 4 + width:] = np.frombuffer(suffix, np.uint8)
+        full = grid.view(f"V{grid.shape[1]}").ravel().tolist()
+    else:
+        full = [prefix + k + suffix for k in keys]
     available = iter(ids)
 
     def new_id() -> int:
@@ -170,6 +185,15 @@ def build_task_ssts(store, serde, table_id: int, columns, num_rows: int, epoch: 
             if start < len(full):
                 outputs.cut()
     return outputs.infos
+
+
+def _fixed_width(keys) -> int | None:
+    """The common length of ``keys`` when they all have one (else None; None for no keys)."""
+    if not keys:
+        return None
+    width = len(keys[0])
+    lengths = np.fromiter(map(len, keys), np.int64, len(keys))
+    return width if width and bool((lengths == width).all()) else None
 
 
 def commit_load(storage, desc, infos, epoch: int, *, new_table: bool) -> None:

@@ -54,6 +54,8 @@ _OPTIONS = ("format", "header", "delimiter", "null", "quote", "escape")
 _TRUE, _FALSE = ("true", "on", "1", "t", "yes"), ("false", "off", "0", "f", "no")
 # types whose Arrow cast from text is exact where it succeeds (else: value by value)
 _CAST = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DOUBLE, TypeKind.DATE, TypeKind.TIMESTAMP)
+# types the CSV reader parses itself (integers range-checked, doubles, ISO dates)
+_PARSE = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DOUBLE, TypeKind.DATE)
 
 
 class CopyOptions:
@@ -107,13 +109,28 @@ def _read_text(path, options, names, types, where) -> pa.Table:
                            block_size=8 << 20)
     parse = csv.ParseOptions(delimiter=options.delimiter, quote_char=options.quote if csv_mode else False,
                              double_quote=csv_mode, escape_char=False, newlines_in_values=csv_mode)
+    first_line = 2 if options.header else 1
+    typed = {n: arrow_type(t) if t.kind in _PARSE else pa.string() for n, t in zip(names, types)}
+    if csv_mode and any(t != pa.string() for t in typed.values()):
+        try:   # numbers and dates parsed by the reader itself; any doubt: the text path below decides
+            table = csv.read_csv(path, read_options=read, parse_options=parse, convert_options=csv.ConvertOptions(
+                column_types=typed, null_values=[options.null], strings_can_be_null=True,
+                quoted_strings_can_be_null=False))
+            if any(t.kind == TypeKind.DOUBLE and pc.any(pc.or_(pc.is_inf(table.column(n)),
+                                                              pc.equal(table.column(n), 0.0))).as_py()
+                   for n, t in zip(names, types)):   # '1e400', '1e-400' (Postgres refuses) or 0: the text decides
+                raise pa.ArrowInvalid("an infinite or zero double: read as text")
+            return pa.table([_from_text(table.column(i), t, n, where, lambda r: f"line {r + first_line}")
+                             if typed[n] == pa.string() else table.column(i)
+                             for i, (n, t) in enumerate(zip(names, types))], names=list(names))
+        except pa.ArrowInvalid:
+            pass
     convert = csv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[options.null],
                                  strings_can_be_null=True, quoted_strings_can_be_null=False)
     try:
         table = csv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
     except pa.ArrowInvalid as exc:
         raise ExecutionError(f"{where}: {path}: {_arrow_message(exc)}") from None
-    first_line = 2 if options.header else 1
     columns = [table.column(i) for i in range(len(names))]
     if not csv_mode:   # text: backslash escapes (the null marker \N was matched before)
         columns = [_unescape(c) for c in columns]
@@ -245,7 +262,13 @@ def _from_text(col, dtype: DataType, name: str, where: str, locate):
                                f"parquet only")
     if kind in _CAST:
         try:
-            return pc.cast(col, arrow_type(dtype))
+            out = pc.cast(col, arrow_type(dtype))
+            if kind == TypeKind.DOUBLE:   # '1e400' and '1e-400' read as inf and 0: Postgres refuses them
+                doubtful = pc.or_(pc.is_inf(out), pc.equal(out, 0.0))
+                rows = pc.indices_nonzero(pc.fill_null(doubtful, False)).to_pylist()
+                for row in rows:
+                    _parse_one(col[row].as_py(), dtype, name, where, locate, row)
+            return out
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass   # the rows decide: Postgres' spellings Arrow does not read, or a bad value
     elif kind == TypeKind.DECIMAL:
@@ -256,19 +279,23 @@ def _from_text(col, dtype: DataType, name: str, where: str, locate):
             pass
     values = col.to_pylist()
     out = [None] * len(values)
-    parse = T.parse_text
     for row, v in enumerate(values):
-        if v is None:
-            continue
-        try:
-            out[row] = dtype.validate(parse(v, dtype)) if kind in T.INTEGERS else parse(v, dtype)
-        except (ValueError, TypeError, ArithmeticError) as exc:
-            raise ExecutionError(f"{where}: {locate(row)}, column {name}: invalid input for type "
-                                 f"{T.description_name(dtype)}: {v!r:.60} ({exc})") from None
+        if v is not None:
+            out[row] = _parse_one(v, dtype, name, where, locate, row)
     try:
         return to_arrow(out, dtype)
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise ExecutionError(f"{where}: column {name}: {exc}") from None
+
+
+def _parse_one(v: str, dtype, name, where, locate, row):
+    """One text value as ``dtype`` by Postgres' input rules; ExecutionError naming row and column."""
+    try:
+        value = T.parse_text(v, dtype)
+        return dtype.validate(value) if dtype.kind in T.INTEGERS else value
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise ExecutionError(f"{where}: {locate(row)}, column {name}: invalid input for type "
+                             f"{T.description_name(dtype)}: {v!r:.60} ({exc})") from None
 
 
 # --- COPY FROM ------------------------------------------------------------------------------------

@@ -274,3 +274,28 @@ def test_csv_agrees_with_postgres(conn, tmp_path, pg_server):
     finally:
         pg.execute("DROP TABLE IF EXISTS copy_t")
         pg.close()
+
+
+@pytest.mark.parametrize("value, expected", [("1e400", None), ("Infinity", float("inf")), (" 7 ", 7.0),
+                                             ("1e-400", None), ("-0", -0.0)])
+def test_csv_doubles_follow_postgres_range_rules(conn, tmp_path, value, expected):
+    path = tmp_path / "in.csv"
+    path.write_text(f"1,{value}\n")
+    conn.execute("CREATE TABLE t (id INT PRIMARY KEY, d DOUBLE PRECISION)")
+    if expected is None:   # float8in: out of range, not Infinity or zero
+        with pytest.raises(ExecutionError, match="line 1, column d"):
+            conn.execute(f"COPY t FROM '{path}' (format csv)")
+    else:
+        conn.execute(f"COPY t FROM '{path}' (format csv)")
+        assert conn.execute("SELECT d FROM t").fetchall() == [(expected,)]
+
+
+@pytest.mark.parametrize("pk_type, keys", [("VARCHAR", ["b", "a", "bb", "a", ""]),   # keys of varying width
+                                           ("BIGINT", [5, -1, 5, 0, 7])])             # of one width
+def test_fast_path_repeated_keys_of_any_width_keep_the_last(conn, tmp_path, pk_type, keys):
+    path = tmp_path / "in.csv"
+    path.write_text("".join(f'"{k}",{i}\n' for i, k in enumerate(keys)))
+    conn.execute(f"CREATE TABLE t (k {pk_type} PRIMARY KEY, n INT)")
+    conn.execute(f"COPY t FROM '{path}' (format csv)")
+    last = {k: i for i, k in enumerate(keys)}
+    assert conn.execute("SELECT k, n FROM t ORDER BY k").fetchall() == sorted(last.items())
