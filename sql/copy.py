@@ -573,3 +573,112 @@ class Progress:
     def __repr__(self) -> str:
         return (f"Progress({self.kind} {self.relation}: {self.done}/{self.total if self.total is not None else '?'} "
                 f"rows, {self.rate:,.0f} rows/s{', finished' if self.finished else ''})")
+
+
+# --- table functions ------------------------------------------------------------------------------
+
+def table_function(node, batch: bool):
+    """The rows of ``read_parquet('glob')`` or ``read_csv('path' [, header => bool] [, delim =>
+    'c'] [, nullstr => 's'])`` in a FROM clause, as a :class:`~sql.plan.nodes.Values` plan: the
+    file is read when the query is bound, columns named as in the file (lowercased) and typed
+    from it (Parquet's schema; CSV: Arrow's inference -- integers BIGINT, decimals DOUBLE,
+    ISO dates DATE, timestamps TIMESTAMP, the rest VARCHAR). Batch queries only (an MV cannot
+    follow a file)."""
+    from sqlglot import exp
+
+    from sql.plan import nodes as P
+
+    name = "read_parquet" if isinstance(node, exp.ReadParquet) else "read_csv"
+    if not batch:
+        raise UnsupportedError(f"{name}() reads a file once, in a batch query (SELECT, INSERT ... SELECT, CREATE "
+                               f"TABLE AS); a materialized view cannot read it")
+    args = ([node.this] if node.this is not None else []) + list(node.expressions)
+    positional = [a for a in args if not isinstance(a, exp.Kwarg)]
+    named = {a.this.name.lower(): a.expression for a in args if isinstance(a, exp.Kwarg)}
+    if len(positional) != 1 or not isinstance(positional[0], exp.Literal) or not positional[0].is_string:
+        raise BindError(f"{name}() takes the file path as one string literal")
+    path = positional[0].this
+    allowed = {"read_csv": ("header", "delim", "delimiter", "nullstr", "null"), "read_parquet": ()}[name]
+    unknown = sorted(set(named) - set(allowed))
+    if unknown:
+        raise BindError(f"{name}() has no parameter(s) {unknown}" + (f"; it takes {list(allowed)}" if allowed else ""))
+    where = f"{name}({path!r})"
+    paths = sorted(_glob.glob(path)) if any(ch in path for ch in "*?[") else [path]
+    if not paths or not all(os.path.isfile(p) for p in paths):
+        raise ExecutionError(f"{where}: no such file" if paths else f"{where}: no file matches")
+    try:
+        if name == "read_parquet":
+            import pyarrow.parquet as pq
+            table = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="permissive")
+        else:
+            import pyarrow.csv as csv
+            header = _kwarg_bool(named.get("header"), True, where)
+            delim = _kwarg_text(named.get("delim", named.get("delimiter")), ",", where)
+            null = _kwarg_text(named.get("nullstr", named.get("null")), "", where)
+            parts = []
+            for p in paths:
+                read = csv.ReadOptions(autogenerate_column_names=not header)
+                parts.append(csv.read_csv(p, read_options=read, parse_options=csv.ParseOptions(delimiter=delim),
+                                          convert_options=csv.ConvertOptions(
+                                              null_values=[null], strings_can_be_null=True,
+                                              quoted_strings_can_be_null=False)))
+            table = pa.concat_tables(parts, promote_options="permissive")
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ExecutionError(f"{where}: {_arrow_message(exc)}") from None
+    names = [c.lower() for c in table.column_names]
+    types = [_sql_type(f.type, f.name, where) for f in table.schema]
+    columns = [to_pylist(_cast_typed(c, t, n, where, lambda r: f"row {r + 1}"), t)
+               for c, n, t in zip(table.columns, names, types)]
+    plan = P.Values(list(zip(*columns)) if columns else [], names, types)
+    plan.function = name
+    return plan
+
+
+def _kwarg_bool(node, default: bool, where: str) -> bool:
+    if node is None:
+        return default
+    text = node.sql().strip("'").lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise BindError(f"{where}: header must be true or false, got {node.sql()}")
+
+
+def _kwarg_text(node, default: str, where: str) -> str:
+    from sqlglot import exp
+    if node is None:
+        return default
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        raise BindError(f"{where}: a string literal expected, got {node.sql()}")
+    return node.this
+
+
+def _sql_type(atype, name: str, where: str) -> DataType:
+    """The SQL type a file column of Arrow type ``atype`` becomes."""
+    t = pa.types
+    if t.is_boolean(atype):
+        return DataType.BOOLEAN
+    if t.is_int8(atype) or t.is_int16(atype) or t.is_uint8(atype):
+        return DataType.SMALLINT
+    if t.is_int32(atype) or t.is_uint16(atype):
+        return DataType.INT
+    if t.is_integer(atype):
+        return DataType.BIGINT
+    if t.is_float16(atype) or t.is_float32(atype):
+        return DataType.REAL
+    if t.is_float64(atype):
+        return DataType.DOUBLE
+    if t.is_decimal(atype):
+        return DataType.DECIMAL
+    if t.is_string(atype) or t.is_large_string(atype) or t.is_null(atype):
+        return DataType.VARCHAR
+    if t.is_binary(atype) or t.is_large_binary(atype) or t.is_fixed_size_binary(atype):
+        return DataType.BYTEA
+    if t.is_date(atype):
+        return DataType.DATE
+    if t.is_time(atype):
+        return DataType.TIME
+    if t.is_timestamp(atype):
+        return DataType.TIMESTAMPTZ if atype.tz else DataType.TIMESTAMP
+    if t.is_interval(atype):
+        return DataType.INTERVAL
+    raise UnsupportedError(f"{where}: column {name!r} has Arrow type {atype}, which no SQL type here holds")

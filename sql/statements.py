@@ -142,7 +142,7 @@ def _select(db, node, params, variables, stmt) -> Result:
 def _create(db, node, params, variables, stmt) -> Result:
     kind = (node.args.get("kind") or "").upper()
     if kind == "TABLE":
-        return _create_table(db, node, stmt)
+        return _create_table(db, node, stmt, params, variables)
     if kind == "VIEW":
         props = node.args.get("properties")
         materialized = props is not None and any(isinstance(p, exp.MaterializedProperty) for p in props.expressions)
@@ -152,10 +152,12 @@ def _create(db, node, params, variables, stmt) -> Result:
     raise error_at(UnsupportedError, f"CREATE {kind} is not supported", node)
 
 
-def _create_table(db, node, stmt) -> Result:
+def _create_table(db, node, stmt, params=(), variables=None) -> Result:
     schema = node.this
+    if node.expression is not None:
+        return _create_table_as(db, node, stmt, params, variables or {})
     if not isinstance(schema, exp.Schema):
-        raise error_at(UnsupportedError, "CREATE TABLE AS is not supported yet", node)
+        raise error_at(UnsupportedError, "CREATE TABLE without columns is not supported", node)
     name = relation_name(schema.this)
     if db.catalog.get(name) is not None:
         if node.args.get("exists"):
@@ -204,6 +206,55 @@ def _create_table(db, node, stmt) -> Result:
     new.add(rel)
     db.apply_ddl(new, changed=[rel])
     return Result()
+
+
+def _create_table_as(db, node, stmt, params, variables) -> Result:
+    """``CREATE TABLE t [(names)] AS query``: a table without a primary key (hidden row ids)
+    holding the query's rows at the committed epoch, loaded as SSTs (``Database.bulk_load``:
+    nothing reads the new table yet). Not atomic: if the load fails, the new table is dropped
+    again. Returns the row count (Postgres' ``SELECT n``)."""
+    target, aliases = node.this, None
+    if isinstance(target, exp.Schema):
+        if not all(isinstance(i, exp.Identifier) for i in target.expressions):
+            raise error_at(UnsupportedError, "CREATE TABLE AS takes column names only (types come from the query)",
+                           target)
+        aliases = [_name(i) for i in target.expressions]
+        target = target.this
+    name = relation_name(target)
+    if db.catalog.get(name) is not None:
+        if node.args.get("exists"):
+            return Result()
+        raise error_at(CatalogError, f"relation {name!r} already exists", target)
+    if stmt.options.get("append_only") or stmt.options.get("on_conflict"):
+        raise UnsupportedError("CREATE TABLE AS takes no APPEND ONLY or ON CONFLICT (the table has no primary key)")
+    result = _select(db, node.expression, params, variables, stmt)
+    names = [n for n, _ in result.columns]
+    if aliases:
+        if len(aliases) > len(names):
+            raise error_at(BindError, "CREATE TABLE AS specifies too many column names", node.this)
+        names[:len(aliases)] = aliases
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise error_at(BindError, f"column {n!r} specified more than once", node)
+    types = [t for _, t in result.columns]
+    new = db.catalog.copy()
+    desc = TableDesc(new.allocate_id(), name, tuple(zip(names, types)) + ((ROW_ID, DataType.BIGINT),),
+                     (len(names),))
+    new.add(Relation("table", desc, len(names), True, "overwrite", False))
+    db.apply_ddl(new, changed=[new.get(name)])
+    rel = db.catalog.get(name)
+    table = pa.table(list(result.table.columns), names=names) if names else None
+    if table is not None and table.num_rows:
+        try:
+            db.bulk_load(rel, table)
+        except BaseException:
+            dropped = db.catalog.copy()
+            dropped.remove(name)
+            db.apply_ddl(dropped, dropped=[rel])
+            raise
+        if variables.get("rw_implicit_flush") == "true":
+            _checked_flush(db)
+    return Result(rowcount=table.num_rows if table is not None else 0)
 
 
 def plan_mv_definition(db, rel):

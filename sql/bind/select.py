@@ -164,6 +164,10 @@ class QueryBinder:
         col_aliases = [_name(c) for c in alias.columns] if alias is not None and alias.columns else None
         if time_window.is_window_table(node):
             return time_window.bind_window_table(self, node, alias_name, col_aliases)
+        if isinstance(node, exp.Table) and isinstance(node.this, (exp.ReadCSV, exp.ReadParquet)):
+            from sql.copy import table_function   # read_csv / read_parquet: a file's rows (sql/copy.py)
+            plan = table_function(node.this, self.batch)
+            return plan, self._scope_of(plan, alias_name or plan.function, col_aliases)
         if isinstance(node, exp.Table):
             name = relation_name(node)
             version = node.args.get("version")
