@@ -33,6 +33,17 @@ raises, a checkpoint the store refuses -- is recovered at once, by the statement
 
 Each recovery logs a warning (logger ``sql.database``) and counts in :attr:`recoveries`.
 
+Read-only databases (``read_only=True``; docs/sql.md "Read-only connections"): the store opened
+read-only -- its reader lease pins what it reads against the writer's vacuum, in any process --
+and no stream graph. :meth:`check` (before every statement) calls :meth:`refresh`: the newest
+committed version and the catalog of its epoch, so each statement reads one committed epoch
+with the relations of that epoch (``pinned=True``: only an explicit ``refresh()`` moves it).
+Writes (:meth:`write`, :meth:`apply_ddl`, :meth:`bulk_load`) raise ``ReadOnlyError``; FLUSH
+refreshes; there is nothing to recover.
+
+Bulk loads (:meth:`bulk_load`, COPY's fast path) take turns with the graph as DDL does: flush,
+stop it at a checkpoint, commit SSTs built directly at an epoch above it, start it again.
+
 Callers: :mod:`sql.session` (one Database per Connection), :mod:`sql.statements`.
 """
 

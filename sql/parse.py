@@ -3,7 +3,8 @@
 Job: split a script into statements, recognise the few statements sqlglot does not know
 (``FLUSH``, ``SHOW TABLES``, ``SHOW MATERIALIZED VIEWS``, ``SHOW name``, ``SET name =|TO
 value``, ``DESCRIBE t``, ``EXPLAIN stmt``; the subscription statements ``CREATE SUBSCRIPTION``,
-``DROP SUBSCRIPTION``, ``DECLARE c SUBSCRIPTION CURSOR``, ``FETCH``, ``CLOSE``), strip
+``DROP SUBSCRIPTION``, ``DECLARE c SUBSCRIPTION CURSOR``, ``FETCH``, ``CLOSE``; ``COPY``, whose
+query part is parsed as a statement of its own, positions kept), strip
 RisingWave's table options (``APPEND ONLY``, ``ON CONFLICT ...``) into flags, spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
 (same width; sqlglot has no EPOCH form), number ``%s`` placeholders as ``$1, $2, ...``, and hand
 the rest to sqlglot (Postgres dialect; :mod:`sql.dialect` keeps ``INTERVAL '...'`` strings whole).

@@ -1,10 +1,11 @@
 """Statement execution: one parsed statement -> a :class:`Result` (rows + description, or a
 row count), against a :class:`~sql.database.Database` and the session's variables.
 
-Job: DDL (CREATE TABLE / MATERIALIZED VIEW [IF NOT EXISTS], DROP [IF EXISTS]), DML (INSERT
-VALUES / SELECT, UPDATE, DELETE: chunks written into the table's source), queries (batch
+Job: DDL (CREATE TABLE [AS query] / MATERIALIZED VIEW [IF NOT EXISTS], DROP [IF EXISTS]), DML
+(INSERT VALUES / SELECT, UPDATE, DELETE: chunks written into the table's source), queries (batch
 SELECT over one pinned snapshot), FLUSH, SET/SHOW, SHOW TABLES / MATERIALIZED VIEWS,
-DESCRIBE, EXPLAIN; the subscription statements (CREATE/DROP SUBSCRIPTION, DECLARE ... SUBSCRIPTION
+DESCRIBE, EXPLAIN, COPY (:mod:`sql.copy`); on a read-only database every statement that writes
+is a ``ReadOnlyError`` naming it (``_refuse_on_reader``); the subscription statements (CREATE/DROP SUBSCRIPTION, DECLARE ... SUBSCRIPTION
 CURSOR, FETCH, CLOSE) live in :mod:`sql.subscription`. One function per statement kind, dispatched by ``execute_statement``; a new
 statement adds a function and a line in ``_DISPATCH`` / ``_AST_DISPATCH``.
 
