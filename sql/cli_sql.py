@@ -153,6 +153,7 @@ class Shell:
             print(printable(f"invalid command {word}; try \\? for help"), file=self.err)
 
     def list_relations(self, kinds) -> None:
+        self._refresh()
         catalog = self.conn.db.catalog
         rows = [(r.name, "table" if r.kind == "table" else "materialized view", len(r.visible_columns))
                 for r in catalog.ordered() if r.kind in kinds]
@@ -163,11 +164,18 @@ class Shell:
         print("List of relations", file=self.out)
         print(render_table(["Name", "Type", "Columns"], rows), file=self.out)
 
+    def _refresh(self) -> None:
+        """A read-only shell's meta commands see what the writer committed since (as statements do)."""
+        db = self.conn.db
+        if db.read_only and not db.pinned:
+            db.refresh()
+
     def describe(self, name: str) -> None:
         from sql.parse import _ident_parts
         parts = _ident_parts(name)   # as DESCRIBE reads it: quoted parts keep their case
         if len(parts) == 2 and parts[0] == "public":
             parts = parts[1:]
+        self._refresh()
         rel = self.conn.db.catalog.get(parts[0]) if len(parts) == 1 else None
         if rel is None:
             self.failures += 1

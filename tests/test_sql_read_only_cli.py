@@ -71,3 +71,15 @@ def test_backslash_copy_in_a_script(tmp_path):
     assert done.stdout.count("COPY 2") == 2
     assert " 1 | x\n 2 | y\n(2 rows)" in done.stdout
     assert out.read_text() == '"a","b"\n1,"x"\n2,"y"\n'
+
+
+def test_meta_commands_of_a_read_only_shell_see_new_relations(running):
+    import io
+    url, w = running
+    with sql.connect(url, read_only=True) as r:
+        shell = cli_sql.Shell(r, out=io.StringIO(), err=io.StringIO())
+        w.execute("CREATE MATERIALIZED VIEW later AS SELECT count(*) AS n FROM t")
+        shell.feed("\\dm")
+        shell.feed("\\d later")
+        out = shell.out.getvalue()
+        assert "later" in out and "materialized view" in out and 'Materialized view "later"' in out, out
