@@ -140,6 +140,7 @@ def build_task_ssts(store, serde, table_id: int, columns, num_rows: int, epoch: 
         return []
     _, keys, values = serde.encode_chunk(columns, num_rows, sort=True)   # stable: equal keys keep row order
     width = _fixed_width(keys)
+    joined = None
     if width:   # equal-width keys (a fixed-width pk): compared in numpy, not per row in Python
         joined = np.frombuffer(b"".join(keys), f"V{width}")
         repeats = (np.flatnonzero(joined[1:] == joined[:-1]) + 1).tolist()
@@ -150,22 +151,25 @@ def build_task_ssts(store, serde, table_id: int, columns, num_rows: int, epoch: 
         raise DuplicateKeyError(f"table {describe_pk or table_id}: the load repeats primary key {pk!r:.200} "
                                 f"within one task; a bulk load's primary keys must be unique")
     if repeats:   # drop all but the first (last) row of each run of equal keys
+        joined = None
         doomed = set(repeats) if on_duplicate == "first" else {i - 1 for i in repeats}
         keys = [k for i, k in enumerate(keys) if i not in doomed]
         values = [v for i, v in enumerate(values) if i not in doomed]
     if keep is not None:
         wanted = keep(keys)
+        joined = None
         keys = [k for k, w in zip(keys, wanted) if w]
         values = [v for v, w in zip(values, wanted) if w]
         if not keys:
             return []
     shell = encode_full_key(table_id, b"", epoch + spill_offset)
     prefix, suffix = shell[:4], shell[4:]
-    width = _fixed_width(keys)
+    if width and joined is None:   # rows were dropped since the keys were joined (still one width)
+        joined = np.frombuffer(b"".join(keys), f"V{width}")
     if width:   # the full keys as one numpy buffer, split into bytes objects in C
         grid = np.empty((len(keys), 4 + width + len(suffix)), np.uint8)
         grid[:, :4] = np.frombuffer(prefix, np.uint8)
-        grid[:, 4:4 + width] = np.frombuffer(b"".join(keys), np.uint8).reshape(len(keys), width)
+        grid[:, 4:4 + width] = joined.view(np.uint8).reshape(len(keys), width)
         grid[:, 4 + width:] = np.frombuffer(suffix, np.uint8)
         full = grid.view(f"V{grid.shape[1]}").ravel().tolist()
     else:
