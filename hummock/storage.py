@@ -982,6 +982,12 @@ class HummockStorage(ReadSide):
         return cached
 
     @property
+    def object_store(self):
+        """The object store this storage keeps its SSTs and manifest in (for callers that stage
+        their own objects beside them, e.g. the Spark pipeline's exchange files)."""
+        return self._store
+
+    @property
     def max_committed_epoch(self) -> int:
         """Every epoch <= it is committed: the version's, or above it an epoch committed
         without a delta because it had nothing to publish (``commit_epoch``)."""

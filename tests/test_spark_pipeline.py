@@ -125,13 +125,17 @@ MOVING = {
 }
 
 
-def test_row_moving_between_partitions(spark, tmp_path):
+@pytest.mark.parametrize("inline_bytes", [None, 0], ids=["in-records", "exchange-files"])
+def test_row_moving_between_partitions(spark, tmp_path, inline_bytes):
     """Every row of ``a`` (and ``b``) changes its join/partition key in one batch: its delete
-    and its insert come from tasks of two partitions, and must still reach the MV in order."""
+    and its insert come from tasks of two partitions, and must still reach the MV in order.
+    Run with every payload inside Spark's records and with every payload in an exchange file
+    (sql/spark_pipeline/exchange.py: the driver's, the route's and every stage's outputs)."""
     ddl = ["CREATE TABLE a (id INT PRIMARY KEY, g INT) ON CONFLICT OVERWRITE", "CREATE TABLE b (k INT, w INT)"]
     ref, conn = sql.connect(str(tmp_path / "a"), barrier_interval_ms=0), _spark_conn(tmp_path / "b", spark)
     try:
         _setup([ref, conn], MOVING, ddl)
+        conn.db.rt.inline_bytes = inline_bytes
         for c in (ref, conn):
             c.execute("INSERT INTO a VALUES " + ", ".join(f"({i}, {i % 6})" for i in range(24)))
             c.execute("INSERT INTO b VALUES " + ", ".join(f"({10 + k}, {k})" for k in range(6)))
@@ -142,6 +146,9 @@ def test_row_moving_between_partitions(spark, tmp_path):
             c.execute("UPDATE b SET k = k + 1")
             c.execute("FLUSH")
         _assert_same(ref, conn, MOVING, "after the move: ")
+        files = conn.db.rt.last.exchange_files
+        assert (files > 0) if inline_bytes == 0 else (files == 0), files
+        assert not conn.db.store.object_store.list("pipeline-exchange/")   # removed with the batch
     finally:
         ref.close()
         conn.close()

@@ -251,6 +251,15 @@ class ObjectStore(abc.ABC):
         self._require_open()
         self._upload(path, data)
 
+    def upload_scratch(self, path: str, data) -> None:
+        """Store ``data`` under ``path`` like :meth:`upload`, for an object nobody needs after a
+        crash (the Spark pipeline's exchange files): readers still see the complete object or
+        none, but a backend may skip making it durable (the local store does not fsync)."""
+        path = check_path(path)
+        data = _check_data(data)
+        self._require_open()
+        self._upload_scratch(path, data)
+
     def upload_if_absent(self, path: str, data) -> bool:
         """Store ``data`` under ``path`` only if no object is there; return whether it did.
 
@@ -365,6 +374,9 @@ class ObjectStore(abc.ABC):
 
     @abc.abstractmethod
     def _upload(self, path: str, data) -> None: ...
+
+    def _upload_scratch(self, path: str, data) -> None:
+        self._upload(path, data)
 
     def _upload_if_absent(self, path: str, data) -> bool:
         """Backend hook for :meth:`upload_if_absent`. Not abstract so that foreign subclasses

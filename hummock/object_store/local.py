@@ -15,6 +15,10 @@ second upload raises ObjectStoreError); on case-insensitive file systems paths d
 in case collide. The engine builds paths from ids, so neither happens there. Deletes are not
 fsynced: after a crash a deleted object may reappear, which vacuum tolerates.
 
+Scratch objects (``upload_scratch``, the Spark pipeline's exchange files): written and renamed the
+same way but never fsynced, so a crash may leave them missing or empty; nothing durable refers
+to them.
+
 Atomic create (``upload_if_absent``): the temporary file is written and fsynced as above, then
 hard-linked to the final name with ``os.link``, which fails with ``EEXIST`` if the name exists
 (the POSIX atomic create), and unlinked; the directory is fsynced. REQUIRES a file system with
@@ -144,6 +148,23 @@ class LocalObjectStore(ObjectStore):
     def _upload(self, path, data):
         with self._streaming_upload(path) as uploader:
             uploader.write(data)
+
+    def _upload_scratch(self, path, data):
+        """A temporary file renamed into place, neither fsynced nor its directory (module doc:
+        after a crash the object may be gone or empty, which its callers accept)."""
+        final = self._file(path)
+        temp = os.path.join(os.path.dirname(final), f"{TEMP_PREFIX}{self._temp_tag}{uuid.uuid4().hex}")
+        try:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(temp, final)
+        except OSError as exc:
+            _remove_quietly(temp)
+            raise _io_error("upload", path, exc) from exc
 
     def _upload_if_absent(self, path, data):
         try:

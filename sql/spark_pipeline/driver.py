@@ -16,7 +16,9 @@ One batch (:meth:`SparkRuntime.run_batch`), the driver holding the store's one w
    the tasks as bytes; SST ids are reserved for every (stage, partition, attempt).
 3. Stage 0 routes the input rows: a table's rows get their row ids (Dml) and go to the partition of
    their pk's vnode -- on the driver for SQL writes, in Spark tasks (``mapInArrow``) for a
-   DataFrame. Then each stage ``s`` of :func:`~sql.spark_pipeline.fragments.plan_pipeline` runs as
+   DataFrame. Records carry payloads of at least ``inline_bytes`` as exchange files in the
+   store's object store (:mod:`~sql.spark_pipeline.exchange`): Spark's shuffle moves only their
+   paths. Then each stage ``s`` of :func:`~sql.spark_pipeline.fragments.plan_pipeline` runs as
    one Spark job: the records routed to stage ``s`` (Arrow IPC chunks in a DataFrame) are
    shuffled to their partition (``repartition(N, key)``, ``key`` an int Spark's hash sends to
    the planned partition), each task runs :func:`~sql.spark_pipeline.task.run_stage_task`
@@ -49,7 +51,7 @@ from collections import Counter
 
 import pyarrow as pa
 
-from hummock.compaction.remote import StoreDescription
+from hummock.compaction.remote import StoreDescription, open_cached_store
 from hummock.errors import HummockError
 from hummock.key import new_epoch
 from hummock.killpoints import kill_point
@@ -57,9 +59,10 @@ from hummock.version_codec import encode_version
 from relational.progress import read_progress, write_progress
 from stream.errors import StreamError
 
+from sql.spark_pipeline import exchange
 from sql.spark_pipeline import pickling  # noqa: F401  (plans hold interval literals)
 from sql.spark_pipeline.fragments import plan_pipeline
-from sql.spark_pipeline.task import (DRIVER_GENERATOR, EPOCH_STEP, KIND_BLOB, KIND_META, RECORD_DDL, BatchContext,
+from sql.spark_pipeline.task import (DRIVER_GENERATOR, EPOCH_STEP, KIND_META, RECORD_DDL, BatchContext,
                                      batch_records, blobs, fill_row_ids, read_meta, record_batch, run_stage_task,
                                      table_chunks)
 
@@ -90,6 +93,22 @@ def check_worker_python(spark) -> None:
         raise StreamError(f"the Spark session's Python workers run {worker!r}, not this interpreter "
                           f"({sys.executable}); set PYSPARK_PYTHON={sys.executable} before creating the session "
                           f"(or HUMMOCK_SPARK_WORKER_PYTHON=any when the workers have the project installed)")
+
+
+#: what the runtime's Python workers run with (unless the session sets them): Arrow's allocator
+#: (mimalloc) keeps the pages a task freed instead of handing them back to the OS, so the next
+#: task of the worker reuses them. A task's peak is a few hundred MB at 1M-row batches; touching
+#: fresh pages again each task made them 1.4-2x slower on a 2-vCPU VM (docs/spark.md, "Workers").
+WORKER_ENV = {"MIMALLOC_PURGE_DELAY": "-1"}
+
+
+def set_worker_env(spark) -> None:
+    """Add :data:`WORKER_ENV` to the environment Spark gives the Python workers of functions
+    shipped from now on (``SparkContext.environment``, the ``spark.executorEnv.*`` settings);
+    a variable the session already sets is left alone."""
+    environment = spark.sparkContext.environment
+    for name, value in WORKER_ENV.items():
+        environment.setdefault(name, value)
 
 
 def store_description(store) -> StoreDescription:
@@ -131,7 +150,8 @@ class SourceRef:
 
 
 class BatchStats:
-    """Figures of the last batch: epoch, rows in, stages run, tasks, SSTs, seconds per phase."""
+    """Figures of the last batch: epoch, rows in, stages run, tasks, SSTs, exchange files,
+    seconds per phase."""
 
     def __init__(self):
         self.epoch = 0
@@ -139,11 +159,12 @@ class BatchStats:
         self.stages_run = 0
         self.fragments_run = 0
         self.ssts = 0
+        self.exchange_files = 0   # payloads that crossed a stage as exchange files
         self.seconds = {}
 
     def as_dict(self) -> dict:
         return {"epoch": self.epoch, "rows_in": self.rows_in, "stages_run": self.stages_run,
-                "fragments_run": self.fragments_run, "ssts": self.ssts,
+                "fragments_run": self.fragments_run, "ssts": self.ssts, "exchange_files": self.exchange_files,
                 "seconds": dict(self.seconds)}
 
 
@@ -154,6 +175,7 @@ class SparkRuntime:
                  backfill=frozenset(), attempts: int = DEFAULT_ATTEMPTS, ids_per_task: int = DEFAULT_IDS_PER_TASK):
         self.store, self.catalog, self.spark = store, catalog, spark
         check_worker_python(spark)
+        set_worker_env(spark)
         self.plan = plan_pipeline(catalog, plan_of)
         self.partitions = int(partitions or spark.sparkContext.defaultParallelism)
         if not 1 <= self.partitions <= 1000:
@@ -173,12 +195,17 @@ class SparkRuntime:
         self._store_description = store_description(store)
         self._key_cache: dict = {}
         self._kept: list = []           # the running batch's persisted stage outputs
+        #: payloads of at least this many bytes cross stages as exchange files (None: never)
+        self.inline_bytes: int | None = exchange.INLINE_BYTES
 
     # --- the StreamRuntime surface Database uses ----------------------------------------------------
 
     def start(self) -> int:
         """Reserve the first batch's epoch (DDL writes its catalog records there) and return it."""
         with self._lock:
+            cleared = exchange.clear(self.store.object_store)   # a crashed driver's batch (it held the writer)
+            if cleared:
+                log.info("removed %d exchange files a previous driver left", cleared)
             self._epoch = max(new_epoch(), self.store.max_committed_epoch + EPOCH_STEP)
             return self._epoch
 
@@ -263,11 +290,13 @@ class SparkRuntime:
                     self._run(pending, frames, batch_id, query, committed, epoch)
                 finally:
                     self._release()
+                    files = self._clear_exchange(epoch)
             except BaseException as exc:
                 failure = BatchFailedError(f"the micro-batch at epoch {epoch} failed: {type(exc).__name__}: {exc}")
                 failure.__cause__ = exc
                 self.failure = failure
                 raise failure from exc
+            self.last.exchange_files = files
             self.batches += 1
             self.backfill = frozenset()
             self._epoch = max(new_epoch(), epoch + EPOCH_STEP)
@@ -292,14 +321,15 @@ class SparkRuntime:
             ids = self.store.reserve_sst_ids(count)
             ctx = BatchContext(self._store_description, self.store.options, version, committed, epoch, n,
                                ids.start, self.ids_per_task, self.attempts, self.backfill,
-                               self._backfill_edges())
-            records = self._route_on_driver(pending, epoch, stats)
+                               self._backfill_edges(), self.inline_bytes)
+            records = list(exchange.spill(self._route_on_driver(pending, epoch, stats), self.store.object_store,
+                                          epoch, "d", self.inline_bytes))
             inputs = []   # (the edges its records may carry, DataFrame of records)
             sources = frozenset(plan.source_edges.values())
             if records:
                 inputs.append((sources, self.spark.createDataFrame(pa.Table.from_batches([record_batch(records, keys)]))))
             for name, frame in frames.items():
-                inputs.append((sources, self._route_frame(name, frame, epoch, keys)))
+                inputs.append((sources, self._route_frame(name, frame, ctx, keys)))
             stats.seconds["route"] = round(time.perf_counter() - began, 4)
             outputs = []
             errors: dict = {}   # relation -> Counter: data errors of this batch's tasks
@@ -331,7 +361,7 @@ class SparkRuntime:
                 stats.seconds[f"stage{stage}_task_max"] = round(slowest[0], 4)
                 stats.seconds[f"stage{stage}_task_max_parts"] = tuple(round(x, 3) for x in slowest[1:])
                 carried = frozenset(e for f in plan.fragments_of_stage(stage) for e in f.outputs if e in by_stage)
-                inputs.append((carried, out.where(F.col("k") == KIND_BLOB)))
+                inputs.append((carried, out.where(F.col("k") != KIND_META)))
                 stats.stages_run += 1
                 stats.seconds[f"stage{stage}"] = round(time.perf_counter() - t0, 4)
             t0 = time.perf_counter()
@@ -361,6 +391,15 @@ class SparkRuntime:
                 frame.unpersist(blocking=False)
             except Exception as exc:   # the session went away: nothing left to free
                 log.debug("unpersist failed: %s", exc)
+
+    def _clear_exchange(self, epoch: int) -> int:
+        """Delete the batch's exchange files (how many); a failure only leaves them for the next
+        start (the batch may have committed: it must not fail now)."""
+        try:
+            return exchange.clear(self.store.object_store, epoch)
+        except Exception as exc:
+            log.warning("could not remove the exchange files of epoch %s: %s", epoch, exc)
+            return 0
 
     def _ticks(self, n: int, keys: dict):
         return self.spark.createDataFrame(pa.Table.from_batches([record_batch([("b", t, -1, b"") for t in range(n)],
@@ -410,13 +449,13 @@ class SparkRuntime:
             records += list(blobs(chunks, edge.dist, self.partitions, edge.id))
         return records
 
-    def _route_frame(self, name: str, frame, epoch: int, keys: dict):
+    def _route_frame(self, name: str, frame, ctx: BatchContext, keys: dict):
         """Stage 0 for a DataFrame of table ``name``'s rows: routed by Spark tasks."""
         rel = self.catalog.get(name)
         if rel is None or rel.kind != "table":
             raise StreamError(f"no table {name!r} to feed")
         edge = self.plan.edges[self.plan.source_edges[name]]
-        return frame.mapInArrow(_RouteFn(rel, edge, self.partitions, epoch, keys), RECORD_DDL)
+        return frame.mapInArrow(_RouteFn(rel, edge, ctx, keys), RECORD_DDL)
 
 
 def _stage_of_edges(plan) -> dict:
@@ -434,10 +473,12 @@ class _StageFn:
 
         context = TaskContext.get()
         partition, attempt = context.partitionId(), context.attemptNumber()
-        out = run_stage_task(self.plan, self.ctx, self.stage, partition, attempt, batch_records(batches, partition))
+        objects = open_cached_store(self.ctx.store)
+        out = run_stage_task(self.plan, self.ctx, self.stage, partition, attempt,
+                             batch_records(batches, partition, objects))
         src = self.stage * self.ctx.partitions + partition   # the producer of these records
         pending = []
-        for rec in out:
+        for rec in exchange.spill(out, objects, self.ctx.epoch, f"s{src}", self.ctx.inline_bytes):
             pending.append(rec)
             if len(pending) >= 16:
                 yield record_batch(pending, self.keys, src)
@@ -449,17 +490,20 @@ class _StageFn:
 class _RouteFn:
     """``mapInArrow`` body of stage 0: a table's rows -> routed change chunks."""
 
-    def __init__(self, rel, edge, partitions, epoch, keys):
-        self.rel, self.edge, self.partitions, self.epoch, self.keys = rel, edge, partitions, epoch, keys
+    def __init__(self, rel, edge, ctx, keys):
+        self.rel, self.edge, self.ctx, self.keys = rel, edge, ctx, keys
 
     def __call__(self, batches):
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        generator = context.partitionId() % DRIVER_GENERATOR if context is not None else 0
+        part = context.partitionId() if context is not None else 0
+        generator = part % DRIVER_GENERATOR
+        objects = open_cached_store(self.ctx.store)
         for batch in _coalesced(batches, ROUTE_ROWS):
-            chunks = table_chunks(self.rel, batch, generator, self.epoch)
-            recs = list(blobs(chunks, self.edge.dist, self.partitions, self.edge.id))
+            chunks = table_chunks(self.rel, batch, generator, self.ctx.epoch)
+            recs = list(exchange.spill(blobs(chunks, self.edge.dist, self.ctx.partitions, self.edge.id), objects,
+                                       self.ctx.epoch, f"r{part}", self.ctx.inline_bytes))
             if recs:
                 yield record_batch(recs, self.keys, -1 - generator)
 

@@ -54,6 +54,7 @@ from stream.schema import Schema
 from sql.build import build_plan
 from sql.plan import nodes as P
 from sql.spark_pipeline import pickling  # noqa: F401  (plans hold interval literals)
+from sql.spark_pipeline.exchange import INLINE_BYTES, fetch
 from sql.spark_pipeline.fragments import SINGLE, EdgeScan
 
 EPOCH_STEP = 1 << 16
@@ -80,6 +81,7 @@ class BatchContext:
     attempts: int
     forced: frozenset = frozenset()   # relations whose singleton fragments run without input
     backfill_edges: dict = None       # edge id -> TableDesc: the leaf reads that relation's snapshot
+    inline_bytes: int | None = INLINE_BYTES   # larger payloads go through exchange files (exchange.py)
 
     def sst_ids(self, stage: int, partition: int, attempt: int) -> range:
         if attempt >= self.attempts:
@@ -437,15 +439,16 @@ RECORD_FIELDS = [("k", pa.int8()), ("t", pa.int32()), ("key", pa.int32()), ("e",
                  ("src", pa.int32()), ("payload", pa.binary())]
 RECORD_SCHEMA = pa.schema(RECORD_FIELDS)
 RECORD_DDL = "k byte, t int, key int, e int, src int, payload binary"   # the same, as Spark's schema string
-KIND_BLOB, KIND_META = 0, 1
+KIND_BLOB, KIND_META, KIND_REF = 0, 1, 2   # a payload inline, a task's meta, a payload's exchange file
+_KINDS = {"b": KIND_BLOB, "m": KIND_META, "r": KIND_REF}
 
 
 def record_batch(records, keys, src: int = -1) -> pa.RecordBatch:
-    """``("b"|"m", partition, edge, payload)`` records of producer ``src`` as one Arrow batch of
+    """``("b"|"m"|"r", partition, edge, payload)`` records of producer ``src`` as one Arrow batch of
     RECORD_SCHEMA; ``keys[t]`` is the value Spark's hash partitioning sends to partition ``t``."""
     records = list(records)
     return pa.RecordBatch.from_arrays(
-        [pa.array([KIND_BLOB if r[0] == "b" else KIND_META for r in records], pa.int8()),
+        [pa.array([_KINDS[r[0]] for r in records], pa.int8()),
          pa.array([r[1] for r in records], pa.int32()),
          pa.array([keys[r[1]] for r in records], pa.int32()),
          pa.array([r[2] for r in records], pa.int32()),
@@ -453,9 +456,10 @@ def record_batch(records, keys, src: int = -1) -> pa.RecordBatch:
          pa.array([r[3] for r in records], pa.binary())], schema=RECORD_SCHEMA)
 
 
-def batch_records(batches, partition: int):
-    """``(edge, payload, producer)`` of the Arrow record batches a stage task reads; every record
-    must be routed to ``partition`` (else the shuffle did not do what the driver planned: an error)."""
+def batch_records(batches, partition: int, object_store=None):
+    """``(edge, payload, producer)`` of the Arrow record batches a stage task reads (a payload in
+    an exchange file read from ``object_store``); every record must be routed to ``partition``
+    (else the shuffle did not do what the driver planned: an error)."""
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -463,7 +467,13 @@ def batch_records(batches, partition: int):
         if (targets != partition).any():
             raise PipelineTaskError(f"a record for partition {int(targets[targets != partition][0])} reached "
                                     f"partition {partition}: Spark's hash partitioning differs from the plan")
-        for edge, src, payload in zip(batch.column(3).to_pylist(), batch.column(4).to_pylist(),
-                                      batch.column(5).to_pylist()):
-            if edge >= 0:   # (edge -1: a no-op record that only makes the task run)
-                yield edge, payload, src
+        for kind, edge, src, payload in zip(batch.column(0).to_pylist(), batch.column(3).to_pylist(),
+                                            batch.column(4).to_pylist(), batch.column(5).to_pylist()):
+            if edge < 0:   # (edge -1: a no-op record that only makes the task run)
+                continue
+            if kind == KIND_REF:
+                if object_store is None:
+                    raise PipelineTaskError(f"a record of edge {edge} names an exchange file, but the task "
+                                            f"has no object store to read it from")
+                payload = fetch(object_store, payload)
+            yield edge, payload, src
