@@ -172,3 +172,30 @@ def test_the_spark_runtime_on_s3_and_back_in_process(spark, s3_server):
 def test_a_memory_store_cannot_run_on_spark(spark):
     with pytest.raises(StreamError, match="a store its tasks can open"):
         sql.connect(":memory:", barrier_interval_ms=0, runtime="spark", spark=spark)
+
+
+def test_workers_get_the_allocator_setting_unless_the_session_has_one(spark, tmp_path):
+    """The runtime's Python workers keep Arrow's freed pages (driver.WORKER_ENV); a session's
+    own value is kept. A task reads its environment back."""
+    from sql.spark_pipeline.driver import WORKER_ENV, set_worker_env
+
+    class _Context:
+        def __init__(self, environment):
+            self.environment = environment
+
+    class _Session:
+        def __init__(self, environment):
+            self.sparkContext = _Context(environment)
+
+    mine = _Session({"MIMALLOC_PURGE_DELAY": "5000"})
+    set_worker_env(mine)
+    assert mine.sparkContext.environment == {"MIMALLOC_PURGE_DELAY": "5000"}
+    conn = _spark_conn(tmp_path / "db", spark)
+    try:
+        conn.execute("CREATE TABLE t (k BIGINT)")
+        for name, value in WORKER_ENV.items():
+            assert spark.sparkContext.environment[name] == value
+        seen = spark.range(2, numPartitions=2).rdd.map(lambda _: os.environ.get("MIMALLOC_PURGE_DELAY")).collect()
+        assert seen == ["-1", "-1"]
+    finally:
+        conn.close()
