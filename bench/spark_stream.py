@@ -14,9 +14,15 @@ Method:
   interpreter). Per query a fresh database: ``feed.setup``, the warm-up batch (its time is
   reported as ``warmup_ms``, never in events/s: on Spark the first batch also starts the Python
   workers and ships the plan), then the timed batches:
-  - in-process: ``insert_arrow`` of the batch's tables then ``FLUSH`` (one epoch per batch);
-  - Spark: ``conn.db.rt.run_batch({table: spark.read.parquet(file)}, batch_id, "bench")``, one
-    epoch per batch (the Parquet read happens inside, as a streaming source's would).
+  - in-process: ``insert_arrow`` of the batch's tables then ``FLUSH`` (one epoch per batch),
+    the Parquet files read into Arrow outside the timing;
+  - Spark, ``--feed sql`` (the default): the same as in-process -- the same Arrow tables through
+    ``insert_arrow`` then ``FLUSH``, one epoch per batch (the driver routes the rows to their
+    partitions), so both runtimes get the same input the same way;
+  - Spark, ``--feed dataframe``: ``conn.db.rt.run_batch({table: spark.read.parquet(file)},
+    batch_id, "bench")``, one epoch per batch (the Parquet read, Spark's rows crossing into the
+    Python workers and their routing happen inside, as a streaming source's would: the cost a
+    ``conn.feed`` of a file stream pays, which the in-process runtime has no equivalent of).
   After the last batch ``feed.check`` compares the MV with its batch recomputation; ``checked``
   is true iff every MV of every runtime and batch size equals it.
 - Figures per runtime: events/s (N*B over the summed batch times); epoch latency p50/p99 over the
@@ -33,7 +39,7 @@ Method:
 
 Output: a table per batch size, then ONE JSON line, the last line of stdout::
 
-    {"bench": "spark_stream", "events": N, "batches": B,
+    {"bench": "spark_stream", "events": N, "batches": B, "feed": "sql",
      "events_per_s": {"in_process": {"q0": ...}, "spark_local1": {...}, "spark_local2": {...}},
      "epoch_ms": {"p50": ..., "p99": ..., "runtime": "spark_local2"}, "checked": true,
      "by_batch": {"100000": {...}, ...}, "commit_cost": {...}, "machine": {...}}
@@ -119,10 +125,13 @@ def _stage_overheads(stats: dict) -> list:
     return sorted(out)
 
 
-def run_child(runtime: str, root: str, queries: list) -> dict:
+FEEDS = ("sql", "dataframe")
+
+
+def run_child(runtime: str, root: str, queries: list, feed_mode: str = "sql") -> dict:
     """Every query of ``queries`` on ``runtime`` (``in_process`` or a Spark master) over the
-    events under ``root``: ``{"runtime", "master", "partitions", "session_s", "queries": {q:
-    {...}}}``."""
+    events under ``root``, fed as ``feed_mode`` says (module docstring; in-process is always
+    ``sql``): ``{"runtime", "master", "partitions", "session_s", "queries": {q: {...}}}``."""
     import pyarrow.parquet as pq
 
     import sql
@@ -151,7 +160,7 @@ def run_child(runtime: str, root: str, queries: list) -> dict:
                 for b, name in enumerate(names):
                     tables = [t for t in q.reads if manifest["rows"][name][t]]
                     files = {t: os.path.join(root, name, f"{t}.parquet") for t in tables}
-                    if spark is None:
+                    if spark is None or feed_mode == "sql":
                         data = {t: pq.read_table(p) for t, p in files.items()}   # outside the timing
                         began = time.perf_counter()
                         for t, table in data.items():
@@ -182,11 +191,12 @@ def run_child(runtime: str, root: str, queries: list) -> dict:
 
 # --- the parent ---------------------------------------------------------------------------------------
 
-def _spawn(runtime: str, root: str, queries: list) -> dict:
+def _spawn(runtime: str, root: str, queries: list, feed_mode: str) -> dict:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
     done = subprocess.run([sys.executable, "-m", "bench.spark_stream", "--child", runtime, "--root", root,
-                           "--queries", ",".join(queries)], capture_output=True, text=True, env=env)
+                           "--queries", ",".join(queries), "--feed", feed_mode], capture_output=True, text=True,
+                          env=env)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode or not lines:
         return {"runtime": runtime, "error": f"child exited {done.returncode}: {done.stderr[-3000:]}", "queries": {}}
@@ -352,6 +362,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--commit-cost", action="store_true", help="also time commit_ssts with many small SSTs")
     parser.add_argument("--commit-ssts", default=None, help="SST counts of --commit-cost (default 10,100,1000)")
     parser.add_argument("--commit-repeats", type=int, default=3)
+    parser.add_argument("--feed", choices=FEEDS, default="sql",
+                        help="how the Spark runtime gets the events: sql (insert_arrow + FLUSH, as in-process; "
+                             "default) or dataframe (spark.read.parquet into run_batch)")
     parser.add_argument("--child", help=argparse.SUPPRESS)   # child mode: in_process or a Spark master
     parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -360,7 +373,7 @@ def main(argv=None) -> dict:
     queries = [q.name for q in resolve(_csv(args.queries) if args.queries else
                                        (list(QUICK["queries"]) if args.quick else ["all"]))]
     if args.child:
-        print(json.dumps(run_child(args.child, args.root, queries)))
+        print(json.dumps(run_child(args.child, args.root, queries, args.feed)))
         return {}
     sizes = [int(x) for x in _csv(args.events)] if args.events else \
         list(QUICK["events"] if args.quick else DEFAULT_EVENTS)
@@ -370,15 +383,16 @@ def main(argv=None) -> dict:
         parser.error("--events and --batches must be >= 1, --warmup-events >= 0")
 
     result = {"bench": "spark_stream", "queries": queries, "masters": masters, "batches": batches,
-              "machine": machine()}
+              "feed": args.feed, "machine": machine()}
     by_batch = {}
     if masters:
         for size in sizes:
             root = tempfile.mkdtemp(prefix=f"hummock-bench-spark-stream-{size}-")
             try:
                 write_events(root, size, batches, args.warmup_events, args.seed)
-                children = [_spawn(rt, root, queries) for rt in (IN_PROCESS, *masters)]
+                children = [_spawn(rt, root, queries, args.feed) for rt in (IN_PROCESS, *masters)]
                 by_batch[str(size)] = summarize(size, batches, children, queries)
+                print(f"# the Spark runtime fed by {args.feed} (--feed)")
                 print_table(by_batch[str(size)], queries)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
