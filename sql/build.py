@@ -112,6 +112,7 @@ class GraphBuilder:
     def __init__(self, rt, store, catalog, plan_of, backfill=frozenset()):
         self.rt, self.store, self.catalog, self.plan_of = rt, store, catalog, plan_of
         self.backfill = backfill
+        self.progress = None      # connect(progress=...): told of each backfill's rows (sql/copy.py Progress)
         self.actors: dict = {}    # relation name -> its Materialize actor
         self.sources: dict = {}   # table name -> SourceHandle
 
@@ -145,7 +146,19 @@ class GraphBuilder:
 
     def head(self, relation, backfill: bool):
         [head] = self.rt.exchange([self.actors[relation.name]], 1, "simple")
-        return Backfill(head, relation.desc, self.store) if backfill else head
+        if not backfill:
+            return head
+        on_rows = None
+        if self.progress is not None:
+            from sql.copy import Progress
+            tracker = Progress("BACKFILL", relation.name, self.progress)
+
+            def on_rows(done: int, finished: bool) -> None:
+                if finished:
+                    tracker.finish(done, done)
+                else:
+                    tracker.update(done)
+        return Backfill(head, relation.desc, self.store, on_rows=on_rows)
 
 
 def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):

@@ -485,6 +485,7 @@ class Database:
         rt = StreamRuntime(self.store)   # the ticker starts once the first epoch's records are in
         try:
             builder = GraphBuilder(rt, self.store, catalog, self.plan_of, backfill)
+            builder.progress = self.progress   # backfills report their rows (sql/copy.py Progress)
             builder.build()
             epoch = rt.start()
         except BaseException:

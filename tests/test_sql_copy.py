@@ -299,3 +299,17 @@ def test_fast_path_repeated_keys_of_any_width_keep_the_last(conn, tmp_path, pk_t
     conn.execute(f"COPY t FROM '{path}' (format csv)")
     last = {k: i for i, k in enumerate(keys)}
     assert conn.execute("SELECT k, n FROM t ORDER BY k").fetchall() == sorted(last.items())
+
+
+def test_backfill_reports_progress_as_the_mv_takes_the_rows(tmp_path):
+    seen = []
+    with sql.connect(str(tmp_path / "db"), implicit_flush=True,
+                     progress=lambda p: seen.append((p.kind, p.relation, p.done, p.total, p.finished))) as c:
+        c.execute("CREATE TABLE t (id INT PRIMARY KEY, g INT)")
+        c.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i % 10) for i in range(5000)])
+        c.execute("CREATE MATERIALIZED VIEW m AS SELECT g, count(*) AS n FROM t GROUP BY g")
+        assert c.execute("SELECT sum(n) FROM m").fetchall() == [(5000,)]
+    backfill = [s for s in seen if s[0] == "BACKFILL"]
+    assert backfill[-1] == ("BACKFILL", "t", 5000, 5000, True)
+    done = [s[2] for s in backfill]
+    assert done == sorted(done) and len(set(done)) > 2   # reported along the way, never backwards
