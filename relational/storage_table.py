@@ -29,7 +29,7 @@ Callers: the SQL layer's batch SELECT, library users.
 
 from __future__ import annotations
 
-from itertools import islice
+from itertools import islice, repeat
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +43,15 @@ from relational.vnode import Bitmap
 
 DEFAULT_BATCH_SIZE = 1024
 EXPORT_BATCH_SIZE = 65536
+GROW_FIRST = 64
+
+
+def _grown(batch_size: int):
+    """Batch sizes ``GROW_FIRST``, 8 times more each, up to ``batch_size`` (then repeated)."""
+    size = min(GROW_FIRST, batch_size)
+    while True:
+        yield size
+        size = min(size * 8, batch_size)
 
 
 class StorageTable:
@@ -90,18 +99,21 @@ class StorageTable:
 
     def batch_iter(self, epoch: int, pk_prefix=(), start=None, end=None, columns=None, *,
                    batch_size: int = DEFAULT_BATCH_SIZE, reverse: bool = False, start_inclusive: bool = True,
-                   end_inclusive: bool = False, limit: int | None = None):
+                   end_inclusive: bool = False, limit: int | None = None, grow: bool = False):
         """Yield record batches of the rows at committed ``epoch`` with ``pk_prefix``, the
-        bounds and the ``limit`` of :meth:`StateTable.iter_with_prefix`, in pk order."""
+        bounds and the ``limit`` of :meth:`StateTable.iter_with_prefix`, in pk order. With
+        ``grow`` the batches start at ``GROW_FIRST`` rows and grow 8 times each up to
+        ``batch_size`` (a reader that may stop early decodes few rows)."""
         batch_size = check_batch_size(batch_size, self.name)
         limit = check_limit(limit, self.name)
         epoch = self._check_epoch(epoch)    # checked now, not at the first next()
         idx = self._column_indices(columns)
         schema = batch_schema(self.names, self.serde.types, idx)
         ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end, start_inclusive, end_inclusive)
-        return self._batches(epoch, ranges, idx, schema, batch_size, reverse, limit)
+        sizes = _grown(batch_size) if grow else repeat(batch_size)
+        return self._batches(epoch, ranges, idx, schema, sizes, reverse, limit)
 
-    def _batches(self, epoch, ranges, idx, schema, batch_size, reverse, limit):
+    def _batches(self, epoch, ranges, idx, schema, sizes, reverse, limit):
         snap = self.store.snapshot(epoch)
         try:
             streams = [snap.iter(self.table_id, lo, hi, reverse=reverse) for v, lo, hi in ranges
@@ -111,11 +123,21 @@ class StorageTable:
                 pairs = islice(pairs, limit)
             scan = ColumnScan.of(self.serde, idx)
             if scan is None:
-                yield from record_batches(decoded_rows(self.serde, pairs), idx, self.serde.types, schema, batch_size)
+                rows = decoded_rows(self.serde, pairs)
+                for size in sizes:
+                    got = list(record_batches(islice(rows, size), idx, self.serde.types, schema, size))
+                    yield from got
+                    if not got or got[0].num_rows < size:
+                        return
             else:   # straight into Arrow buffers, no Python value per cell
-                for n, arrays in scan.batches(iter(pairs), batch_size):
-                    yield (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
-                           pa.RecordBatch.from_struct_array(pa.array([{}] * n, pa.struct([]))))
+                pairs = iter(pairs)
+                for size in sizes:
+                    n, arrays = scan.read(pairs, size)
+                    if n:
+                        yield (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
+                               pa.RecordBatch.from_struct_array(pa.array([{}] * n, pa.struct([]))))
+                    if n < size:
+                        return
         finally:
             snap.release()
 

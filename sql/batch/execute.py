@@ -1,7 +1,10 @@
 """Batch execution: a logical plan -> a ``pyarrow.Table``, reading every Scan at one committed
 epoch (the caller pins it with ``store.snapshot(epoch)`` for the whole query).
 
-Job: Scan reads through ``StorageTable.to_arrow(epoch)``; Filter and Project evaluate the same
+Job: the plan first gets its batch access paths (:func:`sql.plan.key_range.plan_batch`: key
+ranges, point lookups, early stops); Scan reads through :mod:`sql.batch.scan` (the whole
+table, or only its key ranges); a TopN with ``early_stop`` pulls batches in key order through
+its Project/Filter chain (``_stream``) until it has its rows. Filter and Project evaluate the same
 :mod:`stream.expr` trees the stream executors use (pyarrow compute); Agg, Join, Sort, Limit,
 TopN and RowNumber work on Python rows with the stream executors' semantics
 (``AggCall.result_column`` computes each aggregate's result exactly as HashAgg does: types,
@@ -25,7 +28,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.arrow import arrow_type, to_arrow, to_pylist
-from relational.storage_table import StorageTable
 from relational.memcomparable import OrderType, encode_rows
 from stream.executors.agg_call import AggCall, group_key, order_key
 from stream.executors.over_window import window_values
@@ -35,13 +37,16 @@ from stream.expr import Cmp, Col, Lit, raising_errors
 
 from sql.errors import ExecutionError
 
+from sql.batch.scan import scan_batches, scan_table
 from sql.bind.time_travel import pin_scans
 from sql.plan import nodes as P
 from sql.plan import time_window
+from sql.plan.key_range import plan_batch
 
 
 def execute(plan: P.Node, store, epoch: int) -> pa.Table:
     """Data errors (overflow, division by zero) raise ExpressionError, as Postgres does."""
+    plan = plan_batch(plan)   # key ranges and early stops (sql/plan/key_range.py)
     with raising_errors(), pin_scans(plan, store, epoch) as as_of:   # time travel: each Scan's own epoch
         return _Exec(store, epoch, as_of).run(plan)
 
@@ -74,8 +79,63 @@ class _Exec:
         return getattr(self, "_" + type(plan).__name__.lower())(plan)
 
     def _scan(self, plan: P.Scan):
-        t = StorageTable.from_desc(self.store, plan.relation.desc).to_arrow(self.as_of.get(id(plan), self.epoch))
-        return _table([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns], plan)
+        return scan_table(self.store, plan, self.as_of.get(id(plan), self.epoch))
+
+    def _stream(self, plan):
+        """Yield ``plan``'s rows as tables in its Scan's key order: a chain of Project and
+        Filter over a Scan (a TopN with ``early_stop`` reads only what it needs)."""
+        if isinstance(plan, P.Scan):
+            yield from scan_batches(self.store, plan, self.as_of.get(id(plan), self.epoch))
+            return
+        for t in self._stream(plan.input):
+            cols = self._columns(t)
+            if isinstance(plan, P.Filter):
+                t = t.filter(pc.fill_null(plan.condition.eval(cols, t.num_rows), False))
+                if t.num_rows:
+                    yield _table(self._columns(t), plan)
+            else:
+                yield _table([e.eval(cols, t.num_rows) for e in plan.exprs], plan)
+
+    def _early_input(self, plan: P.TopN) -> pa.Table:
+        """The first ``plan.early_stop`` rows of ``plan.input`` in key order and every later
+        row tied with the last of them on the order columns: a superset of the TopN's rows."""
+        need = plan.early_stop
+        cols = [c for c, _, _ in plan.order]
+        types = [plan.input.types[c] for c in cols]
+        orders = [OrderType(d, n) for _, d, n in plan.order]
+        parts, have, last = [], 0, None
+        stream = self._stream(plan.input)
+        try:
+            for t in stream:
+                if need == 0:
+                    break
+                if have >= need:   # past the need-th row: keep only its ties
+                    vals = list(zip(*(from_arrow_values(t.column(c), dt) for c, dt in zip(cols, types))))
+                    keys = encode_rows(vals, types, orders)
+                    tied = next((i for i, k in enumerate(keys) if k != last), len(keys))
+                    parts.append(t.slice(0, tied))
+                    if tied < len(keys):
+                        break
+                    continue
+                parts.append(t)
+                have += t.num_rows
+                if have >= need:
+                    row = t.num_rows - 1 - (have - need)
+                    vals = [tuple(from_arrow_values(t.column(c).slice(row, 1), dt)[0] for c, dt in zip(cols, types))]
+                    last = encode_rows(vals, types, orders)[0]
+                    rest = t.slice(row + 1)
+                    if rest.num_rows:
+                        rvals = list(zip(*(from_arrow_values(rest.column(c), dt) for c, dt in zip(cols, types))))
+                        rkeys = encode_rows(rvals, types, orders)
+                        tied = next((i for i, k in enumerate(rkeys) if k != last), len(rkeys))
+                        if tied < len(rkeys):
+                            parts[-1] = t.slice(0, row + 1 + tied)
+                            break
+        finally:
+            stream.close()
+        if not parts:
+            return _table([pa.array([], arrow_type(dt)) for dt in plan.input.types], plan.input)
+        return pa.concat_tables(parts)
 
     def _values(self, plan: P.Values):
         return _rows_table(plan.rows, plan) if plan.types else pa.table({"_": pa.nulls(len(plan.rows))})
@@ -211,7 +271,7 @@ class _Exec:
         return _rows_table(rows, plan)
 
     def _topn(self, plan: P.TopN):
-        t = self.run(plan.input)
+        t = self._early_input(plan) if getattr(plan, "early_stop", None) is not None else self.run(plan.input)
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
         out = []
         for members in _ranked_groups(rows, plan.input, plan.group, plan.order):

@@ -1,11 +1,15 @@
 """EXPLAIN text: one line per plan node, indented by depth, with the state table ids of
-stateful nodes (stream) -- ``ids`` maps ``id(node)`` to its table ids.
+stateful nodes (stream) -- ``ids`` maps ``id(node)`` to its table ids. A batch plan is shown
+as it runs (:func:`sql.plan.key_range.plan_batch`): a Scan with the key ranges or point
+lookups it reads (``ranges=[...]`` / ``points=[...]``) and ``reverse`` when it reads in
+descending key order, a TopN that stops its scan early with ``early_stop=n``.
 
 Callers: :mod:`sql.statements` (EXPLAIN)."""
 
 from __future__ import annotations
 
 from sql.plan import nodes as P
+from sql.plan.key_range import plan_batch
 
 _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
                  "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion", "TopN": "StreamTopN",
@@ -18,6 +22,8 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
     lines = []
     if stream:
         lines.append(f"StreamMaterialize(pk={plan.stream_key})")
+    else:
+        plan = plan_batch(plan)
 
     def visit(n, depth):
         label = n.label()
@@ -31,7 +37,7 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
             else:
                 label = _STREAM_NAMES.get(kind, kind) + label[len(kind):]
         else:
-            label = "Batch" + label
+            label = "Batch" + _access(n, label)
         tables = ids.get(id(n))
         if tables:
             label += f" state_tables={list(tables)}"
@@ -40,3 +46,15 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
             visit(i, depth + 1)
     visit(plan, 1 if stream else 0)
     return "\n".join(lines)
+
+
+def _access(n, label: str) -> str:
+    """``label`` with the access path of batch node ``n`` (module docstring) before its ')'."""
+    extra = []
+    if getattr(n, "key_range", None) is not None:
+        extra.append(str(n.key_range))
+    if getattr(n, "reverse", False):
+        extra.append("reverse")
+    if getattr(n, "early_stop", None) is not None:
+        extra.append(f"early_stop={n.early_stop}")
+    return label if not extra or not label.endswith(")") else label[:-1] + ", " + ", ".join(extra) + ")"

@@ -1,0 +1,111 @@
+"""Batch Scan: the rows of a table or MV at one epoch, as a whole table or as a stream of
+batches in key order, reading only what the Scan's :class:`~sql.plan.key_range.KeyRange` names.
+
+Job: :func:`scan_table` reads a Scan whole: every row (``StorageTable.to_arrow``), the point
+lookups of a range binding the whole pk (``StorageTable.get_row``), or the key ranges of its
+prefixes and bound (``StorageTable.batch_iter``; one vnode when the range pins it).
+:func:`scan_batches` yields the same rows in key order (descending with ``scan.reverse``) in
+batches of growing size, for a consumer that stops early (a TopN with ``early_stop``).
+
+Invariants: the rows are those of the plain full scan that the range may hold, in pk order; a
+table built here has columns ``c0..`` typed ``arrow_type(scan.types[i])`` (what every batch
+node returns). Callers: :mod:`sql.batch.execute`.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from relational.arrow import arrow_type
+from relational.storage_table import StorageTable
+from relational.vnode import Bitmap
+
+MAX_BATCH = 65536
+
+
+def plan_table(columns, types) -> pa.Table:
+    """``columns`` (Arrow arrays) as a batch node's table: ``c0..`` typed by ``types``."""
+    fields = [pa.field(f"c{i}", arrow_type(t)) for i, t in enumerate(types)]
+    return pa.Table.from_arrays(list(columns), schema=pa.schema(fields))
+
+
+def _storage(store, scan):
+    rng = getattr(scan, "key_range", None)
+    vnodes = Bitmap([rng.vnode]) if rng is not None and rng.vnode is not None else None
+    return StorageTable.from_desc(store, scan.relation.desc, vnodes)
+
+
+def _flat(t) -> list:
+    return [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns]
+
+
+def _empty(scan) -> pa.Table:
+    return plan_table([pa.array([], arrow_type(t)) for t in scan.types], scan.types)
+
+
+def _bounds(rng, order):
+    """``(start, end, start_inclusive, end_inclusive)`` of ``batch_iter`` for the bound of a
+    range on the pk column after its prefix, whose OrderType is ``order`` (a DESCENDING column
+    holds the high values first: the SQL bounds swap)."""
+    lo, hi = rng.lo, rng.hi
+    if order.descending:
+        lo, hi = hi, lo
+    start = None if lo is None else (lo[0],)
+    end = None if hi is None else (hi[0],)
+    return start, end, True if lo is None else lo[1], False if hi is None else hi[1]
+
+
+def _range_iters(table, scan, epoch, batch_size, reverse, grow=False):
+    rng = scan.key_range
+    orders = list(scan.relation.desc.order_types)
+    n = rng.prefix_len
+    start, end, s_inc, e_inc = _bounds(rng, orders[n]) if n < len(orders) else (None, None, True, False)
+    points = rng.points or [()]
+    if reverse:
+        points = points[::-1]
+    for p in points:
+        yield table.batch_iter(epoch, pk_prefix=p, start=start, end=end, start_inclusive=s_inc,
+                               end_inclusive=e_inc, batch_size=batch_size, reverse=reverse, grow=grow)
+
+
+def scan_table(store, scan, epoch: int) -> pa.Table:
+    """Every row ``scan`` reads at ``epoch`` (module docstring), in key order."""
+    rng = getattr(scan, "key_range", None)
+    table = _storage(store, scan)
+    if rng is None:
+        return plan_table(_flat(table.to_arrow(epoch)), scan.types)
+    if rng.empty:
+        return _empty(scan)
+    if rng.is_point():
+        rows = [r for r in (table.get_row(p, epoch) for p in rng.points) if r is not None]
+        if not rows:
+            return _empty(scan)
+        from sql.batch.execute import to_arrow_values
+        return plan_table([to_arrow_values([r[i] for r in rows], t) for i, t in enumerate(scan.types)], scan.types)
+    batches = [b for it in _range_iters(table, scan, epoch, MAX_BATCH, False) for b in it]
+    if not batches:
+        return _empty(scan)
+    return plan_table(_flat(pa.Table.from_batches(batches)), scan.types)
+
+
+def scan_batches(store, scan, epoch: int):
+    """Yield ``scan``'s rows at ``epoch`` as tables in key order (``scan.reverse``: descending),
+    in batches that grow (``StorageTable.batch_iter(grow=True)``) up to ``MAX_BATCH`` rows."""
+    rng = getattr(scan, "key_range", None)
+    if rng is not None and (rng.empty or rng.is_point()):
+        t = scan_table(store, scan, epoch)
+        if t.num_rows:
+            yield t
+        return
+    table = _storage(store, scan)
+    reverse = getattr(scan, "reverse", False)
+    if rng is None:
+        iters = [table.batch_iter(epoch, batch_size=MAX_BATCH, reverse=reverse, grow=True)]
+    else:
+        iters = _range_iters(table, scan, epoch, MAX_BATCH, reverse, grow=True)
+    for it in iters:
+        try:
+            for b in it:
+                yield plan_table(b.columns, scan.types)
+        finally:
+            it.close()   # a reader that stopped early releases the snapshot now

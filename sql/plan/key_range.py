@@ -1,0 +1,363 @@
+"""Batch-only access paths: which key ranges of a Scan a batch plan reads, and where a TopN
+may stop reading early. Stream plans never pass through here (an MV reads every row).
+
+Job: :func:`plan_batch` returns a copy of a batch plan whose Scans carry a :class:`KeyRange`
+(``scan.key_range``) and a read direction (``scan.reverse``) and whose TopNs over a Scan in key
+order carry ``top.early_stop`` (the rows to read before the answer is known):
+- a Filter (chain) over a Scan: its AND-ed conjuncts ``pk_col op literal`` (op ``= < <= > >=``,
+  the column on either side, ``IN (...)`` as ORs of ``=``) give equality values on a pk prefix
+  and bounds on the next pk column -> key ranges; the full pk bound by equality -> point
+  lookups; equality on every distribution-key column -> only its vnode is read.
+- ``TopN(limit n, offset o, no group)`` over Project/Filter over a Scan whose order columns
+  are the pk columns after the equality prefix, each in the pk's OrderType (or all in its
+  inverse: a reverse scan): the scan stops after ``o + n`` rows passing the filters and the
+  rows tied with the last of them on the order columns; the TopN then runs over those rows as
+  usual (so ties, WITH TIES and the stream-key tie-break stay exact).
+
+Invariants: a key range is a superset of the rows the conjuncts accept -- the Filter stays
+above the Scan and decides (so NULLs, ``= NULL``, three-valued logic and errors are the
+Filter's, as before). Only columns whose memcomparable order is the comparison order take
+part: integers, VARCHAR, BYTEA, BOOLEAN, DATE, TIME, TIMESTAMP(TZ) (not REAL/DOUBLE: NaN and
+-0.0; not DECIMAL: scales; not INTERVAL). A literal of another numeric type against an integer
+column bounds it by floor/ceil (``bigint_col = 4.5`` reads keys 4..5 and the Filter keeps none).
+``= NULL`` (or a contradiction found while collecting) is an empty range.
+
+Callers: :mod:`sql.batch.execute` (before running a plan; ``KEY_RANGES`` switches it off for
+differential tests) and :mod:`sql.plan.explain` (batch EXPLAIN shows the ranges).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import copy
+import itertools
+import math
+from decimal import Decimal
+
+from relational.memcomparable import OrderType
+from relational.types import TypeKind
+from stream.expr import And, Cmp, Col, Lit, Or
+
+from sql.plan import nodes as P
+
+KEY_RANGES = contextvars.ContextVar("batch_key_ranges", default=True)
+
+_ORDERED = {TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.VARCHAR, TypeKind.BYTEA, TypeKind.BOOLEAN,
+            TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ}
+_INTS = {TypeKind.SMALLINT: 16, TypeKind.INT: 32, TypeKind.BIGINT: 64}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+MAX_POINTS = 1024   # more combinations of IN values than this: a range over the first column instead
+
+
+@contextlib.contextmanager
+def key_ranges(enabled: bool):
+    """Within the block, batch plans use key ranges and early stops only if ``enabled``."""
+    token = KEY_RANGES.set(enabled)
+    try:
+        yield
+    finally:
+        KEY_RANGES.reset(token)
+
+
+class KeyRange:
+    """The rows of a Scan to read: ``points`` (prefix tuples, in key order) each with the bound
+    ``lo``/``hi`` (``(value, inclusive)`` or None) on the pk column after the prefix; ``empty``
+    reads nothing; ``vnode`` (or None) the only vnode to read."""
+
+    def __init__(self, points, lo=None, hi=None, empty=False, vnode=None, width=0):
+        self.points, self.lo, self.hi, self.empty, self.vnode = list(points), lo, hi, empty, vnode
+        self.width = width   # pk columns
+
+    @property
+    def prefix_len(self) -> int:
+        return len(self.points[0]) if self.points else 0
+
+    def is_point(self) -> bool:
+        """Every pk column bound by equality: point lookups."""
+        return not self.empty and self.prefix_len == self.width and self.width > 0
+
+    def __str__(self) -> str:
+        if self.empty:
+            return "ranges=[]"
+        parts = []
+        bound = ""
+        if self.lo is not None or self.hi is not None:
+            lo = "-inf" if self.lo is None else ("[" if self.lo[1] else "(") + repr(self.lo[0])
+            hi = "+inf" if self.hi is None else repr(self.hi[0]) + ("]" if self.hi[1] else ")")
+            bound = f"{lo}, {hi}"
+        for p in self.points[:4]:
+            vals = ", ".join(map(repr, p))
+            parts.append(f"({vals}{', ' if vals and bound else ''}{bound})" if bound else f"({vals})")
+        more = f", ... {len(self.points)} in all" if len(self.points) > 4 else ""
+        kind = "points" if self.is_point() else "ranges"
+        vnode = f", vnode={self.vnode}" if self.vnode is not None else ""
+        return f"{kind}=[{', '.join(parts)}{more}]{vnode}"
+
+
+def plan_batch(plan: P.Node) -> P.Node:
+    """``plan`` with key ranges and early stops (module docstring); ``plan`` itself unchanged.
+    With ``KEY_RANGES`` off: ``plan`` as it is (every Scan reads every row)."""
+    if not KEY_RANGES.get():
+        return plan
+    return _rewrite(plan)
+
+
+def _clone(node, **attrs):
+    out = copy.copy(node)
+    for k, v in attrs.items():
+        setattr(out, k, v)
+    return out
+
+
+def _with_inputs(node, inputs):
+    inputs = tuple(inputs)
+    if all(a is b for a, b in zip(inputs, node.inputs)):
+        return node
+    out = _clone(node, inputs=inputs)
+    for attr, i in (("input", 0), ("left", 0), ("right", 1)):
+        if hasattr(out, attr):
+            setattr(out, attr, inputs[i])
+    return out
+
+
+def _rewrite(node: P.Node) -> P.Node:
+    if isinstance(node, P.Filter):
+        conds, scan = _filter_chain(node)
+        if scan is not None:
+            rng = scan_range(scan, conds)
+            if rng is not None:
+                return _replace_scan(node, _clone(scan, key_range=rng))
+    node = _with_inputs(node, [_rewrite(i) for i in node.inputs])
+    if isinstance(node, P.TopN):
+        return _early_stop(node) or node
+    return node
+
+
+def _filter_chain(node):
+    """(conjuncts, scan) of Filter(...Filter(Scan)) or ([], None)."""
+    conds = []
+    while isinstance(node, P.Filter):
+        conds.extend(_conjuncts(node.condition))
+        node = node.input
+    return (conds, node) if isinstance(node, P.Scan) else ([], None)
+
+
+def _conjuncts(e) -> list:
+    if isinstance(e, And) and not isinstance(e, Or):
+        return [c for a in e.args for c in _conjuncts(a)]
+    return [e]
+
+
+def _replace_scan(node, scan):
+    """``node`` (a chain of single-input nodes over one Scan) with its Scan replaced."""
+    if isinstance(node, P.Scan):
+        return scan
+    return _with_inputs(node, [_replace_scan(node.input, scan)])
+
+
+# --- ranges ---------------------------------------------------------------------------------------
+
+def _literal_bounds(op, lit: Lit, dtype):
+    """``[(op, value)]`` a superset of ``col op lit`` in the column's own values (exact when the
+    literal has the column's type), or None when the comparison cannot bound keys; ``("none",)``
+    when nothing matches (NULL)."""
+    if lit.value is None:
+        return [("none", None)]
+    ck, lk = dtype.kind, lit.data_type.kind
+    if ck in _INTS:
+        v = lit.value
+        if lk not in _INTS:
+            if lk not in (TypeKind.DECIMAL, TypeKind.DOUBLE, TypeKind.REAL) or isinstance(v, bool):
+                return None
+            if isinstance(v, float) and not math.isfinite(v) or isinstance(v, Decimal) and not v.is_finite():
+                return None
+            lo, hi = math.floor(v), math.ceil(v)
+            if lo != hi:   # between two keys: a range holding both (the Filter decides)
+                out = {"=": [(">=", lo), ("<=", hi)], "<": [("<=", hi)], "<=": [("<=", hi)],
+                       ">": [(">=", lo)], ">=": [(">=", lo)]}[op]
+                return _clamped(out, _INTS[ck])
+            v = int(lo)
+        return _clamped([(op, int(v))], _INTS[ck])
+    if ck in _ORDERED and lit.data_type == dtype:
+        return [(op, lit.value)]
+    return None
+
+
+def _clamped(bounds, bits):
+    """Bounds outside the column type's range: dropped (always true) or none (never true)."""
+    lo_lim, hi_lim = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out = []
+    for op, v in bounds:
+        if v < lo_lim:
+            if op in ("=", "<", "<="):
+                return [("none", None)]
+            continue
+        if v > hi_lim:
+            if op in ("=", ">", ">="):
+                return [("none", None)]
+            continue
+        out.append((op, v))
+    return out
+
+
+def _column_cmp(e, pk_pos, types):
+    """``(pk position, [(op, value)])`` of a comparison of a pk column with a literal, or None."""
+    if not isinstance(e, Cmp) or e.op not in _FLIP:
+        return None
+    left, right, op = e.left, e.right, e.op
+    if isinstance(left, Lit) and isinstance(right, Col):
+        left, right, op = right, left, _FLIP[op]
+    if not (isinstance(left, Col) and isinstance(right, Lit)) or left.index not in pk_pos:
+        return None
+    dtype = types[left.index]
+    if dtype.kind not in _ORDERED:
+        return None
+    bounds = _literal_bounds(op, right, dtype)
+    return None if bounds is None else (pk_pos[left.index], bounds)
+
+
+def _in_list(e, pk_pos, types):
+    """``(pk position, {values})`` of ``col = a OR col = b ...`` over one pk column, or None."""
+    if not isinstance(e, Or):
+        return None
+    pos, values = None, []
+    for arm in e.args:
+        got = _column_cmp(arm, pk_pos, types)
+        if got is None or (pos is not None and got[0] != pos):
+            return None
+        pos = got[0]
+        bounds = got[1]
+        if bounds == [("none", None)]:
+            continue
+        if len(bounds) != 1 or bounds[0][0] != "=":
+            return None
+        values.append(bounds[0][1])
+    return pos, values
+
+
+def scan_range(scan: P.Scan, conds) -> KeyRange | None:
+    """The :class:`KeyRange` of ``scan`` under the AND-ed ``conds``, or None (read everything)."""
+    desc = scan.relation.desc
+    pk = list(desc.pk_indices)
+    if not pk or any(t.kind == TypeKind.STRUCT for t in scan.types):
+        return None
+    pk_pos = {c: i for i, c in enumerate(pk)}
+    eq: dict = {}        # pk position -> set of allowed values (None: not constrained)
+    lows: dict = {}      # pk position -> [(value, inclusive)]
+    highs: dict = {}
+    for c in conds:
+        got = _column_cmp(c, pk_pos, scan.types)
+        if got is None:
+            inl = _in_list(c, pk_pos, scan.types)
+            if inl is None:
+                continue
+            pos, values = inl
+            eq[pos] = (eq[pos] & set(values)) if pos in eq else set(values)
+            continue
+        pos, bounds = got
+        for op, v in bounds:
+            if op == "none":
+                return KeyRange([], empty=True, width=len(pk))
+            if op == "=":
+                eq[pos] = (eq[pos] & {v}) if pos in eq else {v}
+            elif op in (">", ">="):
+                lows.setdefault(pos, []).append((v, op == ">="))
+            else:
+                highs.setdefault(pos, []).append((v, op == "<="))
+    if any(not vals for vals in eq.values()):
+        return KeyRange([], empty=True, width=len(pk))
+    orders = list(desc.order_types) or [OrderType.ASC] * len(pk)
+    prefix = []
+    n_points = 1
+    for i in range(len(pk)):
+        if i not in eq or n_points * len(eq[i]) > MAX_POINTS:
+            break
+        desc_i = orders[i].descending
+        prefix.append(sorted(eq[i], reverse=desc_i))
+        n_points *= len(eq[i])
+    nxt = len(prefix)
+    lo = hi = None
+    if nxt < len(pk):
+        lo = _tightest(lows.get(nxt), max) if nxt in lows else None
+        hi = _tightest(highs.get(nxt), min) if nxt in highs else None
+        if nxt in eq and lo is None and hi is None:   # too many IN values to enumerate: their span
+            vals = sorted(eq[nxt])
+            lo, hi = (vals[0], True), (vals[-1], True)
+    vnode = _pinned_vnode(desc, pk, eq, len(prefix))
+    if not prefix and lo is None and hi is None and vnode is None:
+        return None
+    return KeyRange([tuple(p) for p in itertools.product(*prefix)], lo, hi, vnode=vnode, width=len(pk))
+
+
+def _tightest(bounds, pick):
+    """The strictest of ``[(value, inclusive)]`` (``pick`` max for lower bounds, min for upper)."""
+    best = pick(v for v, _ in bounds)
+    return best, all(inc for v, inc in bounds if v == best)
+
+
+def _pinned_vnode(desc, pk, eq, prefix_len):
+    """The one vnode to read when every distribution-key column has one equality value and the
+    prefix alone does not cover it (then pk_ranges pins it already), else None."""
+    dist = list(desc.dist_key_indices)
+    if not dist:
+        return None
+    positions = [pk.index(c) for c in dist]
+    if all(p < prefix_len for p in positions):
+        return None
+    if not all(p in eq and len(eq[p]) == 1 for p in positions):
+        return None
+    from relational.vnode import compute_vnode
+    types = [t for _, t in desc.columns]
+    return compute_vnode([next(iter(eq[p])) for p in positions], [types[c] for c in dist])
+
+
+# --- early stop ----------------------------------------------------------------------------------
+
+def _early_stop(top: P.TopN):
+    """``top`` marked to stop its Scan early (module docstring), or None."""
+    if top.group or top.limit is None or top.rank:
+        return None
+    chain, node, mapping = [], top.input, None
+    cols = [c for c, _, _ in top.order]
+    while isinstance(node, (P.Project, P.Filter)):
+        if isinstance(node, P.Project):
+            mapped = []
+            for c in cols:
+                e = node.exprs[c]
+                if not isinstance(e, Col):
+                    return None
+                mapped.append(e.index)
+            cols = mapped
+        chain.append(node)
+        node = node.input
+    if not isinstance(node, P.Scan) or getattr(node, "reverse", False):
+        return None
+    scan = node
+    rng = getattr(scan, "key_range", None)
+    if rng is not None and (rng.empty or rng.is_point()):
+        return None
+    desc = scan.relation.desc
+    pk = list(desc.pk_indices)
+    orders = list(desc.order_types) or [OrderType.ASC] * len(pk)
+    fixed = rng.prefix_len if rng is not None and len(rng.points) == 1 else 0
+    if rng is not None and len(rng.points) > 1:
+        return None   # several prefixes: key order is theirs, not the order columns'
+    reverse = None
+    pos = fixed
+    for (c, d, nf), col in zip(top.order, cols):
+        if pos == len(pk):   # the whole pk ordered: later order columns never break a tie
+            break
+        if pk[pos] != col:
+            return None
+        want = OrderType(d, nf)
+        same = want == orders[pos]
+        inverse = want == OrderType(not orders[pos].descending, not orders[pos].nulls_first)
+        this = False if same else True if inverse else None
+        if this is None or (reverse is not None and this != reverse):
+            return None
+        reverse = this
+        pos += 1
+    new_scan = _clone(scan, reverse=bool(reverse))
+    return _clone(_with_inputs(top, [_replace_scan(top.input, new_scan)]),
+                  early_stop=top.offset + top.limit)
