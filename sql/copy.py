@@ -105,6 +105,11 @@ def _read_text(path, options, names, types, where) -> pa.Table:
     import pyarrow.csv as csv
 
     csv_mode = options.format == "csv"
+    if not csv_mode:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if b"\\" + options.delimiter.encode() in raw:   # escaped delimiters: split here, not by Arrow
+            return _read_escaped_text(raw, options, names, types, where, path)
     read = csv.ReadOptions(column_names=list(names), skip_rows=1 if options.header else 0,
                            block_size=8 << 20)
     parse = csv.ParseOptions(delimiter=options.delimiter, quote_char=options.quote if csv_mode else False,
@@ -136,6 +141,36 @@ def _read_text(path, options, names, types, where) -> pa.Table:
         columns = [_unescape(c) for c in columns]
     return pa.table([_from_text(c, t, n, where, lambda r: f"line {r + first_line}")
                      for c, n, t in zip(columns, names, types)], names=list(names))
+
+
+def _read_escaped_text(raw: bytes, options, names, types, where, path) -> pa.Table:
+    """Postgres' text format split in Python (a value holds an escaped delimiter)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ExecutionError(f"{where}: {path} is not UTF-8: {exc}") from None
+    token = re.compile(r"\\.|" + re.escape(options.delimiter), re.S)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    first = 1 if options.header else 0
+    columns = [[] for _ in names]
+    for number, line in enumerate(lines[first:], first + 1):
+        line = line[:-1] if line.endswith("\r") else line
+        fields, at = [], 0
+        for m in token.finditer(line):
+            if m.group(0) == options.delimiter:
+                fields.append(line[at:m.start()])
+                at = m.end()
+        fields.append(line[at:])
+        if len(fields) != len(names):
+            raise ExecutionError(f"{where}: {path}: line {number}: the row has the wrong number of columns "
+                                 f"(expected {len(names)}, got {len(fields)})")
+        for out, field in zip(columns, fields):
+            out.append(None if field == options.null else field)
+    arrays = [_unescape(pa.array(c, pa.string())) for c in columns]
+    return pa.table([_from_text(a, t, n, where, lambda r: f"line {r + first + 1}")
+                     for a, n, t in zip(arrays, names, types)], names=list(names))
 
 
 _UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", "v": "\v"}
@@ -427,7 +462,8 @@ def write_file(table: pa.Table, names, types, path: str, options: CopyOptions, w
 def _write_text(table, names, types, path, options, where) -> None:
     import pyarrow.csv as csv
 
-    columns = [text_column(c, t, where, escape=options.format == "text") for c, t in zip(table.columns, types)]
+    escape = options.format == "text" and (options.delimiter if options.delimiter not in "\t\n\r\\" else True)
+    columns = [text_column(c, t, where, escape=escape) for c, t in zip(table.columns, types)]
     out = pa.table(columns, names=[str(n) for n in names]) if columns else pa.table({})
     if options.format == "csv":
         write = csv.WriteOptions(include_header=options.header, delimiter=options.delimiter,
@@ -446,8 +482,9 @@ def _write_text(table, names, types, path, options, where) -> None:
 _TEXT_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-def text_column(col, dtype: DataType, where: str = "COPY", escape: bool = False):
-    """Postgres' output text of an Arrow column of ``dtype`` (module docstring)."""
+def text_column(col, dtype: DataType, where: str = "COPY", escape=False):
+    """Postgres' output text of an Arrow column of ``dtype`` (module docstring); ``escape``
+    (text format): ``True`` for the backslash escapes, or the delimiter to escape as well."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     kind = dtype.kind
@@ -472,8 +509,9 @@ def text_column(col, dtype: DataType, where: str = "COPY", escape: bool = False)
             out = pc.binary_join_element_wise(out, "+00", "")
     else:
         out = pa.array([None if v is None else _text(v, kind) for v in to_pylist(col, dtype)], pa.string())
-    if escape and kind in (TypeKind.VARCHAR, TypeKind.BYTEA):
-        out = pa.array([None if v is None else v.translate(_TEXT_ESCAPES) for v in out.to_pylist()], pa.string())
+    if escape and pa.types.is_string(out.type):   # text format: backslash escapes, the delimiter too
+        table = _TEXT_ESCAPES if escape is True else {**_TEXT_ESCAPES, ord(escape): "\\" + escape}
+        out = pa.array([None if v is None else v.translate(table) for v in out.to_pylist()], pa.string())
     return out
 
 

@@ -247,7 +247,11 @@ def _create_table_as(db, node, stmt, params, variables) -> Result:
     table = pa.table(list(result.table.columns), names=names) if names else None
     if table is not None and table.num_rows:
         try:
-            db.bulk_load(rel, table)
+            if db.runtime == "in_process":
+                db.bulk_load(rel, table)
+            else:   # the Spark runtime's graph is not stopped and started here: through its source
+                from sql.bulk import insert_arrow
+                insert_arrow(db, rel.name, table, variables)
         except BaseException:
             dropped = db.catalog.copy()
             dropped.remove(name)
