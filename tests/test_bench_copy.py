@@ -19,3 +19,4 @@ def test_quick_run_prints_one_json_line_with_every_figure():
     names = {"copy_in_csv", "copy_in_parquet", "copy_in_csv_mv", "copy_out_csv", "copy_out_parquet"}
     assert set(obj["rows_per_s"]) == names | {f"duckdb_{n}" for n in names - {"copy_in_csv_mv"}}
     assert all(v > 0 for v in obj["rows_per_s"].values())
+    assert set(obj["rows_per_cpu_s"]) == set(obj["rows_per_s"]) and all(v > 0 for v in obj["rows_per_cpu_s"].values())
