@@ -17,7 +17,7 @@ column, and nothing is written. Parquet columns are matched by name (else by pos
 cast; JSON is one object per line, keys naming columns.
 
 Writing the rows: a table nothing reads (no MV, no subscription) whose conflict rule is
-overwrite -- or that is empty -- is loaded by building SSTs directly (``Database.bulk_load``):
+overwrite (or that has no primary key) is loaded by building SSTs directly (``Database.bulk_load``):
 the fast path. Otherwise the rows are written through the table's source like any INSERT
 (``sql.bulk.insert_arrow``), so its MVs see them.
 
@@ -373,7 +373,7 @@ def copy_from(db, stmt, variables) -> int:
         return 0
     progress.total = n
     fast = (not db.catalog.dependents(rel.name) and not db.catalog.subscriptions_of(rel.name)
-            and db.runtime == "in_process" and (rel.conflict == "overwrite" or rel.row_id or _empty(db, rel)))
+            and db.runtime == "in_process" and (rel.conflict == "overwrite" or rel.row_id))
     if fast:
         full = pa.table([table.column(c) if c in cols else pa.nulls(n, arrow_type(t)) for c, t in visible],
                         names=[c for c, _ in visible])
@@ -390,15 +390,6 @@ def copy_from(db, stmt, variables) -> int:
         progress.update(done)
     progress.finish(done, n)
     return n
-
-
-def _empty(db, rel) -> bool:
-    """Whether table ``rel`` holds no committed row (its conflict rule then cannot matter)."""
-    with db.store.snapshot() as snap:
-        prefix = rel.table_id
-        for _ in snap.iter(prefix):
-            return False
-    return True
 
 
 # --- COPY TO --------------------------------------------------------------------------------------

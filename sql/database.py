@@ -578,8 +578,8 @@ class Database:
         """Load ``table`` (a ``pyarrow.Table`` of ``rel``'s visible columns, by name, already
         of their Arrow types) into table ``rel`` as SSTs built directly -- no stream graph --
         committed in one delta (docs/sql.md "COPY"). The caller checked that nothing reads
-        ``rel`` (no MV, no subscription) and that its conflict rule is overwrite (or it is
-        empty): a repeated pk keeps the last row, and a row whose pk the table holds replaces
+        ``rel`` (no MV, no subscription) and that its conflict rule is overwrite (or it has
+        no primary key): a repeated pk keeps the last row, and a row whose pk the table holds replaces
         it, as the table's Materialize would. Takes turns with the graph like DDL: flush, stop
         it, commit the load at an epoch above everything committed, start it again (its
         executors' caches then see the loaded rows). Returns the rows loaded."""

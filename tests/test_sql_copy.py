@@ -351,3 +351,15 @@ def test_text_format_escapes_the_delimiter(conn, tmp_path, delimiter):
     assert f"0\ta\\{delimiter}b\n".replace("\t", delimiter) in path.read_text()   # as Postgres escapes it
     conn.execute(f"COPY dst FROM '{path}' (format text, delimiter '{delimiter}')")
     assert conn.execute("SELECT s FROM dst ORDER BY id").fetchall() == [(v,) for v in values]
+
+
+@pytest.mark.parametrize("conflict, expected", [
+    ("ON CONFLICT DO NOTHING", [(1, 10, "a")]),                     # the first row of a repeated key
+    ("ON CONFLICT DO UPDATE IF NOT NULL", [(1, 11, "a")]),          # later non-NULL values merged in
+])
+def test_repeated_keys_in_a_file_follow_the_tables_conflict_rule(conn, tmp_path, conflict, expected):
+    path = tmp_path / "in.csv"
+    path.write_text("1,10,a\n1,11,\n")
+    conn.execute(f"CREATE TABLE t (id INT PRIMARY KEY, n INT, s VARCHAR) {conflict}")
+    conn.execute(f"COPY t FROM '{path}' (format csv)")
+    assert conn.execute("SELECT * FROM t").fetchall() == expected
