@@ -148,17 +148,21 @@ class GraphBuilder:
         [head] = self.rt.exchange([self.actors[relation.name]], 1, "simple")
         if not backfill:
             return head
-        on_rows = None
-        if self.progress is not None:
-            from sql.copy import Progress
-            tracker = Progress("BACKFILL", relation.name, self.progress)
+        return Backfill(head, relation.desc, self.store, on_rows=self._backfill_progress(relation.name))
 
-            def on_rows(done: int, finished: bool) -> None:
-                if finished:
-                    tracker.finish(done, done)
-                else:
-                    tracker.update(done)
-        return Backfill(head, relation.desc, self.store, on_rows=on_rows)
+    def _backfill_progress(self, name: str):
+        """``on_rows`` of a Backfill reading ``name``: reports to ``self.progress`` (or None)."""
+        if self.progress is None:
+            return None
+        from sql.copy import Progress
+        tracker = Progress("BACKFILL", name, self.progress)
+
+        def on_rows(done: int, finished: bool) -> None:
+            if finished:
+                tracker.finish(done, done)
+            else:
+                tracker.update(done)
+        return on_rows
 
 
 def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):

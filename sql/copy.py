@@ -24,7 +24,8 @@ the fast path. Otherwise the rows are written through the table's source like an
 Writing files: the rows of the query run as a batch SELECT at the committed epoch; CSV/text
 values are Postgres' output text (``t``/``f``, ``Infinity``, ``\\x`` hex for BYTEA, intervals as
 Postgres prints them), so COPY TO then COPY FROM gives the same values; Parquet keeps the Arrow
-types of ``relational.arrow`` (INTERVAL as its text: Parquet writers take no Arrow interval); JSON writes numbers and booleans as JSON, the rest as text.
+types of ``relational.arrow`` (INTERVAL as its text: Parquet writers take no Arrow interval);
+JSON writes numbers and booleans as JSON, the rest as text.
 
 Callers: :mod:`sql.statements` (dispatch), the binder's table functions (:func:`read_file`).
 """

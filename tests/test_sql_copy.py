@@ -10,7 +10,6 @@ nothing written then; column lists, options, conflicts and hidden row ids.
 
 import datetime
 import decimal
-import os
 
 import numpy as np
 import pytest
@@ -35,8 +34,8 @@ ROWS = [
      datetime.datetime(2000, 6, 1, 12, 0, 0, 1, tzinfo=UTC), Interval(-1, -2, -3)),
     (3, None, None, None, None, None, None, None, None, None, None, None, None, None, None),
     (4, True, 0, 0, 0, decimal.Decimal("NaN"), float("-inf"), 1e300, "NULL", b"\\N", datetime.date(9999, 12, 31),
-     datetime.time(12, 30, 0, 500), datetime.datetime(2020, 2, 29, 0, 0, 0, 1), datetime.datetime(1970, 1, 1, tzinfo=UTC),
-     Interval(0, 0, 0)),
+     datetime.time(12, 30, 0, 500), datetime.datetime(2020, 2, 29, 0, 0, 0, 1),
+     datetime.datetime(1970, 1, 1, tzinfo=UTC), Interval(0, 0, 0)),
     (5, False, 7, 7, 7, decimal.Decimal("7"), 3.4028234663852886e38, 5e-324, " padded ", b"x",
      datetime.date(2000, 1, 1), datetime.time(1, 2, 3), datetime.datetime(2000, 1, 1, 0, 0, 0, 10),
      datetime.datetime(2038, 1, 19, 3, 14, 8, tzinfo=UTC), Interval(1, 0, 0)),
