@@ -184,11 +184,17 @@ def open_pinned(store, options: StorageOptions, read_only: bool, lease) -> Manif
 
 def refresh_pinned(manifest: Manifest, lease, oldest_pinned) -> object:
     """A reader's refresh: reload, then publish the lease naming ``oldest_pinned(new id)``
-    within half the lease time of starting, or reload again (leases.py)."""
+    within half the lease time of starting, or reload again (leases.py). When the lease names
+    that version already (nothing new was committed), it is not stored again: its renewal
+    thread keeps it alive, and no version it does not protect is being read -- so a refresh
+    per SQL statement costs a manifest read, not an upload."""
     for _ in range(PIN_ATTEMPTS):
         started = time.monotonic()
         version = manifest.refresh()
-        lease.publish(oldest_pinned(version.id))
+        oldest = oldest_pinned(version.id)
+        if oldest == lease.version_id:
+            return version
+        lease.publish(oldest)
         if time.monotonic() - started <= lease.ttl_s / 2:
             return version
     raise ObjectStoreError(f"could not pin a version: refreshing and publishing the reader lease "

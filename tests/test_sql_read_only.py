@@ -177,3 +177,21 @@ def test_bad_arguments_are_refused(tmp_path):
         sql.connect(":memory:", read_only=True)
     with pytest.raises(InvalidArgumentError, match="pinned=True needs read_only=True"):
         sql.connect(str(tmp_path / "x"), pinned=True)
+
+
+def test_a_statement_without_new_commits_does_not_rewrite_the_lease(db_url, monkeypatch):
+    """Each statement refreshes; only a refresh that moves to another version stores the lease
+    again (hummock/read_side.py ``refresh_pinned``): a reader's queries cost no upload."""
+    with sql.connect(db_url, read_only=True) as r:
+        lease = r.db.store._lease
+        published = []
+        real = lease.publish
+        monkeypatch.setattr(lease, "publish", lambda v: (published.append(v), real(v)))
+        for _ in range(5):
+            assert r.execute("SELECT n FROM m").fetchall() == [(2,)]
+        assert published == []
+        with sql.connect(db_url, implicit_flush=True) as w:   # a new version: published once
+            w.execute("INSERT INTO t VALUES (3, 'z')")
+            for _ in range(3):
+                assert r.execute("SELECT n FROM m").fetchall() == [(3,)]
+        assert published and published[-1] == r.db.store.version().id
