@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hummock import _twins
 from relational.errors import SchemaError, TypeMismatchError, ValueOutOfRangeError
@@ -133,9 +134,59 @@ def decodes_exactly(dtype: DataType) -> bool:
     return isinstance(dtype, DataType) and dtype.kind in _EXACT
 
 
+# the temporal kinds whose key is an integer's key (section 1 of docs/format.md): DATE an INT of
+# days since 1970-01-01, TIME / TIMESTAMP / TIMESTAMPTZ a BIGINT of microseconds; with the
+# range a Python value of the kind can hold (the per-row path refuses what is outside it)
+_DATETIME_MIN_US = -62_135_596_800_000_000    # 0001-01-01 00:00:00
+_DATETIME_MAX_US = 253_402_300_799_999_999    # 9999-12-31 23:59:59.999999
+_TEMPORAL = {
+    TypeKind.DATE: (TypeKind.INT, pa.int32(), -719_162, 2_932_896),
+    TypeKind.TIME: (TypeKind.BIGINT, pa.int64(), 0, 86_400_000_000 - 1),
+    TypeKind.TIMESTAMP: (TypeKind.BIGINT, pa.int64(), _DATETIME_MIN_US, _DATETIME_MAX_US),
+    TypeKind.TIMESTAMPTZ: (TypeKind.BIGINT, pa.int64(), _DATETIME_MIN_US, _DATETIME_MAX_US),
+}
+_TEMPORAL_ARROW = {TypeKind.DATE: pa.date32(), TypeKind.TIME: pa.time64("us"),
+                   TypeKind.TIMESTAMP: pa.timestamp("us"), TypeKind.TIMESTAMPTZ: pa.timestamp("us", tz="UTC")}
+
+
 def vectorizable(dtype: DataType) -> bool:
     """True when :func:`encode_columns` encodes columns of this type without per-row Python work."""
-    return dtype.kind in _FIXED
+    return dtype.kind in _FIXED or dtype.kind in _TEMPORAL
+
+
+def _temporal_as_integers(column, kind: TypeKind):
+    """``(Arrow integer array, integer kind)`` of a DATE/TIME/TIMESTAMP[TZ] column (an Arrow
+    array of the kind's type or another unit of it, a numpy datetime64 array, or a sequence of
+    Python values) whose memcomparable key equals the column's; values outside the range a
+    Python value of the kind holds raise :class:`ValueOutOfRangeError`."""
+    int_kind, int_type, lo, hi = _TEMPORAL[kind]
+    target = _TEMPORAL_ARROW[kind]
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if isinstance(column, np.ndarray):
+        if not np.issubdtype(column.dtype, np.datetime64) or kind in (TypeKind.DATE, TypeKind.TIME):
+            raise TypeMismatchError(f"{kind.name} column needs {target} values, got numpy {column.dtype}")
+        column = pa.array(column.astype("datetime64[us]"))
+    elif not isinstance(column, pa.Array):   # Python values: converted as every chunk's are
+        from relational.arrow import to_arrow
+
+        column = to_arrow(list(column), DataType(kind))
+    same_family = ((kind == TypeKind.DATE and pa.types.is_date(column.type))
+                   or (kind == TypeKind.TIME and pa.types.is_time(column.type))
+                   or (kind in (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ) and pa.types.is_timestamp(column.type)))
+    if not same_family:
+        raise TypeMismatchError(f"{kind.name} column needs {target} values, got {column.type}")
+    if kind == TypeKind.TIMESTAMPTZ or column.type != target:
+        try:   # another unit (exact only); a zone is only a label: the values are UTC instants
+            column = column.cast(pa.timestamp("us", tz="UTC") if kind == TypeKind.TIMESTAMPTZ else target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValueOutOfRangeError(f"{kind.name} column does not fit microseconds: {exc}") from None
+    integers = column.view(int_type)
+    if len(integers) - integers.null_count:
+        bounds = pc.min_max(integers)
+        if bounds["min"].as_py() < lo or bounds["max"].as_py() > hi:
+            raise ValueOutOfRangeError(f"{kind.name} out of range in column")
+    return integers, int_kind
 
 
 def _values_and_nulls(column, kind: TypeKind):
@@ -198,6 +249,8 @@ def fixed_matrix(column, dtype: DataType, order):
     "bytes kept" mask: None when no value is NULL (row ``i`` is then ``encode_row([column[i]],
     [dtype], [order])``), else a bool matrix of the same shape (a NULL keeps its tag byte only)."""
     kind = dtype.kind
+    if kind in _TEMPORAL:
+        column, kind = _temporal_as_integers(column, kind)
     np_type, be_type, width = _FIXED[kind]
     values, nulls = _values_and_nulls(column, kind)
     n = len(values)
@@ -234,8 +287,8 @@ def encode_columns(columns, types, orders=None, prefix=None) -> pa.BinaryArray:
     """Encode whole columns at once: element ``i`` of the result equals
     ``(prefix[i] if prefix else b"") + encode_row([c[i] for c in columns], types, orders)``.
 
-    REQUIRES: every type is :func:`vectorizable` (BOOLEAN, SMALLINT, INT, BIGINT, REAL, DOUBLE)
-    and all columns have the same length. ``columns`` are pyarrow arrays (NULLs allowed), numpy
+    REQUIRES: every type is :func:`vectorizable` (BOOLEAN, SMALLINT, INT, BIGINT, REAL, DOUBLE,
+    DATE, TIME, TIMESTAMP, TIMESTAMPTZ) and all columns have the same length. ``columns`` are pyarrow arrays (NULLs allowed), numpy
     arrays or sequences. ``prefix``, if given, is an ``(n, k)`` uint8 array prepended to each
     key (the relational layer passes vnodes). Raises :class:`TypeMismatchError`,
     :class:`ValueOutOfRangeError` or :class:`SchemaError` as the per-row path would.

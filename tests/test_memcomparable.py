@@ -370,6 +370,49 @@ def test_encode_columns_matches_rows(data):
     assert got == expected
 
 
+TEMPORAL_TYPES = [T.DATE, T.TIME, T.TIMESTAMP, T.TIMESTAMPTZ]
+
+
+@given(st.data())
+def test_encode_columns_of_temporal_types_matches_rows(data):
+    """DATE/TIME/TIMESTAMP[TZ] columns are encoded as their integers (days, microseconds):
+    the same bytes as the per-row path, from Arrow arrays (also sliced, also of another unit),
+    numpy datetime64 arrays and Python values, NULLs and both orders included."""
+    from relational.arrow import to_arrow
+
+    types = data.draw(st.lists(st.sampled_from(TEMPORAL_TYPES + [T.BIGINT]), min_size=1, max_size=3))
+    orders = data.draw(st.lists(ORDERS, min_size=len(types), max_size=len(types)))
+    n = data.draw(st.integers(0, 20))
+    table = [data.draw(st.lists(values(t), min_size=n, max_size=n)) for t in types]
+    expected = [mc.encode_row(tuple(col[i] for col in table), types, orders) for i in range(n)]
+    cut = data.draw(st.integers(0, 2))
+    arrow = [pa.concat_arrays([to_arrow(col[:1] * cut, t), to_arrow(col, t)]).slice(cut) for col, t in zip(table, types)]
+    assert mc.encode_columns(arrow, types, orders).to_pylist() == expected
+    python = [col if t.kind != TypeKind.BIGINT else a for col, t, a in zip(table, types, arrow)]
+    assert mc.encode_columns(python, types, orders).to_pylist() == expected
+    if all(t.kind == TypeKind.TIMESTAMP for t in types) and all(v is not None for col in table for v in col):
+        as_numpy = [np.array(col, dtype="datetime64[us]") for col in table]
+        assert mc.encode_columns(as_numpy, types, orders).to_pylist() == expected
+        in_ns = [c.cast(pa.timestamp("ns"), safe=False) for c in arrow]
+        if all(c.cast(pa.timestamp("us")).equals(a) for c, a in zip(in_ns, arrow)):
+            assert mc.encode_columns(in_ns, types, orders).to_pylist() == expected
+
+
+def test_temporal_columns_outside_python_ranges_and_of_wrong_types_are_refused():
+    with pytest.raises(ValueOutOfRangeError, match="TIMESTAMP out of range"):
+        mc.encode_columns([pa.array([0, 300_000_000_000_000_000], pa.int64()).view(pa.timestamp("us"))], [T.TIMESTAMP])
+    with pytest.raises(ValueOutOfRangeError, match="DATE out of range"):
+        mc.encode_columns([pa.array([3_000_000], pa.int32()).view(pa.date32())], [T.DATE])
+    with pytest.raises(ValueOutOfRangeError, match="TIME out of range"):
+        mc.encode_columns([pa.array([86_400_000_000], pa.int64()).view(pa.time64("us"))], [T.TIME])
+    with pytest.raises(ValueOutOfRangeError, match="microseconds"):
+        mc.encode_columns([pa.array([1], pa.int64()).view(pa.timestamp("ns"))], [T.TIMESTAMP])
+    with pytest.raises(TypeMismatchError):
+        mc.encode_columns([pa.array([1], pa.int64())], [T.TIMESTAMP])
+    with pytest.raises(TypeMismatchError):
+        mc.encode_columns([np.array([1, 2])], [T.TIMESTAMP])
+
+
 def test_encode_columns_from_numpy_and_errors():
     col = np.arange(-5, 5, dtype=np.int64)
     assert mc.encode_columns([col], [T.BIGINT]).to_pylist() == mc.encode_rows([(int(x),) for x in col], [T.BIGINT])
