@@ -12,7 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sql
+from relational.memcomparable import OrderType
+from relational.types import DataType as T
+from sql.plan import nodes as P
 from sql.plan.key_range import key_ranges
+from stream.expr import And, Cmp, Col, Lit
 
 KEYS_A = range(-3, 4)
 WORDS = ["", "a", "ab", "b", "ba", "zz"]
@@ -168,3 +172,87 @@ def test_update_and_delete_by_key_change_the_same_rows(orders):
     assert orders.execute("SELECT count(*) FROM o WHERE cust = 5").fetchall() == [(37,)]
     with key_ranges(False):
         assert orders.execute("SELECT count(*) FROM o").fetchall() == [(294,)]
+
+
+# --- below SQL: growing batches, DESC keys, distribution keys ------------------------------------
+
+def _state_rows(store, orders, dist):
+    """A table (g INT, id BIGINT, s VARCHAR) with pk (g, id) in ``orders``, ``dist`` its
+    distribution key, 200 rows, committed; (TableDesc, epoch)."""
+    from hummock.key import new_epoch
+    from relational.catalog import TableDesc
+    from relational.state_table import StateTable
+    from relational.types import DataType as T
+    schema = [("g", T.INT), ("id", T.BIGINT), ("s", T.VARCHAR)]
+    t = StateTable(store, 7, schema, [0, 1], orders, dist_key_indices=dist or None)
+    e1 = new_epoch()
+    t.init_epoch(e1)
+    for i in range(200):
+        t.insert((i % 4, i, f"s{i}"))
+    t.commit(new_epoch())
+    store.checkpoint(e1)
+    return TableDesc(7, "st", tuple(schema), (0, 1), tuple(orders), tuple(dist)), e1
+
+
+@pytest.fixture
+def store(tmp_path, request):
+    from table_stores import opener
+    s = opener("memory", tmp_path, request)()
+    yield s
+    s.close()
+
+
+def _scan(desc):
+    from types import SimpleNamespace
+    rel = SimpleNamespace(name=desc.name, table_id=desc.table_id, desc=desc, columns=list(desc.columns),
+                          pk_indices=list(desc.pk_indices), n_visible=len(desc.columns), kind="mv")
+    return P.Scan(rel)
+
+
+def _both(plan, store, epoch):
+    """(rows with access paths, rows without, the batch EXPLAIN text)."""
+    from sql.batch.execute import execute
+    from sql.plan.explain import explain_plan
+    got = execute(plan, store, epoch).to_pylist()
+    text = explain_plan(plan, {}, stream=False)
+    with key_ranges(False):
+        want = execute(plan, store, epoch).to_pylist()
+    return got, want, text
+
+
+def test_batch_iter_grow_gives_the_same_rows_in_growing_batches(store):
+    from relational.storage_table import StorageTable
+    desc, e1 = _state_rows(store, [OrderType.ASC, OrderType.ASC], [])
+    table = StorageTable.from_desc(store, desc)
+    grown = list(table.batch_iter(e1, batch_size=600, grow=True))
+    plain = list(table.batch_iter(e1, batch_size=600))
+    assert [b.num_rows for b in grown] == [64, 136] and [b.num_rows for b in plain] == [200]
+    assert [r for b in grown for r in b.to_pylist()] == [r for b in plain for r in b.to_pylist()]
+    assert [b.num_rows for b in table.batch_iter(e1, batch_size=100, grow=True, columns=[])] == [64, 100, 36]
+
+
+@pytest.mark.parametrize("first", [OrderType.ASC, OrderType.DESC, OrderType(True, False)])
+def test_descending_keys_swap_bounds_and_scan_direction(store, first):
+    desc, e1 = _state_rows(store, [first, OrderType.ASC], [])
+    scan = _scan(desc)
+    g, i = Col(0, T.INT), Col(1, T.BIGINT)
+    cond = And(Cmp(">=", g, Lit(1, T.INT)), Cmp("<", g, Lit(3, T.INT)))
+    got, want, text = _both(P.Filter(scan, cond), store, e1)
+    assert got == want and len(got) == 100 and "ranges=[([1, 3))]" in text
+    for d, nf in ((False, False), (True, True), (False, True)):
+        top = P.TopN(P.Filter(scan, Cmp(">", i, Lit(150, T.BIGINT))), [(0, d, nf)], 3, 1)
+        got, want, text = _both(top, store, e1)
+        assert got == want and len(got) == 3, (d, nf)
+        same = OrderType(d, nf) == first
+        inverse = OrderType(d, nf) == OrderType(not first.descending, not first.nulls_first)
+        assert ("early_stop=4" in text) == (same or inverse), (d, nf, text)
+        assert ("reverse" in text) == inverse, (d, nf, text)
+
+
+def test_equality_on_the_distribution_key_reads_only_its_vnode(store):
+    desc, e1 = _state_rows(store, [OrderType.ASC, OrderType.ASC], [1])   # distributed by id, pk (g, id)
+    scan = _scan(desc)
+    got, want, text = _both(P.Filter(scan, Cmp("=", Col(1, T.BIGINT), Lit(57, T.BIGINT))), store, e1)
+    assert got == want == [{"c0": 1, "c1": 57, "c2": "s57"}]
+    from relational.vnode import compute_vnode
+    assert f"vnode={compute_vnode([57], [T.BIGINT])}" in text

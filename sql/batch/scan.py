@@ -7,6 +7,9 @@ prefixes and bound (``StorageTable.batch_iter``; one vnode when the range pins i
 :func:`scan_batches` yields the same rows in key order (descending with ``scan.reverse``) in
 batches of growing size, for a consumer that stops early (a TopN with ``early_stop``).
 
+Only the columns ``scan.columns`` (when set: :func:`sql.plan.key_range.plan_batch` prunes
+the others) are decoded; the rest are all-NULL placeholders of the right type.
+
 Invariants: the rows are those of the plain full scan that the range may hold, in pk order; a
 table built here has columns ``c0..`` typed ``arrow_type(scan.types[i])`` (what every batch
 node returns). Callers: :mod:`sql.batch.execute`.
@@ -65,15 +68,32 @@ def _range_iters(table, scan, epoch, batch_size, reverse, grow=False):
         points = points[::-1]
     for p in points:
         yield table.batch_iter(epoch, pk_prefix=p, start=start, end=end, start_inclusive=s_inc,
+                               columns=getattr(scan, "columns", None),
                                end_inclusive=e_inc, batch_size=batch_size, reverse=reverse, grow=grow)
+
+
+def _widened(scan, columns: list) -> list:
+    """The arrays of ``scan.columns`` (read) widened to every column: NULLs in the others."""
+    wanted = getattr(scan, "columns", None)
+    if wanted is None:
+        return columns
+    n = len(columns[0]) if columns else 0
+    out = [pa.nulls(n, arrow_type(t)) for t in scan.types]
+    for i, c in zip(wanted, columns):
+        out[i] = c
+    return out
 
 
 def scan_table(store, scan, epoch: int) -> pa.Table:
     """Every row ``scan`` reads at ``epoch`` (module docstring), in key order."""
     rng = getattr(scan, "key_range", None)
     table = _storage(store, scan)
+    wanted = getattr(scan, "columns", None)
     if rng is None:
-        return plan_table(_flat(table.to_arrow(epoch)), scan.types)
+        if wanted == []:   # no column read (count(*)): the row count alone
+            n = sum(b.num_rows for b in table.batch_iter(epoch, columns=[], batch_size=MAX_BATCH))
+            return plan_table([pa.nulls(n, arrow_type(t)) for t in scan.types], scan.types)
+        return plan_table(_widened(scan, _flat(table.to_arrow(epoch, columns=wanted))), scan.types)
     if rng.empty:
         return _empty(scan)
     if rng.is_point():
@@ -83,9 +103,12 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
         from sql.batch.execute import to_arrow_values
         return plan_table([to_arrow_values([r[i] for r in rows], t) for i, t in enumerate(scan.types)], scan.types)
     batches = [b for it in _range_iters(table, scan, epoch, MAX_BATCH, False) for b in it]
-    if not batches:
+    if not batches or not sum(b.num_rows for b in batches):
         return _empty(scan)
-    return plan_table(_flat(pa.Table.from_batches(batches)), scan.types)
+    if wanted == []:
+        n = sum(b.num_rows for b in batches)
+        return plan_table([pa.nulls(n, arrow_type(t)) for t in scan.types], scan.types)
+    return plan_table(_widened(scan, _flat(pa.Table.from_batches(batches))), scan.types)
 
 
 def scan_batches(store, scan, epoch: int):
@@ -98,14 +121,16 @@ def scan_batches(store, scan, epoch: int):
             yield t
         return
     table = _storage(store, scan)
+    wanted = getattr(scan, "columns", None)
     reverse = getattr(scan, "reverse", False)
     if rng is None:
-        iters = [table.batch_iter(epoch, batch_size=MAX_BATCH, reverse=reverse, grow=True)]
+        iters = [table.batch_iter(epoch, batch_size=MAX_BATCH, reverse=reverse, grow=True, columns=wanted)]
     else:
         iters = _range_iters(table, scan, epoch, MAX_BATCH, reverse, grow=True)
     for it in iters:
         try:
             for b in it:
-                yield plan_table(b.columns, scan.types)
+                yield plan_table(_widened(scan, b.columns) if wanted != [] else
+                                 [pa.nulls(b.num_rows, arrow_type(t)) for t in scan.types], scan.types)
         finally:
             it.close()   # a reader that stopped early releases the snapshot now

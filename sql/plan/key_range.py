@@ -14,6 +14,8 @@ order carry ``top.early_stop`` (the rows to read before the answer is known):
   rows tied with the last of them on the order columns; the TopN then runs over those rows as
   usual (so ties, WITH TIES and the stream-key tie-break stay exact).
 
+- a Project over Filter*(Scan) reads only the columns it and the Filters use (``scan.columns``).
+
 Invariants: a key range is a superset of the rows the conjuncts accept -- the Filter stays
 above the Scan and decides (so NULLs, ``= NULL``, three-valued logic and errors are the
 Filter's, as before). Only columns whose memcomparable order is the comparison order take
@@ -37,7 +39,8 @@ from decimal import Decimal
 
 from relational.memcomparable import OrderType
 from relational.types import TypeKind
-from stream.expr import And, Cmp, Col, Lit, Or
+from relational.arrow import to_pylist
+from stream.expr import And, Arith, Cast, Cmp, Col, Lit, Negate, Or, raising_errors
 
 from sql.plan import nodes as P
 
@@ -131,7 +134,24 @@ def _rewrite(node: P.Node) -> P.Node:
     node = _with_inputs(node, [_rewrite(i) for i in node.inputs])
     if isinstance(node, P.TopN):
         return _early_stop(node) or node
+    if isinstance(node, P.Project):
+        return _pruned(node)
     return node
+
+
+def _pruned(project: P.Project) -> P.Node:
+    """``project`` over Filter*(Scan) with the Scan reading only the columns the chain uses
+    (``scan.columns``; the others are all-NULL placeholders nobody reads)."""
+    refs, node = set(), project
+    for e in project.exprs:
+        refs |= e.column_refs()
+    node = project.input
+    while isinstance(node, P.Filter):
+        refs |= node.condition.column_refs()
+        node = node.input
+    if not isinstance(node, P.Scan) or len(refs) >= len(node.types) or getattr(node, "columns", None) is not None:
+        return project
+    return _replace_scan(project, _clone(node, columns=sorted(refs)))
 
 
 def _filter_chain(node):
@@ -201,11 +221,34 @@ def _clamped(bounds, bits):
     return out
 
 
+def _constant(e):
+    """``e`` as a Lit when it is built of literals by arithmetic, casts and negation (folded:
+    ``k + 999``), else None; a fold that fails (overflow, division by zero) is None too, and
+    the Filter raises the error as before."""
+    if isinstance(e, Lit):
+        return e
+    if not isinstance(e, (Arith, Cast, Negate)) or e.column_refs():
+        return None
+    if not all(_constant(c) is not None for c in e.children()):
+        return None
+    try:
+        with raising_errors():
+            out = e.eval([], 1)
+        value = to_pylist(out, e.data_type)[0]
+        return Lit(value, e.data_type)
+    except Exception:   # noqa: BLE001 -- any failure: no range, the Filter decides
+        return None
+
+
 def _column_cmp(e, pk_pos, types):
     """``(pk position, [(op, value)])`` of a comparison of a pk column with a literal, or None."""
     if not isinstance(e, Cmp) or e.op not in _FLIP:
         return None
     left, right, op = e.left, e.right, e.op
+    if not isinstance(left, Col):
+        left = _constant(left) or left
+    if not isinstance(right, Col):
+        right = _constant(right) or right
     if isinstance(left, Lit) and isinstance(right, Col):
         left, right, op = right, left, _FLIP[op]
     if not (isinstance(left, Col) and isinstance(right, Lit)) or left.index not in pk_pos:
