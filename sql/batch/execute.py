@@ -22,8 +22,10 @@ Callers: :mod:`sql.statements` (SELECT, INSERT ... SELECT).
 
 from __future__ import annotations
 
+import contextvars
 import functools
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,11 +39,15 @@ from stream.expr import Cmp, Col, Lit, raising_errors
 
 from sql.errors import ExecutionError
 
+from sql.batch import vector
 from sql.batch.scan import scan_batches, scan_table
 from sql.bind.time_travel import pin_scans
 from sql.plan import nodes as P
 from sql.plan import time_window
 from sql.plan.key_range import plan_batch
+
+
+VECTORIZED = contextvars.ContextVar("batch_vectorized", default=True)   # off: every operator on Python rows
 
 
 def execute(plan: P.Node, store, epoch: int) -> pa.Table:
@@ -157,6 +163,10 @@ class _Exec:
 
     def _agg(self, plan: P.Agg):
         t = self.run(plan.input)
+        if VECTORIZED.get():
+            cols = vector.aggregate(plan, t)
+            if cols is not None:
+                return _table(cols, plan)
         schema = Schema(list(zip(plan.input.names, plan.input.types)))
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
         groups: dict = {}
@@ -187,6 +197,9 @@ class _Exec:
 
     def _join(self, plan: P.Join):
         left, right = self.run(plan.left), self.run(plan.right)
+        pairs = vector.join_pairs(plan, left, right) if VECTORIZED.get() else None
+        if pairs is not None:
+            return self._join_vector(plan, left, right, *pairs)
         lrows = _py_rows(left, plan.left.types) if left.num_columns else []
         rrows = _py_rows(right, plan.right.types) if right.num_columns else []
         lw, rw = len(plan.left.types), len(plan.right.types)
@@ -216,6 +229,32 @@ class _Exec:
             matched = {j for _, j in pairs}
             out += [(None,) * lw + rrows[j] for j in range(len(rrows)) if j not in matched]
         return _rows_table(out, plan)
+
+    def _join_vector(self, plan: P.Join, left, right, li, ri):
+        """The row path's output from the matching pairs (``vector.join_pairs``): pairs in
+        (left, right) order, then unmatched left rows, then unmatched right rows."""
+        lcols, rcols = self._columns(left), self._columns(right)
+        if plan.condition is not None and len(li):
+            cand = [c.take(li) for c in lcols] + [c.take(ri) for c in rcols]
+            ok = pc.fill_null(plan.condition.eval(cand, len(li)), False).to_numpy(zero_copy_only=False)
+            li, ri = li[ok], ri[ok]
+        matched = np.zeros(left.num_rows, dtype=bool)
+        matched[li] = True
+        if plan.kind in ("semi", "anti"):
+            keep = matched if plan.kind == "semi" else ~matched
+            return _table([c.filter(pa.array(keep)) for c in lcols], plan)
+        parts = [[c.take(li) for c in lcols] + [c.take(ri) for c in rcols]]
+        if plan.kind in ("left", "full"):
+            lo = np.flatnonzero(~matched)
+            parts.append([c.take(lo) for c in lcols] + [pa.nulls(len(lo), c.type) for c in rcols])
+        if plan.kind in ("right", "full"):
+            rmatched = np.zeros(right.num_rows, dtype=bool)
+            rmatched[ri] = True
+            ro = np.flatnonzero(~rmatched)
+            parts.append([pa.nulls(len(ro), c.type) for c in lcols] + [c.take(ro) for c in rcols])
+        if len(parts) == 1:
+            return _table(parts[0], plan)
+        return _table([pa.concat_arrays([p[i] for p in parts]) for i in range(len(plan.types))], plan)
 
     def _tumblewindow(self, plan):
         return _table(time_window.run_batch(plan, self.run(plan.input)), plan)
@@ -252,6 +291,10 @@ class _Exec:
 
     def _sort(self, plan: P.Sort):
         t = self.run(plan.input)
+        idx = vector.sort_indices(self._columns(t), plan.input.types, plan.keys) \
+            if VECTORIZED.get() and t.num_rows > 1 and t.num_columns else None
+        if idx is not None:
+            return _table([c.take(idx) for c in self._columns(t)], plan)
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
 
         def cmp(a, b):
@@ -272,6 +315,12 @@ class _Exec:
 
     def _topn(self, plan: P.TopN):
         t = self._early_input(plan) if getattr(plan, "early_stop", None) is not None else self.run(plan.input)
+        idx = vector.top_n_indices(plan, t) if VECTORIZED.get() and t.num_columns else None
+        if idx is not None:
+            cols = [c.take(idx) for c in self._columns(t)]
+            if plan.rank:
+                cols.append(pa.array(np.arange(plan.offset + 1, plan.offset + 1 + len(idx), dtype=np.int64)))
+            return _table(cols, plan)
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
         out = []
         for members in _ranked_groups(rows, plan.input, plan.group, plan.order):
