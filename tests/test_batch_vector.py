@@ -140,3 +140,13 @@ def test_null_keys_never_join(db):
     q = "SELECT a.k, b.k FROM t a LEFT JOIN t b ON a.g = b.g AND b.k > a.k ORDER BY 1, 2"
     assert db.execute(q).fetchall()[-3:] == [(4, None), (5, None), (6, None)]
 
+
+def test_count_over_rows_without_columns_counts_them():
+    """A projection to no column (count(*) over a FROM-less select) kept no rows: count was 0."""
+    with sql.connect(":memory:") as conn:
+        for on in (True, False):
+            with vectorized(on):
+                assert conn.execute("SELECT count(*) FROM (SELECT 1) x").fetchall() == [(1,)]
+                assert conn.execute("SELECT count(*) FROM (SELECT 1 WHERE false) x").fetchall() == [(0,)]
+                assert conn.execute("SELECT count(*), sum(1) FROM (SELECT 1 UNION ALL SELECT 2) x").fetchall() == \
+                    [(2, 2)]

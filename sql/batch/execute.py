@@ -159,6 +159,8 @@ class _Exec:
     def _project(self, plan: P.Project):
         t = self.run(plan.input)
         cols = self._columns(t)
+        if not plan.types:   # no column left (count(*) over a FROM-less select): keep the row count
+            return pa.table({"_": pa.nulls(t.num_rows)})
         return _table([e.eval(cols, t.num_rows) for e in plan.exprs], plan)
 
     def _agg(self, plan: P.Agg):
@@ -400,5 +402,7 @@ def _slots(call, vals) -> list:
 
 
 def _py_rows(t: pa.Table, types) -> list:
+    if not types:   # rows without columns (a placeholder column keeps their count)
+        return [()] * t.num_rows
     cols = [from_arrow_values(c, dt) for c, dt in zip(t.columns, types)]
     return list(zip(*cols))
