@@ -15,7 +15,10 @@ works). It writes ``--out`` (default ``bench/report.md``) with one section per w
   ``report-nexmark.png``;
 - **Nexmark on the Spark runtime** (``bench.spark_stream``: ``{"bench": "spark_stream", "events_per_s":
   {runtime: {query: ...}}, "by_batch": {...}, "checked": ...}``; not run by ``--run``: it takes
-  minutes, read its saved line with ``--from``), chart ``report-spark-stream.png``.
+  minutes, read its saved line with ``--from``), chart ``report-spark-stream.png``;
+- **Batch queries vs DuckDB** (``bench.batch``: ``{"bench": "batch", "rows": N, "checked": ...,
+  "results": [{query, hummock_ms, duckdb_ms, ratio, equal}]}``; read with ``--from``), chart
+  ``report-batch.png``.
 
 Charts are PNGs drawn by matplotlib (``pip install -e '.[report]'``); without it the same bar
 charts are written as small SVGs by hand, and the report says so. The last JSON line of a kind wins. Callers: users, ``hummock bench report``, tests.
@@ -172,8 +175,28 @@ def spark_stream_section(data) -> tuple:
     return lines, chart
 
 
+def batch_section(data) -> tuple:
+    obj = data.get("batch")
+    if obj is None or not obj.get("results"):
+        return [], None
+    rows = obj["results"]
+    lines = ["## Batch queries: Hummock SQL vs DuckDB over Parquet", "",
+             f"{obj.get('rows', 0):,}-row `orders` (and 100k `customers`) after `compact_all`; DuckDB reads the same "
+             "rows from Parquet in the same run (`python -m bench.batch`); median ms, ratio = DuckDB ms / Hummock ms; "
+             f"answers **{'all equal' if obj.get('checked') else 'NOT all equal'}**.", ""]
+    lines += _table(["query", "hummock ms", "duckdb ms", "ratio"],
+                    [(r["query"], _num(r["hummock_ms"], 1), _num(r.get("duckdb_ms"), 1) or "-",
+                      _num(r.get("ratio"), 2) or "-") for r in rows])
+    both = [r for r in rows if r.get("duckdb_ms")]
+    chart = {"title": f"Batch queries, ms at {obj.get('rows', 0):,} rows (log scale)",
+             "labels": [r["query"] for r in both],
+             "series": {"hummock": [r["hummock_ms"] for r in both], "duckdb": [r["duckdb_ms"] for r in both]},
+             "log": True}
+    return lines, chart
+
+
 SECTIONS = (("kv", kv_section), ("compaction", compaction_section), ("nexmark", nexmark_section),
-            ("spark-stream", spark_stream_section))
+            ("spark-stream", spark_stream_section), ("batch", batch_section))
 
 
 def draw(chart: dict, path: pathlib.Path) -> None:
