@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
@@ -63,8 +64,8 @@ from sql.spark_pipeline import exchange
 from sql.spark_pipeline import pickling  # noqa: F401  (plans hold interval literals)
 from sql.spark_pipeline.fragments import plan_pipeline
 from sql.spark_pipeline.task import (DRIVER_GENERATOR, EPOCH_STEP, KIND_META, RECORD_DDL, BatchContext,
-                                     batch_records, blobs, fill_row_ids, read_meta, record_batch, run_stage_task,
-                                     table_chunks)
+                                     batch_records, blob_chunks, blobs, encode_chunk, fill_row_ids, read_meta,
+                                     record_batch, run_stage_task, table_chunks)
 
 log = logging.getLogger("sql.spark_pipeline")
 
@@ -73,6 +74,7 @@ log = logging.getLogger("sql.spark_pipeline")
 PIPELINE_KILL_POINTS = ("pipeline.before_commit", "pipeline.after_commit")
 
 DEFAULT_ATTEMPTS = 4          # Spark's spark.task.maxFailures default
+ROUTE_THREADS = 4             # threads encoding and writing the driver's routed chunks
 DEFAULT_IDS_PER_TASK = 256
 
 
@@ -322,8 +324,7 @@ class SparkRuntime:
             ctx = BatchContext(self._store_description, self.store.options, version, committed, epoch, n,
                                ids.start, self.ids_per_task, self.attempts, self.backfill,
                                self._backfill_edges(), self.inline_bytes)
-            records = list(exchange.spill(self._route_on_driver(pending, epoch, stats), self.store.object_store,
-                                          epoch, "d", self.inline_bytes))
+            records = self._route_on_driver(pending, epoch, stats)
             inputs = []   # (the edges its records may carry, DataFrame of records)
             sources = frozenset(plan.source_edges.values())
             if records:
@@ -437,17 +438,29 @@ class SparkRuntime:
         return out
 
     def _route_on_driver(self, pending, epoch: int, stats) -> list:
-        """Stage 0 for queued SQL writes: row ids, then ``("b", partition, edge, payload)``."""
+        """Stage 0 for queued SQL writes: row ids, then ``("b"|"r", partition, edge, payload)``
+        records; the chunks are encoded (LZ4 releases the GIL) and written as exchange files by
+        a few threads (the Spark tasks are not running yet: the cores are free)."""
         by_table: dict = {}
         for rel, chunk, _ in pending:
             by_table.setdefault(rel.name, (rel, []))[1].append(chunk)
-        records = []
+        parts = []
+        began = time.perf_counter()
         for name, (rel, chunks) in by_table.items():
             chunks = fill_row_ids(rel, chunks, DRIVER_GENERATOR, epoch)
             stats.rows_in += sum(c.cardinality for c in chunks)
             edge = self.plan.edges[self.plan.source_edges[name]]
-            records += list(blobs(chunks, edge.dist, self.partitions, edge.id))
-        return records
+            parts += list(blob_chunks(chunks, edge.dist, self.partitions, edge.id))
+        stats.seconds["route_split"] = round(time.perf_counter() - began, 4)
+
+        def encoded(part):
+            p, edge_id, chunk = part
+            return next(exchange.spill([("b", p, edge_id, encode_chunk(chunk))], self.store.object_store, epoch, "d",
+                                       self.inline_bytes))
+        if len(parts) <= 1:
+            return [encoded(part) for part in parts]
+        with ThreadPoolExecutor(max_workers=min(len(parts), ROUTE_THREADS)) as pool:
+            return list(pool.map(encoded, parts))
 
     def _route_frame(self, name: str, frame, ctx: BatchContext, keys: dict):
         """Stage 0 for a DataFrame of table ``name``'s rows: routed by Spark tasks."""

@@ -136,19 +136,26 @@ def route(chunks, dist, partitions: int) -> dict:
 BLOB_ROWS = 32768   # rows per record on the wire: records stay a few MB (Spark holds each in one JVM row)
 
 
-def blobs(chunks, dist, partitions: int, edge_id: int):
-    """``("b", partition, edge id, payload)`` records of ``chunks`` routed by ``dist``, at most
-    about ``BLOB_ROWS`` rows each, in order."""
+def blob_chunks(chunks, dist, partitions: int, edge_id: int):
+    """``(partition, edge id, chunk)`` of ``chunks`` routed by ``dist``, each chunk at most about
+    ``BLOB_ROWS`` rows, in order: what :func:`blobs` encodes."""
     for p, parts in route(chunks, dist, partitions).items():
         group, rows = [], 0
         for part in parts:
             group.append(part)
             rows += len(part)
             if rows >= BLOB_ROWS:
-                yield "b", p, edge_id, encode_chunk(StreamChunk.concat(group) if len(group) > 1 else group[0])
+                yield p, edge_id, StreamChunk.concat(group) if len(group) > 1 else group[0]
                 group, rows = [], 0
         if group:
-            yield "b", p, edge_id, encode_chunk(StreamChunk.concat(group) if len(group) > 1 else group[0])
+            yield p, edge_id, StreamChunk.concat(group) if len(group) > 1 else group[0]
+
+
+def blobs(chunks, dist, partitions: int, edge_id: int):
+    """``("b", partition, edge id, payload)`` records of ``chunks`` routed by ``dist``, at most
+    about ``BLOB_ROWS`` rows each, in order."""
+    for p, edge, chunk in blob_chunks(chunks, dist, partitions, edge_id):
+        yield "b", p, edge, encode_chunk(chunk)
 
 
 # --- a table's input rows: stage 0 ----------------------------------------------------------------
