@@ -134,8 +134,9 @@ class StorageTable:
                 for size in sizes:
                     n, arrays = scan.read(pairs, size)
                     if n:
-                        yield (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
-                               pa.RecordBatch.from_struct_array(pa.array([{}] * n, pa.struct([]))))
+                        yield (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else   # no column: n rows
+                               pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), n, [None],
+                                                                                      children=[])))
                     if n < size:
                         return
         finally:

@@ -192,7 +192,8 @@ def join_pairs(plan, left: pa.Table, right: pa.Table):
     joined = pa.table(ldata).join(pa.table(rdata), keys, join_type="inner", use_threads=False)
     li = joined.column("__l").to_numpy()
     ri = joined.column("__r").to_numpy()
-    order = np.lexsort((ri, li))
+    nr = max(right.num_rows, 1)
+    order = np.argsort(li * nr + ri, kind="stable") if left.num_rows * nr < (1 << 62) else np.lexsort((ri, li))
     return li[order], ri[order]
 
 

@@ -14,7 +14,8 @@ order carry ``top.early_stop`` (the rows to read before the answer is known):
   rows tied with the last of them on the order columns; the TopN then runs over those rows as
   usual (so ties, WITH TIES and the stream-key tie-break stay exact).
 
-- a Project over Filter*(Scan) reads only the columns it and the Filters use (``scan.columns``).
+- a Project over Filter*(Scan) reads only the columns it and the Filters use (``scan.columns``);
+  under an Agg, only those of the Project's outputs the Agg reads (count(*) reads none).
 
 Invariants: a key range is a superset of the rows the conjuncts accept -- the Filter stays
 above the Scan and decides (so NULLs, ``= NULL``, three-valued logic and errors are the
@@ -131,6 +132,11 @@ def _rewrite(node: P.Node) -> P.Node:
             rng = scan_range(scan, conds)
             if rng is not None:
                 return _replace_scan(node, _clone(scan, key_range=rng))
+    if isinstance(node, P.Agg) and isinstance(node.input, P.Project):   # the Agg reads some of its columns
+        proj = node.input
+        used = set(node.group) | {c.arg for c in node.calls if c.arg is not None} | \
+            {c.filter_col for c in node.calls if c.filter_col is not None}
+        return _with_inputs(node, [_pruned(_with_inputs(proj, [_rewrite(proj.input)]), used)])
     node = _with_inputs(node, [_rewrite(i) for i in node.inputs])
     if isinstance(node, P.TopN):
         return _early_stop(node) or node
@@ -139,12 +145,14 @@ def _rewrite(node: P.Node) -> P.Node:
     return node
 
 
-def _pruned(project: P.Project) -> P.Node:
+def _pruned(project: P.Project, used=None) -> P.Node:
     """``project`` over Filter*(Scan) with the Scan reading only the columns the chain uses
-    (``scan.columns``; the others are all-NULL placeholders nobody reads)."""
+    (``scan.columns``; the others are all-NULL placeholders nobody reads). ``used``: the
+    project's output columns its consumer reads (None: all); the others come out NULL."""
     refs, node = set(), project
-    for e in project.exprs:
-        refs |= e.column_refs()
+    for i, e in enumerate(project.exprs):
+        if used is None or i in used:
+            refs |= e.column_refs()
     node = project.input
     while isinstance(node, P.Filter):
         refs |= node.condition.column_refs()
