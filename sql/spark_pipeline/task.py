@@ -319,13 +319,13 @@ def net_changes(chunks, key) -> tuple:
     is an insert); a key inserted then deleted within the batch is in neither."""
     chunk = StreamChunk.concat(chunks).compact() if len(chunks) > 1 else chunks[0].compact()
     ops = chunk.ops
-    keys = list(zip(*[chunk.columns[k].to_pylist() for k in key])) if key else [()] * len(ops)
-    first, last = {}, {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
-        last[k] = i
-    gone = np.array(sorted(i for i in first.values() if ops[i] in (DELETE, UPDATE_DELETE)), np.int64)
-    came = np.array(sorted(i for i in last.values() if ops[i] in (INSERT, UPDATE_INSERT)), np.int64)
+    columns = [chunk.columns[k] for k in key]
+    if columns and len(ops) and all(_groupable(c.type) for c in columns):
+        first, last = _first_and_last_by_arrow(columns, len(ops))
+    else:
+        first, last = _first_and_last_by_rows(columns, len(ops))
+    gone = np.sort(first[np.isin(ops[first], (DELETE, UPDATE_DELETE))]).astype(np.int64)
+    came = np.sort(last[np.isin(ops[last], (INSERT, UPDATE_INSERT))]).astype(np.int64)
 
     def take(idx, op):
         if not len(idx):
@@ -333,6 +333,34 @@ def net_changes(chunks, key) -> tuple:
         at = pa.array(idx)
         return [StreamChunk(np.full(len(idx), op, np.int8), [c.take(at) for c in chunk.columns], chunk.schema)]
     return take(gone, DELETE), take(came, INSERT)
+
+
+def _groupable(atype) -> bool:
+    """Key columns Arrow's hash grouping compares exactly as Python's ``==`` on their values
+    (no floats: -0.0/NaN; no nested or interval values)."""
+    return (pa.types.is_integer(atype) or pa.types.is_boolean(atype) or pa.types.is_string(atype)
+            or pa.types.is_large_string(atype) or pa.types.is_binary(atype) or pa.types.is_large_binary(atype)
+            or pa.types.is_timestamp(atype) or pa.types.is_date(atype) or pa.types.is_time(atype))
+
+
+def _first_and_last_by_arrow(columns, n: int) -> tuple:
+    """``(first, last)``: numpy arrays of each distinct key's first and last row index (NULLs
+    one key, as in the row path's tuples), by Arrow's hash group-by."""
+    names = [f"k{i}" for i in range(len(columns))]
+    table = pa.Table.from_arrays(list(columns) + [pa.array(np.arange(n, dtype=np.int64))], names=names + ["i"])
+    grouped = table.group_by(names, use_threads=False).aggregate([("i", "min"), ("i", "max")])
+    return (grouped.column("i_min").to_numpy().astype(np.int64, copy=False),
+            grouped.column("i_max").to_numpy().astype(np.int64, copy=False))
+
+
+def _first_and_last_by_rows(columns, n: int) -> tuple:
+    """What :func:`_first_and_last_by_arrow` computes, with a dict of Python key tuples (any type)."""
+    keys = list(zip(*[c.to_pylist() for c in columns])) if columns else [()] * n
+    first, last = {}, {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+        last[k] = i
+    return np.array(list(first.values()), np.int64), np.array(list(last.values()), np.int64)
 
 
 def deletes_first(per_producer, key) -> list:
