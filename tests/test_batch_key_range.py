@@ -22,11 +22,11 @@ KEYS_A = range(-3, 4)
 WORDS = ["", "a", "ab", "b", "ba", "zz"]
 DAYS = [datetime.date(2024, 1, d) for d in (1, 2, 5)]
 
-SHAPES = {   # name -> (create statement, column -> literal strategy)
-    "abc": ("CREATE TABLE t (a INT, b VARCHAR, c BIGINT, v INT, PRIMARY KEY (a, b, c))", "abcv"),
-    "ba": ("CREATE TABLE t (b VARCHAR, a INT, v INT, c BIGINT, PRIMARY KEY (b, a))", "abcv"),
-    "dc": ("CREATE TABLE t (d DATE, c BIGINT, a INT, v INT, PRIMARY KEY (d, c))", "dcav"),
-    "rowid": ("CREATE TABLE t (a INT, b VARCHAR, c BIGINT, v INT)", "abcv"),
+SHAPES = {   # name -> (create statement, columns in insert order, first pk column)
+    "abc": ("CREATE TABLE t (a INT, b VARCHAR, c BIGINT, v INT, PRIMARY KEY (a, b, c))", "abcv", "a"),
+    "ba": ("CREATE TABLE t (b VARCHAR, a INT, v INT, c BIGINT, PRIMARY KEY (b, a))", "abcv", "b"),
+    "dc": ("CREATE TABLE t (d DATE, c BIGINT, a INT, v INT, PRIMARY KEY (d, c))", "dcav", "d"),
+    "rowid": ("CREATE TABLE t (a INT, b VARCHAR, c BIGINT, v INT)", "abcv", "_row_id"),
 }
 
 
@@ -68,6 +68,8 @@ def predicate(draw, cols):
 def query(draw, shape):
     cols = list(SHAPES[shape][1])
     where = draw(st.lists(predicate(cols), max_size=3))
+    if shape != "rowid" and draw(st.booleans()):   # equality on the first key column: EXPLAIN shows a range
+        where.append(f"{SHAPES[shape][2]} = {draw(literal(SHAPES[shape][2]))}")
     text = "SELECT * FROM t" + (" WHERE " + " AND ".join(where) if where else "")
     if draw(st.booleans()):
         order = draw(st.lists(st.sampled_from(cols), min_size=1, max_size=3, unique=True))
@@ -110,6 +112,11 @@ def test_key_range_plans_answer_like_full_scans(data):
             with key_ranges(False):
                 want, want_err = _answers(conn, q)
             assert err == want_err, q
+            key = SHAPES[shape][2]
+            if shape != "rowid" and (f" AND {key} = " in q or f"WHERE {key} = " in q):
+                plan = _explain(conn, q)
+                assert "BatchScan(t, table_id=1, ranges=" in plan or "BatchScan(t, table_id=1, points=" in plan, \
+                    (q, plan)
             if got is not None:
                 if not _ordered(q):
                     got, want = sorted(got, key=repr), sorted(want, key=repr)
