@@ -141,6 +141,14 @@ def nexmark_section(data) -> tuple:
     return lines, chart
 
 
+def _feed_text(feed) -> str:
+    if feed == "sql":
+        return ("Both runtimes get the same Arrow tables through `insert_arrow` and `FLUSH` (`--feed sql`: the "
+                "Spark driver routes the rows).")
+    return ("The Spark runtime reads each batch's Parquet files as DataFrames inside the timing (`--feed "
+            "dataframe`); in-process gets them as Arrow tables.")
+
+
 def spark_stream_section(data) -> tuple:
     obj = data.get("spark_stream")
     if obj is None or not obj.get("events_per_s"):
@@ -153,7 +161,7 @@ def spark_stream_section(data) -> tuple:
              f"{obj.get('events', 0):,}-event micro-batches x {obj.get('batches', 0)} per query, one epoch per batch, "
              "the Spark runtime (`sql/spark_pipeline`) against the in-process runtime on the same events, each MV "
              f"checked against its batch recomputation: **{'all equal' if obj.get('checked') else 'NOT all equal'}** "
-             "(`python -m bench.spark_stream`); events/s (ratio to in-process).", ""]
+             f"(`python -m bench.spark_stream`); events/s (ratio to in-process). {_feed_text(obj.get('feed'))}", ""]
     lines += _table(["query", *runtimes],
                     [(q, *(_num(rates[r].get(q)) + (f" ({rates[r][q] / base[q]:.2f}x)" if r != "in_process" and
                                                     rates[r].get(q) and base.get(q) else "") for r in runtimes))
