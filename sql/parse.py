@@ -52,7 +52,8 @@ STACK_HEADROOM = FRAMES_PER_LEVEL * MAX_DEPTH + 2000   # frames stack_headroom()
 class Statement:
     """One parsed statement. ``kind``: ``"ast"`` (``ast`` holds the sqlglot tree), ``"flush"``,
     ``"show"`` (``name``), ``"set"`` (``name``, ``value``), ``"describe"`` (``name`` and its
-    ``qualifiers``: schema, database; case-folded as Postgres does), ``"explain"`` (``inner``),
+    ``qualifiers``: schema, database; case-folded as Postgres does), ``"explain"`` (``inner``,
+    ``analyze``),
     the subscription statements (sql/subscription.py): ``"create_subscription"`` (``name``,
     ``options``: ``relation``, ``with``, ``if_not_exists``), ``"drop_subscription"`` (``name``,
     ``options["if_exists"]``), ``"declare_cursor"`` (``name``, ``options``: ``subscription``,
@@ -70,6 +71,7 @@ class Statement:
     qualifiers: list = field(default_factory=list)
     value: str | None = None
     inner: "Statement | None" = None
+    analyze: bool = False   # EXPLAIN ANALYZE / EXPLAIN (ANALYZE): run the query, show rows and times
     options: dict = field(default_factory=dict)
     n_params: int = 0
 
@@ -160,7 +162,8 @@ _QUERY_CURSOR = re.compile(rf"\s*DECLARE\s+{_IDENT}\s+(?:(?:BINARY|INSENSITIVE|A
 _FETCH_DIRECTION = re.compile(r"\s*(?:FETCH|MOVE)\s+(?:PRIOR|FIRST|LAST|ABSOLUTE|RELATIVE|FORWARD|BACKWARD|-)",
                               re.I | re.S)
 _SUB_WORDS = re.compile(r"\s*(?:CREATE\s+SUBSCRIPTION|DROP\s+SUBSCRIPTION|DECLARE|FETCH|CLOSE)\b", re.I)
-_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*)?", re.I)
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*([^)]*)\)\s*|(ANALY[SZ]E)\s+)?", re.I)
+_EXPLAIN_OFF = ("false", "off", "0")
 _CREATE_TABLE = re.compile(r"\s*CREATE\s+TABLE\b", re.I)
 _APPEND_ONLY = re.compile(r"\bAPPEND\s+ONLY\b", re.I)
 _ON_CONFLICT = re.compile(
@@ -331,6 +334,9 @@ def _statement(text: str, start: int, end: int) -> Statement:
     m = _EXPLAIN.match(body)
     if m:
         stmt.kind = "explain"
+        stmt.analyze = bool(m.group(2)) or any(
+            words[0].upper() in ("ANALYZE", "ANALYSE") and (len(words) == 1 or words[1].lower() not in _EXPLAIN_OFF)
+            for words in (option.split() for option in (m.group(1) or "").split(",")) if words)
         stmt.inner = _statement(text, start + m.end(), end)
         stmt.n_params = stmt.inner.n_params   # EXPLAIN binds the inner statement's parameters
         return stmt

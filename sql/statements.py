@@ -18,6 +18,7 @@ Callers: :mod:`sql.session`.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -618,6 +619,10 @@ def _explain(db, stmt, params, variables) -> Result:
     if inner.kind != "ast":
         raise UnsupportedError(f"EXPLAIN {inner.kind.upper()} is not supported", stmt.line, stmt.column)
     node = inner.ast
+    if stmt.analyze:
+        if not isinstance(node, (exp.Select, exp.Union, exp.Except, exp.Intersect)):
+            raise error_at(UnsupportedError, "EXPLAIN ANALYZE supports SELECT only (it runs the statement)", node)
+        return _explain_analyze(db, node, params)
     if isinstance(node, exp.Create) and (node.args.get("kind") or "").upper() == "VIEW":
         plan, _ = bind_select(db, node.expression, params, batch=False)
         ids, taken = {}, 0   # placeholder ids numbered across the plan, as they would be allocated
@@ -634,6 +639,28 @@ def _explain(db, stmt, params, variables) -> Result:
         raise error_at(UnsupportedError, "EXPLAIN supports SELECT, CREATE MATERIALIZED VIEW, INSERT, UPDATE and "
                                          "DELETE", node)
     return _rows_result([("QUERY PLAN", DataType.VARCHAR)], [(line,) for line in text.splitlines()])
+
+
+def _explain_analyze(db, node, params) -> Result:
+    """EXPLAIN ANALYZE SELECT: the query runs as a SELECT would (at the newest committed epoch),
+    its rows are dropped, and the plan as it ran is shown with each node's rows and time."""
+    plan, _ = bind_select(db, node, params)
+    plan = P.visible(plan)
+    with db.lock:
+        epoch = db.store.max_committed_epoch
+        snap = db.store.snapshot(epoch)
+    profile: dict = {}
+    began = time.perf_counter()
+    try:
+        table = run_batch(plan, db.store, epoch, profile)
+    except (ArithmeticError, ValueError) as exc:
+        raise execution_error(exc) from None
+    finally:
+        snap.release()
+    total = time.perf_counter() - began
+    lines = explain_plan(plan, {}, stream=False, profile=profile).splitlines()
+    lines += [f"Rows: {table.num_rows}", f"Execution Time: {total * 1000:.3f} ms"]
+    return _rows_result([("QUERY PLAN", DataType.VARCHAR)], [(line,) for line in lines])
 
 
 def _explain_dml(db, node, params) -> str:

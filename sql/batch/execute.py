@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -50,11 +51,16 @@ from sql.plan.key_range import plan_batch
 VECTORIZED = contextvars.ContextVar("batch_vectorized", default=True)   # off: every operator on Python rows
 
 
-def execute(plan: P.Node, store, epoch: int) -> pa.Table:
-    """Data errors (overflow, division by zero) raise ExpressionError, as Postgres does."""
+def execute(plan: P.Node, store, epoch: int, profile: dict | None = None) -> pa.Table:
+    """Data errors (overflow, division by zero) raise ExpressionError, as Postgres does.
+    ``profile`` (EXPLAIN ANALYZE): a dict that gets ``"plan"``, the plan as run (key ranges
+    chosen), and ``id(node) -> [rows out, seconds]`` of every node run as a node (seconds
+    include its inputs'; a Project/Filter chain streamed into an early-stopping parent has none)."""
     plan = plan_batch(plan)   # key ranges and early stops (sql/plan/key_range.py)
+    if profile is not None:
+        profile["plan"] = plan
     with raising_errors(), pin_scans(plan, store, epoch) as as_of:   # time travel: each Scan's own epoch
-        return _Exec(store, epoch, as_of).run(plan)
+        return _Exec(store, epoch, as_of, profile).run(plan)
 
 
 def _table(columns, plan) -> pa.Table:
@@ -78,11 +84,18 @@ def from_arrow_values(column, dtype) -> list:
 
 
 class _Exec:
-    def __init__(self, store, epoch, as_of=None):
-        self.store, self.epoch, self.as_of = store, epoch, as_of or {}
+    def __init__(self, store, epoch, as_of=None, profile=None):
+        self.store, self.epoch, self.as_of, self.profile = store, epoch, as_of or {}, profile
 
     def run(self, plan) -> pa.Table:
-        return getattr(self, "_" + type(plan).__name__.lower())(plan)
+        if self.profile is None:
+            return getattr(self, "_" + type(plan).__name__.lower())(plan)
+        began = time.perf_counter()
+        table = getattr(self, "_" + type(plan).__name__.lower())(plan)
+        figures = self.profile.setdefault(id(plan), [0, 0.0])
+        figures[0] += table.num_rows
+        figures[1] += time.perf_counter() - began
+        return table
 
     def _scan(self, plan: P.Scan):
         return scan_table(self.store, plan, self.as_of.get(id(plan), self.epoch))

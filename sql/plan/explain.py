@@ -2,7 +2,8 @@
 stateful nodes (stream) -- ``ids`` maps ``id(node)`` to its table ids. A batch plan is shown
 as it runs (:func:`sql.plan.key_range.plan_batch`): a Scan with the key ranges or point
 lookups it reads (``ranges=[...]`` / ``points=[...]``) and ``reverse`` when it reads in
-descending key order, a TopN that stops its scan early with ``early_stop=n``.
+descending key order, a TopN that stops its scan early with ``early_stop=n``. EXPLAIN ANALYZE
+adds each node's rows and time as it ran.
 
 Callers: :mod:`sql.statements` (EXPLAIN)."""
 
@@ -18,10 +19,14 @@ _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter"
 _STREAM_NAMES.update(TumbleWindow="StreamTumbleWindow", HopWindow="StreamHopWindow")   # sql/plan/time_window.py
 
 
-def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
+def explain_plan(plan: P.Node, ids: dict, stream: bool, profile: dict | None = None) -> str:
+    """``profile`` (EXPLAIN ANALYZE of a batch plan): what ``sql.batch.execute.execute`` filled
+    in; each node it ran shows ``(actual rows=N time=T ms)``, T including its inputs' time."""
     lines = []
     if stream:
         lines.append(f"StreamMaterialize(pk={plan.stream_key})")
+    elif profile is not None:
+        plan = profile["plan"]   # the plan as it ran
     else:
         plan = plan_batch(plan)
 
@@ -41,6 +46,10 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool) -> str:
         tables = ids.get(id(n))
         if tables:
             label += f" state_tables={list(tables)}"
+        if profile is not None:
+            figures = profile.get(id(n))
+            label += (f" (actual rows={figures[0]} time={figures[1] * 1000:.3f} ms)" if figures
+                      else " (streamed into its parent)")
         lines.append("  " * depth + label)
         for i in n.inputs:
             visit(i, depth + 1)
