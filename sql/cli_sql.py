@@ -121,6 +121,8 @@ class Shell:
             try:
                 cursor = execute_at(self.conn, stmt)
                 print(render_result(cursor, stmt.text), file=self.out)
+                if cursor.description is not None:
+                    self._unseen_notice()
             except SqlError as exc:
                 self.failures += 1
                 print(error_text(exc, stmt), file=self.err)
@@ -129,6 +131,20 @@ class Shell:
             if self.timing:
                 print(f"Time: {(time.perf_counter() - started) * 1000:.3f} ms", file=self.out)
             self.out.flush()
+
+    def _unseen_notice(self) -> None:
+        """After a query: say why rows this shell wrote may be missing from it (not committed
+        yet: the next barrier or FLUSH makes them visible)."""
+        db = self.conn.db
+        unseen = db.unseen_rows()
+        if not unseen:
+            return
+        interval = getattr(db, "barrier_interval_ms", None)
+        when = (f"with the next barrier (every {int(interval) if float(interval).is_integer() else interval} ms)"
+                if interval
+                else "at FLUSH (barrier_interval_ms=0: no periodic barriers)")
+        print(f"NOTICE:  {unseen} written row(s) are not visible to queries yet: they commit {when}; "
+              f"run FLUSH to commit them now", file=self.err)
 
     # --- meta commands ---
 

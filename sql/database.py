@@ -330,6 +330,16 @@ class Database:
         if entry is not None and entry not in self._log and entry.writes:
             self._log.append(entry)
 
+    def unseen_rows(self) -> int:
+        """Rows of acknowledged DML not committed yet: queries cannot see them until the next
+        barrier (or FLUSH). 0 on a read-only database."""
+        if self.store is None or getattr(self, "_log", None) is None:
+            return 0
+        with self.lock:
+            committed = self.store.max_committed_epoch
+            return sum(len(chunk.ops) for entry in self._log for ticket, chunk in entry.writes
+                       if not ticket.durable(committed))
+
     def _trim(self) -> None:
         """Forget the log's committed prefix (cheap: acknowledged order is epoch order)."""
         committed = self.store.max_committed_epoch

@@ -202,3 +202,30 @@ def test_describe_meta_command_reads_names_as_describe_does(tmp_path):
     assert 'Table "we"ird"' in out.stdout and 'Table "X"' in out.stdout and 'Table "lower_t"' in out.stdout
     assert "Did not find any relation named '\"LOWER_T\"'" in out.stderr   # quoted: case kept, so absent
     assert out.returncode == 4 and "Traceback" not in out.stderr
+
+
+def test_a_query_says_why_rows_just_written_are_missing(tmp_path):
+    """Issue 27: after an INSERT, a SELECT that cannot see the rows yet gets a NOTICE naming the
+    next barrier and FLUSH; none once they are committed, none without pending writes."""
+    import io
+
+    import sql
+    from sql.cli_sql import Shell
+
+    for interval, expected in ((0, "at FLUSH (barrier_interval_ms=0"), (3_600_000, "every 3600000 ms")):
+        conn = sql.connect(str(tmp_path / f"db{interval}"), barrier_interval_ms=interval)
+        try:
+            out, err = io.StringIO(), io.StringIO()
+            shell = Shell(conn, out=out, err=err)
+            for line in ("CREATE TABLE t (a INT);", "SELECT * FROM t;", "INSERT INTO t VALUES (1), (2);",
+                         "SELECT * FROM t;"):
+                shell.feed(line)
+            notices = [ln for ln in err.getvalue().splitlines() if ln.startswith("NOTICE")]
+            assert len(notices) == 1 and "2 written row(s) are not visible" in notices[0], err.getvalue()
+            assert expected in notices[0] and "run FLUSH" in notices[0]
+            for line in ("FLUSH;", "SELECT * FROM t;"):
+                shell.feed(line)
+            assert len([ln for ln in err.getvalue().splitlines() if ln.startswith("NOTICE")]) == 1
+            assert "(2 rows)" in out.getvalue()
+        finally:
+            conn.close()
