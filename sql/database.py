@@ -548,15 +548,20 @@ class Database:
         if lost:
             raise self._lost_error(session, label)
 
+    def _quiesce(self, what: str) -> None:
+        """Before DDL or a bulk load (under the lock): everything written is committed, the DML
+        log is empty (nothing left to replay) and the graph is stopped."""
+        self.require_writer(what)
+        self.flush()
+        self._log.clear()
+        self._log_bytes = 0
+        self._stop()
+
     def apply_ddl(self, new_catalog, changed=(), dropped=(), backfill=frozenset(), plans=None) -> None:
         """Swap in ``new_catalog`` (module docstring); ``changed`` relations get records,
         ``dropped`` table ids (with their internal ids) lose records and data."""
         with self.lock:
-            self.require_writer("DDL")
-            self.flush()
-            self._log.clear()   # flushed: nothing left to replay
-            self._log_bytes = 0
-            self._stop()
+            self._quiesce("DDL")
             old_plans = dict(self._plans)
             self._plans.update(plans or {})
             try:
@@ -603,11 +608,7 @@ class Database:
         from sql.catalog import ROW_ID
 
         with self.lock:
-            self.require_writer("COPY FROM")
-            self.flush()
-            self._log.clear()   # flushed: nothing left to replay
-            self._log_bytes = 0
-            self._stop()
+            self._quiesce("COPY FROM")
             desc = rel.desc
             store = self.store
             reserved = None

@@ -222,11 +222,9 @@ def _create_table_as(db, node, stmt, params, variables) -> Result:
                            target)
         aliases = [_name(i) for i in target.expressions]
         target = target.this
-    name = relation_name(target)
-    if db.catalog.get(name) is not None:
-        if node.args.get("exists"):
-            return Result()
-        raise error_at(CatalogError, f"relation {name!r} already exists", target)
+    name = _new_relation_name(db, node, target)
+    if name is None:
+        return Result()
     if stmt.options.get("append_only") or stmt.options.get("on_conflict"):
         raise UnsupportedError("CREATE TABLE AS takes no APPEND ONLY or ON CONFLICT (the table has no primary key)")
     result = _select(db, node.expression, params, variables, stmt)
@@ -270,17 +268,26 @@ def plan_mv_definition(db, rel):
     return optimize(binder.bind_query(stmt.ast))
 
 
+def _new_relation_name(db, node, target) -> str | None:
+    """The name a CREATE makes; None when it exists and the statement says IF NOT EXISTS
+    (nothing to do), a CatalogError when it exists otherwise."""
+    name = relation_name(target)
+    if db.catalog.get(name) is None:
+        return name
+    if node.args.get("exists"):
+        return None
+    raise error_at(CatalogError, f"relation {name!r} already exists", target)
+
+
 def _create_mv(db, node, params, stmt) -> Result:
     target = node.this
     aliases = None
     if isinstance(target, exp.Schema):
         aliases = [_name(i) for i in target.expressions]
         target = target.this
-    name = relation_name(target)
-    if db.catalog.get(name) is not None:
-        if node.args.get("exists"):
-            return Result()
-        raise error_at(CatalogError, f"relation {name!r} already exists", target)
+    name = _new_relation_name(db, node, target)
+    if name is None:
+        return Result()
     query = node.expression
     if params:
         raise UnsupportedError("parameters in CREATE MATERIALIZED VIEW are not supported")
