@@ -532,9 +532,7 @@ def _sqlglot(text: str):
         trees = sqlglot.parse(text, read=Hummock)
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
-        msg = err.get("description") or str(exc).split("\n")[0]
-        msg = re.sub(r"<Token token_type: [^,]*, text: ([^,]*),[^>]*>", r"'\1'", msg)
-        raise SqlSyntaxError(f"syntax error: {msg}", err.get("line"), _start_col(err)) from None
+        raise SqlSyntaxError(_syntax_message(err, str(exc)), err.get("line"), _start_col(err)) from None
     except TokenError as exc:
         raise SqlSyntaxError(f"syntax error: {exc}") from None
     except RecursionError:   # nesting without parentheses (NOT NOT ..., CASE in CASE ...)
@@ -547,6 +545,35 @@ def _sqlglot(text: str):
         word = str(tree.this).upper()
         raise UnsupportedError(f"statement {word} {str(tree.expression or '').strip()[:40]!s} is not supported")
     return tree
+
+
+_SQLGLOT_CLASS = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+_AT_END = re.compile(r"<Token token_type: TokenType\.SENTINEL[^>]*>")
+_TOKEN = re.compile(r"<Token token_type: [^,]*, text: ([^,]*),[^>]*>")
+
+
+def _syntax_message(err: dict, fallback: str) -> str:
+    """A parse failure in SQL's words: Postgres' ``syntax error at or near "x"`` / ``at end of
+    input``, never sqlglot's class names ("Required keyword: 'this' missing for <class
+    'sqlglot.expressions.query.Where'>") or token dumps; what was expected is kept when sqlglot
+    says it in words ("Expected table name")."""
+    msg = err.get("description") or fallback.split("\n")[0]
+    near = (err.get("highlight") or "").strip()
+    at_end = not (err.get("end_context") or "").strip()
+    where = "at end of input" if at_end and (_AT_END.search(msg) or _SQLGLOT_CLASS.search(msg)) else \
+        f'at or near "{near}"' if near else "at end of input"
+    m = _SQLGLOT_CLASS.search(msg)
+    if m is not None:   # what is missing, said by the keyword the user wrote
+        clause = {"Where": "WHERE needs a condition", "Having": "HAVING needs a condition",
+                  "If": "CASE WHEN needs a condition and a THEN result"}.get(m.group(2))
+        return f"syntax error {where}: {clause or (f'{near.upper()} needs an operand' if near else 'incomplete')}"
+    msg = _AT_END.sub("the end of the input", msg)
+    msg = _TOKEN.sub(r"'\1'", msg)
+    if msg.startswith("Invalid expression / Unexpected token"):
+        return f"syntax error {where}"
+    if msg.startswith("Expected") or msg.startswith("Expecting"):
+        return f"syntax error {where}: {msg[0].lower()}{msg[1:]}"
+    return f"syntax error {where}: {msg}" if msg else f"syntax error {where}"
 
 
 def _start_col(err: dict):

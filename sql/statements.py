@@ -33,10 +33,11 @@ from stream.schema import Schema
 from sql import subscription
 from sql import types as T
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
-from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, spelled
 from sql.bind.select import QueryBinder, _conjuncts, relation_name
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
+from sql.index import attach_indexes, create_index, drop_index
 from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, UnsupportedError, error_at,
                         execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
@@ -69,7 +70,7 @@ def execute_statement(db, stmt, params, variables) -> Result:
     for cls, fn in _AST_DISPATCH:
         if isinstance(node, cls):
             return fn(db, node, params, variables, stmt)
-    raise error_at(UnsupportedError, f"statement {node.key.upper()} is not supported", node)
+    raise error_at(UnsupportedError, f"statement {spelled(node)} is not supported", node)
 
 
 _READER_KINDS = ("flush", "set", "show", "describe", "explain", "declare_cursor", "fetch", "close")
@@ -121,7 +122,10 @@ def _refuse_clauses(node) -> None:
 def bind_select(db, node, params, batch=True):
     """Bind a query and apply the rewrite rules (the one logical plan of batch and stream)."""
     binder = QueryBinder(db.catalog, params, batch=batch)
-    return optimize(binder.bind_query(node)), binder
+    plan = optimize(binder.bind_query(node))
+    if batch:   # batch scans may read an index instead (sql/plan/key_range.py)
+        attach_indexes(plan, db.catalog)
+    return plan, binder
 
 
 def _select(db, node, params, variables, stmt) -> Result:
@@ -151,6 +155,9 @@ def _create(db, node, params, variables, stmt) -> Result:
         if not materialized:
             raise error_at(UnsupportedError, "CREATE VIEW (non-materialized) is not supported yet", node)
         return _create_mv(db, node, params, stmt)
+    if kind == "INDEX":
+        create_index(db, node, params, _new_relation_name)
+        return Result()
     raise error_at(UnsupportedError, f"CREATE {kind} is not supported", node)
 
 
@@ -321,6 +328,9 @@ def _drop(db, node, params, variables, stmt) -> Result:
         want = "mv"
     elif kind == "TABLE":
         want = "table"
+    elif kind == "INDEX":
+        drop_index(db, node)
+        return Result()
     else:
         raise error_at(UnsupportedError, f"DROP {kind} is not supported", node)
     new = db.catalog.copy()
@@ -335,7 +345,9 @@ def _drop(db, node, params, variables, stmt) -> Result:
             raise error_at(CatalogError, f"{what} {name!r} does not exist", t)
         if node.args.get("cascade"):
             raise error_at(UnsupportedError, "DROP ... CASCADE is not supported", node)
-        dropped.append(new.remove(name))
+        indexes = new.indexes_of(name)
+        dropped.append(new.remove(name))   # and its indexes
+        dropped.extend(indexes)
     if dropped:
         db.apply_ddl(new, dropped=dropped)
     return Result()
@@ -498,7 +510,7 @@ def _dml_plan(db, rel, where, params):
     if where is not None:   # the query binder's WHERE: subqueries too (the scan's columns stay first)
         binder = QueryBinder(db.catalog, params, batch=True)
         plan = binder.bind_where(scan, scope, _conjuncts(where.this))
-    return plan, scope, scan
+    return attach_indexes(plan, db.catalog), scope, scan
 
 
 def _current_rows(db, rel, where, params):

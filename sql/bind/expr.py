@@ -19,6 +19,8 @@ Callers: :mod:`sql.bind.select`, :mod:`sql.statements` (INSERT values, UPDATE, D
 from __future__ import annotations
 
 import decimal
+import difflib
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -66,6 +68,59 @@ class Scope:
 
     def tables(self) -> set:
         return {c.table for c in self.cols}
+
+
+_HEAD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(|$)")
+_STATEMENT_HEAD = re.compile(r"\s*((?:[A-Z]+)(?:\s+(?:TABLE|INDEX|VIEW|MATERIALIZED\s+VIEW|SCHEMA|DATABASE|"
+                             r"FUNCTION|SEQUENCE|TYPE|COLUMN))?)\b")
+
+
+def spelled(node) -> str:
+    """The construct ``node`` stands for as a user writes it in SQL -- never a sqlglot class
+    name: a function's name in lower case as Postgres spells it (sqlglot's ``TimeToStr`` is
+    ``to_char``, ``GroupConcat`` ``string_agg``, ``CurrentTimestamp`` ``current_timestamp``), a
+    statement's (a node without parent) leading keywords (``TruncateTable`` is ``TRUNCATE
+    TABLE``, ``Alter`` ``ALTER TABLE``), else the first words
+    of the node's Postgres text."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    try:
+        text = node.sql(dialect="postgres")
+    except Exception:   # a node sqlglot cannot print: its key is the best name left
+        return node.key.replace("_", " ").lower()
+    if isinstance(node, (exp.Func, exp.Window, exp.WithinGroup)):
+        m = _HEAD.match(text)   # NAME(...) or a bare keyword; an operator (->, @>) keeps its text
+        bare = m is not None and not text[m.end() - 1:].startswith("(")
+        if m and (bare or _closes_at(text, m.end() - 1) == len(text.rstrip()) - 1):
+            return m.group(1).lower()
+    elif node.parent is None:   # a statement
+        m = _STATEMENT_HEAD.match(text.upper())
+        return re.sub(r"\s+", " ", m.group(1)) if m else text[:40]
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _closes_at(text: str, at: int) -> int:
+    """The offset of the ``)`` closing the ``(`` at ``at`` (quoted text skipped), else -1."""
+    depth, quote = 0, None
+    for i in range(at, len(text)):
+        c = text[i]
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def near_names(name: str, known) -> str:
+    """A hint naming the known names closest to ``name`` ("" when none is near)."""
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.7)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 def _name(ident) -> str:
@@ -306,8 +361,10 @@ class ExprBinder:
             return self._lit(interval_literal(node), DataType.INTERVAL, node)
         if isinstance(node, exp.Func):
             return self._func(node)
-        raise error_at(UnsupportedError, f"expression {node.sql(dialect='postgres')[:60]!r} "
-                                         f"({type(node).__name__}) is not supported", node)
+        if isinstance(node, exp.Filter):
+            raise error_at(BindError, f"FILTER specified, but {spelled(node.this)} is not an aggregate function",
+                           node)
+        raise error_at(UnsupportedError, f"expression {spelled(node)!r} is not supported", node)
 
     def _like(self, node, escape) -> E.Expr:
         pattern = self.literal(node.expression)
@@ -370,10 +427,12 @@ class ExprBinder:
                 flat.extend(a if isinstance(a, list) else [a])
             args = flat
         if name is None:
-            name = type(node).__name__.lower()
+            name = spelled(node)
+            if not name.isidentifier():   # an operator sqlglot reads as a function (->, ->>, @>)
+                raise error_at(UnsupportedError, f"expression {name!r} is not supported", node)
             if name not in E._FUNCS:
-                raise error_at(UnsupportedError, f"function {node.sql_name() if hasattr(node, 'sql_name') else name}"
-                                                 " is not supported", node)
+                raise error_at(UnsupportedError, f"function {name} is not supported"
+                                                 f"{near_names(name, E._FUNCS)}", node)
         if isinstance(node, exp.Trim):   # ltrim/rtrim/btrim and TRIM([LEADING|TRAILING|BOTH] c FROM s)
             name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(str(node.args.get("position") or "").upper(), "trim")
             args = [node.this] + ([node.expression] if node.expression is not None else [])
@@ -388,7 +447,8 @@ class ExprBinder:
             return E.Func(name, *bound)
         except ExpressionError as exc:
             if "unknown function" in str(exc):
-                raise error_at(UnsupportedError, f"function {name} is not supported", node) from None
+                raise error_at(UnsupportedError, f"function {name} is not supported{near_names(name, E._FUNCS)}",
+                               node) from None
             raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
 
 

@@ -30,7 +30,7 @@ from stream.schema import Schema
 from sql import types as T
 from sql.bind import time_travel
 from sql.bind import order as O
-from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, special_form, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
@@ -39,6 +39,7 @@ from sql.plan import time_window
 
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
+_AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every")
 
 
 class QueryBinder:
@@ -72,7 +73,7 @@ class QueryBinder:
             elif isinstance(node, exp.Values):
                 raise error_at(UnsupportedError, "VALUES as a query is not supported yet", node)
             else:
-                raise error_at(UnsupportedError, f"query {type(node).__name__} is not supported", node)
+                raise error_at(UnsupportedError, f"query {spelled(node)} is not supported", node)
             if top and not self.batch:
                 O.check_streamable(plan)
             return plan
@@ -190,6 +191,8 @@ class QueryBinder:
                 rel = self.catalog.get(name)
                 if rel is None:
                     raise error_at(BindError, f"table or materialized view {name!r} does not exist", node)
+                if rel.kind == "index":   # read through its table (sql/index.py)
+                    raise error_at(BindError, f"{name!r} is an index; query its table {rel.depends_on[0]!r}", node)
                 if rel.name not in self.depends_on:
                     self.depends_on.append(rel.name)
                 as_of = None
@@ -209,7 +212,7 @@ class QueryBinder:
         if isinstance(node, (exp.Unnest, exp.Lateral)) or node.find(exp.Anonymous) is not None:
             raise error_at(UnsupportedError, f"{node.sql(dialect='postgres')[:40]!r} in FROM is not supported "
                                              "(of the table functions only TUMBLE and HOP are)", node)
-        raise error_at(UnsupportedError, f"FROM item {type(node).__name__} is not supported", node)
+        raise error_at(UnsupportedError, f"FROM item {spelled(node)!r} is not supported", node)
 
     def _paren_join(self, table, alias_name, col_aliases):
         """``(a JOIN b ...)`` in FROM: bound as a FROM clause of its own. Unaliased, its tables'
@@ -583,8 +586,8 @@ class QueryBinder:
             fnode, filt = (a.this, a.expression) if isinstance(a, exp.Filter) else (a, None)
             kind = _AGGS.get(type(fnode))
             if kind is None:
-                raise error_at(UnsupportedError, f"aggregate {fnode.sql_name() if hasattr(fnode, 'sql_name') else fnode}"
-                                                 " is not supported", fnode)
+                raise error_at(UnsupportedError, f"aggregate {spelled(fnode)} is not supported"
+                                                 f"{near_names(spelled(fnode), _AGG_NAMES)}", fnode)
             arg, distinct = fnode.this, False
             if isinstance(arg, exp.Distinct):
                 distinct = True
