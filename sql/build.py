@@ -82,7 +82,7 @@ def count_state_tables(plan: P.Node) -> list:
         for i in n.inputs:
             visit(i)
         if isinstance(n, P.Agg):
-            out.append((n, agg_table_count(_calls(n), False)))
+            out.append((n, agg_table_count(_calls(n), agg_append_only(n))))
         elif isinstance(n, (P.Join, P.ScalarJoin)):
             out.append((n, 4))
         elif isinstance(n, (P.TopN, P.OverWindow)):
@@ -99,9 +99,34 @@ def _calls(n: P.Agg) -> list:
             for c in n.calls]
 
 
+def agg_append_only(n: P.Agg) -> bool:
+    """Whether Agg ``n`` runs as an append-only HashAgg (its input can only insert:
+    ``P.inserts_only``; min/max then keep only the current value, no materialized input).
+    Decided once per node and kept on it (``_append_only``), so a Spark fragment's copy of the
+    node, whose input is an edge, builds the same executor as the allocation counted."""
+    flag = getattr(n, "_append_only", None)
+    if flag is None:
+        flag = n._append_only = P.inserts_only(n.input)
+    return flag
+
+
 def allocate(plan: P.Node, ids: IdAllocator) -> dict:
-    """``{id(node): [table ids]}`` for every stateful node, in plan order."""
-    out = {id(n): ids.take(k) for n, k in count_state_tables(plan)}
+    """``{id(node): [table ids]}`` for every stateful node, in plan order. An MV stored before
+    aggregates over append-only inputs were planned append-only has ids for the retractable
+    layout (a materialized input per min/max): when the stored count matches only that, its
+    aggregates are built retractable (the value state is the same in both layouts)."""
+    counts = count_state_tables(plan)
+    if ids.stored is not None and sum(k for _, k in counts) != len(ids.stored):
+        aggs = [n for n, _ in counts if isinstance(n, P.Agg) and n._append_only]
+        for n in aggs:
+            n._append_only = False
+        legacy = count_state_tables(plan)
+        if sum(k for _, k in legacy) == len(ids.stored):
+            counts = legacy
+        else:   # neither layout fits: let ``take``/``finish`` name the mismatch
+            for n in aggs:
+                n._append_only = True
+    out = {id(n): ids.take(k) for n, k in counts}
     ids.finish()
     return out
 
@@ -177,7 +202,8 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
         if isinstance(n, P.Agg):
             cls = HashAgg if n.group else SimpleAgg
             args = (n.group,) if n.group else ()
-            return cls(go(n.input), *args, _calls(n), builder.store, ids[id(n)], names=n.names[len(n.group):])
+            return cls(go(n.input), *args, _calls(n), builder.store, ids[id(n)], names=n.names[len(n.group):],
+                       append_only=agg_append_only(n))
         if isinstance(n, P.Join):
             if not n.left_keys:
                 raise UnsupportedError("a join without an equality (nested loop) is not supported in streaming")

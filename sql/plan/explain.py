@@ -2,7 +2,8 @@
 stateful nodes (stream) -- ``ids`` maps ``id(node)`` to its table ids. A batch plan is shown
 as it runs (:func:`sql.plan.key_range.plan_batch`): a Scan with the key ranges or point
 lookups it reads (``ranges=[...]`` / ``points=[...]``) and ``reverse`` when it reads in
-descending key order, a TopN that stops its scan early with ``early_stop=n``. EXPLAIN ANALYZE
+descending key order, a TopN that stops its scan early with ``early_stop=n``. A stream Agg or
+TopN over an input that can only insert (``P.inserts_only``) shows ``append_only``. EXPLAIN ANALYZE
 adds each node's rows and time as it ran.
 
 Callers: :mod:`sql.statements` (EXPLAIN)."""
@@ -41,6 +42,8 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool, profile: dict | None = N
                 label = "StreamGroupTopN" + label[len(kind):]
             else:
                 label = _STREAM_NAMES.get(kind, kind) + label[len(kind):]
+            if isinstance(n, P.Agg) and P.inserts_only(n.input):   # sql.build.agg_append_only
+                label = label[:-1] + ", append_only)"
         else:
             label = "Batch" + _access(n, label)
         tables = ids.get(id(n))
@@ -60,6 +63,8 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool, profile: dict | None = N
 def _access(n, label: str) -> str:
     """``label`` with the access path of batch node ``n`` (module docstring) before its ')'."""
     extra = []
+    if getattr(n, "index_of", None) is not None:   # a Scan reading an index of its table (sql/index.py)
+        label = f"IndexScan({n.index_of}, index={n.relation.name}, table_id={n.relation.table_id})"
     if getattr(n, "key_range", None) is not None:
         extra.append(str(n.key_range))
     if getattr(n, "reverse", False):

@@ -29,7 +29,12 @@ stored value strictly better than its worst one and at least one value equal to 
 runs empty (:mod:`stream.executors.agg_extreme`). A group not in that cache keeps its current
 extreme in the value state: inserts update it directly; a delete of the current extreme marks it
 unknown and the barrier refills.
-Append-only inputs (``append_only=True``: a delete raises) keep only the extreme itself.
+Append-only inputs (``append_only=True``: a delete raises; the planner sets it where the input
+can only insert, ``sql.build.agg_append_only``) keep only the extreme itself: the value state is
+then the whole state, one row per group. A group whose output did not change in an epoch is
+neither emitted nor written, even if rows arrived (its row count is written only with a change
+of its output, so there it lags the true count; it is never read but as ``> 0``, and an
+append-only group is never deleted).
 
 Per chunk the work is vectorized: one stable sort groups the rows (by an integer key column
 itself, else by the key columns' dictionary codes), per-group sums are ``np.add.reduceat``
@@ -437,7 +442,7 @@ class HashAgg(UnaryExecutor):
             return None
         dirty, self._dirty = self._dirty, {}
         olds, self._old = self._old, {}
-        keep_empty = self.keep_empty_group
+        keep_empty, append_only = self.keep_empty_group, self.append_only
         cache = self.groups
         extremes = [(j, self.slots[j][0]) for j in self.extreme]
         ops, keys, states = [], [], []
@@ -458,6 +463,9 @@ class HashAgg(UnaryExecutor):
             was = old is not None   # a stored HashAgg group always has rows
             if keep_empty or new[0] > 0:
                 if was:
+                    if append_only and old[1:] == new[1:]:   # same output: nothing to emit or write
+                        state[:] = old                       # (the row count lags: module docstring)
+                        continue
                     if old[1:] == new[1:]:   # only the row count changed: same output, and the
                         state[1:] = old[1:]  # slots keep the representation emitted before
                         new = tuple(state)
