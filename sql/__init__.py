@@ -5,9 +5,21 @@ Pipeline (one module per step): :mod:`sql.parse` -> :mod:`sql.bind` -> :mod:`sql
 :mod:`sql.build` (stream) / :mod:`sql.batch` (SELECT); :mod:`sql.catalog`,
 :mod:`sql.database` (lifecycle), :mod:`sql.statements`, :mod:`sql.session` (``connect``).
 Also the ``hummock`` command-line entry point (:mod:`sql.cli`).
+
+A PEP 249 (DB-API 2.0) module: ``apilevel``, ``threadsafety``, ``paramstyle`` and the
+exception classes below (sql/errors.py places every SQL error under them); ``connect``
+returns a :class:`sql.session.Connection`.
 """
 
-from sql.errors import BindError, CatalogError, ExecutionError, SqlError, SqlSyntaxError, UnsupportedError
+from sql.errors import (BindError, CatalogError, DatabaseError, DataError, Error, ExecutionError, IntegrityError,
+                        InterfaceError, InternalError, NotSupportedError, OperationalError, ProgrammingError,
+                        ReadOnlyError, SqlError, SqlSyntaxError, UnsupportedError, Warning)
+
+#: PEP 249 module globals. threadsafety 1: threads may share the module, not a connection (a
+#: Connection's session state is unsynchronised); paramstyle ``format``: ``%s`` (``$1`` also works).
+apilevel = "2.0"
+threadsafety = 1
+paramstyle = "format"
 
 
 def connect(url: str = ":memory:", **kwargs):
@@ -16,5 +28,7 @@ def connect(url: str = ":memory:", **kwargs):
     return _connect(url, **kwargs)
 
 
-__all__ = ["BindError", "CatalogError", "ExecutionError", "SqlError", "SqlSyntaxError", "UnsupportedError",
-           "connect"]
+__all__ = ["BindError", "CatalogError", "DataError", "DatabaseError", "Error", "ExecutionError", "IntegrityError",
+           "InterfaceError", "InternalError", "NotSupportedError", "OperationalError", "ProgrammingError",
+           "ReadOnlyError", "SqlError", "SqlSyntaxError", "UnsupportedError", "Warning", "apilevel", "connect",
+           "paramstyle", "threadsafety"]

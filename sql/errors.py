@@ -5,6 +5,16 @@ Job: one typed exception per failure class (docs/sql.md, "Errors"), each carryin
 ("... at line 1, column 17"). ``SqlError`` derives from ``hummock.HummockError`` so callers can
 catch everything the engine raises with one class.
 
+PEP 249 (docs/sql.md, "Python API"): the DB-API exception classes ``Error`` (root, itself a
+``HummockError``), ``InterfaceError``, ``DatabaseError`` and its ``DataError``,
+``OperationalError``, ``IntegrityError``, ``InternalError``, ``ProgrammingError``,
+``NotSupportedError`` live here, and every SQL error is one of them as well as a ``SqlError``:
+``SqlError`` is a ``DatabaseError``; each subclass also derives the DB-API class that names
+its kind (a syntax or bind error is a ``ProgrammingError``, an unsupported feature a
+``NotSupportedError``, a runtime value failure a ``DataError`` ...). So ``except SqlError``,
+``except HummockError`` and ``except sql.ProgrammingError`` all keep working. Each class
+carries ``sqlstate``, the Postgres SQLSTATE code the pgwire server (sql/pgwire) reports for it.
+
 Invariants: ``line``/``column`` are ``None`` together or ints >= 1 together; the message always
 ends with the position when one is known.
 
@@ -16,7 +26,61 @@ from __future__ import annotations
 from hummock.errors import HummockError
 
 
-class SqlError(HummockError):
+class Warning(Exception):  # noqa: A001  (PEP 249 names it so)
+    """PEP 249 ``Warning`` (nothing raises it today)."""
+
+
+class Error(HummockError):
+    """PEP 249 root: every error of the DB-API surface (module docstring)."""
+
+    sqlstate = "XX000"
+
+
+class InterfaceError(Error):
+    """PEP 249: misuse of the Python interface itself (a closed connection or cursor)."""
+
+    sqlstate = "08003"
+
+
+class DatabaseError(Error):
+    """PEP 249: an error of the database (every ``SqlError``)."""
+
+
+class DataError(DatabaseError):
+    """PEP 249: a bad value (overflow, division by zero, a cast that does not fit)."""
+
+    sqlstate = "22000"
+
+
+class OperationalError(DatabaseError):
+    """PEP 249: the database's operation failed, not the statement's text."""
+
+    sqlstate = "58000"
+
+
+class IntegrityError(DatabaseError):
+    """PEP 249: a constraint was violated."""
+
+    sqlstate = "23000"
+
+
+class InternalError(DatabaseError):
+    """PEP 249: the database is in a state that refuses the statement."""
+
+
+class ProgrammingError(DatabaseError):
+    """PEP 249: the statement is wrong (syntax, unknown names, wrong parameter count)."""
+
+    sqlstate = "42000"
+
+
+class NotSupportedError(DatabaseError):
+    """PEP 249: a feature this database does not have."""
+
+    sqlstate = "0A000"
+
+
+class SqlError(DatabaseError):
     """Root of the SQL errors (module docstring)."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None):
@@ -28,35 +92,62 @@ class SqlError(HummockError):
         self.line, self.column = line, column
 
 
-class SqlSyntaxError(SqlError):
+class SqlSyntaxError(SqlError, ProgrammingError):
     """The text does not parse."""
 
+    sqlstate = "42601"
 
-class BindError(SqlError):
+
+class BindError(SqlError, ProgrammingError):
     """Unknown table/column, ambiguous column, type mismatch, wrong argument types."""
 
+    sqlstate = "42000"
 
-class UnsupportedError(SqlError):
+
+class ParameterError(BindError):
+    """The parameters do not fit the statement (their count, a value that cannot be one)."""
+
+    sqlstate = "08P01"
+
+
+class UnsupportedError(SqlError, NotSupportedError):
     """Valid SQL this engine does not support (the message says what)."""
 
+    sqlstate = "0A000"
 
-class CatalogError(SqlError):
+
+class CatalogError(SqlError, ProgrammingError):
     """A relation already exists, does not exist, or is still needed by an MV."""
 
+    sqlstate = "42000"
 
-class ExecutionError(SqlError):
+
+class ExecutionError(SqlError, DataError):
     """A runtime failure: overflow, pk column update, pk conflict, a bad value."""
 
+    sqlstate = "22000"
 
-class ReadOnlyError(SqlError):
+
+class ReadOnlyError(SqlError, InternalError):
     """A statement that writes (DDL, DML, COPY FROM) on a read-only connection
-    (``connect(url, read_only=True)``, ``hummock sql --read-only``): the message names it."""
+    (``connect(url, read_only=True)``, ``hummock sql --read-only``): the message names it.
+    (An ``InternalError`` as Postgres's ``read_only_sql_transaction``, 25006, is in psycopg.)"""
+
+    sqlstate = "25006"
 
 
-class LostWritesError(ExecutionError):
+class ClosedError(SqlError, InterfaceError):
+    """A closed connection or cursor was used."""
+
+    sqlstate = "08003"
+
+
+class LostWritesError(ExecutionError, OperationalError):
     """Acknowledged DML statements that a stream-graph failure lost (sql/database.py, "Graph
     failures"): ``statements`` names each (``"[session N] INSERT ..."``), ``cause`` is the
     failure's text. Every session of the database gets it once."""
+
+    sqlstate = "58000"
 
     def __init__(self, message: str, statements=(), cause: str = ""):
         super().__init__(message)

@@ -19,10 +19,23 @@ calls ``Database.check`` -- a failed stream graph is recovered there, and a sess
 yet been told about acknowledged writes a failure lost gets :class:`~sql.errors.LostWritesError`
 once (docs/sql.md, "Errors"). ``data_errors()`` returns the data errors each MV turned into NULLs.
 
-Callers: users (``sql.connect``).
+PEP 249 (docs/sql.md, "Python API"): ``paramstyle`` is ``format`` (``%s``; ``$n`` also
+works); when parameters are given, ``%%`` is a literal ``%`` (as psycopg), a tuple parameter
+becomes a parenthesised list (``x IN %s`` with ``(1, 2)``), numpy scalars are their Python
+values. ``commit()`` is FLUSH (statements commit at barriers: there is nothing to roll back, so
+``rollback()`` is ``NotSupportedError``). A closed connection or cursor raises
+``ClosedError`` (an ``InterfaceError``); cursors are context managers; ``df()`` is the rest of
+the result as a pandas DataFrame (pandas optional). Errors are the DB-API classes of
+sql/errors.py (every ``SqlError`` is one); the same classes are attributes of
+:class:`Connection`, as PEP 249's optional extension names them.
+
+Callers: users (``sql.connect``), the pgwire server (sql/pgwire: one Connection per client
+session, sharing one Database).
 """
 
 from __future__ import annotations
+
+import re
 
 import pyarrow as pa
 
@@ -32,9 +45,13 @@ from stream.errors import ExpressionError, StreamError
 from sql import types as T
 from sql.batch.execute import from_arrow_values
 from sql.database import Database
-from sql.errors import ExecutionError, SqlError, SqlSyntaxError, execution_error
+from sql import errors as E
+from sql.errors import ClosedError, ExecutionError, ParameterError, SqlError, SqlSyntaxError, execution_error
 from sql.parse import parse_script, stack_headroom, statement_starts
 from sql.statements import SESSION_VARIABLES, execute_statement, insert_many
+
+
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")   # as sql/parse.py's
 
 
 def connect(url: str = ":memory:", barrier_interval_ms: int = 1000, implicit_flush: bool = False,
@@ -46,18 +63,24 @@ def connect(url: str = ":memory:", barrier_interval_ms: int = 1000, implicit_flu
 
 
 class Connection:
-    def __init__(self, db: Database, implicit_flush: bool = False):
+    # PEP 249's optional extension: the exception classes as connection attributes
+    Warning, Error, InterfaceError, DatabaseError = E.Warning, E.Error, E.InterfaceError, E.DatabaseError
+    DataError, OperationalError, IntegrityError = E.DataError, E.OperationalError, E.IntegrityError
+    InternalError, ProgrammingError, NotSupportedError = E.InternalError, E.ProgrammingError, E.NotSupportedError
+
+    def __init__(self, db: Database, implicit_flush: bool = False, owns_db: bool = True):
         self.db = db
         self.variables = dict(SESSION_VARIABLES)
         self.variables["rw_implicit_flush"] = "true" if implicit_flush else "false"
         self.closed = False
+        self.owns_db = owns_db   # False: a session of a Database others share (close leaves it open)
         self.session = db.open_session()
 
     def cursor(self) -> Cursor:
         self._check()
         return Cursor(self)
 
-    def execute(self, sql: str, params=()) -> Cursor:
+    def execute(self, sql: str, params=None) -> Cursor:
         return self.cursor().execute(sql, params)
 
     def executemany(self, sql: str, seq_of_params) -> Cursor:
@@ -65,6 +88,18 @@ class Connection:
 
     def flush(self) -> None:
         self.execute("FLUSH")
+
+    def commit(self) -> None:
+        """PEP 249 ``commit``: FLUSH -- everything written so far is checkpointed (durable and
+        visible to every reader). Statements need no commit to be kept (module docstring)."""
+        self._check()
+        self.flush()
+
+    def rollback(self) -> None:
+        """PEP 249 ``rollback``: there are no transactions to roll back (NotSupportedError)."""
+        self._check()
+        raise E.NotSupportedError("rollback(): Hummock has no transactions -- each statement is kept once it "
+                                  "returns and committed at the next barrier (or FLUSH / commit())")
 
     def insert_arrow(self, table: str, data, chunk_size: int = 4096) -> int:
         """Bulk INSERT of a pyarrow RecordBatch/Table into ``table`` (columns by name); returns
@@ -116,14 +151,15 @@ class Connection:
 
     def _check(self) -> None:
         if self.closed:
-            raise SqlError("the connection is closed")
+            raise ClosedError("the connection is closed")
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             from sql.subscription import close_all
             close_all(self.variables)
-            self.db.close()
+            if self.owns_db:
+                self.db.close()
 
     def __enter__(self) -> Connection:
         return self
@@ -139,13 +175,22 @@ class Cursor:
         self.connection = conn
         self.description = None
         self.rowcount = -1
+        self.closed = False
         self._table = None
         self._at = 0
 
-    def execute(self, sql: str, params=()) -> Cursor:
+    def execute(self, sql: str, params=None) -> Cursor:
         """Run the one statement of ``sql`` with ``params`` (module docstring)."""
+        self._check()
+        if params is not None:
+            sql, params = format_params(sql, params)
         with stack_headroom():
             return self._execute(sql, params)
+
+    def _check(self) -> None:
+        if self.closed:
+            raise ClosedError("the cursor is closed")
+        self.connection._check()
 
     def _execute(self, sql: str, params=()) -> Cursor:
         self.connection._check()
@@ -154,7 +199,7 @@ class Cursor:
         statements = parse_script(sql)
         used = max((s.n_params for s in statements), default=0)
         if used != len(params):   # psycopg/Postgres: every placeholder bound, no value left over
-            raise SqlError(f"the statement uses {used} parameter(s), {len(params)} given")
+            raise ParameterError(f"the statement uses {used} parameter(s), {len(params)} given")
         self._check_graph(statements)
         result = None
         for stmt in statements:
@@ -195,6 +240,7 @@ class Cursor:
 
     def executemany(self, sql: str, seq_of_params) -> Cursor:
         """Run the one statement of ``sql`` once per parameter set (module docstring)."""
+        self._check()
         with stack_headroom():
             return self._executemany(sql, seq_of_params)
 
@@ -211,7 +257,7 @@ class Cursor:
                 widths = set(map(len, seq))
             stmt = statements[0]
             if widths and widths != {stmt.n_params}:
-                raise SqlError(f"the statement uses {stmt.n_params} parameter(s), a parameter set has "
+                raise ParameterError(f"the statement uses {stmt.n_params} parameter(s), a parameter set has "
                                f"{min(widths - {stmt.n_params})}")
             self._check_graph(statements)
             conn = self.connection
@@ -229,6 +275,7 @@ class Cursor:
         return self
 
     def _rows(self, n=None) -> list:
+        self._check()
         if self._table is None:
             raise SqlError("no result set: the last statement returned no rows")
         end = self._table.num_rows if n is None else min(self._table.num_rows, self._at + n)
@@ -248,6 +295,7 @@ class Cursor:
         return self._rows()
 
     def fetch_arrow(self) -> pa.Table:
+        self._check()
         if self._table is None:
             raise SqlError("no result set: the last statement returned no rows")
         part = self._table.slice(self._at)
@@ -261,8 +309,33 @@ class Cursor:
                 return
             yield row
 
+    def df(self):
+        """The rest of the result as a pandas DataFrame (``fetch_arrow().to_pandas()``); pandas is
+        optional: without it this is an ``InterfaceError`` saying how to install it."""
+        self._check()
+        try:
+            import pandas  # noqa: F401
+        except ImportError as exc:
+            raise E.InterfaceError("cursor.df() needs pandas, which is not installed (pip install pandas, or "
+                                   "pip install 'hummock[spark]'); fetch_arrow() returns the same rows as Arrow") from exc
+        return self.fetch_arrow().to_pandas()
+
+    def setinputsizes(self, sizes) -> None:
+        """PEP 249: accepted and ignored."""
+
+    def setoutputsize(self, size, column=None) -> None:
+        """PEP 249: accepted and ignored."""
+
     def close(self) -> None:
         self._table = None
+        self.closed = True
+
+    def __enter__(self) -> Cursor:
+        self._check()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _one_statement(sql, method: str) -> None:
@@ -272,3 +345,85 @@ def _one_statement(sql, method: str) -> None:
     if len(starts) > 1:
         raise SqlSyntaxError(f"{method}() runs one statement, {len(starts)} were given (split a script "
                              "into statements, e.g. with 'hummock run'); the second starts", *starts[1])
+
+
+def _python_value(value):
+    """A parameter as the binder takes it: numpy scalars become their Python values (datetime64
+    and timedelta64 at microsecond precision, as TIMESTAMP and INTERVAL hold them)."""
+    np = _numpy()
+    if np is not None and isinstance(value, np.generic):
+        if isinstance(value, np.datetime64):
+            return value.astype("datetime64[us]").item()
+        if isinstance(value, np.timedelta64):
+            return value.astype("timedelta64[us]").item()
+        return value.item()
+    return value
+
+
+def _numpy():
+    import sys
+    return sys.modules.get("numpy")   # a numpy scalar means numpy is imported already
+
+
+def format_params(sql: str, params):
+    """``(text, params)`` for ``execute(sql, params)`` (module docstring, PEP 249): ``%%`` becomes
+    ``%`` (``%%s`` stays the text ``% s``, never a placeholder), each ``%s`` whose value is a tuple
+    becomes ``(%s, %s, ...)`` with the tuple's items spliced into ``params``, numpy scalars become
+    Python values. Quotes, dollar quotes and comments are copied unchanged but for ``%%``. A
+    mapping (``%(name)s``) is refused: this paramstyle is ``format``."""
+    if isinstance(params, dict):
+        raise ParameterError("parameters by name (%(name)s) are not supported: paramstyle is 'format' "
+                             "(%s, or $1 ...), pass a sequence")
+    if isinstance(params, (str, bytes)):
+        raise ParameterError(f"parameters must be a sequence of values, got a {type(params).__name__} "
+                             "(write (value,) for one parameter)")
+    try:
+        params = list(params)
+    except TypeError:
+        raise ParameterError(f"parameters must be a sequence of values, got {type(params).__name__}") from None
+    if not isinstance(sql, str) or ("%" not in sql and not any(isinstance(p, tuple) for p in params)):
+        return sql, [_python_value(p) for p in params]
+    out, values, k, i, n = [], [], 0, 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in ("'", '"'):
+            j = i + 1
+            while j < n and not (sql[j] == c and not sql.startswith(c * 2, j)):
+                j += 2 if sql.startswith(c * 2, j) else 1
+            out.append(sql[i:j + 1].replace("%%", "%"))
+            i = j + 1
+        elif sql.startswith("--", i) or sql.startswith("/*", i):
+            j = sql.find("\n", i) if sql.startswith("--", i) else sql.find("*/", i + 2)
+            j = n if j < 0 else (j if sql.startswith("--", i) else j + 2)
+            out.append(sql[i:j])
+            i = j
+        elif c == "$" and (m := _DOLLAR_TAG.match(sql, i)) is not None:
+            j = sql.find(m.group(0), m.end())
+            j = n if j < 0 else j + len(m.group(0))
+            out.append(sql[i:j])
+            i = j
+        elif sql.startswith("%%", i):
+            out.append("% " if sql.startswith("s", i + 2) else "%")
+            i += 2
+        elif sql.startswith("%s", i):
+            if k >= len(params):
+                raise ParameterError(f"the statement has more %s placeholders than the {len(params)} "
+                                     "parameter(s) given")
+            value = params[k]
+            k += 1
+            if isinstance(value, tuple):
+                if not value:
+                    raise ParameterError("an empty tuple parameter: 'x IN ()' is not SQL (pass at least one value)")
+                out.append("(" + ", ".join(["%s"] * len(value)) + ")")
+                values.extend(_python_value(v) for v in value)
+            else:
+                out.append("%s")
+                values.append(_python_value(value))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    values.extend(_python_value(v) for v in params[k:])   # $n placeholders take them as given
+    return "".join(out), values
+
+
