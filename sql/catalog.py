@@ -20,6 +20,14 @@ naming the record and the field, at load and in ``hummock inspect verify``; ``Sq
 a ``copy()`` and swaps it in only once the change committed, so a failed statement leaves the
 catalog as it was.
 
+Indexes (``CREATE INDEX i ON t (c)``, docs/sql.md "Indexes") are relations of kind ``"index"``,
+as RisingWave builds them: an MV over ``SELECT * FROM t`` whose materialized table has every
+column of ``t`` (same order, hidden ``_row_id`` too) but pk ``(c..., t's pk)`` and distribution
+key ``c``'s first column; ``index_columns`` is how many leading pk columns are the indexed ones.
+They share the relations' namespace (as in Postgres), are never read by name in queries, and go
+with their table on DROP TABLE. Batch plans read them in place of the table
+(:mod:`sql.plan.key_range`).
+
 Subscriptions (``CREATE SUBSCRIPTION``, docs/sql.md "Subscriptions") are records of their own:
 the ``TableDesc`` of the subscription's change-log table (its own id from the allocator, the
 subscription's name, the relation's columns and pk) with ``properties["subscription"]``
@@ -50,7 +58,7 @@ ROW_ID = "_row_id"
 class Relation:
     """A table or MV (module docstring). ``desc`` is its materialized state table."""
 
-    kind: str                      # "table" | "mv"
+    kind: str                      # "table" | "mv" | "index"
     desc: TableDesc
     n_visible: int
     row_id: bool = False           # hidden BIGINT _row_id after the visible columns
@@ -59,6 +67,7 @@ class Relation:
     definition: str | None = None  # an MV's SQL (its query)
     internal_ids: list = field(default_factory=list)
     depends_on: list = field(default_factory=list)   # relation names an MV reads
+    index_columns: int = 0         # an index: its indexed columns = the first pk columns
 
     @property
     def name(self) -> str:
@@ -90,6 +99,8 @@ class Relation:
                          "conflict": self.conflict, "append_only": self.append_only,
                          "definition": self.definition, "internal_ids": list(self.internal_ids),
                          "depends_on": list(self.depends_on)}}
+        if self.kind == "index":
+            props["sql"]["index_columns"] = self.index_columns
         d = self.desc
         return TableDesc(d.table_id, d.name, d.columns, d.pk_indices, d.order_types, d.dist_key_indices,
                          d.value_indices, d.append_only, d.retention_seconds, props)
@@ -103,13 +114,19 @@ class Relation:
         n_visible = _sql_field(desc, p.get("n_visible"), int, "n_visible")
         conflict = _sql_field(desc, p.get("conflict", "no_check"), str, "conflict")
         definition = p.get("definition")
-        if kind not in ("table", "mv"):
-            raise _malformed(desc, "kind", "'table' or 'mv'", kind)
+        if kind not in ("table", "mv", "index"):
+            raise _malformed(desc, "kind", "'table', 'mv' or 'index'", kind)
         if not 0 < n_visible <= len(desc.columns):
             raise _malformed(desc, "n_visible", f"1..{len(desc.columns)} (the record's columns)", n_visible)
         if conflict not in CONFLICT_BEHAVIOURS:
             raise _malformed(desc, "conflict", f"one of {', '.join(CONFLICT_BEHAVIOURS)}", conflict)
-        if kind == "mv" or definition is not None:
+        index_columns = 0
+        if kind == "index":
+            index_columns = _sql_field(desc, p.get("index_columns"), int, "index_columns")
+            if not 0 < index_columns <= len(desc.pk_indices):
+                raise _malformed(desc, "index_columns", f"1..{len(desc.pk_indices)} (the record's pk columns)",
+                                 index_columns)
+        if kind != "table" or definition is not None:
             _sql_field(desc, definition, str, "definition")
         internal_ids = _sql_field(desc, p.get("internal_ids", []), list, "internal_ids")
         for i, tid in enumerate(internal_ids):
@@ -121,7 +138,7 @@ class Relation:
             _sql_field(desc, name, str, f"depends_on[{i}]")
         return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
                    _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
-                   list(internal_ids), list(depends_on))
+                   list(internal_ids), list(depends_on), index_columns)
 
 
 @dataclass
@@ -292,7 +309,7 @@ class SqlCatalog:
     def require(self, name: str, node=None, kind: str | None = None) -> Relation:
         rel = self.relations.get(name)
         if rel is None or (kind is not None and rel.kind != kind):
-            what = {"table": "table", "mv": "materialized view"}.get(kind, "relation")
+            what = {"table": "table", "mv": "materialized view", "index": "index"}.get(kind, "relation")
             raise CatalogError(f"{what} {name!r} does not exist")
         return rel
 
@@ -302,13 +319,17 @@ class SqlCatalog:
         self.relations[rel.name] = rel
 
     def remove(self, name: str) -> Relation:
-        dependents = self.dependents(name)
+        """Drop ``name`` and, for a table or MV, its indexes (as Postgres does); a CatalogError
+        when an MV or a subscription reads it."""
+        dependents = [d for d in self.dependents(name) if self.relations[d].kind != "index"]
         if dependents:
             raise CatalogError(f"cannot drop {name!r}: materialized view {dependents[0]!r} depends on it")
         subs = self.subscriptions_of(name)
         if subs:
             raise CatalogError(f"cannot drop {name!r}: subscription {subs[0].name!r} depends on it "
                                f"(DROP SUBSCRIPTION first)")
+        for index in self.indexes_of(name):
+            self.relations.pop(index.name)
         return self.relations.pop(name)
 
     def subscriptions_of(self, name: str) -> list:
@@ -331,3 +352,10 @@ class SqlCatalog:
 
     def mvs(self) -> list:
         return [r for r in self.ordered() if r.kind == "mv"]
+
+    def indexes(self) -> list:
+        return [r for r in self.ordered() if r.kind == "index"]
+
+    def indexes_of(self, name: str) -> list:
+        """The indexes on relation ``name``, oldest first."""
+        return [r for r in self.ordered() if r.kind == "index" and r.depends_on == [name]]

@@ -14,6 +14,10 @@ order carry ``top.early_stop`` (the rows to read before the answer is known):
   rows tied with the last of them on the order columns; the TopN then runs over those rows as
   usual (so ties, WITH TIES and the stream-key tie-break stay exact).
 
+- an index of the Scan's table (``scan.indexes``, :mod:`sql.index`) replaces the Scan -- same
+  columns, the index's key order, ``index_of`` naming the table -- when the conjuncts bound more
+  of its key than of the table's (:func:`_ranged_scan`), or when a TopN's order is its key order
+  and the table's is not. Time-travel scans have no indexes.
 - a Project over Filter*(Scan) reads only the columns it and the Filters use (``scan.columns``);
   under an Agg, only those of the Project's outputs the Agg reads (count(*) reads none).
 
@@ -129,9 +133,9 @@ def _rewrite(node: P.Node) -> P.Node:
     if isinstance(node, P.Filter):
         conds, scan = _filter_chain(node)
         if scan is not None:
-            rng = scan_range(scan, conds)
-            if rng is not None:
-                return _replace_scan(node, _clone(scan, key_range=rng))
+            best = _ranged_scan(scan, conds)
+            if best is not None:
+                return _replace_scan(node, best)
     if isinstance(node, P.Agg) and isinstance(node.input, P.Project):   # the Agg reads some of its columns
         proj = node.input
         used = set(node.group) | {c.arg for c in node.calls if c.arg is not None} | \
@@ -341,6 +345,37 @@ def scan_range(scan: P.Scan, conds) -> KeyRange | None:
     return KeyRange([tuple(p) for p in itertools.product(*prefix)], lo, hi, vnode=vnode, width=len(pk))
 
 
+def _ranged_scan(scan: P.Scan, conds):
+    """The best ranged read of ``scan`` under ``conds``: ``scan`` with its own key range or, when
+    an index (``scan.indexes``, :mod:`sql.index`) bounds more key columns, a scan of that index
+    with its range (``index_of`` names the table); None when nothing bounds the read."""
+    rng = scan_range(scan, conds)
+    best, score = (None if rng is None else _clone(scan, key_range=rng)), _range_score(rng)
+    for index in getattr(scan, "indexes", ()):
+        iscan = _index_scan(scan, index)
+        irng = scan_range(iscan, conds)
+        if _range_score(irng) > score:
+            best, score = _clone(iscan, key_range=irng), _range_score(irng)
+    return best
+
+
+def _index_scan(scan: P.Scan, index) -> P.Scan:
+    """``scan`` reading ``index`` instead of its table: the same columns in the same order (an
+    index keeps every column of its table), in the index's key order."""
+    return _clone(scan, relation=index, indexes=[], index_of=scan.relation.name)
+
+
+def _range_score(rng) -> tuple:
+    """How much of a read ``rng`` spares (compared as tuples; None reads everything): nothing
+    to read, then whole keys, then the key columns bound, then a pinned vnode."""
+    if rng is None:
+        return (False, False, -1, False)
+    if rng.empty or rng.is_point():   # one read per point either way: the table's own key wins ties
+        return (rng.empty, True, 0, False)
+    bound = rng.prefix_len + (rng.lo is not None or rng.hi is not None)
+    return (False, False, bound, rng.vnode is not None)
+
+
 def _tightest(bounds, pick):
     """The strictest of ``[(value, inclusive)]`` (``pick`` max for lower bounds, min for upper)."""
     best = pick(v for v, _ in bounds)
@@ -384,7 +419,18 @@ def _early_stop(top: P.TopN):
         node = node.input
     if not isinstance(node, P.Scan) or getattr(node, "reverse", False):
         return None
-    scan = node
+    found = _early_stop_on(top, cols, node)
+    if found is None and getattr(node, "key_range", None) is None:   # the order of an index?
+        for index in getattr(node, "indexes", ()):
+            found = _early_stop_on(top, cols, _index_scan(node, index))
+            if found is not None:
+                break
+    return found
+
+
+def _early_stop_on(top: P.TopN, cols, scan: P.Scan):
+    """``top`` stopping early over ``scan`` when its order columns ``cols`` (the Scan's
+    columns) are ``scan``'s key order, or None."""
     rng = getattr(scan, "key_range", None)
     if rng is not None and (rng.empty or rng.is_point()):
         return None
