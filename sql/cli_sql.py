@@ -3,7 +3,7 @@
 On a terminal: line editing and a persistent history (prompt_toolkit; readline when it is
 missing), statements spanning lines until one ends with ``;`` (prompt ``hummock=>``, then
 ``hummock->``), results as aligned tables. Meta commands (a line starting with ``\\``): ``\\d``
-(tables and MVs), ``\\d NAME`` (columns; an MV's definition), ``\\dt``, ``\\dm``, ``\\timing
+(tables and MVs), ``\\d NAME`` (columns; an MV's definition), ``\\dt``, ``\\dm``, ``\\di``, ``\\timing
 [on|off]``, ``\\copy ...`` (psql's client-side COPY: the rest of the line is a COPY statement,
 paths relative to the shell's directory), ``\\?``, ``\\q``. Ctrl-C drops the statement being
 typed; Ctrl-D quits. Long statements (COPY, a CREATE MATERIALIZED VIEW's backfill) show a
@@ -42,6 +42,7 @@ HELP = """meta commands:
   \\d NAME       columns of a table or MV (and an MV's definition)
   \\dt           list tables
   \\dm           list materialized views
+  \\di           list indexes
   \\timing [on|off]  print each statement's time
   \\copy ...     COPY ... FROM/TO a file (same options as COPY)
   \\?            this help
@@ -162,8 +163,9 @@ class Shell:
             self.describe(arg)
         elif word == "\\copy":
             self.run_text(line.strip()[1:].rstrip(";") + ";", self.line_no)
-        elif word in ("\\d", "\\dt", "\\dm"):
-            self.list_relations({"\\d": ("table", "mv"), "\\dt": ("table",), "\\dm": ("mv",)}[word])
+        elif word in ("\\d", "\\dt", "\\dm", "\\di"):
+            self.list_relations({"\\d": ("table", "mv"), "\\dt": ("table",), "\\dm": ("mv",),
+                                 "\\di": ("index",)}[word])
         else:
             self.failures += 1
             print(printable(f"invalid command {word}; try \\? for help"), file=self.err)
@@ -171,7 +173,7 @@ class Shell:
     def list_relations(self, kinds) -> None:
         self._refresh()
         catalog = self.conn.db.catalog
-        rows = [(r.name, "table" if r.kind == "table" else "materialized view", len(r.visible_columns))
+        rows = [(r.name, _KIND_NAMES[r.kind], len(r.visible_columns))
                 for r in catalog.ordered() if r.kind in kinds]
         rows.sort()
         if not rows:
@@ -197,14 +199,25 @@ class Shell:
             self.failures += 1
             print(printable(f"Did not find any relation named {name!r}."), file=self.err)
             return
-        kind = "Table" if rel.kind == "table" else "Materialized view"
-        print(printable(f'{kind} "{rel.name}"'), file=self.out)
+        from sql.index import key_text
+        print(printable(f'{_KIND_NAMES[rel.kind].capitalize()} "{rel.name}"'), file=self.out)
+        if rel.kind == "index":
+            print(printable(f'  on "{rel.depends_on[0]}" ({key_text(rel)})'), file=self.out)
+            return
         cursor = self.conn.execute(f'DESCRIBE "{rel.name.replace(chr(34), chr(34) * 2)}"')
         print(render_table([d[0] for d in cursor.description], cursor.fetchall()), file=self.out)
+        indexes = self.conn.db.catalog.indexes_of(rel.name)
+        if indexes:
+            print("Indexes:", file=self.out)
+            for index in indexes:
+                print(printable(f'    "{index.name}" ({key_text(index)})'), file=self.out)
         if rel.kind == "mv" and rel.definition:
             print(printable(f"View definition:\n  {rel.definition};"), file=self.out)
         elif rel.append_only:
             print("APPEND ONLY", file=self.out)
+
+
+_KIND_NAMES = {"table": "table", "mv": "materialized view", "index": "index"}
 
 
 def error_text(exc: SqlError, stmt) -> str:

@@ -136,6 +136,19 @@ def drop_index(db, node) -> None:
         db.apply_ddl(new, dropped=dropped)
 
 
+def key_text(index) -> str:
+    """The indexed columns of relation ``index`` as CREATE INDEX spelled them: ``c DESC, s``."""
+    parts = []
+    for col, order in zip(list(index.pk_indices)[:index.index_columns], index.desc.order_types):
+        text = index.columns[col][0]
+        if order.descending:
+            text += " DESC" + ("" if order.nulls_first else " NULLS LAST")
+        elif order.nulls_first:
+            text += " NULLS FIRST"
+        parts.append(text)
+    return ", ".join(parts)
+
+
 def attach_indexes(plan: P.Node, catalog) -> P.Node:
     """Give each Scan of batch plan ``plan`` its relation's indexes (``scan.indexes``; none for
     a time-travel scan); returns ``plan``."""

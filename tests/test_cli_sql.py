@@ -229,3 +229,22 @@ def test_a_query_says_why_rows_just_written_are_missing(tmp_path):
             assert "(2 rows)" in out.getvalue()
         finally:
             conn.close()
+
+
+def test_index_meta_commands(tmp_path):
+    """``\\di`` lists indexes, ``\\d TABLE`` names its indexes, ``\\d INDEX`` its table and key."""
+    import io
+
+    import sql
+    from sql.cli_sql import Shell
+
+    with sql.connect(str(tmp_path / "db")) as conn:
+        out, err = io.StringIO(), io.StringIO()
+        shell = Shell(conn, out=out, err=err)
+        for line in ("CREATE TABLE t (id INT PRIMARY KEY, g VARCHAR, v INT);", "CREATE INDEX t_g ON t (g DESC, v);",
+                     "\\di", "\\d t", "\\d t_g", "\\dt"):
+            shell.feed(line)
+        text = out.getvalue()
+        assert "CREATE INDEX" in text and " t_g  | index |" in text, text
+        assert 'Indexes:\n    "t_g" (g DESC, v)' in text and 'Index "t_g"\n  on "t" (g DESC, v)' in text, text
+        assert text.count("t_g") == 3 and err.getvalue() == ""   # \dt lists no index
