@@ -274,6 +274,10 @@ class SqlCatalog:
             missing = [n for n in rel.depends_on if n not in names or n == rel.name]
             if missing:
                 raise _malformed(rel.desc, "depends_on", "names of other relations in the catalog", missing)
+        kinds = {rel.name: rel.kind for rel in relations}
+        for rel in relations:
+            if rel.kind == "index" and (len(rel.depends_on) != 1 or kinds[rel.depends_on[0]] == "index"):
+                raise _malformed(rel.desc, "depends_on", "the index's one table or MV", rel.depends_on)
         seen = set()
         for sub in subscriptions:
             if sub.name in seen:

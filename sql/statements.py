@@ -607,6 +607,10 @@ def _show(db, stmt, params, variables) -> Result:
         names = [r.name for r in db.catalog.tables()]
     elif name == "materialized views":
         names = [r.name for r in db.catalog.mvs()]
+    elif name == "indexes":   # RisingWave's SHOW INDEXES: name, table, key
+        from sql.index import key_text
+        rows = sorted((r.name, r.depends_on[0], key_text(r)) for r in db.catalog.indexes())
+        return _rows_result([("Name", DataType.VARCHAR), ("On", DataType.VARCHAR), ("Key", DataType.VARCHAR)], rows)
     elif name in SESSION_VARIABLES:
         return _rows_result([(name, DataType.VARCHAR)], [(variables.get(name, SESSION_VARIABLES[name]),)])
     else:

@@ -112,8 +112,9 @@ def create_subscription(db, stmt, params, variables):
                 return Result()
             raise CatalogError(f"subscription {name!r} already exists", stmt.line, stmt.column)
         rel = db.catalog.get(parts[-1])
-        if rel is None:
-            raise CatalogError(f"table or materialized view {parts[-1]!r} does not exist", stmt.line, stmt.column)
+        if rel is None or rel.kind == "index":
+            what = "is an index" if rel is not None else "does not exist"
+            raise CatalogError(f"table or materialized view {parts[-1]!r} {what}", stmt.line, stmt.column)
         start = db.flush()
         new = db.catalog.copy()
         d = rel.desc

@@ -163,6 +163,9 @@ def test_index_ddl_errors_name_what_is_wrong(people):
         with pytest.raises(sql.SqlError) as info:
             people.execute(q)
         assert words in str(info.value), (q, str(info.value))
+    with pytest.raises(sql.SqlError, match="'p_city' is an index"):
+        people.execute("CREATE SUBSCRIPTION s FROM p_city WITH (retention = '1h')")
+    assert people.execute("SHOW INDEXES").fetchall() == [("p_age", "p", "age DESC"), ("p_city", "p", "city")]
     people.execute("CREATE INDEX IF NOT EXISTS p_city ON p (age)")   # exists: nothing happens
     people.execute("DROP INDEX IF EXISTS nope")
     assert "index=p_city" in _explain(people, "SELECT * FROM p WHERE city = 'x'")
