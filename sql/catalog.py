@@ -22,8 +22,7 @@ catalog as it was.
 
 Indexes (``CREATE INDEX i ON t (c)``, docs/sql.md "Indexes") are relations of kind ``"index"``,
 as RisingWave builds them: an MV over ``SELECT * FROM t`` whose materialized table has every
-column of ``t`` (same order, hidden ``_row_id`` too) but pk ``(c..., t's pk)`` and distribution
-key ``c``'s first column; ``index_columns`` is how many leading pk columns are the indexed ones.
+column of ``t`` (same order, hidden ``_row_id`` too) but pk ``(c..., t's pk)``; ``index_columns`` is how many leading pk columns are the indexed ones.
 They share the relations' namespace (as in Postgres), are never read by name in queries, and go
 with their table on DROP TABLE. Batch plans read them in place of the table
 (:mod:`sql.plan.key_range`).

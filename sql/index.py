@@ -4,7 +4,8 @@
 Job: an index is built as RisingWave builds one -- a materialized view over ``SELECT * FROM t``
 (maintained by the stream graph like any MV, backfilled from ``t``'s rows when created) whose
 materialized table keeps every column of ``t`` in ``t``'s order but is keyed by the indexed
-columns then ``t``'s own pk (so keys stay unique) and distributed by the first indexed column.
+columns then ``t``'s own pk (so keys stay unique); like every SQL relation it has no
+distribution key.
 Batch plans read it in place of ``t`` when a filter bounds the indexed columns
 (:mod:`sql.plan.key_range`); :func:`attach_indexes` gives every Scan of a batch plan its table's
 indexes (``scan.indexes``) for that choice.
@@ -13,8 +14,7 @@ Invariants: an index's rows are exactly its table's rows at every committed epoc
 barrier, same commit); indexes live in the relations' namespace (a name is a table, an MV or an
 index, as in Postgres); queries never name an index; DROP TABLE / DROP MATERIALIZED VIEW drop
 their indexes; a time-travel scan (``FOR SYSTEM_TIME AS OF``) never uses one (it may not have
-existed then). Refused by name: UNIQUE, INCLUDE / DISTRIBUTED BY (every column is included;
-the first indexed column distributes), expressions as index keys, index methods (``USING``),
+existed then). Refused by name: UNIQUE, INCLUDE (every column is included), expressions as index keys, index methods (``USING``),
 partial indexes (``WHERE``), CONCURRENTLY, indexes on indexes.
 
 Callers: :mod:`sql.statements` (dispatch of CREATE / DROP INDEX, batch binding).
@@ -77,7 +77,9 @@ def create_index(db, node, params, new_relation_name) -> None:
     order_types = orders + [OrderType.ASC] * (len(pk) - len(key))
     new = db.catalog.copy()
     tid = new.allocate_id()
-    desc = TableDesc(tid, name, tuple(zip(names, plan.types)), tuple(pk), tuple(order_types), (key[0],))
+    # no distribution key, as every SQL table and MV (singletons; the Spark runtime places
+    # a relation's rows by its stream key)
+    desc = TableDesc(tid, name, tuple(zip(names, plan.types)), tuple(pk), tuple(order_types))
     index_rel = Relation("index", desc, rel.n_visible, row_id=rel.row_id,
                          definition=query.ast.sql(dialect="postgres"), depends_on=[table_name],
                          index_columns=len(key))

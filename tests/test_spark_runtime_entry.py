@@ -199,3 +199,25 @@ def test_workers_get_the_allocator_setting_unless_the_session_has_one(spark, tmp
         assert seen == ["-1", "-1"]
     finally:
         conn.close()
+
+
+@pytest.mark.spark_integration   # the index's own code runs in both modes (tests/test_sql_index.py)
+def test_an_index_is_maintained_on_the_spark_runtime(spark, tmp_path):
+    """CREATE INDEX under runtime='spark': its MV runs in the Spark tasks (keyed by the indexed
+    column, placed by the table's stream key) and batch reads through it see every change."""
+    conn = _spark_conn(tmp_path / "db", spark)
+    try:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+        conn.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i % 7) for i in range(60)])
+        conn.execute("FLUSH")
+        conn.execute("CREATE INDEX t_v ON t (v DESC)")
+        conn.execute("UPDATE t SET v = 3 WHERE k < 10")
+        conn.execute("INSERT INTO t VALUES (100, 3)")
+        conn.execute("FLUSH")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN SELECT k FROM t WHERE v = 3").fetchall())
+        assert "index=t_v" in plan, plan
+        want = sorted([(k,) for k in range(60) if k < 10 or k % 7 == 3] + [(100,)])
+        assert sorted(conn.execute("SELECT k FROM t WHERE v = 3").fetchall()) == want
+        assert conn.execute("SELECT v FROM t ORDER BY v DESC LIMIT 2").fetchall() == [(6,), (6,)]
+    finally:
+        conn.close()
