@@ -115,19 +115,21 @@ def make_adder(slots, n_lists: int, extremes, check_negative: bool, on_negative)
     """A function ``add(keys, states, *deltas, *bests)`` doing ``states[g][at] += deltas[i][g]``
     for each ``(at, i)`` of ``slots`` and every group ``g``, in one loop (generated: the
     per-group loop is the hot path of an aggregation; slots whose deltas are the same list,
-    such as count(*) and a row count, read one loop variable), then for each ``(at, kind)`` of
+    such as count(*) and a row count, read one loop variable), then for each ``(at, kind[, plain])`` of
     ``extremes`` (an append-only min or max) keeping the better of ``states[g][at]`` and
-    ``bests[i][g]`` (None: no value). With ``check_negative`` it calls ``on_negative(key)``
+    ``bests[i][g]`` (None: no value; ``plain``: the type has no NaN, so Python's ``<`` is its
+    order and ``order_key`` is skipped). With ``check_negative`` it calls ``on_negative(key)``
     for a group whose row count (slot 0) went below zero."""
     names = [f"d{i}" for i in range(n_lists)] + [f"b{i}" for i in range(len(extremes))]
     lines = [f"def add(keys, states, {', '.join(names)}):",
              f"    for key, st, {', '.join(names)} in zip(keys, states, {', '.join(names)}):"]
     lines += [f"        st[{at}] += d{i}" for at, i in slots]
-    for i, (at, kind) in enumerate(extremes):
+    for i, (at, kind, *plain) in enumerate(extremes):
         better = "<" if kind == "min" else ">"
+        test = f"b{i} {better} cur" if plain and plain[0] else f"order_key(b{i}) {better} order_key(cur)"
         lines += [f"        if b{i} is not None:",
                   f"            cur = st[{at}]",
-                  f"            if cur is None or order_key(b{i}) {better} order_key(cur):",
+                  f"            if cur is None or {test}:",
                   f"                st[{at}] = b{i}"]
     if check_negative:
         lines.append("        if st[0] < 0: on_negative(key)")

@@ -70,7 +70,7 @@ import pyarrow as pa
 from relational.arrow import to_arrow, to_pylist
 from relational.errors import InconsistentOpError
 from relational.state_table import StateTable
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
@@ -149,7 +149,12 @@ class HashAgg(UnaryExecutor):
             initial += c.initial_slots()
         self._initial = tuple(initial)
         self._adders: dict = {}   # which delta list each additive slot takes -> generated adder
-        self._extreme_slots = [(self.slots[j][0], c.kind) for j, c in enumerate(calls) if c.is_extreme and append_only]
+        # DECIMAL slots holding integral sums (BIGINT, INTERVAL microseconds): kept as Python
+        # ints, so ``_flush`` converts them to Arrow vectorized (``_column``)
+        self._int_slots = [self.slots[j][0] for j, c in enumerate(calls) if c.kind in ("sum", "avg")
+                           and c.arg_type.kind in (TypeKind.BIGINT, TypeKind.INTERVAL)]
+        self._extreme_slots = [(self.slots[j][0], c.kind, c.arg_type not in _NAN_KEY_TYPES)
+                               for j, c in enumerate(calls) if c.is_extreme and append_only]
         ids = iter(table_ids)
         self.budget = budget if budget is not None else default_budget()
         self.groups = self.budget.cache(f"{identity}.groups")
@@ -359,6 +364,10 @@ class HashAgg(UnaryExecutor):
                     old[key] = None
                 else:
                     state = list(row[nk:])
+                    for at in self._int_slots:   # an integral sum read back as Decimal: an int again
+                        v = state[at]
+                        if type(v) is decimal.Decimal and v.is_finite() and v.as_tuple().exponent == 0:
+                            state[at] = int(v)
                     old[key] = tuple(state)
                 dirty[key] = states[gi] = state
                 cache.put(key, state, charge)
@@ -491,15 +500,15 @@ class HashAgg(UnaryExecutor):
         nk = len(self.group_key)
         key_cols = [to_arrow(list(col), t) for col, t in zip(zip(*keys), self._key_types)] if nk else []
         slot_cols = list(zip(*states))
-        state_cols = [to_arrow(list(col), t) for col, t in zip(slot_cols, self.value_table.types[nk:])]
+        state_cols = [_column(col, t) for col, t in zip(slot_cols, self.value_table.types[nk:])]
         self._write(self.value_table, ops, key_cols + state_cols)
         results = []
         for c, (at, width) in zip(self.calls, self.slots):
             if c.kind == "count" or c.is_extreme:   # the slot is the result, same type
                 results.append(state_cols[at])
             else:
-                results.append(to_arrow(c.result_column(slot_cols[at:at + width], self.identity, keys),
-                                        c.return_type))
+                results.append(_column(c.result_column(slot_cols[at:at + width], self.identity, keys),
+                                       c.return_type))
         out = StreamChunk(ops, key_cols + results, self.schema)
         if hidden:
             visible = np.ones(len(ops), np.bool_)
@@ -562,6 +571,21 @@ def _split(chunk: StreamChunk) -> list:
         out.append(StreamChunk(ops[at:end], [c.slice(at, end - at) for c in chunk.columns], chunk.schema))
         at = end
     return out
+
+
+def _column(values, dtype: DataType) -> pa.Array:
+    """``to_arrow(values, dtype)``, vectorized for a DECIMAL column of Python ints (a BIGINT or
+    INTERVAL sum: the text of an int is its NUMERIC text) that fit int64: Arrow infers int64
+    only when every value is an int or None (a Decimal, float or bool makes it infer another
+    type or fail), and its int-to-string cast is ``str``'s."""
+    if dtype.kind == TypeKind.DECIMAL:
+        try:
+            arr = pa.array(values if isinstance(values, list) else list(values))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+            arr = None
+        if arr is not None and arr.type == pa.int64():
+            return arr.cast(pa.string())
+    return to_arrow(list(values), dtype)
 
 
 def _columns(rows, types) -> list:
