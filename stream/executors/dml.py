@@ -4,7 +4,8 @@ a primary key.
 Per chunk: the columns are conformed to the table's schema (same DataTypes in order; an Arrow
 column of another numeric/string width is cast, safely, to the declared type; anything else is
 an :class:`~stream.errors.InvalidChunkError`), invisible rows are dropped, and the chunk is
-validated (update pairs adjacent; with ``row_id_index`` after the ids are filled in).
+validated (update pairs adjacent; with ``row_id_index`` after the ids are filled in; a chunk of
+only INSERTs whose row ids are all NULL -- the bulk path -- only gets its ids: it has no pair).
 
 Row ids (``row_id_index`` set: the table's hidden BIGINT pk column, RisingWave's ``_row_id``):
 an INSERT whose row id is NULL gets a new id from its :class:`~stream.row_id.RowIdGenerator`
@@ -57,13 +58,28 @@ class Dml(UnaryExecutor):
                                             f"does not fit {atype}: {exc}") from None
         return StreamChunk(chunk.ops, columns, self.schema, chunk.visibility).compact()
 
+    def _all_inserts(self, chunk: StreamChunk) -> bool:
+        """Whether every row of the (conformed, compacted) ``chunk`` is an INSERT and every
+        column has one value per op (what ``validate`` would check of such a chunk)."""
+        ops = chunk.ops
+        n = len(ops)
+        return bool((ops == INSERT).all()) and len(chunk.columns) == len(self.schema) and \
+            all(len(c) == n for c in chunk.columns)
+
     def on_chunk(self, chunk: StreamChunk):
         chunk = self._conform(chunk)
         if self.row_id_index is None:
-            return chunk.validate(self.stream_key)
-        chunk.validate()
+            return chunk if self._all_inserts(chunk) else chunk.validate(self.stream_key)
         r = self.row_id_index
         column = chunk.columns[r]
+        n = len(column)
+        if n and column.null_count == n and self._all_inserts(chunk):
+            # the bulk path (INSERT, insert_arrow): only new rows, every id to fill -- nothing of
+            # an update pair to check, so the ids are filled in and the chunk goes on as it is
+            columns = list(chunk.columns)
+            columns[r] = pa.array(self.row_ids.next_ids(n), type=pa.int64())
+            return StreamChunk(chunk.ops, columns, self.schema)
+        chunk.validate()
         if not column.null_count:
             return chunk.validate(self.stream_key)
         null = column.is_null().to_numpy(zero_copy_only=False)
