@@ -44,7 +44,9 @@ runs per row only for retractable min/max candidates and distinct values.
 
 Strict mode (``consistent=True``, the default): a delete that would take a group's row count,
 or a distinct value's count, below zero raises
-:class:`~stream.errors.InconsistentStreamError` naming the executor and group.
+:class:`~stream.errors.InconsistentStreamError` naming the executor and group; the state tables
+check each write against the stored rows too, except an append-only aggregation's value state
+(its only writer is the executor and no delete reaches it: relaxed, no probe per update).
 
 Representations: values equal but not identical (NUMERIC 1.5 and 1.50; the planner's keys use
 Python equality, the state tables memcomparable keys) are one group. A stored group keeps the key
@@ -158,8 +160,11 @@ class HashAgg(UnaryExecutor):
         ids = iter(table_ids)
         self.budget = budget if budget is not None else default_budget()
         self.groups = self.budget.cache(f"{identity}.groups")
+        # an append-only aggregation's value state is relaxed: no probe of the stored row per
+        # update (its only writer is this executor, and no input delete can reach it)
         self.value_table = StateTable(store, next(ids), state_cols, list(range(nk)), dist_key_indices=dist,
-                                      vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.value",
+                                      vnodes=vnodes, consistent=consistent and not append_only,
+                                      flush_threshold=flush_threshold, name=f"{identity}.value",
                                       prefix_len_hint=nk or None)
         # 2./3. materialized inputs and distinct tables
         in_key = list(input.stream_key)
