@@ -18,8 +18,14 @@ block (re-read ``it`` after ``position()``; it is None once the run is done).
 
 The merge's cursors (``_Cursor``): ``load()``/``advance()`` position on the current / next entry
 and set ``kp``/``kn`` to its full key (borrowed: valid until the cursor moves); ``user_value()``
-decodes that entry's value (a new bytes object, or None for a delete). An SST cursor copies
-nothing until ``user_value()``.
+decodes that entry's value (a new bytes object, or None for a delete); ``value_view()`` points at
+it instead (1) or says it is a delete (0), borrowed like the key. An SST cursor copies nothing
+until ``user_value()``.
+
+``UserScan.next_raw`` (forward scans) is ``__next__`` without Python objects: the next row's
+table key and user value as borrowed pointers, valid until the scan moves on (the next call
+to ``next_raw`` or ``__next__``, or ``close``); 0 at the end. Native consumers that only read
+the bytes (``_scan_columns``: counts and column decoding) use it.
 
 ``UserScan`` is built either by its Python constructor (a list of sources) or, by the read path,
 with ``scan_new`` + ``scan_add_run``/``scan_add_batches`` per source + ``scan_ready``: the
@@ -54,6 +60,7 @@ cdef class _Cursor:
     cdef bint load(self) except -1
     cdef bint advance(self) except -1
     cdef object user_value(self)
+    cdef int value_view(self, const unsigned char** vp, Py_ssize_t* vn) except -1
 
 
 @cython.final
@@ -99,6 +106,7 @@ cdef class UserScan:
     cdef bint has_floor      # hide: versions <= floor are ignored (a truncation)
     cdef uint64_t floor
     cdef dict ranges         # hide: {vnode: (lo, hi)} watermark ranges, or None
+    cdef bint pending        # next_raw returned the top entry in place: advance before going on
 
     cdef int add_cursor(self, _Cursor c) except -1
     cdef bint before(self, _Cursor a, _Cursor b) noexcept
@@ -106,6 +114,8 @@ cdef class UserScan:
     cdef void sift_down(self, Py_ssize_t i) noexcept
     cdef bint visible(self, const unsigned char* k, Py_ssize_t n) noexcept
     cdef object finish_group(self)
+    cdef int next_raw(self, const unsigned char** kp, Py_ssize_t* kn, const unsigned char** vp,
+                      Py_ssize_t* vn) except -1
 
 
 cdef UserScan scan_new(uint64_t read_epoch, bint reverse, object owner, object hide)

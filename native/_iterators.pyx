@@ -138,6 +138,11 @@ cdef class _Cursor:
         """The current entry's user value (new bytes), or None for a delete."""
         return None
 
+    cdef int value_view(self, const unsigned char** vp, Py_ssize_t* vn) except -1:
+        """Point ``vp``/``vn`` at the current entry's user value (borrowed until the cursor
+        moves) and return 1, or return 0 for a delete."""
+        return 0
+
 
 @cython.final
 cdef class _BatchCursor(_Cursor):
@@ -148,6 +153,7 @@ cdef class _BatchCursor(_Cursor):
     cdef Py_ssize_t pos
     cdef bytes key
     cdef object value
+    cdef object plain    # value_view's user value, kept alive until the cursor moves
 
     cdef bint load(self) except -1:
         cdef object entry
@@ -183,6 +189,16 @@ cdef class _BatchCursor(_Cursor):
 
     cdef object user_value(self):
         return plain_value(self.value, self.tagged)
+
+    cdef int value_view(self, const unsigned char** vp, Py_ssize_t* vn) except -1:
+        self.plain = plain_value(self.value, self.tagged)
+        if self.plain is None:
+            return 0
+        if type(self.plain) is not bytes:
+            raise CorruptionError("stored value is not bytes", object="scan")
+        vp[0] = <const unsigned char*>PyBytes_AS_STRING(self.plain)
+        vn[0] = PyBytes_GET_SIZE(self.plain)
+        return 1
 
 
 @cython.final
@@ -324,6 +340,16 @@ cdef class _SstRunCursor(_Cursor):
 
     cdef object user_value(self):
         return stored_value(self.it.p + self.it.value_start, self.it.value_end - self.it.value_start)
+
+    cdef int value_view(self, const unsigned char** vp, Py_ssize_t* vn) except -1:
+        cdef const unsigned char* p = self.it.p + self.it.value_start
+        cdef Py_ssize_t n = self.it.value_end - self.it.value_start
+        if n >= 1 and p[0] == TAG_PUT:
+            vp[0] = p + 1
+            vn[0] = n - 1
+            return 1
+        stored_value(p, n)   # a delete (None), else the CorruptionError of a bad tag
+        return 0
 
 
 cdef int seek_block(Block block, BlockIterator it, bytes target) except -1:
@@ -504,16 +530,59 @@ cdef class UserScan:
         """Stop early: drop the sources and the state this scan was reading."""
         self.heap = []
         self.size = 0
+        self.pending = False
         self.group = None
         self.best = None
         self.have = False
         self.owner = None
+
+    cdef int next_raw(self, const unsigned char** kp, Py_ssize_t* kn, const unsigned char** vp,
+                      Py_ssize_t* vn) except -1:
+        """Forward only: the next row's table key and user value as borrowed pointers, valid
+        until the scan moves on (``_iterators.pxd``); 1, or 0 at the end. The same rows, checks
+        and order as ``__next__``."""
+        cdef _Cursor top
+        cdef const unsigned char* k
+        cdef Py_ssize_t n, un
+        cdef unsigned char* grown
+        if self.reverse:
+            raise InvalidArgumentError("next_raw reads forward scans only")
+        if self.pending:
+            self.pending = False
+            self.advance_top()
+        while self.size > 0:
+            top = <_Cursor>self.heap[0]
+            k, n = top.kp, top.kn
+            un = n - 8
+            if self.decided_len == un and memcmp(self.decided, k, un) == 0:
+                self.advance_top()   # an older version of the key decided last
+                continue
+            if not self.visible(k, n):
+                self.advance_top()
+                continue
+            if un > self.decided_cap:
+                grown = <unsigned char*>realloc(self.decided, un)
+                if grown == NULL:
+                    raise MemoryError()
+                self.decided, self.decided_cap = grown, un
+            memcpy(self.decided, k, un)
+            self.decided_len = un
+            if top.value_view(vp, vn) and not (self.ranges is not None and range_hides(self.ranges, k + 4, n - 12)):
+                kp[0] = k + 4
+                kn[0] = n - 12
+                self.pending = True   # the pointers borrow the top entry: move past it next time
+                return 1
+            self.advance_top()
+        return 0
 
     def __next__(self):
         cdef _Cursor top
         cdef const unsigned char* k
         cdef Py_ssize_t n, un
         cdef unsigned char* grown
+        if self.pending:   # a next_raw row was the last one read
+            self.pending = False
+            self.advance_top()
         if not self.reverse:
             while self.size > 0:
                 top = <_Cursor>self.heap[0]

@@ -26,6 +26,8 @@ from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
+from native._iterators cimport UserScan
+
 from relational import _scan_columns_py as _twin
 from relational import _value_encoding_py as _encoding
 from relational.errors import DecodeError, TypeMismatchError
@@ -238,15 +240,22 @@ cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1:
 cdef int _row(object data, const int *codes, const Py_ssize_t *slots, _Out *outs, Py_ssize_t ncols,
               Py_ssize_t j) except -1:
     """Walk one row into row ``j`` of the wanted columns (``slots[i]``: column i's output or -1)."""
+    if type(data) is not bytes:
+        raise TypeMismatchError(f"encoded row must be bytes, got {type(data).__name__}")
+    return _row_at(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), codes, slots, outs,
+                   ncols, j)
+
+
+cdef int _row_at(const unsigned char *p, Py_ssize_t n, const int *codes, const Py_ssize_t *slots, _Out *outs,
+                 Py_ssize_t ncols, Py_ssize_t j) except -1:
+    """:func:`_row` of the encoded row ``p[:n]``."""
     cdef _Reader r
     cdef uint64_t count
     cdef Py_ssize_t size, bitmap, i
     cdef _Out *o
-    if type(data) is not bytes:
-        raise TypeMismatchError(f"encoded row must be bytes, got {type(data).__name__}")
-    r.p = <const unsigned char *>PyBytes_AS_STRING(data)
+    r.p = p
     r.pos = 0
-    r.end = PyBytes_GET_SIZE(data)
+    r.end = n
     _need(&r, 1)
     if r.p[0] != FORMAT_TAG:
         _fail(f"unknown format tag 0x{<int>r.p[0]:02x}", 0)
@@ -307,6 +316,13 @@ def count_pairs(pairs, limit):
     """How many items (at most ``limit``) the iterator ``pairs`` yields (twin's docstring)."""
     cdef Py_ssize_t cap = _check_limit(limit)
     cdef Py_ssize_t n = 0
+    cdef const unsigned char *kp
+    cdef const unsigned char *vp
+    cdef Py_ssize_t kn, vn
+    if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place: no objects
+        while n < cap and (<UserScan>pairs).next_raw(&kp, &kn, &vp, &vn):
+            n += 1
+        return n
     if cap:
         for _ in pairs:
             n += 1
@@ -322,6 +338,9 @@ def decode_columns(pairs, limit, codes, wanted):
     cdef Py_ssize_t ncols = len(codes)
     cdef Py_ssize_t nwanted = len(wanted)
     cdef Py_ssize_t i, n = 0
+    cdef const unsigned char *kp
+    cdef const unsigned char *vp
+    cdef Py_ssize_t kn, vn
     cdef int *kinds = <int *>malloc(sizeof(int) * (ncols + 1))
     cdef Py_ssize_t *slots = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (ncols + 1))
     cdef _Out *outs = <_Out *>calloc(nwanted + 1, sizeof(_Out))
@@ -348,7 +367,11 @@ def decode_columns(pairs, limit, codes, wanted):
                     raise MemoryError()
             if o.valid == NULL or (o.width and o.data == NULL):
                 raise MemoryError()
-        if cap:
+        if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place: no objects
+            while n < cap and (<UserScan>pairs).next_raw(&kp, &kn, &vp, &vn):
+                _row_at(vp, vn, kinds, slots, outs, ncols, n)
+                n += 1
+        elif cap:
             for pair in pairs:
                 if type(pair) is not tuple or len(<tuple>pair) != 2:
                     raise TypeError(f"pairs must yield (key, value) tuples, got {type(pair).__name__}")
