@@ -8,8 +8,12 @@ interval string is left as written; the only unit taken after it is a Postgres f
 restriction (``YEAR``, ``MONTH``, ``DAY``, ``HOUR``, ``MINUTE``, ``SECOND``, or ``f1 TO f2``).
 :func:`stream.interval_text.parse_interval` reads the text as Postgres' ``interval_in`` does.
 
+It also keeps ``to_char``, ``to_timestamp``, ``date_part``, ``date_trunc`` and ``log10`` calls
+as written (``Anonymous``): sqlglot's Postgres parser turns them into other functions whose
+arguments lose Postgres' meaning (a ``to_char`` format string becomes a strftime one).
+
 Invariant: every other construct parses exactly as ``read="postgres"`` (this class overrides
-one parser method and nothing else).
+one parser method and five function names and nothing else).
 
 Callers: :mod:`sql.parse` (``sqlglot.parse(text, read=Hummock)``).
 """
@@ -22,8 +26,22 @@ from sqlglot.dialects.postgres import Postgres
 from sql.types import INTERVAL_FIELDS   # the fields an interval literal may be restricted to
 
 
+def _as_written(name: str):
+    """A parser builder keeping ``name(args)`` as the user wrote it (an ``Anonymous`` call)."""
+    return lambda args: exp.Anonymous(this=name, expressions=args)
+
+
 class Hummock(Postgres):
     class Parser(Postgres.Parser):
+        # sqlglot rewrites these into other dialects' functions, losing what Postgres means:
+        # to_char's and to_timestamp's format strings become strftime ('Month' and 'FM' are
+        # lost), date_part (double precision) becomes EXTRACT (numeric), log10(x) becomes
+        # log(10, x) (numeric only). Kept as written, the binder maps them to stream/expr_pg.py.
+        FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
+                     **{name.upper(): _as_written(name) for name in ("to_char", "to_timestamp", "date_part",
+                                                                     "date_trunc", "log10")}}
+        FUNCTION_PARSERS = {k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
+
         def _parse_interval_span(self, this, parse_function_unit: bool = True):
             if this is None or not this.is_string:   # INTERVAL 5 DAY and the like: sqlglot's way
                 return super()._parse_interval_span(this, parse_function_unit)

@@ -1,6 +1,8 @@
 """Scalar functions: :class:`Func` and its table ``_FUNCS`` (``abs``, ``round``, ``ceil``,
 ``floor``, ``sqrt``, ``power``, ``lower``, ``upper``, ``length``, ``trim``/``ltrim``/``rtrim``,
-``substr``, ``replace``, ``coalesce``, ``concat``).
+``substr``, ``replace``, ``coalesce``, ``concat``), plus the row-by-row Postgres functions of
+:mod:`stream.expr_pg` (``trunc``, ``ln``, trigonometry, ``greatest``/``least``, ``split_part``,
+``lpad``, ``regexp_replace``, ``date_trunc``, ``extract``, ``to_char``, ``make_date``, ``age``...).
 
 Each ``_FUNCS`` entry is ``name: (implementation, result type from the argument types, (min
 args, max args))``; a name that is not there, a wrong argument count or argument types the
@@ -34,6 +36,7 @@ from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
 from stream.expr_errors import wrap as _wrap
 from stream.expr_float import result_range
+from stream.expr_pg import FUNCS as _PG_FUNCS
 
 
 def _func_abs(args, columns):
@@ -214,6 +217,7 @@ _FUNCS = {
     "sqrt": (_func_sqrt, lambda ts: DataType.DOUBLE if is_numeric(ts[0]) else None, (1, 1)),
     "power": (_func_power, lambda ts: DataType.DOUBLE if all(is_numeric(t) for t in ts) else None, (2, 2)),
 }
+_FUNCS.update(_PG_FUNCS)   # math, text and date/time functions computed row by row (stream/expr_pg.py)
 
 
 class Func(Expr):

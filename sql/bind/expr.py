@@ -18,6 +18,8 @@ Callers: :mod:`sql.bind.select`, :mod:`sql.statements` (INSERT values, UPDATE, D
 
 from __future__ import annotations
 
+import contextvars
+import datetime
 import decimal
 import difflib
 import re
@@ -138,6 +140,8 @@ class ExprBinder:
         self.scope, self.params, self.hook, self.context = scope, list(params), hook, context
         self.subquery = subquery   # binds a scalar subquery / EXISTS (sql.bind.subquery), or None
         self.depth = 0
+        if context in ("VALUES", "UPDATE"):   # the binder of an INSERT ... VALUES / UPDATE statement
+            new_statement_clock()
 
     def bind(self, node) -> E.Expr:
         # parentheses and aliases are no level of the tree (sql.parse already bounds parentheses
@@ -411,11 +415,92 @@ class ExprBinder:
         else_ = values[len(conds)] if default is not None else None
         return E.Case(list(zip(conds, values[:len(conds)])), else_, target)
 
+    def _call(self, name: str, arg_nodes, node) -> E.Expr:
+        """``name(args)``: untyped literals take the first typed argument's type for
+        ``greatest``/``least``/``age``, whose arguments are then unified to one type."""
+        arg_nodes = [a for a in arg_nodes if a is not None]
+        if name in self._UNIFIED:
+            typed = [self.bind(a) for a in arg_nodes if not ((lit := self.literal(a)) is not None and lit[2])]
+            if typed:
+                bound = [self.bind_as(a, typed[0].data_type) for a in arg_nodes]
+            else:
+                bound = [self.bind(a) for a in arg_nodes]
+            if name != "age":
+                bound, _ = self.unify(bound, arg_nodes, name.upper())
+        else:
+            bound = [self.bind(a) for a in arg_nodes]
+        if name == "trunc" and bound and bound[0].data_type.kind in T.INTEGERS:   # Postgres' implicit casts
+            bound[0] = E.Cast(bound[0], DataType.DECIMAL if len(bound) == 2 else DataType.DOUBLE)
+        if name in ("log", "sign", "ln", "log10", "exp") and bound and bound[0].data_type.kind in T.INTEGERS \
+                and len(bound) == 1:
+            bound[0] = E.Cast(bound[0], DataType.DOUBLE)
+        if name == "log" and len(bound) == 2:
+            bound = [E.Cast(b, DataType.DECIMAL) if b.data_type.kind in T.INTEGERS else b for b in bound]
+        try:
+            return E.Func(name, *bound)
+        except ExpressionError as exc:
+            raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+
+    def _volatile(self, node) -> E.Expr:
+        """now() / current_timestamp / current_date / localtimestamp: the statement's clock, a
+        constant of the statement; random(): a fresh double per row. Refused in a materialized
+        view by the query binder (sql/bind/select.py), whose rows must not depend on when they
+        are computed."""
+        name = self._VOLATILE.get(type(node)) or node.name.lower()
+        now = _statement_clock(node)
+        if name in ("now", "statement_timestamp", "transaction_timestamp"):
+            return E.Lit(now, DataType.TIMESTAMPTZ)
+        if name == "localtimestamp":
+            return E.Lit(now.replace(tzinfo=None), DataType.TIMESTAMP)
+        if name == "current_date":
+            return E.Lit(now.date(), DataType.DATE)
+        if name == "random":
+            return E.Func("random")
+        raise error_at(UnsupportedError, f"{name} is not supported (TIME values are not supported; use now())", node)
+
     _FUNCS = {exp.Abs: "abs", exp.Round: "round", exp.Lower: "lower", exp.Upper: "upper", exp.Length: "length",
               exp.Concat: "concat", exp.Substring: "substr", exp.Trim: "trim", exp.Ceil: "ceil",
               exp.Floor: "floor", exp.Sqrt: "sqrt", exp.Pow: "power"}
 
+    # sqlglot classes whose Postgres name or argument order the generic path would miss:
+    # class -> node -> (name, argument nodes)
+    _SHAPES = {
+        exp.Extract: lambda n: ("extract", [exp.Literal.string(n.this.name), n.expression]),
+        exp.SplitPart: lambda n: ("split_part", [n.this, n.args.get("delimiter"), n.args.get("part_index")]),
+        exp.Pad: lambda n: ("lpad" if n.args.get("is_left") else "rpad",
+                            [n.this, n.expression] + ([n.args["fill_pattern"]] if n.args.get("fill_pattern") else [])),
+        exp.RegexpReplace: lambda n: ("regexp_replace", [n.this, n.expression, n.args.get("replacement")]
+                                      + ([n.args["modifiers"]] if n.args.get("modifiers") else [])),
+        exp.RegexpCount: lambda n: ("regexp_count", [a for a in (n.this, n.expression, n.args.get("position"),
+                                                                 n.args.get("parameters")) if a is not None]),
+        exp.Initcap: lambda n: ("initcap", [n.this]),
+        exp.Translate: lambda n: ("translate", [n.this, n.args.get("from_"), n.args.get("to")]),
+        exp.StrPosition: lambda n: ("strpos", [n.this, n.args.get("substr")]),
+        exp.Repeat: lambda n: ("repeat", [n.this, n.args.get("times")]),
+        exp.Trunc: lambda n: ("trunc", [n.this] + ([n.args["decimals"]] if n.args.get("decimals") else [])),
+        exp.Log: lambda n: ("log", [n.this] + ([n.expression] if n.expression is not None else [])),
+        exp.Format: lambda n: ("format", [n.this] + list(n.expressions)),
+        exp.Chr: lambda n: ("chr", list(n.expressions)),
+    }
+    _VOLATILE = {exp.Rand: "random", exp.CurrentTimestamp: "now", exp.CurrentDate: "current_date",
+                 exp.Localtimestamp: "localtimestamp", exp.CurrentTime: "current_time"}
+    _UNIFIED = ("greatest", "least", "age")   # arguments of one type: untyped literals take it
+
     def _func(self, node) -> E.Expr:
+        if type(node) in self._VOLATILE or (isinstance(node, exp.Anonymous) and node.name.lower() in
+                                           ("now", "random", "statement_timestamp", "transaction_timestamp")):
+            return self._volatile(node)
+        shape = self._SHAPES.get(type(node))
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("regexp_match", "regexp_matches",
+                                                                      "regexp_split_to_array", "string_to_array"):
+            raise error_at(UnsupportedError, f"function {node.name.lower()} returns an array, and arrays are not "
+                                             "supported (regexp_replace, regexp_count and split_part are)", node)
+        if shape is not None or isinstance(node, (exp.Greatest, exp.Least)):
+            name, args = shape(node) if shape is not None else \
+                (spelled(node), [node.this] + list(node.expressions))
+            return self._call(name, args, node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in self._UNIFIED:
+            return self._call(node.name.lower(), list(node.expressions), node)
         name = self._FUNCS.get(type(node))
         if isinstance(node, exp.Anonymous):
             name = node.name.lower()
@@ -450,6 +535,27 @@ class ExprBinder:
                 raise error_at(UnsupportedError, f"function {name} is not supported{near_names(name, E._FUNCS)}",
                                node) from None
             raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+
+
+_CLOCK: contextvars.ContextVar = contextvars.ContextVar("hummock_statement_clock", default=None)
+
+
+def new_statement_clock() -> None:
+    """Start a statement's clock: the next now() takes a fresh time (QueryBinder and the
+    VALUES / UPDATE binders call this once per statement)."""
+    _CLOCK.set(None)
+
+
+def _statement_clock(node) -> datetime.datetime:
+    """now(): one time for the whole statement (as Postgres' transaction time stamp is for a
+    statement outside a transaction block): the first now() of a statement reads the clock,
+    the others of the same statement (the same parsed tree) reuse it."""
+    root = node.root()
+    current = _CLOCK.get()
+    if current is None or current[0] is not root:
+        current = (root, datetime.datetime.now(datetime.timezone.utc))
+        _CLOCK.set(current)
+    return current[1]
 
 
 def _numeric_literal(text: str, node) -> decimal.Decimal:

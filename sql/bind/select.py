@@ -30,7 +30,7 @@ from stream.schema import Schema
 from sql import types as T
 from sql.bind import time_travel
 from sql.bind import order as O
-from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, new_statement_clock, spelled
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, special_form, where_conjunct
 from sql.errors import BindError, UnsupportedError, error_at
@@ -42,11 +42,28 @@ _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp
 _AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every")
 
 
+_VOLATILE_NAMES = ("now", "random", "statement_timestamp", "transaction_timestamp", "clock_timestamp")
+
+
+def _refuse_volatile(node) -> None:
+    """UnsupportedError for now() / current_timestamp / current_date / random() in a
+    materialized view: its rows would depend on when each was computed, and RisingWave allows
+    now() in an MV only as a temporal filter, which this engine does not maintain yet."""
+    for n in node.walk():
+        if isinstance(n, (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.Localtimestamp, exp.CurrentTime)) \
+                or (isinstance(n, exp.Anonymous) and n.name.lower() in _VOLATILE_NAMES):
+            name = spelled(n)
+            name = name if name.startswith(("current", "local")) else name + "()"
+            raise error_at(UnsupportedError, f"{name} is not allowed in a materialized view (its value "
+                                             "depends on when a row is computed; a batch SELECT may use it)", n)
+
+
 class QueryBinder:
     """Binds the queries of one statement. ``batch``: ORDER BY/LIMIT allowed (a SELECT)."""
 
     def __init__(self, catalog, params=(), batch: bool = False):
         self.catalog, self.params, self.batch = catalog, list(params), batch
+        new_statement_clock()   # now() is one time per statement
         self.ctes: dict = {}
         self.depends_on: list = []
         self.prebound: dict = {}   # id(subquery node) -> its plan, bound once (sql.bind.subquery)
@@ -76,6 +93,7 @@ class QueryBinder:
                 raise error_at(UnsupportedError, f"query {spelled(node)} is not supported", node)
             if top and not self.batch:
                 O.check_streamable(plan)
+                _refuse_volatile(node)
             return plan
         finally:
             self.ctes = saved
