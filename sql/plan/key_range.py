@@ -19,7 +19,10 @@ order carry ``top.early_stop`` (the rows to read before the answer is known):
   of its key than of the table's (:func:`_ranged_scan`), or when a TopN's order is its key order
   and the table's is not. Time-travel scans have no indexes.
 - a Project over Filter*(Scan) reads only the columns it and the Filters use (``scan.columns``);
-  under an Agg, only those of the Project's outputs the Agg reads (count(*) reads none).
+  under an Agg, only those of the Project's outputs the Agg reads (count(*) reads none); then
+  :func:`_prune` carries the columns each consumer reads down through projections, filters,
+  sorts, aggregates, top-Ns and joins to every Scan (a join's inputs read only their keys, the
+  condition's columns and what is selected above).
 
 Invariants: a key range is a superset of the rows the conjuncts accept -- the Filter stays
 above the Scan and decides (so NULLs, ``= NULL``, three-valued logic and errors are the
@@ -108,7 +111,55 @@ def plan_batch(plan: P.Node) -> P.Node:
     With ``KEY_RANGES`` off: ``plan`` as it is (every Scan reads every row)."""
     if not KEY_RANGES.get():
         return plan
-    return _rewrite(plan)
+    plan = _rewrite(plan)
+    return _prune(plan, set(range(len(plan.types))))
+
+
+# --- column pruning -------------------------------------------------------------------------------
+
+def _prune(node: P.Node, needed: set) -> P.Node:
+    """``node`` whose Scans read only the columns some consumer up to the root reads
+    (``scan.columns``; the others come out NULL): ``needed`` are the output columns of ``node``
+    its parent reads. Every node keeps its input's stream key (tie-breaks read it); a node kind
+    not listed reads all of its inputs' columns."""
+    if isinstance(node, P.Scan):
+        if len(needed) >= len(node.types):
+            return node
+        have = getattr(node, "columns", None)
+        cols = sorted(needed if have is None else needed & set(have))
+        return node if have is not None and cols == sorted(have) else _clone(node, columns=cols)
+    inputs = node.inputs
+    if isinstance(node, P.Project):
+        refs = set()
+        for i in needed:
+            if i < len(node.exprs):
+                refs |= node.exprs[i].column_refs()
+        want = [refs | set(node.input.stream_key)]
+    elif isinstance(node, (P.Filter, P.Sort, P.Limit)):
+        refs = set(needed) | set(node.input.stream_key)
+        if isinstance(node, P.Filter):
+            refs |= node.condition.column_refs()
+        if isinstance(node, P.Sort):
+            refs |= {c for c, _, _ in node.keys}
+        want = [refs]
+    elif isinstance(node, P.Agg):
+        want = [set(node.group) | {c.arg for c in node.calls if c.arg is not None} |
+                {c.filter_col for c in node.calls if c.filter_col is not None}]
+    elif isinstance(node, P.TopN):
+        width = len(node.input.types)
+        want = [{i for i in needed if i < width} | {c for c, _, _ in node.order} | set(node.group) |
+                set(node.input.stream_key)]
+    elif isinstance(node, P.Join):
+        w = len(node.left.types)
+        cond = node.condition.column_refs() if node.condition is not None else set()
+        out = set(needed) if node.kind not in ("semi", "anti") else {i for i in needed if i < w}
+        left = {i for i in out | cond if i < w} | set(node.left_keys) | set(node.left.stream_key)
+        right = {i - w for i in out | cond if i >= w} | set(node.right_keys) | set(node.right.stream_key)
+        want = [left, right]
+    else:
+        want = [set(range(len(i.types))) for i in inputs]
+    new = [_prune(i, w) for i, w in zip(inputs, want)]
+    return _with_inputs(node, new)
 
 
 def _clone(node, **attrs):
