@@ -159,3 +159,25 @@ def test_an_append_only_aggregate_resumes_after_reopen(tmp_path):
         c.execute("FLUSH")
         assert _rows(c, "SELECT * FROM m") == _rows(c, AGG_Q)
         assert _hash_agg(c, "m").append_only
+
+
+def test_early_flushes_overwrite_a_group_within_an_epoch_and_a_restart_reads_the_last():
+    """``max_dirty_groups=1``: every chunk flushes, so one group's row is written several times
+    in one epoch (updates of the relaxed value state); a new executor reads the last."""
+    calls = [AggCall("max", 2), AggCall("count"), AggCall("sum", 2)]
+    store, epochs = HummockStorage.open("memory://"), Epochs()
+
+    def run(batches):
+        msgs = [epochs.barrier()]
+        for chunks in batches:
+            msgs += [StreamChunk.from_rows(S, [("+", r) for r in rows]) for rows in chunks] + [epochs.barrier()]
+        ex = HashAgg(ListSource(S, [0], msgs), [1], calls, store, range(10, 10 + agg_table_count(calls, True)),
+                     append_only=True, max_dirty_groups=1)
+        out = [r for m in drain(Checked(ex)) if isinstance(m, StreamChunk) for r in m.rows()]
+        ex._check()
+        return ex, out
+
+    run([[[(1, 1, 5), (2, 2, 1)], [(3, 1, 7)], [(4, 1, 2), (5, 2, 9)]]])
+    ex, out = run([[[(6, 1, 1)], [(7, 2, 10)]]])
+    assert out[-4:] == [(3, (1, 7, 3, 14)), (4, (1, 7, 4, 15)), (3, (2, 9, 2, 10)), (4, (2, 10, 3, 20))]
+    assert {tuple(r) for r in ex.value_table.iter_with_prefix(())} == {(1, 4, 7, 4, 15, 4), (2, 3, 10, 3, 20, 3)}
