@@ -19,12 +19,12 @@ import argparse
 import sys
 
 from hummock import __version__
-from sql import cli_bench, cli_compact, cli_demo, cli_inspect, cli_run, cli_sql
+from sql import cli_bench, cli_compact, cli_demo, cli_inspect, cli_run, cli_serve, cli_sql
 from sql.cli_common import run_command
 from sql.cli_demo import run_demo  # noqa: F401  (kept importable here: tests, README)
 
 #: the subcommand modules, in the order ``--help`` lists them
-SUBCOMMANDS = (cli_demo, cli_sql, cli_run, cli_inspect, cli_compact, cli_bench)
+SUBCOMMANDS = (cli_demo, cli_sql, cli_run, cli_serve, cli_inspect, cli_compact, cli_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

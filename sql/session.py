@@ -187,6 +187,18 @@ class Cursor:
         with stack_headroom():
             return self._execute(sql, params)
 
+    def execute_prepared(self, sql: str, params=()) -> Cursor:
+        """Run ``sql`` as a Postgres server receives it: ``$n`` placeholders bound to ``params``
+        as given (no ``%%``/tuple processing). The pgwire server's entry (sql/pgwire)."""
+        self._check()
+        with stack_headroom():
+            return self._execute(sql, params)
+
+    @property
+    def result_types(self) -> list | None:
+        """The ``DataType`` of each result column (None without a result set)."""
+        return list(self._types) if self.description is not None else None
+
     def _check(self) -> None:
         if self.closed:
             raise ClosedError("the cursor is closed")
