@@ -14,7 +14,8 @@ Invariants: nothing is written when a check fails (all checks run before the fir
 failure inside the graph is recovered as for any DML (``Database.write``: the rows are kept
 and written again, or the statement is reported lost with ``LostWritesError``).
 
-Callers: :mod:`sql.session` (``Connection.insert_arrow``).
+Callers: :mod:`sql.session` (``Connection.insert_arrow``), :mod:`sql.statements` (INSERT ...
+SELECT of columns that fit as they are).
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ def insert_arrow(db, table: str, data, variables, chunk_size: int = DEFAULT_CHUN
     if rel is None or rel.kind != "table":
         raise (CatalogError(f"table {table!r} does not exist") if rel is None
                else BindError(f"cannot insert into materialized view {table!r}"))
+    return insert_arrow_into(db, rel, data, variables, chunk_size)
+
+
+def insert_arrow_into(db, rel, data, variables, chunk_size: int = DEFAULT_CHUNK_SIZE) -> int:
+    """:func:`insert_arrow` into the table :class:`~sql.catalog.Relation` ``rel`` (also INSERT ...
+    SELECT whose columns fit the table as they are: sql/statements.py)."""
+    from sql.statements import write_chunks
     schema = Schema(list(rel.desc.columns))
     visible = rel.visible_columns
     names = data.column_names

@@ -657,11 +657,48 @@ def table_function(node, batch: bool):
         raise ExecutionError(f"{where}: {_arrow_message(exc)}") from None
     names = [c.lower() for c in table.column_names]
     types = [_sql_type(f.type, f.name, where) for f in table.schema]
-    columns = [to_pylist(_cast_typed(c, t, n, where, lambda r: f"row {r + 1}"), t)
-               for c, n, t in zip(table.columns, names, types)]
-    plan = P.Values(list(zip(*columns)) if columns else [], names, types)
+    arrays = [_cast_typed(c, t, n, where, lambda r: f"row {r + 1}") for c, n, t in zip(table.columns, names, types)]
+    if arrays and all(t.kind in _ARROW_AS_IS and a.type == arrow_type(t) for a, t in zip(arrays, types)):
+        # the batch engine's own column form: handed over as it is
+        plan = P.Values([], names, types)
+        plan.arrow = pa.table([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays],
+                              names=[f"c{i}" for i in range(len(arrays))])
+        plan.rows = _ArrowRows(plan.arrow, types)
+    else:
+        columns = [to_pylist(a, t) for a, t in zip(arrays, types)]
+        plan = P.Values(list(zip(*columns)) if columns else [], names, types)
     plan.function = name
     return plan
+
+
+# Column types whose Arrow form from _cast_typed is the one batch plans carry (relational.arrow):
+# a table function's Values hands those columns over as they are (``plan.arrow``).
+_ARROW_AS_IS = {TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.REAL, TypeKind.DOUBLE,
+                TypeKind.VARCHAR, TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP,
+                TypeKind.TIMESTAMPTZ}
+
+
+class _ArrowRows:
+    """The rows of an Arrow-backed Values (``plan.arrow``) as tuples, made only when a row path
+    asks (``len`` costs nothing)."""
+
+    def __init__(self, table: pa.Table, types):
+        self._table, self._types, self._rows = table, types, None
+
+    def _all(self) -> list:
+        if self._rows is None:
+            cols = [to_pylist(c, t) for c, t in zip(self._table.columns, self._types)]
+            self._rows = list(zip(*cols)) if cols else []
+        return self._rows
+
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __getitem__(self, i):
+        return self._all()[i]
 
 
 def _kwarg_bool(node, default: bool, where: str) -> bool:

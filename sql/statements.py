@@ -378,9 +378,41 @@ def _checked_flush(db) -> int:
 
 
 def _insert(db, node, params, variables, stmt) -> Result:
-    rel, full = _insert_rows(db, node, params)
+    query = None
+    if not isinstance(node.expression, exp.Values):   # INSERT ... SELECT
+        rel, cols = _insert_target(db, node)
+        query = _insert_query(db, node, params, cols)
+        if _columns_as_they_are(rel, cols, query[0]):
+            from sql.bulk import insert_arrow_into
+            table = query[1]
+            n = insert_arrow_into(db, rel, pa.table(table.columns if table.num_columns else [], names=cols),
+                                  variables)
+            return Result(rowcount=n)
+    rel, full = _insert_rows(db, node, params, query)
     _write_rows(db, rel, full, variables)
     return Result(rowcount=len(full))
+
+
+def _insert_query(db, node, params, cols) -> tuple:
+    """``(plan, table)``: an INSERT's query planned and run at the newest committed epoch."""
+    source = node.expression
+    plan, _ = bind_select(db, source, params)
+    plan = P.visible(plan)
+    if len(plan.types) != len(cols):
+        raise error_at(BindError, f"INSERT has {len(plan.types)} expressions but {len(cols)} target columns", source)
+    with db.lock:
+        epoch = db.store.max_committed_epoch
+    return plan, run_batch(plan, db.store, epoch)
+
+
+def _columns_as_they_are(rel, cols, plan) -> bool:
+    """An INSERT ... SELECT's columns go into ``rel`` as Arrow columns (``sql.bulk``) when the
+    query fills every visible column with exactly its type (no assignment cast to apply) and
+    the type's Arrow form is the stored one."""
+    from sql.copy import _ARROW_AS_IS
+    types = dict(rel.visible_columns)
+    return (len(cols) == len(types) and plan.n_visible == len(plan.types) and
+            all(t == types[c] and t.kind in _ARROW_AS_IS for c, t in zip(cols, plan.types)))
 
 
 def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
@@ -429,7 +461,9 @@ def _insert_target(db, node):
     return rel, cols
 
 
-def _insert_rows(db, node, params):
+def _insert_rows(db, node, params, query=None):
+    """``(rel, [("+", row)])``: the full rows an INSERT adds (``query``: its SELECT's
+    ``(plan, table)`` when already run)."""
     rel, cols = _insert_target(db, node)
     name, visible = rel.name, rel.visible_columns
     vis_names = [n for n, _ in visible]
@@ -451,13 +485,7 @@ def _insert_rows(db, node, params):
                     row.append(_const_value(binder.bind_as(item, dtype), dtype, item))
             rows.append(row)
     else:
-        plan, _ = bind_select(db, source, params)
-        plan = P.visible(plan)
-        if len(plan.types) != len(cols):
-            raise error_at(BindError, f"INSERT has {len(plan.types)} expressions but {len(cols)} target columns", source)
-        with db.lock:
-            epoch = db.store.max_committed_epoch
-        table = run_batch(plan, db.store, epoch)
+        plan, table = query or _insert_query(db, node, params, cols)
         rows = []
         for r in (_py_rows(table, plan.types) if table.num_columns else []):
             rows.append([_coerce(v, visible[vis_names.index(c)][1], source) for v, c in zip(r, cols)])

@@ -82,3 +82,29 @@ def test_refusals(conn, files):
         conn.execute(f"SELECT * FROM read_parquet('{files}/missing.parquet')")
     with pytest.raises(ExecutionError, match="no file matches"):
         conn.execute(f"SELECT * FROM read_parquet('{files}/none*.parquet')")
+
+
+def test_insert_select_as_columns_equals_the_row_path(conn, files):
+    """An INSERT ... SELECT whose columns fit the table as they are goes in as Arrow columns
+    (sql.bulk), a Values of a file as Arrow columns (``plan.arrow``); the rows, the ON CONFLICT
+    rule, a NULL key's error and the row path's assignment casts are unchanged."""
+    from sql.plan import nodes as P
+    from sql.statements import bind_select
+    from sql.parse import parse_script
+
+    [stmt] = parse_script(f"SELECT * FROM read_parquet('{files}/p1.parquet')")
+    plan, _ = bind_select(conn.db, stmt.ast, ())
+    [values] = [n for n in P.walk(plan) if isinstance(n, P.Values)]
+    assert values.arrow.num_rows == 3 and len(values.rows) == 3 and list(values.rows)[2] == (3, None, None)
+    conn.execute("CREATE TABLE a (id BIGINT PRIMARY KEY, name VARCHAR, v DOUBLE PRECISION)")   # as they are
+    conn.execute("CREATE TABLE b (id INT PRIMARY KEY, name VARCHAR, v REAL)")                  # assignment casts
+    conn.execute("INSERT INTO a VALUES (2, 'old', 0)")
+    for t in ("a", "b"):
+        assert conn.execute(f"INSERT INTO {t} SELECT * FROM read_parquet('{files}/*.parquet')").rowcount == 4
+    want = [(1, "a", 1.5), (2, "b", 2.5), (3, None, None), (4, "d", 4.5)]   # id 2 overwritten
+    assert conn.execute("SELECT * FROM a ORDER BY id").fetchall() == want
+    assert conn.execute("SELECT * FROM b ORDER BY id").fetchall() == want
+    with pytest.raises(ExecutionError, match="null value in primary key column 'id'"):
+        conn.execute("INSERT INTO a SELECT NULL::BIGINT, 'x', 1.0::DOUBLE PRECISION")
+    assert conn.execute("INSERT INTO a (name, id, v) SELECT name, id + 10, v FROM a").rowcount == 4
+    assert conn.execute("SELECT count(*) FROM a WHERE id > 10").fetchall() == [(4,)]

@@ -157,6 +157,8 @@ class _Exec:
         return pa.concat_tables(parts)
 
     def _values(self, plan: P.Values):
+        if getattr(plan, "arrow", None) is not None:   # a table function's columns (sql/copy.py)
+            return plan.arrow
         return _rows_table(plan.rows, plan) if plan.types else pa.table({"_": pa.nulls(len(plan.rows))})
 
     def _columns(self, t: pa.Table):
