@@ -81,11 +81,13 @@ cdef class _SstRunCursor(_Cursor):
     cdef BlockIterator it
     cdef bytes end
     cdef bytes largest      # the current SST's last full key
+    cdef bint below_end     # every entry of the current block is below ``end`` (no per-entry check)
 
     cdef int start(self, SstRun run) except -1
     cdef int start_at(self, list readers, object start, object end) except -1
     cdef bint next_reader(self) except -1
     cdef int open_block(self, Py_ssize_t index) except -1
+    cdef bint block_ends_below(self, Py_ssize_t index) except -1
     cdef bint position(self) except -1
 
 

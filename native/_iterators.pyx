@@ -290,11 +290,24 @@ cdef class _SstRunCursor(_Cursor):
             raise InvalidArgumentError("the block source must return native Blocks")
         self.block_index = index
         self.block = <Block>block
+        self.below_end = self.end is None or self.block_ends_below(index)
         if self.it is None:
             self.it = BlockIterator(block)
         else:
             self.it.c_reset(<Block>block)
         return 0
+
+    cdef bint block_ends_below(self, Py_ssize_t index) except -1:
+        """Every entry of block ``index`` of the current SST is below ``end``: the next block
+        starts at or before it (entries are below the next block's first key), or this is the
+        SST's last block and its last key is below it."""
+        cdef bytes k
+        if index + 1 < len(self.first_keys):
+            k = checked_full_key(self.first_keys[index + 1])
+            return cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                                 <const unsigned char*>PyBytes_AS_STRING(self.end), PyBytes_GET_SIZE(self.end)) <= 0
+        return cmp_full_keys(<const unsigned char*>PyBytes_AS_STRING(self.largest), PyBytes_GET_SIZE(self.largest),
+                             <const unsigned char*>PyBytes_AS_STRING(self.end), PyBytes_GET_SIZE(self.end)) < 0
 
     cdef bint position(self) except -1:
         """Open the next block or SST if the current block is used up; False (and ``it`` None)
@@ -318,9 +331,9 @@ cdef class _SstRunCursor(_Cursor):
         if self.it is None or not self.it.c_valid():
             self.it = None
             return False
-        if self.end is not None and cmp_full_keys(self.it.key_ptr, self.it.key_len,
-                                                  <const unsigned char*>PyBytes_AS_STRING(self.end),
-                                                  PyBytes_GET_SIZE(self.end)) >= 0:
+        if not self.below_end and cmp_full_keys(self.it.key_ptr, self.it.key_len,
+                                                <const unsigned char*>PyBytes_AS_STRING(self.end),
+                                                PyBytes_GET_SIZE(self.end)) >= 0:
             self.it = None
             return False
         return True
