@@ -10,12 +10,21 @@ scale per value (``1.5 + 1`` is ``2.5``, ``1.50 + 1`` is ``2.50``) while a decim
 one scale, so each row's scale is computed alongside (max of the operands' for ``+ -``, their
 sum for ``*``) and the surplus trailing zeros of the column-scale text are cut per row.
 
+Also :func:`scaled_decimals`: a DECIMAL column as int64 coefficients at one scale, so HashAgg
+sums NUMERIC per group with numpy (``np.add.reduceat``) and rebuilds each group's exact Decimal,
+exponent included (:class:`ScaledDecimals`); None (the row-by-row path) for values that are not
+plain or do not fit 18 digits.
+
 Callers: :class:`stream.expr.Arith`, :class:`stream.expr.Cmp`, and casts to text
-(:func:`is_plain`: plain text is already Postgres' output).
+(:func:`is_plain`: plain text is already Postgres' output); :mod:`stream.executors.agg_call`
+(``additive_weights``) and :mod:`stream.executors.hash_agg` (sums).
 """
 
 from __future__ import annotations
 
+import decimal
+
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -123,3 +132,66 @@ def compare(op: str, left, right) -> pa.Array | None:
     if whole + scale > _MAX_DIGITS:
         return None
     return _CMP[op](a.decimals(whole + scale, scale), b.decimals(whole + scale, scale))
+
+
+# --- NUMERIC sums as scaled integers (HashAgg's sum/avg of DECIMAL) -----------------------------
+
+_POW10 = np.array([10 ** k for k in range(19)], dtype=np.int64)
+_MAX_INT64_DIGITS = 18
+
+
+class ScaledDecimals:
+    """A DECIMAL column's rows as int64 coefficients at one scale ``scale`` (each value times
+    ``10**scale``), weighted and split into ``hi``/``lo`` 32-bit halves (per-group sums of
+    each then fit int64 exactly, as a BIGINT sum's do), with ``scales``: each row's own scale
+    where its weight is not 0, else -1. :meth:`combine` turns per-group sums of the halves
+    into the Decimal Python's exact addition of the rows would give: the same value and the
+    same exponent (the largest scale among the group's rows, as Postgres' numeric addition
+    keeps it), or the int 0 for a group with no row."""
+
+    def __init__(self, hi, lo, scales, scale: int):
+        self.hi, self.lo, self.scales, self.scale = hi, lo, scales, scale
+
+    def combine(self, hi_sums, lo_sums, group_scales) -> list:
+        out = []
+        top = self.scale
+        for h, lo, s in zip(hi_sums, lo_sums, group_scales):
+            if s < 0:
+                out.append(0)
+                continue
+            total = (h << 32) + lo
+            if s < top:
+                total //= 10 ** (top - s)   # exact: every row's value has at most s decimals
+            out.append(decimal.Decimal(total).scaleb(-s))
+        return out
+
+
+def scaled_decimals(column, weight) -> ScaledDecimals | None:
+    """``column`` (DECIMAL text) weighted by ``weight`` (numpy ints, -1/0/+1 per row) as
+    :class:`ScaledDecimals`, or None when a weighted value is not plain (NaN, Infinity, an
+    exponent) or does not fit an int64 at the column's largest scale (18 digits): the caller
+    then adds Decimals row by row."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    if not n or column.type not in (pa.string(), pa.large_string()):
+        return None
+    live = weight != 0
+    text = column.fill_null("0") if column.null_count else column
+    if not live.all():
+        text = pc.if_else(pa.array(live), text, "0")
+    if not pc.all(pc.match_substring_regex(text, _PLAIN)).as_py():
+        return None
+    negative = pc.starts_with(text, "-").to_numpy(zero_copy_only=False)
+    length = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
+    dot = pc.find_substring(text, ".").to_numpy(zero_copy_only=False).astype(np.int64)
+    scales = np.where(dot >= 0, length - dot - 1, 0)
+    digits = length - negative - (dot >= 0)
+    top = int(scales[live].max()) if live.any() else 0
+    if int((digits + top - scales).max()) > _MAX_INT64_DIGITS:
+        return None
+    coefficient = pc.cast(pc.replace_substring(pc.replace_substring(text, "-", ""), ".", ""),
+                          pa.int64()).to_numpy(zero_copy_only=False)
+    coefficient = coefficient * _POW10[top - scales]
+    coefficient = np.where(negative, -coefficient, coefficient) * weight
+    return ScaledDecimals(coefficient >> 32, coefficient & 0xFFFFFFFF, np.where(live, scales, -1), top)

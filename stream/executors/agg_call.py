@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.types import DataType, Interval, TypeKind
+from stream.decimal_vec import scaled_decimals
 from stream.errors import ExecutorError, ExpressionError
 from stream.expr_errors import data_error, strict
 from stream.expr_interval import interval_fields, scale_interval
@@ -359,8 +360,9 @@ def _zero_filled(column: pa.Array) -> np.ndarray:
 
 def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
     """Per-row deltas (numpy arrays, one per state slot) of an additive call; ``weight`` is
-    the row's sign (+1/-1) times its FILTER and non-NULL masks. DECIMAL sums are Python lists
-    of ``Decimal`` (their rows are few or slow anyway)."""
+    the row's sign (+1/-1) times its FILTER and non-NULL masks. A DECIMAL sum is a
+    :class:`~stream.decimal_vec.ScaledDecimals` (int64 coefficients, summed per group with
+    numpy) when its values are plain and fit, else a Python list of ``Decimal``."""
     kind = call.kind
     if kind == "count":
         return [weight]
@@ -382,6 +384,10 @@ def additive_weights(call: AggCall, column, weight: np.ndarray) -> list:
             nan, pinf, ninf = np.isnan(values), values == np.inf, values == -np.inf
             finite = np.where(nan | pinf | ninf, 0.0, values)
             return [finite * weight, weight, nan * weight, pinf * weight, ninf * weight]
+        scaled = scaled_decimals(column, weight)   # plain values that fit: numpy, summed per group
+        if scaled is not None:
+            zeros = np.zeros(len(weight), np.int64)
+            return [scaled, weight, zeros, zeros, zeros]
         values = [decimal.Decimal(v) if w else None for v, w in zip(column.to_pylist(), weight.tolist())]   # text
         nan = np.array([v is not None and v.is_nan() for v in values])
         pinf = np.array([v is not None and v.is_infinite() and v > 0 for v in values])

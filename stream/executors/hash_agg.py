@@ -39,8 +39,11 @@ append-only group is never deleted).
 Per chunk the work is vectorized: one stable sort groups the rows (by an integer key column
 itself, else by the key columns' dictionary codes), per-group sums are ``np.add.reduceat``
 (append-only numeric extremes ``minimum/maximum.reduceat``), and one generated loop applies
-them to the touched groups' states (those kernels: :mod:`stream.executors.agg_kernels`); Python
-runs per row only for retractable min/max candidates and distinct values.
+them to the touched groups' states (those kernels: :mod:`stream.executors.agg_kernels`); a
+NUMERIC sum is summed as scaled int64 coefficients while its values fit
+(:func:`stream.decimal_vec.scaled_decimals`: each group's Decimal rebuilt with the exponent
+exact addition gives), row by row in Python otherwise; Python runs per row only for
+retractable min/max candidates, distinct values and NUMERIC values that do not fit.
 
 Strict mode (``consistent=True``, the default): a delete that would take a group's row count,
 or a distinct value's count, below zero raises
@@ -69,7 +72,7 @@ import decimal
 import numpy as np
 import pyarrow as pa
 
-from relational.arrow import to_arrow, to_pylist
+from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.errors import InconsistentOpError
 from relational.state_table import StateTable
 from relational.types import DataType, TypeKind
@@ -78,6 +81,7 @@ from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDA
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
 from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask, same_nan, valid_mask
+from stream.decimal_vec import ScaledDecimals
 from stream.executors.agg_extreme import UNKNOWN as _UNKNOWN
 from stream.executors.agg_extreme import RetractableExtreme
 from stream.executors.agg_kernels import group_best as _group_best
@@ -300,6 +304,10 @@ class HashAgg(UnaryExecutor):
                 if type(d) is tuple:   # a bigint sum's (high, low) halves
                     hi, lo = gsum(d[0]), gsum(d[1])
                     additive.append((at + k, [(h << 32) + l for h, l in zip(hi, lo)]))
+                elif type(d) is ScaledDecimals:   # NUMERIC as scaled int64 halves, each group's scale
+                    scales = [int(d.scales.max())] if order is None else \
+                        np.maximum.reduceat(d.scales[order], starts).tolist()
+                    additive.append((at + k, d.combine(gsum(d.hi), gsum(d.lo), scales)))
                 else:
                     additive.append((at + k, gsum(d)))
         states = self._load(keys)
@@ -584,12 +592,17 @@ def _column(values, dtype: DataType) -> pa.Array:
     only when every value is an int or None (a Decimal, float or bool makes it infer another
     type or fail), and its int-to-string cast is ``str``'s."""
     if dtype.kind == TypeKind.DECIMAL:
-        try:
-            arr = pa.array(values if isinstance(values, list) else list(values))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-            arr = None
-        if arr is not None and arr.type == pa.int64():
-            return arr.cast(pa.string())
+        values = values if isinstance(values, list) else list(values)
+        first = next((v for v in values if v is not None), None)
+        if type(first) is int:
+            try:
+                arr = pa.array(values)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+                arr = None
+            if arr is not None and arr.type == pa.int64():
+                return arr.cast(pa.string())
+        # Decimals (or ints beyond int64): each value's own text, as ``to_arrow`` writes it
+        return pa.array([None if v is None else str(v) for v in values], arrow_type(dtype))
     return to_arrow(list(values), dtype)
 
 
