@@ -73,8 +73,6 @@ def aggregate(plan, t: pa.Table):
     data, aggs, slot_of = {}, [], []
     for g in plan.group:
         data[f"g{g}"] = cols[g]
-    if not plan.group:
-        data["g"] = pa.array(np.zeros(n, dtype=np.int8))
     for j, spec in enumerate(plan.calls):
         mask = None
         if spec.filter_col is not None:
@@ -115,16 +113,32 @@ def aggregate(plan, t: pa.Table):
             add(p + "t", pc.fill_null(arg, False).cast(pa.int64()), "sum")
             add(p + "c", arg, "count", pc.CountOptions("only_valid"))
         slot_of.append(names)
-    keys = [f"g{g}" for g in plan.group] or ["g"]
-    table = pa.table(data)
-    out = table.group_by(keys, use_threads=False).aggregate([(name, fn, opts) if opts else (name, fn)
-                                                             for name, fn, opts in aggs])
+    if plan.group:
+        table = pa.table(data)
+        out = table.group_by([f"g{g}" for g in plan.group], use_threads=False).aggregate(
+            [(name, fn, opts) if opts else (name, fn) for name, fn, opts in aggs])
+    else:   # one group: each call over its whole column, no hash table
+        out = pa.table({f"{name}_{fn}": _whole_column(data[name], fn, opts) for name, fn, opts in aggs})
     result = [_flat(out.column(f"g{g}")) for g in plan.group]
     schema = Schema(list(zip(plan.input.names, types)))
     for spec, names in zip(plan.calls, slot_of):
         slots = [_flat(out.column(nm)) for nm in names]
         result.append(_result(spec, slots, schema, types, _LazyKeys(out, plan, types)))
     return result
+
+
+def _whole_column(column, fn: str, opts) -> pa.Array:
+    """The one-row result of hash aggregate ``fn`` (sum / count / count_distinct / min / max)
+    over all of ``column``, typed as ``group_by`` types it."""
+    if fn == "count_distinct":
+        value = pc.count_distinct(column, mode="only_valid")
+    elif fn == "count":
+        value = pc.count(column, mode="only_valid")
+    elif fn == "sum":
+        value = pc.sum(column, min_count=1)
+    else:
+        value = pc.min_max(column)[fn]
+    return pa.array([value.as_py()], value.type)
 
 
 def _result(spec, slots, schema, types, groups):
