@@ -255,7 +255,7 @@ def _over_window(n: P.OverWindow, input, store, table_id: int):
     order_by = [(c, OrderType(desc, nulls_first)) for c, desc, nulls_first in n.order]
     table = top_n_state_table(store, table_id, input.schema, input.stream_key, order_by, n.partition,
                               name=f"over_window_{table_id}")
-    return OverWindow(input, table, n.partition, order_by, [(c.kind, c.arg) for c in n.calls], n.frame,
+    return OverWindow(input, table, n.partition, order_by, [(c.kind, c.arg, c.params) for c in n.calls], n.frame,
                       names=n.names[len(n.input.types):])
 
 

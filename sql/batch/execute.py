@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.memcomparable import OrderType, encode_rows
 from stream.executors.agg_call import AggCall, group_key, order_key
-from stream.executors.over_window import window_values
+from stream.executors.over_window import bind_call, window_values
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 from stream.expr import Cmp, Col, Lit, raising_errors
@@ -361,7 +361,7 @@ class _Exec:
         t = self.run(plan.input)
         rows = _py_rows(t, plan.input.types) if t.num_columns else []
         schema = Schema(list(zip(plan.input.names, plan.input.types)))
-        calls = [AggCall(c.kind, c.arg).bind(schema) for c in plan.calls]
+        calls = [bind_call(c.kind, c.arg, c.params, schema) for c in plan.calls]
         cols = [c for c, _, _ in plan.order]
         types = [plan.input.types[c] for c in cols]
         orders = [OrderType(d, n) for _, d, n in plan.order]

@@ -35,9 +35,10 @@ from relational.types import DataType
 from stream import expr as E
 from stream.errors import ExecutorError
 from stream.executors.agg_call import AggCall
+from stream.executors.over_window import FRAMELESS, bind_call
 from stream.schema import Schema
 
-from sql.bind.expr import ExprBinder, _name
+from sql.bind.expr import ExprBinder, _name, spelled
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 
@@ -167,6 +168,9 @@ def find_windows(nodes) -> list:
 
 
 _AGG_WINDOW = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+_NAV_WINDOW = {exp.Rank: "rank", exp.DenseRank: "dense_rank", exp.PercentRank: "percent_rank",
+               exp.CumeDist: "cume_dist", exp.Ntile: "ntile", exp.Lag: "lag", exp.Lead: "lead",
+               exp.FirstValue: "first_value", exp.LastValue: "last_value", exp.NthValue: "nth_value"}
 
 
 def _check_window(w) -> None:
@@ -177,10 +181,16 @@ def _check_window(w) -> None:
         return
     if isinstance(fn, exp.Filter):
         raise error_at(UnsupportedError, "FILTER in a window aggregate is not supported", w)
+    if type(fn) in _NAV_WINDOW:
+        if fn.args.get("ignore_nulls") or isinstance(fn, (exp.IgnoreNulls, exp.RespectNulls)):
+            raise error_at(UnsupportedError, "IGNORE/RESPECT NULLS in a window function is not supported", w)
+        window_frame(w)
+        return
     if type(fn) not in _AGG_WINDOW:
-        name = fn.sql_name().lower() if isinstance(fn, exp.Func) else type(fn).__name__.lower()
-        raise error_at(UnsupportedError, f"window function {name}() is not supported (only ROW_NUMBER() and "
-                                         "count/sum/avg/min/max OVER (...) are)", w)
+        name = spelled(fn)
+        raise error_at(UnsupportedError, f"window function {name}() is not supported (ROW_NUMBER, RANK, "
+                                         "DENSE_RANK, PERCENT_RANK, CUME_DIST, NTILE, LAG, LEAD, FIRST_VALUE, "
+                                         "LAST_VALUE, NTH_VALUE and count/sum/avg/min/max OVER (...) are)", w)
     if isinstance(fn.this, exp.Distinct):
         raise error_at(UnsupportedError, "DISTINCT in a window aggregate is not supported", w)
     window_frame(w)
@@ -200,6 +210,10 @@ def window_frame(w) -> tuple:
     kind = str(kind).lower() if kind is not None else ""
     end_ok = end is None or (isinstance(end, str) and end.upper() == "CURRENT ROW")
     start_text = start.upper() if isinstance(start, str) else None
+    if isinstance(end, str) and end.upper() == "UNBOUNDED" and str(spec.args.get("end_side")).lower() == "following" \
+            and start_text == "UNBOUNDED" and str(side).lower() == "preceding" and not exclude \
+            and kind in ("rows", "range"):
+        return "all", None
     if end_ok and not exclude and kind in ("rows", "range"):
         if start_text == "UNBOUNDED" and str(side).lower() == "preceding":
             return kind, None
@@ -209,16 +223,20 @@ def window_frame(w) -> tuple:
                 and str(side).lower() == "preceding" and start.this.isdigit():
             return "rows", int(start.this)
     raise error_at(UnsupportedError, f"window frame {spec.sql(dialect='postgres')} is not supported (only ROWS "
-                                     "BETWEEN n PRECEDING AND CURRENT ROW, ROWS/RANGE UNBOUNDED PRECEDING and the "
-                                     "default frame are)", w)
+                                     "BETWEEN n PRECEDING AND CURRENT ROW, ROWS/RANGE UNBOUNDED PRECEDING, ROWS/RANGE "
+                                     "BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING and the default frame are)",
+                   w)
 
 
-def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
+def bind_windows(plan: P.Node, scope, params, windows, binder=None) -> tuple:
     """``(plan, hook)``: ``plan`` with one RowNumber per distinct ``ROW_NUMBER()`` window of
     ``windows`` and one OverWindow per distinct window specification (PARTITION BY, ORDER BY,
     frame) of the window aggregates, holding all of its calls (its columns kept at their
     indices, so ``scope`` still resolves), and an ExprBinder hook that binds each window node
-    to its column."""
+    to its column. ``binder``: binds the windows' arguments, PARTITION BY and ORDER BY instead
+    of a binder over ``scope`` -- the aggregate binder when the windows run over a GROUP BY's
+    output (its hook maps group expressions and aggregates to the Agg's columns)."""
+    given_binder = binder
     columns: dict = {}
     specs: dict = {}     # (partition, order, frame) text -> the aggregate windows sharing it
     for w in windows:
@@ -230,12 +248,14 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
             specs[("row_number", text)] = [w]
             continue
         order_node = w.args.get("order")
+        frame = ("range", None) if _NAV_WINDOW.get(type(w.this)) in FRAMELESS else window_frame(w)
         key = (tuple(p.sql(dialect="postgres") for p in w.args.get("partition_by") or []),
-               order_node.sql(dialect="postgres") if order_node is not None else "", window_frame(w))
+               order_node.sql(dialect="postgres") if order_node is not None else "", frame)
         specs.setdefault(key, []).append(w)
+    frame_of = {id(group[0]): key[2] if key[0] != "row_number" else None for key, group in specs.items()}
     for group in specs.values():
         w = group[0]
-        binder = ExprBinder(scope, params, context="window definitions")
+        binder = given_binder or ExprBinder(scope, params, context="window definitions")
         width = len(plan.types)
         exprs = [E.Col(i, plan.types[i], plan.names[i]) for i in range(width)]
         def column(node):   # a plain column is used in place; anything else is computed once more
@@ -252,18 +272,21 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
             plan = P.RowNumber(pre, partition, order, source=w)
             columns[w.sql(dialect="postgres")] = len(plan.types) - 1
             continue
-        args = [None if isinstance(x.this.this, exp.Star) else column(x.this.this) for x in group]
+        args = [_window_arg(x.this, column) for x in group]
         pre = _pre(plan, exprs, width)
         schema = Schema(list(zip(pre.names, pre.types)))
         calls = []
         for x, arg in zip(group, args):
+            if type(x.this) in _NAV_WINDOW:
+                calls.append(_nav_call(x, arg, schema, binder))
+                continue
             kind = _AGG_WINDOW[type(x.this)]
             try:
                 ret = AggCall(kind, arg).bind(schema).return_type
             except ExecutorError as e:
                 raise error_at(UnsupportedError, f"{kind}() OVER: {e}", x) from None
             calls.append(P.WindowCall(kind, arg, ret, f"{kind}({'*' if arg is None else f'${arg}'})"))
-        plan = P.OverWindow(pre, partition, order, calls, window_frame(w), [c.kind for c in calls], source=w)
+        plan = P.OverWindow(pre, partition, order, calls, frame_of[id(w)], [c.kind for c in calls], source=w)
         for i, x in enumerate(group):
             columns[x.sql(dialect="postgres")] = len(pre.types) + i
     final = plan
@@ -274,6 +297,50 @@ def bind_windows(plan: P.Node, scope, params, windows) -> tuple:
             return E.Col(i, final.types[i], final.names[i])
         return None
     return plan, hook
+
+
+def _window_arg(fn, column):
+    """The input column of window call ``fn``: None for count(*) and the ranking functions."""
+    if type(fn) in _NAV_WINDOW:
+        return None if _NAV_WINDOW[type(fn)] in ("rank", "dense_rank", "percent_rank", "cume_dist", "ntile") \
+            else column(fn.this)
+    return None if isinstance(fn.this, exp.Star) else column(fn.this)
+
+
+def _nav_call(w, arg, schema, binder) -> P.WindowCall:
+    """The WindowCall of a ranking / offset / value window function: its constants bound and
+    checked (ntile's buckets, lag/lead's offset and default, nth_value's n must be constants;
+    lag/lead's default takes the argument's type)."""
+    fn = w.this
+    kind = _NAV_WINDOW[type(fn)]
+
+    def const(node, dtype, what):
+        e = binder.bind_as(node, dtype)
+        if not isinstance(e, E.Lit):
+            raise error_at(UnsupportedError, f"{kind}'s {what} must be a constant", node)
+        if e.data_type != dtype:
+            e = binder.coerce(e, dtype, node)
+            if not isinstance(e, E.Lit):
+                value = e.eval([], 1)
+                return value[0].as_py() if hasattr(value, "__len__") else value.as_py()
+        return e.value
+
+    params = ()
+    if kind == "ntile":
+        params = (const(fn.this, DataType.INT, "bucket count"),)
+    elif kind in ("lag", "lead"):
+        offset = fn.args.get("offset")
+        default = fn.args.get("default")
+        arg_type = schema.types[arg]
+        params = (1 if offset is None else const(offset, DataType.INT, "offset"),
+                  None if default is None else const(default, arg_type, "default"))
+    elif kind == "nth_value":
+        params = (const(fn.args.get("offset"), DataType.INT, "n"),)
+    try:
+        ret = bind_call(kind, arg, params, schema).return_type
+    except ExecutorError as e:
+        raise error_at(UnsupportedError, f"{kind}() OVER: {e}", w) from None
+    return P.WindowCall(kind, arg, ret, f"{kind}({'' if arg is None else f'${arg}'})", params)
 
 
 def _pre(plan: P.Node, exprs, width: int) -> P.Node:

@@ -462,11 +462,22 @@ class QueryBinder:
         agg_nodes = _find_aggs([e for e, _ in items] + ([having] if having is not None else [])
                                + ([order] if order is not None else []))
         windows = O.find_windows([e for e, _ in items] + [order])
-        if windows and (group is not None or agg_nodes):
-            raise error_at(UnsupportedError, "window functions together with GROUP BY or aggregates are not "
-                                             "supported", windows[0])
         having_cond = None
-        if windows:
+        if windows and (group is not None or agg_nodes):
+            # Postgres' order: group and aggregate, HAVING, then the windows over the groups (their
+            # arguments, PARTITION BY and ORDER BY read group expressions and aggregates)
+            plan, agg_binder = self._aggregate(plan, scope, items, group, agg_nodes)
+            if having is not None:
+                plan = P.Filter(plan, agg_binder._bool(having.this))
+            plan, window_hook = O.bind_windows(plan, scope, self.params, windows, binder=agg_binder)
+            agg_hook = agg_binder.hook
+
+            def hook(node):
+                out = window_hook(node)
+                return out if out is not None else agg_hook(node)
+            subs = Subqueries(self, len(plan.types), outer=False)
+            binder = ExprBinder(Scope(), self.params, hook=hook, context="SELECT", subquery=subs)
+        elif windows:
             if having is not None:
                 raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
             plan, hook = O.bind_windows(plan, scope, self.params, windows)
@@ -836,7 +847,13 @@ def _find_aggs(nodes) -> list:
                 seen.add(text)
                 found.append(n)
             return
-        if isinstance(n, (exp.Subquery, exp.Select, exp.Window)):   # a window's call is not an aggregate
+        if isinstance(n, exp.Window):   # a window's call is not an aggregate; its arguments may hold some
+            fn = n.this.this if isinstance(n.this, exp.Filter) else n.this
+            for child in list(fn.iter_expressions()) + list(n.args.get("partition_by") or []) + \
+                    ([n.args["order"]] if n.args.get("order") is not None else []):
+                visit(child)
+            return
+        if isinstance(n, (exp.Subquery, exp.Select)):
             return
         for child in n.iter_expressions():
             visit(child)

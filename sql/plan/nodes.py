@@ -273,11 +273,14 @@ class RowNumber(Node):
 
 
 class WindowCall:
-    """One window aggregate of an OverWindow: ``kind`` (count/sum/avg/min/max), ``arg`` an
-    input column (None: count(*)), ``return_type`` (``AggCall.bind``), ``text`` for EXPLAIN."""
+    """One window call of an OverWindow: ``kind`` (count/sum/avg/min/max, or a window function
+    of ``stream.executors.over_window.NAV_KINDS``), ``arg`` an input column (None: count(*) and
+    the ranking functions), ``return_type``, ``text`` for EXPLAIN, ``params`` the constants of
+    ntile / lag / lead / nth_value (``NavCall``)."""
 
-    def __init__(self, kind, arg, return_type, text):
+    def __init__(self, kind, arg, return_type, text, params=()):
         self.kind, self.arg, self.return_type, self.text = kind, arg, return_type, text
+        self.params = tuple(params)
 
 
 class OverWindow(Node):
@@ -299,6 +302,7 @@ class OverWindow(Node):
         part = ", ".join(f"${g}" for g in self.partition)
         kind, n = self.frame
         frame = "RANGE UNBOUNDED PRECEDING" if kind == "range" else \
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING" if kind == "all" else \
             f"ROWS {'UNBOUNDED' if n is None else n} PRECEDING"
         calls = ", ".join(c.text for c in self.calls)
         return f"OverWindow(calls=[{calls}], partition=[{part}], order=[{_order_text(self.order)}], frame={frame})"
