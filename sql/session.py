@@ -251,10 +251,28 @@ class Cursor:
             raise ExecutionError(f"{type(exc).__name__}: {exc}") from exc
 
     def executemany(self, sql: str, seq_of_params) -> Cursor:
-        """Run the one statement of ``sql`` once per parameter set (module docstring)."""
+        """Run the one statement of ``sql`` once per parameter set (module docstring). As in
+        ``execute``, ``%%`` is a literal ``%`` and numpy scalars are their Python values
+        (looked for in the first parameter set, so the common all-Python case costs nothing);
+        a tuple parameter (``IN %s``) is for ``execute`` only."""
         self._check()
+        seq = seq_of_params if isinstance(seq_of_params, list) else list(seq_of_params)
+        first = seq[0] if seq else None
+        if first is not None and not isinstance(first, (str, bytes, dict)):
+            try:
+                first = list(first)
+            except TypeError:
+                first = None
+        if first:
+            if any(isinstance(v, tuple) for v in first):
+                raise ParameterError("executemany() takes no tuple parameters (IN %s): run execute() per set")
+            np = _numpy()
+            if np is not None and any(isinstance(v, np.generic) for v in first):
+                seq = [[_python_value(v) for v in p] for p in seq]
+            if isinstance(sql, str) and "%%" in sql:
+                sql = format_params(sql, first)[0]
         with stack_headroom():
-            return self._executemany(sql, seq_of_params)
+            return self._executemany(sql, seq)
 
     def _executemany(self, sql: str, seq_of_params) -> Cursor:
         self.connection._check()
@@ -281,7 +299,8 @@ class Cursor:
             seq_of_params = seq
         total = 0
         for params in seq_of_params:
-            self.execute(sql, params)
+            self._check()
+            self._execute(sql, params)   # (the text and values were prepared by executemany)
             total += max(self.rowcount, 0)
         self.rowcount = total
         return self

@@ -154,3 +154,14 @@ def test_df_without_pandas_says_how_to_install(conn, monkeypatch):
     with pytest.raises(sql.InterfaceError, match="needs pandas"):
         cur.df()
     assert len(cur.fetch_arrow()) == 3   # nothing was consumed
+
+
+def test_executemany_takes_numpy_scalars_and_percent_percent(conn):
+    conn.execute("CREATE TABLE m (k INT PRIMARY KEY, x DOUBLE)")
+    conn.executemany("INSERT INTO m VALUES (%s, %s)", [(np.int64(1), np.float64(2.5)), (np.int32(2), np.float32(1))])
+    conn.executemany("INSERT INTO m VALUES (%s, %s %% 7)", [(3, 9), (4, 10)])   # the fast path's text
+    conn.executemany("UPDATE m SET x = x + %s WHERE k = %s %% 100", [(1, 103), (1, 104)])   # one by one
+    conn.flush()
+    assert conn.execute("SELECT k, x FROM m ORDER BY k").fetchall() == [(1, 2.5), (2, 1.0), (3, 3.0), (4, 4.0)]
+    with pytest.raises(sql.ProgrammingError, match="tuple"):
+        conn.executemany("INSERT INTO m VALUES (%s, %s)", [((1, 2), 3)])

@@ -94,6 +94,13 @@ def test_types_round_trip_in_text_and_binary(server):
         binary = c.cursor(binary=True).execute("SELECT b, i, big, d, s, y, dt, ts, tz, t FROM typed").fetchone()
         assert binary == values[:3] + values[4:]
         assert c.execute("SELECT INTERVAL '1 day 02:03:04'").fetchone()[0] == datetime.timedelta(days=1, seconds=7384)
+        numerics = ["0", "-1.5", "12345678.000100", "0.00001", "-99990000", "1E+3", "123456789012345678901234.5"]
+        c.execute("CREATE TABLE nums (k INT PRIMARY KEY, n NUMERIC)")
+        c.execute("INSERT INTO nums VALUES " + ", ".join(f"({i}, {n})" for i, n in enumerate(numerics)))
+        c.execute("FLUSH")
+        text = c.execute("SELECT n FROM nums ORDER BY k").fetchall()
+        binary = c.cursor(binary=True).execute("SELECT n FROM nums ORDER BY k").fetchall()
+        assert binary == text and [r[0] for r in text] == [decimal.Decimal(n) for n in numerics]
 
 
 def test_prepared_statements_are_reused_with_new_parameters(server):

@@ -17,6 +17,7 @@ Callers: :mod:`sql.pgwire.server`, :mod:`sql.pgwire.pg_catalog` (type names and 
 from __future__ import annotations
 
 import datetime
+import decimal
 import struct
 
 import pyarrow as pa
@@ -182,8 +183,44 @@ def _binary_encoder(dtype: DataType):
         return lambda v: struct.pack("!q", ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond)
     if kind == TypeKind.INTERVAL:
         return lambda v: struct.pack("!qii", v.usecs, v.days, v.months)
+    if kind == TypeKind.DECIMAL:
+        return numeric_binary
     raise UnsupportedFormat(f"binary output of {dtype.sql_name()} is not supported: ask for text format "
                             "(e.g. psycopg's default, binary=False)")
+
+
+def numeric_binary(v) -> bytes:
+    """Postgres's binary NUMERIC: ndigits, weight, sign, dscale (int16 each), then base-10000
+    digits (int16), the first of weight ``weight``."""
+    v = decimal.Decimal(v)
+    if v.is_nan():
+        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
+    if v.is_infinite():
+        return struct.pack("!hhHh", 0, 0, 0xD000 if v > 0 else 0xF000, 0)
+    sign, digits, exp = v.as_tuple()
+    text = "".join(map(str, digits))
+    if exp > 0:
+        text, exp = text + "0" * exp, 0
+    scale = -exp
+    if scale >= len(text):
+        int_part, frac_part = "", "0" * (scale - len(text)) + text
+    else:
+        int_part, frac_part = text[:len(text) - scale], text[len(text) - scale:]
+    int_part = int_part.lstrip("0")
+    int_part = int_part.zfill((len(int_part) + 3) // 4 * 4) if int_part else ""
+    frac_part += "0" * (-len(frac_part) % 4)
+    groups = [int(int_part[i:i + 4]) for i in range(0, len(int_part), 4)]
+    groups += [int(frac_part[i:i + 4]) for i in range(0, len(frac_part), 4)]
+    weight = len(int_part) // 4 - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight = 0
+    return struct.pack("!hhHh", len(groups), weight, 0x4000 if sign else 0, scale) + \
+        b"".join(struct.pack("!H", g) for g in groups)
 
 
 def check_binary(dtype: DataType) -> None:
