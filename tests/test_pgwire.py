@@ -404,7 +404,8 @@ SELECT * FROM ps_t ORDER BY k;
 \dt ps_*
 \dm ps_*
 \d ps_t
-\d ps_m
+\d+ ps_m
+\dT
 \copy ps_t (k, v) from stdin
 5	e
 \.
@@ -422,6 +423,8 @@ SELECT nope FROM ps_t;
     assert " v      | character varying |           |          | " in out
     assert '"ps_t_pkey" PRIMARY KEY, btree (k)' in out and '"ps_i" btree (v)' in out
     assert 'Materialized view "public.ps_m"' in out and " n      | bigint " in out
+    assert "View definition:\nSELECT v, COUNT(*) AS n FROM ps_t GROUP BY v" in out
+    assert "List of data types" in out
     assert "COPY 1" in out and "5\te\t\\N" in out
     assert "ERROR:  column 'nope' does not exist\nLINE 1: SELECT nope FROM ps_t;\n               ^" in r.stderr
 

@@ -344,7 +344,16 @@ def _split_commas(s: str) -> list:
     return out
 
 
-_SHAPES = (_functions, _psql_list, _psql_lookup, _psql_table_info, _psql_attributes, _psql_indexes, _psql_viewdef,
+def _psql_types(text, params, ctx):
+    """psql's ``\\dT``: user-defined types -- Hummock has none (the built-ins live in pg_catalog,
+    which ``\\dT`` leaves out)."""
+    if "FROM pg_catalog.pg_type t" not in text or "pg_catalog.format_type(t.oid, NULL)" not in text:
+        return None
+    names = _aliases(text[:text.index("FROM pg_catalog.pg_type t")])
+    return Answer([(n, PT.TEXT_OID) for n in names])
+
+
+_SHAPES = (_psql_types, _functions, _psql_list, _psql_lookup, _psql_table_info, _psql_attributes, _psql_indexes, _psql_viewdef,
            _psql_schemas, _psql_databases, _psycopg_typeinfo)
 
 
