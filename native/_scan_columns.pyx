@@ -78,7 +78,18 @@ cdef inline int _need(_Reader *r, uint64_t n) except -1:
     return 0
 
 
-cdef uint64_t _varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
+cdef inline uint64_t _varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
+    """The varint at ``r.pos`` (one byte inline: the common case of counts and short lengths)."""
+    cdef uint8_t byte
+    if r.pos < r.end:
+        byte = r.p[r.pos]
+        if byte < 0x80:
+            r.pos += 1
+            return byte
+    return _varint_long(r)
+
+
+cdef uint64_t _varint_long(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
     cdef Py_ssize_t start = r.pos
     cdef uint64_t result = 0
     cdef int shift = 0
@@ -222,7 +233,12 @@ cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1:
             x = _signed_le(p, 8)
             if x < MIN_USECS or x > MAX_USECS:
                 _fail(f"TIMESTAMP {x} usecs from 1970-01-01 is out of range", r.pos)
-        memcpy(o.data + j * width, p, width)
+        if width == 8:   # constant sizes: the compiler inlines the copy (no libc call per value)
+            memcpy(o.data + j * 8, p, 8)
+        elif width == 4:
+            memcpy(o.data + j * 4, p, 4)
+        else:
+            memcpy(o.data + j * width, p, width)
         r.pos += width
         return 0
     n = _varint(r)
