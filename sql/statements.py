@@ -32,6 +32,7 @@ from stream.schema import Schema
 
 from sql import subscription
 from sql import types as T
+from sql.batch.scan import SCAN_PROGRESS
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, spelled
 from sql.bind.select import QueryBinder, _conjuncts, relation_name
@@ -134,11 +135,13 @@ def _select(db, node, params, variables, stmt) -> Result:
     with db.lock:
         epoch = db.store.max_committed_epoch
         snap = db.store.snapshot(epoch)
+    token = SCAN_PROGRESS.set(getattr(db, "progress", None))   # long scans report (sql/batch/scan.py)
     try:
         table = run_batch(plan, db.store, epoch)
     except (ArithmeticError, ValueError) as exc:
         raise execution_error(exc) from None
     finally:
+        SCAN_PROGRESS.reset(token)
         snap.release()
     return Result(list(zip(plan.names, plan.types)), table, table.num_rows)
 

@@ -236,6 +236,34 @@ def test_progress_callback_is_called_and_monotone(tmp_path):
     assert done == sorted(done) and len(set(done)) > 2
 
 
+def test_a_long_select_reports_its_scan_and_a_short_one_does_not(tmp_path, monkeypatch):
+    """A scan running past REPORT_AFTER reports SELECT progress (rows read, monotone, finished
+    with the total); a scan that ends sooner reports nothing."""
+    import pyarrow as pa
+
+    import sql.batch.scan as scan
+
+    seen = []
+    with sql.connect(str(tmp_path / "db"), progress=lambda p: seen.append((p.kind, p.relation, p.done, p.total,
+                                                                          p.finished))) as c:
+        c.execute("CREATE TABLE t (id INT PRIMARY KEY, n INT)")
+        c.insert_arrow("t", pa.table({"id": pa.array(range(300_000), pa.int32()),
+                                      "n": pa.array(range(300_000), pa.int32())}))
+        c.execute("FLUSH")
+        seen.clear()
+        assert c.execute("SELECT sum(n) FROM t WHERE id < 1000").fetchall() == [(499500,)]
+        assert seen == []   # over before REPORT_AFTER
+        monkeypatch.setattr(scan, "REPORT_AFTER", 0.0)
+        monkeypatch.setattr(scan, "REPORT_EVERY", 0.0)
+        for q in ("SELECT sum(n) FROM t", "SELECT count(*) FROM t", "SELECT count(*) FROM t WHERE id > 100"):
+            seen.clear()
+            c.execute(q).fetchall()
+            assert {s[:2] for s in seen} == {("SELECT", "t")}, q
+            done = [s[2] for s in seen]
+            assert done == sorted(done) and len(done) > 2, q
+            assert seen[-1][2:] == (seen[-1][2], seen[-1][2], True) and seen[-1][2] >= 299_899, q
+
+
 @pytest.mark.postgres
 def test_csv_agrees_with_postgres(conn, tmp_path, pg_server):
     import psycopg

@@ -10,12 +10,21 @@ batches of growing size, for a consumer that stops early (a TopN with ``early_st
 Only the columns ``scan.columns`` (when set: :func:`sql.plan.key_range.plan_batch` prunes
 the others) are decoded; the rest are all-NULL placeholders of the right type.
 
+A scan that runs longer than ``REPORT_AFTER`` seconds reports its rows to the connection's
+``progress=`` callback (``SCAN_PROGRESS``, set by the statement running the query): a
+:class:`sql.copy.Progress` of kind ``"SELECT"`` named after the relation, total unknown,
+updated at most every ``REPORT_EVERY`` seconds and finished when the scan ends; short scans
+report nothing.
+
 Invariants: the rows are those of the plain full scan that the range may hold, in pk order; a
 table built here has columns ``c0..`` typed ``arrow_type(scan.types[i])`` (what every batch
 node returns). Callers: :mod:`sql.batch.execute`.
 """
 
 from __future__ import annotations
+
+import contextvars
+import time
 
 import pyarrow as pa
 
@@ -24,6 +33,47 @@ from relational.storage_table import StorageTable
 from relational.vnode import Bitmap
 
 MAX_BATCH = 65536
+SCAN_PROGRESS = contextvars.ContextVar("batch_scan_progress", default=None)   # progress= callback or None
+REPORT_AFTER = 0.5    # seconds a scan runs before it reports
+REPORT_EVERY = 0.1
+
+
+class _ScanReport:
+    """One scan's progress (module docstring): ``add(rows)`` per batch read, ``finish()``."""
+
+    __slots__ = ("callback", "name", "started", "last", "done", "progress")
+
+    def __init__(self, name: str):
+        self.callback, self.name = SCAN_PROGRESS.get(), name
+        self.started = self.last = time.monotonic()
+        self.done, self.progress = 0, None
+
+    def add(self, rows: int) -> None:
+        self.done += rows
+        if self.callback is None:
+            return
+        now = time.monotonic()
+        if now - self.started < REPORT_AFTER or now - self.last < REPORT_EVERY:
+            return
+        if self.progress is None:
+            from sql.copy import Progress
+            self.progress = Progress("SELECT", self.name, self.callback)
+            self.progress.started = self.started
+        self.last = now
+        self.progress.update(self.done)
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress.finish(self.done, self.done)
+
+
+def _reported(batches, name: str):
+    """Yield ``batches`` (record batches) reporting their rows (:class:`_ScanReport`)."""
+    report = _ScanReport(name)
+    for b in batches:
+        report.add(b.num_rows)
+        yield b
+    report.finish()
 
 
 def plan_table(columns, types) -> pa.Table:
@@ -89,11 +139,14 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
     rng = getattr(scan, "key_range", None)
     table = _storage(store, scan)
     wanted = getattr(scan, "columns", None)
+    name = scan.relation.name
     if rng is None:
         if wanted == []:   # no column read (count(*)): the row count alone
-            n = sum(b.num_rows for b in table.batch_iter(epoch, columns=[], batch_size=MAX_BATCH))
+            n = sum(b.num_rows for b in _reported(table.batch_iter(epoch, columns=[], batch_size=MAX_BATCH), name))
             return plan_table([pa.nulls(n, arrow_type(t)) for t in scan.types], scan.types)
-        return plan_table(_widened(scan, _flat(table.to_arrow(epoch, columns=wanted))), scan.types)
+        whole = pa.Table.from_batches(list(_reported(table.batch_iter(epoch, columns=wanted, batch_size=MAX_BATCH),
+                                                     name)), schema=table.arrow_schema(wanted))
+        return plan_table(_widened(scan, _flat(whole)), scan.types)
     if rng.empty:
         return _empty(scan)
     if rng.is_point():
@@ -102,7 +155,7 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
             return _empty(scan)
         from sql.batch.execute import to_arrow_values
         return plan_table([to_arrow_values([r[i] for r in rows], t) for i, t in enumerate(scan.types)], scan.types)
-    batches = [b for it in _range_iters(table, scan, epoch, MAX_BATCH, False) for b in it]
+    batches = list(_reported((b for it in _range_iters(table, scan, epoch, MAX_BATCH, False) for b in it), name))
     if not batches or not sum(b.num_rows for b in batches):
         return _empty(scan)
     if wanted == []:
