@@ -165,3 +165,17 @@ def test_executemany_takes_numpy_scalars_and_percent_percent(conn):
     assert conn.execute("SELECT k, x FROM m ORDER BY k").fetchall() == [(1, 2.5), (2, 1.0), (3, 3.0), (4, 4.0)]
     with pytest.raises(sql.ProgrammingError, match="tuple"):
         conn.executemany("INSERT INTO m VALUES (%s, %s)", [((1, 2), 3)])
+
+
+def test_import_sql_and_a_local_database_stay_light(tmp_path):
+    """Issue 28 item 5: boto3 loads only for s3:// URLs, pyspark only for Spark, pandas not at
+    ``import sql`` (a fresh interpreter: this process has them all loaded already)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, sql; before = sorted(m for m in ('boto3', 'pandas', 'pyspark') if m in sys.modules); "
+            f"c = sql.connect({str(tmp_path / 'db')!r}); c.execute('CREATE TABLE t (k INT)'); c.close(); "
+            "after = sorted(m for m in ('boto3', 'pyspark') if m in sys.modules); print(before, after)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "[]"]

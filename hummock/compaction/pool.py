@@ -66,9 +66,12 @@ class WorkerError(HummockError, RuntimeError):
 
 def can_use_workers(store) -> bool:
     """True if worker processes can open ``store`` (a local directory or S3)."""
-    from hummock.object_store import LocalObjectStore, S3ObjectStore
+    from hummock.object_store import LocalObjectStore
 
-    return isinstance(store, (LocalObjectStore, S3ObjectStore))
+    if isinstance(store, LocalObjectStore):
+        return True
+    s3 = sys.modules.get("hummock.object_store.s3")   # an S3 store exists only once it is imported:
+    return s3 is not None and isinstance(store, s3.S3ObjectStore)   # boto3 stays unloaded otherwise
 
 
 class _Worker:

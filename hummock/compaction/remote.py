@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import time
 
 from hummock.compaction.core import CompactionStats, compact
@@ -39,11 +40,12 @@ class StoreDescription:
         """Describe an open ``LocalObjectStore`` or ``S3ObjectStore``; credentials come from
         ``storage_options`` (a ``StorageOptions``), else executors use the AWS environment.
         Raises InvalidArgumentError for any other store (executors could not reach it)."""
-        from hummock.object_store import LocalObjectStore, S3ObjectStore
+        from hummock.object_store import LocalObjectStore
 
         if isinstance(store, LocalObjectStore):
             return cls(store.root)
-        if isinstance(store, S3ObjectStore):
+        s3 = sys.modules.get("hummock.object_store.s3")   # (imported iff an S3 store exists: no boto3 else)
+        if s3 is not None and isinstance(store, s3.S3ObjectStore):
             settings = {"endpoint_url": store.endpoint_url, "region": store.region,
                         "max_attempts": store.max_attempts, "part_size": store.part_size}
             if storage_options is not None:

@@ -38,7 +38,15 @@ from hummock.object_store.base import (
 )
 from hummock.object_store.local import LocalObjectStore
 from hummock.object_store.memory import MemoryObjectStore
-from hummock.object_store.s3 import S3ObjectStore
+
+# boto3 costs ~0.1 s to import: the S3 backend loads on first use (an s3:// URL, or an import
+# of S3ObjectStore from here), never for a local or memory store
+def __getattr__(name: str):
+    if name == "S3ObjectStore":
+        from hummock.object_store.s3 import S3ObjectStore
+        return S3ObjectStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "open_object_store", "ObjectStore", "StreamingUploader", "ObjectMeta", "ObjectStoreError",
@@ -54,7 +62,11 @@ _S3_QUERY = {
     "region": ("region", str), "max_attempts": ("max_attempts", int),
     "part_size": ("part_size", int), "addressing_style": ("addressing_style", str),
 }
-_S3_OPTIONS = frozenset(inspect.signature(S3ObjectStore).parameters) - {"bucket", "prefix"}
+
+def _s3_options() -> frozenset:
+    from hummock.object_store.s3 import S3ObjectStore
+    return frozenset(inspect.signature(S3ObjectStore).parameters) - {"bucket", "prefix"}
+
 
 
 def open_object_store(url: str | os.PathLike, *, create: bool = True, **options) -> ObjectStore:
@@ -118,10 +130,12 @@ def _memory(parts: urllib.parse.SplitResult, options: dict) -> MemoryObjectStore
 
 
 def _s3(parts: urllib.parse.SplitResult, options: dict) -> S3ObjectStore:
-    unknown = set(options) - _S3_OPTIONS
+    from hummock.object_store.s3 import S3ObjectStore
+    known = _s3_options()
+    unknown = set(options) - known
     if unknown:
         raise InvalidArgumentError(
-            f"unknown S3 options {sorted(unknown)}; known: {sorted(_S3_OPTIONS)}")
+            f"unknown S3 options {sorted(unknown)}; known: {sorted(known)}")
     if parts.fragment:
         raise InvalidArgumentError("s3 URL must not have a #fragment")
     settings = {}
