@@ -181,3 +181,28 @@ def test_early_flushes_overwrite_a_group_within_an_epoch_and_a_restart_reads_the
     ex, out = run([[[(6, 1, 1)], [(7, 2, 10)]]])
     assert out[-4:] == [(3, (1, 7, 3, 14)), (4, (1, 7, 4, 15)), (3, (2, 9, 2, 10)), (4, (2, 10, 3, 20))]
     assert {tuple(r) for r in ex.value_table.iter_with_prefix(())} == {(1, 4, 7, 4, 15, 4), (2, 3, 10, 3, 20, 3)}
+
+
+def test_a_database_written_with_retractable_aggregates_reopens_and_goes_on(tmp_path, monkeypatch):
+    """An MV created while aggregates over APPEND ONLY tables were planned retractable (its
+    stored ids: a materialized input per min/max) reopens on the retractable layout and keeps
+    equal to its batch recomputation."""
+    import sql.build
+    path = str(tmp_path / "db")
+    monkeypatch.setattr(sql.build, "agg_append_only", lambda n: False)   # the planner before
+    with sql.connect(path) as c:
+        c.execute("CREATE TABLE t (g INT, v BIGINT, w VARCHAR) APPEND ONLY")
+        c.execute(f"CREATE MATERIALIZED VIEW m AS {AGG_Q}")
+        c.execute("INSERT INTO t VALUES (1, 5, 'a'), (1, 9, 'b'), (2, -4, NULL)")
+        c.execute("FLUSH")
+        assert len(c.db.catalog.get("m").internal_ids) == 3
+    monkeypatch.undo()
+    with sql.connect(path) as c:
+        agg = _hash_agg(c, "m")
+        assert not agg.append_only and len(agg.extreme) == 2
+        c.execute("INSERT INTO t VALUES (1, 20, 'zz'), (2, 40, 'a'), (4, 1, 'q')")
+        c.execute("FLUSH")
+        assert _rows(c, "SELECT * FROM m") == _rows(c, AGG_Q)
+        c.execute(f"CREATE MATERIALIZED VIEW m2 AS {AGG_Q}")   # a new MV is planned append-only
+        assert _hash_agg(c, "m2").append_only and len(c.db.catalog.get("m2").internal_ids) == 1
+        assert _rows(c, "SELECT * FROM m2") == _rows(c, AGG_Q)
