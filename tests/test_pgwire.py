@@ -278,6 +278,17 @@ def test_read_only_sessions_read_beside_the_writer(server):
             w.execute("INSERT INTO ro VALUES (3)")
             w.execute("FLUSH")
         assert r.execute("SELECT count(*) FROM ro").fetchone() == (3,)
+        with connect(server) as w:
+            w.execute("CREATE TABLE ro_new (k INT)")
+        assert r.execute("SELECT table_name FROM information_schema.tables WHERE table_name = 'ro_new'"
+                         ).fetchall() == [("ro_new",)]
+        with pytest.raises(pgerr.ReadOnlySqlTransaction):
+            with r.cursor().copy("COPY ro FROM STDIN") as copy:
+                copy.write_row((9,))
+    with connect(server) as c:
+        with pytest.raises(pgerr.UndefinedTable):   # before any data is sent
+            with c.cursor().copy("COPY no_such_table FROM STDIN") as copy:
+                copy.write_row((1,))
 
 
 def test_32_concurrent_clients(server):

@@ -776,6 +776,8 @@ class Session:
             if local == "commit":
                 return await self.server.run_blocking(lambda: self._commit(text))
             return local
+        if self.read_only and C.mentions_catalog(text):   # a reader: the writer's newest catalog first
+            await self.server.run_blocking(self.conn.db.refresh)
         answer = C.answer(text, params, self._context())
         if answer is not None:
             fields = [(n, oid, -1, 0) for n, oid in answer.columns]
@@ -949,8 +951,12 @@ class Session:
         if self.tx == b"E":
             raise FailedTransaction("current transaction is aborted, commands ignored until end of transaction block")
         rewritten, path, options = self._copy_plan(piece, _COPY_STDIN)
+        if self.read_only:   # refused before the client sends its data, as Postgres does
+            raise E.ReadOnlyError("COPY FROM is not allowed in a read-only session")
         rel = self.conn.db.catalog.get(options["table"][-1]) if options.get("table") else None
-        ncols = len(options["columns"]) if options.get("columns") else (len(rel.visible_columns) if rel else 0)
+        if rel is None:
+            raise E.CatalogError(f"relation {'.'.join(options.get('table') or ['?'])!r} does not exist")
+        ncols = len(options["columns"]) if options.get("columns") else len(rel.visible_columns)
         if options["with"].get("format", "").lower() in ("binary",):
             raise E.NotSupportedError("COPY ... FROM STDIN with format binary is not supported: use text or csv")
         self.send(P.copy_response(b"G", ncols))
