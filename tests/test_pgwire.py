@@ -146,6 +146,31 @@ def test_simple_query_runs_several_statements_and_stops_at_the_first_error(serve
         assert c.execute("SELECT k FROM multi ORDER BY k").fetchall() == [(1,), (2,)]
 
 
+def test_empty_queries_and_row_limited_portals(server):
+    with connect(server) as c:
+        assert c.execute("").statusmessage is None                 # simple query
+        assert c.execute("", prepare=True).statusmessage is None   # extended
+        assert c.execute(" -- only a comment").statusmessage is None
+    with _raw(server) as s:   # Execute with a row limit: PortalSuspended, then the rest
+        _startup(s)
+        query = b"SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3\x00"
+        msgs = (b"P" + struct.pack("!i", 4 + 1 + len(query) + 2) + b"\x00" + query + b"\x00\x00"
+                + b"B" + struct.pack("!i", 4 + 1 + 1 + 2 + 2 + 2) + b"\x00\x00" + b"\x00\x00" * 3
+                + b"E" + struct.pack("!i", 4 + 1 + 4) + b"\x00" + struct.pack("!i", 2)
+                + b"E" + struct.pack("!i", 4 + 1 + 4) + b"\x00" + struct.pack("!i", 0)
+                + b"S\x00\x00\x00\x04")
+        s.sendall(msgs)
+        data = b""
+        while not data.endswith(b"Z\x00\x00\x00\x05I"):
+            data += s.recv(65536)
+    kinds = []
+    at = 0
+    while at < len(data):
+        kinds.append(data[at:at + 1])
+        at += 1 + struct.unpack("!i", data[at + 1:at + 5])[0]
+    assert kinds == [b"1", b"2", b"D", b"D", b"s", b"D", b"C", b"Z"]
+
+
 def test_transactions_as_drivers_use_them(server):
     with connect(server, autocommit=False) as c:   # psycopg's default: BEGIN before the first statement
         c.execute("CREATE TABLE txn (k INT PRIMARY KEY)")

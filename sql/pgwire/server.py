@@ -735,6 +735,8 @@ class Session:
         portal.outcome.notices = []
 
     async def _run_portal(self, portal: Portal) -> Outcome:
+        if not split_query(portal.prepared.text):
+            return Outcome("")   # an empty query: EmptyQueryResponse
         if _COPY_STDIN.match(portal.prepared.text) or _COPY_STDOUT.match(portal.prepared.text):
             raise E.NotSupportedError("COPY FROM STDIN / TO STDOUT runs through a simple query (psql's \\copy, "
                                       "psycopg's cursor.copy()), not a prepared statement")
@@ -757,6 +759,8 @@ class Session:
         portal.at = end
         if outcome.fields is not None and end < outcome.nrows:
             self.send(P.message(b"s"))   # PortalSuspended
+        elif not outcome.tag:
+            self.send(P.empty_query())
         else:
             self.send(P.command_complete(outcome.tag))
 
