@@ -75,7 +75,7 @@ def execute_statement(db, stmt, params, variables) -> Result:
 
 
 _READER_KINDS = ("flush", "set", "show", "describe", "explain", "declare_cursor", "fetch", "close")
-_READER_NODES = (exp.Select, exp.Union, exp.Except, exp.Intersect)
+_READER_NODES = (exp.Select, exp.Union, exp.Except, exp.Intersect, exp.Values)
 
 
 def _refuse_on_reader(db, stmt) -> None:
@@ -765,4 +765,4 @@ _DISPATCH = {"flush": _flush, "set": _set, "show": _show, "describe": _describe,
              "fetch": subscription.fetch, "close": subscription.close, "copy": _copy}
 _AST_DISPATCH = ((exp.Create, _create), (exp.Drop, _drop), (exp.Insert, _insert), (exp.Update, _update),
                  (exp.Delete, _delete), (exp.Select, _select), (exp.Union, _select),
-                 (exp.Except, _select), (exp.Intersect, _select))
+                 (exp.Except, _select), (exp.Intersect, _select), (exp.Values, _select))

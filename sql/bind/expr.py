@@ -490,6 +490,11 @@ class ExprBinder:
         if type(node) in self._VOLATILE or (isinstance(node, exp.Anonymous) and node.name.lower() in
                                            ("now", "random", "statement_timestamp", "transaction_timestamp")):
             return self._volatile(node)
+        if isinstance(node, (exp.ExplodingGenerateSeries, exp.Unnest, exp.Explode)) or \
+                (isinstance(node, exp.Anonymous) and node.name.lower() in ("generate_series", "unnest")):
+            raise error_at(UnsupportedError, f"set-returning function {spelled(node)} is supported in FROM "
+                                             "(FROM generate_series(...) AS g(x)) and alone in a select list "
+                                             "without FROM, not here", node)
         shape = self._SHAPES.get(type(node))
         if isinstance(node, exp.Anonymous) and node.name.lower() in ("regexp_match", "regexp_matches",
                                                                       "regexp_split_to_array", "string_to_array"):

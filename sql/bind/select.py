@@ -21,8 +21,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream import expr as E
+from stream.errors import ExpressionError
+from stream.expr import raising_errors
+from stream.expr_time import add_interval
 from stream.executors.agg_call import AggCall
 from stream.errors import ExecutorError
 from stream.schema import Schema
@@ -33,7 +36,8 @@ from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, new_statement_clock, spelled
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, special_form, where_conjunct
-from sql.errors import BindError, UnsupportedError, error_at
+from sql.batch.execute import from_arrow_values
+from sql.errors import BindError, ExecutionError, SqlSyntaxError, UnsupportedError, error_at, execution_error
 from sql.plan import nodes as P
 from sql.plan import time_window
 
@@ -42,6 +46,36 @@ _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp
 _AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every")
 
 
+def _is_series(n) -> bool:
+    return isinstance(n, exp.ExplodingGenerateSeries) or \
+        (isinstance(n, exp.Anonymous) and n.name.lower() == "generate_series")
+
+
+def _srf_from(node):
+    """``SELECT generate_series(...) [AS x], <constants>`` without FROM as Postgres runs it (one
+    row per value): the same select reading ``FROM generate_series(...)``. A set-returning
+    function anywhere else in a select list is refused by name (ExprBinder)."""
+    if (node.args.get("from_") or node.args.get("from")) is not None:
+        return node
+    items = node.expressions
+    found = [i for i, e in enumerate(items) if _is_series(e.this if isinstance(e, exp.Alias) else e)]
+    if len(found) != 1:
+        return node
+    node = node.copy()
+    i = found[0]
+    item = node.expressions[i]
+    call = item.this if isinstance(item, exp.Alias) else item
+    name = _name(item.args["alias"]) if isinstance(item, exp.Alias) else "generate_series"
+    column = exp.Column(this=exp.Identifier(this="generate_series", quoted=True),
+                        table=exp.Identifier(this="*srf*", quoted=True))
+    node.expressions[i] = exp.Alias(this=column, alias=exp.Identifier(this=name, quoted=True))
+    node.set("from_", exp.From(this=exp.Table(this=call.copy(), alias=exp.TableAlias(
+        this=exp.Identifier(this="*srf*", quoted=True),
+        columns=[exp.Identifier(this="generate_series", quoted=True)]))))
+    return node
+
+
+MAX_SERIES = 10_000_000   # rows generate_series may make (it is materialized)
 _VOLATILE_NAMES = ("now", "random", "statement_timestamp", "transaction_timestamp", "clock_timestamp")
 
 
@@ -88,7 +122,7 @@ class QueryBinder:
             elif isinstance(node, exp.Select):
                 plan = self._select(node, top)
             elif isinstance(node, exp.Values):
-                raise error_at(UnsupportedError, "VALUES as a query is not supported yet", node)
+                plan = self._set_order_limit(self.values(node), node, top)
             else:
                 raise error_at(UnsupportedError, f"query {spelled(node)} is not supported", node)
             if top and not self.batch:
@@ -176,11 +210,134 @@ class QueryBinder:
 
     # --- FROM -----------------------------------------------------------------------------------
 
+    def values(self, node) -> P.Node:
+        """``VALUES (...), (...)`` as a query: its rows, computed now (each item an expression
+        without columns: constants, parameters, functions of them), columns named ``column1,
+        column2, ...`` and typed as Postgres resolves them -- an untyped literal takes the type
+        of the column's first typed item, then the items are unified (UNION's rules)."""
+        if not self.batch:
+            raise error_at(UnsupportedError, "VALUES is supported in a batch query only; a materialized view reads "
+                                             "tables and materialized views (put the rows in a table)", node)
+        rows = [t.expressions if isinstance(t, exp.Tuple) else [t] for t in node.expressions]
+        width = len(rows[0]) if rows else 0
+        for r, t in zip(rows, node.expressions):
+            if len(r) != width:
+                raise error_at(SqlSyntaxError, "VALUES lists must all be the same length", t)
+        binder = ExprBinder(Scope(), self.params, context="a VALUES list")
+        columns, types = [], []
+        for c in range(width):
+            items = [r[c] for r in rows]
+            typed = [binder.bind(i) for i in items if not ((lit := binder.literal(i)) is not None and lit[2])]
+            bound = [binder.bind_as(i, typed[0].data_type) if typed else binder.bind(i) for i in items]
+            bound, dtype = binder.unify(bound, items, "VALUES")
+            columns.append(bound)
+            types.append(dtype)
+        out = []
+        with raising_errors():
+            for i in range(len(rows)):
+                row = []
+                for c in range(width):
+                    e = columns[c][i]
+                    try:
+                        row.append(from_arrow_values(e.eval([], 1), types[c])[0])
+                    except ExpressionError as exc:
+                        raise execution_error(exc, rows[i][c]) from None
+                out.append(tuple(row))
+        return P.Values(out, [f"column{c + 1}" for c in range(width)], types)
+
+    def generate_series(self, fn) -> P.Node:
+        """``generate_series(start, stop [, step])`` as constant rows (its arguments may not read
+        columns: LATERAL is not supported): integers (INT, or BIGINT when an argument is),
+        NUMERIC, or time stamps stepped by an INTERVAL, as Postgres; a NULL argument gives no
+        rows, a zero step is a data error; at most ``MAX_SERIES`` rows."""
+        if isinstance(fn, exp.Anonymous):
+            nodes = list(fn.expressions)
+        else:
+            nodes = [a for a in (fn.args.get("start"), fn.args.get("end"), fn.args.get("step")) if a is not None]
+        if len(nodes) not in (2, 3):
+            raise error_at(BindError, "generate_series takes 2 or 3 arguments", fn)
+        if not self.batch:
+            raise error_at(UnsupportedError, "generate_series is supported in a batch query only; a materialized "
+                                             "view reads tables and materialized views", fn)
+        binder = ExprBinder(Scope(), self.params, context="generate_series")
+        try:
+            first = [binder.bind(n) for n in nodes]
+        except BindError as exc:
+            if "does not exist" in str(exc):
+                raise error_at(UnsupportedError, "generate_series over columns of another FROM item (LATERAL) is "
+                                                 "not supported; its arguments must be constants", fn) from None
+            raise
+        nulls = [isinstance(e, E.Lit) and e.value is None for e in first]
+        if any(nulls):   # Postgres: no rows (a NULL argument of a strict function)
+            return P.Values([], ["generate_series"], [next((e.data_type for e, z in zip(first, nulls)
+                                                                if not z and e.data_type.kind != TypeKind.INTERVAL),
+                                                               DataType.INT)])
+        kinds = [e.data_type.kind for e in first]
+        typed = [e.data_type for e in first[:2] if e.data_type.kind in (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ)]
+        if typed:   # generate_series(timestamp, timestamp, interval)
+            dtype = typed[0]
+            bound = [binder.bind_as(nodes[0], dtype), binder.bind_as(nodes[1], dtype)]
+            if len(nodes) != 3:
+                raise error_at(BindError, "generate_series of time stamps needs an INTERVAL step", fn)
+            bound.append(binder.bind_as(nodes[2], DataType.INTERVAL))
+            if bound[2].data_type.kind != TypeKind.INTERVAL or bound[1].data_type != dtype:
+                raise error_at(BindError, "generate_series(timestamp, timestamp, interval) does not take these "
+                                          "arguments", fn)
+        else:
+            if not all(T.is_numeric(t) and k not in (TypeKind.REAL, TypeKind.DOUBLE)
+                       for t, k in zip((e.data_type for e in first), kinds)):
+                raise error_at(BindError, "function generate_series(" + ", ".join(e.data_type.sql_name().lower()
+                                                                            for e in first) + ") does not exist", fn)
+            dtype = DataType.DECIMAL if TypeKind.DECIMAL in kinds else \
+                DataType.BIGINT if TypeKind.BIGINT in kinds else DataType.INT
+            bound = [binder.coerce(e, dtype, n) for e, n in zip(first, nodes)]
+        with raising_errors():
+            try:
+                values = [from_arrow_values(e.eval([], 1), e.data_type)[0] for e in bound]
+            except ExpressionError as exc:
+                raise execution_error(exc, fn) from None
+        start, stop = values[0], values[1]
+        step = values[2] if len(values) == 3 else 1
+        out = []
+        if None not in (start, stop, step):
+            if typed:
+                if step.months == 0 and step.days == 0 and step.usecs == 0:
+                    raise error_at(ExecutionError, "step size cannot equal zero", fn)
+                forward = step.total_usecs() > 0
+                at = start   # each value the previous one plus the step (months clamp, as Postgres)
+                while (at <= stop if forward else at >= stop):
+                    out.append((at,))
+                    try:
+                        at = add_interval(at, step.months, step.days, step.usecs)
+                    except (OverflowError, ValueError, ExpressionError):
+                        break
+                    if len(out) > MAX_SERIES:
+                        break
+            else:
+                if step == 0:
+                    raise error_at(ExecutionError, "step size cannot equal zero", fn)
+                count = (stop - start) // step + 1 if (stop - start) * step >= 0 else 0
+                if count <= MAX_SERIES:
+                    out = [(start + step * i,) for i in range(int(count))]
+            if len(out) > MAX_SERIES or (not typed and count > MAX_SERIES):
+                raise error_at(ExecutionError, f"generate_series would make more than {MAX_SERIES} rows", fn)
+        return P.Values(out, ["generate_series"], [dtype])
+
     def _from_item(self, node):
         """``(plan, scope)`` of one FROM item."""
         alias = node.args.get("alias")
         alias_name = _name(alias.this) if alias is not None and alias.this is not None else None
         col_aliases = [_name(c) for c in alias.columns] if alias is not None and alias.columns else None
+        if isinstance(node, exp.Values):   # (VALUES ...) AS v(a, b)
+            plan = self.values(node)
+            return plan, self._scope_of(plan, alias_name or "*VALUES*", col_aliases)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.ExplodingGenerateSeries) or \
+                isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and \
+                node.this.name.lower() == "generate_series":
+            plan = self.generate_series(node.this)
+            if alias_name is not None and not col_aliases:
+                col_aliases = [alias_name]   # Postgres: FROM generate_series(...) AS x names the column x
+            return plan, self._scope_of(plan, alias_name or "generate_series", col_aliases)
         if time_window.is_window_table(node):
             return time_window.bind_window_table(self, node, alias_name, col_aliases)
         if isinstance(node, exp.Table) and isinstance(node.this, (exp.ReadCSV, exp.ReadParquet)):
@@ -441,6 +598,7 @@ class QueryBinder:
     # --- SELECT ---------------------------------------------------------------------------------
 
     def _select(self, node, top: bool) -> P.Node:
+        node = _srf_from(node)
         for col in node.find_all(exp.Column):   # s1.t.a: only the public schema exists
             if col.args.get("catalog") is not None or \
                     col.args.get("db") is not None and _name(col.args["db"]) != "public":
