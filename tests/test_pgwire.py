@@ -246,6 +246,12 @@ def test_catalog_queries_and_type_introspection(server):
         assert c.execute("SHOW application_name").fetchone() == ("tests",)
         c.execute("SET statement_timeout = 0")
         assert c.execute("SHOW statement_timeout").fetchone() == ("0",)
+        for stmt in ("SET extra_float_digits = 3", "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL "
+                     "READ COMMITTED", "SET TIME ZONE 'UTC'", "SET client_encoding TO 'UTF8'", "DISCARD ALL"):
+            c.execute(stmt)   # what JDBC, pgAdmin and poolers send at connect
+        assert c.execute("SHOW TRANSACTION ISOLATION LEVEL").fetchone() == ("read committed",)
+        with pytest.raises(pgerr.FeatureNotSupported):
+            c.execute("SET TIME ZONE 'Europe/Paris'")
 
 
 def test_password_and_md5_authentication(tmp_path):

@@ -901,6 +901,10 @@ class Session:
                 from sql.statements import SESSION_VARIABLES
                 self.conn.variables[name] = SESSION_VARIABLES[name]
             return Outcome("RESET")
+        if re.match(r"\s*SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL\s*;?\s*$", text, re.I):   # JDBC asks
+            value = self.settings["transaction_isolation"]
+            return Outcome("SHOW", [("transaction_isolation", PT.TEXT_OID, -1, 0)],
+                           [[P._I32.pack(len(value)) + value.encode()]], 1)
         m = _SHOW.match(text)
         if m and m.group(1).lower() in self.settings and m.group(1).lower() not in _engine_variables():
             value = self.settings[m.group(1).lower()]
