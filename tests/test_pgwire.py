@@ -123,6 +123,9 @@ def test_errors_carry_sqlstate_and_position_and_the_session_goes_on(server):
         with pytest.raises(pgerr.UndefinedColumn) as info:
             c.execute("SELECT nope FROM errs")
         assert info.value.diag.statement_position == "8"
+        with pytest.raises(pgerr.UndefinedColumn) as info:   # extended query, second line
+            c.execute("SELECT k\nFROM errs WHERE nope = %s", (1,))
+        assert info.value.diag.statement_position == str(len("SELECT k\nFROM errs WHERE ") + 1)
         with pytest.raises(pgerr.UndefinedTable):
             c.execute("SELECT * FROM missing_relation")
         with pytest.raises(pgerr.DivisionByZero):

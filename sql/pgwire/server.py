@@ -420,6 +420,7 @@ class Session:
         self.active = False   # a statement is running or sending: a cancel applies to it
         self.closed = False
         self._tmpdir = None
+        self._text = ""
 
     # --- plumbing ----------------------------------------------------------------------------------
 
@@ -615,7 +616,7 @@ class Session:
                 await self.flush()
                 return
             except Exception as exc:
-                self._send_error(exc, getattr(self, "_text", ""), 0)
+                self._send_error(exc, self._text, 0)
                 skipping = True
             if self.active:
                 self.active = False
@@ -773,6 +774,7 @@ class Session:
 
     async def _run(self, text: str, params: list, formats: list, describe: bool = False) -> Outcome:
         """Run one statement (server-level, catalog or engine) and encode its result."""
+        self._text = text   # an error's position is counted in it (extended query: _loop)
         if self.tx == b"E" and not (_COMMIT.match(text) or _ROLLBACK.match(text) or _ROLLBACK_TO.match(text)):
             raise FailedTransaction("current transaction is aborted, commands ignored until end of transaction block")
         local = self._server_statement(text, describe)
