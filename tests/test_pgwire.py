@@ -450,6 +450,7 @@ SELECT * FROM ps_t ORDER BY k;
 \dm ps_*
 \d ps_t
 \d+ ps_m
+\d ps_i
 \dT
 \copy ps_t (k, v) from stdin
 5	e
@@ -470,6 +471,8 @@ SELECT nope FROM ps_t;
     assert 'Materialized view "public.ps_m"' in out and " n      | bigint " in out
     assert "View definition:\nSELECT v, COUNT(*) AS n FROM ps_t GROUP BY v" in out
     assert "List of data types" in out
+    assert 'Index "public.ps_i"' in out and " v      | character varying | yes  | v" in out
+    assert 'btree, for table "public.ps_t"' in out
     assert "COPY 1" in out and "5\te\t\\N" in out
     assert "ERROR:  column 'nope' does not exist\nLINE 1: SELECT nope FROM ps_t;\n               ^" in r.stderr
 

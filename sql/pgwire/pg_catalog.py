@@ -197,6 +197,10 @@ def _psql_attributes(text, params, ctx):
                                                                     text):
         return None
     rel = _by_oid(ctx, _oid_in(text, "a.attrelid") or -1)
+    if "AS is_key" in text:   # \\d INDEX: its key columns
+        rows = [] if rel is None or rel.kind != "index" else [
+            (name, PT.format_type(dtype), "yes", name) for name, dtype in rel.columns if name in _index_columns(rel)]
+        return Answer([(n, PT.TEXT_OID) for n in ("attname", "format_type", "is_key", "indexdef")], rows)
     names = ["attname", "format_type", "default", "attnotnull", "attcollation", "attidentity", "attgenerated"]
     if "a.attstorage" in text:
         names += ["attstorage", "attcompression", "attstattarget", "col_description"]
@@ -237,6 +241,21 @@ def _psql_indexes(text, params, ctx):
                          f"CREATE INDEX {index.name} ON public.{rel.name} USING btree ({cols})",
                          None, None, None, None, "f", "0", None))
     return Answer([(n, PT.TEXT_OID) for n in names], [r[:len(names)] for r in rows])
+
+
+def _psql_index_info(text, params, ctx):
+    """psql's ``\\d INDEX`` second query: the index's flags, access method and table."""
+    if not text.lstrip().startswith("SELECT i.indisunique, i.indisprimary") or "pg_catalog.pg_index i" not in text:
+        return None
+    rel = _by_oid(ctx, _oid_in(text, "AND c.oid") or -1)
+    names = ["indisunique", "indisprimary", "indisclustered", "indisvalid", "condeferrable", "condeferred",
+             "indisreplident"] + (["indnullsnotdistinct"] if "indnullsnotdistinct" in text else []) + \
+        ["amname", "relname", "pg_get_expr"]
+    rows = []
+    if rel is not None and rel.kind == "index":
+        rows.append(tuple(["f", "f", "f", "t", "f", "f", "f"] + (["f"] if len(names) == 11 else [])
+                          + ["btree", _base_of(rel), None]))
+    return Answer([(n, PT.TEXT_OID) for n in names], rows)
 
 
 def _psql_viewdef(text, params, ctx):
@@ -353,7 +372,8 @@ def _psql_types(text, params, ctx):
     return Answer([(n, PT.TEXT_OID) for n in names])
 
 
-_SHAPES = (_psql_types, _functions, _psql_list, _psql_lookup, _psql_table_info, _psql_attributes, _psql_indexes, _psql_viewdef,
+_SHAPES = (_psql_types, _functions, _psql_list, _psql_lookup, _psql_table_info, _psql_attributes, _psql_indexes,
+           _psql_index_info, _psql_viewdef,
            _psql_schemas, _psql_databases, _psycopg_typeinfo)
 
 
