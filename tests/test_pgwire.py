@@ -325,6 +325,26 @@ def test_read_only_sessions_read_beside_the_writer(server):
                 copy.write_row((1,))
 
 
+def test_a_read_only_server_beside_a_writer_in_another_connection(tmp_path):
+    import sql
+
+    with sql.connect(str(tmp_path / "db"), barrier_interval_ms=0) as writer:   # holds the writer lock
+        writer.execute("CREATE TABLE rw (k INT PRIMARY KEY)")
+        writer.execute("INSERT INTO rw VALUES (1)")
+        writer.flush()
+        s = PgServer(str(tmp_path / "db"), ServerOptions(port=0, read_only=True)).start_in_thread()
+        try:
+            with connect(s) as c:
+                assert c.execute("SELECT count(*) FROM rw").fetchone() == (1,)
+                writer.execute("INSERT INTO rw VALUES (2)")
+                writer.flush()
+                assert c.execute("SELECT count(*) FROM rw").fetchone() == (2,)
+                with pytest.raises(pgerr.ReadOnlySqlTransaction):
+                    c.execute("DELETE FROM rw")
+        finally:
+            s.stop()
+
+
 def test_32_concurrent_clients(server):
     with connect(server) as c:
         c.execute("CREATE TABLE conc (client INT, i INT, PRIMARY KEY (client, i))")
