@@ -200,6 +200,10 @@ def join_pairs(plan, left: pa.Table, right: pa.Table):
                 return None
             x, y = x.cast(pa.int64()), y.cast(pa.int64())
         ldata[f"k{i}"], rdata[f"k{i}"] = x, y
+    if len(ldata) == 1:
+        pairs = _unique_right_pairs(ldata["k0"], rdata["k0"])
+        if pairs is not None:
+            return pairs
     ldata["__l"] = pa.array(np.arange(left.num_rows, dtype=np.int64))
     rdata["__r"] = pa.array(np.arange(right.num_rows, dtype=np.int64))
     keys = [f"k{i}" for i in range(len(plan.left_keys))]
@@ -209,6 +213,25 @@ def join_pairs(plan, left: pa.Table, right: pa.Table):
     nr = max(right.num_rows, 1)
     order = np.argsort(li * nr + ri, kind="stable") if left.num_rows * nr < (1 << 62) else np.lexsort((ri, li))
     return li[order], ri[order]
+
+
+def _unique_right_pairs(lkey: pa.Array, rkey: pa.Array):
+    """The pairs of a one-column equi-join whose right keys are distinct (a foreign key to a
+    primary key, the usual join): each left row's one match by a hash lookup (``index_in``),
+    already in (left, right) order -- or None when right keys repeat. NULL keys never match."""
+    valid = rkey.drop_null() if rkey.null_count else rkey
+    if pc.count_distinct(valid).as_py() != len(valid):
+        return None
+    if rkey.null_count:   # index_in would match NULL to NULL: look up among the non-NULL keys only
+        positions = np.flatnonzero(~rkey.is_null().to_numpy(zero_copy_only=False))
+    else:
+        positions = None
+    found = pc.index_in(lkey, value_set=valid)   # a NULL left key finds nothing (no NULL in the set)
+    li = np.flatnonzero(~found.is_null().to_numpy(zero_copy_only=False)).astype(np.int64)
+    ri = found.drop_null().to_numpy().astype(np.int64) if len(li) else np.zeros(0, np.int64)
+    if positions is not None:
+        ri = positions[ri]
+    return li, ri
 
 
 # --- sort ---------------------------------------------------------------------------------------
