@@ -25,13 +25,15 @@ thread, robust on a shared machine), the median of ``--repeats`` runs after a wa
 ratio ``sql / stream`` (1.0: no overhead; the issue's target >= 0.77, i.e. at most 30 % more time).
 
 Run: ``python -m bench.sql_ingest [--quick] [--rows N] [--queries q1,qa] [--repeats R] [--profile Q]``.
-Prints a table and one JSON line ``{"bench": "sql_ingest", ...}``.
+Prints a table and one JSON line ``{"bench": "sql_ingest", ...}``, with ``conditions``: native
+modules or twins, allocator environment variables, the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -214,6 +216,7 @@ def main(argv=None) -> None:
             print(f"--- {way} (this thread only)")
             pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
         return
+    load_before = os.getloadavg()[0]
     results = [measure(q, batches, repeats) for q in args.queries.split(",")]
     cols = ["query", "rows", "sql_events_per_s", "stream_events_per_s", "ratio_wall", "sql_cpu_events_per_s",
             "stream_cpu_events_per_s", "ratio_cpu"]
@@ -224,7 +227,21 @@ def main(argv=None) -> None:
                       "events_per_s": {r["query"]: {k: round(v, 3) if k.startswith("ratio") else round(v)
                                                     for k, v in r.items() if k not in ("query", "rows")}
                                        for r in results},
-                      "machine": machine()}, sort_keys=True))
+                      "machine": machine(), "conditions": conditions(load_before)}, sort_keys=True))
+
+
+def conditions(load_before: float) -> dict:
+    """What the figures depend on besides the code: native modules or their pure-Python twins
+    (and which failed to load), the allocator/glibc environment, and the host's 1-minute load
+    average before and after the run (another process's load shows in the wall figures)."""
+    from hummock import _twins
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MALLOC", "GLIBC_TUNABLES", "PYTHONMALLOC", "LD_PRELOAD",
+                                                                  "HUMMOCK_"))}
+    return {"pure_python": _twins.pure_python_forced(),
+            "native_modules": sorted(k for k, v in _twins.LOADED.items() if v),
+            "twins_used": sorted(k for k, v in _twins.LOADED.items() if not v),
+            "env": env, "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "cpus": os.cpu_count()}
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ def test_the_bench_prints_both_ways_and_their_ratio(capsys):
     sql_ingest.main(["--rows", "20000", "--repeats", "1", "--queries", "qa"])
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["bench"] == "sql_ingest" and line["rows"] == 20000
+    cond = line["conditions"]
+    assert len(cond["load_avg_1m"]) == 2 and isinstance(cond["pure_python"], bool)
+    assert bool(cond["twins_used"]) or not cond["pure_python"]
     for q in ("qa",):
         figures = line["events_per_s"][q]
         assert figures["sql_events_per_s"] > 0 and figures["stream_events_per_s"] > 0
