@@ -235,8 +235,8 @@ def conditions(load_before: float) -> dict:
     (and which failed to load), the allocator/glibc environment, and the host's 1-minute load
     average before and after the run (another process's load shows in the wall figures)."""
     from hummock import _twins
-    env = {k: v for k, v in os.environ.items() if k.startswith(("MALLOC", "GLIBC_TUNABLES", "PYTHONMALLOC", "LD_PRELOAD",
-                                                                  "HUMMOCK_"))}
+    prefixes = ("MALLOC", "GLIBC_TUNABLES", "PYTHONMALLOC", "LD_PRELOAD", "HUMMOCK_")
+    env = {k: v for k, v in os.environ.items() if k.startswith(prefixes)}
     return {"pure_python": _twins.pure_python_forced(),
             "native_modules": sorted(k for k, v in _twins.LOADED.items() if v),
             "twins_used": sorted(k for k, v in _twins.LOADED.items() if not v),
