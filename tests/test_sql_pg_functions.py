@@ -78,6 +78,9 @@ CALLS = [
     "age(ts, '2000-01-01')", "age(ts, d)", "age(d, ts)", "age('2024-03-31', ts)",
     "now() > '2020-01-01' AND now() = current_timestamp", "current_date > '2020-01-01'",
     "random() >= 0 AND random() < 1",
+    # IS [NOT] DISTINCT FROM (never NULL)
+    "a IS NOT DISTINCT FROM k - 1", "s IS DISTINCT FROM s2", "ts IS NOT DISTINCT FROM NULL",
+    "v IS DISTINCT FROM INTERVAL '0'",
 ]
 VOLATILE = ("now()", "current_", "random()")
 

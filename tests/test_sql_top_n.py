@@ -206,8 +206,6 @@ def test_order_by_without_limit_in_an_mv_changes_nothing(conn):
 
 
 @pytest.mark.parametrize("query, error, match", [
-    ("SELECT g FROM t EXCEPT ALL SELECT g FROM t", UnsupportedError, "EXCEPT ALL"),
-    ("SELECT g FROM t INTERSECT ALL SELECT g FROM t", UnsupportedError, "INTERSECT ALL"),
     ("SELECT id, lag(v, id) OVER (ORDER BY v) FROM t", UnsupportedError, "lag.s offset must be a constant"),
     ("SELECT id, sum(v) OVER (ORDER BY v RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", UnsupportedError,
      "window frame"),

@@ -290,6 +290,11 @@ class ExprBinder:
             op = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}[type(node)]
             left, right = self.bind_pair(node.this, node.expression)
             return self._cmp(op, left, right, node)
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):   # IS [NOT] DISTINCT FROM: never NULL
+            left, right = self.bind_pair(node.this, node.expression)
+            same = E.Or(E.And(E.IsNull(left), E.IsNull(right)),
+                        E.And(E.IsNull(left, True), E.IsNull(right, True), self._cmp("=", left, right, node)))
+            return same if isinstance(node, exp.NullSafeEQ) else E.Not(same)
         if isinstance(node, exp.And):
             return E.And(self._bool(node.this), self._bool(node.expression))
         if isinstance(node, exp.Or):

@@ -7,7 +7,12 @@ positive and the right one is zero (EXCEPT) or positive (INTERSECT), projected b
 columns. Grouping treats NULLs as equal, as set operations must. So an MV of a set operation
 is a HashAgg and a Filter: a row reappears in an EXCEPT when the right side loses its last copy.
 
-``EXCEPT ALL`` / ``INTERSECT ALL`` (row multiplicities) are an UnsupportedError.
+``EXCEPT ALL`` / ``INTERSECT ALL`` keep row multiplicities (a row m times on the left and n
+times on the right is kept max(m - n, 0) / min(m, n) times): each side's copies of a row are
+first numbered 1, 2, ... (a ``row_number`` OverWindow partitioned by the columns and the branch
+tag), and the numbered rows go through the distinct operation above: copy k of a row survives
+EXCEPT when the right has fewer than k copies, INTERSECT when both have at least k. In an MV
+the OverWindow renumbers a row's copies as they come and go.
 
 ``CORRESPONDING [BY (names)]`` (any set operation, as in RisingWave and the SQL standard;
 sqlglot parses it as ``by_name`` with ``kind=INNER``): each side is first projected to the
@@ -77,8 +82,7 @@ def _ident(col) -> str:
 def bind_except_intersect(binder, node) -> P.Node:
     """The plan of an ``exp.Except`` / ``exp.Intersect`` (module docstring)."""
     what = "EXCEPT" if isinstance(node, exp.Except) else "INTERSECT"
-    if not node.args.get("distinct"):
-        raise error_at(UnsupportedError, f"{what} ALL is not supported (only {what} [DISTINCT])", node)
+    every = not node.args.get("distinct")   # ALL: row multiplicities count
     sides = corresponding_sides(binder, node)
     if sides is not None:
         left, right = sides
@@ -90,12 +94,18 @@ def bind_except_intersect(binder, node) -> P.Node:
     names = list(union.names[:width])
     tag = E.Col(width, union.types[width], "_union_tag")
     exprs = [E.Col(i, union.types[i], names[i]) for i in range(width)]
+    keys = width
+    if every:   # number the copies of each row on each side: (row, copy number) is then a set
+        call = P.WindowCall("row_number", None, DataType.BIGINT, "row_number()")
+        union = P.OverWindow(union, list(range(width + 1)), [], [call], ("range", None), ["_copy"])
+        exprs.append(E.Col(len(union.types) - 1, DataType.BIGINT, "_copy"))
+        keys = width + 1
     exprs += [E.Cmp("=", tag, E.Lit(0, tag.data_type)), E.Cmp("=", tag, E.Lit(1, tag.data_type))]
-    pre = P.Project(union, exprs, names + ["_from_left", "_from_right"])
-    calls = [P.AggSpec("count", None, False, width + side, DataType.BIGINT, f"count(*) /* {what.lower()} {side} */")
+    pre = P.Project(union, exprs, names + (["_copy"] if every else []) + ["_from_left", "_from_right"])
+    calls = [P.AggSpec("count", None, False, keys + side, DataType.BIGINT, f"count(*) /* {what.lower()} {side} */")
              for side in (0, 1)]
-    agg = P.Agg(pre, list(range(width)), calls, names + ["_left", "_right"])
-    n_left, n_right = E.Col(width, DataType.BIGINT, "_left"), E.Col(width + 1, DataType.BIGINT, "_right")
+    agg = P.Agg(pre, list(range(keys)), calls, list(pre.names[:keys]) + ["_left", "_right"])
+    n_left, n_right = E.Col(keys, DataType.BIGINT, "_left"), E.Col(keys + 1, DataType.BIGINT, "_right")
     zero = E.Lit(0, DataType.BIGINT)
     keep = E.And(E.Cmp(">", n_left, zero), E.Cmp("=" if what == "EXCEPT" else ">", n_right, zero))
     kept = P.Filter(agg, keep)

@@ -5,7 +5,8 @@ Output: every input row followed by one column per window call; stream key: the 
 Calls: ``count`` (``arg`` None: count(*)), ``sum``, ``avg``, ``min``, ``max`` -- result types
 and values exactly as the plain aggregate's (:class:`~stream.executors.agg_call.AggCall`:
 ``avg`` of integers is a NUMERIC with Postgres' division scale, ``sum(int)`` is BIGINT) -- and
-the window functions of :class:`NavCall`: ``rank``, ``dense_rank``, ``percent_rank``,
+the window functions of :class:`NavCall`: ``row_number`` (EXCEPT ALL / INTERSECT ALL number
+the copies of a row with it), ``rank``, ``dense_rank``, ``percent_rank``,
 ``cume_dist``, ``ntile`` (peers: equal order keys; no ORDER BY: all rows are peers), ``lag`` /
 ``lead`` (by rows of the partition in window order, stream key breaking ties), ``first_value``,
 ``last_value``, ``nth_value`` (of the frame). A call is ``(kind, arg)`` or ``(kind, arg,
@@ -59,9 +60,9 @@ from stream.schema import Schema
 WINDOW_KINDS = ("count", "sum", "avg", "min", "max")
 #: window functions that are no aggregate: ranking (the frame does not matter), offsets into the
 #: partition (lag/lead: neither does it) and values of the frame (first/last/nth_value)
-NAV_KINDS = ("rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value",
-             "last_value", "nth_value")
-FRAMELESS = ("rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead")
+NAV_KINDS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
+             "first_value", "last_value", "nth_value")
+FRAMELESS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead")
 _INSERTS = (INSERT, UPDATE_INSERT)
 
 
@@ -85,7 +86,7 @@ class NavCall:
         if kind not in NAV_KINDS:
             raise ExecutorError("OverWindow", f"window function {kind} is not supported")
         self.kind, self.arg, self.params = kind, arg, tuple(params)
-        if kind in ("rank", "dense_rank"):
+        if kind in ("row_number", "rank", "dense_rank"):
             self.return_type = DataType.BIGINT
         elif kind in ("percent_rank", "cume_dist"):
             self.return_type = DataType.DOUBLE
@@ -100,6 +101,8 @@ class NavCall:
         """The call's value for each of ``rows`` (a partition in window order): ``okeys`` the
         rows' order keys (equal: peers), ``lo``/``hi`` each row's frame bounds."""
         n, kind = len(rows), self.kind
+        if kind == "row_number":   # the position in window order (the stream key breaks ties)
+            return list(range(1, n + 1))
         if kind in ("rank", "dense_rank", "percent_rank", "cume_dist"):
             out, rank, dense = [], 0, 0
             for i in range(n):
