@@ -540,7 +540,7 @@ def _sqlglot(text: str):
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise SqlSyntaxError("expected one statement")
-    tree = trees[0]
+    tree = _rewrite(trees[0])
     if isinstance(tree, exp.Command):
         word = str(tree.this).upper()
         raise UnsupportedError(f"statement {word} {str(tree.expression or '').strip()[:40]!s} is not supported")
@@ -574,6 +574,43 @@ def _syntax_message(err: dict, fallback: str) -> str:
     if msg.startswith("Expected") or msg.startswith("Expecting"):
         return f"syntax error {where}: {msg[0].lower()}{msg[1:]}"
     return f"syntax error {where}: {msg}" if msg else f"syntax error {where}"
+
+
+def _rewrite(tree):
+    """Statements Postgres has that run as simpler ones (positions kept: the user's nodes are
+    moved, not re-parsed): ``TRUNCATE [TABLE] t`` is ``DELETE FROM t`` (one table, no
+    CASCADE / RESTART IDENTITY), ``UPDATE t SET (a, b) = (x, y)`` is ``SET a = x, b = y``
+    (a sub-SELECT as the source is refused by name)."""
+    if isinstance(tree, exp.TruncateTable):
+        tables = tree.expressions
+        if len(tables) != 1 or tree.args.get("option") or tree.args.get("identity") or tree.args.get("is_database"):
+            what = "several tables" if len(tables) != 1 else "CASCADE / RESTART IDENTITY"
+            raise UnsupportedError(f"TRUNCATE of {what} is not supported (TRUNCATE one table)",
+                                   *_position(tables[0] if tables else tree))
+        return exp.Delete(this=tables[0])
+    if isinstance(tree, exp.Update):
+        out = []
+        for assign in tree.expressions:
+            if isinstance(assign, exp.EQ) and isinstance(assign.this, (exp.Tuple, exp.Paren)):
+                cols = assign.this.expressions if isinstance(assign.this, exp.Tuple) else [assign.this.this]
+                source = assign.expression
+                if isinstance(source, exp.Subquery):
+                    raise UnsupportedError("UPDATE ... SET (columns) = (SELECT ...) is not supported (set each column "
+                                           "to a scalar subquery)", *_position(source))
+                values = source.expressions if isinstance(source, exp.Tuple) else \
+                    [source.this] if isinstance(source, exp.Paren) else [source]
+                if len(values) != len(cols):
+                    raise SqlSyntaxError("number of columns does not match number of values", *_position(assign))
+                out.extend(exp.EQ(this=c, expression=v) for c, v in zip(cols, values))
+            else:
+                out.append(assign)
+        tree.set("expressions", out)
+    return tree
+
+
+def _position(node) -> tuple:
+    from sql.errors import start_of
+    return start_of(node)
 
 
 def _start_col(err: dict):
