@@ -2,10 +2,13 @@
 
 On a terminal: line editing and a persistent history (prompt_toolkit; readline when it is
 missing), statements spanning lines until one ends with ``;`` (prompt ``hummock=>``, then
-``hummock->``), results as aligned tables. Meta commands (a line starting with ``\\``): ``\\d``
+``hummock->``), results as aligned tables (or expanded with ``\\x``, CSV with ``--csv``, JSON
+with ``--json``: :mod:`sql.cli_format`). Meta commands (a line starting with ``\\``): ``\\d``
 (tables and MVs), ``\\d NAME`` (columns; an MV's definition), ``\\dt``, ``\\dm``, ``\\di``, ``\\timing
-[on|off]``, ``\\copy ...`` (psql's client-side COPY: the rest of the line is a COPY statement,
-paths relative to the shell's directory), ``\\?``, ``\\q``. Ctrl-C drops the statement being
+[on|off]``, ``\\x [on|off]``, ``\\i FILE``, ``\\o [FILE]``, ``\\copy ...`` (psql's client-side COPY:
+the rest of the line is a COPY statement, paths relative to the shell's directory), ``\\?``,
+``\\q``; ``help``, ``quit`` and ``exit`` on an empty line. ``-c SQL`` / ``-f FILE`` run in order,
+then exit. An error shows psql's ``LINE n:`` (within the statement) and a caret. Ctrl-C drops the statement being
 typed; Ctrl-D quits. Long statements (COPY, a CREATE MATERIALIZED VIEW's backfill) show a
 progress bar on a terminal (rich, on stderr).
 
@@ -28,22 +31,29 @@ Callers: ``sql/cli.py``. The statement splitting and rendering are :mod:`sql.cli
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
 import sys
 import time
 
 from sql.cli_common import EXIT_OK, EXIT_SQL, CommandError, printable
-from sql.cli_script import execute_at, is_complete, render_result, render_table, split_statements
+from sql.cli_format import render
+from sql.cli_script import execute_at, is_complete, render_table, split_statements
 from sql.errors import SqlError
 
-HELP = """meta commands:
+HELP = """general:
+  help           this help        quit / exit / \\q   leave the shell
+meta commands:
   \\d            list tables and materialized views
   \\d NAME       columns of a table or MV (and an MV's definition)
   \\dt           list tables
   \\dm           list materialized views
   \\di           list indexes
   \\timing [on|off]  print each statement's time
+  \\x [on|off]  expanded display: one block per row, a line per column
+  \\i FILE      run the statements of FILE
+  \\o [FILE]    send query results to FILE (none: back to the terminal)
   \\copy ...     COPY ... FROM/TO a file (same options as COPY)
   \\?            this help
   \\q            quit
@@ -63,7 +73,25 @@ def register(commands) -> None:
                              "each newest committed epoch; DDL and DML are refused")
     parser.add_argument("--on-error-stop", action="store_true",
                         help="stdin scripts: stop at the first failed statement")
+    parser.add_argument("-c", "--command", dest="actions", action=_Ordered, metavar="SQL",
+                        help="run SQL (or one meta command), then exit; repeatable, run in order with -f")
+    parser.add_argument("-f", "--file", dest="actions", action=_Ordered, metavar="FILE",
+                        help="run the statements of FILE, then exit; repeatable")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--csv", dest="format", action="store_const", const="csv", default="aligned",
+                     help="print query results as CSV (a header line, then rows)")
+    out.add_argument("--json", dest="format", action="store_const", const="json",
+                     help="print query results as a JSON array of objects")
     parser.set_defaults(func=run_shell)
+
+
+class _Ordered(argparse.Action):
+    """``-c`` and ``-f`` into one list of ``(option, value)`` in command-line order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        actions = list(getattr(namespace, self.dest, None) or [])
+        actions.append(("-c" if option_string in ("-c", "--command") else "-f", values))
+        setattr(namespace, self.dest, actions)
 
 
 def add_session_options(parser) -> None:
@@ -80,9 +108,13 @@ def add_session_options(parser) -> None:
 class Shell:
     """Feeds lines; runs each complete statement; handles meta commands."""
 
-    def __init__(self, conn, out=sys.stdout, err=sys.stderr, timing: bool = False, stop_on_error: bool = False):
+    def __init__(self, conn, out=sys.stdout, err=sys.stderr, timing: bool = False, stop_on_error: bool = False,
+                 fmt: str = "aligned"):
         self.conn, self.out, self.err = conn, out, err
         self.timing, self.stop_on_error = timing, stop_on_error
+        self.fmt, self.expanded = fmt, False   # --csv / --json; \x
+        self.results = None                    # \o FILE: query results go there
+        self.including = 0                     # \i depth (a file including itself stops)
         self.buffer = ""
         self.failures = 0
         self.done = False
@@ -97,6 +129,9 @@ class Shell:
         self.line_no += 1
         if not self.continuing and line.lstrip().startswith("\\"):
             self.meta(line.strip())
+            return
+        if not self.continuing and line.strip().rstrip(";").lower() in ("help", "quit", "exit"):
+            self.meta({"help": "\\?", "quit": "\\q", "exit": "\\q"}[line.strip().rstrip(";").lower()])
             return
         if not self.continuing:
             self.buffer_line = self.line_no
@@ -121,7 +156,7 @@ class Shell:
             started = time.perf_counter()
             try:
                 cursor = execute_at(self.conn, stmt)
-                print(render_result(cursor, stmt.text), file=self.out)
+                print(render(cursor, stmt.text, self.fmt, self.expanded), file=self.results or self.out)
                 if cursor.description is not None:
                     self._unseen_notice()
             except SqlError as exc:
@@ -159,6 +194,13 @@ class Shell:
         elif word == "\\timing":
             self.timing = {"on": True, "off": False}.get(arg.lower(), not self.timing)
             print(f"Timing is {'on' if self.timing else 'off'}.", file=self.out)
+        elif word == "\\x":
+            self.expanded = {"on": True, "off": False}.get(arg.lower(), not self.expanded)
+            print(f"Expanded display is {'on' if self.expanded else 'off'}.", file=self.out)
+        elif word == "\\i" and arg:
+            self.include(arg)
+        elif word == "\\o":
+            self.redirect(arg)
         elif word in ("\\d", "\\d+") and arg:
             self.describe(arg)
         elif word == "\\copy":
@@ -169,6 +211,44 @@ class Shell:
         else:
             self.failures += 1
             print(printable(f"invalid command {word}; try \\? for help"), file=self.err)
+
+    def include(self, path: str) -> None:
+        """``\\i FILE``: feed the file's lines as if typed (a statement left open runs at its end)."""
+        if self.including >= 16:
+            self.failures += 1
+            print(printable(f"\\i {path}: files include each other more than 16 deep"), file=self.err)
+            return
+        try:
+            text = pathlib.Path(path).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.failures += 1
+            print(printable(f"\\i {path}: {exc}"), file=self.err)
+            return
+        saved = self.buffer, self.line_no, self.buffer_line
+        self.buffer, self.line_no = "", 0   # error positions: the file's lines
+        self.including += 1
+        try:
+            for line in text.splitlines():
+                self.feed(line)
+                if self.done:
+                    break
+            self.finish()
+        finally:
+            self.including -= 1
+            self.buffer, self.line_no, self.buffer_line = saved
+
+    def redirect(self, path: str) -> None:
+        """``\\o FILE``: query results (tables, tags) go to FILE, truncated; ``\\o``: back."""
+        if self.results is not None:
+            self.results.close()
+            self.results = None
+        if not path:
+            return
+        try:
+            self.results = open(pathlib.Path(path).expanduser(), "w", encoding="utf-8")
+        except OSError as exc:
+            self.failures += 1
+            print(printable(f"\\o {path}: {exc}"), file=self.err)
 
     def list_relations(self, kinds) -> None:
         self._refresh()
@@ -221,17 +301,37 @@ _KIND_NAMES = {"table": "table", "mv": "materialized view", "index": "index"}
 
 
 def error_text(exc: SqlError, stmt) -> str:
-    """``ERROR: <Type>: <message>`` plus, when the error has no position, where the statement
-    starts, and the statement's first line."""
+    """``ERROR: <Type>: <message>``; then, as psql shows it, the statement's line holding the
+    error's position (``LINE n:``, counted within the statement) with a caret under the
+    column -- or, when the error has no position, where the statement starts and its first line."""
+    lines = stmt.text.splitlines() or [""]
+    at = None if exc.line is None else exc.line - stmt.line
+    if at is not None and 0 <= at < len(lines):
+        column = exc.column - (stmt.column - 1 if at == 0 else 0)
+        text = printable(lines[at], single_line=True)
+        prefix = f"LINE {at + 1}: "
+        caret = " " * (len(prefix) + len(printable(lines[at][:max(column - 1, 0)], single_line=True))) + "^"
+        return printable(f"ERROR: {type(exc).__name__}: {exc}") + f"\n{prefix}{text}\n{caret}"
     where = "" if exc.line is not None else f" (statement at line {stmt.line}, column {stmt.column})"
-    first = stmt.text.splitlines()[0] if stmt.text else ""
-    more = " ..." if "\n" in stmt.text else ""
-    return printable(f"ERROR: {type(exc).__name__}: {exc}{where}\nSTATEMENT: {first}{more}")
+    more = " ..." if len(lines) > 1 else ""
+    return printable(f"ERROR: {type(exc).__name__}: {exc}{where}\nSTATEMENT: {lines[0]}{more}")
 
 
 def run_shell(args) -> int:
     with _connect(args) as conn:
-        shell = Shell(conn, timing=args.timing, stop_on_error=args.on_error_stop)
+        shell = Shell(conn, timing=args.timing, stop_on_error=args.on_error_stop, fmt=args.format)
+        if args.actions:   # -c / -f: run them in order, then exit (psql's way)
+            for option, value in args.actions:
+                if option == "-c" and value.lstrip().startswith("\\"):
+                    shell.meta(value.strip())
+                elif option == "-c":
+                    shell.run_text(value, 1)
+                else:
+                    shell.include(value)
+                if shell.done:
+                    break
+            shell.redirect("")
+            return EXIT_SQL if shell.failures else EXIT_OK
         if sys.stdin.isatty():
             _interactive(shell, args.url)
         else:
@@ -241,7 +341,9 @@ def run_shell(args) -> int:
                 if shell.done:
                     break
             shell.finish()
+            shell.redirect("")
             return EXIT_SQL if shell.failures else EXIT_OK
+        shell.redirect("")
     return EXIT_OK
 
 

@@ -525,10 +525,13 @@ def _text(v, kind) -> str:
     if kind == TypeKind.INTERVAL:
         return T.format_interval(v)
     if kind == TypeKind.TIMESTAMPTZ:
-        return v.isoformat(sep=" ").replace("+00:00", "+00")
-    if kind in (TypeKind.TIMESTAMP, TypeKind.TIME):
-        return v.isoformat(sep=" ") if kind == TypeKind.TIMESTAMP else v.isoformat()
+        return _FRACTION_ZEROS.sub(r"\1", v.isoformat(sep=" ")).replace("+00:00", "+00")
+    if kind in (TypeKind.TIMESTAMP, TypeKind.TIME):   # Postgres: 01:02:03.5, no trailing zeros
+        return _FRACTION_ZEROS.sub(r"\1", v.isoformat(sep=" ") if kind == TypeKind.TIMESTAMP else v.isoformat())
     return str(v)
+
+
+_FRACTION_ZEROS = re.compile(r"(?:\.0+|(\.\d*?)0+)(?=$|[+-]\d\d:\d\d$)")   # .500000 -> .5, .000000 -> ""
 
 
 def _real_text(v: float) -> str:
