@@ -6,7 +6,7 @@ s VARCHAR)`` with ``--rows`` rows (100k). Figures, each the best of ``--repeat``
 - ``point_qps``: ``SELECT v, s FROM t WHERE id = %s`` for ``--points`` random ids, one client,
   queries per second -- ``inprocess`` (``sql.connect``), ``pgwire`` (psycopg 3 through
   ``hummock serve``'s server, prepared statements, text format), ``pgwire_binary`` (the same
-  with binary results);
+  with binary results), ``pgwire_unprepared`` (psycopg's default: Parse each time);
 - ``scan_rows_per_s``: ``SELECT * FROM t`` (every row) -- ``inprocess`` (``fetchall``: Python
   tuples; ``fetch_arrow`` as ``inprocess_arrow``), ``pgwire`` (psycopg ``fetchall``, text),
   ``pgwire_binary``;
@@ -17,6 +17,9 @@ s VARCHAR)`` with ``--rows`` rows (100k). Figures, each the best of ``--repeat``
   queries through buenavista 0.5's threaded server with a 30-line adapter onto the same
   database -- the candidate library, measured beside ours (docs/pgwire.md, "Why not a library").
 
+Every psycopg figure comes from a client process of its own (as real clients are: the server's
+threads and the client's then do not share one GIL); the server runs in this process.
+
 Run: ``python -m bench.pgwire [--quick]``; prints a table, then one JSON line
 ``{"bench": "pgwire", ...}`` (last line).
 """
@@ -25,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -59,6 +64,62 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+QUERY = "SELECT v, s FROM t WHERE id = %s"
+
+
+def client(port: int, rows: int, points: int, clients: int, repeat: int, only_points: bool) -> dict:
+    """The psycopg side (run in a process of its own, as a real client is: the server's threads
+    and the client's then do not share one GIL): figures as in the module docstring."""
+    import psycopg
+
+    conninfo = dict(host="127.0.0.1", port=port, user="bench", dbname="db", autocommit=True)
+    ids = [random.randrange(rows) for _ in range(points)]
+    out = {}
+    with psycopg.connect(**conninfo) as c:
+        for binary in (False,) if only_points else (False, True):
+            suffix = "_binary" if binary else ""
+            cur = c.cursor(binary=binary)
+            prepare = None if only_points else True
+
+            def points_run():
+                for i in ids:
+                    cur.execute(QUERY, (i,), prepare=prepare).fetchone()
+
+            points_run()   # warm: plans, prepared statements
+            out[f"point_qps{suffix}"] = points / best(points_run, repeat)
+            if only_points:
+                return out
+
+            def scan():
+                assert len(cur.execute("SELECT * FROM t").fetchall()) == rows
+
+            out[f"scan_rows_per_s{suffix}"] = rows / best(scan, repeat)
+    share = ids[:max(1, points // clients)]
+
+    def one():
+        with psycopg.connect(**conninfo) as c:
+            for i in share:
+                c.execute(QUERY, (i,), prepare=True).fetchone()
+
+    def concurrent():
+        threads = [threading.Thread(target=one) for _ in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    out["concurrent_qps"] = len(share) * clients / best(concurrent, repeat)
+    return out
+
+
+def run_client(port: int, args, only_points: bool = False) -> dict:
+    code = [sys.executable, "-m", "bench.pgwire", "--client", str(port), "--rows", str(args.rows), "--points",
+            str(args.points), "--clients", str(args.clients), "--repeat", str(args.repeat)]
+    done = subprocess.run(code + (["--only-points"] if only_points else []), capture_output=True, text=True,
+                          check=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
@@ -67,26 +128,30 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="10k rows, 300 point queries, one run")
     ap.add_argument("--buenavista", metavar="DIR", help="an unpacked buenavista wheel: measure it too")
+    ap.add_argument("--client", type=int, metavar="PORT", help=argparse.SUPPRESS)   # the client process
+    ap.add_argument("--only-points", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.rows, args.points, args.repeat = 10_000, 300, 1
-    import psycopg
-
+    if args.client:
+        out = client(args.client, args.rows, args.points, args.clients, args.repeat, args.only_points)
+        print(json.dumps(out))
+        return out
     tmp = tempfile.mkdtemp(prefix="bench-pgwire-")
     url = f"{tmp}/db"
     figures = {}
     try:
         load(url, args.rows)
         ids = [random.randrange(args.rows) for _ in range(args.points)]
-        query = "SELECT v, s FROM t WHERE id = %s"
         server = PgServer(url, ServerOptions(port=0, barrier_interval_ms=0)).start_in_thread()
         try:
             local = sql.session.Connection(server.db, owns_db=False)   # in process, same Database
 
             def points_inprocess():
                 for i in ids:
-                    local.execute(query, (i,)).fetchone()
+                    local.execute(QUERY, (i,)).fetchone()
 
+            points_inprocess()
             figures["point_qps_inprocess"] = args.points / best(points_inprocess, args.repeat)
 
             def scan_inprocess():
@@ -97,42 +162,14 @@ def main(argv=None) -> dict:
 
             figures["scan_rows_per_s_inprocess"] = args.rows / best(scan_inprocess, args.repeat)
             figures["scan_rows_per_s_inprocess_arrow"] = args.rows / best(scan_arrow, args.repeat)
-            conninfo = dict(host="127.0.0.1", port=server.port, user="bench", dbname="db", autocommit=True)
-            with psycopg.connect(**conninfo) as c:
-                for binary in (False, True):
-                    suffix = "_binary" if binary else ""
-                    cur = c.cursor(binary=binary)
-
-                    def points():
-                        for i in ids:
-                            cur.execute(query, (i,), prepare=True).fetchone()
-
-                    def scan():
-                        assert len(cur.execute("SELECT * FROM t").fetchall()) == args.rows
-
-                    figures[f"point_qps_pgwire{suffix}"] = args.points / best(points, args.repeat)
-                    figures[f"scan_rows_per_s_pgwire{suffix}"] = args.rows / best(scan, args.repeat)
-
-            def concurrent():
-                share = ids[:max(1, args.points // args.clients)]
-
-                def client():
-                    with psycopg.connect(**conninfo) as c:
-                        for i in share:
-                            c.execute(query, (i,), prepare=True).fetchone()
-
-                threads = [threading.Thread(target=client) for _ in range(args.clients)]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                return len(share) * args.clients
-
-            n = max(1, args.points // args.clients) * args.clients
-            figures["concurrent_qps_pgwire"] = n / best(concurrent, args.repeat)
-            if args.buenavista:
-                figures["buenavista_point_qps"] = buenavista_points(args.buenavista, server.db, ids, query,
-                                                                    args.repeat)
+            for name, value in run_client(server.port, args).items():
+                figures[name.replace("point_qps", "point_qps_pgwire").replace("scan_rows_per_s",
+                        "scan_rows_per_s_pgwire").replace("concurrent_qps", "concurrent_qps_pgwire")] = value
+            if args.buenavista:   # interleaved rounds, best of each: the machine's load moves between them
+                ours, theirs = buenavista_points(args.buenavista, server.db, server.port, args)
+                figures["point_qps_pgwire_unprepared"], figures["buenavista_point_qps"] = ours, theirs
+            else:
+                figures["point_qps_pgwire_unprepared"] = run_client(server.port, args, only_points=True)["point_qps"]
             local.close()
         finally:
             server.stop()
@@ -147,10 +184,9 @@ def main(argv=None) -> dict:
     return line
 
 
-def buenavista_points(directory: str, db, ids, query: str, repeat: int) -> float:
-    """Point queries/s through buenavista's server onto ``db`` (module docstring)."""
-    import psycopg
-
+def buenavista_points(directory: str, db, port: int, args) -> tuple:
+    """``(ours, buenavista's)`` unprepared point queries/s onto ``db`` (module docstring), from
+    client processes, in ``--repeat`` interleaved rounds (best of each)."""
     sys.path.insert(0, directory)
     from buenavista import core as bv
     from buenavista.postgres import BuenaVistaServer
@@ -206,12 +242,11 @@ def buenavista_points(directory: str, db, ids, query: str, repeat: int) -> float
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        with psycopg.connect(host="127.0.0.1", port=server.server_address[1], user="bench", dbname="db",
-                             autocommit=True) as c:
-            def points():
-                for i in ids:
-                    c.execute(query, (i,)).fetchone()
-            return len(ids) / best(points, repeat)
+        ours, theirs = [], []
+        for _ in range(max(args.repeat, 3)):
+            ours.append(run_client(port, args, only_points=True)["point_qps"])
+            theirs.append(run_client(server.server_address[1], args, only_points=True)["point_qps"])
+        return max(ours), max(theirs)
     finally:
         server.shutdown()
 
