@@ -39,6 +39,7 @@ QUERIES = [
     "SELECT k, lag(a) OVER (ORDER BY k), lag(a, 2, -1) OVER (ORDER BY k), lead(f) OVER (PARTITION BY g ORDER BY k), "
     "lead(a, 3) OVER (PARTITION BY g ORDER BY k), lag(a, 0) OVER (ORDER BY k), lead(a, -1) OVER (ORDER BY k) FROM w",
     "SELECT k, lag(f, 1, 0.5) OVER (PARTITION BY g ORDER BY k DESC), lead(g, 1, 99) OVER (ORDER BY k) FROM w",
+    "SELECT k, row_number() OVER (PARTITION BY g ORDER BY k), row_number() OVER (ORDER BY k DESC) FROM w",
     "SELECT k, ntile(0) OVER (ORDER BY k) FROM w",
     "SELECT k, nth_value(a, 0) OVER (ORDER BY k) FROM w",
     "SELECT g, sum(a), rank() OVER (ORDER BY sum(a) DESC NULLS LAST), lag(g) OVER (ORDER BY g), "

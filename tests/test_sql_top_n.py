@@ -224,16 +224,19 @@ def test_errors_name_the_construct(conn, query, error, match):
         conn.execute(query)
 
 
-def test_row_number_in_an_mv_needs_a_rank_filter(conn):
-    with pytest.raises(UnsupportedError, match="ROW_NUMBER"):
-        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT id, row_number() OVER (ORDER BY v) AS rn FROM t")
-    with pytest.raises(UnsupportedError, match="ROW_NUMBER"):   # a bound on another column is no top-N
-        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM (SELECT id, row_number() OVER (ORDER BY v) AS rn "
-                     "FROM t) s WHERE id <= 2")
-    assert conn.execute("SHOW MATERIALIZED VIEWS").fetchall() == []
+def test_row_number_in_an_mv_without_a_rank_filter_is_a_row_number_over_window(conn):
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT id, row_number() OVER (PARTITION BY g ORDER BY v) AS rn FROM t")
+    conn.execute("CREATE MATERIALIZED VIEW m2 AS SELECT * FROM (SELECT id, row_number() OVER (ORDER BY v) AS rn "
+                 "FROM t) s WHERE id <= 2")   # a bound on another column is no top-N: numbered, then filtered
     conn.execute("INSERT INTO t VALUES (1, 'a', 5, 0), (2, 'a', 3, 0), (3, 'b', 4, 0)")
     conn.execute("FLUSH")
     assert _rows(conn, "SELECT id, row_number() OVER (PARTITION BY g ORDER BY v) FROM t") == [(1, 2), (2, 1), (3, 1)]
+    assert _rows(conn, "SELECT * FROM m") == [(1, 2), (2, 1), (3, 1)]
+    assert _rows(conn, "SELECT * FROM m2") == [(1, 3), (2, 1)]
+    conn.execute("DELETE FROM t WHERE id = 2")
+    conn.execute("FLUSH")
+    assert _rows(conn, "SELECT * FROM m") == [(1, 1), (3, 1)]
+    assert _rows(conn, "SELECT * FROM m2") == [(1, 2)]
 
 
 @pytest.mark.parametrize("table", ["CREATE TABLE a (id INT, g VARCHAR, v INT) APPEND ONLY",
@@ -355,22 +358,22 @@ def test_scalar_subquery_with_limit_1_in_an_mv_follows_its_top_row():
 def test_rank_filter_on_an_inner_joined_row_number_subquery():
     """``WHERE x.rn <= n`` (qualified) on a row-number subquery inner-joined to others is a group
     top-N below the join (one per subquery, self-joins too) and its MVs equal their SELECTs
-    under random changes to both sides; under a LEFT JOIN it stays unsupported in an MV."""
+    under random changes to both sides; under a LEFT JOIN it is no top-N but a row_number
+    OverWindow filtered above the join, and that MV equals its SELECT too."""
     import random
     rnd = random.Random(5)
     rn = "(SELECT id, g, v, row_number() OVER (PARTITION BY g ORDER BY v) AS rn FROM t)"
     queries = [f"SELECT x.*, u.v AS uv FROM {rn} x JOIN u ON x.id = u.id WHERE x.rn <= 2",
                f"SELECT x.id, x.rn, u.v FROM {rn} x, u WHERE x.id = u.id AND x.rn = 1 AND u.v > 0",
-               f"SELECT x.id, y.id AS yid FROM {rn} x JOIN {rn} y ON x.g = y.g WHERE x.rn = 1 AND y.rn = 2"]
+               f"SELECT x.id, y.id AS yid FROM {rn} x JOIN {rn} y ON x.g = y.g WHERE x.rn = 1 AND y.rn = 2",
+               f"SELECT x.id FROM {rn} x LEFT JOIN u ON x.id = u.id WHERE x.rn <= 2"]
     with sql.connect(":memory:") as c:
         c.execute("CREATE TABLE t (id INT PRIMARY KEY, g VARCHAR, v INT)")
         c.execute("CREATE TABLE u (id INT PRIMARY KEY, g VARCHAR, v INT)")
         for i, q in enumerate(queries):
             c.execute(f"CREATE MATERIALIZED VIEW m{i} AS {q}")
         assert sum("GroupTopN" in line for line in _explain(c, queries[2])) == 2
-        with pytest.raises(UnsupportedError, match="ROW_NUMBER"):
-            c.execute(f"CREATE MATERIALIZED VIEW bad AS SELECT x.id FROM {rn} x LEFT JOIN u ON x.id = u.id "
-                      "WHERE x.rn <= 2")
+        assert any("OverWindow(calls=[row_number()]" in line for line in _explain(c, queries[3]))
         for _ in range(15):
             for _ in range(4):
                 table, k = rnd.choice("tu"), rnd.randint(1, 10)

@@ -12,14 +12,19 @@ Job:
 - :func:`distinct_on`: ``DISTINCT ON (e...)`` is a TopN with group ``e...`` and LIMIT 1, ordered
   by the ORDER BY keys after the ones naming ``e...`` (Postgres requires those to come first).
 - :func:`bind_windows`: each ``ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)`` of a select
-  list appends a RowNumber column, each ``count/sum/avg/min/max(x) OVER (...)`` an OverWindow
-  column (frames: :func:`window_frame`); any other window function is an UnsupportedError.
+  list appends a RowNumber column, each ``count/sum/avg/min/max(x) OVER (...)`` and each of
+  ``rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value`` an
+  OverWindow column (frames: :func:`window_frame`; windows sharing PARTITION BY, ORDER BY and
+  frame share one OverWindow; the ranking functions and lag/lead ignore the frame); any other
+  window function is an UnsupportedError. Over a GROUP BY, the aggregate binder binds the
+  windows' arguments (``sum(sum(x)) OVER ()``).
 - :func:`rank_filter`: ``Filter(Project(RowNumber(x)), rn <= n AND ...)`` -- an outer WHERE on
   the rank of a FROM subquery -- becomes ``Filter(Project(TopN(x, group=partition, rank)), ...)``
   (group top-N), for ``rn`` compared with integer constants (<, <=, =, >=, >, BETWEEN);
   :func:`drop_unused_rank` then drops the rank when the outer select does not read it;
   :func:`push_rank_filter` does the same for a row-number subquery inner-joined to others.
-- :func:`check_streamable`: a RowNumber left in a stream plan is an UnsupportedError.
+- :func:`stream_row_numbers`: a RowNumber left in a stream plan becomes a ``row_number``
+  OverWindow; :func:`check_streamable` then finds none left.
 
 Invariants: a TopN's order is never empty (no ORDER BY: the input's stream key); ties are
 broken by the input's stream key in stream and batch alike, so an MV and its SELECT agree.
@@ -472,6 +477,31 @@ def _conjuncts(cond) -> list:
     if type(cond) is E.And:
         return [c for a in cond.args for c in _conjuncts(a)]
     return [cond]
+
+
+def stream_row_numbers(plan: P.Node) -> P.Node:
+    """``plan`` with each RowNumber a rank filter did not turn into a TopN made an OverWindow
+    computing ``row_number`` (same columns, same tie order: the input's stream key), so an MV
+    may select ``ROW_NUMBER() OVER (...)`` itself; the nodes above are rewired in place."""
+    done: dict = {}
+
+    def convert(n):   # once per node: a parent's ``input`` and ``inputs`` must name the same one
+        if id(n) not in done:
+            call = P.WindowCall("row_number", None, DataType.BIGINT, "row_number()")
+            out = P.OverWindow(n.input, n.partition, n.order, [call], ("range", None), [n.names[-1]],
+                               source=n.source)
+            out.n_visible = n.n_visible
+            done[id(n)] = out
+        return done[id(n)]
+    if isinstance(plan, P.RowNumber):
+        plan = convert(plan)
+    for node in P.walk(plan):
+        for attr, value in list(vars(node).items()):
+            if isinstance(value, P.RowNumber):
+                setattr(node, attr, convert(value))
+            elif isinstance(value, (tuple, list)) and any(isinstance(v, P.RowNumber) for v in value):
+                setattr(node, attr, type(value)(convert(v) if isinstance(v, P.RowNumber) else v for v in value))
+    return plan
 
 
 def check_streamable(plan: P.Node) -> None:

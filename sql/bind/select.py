@@ -126,6 +126,7 @@ class QueryBinder:
             else:
                 raise error_at(UnsupportedError, f"query {spelled(node)} is not supported", node)
             if top and not self.batch:
+                plan = O.stream_row_numbers(plan)
                 O.check_streamable(plan)
                 _refuse_volatile(node)
             return plan
