@@ -29,6 +29,7 @@ from stream import expr as E
 
 from sql import types as T
 from sql.bind.expr import ExprBinder, Scope, _name
+from sql.bind.expr import conjuncts as _conjuncts
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 
@@ -107,7 +108,6 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
     if any(True for _ in sel.find_all(exp.AggFunc)):
         raise error_at(UnsupportedError, "a correlated subquery with aggregates is not supported", where)
     where_node = sel.args.get("where")
-    from sql.bind.select import _conjuncts
     conjuncts = _conjuncts(where_node.this) if where_node is not None else []
     inner_plan, inner_scope, conjuncts = qb._from(sel, conjuncts)
     filters, pairs = [], []    # pairs: (outer node, inner node)
@@ -188,7 +188,6 @@ def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
     if not aggs:
         raise error_at(UnsupportedError, "a correlated scalar subquery must be an aggregate (one value per outer row); "
                                          "this one is not supported", where)
-    from sql.bind.select import _conjuncts
     where_node = sel.args.get("where")
     conjuncts = _conjuncts(where_node.this) if where_node is not None else []
     _, inner_scope, _ = qb._from(sel, list(conjuncts))

@@ -133,6 +133,18 @@ def _name(ident) -> str:
     return str(ident.name if hasattr(ident, "name") else ident).lower()
 
 
+def conjuncts(node) -> list:
+    """The AND-ed terms of a sqlglot condition (parenthesized ANDs flattened; None: none)."""
+    if node is None:
+        return []
+    if isinstance(node, exp.Paren):
+        inner = node.this
+        return conjuncts(inner) if isinstance(inner, exp.And) else [node]
+    if isinstance(node, exp.And):
+        return conjuncts(node.this) + conjuncts(node.expression)
+    return [node]
+
+
 class ExprBinder:
     """Binds expressions of one statement (``params``: the bound parameter values)."""
 

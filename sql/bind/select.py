@@ -34,6 +34,7 @@ from sql import types as T
 from sql.bind import time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, new_statement_clock, spelled
+from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, special_form, where_conjunct
 from sql.batch.execute import from_arrow_values
@@ -951,17 +952,6 @@ def _comma_groups(joins):
 def _is_comma(join) -> bool:
     return not join.kind and not join.side and not join.args.get("method") and \
         join.args.get("on") is None and not join.args.get("using")
-
-
-def _conjuncts(node) -> list:
-    if node is None:
-        return []
-    if isinstance(node, exp.Paren):
-        inner = node.this
-        return _conjuncts(inner) if isinstance(inner, exp.And) else [node]
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
 
 
 def _column_side(node, left: Scope, right: Scope):
