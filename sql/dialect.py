@@ -8,13 +8,13 @@ interval string is left as written; the only unit taken after it is a Postgres f
 restriction (``YEAR``, ``MONTH``, ``DAY``, ``HOUR``, ``MINUTE``, ``SECOND``, or ``f1 TO f2``).
 :func:`stream.interval_text.parse_interval` reads the text as Postgres' ``interval_in`` does.
 
-It also keeps ``to_char``, ``to_timestamp``, ``date_part``, ``date_trunc``, ``log10`` and
-``generate_series`` calls
+It also keeps ``to_char``, ``to_timestamp``, ``date_part``, ``date_trunc``, ``log10``,
+``generate_series`` and ``now`` calls
 as written (``Anonymous``): sqlglot's Postgres parser turns them into other functions whose
 arguments lose Postgres' meaning (a ``to_char`` format string becomes a strftime one).
 
 Invariant: every other construct parses exactly as ``read="postgres"`` (this class overrides
-one parser method and six function names and nothing else).
+one parser method and seven function names and nothing else).
 
 Callers: :mod:`sql.parse` (``sqlglot.parse(text, read=Hummock)``).
 """
@@ -37,13 +37,14 @@ class Hummock(Postgres):
         # sqlglot rewrites these into other dialects' functions, losing what Postgres means:
         # to_char's and to_timestamp's format strings become strftime ('Month' and 'FM' are
         # lost), date_part (double precision) becomes EXTRACT (numeric), log10(x) becomes
-        # log(10, x) (numeric only), generate_series' interval step is rewritten ('-30 minutes'
+        # log(10, x) (numeric only), now() becomes CURRENT_TIMESTAMP (an error must say now()),
+        # generate_series' interval step is rewritten ('-30 minutes'
         # becomes '-30' MINUTES). Kept as written, the binder maps them (stream/expr_pg.py,
         # sql/bind/select.py's generate_series).
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      **{name.upper(): _as_written(name) for name in ("to_char", "to_timestamp", "date_part",
                                                                      "date_trunc", "log10",
-                                                                     "generate_series")}}
+                                                                     "generate_series", "now")}}
         FUNCTION_PARSERS = {k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
 
         def _parse_interval_span(self, this, parse_function_unit: bool = True):
