@@ -1,7 +1,8 @@
 """``hummock sql [URL]``: an interactive SQL shell (psql's look), or a script read from stdin.
 
-On a terminal: line editing and a persistent history (prompt_toolkit; readline when it is
-missing), statements spanning lines until one ends with ``;`` (prompt ``hummock=>``, then
+On a terminal (:mod:`sql.cli_terminal`: line editing, a history keeping a multi-line statement
+as one entry, tab completion of keywords and names, a pager for tall results), statements
+spanning lines until one ends with ``;`` (prompt ``hummock=>``, then
 ``hummock->``), results as aligned tables (or expanded with ``\\x``, CSV with ``--csv``, JSON
 with ``--json``: :mod:`sql.cli_format`). Meta commands (a line starting with ``\\``): ``\\d``
 (tables and MVs), ``\\d NAME`` (columns; an MV's definition), ``\\dt``, ``\\dm``, ``\\di``, ``\\timing
@@ -32,13 +33,13 @@ Callers: ``sql/cli.py``. The statement splitting and rendering are :mod:`sql.cli
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import sys
 import time
 
 from sql.cli_common import EXIT_OK, EXIT_SQL, CommandError, printable
 from sql.cli_format import render
+from sql.cli_terminal import page
 from sql.cli_script import execute_at, is_complete, render_table, split_statements
 from sql.errors import SqlError
 
@@ -115,6 +116,7 @@ class Shell:
         self.fmt, self.expanded = fmt, False   # --csv / --json; \x
         self.results = None                    # \o FILE: query results go there
         self.including = 0                     # \i depth (a file including itself stops)
+        self.pager = None                      # on a terminal: the pager command (sql/cli_terminal.py)
         self.buffer = ""
         self.failures = 0
         self.done = False
@@ -156,7 +158,11 @@ class Shell:
             started = time.perf_counter()
             try:
                 cursor = execute_at(self.conn, stmt)
-                print(render(cursor, stmt.text, self.fmt, self.expanded), file=self.results or self.out)
+                shown = render(cursor, stmt.text, self.fmt, self.expanded)
+                if self.results is not None:
+                    print(shown, file=self.results)
+                elif not (self.pager and page(shown, self.pager)):
+                    print(shown, file=self.out)
                 if cursor.description is not None:
                     self._unseen_notice()
             except SqlError as exc:
@@ -333,7 +339,8 @@ def run_shell(args) -> int:
             shell.redirect("")
             return EXIT_SQL if shell.failures else EXIT_OK
         if sys.stdin.isatty():
-            _interactive(shell, args.url)
+            from sql.cli_terminal import interactive
+            interactive(shell, args.url)
         else:
             for number, raw in enumerate(sys.stdin.buffer, 1):
                 line = _decode_line(raw, number)   # CommandError (exit 3) for bytes that are not UTF-8
@@ -419,53 +426,3 @@ def _decode_line(raw: bytes, number: int) -> str:
         raise CommandError(f"<stdin> is not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {number}, column "
                            f"{exc.start + 1} ({exc.reason}); the statements before it ran") from None
     return line[1:] if number == 1 and line.startswith("\ufeff") else line
-
-
-def history_path() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("HUMMOCK_HISTORY", pathlib.Path.home() / ".hummock_history"))
-
-
-def _interactive(shell: Shell, url: str) -> None:
-    from hummock import __version__
-    print(f"hummock {__version__} SQL shell on {url}. Type \\? for help, \\q to quit.", file=shell.out)
-    read = _line_reader()
-    while not shell.done:
-        try:
-            line = read("hummock-> " if shell.continuing else "hummock=> ")
-        except KeyboardInterrupt:
-            shell.buffer = ""
-            continue
-        except EOFError:
-            print(file=shell.out)
-            break
-        try:
-            shell.feed(line)
-        except KeyboardInterrupt:   # a statement interrupted while it ran: the shell goes on
-            shell.buffer = ""
-            print("cancelled", file=shell.err)
-
-
-def _line_reader():
-    """``prompt -> line`` with editing and history: prompt_toolkit, else readline."""
-    try:
-        from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory
-    except ImportError:
-        import readline
-        path = str(history_path())
-        try:
-            readline.read_history_file(path)
-        except OSError:
-            pass
-        import atexit
-        atexit.register(lambda: _save_readline(readline, path))
-        return input
-    session = PromptSession(history=FileHistory(str(history_path())))
-    return lambda prompt: session.prompt(prompt)
-
-
-def _save_readline(readline, path) -> None:
-    try:
-        readline.write_history_file(path)
-    except OSError:
-        pass

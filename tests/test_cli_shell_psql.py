@@ -100,12 +100,13 @@ def test_command_and_file_options_run_in_order_then_exit(tmp_path):
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs a tmux binary for a real terminal")
 def test_the_interactive_prompt_in_a_real_terminal(tmp_path):
     """tmux runs the shell on a pseudo-terminal: prompts, a statement over two lines, \\x, an
-    error with its caret, and quit."""
+    error with its caret, tab completion of a keyword and a table, a multi-line statement
+    recalled from history as one entry, and quit."""
     from test_cli_sql import ROOT
     import os
     import sys
     name = f"hummock-test-{os.getpid()}"
-    env = f"PYTHONPATH={ROOT} HUMMOCK_HISTORY={os.devnull}"
+    env = f"PYTHONPATH={ROOT} HUMMOCK_HISTORY={tmp_path / 'history'} PAGER="
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
                     f"cd {ROOT} && env {env} {sys.executable} -m sql.cli sql {tmp_path / 'db'}; sleep 30"], check=True)
     try:
@@ -125,6 +126,8 @@ def test_the_interactive_prompt_in_a_real_terminal(tmp_path):
         wait_for("hummock=>")
         send("CREATE TABLE t (a INT, b VARCHAR);", "Enter")
         wait_for("CREATE TABLE")
+        send("CREATE TABLE widgets (w INT);", "Enter")
+        wait_for("hummock=> CREATE TABLE widgets (w INT);\nCREATE TABLE")
         send("SELECT 42 AS answer,", "Enter")
         wait_for("hummock->")
         send("  'x' AS b;", "Enter")
@@ -135,9 +138,50 @@ def test_the_interactive_prompt_in_a_real_terminal(tmp_path):
         wait_for("^")
         text = screen()
         assert " answer | b" in text and "     42 | x" in text and "LINE 1: SELECT 1 AS one, nosuch" in text
+        send("\\x", "Enter")
+        wait_for("Expanded display is off.")
+        send("SEL", "Tab")   # completion: a keyword, then a table name from the catalog
+        wait_for("SELECT")
+        send(" * FROM wid", "Tab")
+        wait_for("* FROM widgets")
+        send(" WHERE w", "Enter")   # not complete: a new line, the same entry
+        wait_for("hummock-> ")
+        send("  IS NULL;", "Enter")
+        wait_for("(0 rows)")
+        send("Up")   # history: the whole two-line statement comes back as one entry
+        time.sleep(0.5)
+        recalled = screen().rstrip().splitlines()[-2:]
+        assert recalled[0].endswith("SELECT * FROM widgets WHERE w") and recalled[1].endswith("IS NULL;"), recalled
+        send("C-c")
         send("quit", "Enter")
         deadline = time.monotonic() + 30
         while "hummock=>" in screen().splitlines()[-1:] and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_a_tall_result_goes_through_the_pager_and_a_short_one_does_not(tmp_path, monkeypatch):
+    from sql.cli_terminal import completion_words, page
+    monkeypatch.setenv("LINES", "24")
+    monkeypatch.setenv("COLUMNS", "80")
+    target = tmp_path / "paged.txt"
+    command = ["sh", "-c", f"cat > '{target}'"]
+    assert not page("one\ntwo", command) and not target.exists()
+    tall = "\n".join(str(i) for i in range(100))
+    assert page(tall, command) and target.read_text() == tall + "\n"
+    assert not page(tall, None)   # PAGER="" turns paging off
+    with sql.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE widgets (wheel INT)")
+        shell, out, _ = _shell(conn)
+        words = completion_words(shell)
+        assert {"SELECT", "\\dt", "widgets", "wheel"} <= set(words)
+        shell.pager = command
+        shell.feed("SELECT 1 AS x;")
+        assert "(1 row)" in out.getvalue()   # short: printed, not paged
+        conn.executemany("INSERT INTO widgets VALUES (%s)", [(i,) for i in range(60)])
+        conn.execute("FLUSH")
+        shell.feed("SELECT count(*) AS n FROM widgets;")
+        shell.feed("SELECT wheel FROM widgets ORDER BY wheel;")
+        assert " n\n----\n 60\n(1 row)" in out.getvalue() and "(60 rows)" not in out.getvalue()
+        assert target.read_text().endswith("   59\n(60 rows)\n")
