@@ -99,11 +99,15 @@ def aggregate(plan, t: pa.Table):
             if k in FLOAT_KINDS:
                 v = arg.cast(pa.float64())
                 finite = pc.is_finite(v)
-                add(p + "s", pc.if_else(finite, v, 0.0), "sum")
-                add(p + "c", arg, "count", pc.CountOptions("only_valid"))
-                add(p + "n", pc.is_nan(v).cast(pa.int64()), "sum")
-                add(p + "p", pc.equal(v, float("inf")).cast(pa.int64()), "sum")
-                add(p + "m", pc.equal(v, float("-inf")).cast(pa.int64()), "sum")
+                if pc.all(finite).as_py() is not False:   # no NaN or infinity: their counts are zeros
+                    add(p + "s", v, "sum")
+                    add(p + "c", arg, "count", pc.CountOptions("only_valid"))
+                else:
+                    add(p + "s", pc.if_else(finite, v, 0.0), "sum")
+                    add(p + "c", arg, "count", pc.CountOptions("only_valid"))
+                    add(p + "n", pc.is_nan(v).cast(pa.int64()), "sum")
+                    add(p + "p", pc.equal(v, float("inf")).cast(pa.int64()), "sum")
+                    add(p + "m", pc.equal(v, float("-inf")).cast(pa.int64()), "sum")
             else:
                 add(p + "s", arg.cast(pa.int64()) if k in SMALL_INTS else arg.cast(pa.decimal128(38, 0)), "sum")
                 add(p + "c", arg, "count", pc.CountOptions("only_valid"))
@@ -164,6 +168,8 @@ def _result(spec, slots, schema, types, groups):
         else:
             total = [(0.0 if types[spec.arg].kind in FLOAT_KINDS else 0) if v is None else v for v in total]
         slot_cols = [total] + [s.to_pylist() for s in slots[1:]]
+        if types[spec.arg].kind in FLOAT_KINDS and len(slots) == 2:   # all finite: no NaN/inf counts
+            slot_cols += [[0] * len(total)] * 3
     values = call.result_column(slot_cols, "batch aggregate", groups)
     return to_arrow_values(values, spec.return_type)
 
