@@ -23,7 +23,9 @@ Callers: :mod:`sql.statements` (SELECT, INSERT ... SELECT).
 from __future__ import annotations
 
 import contextvars
+import decimal
 import functools
+import math
 import time
 
 import numpy as np
@@ -180,7 +182,7 @@ class _Exec:
 
     def _agg(self, plan: P.Agg):
         t = self.run(plan.input)
-        if VECTORIZED.get():
+        if VECTORIZED.get() and not any(c.kind in BATCH_ONLY_AGGS for c in plan.calls):
             cols = vector.aggregate(plan, t)
             if cols is not None:
                 return _table(cols, plan)
@@ -199,6 +201,9 @@ class _Exec:
         out_cols = [[] for _ in plan.calls]
         keys = list(groups)
         for j, spec in enumerate(plan.calls):
+            if spec.kind in BATCH_ONLY_AGGS:
+                out_cols[j] = [_batch_only_agg(spec, groups[key], plan.input) for key in keys]
+                continue
             filt = None if spec.filter_col is None else Col(spec.filter_col, plan.input.types[spec.filter_col])
             call = AggCall(spec.kind, spec.arg, distinct=spec.distinct, filter=filt).bind(schema)
             slot_cols = [[] for _ in call.slot_types]
@@ -375,6 +380,48 @@ class _Exec:
         t = self.run(plan.input)
         end = None if plan.limit is None else plan.offset + plan.limit
         return t.slice(plan.offset, (end - plan.offset) if end is not None else None)
+
+
+BATCH_ONLY_AGGS = ("string_agg", "stddev_samp", "stddev_pop", "var_samp", "var_pop")
+_EXACT = decimal.Context(prec=60)
+
+
+def _batch_only_agg(spec, rows, input: P.Node):
+    """One group's value of a batch-only aggregate (``BATCH_ONLY_AGGS``; sql/bind/select.py's
+    ``_batch_agg``): ``string_agg`` joins the non-NULL texts with the separator (NULL: none) in
+    the call's ORDER BY (else input) order; the variance family is Postgres' -- exact in NUMERIC
+    for integer and NUMERIC input, double precision for float input; NULL with no values (and
+    for the sample forms with one value)."""
+    if spec.filter_col is not None:
+        rows = [r for r in rows if r[spec.filter_col] is True]
+    order = spec.extra.get("order") or []
+    if order and rows:
+        keys = _order_keys(rows, input, order)
+        rows = [r for _, r in sorted(zip(keys, rows), key=lambda kr: kr[0])]
+    vals = [r[spec.arg] for r in rows if r[spec.arg] is not None]
+    if spec.kind == "string_agg":
+        return (spec.extra["sep"] or "").join(vals) if vals else None
+    n = len(vals)
+    sample = spec.kind in ("stddev_samp", "var_samp")
+    if n == 0 or (sample and n == 1):
+        return None
+    floats = spec.return_type == P.DataType.DOUBLE
+    if floats:
+        if any(math.isnan(v) or math.isinf(v) for v in vals):
+            return math.nan
+        mean = math.fsum(vals) / n
+        ss = math.fsum((v - mean) ** 2 for v in vals)
+        var = ss / (n - 1 if sample else n)
+        return math.sqrt(var) if spec.kind.startswith("stddev") else var
+    with decimal.localcontext(_EXACT):
+        ds = [decimal.Decimal(v) for v in vals]
+        if any(not d.is_finite() for d in ds):
+            return decimal.Decimal("NaN")
+        total = sum(ds)
+        ss = n * sum(d * d for d in ds) - total * total
+        var = ss / (n * (n - 1) if sample else n * n)
+        out = var.sqrt() if spec.kind.startswith("stddev") else var
+        return out.quantize(decimal.Decimal(1).scaleb(-20)).normalize() if out else decimal.Decimal(0)
 
 
 def _ranked_groups(rows, input: P.Node, group, order) -> list:

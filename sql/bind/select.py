@@ -44,7 +44,10 @@ from sql.plan import time_window
 
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
-_AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every")
+_BATCH_AGGS = {exp.GroupConcat: "string_agg", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+               exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
+_AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "stddev",
+              "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop")
 
 
 def _is_series(n) -> bool:
@@ -756,6 +759,55 @@ class QueryBinder:
 
     # --- GROUP BY / aggregates --------------------------------------------------------------------
 
+    def _batch_agg(self, fnode, filt, node, pre, binder) -> P.AggSpec:
+        """``string_agg(x, sep [ORDER BY ...])`` and the ``stddev``/``variance`` family: batch
+        only (sql/batch/execute.py computes them; no streaming state yet), refused by name in a
+        materialized view. Their argument, ORDER BY keys and filter are appended to ``pre``; the
+        spec's ``extra`` holds the separator and the order (input column, desc, nulls first)."""
+        kind = _BATCH_AGGS[type(fnode)]
+        name = spelled(fnode)
+        if not self.batch:
+            raise error_at(UnsupportedError, f"aggregate {name} is supported in a batch query only, not yet in a "
+                                             "materialized view", fnode)
+        arg, order = fnode.this, []
+        if isinstance(arg, exp.Order):
+            order, arg = list(arg.expressions), arg.this
+        if isinstance(arg, exp.Distinct) or arg is None or isinstance(arg, exp.Star):
+            raise error_at(UnsupportedError, f"{name}({'DISTINCT ...' if arg is not None else ''}) is not supported",
+                           fnode)
+        value = binder.bind_as(arg, DataType.VARCHAR) if kind == "string_agg" else binder.bind(arg)
+        if kind == "string_agg":
+            if value.data_type != DataType.VARCHAR:
+                raise error_at(BindError, f"function string_agg({value.data_type.sql_name().lower()}, text) does "
+                                          "not exist", fnode)
+            if fnode.args.get("separator") is None:
+                raise error_at(BindError, "function string_agg(text) does not exist (it takes a delimiter: "
+                                          "string_agg(x, ','))", fnode)
+            sep = binder.bind_as(fnode.args.get("separator"), DataType.VARCHAR)
+            if not isinstance(sep, E.Lit) or sep.data_type != DataType.VARCHAR:
+                raise error_at(UnsupportedError, "string_agg's delimiter must be a constant text", fnode)
+            ret, extra = DataType.VARCHAR, {"sep": sep.value}
+        else:
+            if not T.is_numeric(value.data_type):
+                raise error_at(BindError, f"function {name}({value.data_type.sql_name().lower()}) does not exist",
+                               fnode)
+            ret = DataType.DOUBLE if value.data_type.kind in (TypeKind.REAL, TypeKind.DOUBLE) else DataType.DECIMAL
+            extra = {}
+        pre.append(value)
+        arg_idx = len(pre) - 1
+        keys = []
+        for o in order:
+            pre.append(binder.bind(o.this))
+            keys.append(O.sort_key(o, len(pre) - 1))
+        extra["order"] = keys
+        filt_idx = None
+        if filt is not None:
+            pre.append(binder._bool(filt.this if isinstance(filt, exp.Where) else filt))
+            filt_idx = len(pre) - 1
+        spec = P.AggSpec(kind, arg_idx, False, filt_idx, ret, node.sql(dialect="postgres"))
+        spec.extra = extra
+        return spec
+
     def _aggregate(self, plan, scope, items, group, agg_nodes):
         binder = ExprBinder(scope, self.params, context="GROUP BY")
         group_nodes = []
@@ -774,6 +826,9 @@ class QueryBinder:
         for a in agg_nodes:
             fnode, filt = (a.this, a.expression) if isinstance(a, exp.Filter) else (a, None)
             kind = _AGGS.get(type(fnode))
+            if kind is None and type(fnode) in _BATCH_AGGS:
+                calls_pre.append(self._batch_agg(fnode, filt, a, pre, arg_binder))
+                continue
             if kind is None:
                 raise error_at(UnsupportedError, f"aggregate {spelled(fnode)} is not supported"
                                                  f"{near_names(spelled(fnode), _AGG_NAMES)}", fnode)
@@ -802,7 +857,11 @@ class QueryBinder:
         project = P.Project(plan, pre, [f"_g{i}" for i in range(len(pre))])
         schema = Schema(list(zip(project.names, project.types)))
         specs = []
-        for kind, arg_idx, distinct, filt_idx, text in calls_pre:
+        for pre_call in calls_pre:
+            if isinstance(pre_call, P.AggSpec):   # a batch-only aggregate (_batch_agg), already typed
+                specs.append(pre_call)
+                continue
+            kind, arg_idx, distinct, filt_idx, text = pre_call
             filt = None if filt_idx is None else E.Col(filt_idx, DataType.BOOLEAN)
             try:
                 call = AggCall(kind, arg_idx, distinct=distinct, filter=filt).bind(schema)
@@ -811,6 +870,10 @@ class QueryBinder:
             specs.append(P.AggSpec(kind, arg_idx, distinct, filt_idx, call.return_type, text))
         if not specs:   # GROUP BY without aggregates: a hidden count(*) keeps each group's row count
             specs.append(P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* hidden */"))
+        # a batch aggregate's ORDER BY columns, read by hidden count()s after the visible calls, so
+        # that column pruning (which reads each call's argument and filter) keeps them
+        for c in sorted({c for spec in specs for c, _, _ in getattr(spec, "extra", {}).get("order", ())}):
+            specs.append(P.AggSpec("count", c, False, None, DataType.BIGINT, f"count(${c}) /* order key */"))
         k = len(group_nodes)
         agg = P.Agg(project, list(range(k)), specs, [f"_g{i}" for i in range(k)] + [f"_a{i}" for i in range(len(specs))])
         group_text = {g.sql(dialect="postgres"): i for i, g in enumerate(group_nodes)}
