@@ -35,7 +35,7 @@ DEMO_QUERIES = ("q1", "q2", "q3", "q4", "q7")
 def top_bidders_query():
     """A live "top 5 bidders" MV (a streaming top-N over an aggregate). The ``bidder``
     tie-break makes the top 5 unique, so the self-check's batch recomputation picks the same rows."""
-    from bench.nexmark.queries import Query
+    from sql.nexmark_queries import Query
     return Query("top5_bidders", "SELECT bidder, count(*) AS bids, max(price) AS top_price FROM bid\n"
                                  "GROUP BY bidder ORDER BY bids DESC, bidder LIMIT 5", ("bid",),
                  about="the five most active bidders, live")
@@ -65,19 +65,11 @@ def java_available() -> bool:
     return shutil.which("java") is not None or bool(home and os.path.exists(os.path.join(home, "bin", "java")))
 
 
-def _bench_importable() -> None:
-    from sql.cli_bench import bench_dir
-    root = bench_dir()
-    if root is not None and str(root.parent) not in sys.path:
-        sys.path.insert(0, str(root.parent))
-
-
 def run_demo(args, out=None) -> int:
     out = out or sys.stdout
-    _bench_importable()
     import sql
-    from bench.nexmark import feed
-    from bench.nexmark.queries import QUERIES, create_tables_sql
+    from sql import nexmark_feed as feed
+    from sql.nexmark_queries import QUERIES, create_tables_sql
     from hummock import _twins, __version__
     from sql.cli_demo_live import LiveFigures
 

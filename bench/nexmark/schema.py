@@ -1,33 +1,5 @@
-"""The three Nexmark tables as Nexmark defines them (the SQL versions of RisingWave and Flink):
-column names and types, as Arrow schemas and as ``(name, DataType)`` pairs for state tables.
+"""The three Nexmark tables: they live in the streaming layer now
+(:mod:`stream.sources.nexmark_schema`, beside the generator); re-exported here for the benchmark."""
 
-Timestamps are naive microseconds (``TIMESTAMP``, docs/format.md); the generator writes whole
-microseconds of ``base + n x interval``. Callers: the generator, the Nexmark queries.
-"""
-
-from __future__ import annotations
-
-import pyarrow as pa
-
-from relational.types import DataType as T
-
-PERSON_COLUMNS = [("id", T.BIGINT), ("name", T.VARCHAR), ("email_address", T.VARCHAR),
-                  ("credit_card", T.VARCHAR), ("city", T.VARCHAR), ("state", T.VARCHAR),
-                  ("date_time", T.TIMESTAMP), ("extra", T.VARCHAR)]
-AUCTION_COLUMNS = [("id", T.BIGINT), ("item_name", T.VARCHAR), ("description", T.VARCHAR),
-                   ("initial_bid", T.BIGINT), ("reserve", T.BIGINT), ("date_time", T.TIMESTAMP),
-                   ("expires", T.TIMESTAMP), ("seller", T.BIGINT), ("category", T.BIGINT),
-                   ("extra", T.VARCHAR)]
-BID_COLUMNS = [("auction", T.BIGINT), ("bidder", T.BIGINT), ("price", T.BIGINT), ("channel", T.VARCHAR),
-               ("url", T.VARCHAR), ("date_time", T.TIMESTAMP), ("extra", T.VARCHAR)]
-
-_ARROW = {T.BIGINT: pa.int64(), T.VARCHAR: pa.string(), T.TIMESTAMP: pa.timestamp("us")}
-
-
-def arrow_schema(columns) -> pa.Schema:
-    return pa.schema([pa.field(name, _ARROW[dtype], nullable=False) for name, dtype in columns])
-
-
-PERSON_SCHEMA = arrow_schema(PERSON_COLUMNS)
-AUCTION_SCHEMA = arrow_schema(AUCTION_COLUMNS)
-BID_SCHEMA = arrow_schema(BID_COLUMNS)
+from stream.sources.nexmark_schema import (AUCTION_COLUMNS, AUCTION_SCHEMA, BID_COLUMNS, BID_SCHEMA,  # noqa: F401
+                                           PERSON_COLUMNS, PERSON_SCHEMA, arrow_schema)
