@@ -1,4 +1,5 @@
-"""``string_agg`` and the ``stddev``/``variance`` family (issue 29, item 2) against a real
+"""``string_agg``, the ``stddev``/``variance`` family and the ordered-set aggregates ``mode`` /
+``percentile_cont`` / ``percentile_disc`` (issue 29, item 2) against a real
 PostgreSQL: random groups of NULL-heavy integers, NUMERICs, doubles and texts; ``string_agg``
 ordered by the unique key (its order is otherwise Postgres' whim), with FILTER and NULL values
 skipped; the variance family exact in NUMERIC for integer and NUMERIC input (compared to a
@@ -26,6 +27,12 @@ QUERIES = [
     "SELECT g, stddev(f), variance(f), stddev_pop(f), var_pop(f), count(*) FROM t GROUP BY g",
     "SELECT stddev(a), var_pop(n), stddev(f) FROM t WHERE k > 20",
     "SELECT g, stddev(a) FILTER (WHERE s IS NOT NULL), sum(a) FROM t GROUP BY g HAVING count(*) > 1",
+    "SELECT g, mode() WITHIN GROUP (ORDER BY a), mode() WITHIN GROUP (ORDER BY s DESC), "
+    "percentile_disc(0.5) WITHIN GROUP (ORDER BY n) FROM t GROUP BY g",
+    "SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY a), percentile_cont(0.1) WITHIN GROUP (ORDER BY f DESC), "
+    "percentile_cont(1) WITHIN GROUP (ORDER BY n), percentile_disc(0) WITHIN GROUP (ORDER BY s) FROM t GROUP BY g",
+    "SELECT percentile_disc(0.75) WITHIN GROUP (ORDER BY a DESC), percentile_cont(0.33) WITHIN GROUP (ORDER BY a) "
+    "FROM t",
 ]
 rows = st.dictionaries(st.integers(0, 30), st.tuples(
     st.none() | st.integers(0, 2), st.none() | st.integers(-100, 100),
@@ -62,7 +69,8 @@ def test_string_agg_and_the_variance_family_agree_with_postgres(pg, data):  # no
             assert same_multiset(a, b), f"{where}\n  ours:   {show(sorted(a))}\n  theirs: {show(sorted(b))}"
 
 
-@pytest.mark.parametrize("call", ["string_agg(s, ',')", "stddev(a)", "var_pop(a)"])
+@pytest.mark.parametrize("call", ["string_agg(s, ',')", "stddev(a)", "var_pop(a)",
+                                  "percentile_cont(0.5) WITHIN GROUP (ORDER BY a)"])
 def test_a_materialized_view_refuses_them_by_name(call):
     with sql.connect(":memory:") as conn:
         conn.execute(f"CREATE TABLE t ({COLUMNS})")

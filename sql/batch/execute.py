@@ -382,13 +382,15 @@ class _Exec:
         return t.slice(plan.offset, (end - plan.offset) if end is not None else None)
 
 
-BATCH_ONLY_AGGS = ("string_agg", "stddev_samp", "stddev_pop", "var_samp", "var_pop")
+BATCH_ONLY_AGGS = ("string_agg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "mode", "percentile_cont",
+                   "percentile_disc")
 _EXACT = decimal.Context(prec=60)
 
 
 def _batch_only_agg(spec, rows, input: P.Node):
     """One group's value of a batch-only aggregate (``BATCH_ONLY_AGGS``; sql/bind/select.py's
-    ``_batch_agg``): ``string_agg`` joins the non-NULL texts with the separator (NULL: none) in
+    ``_batch_agg``): ``mode`` / ``percentile_cont`` / ``percentile_disc`` read the non-NULL
+    values in their WITHIN GROUP order (Postgres' definitions); ``string_agg`` joins the non-NULL texts with the separator (NULL: none) in
     the call's ORDER BY (else input) order; the variance family is Postgres' -- exact in NUMERIC
     for integer and NUMERIC input, double precision for float input; NULL with no values (and
     for the sample forms with one value)."""
@@ -399,6 +401,25 @@ def _batch_only_agg(spec, rows, input: P.Node):
         keys = _order_keys(rows, input, order)
         rows = [r for _, r in sorted(zip(keys, rows), key=lambda kr: kr[0])]
     vals = [r[spec.arg] for r in rows if r[spec.arg] is not None]
+    if spec.kind == "mode":   # the most frequent value; ties: the first in the ORDER BY
+        counts: dict = {}
+        for v in vals:
+            counts[group_key(v)] = counts.get(group_key(v), 0) + 1
+        best = None
+        for v in vals:
+            if best is None or counts[group_key(v)] > counts[group_key(best)]:
+                best = v
+        return best
+    if spec.kind in ("percentile_cont", "percentile_disc"):
+        f = spec.extra["fraction"]
+        if not vals or f is None:
+            return None
+        if spec.kind == "percentile_disc":   # the first value whose position reaches the fraction
+            return vals[max(math.ceil(f * len(vals)) - 1, 0)]
+        pos = f * (len(vals) - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        a, b = float(vals[lo]), float(vals[hi])
+        return a if lo == hi else a + (b - a) * (pos - lo)
     if spec.kind == "string_agg":
         return (spec.extra["sep"] or "").join(vals) if vals else None
     n = len(vals)

@@ -45,7 +45,9 @@ from sql.plan import time_window
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
 _BATCH_AGGS = {exp.GroupConcat: "string_agg", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
-               exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
+               exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+               exp.Mode: "mode", exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc"}
+_ORDERED_SET = ("mode", "percentile_cont", "percentile_disc")   # WITHIN GROUP (ORDER BY x)
 _AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "stddev",
               "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop")
 
@@ -759,16 +761,59 @@ class QueryBinder:
 
     # --- GROUP BY / aggregates --------------------------------------------------------------------
 
+    def _ordered_set_agg(self, kind, name, fnode, filt, node, pre, binder) -> P.AggSpec:
+        """``mode() / percentile_cont(f) / percentile_disc(f) WITHIN GROUP (ORDER BY x)``
+        (batch only): ``x`` and its order key go to ``pre``, the fraction (a constant between 0
+        and 1) to the spec's ``extra``. ``percentile_cont`` of a number is double precision;
+        the others return ``x``'s type."""
+        ordered = fnode.expression.expressions if isinstance(fnode.expression, exp.Order) else []
+        if len(ordered) != 1:
+            raise error_at(UnsupportedError, f"{name}() WITHIN GROUP takes one ORDER BY expression", fnode)
+        value = binder.bind(ordered[0].this)
+        extra = {}
+        if kind == "mode":
+            if fnode.this.this is not None:
+                raise error_at(BindError, "function mode takes no arguments", fnode)
+            ret = value.data_type
+        else:
+            f = binder.bind_as(fnode.this.this, DataType.DOUBLE) if fnode.this.this is not None else None
+            if not isinstance(f, E.Lit) or not T.is_numeric(f.data_type):
+                raise error_at(UnsupportedError, f"{name}'s fraction must be a constant number", fnode)
+            fraction = None if f.value is None else float(f.value)
+            if fraction is not None and not 0 <= fraction <= 1:
+                raise error_at(ExecutionError, f"percentile value {f.value} is not between 0 and 1", fnode)
+            extra["fraction"] = fraction
+            if kind == "percentile_cont" and not T.is_numeric(value.data_type):
+                raise error_at(BindError, f"function percentile_cont with ORDER BY "
+                                          f"{value.data_type.sql_name().lower()} does not exist", fnode)
+            ret = DataType.DOUBLE if kind == "percentile_cont" else value.data_type
+        pre.append(value)
+        arg_idx = len(pre) - 1
+        extra["order"] = [O.sort_key(ordered[0], arg_idx)]
+        filt_idx = None
+        if filt is not None:
+            pre.append(binder._bool(filt.this if isinstance(filt, exp.Where) else filt))
+            filt_idx = len(pre) - 1
+        spec = P.AggSpec(kind, arg_idx, False, filt_idx, ret, node.sql(dialect="postgres"))
+        spec.extra = extra
+        return spec
+
     def _batch_agg(self, fnode, filt, node, pre, binder) -> P.AggSpec:
         """``string_agg(x, sep [ORDER BY ...])`` and the ``stddev``/``variance`` family: batch
         only (sql/batch/execute.py computes them; no streaming state yet), refused by name in a
         materialized view. Their argument, ORDER BY keys and filter are appended to ``pre``; the
         spec's ``extra`` holds the separator and the order (input column, desc, nulls first)."""
-        kind = _BATCH_AGGS[type(fnode)]
-        name = spelled(fnode)
+        inner = fnode.this if isinstance(fnode, exp.WithinGroup) else fnode
+        kind = _BATCH_AGGS.get(type(inner)) if isinstance(fnode, exp.WithinGroup) else _BATCH_AGGS[type(fnode)]
+        name = spelled(inner)
+        if kind is None or (kind in _ORDERED_SET) != isinstance(fnode, exp.WithinGroup):
+            raise error_at(UnsupportedError, f"aggregate {name} is not supported"
+                                             f"{' with WITHIN GROUP' if kind else ''}", fnode)
         if not self.batch:
             raise error_at(UnsupportedError, f"aggregate {name} is supported in a batch query only, not yet in a "
                                              "materialized view", fnode)
+        if kind in _ORDERED_SET:
+            return self._ordered_set_agg(kind, name, fnode, filt, node, pre, binder)
         arg, order = fnode.this, []
         if isinstance(arg, exp.Order):
             order, arg = list(arg.expressions), arg.this
@@ -826,7 +871,7 @@ class QueryBinder:
         for a in agg_nodes:
             fnode, filt = (a.this, a.expression) if isinstance(a, exp.Filter) else (a, None)
             kind = _AGGS.get(type(fnode))
-            if kind is None and type(fnode) in _BATCH_AGGS:
+            if kind is None and (type(fnode) in _BATCH_AGGS or isinstance(fnode, exp.WithinGroup)):
                 calls_pre.append(self._batch_agg(fnode, filt, a, pre, arg_binder))
                 continue
             if kind is None:
@@ -1053,7 +1098,8 @@ def _find_aggs(nodes) -> list:
     found, seen = [], set()
 
     def visit(n):
-        if isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc) or isinstance(n, exp.AggFunc):
+        if isinstance(n, exp.Filter) and isinstance(n.this, (exp.AggFunc, exp.WithinGroup)) or \
+                isinstance(n, exp.AggFunc) or isinstance(n, exp.WithinGroup):   # WITHIN GROUP: one aggregate
             text = n.sql(dialect="postgres")
             if text not in seen:
                 seen.add(text)
