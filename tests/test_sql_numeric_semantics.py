@@ -200,3 +200,16 @@ def test_round_of_an_integer_is_double_precision(conn):
 def test_float_remainder_does_not_exist(conn, query):
     with pytest.raises(BindError, match="operator does not exist"):
         conn.execute(query)
+
+
+def test_unary_minus_of_a_float_zero_is_negative_zero(conn):
+    """Postgres negates a float (-(0.0::float8) is -0, its text '-0'), where 0 - x would give
+    +0; batch and MV alike. NUMERIC and integers have no -0."""
+    conn.execute("CREATE TABLE negz (x DOUBLE PRECISION, r REAL, n NUMERIC, i INT)")
+    conn.execute("INSERT INTO negz VALUES (0, 0, 0, 0)")
+    conn.execute("CREATE MATERIALIZED VIEW negz_mv AS SELECT -x AS x, -r AS r, -n AS n, -i AS i FROM negz")
+    conn.execute("FLUSH")
+    for q in ("SELECT -x, -r, -n, -i FROM negz", "SELECT * FROM negz_mv"):
+        x, r, n, i = conn.execute(q).fetchall()[0]
+        assert math.copysign(1, x) == -1 and math.copysign(1, r) == -1, q
+        assert str(n) == "0" and i == 0, q

@@ -362,6 +362,8 @@ class ExprBinder:
                 return E.Negate(arg)
             if not T.is_numeric(arg.data_type):
                 raise error_at(BindError, f"operator does not exist: - {arg.data_type.sql_name()}", node)
+            if arg.data_type.kind in (TypeKind.REAL, TypeKind.DOUBLE):   # -(0.0) is -0 in IEEE, not 0 - 0.0
+                return E.Arith("*", E.Lit(-1.0, arg.data_type), arg)
             return E.Arith("-", E.Lit(0, arg.data_type), arg)
         if isinstance(node, exp.DPipe):
             a, b = self.bind(node.this), self.bind(node.expression)
