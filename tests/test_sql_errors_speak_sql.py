@@ -97,3 +97,10 @@ def test_syntax_errors_say_where_in_postgres_words(conn, text, expected, column)
 def test_a_statement_is_named_by_its_keywords(conn):
     err, message = refusal(conn, "CREATE SCHEMA s")
     assert isinstance(err, UnsupportedError) and "CREATE SCHEMA" in message
+
+
+def test_a_function_given_the_wrong_types_is_named_as_postgres_names_it(conn):
+    err, message = refusal(conn, "SELECT lower(1), to_char(ts, 'YYYY') FROM t")
+    assert message.startswith("function lower(int) does not exist at line 1, column 8"), message
+    err, message = refusal(conn, "SELECT to_char(INTERVAL '1 day', 'DD')")
+    assert "Interval(" not in message and "function to_char(interval, varchar) does not exist" in message

@@ -458,7 +458,7 @@ class ExprBinder:
         try:
             return E.Func(name, *bound)
         except ExpressionError as exc:
-            raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+            raise error_at(BindError, exc.reason, node) from None
 
     def _volatile(self, node) -> E.Expr:
         """now() / current_timestamp / current_date / localtimestamp: the statement's clock, a
@@ -558,7 +558,7 @@ class ExprBinder:
             if "unknown function" in str(exc):
                 raise error_at(UnsupportedError, f"function {name} is not supported{near_names(name, E._FUNCS)}",
                                node) from None
-            raise error_at(BindError, str(exc).split(" (in ")[0], node) from None
+            raise error_at(BindError, exc.reason, node) from None
 
 
 _CLOCK: contextvars.ContextVar = contextvars.ContextVar("hummock_statement_clock", default=None)
