@@ -523,6 +523,14 @@ class ExprBinder:
             name, args = shape(node) if shape is not None else \
                 (spelled(node), [node.this] + list(node.expressions))
             return self._call(name, args, node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "age" and len(node.expressions) == 1:
+            # age(ts): from today's midnight (the statement's clock), as Postgres; batch only
+            arg = self.bind_as(node.expressions[0], DataType.TIMESTAMP)
+            midnight = datetime.datetime.combine(_statement_clock(node).date(), datetime.time())
+            try:
+                return E.Func("age", E.Lit(midnight, DataType.TIMESTAMP), arg)
+            except ExpressionError as exc:
+                raise error_at(BindError, exc.reason, node) from None
         if isinstance(node, exp.Anonymous) and node.name.lower() in self._UNIFIED:
             return self._call(node.name.lower(), list(node.expressions), node)
         name = self._FUNCS.get(type(node))

@@ -91,7 +91,8 @@ def _refuse_volatile(node) -> None:
     now() in an MV only as a temporal filter, which this engine does not maintain yet."""
     for n in node.walk():
         if isinstance(n, (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.Localtimestamp, exp.CurrentTime)) \
-                or (isinstance(n, exp.Anonymous) and n.name.lower() in _VOLATILE_NAMES):
+                or (isinstance(n, exp.Anonymous) and n.name.lower() in _VOLATILE_NAMES) \
+                or (isinstance(n, exp.Anonymous) and n.name.lower() == "age" and len(n.expressions) == 1):
             name = spelled(n)
             name = name if name.startswith(("current", "local")) else name + "()"
             raise error_at(UnsupportedError, f"{name} is not allowed in a materialized view (its value "
