@@ -34,7 +34,7 @@ from sql import subscription
 from sql import types as T
 from sql.batch.scan import SCAN_PROGRESS
 from sql.batch.execute import _py_rows, execute as run_batch, from_arrow_values, to_arrow_values
-from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, spelled
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, new_statement_clock, spelled
 from sql.bind.select import QueryBinder, _conjuncts, relation_name
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
@@ -62,6 +62,7 @@ class Result:
 
 
 def execute_statement(db, stmt, params, variables) -> Result:
+    new_statement_clock()   # now() is one time per statement (sql/bind/expr.py)
     if db.read_only:
         _refuse_on_reader(db, stmt)
     if stmt.kind != "ast":

@@ -208,3 +208,18 @@ def test_time_and_random_are_refused_in_a_materialized_view_by_name(call):
         with pytest.raises(sql.errors.UnsupportedError, match="not allowed in a materialized view"):
             conn.execute(f"CREATE MATERIALIZED VIEW m AS SELECT k, {call} AS x FROM t")
         assert conn.execute(f"SELECT {call} IS NOT NULL").fetchall() == [(True,)]
+
+
+def test_now_is_one_time_per_statement_and_a_new_one_per_execution():
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, ts TIMESTAMPTZ, u TIMESTAMPTZ)")
+        conn.execute("INSERT INTO t VALUES (1, now(), NULL), (2, now(), NULL)")
+        assert conn.execute("SELECT count(DISTINCT ts) FROM t").fetchall() == [(1,)]
+        first = conn.execute("SELECT ts FROM t WHERE k = 1").fetchall()[0][0]
+        while conn.execute("SELECT now()").fetchall()[0][0] == first:   # the clock moves on
+            pass
+        # the WHERE's now() and the SET's now() are one time, later than the INSERT's
+        conn.execute("UPDATE t SET u = now() WHERE ts < now()")
+        assert conn.execute("SELECT count(DISTINCT u), min(u) > min(ts) FROM t").fetchall() == [(1, True)]
+        assert conn.execute("SELECT now() = (SELECT x FROM (VALUES (now())) AS v(x)), "
+                            "now() = current_timestamp").fetchall() == [(True, True)]

@@ -152,8 +152,6 @@ class ExprBinder:
         self.scope, self.params, self.hook, self.context = scope, list(params), hook, context
         self.subquery = subquery   # binds a scalar subquery / EXISTS (sql.bind.subquery), or None
         self.depth = 0
-        if context in ("VALUES", "UPDATE"):   # the binder of an INSERT ... VALUES / UPDATE statement
-            new_statement_clock()
 
     def bind(self, node) -> E.Expr:
         # parentheses and aliases are no level of the tree (sql.parse already bounds parentheses
@@ -573,21 +571,21 @@ _CLOCK: contextvars.ContextVar = contextvars.ContextVar("hummock_statement_clock
 
 
 def new_statement_clock() -> None:
-    """Start a statement's clock: the next now() takes a fresh time (QueryBinder and the
-    VALUES / UPDATE binders call this once per statement)."""
+    """Start a statement's clock: the next now() reads a fresh time. ``sql.statements``'
+    ``execute_statement`` calls this once per execution; until the next call every now() of
+    the thread's statement (its WHERE, SET, VALUES, subqueries) is the same time."""
     _CLOCK.set(None)
 
 
 def _statement_clock(node) -> datetime.datetime:
     """now(): one time for the whole statement (as Postgres' transaction time stamp is for a
-    statement outside a transaction block): the first now() of a statement reads the clock,
-    the others of the same statement (the same parsed tree) reuse it."""
-    root = node.root()
+    statement outside a transaction block): the first now() of an execution reads the clock,
+    the others reuse it."""
     current = _CLOCK.get()
-    if current is None or current[0] is not root:
-        current = (root, datetime.datetime.now(datetime.timezone.utc))
+    if current is None:
+        current = datetime.datetime.now(datetime.timezone.utc)
         _CLOCK.set(current)
-    return current[1]
+    return current
 
 
 def _numeric_literal(text: str, node) -> decimal.Decimal:

@@ -33,7 +33,7 @@ from stream.schema import Schema
 from sql import types as T
 from sql.bind import time_travel
 from sql.bind import order as O
-from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, new_statement_clock, spelled
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, special_form, where_conjunct
@@ -104,7 +104,6 @@ class QueryBinder:
 
     def __init__(self, catalog, params=(), batch: bool = False):
         self.catalog, self.params, self.batch = catalog, list(params), batch
-        new_statement_clock()   # now() is one time per statement
         self.ctes: dict = {}
         self.depends_on: list = []
         self.prebound: dict = {}   # id(subquery node) -> its plan, bound once (sql.bind.subquery)
