@@ -1,7 +1,9 @@
 """Stream planning and building: the catalog -> a running ``StreamRuntime`` graph.
 
 Job: for every table, a source actor ``TableSource -> Dml -> Materialize`` (conflict per ON
-CONFLICT; ``_row_id`` filled by Dml for tables without a pk); for every MV, one actor running
+CONFLICT; ``_row_id`` filled by Dml for tables without a pk; a table with a connector has a
+``ConnectorSource`` after its TableSource: sql/source.py); for every source read by some
+relation, ``TableSource -> ConnectorSource -> Dml`` without a Materialize; for every MV, one actor running
 its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin -- also for semi/anti
 joins and, on a constant key, a ScalarJoin --, DynamicFilter, Union, (Ranked)GroupTopN, OverWindow) over
 ``Receiver`` heads fed by its upstream relations' Materialize actors (one simple dispatcher
@@ -34,6 +36,7 @@ from stream.expr import Col, Lit
 from stream.schema import Schema
 
 from sql.errors import UnsupportedError
+from sql.source import connector_source
 from sql.plan import nodes as P
 from sql.plan.time_window import HopWindow, TumbleWindow, build_executor as build_window
 
@@ -145,6 +148,8 @@ class GraphBuilder:
         for rel in self.catalog.ordered():
             if rel.kind == "table":
                 self._table(rel)
+            elif rel.kind == "source":
+                self._source(rel)
             else:
                 self._mv(rel)
 
@@ -155,12 +160,23 @@ class GraphBuilder:
     def _table(self, rel) -> None:
         schema = Schema(list(rel.desc.columns))
         src = self.rt.source(rel.name, schema, stream_key=rel.pk_indices)
-        dml = Dml(src.executor, schema, rel.pk_indices,
+        head = src.executor if rel.connector is None else connector_source(self, rel, src)
+        dml = Dml(head, schema, rel.pk_indices,
                   row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None)
         conflict = rel.conflict if rel.user_pk else "no_check"
         self.actors[rel.name] = self.rt.actor(Materialize(dml, self._state_table(rel.desc, False), conflict,
                                                           change_logs=self.catalog.change_logs_of(rel.name)))
         self.sources[rel.name] = src
+
+    def _source(self, rel) -> None:
+        """A source's actor ``TableSource -> ConnectorSource -> Dml``, no Materialize (it stores
+        no rows). A source no relation reads runs without its connector (barriers only), so its
+        offset moves only while something reads its rows."""
+        schema = Schema(list(rel.desc.columns))
+        src = self.rt.source(rel.name, schema, stream_key=rel.pk_indices)
+        head = connector_source(self, rel, src) if self.catalog.dependents(rel.name) else src.executor
+        self.actors[rel.name] = self.rt.actor(Dml(head, schema, rel.pk_indices,
+                                                  row_id_index=len(rel.desc.columns) - 1))
 
     def _mv(self, rel) -> None:
         plan = self.plan_of(rel)

@@ -27,6 +27,11 @@ They share the relations' namespace (as in Postgres), are never read by name in 
 with their table on DROP TABLE. Batch plans read them in place of the table
 (:mod:`sql.plan.key_range`).
 
+Sources (``CREATE SOURCE``, docs/sql.md "Sources") are relations of kind ``"source"``: a table's
+record (columns, hidden ``_row_id``) whose table holds no rows; ``properties.sql.connector`` is
+the WITH options (strings), also on a table fed by a connector; ``internal_ids`` is the
+connector's offset table (sql/source.py).
+
 Subscriptions (``CREATE SUBSCRIPTION``, docs/sql.md "Subscriptions") are records of their own:
 the ``TableDesc`` of the subscription's change-log table (its own id from the allocator, the
 subscription's name, the relation's columns and pk) with ``properties["subscription"]``
@@ -57,7 +62,7 @@ ROW_ID = "_row_id"
 class Relation:
     """A table or MV (module docstring). ``desc`` is its materialized state table."""
 
-    kind: str                      # "table" | "mv" | "index"
+    kind: str                      # "table" | "mv" | "index" | "source"
     desc: TableDesc
     n_visible: int
     row_id: bool = False           # hidden BIGINT _row_id after the visible columns
@@ -67,6 +72,7 @@ class Relation:
     internal_ids: list = field(default_factory=list)
     depends_on: list = field(default_factory=list)   # relation names an MV reads
     index_columns: int = 0         # an index: its indexed columns = the first pk columns
+    connector: dict | None = None  # a source / connector-fed table: its WITH options (sql/source.py)
 
     @property
     def name(self) -> str:
@@ -100,6 +106,8 @@ class Relation:
                          "depends_on": list(self.depends_on)}}
         if self.kind == "index":
             props["sql"]["index_columns"] = self.index_columns
+        if self.connector is not None:
+            props["sql"]["connector"] = dict(self.connector)
         d = self.desc
         return TableDesc(d.table_id, d.name, d.columns, d.pk_indices, d.order_types, d.dist_key_indices,
                          d.value_indices, d.append_only, d.retention_seconds, props)
@@ -113,8 +121,8 @@ class Relation:
         n_visible = _sql_field(desc, p.get("n_visible"), int, "n_visible")
         conflict = _sql_field(desc, p.get("conflict", "no_check"), str, "conflict")
         definition = p.get("definition")
-        if kind not in ("table", "mv", "index"):
-            raise _malformed(desc, "kind", "'table', 'mv' or 'index'", kind)
+        if kind not in ("table", "mv", "index", "source"):
+            raise _malformed(desc, "kind", "'table', 'mv', 'index' or 'source'", kind)
         if not 0 < n_visible <= len(desc.columns):
             raise _malformed(desc, "n_visible", f"1..{len(desc.columns)} (the record's columns)", n_visible)
         if conflict not in CONFLICT_BEHAVIOURS:
@@ -125,8 +133,12 @@ class Relation:
             if not 0 < index_columns <= len(desc.pk_indices):
                 raise _malformed(desc, "index_columns", f"1..{len(desc.pk_indices)} (the record's pk columns)",
                                  index_columns)
-        if kind != "table" or definition is not None:
+        if kind not in ("table", "source") or definition is not None:
             _sql_field(desc, definition, str, "definition")
+        connector = p.get("connector")
+        if connector is not None or kind == "source":
+            for key, value in _sql_field(desc, connector, dict, "connector").items():
+                _sql_field(desc, value, str, f"connector.{key}")
         internal_ids = _sql_field(desc, p.get("internal_ids", []), list, "internal_ids")
         for i, tid in enumerate(internal_ids):
             if not 0 < _sql_field(desc, tid, int, f"internal_ids[{i}]") < CATALOG_TABLE_ID or tid == desc.table_id:
@@ -137,7 +149,7 @@ class Relation:
             _sql_field(desc, name, str, f"depends_on[{i}]")
         return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
                    _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
-                   list(internal_ids), list(depends_on), index_columns)
+                   list(internal_ids), list(depends_on), index_columns, connector)
 
 
 @dataclass

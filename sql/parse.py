@@ -161,6 +161,7 @@ _QUERY_CURSOR = re.compile(rf"\s*DECLARE\s+{_IDENT}\s+(?:(?:BINARY|INSENSITIVE|A
                            re.I | re.S)
 _FETCH_DIRECTION = re.compile(r"\s*(?:FETCH|MOVE)\s+(?:PRIOR|FIRST|LAST|ABSOLUTE|RELATIVE|FORWARD|BACKWARD|-)",
                               re.I | re.S)
+_SOURCE_DDL = re.compile(r"\s*(?:CREATE|DROP)\s+(SOURCE)\b", re.I)   # 6 characters, as "TABLE "
 _SUB_WORDS = re.compile(r"\s*(?:CREATE\s+SUBSCRIPTION|DROP\s+SUBSCRIPTION|DECLARE|FETCH|CLOSE)\b", re.I)
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*([^)]*)\)\s*|(ANALY[SZ]E)\s+)?", re.I)
 _EXPLAIN_OFF = ("false", "off", "0")
@@ -341,6 +342,10 @@ def _statement(text: str, start: int, end: int) -> Statement:
         stmt.n_params = stmt.inner.n_params   # EXPLAIN binds the inner statement's parameters
         return stmt
     body = _rewrite_as_of_epoch(body)
+    m = _SOURCE_DDL.match(body)
+    if m:   # CREATE / DROP SOURCE parse as CREATE / DROP TABLE, marked (sql/source.py)
+        stmt.options["source"] = True
+        body = body[:m.start(1)] + "TABLE " + body[m.end(1):]
     if _CREATE_TABLE.match(body):
         m = _APPEND_ONLY.search(body)
         if m:

@@ -42,6 +42,7 @@ from sql.index import attach_indexes, create_index, drop_index
 from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, UnsupportedError, error_at,
                         execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
+from sql.source import attach_connector, refuse_source_scans
 from sql.parse import parse_script
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
@@ -126,6 +127,7 @@ def bind_select(db, node, params, batch=True):
     binder = QueryBinder(db.catalog, params, batch=batch)
     plan = optimize(binder.bind_query(node))
     if batch:   # batch scans may read an index instead (sql/plan/key_range.py)
+        refuse_source_scans(plan)   # a source stores no rows (sql/source.py)
         attach_indexes(plan, db.catalog)
     return plan, binder
 
@@ -216,6 +218,7 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
         raise UnsupportedError("ON CONFLICT needs a table with a primary key")
     desc = TableDesc(tid, name, tuple(columns), pk_idx)
     rel = Relation("table", desc, len(cols), row_id, conflict, bool(stmt.options.get("append_only")))
+    attach_connector(db, new, rel, node, stmt)   # WITH (connector = ...): a source or a fed table
     new.add(rel)
     db.apply_ddl(new, changed=[rel])
     return Result()
@@ -331,7 +334,7 @@ def _drop(db, node, params, variables, stmt) -> Result:
     if kind == "VIEW" and node.args.get("materialized"):
         want = "mv"
     elif kind == "TABLE":
-        want = "table"
+        want = "source" if stmt.options.get("source") else "table"   # DROP SOURCE (sql/parse.py)
     elif kind == "INDEX":
         drop_index(db, node)
         return Result()
@@ -345,7 +348,7 @@ def _drop(db, node, params, variables, stmt) -> Result:
         if rel is None or rel.kind != want:
             if node.args.get("exists"):
                 continue
-            what = "table" if want == "table" else "materialized view"
+            what = {"table": "table", "source": "source"}.get(want, "materialized view")
             raise error_at(CatalogError, f"{what} {name!r} does not exist", t)
         if node.args.get("cascade"):
             raise error_at(UnsupportedError, "DROP ... CASCADE is not supported", node)
@@ -452,7 +455,7 @@ def _insert_target(db, node):
     rel = db.catalog.get(name)
     if rel is None or rel.kind != "table":
         raise error_at(CatalogError if rel is None else BindError,
-                       f"table {name!r} does not exist" if rel is None else f"cannot insert into materialized view {name!r}",
+                       f"table {name!r} does not exist" if rel is None else f"cannot insert into {_kind_name(rel)} {name!r}",
                        target)
     visible = rel.visible_columns
     vis_names = [n for n, _ in visible]
@@ -528,10 +531,15 @@ def _table_for_dml(db, node, what):
     if rel is None:
         raise error_at(CatalogError, f"table {name!r} does not exist", node.this)
     if rel.kind != "table":
-        raise error_at(BindError, f"cannot change materialized view {name!r}", node.this)
+        raise error_at(BindError, f"cannot change {_kind_name(rel)} {name!r}", node.this)
     if rel.append_only:
         raise error_at(ExecutionError, f"{what} is not allowed on the append-only table {name!r}", node.this)
     return rel
+
+
+def _kind_name(rel) -> str:
+    """What DML refuses to write, named: a source's rows come from its connector only."""
+    return {"source": "source (its connector writes it)", "index": "index"}.get(rel.kind, "materialized view")
 
 
 def _dml_plan(db, rel, where, params):
@@ -727,7 +735,7 @@ def _explain_dml(db, node, params) -> str:
         if rel is None or rel.kind != "table":
             raise error_at(CatalogError if rel is None else BindError,
                            f"table {relation_name(target)!r} does not exist" if rel is None else
-                           f"cannot insert into materialized view {rel.name!r}", target)
+                           f"cannot insert into {_kind_name(rel)} {rel.name!r}", target)
         source = node.expression
         if isinstance(source, exp.Values):
             child = f"BatchValues({len(source.expressions)} rows)"

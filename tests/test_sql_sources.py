@@ -37,3 +37,162 @@ def test_bench_nexmark_still_works_from_the_new_place():
     assert generator.NexmarkGenerator is nexmark.NexmarkGenerator and generator._uniforms is nexmark._uniforms
     assert schema.BID_SCHEMA is nexmark_schema.BID_SCHEMA
     assert queries.QUERIES is nexmark_queries.QUERIES and feed.feed is nexmark_feed.feed
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+import sql
+from sql.errors import BindError, CatalogError, UnsupportedError
+
+
+@pytest.fixture
+def conn():
+    c = sql.connect(":memory:", barrier_interval_ms=0)
+    yield c
+    c.close()
+
+
+def _rows(c, q):
+    return c.execute(q).fetchall()
+
+
+def test_create_table_with_an_unknown_connector_is_refused_not_a_plain_table(conn):
+    with pytest.raises(UnsupportedError, match=r"connector 'kafka' is not supported \(supported: datagen, nexmark\)"):
+        conn.execute("CREATE TABLE k (a INT) WITH (connector = 'kafka', topic = 'x')")
+    assert conn.db.catalog.get("k") is None
+    with pytest.raises(UnsupportedError, match="'kafka'"):
+        conn.execute("CREATE SOURCE k (a INT) WITH (connector = 'kafka')")
+
+
+@pytest.mark.parametrize("ddl, match", [
+    ("CREATE SOURCE s (a INT) WITH (connector = 'datagen', foo = '1')", r"option 'foo' is not an option of "
+                                                                        r"connector 'datagen' \(known: .*fields\.a\.kind"),
+    ("CREATE SOURCE s (a INT) WITH (connector = 'datagen', fields.b.kind = 'random')", r"'fields\.b\.kind' names no "
+                                                                                        r"column .*columns: a"),
+    ("CREATE SOURCE s (a INT) WITH (connector = 'datagen', fields.a.colour = 'red')", r"'fields\.a\.colour' is not a "
+                                                                                       r"datagen field option"),
+    ("CREATE SOURCE s (a INT) WITH (connector = 'datagen', fields.a.kind = 'zigzag')", "sequence or random"),
+    ("CREATE SOURCE s (a INT) WITH (connector = 'datagen', datagen.rows.per.second = 'fast')", "must be an integer"),
+    ("CREATE TABLE t (a INT) WITH (connector = 'nexmark', nexmark.table.type = 'bid', nexmark.split.num = '2')",
+     r"'nexmark\.split\.num' is not an option of connector 'nexmark' \(known: nexmark\.event\.num"),
+    ("CREATE SOURCE s (auction BIGINT) WITH (connector = 'nexmark', nexmark.table.type = 'bids')",
+     "nexmark.table.type must be one of person, auction, bid"),
+    ("CREATE SOURCE s (colour VARCHAR) WITH (connector = 'nexmark', nexmark.table.type = 'bid')",
+     "column colour is not a column of the Nexmark bid table"),
+    ("CREATE SOURCE s (price INT) WITH (connector = 'nexmark', nexmark.table.type = 'bid')", "is BIGINT, not INT"),
+    ("CREATE TABLE t (a INT) WITH (topic = 'x')", r"WITH options \(topic\) need a connector"),
+    ("CREATE SOURCE s (a INT)", "CREATE SOURCE needs WITH"),
+])
+def test_unknown_or_malformed_options_are_refused_by_name(conn, ddl, match):
+    with pytest.raises(BindError, match=match):
+        conn.execute(ddl)
+    assert conn.db.catalog.relations == {}
+
+
+def test_a_source_is_not_queried_written_or_dropped_as_a_table(conn):
+    conn.execute("CREATE SOURCE s (a INT) WITH (connector = 'datagen', fields.a.kind = 'sequence')")
+    with pytest.raises(UnsupportedError, match="s is a source: it stores no rows"):
+        conn.execute("SELECT * FROM s")
+    with pytest.raises(BindError, match="cannot insert into source"):
+        conn.execute("INSERT INTO s VALUES (1)")
+    with pytest.raises(CatalogError, match="table 's' does not exist"):
+        conn.execute("DROP TABLE s")
+    with pytest.raises(UnsupportedError, match="a source has no primary key"):
+        conn.execute("CREATE SOURCE p (a INT PRIMARY KEY) WITH (connector = 'datagen')")
+    conn.execute("DROP SOURCE s")
+    assert conn.db.catalog.get("s") is None
+
+
+# --- datagen --------------------------------------------------------------------------------------
+
+DATAGEN = ("CREATE SOURCE s (a INT, b VARCHAR, x DOUBLE, f BOOLEAN) WITH (connector = 'datagen', "
+           "fields.a.kind = 'sequence', fields.a.start = '1', fields.a.end = '25', fields.b.length = '4', "
+           "fields.x.min = '-1', fields.x.max = '1', fields.x.seed = '7', datagen.rows.per.second = '10')")
+
+
+def _datagen_rows(c):
+    c.execute(DATAGEN)
+    c.execute("CREATE MATERIALIZED VIEW m AS SELECT a, b, x, f FROM s")
+    seen = [_rows(c, "SELECT count(*) FROM m")[0][0]]   # the DDL's own checkpoint took the first batch
+    for _ in range(3):
+        c.execute("FLUSH")
+        seen.append(_rows(c, "SELECT count(*) FROM m")[0][0])
+    return seen, _rows(c, "SELECT a, b, x, f FROM m ORDER BY a")
+
+
+def test_datagen_feeds_an_mv_epoch_by_epoch_deterministically(conn):
+    seen, rows = _datagen_rows(conn)
+    assert seen == [10, 20, 25, 25]       # 10 a barrier, ending after the sequence's 25
+    assert [r[0] for r in rows] == list(range(1, 26))
+    assert all(len(b) == 4 and b.isalpha() for _, b, _, _ in rows)
+    assert all(-1 <= x <= 1 for _, _, x, _ in rows) and {f for *_, f in rows} == {True, False}
+    with sql.connect(":memory:", barrier_interval_ms=0) as other:
+        assert _datagen_rows(other)[1] == rows   # the same options: the same rows
+
+
+def test_a_table_with_a_connector_stores_its_rows_and_takes_dml(conn):
+    conn.execute("CREATE TABLE t (a BIGINT, r INT) WITH (connector = 'datagen', fields.a.kind = 'sequence', "
+                 "datagen.rows.total = '5', fields.r.min = '3', fields.r.max = '4')")
+    conn.execute("FLUSH")
+    conn.execute("INSERT INTO t VALUES (100, 0)")
+    conn.execute("FLUSH")
+    rows = _rows(conn, "SELECT a, r FROM t ORDER BY a")
+    assert [a for a, _ in rows] == [0, 1, 2, 3, 4, 100] and all(r in (3, 4) for _, r in rows[:5])
+
+
+# --- nexmark --------------------------------------------------------------------------------------
+
+def test_nexmark_source_feeds_an_mv_with_the_generators_events(conn):
+    from stream.sources.nexmark import NexmarkConfig, NexmarkGenerator
+    conn.execute("CREATE SOURCE bid (auction BIGINT, price BIGINT, date_time TIMESTAMP) WITH (connector = "
+                 "'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '700', "
+                 "nexmark.events.per.second = '300', nexmark.seed = '3')")
+    conn.execute("CREATE MATERIALIZED VIEW q AS SELECT auction, count(*) AS n, sum(price) AS total FROM bid "
+                 "GROUP BY auction")
+    for _ in range(3):
+        conn.execute("FLUSH")
+    bids = NexmarkGenerator(NexmarkConfig(seed=3)).generate(0, 700).bid.to_pydict()
+    expected = {}
+    for a, p in zip(bids["auction"], bids["price"]):
+        n, t = expected.get(a, (0, 0))
+        expected[a] = (n + 1, t + p)
+    assert {a: (n, int(t)) for a, n, t in _rows(conn, "SELECT auction, n, total FROM q")} == expected
+
+
+# --- restarts -------------------------------------------------------------------------------------
+
+def test_restart_resumes_at_the_committed_offset_without_duplicates_or_gaps(tmp_path):
+    url = str(tmp_path / "db")
+    with sql.connect(url, barrier_interval_ms=0) as c:
+        c.execute("CREATE SOURCE s (a BIGINT, b INT) WITH (connector = 'datagen', fields.a.kind = 'sequence', "
+                  "datagen.rows.total = '300', datagen.rows.per.second = '20', fields.b.seed = '5')")
+        c.execute("CREATE MATERIALIZED VIEW m AS SELECT a, b, count(*) AS n FROM s GROUP BY a, b")   # n: repeats
+        c.execute("CREATE TABLE bid (auction BIGINT, bidder BIGINT) WITH (connector = 'nexmark', "
+                  "nexmark.table.type = 'bid', nexmark.event.num = '400', nexmark.events.per.second = '150')")
+        c.execute("CREATE MATERIALIZED VIEW bids AS SELECT count(*) AS n FROM bid")
+        c.execute("FLUSH")
+        before = _rows(c, "SELECT count(*) FROM m")[0][0]
+        first = _rows(c, "SELECT a, b FROM m ORDER BY a")
+    assert 0 < before < 300
+    for _ in range(2):   # two restarts, each reading on from where the last stopped
+        with sql.connect(url, barrier_interval_ms=0) as c:
+            assert c.db.catalog.get("s").kind == "source"
+            c.execute("FLUSH")
+    with sql.connect(url, barrier_interval_ms=0) as c:
+        for _ in range(15):   # 20 rows a barrier: at most 15 more barriers take the rest
+            c.execute("FLUSH")
+        rows = _rows(c, "SELECT a, b FROM m ORDER BY a")
+        bids = _rows(c, "SELECT auction, bidder FROM bid")
+        assert _rows(c, "SELECT DISTINCT n FROM m") == [(1,)]
+        assert _rows(c, "SELECT n FROM bids") == [(len(bids),)]
+    assert [a for a, _ in rows] == list(range(300)) and rows[:len(first)] == first
+    with sql.connect(":memory:", barrier_interval_ms=0) as fresh:   # no restart: the same rows
+        fresh.execute("CREATE SOURCE s (a BIGINT, b INT) WITH (connector = 'datagen', fields.a.kind = 'sequence', "
+                      "datagen.rows.total = '300', datagen.rows.per.second = '100', fields.b.seed = '5')")
+        fresh.execute("CREATE MATERIALIZED VIEW m AS SELECT a, b FROM s")
+        for _ in range(10):
+            fresh.execute("FLUSH")
+        assert _rows(fresh, "SELECT a, b FROM m ORDER BY a") == rows
+    from stream.sources.nexmark import NexmarkGenerator
+    expected = NexmarkGenerator().generate(0, 400).bid.to_pydict()
+    assert sorted(bids) == sorted(zip(expected["auction"], expected["bidder"]))   # each event once

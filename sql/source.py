@@ -1,0 +1,119 @@
+"""Sources and tables with a connector (docs/sql.md "Sources"): ``CREATE SOURCE name (cols) WITH
+(connector = ...)`` and ``CREATE TABLE name (cols) WITH (connector = ...)``.
+
+Job: read a CREATE's ``WITH (...)`` options into a ``{key: text}`` dict, check them against the
+connector (:func:`stream.sources.connector.make_connector`: an unknown connector is an
+``UnsupportedError``, an unknown or malformed option a ``BindError``, each naming it and listing
+what is known -- never ignored), and turn the new relation into a source (kind ``"source"``) or
+a table fed by the connector: its options go to ``Relation.connector`` (``properties.sql.connector``
+in the catalog record) and a fresh table id for the connector's offset goes to ``internal_ids``.
+
+A source stores no rows of its own: MVs read the rows its connector emits (each barrier the next
+batch; docs/sql.md); a batch query reading it directly is refused (:func:`refuse_source_scans`),
+as is DML into it. A table with a connector stores its rows as any table (and takes DML too).
+
+Invariants: a source has no primary key (its hidden ``_row_id`` is the connector's row ordinal);
+WITH options without a ``connector`` are refused.
+
+Callers: :mod:`sql.statements` (CREATE TABLE / SOURCE, batch SELECT), :mod:`sql.build`.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from stream.sources.connector import ConnectorError, make_connector
+
+from sql.errors import BindError, UnsupportedError, error_at
+
+
+def with_options(node) -> dict | None:
+    """The ``WITH (key = value, ...)`` options of a CREATE (None when it has none)."""
+    props = node.args.get("properties")
+    items = [p for p in (props.expressions if props is not None else []) if type(p) is exp.Property]
+    if not items:
+        return None
+    out = {}
+    for p in items:
+        key = _key(p.this)
+        value = p.args.get("value")
+        text = value.this if isinstance(value, exp.Literal) else (value.name if value is not None else "")
+        if key in out:
+            raise error_at(BindError, f"option {key!r} given twice", p)
+        out[key] = str(text)
+    return out
+
+
+def _key(node) -> str:
+    if isinstance(node, exp.Literal):
+        return node.this
+    if isinstance(node, exp.Dot):
+        return f"{_key(node.this)}.{_key(node.expression)}"
+    if isinstance(node, exp.Identifier) and node.quoted:
+        return node.this
+    return node.name.lower()
+
+
+def attach_connector(db, new, rel, node, stmt) -> None:
+    """Make the new relation ``rel`` (a table built by CREATE TABLE / SOURCE, not yet added to
+    the catalog copy ``new``) a source or a connector-fed table (module docstring); nothing
+    when the CREATE has no WITH options."""
+    options = with_options(node)
+    source = bool(stmt.options.get("source"))
+    if options is None:
+        if source:
+            raise error_at(BindError, "CREATE SOURCE needs WITH (connector = '...') (connectors: datagen, nexmark)",
+                           node)
+        return
+    if "connector" not in options:
+        raise error_at(BindError, f"WITH options ({', '.join(options)}) need a connector: WITH (connector = "
+                                  "'datagen' | 'nexmark', ...)", node)
+    if source and rel.user_pk:
+        raise error_at(UnsupportedError, "a source has no primary key (its rows are appended; declare a TABLE "
+                                         "with the connector to keep rows by key)", node)
+    if getattr(db, "runtime", "in_process") == "spark":
+        raise error_at(UnsupportedError, "connectors run in the in-process runtime only, not on Spark", node)
+    options["connector"] = options["connector"].lower()
+    check_options(options, rel.columns, rel.n_visible if rel.row_id else None, node)
+    rel.connector = options
+    rel.internal_ids = [new.allocate_id()]
+    if source:
+        rel.kind = "source"
+
+
+def check_options(options: dict, columns, row_id_index, node=None):
+    """The connector of ``options`` for these columns; its refusals as SQL errors."""
+    try:
+        return make_connector(options, columns, row_id_index)
+    except ConnectorError as exc:
+        cls = UnsupportedError if exc.what == "connector" else BindError
+        if node is not None:
+            raise error_at(cls, str(exc), node) from None
+        raise cls(str(exc)) from None
+
+
+def refuse_source_scans(plan) -> None:
+    """A batch query reading a source directly: ``UnsupportedError`` naming it (a source keeps
+    no rows; an MV over it, or a table with the connector, does)."""
+    from sql.plan import nodes as P
+    stack = [plan]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, P.Scan) and n.relation.kind == "source":
+            raise UnsupportedError(f"{n.relation.name} is a source: it stores no rows to query (create a "
+                                   f"materialized view over it, or a TABLE with its connector to keep the rows)")
+        stack.extend(n.inputs)
+
+
+def connector_source(builder, rel, src):
+    """The :class:`~stream.sources.connector.ConnectorSource` of relation ``rel`` over its table
+    source ``src`` (sql/build.py), its offset in table ``rel.internal_ids[0]``."""
+    from relational.state_table import StateTable
+    from stream.sources.connector import OFFSET_COLUMNS, ConnectorSource
+    from hummock.errors import CorruptionError
+    if len(rel.internal_ids) != 1:
+        raise CorruptionError(f"{rel.kind} {rel.name}: a connector needs one internal table (its offset), "
+                              f"{len(rel.internal_ids)} stored", object=rel.name)
+    connector = check_options(dict(rel.connector), rel.columns, rel.n_visible if rel.row_id else None)
+    table = StateTable(builder.store, rel.internal_ids[0], OFFSET_COLUMNS, [0], name=f"{rel.name}_offset")
+    return ConnectorSource(src.executor, connector, table)
