@@ -647,6 +647,8 @@ def _show(db, stmt, params, variables) -> Result:
         names = [r.name for r in db.catalog.tables()]
     elif name == "materialized views":
         names = [r.name for r in db.catalog.mvs()]
+    elif name == "sources":   # sql/source.py
+        names = [r.name for r in db.catalog.ordered() if r.kind == "source"]
     elif name == "indexes":   # RisingWave's SHOW INDEXES: name, table, key
         from sql.index import key_text
         rows = sorted((r.name, r.depends_on[0], key_text(r)) for r in db.catalog.indexes())

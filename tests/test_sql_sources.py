@@ -196,3 +196,41 @@ def test_restart_resumes_at_the_committed_offset_without_duplicates_or_gaps(tmp_
     from stream.sources.nexmark import NexmarkGenerator
     expected = NexmarkGenerator().generate(0, 400).bid.to_pydict()
     assert sorted(bids) == sorted(zip(expected["auction"], expected["bidder"]))   # each event once
+
+
+# --- the catalog record ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("connector, field, found", [("datagen", "properties.sql.connector", "datagen"),
+                                                     ({"connector": 5}, "properties.sql.connector.connector", 5)])
+def test_a_malformed_connector_record_is_corruption(tmp_path, connector, field, found):
+    from hummock import HummockStorage
+    from hummock.errors import CorruptionError
+    from hummock.key import new_epoch
+    from relational.catalog import CATALOG_TABLE_ID, Catalog
+    path = str(tmp_path / "db")
+    with sql.connect(path, barrier_interval_ms=0) as c:
+        c.execute("CREATE SOURCE s (a INT) WITH (connector = 'datagen')")
+        assert _rows(c, "SHOW SOURCES") == [("s",)] and _rows(c, "SHOW TABLES") == []
+    with HummockStorage.open(path) as store:
+        [desc] = [d for d in Catalog(store).list(store.max_committed_epoch) if d.name == "s"]
+        obj = desc.to_json()
+        assert obj["properties"]["sql"]["kind"] == "source"
+        assert obj["properties"]["sql"]["connector"] == {"connector": "datagen"}
+        obj["properties"]["sql"]["connector"] = connector
+        epoch = max(new_epoch(), store.max_committed_epoch + (1 << 16))
+        record = _record(obj)
+        store.ingest_batch(CATALOG_TABLE_ID, [(b"table/" + desc.table_id.to_bytes(4, "big"), record)], epoch)
+        store.checkpoint(epoch)
+    with pytest.raises(CorruptionError) as info:
+        sql.connect(path)
+    assert field in str(info.value) and info.value.found == found
+
+
+def _record(obj) -> bytes:
+    """A checksum-valid catalog record of JSON ``obj`` (docs/format.md; as tests/test_catalog.py)."""
+    import json
+    import struct
+
+    import xxhash
+    payload = json.dumps(obj).encode()
+    return struct.pack("<8sIIQ", b"HUMKTBL1", 1, len(payload), xxhash.xxh64_intdigest(payload, 0)) + payload
