@@ -234,3 +234,31 @@ def _record(obj) -> bytes:
     import xxhash
     payload = json.dumps(obj).encode()
     return struct.pack("<8sIIQ", b"HUMKTBL1", 1, len(payload), xxhash.xxh64_intdigest(payload, 0)) + payload
+
+
+def test_a_database_with_a_connector_is_refused_by_the_spark_runtime_not_run_without_it(conn):
+    from sql.spark_pipeline.driver import SparkRuntime
+    conn.execute("CREATE TABLE t (a INT) WITH (connector = 'datagen')")
+    with pytest.raises(UnsupportedError, match="t: sources and tables with a connector run in the in-process"):
+        SparkRuntime(conn.db.store, conn.db.catalog, conn.db.plan_of, None)   # refused before Spark is touched
+
+
+# --- the connectors alone -------------------------------------------------------------------------
+
+def test_connector_rows_do_not_depend_on_how_the_offsets_are_cut():
+    import pyarrow as pa
+
+    from relational.types import DataType as T
+    from stream.sources.connector import make_connector
+    cols = [("a", T.INT), ("b", T.VARCHAR), ("x", T.REAL), ("f", T.BOOLEAN), ("s", T.SMALLINT), ("_row_id", T.BIGINT)]
+    datagen = make_connector({"connector": "datagen", "fields.a.kind": "sequence", "fields.a.start": "-3",
+                              "fields.s.min": "-5", "fields.s.max": "5"}, cols, 5)
+    nexmark = make_connector({"connector": "nexmark", "nexmark.table.type": "auction"},
+                             [("id", T.BIGINT), ("seller", T.BIGINT), ("_row_id", T.BIGINT)], 2)
+    for conn_ in (datagen, nexmark):
+        whole = [pa.concat_arrays([c]) for c in conn_.columns_for(0, 120)]
+        parts = [conn_.columns_for(lo, hi) for lo, hi in ((0, 1), (1, 57), (57, 57), (57, 120))]
+        assert [pa.concat_arrays([p[i] for p in parts]) for i in range(len(whole))] == whole
+    a, _, _, _, s, row_id = datagen.columns_for(0, 120)
+    assert a.to_pylist()[:3] == [-3, -2, -1] and row_id.to_pylist() == list(range(120))
+    assert set(s.to_pylist()) <= set(range(-5, 6)) and len(set(s.to_pylist())) > 5

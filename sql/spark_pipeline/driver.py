@@ -60,6 +60,7 @@ from hummock.version_codec import encode_version
 from relational.progress import read_progress, write_progress
 from stream.errors import StreamError
 
+from sql.errors import UnsupportedError
 from sql.spark_pipeline import exchange
 from sql.spark_pipeline import pickling  # noqa: F401  (plans hold interval literals)
 from sql.spark_pipeline.fragments import plan_pipeline
@@ -176,6 +177,10 @@ class SparkRuntime:
     def __init__(self, store, catalog, plan_of, spark, *, partitions: int | None = None,
                  backfill=frozenset(), attempts: int = DEFAULT_ATTEMPTS, ids_per_task: int = DEFAULT_IDS_PER_TASK):
         self.store, self.catalog, self.spark = store, catalog, spark
+        fed = [r.name for r in catalog.ordered() if getattr(r, "connector", None) is not None]
+        if fed:   # connectors run in the in-process runtime only (sql/source.py): never ignored here
+            raise UnsupportedError(f"{', '.join(fed)}: sources and tables with a connector run in the in-process "
+                                   "runtime only, not on Spark")
         check_worker_python(spark)
         set_worker_env(spark)
         self.plan = plan_pipeline(catalog, plan_of)

@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from hummock.errors import HummockError
+from relational.arrow import arrow_type
 from relational.types import DataType, TypeKind
 from stream.chunk import INSERT, StreamChunk
 from stream.executor import UnaryExecutor
@@ -179,7 +180,11 @@ class Datagen:
         return end if self.total is None else min(end, self.total)
 
     def columns_for(self, start: int, stop: int) -> list:
-        """Arrow arrays of every column for rows ``[start, stop)``."""
+        """Arrow arrays of every column (of its declared type) for rows ``[start, stop)``."""
+        return [c.cast(arrow_type(t)) if c.type != arrow_type(t) else c
+                for c, (_, t) in zip(self._columns_for(start, stop), self.columns)]
+
+    def _columns_for(self, start: int, stop: int) -> list:
         n = np.arange(start, stop, dtype=np.int64)
         out = []
         for spec, (_, dtype) in zip(self.fields, self.columns):
