@@ -54,6 +54,18 @@ def _key(node) -> str:
     return node.name.lower()
 
 
+def refuse_with_options(node, stmt, what: str) -> None:
+    """``what`` (CREATE TABLE ... AS query, CREATE MATERIALIZED VIEW) takes no WITH options and
+    no SOURCE: refused by name rather than ignored."""
+    if stmt.options.get("source"):
+        raise error_at(UnsupportedError, "CREATE SOURCE ... AS query is not supported (a source's rows come "
+                                         "from its connector: CREATE SOURCE s (cols) WITH (connector = ...))", node)
+    options = with_options(node)
+    if options is not None:
+        raise error_at(UnsupportedError, f"WITH ({', '.join(options)}) on {what} is not supported (connectors "
+                                         "feed CREATE SOURCE and CREATE TABLE with columns)", node)
+
+
 def attach_connector(db, new, rel, node, stmt) -> None:
     """Make the new relation ``rel`` (a table built by CREATE TABLE / SOURCE, not yet added to
     the catalog copy ``new``) a source or a connector-fed table (module docstring); nothing

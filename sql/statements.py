@@ -42,7 +42,7 @@ from sql.index import attach_indexes, create_index, drop_index
 from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, UnsupportedError, error_at,
                         execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
-from sql.source import attach_connector, refuse_source_scans
+from sql.source import attach_connector, refuse_source_scans, refuse_with_options
 from sql.parse import parse_script
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
@@ -170,6 +170,7 @@ def _create(db, node, params, variables, stmt) -> Result:
 def _create_table(db, node, stmt, params=(), variables=None) -> Result:
     schema = node.this
     if node.expression is not None:
+        refuse_with_options(node, stmt, "CREATE TABLE ... AS")   # sql/source.py
         return _create_table_as(db, node, stmt, params, variables or {})
     if not isinstance(schema, exp.Schema):
         raise error_at(UnsupportedError, "CREATE TABLE without columns is not supported", node)
@@ -303,6 +304,7 @@ def _create_mv(db, node, params, stmt) -> Result:
     if name is None:
         return Result()
     query = node.expression
+    refuse_with_options(node, stmt, "CREATE MATERIALIZED VIEW")   # sql/source.py
     if params:
         raise UnsupportedError("parameters in CREATE MATERIALIZED VIEW are not supported")
     plan, binder = bind_select(db, query, (), batch=False)

@@ -89,6 +89,19 @@ def test_unknown_or_malformed_options_are_refused_by_name(conn, ddl, match):
     assert conn.db.catalog.relations == {}
 
 
+@pytest.mark.parametrize("ddl, match", [
+    ("CREATE TABLE t WITH (connector = 'kafka') AS SELECT 1 AS a", r"WITH \(connector\) on CREATE TABLE ... AS"),
+    ("CREATE SOURCE t AS SELECT 1 AS a", "CREATE SOURCE ... AS query is not supported"),
+    ("CREATE MATERIALIZED VIEW v WITH (connector = 'kafka') AS SELECT a FROM base",
+     r"WITH \(connector\) on CREATE MATERIALIZED VIEW is not supported"),
+])
+def test_with_options_where_no_connector_goes_are_refused_not_ignored(conn, ddl, match):
+    conn.execute("CREATE TABLE base (a INT)")
+    with pytest.raises(UnsupportedError, match=match):
+        conn.execute(ddl)
+    assert sorted(conn.db.catalog.relations) == ["base"]
+
+
 def test_a_source_is_not_queried_written_or_dropped_as_a_table(conn):
     conn.execute("CREATE SOURCE s (a INT) WITH (connector = 'datagen', fields.a.kind = 'sequence')")
     with pytest.raises(UnsupportedError, match="s is a source: it stores no rows"):
