@@ -275,3 +275,14 @@ def test_connector_rows_do_not_depend_on_how_the_offsets_are_cut():
     a, _, _, _, s, row_id = datagen.columns_for(0, 120)
     assert a.to_pylist()[:3] == [-3, -2, -1] and row_id.to_pylist() == list(range(120))
     assert set(s.to_pylist()) <= set(range(-5, 6)) and len(set(s.to_pylist())) > 5
+
+
+def test_datagen_stays_inside_the_column_types():
+    from relational.types import DataType as T
+    from stream.sources.connector import make_connector
+    seq = make_connector({"connector": "datagen", "fields.s.kind": "sequence", "fields.s.start": "32760"},
+                         [("s", T.SMALLINT)], None)
+    assert seq.total == 8 and seq.stop_at(5) == 8   # ends at SMALLINT's maximum rather than overflow
+    wide = make_connector({"connector": "datagen", "fields.a.min": str(-(1 << 63)), "fields.a.max": str((1 << 63) - 1)},
+                          [("a", T.BIGINT)], None)
+    assert len(set(wide.columns_for(0, 50)[0].to_pylist())) == 50

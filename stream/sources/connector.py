@@ -160,8 +160,11 @@ class Datagen:
                     count = end - spec["start"] + 1
                     total = count if total is None else min(total, count)
                 lo, hi = _INTS.get(tk, (None, None))
-                if lo is not None and not (lo <= spec["start"] and (end is None or end <= hi)):
+                if lo is not None and not (lo <= spec["start"] <= hi and (end is None or end <= hi)):
                     raise ConnectorError(f"the sequence of column {col} leaves {dtype.sql_name()}'s range", "option")
+                if lo is not None and end is None:   # ends at the type's maximum rather than overflow
+                    count = hi - spec["start"] + 1
+                    total = count if total is None else min(total, count)
             else:
                 lo, hi = _INTS.get(tk, (0, 32767))
                 spec["min"] = _number_option(f, "min", 0 if tk != TypeKind.SMALLINT else 0, floating)
@@ -204,8 +207,11 @@ class Datagen:
             elif tk == TypeKind.VARCHAR:
                 out.append(pa.array(_random_strings(spec["seed"], spec["salt"], n, spec["length"])))
             else:
-                span = spec["max"] - spec["min"] + 1
-                out.append(pa.array([spec["min"] + int(x * span) for x in u.tolist()], pa.int64()))
+                span = spec["max"] - spec["min"] + 1   # <= 2^64: the offset below is exact in uint64
+                offset = np.minimum((u * float(span)).astype(np.float64), float(span - 1))
+                values = [spec["min"] + min(int(x), span - 1) for x in offset.tolist()] if span > 1 << 53 else \
+                    (offset.astype(np.int64) + spec["min"])
+                out.append(pa.array(values, pa.int64()))
         return out
 
 
