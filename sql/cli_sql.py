@@ -212,7 +212,7 @@ class Shell:
         elif word == "\\copy":
             self.run_text(line.strip()[1:].rstrip(";") + ";", self.line_no)
         elif word in ("\\d", "\\dt", "\\dm", "\\di"):
-            self.list_relations({"\\d": ("table", "mv"), "\\dt": ("table",), "\\dm": ("mv",),
+            self.list_relations({"\\d": ("table", "mv", "source"), "\\dt": ("table",), "\\dm": ("mv",),
                                  "\\di": ("index",)}[word])
         else:
             self.failures += 1
@@ -303,7 +303,7 @@ class Shell:
             print("APPEND ONLY", file=self.out)
 
 
-_KIND_NAMES = {"table": "table", "mv": "materialized view", "index": "index"}
+_KIND_NAMES = {"table": "table", "mv": "materialized view", "index": "index", "source": "source"}
 
 
 def error_text(exc: SqlError, stmt) -> str:

@@ -286,3 +286,15 @@ def test_datagen_stays_inside_the_column_types():
     wide = make_connector({"connector": "datagen", "fields.a.min": str(-(1 << 63)), "fields.a.max": str((1 << 63) - 1)},
                           [("a", T.BIGINT)], None)
     assert len(set(wide.columns_for(0, 50)[0].to_pylist())) == 50
+
+
+def test_the_shell_lists_and_describes_a_source(conn):
+    import io
+
+    from sql.cli_sql import Shell
+    conn.execute("CREATE SOURCE s (a INT) WITH (connector = 'datagen')")
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(conn, out=out, err=err)
+    for line in ("\\d", "\\d s"):
+        shell.feed(line)
+    assert err.getvalue() == "" and " s    | source " in out.getvalue() and 'Source "s"' in out.getvalue()
