@@ -3,7 +3,9 @@
 Each subcommand lives in its own module ``sql/cli_<name>.py`` exposing ``register(commands)``,
 which adds its argparse sub-parser and sets ``func`` (called with the parsed arguments,
 returning the exit code). A new subcommand (the SQL shell, ``run``, the SQL demo) is one more
-module in :data:`SUBCOMMANDS`; nothing else here changes.
+entry in :data:`SUBCOMMANDS`; nothing else here changes. Only the module of the command being
+run is imported (the others appear in ``hummock --help`` by their one-line help here, which a
+test keeps equal to the module's own): ``hummock --help`` costs no store, SQL or stream import.
 
 Exit codes, the same for every subcommand (docs/cli.md): 0 success; 1 the store is corrupt
 (``inspect verify`` found damage, or a command met a ``CorruptionError``); 2 bad usage
@@ -18,34 +20,56 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hummock import __version__
-from sql import cli_bench, cli_compact, cli_demo, cli_inspect, cli_run, cli_serve, cli_sql
-from sql.cli_common import run_command
-from sql.cli_demo import run_demo  # noqa: F401  (kept importable here: tests, README)
+import importlib
 
-#: the subcommand modules, in the order ``--help`` lists them
-SUBCOMMANDS = (cli_demo, cli_sql, cli_run, cli_serve, cli_inspect, cli_compact, cli_bench)
+from hummock._version import __version__
+
+#: ``(command, module, one-line help)``, in the order ``--help`` lists them
+SUBCOMMANDS = (
+    ("demo", "sql.cli_demo", "streaming SQL over live Nexmark events, compaction on Spark, a self-check"),
+    ("sql", "sql.cli_sql", "an interactive SQL shell (or a script on stdin)"),
+    ("run", "sql.cli_run", "run a SQL script, stopping at the first error"),
+    ("serve", "sql.cli_serve", "serve the database to Postgres clients (psql, psycopg, JDBC ...)"),
+    ("inspect", "sql.cli_inspect", "look inside a store (read-only): levels, an SST, the manifest, verify checksums"),
+    ("compact", "sql.cli_compact", "compact a store now (in-process or on Spark)"),
+    ("bench", "sql.cli_bench", "run a named benchmark of bench/ (see 'hummock bench --help')"),
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(load=None) -> argparse.ArgumentParser:
+    """The ``hummock`` parser; ``load``: the commands whose modules register their full
+    sub-parsers (None: all of them), the others are listed by name and help only."""
     parser = argparse.ArgumentParser(
         prog="hummock", description="Hummock: a streaming state store with streaming SQL. Run SQL, "
         "inspect, compact and benchmark stores; URLs are a path, file:///path or s3://bucket/prefix?endpoint=...",
         epilog="Run 'hummock COMMAND --help' for a command's options. Docs: docs/cli.md")
     parser.add_argument("--version", action="version", version=f"hummock {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in SUBCOMMANDS:
-        module.register(commands)
+    for name, module, help_text in SUBCOMMANDS:
+        if load is None or name in load:
+            importlib.import_module(module).register(commands)
+        else:
+            commands.add_parser(name, help=help_text)
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    names = {name for name, _, _ in SUBCOMMANDS}
+    chosen = next((a for a in argv if not a.startswith("-")), None)   # the first word names the command
+    parser = build_parser(load={chosen} & names)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
+    from sql.cli_common import run_command
     return run_command(args.func, args)
+
+
+def run_demo(*args, **kwargs):
+    """``sql.cli_demo.run_demo`` (kept importable here: tests, README)."""
+    from sql.cli_demo import run_demo as demo
+    return demo(*args, **kwargs)
 
 
 if __name__ == "__main__":  # pragma: no cover

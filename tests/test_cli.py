@@ -101,6 +101,25 @@ def test_help_lists_every_subcommand_and_each_has_help():
         assert hummock(*args, check_rc=0).stdout.startswith("usage: hummock")
 
 
+def test_top_level_help_imports_no_command_module_and_matches_their_help():
+    """``hummock --help`` lists each command by the one-line help in sql/cli.py (equal to the
+    help its module registers) without importing any command module, the store or SQL layers."""
+    code = ("import contextlib, io, sys\nfrom sql import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    cli.main(['--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('sql.cli_', 'stream', 'relational', 'sql.catalog'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    import argparse
+
+    from sql import cli
+    for name, module, help_text in cli.SUBCOMMANDS:
+        full = cli.build_parser(load={name})
+        action = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+        registered = next(c.help for c in action._choices_actions if c.dest == name)
+        assert " ".join(registered.split()) == help_text, name
+
+
 def test_version_flag():
     out = hummock("--version", check_rc=0)
     assert out.stdout.startswith("hummock ")
