@@ -74,12 +74,12 @@ def attach_connector(db, new, rel, node, stmt) -> None:
     source = bool(stmt.options.get("source"))
     if options is None:
         if source:
-            raise error_at(BindError, "CREATE SOURCE needs WITH (connector = '...') (connectors: datagen, nexmark)",
-                           node)
+            raise error_at(BindError, "CREATE SOURCE needs WITH (connector = '...') (connectors: datagen, nexmark, "
+                                      "posix_fs)", node)
         return
     if "connector" not in options:
         raise error_at(BindError, f"WITH options ({', '.join(options)}) need a connector: WITH (connector = "
-                                  "'datagen' | 'nexmark', ...)", node)
+                                  "'datagen' | 'nexmark' | 'posix_fs', ...)", node)
     if source and rel.user_pk:
         raise error_at(UnsupportedError, "a source has no primary key (its rows are appended; declare a TABLE "
                                          "with the connector to keep rows by key)", node)
@@ -122,10 +122,14 @@ def connector_source(builder, rel, src):
     source ``src`` (sql/build.py), its offset in table ``rel.internal_ids[0]``."""
     from relational.state_table import StateTable
     from stream.sources.connector import OFFSET_COLUMNS, ConnectorSource
+    from stream.sources.files import FileSource, PosixFs
     from hummock.errors import CorruptionError
     if len(rel.internal_ids) != 1:
         raise CorruptionError(f"{rel.kind} {rel.name}: a connector needs one internal table (its offset), "
                               f"{len(rel.internal_ids)} stored", object=rel.name)
     connector = check_options(dict(rel.connector), rel.columns, rel.n_visible if rel.row_id else None)
+    if isinstance(connector, PosixFs):   # the files read, not a number (stream/sources/files.py)
+        table = StateTable(builder.store, rel.internal_ids[0], connector.state_columns, [0], name=f"{rel.name}_files")
+        return FileSource(src.executor, connector, table)
     table = StateTable(builder.store, rel.internal_ids[0], OFFSET_COLUMNS, [0], name=f"{rel.name}_offset")
     return ConnectorSource(src.executor, connector, table)

@@ -57,7 +57,8 @@ def _rows(c, q):
 
 
 def test_create_table_with_an_unknown_connector_is_refused_not_a_plain_table(conn):
-    with pytest.raises(UnsupportedError, match=r"connector 'kafka' is not supported \(supported: datagen, nexmark\)"):
+    with pytest.raises(UnsupportedError, match=r"connector 'kafka' is not supported \(supported: "
+                                               r"datagen, nexmark, posix_fs\)"):
         conn.execute("CREATE TABLE k (a INT) WITH (connector = 'kafka', topic = 'x')")
     assert conn.db.catalog.get("k") is None
     with pytest.raises(UnsupportedError, match="'kafka'"):
@@ -298,3 +299,56 @@ def test_the_shell_lists_and_describes_a_source(conn):
     for line in ("\\d", "\\d s"):
         shell.feed(line)
     assert err.getvalue() == "" and " s    | source " in out.getvalue() and 'Source "s"' in out.getvalue()
+
+
+
+# --- posix_fs: a directory of files ---------------------------------------------------------------
+
+def _write(directory, name, text):
+    (directory / f".{name}").write_text(text)          # complete, then renamed in (the module docstring)
+    (directory / f".{name}").rename(directory / name)
+
+
+def test_a_directory_of_files_feeds_a_table_each_file_once_across_restarts(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    files = tmp_path / "in"
+    files.mkdir()
+    _write(files, "a.csv", "id,name\n1,x\n2,y\n")
+    url = str(tmp_path / "db")
+    ddl = (f"CREATE TABLE t (id INT, name VARCHAR) WITH (connector = 'posix_fs', posix_fs.root = '{files}', "
+           "encode = 'csv', match_pattern = '*.csv')")
+    with sql.connect(url, barrier_interval_ms=0) as c:
+        c.execute(ddl)
+        c.execute("CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n, sum(id) AS s FROM t")
+        c.execute("FLUSH")
+        _write(files, "b.csv", "id,name\n3,z\n")
+        _write(files, "ignored.json", '{"id": 100}\n')
+        c.execute("FLUSH")
+        assert _rows(c, "SELECT id, name FROM t ORDER BY id") == [(1, "x"), (2, "y"), (3, "z")]
+    _write(files, "c.csv", "id,name\n4,w\n5,\n")                # arrives while the database is closed
+    with sql.connect(url, barrier_interval_ms=0) as c:
+        c.execute("FLUSH")
+        assert _rows(c, "SELECT n, s FROM m") == [(5, 15)]           # a.csv and b.csv not read twice
+        assert _rows(c, "SELECT name FROM t WHERE id = 5") == [(None,)]
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "extra": ["e"]}), tmp_path / "p.parquet")
+    pdir = tmp_path / "pq"
+    pdir.mkdir()
+    (tmp_path / "p.parquet").rename(pdir / "p.parquet")
+    with sql.connect(":memory:", barrier_interval_ms=0) as c:
+        c.execute(f"CREATE SOURCE s (id INT, name VARCHAR) WITH (connector = 'posix_fs', posix_fs.root = '{pdir}', "
+                  "encode = 'parquet')")
+        c.execute("CREATE MATERIALIZED VIEW v AS SELECT id, name FROM s")
+        c.execute("FLUSH")
+        assert _rows(c, "SELECT id, name FROM v") == [(7, None)]
+        jdir = tmp_path / "js"
+        jdir.mkdir()
+        _write(jdir, "1.json", '{"id": 8, "name": "j"}\n{"id": 9}\n')
+        c.execute(f"CREATE TABLE j (id BIGINT, name VARCHAR) WITH (connector = 'posix_fs', posix_fs.root = '{jdir}', "
+                  "encode = 'json')")
+        c.execute("FLUSH")
+        assert _rows(c, "SELECT id, name FROM j ORDER BY id") == [(8, "j"), (9, None)]
+        with pytest.raises(BindError, match="encode must be one of csv, parquet, json"):
+            c.execute("CREATE SOURCE bad (a INT) WITH (connector = 'posix_fs', posix_fs.root = '/x', encode = 'xml')")
+        with pytest.raises(BindError, match="needs option posix_fs.root"):
+            c.execute("CREATE SOURCE bad (a INT) WITH (connector = 'posix_fs', encode = 'csv')")

@@ -1,6 +1,6 @@
 """Connectors: rows a relation gets from a generator, epoch by epoch, exactly once across restarts.
 
-Two connectors, both deterministic functions of ``(options, row offset)`` -- never of the time or
+Two generating connectors, both deterministic functions of ``(options, row offset)`` -- never of the time or
 of how the rows are cut into batches:
 
 - ``datagen`` (RisingWave's options): per column ``fields.<col>.kind`` = ``sequence`` (``start``,
@@ -14,6 +14,9 @@ of how the rows are cut into batches:
   ``nexmark.event.num`` (total events, unbounded by default), ``nexmark.events.per.second``
   (events per barrier, 1000), ``nexmark.seed`` (0). The relation's columns are any of that
   table's columns, by name, with Nexmark's types.
+
+A third, ``posix_fs`` (a directory of files, each read once), has its own executor and state:
+:mod:`stream.sources.files`.
 
 The offset is the connector's position: rows emitted (datagen) or events consumed (nexmark).
 The hidden ``_row_id`` of a relation without a primary key is the row's ordinal (datagen) or
@@ -45,7 +48,7 @@ from stream.chunk import INSERT, StreamChunk
 from stream.executor import UnaryExecutor
 from stream.message import Pause
 
-CONNECTORS = ("datagen", "nexmark")
+CONNECTORS = ("datagen", "nexmark", "posix_fs")
 OFFSET_COLUMNS = (("id", DataType.INT), ("offset", DataType.BIGINT))
 _DATAGEN_FIELD_KEYS = ("kind", "start", "end", "min", "max", "length", "seed")
 _DATAGEN_KEYS = ("datagen.rows.per.second", "datagen.rows.total")
@@ -97,6 +100,9 @@ def make_connector(options: dict, columns, row_id_index: int | None):
         return Datagen(options, columns, row_id_index)
     if name == "nexmark":
         return Nexmark(options, columns, row_id_index)
+    if name == "posix_fs":   # a directory of files (stream/sources/files.py)
+        from stream.sources.files import PosixFs
+        return PosixFs(options, columns, row_id_index)
     raise ConnectorError(f"connector {name!r} is not supported (supported: {', '.join(CONNECTORS)})", "connector")
 
 
