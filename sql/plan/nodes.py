@@ -309,12 +309,14 @@ class OverWindow(Node):
 
 
 def inserts_only(node: Node) -> bool:
-    """Whether ``node``'s change stream can only insert: a Scan of an APPEND ONLY table whose
-    Materialize never updates (no pk, or ON CONFLICT DO NOTHING), through Project, Filter,
+    """Whether ``node``'s change stream can only insert: a Scan of a source or of an APPEND ONLY
+    table whose Materialize never updates (no pk, or ON CONFLICT DO NOTHING), through Project, Filter,
     Union and other nodes marked ``row_wise`` (each input change maps to changes of its own op:
     TUMBLE/HOP). A TopN over such a stream keeps only its window (append-only GroupTopN)."""
     if isinstance(node, Scan):
         r = node.relation
+        if r.kind == "source":   # a connector's rows, never stored, never updated (sql/source.py)
+            return True
         return r.kind == "table" and r.append_only and (r.row_id or r.conflict == "ignore")
     if isinstance(node, (Project, Filter, Union)) or getattr(node, "row_wise", False):
         return all(inserts_only(i) for i in node.inputs)
