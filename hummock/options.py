@@ -58,6 +58,7 @@ class StorageOptions:
     s3_session_token: str | None = field(default=None, repr=False)
     s3_max_attempts: int | None = None
     s3_part_size: int | None = None
+    s3_create_bucket_if_missing: bool = False   # a writer opening a bucket that does not exist creates it
 
     def __post_init__(self):
         self.sst_builder_options()  # checks block_size, restart_interval, compression, bloom bits
@@ -78,6 +79,9 @@ class StorageOptions:
                 f"StorageOptions.vacuum_min_age_s ({self.vacuum_min_age_s}) must be 0 or at least "
                 f"reader_lease_s / 2 ({self.reader_lease_s / 2}): readers need that long to pin a "
                 f"version they loaded (docs/engine.md)")
+        if not isinstance(self.s3_create_bucket_if_missing, bool):
+            raise InvalidArgumentError(f"StorageOptions.s3_create_bucket_if_missing must be a bool, got "
+                                       f"{self.s3_create_bucket_if_missing!r}")
         if self.compactor not in ("local", "spark", "none"):
             raise InvalidArgumentError(f"compactor must be 'local', 'spark' or 'none', got {self.compactor!r}")
 
@@ -90,8 +94,11 @@ class StorageOptions:
         names = {"s3_endpoint": "endpoint_url", "s3_region": "region", "s3_access_key_id": "access_key_id",
                  "s3_secret_access_key": "secret_access_key", "s3_session_token": "session_token",
                  "s3_max_attempts": "max_attempts", "s3_part_size": "part_size"}
-        return {names[f.name]: getattr(self, f.name) for f in fields(self)
-                if f.name in names and getattr(self, f.name) is not None}
+        out = {names[f.name]: getattr(self, f.name) for f in fields(self)
+               if f.name in names and getattr(self, f.name) is not None}
+        if self.s3_create_bucket_if_missing:
+            out["create_bucket_if_missing"] = True
+        return out
 
     def replace(self, **changes) -> StorageOptions:
         return replace(self, **changes)

@@ -181,7 +181,10 @@ class HummockStorage(ReadSide):
             store = url
         else:
             try:
-                store = open_object_store(url, create=not read_only, **options.s3_options())
+                s3 = options.s3_options()
+                if read_only:   # a reader never creates what it opens
+                    s3.pop("create_bucket_if_missing", None)
+                store = open_object_store(url, create=not read_only, **s3)
             except ObjectNotFoundError as exc:   # a reader never creates the store it asks for
                 raise ManifestNotFoundError(f"no store at {url!r} to open read-only: {exc}") from None
         lock = lease = None

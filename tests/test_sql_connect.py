@@ -76,3 +76,26 @@ def test_bad_options_are_invalid_arguments_and_leave_nothing_open(db_path, kwarg
     assert _threads() <= before
     with sql.connect(str(db_path)) as conn:
         assert conn.execute("SHOW TABLES").fetchall() == [("t",)]
+
+
+def test_connect_creates_a_missing_bucket_only_when_asked(s3_server):
+    """``s3_create_bucket_if_missing`` (a StorageOptions field, so also ``sql.connect``'s) makes
+    the writer create the bucket its s3:// URL names; without it a missing bucket is an error,
+    and a read-only connection never creates one."""
+    from hummock import HummockError
+    from s3_server import CREDENTIALS, REGION, new_bucket_name
+
+    creds = dict(s3_endpoint=s3_server.endpoint_url, s3_region=REGION,
+                 s3_access_key_id=CREDENTIALS["access_key_id"], s3_secret_access_key=CREDENTIALS["secret_access_key"])
+    bucket = new_bucket_name()
+    with pytest.raises(HummockError):
+        sql.connect(f"s3://{bucket}/db", **creds)
+    with pytest.raises(HummockError):
+        sql.connect(f"s3://{bucket}/db", read_only=True, s3_create_bucket_if_missing=True, **creds)
+    with sql.connect(f"s3://{bucket}/db", s3_create_bucket_if_missing=True, **creds) as conn:
+        conn.execute("CREATE TABLE t (a INT)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.execute("FLUSH")
+    with sql.connect(f"s3://{bucket}/db", read_only=True, **creds) as reader:
+        assert reader.execute("SELECT a FROM t").fetchall() == [(1,)]
+    s3_server.drop_bucket(bucket)
