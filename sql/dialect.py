@@ -9,12 +9,12 @@ restriction (``YEAR``, ``MONTH``, ``DAY``, ``HOUR``, ``MINUTE``, ``SECOND``, or 
 :func:`stream.interval_text.parse_interval` reads the text as Postgres' ``interval_in`` does.
 
 It also keeps ``to_char``, ``to_timestamp``, ``date_part``, ``date_trunc``, ``log10``,
-``generate_series`` and ``now`` calls
+``generate_series``, ``now`` and ``div`` calls
 as written (``Anonymous``): sqlglot's Postgres parser turns them into other functions whose
 arguments lose Postgres' meaning (a ``to_char`` format string becomes a strftime one).
 
 Invariant: every other construct parses exactly as ``read="postgres"`` (this class overrides
-one parser method and seven function names and nothing else).
+one parser method and eight function names and nothing else).
 
 Callers: :mod:`sql.parse` (``sqlglot.parse(text, read=Hummock)``).
 """
@@ -38,13 +38,14 @@ class Hummock(Postgres):
         # to_char's and to_timestamp's format strings become strftime ('Month' and 'FM' are
         # lost), date_part (double precision) becomes EXTRACT (numeric), log10(x) becomes
         # log(10, x) (numeric only), now() becomes CURRENT_TIMESTAMP (an error must say now()),
+        # div(a, b) becomes CAST(a // b AS DECIMAL) (Postgres truncates the numeric quotient),
         # generate_series' interval step is rewritten ('-30 minutes'
         # becomes '-30' MINUTES). Kept as written, the binder maps them (stream/expr_pg.py,
         # sql/bind/select.py's generate_series).
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      **{name.upper(): _as_written(name) for name in ("to_char", "to_timestamp", "date_part",
                                                                      "date_trunc", "log10",
-                                                                     "generate_series", "now")}}
+                                                                     "generate_series", "now", "div")}}
         FUNCTION_PARSERS = {k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
 
         def _parse_interval_span(self, this, parse_function_unit: bool = True):

@@ -21,6 +21,7 @@ taken as DOUBLE), and through the facade :mod:`stream.expr`, the SQL binder (``C
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,6 +41,47 @@ from stream.expr_errors import wrap as _wrap
 from stream.expr_float import null_where, result_range
 from stream.interval_text import format_interval, parse_interval
 
+_CLOCKS = (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ, TypeKind.TIME)
+
+
+def float_text(f: float, real: bool = False) -> str:
+    """A double (``real``: a REAL) as Postgres' float8out / float4out print it: the shortest
+    digits that read back to the same value, in exponent form (``1e-05``, ``1.5e+15``) when
+    the decimal exponent is below -4 or at least 15 (6 for REAL), else plain (``100``,
+    ``0.0001``); ``NaN``, ``Infinity``, ``-Infinity``."""
+    if f != f:
+        return "NaN"
+    if f in (float("inf"), float("-inf")):
+        return "Infinity" if f > 0 else "-Infinity"
+    sci = np.format_float_scientific(np.float32(f) if real else np.float64(f), unique=True, trim="-")
+    mantissa, exponent = sci.split("e")
+    exp10 = int(exponent)
+    if exp10 < -4 or exp10 >= (6 if real else 15):
+        return f"{mantissa}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "")
+    point = exp10 + 1   # digits before the decimal point
+    if point <= 0:
+        text = "0." + "0" * -point + digits
+    elif point >= len(digits):
+        text = digits + "0" * (point - len(digits))
+    else:
+        text = digits[:point] + "." + digits[point:]
+    return sign + text
+
+
+def _clock_text(value, source: DataType):
+    """TIMESTAMP / TIMESTAMPTZ / TIME as Postgres prints them: the fraction of a second without
+    trailing zeros (none when zero), a TIMESTAMPTZ in UTC with ``+00``."""
+    text = pc.cast(value, pa.string())
+    text = pc.replace_substring_regex(text, r"Z$", "")
+    text = pc.replace_substring_regex(text, r"\.0+$", "")
+    text = pc.replace_substring_regex(text, r"(\.\d*?)0+$", r"\1")
+    if source.kind == TypeKind.TIMESTAMPTZ:
+        text = pc.binary_join_element_wise(text, "+00", "")
+    return text
+
+
 def cast_to(value, source: DataType, target: DataType, expr):
     """``value`` (array or scalar of ``source``) as ``target``; a value that does not fit is a
     data error (module docstring)."""
@@ -53,6 +95,14 @@ def cast_to(value, source: DataType, target: DataType, expr):
         return _wrap(pc.cast, expr, value, arrow_type(target), False)
     if TypeKind.INTERVAL in (source.kind, target.kind) and TypeKind.VARCHAR in (source.kind, target.kind):
         return _interval_text(value, target, expr)
+    if source.kind in _CLOCKS and target.kind == TypeKind.VARCHAR:
+        return _clock_text(value, source)
+    if source.kind in _FLOATS and target.kind == TypeKind.VARCHAR:
+        scalar = isinstance(value, pa.Scalar)
+        floats = [value.as_py()] if scalar else value.to_pylist()
+        real = source.kind == TypeKind.REAL
+        out = [None if f is None else float_text(f, real) for f in floats]
+        return pa.scalar(out[0], pa.string()) if scalar else pa.array(out, pa.string())
     if source.kind == TypeKind.VARCHAR and target.kind in _FLOATS:   # float8in: out of range is an error
         name = "real" if target.kind == TypeKind.REAL else "double precision"
         try:

@@ -2,7 +2,8 @@
 ``exp``, ``sign``, ``cbrt``, trigonometry, ``degrees``/``radians``, ``pi``), ``greatest`` /
 ``least``, text (``split_part``, ``lpad``/``rpad``, ``initcap``, ``translate``, ``md5``,
 ``left``/``right``, ``reverse``, ``repeat``, ``strpos``, ``starts_with``, ``ascii``, ``chr``,
-``octet_length``, ``regexp_replace``, ``regexp_count``, ``format``) and date/time
+``octet_length``, ``regexp_replace``, ``regexp_count``, ``format``, ``concat_ws``), ``div``, and
+date/time
 (``date_trunc``, ``extract``/``date_part``, ``to_char``, ``to_timestamp``, ``make_date``,
 ``age``).
 
@@ -86,7 +87,8 @@ def rowwise(fn, typer, strict: bool = True):
                 failed += 1
                 message = message or (str(exc) if isinstance(exc, RowError) else "value out of range")
         if failed:
-            data_error(f"{getattr(fn, '__name__', 'function')}", message, failed)
+            name = getattr(fn, "__name__", "").lstrip("_")
+            data_error(name if name.isidentifier() else "function", message, failed)
         array = to_arrow(out, out_type)
         return array[0] if scalar else array
     return run
@@ -240,6 +242,26 @@ def _random(args, columns):
 
 
 _RNG = random.SystemRandom()
+
+
+def _div(a, b):
+    """Postgres' div(numeric, numeric): the quotient truncated toward zero."""
+    a, b = decimal.Decimal(a), decimal.Decimal(b)
+    if b == 0:
+        raise RowError("division by zero")
+    if not a.is_finite() or not b.is_finite():
+        raise RowError("div of NaN or Infinity is not supported")
+    return _DEC_EXACT.divide_int(a, b)
+
+
+_DEC_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+def _concat_ws(sep, *args):
+    """concat_ws(sep, ...): the non-NULL arguments as text joined by ``sep``; NULL ``sep``: NULL."""
+    if sep is None:
+        return None
+    return sep.join(_text_of(v) for v in args if v is not None)
 
 
 # --- greatest / least ------------------------------------------------------------------------
@@ -976,6 +998,12 @@ FUNCS = {
     "radians": (lambda a, c: rowwise(_as_float(math.radians), _double_only(1))(a, c), _double_only(1), (1, 1)),
     "pi": (lambda a, c: pa.scalar(math.pi, pa.float64()), lambda ts: DataType.DOUBLE, (0, 0)),
     "random": (_random, lambda ts: DataType.DOUBLE, (0, 0)),
+    "div": (lambda a, c: rowwise(_div, lambda ts: DataType.DECIMAL)(a, c),
+            lambda ts: DataType.DECIMAL if all(t.kind in _NUMS and t.kind not in _FLOATS for t in ts) else None,
+            (2, 2)),
+    "concat_ws": (lambda a, c: rowwise(_concat_ws, lambda ts: _V, strict=False)(a, c),
+                  lambda ts: _V if ts[0] == _V and all(t.kind not in (TypeKind.STRUCT, TypeKind.LIST) for t in ts)
+                  else None, (2, None)),
     "greatest": (_extreme(max), _same_type, (1, None)),
     "least": (_extreme(min), _same_type, (1, None)),
     # text

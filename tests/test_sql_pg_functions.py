@@ -57,6 +57,8 @@ CALLS = [
     "regexp_replace(s, '(\\w+) (\\w+)', '\\2 \\1')", "regexp_replace(s, 'B', '<\\&>', 'gi')",
     "regexp_count(s, '[a-z]')", "regexp_count(s, 'a', 2, 'i')", "regexp_count(s, '[[:upper:]]')",
     "format('%s|%5s|%-4s|', s, a, k)", "format('%L and %s', s, n)", "format('%2$s-%1$s', s, s2)",
+    "format('%s %s %s %L', ts, d, v, f)", "concat_ws('-', s, a, n, NULL, ts, d, v, f, a > 0)", "concat_ws(s2, s, s)",
+    "div(n, 2)", "div(a, k - 3)", "div(n, -0.3)", "ts::varchar", "CAST(date_trunc('day', d) AS TEXT) || '|'",
     # date / time
     "date_trunc('hour', ts)", "date_trunc('week', ts)", "date_trunc('month', d)", "date_trunc('quarter', ts)",
     "date_trunc('year', ts)", "date_trunc('decade', ts)", "date_trunc('century', ts)",
@@ -223,3 +225,16 @@ def test_now_is_one_time_per_statement_and_a_new_one_per_execution():
         assert conn.execute("SELECT count(DISTINCT u), min(u) > min(ts) FROM t").fetchall() == [(1, True)]
         assert conn.execute("SELECT now() = (SELECT x FROM (VALUES (now())) AS v(x)), "
                             "now() = current_timestamp").fetchall() == [(True, True)]
+
+
+def test_doubles_reals_and_time_stamps_as_text_are_postgres_own(pg):  # noqa: F811
+    """CAST(... AS VARCHAR) of floats (shortest digits, exponent form below 1e-4 and from 1e15
+    -- 1e6 for REAL --, NaN / Infinity) and of timestamps (no trailing zeros, +00) as Postgres."""
+    items = ["-1e-05::float8", "1e15::float8", "123456789012345::float8", "100::float8", "'NaN'::float8",
+             "'-Infinity'::float8", "0.1::float8 + 0.2::float8", "-0.0::float8", "1234567::real", "0.1::real",
+             "123456::real", "TIMESTAMP '2024-01-31 12:34:56.789'", "TIMESTAMP '2024-01-31 12:34:56'",
+             "TIMESTAMP '2024-01-31 12:34:56.000100'", "TIMESTAMPTZ '2024-01-31 12:34:56.5+00'",
+             "TIME '01:02:03.250'"]
+    text = "SELECT " + ", ".join(f"CAST({i} AS VARCHAR)" for i in items)
+    with sql.connect(":memory:") as conn:
+        assert conn.execute(text).fetchall() == pg.execute(text).fetchall()

@@ -451,7 +451,10 @@ class ExprBinder:
         if name in ("log", "sign", "ln", "log10", "exp") and bound and bound[0].data_type.kind in T.INTEGERS \
                 and len(bound) == 1:
             bound[0] = E.Cast(bound[0], DataType.DOUBLE)
-        if name == "log" and len(bound) == 2:
+        if name in ("format", "concat_ws"):   # values as their text output (a boolean is t / f)
+            bound = [b if b.data_type in (DataType.VARCHAR, DataType.BOOLEAN) else E.Cast(b, DataType.VARCHAR)
+                     for b in bound]
+        if name in ("log", "div") and len(bound) == 2:
             bound = [E.Cast(b, DataType.DECIMAL) if b.data_type.kind in T.INTEGERS else b for b in bound]
         try:
             return E.Func(name, *bound)
@@ -498,6 +501,7 @@ class ExprBinder:
         exp.Log: lambda n: ("log", [n.this] + ([n.expression] if n.expression is not None else [])),
         exp.Format: lambda n: ("format", [n.this] + list(n.expressions)),
         exp.Chr: lambda n: ("chr", list(n.expressions)),
+        exp.ConcatWs: lambda n: ("concat_ws", list(n.expressions)),
     }
     _VOLATILE = {exp.Rand: "random", exp.CurrentTimestamp: "now", exp.CurrentDate: "current_date",
                  exp.Localtimestamp: "localtimestamp", exp.CurrentTime: "current_time"}
