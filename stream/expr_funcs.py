@@ -24,7 +24,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream import decimal_ops as D
 from stream.errors import ExpressionError
 from stream.expr_base import DECIMAL as _DECIMAL
@@ -134,7 +134,14 @@ def _func_concat(args, columns):   # Postgres concat(): NULL arguments are skipp
 
 def _as_text(arg, columns):
     value = arg.evaluate(columns)
-    return value if arg.data_type == DataType.VARCHAR else pc.cast(value, pa.string())
+    if arg.data_type == DataType.VARCHAR:
+        return value
+    if arg.data_type.kind in _FLOATS or arg.data_type.kind in _TEXT_CASTS:   # Postgres' output, as ::text
+        return _cast_to(value, arg.data_type, DataType.VARCHAR, arg)
+    return pc.cast(value, pa.string())
+
+
+_TEXT_CASTS = (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ, TypeKind.TIME, TypeKind.INTERVAL, TypeKind.DECIMAL)
 
 
 def _text_to_text(ts):
