@@ -136,6 +136,8 @@ def _as_text(arg, columns):
     value = arg.evaluate(columns)
     if arg.data_type == DataType.VARCHAR:
         return value
+    if arg.data_type == DataType.BOOLEAN:   # Postgres' boolout (t / f), not the ::text cast (true / false)
+        return pc.if_else(value, pa.scalar("t"), pa.scalar("f"))
     if arg.data_type.kind in _FLOATS or arg.data_type.kind in _TEXT_CASTS:   # Postgres' output, as ::text
         return _cast_to(value, arg.data_type, DataType.VARCHAR, arg)
     return pc.cast(value, pa.string())

@@ -58,7 +58,8 @@ CALLS = [
     "regexp_count(s, '[a-z]')", "regexp_count(s, 'a', 2, 'i')", "regexp_count(s, '[[:upper:]]')",
     "format('%s|%5s|%-4s|', s, a, k)", "format('%L and %s', s, n)", "format('%2$s-%1$s', s, s2)",
     "format('%s %s %s %L', ts, d, v, f)", "concat_ws('-', s, a, n, NULL, ts, d, v, f, a > 0)", "concat_ws(s2, s, s)",
-    "div(n, 2)", "div(a, k - 3)", "div(n, -0.3)", "f || '|' || ts || '|' || v || '|' || n", "concat(f, ts, v, n, d)", "ts::varchar", "CAST(date_trunc('day', d) AS TEXT) || '|'",
+    "div(n, 2)", "div(a, k - 3)", "div(n, -0.3)", "f || '|' || ts || '|' || v || '|' || n", "concat(f, ts, v, n, d)",
+    "concat(a > 0, s)", "(a > 0) || s", "ts::varchar", "CAST(date_trunc('day', d) AS TEXT) || '|'",
     # date / time
     "date_trunc('hour', ts)", "date_trunc('week', ts)", "date_trunc('month', d)", "date_trunc('quarter', ts)",
     "date_trunc('year', ts)", "date_trunc('decade', ts)", "date_trunc('century', ts)",

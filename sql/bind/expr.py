@@ -363,8 +363,9 @@ class ExprBinder:
             if arg.data_type.kind in (TypeKind.REAL, TypeKind.DOUBLE):   # -(0.0) is -0 in IEEE, not 0 - 0.0
                 return E.Arith("*", E.Lit(-1.0, arg.data_type), arg)
             return E.Arith("-", E.Lit(0, arg.data_type), arg)
-        if isinstance(node, exp.DPipe):
-            a, b = self.bind(node.this), self.bind(node.expression)
+        if isinstance(node, exp.DPipe):   # Postgres' anytextcat: a non-text operand is its ::text
+            a, b = (e if e.data_type == DataType.VARCHAR else E.Cast(e, DataType.VARCHAR)
+                    for e in (self.bind(node.this), self.bind(node.expression)))
             return E.Case([(E.Or(E.IsNull(a), E.IsNull(b)), E.Lit(None, DataType.VARCHAR))],
                           E.Func("concat", a, b), DataType.VARCHAR)
         if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
