@@ -134,12 +134,13 @@ def test_union_all_key_is_tag_plus_slots():
     ("SELECT a, (SELECT k FROM u) FROM t", UnsupportedError, "at most one row"),
     ("SELECT a FROM t WHERE a IN (SELECT k FROM u) OR a = 1", UnsupportedError, "IN \\(subquery\\)"),
     ("SELECT a FROM t JOIN u ON t.a > u.k", UnsupportedError, "equality"),
-    ("SELECT row_number() OVER (ORDER BY a) FROM t", UnsupportedError, "window"),
-    ("SELECT a FROM t EXCEPT ALL SELECT k FROM u", UnsupportedError, "EXCEPT ALL"),
-    ("SELECT a FROM t INTERSECT ALL SELECT k FROM u", UnsupportedError, "INTERSECT ALL"),
+    ("SELECT array_agg(a) FROM t", UnsupportedError, "aggregate array_agg"),
+    ("SELECT regexp_match(b::text, 'x') FROM t", UnsupportedError, "regexp_match"),
+    ("SELECT a, sum(b) OVER (ORDER BY a GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", UnsupportedError,
+     "window frame GROUPS"),
     ("SELECT a, sum(b) OVER (ORDER BY a ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM t", UnsupportedError,
      "window frame"),
-    ("SELECT a, lag(b) OVER (ORDER BY a) FROM t", UnsupportedError, "window function lag"),
+    ("SELECT a FROM t WHERE a = ANY(ARRAY[1])", UnsupportedError, "ARRAY"),
 ])
 def test_bind_errors_name_the_problem(text, error, match):
     if error is None:
