@@ -82,6 +82,23 @@ def pg_server():
     server.stop()
 
 
+# --- which run runs what: the pure-Python run (tox -e pure) deselects spark_integration,
+# server_integration and s3_integration (pyproject.toml markers). Every test that takes the Spark
+# session is spark_integration, and every test on the moto S3 server (an "s3" store parameter or
+# the s3_server fixture) is s3_integration: Spark and the S3 backend have no pure-Python twin, and
+# the twins those tests reach (compaction, SSTs, state tables) run in both modes through the same
+# tests on memory and local stores.
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by these markers
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if "spark" in names:
+            item.add_marker(pytest.mark.spark_integration)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "s3_server" in names or any(isinstance(v, str) and v == "s3" for v in params.values()):
+            item.add_marker(pytest.mark.s3_integration)
+
+
 # --- Spark (hummock/compaction/spark.py): one local[2] session for the whole test run, made on
 # first use. The runner finds and reuses it (it never makes a second one). Python workers run
 # this interpreter and inherit the environment, HUMMOCK_PURE_PYTHON included.
