@@ -5,7 +5,7 @@ Figures, each the best of ``--repeat`` fresh processes (seconds, wall clock):
 - ``python``: ``python -c pass`` (the interpreter and site-packages alone: the floor);
 - ``import_sql``: ``python -c "import sql"`` (target < 0.5 s);
 - ``import_hummock``: ``python -c "import hummock"``;
-- ``hummock_help``: ``python -m sql.cli --help`` (the console script's work; target < 0.3 s);
+- ``hummock_help``: ``python -m cli --help`` (the console script's work; target < 0.3 s);
 - ``connect_local``: ``import sql`` + ``sql.connect(<a new directory>)`` + close.
 
 Then, for ``import sql`` and ``hummock --help``, the heaviest modules by cumulative import time
@@ -63,7 +63,7 @@ def main(argv=None) -> dict:
         "python": ["-c", "pass"],
         "import_sql": ["-c", "import sql"],
         "import_hummock": ["-c", "import hummock"],
-        "hummock_help": ["-m", "sql.cli", "--help"],
+        "hummock_help": ["-m", "cli", "--help"],
         "connect_local": ["-c", f"import sql, uuid; sql.connect({tmp!r} + '/' + uuid.uuid4().hex).close()"],
     }
     figures = {name: min(_run(code) for _ in range(args.repeat)) for name, code in cases.items()}

@@ -4,7 +4,8 @@ docs/sql.md).
 Pipeline (one module per step): :mod:`sql.parse` -> :mod:`sql.bind` -> :mod:`sql.plan` ->
 :mod:`sql.build` (stream) / :mod:`sql.batch` (SELECT); :mod:`sql.catalog`,
 :mod:`sql.database` (lifecycle), :mod:`sql.statements`, :mod:`sql.session` (``connect``).
-Also the ``hummock`` command-line entry point (:mod:`sql.cli`).
+The ``hummock`` command line sits above this layer, in the top-level package :mod:`cli`
+(nothing here imports it: tests/test_layering.py).
 
 A PEP 249 (DB-API 2.0) module: ``apilevel``, ``threadsafety``, ``paramstyle`` and the
 exception classes below (sql/errors.py places every SQL error under them); ``connect``

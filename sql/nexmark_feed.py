@@ -9,7 +9,7 @@ query at the same committed epoch (after a FLUSH, nothing changes between the tw
 Invariant: the events are the generator's, cut into ranges of ``batch_size``; a table the
 caller leaves out of ``tables`` gets none of its events (a query's unread streams cost
 nothing, as with a source). It lives in ``sql/`` for the demo; ``bench/nexmark/feed.py`` re-exports
-it. Callers: ``bench/nexmark/__main__.py``, ``sql/cli_demo.py``, tests.
+it. Callers: ``bench/nexmark/__main__.py``, ``cli/demo.py``, tests.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ benchmark and the tests try every query and report ``UnsupportedError`` for thos
 fail; :data:`EXPECTED_TO_WORK` (tests/test_nexmark_queries.py imports it) is the list the
 lead extends as features land.
 
-It lives in ``sql/`` for the demo (``sql/cli_demo.py``); ``bench/nexmark/queries.py`` re-exports it.
-Callers: ``bench/nexmark/__main__.py``, ``sql/cli_demo.py``, tests.
+It lives in ``sql/`` for the demo (``cli/demo.py``); ``bench/nexmark/queries.py`` re-exports it.
+Callers: ``bench/nexmark/__main__.py``, ``cli/demo.py``, tests.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ is ``ExecutionError``; deep nesting is ``SqlError``, never RecursionError: state
 under :func:`sql.parse.stack_headroom`). One statement per ``execute``/``executemany``, as a
 Postgres prepared statement: text holding several is refused (``SqlSyntaxError`` at the
 second) before anything runs; scripts are split by the caller (``hummock run``,
-:func:`sql.cli_script.split_statements`). A closed connection refuses further use.
+:func:`cli.script.split_statements`). A closed connection refuses further use.
 
 A connection is a session of its :class:`~sql.database.Database`: every statement runs under
 ``Database.statement`` (so a failure that loses it can name it), and each ``execute`` first

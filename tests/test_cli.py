@@ -1,4 +1,4 @@
-"""The ``hummock`` command line, run as a subprocess (``python -m sql.cli``) the way a user runs
+"""The ``hummock`` command line, run as a subprocess (``python -m cli``) the way a user runs
 it: help and version, ``inspect`` on stores the tests write (levels, an SST decoded through the
 catalog, the manifest, ``verify`` finding damage and naming the object), ``compact`` on a local
 store, ``bench``, and the demo. The subprocess inherits ``HUMMOCK_PURE_PYTHON``, so the suite's
@@ -18,8 +18,8 @@ from hummock.key import new_epoch
 from relational import StateTable
 from relational.catalog import Catalog, TableDesc
 from relational.types import DataType
-from sql import cli_verify
-from sql.cli_common import open_objects
+from cli import verify as cli_verify
+from cli.common import open_objects
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCHEMA = [("id", DataType.BIGINT), ("name", DataType.VARCHAR)]
@@ -28,7 +28,7 @@ TABLE_ID, RAW_TABLE_ID = 7, 9
 
 def hummock(*args, check_rc=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-m", "sql.cli", *map(str, args)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "cli", *map(str, args)], capture_output=True, text=True,
                          cwd=ROOT, env=env, timeout=300)
     if check_rc is not None:
         assert out.returncode == check_rc, (out.returncode, out.stdout, out.stderr)
@@ -102,9 +102,9 @@ def test_help_lists_every_subcommand_and_each_has_help():
 
 
 def test_top_level_help_imports_no_command_module_and_matches_their_help():
-    """``hummock --help`` lists each command by the one-line help in sql/cli.py (equal to the
+    """``hummock --help`` lists each command by the one-line help in cli/main.py (equal to the
     help its module registers) without importing any command module, the store or SQL layers."""
-    code = ("import contextlib, io, sys\nfrom sql import cli\n"
+    code = ("import contextlib, io, sys\nfrom cli import main as cli\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
             "    cli.main(['--help'])\n"
             "print(sorted(m for m in sys.modules if m.startswith(('sql.cli_', 'stream', 'relational', 'sql.catalog'))))")
@@ -112,7 +112,7 @@ def test_top_level_help_imports_no_command_module_and_matches_their_help():
     assert out.stdout.strip() == "[]", out.stdout
     import argparse
 
-    from sql import cli
+    from cli import main as cli
     for name, module, help_text in cli.SUBCOMMANDS:
         full = cli.build_parser(load={name})
         action = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
@@ -133,7 +133,7 @@ def test_bad_usage_exits_2():
 def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_path):
     """README's first command, on 20,000 events: Spark compaction when Java is here (the default),
     else the in-process runner, said so; every MV equals its batch recomputation."""
-    from sql.cli_demo import java_available
+    from cli.demo import java_available
     out = hummock("demo", tmp_path / "db", "--events", "20000", "--rate", "8000")
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
@@ -407,7 +407,7 @@ def test_compact_on_a_path_without_a_store_is_exit_3_and_creates_nothing(tmp_pat
 
 
 def test_epochs_beyond_the_datetime_range_are_shown_not_raised(tmp_path):
-    from sql.cli_common import epoch_text
+    from cli.common import epoch_text
     far = 2**64 - 2**20   # year ~10946: datetime cannot hold it
     assert epoch_text(far) == f"{far} (time out of range)" and epoch_text(-3) == "-3 (time out of range)"
     path = tmp_path / "db"

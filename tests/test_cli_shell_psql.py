@@ -1,4 +1,4 @@
-"""The shell as psql users expect it (sql/cli_sql.py, sql/cli_format.py): ``-c``/``-f`` in
+"""The shell as psql users expect it (cli/shell.py, cli/format.py): ``-c``/``-f`` in
 order then exit, ``--csv``/``--json``, ``\\x``, ``\\i``, ``\\o``, ``help``/``quit``, an error's
 line and caret counted within its statement, values spelled as Postgres prints them, control
 characters escaped -- in process through ``Shell``, as subprocesses, and in a real terminal
@@ -13,7 +13,7 @@ import time
 import pytest
 
 import sql
-from sql.cli_sql import Shell
+from cli.shell import Shell
 from test_cli_sql import hummock
 
 
@@ -108,7 +108,7 @@ def test_the_interactive_prompt_in_a_real_terminal(tmp_path):
     name = f"hummock-test-{os.getpid()}"
     env = f"PYTHONPATH={ROOT} HUMMOCK_HISTORY={tmp_path / 'history'} PAGER="
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
-                    f"cd {ROOT} && env {env} {sys.executable} -m sql.cli sql {tmp_path / 'db'}; sleep 30"], check=True)
+                    f"cd {ROOT} && env {env} {sys.executable} -m cli sql {tmp_path / 'db'}; sleep 30"], check=True)
     try:
         def screen():
             return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
@@ -162,7 +162,7 @@ def test_the_interactive_prompt_in_a_real_terminal(tmp_path):
 
 
 def test_a_tall_result_goes_through_the_pager_and_a_short_one_does_not(tmp_path, monkeypatch):
-    from sql.cli_terminal import completion_words, page
+    from cli.terminal import completion_words, page
     monkeypatch.setenv("LINES", "24")
     monkeypatch.setenv("COLUMNS", "80")
     target = tmp_path / "paged.txt"

@@ -1,5 +1,5 @@
 """``hummock sql`` fed by stdin and ``hummock run`` on scripts, as subprocesses (the way a user
-runs them), plus the statement splitting and table rendering they share (sql/cli_script.py)."""
+runs them), plus the statement splitting and table rendering they share (cli/script.py)."""
 
 import os
 import pathlib
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sql.cli_script import command_tag, is_complete, render_table, split_statements
+from cli.script import command_tag, is_complete, render_table, split_statements
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -16,11 +16,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def hummock(*args, stdin=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                HUMMOCK_HISTORY=os.devnull)
-    return subprocess.run([sys.executable, "-m", "sql.cli", *map(str, args)], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli", *map(str, args)], input=stdin, capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=300)
 
 
-# --- sql/cli_script.py ------------------------------------------------------------------------------
+# --- cli/script.py ------------------------------------------------------------------------------
 
 def test_split_statements_keeps_positions_and_respects_quotes_and_comments():
     text = "SELECT 1;\n  -- a comment; still a comment\n  SELECT 'a;b' /* ; */ ,\n 2 ;\n;  \n-- only\n"
@@ -150,7 +150,7 @@ def test_run_on_a_missing_directory_or_non_utf8_script_is_exit_3_with_a_message(
 
 
 def test_sql_on_stdin_that_is_not_utf8_stops_with_exit_3_after_what_ran():
-    out = subprocess.run([sys.executable, "-m", "sql.cli", "sql"], input=b"SELECT 41 + 1 AS x;\nSELECT '\xff';\n",
+    out = subprocess.run([sys.executable, "-m", "cli", "sql"], input=b"SELECT 41 + 1 AS x;\nSELECT '\xff';\n",
                          capture_output=True, cwd=ROOT, timeout=300,
                          env=dict(os.environ, PYTHONPATH=str(ROOT), HUMMOCK_HISTORY=os.devnull))
     assert out.returncode == 3, out.stderr
@@ -176,7 +176,7 @@ def test_results_and_names_from_stored_data_reach_the_terminal_escaped(tmp_path)
 
 
 def test_printable_and_render_table_escape_controls_but_keep_text():
-    from sql.cli_common import printable
+    from cli.common import printable
     assert printable("plain, ünïcode ✓ and \\ backslash") == "plain, ünïcode ✓ and \\ backslash"
     assert printable("a\tb\nc\rd\x1b\x9b\u2028\udc80") == "a\tb\nc\\rd\\x1b\\x9b\\u2028\\udc80"
     assert printable("a\tb\nc", single_line=True) == "a\\tb\\nc"
@@ -210,7 +210,7 @@ def test_a_query_says_why_rows_just_written_are_missing(tmp_path):
     import io
 
     import sql
-    from sql.cli_sql import Shell
+    from cli.shell import Shell
 
     for interval, expected in ((0, "at FLUSH (barrier_interval_ms=0"), (3_600_000, "every 3600000 ms")):
         conn = sql.connect(str(tmp_path / f"db{interval}"), barrier_interval_ms=interval)
@@ -236,7 +236,7 @@ def test_index_meta_commands(tmp_path):
     import io
 
     import sql
-    from sql.cli_sql import Shell
+    from cli.shell import Shell
 
     with sql.connect(str(tmp_path / "db")) as conn:
         out, err = io.StringIO(), io.StringIO()

@@ -501,7 +501,7 @@ SELECT nope FROM ps_t;
 
 def test_hummock_serve_command(tmp_path):
     env = dict(os.environ, HUMMOCK_PG_PASSWORD="pw")
-    proc = subprocess.Popen([sys.executable, "-m", "sql.cli", "serve", str(tmp_path / "db"), "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "serve", str(tmp_path / "db"), "--port", "0",
                              "--auth", "md5", "--user", "bob", "--barrier-interval-ms", "0"],
                             stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -17,7 +17,7 @@ from relational.errors import SchemaError
 from relational.progress import (MAX_QUERY_BYTES, PROGRESS_PREFIX, Progress, decode_progress, encode_progress,
                                  list_progress, progress_key, read_progress, write_progress)
 from sql.catalog import SqlCatalog
-from sql.cli_inspect import verify
+from cli.inspection import verify
 from table_stores import opener
 
 # names that encode as UTF-8 (no lone surrogates) within the byte limit

@@ -24,7 +24,7 @@ from relational.errors import SchemaError
 from relational.row_id import MAX_GENERATOR, RowIdGenerator, split_row_id, task_row_ids
 from relational.spark import HummockWriter, _serde, plan_load, register
 from sql.catalog import SqlCatalog
-from sql.cli_inspect import verify
+from cli.inspection import verify
 from stream.errors import StreamError
 from stream.row_id import RowIdGenerator as StreamRowIdGenerator
 

@@ -111,7 +111,7 @@ def test_the_sql_shell_runs_views_on_spark(tmp_path):
               "CREATE MATERIALIZED VIEW m AS SELECT k, sum(v) AS s FROM t GROUP BY k;\n"
               "INSERT INTO t VALUES (1, 2), (1, 3), (2, 5);\nFLUSH;\nSELECT * FROM m ORDER BY k;\n")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    done = subprocess.run([sys.executable, "-m", "sql.cli", "sql", str(tmp_path / "db"), "--spark", "local[1]",
+    done = subprocess.run([sys.executable, "-m", "cli", "sql", str(tmp_path / "db"), "--spark", "local[1]",
                            "--on-error-stop"], input=script, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line.strip() for line in done.stdout.splitlines()]

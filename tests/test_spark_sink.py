@@ -26,7 +26,7 @@ from relational.errors import SchemaError
 from relational.progress import Progress, list_progress, read_progress
 from relational.spark import register
 from relational.spark_sink import HummockStreamWriter, query_name
-from sql.cli_inspect import verify
+from cli.inspection import verify
 
 SCHEMA = StructType([StructField("id", LongType(), True), StructField("v", StringType(), True)])
 

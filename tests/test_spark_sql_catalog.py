@@ -22,7 +22,7 @@ from relational.errors import SchemaError
 from relational.spark import _serde, plan_load, register
 from relational.types import DataType as T
 from sql.catalog import SqlCatalog
-from sql.cli_inspect import verify
+from cli.inspection import verify
 
 SCHEMA = StructType([StructField("id", LongType(), False), StructField("v", LongType(), True)])
 

@@ -13,12 +13,12 @@ import sys
 import pytest
 
 import sql
-from sql import cli_sql
-from sql.cli_common import CommandError
+from cli import shell as cli_sql
+from cli.common import CommandError
 
 
 def _shell(*args, stdin: str):
-    return subprocess.run([sys.executable, "-m", "sql.cli", "sql", *args], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli", "sql", *args], input=stdin, capture_output=True,
                           text=True, timeout=120)
 
 

@@ -292,7 +292,7 @@ def test_datagen_stays_inside_the_column_types():
 def test_the_shell_lists_and_describes_a_source(conn):
     import io
 
-    from sql.cli_sql import Shell
+    from cli.shell import Shell
     conn.execute("CREATE SOURCE s (a INT) WITH (connector = 'datagen')")
     out, err = io.StringIO(), io.StringIO()
     shell = Shell(conn, out=out, err=err)

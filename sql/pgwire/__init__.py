@@ -5,7 +5,7 @@ encodings), :mod:`sql.pgwire.pg_catalog` (the catalog queries psql and psycopg s
 :mod:`sql.pgwire.server` (sessions, the asyncio server). Nothing here is imported by the rest
 of ``sql``: the server is a client of :mod:`sql.session` like any other.
 
-Callers: :mod:`sql.cli_serve`, tests, embedders (``PgServer(url).serve_forever()``).
+Callers: :mod:`cli.serve`, tests, embedders (``PgServer(url).serve_forever()``).
 """
 
 from sql.pgwire.server import PgServer, ServerOptions

@@ -36,7 +36,7 @@ nothing and says so in a WARNING; ``SAVEPOINT``/``RELEASE`` are no-ops. An error
 ``BEGIN`` block puts the session in the failed state (25P02) until ROLLBACK/COMMIT, as
 Postgres does, so drivers' transaction handling keeps working.
 
-Callers: :mod:`sql.cli_serve` (``hummock serve``), tests and ``bench/pgwire.py``.
+Callers: :mod:`cli.serve` (``hummock serve``), tests and ``bench/pgwire.py``.
 """
 
 from __future__ import annotations

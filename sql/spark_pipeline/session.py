@@ -4,7 +4,7 @@ Spark's Python workers must run the driver's interpreter, where this package and
 modules are installed: ``PYSPARK_PYTHON`` is set to ``sys.executable`` unless the user set it.
 A ``local[...]`` master binds to the loopback address (``SPARK_LOCAL_IP``) unless set. Python
 users pass their own session to ``sql.connect(url, runtime="spark", spark=session)`` and set
-``PYSPARK_PYTHON`` themselves (docs/spark.md). Callers: :mod:`sql.cli_sql`.
+``PYSPARK_PYTHON`` themselves (docs/spark.md). Callers: :mod:`cli.shell`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ store (no manifest checkpoint) is exit code 3 and nothing is created there. Supe
 than ``--vacuum-min-age`` seconds (default 600, the engine's), so readers in other processes
 are never cut off.
 
-Callers: ``sql/cli.py``.
+Callers: ``cli/main.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 
 from hummock import HummockStorage, StorageOptions
 from hummock.manifest import MANIFEST_PREFIX, ManifestNotFoundError
-from sql.cli_common import (EXIT_ERROR, EXIT_OK, add_url_argument, human_bytes, open_objects, print_json,
+from cli.common import (EXIT_ERROR, EXIT_OK, add_url_argument, human_bytes, open_objects, print_json,
                             status)
 
 

@@ -23,7 +23,7 @@ What is checked (docs/format.md has each layout):
 SST objects that no version references (orphans left for vacuum) are counted, not opened.
 Nothing is written; a vanished object (a writer's rotation or vacuum meanwhile) is skipped.
 
-Callers: ``sql/cli_inspect.py``; tests.
+Callers: ``cli/inspection.py``; tests.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """``hummock sql [URL]``: an interactive SQL shell (psql's look), or a script read from stdin.
 
-On a terminal (:mod:`sql.cli_terminal`: line editing, a history keeping a multi-line statement
+On a terminal (:mod:`cli.terminal`: line editing, a history keeping a multi-line statement
 as one entry, tab completion of keywords and names, a pager for tall results), statements
 spanning lines until one ends with ``;`` (prompt ``hummock=>``, then
 ``hummock->``), results as aligned tables (or expanded with ``\\x``, CSV with ``--csv``, JSON
-with ``--json``: :mod:`sql.cli_format`). Meta commands (a line starting with ``\\``): ``\\d``
+with ``--json``: :mod:`cli.format`). Meta commands (a line starting with ``\\``): ``\\d``
 (tables and MVs), ``\\d NAME`` (columns; an MV's definition), ``\\dt``, ``\\dm``, ``\\di``, ``\\timing
 [on|off]``, ``\\x [on|off]``, ``\\i FILE``, ``\\o [FILE]``, ``\\copy ...`` (psql's client-side COPY:
 the rest of the line is a COPY statement, paths relative to the shell's directory), ``\\?``,
@@ -24,10 +24,10 @@ code is then 4 (``EXIT_SQL``) when any statement failed. Input that is not UTF-8
 script with a message naming the line (exit code 3).
 
 Everything printed that comes from stored data or the input -- result cells and headers, error
-messages, relation names, an MV's definition -- goes through :func:`sql.cli_common.printable`:
+messages, relation names, an MV's definition -- goes through :func:`cli.common.printable`:
 control characters (``ESC[2J``, ``\r``) are shown as escapes, never sent raw to the terminal.
 
-Callers: ``sql/cli.py``. The statement splitting and rendering are :mod:`sql.cli_script`'s.
+Callers: ``cli/main.py``. The statement splitting and rendering are :mod:`cli.script`'s.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ import pathlib
 import sys
 import time
 
-from sql.cli_common import EXIT_OK, EXIT_SQL, CommandError, printable
-from sql.cli_format import render
-from sql.cli_terminal import page
-from sql.cli_script import execute_at, is_complete, render_table, split_statements
+from cli.common import EXIT_OK, EXIT_SQL, CommandError, printable
+from cli.format import render
+from cli.terminal import page
+from cli.script import execute_at, is_complete, render_table, split_statements
 from sql.errors import SqlError
 
 HELP = """general:
@@ -116,7 +116,7 @@ class Shell:
         self.fmt, self.expanded = fmt, False   # --csv / --json; \x
         self.results = None                    # \o FILE: query results go there
         self.including = 0                     # \i depth (a file including itself stops)
-        self.pager = None                      # on a terminal: the pager command (sql/cli_terminal.py)
+        self.pager = None                      # on a terminal: the pager command (cli/terminal.py)
         self.buffer = ""
         self.failures = 0
         self.done = False
@@ -339,7 +339,7 @@ def run_shell(args) -> int:
             shell.redirect("")
             return EXIT_SQL if shell.failures else EXIT_OK
         if sys.stdin.isatty():
-            from sql.cli_terminal import interactive
+            from cli.terminal import interactive
             interactive(shell, args.url)
         else:
             for number, raw in enumerate(sys.stdin.buffer, 1):

@@ -7,7 +7,7 @@ encoding of its value columns (docs/relational.md "Row format"); the catalog tab
 A key or value that does not decode with its table's description is shown in hex with the
 reason: inspection must work on any store, also a damaged one.
 
-Callers: ``sql/cli_inspect.py``.
+Callers: ``cli/inspection.py``.
 """
 
 from __future__ import annotations

@@ -7,14 +7,14 @@ two aggregations), q7 (highest bid per tumbling window, once TUMBLE lands) and a
 bidders" MV (once ORDER BY ... LIMIT in MVs lands); an MV whose SQL feature is missing is named
 and skipped. Then feed ``--events`` deterministic events (``--rate`` caps events/s) through the
 bulk INSERT path with a FLUSH every ``--flush-every`` events, showing live figures after each
-(events/s, committed epoch, MV rows, L0 and level sizes: sql/cli_demo_live.py). Compaction runs
+(events/s, committed epoch, MV rows, L0 and level sizes: cli/demo_live.py). Compaction runs
 on PySpark ``local[*]`` by default when Java is found (the session starts before the stream, so
 background compaction jobs run on Spark meanwhile; the demo says so when it falls back to the
 in-process runner). Then one full compaction pass, the MVs' results,
 and the self-check: each MV equals its query recomputed in batch from the base tables at the
 same committed epoch. Exit code 0 when every MV checks, 1 when one differs.
 
-Callers: ``sql/cli.py``; tests run ``hummock demo --events 20000`` as a subprocess.
+Callers: ``cli/main.py``; tests run ``hummock demo --events 20000`` as a subprocess.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from sql.cli_common import EXIT_CORRUPT, EXIT_ERROR, EXIT_OK, human_bytes
+from cli.common import EXIT_CORRUPT, EXIT_ERROR, EXIT_OK, human_bytes
 
 #: the demo's MVs: Nexmark queries by name, plus the live leaderboard below
 DEMO_QUERIES = ("q1", "q2", "q3", "q4", "q7")
@@ -71,7 +71,7 @@ def run_demo(args, out=None) -> int:
     from sql import nexmark_feed as feed
     from sql.nexmark_queries import QUERIES, create_tables_sql
     from hummock import _twins, __version__
-    from sql.cli_demo_live import LiveFigures
+    from cli.demo_live import LiveFigures
 
     compactor = args.compactor or ("spark" if java_available() else "local")
     mode = "native" if all(_twins.LOADED.values()) else "pure-Python"
@@ -127,7 +127,7 @@ def _start_spark(master: str, say) -> str:
     compaction jobs run on Spark while events flow; ``"spark"``, or ``"local"`` when Spark does
     not start (said so)."""
     from hummock.compaction.spark import spark_session
-    from sql.cli_common import status
+    from cli.common import status
     try:
         with status(f"starting Spark ({master}) for compaction..."):
             _, seconds = spark_session(master)
@@ -182,7 +182,7 @@ _SHOW_ORDER = {"q4": "ORDER BY category", "top5_bidders": "ORDER BY bids DESC, b
 
 
 def _show_results(conn, queries, say) -> None:
-    from sql.cli_script import render_table
+    from cli.script import render_table
     for q in queries:
         cursor = conn.execute(f"SELECT * FROM {q.mv} {_SHOW_ORDER.get(q.name, '')} LIMIT 5")
         rows = cursor.fetchall()

@@ -2,7 +2,7 @@
 history, tab completion and a pager.
 
 Job: :func:`interactive` reads statements with prompt_toolkit (readline when it is missing) and
-feeds them to a :class:`sql.cli_sql.Shell`:
+feeds them to a :class:`cli.shell.Shell`:
 - Enter runs the text when it is a complete statement (ends with ``;`` outside quotes and
   comments), a meta command, ``help``/``quit``/``exit`` or empty; otherwise it starts a new
   line (prompt ``hummock->``). A statement typed over several lines is one history entry
@@ -12,7 +12,7 @@ feeds them to a :class:`sql.cli_sql.Shell`:
 - A result taller than the terminal goes through ``$PAGER`` (default ``less -SFRX``; an empty
   ``PAGER`` turns paging off), as psql does; results sent elsewhere (``\\o``) never page.
 
-Callers: :mod:`sql.cli_sql` (``run_shell``).
+Callers: :mod:`cli.shell` (``run_shell``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import shlex
 import shutil
 import subprocess
 
-from sql.cli_script import is_complete
+from cli.script import is_complete
 
 KEYWORDS = sorted("""SELECT FROM WHERE GROUP BY ORDER HAVING LIMIT OFFSET JOIN LEFT RIGHT FULL INNER OUTER ON USING
 AS AND OR NOT NULL IS IN EXISTS BETWEEN LIKE ILIKE CASE WHEN THEN ELSE END DISTINCT UNION ALL EXCEPT INTERSECT

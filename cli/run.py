@@ -7,9 +7,9 @@ the statement, and the exit code is 4 (``EXIT_SQL``, docs/cli.md). ``FILE`` may 
 (stdin). A script that cannot be read (missing, a directory, no permission, not UTF-8) and a
 store that cannot be opened are exit code 3, as for every command, with a message, checked
 before the database opens. Results and errors are escaped for the terminal
-(:func:`sql.cli_common.printable`).
+(:func:`cli.common.printable`).
 
-Callers: ``sql/cli.py``.
+Callers: ``cli/main.py``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 import sys
 import time
 
-from sql.cli_common import EXIT_OK, EXIT_SQL, printable, read_script
-from sql.cli_script import execute_at, render_result, split_statements
-from sql.cli_sql import add_session_options, runtime_options
+from cli.common import EXIT_OK, EXIT_SQL, printable, read_script
+from cli.script import execute_at, render_result, split_statements
+from cli.shell import add_session_options, runtime_options
 from sql.errors import SqlError
 
 

@@ -8,7 +8,7 @@ Passwords never go on the command line: ``--auth password|md5`` reads the passwo
 ``--user`` from the environment variable named by ``--password-env`` (default
 ``HUMMOCK_PG_PASSWORD``) or from ``--password-file``.
 
-Callers: :mod:`sql.cli` (registered as a subcommand).
+Callers: :mod:`cli.main` (registered as a subcommand).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 
-from sql.cli_common import CommandError
+from cli.common import CommandError
 
 
 def register(commands) -> None:

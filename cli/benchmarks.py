@@ -9,7 +9,7 @@ heavy peers such as rocksdict or pyspark). The benchmark runs in this process wi
 ``bench/`` is a folder of the source tree, not an installed package: when it is not importable
 the folder beside ``sql/`` (an editable install, a checkout) is put on ``sys.path``.
 
-Callers: ``sql/cli.py``.
+Callers: ``cli/main.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import re
 import runpy
 import sys
 
-from sql.cli_common import EXIT_OK, EXIT_USAGE
+from cli.common import EXIT_OK, EXIT_USAGE
 
 _NOT_BENCHMARKS = {"harness", "__init__", "__main__"}
 _RUNS_AS_SCRIPT = re.compile(r"""__name__\s*==\s*["']__main__["']""")

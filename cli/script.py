@@ -10,11 +10,11 @@ with its position kept, and rendering results as aligned tables (psql's layout).
 - :func:`render_result` / :func:`render_table`: column headers, ``-+-`` rule, numbers right
   aligned, NULL empty, booleans ``t``/``f``, then ``(N rows)``; a statement without rows prints
   its command tag (``INSERT 0 3``, ``CREATE TABLE``). Cells and headers are stored data: their
-  control characters are escaped (``\x1b``, ``\r``, ``\n``; :func:`sql.cli_common.printable`),
+  control characters are escaped (``\x1b``, ``\r``, ``\n``; :func:`cli.common.printable`),
   so a value can neither drive the terminal nor break the table's lines.
 
-Invariant: nothing here prints; callers decide where text goes. Callers: :mod:`sql.cli_sql`,
-:mod:`sql.cli_run`, tests.
+Invariant: nothing here prints; callers decide where text goes. Callers: :mod:`cli.shell`,
+:mod:`cli.run`, tests.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import decimal
 import re
 from dataclasses import dataclass
 
-from sql.cli_common import printable
+from cli.common import printable
 from sql.parse import _only_comments, _scan
 
 

@@ -11,11 +11,11 @@ Values: :func:`cell_texts` turns each result column into Postgres' text through
 NULL is empty in the table layouts and CSV, ``null`` in JSON.
 
 Invariants: aligned and expanded output pass every cell and header through
-:func:`sql.cli_common.printable` (control characters shown as escapes, never sent to the
+:func:`cli.common.printable` (control characters shown as escapes, never sent to the
 terminal); CSV and JSON carry the text as it is (quoted / JSON-escaped: machine formats).
 Numbers (integers, floats, NUMERIC) are right-aligned, as psql does.
 
-Callers: :mod:`sql.cli_sql`.
+Callers: :mod:`cli.shell`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import json
 
 from relational.types import TypeKind
 
-from sql.cli_common import printable
-from sql.cli_script import command_tag
+from cli.common import printable
+from cli.script import command_tag
 
 FORMATS = ("aligned", "csv", "json")
 _NUMBERS = {TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.REAL, TypeKind.DOUBLE, TypeKind.DECIMAL}
@@ -42,7 +42,11 @@ def cell_texts(table, types) -> list:
 
     out = []
     for column, dtype in zip(table.columns, types):
-        if dtype.kind in (TypeKind.STRUCT, TypeKind.LIST):   # no COPY text form: Python's
+        if dtype.kind == TypeKind.LIST:   # Postgres' array_out: {1,2,NULL} (stream/expr_array.py)
+            from stream.expr_array import array_text
+            out.append(array_text(column, dtype))
+            continue
+        if dtype.kind == TypeKind.STRUCT:   # no COPY text form: Python's
             out.append([None if v is None else str(v) for v in to_pylist(column, dtype)])
             continue
         texts = text_column(column, dtype)

@@ -6,16 +6,16 @@
   entries decoded through the table catalog when the table is known (raw hex otherwise, or
   with ``--raw``).
 - ``manifest``: the version history still stored (checkpoints and deltas, oldest first).
-- ``verify``: every live object checked (``sql/cli_verify.py``); a summary, and exit code 1
+- ``verify``: every live object checked (``cli/verify.py``); a summary, and exit code 1
   naming each damaged object when any is.
 
 Every subcommand takes ``--json`` (one JSON document on stdout instead of text). The store is
 opened ``read_only`` (``sql/cli_common.open_read_only``) and never modified. An SST id outside
 ``[0, 2**64)`` or a ``--limit`` below -1 is bad usage (exit code 2); epochs whose time is
 beyond Python's datetime range print as such; names and decoded values are escaped for the
-terminal (:func:`sql.cli_common.printable`).
+terminal (:func:`cli.common.printable`).
 
-Callers: ``sql/cli.py``.
+Callers: ``cli/main.py``.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from hummock.sstable.filter import FilterReader
 from hummock.sstable.meta import sst_object_path
 from hummock.sstable.reader import Sstable
 from hummock.version_codec import decode_delta, decode_version
-from sql import cli_verify
-from sql.cli_common import (EXIT_CORRUPT, EXIT_OK, add_url_argument, epoch_text, human_bytes,
+from cli import verify as cli_verify
+from cli.common import (EXIT_CORRUPT, EXIT_OK, add_url_argument, epoch_text, human_bytes,
                             key_text, open_objects, open_read_only, print_json, print_table, printable, progress)
-from sql.cli_decode import RowDecoder
+from cli.decode import RowDecoder
 
 
 def register(commands) -> None:

@@ -5,14 +5,14 @@ tasks so far).
 On a terminal a rich ``Live`` panel (a progress bar and a table) redraws in place; otherwise one
 plain line per tenth of the events goes to ``out``, so logs and tests see a short, stable text.
 
-Callers: :mod:`sql.cli_demo` only.
+Callers: :mod:`cli.demo` only.
 """
 
 from __future__ import annotations
 
 import time
 
-from sql.cli_common import human_bytes
+from cli.common import human_bytes
 
 
 class LiveFigures:

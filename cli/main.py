@@ -1,6 +1,7 @@
 """The ``hummock`` command line (console script declared in pyproject.toml): parser and dispatch.
 
-Each subcommand lives in its own module ``sql/cli_<name>.py`` exposing ``register(commands)``,
+Each subcommand lives in its own module of this package (``cli/<name>.py``, named in
+:data:`SUBCOMMANDS`) exposing ``register(commands)``,
 which adds its argparse sub-parser and sets ``func`` (called with the parsed arguments,
 returning the exit code). A new subcommand (the SQL shell, ``run``, the SQL demo) is one more
 entry in :data:`SUBCOMMANDS`; nothing else here changes. Only the module of the command being
@@ -12,7 +13,7 @@ Exit codes, the same for every subcommand (docs/cli.md): 0 success; 1 the store 
 (argparse); 3 any other error (no store at the URL, I/O, another writer holds the store); 4 a
 SQL statement failed (``run``, ``sql`` reading stdin).
 
-Callers: users, from a shell; tests run it as ``python -m sql.cli``.
+Callers: users, from a shell; tests run it as ``python -m cli``.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from hummock._version import __version__
 
 #: ``(command, module, one-line help)``, in the order ``--help`` lists them
 SUBCOMMANDS = (
-    ("demo", "sql.cli_demo", "streaming SQL over live Nexmark events, compaction on Spark, a self-check"),
-    ("sql", "sql.cli_sql", "an interactive SQL shell (or a script on stdin)"),
-    ("run", "sql.cli_run", "run a SQL script, stopping at the first error"),
-    ("serve", "sql.cli_serve", "serve the database to Postgres clients (psql, psycopg, JDBC ...)"),
-    ("inspect", "sql.cli_inspect", "look inside a store (read-only): levels, an SST, the manifest, verify checksums"),
-    ("compact", "sql.cli_compact", "compact a store now (in-process or on Spark)"),
-    ("bench", "sql.cli_bench", "run a named benchmark of bench/ (see 'hummock bench --help')"),
+    ("demo", "cli.demo", "streaming SQL over live Nexmark events, compaction on Spark, a self-check"),
+    ("sql", "cli.shell", "an interactive SQL shell (or a script on stdin)"),
+    ("run", "cli.run", "run a SQL script, stopping at the first error"),
+    ("serve", "cli.serve", "serve the database to Postgres clients (psql, psycopg, JDBC ...)"),
+    ("inspect", "cli.inspection", "look inside a store (read-only): levels, an SST, the manifest, verify checksums"),
+    ("compact", "cli.compact", "compact a store now (in-process or on Spark)"),
+    ("bench", "cli.benchmarks", "run a named benchmark of bench/ (see 'hummock bench --help')"),
 )
 
 
@@ -62,13 +63,13 @@ def main(argv=None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
-    from sql.cli_common import run_command
+    from cli.common import run_command
     return run_command(args.func, args)
 
 
 def run_demo(*args, **kwargs):
-    """``sql.cli_demo.run_demo`` (kept importable here: tests, README)."""
-    from sql.cli_demo import run_demo as demo
+    """``cli.demo.run_demo`` (kept importable here: tests, README)."""
+    from cli.demo import run_demo as demo
     return demo(*args, **kwargs)
 
 
