@@ -2,15 +2,58 @@
 
 Method: each workload runs once untimed (warm-up: caches, lazy imports, schema compilation),
 then ``repeats`` timed runs with ``time.perf_counter``; the figure reported is the median rate.
+
+What a figure depends on besides the code (issue 30 item 6): :func:`machine`, which every
+bench's JSON line carries under ``"machine"``, holds :func:`conditions` -- the build (native
+modules or pure-Python twins, the Cython directives and compile flags setup.py uses, whether
+every ``native/*.so`` is present and newer than its sources), the allocator / glibc / BLAS
+environment, the python, pyarrow, numpy and Cython versions, and the load: the 1-minute load
+average when this module was imported (a bench imports it before it starts) and when the line
+is written, the CPUs this process may use, its nice value, the kernel's autogroup setting (with
+autogroup on, nice only ranks processes of the same session) and the share of CPU time the
+hypervisor stole between the two points (``/proc/stat``). Linux-only items are None elsewhere.
+
+Callers: every ``bench/*.py`` (``report`` / ``machine`` / ``median_rate``), bench.report.
 """
 
 from __future__ import annotations
 
+import ast
+import glob
 import json
+import os
 import platform
 import statistics
 import sys
+import sysconfig
 import time
+
+#: environment variables a figure depends on (allocators, glibc, BLAS threads, the twins switch)
+ENV_PREFIXES = ("MIMALLOC", "MALLOC", "GLIBC_TUNABLES", "PYTHONMALLOC", "OPENBLAS", "OMP_NUM_THREADS",
+                "LD_PRELOAD", "HUMMOCK_")
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load_1m():
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def _cpu_times():
+    """(total, steal) jiffies of every CPU from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return sum(fields[:8]), (fields[7] if len(fields) > 7 else 0)
+
+
+_LOAD_AT_IMPORT = _load_1m()
+_CPU_AT_IMPORT = _cpu_times()
+_TIME_AT_IMPORT = time.time()
 
 
 def median_rate(fn, items: int, repeats: int = 5) -> float:
@@ -39,8 +82,99 @@ def compactor_options(name: str) -> dict:
 
 
 def machine() -> dict:
+    """The host, and under ``"conditions"`` what the figures depend on (:func:`conditions`)."""
     return {"python": platform.python_version(), "machine": platform.machine(),
-            "processor": platform.processor() or "unknown"}
+            "processor": platform.processor() or "unknown", "conditions": conditions()}
+
+
+def conditions() -> dict:
+    """Build mode, environment, versions and load of this run (module docstring)."""
+    return {"build": build_info(), "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+            "versions": _versions(), "load": load_info()}
+
+
+def load_info() -> dict:
+    """The 1-minute load average at import and now, CPUs, nice, autogroup, CPU steal since import."""
+    now = _cpu_times()
+    steal = None
+    if now is not None and _CPU_AT_IMPORT is not None and now[0] > _CPU_AT_IMPORT[0]:
+        steal = round((now[1] - _CPU_AT_IMPORT[1]) / (now[0] - _CPU_AT_IMPORT[0]), 4)
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = None
+    return {"load_avg_1m_before": _LOAD_AT_IMPORT, "load_avg_1m_after": _load_1m(), "nproc": os.cpu_count(),
+            "cpus_usable": usable, "nice": os.nice(0) if hasattr(os, "nice") else None,
+            "sched_autogroup_enabled": _read_int("/proc/sys/kernel/sched_autogroup_enabled"),
+            "steal_fraction": steal, "seconds": round(time.time() - _TIME_AT_IMPORT, 1)}
+
+
+def build_info() -> dict:
+    """Native modules or twins, setup.py's Cython directives and flags, the .so files' state."""
+    try:
+        from hummock import _twins
+    except ImportError:   # pragma: no cover - the bench runs from the source tree
+        _twins = None
+    expected = _twins.expected_native_modules() if _twins is not None else []
+    present, stale = [], []
+    for name in expected:
+        so = glob.glob(os.path.join(_ROOT, "native", f"{name}.*.so")) + glob.glob(os.path.join(_ROOT, "native", f"{name}.*.pyd"))
+        if not so:
+            continue
+        present.append(name)
+        if os.path.getmtime(so[0]) < os.path.getmtime(os.path.join(_ROOT, "native", f"{name}.pyx")):
+            stale.append(name)
+    flags = _setup_flags()
+    return {"pure_python_forced": _twins.pure_python_forced() if _twins is not None else None,
+            "native_loaded": sorted(k for k, v in (_twins.LOADED if _twins else {}).items() if v),
+            "twins_used": sorted(k for k, v in (_twins.LOADED if _twins else {}).items() if not v),
+            "load_failures": dict(_twins.LOAD_FAILURES) if _twins is not None else {},
+            "so_present": f"{len(present)}/{len(expected)}",
+            "so_missing": sorted(set(expected) - set(present)), "so_older_than_pyx": stale,
+            "cython_directives": flags.get("COMPILER_DIRECTIVES"), "extra_compile_args": flags.get("extra_compile_args"),
+            "python_cflags": sysconfig.get_config_var("CFLAGS"), "cc": sysconfig.get_config_var("CC")}
+
+
+def _setup_flags() -> dict:
+    """``COMPILER_DIRECTIVES`` and the extensions' ``extra_compile_args`` as setup.py declares them
+    (read from its source: importing it would run setup())."""
+    out = {}
+    try:
+        with open(os.path.join(_ROOT, "setup.py")) as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError):
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMPILER_DIRECTIVES" for t in node.targets):
+            try:
+                out["COMPILER_DIRECTIVES"] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+        elif isinstance(node, ast.keyword) and node.arg == "extra_compile_args":
+            try:
+                out["extra_compile_args"] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def _versions() -> dict:
+    from importlib import metadata
+    out = {"python": platform.python_version(), "implementation": platform.python_implementation()}
+    for dist in ("pyarrow", "numpy", "cython", "sqlglot"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _read_int(path: str):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def report(name: str, rows: list[dict], columns: list[str]) -> None:

@@ -284,7 +284,7 @@ def render(data: dict, out: pathlib.Path, sources=(), note: str = "") -> list:
     machine = next((o["machine"] for o in data.values() if isinstance(o.get("machine"), dict)), {})
     lines = ["# Hummock benchmark report", "",
              f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `python -m bench.report`"
-             f"; machine: {', '.join(f'{k} {v}' for k, v in sorted(machine.items())) or 'unknown'}.", ""]
+             f"; machine: {', '.join(f'{k} {v}' for k, v in sorted(machine.items()) if not isinstance(v, dict)) or 'unknown'}.", ""]
     if note:
         lines += [note, ""]
     if sources:

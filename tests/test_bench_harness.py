@@ -1,0 +1,62 @@
+"""bench.harness records what every bench's figures depend on (issue 30 item 6): the build
+(native or twins, setup.py's Cython directives and flags, the .so files), the allocator / glibc
+/ BLAS environment, versions and the load; bench.report keeps that record out of its one-line
+machine summary."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from bench import harness, report
+from hummock import _twins
+
+
+def test_machine_carries_build_env_versions_and_load(monkeypatch):
+    monkeypatch.setenv("MIMALLOC_ARENA_EAGER_COMMIT", "1")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("UNRELATED_TO_FIGURES", "x")
+    c = harness.machine()["conditions"]
+    json.dumps(c)   # the JSON line takes it as is
+    assert c["env"]["MIMALLOC_ARENA_EAGER_COMMIT"] == "1"
+    assert c["env"]["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2" and c["env"]["OPENBLAS_NUM_THREADS"] == "1"
+    assert "UNRELATED_TO_FIGURES" not in c["env"]
+    build = c["build"]
+    assert build["cython_directives"]["boundscheck"] is True and build["cython_directives"]["language_level"] == "3"
+    assert build["extra_compile_args"] == ["-O3"]
+    expected = _twins.expected_native_modules()
+    assert build["so_present"].endswith(f"/{len(expected)}")
+    assert build["pure_python_forced"] is _twins.pure_python_forced()
+    if _twins.pure_python_forced():
+        assert build["native_loaded"] == []
+    assert set(c["versions"]) >= {"python", "pyarrow", "numpy", "cython"} and c["versions"]["pyarrow"]
+    load = c["load"]
+    assert load["nproc"] == os.cpu_count() and load["nice"] == os.nice(0)
+    assert isinstance(load["load_avg_1m_before"], float) and isinstance(load["load_avg_1m_after"], float)
+
+
+def test_so_files_missing_or_older_than_their_source_are_named(tmp_path, monkeypatch):
+    native = tmp_path / "native"
+    native.mkdir()
+    for name in ("_a", "_b", "_c"):
+        (native / f"{name}.pyx").write_text("")
+    (native / "_a.cpython-311-x86_64-linux-gnu.so").write_text("")
+    (native / "_b.cpython-311-x86_64-linux-gnu.so").write_text("")
+    os.utime(native / "_b.cpython-311-x86_64-linux-gnu.so", (1, 1))   # built before its .pyx changed
+    (tmp_path / "setup.py").write_text('COMPILER_DIRECTIVES = {"boundscheck": False}\n'
+                                       'Extension("x", [], extra_compile_args=["-O2", "-march=native"])\n')
+    monkeypatch.setattr(harness, "_ROOT", str(tmp_path))
+    monkeypatch.setattr(_twins, "expected_native_modules", lambda: ["_a", "_b", "_c"])
+    build = harness.build_info()
+    assert build["so_present"] == "2/3" and build["so_missing"] == ["_c"] and build["so_older_than_pyx"] == ["_b"]
+    assert build["cython_directives"] == {"boundscheck": False}
+    assert build["extra_compile_args"] == ["-O2", "-march=native"]
+
+
+def test_report_summary_line_leaves_the_conditions_out(tmp_path):
+    out = tmp_path / "report.md"
+    report.render({"nexmark": {"bench": "nexmark", "events": 10, "events_per_s": {"q0": 5}, "checked": True,
+                               "machine": harness.machine()}}, out)
+    summary = next(line for line in out.read_text().splitlines() if "machine:" in line)
+    assert "python " in summary and "conditions" not in summary and "{" not in summary
