@@ -16,6 +16,7 @@ import datetime
 import decimal
 import importlib.util
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -495,6 +496,43 @@ SELECT nope FROM ps_t;
     assert 'btree, for table "public.ps_t"' in out
     assert "COPY 1" in out and "5\te\t\\N" in out
     assert "ERROR:  column 'nope' does not exist\nLINE 1: SELECT nope FROM ps_t;\n               ^" in r.stderr
+
+
+def test_psql_and_psycopg_see_sources_as_foreign_tables(server):
+    """A source is relkind ``f`` (a foreign table: its rows live outside): psql lists it in ``\\d``
+    and ``\\dE`` (not ``\\dt``) and describes it -- columns, the FDW options column, its connector
+    as the server and its WITH options -- where it used to crash (an attribute query answered
+    without the FDW options column psql reads for relkind ``f``); psycopg sees it in pg_class and
+    information_schema as Postgres shows a foreign table."""
+    with connect(server) as c:
+        c.execute("CREATE SOURCE src_s (id BIGINT, name VARCHAR) WITH (connector = 'datagen', "
+                  "fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '3', "
+                  "fields.name.length = '4')")
+        c.execute("CREATE TABLE src_t (k INT PRIMARY KEY)")
+        assert c.execute("SELECT relname, relkind FROM pg_class WHERE relname LIKE 'src_%' "
+                         "ORDER BY relname").fetchall() == [("src_s", "f"), ("src_t", "r")]
+        assert c.execute("SELECT table_name, table_type FROM information_schema.tables WHERE table_name "
+                         "LIKE 'src_%' ORDER BY table_name").fetchall() == [("src_s", "FOREIGN"), ("src_t", "BASE TABLE")]
+        assert c.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'src_s' "
+                         "ORDER BY ordinal_position").fetchall() == [("id", "bigint"), ("name", "character varying")]
+        assert c.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'src_%'").fetchall() == [("src_t",)]
+    r = run_psql(server, "\\d\n\\dt src_*\n\\dE src_*\n\\d src_s\n\\d+ src_s\n\\d+ src_t\n")
+    out = r.stdout
+    assert r.returncode == 0, r.stderr
+    listing = out.split("List of relations")[1].split(" rows)")[0]
+    assert re.search(r"\n public \| src_s +\| source +\| me", listing), listing
+    assert re.search(r"\n public \| src_t +\| table +\| me", listing), listing
+    assert "List of tables\n Schema | Name  | Type  | Owner \n--------+-------+-------+-------\n public | src_t | table | me" \
+        "\n(1 row)" in out
+    assert "List of foreign tables\n Schema | Name  |  Type  | Owner \n--------+-------+--------+-------\n" \
+        " public | src_s | source | me\n(1 row)" in out
+    assert out.count('Foreign table "public.src_s"') == 2
+    assert " id     | bigint            |           |          |         | \n" in out
+    assert "| FDW options | Storage  | Stats target | Description" in out
+    assert " name   | character varying |           |          |         |             | extended |" in out
+    assert out.count("Server: datagen\nFDW options: (\"fields.id.kind\" 'sequence', \"fields.id.start\" '1', "
+                     "\"fields.id.end\" '3', \"fields.name.length\" '4')") == 2
+    assert 'Table "public.src_t"' in out and " k      | integer |           | not null |         | plain" in out
 
 
 # --- the command line ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Job: answer the catalog queries clients send -- psql's ``\\d``, ``\\dt``, ``\\dm``, ``\\di``,
 ``\\dv``, ``\\dn``, ``\\l``, ``\\d NAME`` (its relation lookup, the relation's attributes,
-indexes and the many sections Hummock has nothing for), psycopg's type introspection
+indexes and the many sections Hummock has nothing for; a source is relkind ``f``, a foreign
+table whose server is its connector), psycopg's type introspection
 (``TypeInfo.fetch``), ``version()``, ``current_schema()`` and friends -- from the database's
 SQL catalog, without running them through the engine (which has no regex operators, regclass
 casts or system tables). Three tiers, tried in order:
@@ -88,8 +89,11 @@ def answer(text: str, params, ctx: Context) -> Answer | None:
 
 # --- relations ---------------------------------------------------------------------------------------
 
-_KIND = {"table": "r", "mv": "m", "index": "i"}
-_KIND_NAME = {"r": "table", "m": "materialized view", "i": "index", "v": "view"}
+#: relkind of each relation kind; a source is ``f`` (Postgres' foreign table: a relation whose rows
+#: live outside the database), the one relkind psql both lists in ``\\d`` and describes in full
+#: (RisingWave's ``s`` is listed by no psql command); its connector is the "server"
+_KIND = {"table": "r", "mv": "m", "index": "i", "source": "f"}
+_KIND_NAME = {"r": "table", "m": "materialized view", "i": "index", "v": "view", "f": "source"}
 
 
 def _relations(ctx: Context) -> list:
@@ -153,10 +157,16 @@ def _psql_list(text, params, ctx):
             continue
         values = {"Schema": "public", "Name": rel.name, "Type": _KIND_NAME[kind], "Owner": ctx.user,
                   "Table": _base_of(rel), "Persistence": "permanent",
-                  "Access method": "btree" if kind == "i" else "heap", "Size": "0 bytes"}
+                  "Access method": _access_method(kind), "Size": "0 bytes"}
         rows.append(tuple(values.get(n) for n in names))
     rows.sort(key=lambda r: (r[0] or "", r[1] or ""))
     return Answer([(n, PT.TEXT_OID) for n in names], rows)
+
+
+def _access_method(kind: str) -> str | None:
+    """pg_am's name for a relkind: btree indexes, heap tables and MVs, none for a source (as
+    Postgres has none for a foreign table)."""
+    return {"i": "btree", "f": None}.get(kind, "heap")
 
 
 def _psql_lookup(text, params, ctx):
@@ -188,7 +198,7 @@ def _psql_table_info(text, params, ctx):
     has_index = bool(rel.kind == "table" and rel.user_pk) or bool(ctx.catalog.indexes_of(rel.name))
     kind = _KIND[rel.kind]
     row = ("0", kind, "t" if has_index else "f", "f", "f", "f", "f", "f", "f", "", "0", "", "p", "d",
-           "btree" if kind == "i" else "heap")
+           _access_method(kind))
     return Answer([(n, PT.TEXT_OID) for n in names], [row])
 
 
@@ -202,8 +212,9 @@ def _psql_attributes(text, params, ctx):
             (name, PT.format_type(dtype), "yes", name) for name, dtype in rel.columns if name in _index_columns(rel)]
         return Answer([(n, PT.TEXT_OID) for n in ("attname", "format_type", "is_key", "indexdef")], rows)
     names = ["attname", "format_type", "default", "attnotnull", "attcollation", "attidentity", "attgenerated"]
-    if "a.attstorage" in text:
-        names += ["attstorage", "attcompression", "attstattarget", "col_description"]
+    select = text[:text.find("FROM pg_catalog.pg_attribute a")]
+    extras = [name for marker, name in _ATTR_EXTRAS if marker in select]   # per relkind and \\d+ (psql)
+    names += extras
     if "pg_get_indexdef" in text.split("FROM")[0]:   # \d INDEX: the index's key column definitions
         names.append("indexdef")
     rows = []
@@ -213,12 +224,50 @@ def _psql_attributes(text, params, ctx):
                                                                    if c[0] in _index_columns(rel)]
         for name, dtype in visible:
             row = [name, PT.format_type(dtype), None, "t" if name in pk else "f", None, "", ""]
-            if "a.attstorage" in text:
-                row += ["p" if PT.type_size(dtype) > 0 else "x", "", None, None]
+            row += [_attr_extra(extra, dtype) for extra in extras]
             if "indexdef" in names:
                 row.append(name)
             rows.append(tuple(row[:len(names)]))
     return Answer([(n, PT.TEXT_OID) for n in names], rows)
+
+
+#: the columns psql adds to its ``\\d`` attribute query after ``attgenerated``, in its order, each
+#: when its marker is in the select list: FDW options for a foreign table (a source), then with
+#: ``\\d+`` the storage, the compression (tables and MVs only), the statistics target, the comment
+_ATTR_EXTRAS = (("AS attfdwoptions", "attfdwoptions"), ("a.attstorage", "attstorage"),
+                ("a.attcompression", "attcompression"), ("attstattarget", "attstattarget"),
+                ("col_description", "col_description"))
+
+
+def _attr_extra(name: str, dtype) -> str | None:
+    if name == "attstorage":
+        return "p" if PT.type_size(dtype) > 0 else "x"
+    return "" if name in ("attfdwoptions", "attcompression") else None
+
+
+def _psql_foreign_table(text, params, ctx):
+    """psql's ``\\d SOURCE`` footer: the foreign table's server and options -- the source's
+    connector and its other WITH options (psql needs exactly one row, else it stops describing)."""
+    if "FROM pg_catalog.pg_foreign_table f" not in text or "pg_catalog.pg_foreign_server s" not in text:
+        return None
+    rel = _by_oid(ctx, _oid_in(text, "f.ftrelid") or -1)
+    cols = [("srvname", PT.NAME_OID), ("array_to_string", PT.TEXT_OID)]
+    if rel is None or rel.kind != "source":
+        return Answer(cols)
+    options = dict(rel.connector or {})
+    server = options.pop("connector", None)
+    return Answer(cols, [(server, ", ".join(f"{_quote_ident(k)} {_quote_literal(v)}" for k, v in options.items()))])
+
+
+def _quote_ident(name: str) -> str:
+    """``pg_catalog.quote_ident``: bare when a plain lower-case identifier, else double-quoted."""
+    return name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
+
+
+def _quote_literal(value) -> str:
+    """``pg_catalog.quote_literal`` of a text value (``E'...'`` when it holds a backslash)."""
+    text = str(value).replace("'", "''")
+    return "E'" + text.replace("\\", "\\\\") + "'" if "\\" in text else f"'{text}'"
 
 
 def _psql_indexes(text, params, ctx):
@@ -373,7 +422,7 @@ def _psql_types(text, params, ctx):
 
 
 _SHAPES = (_psql_types, _functions, _psql_list, _psql_lookup, _psql_table_info, _psql_attributes, _psql_indexes,
-           _psql_index_info, _psql_viewdef,
+           _psql_index_info, _psql_viewdef, _psql_foreign_table,
            _psql_schemas, _psql_databases, _psycopg_typeinfo)
 
 
@@ -391,6 +440,10 @@ EMPTY_CATALOGS = frozenset({
     "pg_get_keywords", "pg_available_extensions", "pg_partition_ancestors", "generate_series", "unnest"})
 
 
+#: information_schema.tables.table_type per relation kind (a source as Postgres' foreign table)
+_TABLE_TYPE = {"table": "BASE TABLE", "mv": "MATERIALIZED VIEW", "source": "FOREIGN"}
+
+
 def _views(ctx: Context) -> dict:
     """name -> (columns, rows) of the emulated catalog views (module docstring), values as text."""
     rels = _relations(ctx)
@@ -398,7 +451,7 @@ def _views(ctx: Context) -> dict:
                  "relnatts", "reltuples", "relispartition", "relam"],
                 [(str(_oid(r)), r.name, "2200", _KIND[r.kind], "10",
                   "t" if (r.kind == "table" and r.user_pk) or ctx.catalog.indexes_of(r.name) else "f", "p",
-                  str(len(r.visible_columns)), "-1", "f", "403" if r.kind == "index" else "2")
+                  str(len(r.visible_columns)), "-1", "f", {"index": "403", "source": "0"}.get(r.kind, "2"))
                  for r in rels])
     attrs = []
     columns = []
@@ -437,8 +490,7 @@ def _views(ctx: Context) -> dict:
                         for r in rels if r.kind == "index"]),
         "pg_settings": (["name", "setting"], sorted((k, v) for k, v in ctx.settings.items())),
         "information_schema.tables": (["table_catalog", "table_schema", "table_name", "table_type"],
-                                      [(ctx.database, "public", r.name,
-                                        "BASE TABLE" if r.kind == "table" else "MATERIALIZED VIEW")
+                                      [(ctx.database, "public", r.name, _TABLE_TYPE[r.kind])
                                        for r in rels if r.kind != "index"]),
         "information_schema.columns": (["table_catalog", "table_schema", "table_name", "column_name",
                                         "ordinal_position", "column_default", "is_nullable", "data_type",
