@@ -342,6 +342,8 @@ cdef int enc_value(Buf* b, _Node node, object v, unsigned char mask) except -1:
         return buf_pybytes(b, _py.decimal_body(node.dtype.validate(v)), mask)
     if kind == K_INTERVAL:
         return buf_pybytes(b, _py.interval_body(node.dtype.validate(v)), mask)
+    if kind == K_JSONB:
+        return buf_pybytes(b, _py.jsonb_body(node.dtype.validate(v)), mask)
     if kind == K_STRUCT:
         v = node.dtype.validate(v)
         for child, field in zip(node.children, v):
@@ -557,6 +559,10 @@ cdef object dec_value(bytes data, Py_ssize_t* ppos, _Node node, unsigned char ma
                                      kind == K_TIMESTAMPTZ, pos)
     if kind == K_DECIMAL:
         value, newpos = _py.decode_decimal(data, pos, mask)
+        ppos[0] = newpos
+        return value
+    if kind == K_JSONB:
+        value, newpos = _py.decode_jsonb(data, pos, mask)
         ppos[0] = newpos
         return value
     if kind == K_INTERVAL:

@@ -33,7 +33,7 @@ from relational import _value_encoding_py as _encoding
 from relational.errors import DecodeError, TypeMismatchError
 from relational.types import TypeKind
 
-assert [int(k) for k in TypeKind] == list(range(1, 17)), "TypeKind drifted from native codes"
+assert [int(k) for k in TypeKind] == list(range(1, 18)), "TypeKind drifted from native codes"
 
 MAX_LIMIT = _twin.MAX_LIMIT
 WIDTHS = _twin.WIDTHS

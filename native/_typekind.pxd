@@ -22,3 +22,4 @@ cdef enum:
     K_INTERVAL = 14
     K_STRUCT = 15
     K_LIST = 16
+    K_JSONB = 17

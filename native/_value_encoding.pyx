@@ -56,7 +56,7 @@ cdt.import_datetime()
 
 # TypeKind numbers: native/_typekind.pxd (K_BOOLEAN ... K_LIST).
 
-assert [int(k) for k in TypeKind] == list(range(1, 17)), "TypeKind drifted from native codes"
+assert [int(k) for k in TypeKind] == list(range(1, 18)), "TypeKind drifted from native codes"
 
 # Constants of the format, defined once in the twin (part of the on-disk format).
 cdef uint8_t FORMAT_TAG = _twin.FORMAT_TAG
@@ -221,8 +221,8 @@ cdef int _put_value(_Buf *b, _Node node, object v) except -1:
                     _invalid(node, v)
                 memcpy(&bits32, &f, 4)
             _put_le(b, bits32, 4)
-    elif kind == K_VARCHAR:
-        if type(v) is not str:
+    elif kind == K_VARCHAR or kind == K_JSONB:
+        if type(v) is not str or kind == K_JSONB:   # JSONB: its normal text, stored as VARCHAR is
             v = node.dtype.validate(v)
         if type(v) is str and PyUnicode_IS_COMPACT_ASCII(v):
             _put_raw(b, <const char *>PyUnicode_DATA(v), PyUnicode_GET_LENGTH(v))
@@ -452,7 +452,7 @@ cdef object _get_value(_Reader *r, _Node node, object data):
         bits32 = <uint32_t>_get_le(r, 4)
         memcpy(&f, &bits32, 4)
         return PyFloat_FromDouble(<double>f)
-    elif kind == K_VARCHAR or kind == K_BYTEA:
+    elif kind == K_VARCHAR or kind == K_BYTEA or kind == K_JSONB:
         n = _get_varint(r)
         _need(r, n)
         start = r.pos

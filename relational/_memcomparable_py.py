@@ -20,6 +20,7 @@ import struct
 
 from relational._value_encoding_py import DECIMAL_MAX_ADJUSTED, DECIMAL_MAX_PRECISION
 from relational.errors import DecodeError, SchemaError, TypeMismatchError, ValueOutOfRangeError
+from relational import jsonb
 from relational.types import DataType, Interval, TypeKind
 
 # --- frozen constants: part of the on-disk format, do not change -------------------------
@@ -180,6 +181,85 @@ def decode_decimal(data: bytes, pos: int, mask: int):
     return value, pos
 
 
+def jsonb_body(value: str) -> bytes:
+    """Ascending encoding of a validated JSONB value (its normal text) in Postgres' jsonb order
+    (relational/jsonb.py; docs/format.md section 1): a type byte (``jsonb.NULL`` 0x01 <
+    STRING < NUMBER < BOOLEAN < ARRAY < OBJECT 0x06), then a string's escaped bytes and
+    terminator, a number's DECIMAL encoding, a boolean's byte, or an array's/object's u32be
+    count and its elements (an object's key string then value, keys in stored order)."""
+    out = bytearray()
+    _jsonb_tree(out, jsonb.parse(value))
+    return bytes(out)
+
+
+def _jsonb_tree(out: bytearray, tree) -> None:
+    kind = jsonb.kind_of(tree)
+    out.append(kind)
+    if kind == jsonb.STRING:
+        out += tree.encode("utf-8").replace(b"\x00", b"\x00\xff") + b"\x00\x01"
+    elif kind == jsonb.NUMBER:
+        out += decimal_body(tree)
+    elif kind == jsonb.BOOLEAN:
+        out.append(1 if tree else 0)
+    elif kind == jsonb.ARRAY:
+        out += len(tree).to_bytes(4, "big")
+        for item in tree:
+            _jsonb_tree(out, item)
+    elif kind == jsonb.OBJECT:
+        out += len(tree).to_bytes(4, "big")
+        for key, item in tree.items():
+            out += key.encode("utf-8") + b"\x00\x01"   # a key holds no NUL (jsonb refuses \u0000)
+            _jsonb_tree(out, item)
+
+
+def decode_jsonb(data, pos: int, mask: int):
+    """Decode a JSONB key part at ``pos`` (bytes XOR ``mask``); return ``(normal text, new_pos)``.
+    A number comes back without trailing fractional zeros (``1.50`` -> ``1.5``: keys keep the
+    value, as DECIMAL keys do, not the scale)."""
+    tree, pos = _jsonb_decode_tree(data, pos, mask, 0)
+    return jsonb.to_text(tree), pos
+
+
+def _jsonb_decode_tree(data, pos: int, mask: int, depth: int):
+    if depth > jsonb.MAX_DEPTH:
+        raise DecodeError("JSONB key nests too deep", pos, "memcomparable")
+    _need(data, pos, 1, "JSONB type")
+    kind = data[pos] ^ mask
+    pos += 1
+    if kind == jsonb.NULL:
+        return None, pos
+    if kind == jsonb.STRING:
+        return _decode_string(data, pos, mask, TypeKind.VARCHAR)
+    if kind == jsonb.NUMBER:
+        value, pos = decode_decimal(data, pos, mask)
+        if not value.is_finite():
+            raise DecodeError("JSONB number is not finite", pos, "memcomparable")
+        return value, pos
+    if kind == jsonb.BOOLEAN:
+        byte = _fixed(data, pos, 1, mask, "JSONB boolean")
+        if byte > 1:
+            raise DecodeError(f"bad JSONB boolean byte 0x{byte:02x}", pos, "memcomparable")
+        return byte == 1, pos + 1
+    if kind in (jsonb.ARRAY, jsonb.OBJECT):
+        count = _fixed(data, pos, 4, mask, "JSONB count")
+        pos += 4
+        if count > len(data) - pos:   # every item takes at least one byte: never trust a count
+            raise DecodeError(f"JSONB count {count} exceeds the key", pos - 4, "memcomparable")
+        if kind == jsonb.ARRAY:
+            items = []
+            for _ in range(count):
+                item, pos = _jsonb_decode_tree(data, pos, mask, depth + 1)
+                items.append(item)
+            return items, pos
+        pairs = []
+        for _ in range(count):
+            key, pos = _decode_string(data, pos, mask, TypeKind.VARCHAR)
+            item, pos = _jsonb_decode_tree(data, pos, mask, depth + 1)
+            pairs.append((key, item))
+        return dict(pairs), pos
+    raise DecodeError(f"bad JSONB type byte 0x{kind:02x}", pos - 1, "memcomparable")
+
+
 def interval_body(value: Interval) -> bytes:
     """Ascending encoding of an INTERVAL: its Postgres total as a sign-flipped i128."""
     return (value.total_usecs() + (1 << 127)).to_bytes(16, "big")
@@ -288,6 +368,8 @@ def _encode_value(out: bytearray, dtype: DataType, value, mask: int) -> None:
         out += (timestamptz_usecs(value) + (1 << 63)).to_bytes(8, "big")
     elif kind == TypeKind.INTERVAL:
         out += interval_body(value)
+    elif kind == TypeKind.JSONB:
+        out += jsonb_body(value)
     elif kind == TypeKind.STRUCT:
         for (_, ftype), fvalue in zip(dtype.fields, value):
             _encode_nested(out, ftype, fvalue, mask)
@@ -424,6 +506,8 @@ def _decode_value(data, pos: int, dtype: DataType, mask: int):
             return decode_interval(raw), pos + 16
         except (ValueError, OverflowError):
             raise DecodeError("INTERVAL out of range", pos, "memcomparable") from None
+    if kind == TypeKind.JSONB:
+        return decode_jsonb(data, pos, mask)
     if kind == TypeKind.STRUCT:
         fields = []
         for _, ftype in dtype.fields:

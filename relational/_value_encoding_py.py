@@ -318,6 +318,7 @@ _PUT = {
     TypeKind.INTERVAL: _put_interval,
     TypeKind.STRUCT: _put_struct,
     TypeKind.LIST: _put_list,
+    TypeKind.JSONB: _put_varchar,   # the normal text (DataType.JSONB.validate), stored as VARCHAR is
 }
 
 
@@ -473,6 +474,7 @@ _GET = {
     TypeKind.INTERVAL: _get_interval,
     TypeKind.STRUCT: _get_struct,
     TypeKind.LIST: _get_list,
+    TypeKind.JSONB: _get_varchar,   # the stored text is already the normal text
 }
 
 

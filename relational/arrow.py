@@ -21,6 +21,7 @@ TIMESTAMPTZ    timestamp[us, tz=UTC]
 INTERVAL       month_day_nano_interval            usecs must fit as nanoseconds (|usecs| < 2**63/1000)
 STRUCT         struct of the fields' types
 LIST           list of the element type
+JSONB          string                            the normal text (relational/jsonb.py)
 =============  ================================  =============================================
 
 Input columns may also be decimal128/256 for DECIMAL and any integer/float Arrow type numpy
@@ -56,6 +57,7 @@ _SIMPLE = {
     TypeKind.TIMESTAMP: pa.timestamp("us"),
     TypeKind.TIMESTAMPTZ: pa.timestamp("us", tz="UTC"),
     TypeKind.INTERVAL: pa.month_day_nano_interval(),
+    TypeKind.JSONB: pa.string(),
 }
 _NANOS_LIMIT = (1 << 63) // 1000
 

@@ -27,6 +27,7 @@ INTERVAL       STRUCT<months INT, days INT, microseconds BIGINT>   Spark's Calen
                                                             has no Arrow form; fields kept apart
 STRUCT         StructType of the fields
 LIST           ArrayType of the element
+JSONB          StringType (the normal text)
 =============  ==========================================  ===================================
 
 Loads into a new table derive the reverse mapping (:func:`from_spark_type`): the types above,
@@ -69,7 +70,7 @@ def spark_type(dtype: DataType):
         TypeKind.BIGINT: T.LongType, TypeKind.REAL: T.FloatType, TypeKind.DOUBLE: T.DoubleType,
         TypeKind.DECIMAL: T.StringType, TypeKind.VARCHAR: T.StringType, TypeKind.BYTEA: T.BinaryType,
         TypeKind.DATE: T.DateType, TypeKind.TIMESTAMP: T.TimestampNTZType,
-        TypeKind.TIMESTAMPTZ: T.TimestampType,
+        TypeKind.TIMESTAMPTZ: T.TimestampType, TypeKind.JSONB: T.StringType,
     }
     if kind == TypeKind.TIME:
         return T.StringType()

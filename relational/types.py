@@ -23,6 +23,8 @@ TIMESTAMPTZ    ``datetime.datetime`` with tzinfo; decoded values are in UTC
 INTERVAL       :class:`Interval` ``(months, days, usecs)``
 STRUCT         ``tuple`` with one value per field
 LIST           ``list`` (or tuple) of element values
+JSONB          ``str``: the value's normal text as Postgres prints it (relational/jsonb.py);
+               ``validate`` also takes any JSON text or a dict/list/number/bool to normalise
 =============  =========================================================================
 
 Invariants: ``DataType`` objects are immutable and compare by structure; the ``TypeKind``
@@ -73,6 +75,7 @@ class TypeKind(enum.IntEnum):
     INTERVAL = 14
     STRUCT = 15
     LIST = 16
+    JSONB = 17
 
 
 class DataType:
@@ -96,6 +99,7 @@ class DataType:
     TIMESTAMP: DataType
     TIMESTAMPTZ: DataType
     INTERVAL: DataType
+    JSONB: DataType
 
     def __init__(self, kind: TypeKind, fields: tuple = (), elem: DataType | None = None):
         object.__setattr__(self, "kind", TypeKind(kind))
@@ -435,6 +439,17 @@ def _check_list(dtype, value):
     return [dtype.elem.validate(v) for v in value]
 
 
+def _check_jsonb(dtype, value):
+    from relational import jsonb   # imported here: jsonb needs nothing of this module, keep it light
+    try:
+        tree = jsonb.parse(value) if isinstance(value, str) else jsonb.from_python(value)
+    except jsonb.JsonbSyntaxError as exc:
+        raise ValueOutOfRangeError(f"JSONB: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise TypeMismatchError(f"JSONB expects JSON text or a JSON-model value: {exc}") from None
+    return jsonb.to_text(tree)
+
+
 _VALIDATORS = {
     TypeKind.BOOLEAN: _check_bool,
     TypeKind.SMALLINT: _int_checker(INT16_MIN, INT16_MAX),
@@ -452,4 +467,5 @@ _VALIDATORS = {
     TypeKind.INTERVAL: _check_interval,
     TypeKind.STRUCT: _check_struct,
     TypeKind.LIST: _check_list,
+    TypeKind.JSONB: _check_jsonb,
 }

@@ -20,6 +20,7 @@ import datetime
 import decimal
 import re
 
+from relational import jsonb
 from relational.types import DataType, Interval, TypeKind
 from stream import decimal_ops, interval_text
 
@@ -39,6 +40,7 @@ _BY_NAME = {
     "bytea": DataType.BYTEA, "date": DataType.DATE, "time": DataType.TIME,
     "timestamp": DataType.TIMESTAMP, "timestamptz": DataType.TIMESTAMPTZ,
     "interval": DataType.INTERVAL,
+    "jsonb": DataType.JSONB,
 }
 
 # sqlglot DType names -> ours
@@ -49,7 +51,7 @@ _SQLGLOT = {
     "CHAR": DataType.VARCHAR, "NVARCHAR": DataType.VARCHAR, "NCHAR": DataType.VARCHAR,
     "VARBINARY": DataType.BYTEA, "BINARY": DataType.BYTEA, "DATE": DataType.DATE,
     "TIME": DataType.TIME, "TIMESTAMP": DataType.TIMESTAMP, "TIMESTAMPTZ": DataType.TIMESTAMPTZ,
-    "INTERVAL": DataType.INTERVAL, "TINYINT": DataType.SMALLINT,
+    "INTERVAL": DataType.INTERVAL, "TINYINT": DataType.SMALLINT, "JSONB": DataType.JSONB,
 }
 
 _DESCRIPTION = {
@@ -58,7 +60,7 @@ _DESCRIPTION = {
     TypeKind.DOUBLE: "double precision", TypeKind.VARCHAR: "character varying", TypeKind.BYTEA: "bytea",
     TypeKind.DATE: "date", TypeKind.TIME: "time without time zone",
     TypeKind.TIMESTAMP: "timestamp without time zone", TypeKind.TIMESTAMPTZ: "timestamp with time zone",
-    TypeKind.INTERVAL: "interval",
+    TypeKind.INTERVAL: "interval", TypeKind.JSONB: "jsonb",
 }
 
 INTEGERS = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT)
@@ -155,6 +157,8 @@ def literal_type(value) -> DataType:
         return DataType.TIME
     if isinstance(value, (Interval, datetime.timedelta)):
         return DataType.INTERVAL
+    if isinstance(value, dict):   # a JSON object (a list is an array parameter)
+        return DataType.JSONB
     raise UnsupportedError(f"a parameter of Python type {type(value).__name__} is not supported")
 
 
@@ -194,6 +198,8 @@ def parse_text(text: str, dtype: DataType):
         if s.startswith("\\x"):
             return bytes.fromhex(s[2:])
         return text.encode()
+    if kind == TypeKind.JSONB:   # Postgres' jsonb_in: the normal text (relational/jsonb.py)
+        return jsonb.normalize(text)
     if kind == TypeKind.INTERVAL:
         return parse_interval(s)
     raise ValueError(f"cannot read {text!r} as {dtype.sql_name()}")

@@ -39,6 +39,7 @@ from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
 from stream.expr_errors import wrap as _wrap
 from stream.expr_float import null_where, result_range
+from stream import expr_jsonb as _jsonb
 from stream.interval_text import format_interval, parse_interval
 
 _CLOCKS = (TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ, TypeKind.TIME)
@@ -87,6 +88,8 @@ def cast_to(value, source: DataType, target: DataType, expr):
     data error (module docstring)."""
     if source == target:
         return value
+    if TypeKind.JSONB in (source.kind, target.kind):   # Postgres' jsonb casts (stream/expr_jsonb.py)
+        return _jsonb.cast_jsonb(value, source, target, expr)
     if source.kind == _DECIMAL or target.kind == _DECIMAL:
         return _decimal_cast(value, source, target, expr)
     if source.kind in _FLOATS and target.kind in _INTS:   # Postgres: rint(), half to even
@@ -215,6 +218,9 @@ class Cast(Expr):
         if data_type.kind in (TypeKind.STRUCT, TypeKind.LIST) and arg.data_type != data_type:
             raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
         kinds = {arg.data_type.kind, data_type.kind}
+        if TypeKind.JSONB in kinds and arg.data_type != data_type and not _jsonb.can_cast(arg.data_type, data_type):
+            raise ExpressionError(f"cannot cast type {arg.data_type.sql_name().lower()} to "
+                                  f"{data_type.sql_name().lower()}", self)
         if _DECIMAL in kinds and not kinds <= {_DECIMAL, TypeKind.VARCHAR, *_INTS, *_FLOATS}:
             raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
 

@@ -36,6 +36,7 @@ from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
 from stream.expr_errors import wrap as _wrap
 from stream.expr_float import result_range
+from stream.expr_jsonb import FUNCS as _JSONB_FUNCS
 from stream.expr_pg import FUNCS as _PG_FUNCS
 
 
@@ -227,6 +228,7 @@ _FUNCS = {
     "power": (_func_power, lambda ts: DataType.DOUBLE if all(is_numeric(t) for t in ts) else None, (2, 2)),
 }
 _FUNCS.update(_PG_FUNCS)   # math, text and date/time functions computed row by row (stream/expr_pg.py)
+_FUNCS.update(_JSONB_FUNCS)   # JSONB operators and functions (stream/expr_jsonb.py)
 
 
 class Func(Expr):

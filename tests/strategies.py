@@ -8,6 +8,7 @@ many scales, extreme dates, intervals whose fields differ but totals agree.
 
 import datetime
 import decimal
+import json
 
 from hypothesis import strategies as st
 
@@ -58,6 +59,29 @@ _SCALAR_VALUES = {
         st.builds(Interval, st.integers(INT32_MIN, INT32_MAX), st.integers(INT32_MIN, INT32_MAX), st.integers(INT64_MIN, INT64_MAX)),
         st.builds(Interval, st.integers(-3, 3), st.integers(-60, 60), st.sampled_from([0, 1, -1, 86_400_000_000]))),
 }
+
+
+def _json_text(value) -> str:
+    """JSON text of a json-model value whose numbers are Decimals (json.dumps takes none)."""
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(json.dumps(k) + ":" + _json_text(v) for k, v in value.items()) + "}"
+    return json.dumps(value)
+
+
+#: JSON values of the Python json model (Decimal numbers): nested, duplicate-free keys that share
+#: prefixes and lengths, numbers of several scales, escapes in strings
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20).map(decimal.Decimal)
+    | st.sampled_from([decimal.Decimal(x) for x in ("0", "-0", "1.0", "1.50", "1e2", "-2.5E-3", "0.000")])
+    | st.text(alphabet='ab\u00e9"\\\n\x01', max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet="ab\u00e9", max_size=3), inner,
+                                                                 max_size=3),
+    max_leaves=8)
+_SCALAR_VALUES[TypeKind.JSONB] = json_values.map(_json_text)
 
 
 def values(dtype: DataType, nullable: bool = True):

@@ -9,6 +9,7 @@ inside composites).
 
 import datetime
 import decimal
+import json
 import math
 import os
 import pathlib
@@ -42,7 +43,30 @@ def _cmp(a, b) -> int:
     return (a > b) - (a < b)
 
 
+def _jsonb_model_key(text):
+    """Postgres' jsonb order, written plainly: null < string < number < boolean < array <
+    object; arrays and objects by size first, objects pair by pair in key order (UTF-8
+    length, then bytes)."""
+    def key(v):
+        if v is None:
+            return (0,)
+        if isinstance(v, str):
+            return (1, v.encode())
+        if isinstance(v, bool):
+            return (3, v)
+        if isinstance(v, decimal.Decimal):
+            return (2, v)
+        if isinstance(v, list):
+            return (4, len(v), [key(x) for x in v])
+        items = sorted(v.items(), key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
+        return (5, len(items), [part for k, x in items for part in (k.encode(), key(x))])
+    pairs_last = lambda pairs: dict(pairs)   # noqa: E731  (a duplicate key keeps its last value)
+    return key(json.loads(text, parse_float=decimal.Decimal, parse_int=decimal.Decimal, object_pairs_hook=pairs_last))
+
+
 def _scalar_cmp(kind, a, b) -> int:
+    if kind == TypeKind.JSONB:
+        return _cmp(_jsonb_model_key(a), _jsonb_model_key(b))
     if kind in (TypeKind.REAL, TypeKind.DOUBLE):
         if kind == TypeKind.REAL:
             a, b = (struct.unpack("<f", struct.pack("<f", x))[0] for x in (a, b))
@@ -454,7 +478,7 @@ def test_types_that_do_not_decode_exactly_have_a_value_that_changes():
     """The other scalar types each have a value that comes back equal but not the same, so
     their key columns stay in the value; composites are never exact."""
     changed = {T.REAL: -0.0, T.DOUBLE: -0.0, T.DECIMAL: decimal.Decimal("1.50"),
-               T.INTERVAL: Interval(0, 30, 0),
+               T.INTERVAL: Interval(0, 30, 0), T.JSONB: '[1.50]',
                T.TIMESTAMPTZ: datetime.datetime(2020, 1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))}
     assert {t for t in SCALARS if not mc.decodes_exactly(t)} == set(changed)
     for dtype, value in changed.items():

@@ -23,6 +23,7 @@ from relational.errors import DecodeError, SchemaError, TypeMismatchError, Value
 from relational.types import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from relational.types import DataType as T
 from relational.types import Interval, TypeKind
+from strategies import _SCALAR_VALUES as _SHARED_VALUES
 
 D = decimal.Decimal
 UTC = datetime.timezone.utc
@@ -79,6 +80,7 @@ _ZONES = st.one_of(
     st.timezones(),
 )
 _I32 = st.integers(INT32_MIN, INT32_MAX)
+json_texts = _SHARED_VALUES[TypeKind.JSONB]
 _SCALAR_VALUES = {
     TypeKind.BOOLEAN: st.booleans(),
     TypeKind.SMALLINT: st.integers(INT16_MIN, INT16_MAX) | st.sampled_from([INT16_MIN, INT16_MAX]),
@@ -103,6 +105,7 @@ _SCALAR_VALUES = {
     TypeKind.INTERVAL: st.one_of(st.builds(Interval, _I32, _I32, st.integers(INT64_MIN, INT64_MAX)),
                                  st.builds(Interval, st.integers(-2, 2), st.integers(-60, 60), st.integers(-2, 2)),
                                  st.timedeltas()),
+    TypeKind.JSONB: json_texts,   # stored as its normal text (expected() normalises via validate)
 }
 
 

@@ -311,7 +311,7 @@ class _Exec:
         inputs = [self._columns(self.run(i)) for i in plan.inputs]   # each input once, not once per column
         return _table([pa.concat_arrays([cols[c] for cols in inputs]) for c in range(len(plan.types))], plan)
 
-    def _sort(self, plan: P.Sort):
+    def _sort(self, plan: P.Sort):   # JSONB keys (no vector path) compare in jsonb order below
         t = self.run(plan.input)
         idx = vector.sort_indices(self._columns(t), plan.input.types, plan.keys) \
             if VECTORIZED.get() and t.num_rows > 1 and t.num_columns else None
@@ -326,7 +326,11 @@ class _Exec:
                     if x is y:
                         continue
                     return (-1 if nulls_first else 1) * (1 if x is None else -1)
-                x, y = order_key(x), order_key(y)   # NaN equals NaN, above every number
+                if plan.input.types[col] == P.DataType.JSONB:   # Postgres' jsonb order, not the text's
+                    from stream.expr_jsonb import order_key as jsonb_key
+                    x, y = jsonb_key(x), jsonb_key(y)
+                else:
+                    x, y = order_key(x), order_key(y)   # NaN equals NaN, above every number
                 if x == y:
                     continue
                 r = -1 if x < y else 1

@@ -30,12 +30,17 @@ from sqlglot import exp
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
 from stream import expr as E
+from stream.expr_jsonb import JsonbCmp
 from stream.expr_time import TimeArith, is_temporal
 
 from sql import types as T
 from sql.errors import BindError, SqlError, UnsupportedError, error_at
 
 MAX_DEPTH = 200
+_JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
+                exp.JSONBContainsTopKey, exp.ArrayContainsAll, exp.ArrayContainedBy)
+#: JSONB functions whose leading arguments take these types (an untyped literal becomes one)
+_JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataType.JSONB,)}
 
 
 @dataclass
@@ -227,6 +232,9 @@ class ExprBinder:
             try:
                 return self._lit(T.parse_text(value, dtype), dtype, node)
             except (ValueError, TypeError) as exc:
+                if dtype.kind == TypeKind.JSONB:   # invalid JSON is a data error at the literal (22P02)
+                    from sql.errors import ExecutionError
+                    raise error_at(ExecutionError, str(exc), node) from None
                 if isinstance(exc, (T.OutOfRange, T.IntervalOutOfRange)) or "overflows numeric" in str(exc):
                     raise error_at(BindError, str(exc), node) from None
                 raise error_at(BindError, f"invalid input syntax for type {dtype.sql_name()}: {value!r}",
@@ -379,6 +387,10 @@ class ExprBinder:
             return self.subquery(node, self)
         if isinstance(node, exp.Window):
             raise error_at(BindError, f"window functions are not allowed in {self.context}", node)
+        if isinstance(node, _JSONB_NODES):   # ->, ->>, #>, #>>, @>, <@, ? (stream/expr_jsonb.py)
+            bound = self._jsonb_op(node)
+            if bound is not None:
+                return bound
         if isinstance(node, exp.Interval):
             return self._lit(interval_literal(node), DataType.INTERVAL, node)
         if isinstance(node, exp.Func):
@@ -387,6 +399,48 @@ class ExprBinder:
             raise error_at(BindError, f"FILTER specified, but {spelled(node.this)} is not an aggregate function",
                            node)
         raise error_at(UnsupportedError, f"expression {spelled(node)!r} is not supported", node)
+
+    def _jsonb_op(self, node):
+        """A JSONB operator as its ``stream.expr_jsonb`` function; None when no operand is JSONB
+        (``@>`` / ``<@`` of arrays are bound elsewhere). sqlglot reads ``j -> 'k'`` / ``j -> 1``
+        as a JSON path of one key / subscript: turned back into the text / integer operand."""
+        if isinstance(node, (exp.ArrayContainsAll, exp.ArrayContainedBy)):
+            left, right = self.bind_pair(node.this, node.expression)
+            if DataType.JSONB not in (left.data_type, right.data_type):
+                return None
+            if isinstance(node, exp.ArrayContainedBy):
+                left, right = right, left
+            return self._jsonb_call("jsonb_contains", [left, right], node)
+        left = self.bind(node.this)
+        if left.data_type != DataType.JSONB:
+            return None
+        operand = node.expression
+        if isinstance(node, exp.JSONBContainsTopKey):
+            return self._jsonb_call("jsonb_exists", [left, self.bind_as(operand, DataType.VARCHAR)], node)
+        if isinstance(node, (exp.JSONBExtract, exp.JSONBExtractScalar)):
+            name = "jsonb_get_path" if isinstance(node, exp.JSONBExtract) else "jsonb_get_path_text"
+            return self._jsonb_call(name, [left, self.bind_as(operand, DataType.VARCHAR)], node)
+        if isinstance(operand, exp.JSONPath):
+            parts = operand.expressions
+            if len(parts) != 2 or not isinstance(parts[1], (exp.JSONPathKey, exp.JSONPathSubscript)) or \
+                    not isinstance(parts[1].this, (str, int)):
+                raise error_at(UnsupportedError, f"JSON operand {operand.sql(dialect='postgres')} is not supported",
+                               operand)
+            key = parts[1].this
+            right = E.Lit(key, DataType.VARCHAR if isinstance(parts[1], exp.JSONPathKey) else DataType.INT)
+        else:
+            right = self.bind_as(operand, DataType.VARCHAR)
+        name = "jsonb_get" if isinstance(node, exp.JSONExtract) else "jsonb_get_text"
+        return self._jsonb_call(name, [left, right], node)
+
+    def _jsonb_call(self, name, args, node) -> E.Expr:
+        try:
+            return E.Func(name, *args)
+        except ExpressionError:
+            op = {"jsonb_contains": "@>", "jsonb_exists": "?", "jsonb_get": "->", "jsonb_get_text": "->>",
+                  "jsonb_get_path": "#>", "jsonb_get_path_text": "#>>"}[name]
+            raise error_at(BindError, f"operator does not exist: {args[0].data_type.sql_name().lower()} {op} "
+                                      f"{args[1].data_type.sql_name().lower()}", node) from None
 
     def _like(self, node, escape) -> E.Expr:
         pattern = self.literal(node.expression)
@@ -413,6 +467,8 @@ class ExprBinder:
             if sup is None:
                 raise error_at(BindError, f"operator does not exist: {lt.sql_name()} {op} {rt.sql_name()}", node)
             left, right = self.coerce(left, sup, node), self.coerce(right, sup, node)
+        if left.data_type == right.data_type == DataType.JSONB:   # Postgres' jsonb order (stream/expr_jsonb.py)
+            return JsonbCmp(op, left, right)
         return E.Cmp(op, left, right)
 
     def _case(self, node) -> E.Expr:
@@ -457,6 +513,12 @@ class ExprBinder:
                      for b in bound]
         if name in ("log", "div") and len(bound) == 2:
             bound = [E.Cast(b, DataType.DECIMAL) if b.data_type.kind in T.INTEGERS else b for b in bound]
+        try:
+            return E.Func(name, *bound)
+        except ExpressionError as exc:
+            raise error_at(BindError, exc.reason, node) from None
+
+    def _call_typed(self, name: str, bound, node) -> E.Expr:
         try:
             return E.Func(name, *bound)
         except ExpressionError as exc:
@@ -536,6 +598,10 @@ class ExprBinder:
                 raise error_at(BindError, exc.reason, node) from None
         if isinstance(node, exp.Anonymous) and node.name.lower() in self._UNIFIED:
             return self._call(node.name.lower(), list(node.expressions), node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_ARGS:
+            name, types = node.name.lower(), _JSONB_ARGS[node.name.lower()]
+            return self._call_typed(name, [self.bind_as(a, t) for a, t in zip(node.expressions, types)]
+                                    + [self.bind(a) for a in node.expressions[len(types):]], node)
         name = self._FUNCS.get(type(node))
         if isinstance(node, exp.Anonymous):
             name = node.name.lower()

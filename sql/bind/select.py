@@ -31,7 +31,7 @@ from stream.errors import ExecutorError
 from stream.schema import Schema
 
 from sql import types as T
-from sql.bind import time_travel
+from sql.bind import jsonb_rows, time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
@@ -345,6 +345,10 @@ class QueryBinder:
             if alias_name is not None and not col_aliases:
                 col_aliases = [alias_name]   # Postgres: FROM generate_series(...) AS x names the column x
             return plan, self._scope_of(plan, alias_name or "generate_series", col_aliases)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and \
+                node.this.name.lower() in jsonb_rows.FUNCTIONS:   # jsonb_each(...) and the like: constant rows
+            plan = jsonb_rows.bind_rows(node.this, self.params, self.batch)
+            return plan, self._scope_of(plan, alias_name or node.this.name.lower(), col_aliases)
         if time_window.is_window_table(node):
             return time_window.bind_window_table(self, node, alias_name, col_aliases)
         if isinstance(node, exp.Table) and isinstance(node.this, (exp.ReadCSV, exp.ReadParquet)):
