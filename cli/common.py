@@ -9,7 +9,7 @@ there, a value out of range): :class:`CommandError` carries its own exit code, a
 paths) goes through :func:`printable` before it reaches a terminal, so control characters
 (``ESC[2J``, ``\r``) are shown as escapes, never interpreted.
 
-Callers: the ``sql/cli_*.py`` modules only.
+Callers: the modules of this package (``cli/``) only.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
   naming each damaged object when any is.
 
 Every subcommand takes ``--json`` (one JSON document on stdout instead of text). The store is
-opened ``read_only`` (``sql/cli_common.open_read_only``) and never modified. An SST id outside
+opened ``read_only`` (``cli/common.open_read_only``) and never modified. An SST id outside
 ``[0, 2**64)`` or a ``--limit`` below -1 is bad usage (exit code 2); epochs whose time is
 beyond Python's datetime range print as such; names and decoded values are escaped for the
 terminal (:func:`cli.common.printable`).

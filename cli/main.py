@@ -6,7 +6,8 @@ which adds its argparse sub-parser and sets ``func`` (called with the parsed arg
 returning the exit code). A new subcommand (the SQL shell, ``run``, the SQL demo) is one more
 entry in :data:`SUBCOMMANDS`; nothing else here changes. Only the module of the command being
 run is imported (the others appear in ``hummock --help`` by their one-line help here, which a
-test keeps equal to the module's own): ``hummock --help`` costs no store, SQL or stream import.
+test keeps equal to the module's own): ``hummock --help`` costs no store, SQL or stream import
+(not even the version, read by ``--version`` alone).
 
 Exit codes, the same for every subcommand (docs/cli.md): 0 success; 1 the store is corrupt
 (``inspect verify`` found damage, or a command met a ``CorruptionError``); 2 bad usage
@@ -19,11 +20,8 @@ Callers: users, from a shell; tests run it as ``python -m cli``.
 from __future__ import annotations
 
 import argparse
-import sys
-
 import importlib
-
-from hummock._version import __version__
+import sys
 
 #: ``(command, module, one-line help)``, in the order ``--help`` lists them
 SUBCOMMANDS = (
@@ -37,6 +35,16 @@ SUBCOMMANDS = (
 )
 
 
+class _Version(argparse.Action):
+    """``--version``: imports the version only when asked (importing ``hummock._version`` runs
+    the ``hummock`` package's ``__init__``, the whole store: ``--help`` need not pay for it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from hummock._version import __version__
+        print(f"hummock {__version__}")   # on stdout, as argparse's own version action
+        parser.exit()
+
+
 def build_parser(load=None) -> argparse.ArgumentParser:
     """The ``hummock`` parser; ``load``: the commands whose modules register their full
     sub-parsers (None: all of them), the others are listed by name and help only."""
@@ -44,7 +52,7 @@ def build_parser(load=None) -> argparse.ArgumentParser:
         prog="hummock", description="Hummock: a streaming state store with streaming SQL. Run SQL, "
         "inspect, compact and benchmark stores; URLs are a path, file:///path or s3://bucket/prefix?endpoint=...",
         epilog="Run 'hummock COMMAND --help' for a command's options. Docs: docs/cli.md")
-    parser.add_argument("--version", action="version", version=f"hummock {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in SUBCOMMANDS:
         if load is None or name in load:
