@@ -2,7 +2,8 @@
 (the Nexmark benchmark and demo) where ``executemany`` binds every row in Python.
 
 Job: check ``data`` (a ``pyarrow`` RecordBatch or Table) against the table's visible columns
-(by name: every column present once, nothing else; types cast safely to the declared Arrow
+(by name: every column present at most once, nothing else -- one left out takes its DEFAULT,
+or NULL; types cast safely to the declared Arrow
 types, so an int32 column fits a BIGINT one; NUMERIC text read and range-checked as Postgres'
 ``numeric_in``), refuse NULL in a user primary key, add the hidden
 ``_row_id`` as NULLs (the table's Dml fills them), and hand insert chunks of ``chunk_size``
@@ -61,7 +62,11 @@ def insert_arrow_into(db, rel, data, variables, chunk_size: int = DEFAULT_CHUNK_
     columns = []
     for i, (name, _) in enumerate(visible):
         atype = schema.arrow_types[i]
-        if name not in names:
+        if name not in names and rel.default_of(i) is not None:   # its DEFAULT (sql/defaults.py)
+            from relational.arrow import to_arrow
+            from sql.defaults import default_columns
+            column = to_arrow(default_columns(rel, [i], data.num_rows)[i], rel.desc.columns[i][1])
+        elif name not in names:
             column = pa.nulls(data.num_rows, atype)
         else:
             column = data.column(name)

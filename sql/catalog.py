@@ -20,6 +20,12 @@ naming the record and the field, at load and in ``hummock inspect verify``; ``Sq
 a ``copy()`` and swaps it in only once the change committed, so a failed statement leaves the
 catalog as it was.
 
+Column defaults (docs/sql.md "Column defaults"): ``properties.sql.defaults``, on a table whose
+columns have any, is one entry per visible column -- the DEFAULT's SQL text or null; a record
+without it (every older one) has no defaults. ``properties.sql.layout_epoch``, on a table or
+index whose columns ADD/DROP COLUMN changed, is the epoch its rows were re-encoded at
+(sql/alter.py; absent: never).
+
 Indexes (``CREATE INDEX i ON t (c)``, docs/sql.md "Indexes") are relations of kind ``"index"``,
 as RisingWave builds them: an MV over ``SELECT * FROM t`` whose materialized table has every
 column of ``t`` (same order, hidden ``_row_id`` too) but pk ``(c..., t's pk)``; ``index_columns`` is how many leading pk columns are the indexed ones.
@@ -73,6 +79,8 @@ class Relation:
     depends_on: list = field(default_factory=list)   # relation names an MV reads
     index_columns: int = 0         # an index: its indexed columns = the first pk columns
     connector: dict | None = None  # a source / connector-fed table: its WITH options (sql/source.py)
+    defaults: list | None = None   # a table: per visible column its DEFAULT's SQL text or None (sql/defaults.py)
+    layout_epoch: int = 0          # a table / index: the epoch of its last ADD/DROP COLUMN rewrite (sql/alter.py)
 
     @property
     def name(self) -> str:
@@ -95,6 +103,10 @@ class Relation:
     def pk_indices(self) -> list:
         return list(self.desc.pk_indices)
 
+    def default_of(self, i: int) -> str | None:
+        """The SQL text of visible column ``i``'s DEFAULT (None: the column defaults to NULL)."""
+        return self.defaults[i] if self.defaults else None
+
     @property
     def user_pk(self) -> bool:
         return self.kind == "table" and not self.row_id
@@ -108,6 +120,10 @@ class Relation:
             props["sql"]["index_columns"] = self.index_columns
         if self.connector is not None:
             props["sql"]["connector"] = dict(self.connector)
+        if self.defaults and any(t is not None for t in self.defaults):   # absent in older records
+            props["sql"]["defaults"] = list(self.defaults)
+        if self.layout_epoch:
+            props["sql"]["layout_epoch"] = self.layout_epoch
         d = self.desc
         return TableDesc(d.table_id, d.name, d.columns, d.pk_indices, d.order_types, d.dist_key_indices,
                          d.value_indices, d.append_only, d.retention_seconds, props)
@@ -147,9 +163,20 @@ class Relation:
         depends_on = _sql_field(desc, p.get("depends_on", []), list, "depends_on")
         for i, name in enumerate(depends_on):
             _sql_field(desc, name, str, f"depends_on[{i}]")
+        defaults = p.get("defaults")
+        if defaults is not None:
+            if len(_sql_field(desc, defaults, list, "defaults")) != n_visible:
+                raise _malformed(desc, "defaults", f"one entry per visible column ({n_visible})", defaults)
+            for i, text in enumerate(defaults):
+                if text is not None:
+                    _sql_field(desc, text, str, f"defaults[{i}]")
+            defaults = list(defaults)
+        layout_epoch = _sql_field(desc, p.get("layout_epoch", 0), int, "layout_epoch")
+        if not 0 <= layout_epoch < 1 << 64:
+            raise _malformed(desc, "layout_epoch", "an epoch in [0, 2^64)", layout_epoch)
         return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
                    _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
-                   list(internal_ids), list(depends_on), index_columns, connector)
+                   list(internal_ids), list(depends_on), index_columns, connector, defaults, layout_epoch)
 
 
 @dataclass

@@ -360,6 +360,14 @@ def copy_from(db, stmt, variables) -> int:
     progress = Progress.start(db, "COPY", name)
     table = read_file(opts["path"], options, cols, [vis[c] for c in cols], where)
     n = table.num_rows
+    defaulted = [i for i, (c, _) in enumerate(visible) if c not in cols and rel.default_of(i) is not None]
+    if defaulted and table.num_rows:   # columns left out of the list take their DEFAULT (sql/defaults.py)
+        from sql.defaults import default_columns
+        values = default_columns(rel, defaulted, table.num_rows)
+        for i in defaulted:
+            c, t = visible[i]
+            table = table.append_column(c, to_arrow(values[i], t))
+        cols = cols + [visible[i][0] for i in defaulted]
     if rel.user_pk:
         for i in rel.pk_indices:
             pk = visible[i][0]

@@ -557,9 +557,11 @@ class Database:
         self._log_bytes = 0
         self._stop()
 
-    def apply_ddl(self, new_catalog, changed=(), dropped=(), backfill=frozenset(), plans=None) -> None:
+    def apply_ddl(self, new_catalog, changed=(), dropped=(), backfill=frozenset(), plans=None, rewrite=None) -> None:
         """Swap in ``new_catalog`` (module docstring); ``changed`` relations get records,
-        ``dropped`` table ids (with their internal ids) lose records and data."""
+        ``dropped`` table ids (with their internal ids) lose records and data. ``rewrite``:
+        ``rewrite(store, epoch)`` writes data at the DDL's epoch before the records are written
+        (ALTER TABLE re-encoding a table's rows: sql/alter.py), so both commit together."""
         with self.lock:
             self._quiesce("DDL")
             old_plans = dict(self._plans)
@@ -568,9 +570,13 @@ class Database:
                 epoch = self._start(new_catalog, backfill)
                 if epoch is None:
                     epoch = max(new_epoch(), self.store.max_committed_epoch + (1 << 16))
+                    if rewrite is not None:
+                        rewrite(self.store, epoch)
                     self._write(new_catalog, epoch, changed, dropped)
                     self.store.checkpoint(epoch)
                 else:
+                    if rewrite is not None:
+                        rewrite(self.store, epoch)
                     self._write(new_catalog, epoch, changed, dropped)
                     self.rt.flush()
             except BaseException as exc:

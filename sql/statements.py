@@ -1,8 +1,9 @@
 """Statement execution: one parsed statement -> a :class:`Result` (rows + description, or a
 row count), against a :class:`~sql.database.Database` and the session's variables.
 
-Job: DDL (CREATE TABLE [AS query] / MATERIALIZED VIEW [IF NOT EXISTS], DROP [IF EXISTS]), DML
-(INSERT VALUES / SELECT, UPDATE, DELETE: chunks written into the table's source), queries (batch
+Job: DDL (CREATE TABLE [AS query] / MATERIALIZED VIEW [IF NOT EXISTS], DROP [IF EXISTS]; ALTER TABLE
+in :mod:`sql.alter`), DML (INSERT VALUES / SELECT / DEFAULT VALUES, UPDATE, DELETE: chunks written
+into the table's source; column defaults from :mod:`sql.defaults`), queries (batch
 SELECT over one pinned snapshot), FLUSH, SET/SHOW, SHOW TABLES / MATERIALIZED VIEWS,
 DESCRIBE, EXPLAIN, COPY (:mod:`sql.copy`); on a read-only database every statement that writes
 is a ``ReadOnlyError`` naming it (``_refuse_on_reader``); the subscription statements (CREATE/DROP SUBSCRIPTION, DECLARE ... SUBSCRIPTION
@@ -38,6 +39,7 @@ from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, new_statement_cloc
 from sql.bind.select import QueryBinder, _conjuncts, relation_name
 from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
+from sql.defaults import declare_default, default_columns, is_default_marker, parse_default
 from sql.index import attach_indexes, create_index, drop_index
 from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, UnsupportedError, error_at,
                         execution_error)
@@ -106,7 +108,7 @@ def _refuse_on_reader(db, stmt) -> None:
 
 # DML clauses sqlglot parses that no statement here reads: refused, never silently ignored
 _UNSUPPORTED_CLAUSES = ((exp.Insert, "conflict", "INSERT ... ON CONFLICT (use the table's ON CONFLICT)"),
-                        (exp.Insert, "returning", "RETURNING"), (exp.Insert, "default", "INSERT ... DEFAULT VALUES"),
+                        (exp.Insert, "returning", "RETURNING"),
                         (exp.Update, "returning", "RETURNING"), (exp.Update, "from_", "UPDATE ... FROM"),
                         (exp.Update, "from", "UPDATE ... FROM"), (exp.Delete, "returning", "RETURNING"),
                         (exp.Delete, "using", "DELETE ... USING"))
@@ -179,22 +181,17 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
         if node.args.get("exists"):
             return Result()
         raise error_at(CatalogError, f"relation {name!r} already exists", schema.this)
-    cols, pk = [], []
+    cols, pk, defaults = [], [], []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             cname = _name(item.this)
-            if item.args.get("kind") is None:
-                raise error_at(BindError, f"column {cname!r} needs a type", item)
             if any(c == cname for c, _ in cols):
                 raise error_at(CatalogError, f"column {cname!r} specified more than once", item)
-            cols.append((cname, T.type_from_sqlglot(item.args["kind"])))
-            for c in item.constraints:
-                if isinstance(c.kind, exp.PrimaryKeyColumnConstraint):
-                    pk.append(cname)
-                elif isinstance(c.kind, exp.NotNullColumnConstraint):
-                    continue
-                else:
-                    raise error_at(UnsupportedError, f"column constraint {c.sql()} is not supported", c)
+            dtype, default, is_pk = column_definition(item)
+            cols.append((cname, dtype))
+            defaults.append(default)
+            if is_pk:
+                pk.append(cname)
         elif isinstance(item, exp.PrimaryKey):
             if pk:
                 raise error_at(BindError, "multiple primary keys are not allowed", item)
@@ -218,11 +215,35 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
     if stmt.options.get("on_conflict") and row_id:
         raise UnsupportedError("ON CONFLICT needs a table with a primary key")
     desc = TableDesc(tid, name, tuple(columns), pk_idx)
-    rel = Relation("table", desc, len(cols), row_id, conflict, bool(stmt.options.get("append_only")))
+    rel = Relation("table", desc, len(cols), row_id, conflict, bool(stmt.options.get("append_only")),
+                   defaults=defaults if any(d is not None for d in defaults) else None)
     attach_connector(db, new, rel, node, stmt)   # WITH (connector = ...): a source or a fed table
     new.add(rel)
     db.apply_ddl(new, changed=[rel])
     return Result()
+
+
+def column_definition(item) -> tuple:
+    """``(DataType, default text or None, primary key?)`` of a column definition (CREATE TABLE,
+    ALTER TABLE ... ADD COLUMN); constraints other than PRIMARY KEY, NOT NULL and DEFAULT are
+    refused by name."""
+    cname = _name(item.this)
+    if item.args.get("kind") is None:
+        raise error_at(BindError, f"column {cname!r} needs a type", item)
+    dtype = T.type_from_sqlglot(item.args["kind"])
+    default, is_pk = None, False
+    for c in item.constraints:
+        if isinstance(c.kind, exp.PrimaryKeyColumnConstraint):
+            is_pk = True
+        elif isinstance(c.kind, exp.NotNullColumnConstraint):
+            continue
+        elif isinstance(c.kind, exp.DefaultColumnConstraint):
+            if default is not None:
+                raise error_at(BindError, f"multiple default values specified for column {cname!r}", c)
+            default = declare_default(c.kind.this, dtype, cname)   # sql/defaults.py
+        else:
+            raise error_at(UnsupportedError, f"column constraint {c.sql()} is not supported", c)
+    return dtype, default, is_pk
 
 
 def _create_table_as(db, node, stmt, params, variables) -> Result:
@@ -388,7 +409,7 @@ def _checked_flush(db) -> int:
 
 def _insert(db, node, params, variables, stmt) -> Result:
     query = None
-    if not isinstance(node.expression, exp.Values):   # INSERT ... SELECT
+    if node.expression is not None and not isinstance(node.expression, exp.Values):   # INSERT ... SELECT
         rel, cols = _insert_target(db, node)
         query = _insert_query(db, node, params, cols)
         if _columns_as_they_are(rel, cols, query[0]):
@@ -477,7 +498,9 @@ def _insert_rows(db, node, params, query=None):
     name, visible = rel.name, rel.visible_columns
     vis_names = [n for n, _ in visible]
     source = node.expression
-    if isinstance(source, exp.Values):
+    if source is None:   # INSERT ... DEFAULT VALUES: one row of defaults
+        cols, rows = [], [[]]
+    elif isinstance(source, exp.Values):
         binder = ExprBinder(Scope(), params, context="VALUES")
         rows = []
         for tup in source.expressions:
@@ -487,6 +510,9 @@ def _insert_rows(db, node, params, query=None):
             row = []
             for item, c in zip(items, cols):
                 dtype = visible[vis_names.index(c)][1]
+                if is_default_marker(item):   # VALUES (DEFAULT, ...): the column's default
+                    row.append(_DEFAULT)
+                    continue
                 lit = binder.literal(item)
                 if lit is not None and not (lit[2] and lit[0] is not None and dtype.kind != DataType.VARCHAR.kind):
                     row.append(_coerce(lit[0], dtype, item))   # fast path: a constant or parameter
@@ -498,10 +524,18 @@ def _insert_rows(db, node, params, query=None):
         rows = []
         for r in (_py_rows(table, plan.types) if table.num_columns else []):
             rows.append([_coerce(v, visible[vis_names.index(c)][1], source) for v, c in zip(r, cols)])
+    # defaults (sql/defaults.py): columns left out of the list, and DEFAULT items, evaluated once
+    # for the statement (n values: random() differs per row)
+    needed = {i for i, n in enumerate(vis_names) if n not in cols and rel.default_of(i) is not None}
+    needed |= {vis_names.index(c) for row in rows for c, v in zip(cols, row) if v is _DEFAULT}
+    defaults = default_columns(rel, sorted(needed), len(rows))
     full = []
-    for row in rows:
+    for r, row in enumerate(rows):
         values = dict(zip(cols, row))
         out = [values.get(n) for n in vis_names]
+        for i in needed:
+            if vis_names[i] not in values or out[i] is _DEFAULT:
+                out[i] = defaults[i][r]
         if rel.row_id:
             out.append(None)
         for i in rel.pk_indices:
@@ -509,6 +543,9 @@ def _insert_rows(db, node, params, query=None):
                 raise ExecutionError(f"null value in primary key column {rel.desc.columns[i][0]!r} of {name!r}")
         full.append(("+", tuple(out)))
     return rel, full
+
+
+_DEFAULT = object()   # a VALUES item that is the keyword DEFAULT
 
 
 def _coerce(value, dtype, node):
@@ -586,7 +623,11 @@ def _bind_assignments(rel, node, scope, params) -> list:
         if rel.user_pk and idx in rel.pk_indices:
             raise error_at(ExecutionError, f"cannot update primary key column {col!r}", assign.this)
         dtype = rel.visible_columns[idx][1]
-        e = binder.bind_as(assign.expression, dtype)
+        value = assign.expression
+        if is_default_marker(value):   # SET c = DEFAULT: the column's default (NULL without one)
+            text = rel.default_of(idx)
+            value = exp.Null() if text is None else parse_default(text)
+        e = binder.bind_as(value, dtype)
         if e.data_type != dtype and not T.can_assign(e.data_type, dtype):
             raise error_at(BindError, f"column {col!r} is {dtype.sql_name()} but the expression is "
                                       f"{e.data_type.sql_name()}", assign.expression)
@@ -676,9 +717,9 @@ def _describe(db, stmt, params, variables) -> Result:
     # the relation's real primary key: a table's declared pk (none for a hidden _row_id), an
     # MV's stream key (its group columns, its input's pk, ...) where those columns are visible
     pk = set(rel.pk_indices) if rel.kind == "mv" or rel.user_pk else set()
-    rows = [(n, T.description_name(t), i in pk) for i, (n, t) in enumerate(rel.visible_columns)]
-    return _rows_result([("Name", DataType.VARCHAR), ("Type", DataType.VARCHAR), ("Primary Key", DataType.BOOLEAN)],
-                        rows)
+    rows = [(n, T.description_name(t), i in pk, rel.default_of(i)) for i, (n, t) in enumerate(rel.visible_columns)]
+    return _rows_result([("Name", DataType.VARCHAR), ("Type", DataType.VARCHAR), ("Primary Key", DataType.BOOLEAN),
+                         ("Default", DataType.VARCHAR)], rows)
 
 
 def _explain(db, stmt, params, variables) -> Result:
@@ -741,7 +782,9 @@ def _explain_dml(db, node, params) -> str:
                            f"table {relation_name(target)!r} does not exist" if rel is None else
                            f"cannot insert into {_kind_name(rel)} {rel.name!r}", target)
         source = node.expression
-        if isinstance(source, exp.Values):
+        if source is None:   # DEFAULT VALUES
+            child = "BatchValues(1 rows)"
+        elif isinstance(source, exp.Values):
             child = f"BatchValues({len(source.expressions)} rows)"
         else:
             plan, _ = bind_select(db, source, params)
@@ -776,6 +819,12 @@ _DISPATCH = {"flush": _flush, "set": _set, "show": _show, "describe": _describe,
              "create_subscription": subscription.create_subscription,
              "drop_subscription": subscription.drop_subscription, "declare_cursor": subscription.declare_cursor,
              "fetch": subscription.fetch, "close": subscription.close, "copy": _copy}
-_AST_DISPATCH = ((exp.Create, _create), (exp.Drop, _drop), (exp.Insert, _insert), (exp.Update, _update),
+def _alter(db, node, params, variables, stmt) -> Result:
+    from sql.alter import alter_table
+    return alter_table(db, node, params, variables, stmt)
+
+
+_AST_DISPATCH = ((exp.Alter, _alter), (exp.Create, _create), (exp.Drop, _drop), (exp.Insert, _insert),
+                 (exp.Update, _update),
                  (exp.Delete, _delete), (exp.Select, _select), (exp.Union, _select),
                  (exp.Except, _select), (exp.Intersect, _select), (exp.Values, _select))

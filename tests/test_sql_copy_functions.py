@@ -60,7 +60,8 @@ def test_create_table_as(tmp_path, files):
         assert conn.execute(f"CREATE TABLE t AS SELECT id, name FROM read_parquet('{files}/*.parquet')").rowcount == 4
         conn.execute("CREATE TABLE w (x, y) AS SELECT k * 10, s FROM read_csv('" + str(files / "c.csv") + "')")
         assert conn.execute("SELECT * FROM w ORDER BY x").fetchall() == [(10, "x"), (20, "")]
-        assert conn.execute("DESCRIBE w").fetchall() == [("x", "bigint", False), ("y", "character varying", False)]
+        assert conn.execute("DESCRIBE w").fetchall() == [("x", "bigint", False, None),
+                                                        ("y", "character varying", False, None)]
         conn.execute("CREATE TABLE IF NOT EXISTS w AS SELECT 1")   # exists: nothing happens
         with pytest.raises(CatalogError, match="already exists"):
             conn.execute("CREATE TABLE w AS SELECT 1")

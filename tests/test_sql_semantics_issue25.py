@@ -184,11 +184,11 @@ def test_describe_shows_an_mvs_real_key(conn):
     run(conn, "CREATE MATERIALIZED VIEW g AS SELECT b, count(*) AS n FROM t GROUP BY b",
         "CREATE MATERIALIZED VIEW p AS SELECT * FROM t",
         "CREATE MATERIALIZED VIEW q AS SELECT v FROM h")
-    assert conn.execute("DESCRIBE g").fetchall() == [("b", "integer", True), ("n", "bigint", False)]
-    assert conn.execute("DESCRIBE p").fetchall() == [("a", "integer", True), ("b", "integer", False)]
+    assert conn.execute("DESCRIBE g").fetchall() == [("b", "integer", True, None), ("n", "bigint", False, None)]
+    assert conn.execute("DESCRIBE p").fetchall() == [("a", "integer", True, None), ("b", "integer", False, None)]
     # q's key is the table's hidden _row_id: no visible column is a key column
-    assert conn.execute("DESCRIBE q").fetchall() == [("v", "integer", False)]
-    assert conn.execute("DESCRIBE h").fetchall() == [("v", "integer", False)]
+    assert conn.execute("DESCRIBE q").fetchall() == [("v", "integer", False, None)]
+    assert conn.execute("DESCRIBE h").fetchall() == [("v", "integer", False, None)]
 
 
 # ---- correlated subqueries ---------------------------------------------------------------------
@@ -496,12 +496,12 @@ def test_describe_and_drop_follow_postgres_identifier_case(conn):
     quote or a qualified quoted name was a syntax error)."""
     run(conn, 'CREATE TABLE "MixedCase" ("Id" INT PRIMARY KEY, b INT)', 'CREATE TABLE "we""ird.x" (a INT)',
         "CREATE TABLE lower_t (a INT)", 'CREATE MATERIALIZED VIEW "Mv" AS SELECT "Id", b FROM "MixedCase"')
-    expected = [("Id", "integer", True), ("b", "integer", False)]
+    expected = [("Id", "integer", True, None), ("b", "integer", False, None)]
     for stmt in ('DESCRIBE "MixedCase"', 'DESC public."MixedCase"', 'DESCRIBE "public" . "MixedCase"'):
         assert conn.execute(stmt).fetchall() == expected, stmt
     assert conn.execute('DESCRIBE "Mv"').fetchall() == expected
-    assert conn.execute('DESCRIBE "we""ird.x"').fetchall() == [("a", "integer", False)]
-    assert conn.execute("DESCRIBE Public.LOWER_T").fetchall() == [("a", "integer", False)]
+    assert conn.execute('DESCRIBE "we""ird.x"').fetchall() == [("a", "integer", False, None)]
+    assert conn.execute("DESCRIBE Public.LOWER_T").fetchall() == [("a", "integer", False, None)]
     with pytest.raises(SqlError, match="'mixedcase' does not exist"):
         conn.execute("DESCRIBE MixedCase")
     with pytest.raises(UnsupportedError, match="schema 'Public' does not exist"):

@@ -24,7 +24,9 @@ time, caused by hummock's ``ExpiredEpochError``. Each distinct epoch is pinned w
 ``store.snapshot`` for the whole query, so compaction cannot take it away mid-read.
 
 Invariants: time travel is a batch read -- the binder refuses it in a materialized view; the
-catalog is today's (a relation created after the time reads empty).
+catalog is today's (a relation created after the time reads empty; a table whose columns ALTER
+TABLE ... ADD/DROP COLUMN changed after the time is refused by name: its rows then had another
+layout).
 
 Callers: :mod:`sql.bind.select` (``bind_as_of`` for a table with a ``version``),
 :mod:`sql.batch.execute` (``pin_scans`` around a query).
@@ -265,6 +267,11 @@ def pin_scans(plan: P.Node, store, latest: int):
             epoch = scan.as_of.read_epoch(store, latest, now)
             if epoch < oldest[0]:
                 raise _expired(scan.as_of, epoch, oldest, retention) from ExpiredEpochError(max(epoch, 0), oldest[0])
+            altered = getattr(scan.relation, "layout_epoch", 0)   # ADD/DROP COLUMN re-encoded its rows (sql/alter.py)
+            if altered and epoch < altered:
+                raise ExecutionError(f"AS OF {scan.as_of.text}: the columns of {scan.relation.name!r} changed later "
+                                     f"(ALTER TABLE ... ADD/DROP COLUMN at epoch {altered}); its older rows are not "
+                                     f"readable with its present columns", scan.as_of.line, scan.as_of.column)
             if epoch not in snaps:
                 try:
                     snaps[epoch] = store.snapshot(epoch)

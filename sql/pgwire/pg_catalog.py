@@ -222,8 +222,9 @@ def _psql_attributes(text, params, ctx):
         pk = set(_pk_names(rel)) if rel.kind == "table" and rel.user_pk else set()
         visible = rel.visible_columns if rel.kind != "index" else [c for c in rel.columns
                                                                    if c[0] in _index_columns(rel)]
-        for name, dtype in visible:
-            row = [name, PT.format_type(dtype), None, "t" if name in pk else "f", None, "", ""]
+        for i, (name, dtype) in enumerate(visible):
+            default = rel.default_of(i) if rel.kind == "table" else None   # pg_attrdef's text (sql/defaults.py)
+            row = [name, PT.format_type(dtype), default, "t" if name in pk else "f", None, "", ""]
             row += [_attr_extra(extra, dtype) for extra in extras]
             if "indexdef" in names:
                 row.append(name)

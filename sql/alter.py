@@ -1,0 +1,422 @@
+"""ALTER TABLE: ``ADD [COLUMN] [IF NOT EXISTS] c type [DEFAULT e]``, ``DROP [COLUMN] [IF EXISTS] c``,
+``ALTER [COLUMN] c SET DEFAULT e`` / ``DROP DEFAULT``, ``RENAME TO u``, ``RENAME [COLUMN] a TO b``
+(docs/sql.md "ALTER TABLE"; Postgres' grammar, RisingWave's rules for what reads the table).
+
+Job: build the altered catalog (as every DDL: a copy, swapped in by ``Database.apply_ddl`` once
+committed) and, for ADD/DROP COLUMN, re-encode the table's rows.
+
+Row layout (docs/format.md section 2, "Tables altered"): a table's value encoding holds exactly
+its current columns, so ADD/DROP COLUMN rewrites every row -- the table's and those of its
+indexes (same rows, another key) -- at the DDL's epoch, in the same commit as the new catalog
+records (``apply_ddl(rewrite=...)``): each stored value is decoded with the old column types
+and encoded again with the new ones (a dropped column left out, an added one holding its
+DEFAULT evaluated for the ALTER statement -- NULL without one --, as Postgres shows existing
+rows). Keys do not change (no pk column is added or dropped), so the rewrite is one put per row
+under the same key, and the table and its indexes keep their table ids. The epoch of the
+rewrite is recorded (``Relation.layout_epoch``): a time-travel read of an older epoch, whose
+rows have the old layout, is refused by name (sql/bind/time_travel.py).
+
+What reads the table (RisingWave's rule: a change is allowed when it is safe for downstream
+MVs): every MV reading the table is planned again against the altered catalog and must keep
+its output columns and the layout of each of its state tables (the types and keys its stateful
+operators keep); an MV that selects ``*`` / ``t.*`` from the table keeps the columns it had
+(its definition is rewritten with the star expanded, as RisingWave does not pick a new column
+up); an MV that reads a dropped column, or would change its state layout, makes the ALTER fail
+naming the MV. RENAME TO rewrites the readers' definitions (``FROM t`` -> ``FROM u AS t``);
+RENAME COLUMN rewrites those of readers that read the table alone in one SELECT (anything
+more involved that names the column is refused by name). Indexes follow the table (their
+columns are the table's) -- a dropped column in an index key is refused.
+
+Refused by name: ALTER of anything but a table (MVs, indexes, sources), tables fed by a
+connector or with subscriptions (for ADD/DROP: their logs hold the old layout), adding a
+PRIMARY KEY column or a constraint other than DEFAULT / NOT NULL, dropping a primary-key
+column or the last column, ALTER COLUMN ... TYPE, RENAME mixed with other actions, CASCADE.
+
+Callers: :mod:`sql.statements` (dispatch of ``exp.Alter``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlglot import exp
+
+from relational import value_encoding
+
+from sql.bind.expr import _name, spelled
+from sql.bind.select import QueryBinder, relation_name
+from sql.build import count_state_tables
+from sql.catalog import ROW_ID
+from sql.defaults import declare_default, default_values
+from sql.errors import BindError, CatalogError, UnsupportedError, error_at
+from sql.plan.rules import optimize
+
+REWRITE_BATCH = 4096   # rows re-encoded per store write
+
+
+def alter_table(db, node, params, variables, stmt):
+    """Run one ALTER TABLE statement (module docstring)."""
+    from sql.statements import Result
+
+    kind = (node.args.get("kind") or "").upper()
+    if kind != "TABLE":
+        raise error_at(UnsupportedError, f"ALTER {kind or spelled(node)} is not supported (ALTER TABLE is)", node)
+    if node.args.get("cascade"):
+        raise error_at(UnsupportedError, "ALTER TABLE ... CASCADE is not supported", node)
+    name = relation_name(node.this)
+    rel = db.catalog.get(name)
+    if rel is None:
+        if node.args.get("exists"):
+            return Result()
+        raise error_at(CatalogError, f"table {name!r} does not exist", node.this)
+    if rel.kind != "table":
+        what = {"mv": "a materialized view", "index": "an index", "source": "a source"}[rel.kind]
+        raise error_at(UnsupportedError, f"ALTER TABLE of {name!r}: it is {what} (only tables can be altered; "
+                                         "create a new one instead)", node.this)
+    actions = node.args.get("actions") or []
+    renames = [a for a in actions if isinstance(a, (exp.AlterRename, exp.RenameColumn))]
+    if renames and len(actions) > 1:
+        raise error_at(UnsupportedError, "RENAME cannot be combined with other ALTER TABLE actions", node)
+    if not actions:
+        raise error_at(UnsupportedError, f"{spelled(node)} is not supported", node)
+    action = actions[0]
+    if isinstance(action, exp.AlterRename):
+        options = node.args.get("options") or []
+        if options and isinstance(options[0], exp.ToTableProperty):   # RENAME a TO b: a column
+            return _rename_column(db, rel, _name(action.this.this), _name(options[0].this.this), action)
+        return _rename_table(db, rel, relation_name(action.this), action)
+    if isinstance(action, exp.RenameColumn):
+        if action.args.get("exists"):
+            raise error_at(UnsupportedError, "RENAME COLUMN IF EXISTS is not supported", action)
+        return _rename_column(db, rel, _name(action.this), _name(action.args["to"]), action)
+    return _change_columns(db, rel, actions)
+
+
+# --- dependents -----------------------------------------------------------------------------------
+
+def _plan(catalog, definition: str):
+    from sql.parse import parse_script
+
+    [parsed] = parse_script(definition)
+    return optimize(QueryBinder(catalog, (), batch=False).bind_query(parsed.ast))
+
+
+def _signature(plan) -> tuple:
+    """What an MV's stored state depends on: its output types and key, and for each stateful
+    operator (in allocation order) its kind, its input layouts and its own."""
+    parts = [tuple(plan.types), tuple(plan.stream_key)]
+    for n, k in count_state_tables(plan):
+        parts.append((n.label(), k, tuple(n.types), tuple(n.stream_key),
+                      tuple((tuple(i.types), tuple(i.stream_key)) for i in n.inputs)))
+    return tuple(parts)
+
+
+def _replan_readers(db, new, table: str, rewrite, reason: str) -> tuple:
+    """``(changed relations, plans)``: every MV and index of ``new`` reading ``table``, with its
+    definition passed through ``rewrite(ast, rel) -> ast | None`` (None: as it is), planned
+    against ``new``; an MV whose output or state layout would change is a ``BindError``
+    naming it and ``reason``."""
+    from sql.parse import parse_script
+
+    changed, plans = [], {}
+    for reader in [r for r in new.ordered() if table in r.depends_on]:
+        definition = reader.definition
+        [parsed] = parse_script(definition)
+        ast = rewrite(parsed.ast.copy(), reader) if rewrite is not None else None   # (parses are cached)
+        if ast is not None:
+            definition = ast.sql(dialect="postgres")
+        try:
+            plan = _plan(new, definition)
+        except (BindError, CatalogError, UnsupportedError) as exc:
+            raise BindError(f"cannot alter table {table!r}: {_what(reader)} {reader.name!r} reads it and {reason} "
+                            f"({exc.args[0] if exc.args else exc})") from None
+        if reader.kind != "index" and _signature(plan) != _signature(db.plan_of(db.catalog.get(reader.name) or reader)):
+            raise BindError(f"cannot alter table {table!r}: materialized view {reader.name!r} reads it and its "
+                            f"columns or state would change ({reason})")
+        if definition != reader.definition:
+            reader.definition = definition
+        changed.append(reader)
+        plans[reader.table_id] = plan
+    return changed, plans
+
+
+def _what(rel) -> str:
+    return "index" if rel.kind == "index" else "materialized view"
+
+
+def _ctes(ast) -> set:
+    return {_name(c.args["alias"].this) for c in ast.find_all(exp.CTE) if c.args.get("alias") is not None}
+
+
+def _tables_named(ast, name: str) -> list:
+    ctes = _ctes(ast)
+    return [t for t in ast.find_all(exp.Table) if isinstance(t.this, exp.Identifier) and _name(t.this) == name
+            and name not in ctes and t.args.get("catalog") is None]
+
+
+# --- RENAME ----------------------------------------------------------------------------------------
+
+def _rename_table(db, rel, to: str, node):
+    from sql.statements import Result
+
+    if db.catalog.get(to) is not None:
+        raise error_at(CatalogError, f"relation {to!r} already exists", node)
+    if to == rel.name:
+        return Result()
+    old = rel.name
+    new = db.catalog.copy()
+    moved = new.relations.pop(old)
+    moved.desc = dataclasses.replace(moved.desc, name=to)
+    new.relations[to] = moved
+    for other in new.relations.values():
+        other.depends_on = [to if d == old else d for d in other.depends_on]
+    subs = new.subscriptions_of(old)
+    for sub in subs:
+        sub.relation = to
+
+    def rewrite(ast, reader):
+        for t in _tables_named(ast, old):
+            t.set("this", exp.to_identifier(to, quoted=to != to.lower() or not to.isidentifier()))
+            t.set("db", None)
+            if t.args.get("alias") is None:   # qualified column references still name the old name
+                t.set("alias", exp.TableAlias(this=exp.to_identifier(old, quoted=True)))
+        return ast
+
+    changed, plans = _replan_readers(db, new, to, rewrite, "its definition no longer binds")
+    db.apply_ddl(new, changed=[moved] + changed + subs, plans=plans)
+    return Result()
+
+
+def _single_select_over(ast, table: str) -> bool:
+    """Whether ``ast`` is one SELECT reading ``table`` alone (no subquery, CTE, join or set
+    operation): then every unqualified column reference names one of ``table``'s columns."""
+    selects = list(ast.find_all(exp.Select))
+    tables = list(ast.find_all(exp.Table))
+    return (isinstance(ast, exp.Select) and len(selects) == 1 and len(tables) == 1 and
+            _name(tables[0].this) == table and not list(ast.find_all(exp.Subquery)))
+
+
+def _rename_column(db, rel, old: str, to: str, node):
+    from sql.statements import Result
+
+    names = [n for n, _ in rel.visible_columns]
+    if old not in names:
+        raise error_at(BindError, f"column {old!r} of relation {rel.name!r} does not exist", node)
+    if to in names or to == ROW_ID and rel.row_id:
+        raise error_at(CatalogError, f"column {to!r} of relation {rel.name!r} already exists", node)
+    new = db.catalog.copy()
+    moved = new.get(rel.name)
+    i = names.index(old)
+
+    def renamed(r):
+        cols = list(r.desc.columns)
+        cols[i] = (to, cols[i][1])
+        r.desc = dataclasses.replace(r.desc, columns=tuple(cols))
+
+    renamed(moved)
+    indexes = new.indexes_of(rel.name)
+    for index in indexes:   # an index's columns are its table's, by position
+        renamed(index)
+
+    def rewrite(ast, reader):
+        if reader.kind == "index":
+            return None
+        refs = [c for c in ast.find_all(exp.Column) if _name(c.this) == old]
+        if not refs:
+            return None
+        outputs = {e.alias_or_name for e in ast.expressions} if isinstance(ast, exp.Select) else set()
+        if not _single_select_over(ast, rel.name) or to in outputs:
+            return None   # planned as it is: if it names the column, it no longer binds (refused)
+        alias = _tables_named(ast, rel.name)[0].alias_or_name
+        for c in refs:
+            if c.table and c.table != alias:
+                continue
+            if c.parent is ast and c.arg_key == "expressions":   # SELECT a: the MV's column stays a
+                c.replace(exp.alias_(exp.Column(this=exp.to_identifier(to, quoted=True),
+                                                table=c.args.get("table")), exp.to_identifier(old, quoted=True)))
+            else:
+                c.set("this", exp.to_identifier(to, quoted=True))
+        return ast
+
+    changed, plans = _replan_readers(db, new, rel.name, rewrite, f"reads column {old!r}")
+    db.apply_ddl(new, changed=[moved] + changed, plans=plans)
+    return Result()
+
+
+# --- ADD / DROP COLUMN, SET / DROP DEFAULT --------------------------------------------------------
+
+@dataclasses.dataclass
+class _Column:
+    name: str
+    dtype: object
+    default: str | None     # the column's DEFAULT from now on
+    source: int | None      # its index among the old visible columns; None: added
+    fill: str | None = None  # an added column: the default its existing rows take
+
+
+def _change_columns(db, rel, actions):
+    from sql.statements import Result, column_definition
+
+    cols = [_Column(n, t, rel.default_of(i), i) for i, (n, t) in enumerate(rel.visible_columns)]
+    layout = False   # ADD / DROP: the rows are rewritten
+    for action in actions:
+        if isinstance(action, exp.ColumnDef):
+            cname = _name(action.this)
+            if any(c.name == cname for c in cols) or (cname == ROW_ID and rel.row_id):
+                if action.args.get("exists"):   # ADD COLUMN IF NOT EXISTS: nothing to do
+                    continue
+                raise error_at(CatalogError, f"column {cname!r} of relation {rel.name!r} already exists", action)
+            for c in action.constraints:
+                if isinstance(c.kind, exp.PrimaryKeyColumnConstraint):
+                    raise error_at(UnsupportedError, "ALTER TABLE ... ADD COLUMN cannot add a primary key column "
+                                                     "(the primary key is fixed: create a new table)", c)
+            dtype, default, _ = column_definition(action)
+            cols.append(_Column(cname, dtype, default, None, default))
+            layout = True
+        elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
+            if action.args.get("cascade"):
+                raise error_at(UnsupportedError, "DROP COLUMN ... CASCADE is not supported", action)
+            for target in action.args.get("tables") or [action.this]:
+                cname = _name(target.this if isinstance(target, exp.Column) else target)
+                at = next((k for k, c in enumerate(cols) if c.name == cname), None)
+                if at is None:
+                    if action.args.get("exists"):
+                        continue
+                    raise error_at(BindError, f"column {cname!r} of relation {rel.name!r} does not exist", target)
+                src = cols[at].source
+                if src is not None and rel.user_pk and src in rel.pk_indices:
+                    raise error_at(UnsupportedError, f"cannot drop column {cname!r}: it is in the primary key of "
+                                                     f"{rel.name!r}", target)
+                for index in db.catalog.indexes_of(rel.name):
+                    if src is not None and src in list(index.pk_indices)[:index.index_columns]:
+                        raise error_at(BindError, f"cannot drop column {cname!r}: index {index.name!r} is keyed "
+                                                  f"by it (DROP INDEX {index.name} first)", target)
+                cols.pop(at)
+                layout = True
+        elif isinstance(action, exp.AlterColumn):
+            cname = _name(action.this)
+            col = next((c for c in cols if c.name == cname), None)
+            if col is None:
+                raise error_at(BindError, f"column {cname!r} of relation {rel.name!r} does not exist", action)
+            if action.args.get("default") is not None:
+                col.default = declare_default(action.args["default"], col.dtype, cname)
+            elif action.args.get("drop") and not action.args.get("allow_null") and _drops_default(action):
+                col.default = None
+            else:
+                raise error_at(UnsupportedError, f"ALTER TABLE ... {spelled(action)} is not supported (SET DEFAULT "
+                                                 "and DROP DEFAULT are)", action)
+        else:
+            raise error_at(UnsupportedError, f"ALTER TABLE ... {spelled(action)} is not supported", action)
+    if not cols:
+        raise error_at(UnsupportedError, f"cannot drop every column of {rel.name!r} (a table keeps at least one)",
+                       actions[0])
+    if layout:
+        if rel.connector is not None:
+            raise error_at(UnsupportedError, f"ALTER TABLE ... ADD/DROP COLUMN of {rel.name!r} is not supported: a "
+                                             "connector feeds it", actions[0])
+        subs = db.catalog.subscriptions_of(rel.name)
+        if subs:
+            raise error_at(UnsupportedError, f"ALTER TABLE ... ADD/DROP COLUMN of {rel.name!r} is not supported: "
+                                             f"subscription {subs[0].name!r} logs its rows in their present layout "
+                                             f"(DROP SUBSCRIPTION first)", actions[0])
+    return _apply_columns(db, rel, cols, layout, Result)
+
+
+def _drops_default(action) -> bool:
+    # sqlglot: ALTER COLUMN c DROP DEFAULT has drop=True and no other argument set
+    return not any(action.args.get(k) for k in ("dtype", "default", "comment", "allow_null", "visible"))
+
+
+def _apply_columns(db, rel, cols, layout: bool, Result):
+    new = db.catalog.copy()
+    moved = new.get(rel.name)
+    old_columns = list(rel.desc.columns)
+    old_n = rel.n_visible
+    # old column index -> new index (visible then the hidden _row_id)
+    position = {c.source: k for k, c in enumerate(cols) if c.source is not None}
+    if rel.row_id:
+        position[old_n] = len(cols)
+    columns = tuple((c.name, c.dtype) for c in cols) + (tuple(old_columns[old_n:]) if rel.row_id else ())
+    moved.desc = dataclasses.replace(rel.desc, columns=columns,
+                                     pk_indices=tuple(position[i] for i in rel.desc.pk_indices))
+    moved.n_visible = len(cols)
+    defaults = [c.default for c in cols]
+    moved.defaults = defaults if any(d is not None for d in defaults) else None
+    indexes = new.indexes_of(rel.name)
+    for index in indexes:
+        index.desc = dataclasses.replace(index.desc, columns=columns,
+                                         pk_indices=tuple(position[i] for i in index.desc.pk_indices))
+        index.n_visible = len(cols)
+    if not layout:
+        db.apply_ddl(new, changed=[moved])
+        return Result()
+    old_names = [n for n, _ in rel.visible_columns]
+
+    def expand_stars(ast, reader):
+        """``*`` / ``t.*`` over the table -> its columns before the ALTER (RisingWave: an MV
+        does not pick a new column up); None when there is none."""
+        if reader.kind == "index":
+            return None
+        found = False
+        for select in list(ast.find_all(exp.Select)):
+            sources = [select.args.get("from_") or select.args.get("from")] + list(select.args.get("joins") or [])
+            tables = [s.this for s in sources if s is not None and isinstance(s.this, exp.Table)]
+            aliases = {t.alias_or_name for t in tables if _name(t.this) == rel.name}
+            if not aliases:
+                continue
+            items = []
+            for item in select.expressions:
+                star_of = (None if isinstance(item, exp.Star) else
+                           item.table if isinstance(item, exp.Column) and isinstance(item.this, exp.Star) else False)
+                if star_of is None and len(sources) == 1 and len(aliases) == 1:
+                    star_of = next(iter(aliases))
+                if star_of and star_of in aliases:
+                    found = True
+                    qualifier = exp.to_identifier(star_of, quoted=True)
+                    items += [exp.Column(this=exp.to_identifier(n, quoted=True), table=qualifier.copy())
+                              for n in old_names]
+                else:
+                    items.append(item)
+            select.set("expressions", items)
+        return ast if found else None
+
+    changed, plans = _replan_readers(db, new, rel.name, expand_stars, "a column it reads is dropped")
+    new_types = [t for _, t in columns]
+    old_types = [t for _, t in old_columns]
+    fills = [(k, c) for k, c in enumerate(cols) if c.source is None]
+    sources = [c.source for c in cols] + ([old_n] if rel.row_id else [])
+
+    def rewrite(store, epoch):
+        moved.layout_epoch = epoch
+        for index in indexes:
+            index.layout_epoch = epoch
+        committed = store.max_committed_epoch
+        for table_id in [rel.table_id] + [i.table_id for i in indexes]:
+            _rewrite_rows(store, table_id, committed, epoch, old_types, new_types, sources, fills)
+
+    db.apply_ddl(new, changed=[moved] + indexes + [c for c in changed if c.kind != "index"], plans=plans,
+                 rewrite=rewrite)
+    return Result()
+
+
+def _rewrite_rows(store, table_id, committed, epoch, old_types, new_types, sources, fills) -> None:
+    """Re-encode every row of ``table_id`` (module docstring, "Row layout")."""
+    batch_keys, batch_values = [], []
+
+    def flush():
+        rows = value_encoding.decode_rows(batch_values, old_types)
+        filled = {k: default_values(c.fill, c.dtype, len(rows), c.name) for k, c in fills}
+        out = []
+        for r, row in enumerate(rows):
+            out.append(tuple(row[s] if s is not None else filled[k][r] for k, s in enumerate(sources)))
+        store.ingest_batch(table_id, list(zip(batch_keys, value_encoding.encode_rows(out, new_types))), epoch)
+        batch_keys.clear()
+        batch_values.clear()
+
+    for key, value in store.iter(table_id, committed):
+        batch_keys.append(key)
+        batch_values.append(value)
+        if len(batch_keys) >= REWRITE_BATCH:
+            flush()
+    if batch_keys:
+        flush()
