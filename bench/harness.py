@@ -10,8 +10,9 @@ every ``native/*.so`` is present and newer than its sources), the allocator / gl
 environment, the python, pyarrow, numpy and Cython versions, and the load: the 1-minute load
 average when this module was imported (a bench imports it before it starts) and when the line
 is written, the CPUs this process may use, its nice value, the kernel's autogroup setting (with
-autogroup on, nice only ranks processes of the same session) and the share of CPU time the
-hypervisor stole between the two points (``/proc/stat``). Linux-only items are None elsewhere.
+autogroup on, nice only ranks processes of the same session), the share of CPU time the
+hypervisor stole between the two points (``/proc/stat``), and a speed probe (:func:`probe`) at
+both points. Linux-only items are None elsewhere.
 
 Callers: every ``bench/*.py`` (``report`` / ``machine`` / ``median_rate``), bench.report.
 """
@@ -51,6 +52,22 @@ def _cpu_times():
     return sum(fields[:8]), (fields[7] if len(fields) > 7 else 0)
 
 
+def probe() -> dict:
+    """A fixed pure-Python loop (100,000 iterations), timed 7 times: ``min_ns`` per iteration is
+    the host's speed as this process sees it at its best (it moves with the host period, which
+    moves the same code's figures on this VM by ~20 % between hours), ``median_ns`` / ``min_ns``
+    well above 1 says the CPU was contended while it ran. ~30 ms."""
+    walls = []
+    for _ in range(7):
+        start = time.perf_counter()
+        x = 0
+        for i in range(100_000):
+            x += (i * i) & 7
+        walls.append((time.perf_counter() - start) * 1e4)   # ns per iteration
+    return {"min_ns": round(min(walls), 2), "median_ns": round(statistics.median(walls), 2)}
+
+
+_PROBE_AT_IMPORT = probe()
 _LOAD_AT_IMPORT = _load_1m()
 _CPU_AT_IMPORT = _cpu_times()
 _TIME_AT_IMPORT = time.time()
@@ -106,7 +123,8 @@ def load_info() -> dict:
     return {"load_avg_1m_before": _LOAD_AT_IMPORT, "load_avg_1m_after": _load_1m(), "nproc": os.cpu_count(),
             "cpus_usable": usable, "nice": os.nice(0) if hasattr(os, "nice") else None,
             "sched_autogroup_enabled": _read_int("/proc/sys/kernel/sched_autogroup_enabled"),
-            "steal_fraction": steal, "seconds": round(time.time() - _TIME_AT_IMPORT, 1)}
+            "steal_fraction": steal, "seconds": round(time.time() - _TIME_AT_IMPORT, 1),
+            "probe_before": _PROBE_AT_IMPORT, "probe_after": probe()}
 
 
 def build_info() -> dict:

@@ -34,6 +34,8 @@ def test_machine_carries_build_env_versions_and_load(monkeypatch):
     load = c["load"]
     assert load["nproc"] == os.cpu_count() and load["nice"] == os.nice(0)
     assert isinstance(load["load_avg_1m_before"], float) and isinstance(load["load_avg_1m_after"], float)
+    for point in ("probe_before", "probe_after"):
+        assert 0 < load[point]["min_ns"] <= load[point]["median_ns"]
 
 
 def test_so_files_missing_or_older_than_their_source_are_named(tmp_path, monkeypatch):
