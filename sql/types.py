@@ -23,6 +23,7 @@ import re
 from relational import jsonb
 from relational.types import DataType, Interval, TypeKind
 from stream import decimal_ops, interval_text
+from stream.expr_array import parse_array_text
 
 from sql.errors import ExecutionError, UnsupportedError, error_at
 
@@ -80,6 +81,12 @@ def type_from_name(name: str) -> DataType:
 def type_from_sqlglot(node) -> DataType:
     """``DataType`` of a sqlglot ``exp.DataType`` node; UnsupportedError naming it otherwise."""
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
+    if name == "ARRAY" and len(node.expressions) == 1:   # INT[], VARCHAR ARRAY: a one-dimensional array
+        elem = type_from_sqlglot(node.expressions[0])
+        if elem.kind == TypeKind.LIST:
+            raise error_at(UnsupportedError, f"type {node.sql(dialect='postgres')} is not supported "
+                                             "(multidimensional arrays are not supported)", node)
+        return DataType.list(elem)
     if name == "TIMESTAMPLTZ":
         name = "TIMESTAMPTZ"
     dtype = _SQLGLOT.get(name)
@@ -90,6 +97,8 @@ def type_from_sqlglot(node) -> DataType:
 
 def description_name(dtype: DataType) -> str:
     """The Postgres name ``cursor.description`` and DESCRIBE show."""
+    if dtype.kind == TypeKind.LIST:
+        return description_name(dtype.elem) + "[]"
     return _DESCRIPTION.get(dtype.kind, dtype.sql_name().lower())
 
 
@@ -101,6 +110,8 @@ def can_implicit_cast(source: DataType, target: DataType) -> bool:
     """Whether Postgres would convert ``source`` to ``target`` implicitly (module docstring)."""
     if source == target:
         return True
+    if source.kind == TypeKind.LIST and target.kind == TypeKind.LIST:   # Postgres' array coercion
+        return can_implicit_cast(source.elem, target.elem)
     for ladder in _LADDERS:
         if source.kind in ladder and target.kind in ladder:
             return ladder.index(source.kind) <= ladder.index(target.kind)
@@ -111,6 +122,8 @@ def can_assign(source: DataType, target: DataType) -> bool:
     """Whether Postgres stores a ``source`` value into a ``target`` column without an explicit
     cast (an assignment cast): the implicit casts plus any numeric -> numeric (range-checked when it
     narrows; to an integer a NUMERIC rounds half away from zero, a REAL/DOUBLE half to even)."""
+    if source.kind == TypeKind.LIST and target.kind == TypeKind.LIST:
+        return can_assign(source.elem, target.elem)
     return can_implicit_cast(source, target) or (is_numeric(source) and is_numeric(target))
 
 
@@ -159,6 +172,12 @@ def literal_type(value) -> DataType:
         return DataType.INTERVAL
     if isinstance(value, dict):   # a JSON object (a list is an array parameter)
         return DataType.JSONB
+    if isinstance(value, list):   # an array parameter: its first non-NULL element's type (text if none)
+        first = next((v for v in value if v is not None), None)
+        elem = literal_type(first)
+        if elem.kind == TypeKind.LIST:
+            raise UnsupportedError("a parameter holding a multidimensional array is not supported")
+        return DataType.list(elem)
     raise UnsupportedError(f"a parameter of Python type {type(value).__name__} is not supported")
 
 
@@ -202,6 +221,8 @@ def parse_text(text: str, dtype: DataType):
         return jsonb.normalize(text)
     if kind == TypeKind.INTERVAL:
         return parse_interval(s)
+    if kind == TypeKind.LIST:   # '{1,2,NULL}': Postgres' array_in (stream/expr_array.py)
+        return [None if item is None else parse_text(item, dtype.elem) for item in parse_array_text(text)]
     raise ValueError(f"cannot read {text!r} as {dtype.sql_name()}")
 
 
@@ -286,4 +307,6 @@ def coerce_value(value, dtype: DataType):
         return Interval.from_timedelta(value)
     if isinstance(value, str) and kind != TypeKind.VARCHAR:
         return parse_text(value, dtype)
+    if kind == TypeKind.LIST and isinstance(value, (list, tuple)):
+        return [coerce_value(v, dtype.elem) for v in value]
     return dtype.validate(value)

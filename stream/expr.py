@@ -49,6 +49,8 @@ Where each part lives (this module is the facade: import expression names from h
 :mod:`stream.expr_time`       date/time ``+``/``-`` (:class:`~stream.expr_time.TimeArith`)
 :mod:`stream.expr_interval`   INTERVAL comparison (for ``Cmp``), :class:`Negate` (``-interval``),
                               :class:`IntervalScale` (``interval * / number``)
+:mod:`stream.expr_array`      arrays: :class:`ArrayCtor`, :class:`ArrayIndex`, :class:`ArraySlice`,
+                              :class:`ArrayCompare` (``ANY``/``ALL``), array functions, text in/out
 ============================  ==================================================================
 
 Import order is base <- cast <- ops, funcs; case and like need only base; nothing imports
@@ -58,6 +60,7 @@ Callers: :mod:`stream.executors.project`, :mod:`stream.executors.filter`, sql's 
 binder, tests, benchmarks.
 """
 
+from stream.expr_array import ArrayCompare, ArrayCtor, ArrayIndex, ArraySlice
 from stream.expr_base import Col, Expr, Lit, common_numeric, is_numeric
 from stream.expr_case import Case
 from stream.expr_cast import Cast
@@ -68,7 +71,7 @@ from stream.expr_like import Like, like_regex
 from stream.expr_ops import And, Arith, Cmp, IsNull, Not, Or
 
 __all__ = [
-    "And", "Arith", "Case", "Cast", "Cmp", "Col", "Expr", "Func", "IntervalScale", "IsNull", "Like", "Lit",
+    "And", "Arith", "ArrayCompare", "ArrayCtor", "ArrayIndex", "ArraySlice", "Case", "Cast", "Cmp", "Col", "Expr", "Func", "IntervalScale", "IsNull", "Like", "Lit",
     "Negate", "Not", "Or",
     "common_numeric", "data_error", "error_counts", "is_numeric", "like_regex", "raising_errors", "strict",
 ]

@@ -90,6 +90,9 @@ def cast_to(value, source: DataType, target: DataType, expr):
         return value
     if TypeKind.JSONB in (source.kind, target.kind):   # Postgres' jsonb casts (stream/expr_jsonb.py)
         return _jsonb.cast_jsonb(value, source, target, expr)
+    if TypeKind.LIST in (source.kind, target.kind):   # arrays: stream/expr_array.py (imports this module)
+        from stream.expr_array import cast_array
+        return cast_array(value, source, target, expr)
     if source.kind == _DECIMAL or target.kind == _DECIMAL:
         return _decimal_cast(value, source, target, expr)
     if source.kind in _FLOATS and target.kind in _INTS:   # Postgres: rint(), half to even
@@ -215,7 +218,9 @@ class Cast(Expr):
 
     def __init__(self, arg: Expr, data_type: DataType):
         self.arg, self.data_type = arg, data_type
-        if data_type.kind in (TypeKind.STRUCT, TypeKind.LIST) and arg.data_type != data_type:
+        array_cast = TypeKind.LIST in (arg.data_type.kind, data_type.kind) and \
+            {arg.data_type.kind, data_type.kind} <= {TypeKind.LIST, TypeKind.VARCHAR}   # stream/expr_array.py
+        if data_type.kind in (TypeKind.STRUCT, TypeKind.LIST) and arg.data_type != data_type and not array_cast:
             raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
         kinds = {arg.data_type.kind, data_type.kind}
         if TypeKind.JSONB in kinds and arg.data_type != data_type and not _jsonb.can_cast(arg.data_type, data_type):

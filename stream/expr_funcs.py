@@ -36,6 +36,7 @@ from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
 from stream.expr_errors import wrap as _wrap
 from stream.expr_float import result_range
+from stream.expr_array import FUNCS as _ARRAY_FUNCS
 from stream.expr_jsonb import FUNCS as _JSONB_FUNCS
 from stream.expr_pg import FUNCS as _PG_FUNCS
 
@@ -229,6 +230,7 @@ _FUNCS = {
 }
 _FUNCS.update(_PG_FUNCS)   # math, text and date/time functions computed row by row (stream/expr_pg.py)
 _FUNCS.update(_JSONB_FUNCS)   # JSONB operators and functions (stream/expr_jsonb.py)
+_FUNCS.update(_ARRAY_FUNCS)   # array functions (stream/expr_array.py)
 
 
 class Func(Expr):

@@ -163,6 +163,32 @@ class _Exec:
             return plan.arrow
         return _rows_table(plan.rows, plan) if plan.types else pa.table({"_": pa.nulls(len(plan.rows))})
 
+    def _unnest(self, plan: P.Unnest):
+        """Each input row repeated once per element of its longest array (P.Unnest), the
+        elements taken by index from each array's flattened values (NULL past its end)."""
+        t = self.run(plan.input)
+        cols = self._columns(t)[:len(plan.input.types)]
+        n_in = t.num_rows
+        arrays = [a.eval(cols, n_in) for a in plan.arrays]
+        lens = [np.asarray(pc.fill_null(pc.list_value_length(a), 0), dtype=np.int64) for a in arrays]
+        reps = np.maximum.reduce(lens) if lens else np.zeros(n_in, np.int64)
+        if plan.outer:
+            reps = np.maximum(reps, 1)
+        total = int(reps.sum())
+        rows = np.repeat(np.arange(n_in), reps)
+        ordinal = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)   # 0-based within a row
+        out = [c.take(pa.array(rows)) for c in cols]
+        for a, n, dtype in zip(arrays, lens, plan.types[len(cols):]):
+            flat = a.flatten()
+            valid = ordinal < np.repeat(n, reps)
+            if len(flat) == 0 or not valid.any():
+                out.append(pa.nulls(total, arrow_type(dtype)))
+                continue
+            at = np.repeat(np.cumsum(n) - n, reps) + ordinal
+            out.append(flat.take(pa.array(np.where(valid, at, 0), mask=~valid)))
+        out.append(pa.array(ordinal + 1, pa.int64()))
+        return _table(out, plan)
+
     def _columns(self, t: pa.Table):
         return [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns]
 
@@ -386,7 +412,7 @@ class _Exec:
         return t.slice(plan.offset, (end - plan.offset) if end is not None else None)
 
 
-BATCH_ONLY_AGGS = ("string_agg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "mode", "percentile_cont",
+BATCH_ONLY_AGGS = ("string_agg", "array_agg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "mode", "percentile_cont",
                    "percentile_disc")
 _EXACT = decimal.Context(prec=60)
 
@@ -395,7 +421,7 @@ def _batch_only_agg(spec, rows, input: P.Node):
     """One group's value of a batch-only aggregate (``BATCH_ONLY_AGGS``; sql/bind/select.py's
     ``_batch_agg``): ``mode`` / ``percentile_cont`` / ``percentile_disc`` read the non-NULL
     values in their WITHIN GROUP order (Postgres' definitions); ``string_agg`` joins the non-NULL texts with the separator (NULL: none) in
-    the call's ORDER BY (else input) order; the variance family is Postgres' -- exact in NUMERIC
+    the call's ORDER BY (else input) order, ``array_agg`` collects every value (NULLs too) in that order; the variance family is Postgres' -- exact in NUMERIC
     for integer and NUMERIC input, double precision for float input; NULL with no values (and
     for the sample forms with one value)."""
     if spec.filter_col is not None:
@@ -404,6 +430,8 @@ def _batch_only_agg(spec, rows, input: P.Node):
     if order and rows:
         keys = _order_keys(rows, input, order)
         rows = [r for _, r in sorted(zip(keys, rows), key=lambda kr: kr[0])]
+    if spec.kind == "array_agg":   # every value, NULLs too, in the ORDER BY (else input) order; no row: NULL
+        return [r[spec.arg] for r in rows] if rows else None
     vals = [r[spec.arg] for r in rows if r[spec.arg] is not None]
     if spec.kind == "mode":   # the most frequent value; ties: the first in the ORDER BY
         counts: dict = {}

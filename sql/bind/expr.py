@@ -306,6 +306,9 @@ class ExprBinder:
             return E.Arith(op, left, right)
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
             op = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}[type(node)]
+            quantified = _array_quantifier(node.expression)
+            if quantified is not None:   # x op ANY (array) / x op ALL (array)
+                return self._quantified(op, node.this, *quantified, node)
             left, right = self.bind_pair(node.this, node.expression)
             return self._cmp(op, left, right, node)
         if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):   # IS [NOT] DISTINCT FROM: never NULL
@@ -331,6 +334,8 @@ class ExprBinder:
             raise error_at(UnsupportedError, f"IS {target.sql()} is not supported", node)
         if isinstance(node, (exp.Cast, exp.TryCast)):
             dtype = T.type_from_sqlglot(node.to)
+            if dtype.kind == TypeKind.LIST and isinstance(node.this, exp.Array) and not node.this.expressions:
+                return E.ArrayCtor([], dtype.elem)   # ARRAY[]::int[]
             lit = self.literal(node.this)
             if lit is not None and lit[2]:
                 return self.bind_as(node.this, dtype)
@@ -372,12 +377,19 @@ class ExprBinder:
                 return E.Arith("*", E.Lit(-1.0, arg.data_type), arg)
             return E.Arith("-", E.Lit(0, arg.data_type), arg)
         if isinstance(node, exp.DPipe):   # Postgres' anytextcat: a non-text operand is its ::text
+            array = self._array_concat(node)
+            if array is not None:
+                return array
             a, b = (e if e.data_type == DataType.VARCHAR else E.Cast(e, DataType.VARCHAR)
                     for e in (self.bind(node.this), self.bind(node.expression)))
             return E.Case([(E.Or(E.IsNull(a), E.IsNull(b)), E.Lit(None, DataType.VARCHAR))],
                           E.Func("concat", a, b), DataType.VARCHAR)
         if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
             raise error_at(BindError, f"aggregate functions are not allowed in {self.context}", node)
+        if isinstance(node, exp.Array):
+            return self._array(node)
+        if isinstance(node, exp.Bracket):
+            return self._subscript(node)
         if isinstance(node, (exp.Any, exp.All)):
             raise error_at(UnsupportedError, "ANY/SOME/ALL (subquery) is only supported as = ANY / <> ALL in a WHERE "
                                              "condition (alone or AND-ed)", node)
@@ -462,6 +474,13 @@ class ExprBinder:
 
     def _cmp(self, op, left, right, node) -> E.Expr:
         lt, rt = left.data_type, right.data_type
+        if TypeKind.LIST in (lt.kind, rt.kind):   # array = array: element by element (stream/expr_array.py)
+            if lt != rt:
+                sup = T.common_supertype(lt, rt)
+                if sup is None:
+                    raise error_at(BindError, f"operator does not exist: {lt.sql_name()} {op} {rt.sql_name()}", node)
+                left, right = self.coerce(left, sup, node), self.coerce(right, sup, node)
+            return E.ArrayCompare(op, left, right)
         if lt != rt and not (E.is_numeric(lt) and E.is_numeric(rt)):
             sup = T.common_supertype(lt, rt)
             if sup is None:
@@ -470,6 +489,139 @@ class ExprBinder:
         if left.data_type == right.data_type == DataType.JSONB:   # Postgres' jsonb order (stream/expr_jsonb.py)
             return JsonbCmp(op, left, right)
         return E.Cmp(op, left, right)
+
+    # --- arrays (stream/expr_array.py) -----------------------------------------------------------
+
+    def _array(self, node) -> E.Expr:
+        """``ARRAY[a, b, ...]``: the items unified to one element type (untyped literals and NULLs
+        take the typed items' type; all untyped: text, as Postgres)."""
+        items = list(node.expressions)
+        if any(isinstance(i, (exp.Select, exp.Subquery)) for i in items):
+            raise error_at(UnsupportedError, "ARRAY(subquery) is not supported (use array_agg)", node)
+        if not items:
+            raise error_at(BindError, "cannot determine type of empty array (write ARRAY[]::int[])", node)
+        typed = [self.bind(i) for i in items if not ((lit := self.literal(i)) is not None and lit[2])]
+        bound = [self.bind_as(i, typed[0].data_type) if typed else self.bind(i) for i in items]
+        bound, elem = self.unify(bound, items, "ARRAY")
+        if elem.kind == TypeKind.LIST:
+            raise error_at(UnsupportedError, "multidimensional arrays are not supported", node)
+        return E.ArrayCtor(bound, elem)
+
+    def _subscript(self, node) -> E.Expr:
+        """``a[i]`` and ``a[lo:hi]``, 1-based as written. sqlglot's Postgres reader shifts an
+        integer-typed subscript to 0-based (``a[1]`` arrives as ``a[0]``, ``a[n + 1]`` not at
+        all, since ``n``'s type is unknown to it): :func:`_subscript_shifted` tells which, and
+        the shift is undone here."""
+        if len(node.expressions) != 1:
+            raise error_at(UnsupportedError, "multidimensional subscripts are not supported", node)
+        arr = self.bind(node.this)
+        if arr.data_type.kind != TypeKind.LIST:
+            raise error_at(BindError, f"cannot subscript type {arr.data_type.sql_name()} because it does not "
+                                      "support subscripting", node)
+        index = node.expressions[0]
+        if isinstance(index, exp.Slice):
+            lo, hi = (None if b is None else self.bind_as(b, DataType.INT)
+                      for b in (index.this, index.expression))
+            return E.ArraySlice(arr, lo, hi)
+        i = self.bind_as(index, DataType.INT)
+        if _subscript_shifted(node.this, index):
+            i = E.Arith("+", i, E.Lit(1, i.data_type)) if not isinstance(i, E.Lit) else \
+                E.Lit(None if i.value is None else i.value + 1, DataType.BIGINT if i.value is not None and
+                      i.value + 1 >= 1 << 31 else i.data_type)
+        return E.ArrayIndex(arr, i)
+
+    def _array_concat(self, node):
+        """``a || b`` with an array operand: ``array_cat`` (two arrays), ``array_append`` (array ||
+        element) or ``array_prepend`` (element || array), as Postgres resolves ``||``; None when
+        neither operand is an array (text concatenation)."""
+        sides = [None if _untyped(self, n) else self.bind(n) for n in (node.this, node.expression)]
+        kinds = [s.data_type.kind if s is not None else None for s in sides]
+        if TypeKind.LIST not in kinds:
+            return None
+        if kinds[0] == kinds[1] or None in kinds:   # an untyped literal beside an array is an array
+            return self._array_call("array_cat", [node.this, node.expression], node)
+        if kinds[0] == TypeKind.LIST:
+            return self._array_call("array_append", [node.this, node.expression], node)
+        return self._array_call("array_prepend", [node.this, node.expression], node)
+
+    def _quantified(self, op, left_node, quantifier, arr_node, node) -> E.Expr:
+        """``x op ANY (array)`` / ``x op ALL (array)``: ``x`` and the elements meet at one type."""
+        arr = self.bind(arr_node) if not _untyped(self, arr_node) else None
+        if arr is None:   # x = ANY ('{1,2}'): the literal is an array of x's type
+            left = self.bind(left_node)
+            arr = self.bind_as(arr_node, DataType.list(left.data_type))
+        else:
+            if arr.data_type.kind != TypeKind.LIST:
+                raise error_at(BindError, f"op ANY/ALL (array) requires array on right side, not "
+                                          f"{arr.data_type.sql_name()}", arr_node)
+            left = self.bind_as(left_node, arr.data_type.elem)
+        elem, lt = arr.data_type.elem, left.data_type
+        if lt != elem and not (E.is_numeric(lt) and E.is_numeric(elem)):
+            sup = T.common_supertype(lt, elem)
+            if sup is None:
+                raise error_at(BindError, f"operator does not exist: {lt.sql_name()} {op} {elem.sql_name()}", node)
+            left, arr = self.coerce(left, sup, node), self.coerce(arr, DataType.list(sup), node)
+        return E.ArrayCompare(op, left, arr, quantifier)
+
+    # array functions: name -> the role of each argument ("array", "elem" of the first array,
+    # "int", "text")
+    _ARRAY_ARGS = {
+        "array_length": ("array", "int"), "array_lower": ("array", "int"), "array_upper": ("array", "int"),
+        "cardinality": ("array",), "array_ndims": ("array",), "array_dims": ("array",),
+        "array_position": ("array", "elem", "int"), "array_positions": ("array", "elem"),
+        "array_append": ("array", "elem"), "array_prepend": ("elem", "array"), "array_cat": ("array", "array"),
+        "array_remove": ("array", "elem"), "array_replace": ("array", "elem", "elem"),
+        "array_to_string": ("array", "text", "text"), "string_to_array": ("text", "text", "text"),
+        "regexp_match": ("text", "text", "text"),
+    }
+
+    def _array_call(self, name: str, arg_nodes, node) -> E.Expr:
+        """An array function: the element arguments take the array's element type (or the array
+        is widened to theirs, as Postgres resolves ``anyelement``); ``array_cat``'s two arrays
+        meet at one type."""
+        roles = self._ARRAY_ARGS[name]
+        arg_nodes = [a for a in arg_nodes if a is not None]
+        if len(arg_nodes) > len(roles):
+            raise error_at(BindError, f"function {name} takes at most {len(roles)} arguments", node)
+        bound = [None] * len(arg_nodes)
+        arrays = [i for i, r in enumerate(roles[:len(arg_nodes)]) if r == "array"]
+        typed_arrays = [i for i in arrays if not _untyped(self, arg_nodes[i])]
+        for i in arrays:
+            if _untyped(self, arg_nodes[i]) and typed_arrays and i not in typed_arrays:   # a || '{1,2}'
+                bound[i] = self.bind_as(arg_nodes[i], self.bind(arg_nodes[typed_arrays[0]]).data_type)
+                continue
+            if _untyped(self, arg_nodes[i]):
+                raise error_at(BindError, f"could not determine polymorphic type of {name}'s argument "
+                                          "(cast it, e.g. '{1,2}'::int[])", arg_nodes[i])
+            bound[i] = self.bind(arg_nodes[i])
+            if bound[i].data_type.kind != TypeKind.LIST:
+                raise error_at(BindError, f"function {name}({bound[i].data_type.sql_name().lower()}) does not "
+                                          "exist (it takes an array)", arg_nodes[i])
+        if len(arrays) == 2:
+            both, _ = self.unify([bound[i] for i in arrays], [arg_nodes[i] for i in arrays], name)
+            for i, b in zip(arrays, both):
+                bound[i] = b
+        for i, (a, role) in enumerate(zip(arg_nodes, roles)):
+            if role == "int":
+                bound[i] = self.bind_as(a, DataType.INT)
+            elif role == "text":
+                bound[i] = self.bind_as(a, DataType.VARCHAR)
+            elif role == "elem":
+                arr_at = arrays[0]
+                elem = bound[arr_at].data_type.elem
+                e = self.bind_as(a, elem)
+                if e.data_type != elem:
+                    sup = T.common_supertype(elem, e.data_type)
+                    if sup is None:
+                        raise error_at(BindError, f"function {name}({bound[arr_at].data_type.sql_name().lower()}, "
+                                                  f"{e.data_type.sql_name().lower()}) does not exist", node)
+                    e = self.coerce(e, sup, a)
+                    bound[arr_at] = self.coerce(bound[arr_at], DataType.list(sup), arg_nodes[arr_at])
+                bound[i] = e
+        try:
+            return E.Func(name, *bound)
+        except ExpressionError as exc:
+            raise error_at(BindError, exc.reason, node) from None
 
     def _case(self, node) -> E.Expr:
         subject = node.this
@@ -566,6 +718,17 @@ class ExprBinder:
         exp.Chr: lambda n: ("chr", list(n.expressions)),
         exp.ConcatWs: lambda n: ("concat_ws", list(n.expressions)),
     }
+    # sqlglot's array function classes: class -> node -> (Postgres name, argument nodes)
+    _ARRAY_SHAPES = {
+        exp.ArraySize: lambda n: ("array_length", [n.this, n.expression]),
+        exp.ArrayPosition: lambda n: ("array_position", [n.this, n.expression, n.args.get("zero_based")]),   # start
+        exp.ArrayAppend: lambda n: ("array_append", [n.this, n.expression]),
+        exp.ArrayPrepend: lambda n: ("array_prepend", [n.expression, n.this]),   # sqlglot: this is the array
+        exp.ArrayConcat: lambda n: ("array_cat", [n.this] + list(n.expressions)),
+        exp.ArrayRemove: lambda n: ("array_remove", [n.this, n.expression]),
+        exp.StringToArray: lambda n: ("string_to_array", [n.this, n.expression, n.args.get("null")]),
+        exp.ArrayToString: lambda n: ("array_to_string", [n.this, n.expression, n.args.get("null")]),
+    }
     _VOLATILE = {exp.Rand: "random", exp.CurrentTimestamp: "now", exp.CurrentDate: "current_date",
                  exp.Localtimestamp: "localtimestamp", exp.CurrentTime: "current_time"}
     _UNIFIED = ("greatest", "least", "age")   # arguments of one type: untyped literals take it
@@ -576,14 +739,21 @@ class ExprBinder:
             return self._volatile(node)
         if isinstance(node, (exp.ExplodingGenerateSeries, exp.Unnest, exp.Explode)) or \
                 (isinstance(node, exp.Anonymous) and node.name.lower() in ("generate_series", "unnest")):
-            raise error_at(UnsupportedError, f"set-returning function {spelled(node)} is supported in FROM "
-                                             "(FROM generate_series(...) AS g(x)) and alone in a select list "
-                                             "without FROM, not here", node)
+            name = spelled(node)
+            where = "in a select list without aggregates or window functions" if name == "unnest" else \
+                "alone in a select list without FROM"
+            raise error_at(UnsupportedError, f"set-returning function {name} is supported in FROM "
+                                             f"(FROM {name}(...) AS g(x)) and {where}, not here", node)
         shape = self._SHAPES.get(type(node))
-        if isinstance(node, exp.Anonymous) and node.name.lower() in ("regexp_match", "regexp_matches",
-                                                                      "regexp_split_to_array", "string_to_array"):
-            raise error_at(UnsupportedError, f"function {node.name.lower()} returns an array, and arrays are not "
-                                             "supported (regexp_replace, regexp_count and split_part are)", node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("regexp_matches", "regexp_split_to_array",
+                                                                      "regexp_split_to_table"):
+            raise error_at(UnsupportedError, f"function {node.name.lower()} is not supported (regexp_match, "
+                                             "regexp_replace, regexp_count, string_to_array and split_part are)", node)
+        array_shape = self._ARRAY_SHAPES.get(type(node))
+        if array_shape is not None:
+            return self._array_call(*array_shape(node), node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in self._ARRAY_ARGS:
+            return self._array_call(node.name.lower(), list(node.expressions), node)
         if shape is not None or isinstance(node, (exp.Greatest, exp.Least)):
             name, args = shape(node) if shape is not None else \
                 (spelled(node), [node.this] + list(node.expressions))
@@ -636,6 +806,43 @@ class ExprBinder:
                 raise error_at(UnsupportedError, f"function {name} is not supported{near_names(name, E._FUNCS)}",
                                node) from None
             raise error_at(BindError, exc.reason, node) from None
+
+
+def _array_quantifier(node):
+    """``("any" | "all", array node)`` when ``node`` is ``ANY (array)`` / ``SOME`` / ``ALL (array)``
+    (sqlglot reads ``ALL (x)`` as a call to a function ``all``), None otherwise (a subquery's
+    ``= ANY`` is sql.bind.subquery's)."""
+    if isinstance(node, exp.Any) and not _is_query(node.this):
+        return "any", node.this
+    if isinstance(node, exp.All) and not _is_query(node.this):
+        return "all", node.this
+    if isinstance(node, exp.Anonymous) and node.name.lower() in ("all", "some", "any") and len(node.expressions) == 1:
+        return ("all" if node.name.lower() == "all" else "any"), node.expressions[0]
+    return None
+
+
+def _is_query(node) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, (exp.Select, exp.Subquery))
+
+
+def _untyped(binder, node) -> bool:
+    lit = binder.literal(node)
+    return lit is not None and lit[2]
+
+
+def _subscript_shifted(this, index) -> bool:
+    """Whether sqlglot's Postgres reader moved the subscript ``index`` of ``this`` to 0-based:
+    it does so when ``this`` may be an array and ``index`` is of an integer type by its own
+    reading (constants and their arithmetic), by adding -1 and folding; an expression it cannot
+    type (a column, a parameter) is left as written."""
+    from sqlglot.optimizer.annotate_types import annotate_types
+    target = annotate_types(this.copy(), dialect="postgres").type
+    if target is not None and target.this not in (exp.DataType.Type.UNKNOWN, exp.DataType.Type.ARRAY):
+        return False
+    typed = annotate_types(index.copy(), dialect="postgres").type
+    return typed is not None and typed.this in exp.DataType.INTEGER_TYPES
 
 
 _CLOCK: contextvars.ContextVar = contextvars.ContextVar("hummock_statement_clock", default=None)

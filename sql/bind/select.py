@@ -44,11 +44,12 @@ from sql.plan import time_window
 
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
-_BATCH_AGGS = {exp.GroupConcat: "string_agg", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+_BATCH_AGGS = {exp.GroupConcat: "string_agg", exp.ArrayAgg: "array_agg", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
                exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
                exp.Mode: "mode", exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc"}
 _ORDERED_SET = ("mode", "percentile_cont", "percentile_disc")   # WITHIN GROUP (ORDER BY x)
-_AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "stddev",
+_AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg",
+              "stddev",
               "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop")
 
 
@@ -131,6 +132,8 @@ class QueryBinder:
                 plan = self._set_order_limit(self.values(node), node, top)
             else:
                 raise error_at(UnsupportedError, f"query {spelled(node)} is not supported", node)
+            if top:
+                _refuse_array_keys(plan, node)
             if top and not self.batch:
                 plan = O.stream_row_numbers(plan)
                 O.check_streamable(plan)
@@ -395,10 +398,83 @@ class QueryBinder:
                 alias_name = "subquery"
             plan = self.bind_query(node.this, top=False)
             return plan, self._scope_of(plan, alias_name, col_aliases)
-        if isinstance(node, (exp.Unnest, exp.Lateral)) or node.find(exp.Anonymous) is not None:
+        if isinstance(node, exp.Unnest) or isinstance(node, exp.Lateral) and isinstance(node.this, exp.Unnest):
+            return self.unnest_item(node, P.Values([()], [], []), Scope())
+        if isinstance(node, exp.Lateral):
+            raise error_at(UnsupportedError, "LATERAL is supported with unnest(...) only, not with "
+                                             f"{spelled(node.this)!r}", node)
+        if node.find(exp.Anonymous) is not None:
             raise error_at(UnsupportedError, f"{node.sql(dialect='postgres')[:40]!r} in FROM is not supported "
                                              "(of the table functions only TUMBLE and HOP are)", node)
         raise error_at(UnsupportedError, f"FROM item {spelled(node)!r} is not supported", node)
+
+    # --- unnest (P.Unnest: batch only) ---------------------------------------------------------
+
+    def unnest_item(self, node, plan, scope, outer: bool = False):
+        """``(plan, scope)``: ``plan`` with the columns of ``unnest(a, ...)`` [WITH ORDINALITY]
+        [AS u(x, ...)] appended; the arrays may read ``scope`` (an implicit LATERAL, as Postgres)."""
+        lateral = node if isinstance(node, exp.Lateral) else None
+        fn = node.this if lateral is not None else node
+        alias = (lateral or fn).args.get("alias")
+        if not self.batch:
+            raise error_at(UnsupportedError, "unnest is supported in a batch query only, not yet in a materialized "
+                                             "view", fn)
+        binder = ExprBinder(scope, self.params, context="unnest")
+        arrays = [binder.bind(a) for a in fn.expressions]
+        for a, n in zip(arrays, fn.expressions):
+            if a.data_type.kind != TypeKind.LIST:
+                raise error_at(BindError, f"function unnest({a.data_type.sql_name().lower()}) does not exist "
+                                          "(it takes an array)", n)
+        table = _name(alias.this) if alias is not None and alias.this is not None else "unnest"
+        names = [_name(c) for c in alias.columns] if alias is not None and alias.columns else []
+        offset = fn.args.get("offset")
+        if isinstance(offset, exp.Expression) and not isinstance(offset, exp.Boolean):
+            names = names + [None] * (len(arrays) - len(names)) + [_name(offset)]
+        if len(names) > len(arrays) + bool(offset):
+            raise error_at(BindError, f"table {table!r} has {len(arrays) + bool(offset)} columns available but "
+                                      f"{len(names)} columns specified", node)
+        default = [table if alias is not None and alias.this is not None and len(arrays) == 1 else "unnest"] \
+            * len(arrays) + ["ordinality"]
+        names = [n if n is not None else d for n, d in zip(names + [None] * len(default), default)]
+        out = P.Unnest(plan, arrays, names[:len(arrays)], outer)
+        width = len(plan.types)
+        cols = [ScopeCol(table, names[i], width + i, arrays[i].data_type.elem) for i in range(len(arrays))]
+        if offset:
+            cols.append(ScopeCol(table, names[len(arrays)], width + len(arrays), DataType.BIGINT))
+        return out, scope + Scope(cols)
+
+    def _unnest_join(self, join, plan, scope):
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        on = join.args.get("on")
+        trivially = on is None or isinstance(on, exp.Boolean) and on.this
+        if join.args.get("using") or not trivially or side not in ("", "LEFT") or kind not in ("", "CROSS", "INNER"):
+            raise error_at(UnsupportedError, "unnest in a join is supported as FROM t, unnest(...), CROSS JOIN "
+                                             "[LATERAL] unnest(...) or [LEFT] JOIN LATERAL unnest(...) ON TRUE", join)
+        return self.unnest_item(join.this, plan, scope, outer=side == "LEFT")
+
+    def select_unnest(self, plan, scope, items):
+        """``SELECT unnest(a), ... FROM ...``: every unnest call of the select list becomes a
+        column of one P.Unnest over ``plan`` (several zip, as Postgres' ProjectSet); returns
+        ``(plan, hook)``, the hook mapping each call to its column (None: no unnest)."""
+        calls = [n for e, _ in items for n in e.find_all(exp.Explode)
+                 if not any(isinstance(p, (exp.Select, exp.Subquery)) for p in _ancestors(n, e))]
+        if not calls:
+            return plan, None
+        if not self.batch:
+            raise error_at(UnsupportedError, "unnest is supported in a batch query only, not yet in a materialized "
+                                             "view", calls[0])
+        binder = ExprBinder(scope, self.params, context="unnest")
+        arrays = []
+        for c in calls:
+            a = binder.bind(c.this)
+            if a.data_type.kind != TypeKind.LIST or c.expressions:
+                raise error_at(BindError, f"function unnest({a.data_type.sql_name().lower()}) does not exist "
+                                          "(it takes one array in a select list)", c)
+            arrays.append(a)
+        width = len(plan.types)
+        out = P.Unnest(plan, arrays, ["unnest"] * len(arrays))
+        columns = {id(c): E.Col(width + i, a.data_type.elem, "unnest") for i, (c, a) in enumerate(zip(calls, arrays))}
+        return out, lambda n: columns.get(id(n))
 
     def _paren_join(self, table, alias_name, col_aliases):
         """``(a JOIN b ...)`` in FROM: bound as a FROM clause of its own. Unaliased, its tables'
@@ -442,6 +518,9 @@ class QueryBinder:
                 fake = exp.Select(expressions=[exp.Star()], from_=exp.From(this=join.this.copy()),
                                   joins=[j.copy() for j in group])
                 right, rscope, _ = self._from(fake, [])
+            elif _is_unnest(join.this):   # FROM t, unnest(t.a) / [LEFT] JOIN LATERAL unnest(...) ON TRUE
+                plan, scope = self._unnest_join(join, plan, scope)
+                continue
             else:
                 right, rscope = self._from_item(join.this)
             if inner:
@@ -660,8 +739,9 @@ class QueryBinder:
         else:
             if having is not None:
                 raise error_at(BindError, "HAVING needs GROUP BY or an aggregate", having)
+            plan, unnest_hook = self.select_unnest(plan, scope, items)
             subs = Subqueries(self, len(plan.types))
-            binder = ExprBinder(scope, self.params, context="SELECT", subquery=subs)
+            binder = ExprBinder(scope, self.params, hook=unnest_hook, context="SELECT", subquery=subs)
         exprs = [binder.bind(e) for e, _ in items]
         names = [n for _, n in items]
         extra, extra_text, sort_keys = [], [], []
@@ -803,7 +883,8 @@ class QueryBinder:
         return spec
 
     def _batch_agg(self, fnode, filt, node, pre, binder) -> P.AggSpec:
-        """``string_agg(x, sep [ORDER BY ...])`` and the ``stddev``/``variance`` family: batch
+        """``string_agg(x, sep [ORDER BY ...])``, ``array_agg(x [ORDER BY ...])`` and the
+        ``stddev``/``variance`` family: batch
         only (sql/batch/execute.py computes them; no streaming state yet), refused by name in a
         materialized view. Their argument, ORDER BY keys and filter are appended to ``pre``; the
         spec's ``extra`` holds the separator and the order (input column, desc, nulls first)."""
@@ -836,6 +917,11 @@ class QueryBinder:
             if not isinstance(sep, E.Lit) or sep.data_type != DataType.VARCHAR:
                 raise error_at(UnsupportedError, "string_agg's delimiter must be a constant text", fnode)
             ret, extra = DataType.VARCHAR, {"sep": sep.value}
+        elif kind == "array_agg":
+            if value.data_type.kind == TypeKind.LIST:
+                raise error_at(UnsupportedError, "array_agg of arrays is not supported (multidimensional arrays "
+                                                 "are not)", fnode)
+            ret, extra = DataType.list(value.data_type), {}
         else:
             if not T.is_numeric(value.data_type):
                 raise error_at(BindError, f"function {name}({value.data_type.sql_name().lower()}) does not exist",
@@ -1041,6 +1127,43 @@ def distinct_all(plan: P.Node) -> P.Node:
     return P.Project(agg, [E.Col(i, agg.types[i], agg.names[i]) for i in range(n)], list(plan.names[:n]))
 
 
+def _refuse_array_keys(plan: P.Node, node) -> None:
+    """UnsupportedError when an array is a grouping, partitioning or equi-join key anywhere in
+    ``plan``: the executors key their hash tables and state by Python values / Arrow dictionary
+    encoding, which arrays (lists) are not (GROUP BY, DISTINCT, UNION, PARTITION BY, JOIN ON)."""
+    todo = [plan]
+    while todo:
+        n = todo.pop()
+        todo.extend(n.inputs)
+        keys = []
+        if isinstance(n, P.Agg):
+            keys = [(n.input.types[g], "GROUP BY / DISTINCT / UNION") for g in n.group]
+        elif isinstance(n, P.Join):
+            keys = [(n.left.types[k], "a join key") for k in n.left_keys] + \
+                [(n.right.types[k], "a join key") for k in n.right_keys]
+        elif isinstance(n, (P.TopN, P.RowNumber, P.OverWindow)):
+            keys = [(n.input.types[g], "PARTITION BY") for g in (getattr(n, "group", None) or
+                                                                  getattr(n, "partition", None) or [])]
+        for t, what in keys:
+            if t.kind == TypeKind.LIST:
+                raise error_at(UnsupportedError, f"an array ({t.sql_name()}) as {what} is not supported", node)
+
+
+def _is_unnest(node) -> bool:
+    return isinstance(node, exp.Unnest) or isinstance(node, exp.Lateral) and isinstance(node.this, exp.Unnest)
+
+
+def _ancestors(node, top):
+    """The nodes between ``node`` (excluded) and ``top`` (included)."""
+    out, p = [], node.parent
+    while p is not None and node is not top:
+        out.append(p)
+        if p is top:
+            break
+        p = p.parent
+    return out
+
+
 def _comma_groups(joins):
     """``(join, group)`` pairs in order: a comma item followed by outer or USING joins comes
     with those joins as its ``group`` (they join it before the comma does, as in Postgres);
@@ -1148,6 +1271,14 @@ def _default_name(e) -> str:
         return {exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}.get(type(e), e.sql_name().lower())
     if isinstance(e, exp.Case):
         return "case"
+    if isinstance(e, exp.Explode):
+        return "unnest"
+    if type(e) in ExprBinder._ARRAY_SHAPES:   # sqlglot's array classes: the Postgres function's name
+        return ExprBinder._ARRAY_SHAPES[type(e)](e)[0]
+    if isinstance(e, exp.Array):
+        return "array"
+    if isinstance(e, exp.Bracket):   # Postgres: a[1] is named by the array
+        return _default_name(e.this) if not isinstance(e.this, exp.Column) else _name(e.this.this)
     if isinstance(e, exp.Func):
         return e.sql_name().lower() if not isinstance(e, exp.Anonymous) else e.name.lower()
     return "?column?"

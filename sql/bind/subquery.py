@@ -184,9 +184,10 @@ def has_subquery(node) -> bool:
 
 def _quantified(node):
     """``x = ANY (q)`` / ``x = SOME (q)`` as ``x IN (q)``, ``x <> ALL (q)`` as ``NOT x IN (q)``."""
-    if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
+    # (x = ANY (array) is no subquery: sql.bind.expr binds it as stream.expr_array.ArrayCompare)
+    if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any) and _is_subquery(node.expression.this):
         return exp.In(this=node.this.copy(), query=node.expression.this.copy())
-    if isinstance(node, exp.NEQ) and isinstance(node.expression, exp.All):
+    if isinstance(node, exp.NEQ) and isinstance(node.expression, exp.All) and _is_subquery(node.expression.this):
         return exp.Not(this=exp.In(this=node.this.copy(), query=node.expression.this.copy()))
     return None
 

@@ -8,8 +8,9 @@ types where it meets a column; binary: the common fixed-width types, text and by
 
 Invariants: the text format is Postgres's output text -- the same text COPY TO writes
 (:func:`sql.copy.text_column`), so ``psql`` shows what ``COPY`` writes. A type with no binary
-encoding here is refused by name (``UnsupportedFormat``), never sent wrong. STRUCT and LIST
-columns go as ``text`` (OID 25) holding their Python text.
+encoding here is refused by name (``UnsupportedFormat``), never sent wrong. A LIST (array)
+column goes as its element's array type (``int4[]`` is OID 1007) in Postgres' array text
+(``{1,2,NULL}``); a STRUCT column as ``text`` (OID 25) holding its Python text.
 
 Callers: :mod:`sql.pgwire.server`, :mod:`sql.pgwire.pg_catalog` (type names and OIDs).
 """
@@ -65,6 +66,8 @@ _TYPNAME_ALIASES = {"integer": "int4", "int": "int4", "smallint": "int2", "bigin
 
 
 def type_oid(dtype: DataType) -> int:
+    if dtype.kind == TypeKind.LIST and dtype.elem.kind in PG_TYPES:   # an array: its element's array type
+        return PG_TYPES[dtype.elem.kind][4]
     entry = PG_TYPES.get(dtype.kind)
     return entry[0] if entry is not None else TEXT_OID
 
@@ -76,6 +79,8 @@ def type_size(dtype: DataType) -> int:
 
 def format_type(dtype: DataType) -> str:
     """``pg_catalog.format_type``'s name of ``dtype`` (psql's ``\\d`` Type column)."""
+    if dtype.kind == TypeKind.LIST:
+        return format_type(dtype.elem) + "[]"
     entry = PG_TYPES.get(dtype.kind)
     return entry[3] if entry is not None else dtype.sql_name().lower()
 
@@ -138,7 +143,10 @@ def text_values(col, dtype: DataType) -> list:
     """Postgres's output text of each value of ``col`` (None for NULL)."""
     from sql.copy import text_column
 
-    if dtype.kind in (TypeKind.STRUCT, TypeKind.LIST):
+    if dtype.kind == TypeKind.LIST:   # Postgres' array_out: {1,2,NULL} (stream/expr_array.py)
+        from stream.expr_array import array_text
+        return array_text(col, dtype)
+    if dtype.kind == TypeKind.STRUCT:
         return [None if v is None else str(v) for v in to_pylist(col, dtype)]
     out = text_column(col, dtype, "pgwire")
     if dtype.kind in (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT):
