@@ -183,12 +183,16 @@ def decode_decimal(data: bytes, pos: int, mask: int):
 
 def jsonb_body(value: str) -> bytes:
     """Ascending encoding of a validated JSONB value (its normal text) in Postgres' jsonb order
-    (relational/jsonb.py; docs/format.md section 1): a type byte (``jsonb.NULL`` 0x01 <
+    (relational/jsonb.py; docs/format.md section 1): a top-level empty array is the one byte 0x00
+(it sorts first); otherwise a type byte (``jsonb.NULL`` 0x01 <
     STRING < NUMBER < BOOLEAN < ARRAY < OBJECT 0x06), then a string's escaped bytes and
     terminator, a number's DECIMAL encoding, a boolean's byte, or an array's/object's u32be
     count and its elements (an object's key string then value, keys in stored order)."""
+    tree = jsonb.parse(value)
+    if tree == [] and isinstance(tree, list):   # a top-level [] sorts below everything (jsonb.EMPTY_TOP)
+        return bytes((jsonb.EMPTY_TOP,))
     out = bytearray()
-    _jsonb_tree(out, jsonb.parse(value))
+    _jsonb_tree(out, tree)
     return bytes(out)
 
 
@@ -216,7 +220,12 @@ def decode_jsonb(data, pos: int, mask: int):
     """Decode a JSONB key part at ``pos`` (bytes XOR ``mask``); return ``(normal text, new_pos)``.
     A number comes back without trailing fractional zeros (``1.50`` -> ``1.5``: keys keep the
     value, as DECIMAL keys do, not the scale)."""
+    _need(data, pos, 1, "JSONB type")
+    if data[pos] ^ mask == jsonb.EMPTY_TOP:
+        return "[]", pos + 1
     tree, pos = _jsonb_decode_tree(data, pos, mask, 0)
+    if tree == [] and isinstance(tree, list):   # one value, one key: [] is written EMPTY_TOP only
+        raise DecodeError("non-canonical JSONB empty array", pos - 5, "memcomparable")
     return jsonb.to_text(tree), pos
 
 

@@ -27,7 +27,8 @@ Order (Postgres, for ``=``, ``<``, ORDER BY, GROUP BY): null < string < number <
 < object; strings bytewise (the C collation), numbers by value (``1.0 = 1``), false < true; an
 array with more elements is greater, equal lengths compare element by element; an object with
 more pairs is greater, equal counts compare key 1, value 1, key 2... in stored key order. A
-top-level scalar is less than any array. Memcomparable keys follow this order
+top-level scalar is less than any non-empty array, and a top-level empty array ``[]`` is less
+than every other value, JSON null included (Postgres' documented anomaly). Memcomparable keys follow this order
 (relational/_memcomparable_py.py ``jsonb_body``; docs/format.md).
 
 Callers: :mod:`relational.types` (validation), the memcomparable encoders, the stream layer's
@@ -45,6 +46,9 @@ _MAX_SCALE = 16383
 
 # sort_key tags: the type order of Postgres' jsonb comparison (also the memcomparable tags)
 NULL, STRING, NUMBER, BOOLEAN, ARRAY, OBJECT = 1, 2, 3, 4, 5, 6
+#: a top-level empty array: below every other value (Postgres' compareJsonbContainers lets the
+#: element count override the scalar-before-array rule at the top level, "for historical reasons")
+EMPTY_TOP = 0
 
 
 class JsonbSyntaxError(ValueError):
@@ -248,6 +252,12 @@ def kind_of(tree) -> int:
 
 def sort_key(tree):
     """A tuple that orders trees as Postgres orders jsonb values (module docstring)."""
+    if tree == [] and isinstance(tree, list):   # Postgres' anomaly: a top-level [] sorts below everything
+        return (EMPTY_TOP,)
+    return _key(tree)
+
+
+def _key(tree):
     kind = kind_of(tree)
     if kind == NULL:
         return (NULL,)
@@ -256,9 +266,9 @@ def sort_key(tree):
     if kind in (NUMBER, BOOLEAN):
         return (kind, tree)
     if kind == ARRAY:
-        return (ARRAY, len(tree), tuple(sort_key(item) for item in tree))
+        return (ARRAY, len(tree), tuple(_key(item) for item in tree))
     return (OBJECT, len(tree), tuple(part for key, item in tree.items()
-                                     for part in (key.encode("utf-8"), sort_key(item))))
+                                     for part in (key.encode("utf-8"), _key(item))))
 
 
 TYPE_NAMES = {NULL: "null", STRING: "string", NUMBER: "number", BOOLEAN: "boolean", ARRAY: "array",

@@ -224,9 +224,9 @@ class Cast(Expr):
             raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
         kinds = {arg.data_type.kind, data_type.kind}
         if TypeKind.JSONB in kinds and arg.data_type != data_type and not _jsonb.can_cast(arg.data_type, data_type):
-            raise ExpressionError(f"cannot cast type {arg.data_type.sql_name().lower()} to "
-                                  f"{data_type.sql_name().lower()}", self)
-        if _DECIMAL in kinds and not kinds <= {_DECIMAL, TypeKind.VARCHAR, *_INTS, *_FLOATS}:
+            raise ExpressionError(f"cannot cast type {_jsonb.pg_name(arg.data_type)} to {_jsonb.pg_name(data_type)}",
+                                  self)
+        if _DECIMAL in kinds and not kinds <= {_DECIMAL, TypeKind.VARCHAR, TypeKind.JSONB, *_INTS, *_FLOATS}:
             raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
 
     def children(self) -> tuple:

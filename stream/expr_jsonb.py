@@ -13,7 +13,8 @@ by index for an integer one, a negative index counting from the end), ``jsonb_ge
 (``->>``), ``jsonb_get_path`` / ``jsonb_get_path_text`` (``#>`` / ``#>>`` with a text path
 ``'{a,0,b}'``), ``jsonb_contains`` (``@>``; ``<@`` swaps the operands), ``jsonb_exists``
 (``?``), ``jsonb_typeof``, ``jsonb_array_length``, ``jsonb_build_object``, ``to_jsonb``.
-What does not apply (a key of an array, an index of an object, a missing key, an index out of
+A top-level scalar is a one-element array to ``->`` with an index (``'"s"'::jsonb -> 0`` is
+``"s"``), as Postgres stores it. JSON null cast to a scalar type is SQL NULL. What does not apply (a key of an array, an index of an object, a missing key, an index out of
 range) is NULL, as Postgres; ``->>`` of JSON null is NULL; ``jsonb_array_length`` of a
 non-array, ``jsonb_build_object`` with a NULL key and a cast of the wrong JSON type to a
 scalar type are data errors (:func:`stream.expr_errors.data_error`).
@@ -66,10 +67,12 @@ def _step(node, key):
     """``node -> key`` (a str key or an int index) or ``_MISSING``."""
     if isinstance(key, str):
         return node.get(key, _MISSING) if isinstance(node, dict) else _MISSING
-    if isinstance(node, list):
-        i = key + len(node) if key < 0 else key
-        return node[i] if 0 <= i < len(node) else _MISSING
-    return _MISSING
+    if isinstance(node, dict):
+        return _MISSING
+    if not isinstance(node, list):   # a scalar is stored as a one-element array: -> 0 and -> -1 reach it
+        node = [node]
+    i = key + len(node) if key < 0 else key
+    return node[i] if 0 <= i < len(node) else _MISSING
 
 
 def _as_text(node):
@@ -335,6 +338,12 @@ _CAST_NAMES = {TypeKind.SMALLINT: "smallint", TypeKind.INT: "integer", TypeKind.
                TypeKind.BOOLEAN: "boolean"}
 
 
+def pg_name(dtype: DataType) -> str:
+    """The type's name in Postgres' messages (``integer``, ``text``, ``jsonb``)."""
+    return _CAST_NAMES.get(dtype.kind) or {TypeKind.VARCHAR: "text", TypeKind.JSONB: "jsonb"}.get(
+        dtype.kind, dtype.sql_name().lower())
+
+
 def can_cast(source: DataType, target: DataType) -> bool:
     """Postgres' casts of jsonb: from and to text, and jsonb to a number or boolean type."""
     if source == _JB:
@@ -345,6 +354,8 @@ def can_cast(source: DataType, target: DataType) -> bool:
 def _scalar_cast(text, target: DataType):
     node = tree(text)
     name = _CAST_NAMES[target.kind]
+    if node is None:   # Postgres 17+: JSON null casts to SQL NULL
+        return None
     if target.kind == TypeKind.BOOLEAN:
         if not isinstance(node, bool):
             raise RowError(f"cannot cast jsonb {J.TYPE_NAMES[J.kind_of(node)]} to type {name}")

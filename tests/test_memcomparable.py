@@ -61,7 +61,8 @@ def _jsonb_model_key(text):
         items = sorted(v.items(), key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
         return (5, len(items), [part for k, x in items for part in (k.encode(), key(x))])
     pairs_last = lambda pairs: dict(pairs)   # noqa: E731  (a duplicate key keeps its last value)
-    return key(json.loads(text, parse_float=decimal.Decimal, parse_int=decimal.Decimal, object_pairs_hook=pairs_last))
+    top = json.loads(text, parse_float=decimal.Decimal, parse_int=decimal.Decimal, object_pairs_hook=pairs_last)
+    return (-1,) if top == [] else key(top)   # Postgres: a top-level empty array sorts below everything
 
 
 def _scalar_cmp(kind, a, b) -> int:

@@ -38,7 +38,7 @@ from sql.errors import BindError, SqlError, UnsupportedError, error_at
 
 MAX_DEPTH = 200
 _JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
-                exp.JSONBContainsTopKey, exp.ArrayContainsAll, exp.ArrayContainedBy)
+                exp.JSONBContainsTopKey, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Lambda)
 #: JSONB functions whose leading arguments take these types (an untyped literal becomes one)
 _JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataType.JSONB,)}
 
@@ -415,7 +415,12 @@ class ExprBinder:
     def _jsonb_op(self, node):
         """A JSONB operator as its ``stream.expr_jsonb`` function; None when no operand is JSONB
         (``@>`` / ``<@`` of arrays are bound elsewhere). sqlglot reads ``j -> 'k'`` / ``j -> 1``
-        as a JSON path of one key / subscript: turned back into the text / integer operand."""
+        as a JSON path of one key / subscript: turned back into the text / integer operand; inside
+        a function's arguments it reads ``f(j -> 'k')`` as a lambda ``j -> 'k'``, turned back too."""
+        if isinstance(node, exp.Lambda):
+            if len(node.expressions) != 1 or not isinstance(node.expressions[0], exp.Identifier):
+                return None
+            node = exp.JSONExtract(this=exp.Column(this=node.expressions[0].copy()), expression=node.this.copy())
         if isinstance(node, (exp.ArrayContainsAll, exp.ArrayContainedBy)):
             left, right = self.bind_pair(node.this, node.expression)
             if DataType.JSONB not in (left.data_type, right.data_type):

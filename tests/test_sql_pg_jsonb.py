@@ -1,0 +1,241 @@
+"""JSONB (issue 29, item 2) against a real PostgreSQL (tests/pg_server.py).
+
+Random JSON documents (tests/strategies.py ``json_values``: nested arrays and objects, keys
+sharing lengths and prefixes, numbers of several scales, escapes) written with random
+whitespace and duplicate keys are cast to jsonb on both sides: the normal text must be the
+same, and so must every operator and function of docs/sql.md's JSONB section (``->`` by key
+and index, ``->>``, ``#>``/``#>>``, ``@>``/``<@``, ``?``, ``jsonb_typeof``,
+``jsonb_array_length``, ``jsonb_build_object``, ``to_jsonb``, casts to text, numbers and
+boolean, ``=``/``<`` between documents, ORDER BY) and the set-returning functions in FROM.
+Verdicts as in tests/test_sql_pg_functions.py: both answer and agree, or Postgres raises a data
+error (class 22) and Hummock an ``ExecutionError``, or both refuse. psycopg reads jsonb as
+text here (not as Python objects), so the normal text itself is compared.
+
+A materialized view of JSONB projections and filters stays equal to its batch recomputation
+under random inserts, updates and deletes.
+"""
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from psycopg.types.string import TextLoader
+
+import sql
+from strategies import _json_text, json_values
+from test_sql_pg_differential import norm, same_multiset, show
+from test_sql_pg_functions import pg, run_ours, run_pg  # noqa: F401  (pg: the fixture)
+
+pytestmark = pytest.mark.postgres
+
+DOCS = ['{"a": 1, "b": [1, 2, {"c": "x"}], "aa": null}', '[1, "two", 3.50, [4], {"a": true}]', '"str"', '12.30',
+        'true', 'null', '{}', '[]', '{"a": {"b": {"c": [10, 20, 30]}}}', '{"b": 2, "a": 1}', '["a", "b"]',
+        '{"a": [1, 2]}', '1e2', '-0', '{"é": "ü", "k\\"ey": "line\\nbreak"}']
+EXPRS = [
+    "j", "j::text", "j -> 'a'", "j -> 'b' -> 2", "j ->> 'a'", "j -> 0", "j -> -1", "j ->> 1", "j -> 10", "j -> -10",
+    "j -> 'a' -> 'b' ->> 'c'", "j #> '{a,b,c}'", "j #>> '{a,b,c,1}'", "j #> '{b,2,c}'", "j #>> '{}'", "j #> '{0}'",
+    "j @> '{\"a\": 1}'", "j @> '[1]'", "j @> '1'", "j @> '{\"b\": [2]}'", "'{\"a\": 1}' <@ j", "j @> '[[4]]'",
+    "j ? 'a'", "j ? 'str'", "j ? 'b'", "jsonb_typeof(j)", "jsonb_typeof(j -> 'a')",
+    "jsonb_build_object('k', k, 'j', j, 't', j::text, 'n', NULL, 'f', k * 1.5, 'b', k > 3)",
+    "to_jsonb(k)", "to_jsonb(j::text)", "to_jsonb(k > 2)", "to_jsonb(k::float8 / 3)", "to_jsonb(j)",
+    "j = '{\"a\": 1, \"b\": 2}'", "j = '12.3'", "j <> '[]'", "j < '{}'", "j >= '\"str\"'",
+    "j IS DISTINCT FROM 'null'",
+]
+DATA_ERRORS = ["jsonb_array_length(j)", "(j -> 0)::int", "j::int", "j::float8", "j::bool", "j::numeric",
+               "(j ->> 'a')::int"]
+
+
+@pytest.fixture(scope="module")
+def both(pg):  # noqa: F811
+    pg.adapters.register_loader("jsonb", TextLoader)   # jsonb as Postgres' text, not Python objects
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        yield conn, pg
+
+
+def load(conn, pg, docs):
+    values = ", ".join(f"({k}, {lit(d)})" for k, d in enumerate(docs))
+    for side in (conn, pg):
+        side.execute("DROP TABLE IF EXISTS t")
+        side.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+        if docs:
+            side.execute(f"INSERT INTO t VALUES {values}")
+
+
+def lit(text):
+    return "NULL" if text is None else "'" + text.replace("'", "''") + "'"
+
+
+def check(conn, pg, text, ordered=False):
+    theirs, ours = run_pg(pg, text), run_ours(conn, text)
+    where = f"{text}\n  postgres: {theirs[1] if theirs[0] != 'ok' else ''}\n  hummock: {ours[1] if ours[0] != 'ok' else ''}"
+    if theirs[0] == "ok":
+        assert ours[0] == "ok", where
+        a = [tuple(norm(v) for v in r) for r in ours[1]]
+        b = [tuple(norm(v) for v in r) for r in theirs[1]]
+        assert same_multiset(a, b), f"{where}\n  ours:   {show(sorted(a))}\n  theirs: {show(sorted(b))}"
+        if ordered:
+            assert a == b, f"{where}\n  ours:   {show(a)}\n  theirs: {show(b)}"
+    elif theirs[0] == "data":
+        assert ours[0] == "data", where
+    else:
+        assert ours[0] != "ok", where
+    return theirs[0]
+
+
+@pytest.mark.parametrize("expr", EXPRS + DATA_ERRORS)
+def test_operators_and_functions_agree_with_postgres(both, expr):
+    conn, pg = both
+    load(conn, pg, DOCS + [None])
+    if expr in DATA_ERRORS:   # one row at a time: each document alone either answers or is a data error
+        verdicts = {check(conn, pg, f"SELECT k, {expr} FROM t WHERE k = {k}") for k in range(len(DOCS))}
+        assert "data" in verdicts, expr
+    else:
+        assert check(conn, pg, f"SELECT k, {expr} FROM t") == "ok", expr
+
+
+FIXED = [
+    "SELECT '{\"b\":1,  \"a\" : [1,2.50, 1e2, -0, 1E-3],\"b\":3}'::jsonb",
+    "SELECT '  [ ]  '::jsonb, '{}'::jsonb, '\"\\u00e9\\n\\t\\u0001\"'::jsonb, '-0.0'::jsonb, '123456789012345678901234567890.5'::jsonb",
+    "SELECT '{\"aaa\": 1, \"b\": 2, \"aa\": 3, \"ab\": 4}'::jsonb::text",
+    "SELECT '{\"a\": 1'::jsonb", "SELECT 'NaN'::jsonb", "SELECT '01'::jsonb", "SELECT '[1,]'::jsonb",
+    "SELECT '\"\\u0000\"'::jsonb", "SELECT '\"\\ud800\"'::jsonb", "SELECT ''::jsonb", "SELECT 'tru'::jsonb",
+    "SELECT * FROM jsonb_array_elements('[1, \"a\", null, [2], {\"b\": 3}]')",
+    "SELECT * FROM jsonb_array_elements_text('[1, \"a\", null, [2], {\"b\": 3}]')",
+    "SELECT * FROM jsonb_each('{\"b\": 1, \"a\": [2], \"c\": null}')",
+    "SELECT * FROM jsonb_each_text('{\"b\": 1, \"a\": \"x\", \"c\": null}')",
+    "SELECT * FROM jsonb_object_keys('{\"bb\": 1, \"a\": 2}')",
+    "SELECT value, value ->> 'x' FROM jsonb_array_elements('[{\"x\": 1}, {\"x\": \"y\"}]') AS e",
+    "SELECT e.key, e.value FROM jsonb_each('{\"k\": [1]}') AS e",
+    "SELECT k, v FROM jsonb_each('{\"k\": [1]}') AS e(k, v)",
+    "SELECT * FROM jsonb_array_elements('{\"a\": 1}')", "SELECT * FROM jsonb_each('[1]')",
+    "SELECT * FROM jsonb_array_elements(NULL)",
+    "SELECT jsonb_build_object()", "SELECT jsonb_build_object('a', NULL::jsonb, 'b', '2024-01-31 12:34:56.5'::timestamp)",
+    "SELECT jsonb_build_object(NULL, 1)", "SELECT jsonb_build_object('a', 1, 'a', 2)",
+    "SELECT to_jsonb('x'::text), to_jsonb(1.50), to_jsonb('NaN'::float8), to_jsonb(1e-5::float8), to_jsonb(NULL::int)",
+    "SELECT '1.0'::jsonb = '1', '[1.0, {\"a\": 2.00}]'::jsonb = '[1, {\"a\": 2}]', '\"a\"'::jsonb < '1'",
+    "SELECT '1.5'::jsonb::int, '2.5'::jsonb::int, '-2.5'::jsonb::bigint, '1e2'::jsonb::float8, '0.1'::jsonb::float8",
+    "SELECT '\"x\"'::jsonb::text, '{\"a\":1}'::jsonb::varchar, ('{\"a\":\"q\"}'::jsonb ->> 'a') || '!'",
+    "SELECT 'null'::jsonb ->> 0, '[null]'::jsonb ->> 0, '[null]'::jsonb -> 0, '{\"a\":null}'::jsonb ->> 'a'",
+    "SELECT '99999'::jsonb::smallint", "SELECT 'true'::jsonb::int", "SELECT '[]'::jsonb::bool",
+]
+
+
+@pytest.mark.parametrize("text", FIXED)
+def test_constants_agree_with_postgres(both, text):
+    check(*both, text)
+
+
+def test_order_by_and_comparisons_agree_with_postgres(both):
+    conn, pg = both
+    load(conn, pg, DOCS + [None, '{"a": 1, "b": 2}', '[1, "two"]', '"a"', '{"c": 0}', '{"a": 2}', '[[1], [0]]'])
+    check(conn, pg, "SELECT j, k FROM t ORDER BY j, k", ordered=True)
+    check(conn, pg, "SELECT j, k FROM t ORDER BY j DESC NULLS LAST, k", ordered=True)
+    check(conn, pg, "SELECT k FROM t ORDER BY j DESC, k LIMIT 4", ordered=True)
+    check(conn, pg, "SELECT a.k, b.k, a.j < b.j, a.j = b.j, a.j >= b.j FROM t a, t b")
+    check(conn, pg, "SELECT max(k), count(*), j -> 'a' FROM t GROUP BY j -> 'a'")
+    check(conn, pg, "SELECT count(DISTINCT j) FROM t")
+
+
+settings_ci = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                            HealthCheck.data_too_large])
+
+
+def _spaced(draw_ws, value) -> str:
+    """JSON text of ``value`` with random whitespace around every token."""
+    ws = lambda: draw_ws(st.sampled_from(["", " ", "\n", "\t ", "  "]))   # noqa: E731
+    if isinstance(value, list):
+        return "[" + ws() + ("," + ws()).join(_spaced(draw_ws, v) + ws() for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ws() + ",".join(ws() + json.dumps(k) + ws() + ":" + ws() + _spaced(draw_ws, v) + ws()
+                                     for k, v in value.items()) + "}"
+    return _json_text(value)
+
+
+@settings_ci
+@given(docs=st.lists(json_values, min_size=1, max_size=6), data=st.data())
+def test_random_documents_agree_with_postgres(both, docs, data):
+    conn, pg = both
+    texts = [_spaced(data.draw, d) for d in docs]
+    load(conn, pg, texts)
+    check(conn, pg, "SELECT k, j, j::text, jsonb_typeof(j), j -> 'a', j ->> 'b', j -> 0, j ->> -1, j ? 'a', "
+                    "j #> '{a,0}' FROM t")
+    check(conn, pg, "SELECT a.k, b.k, a.j = b.j, a.j < b.j, a.j @> b.j, a.j <@ b.j FROM t a, t b")
+    check(conn, pg, "SELECT k FROM t ORDER BY j, k", ordered=True)
+
+
+def test_normal_text_matches_the_python_json_model_in_both_directions():
+    """Without Postgres: the normal text reads back (json.loads) to the document as Python's json
+    model sees it, its keys in jsonb order, and is a fixed point; values survive a table."""
+    rng = random.Random(7)
+    from relational.jsonb import normalize
+
+    def doc(depth=0):
+        r = rng.random()
+        if depth < 3 and r < 0.3:
+            return {rng.choice(["a", "bb", "b", "é", "ab", ""]): doc(depth + 1) for _ in range(rng.randint(0, 4))}
+        if depth < 3 and r < 0.5:
+            return [doc(depth + 1) for _ in range(rng.randint(0, 4))]
+        return rng.choice([None, True, False, 0, -7, 12345678901234567890, 1.5, -0.25, "x", "é\n\"\\", ""])
+
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE d (k INT PRIMARY KEY, j JSONB)")
+        for k in range(40):
+            value = doc()
+            text = json.dumps(value, indent=rng.choice([None, 1]))
+            normal = normalize(text)
+            assert json.loads(normal) == value
+            assert normalize(normal) == normal
+            keys = [list(o) for o in _objects(json.loads(normal))]
+            assert all(ks == sorted(ks, key=lambda s: (len(s.encode()), s.encode())) for ks in keys)
+            conn.execute("INSERT INTO d VALUES ($1, $2::jsonb)", (k, text))
+            assert conn.execute("SELECT j, j::text FROM d WHERE k = $1", (k,)).fetchall() == [(normal, normal)]
+
+
+def _objects(value):
+    if isinstance(value, dict):
+        yield value
+        for v in value.values():
+            yield from _objects(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _objects(v)
+
+
+def test_a_materialized_view_of_jsonb_equals_its_batch_recomputation():
+    rng = random.Random(29)
+    queries = ["SELECT k, j -> 'a' AS a, j ->> 'b' AS b, jsonb_typeof(j) AS t, j @> '{\"a\": 1}' AS c FROM t",
+               "SELECT k, j FROM t WHERE j ? 'a' OR j -> 0 = '1'",
+               "SELECT j -> 'a' AS a, count(*) AS n FROM t GROUP BY j -> 'a'"]
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+        for i, q in enumerate(queries):
+            conn.execute(f"CREATE MATERIALIZED VIEW m{i} AS {q}")
+        for step in range(4):
+            keys = rng.sample(range(30), 6)
+            conn.execute(f"DELETE FROM t WHERE k IN ({', '.join(map(str, keys))})")
+            conn.execute("INSERT INTO t VALUES " + ", ".join(f"({k}, {lit(rng.choice(DOCS + [None]))})" for k in keys))
+            conn.execute(f"DELETE FROM t WHERE k % 5 = {step}")
+            conn.execute(f"UPDATE t SET j = {lit(rng.choice(DOCS))} WHERE k % 3 = {step % 3}")
+            conn.execute("FLUSH")
+            for i, q in enumerate(queries):
+                mv = sorted(map(repr, conn.execute(f"SELECT * FROM m{i}").fetchall()))
+                batch = sorted(map(repr, conn.execute(q).fetchall()))
+                assert mv == batch, (q, step)
+
+
+def test_refusals_name_the_construct():
+    with sql.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB, s VARCHAR)")
+        with pytest.raises(sql.errors.UnsupportedError, match="jsonb_each.*batch query only"):
+            conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM jsonb_each('{}')")
+        with pytest.raises(sql.errors.UnsupportedError, match="LATERAL"):
+            conn.execute("SELECT * FROM t, jsonb_array_elements(t.j)")
+        with pytest.raises(sql.errors.BindError, match="cannot cast type integer to jsonb"):
+            conn.execute("SELECT k::jsonb FROM t")
+        with pytest.raises(sql.errors.SqlError, match="->"):
+            conn.execute("SELECT s -> 'a' FROM t")
+        with pytest.raises(sql.errors.ExecutionError) as info:
+            conn.execute("SELECT '{\"a\": }'::jsonb")
+        assert "character 7" in str(info.value) and info.value.column is not None
