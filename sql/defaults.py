@@ -11,12 +11,13 @@ Semantics (Postgres'): a default is an expression without column references, sub
 aggregates, window functions or parameters, of a type that assigns to the column (an assignment
 cast: ``DEFAULT 1`` into a BIGINT or DOUBLE column; ``DEFAULT 1`` into a BOOLEAN column is a
 ``BindError`` at CREATE, as Postgres refuses it); an untyped string takes the column's type
-(``DEFAULT '2024-01-01'`` into a DATE). ``now()`` / ``current_timestamp`` / ``current_date``
-read the statement's clock (one time per statement: :func:`sql.bind.expr.new_statement_clock`,
-what Postgres' transaction time stamp is for a statement in autocommit); ``random()`` gives
-every row its own value. A default is evaluated once when declared too, so a constant that
-does not fit (``DEFAULT 'abc'`` for an INT, ``DEFAULT 1/0``) is refused by CREATE, as Postgres
-folds constants there. A column without a default defaults to NULL.
+when declared (``DEFAULT '2024-01-01'`` into a DATE; ``DEFAULT 'abc'`` into an INT is an
+``ExecutionError`` at CREATE, Postgres' data error). Anything else is evaluated only when used,
+as in Postgres: ``DEFAULT 1/0`` or ``DEFAULT 100000`` for a SMALLINT is accepted by CREATE and
+fails the INSERT that needs it. ``now()`` / ``current_timestamp`` / ``current_date`` read the
+statement's clock (one time per statement: :func:`sql.bind.expr.new_statement_clock`, what
+Postgres' transaction time stamp is for a statement in autocommit); ``random()`` gives every
+row its own value. A column without a default defaults to NULL.
 
 Invariants: the stored text parses back (``SELECT <text>``) to the same expression; evaluating
 it never reads a table.
@@ -67,8 +68,15 @@ def declare_default(node, dtype, column: str) -> str:
     for n in node.walk():
         if isinstance(n, exp.Column) and not is_default_marker(n):
             raise error_at(BindError, f"cannot use column reference in DEFAULT expression (column {column!r})", n)
-    e = _bind(node, dtype, column)
-    _evaluate(e, dtype, 1, node)   # a constant that does not fit fails here, as in Postgres
+    try:
+        _bind(node, dtype, column)   # the type assigns, names resolve: evaluated only when used
+    except BindError as exc:
+        from sql.bind.expr import ExprBinder, Scope
+        lit = ExprBinder(Scope(), ()).literal(node)
+        if lit is not None and lit[2]:   # a string that does not spell the type: a data error, as in Postgres
+            message = str(exc).rsplit(" at line ", 1)[0] if exc.line is not None else str(exc)
+            raise ExecutionError(message, exc.line, exc.column) from None
+        raise
     return node.sql(dialect="postgres")
 
 
@@ -96,8 +104,7 @@ def _evaluate(e, dtype, n_rows: int, node) -> list:
     try:
         return [T.coerce_value(v, dtype) for v in values]
     except (ValueError, TypeError, ArithmeticError) as exc:
-        raise error_at(ExecutionError, f"the default of a {dtype.sql_name()} column does not fit: {exc}",
-                       node) from None
+        raise ExecutionError(f"{dtype.sql_name()} cannot hold it: {exc}") from None
 
 
 def default_values(text: str | None, dtype, n_rows: int, column: str = "?") -> list:
@@ -105,7 +112,11 @@ def default_values(text: str | None, dtype, n_rows: int, column: str = "?") -> l
     if text is None:
         return [None] * n_rows
     node = parse_default(text)
-    return _evaluate(_bind(node, dtype, column), dtype, n_rows, node)
+    try:
+        return _evaluate(_bind(node, dtype, column), dtype, n_rows, node)
+    except ExecutionError as exc:   # positions in the stored text mean nothing to the statement
+        message = str(exc).rsplit(" at line ", 1)[0] if exc.line is not None else str(exc)
+        raise ExecutionError(f"the default of column {column!r} ({text}): {message}") from None
 
 
 def default_columns(rel, indices, n_rows: int) -> dict:
