@@ -26,7 +26,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from relational.catalog import TableDesc
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream.chunk import StreamChunk
 from stream.expr import raising_errors
 from stream.schema import Schema
@@ -202,6 +202,9 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
     for p in pk:
         if p not in names:
             raise BindError(f"primary key column {p!r} is not a column of {name}")
+        if dict(cols)[p].kind == TypeKind.LIST:   # the executors key rows by hashable Python values
+            raise error_at(UnsupportedError, f"an array ({dict(cols)[p].sql_name()}) as PRIMARY KEY column {p!r} "
+                                             "is not supported", schema.this)
     new = db.catalog.copy()
     tid = new.allocate_id()
     row_id = not pk

@@ -25,7 +25,7 @@ from relational.types import DataType, Interval, TypeKind
 from stream import decimal_ops, interval_text
 from stream.expr_array import parse_array_text
 
-from sql.errors import ExecutionError, UnsupportedError, error_at
+from sql.errors import ExecutionError, UnsupportedError, error_at, position_of
 
 _BY_NAME = {
     "boolean": DataType.BOOLEAN, "bool": DataType.BOOLEAN,
@@ -85,13 +85,15 @@ def type_from_sqlglot(node) -> DataType:
         elem = type_from_sqlglot(node.expressions[0])
         if elem.kind == TypeKind.LIST:
             raise error_at(UnsupportedError, f"type {node.sql(dialect='postgres')} is not supported "
-                                             "(multidimensional arrays are not supported)", node)
+                                             "(multidimensional arrays are not supported)",
+                           node.parent if position_of(node)[0] is None and node.parent is not None else node)
         return DataType.list(elem)
     if name == "TIMESTAMPLTZ":
         name = "TIMESTAMPTZ"
     dtype = _SQLGLOT.get(name)
     if dtype is None:
-        raise error_at(UnsupportedError, f"type {node.sql(dialect='postgres')} is not supported", node)
+        hint = " (jsonb is: JSON text is stored in its normal form)" if name == "JSON" else ""
+        raise error_at(UnsupportedError, f"type {node.sql(dialect='postgres')} is not supported{hint}", node)
     return dtype
 
 
