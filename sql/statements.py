@@ -617,6 +617,9 @@ def _bind_assignments(rel, node, scope, params) -> list:
     names = [n for n, _ in rel.visible_columns]
     sets = []
     for assign in node.expressions:
+        if isinstance(assign.this, exp.Bracket):
+            raise error_at(UnsupportedError, "assigning to an array element or slice (SET a[i] = ...) is not "
+                                             "supported: SET the whole array", assign.this)
         col = _name(assign.this.this)
         if col not in names:
             raise error_at(BindError, f"column {col!r} of relation {rel.name!r} does not exist", assign.this)

@@ -149,6 +149,7 @@ def conn():
     ("SELECT 1 = ANY(k) FROM t", "array", BindError),
     ("SELECT * FROM unnest(5)", "unnest", BindError),
     ("SELECT count(*), unnest(a) FROM t", "unnest", UnsupportedError),
+    ("UPDATE t SET a[1] = 5", "SET a[i]", UnsupportedError),
 ])
 def test_refusals_name_the_construct_with_a_position(conn, text, named, error):
     with pytest.raises(error) as info:
