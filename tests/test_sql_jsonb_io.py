@@ -1,0 +1,83 @@
+"""JSONB in and out of Hummock: COPY (csv / text / json files), parameters, DESCRIBE, and the
+pgwire server (type oid 3802; psycopg's own jsonb loader reads the values, text and binary).
+
+The pgwire test carries the native-only ``server_integration`` marker, as tests/test_pgwire.py
+(the server has no pure-Python twin); the rest runs in both modes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+import sql
+from sql.pgwire import PgServer, ServerOptions
+
+DOCS = {1: '{"b": [1, 2.50], "a": "x,y \\"q\\""}', 2: "[]", 3: None, 4: '"tab\\there"', 5: "12.30"}
+
+
+def _filled(conn):
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+    for k, d in DOCS.items():
+        conn.execute("INSERT INTO t VALUES ($1, $2::jsonb)", (k, d))
+
+
+def test_copy_round_trips_jsonb_through_csv_text_and_json(tmp_path):
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        _filled(conn)
+        want = conn.execute("SELECT k, j FROM t ORDER BY k").fetchall()
+        assert want[0][1] == '{"a": "x,y \\"q\\"", "b": [1, 2.50]}'
+        for fmt in ("csv", "text", "json"):
+            path = tmp_path / f"out.{fmt}"
+            conn.execute(f"COPY t TO '{path}' (FORMAT {fmt})")
+            conn.execute(f"CREATE TABLE back_{fmt} (k INT PRIMARY KEY, j JSONB)")
+            conn.execute(f"COPY back_{fmt} FROM '{path}' (FORMAT {fmt})")
+            assert conn.execute(f"SELECT k, j FROM back_{fmt} ORDER BY k").fetchall() == want, fmt
+        csv_text = (tmp_path / "out.csv").read_text()
+        assert '"{""a"": ""x,y \\""q\\"""", ""b"": [1, 2.50]}"' in csv_text   # Postgres' csv quoting of the text
+
+
+def test_copy_from_normalises_and_rejects_bad_json(tmp_path):
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+        good = tmp_path / "in.csv"
+        good.write_text('1,"{""b"":1,  ""a"":2}"\n2,"[ 1 ,2 ]"\n')
+        conn.execute(f"COPY t FROM '{good}' (FORMAT csv)")
+        assert conn.execute("SELECT k, j FROM t ORDER BY k").fetchall() == [(1, '{"a": 2, "b": 1}'), (2, "[1, 2]")]
+        bad = tmp_path / "bad.csv"
+        bad.write_text('3,"{oops"\n')
+        with pytest.raises(sql.errors.SqlError, match="json"):
+            conn.execute(f"COPY t FROM '{bad}' (FORMAT csv)")
+
+
+def test_parameters_and_description():
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+        conn.execute("INSERT INTO t VALUES (1, $1)", ({"z": [1, 2.5, None, True], "a": "é"},))
+        row = conn.execute("SELECT j, j -> 'z' ->> 1 FROM t WHERE j @> $1", ({"a": "é"},)).fetchall()
+        assert row == [('{"a": "é", "z": [1, 2.5, null, true]}', "2.5")]
+        assert json.loads(row[0][0]) == {"z": [1, 2.5, None, True], "a": "é"}
+        cur = conn.execute("SELECT j FROM t")
+        assert cur.description[0][1] == "jsonb"
+        with pytest.raises(sql.errors.UnsupportedError, match="(?i)json.*jsonb"):
+            conn.execute("CREATE TABLE u (j JSON)")
+
+
+@pytest.mark.server_integration
+def test_pgwire_sends_jsonb_as_oid_3802(tmp_path):
+    server = PgServer(str(tmp_path / "db"), ServerOptions(port=0, barrier_interval_ms=0)).start_in_thread()
+    try:
+        with psycopg.connect(host="127.0.0.1", port=server.port, user="t", dbname="db", autocommit=True) as c:
+            c.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+            c.execute("INSERT INTO t VALUES (1, '{\"b\": 1, \"a\": [true, null]}'), (2, NULL)")
+            c.execute("FLUSH")
+            for binary in (False, True):
+                cur = c.execute("SELECT j, j -> 'a' FROM t ORDER BY k", binary=binary)
+                assert [d.type_code for d in cur.description] == [3802, 3802]
+                assert cur.fetchall() == [({"a": [True, None], "b": 1}, [True, None]), (None, None)]
+            got = c.execute("SELECT %s::jsonb ->> 'x'", [psycopg.types.json.Jsonb({"x": "y"})]).fetchall()
+            assert got == [("y",)]
+    finally:
+        server.stop()
