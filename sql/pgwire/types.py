@@ -52,12 +52,13 @@ PG_TYPES = {
     TypeKind.TIMESTAMP: (1114, "timestamp", 8, "timestamp without time zone", 1115),
     TypeKind.TIMESTAMPTZ: (1184, "timestamptz", 8, "timestamp with time zone", 1185),
     TypeKind.INTERVAL: (1186, "interval", 16, "interval", 1187),
+    TypeKind.JSONB: (3802, "jsonb", -1, "jsonb", 3807),
 }
 TEXT_OID, UNKNOWN_OID, NAME_OID, OID_OID, CHAR_OID = 25, 705, 19, 26, 18
 #: the other types a catalog answer or a client may name: oid -> (typname, typlen, array oid)
 EXTRA_TYPES = {25: ("text", -1, 1009), 19: ("name", 64, 1003), 26: ("oid", 4, 1028), 18: ("char", 1, 1002),
                705: ("unknown", -2, 0), 2249: ("record", -1, 2287), 114: ("json", -1, 199),
-               3802: ("jsonb", -1, 3807), 1042: ("bpchar", -1, 1014), 2950: ("uuid", 16, 2951)}
+               1042: ("bpchar", -1, 1014), 2950: ("uuid", 16, 2951)}
 _BY_OID = {v[0]: k for k, v in PG_TYPES.items()}
 _TYPNAME_ALIASES = {"integer": "int4", "int": "int4", "smallint": "int2", "bigint": "int8", "boolean": "bool",
                     "real": "float4", "double precision": "float8", "character varying": "varchar",
@@ -193,6 +194,8 @@ def _binary_encoder(dtype: DataType):
         return lambda v: struct.pack("!qii", v.usecs, v.days, v.months)
     if kind == TypeKind.DECIMAL:
         return numeric_binary
+    if kind == TypeKind.JSONB:   # Postgres' jsonb_send: a version byte (1), then the text
+        return lambda v: b"\x01" + v.encode()
     raise UnsupportedFormat(f"binary output of {dtype.sql_name()} is not supported: ask for text format "
                             "(e.g. psycopg's default, binary=False)")
 
@@ -264,6 +267,8 @@ def _decode_binary(data: bytes, oid: int, kind):
             return data.decode()
         if kind == TypeKind.BYTEA:
             return bytes(data)
+        if kind == TypeKind.JSONB and data[:1] == b"\x01":   # jsonb_recv: version 1, then the text
+            return T.parse_text(data[1:].decode(), DataType.JSONB)
         if kind == TypeKind.BOOLEAN:
             return data != b"\x00"
         if kind in (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT):
