@@ -2,9 +2,9 @@
 (``DataType.list(elem)``; a Python ``list``, an Arrow ``list_`` column).
 
 Nodes: :class:`ArrayCtor` (``ARRAY[a, b, ...]``), :class:`ArrayIndex` (``a[i]``),
-:class:`ArraySlice` (``a[lo:hi]``), :class:`ArrayCompare` (``x op ANY(a)`` / ``x op ALL(a)``, and
-``a op b`` between two arrays). Functions (``FUNCS``, merged into :mod:`stream.expr_funcs`'
-table): ``array_length``, ``cardinality``, ``array_lower``, ``array_upper``, ``array_ndims``,
+:class:`ArraySlice` (``a[lo:hi]``), :class:`ArrayCompare` (``x op ANY(a)`` / ``x op ALL(a)``;
+``a op b`` between two arrays; ``@>``, ``<@``, ``&&``). Functions (``FUNCS``, merged into
+:mod:`stream.expr_funcs`' table): ``array_length``, ``cardinality``, ``array_lower``, ``array_upper``, ``array_ndims``,
 ``array_dims``, ``array_position(s)``, ``array_append``, ``array_prepend``, ``array_cat``,
 ``array_remove``, ``array_replace``, ``array_to_string``, ``string_to_array``, ``regexp_match``.
 Text in and out (:func:`array_text`, :func:`parse_array_text`) and the casts ``LIST <-> LIST``
@@ -268,11 +268,34 @@ def _compare(a, b) -> int:
     return (ka > kb) - (ka < kb)
 
 
+def _contains(a, b) -> bool:   # Postgres' arraycontains: every element of b equals one of a (NULL never does)
+    keys = {_hashable(e) for e in a if e is not None}
+    return all(e is not None and _hashable(e) in keys for e in b)
+
+
+def _hashable(v):
+    return tuple(_key(v)) if not isinstance(v, list) else (0, tuple(_hashable(x) for x in v))
+
+
+_SET_OPS = {"@>": lambda a, b: _contains(a, b), "<@": lambda a, b: _contains(b, a),
+            "&&": lambda a, b: bool({_hashable(e) for e in a if e is not None} &
+                                    {_hashable(e) for e in b if e is not None})}
+
+
 class ArrayCompare(Expr):
     """``x op ANY(a)`` / ``x op ALL(a)`` (``quantifier`` "any" / "all"), or ``a op b`` between
-    two arrays (``quantifier`` None); BOOLEAN (module docstring)."""
+    two arrays (``quantifier`` None: ``= <> < <= > >=`` element by element, ``@>`` contains,
+    ``<@`` is contained by, ``&&`` overlaps -- NULL elements never match); BOOLEAN (module
+    docstring)."""
 
     def __init__(self, op: str, left: Expr, right: Expr, quantifier: str | None = None):
+        if op in _SET_OPS and quantifier is None:
+            self.op, self.left, self.right, self.quantifier = op, left, right, None
+            self.data_type = DataType.BOOLEAN
+            if not (is_array(left.data_type) and left.data_type == right.data_type):
+                raise ExpressionError(f"operator does not exist: {left.data_type.sql_name()} {op} "
+                                      f"{right.data_type.sql_name()}", self)
+            return
         if op not in _OPS:
             raise ExpressionError(f"operator {op} is not supported with arrays", self)
         self.op, self.left, self.right, self.quantifier = op, left, right, quantifier
@@ -285,6 +308,8 @@ class ArrayCompare(Expr):
         return (self.left, self.right)
 
     def evaluate(self, columns):
+        if self.op in _SET_OPS:
+            return rowwise(_SET_OPS[self.op], lambda ts: DataType.BOOLEAN)([self.left, self.right], columns)
         test = _OPS[self.op]
         if self.quantifier is None:
             return rowwise(lambda a, b: test(_compare(a, b)), lambda ts: DataType.BOOLEAN)(

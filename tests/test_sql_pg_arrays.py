@@ -1,6 +1,6 @@
 """Arrays (issue 29, item 3) against a real PostgreSQL (tests/pg_server.py): array columns
 (``INT[]``, ``TEXT[]``), ``ARRAY[...]``, subscripts and slices, ``= ANY`` / ``<> ALL``, the array
-functions, ``||`` on arrays, array comparison, ``unnest`` in FROM (implicit LATERAL, ``CROSS
+functions, ``||`` on arrays, array comparison, ``@>`` / ``<@`` / ``&&``, ``unnest`` in FROM (implicit LATERAL, ``CROSS
 JOIN LATERAL``, ``LEFT JOIN LATERAL ... ON TRUE``, ``WITH ORDINALITY``) and in the select list,
 and ``array_agg`` with ORDER BY.
 
@@ -43,6 +43,7 @@ CALLS = [
     "a = b", "a < b", "a >= b", "a IS DISTINCT FROM b", "a = '{1,2}'", "a::bigint[]", "s::text",
     "array_length(string_to_array(w, ','), 1)", "(string_to_array(w, ','))[2]",
     "(ARRAY[x, 2 * x])[2]", "cardinality(array_remove(a, NULL))",
+    "a @> b", "a <@ b", "a && b", "s @> ARRAY[w]", "b <@ ARRAY[x, 1]", "a && '{1,NULL}'",
 ]
 
 

@@ -403,6 +403,14 @@ class ExprBinder:
             bound = self._jsonb_op(node)
             if bound is not None:
                 return bound
+        if isinstance(node, (exp.ArrayContainsAll, exp.ArrayContainedBy, exp.ArrayOverlaps)):   # @> <@ && of arrays
+            op = {exp.ArrayContainsAll: "@>", exp.ArrayContainedBy: "<@", exp.ArrayOverlaps: "&&"}[type(node)]
+            left, right = self.bind_pair(node.this, node.expression)
+            if left.data_type.kind == TypeKind.LIST and left.data_type != right.data_type:
+                sup = T.common_supertype(left.data_type, right.data_type)
+                if sup is not None:
+                    left, right = self.coerce(left, sup, node), self.coerce(right, sup, node)
+            return E.ArrayCompare(op, left, right)
         if isinstance(node, exp.Interval):
             return self._lit(interval_literal(node), DataType.INTERVAL, node)
         if isinstance(node, exp.Func):
