@@ -29,6 +29,7 @@ from stream.executors import agg_table_count
 from stream.executors.agg_call import AggCall
 from stream.executors.backfill import Backfill
 from stream.executors.over_window import OverWindow
+from stream.executors.project_set import ProjectSet
 from stream.executors.top_n import GroupTopN, RankedGroupTopN, top_n_state_table
 from relational.memcomparable import OrderType
 from relational.types import DataType
@@ -244,6 +245,9 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
             return _top_n(n, go(n.input), builder.store, ids[id(n)][0])
         if isinstance(n, P.OverWindow):
             return _over_window(n, go(n.input), builder.store, ids[id(n)][0])
+        if isinstance(n, P.Unnest):   # stateless: each input row's elements (stream/executors/project_set.py)
+            w = len(n.input.types)
+            return ProjectSet(go(n.input), n.arrays, n.names[w:w + len(n.arrays)], n.outer)
         raise TypeError(f"{n.label()} has no stream executor")
     return go(plan)
 

@@ -2,7 +2,8 @@
 functions and operators of stream/expr_array.py against a Python model of Postgres' definitions
 (hypothesis, few examples), ``array_out`` / ``array_in`` text round trips, refusals by name with
 a position, arrays in a materialized view under inserts, updates and deletes equal to their batch
-recomputation, and the text the shell and pgwire show.
+recomputation (``unnest`` in an MV through the ProjectSet executor among them), and the text the shell
+and pgwire show.
 """
 
 import random
@@ -17,7 +18,12 @@ from relational.arrow import to_arrow, to_pylist
 from relational.types import DataType
 from sql.errors import BindError, ExecutionError, UnsupportedError
 from stream import expr as E
+from stream.chunk import DELETE, INSERT, StreamChunk
+from stream.executor import Checked
+from stream.executors.project_set import ProjectSet
 from stream.expr_array import array_text, format_array_value, parse_array_text, quote_element
+from stream.schema import Schema
+from stream_harness import Epochs, ListSource, drain, visible_rows
 
 INT_ARR = DataType.list(DataType.INT)
 TEXT_ARR = DataType.list(DataType.VARCHAR)
@@ -133,8 +139,6 @@ def conn():
 
 
 @pytest.mark.parametrize("text, named, error", [
-    ("CREATE MATERIALIZED VIEW m AS SELECT k, unnest(a) FROM t", "unnest", UnsupportedError),
-    ("CREATE MATERIALIZED VIEW m AS SELECT x FROM t, unnest(t.a) AS u(x)", "unnest", UnsupportedError),
     ("CREATE MATERIALIZED VIEW m AS SELECT array_agg(k) FROM t", "array_agg", UnsupportedError),
     ("SELECT a, count(*) FROM t GROUP BY a", "GROUP BY", UnsupportedError),
     ("SELECT DISTINCT a FROM t", "DISTINCT", UnsupportedError),
@@ -211,3 +215,40 @@ def test_shell_and_pgwire_show_postgres_array_text(conn):
     assert text_values(table.column(1), TEXT_ARR) == ['{x,"y z"}', None, "{NULL}"]
     assert type_oid(INT_ARR) == 1007 and type_oid(TEXT_ARR) == 1015 and format_type(INT_ARR) == "integer[]"
     assert to_pylist(pa.array([[1]], pa.list_(pa.int32())), INT_ARR) == [[1]]
+
+
+def test_project_set_turns_update_pairs_into_deletes_and_inserts():
+    schema = Schema([("k", DataType.INT), ("a", INT_ARR)])
+    e = Epochs()
+    chunk = StreamChunk.from_rows(schema, [("+", (1, [7, 8])), ("U-", (1, [7, 8])), ("U+", (1, [9])),
+                                           ("+", (2, [])), ("-", (3, None)), ("+", (4, [None]))])
+    ps = ProjectSet(ListSource(schema, [0], [e.barrier(), chunk, e.barrier()]), [E.Col(1, INT_ARR)], ["x"])
+    assert ps.stream_key == [0, 3]
+    assert visible_rows(drain(Checked(ps))) == [
+        (INSERT, (1, [7, 8], 7, 1)), (INSERT, (1, [7, 8], 8, 2)), (DELETE, (1, [7, 8], 7, 1)),
+        (DELETE, (1, [7, 8], 8, 2)), (INSERT, (1, [9], 9, 1)), (INSERT, (4, [None], None, 1))]
+
+
+def test_unnest_in_a_materialized_view_equals_its_batch_recomputation():
+    views = {"m1": "SELECT k, x, n FROM t, unnest(t.a) WITH ORDINALITY AS u(x, n)",
+             "m2": "SELECT k, unnest(a) AS e, unnest(s) AS f FROM t WHERE k % 2 = 0",
+             "m3": "SELECT k, v FROM t LEFT JOIN LATERAL unnest(t.s) AS v ON TRUE",
+             "m4": "SELECT x, count(*) AS c FROM t, unnest(a) AS u(x) GROUP BY x"}
+    rng = random.Random(7)
+    with sql.connect(":memory:", implicit_flush=True) as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, a INT[], s VARCHAR[])")
+        for name, q in views.items():
+            c.execute(f"CREATE MATERIALIZED VIEW {name} AS {q}")
+
+        def arr(pool):
+            return None if rng.random() < 0.2 else [rng.choice(pool) for _ in range(rng.randint(0, 3))]
+        for step in range(4):
+            for k in rng.sample(range(12), 4):
+                c.execute("DELETE FROM t WHERE k = $1", [k])
+                c.execute("INSERT INTO t VALUES ($1, $2, $3)", [k, arr([None, 1, 2, 3]), arr([None, "p", "q r"])])
+            c.execute(f"UPDATE t SET a = array_append(a, {step}) WHERE k % 3 = {step % 3}")
+            c.execute(f"DELETE FROM t WHERE k % 5 = {step}")
+            c.execute("FLUSH")
+            for name, q in views.items():
+                assert sorted(c.execute(f"SELECT * FROM {name}").fetchall(), key=repr) == \
+                    sorted(c.execute(q).fetchall(), key=repr), name

@@ -36,6 +36,7 @@ from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.memcomparable import OrderType, encode_rows
 from stream.executors.agg_call import AggCall, group_key, order_key
 from stream.executors.over_window import bind_call, window_values
+from stream.executors.project_set import unnest_rows
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 from stream.expr import Cmp, Col, Lit, raising_errors
@@ -164,29 +165,11 @@ class _Exec:
         return _rows_table(plan.rows, plan) if plan.types else pa.table({"_": pa.nulls(len(plan.rows))})
 
     def _unnest(self, plan: P.Unnest):
-        """Each input row repeated once per element of its longest array (P.Unnest), the
-        elements taken by index from each array's flattened values (NULL past its end)."""
+        """Each input row once per element of its longest array: the stream executor's
+        :func:`stream.executors.project_set.unnest_rows` over the whole input."""
         t = self.run(plan.input)
         cols = self._columns(t)[:len(plan.input.types)]
-        n_in = t.num_rows
-        arrays = [a.eval(cols, n_in) for a in plan.arrays]
-        lens = [np.asarray(pc.fill_null(pc.list_value_length(a), 0), dtype=np.int64) for a in arrays]
-        reps = np.maximum.reduce(lens) if lens else np.zeros(n_in, np.int64)
-        if plan.outer:
-            reps = np.maximum(reps, 1)
-        total = int(reps.sum())
-        rows = np.repeat(np.arange(n_in), reps)
-        ordinal = np.arange(total) - np.repeat(np.cumsum(reps) - reps, reps)   # 0-based within a row
-        out = [c.take(pa.array(rows)) for c in cols]
-        for a, n, dtype in zip(arrays, lens, plan.types[len(cols):]):
-            flat = a.flatten()
-            valid = ordinal < np.repeat(n, reps)
-            if len(flat) == 0 or not valid.any():
-                out.append(pa.nulls(total, arrow_type(dtype)))
-                continue
-            at = np.repeat(np.cumsum(n) - n, reps) + ordinal
-            out.append(flat.take(pa.array(np.where(valid, at, 0), mask=~valid)))
-        out.append(pa.array(ordinal + 1, pa.int64()))
+        _, out = unnest_rows(cols, [a.eval(cols, t.num_rows) for a in plan.arrays], t.num_rows, plan.outer)
         return _table(out, plan)
 
     def _columns(self, t: pa.Table):

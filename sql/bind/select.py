@@ -408,7 +408,7 @@ class QueryBinder:
                                              "(of the table functions only TUMBLE and HOP are)", node)
         raise error_at(UnsupportedError, f"FROM item {spelled(node)!r} is not supported", node)
 
-    # --- unnest (P.Unnest: batch only) ---------------------------------------------------------
+    # --- unnest (P.Unnest; in an MV stream/executors/project_set.py) -----------------------------
 
     def unnest_item(self, node, plan, scope, outer: bool = False):
         """``(plan, scope)``: ``plan`` with the columns of ``unnest(a, ...)`` [WITH ORDINALITY]
@@ -416,9 +416,6 @@ class QueryBinder:
         lateral = node if isinstance(node, exp.Lateral) else None
         fn = node.this if lateral is not None else node
         alias = (lateral or fn).args.get("alias")
-        if not self.batch:
-            raise error_at(UnsupportedError, "unnest is supported in a batch query only, not yet in a materialized "
-                                             "view", fn)
         binder = ExprBinder(scope, self.params, context="unnest")
         arrays = [binder.bind(a) for a in fn.expressions]
         for a, n in zip(arrays, fn.expressions):
@@ -460,9 +457,6 @@ class QueryBinder:
                  if not any(isinstance(p, (exp.Select, exp.Subquery)) for p in _ancestors(n, e))]
         if not calls:
             return plan, None
-        if not self.batch:
-            raise error_at(UnsupportedError, "unnest is supported in a batch query only, not yet in a materialized "
-                                             "view", calls[0])
         binder = ExprBinder(scope, self.params, context="unnest")
         arrays = []
         for c in calls:

@@ -20,7 +20,7 @@ Stream keys (seed 002 "Keys"):
 - ``TopN``: the group columns then the input's key (what GroupTopN emits: a row that moves
   between groups is two keys). ``RowNumber``: batch only; the input's key.
 - ``OverWindow``: the input's key (one output row per input row).
-- ``Unnest``: batch only; the input's key plus its ordinality column.
+- ``Unnest``: the input's key plus its ordinality column.
 
 Invariants: ``len(names) == len(types)``; every ``stream_key`` index < ``len(types)``;
 ``n_visible <= len(types)`` and hidden columns come last.
@@ -106,8 +106,8 @@ class Unnest(Node):
     ProjectSet for a select list): the input's columns, one column per array expression (its
     element type), then the 1-based ordinality (BIGINT). An input row yields as many rows as its
     longest array, the shorter ones padded with NULL; a row whose arrays are all NULL or empty
-    yields none, or with ``outer`` (``LEFT JOIN LATERAL ... ON TRUE``) one row of NULLs. Batch only
-    (sql/batch/execute.py)."""
+    yields none, or with ``outer`` (``LEFT JOIN LATERAL ... ON TRUE``) one row of NULLs. Batch:
+    sql/batch/execute.py; stream: stream/executors/project_set.py (stateless)."""
 
     def __init__(self, input: Node, arrays, names, outer: bool = False):
         self.input, self.inputs, self.arrays, self.outer = input, (input,), list(arrays), outer
