@@ -19,10 +19,18 @@ rows have the old layout, is refused by name (sql/bind/time_travel.py).
 What reads the table (RisingWave's rule: a change is allowed when it is safe for downstream
 MVs): every MV reading the table is planned again against the altered catalog and must keep
 its output columns and the layout of each of its state tables (the types and keys its stateful
-operators keep); an MV that selects ``*`` / ``t.*`` from the table keeps the columns it had
-(its definition is rewritten with the star expanded, as RisingWave does not pick a new column
-up); an MV that reads a dropped column, or would change its state layout, makes the ALTER fail
-naming the MV. RENAME TO rewrites the readers' definitions (``FROM t`` -> ``FROM u AS t``);
+operators keep: :func:`_signature`); an MV that selects ``*`` / ``t.*`` from the table keeps the
+columns it had (its definition is rewritten with the star expanded, as RisingWave does not pick
+a new column up); an MV that reads a dropped column makes the ALTER fail naming the MV.
+
+Frozen layouts: an MV whose state keeps the table's whole rows (a join or top-N straight over
+the table) would change its state's layout with ADD/DROP COLUMN. Such an MV goes on reading the
+table as it was: ``Relation.scan_layouts[table]`` records the columns it was planned with (by
+their present names; None for one dropped since), :func:`reading_catalog` shows the binder a
+copy of the table with exactly those columns, and the graph reads the table through
+:func:`frozen_head`, a Project from the table's rows to that layout (NULL for a dropped column,
+which the MV never reads). Its plan, state and output are then those it had; the layout follows
+RENAME TO / RENAME COLUMN and later ADD/DROPs. RENAME TO rewrites the readers' definitions (``FROM t`` -> ``FROM u AS t``);
 RENAME COLUMN rewrites those of readers that read the table alone in one SELECT (anything
 more involved that names the column is refused by name). Indexes follow the table (their
 columns are the table's) -- a dropped column in an index key is refused.
@@ -37,6 +45,7 @@ Callers: :mod:`sql.statements` (dispatch of ``exp.Alter``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 from sqlglot import exp
@@ -94,10 +103,51 @@ def alter_table(db, node, params, variables, stmt):
 
 # --- dependents -----------------------------------------------------------------------------------
 
-def _plan(catalog, definition: str):
+def reading_catalog(catalog, reader):
+    """The catalog MV ``reader``'s definition binds against: ``catalog``, but each table of
+    ``reader.scan_layouts`` seen with the columns the MV was planned with (module docstring,
+    "frozen layouts"): a copy of its relation whose columns are the layout's (a dropped one
+    named ``_dropped<i>``, never referenced) and whose ``frozen_sources`` maps each to its
+    column in the table (None: dropped) for :func:`frozen_head`."""
+    if not reader.scan_layouts:
+        return catalog
+    view = copy.copy(catalog)
+    view.relations = dict(catalog.relations)
+    for table, layout in reader.scan_layouts.items():
+        real = catalog.get(table)
+        if real is None:
+            continue
+        names = [n for n, _ in real.columns]
+        frozen = copy.copy(real)
+        columns = tuple((n if n is not None else f"_dropped{i}", t) for i, (n, t) in enumerate(layout))
+        shown = [n for n, _ in columns]
+        frozen.desc = dataclasses.replace(real.desc, columns=columns,
+                                          pk_indices=tuple(shown.index(names[p]) for p in real.desc.pk_indices))
+        frozen.n_visible = len(layout) - (1 if real.row_id else 0)
+        frozen.defaults = None
+        frozen.frozen_sources = [names.index(n) if n in names else None for n, _ in layout]
+        view.relations[table] = frozen
+    return view
+
+
+def frozen_head(head, rel):
+    """Executor ``head`` (rows of a table as they are) as ``rel``'s frozen layout
+    (:func:`reading_catalog`): a Project picking each column, NULL for a dropped one."""
+    from stream.executors import Project
+    from stream.expr import Col, Lit
+
+    types = head.schema.types
+    exprs = [Col(src, types[src]) if src is not None else Lit(None, dtype)
+             for src, (_, dtype) in zip(rel.frozen_sources, rel.columns)]
+    return Project(head, exprs, names=[n for n, _ in rel.columns], stream_key=list(rel.pk_indices))
+
+
+def _plan(catalog, definition: str, reader=None):
     from sql.parse import parse_script
 
     [parsed] = parse_script(definition)
+    if reader is not None:
+        catalog = reading_catalog(catalog, reader)
     return optimize(QueryBinder(catalog, (), batch=False).bind_query(parsed.ast))
 
 
@@ -111,28 +161,42 @@ def _signature(plan) -> tuple:
     return tuple(parts)
 
 
-def _replan_readers(db, new, table: str, rewrite, reason: str) -> tuple:
+def _replan_readers(db, new, table: str, rewrite, reason: str, freeze=None) -> tuple:
     """``(changed relations, plans)``: every MV and index of ``new`` reading ``table``, with its
     definition passed through ``rewrite(ast, rel) -> ast | None`` (None: as it is), planned
-    against ``new``; an MV whose output or state layout would change is a ``BindError``
-    naming it and ``reason``."""
+    against ``new`` (:func:`reading_catalog`). An MV must keep its output and the layout of its
+    state: when it would not and ``freeze(reader) -> layout`` is given (ADD/DROP COLUMN), it is
+    planned again reading ``table`` as ``layout`` (its columns before the ALTER); a definition
+    that no longer binds (it reads a dropped column) or a state that still changes is a
+    ``BindError`` naming the MV and ``reason``."""
     from sql.parse import parse_script
 
     changed, plans = [], {}
     for reader in [r for r in new.ordered() if table in r.depends_on]:
+        if freeze is not None and reader.scan_layouts and table in reader.scan_layouts:
+            reader.scan_layouts = dict(reader.scan_layouts, **{table: freeze(reader)})   # dropped: no name
         definition = reader.definition
         [parsed] = parse_script(definition)
         ast = rewrite(parsed.ast.copy(), reader) if rewrite is not None else None   # (parses are cached)
         if ast is not None:
             definition = ast.sql(dialect="postgres")
         try:
-            plan = _plan(new, definition)
+            plan = _plan(new, definition, reader)
         except (BindError, CatalogError, UnsupportedError) as exc:
             raise BindError(f"cannot alter table {table!r}: {_what(reader)} {reader.name!r} reads it and {reason} "
-                            f"({exc.args[0] if exc.args else exc})") from None
-        if reader.kind != "index" and _signature(plan) != _signature(db.plan_of(db.catalog.get(reader.name) or reader)):
-            raise BindError(f"cannot alter table {table!r}: materialized view {reader.name!r} reads it and its "
-                            f"columns or state would change ({reason})")
+                            f"({str(exc).rsplit(' at line ', 1)[0]})") from None
+        if reader.kind != "index":
+            old = _signature(db.plan_of(db.catalog.get(reader.name) or reader))
+            if _signature(plan) != old and freeze is not None:
+                if db.runtime != "in_process":
+                    raise UnsupportedError(f"cannot alter table {table!r}: materialized view {reader.name!r} keeps "
+                                           f"its rows in its state, and the {db.runtime} runtime cannot read them "
+                                           "in their former layout")
+                reader.scan_layouts = dict(reader.scan_layouts or {}, **{table: freeze(reader)})
+                plan = _plan(new, definition, reader)
+            if _signature(plan) != old:
+                raise BindError(f"cannot alter table {table!r}: materialized view {reader.name!r} reads it and its "
+                                f"columns or state would change ({reason})")
         if definition != reader.definition:
             reader.definition = definition
         changed.append(reader)
@@ -170,6 +234,8 @@ def _rename_table(db, rel, to: str, node):
     new.relations[to] = moved
     for other in new.relations.values():
         other.depends_on = [to if d == old else d for d in other.depends_on]
+        if other.scan_layouts and old in other.scan_layouts:
+            other.scan_layouts = {to if t == old else t: cols for t, cols in other.scan_layouts.items()}
     subs = new.subscriptions_of(old)
     for sub in subs:
         sub.relation = to
@@ -214,6 +280,10 @@ def _rename_column(db, rel, old: str, to: str, node):
         r.desc = dataclasses.replace(r.desc, columns=tuple(cols))
 
     renamed(moved)
+    for other in new.relations.values():   # frozen layouts name the table's columns as they are now
+        if other.scan_layouts and rel.name in other.scan_layouts:
+            other.scan_layouts = dict(other.scan_layouts, **{
+                rel.name: [(to if n == old else n, t) for n, t in other.scan_layouts[rel.name]]})
     indexes = new.indexes_of(rel.name)
     for index in indexes:   # an index's columns are its table's, by position
         renamed(index)
@@ -319,7 +389,7 @@ def _change_columns(db, rel, actions):
             raise error_at(UnsupportedError, f"ALTER TABLE ... ADD/DROP COLUMN of {rel.name!r} is not supported: "
                                              f"subscription {subs[0].name!r} logs its rows in their present layout "
                                              f"(DROP SUBSCRIPTION first)", actions[0])
-    return _apply_columns(db, rel, cols, layout, Result)
+    return _apply_columns(db, rel, cols, layout, Result, actions)
 
 
 def _drops_default(action) -> bool:
@@ -327,7 +397,7 @@ def _drops_default(action) -> bool:
     return not any(action.args.get(k) for k in ("dtype", "default", "comment", "allow_null", "visible"))
 
 
-def _apply_columns(db, rel, cols, layout: bool, Result):
+def _apply_columns(db, rel, cols, layout: bool, Result, actions):
     new = db.catalog.copy()
     moved = new.get(rel.name)
     old_columns = list(rel.desc.columns)
@@ -380,7 +450,20 @@ def _apply_columns(db, rel, cols, layout: bool, Result):
             select.set("expressions", items)
         return ast if found else None
 
-    changed, plans = _replan_readers(db, new, rel.name, expand_stars, "a column it reads is dropped")
+    kept = {c.source for c in cols if c.source is not None}
+    if rel.row_id:
+        kept.add(old_n)
+
+    def freeze(reader):
+        """The layout ``reader`` reads the table as: the one it had (a column dropped now
+        becomes None), else the table's columns before this ALTER."""
+        names = [n for n, _ in old_columns]
+        layout = (reader.scan_layouts or {}).get(rel.name) or list(old_columns)
+        return [(n if n is not None and names.index(n) in kept else None, t) for n, t in layout]
+
+    what = "a column it reads is dropped" if any(not isinstance(a, exp.ColumnDef) for a in actions) else \
+        "its state keeps the table's rows"
+    changed, plans = _replan_readers(db, new, rel.name, expand_stars, what, freeze)
     new_types = [t for _, t in columns]
     old_types = [t for _, t in old_columns]
     fills = [(k, c) for k, c in enumerate(cols) if c.source is None]

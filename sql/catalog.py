@@ -24,7 +24,9 @@ Column defaults (docs/sql.md "Column defaults"): ``properties.sql.defaults``, on
 columns have any, is one entry per visible column -- the DEFAULT's SQL text or null; a record
 without it (every older one) has no defaults. ``properties.sql.layout_epoch``, on a table or
 index whose columns ADD/DROP COLUMN changed, is the epoch its rows were re-encoded at
-(sql/alter.py; absent: never).
+(sql/alter.py; absent: never). ``properties.sql.scan_layouts``, on an MV planned before an ALTER
+TABLE changed the columns of a table it reads, is ``{table: [[column or null, type], ...]}``: the
+columns (by their present names; null: dropped since) the MV reads the table as (sql/alter.py).
 
 Indexes (``CREATE INDEX i ON t (c)``, docs/sql.md "Indexes") are relations of kind ``"index"``,
 as RisingWave builds them: an MV over ``SELECT * FROM t`` whose materialized table has every
@@ -54,7 +56,8 @@ import copy
 from dataclasses import dataclass, field
 
 from hummock.errors import CorruptionError
-from relational.catalog import CATALOG_TABLE_ID, KEY_PREFIX, Catalog, TableDesc, allocator_desc, record_name
+from relational.catalog import (CATALOG_TABLE_ID, KEY_PREFIX, Catalog, TableDesc, allocator_desc, record_name,
+                                type_from_json, type_to_json)
 from relational.change_log import SUBSCRIPTION_PROPERTY, ChangeLogSpec, subscription_properties
 from stream.executors.materialize import CONFLICT_BEHAVIOURS
 
@@ -81,6 +84,7 @@ class Relation:
     connector: dict | None = None  # a source / connector-fed table: its WITH options (sql/source.py)
     defaults: list | None = None   # a table: per visible column its DEFAULT's SQL text or None (sql/defaults.py)
     layout_epoch: int = 0          # a table / index: the epoch of its last ADD/DROP COLUMN rewrite (sql/alter.py)
+    scan_layouts: dict | None = None  # an MV: {table: [(column or None, DataType)]} it reads as before an ALTER
 
     @property
     def name(self) -> str:
@@ -124,6 +128,9 @@ class Relation:
             props["sql"]["defaults"] = list(self.defaults)
         if self.layout_epoch:
             props["sql"]["layout_epoch"] = self.layout_epoch
+        if self.scan_layouts:
+            props["sql"]["scan_layouts"] = {t: [[n, type_to_json(dt)] for n, dt in cols]
+                                            for t, cols in self.scan_layouts.items()}
         d = self.desc
         return TableDesc(d.table_id, d.name, d.columns, d.pk_indices, d.order_types, d.dist_key_indices,
                          d.value_indices, d.append_only, d.retention_seconds, props)
@@ -174,9 +181,26 @@ class Relation:
         layout_epoch = _sql_field(desc, p.get("layout_epoch", 0), int, "layout_epoch")
         if not 0 <= layout_epoch < 1 << 64:
             raise _malformed(desc, "layout_epoch", "an epoch in [0, 2^64)", layout_epoch)
+        scan_layouts = p.get("scan_layouts")
+        if scan_layouts is not None:
+            layouts = {}
+            for t, cols in _sql_field(desc, scan_layouts, dict, "scan_layouts").items():
+                out = []
+                for i, item in enumerate(_sql_field(desc, cols, list, f"scan_layouts.{t}")):
+                    if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], (str, type(None))):
+                        raise _malformed(desc, f"scan_layouts.{t}[{i}]", "a [column name or null, type] pair", item)
+                    try:
+                        out.append((item[0], type_from_json(item[1])))
+                    except ValueError as exc:   # relational.catalog's _Malformed
+                        raise _malformed(desc, f"scan_layouts.{t}[{i}][1]", "a column type", item[1]) from exc
+                if t not in depends_on:
+                    raise _malformed(desc, "scan_layouts", "layouts of relations the MV reads", t)
+                layouts[t] = out
+            scan_layouts = layouts
         return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
                    _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
-                   list(internal_ids), list(depends_on), index_columns, connector, defaults, layout_epoch)
+                   list(internal_ids), list(depends_on), index_columns, connector, defaults, layout_epoch,
+                   scan_layouts)
 
 
 @dataclass

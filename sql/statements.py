@@ -302,8 +302,9 @@ def _create_table_as(db, node, stmt, params, variables) -> Result:
 
 def plan_mv_definition(db, rel):
     """Plan a stored MV definition again (reopen / rebuild); names come from the record."""
+    from sql.alter import reading_catalog
     [stmt] = parse_script(rel.definition)
-    binder = QueryBinder(db.catalog, (), batch=False)
+    binder = QueryBinder(reading_catalog(db.catalog, rel), (), batch=False)   # tables as the MV read them
     return optimize(binder.bind_query(stmt.ast))
 
 

@@ -132,6 +132,16 @@ def test_a_record_without_defaults_opens_and_a_malformed_one_is_corruption(conn)
         desc.properties["sql"]["defaults"] = bad
         with pytest.raises(CorruptionError, match="defaults"):
             Relation.from_desc(desc)
+    conn.execute("CREATE TABLE o (k INT PRIMARY KEY)")
+    conn.execute("CREATE MATERIALIZED VIEW j AS SELECT t.id FROM t JOIN o ON t.id = o.k")
+    conn.execute("ALTER TABLE t ADD COLUMN b INT")   # j keeps t's rows: it reads t as before
+    desc = conn.db.catalog.get("j").to_desc()
+    assert desc.properties["sql"]["scan_layouts"] == {"t": [["id", {"kind": 3}], ["a", {"kind": 3}]]}
+    assert Relation.from_desc(desc).scan_layouts == conn.db.catalog.get("j").scan_layouts
+    for bad in ({"o2": []}, {"t": [["id"]]}, {"t": [[1, {"kind": 3}]]}, {"t": [["id", {"kind": 999}]]}, []):
+        desc.properties["sql"]["scan_layouts"] = bad
+        with pytest.raises(CorruptionError, match="scan_layouts"):
+            Relation.from_desc(desc)
 
 
 # --- ALTER TABLE --------------------------------------------------------------------------------------
@@ -195,6 +205,44 @@ def test_readers_keep_working_and_select_star_keeps_its_columns(tmp_path):
         assert rows(conn, "SELECT * FROM m WHERE a = 11") == [(11, 2)]
         with pytest.raises(BindError, match="'t' does not exist"):
             conn.execute("SELECT * FROM t")
+
+
+def test_mvs_keeping_whole_rows_read_the_table_in_its_former_layout(tmp_path):
+    """A join, a top-N: their state holds the table's rows as they were; after ADD/DROP COLUMN
+    they read the table through a projection to that layout (scan_layouts), across a reopen."""
+    url = str(tmp_path / "db")
+    with sql.connect(url, implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT, x VARCHAR)")
+        conn.execute("CREATE TABLE o (k INT PRIMARY KEY, w INT)")
+        conn.execute("CREATE TABLE h (v INT, q INT)")
+        conn.execute("INSERT INTO t VALUES (1, 2, 'a'), (2, 3, 'b')")
+        conn.execute("INSERT INTO o VALUES (1, 10), (2, 20)")
+        conn.execute("INSERT INTO h VALUES (2, 5), (3, 6)")
+        conn.execute("CREATE MATERIALIZED VIEW j AS SELECT t.k, v + w AS s FROM t JOIN o ON t.k = o.k")
+        conn.execute("CREATE MATERIALIZED VIEW j2 AS SELECT t.*, o.w FROM t JOIN o ON t.k = o.k")
+        conn.execute("CREATE MATERIALIZED VIEW jh AS SELECT h.v, h.q, t.k FROM h JOIN t ON h.v = t.v")
+        conn.execute("CREATE MATERIALIZED VIEW top AS SELECT k, v FROM t ORDER BY v DESC LIMIT 2")
+        conn.execute("ALTER TABLE t ADD COLUMN y INT DEFAULT 1")
+        conn.execute("ALTER TABLE h ADD COLUMN r INT DEFAULT 9")
+        with pytest.raises(BindError, match="materialized view 'jh' reads it"):
+            conn.execute("ALTER TABLE h DROP COLUMN q")
+        with pytest.raises(BindError, match="materialized view 'j2' reads it"):
+            conn.execute("ALTER TABLE t DROP COLUMN x")
+        conn.execute("ALTER TABLE h DROP COLUMN r")
+        conn.execute("ALTER TABLE t RENAME TO tt")
+        conn.execute("INSERT INTO tt VALUES (3, 2, 'c', 7)")
+        conn.execute("INSERT INTO o VALUES (3, 30)")
+        conn.execute("INSERT INTO h VALUES (2, 8)")
+        conn.execute("DELETE FROM tt WHERE k = 1")
+        conn.execute("UPDATE o SET w = 21 WHERE k = 2")
+    with sql.connect(url, implicit_flush=True) as conn:
+        conn.execute("ALTER TABLE tt DROP COLUMN y")
+        conn.execute("INSERT INTO tt VALUES (4, 3, 'd')")
+        conn.execute("INSERT INTO o VALUES (4, 40)")
+        assert rows(conn, "SELECT * FROM j ORDER BY k") == [(2, 24), (3, 32), (4, 43)]
+        assert rows(conn, "SELECT * FROM j2 ORDER BY k") == [(2, 3, "b", 21), (3, 2, "c", 30), (4, 3, "d", 40)]
+        assert rows(conn, "SELECT * FROM jh ORDER BY 1, 2, 3") == [(2, 5, 3), (2, 8, 3), (3, 6, 2), (3, 6, 4)]
+        assert rows(conn, "SELECT * FROM top ORDER BY k") == [(2, 3), (4, 3)]
 
 
 def test_rename_table_keeps_qualified_references_and_subscriptions(conn):
@@ -310,7 +358,11 @@ def test_alter_interleaved_with_dml_matches_a_model(tmp_path_factory, ops):
     conn = sql.connect(url, implicit_flush=True)
     try:
         conn.execute("CREATE TABLE t0 (k INT PRIMARY KEY, v INT)")
+        conn.execute("CREATE TABLE o (k INT PRIMARY KEY, w INT)")
+        conn.execute("INSERT INTO o VALUES " + ", ".join(f"({k}, {k * 10})" for k in range(0, 7, 2)))
         conn.execute("CREATE MATERIALIZED VIEW agg AS SELECT count(*) AS n, sum(k) AS s FROM t0")
+        # a join keeps t0's whole rows in its state: ALTER reads t0 for it in its former layout
+        conn.execute("CREATE MATERIALIZED VIEW jm AS SELECT t0.k, o.w FROM t0 JOIN o ON t0.k = o.k")
         for o in ops:
             t = table[0]
             kind = o[0]
@@ -357,5 +409,6 @@ def test_alter_interleaved_with_dml_matches_a_model(tmp_path_factory, ops):
             expect = [tuple(model[k][c] for c in names) for k in sorted(model)]
             assert rows(conn, f"SELECT {', '.join(names)} FROM {table[0]} ORDER BY k") == expect, o
             assert rows(conn, "SELECT n, s FROM agg") == [(len(model), sum(model) if model else None)]
+            assert rows(conn, "SELECT * FROM jm ORDER BY k") == [(k, k * 10) for k in sorted(model) if k % 2 == 0]
     finally:
         conn.close()
