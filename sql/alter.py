@@ -27,9 +27,9 @@ Frozen layouts: an MV whose state keeps the table's whole rows (a join or top-N 
 the table) would change its state's layout with ADD/DROP COLUMN. Such an MV goes on reading the
 table as it was: ``Relation.scan_layouts[table]`` records the columns it was planned with (by
 their present names; None for one dropped since), :func:`reading_catalog` shows the binder a
-copy of the table with exactly those columns, and the graph reads the table through
-:func:`frozen_head`, a Project from the table's rows to that layout (NULL for a dropped column,
-which the MV never reads). Its plan, state and output are then those it had; the layout follows
+copy of the table with exactly those columns, and :func:`thaw` turns each Scan of such a copy
+into a Project from the table's rows to that layout (NULL for a dropped column, which the MV
+never reads), so every runtime builds it as any plan. Its plan, state and output are then those it had; the layout follows
 RENAME TO / RENAME COLUMN and later ADD/DROPs. RENAME TO rewrites the readers' definitions (``FROM t`` -> ``FROM u AS t``);
 RENAME COLUMN rewrites those of readers that read the table alone in one SELECT (anything
 more involved that names the column is refused by name). Indexes follow the table (their
@@ -126,29 +126,48 @@ def reading_catalog(catalog, reader):
         frozen.n_visible = len(layout) - (1 if real.row_id else 0)
         frozen.defaults = None
         frozen.frozen_sources = [names.index(n) if n in names else None for n, _ in layout]
+        frozen.frozen_real = real
         view.relations[table] = frozen
     return view
 
 
-def frozen_head(head, rel):
-    """Executor ``head`` (rows of a table as they are) as ``rel``'s frozen layout
-    (:func:`reading_catalog`): a Project picking each column, NULL for a dropped one."""
-    from stream.executors import Project
+def thaw(plan):
+    """``plan`` (bound against :func:`reading_catalog`) with each Scan of a frozen relation
+    replaced by a Project of the table as it is to that layout (NULL for a dropped column): the
+    Project's output is exactly the frozen Scan's (names, types, key), so the nodes above, and
+    both runtimes, see what they saw before the ALTER."""
     from stream.expr import Col, Lit
+    from sql.plan import nodes as P
+    from sql.plan.rules import _with_inputs
 
-    types = head.schema.types
-    exprs = [Col(src, types[src]) if src is not None else Lit(None, dtype)
-             for src, (_, dtype) in zip(rel.frozen_sources, rel.columns)]
-    return Project(head, exprs, names=[n for n, _ in rel.columns], stream_key=list(rel.pk_indices))
+    if isinstance(plan, P.Scan):
+        rel = plan.relation
+        if getattr(rel, "frozen_sources", None) is None:
+            return plan
+        scan = P.Scan(rel.frozen_real, plan.alias)
+        exprs = [Col(src, scan.types[src], scan.names[src]) if src is not None else Lit(None, dtype)
+                 for src, (_, dtype) in zip(rel.frozen_sources, rel.columns)]
+        out = P.Project(scan, exprs, [n for n, _ in rel.columns])
+        out.n_visible = plan.n_visible
+        assert out.types == plan.types and out.stream_key == plan.stream_key, (out.types, plan.types)
+        return out
+    inputs = [thaw(i) for i in plan.inputs]
+    if any(a is not b for a, b in zip(inputs, plan.inputs)):
+        return _with_inputs(plan, inputs)
+    return plan
 
 
-def _plan(catalog, definition: str, reader=None):
+def plan_definition(catalog, definition: str, reader=None):
+    """The stream plan of an MV definition; ``reader``: the MV, whose frozen layouts apply."""
     from sql.parse import parse_script
 
     [parsed] = parse_script(definition)
     if reader is not None:
         catalog = reading_catalog(catalog, reader)
-    return optimize(QueryBinder(catalog, (), batch=False).bind_query(parsed.ast))
+    return optimize(thaw(QueryBinder(catalog, (), batch=False).bind_query(parsed.ast)))
+
+
+_plan = plan_definition
 
 
 def _signature(plan) -> tuple:
@@ -188,10 +207,6 @@ def _replan_readers(db, new, table: str, rewrite, reason: str, freeze=None) -> t
         if reader.kind != "index":
             old = _signature(db.plan_of(db.catalog.get(reader.name) or reader))
             if _signature(plan) != old and freeze is not None:
-                if db.runtime != "in_process":
-                    raise UnsupportedError(f"cannot alter table {table!r}: materialized view {reader.name!r} keeps "
-                                           f"its rows in its state, and the {db.runtime} runtime cannot read them "
-                                           "in their former layout")
                 reader.scan_layouts = dict(reader.scan_layouts or {}, **{table: freeze(reader)})
                 plan = _plan(new, definition, reader)
             if _signature(plan) != old:

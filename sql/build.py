@@ -211,11 +211,7 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
     """Executors for ``plan`` (module docstring)."""
     def go(n):
         if isinstance(n, P.Scan):
-            head = builder.head(n.relation, backfill)
-            if getattr(n.relation, "frozen_sources", None) is not None:   # read as before an ALTER TABLE
-                from sql.alter import frozen_head
-                head = frozen_head(head, n.relation)
-            return head
+            return builder.head(n.relation, backfill)
         if isinstance(n, P.Project):
             return Project(go(n.input), n.exprs, names=n.names)
         if isinstance(n, P.Filter):

@@ -45,7 +45,6 @@ from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, 
                         execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
 from sql.source import attach_connector, refuse_source_scans, refuse_with_options
-from sql.parse import parse_script
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
 from sql.plan.rules import optimize
@@ -302,10 +301,8 @@ def _create_table_as(db, node, stmt, params, variables) -> Result:
 
 def plan_mv_definition(db, rel):
     """Plan a stored MV definition again (reopen / rebuild); names come from the record."""
-    from sql.alter import reading_catalog
-    [stmt] = parse_script(rel.definition)
-    binder = QueryBinder(reading_catalog(db.catalog, rel), (), batch=False)   # tables as the MV read them
-    return optimize(binder.bind_query(stmt.ast))
+    from sql.alter import plan_definition
+    return plan_definition(db.catalog, rel.definition, rel)   # tables as the MV reads them (sql/alter.py)
 
 
 def _new_relation_name(db, node, target) -> str | None:
