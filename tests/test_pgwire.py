@@ -502,8 +502,9 @@ def test_psql_and_psycopg_see_sources_as_foreign_tables(server):
     """A source is relkind ``f`` (a foreign table: its rows live outside): psql lists it in ``\\d``
     and ``\\dE`` (not ``\\dt``) and describes it -- columns, the FDW options column, its connector
     as the server and its WITH options -- where it used to crash (an attribute query answered
-    without the FDW options column psql reads for relkind ``f``); psycopg sees it in pg_class and
-    information_schema as Postgres shows a foreign table."""
+    without the FDW options column psql reads for relkind ``f``); psycopg sees it in pg_class,
+    information_schema, pg_foreign_table and pg_foreign_server (with bound parameters) as Postgres
+    shows a foreign table."""
     with connect(server) as c:
         c.execute("CREATE SOURCE src_s (id BIGINT, name VARCHAR) WITH (connector = 'datagen', "
                   "fields.id.kind = 'sequence', fields.id.start = '1', fields.id.end = '3', "
@@ -516,6 +517,11 @@ def test_psql_and_psycopg_see_sources_as_foreign_tables(server):
         assert c.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'src_s' "
                          "ORDER BY ordinal_position").fetchall() == [("id", "bigint"), ("name", "character varying")]
         assert c.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'src_%'").fetchall() == [("src_t",)]
+        oid = c.execute("SELECT oid FROM pg_class WHERE relname = 'src_s'").fetchone()[0]
+        srv, options = c.execute("SELECT ftserver, ftoptions FROM pg_foreign_table WHERE ftrelid = %s",
+                                 (oid,)).fetchone()
+        assert options == "{fields.id.kind=sequence,fields.id.start=1,fields.id.end=3,fields.name.length=4}"
+        assert c.execute("SELECT srvname FROM pg_foreign_server WHERE oid = %s", (srv,)).fetchall() == [("datagen",)]
     r = run_psql(server, "\\d\n\\dt src_*\n\\dE src_*\n\\d src_s\n\\d+ src_s\n\\d+ src_t\n")
     out = r.stdout
     assert r.returncode == 0, r.stderr

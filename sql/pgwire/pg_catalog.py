@@ -84,7 +84,7 @@ def answer(text: str, params, ctx: Context) -> Answer | None:
         out = handler(text, params, ctx)
         if out is not None:
             return out
-    return _evaluate(text, ctx)
+    return _evaluate(text, ctx, params or [])
 
 
 # --- relations ---------------------------------------------------------------------------------------
@@ -246,6 +246,30 @@ def _attr_extra(name: str, dtype) -> str | None:
     return "" if name in ("attfdwoptions", "attcompression") else None
 
 
+def _connector_options(rel) -> tuple:
+    """A source's ``(connector, its other WITH options)``: the foreign table's server and options."""
+    options = dict(rel.connector or {})
+    return options.pop("connector", ""), options
+
+
+def _server_oid(connector: str) -> int:
+    """The OID of a connector's foreign server: fixed per connector (stream/sources/connector.py's
+    order), below the relations' ``OID_BASE``."""
+    from stream.sources.connector import CONNECTORS
+
+    return OID_BASE - 100 + (CONNECTORS.index(connector) if connector in CONNECTORS else len(CONNECTORS))
+
+
+def _text_array(items: list) -> str:
+    """Postgres' ``text[]`` output: ``{a,b}``, an element quoted when empty, ``NULL`` or holding
+    braces, commas, quotes, backslashes or white space."""
+    def quote(v: str) -> str:
+        if v == "" or v.upper() == "NULL" or re.search(r'[{},"\\\s]', v):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return v
+    return "{" + ",".join(quote(v) for v in items) + "}"
+
+
 def _psql_foreign_table(text, params, ctx):
     """psql's ``\\d SOURCE`` footer: the foreign table's server and options -- the source's
     connector and its other WITH options (psql needs exactly one row, else it stops describing)."""
@@ -255,8 +279,7 @@ def _psql_foreign_table(text, params, ctx):
     cols = [("srvname", PT.NAME_OID), ("array_to_string", PT.TEXT_OID)]
     if rel is None or rel.kind != "source":
         return Answer(cols)
-    options = dict(rel.connector or {})
-    server = options.pop("connector", None)
+    server, options = _connector_options(rel)
     return Answer(cols, [(server, ", ".join(f"{_quote_ident(k)} {_quote_literal(v)}" for k, v in options.items()))])
 
 
@@ -433,7 +456,7 @@ _SHAPES = (_psql_types, _functions, _psql_list, _psql_lookup, _psql_table_info, 
 EMPTY_CATALOGS = frozenset({
     "pg_constraint", "pg_policy", "pg_policies", "pg_trigger", "pg_rewrite", "pg_inherits", "pg_publication",
     "pg_publication_rel", "pg_publication_namespace", "pg_statistic_ext", "pg_attrdef", "pg_description",
-    "pg_depend", "pg_event_trigger", "pg_foreign_table", "pg_foreign_server", "pg_partitioned_table",
+    "pg_depend", "pg_event_trigger", "pg_partitioned_table",
     "pg_sequence", "pg_sequences", "pg_extension", "pg_enum", "pg_range", "pg_collation", "pg_am",
     "pg_roles", "pg_user", "pg_proc", "pg_operator", "pg_cast", "pg_prepared_statements", "pg_stat_activity",
     "pg_locks", "pg_shdescription", "pg_tablespace", "pg_auth_members", "pg_init_privs", "pg_seclabel",
@@ -490,6 +513,15 @@ def _views(ctx: Context) -> dict:
                          f"CREATE INDEX {r.name} ON public.{_base_of(r)} USING btree ({', '.join(_index_columns(r))})")
                         for r in rels if r.kind == "index"]),
         "pg_settings": (["name", "setting"], sorted((k, v) for k, v in ctx.settings.items())),
+        # sources as foreign tables (relkind f): one server per connector in use, the WITH options
+        # (but the connector) as the table's options, text[] of key=value as Postgres stores them
+        "pg_foreign_server": (["oid", "srvname", "srvowner", "srvfdw", "srvtype", "srvversion", "srvoptions"],
+                              [(str(_server_oid(n)), n, "10", "0", None, None, None)
+                               for n in sorted({_connector_options(r)[0] for r in rels if r.kind == "source"})]),
+        "pg_foreign_table": (["ftrelid", "ftserver", "ftoptions"],
+                             [(str(_oid(r)), str(_server_oid(_connector_options(r)[0])),
+                               _text_array([f"{k}={v}" for k, v in _connector_options(r)[1].items()]))
+                              for r in rels if r.kind == "source"]),
         "information_schema.tables": (["table_catalog", "table_schema", "table_name", "table_type"],
                                       [(ctx.database, "public", r.name, _TABLE_TYPE[r.kind])
                                        for r in rels if r.kind != "index"]),
@@ -501,7 +533,7 @@ def _views(ctx: Context) -> dict:
     }
 
 
-def _evaluate(text: str, ctx: Context) -> Answer:
+def _evaluate(text: str, ctx: Context, params: list = ()) -> Answer:
     import sqlglot
     from sqlglot import exp
 
@@ -517,14 +549,14 @@ def _evaluate(text: str, ctx: Context) -> Answer:
     views = _views(ctx)
     if isinstance(tree, exp.Select) and len(tables) == 1 and not tree.args.get("joins") \
             and _table_name(tables[0]) in views and not tree.args.get("group"):
-        out = _run_select(tree, tables[0], views[_table_name(tables[0])])
+        out = _run_select(tree, tables[0], views[_table_name(tables[0])], params)
         if out is not None:
             return out
     shown = ", ".join(sorted(names)) or "the system catalogs"
     raise UnsupportedError(f"this catalog query is not supported by Hummock's pgwire server (it reads {shown}); "
                            "supported: psql's \\d commands, single-table SELECTs of pg_class, pg_namespace, "
-                           "pg_attribute, pg_type, pg_tables, pg_matviews, pg_indexes, information_schema.tables/"
-                           "columns/schemata (docs/pgwire.md)")
+                           "pg_attribute, pg_type, pg_tables, pg_matviews, pg_indexes, pg_foreign_table, "
+                           "pg_foreign_server, information_schema.tables/columns/schemata (docs/pgwire.md)")
 
 
 def _table_name(t) -> str:
@@ -539,7 +571,14 @@ def _column_name(e, i) -> str:
     return name if name else "?column?"
 
 
-def _run_select(tree, table, view) -> Answer | None:
+def _param_text(value) -> str | None:
+    """A bound parameter ($n) as the catalog's text: booleans as ``t``/``f``, NULL as None."""
+    if value is None or isinstance(value, str):
+        return value
+    return ("t" if value else "f") if isinstance(value, bool) else str(value)
+
+
+def _run_select(tree, table, view, params: list = ()) -> Answer | None:
     from sqlglot import exp
 
     columns, rows = view
@@ -558,6 +597,11 @@ def _run_select(tree, table, view) -> Answer | None:
             return node.this
         if isinstance(node, exp.Null):
             return None
+        if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal) and node.this.this.isdigit():
+            n = int(node.this.this)   # $n of an extended-protocol query (psycopg binds this way)
+            if not 1 <= n <= len(params):
+                raise _Unsupported
+            return _param_text(params[n - 1])
         if isinstance(node, exp.Boolean):
             return "t" if node.this else "f"
         if isinstance(node, exp.Cast):
