@@ -186,8 +186,10 @@ def jsonb_body(value: str) -> bytes:
     (relational/jsonb.py; docs/format.md section 1): a top-level empty array is the one byte 0x00
 (it sorts first); otherwise a type byte (``jsonb.NULL`` 0x01 <
     STRING < NUMBER < BOOLEAN < ARRAY < OBJECT 0x06), then a string's escaped bytes and
-    terminator, a number's DECIMAL encoding, a boolean's byte, or an array's/object's u32be
-    count and its elements (an object's key string then value, keys in stored order)."""
+    terminator, a number's DECIMAL encoding and its scale (u16be digits after the point: ``1.0``
+    and ``1`` are equal jsonb values but distinct keys, the lesser scale first), a boolean's
+    byte, or an array's/object's u32be count and its elements (an object's key string then
+    value, keys in stored order)."""
     tree = jsonb.parse(value)
     if tree == [] and isinstance(tree, list):   # a top-level [] sorts below everything (jsonb.EMPTY_TOP)
         return bytes((jsonb.EMPTY_TOP,))
@@ -201,8 +203,9 @@ def _jsonb_tree(out: bytearray, tree) -> None:
     out.append(kind)
     if kind == jsonb.STRING:
         out += tree.encode("utf-8").replace(b"\x00", b"\x00\xff") + b"\x00\x01"
-    elif kind == jsonb.NUMBER:
+    elif kind == jsonb.NUMBER:   # the value, then its scale: 1.0 and 1 are equal values but two keys
         out += decimal_body(tree)
+        out += jsonb.scale_of(tree).to_bytes(2, "big")
     elif kind == jsonb.BOOLEAN:
         out.append(1 if tree else 0)
     elif kind == jsonb.ARRAY:
@@ -217,9 +220,8 @@ def _jsonb_tree(out: bytearray, tree) -> None:
 
 
 def decode_jsonb(data, pos: int, mask: int):
-    """Decode a JSONB key part at ``pos`` (bytes XOR ``mask``); return ``(normal text, new_pos)``.
-    A number comes back without trailing fractional zeros (``1.50`` -> ``1.5``: keys keep the
-    value, as DECIMAL keys do, not the scale)."""
+    """Decode a JSONB key part at ``pos`` (bytes XOR ``mask``); return ``(normal text, new_pos)``,
+    the very text encoded (a number's scale is in the key)."""
     _need(data, pos, 1, "JSONB type")
     if data[pos] ^ mask == jsonb.EMPTY_TOP:
         return "[]", pos + 1
@@ -240,10 +242,17 @@ def _jsonb_decode_tree(data, pos: int, mask: int, depth: int):
     if kind == jsonb.STRING:
         return _decode_string(data, pos, mask, TypeKind.VARCHAR)
     if kind == jsonb.NUMBER:
+        start = pos
         value, pos = decode_decimal(data, pos, mask)
         if not value.is_finite():
-            raise DecodeError("JSONB number is not finite", pos, "memcomparable")
-        return value, pos
+            raise DecodeError("JSONB number is not finite", start, "memcomparable")
+        scale = _fixed(data, pos, 2, mask, "JSONB number scale")
+        if scale > jsonb.MAX_SCALE or (not value.is_zero() and -value.as_tuple().exponent > scale):
+            raise DecodeError(f"JSONB number scale {scale} does not fit its value", pos, "memcomparable")
+        if scale:
+            value = value.quantize(decimal.Decimal(1).scaleb(-scale),
+                                   context=decimal.Context(prec=len(value.as_tuple().digits) + scale + 1))
+        return value, pos + 2
     if kind == jsonb.BOOLEAN:
         byte = _fixed(data, pos, 1, mask, "JSONB boolean")
         if byte > 1:

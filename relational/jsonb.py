@@ -28,7 +28,10 @@ Order (Postgres, for ``=``, ``<``, ORDER BY, GROUP BY): null < string < number <
 array with more elements is greater, equal lengths compare element by element; an object with
 more pairs is greater, equal counts compare key 1, value 1, key 2... in stored key order. A
 top-level scalar is less than any non-empty array, and a top-level empty array ``[]`` is less
-than every other value, JSON null included (Postgres' documented anomaly). Memcomparable keys follow this order
+than every other value, JSON null included (Postgres' documented anomaly). Memcomparable keys
+also hold a number's scale, after its value: as a key (GROUP BY, DISTINCT, a join or primary
+key) ``1.0`` and ``1`` are two values, as in the batch engine that groups by the normal text,
+while ``=`` compares them equal as Postgres does. Memcomparable keys follow this order
 (relational/_memcomparable_py.py ``jsonb_body``; docs/format.md).
 
 Callers: :mod:`relational.types` (validation), the memcomparable encoders, the stream layer's
@@ -42,7 +45,7 @@ import json
 
 MAX_DEPTH = 1000
 _MAX_INT_DIGITS = 131072
-_MAX_SCALE = 16383
+MAX_SCALE = 16383   # digits after the point (Postgres' numeric limit)
 
 # sort_key tags: the type order of Postgres' jsonb comparison (also the memcomparable tags)
 NULL, STRING, NUMBER, BOOLEAN, ARRAY, OBJECT = 1, 2, 3, 4, 5, 6
@@ -68,7 +71,7 @@ def _number(text: str) -> decimal.Decimal:
     value = decimal.Decimal(text)
     if not value.is_zero():
         adjusted = value.adjusted()
-        if adjusted >= _MAX_INT_DIGITS or -value.as_tuple().exponent > _MAX_SCALE:
+        if adjusted >= _MAX_INT_DIGITS or -value.as_tuple().exponent > MAX_SCALE:
             raise _OutOfRange("value overflows numeric format")
     return value
 
@@ -154,11 +157,14 @@ def from_python(value, depth: int = 0):
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError("JSON has no NaN or Infinity")
-        return decimal.Decimal(repr(value))
+        return _number(repr(value))
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise ValueError("JSON has no NaN or Infinity")
-        return value
+        try:
+            return _number(str(value))
+        except _OutOfRange as exc:
+            raise JsonbSyntaxError(str(exc)) from None
     if isinstance(value, (list, tuple)):
         return [from_python(v, depth + 1) for v in value]
     if isinstance(value, dict):
@@ -181,6 +187,11 @@ _ESCAPE_TABLE = str.maketrans(_ESCAPES)
 def quote(s: str) -> str:
     """A string as Postgres' ``escape_json`` prints it (quotes included)."""
     return '"' + s.translate(_ESCAPE_TABLE) + '"'
+
+
+def scale_of(d: decimal.Decimal) -> int:
+    """Digits after the point in ``d``'s text (``1.50``: 2, ``100``/``1e2``: 0)."""
+    return max(0, -d.as_tuple().exponent)
 
 
 def number_text(d: decimal.Decimal) -> str:

@@ -123,7 +123,8 @@ def fixed_width(dtype: DataType) -> int | None:
 # REAL/DOUBLE lose -0.0 and NaN payloads, DECIMAL its scale, INTERVAL and TIMESTAMPTZ their
 # form, STRUCT/LIST may hold those)
 _EXACT = frozenset({TypeKind.BOOLEAN, TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.VARCHAR,
-                    TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP})
+                    TypeKind.BYTEA, TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP,
+                    TypeKind.JSONB})   # JSONB: the key holds every number's scale
 
 
 def decodes_exactly(dtype: DataType) -> bool:

@@ -36,10 +36,7 @@ import pyarrow as pa
 from relational import jsonb as J
 from relational.arrow import arrow_type
 from relational.types import DataType, TypeKind
-from stream.errors import ExpressionError
-from stream.expr_base import Expr
 from stream.expr_errors import data_error
-from stream.expr_errors import guarded as _guarded
 from stream.expr_pg import RowError, rowwise
 
 _JB = DataType.JSONB
@@ -407,10 +404,7 @@ def cast_jsonb(value, source: DataType, target: DataType, expr):
     return pa.scalar(out[0], arrow_type(target)) if scalar else pa.array(out, arrow_type(target))
 
 
-# --- comparison -------------------------------------------------------------------------------
-
-_OPS = {"=": lambda c: c == 0, "<>": lambda c: c != 0, "<": lambda c: c < 0, "<=": lambda c: c <= 0,
-        ">": lambda c: c > 0, ">=": lambda c: c >= 0}
+# --- comparison (stream/expr_jsonb_cmp.py) ----------------------------------------------------
 
 
 def compare(a_text: str, b_text: str) -> int:
@@ -419,34 +413,6 @@ def compare(a_text: str, b_text: str) -> int:
         return 0
     a, b = J.sort_key(tree(a_text)), J.sort_key(tree(b_text))
     return (a > b) - (a < b)
-
-
-class JsonbCmp(Expr):
-    """``left op right`` of two JSONB operands in Postgres' jsonb order (``1.0 = 1``)."""
-
-    def __init__(self, op: str, left: Expr, right: Expr):
-        if op not in _OPS:
-            raise ExpressionError(f"unknown comparison {op!r}")
-        if left.data_type != _JB or right.data_type != _JB:
-            raise ExpressionError("JsonbCmp compares two JSONB operands", self)
-        self.op, self.left, self.right, self.data_type = op, left, right, DataType.BOOLEAN
-
-    def children(self) -> tuple:
-        return (self.left, self.right)
-
-    def evaluate(self, columns):
-        return _guarded(self, columns, self._compute)
-
-    def _compute(self, columns):
-        test = _OPS[self.op]
-
-        def cmp(a, b):
-            return test(compare(a, b))
-        cmp.__name__ = "jsonb_compare"
-        return rowwise(cmp, lambda ts: DataType.BOOLEAN)([self.left, self.right], columns)
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
 
 
 # --- set-returning functions (constant arguments; sql/bind/select.py makes them rows) ----------

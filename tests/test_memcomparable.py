@@ -54,8 +54,8 @@ def _jsonb_model_key(text):
             return (1, v.encode())
         if isinstance(v, bool):
             return (3, v)
-        if isinstance(v, decimal.Decimal):
-            return (2, v)
+        if isinstance(v, decimal.Decimal):   # by value, then scale (1 before 1.0: distinct keys)
+            return (2, v, max(0, -v.as_tuple().exponent))
         if isinstance(v, list):
             return (4, len(v), [key(x) for x in v])
         items = sorted(v.items(), key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
@@ -470,6 +470,8 @@ def test_types_that_decode_exactly_give_back_the_value_written(data):
     value = data.draw(values(dtype))
     if hasattr(value, "fold"):   # meaningless without a tzinfo; the value encoding drops it too
         value = value.replace(fold=0)
+    if dtype.kind == TypeKind.JSONB:   # what is written is the normal text (DataType.validate)
+        value = dtype.validate(value)
     for impl in implementations():
         [decoded] = impl.decode_row(impl.encode_row((value,), (dtype,), (order,)), (dtype,), (order,))
         assert type(decoded) is type(value) and repr(decoded) == repr(value), (dtype, value, decoded)
@@ -479,7 +481,7 @@ def test_types_that_do_not_decode_exactly_have_a_value_that_changes():
     """The other scalar types each have a value that comes back equal but not the same, so
     their key columns stay in the value; composites are never exact."""
     changed = {T.REAL: -0.0, T.DOUBLE: -0.0, T.DECIMAL: decimal.Decimal("1.50"),
-               T.INTERVAL: Interval(0, 30, 0), T.JSONB: '[1.50]',
+               T.INTERVAL: Interval(0, 30, 0),
                T.TIMESTAMPTZ: datetime.datetime(2020, 1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))}
     assert {t for t in SCALARS if not mc.decodes_exactly(t)} == set(changed)
     for dtype, value in changed.items():

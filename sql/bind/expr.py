@@ -30,7 +30,7 @@ from sqlglot import exp
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
 from stream import expr as E
-from stream.expr_jsonb import JsonbCmp
+from stream.expr_jsonb_cmp import JsonbCmp
 from stream.expr_time import TimeArith, is_temporal
 
 from sql import types as T
