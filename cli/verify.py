@@ -144,6 +144,7 @@ def _check_entries(sst: Sstable, info, path: str, report: VerifyReport) -> None:
     keys = tombstones = 0
     min_epoch, max_epoch = MAX_EPOCH, 0
     tables = set()
+    live = {}   # table id -> user keys whose newest version here is a put (format version 2)
     may_contain = sst.may_contain
     for index in range(sst.block_count):
         it = BlockIterator(sst.block(index))   # checksum, length, decompression, restarts
@@ -166,7 +167,9 @@ def _check_entries(sst: Sstable, info, path: str, report: VerifyReport) -> None:
                 if not may_contain(order[0]):
                     raise CorruptionError("Bloom filter misses a stored key", object=path,
                                           found=order[0].hex())
-                tables.add(int.from_bytes(key[:4], "big"))
+                table_id = int.from_bytes(key[:4], "big")
+                tables.add(table_id)
+                live[table_id] = live.get(table_id, 0) + (value[:1] != bytes((VALUE_TAG_DELETE,)))
             previous = order
             epoch = MAX_EPOCH - int.from_bytes(key[-8:], "big")
             min_epoch, max_epoch = min(min_epoch, epoch), max(max_epoch, epoch)
@@ -177,10 +180,11 @@ def _check_entries(sst: Sstable, info, path: str, report: VerifyReport) -> None:
     report.keys += keys
     found = {"smallest_key": meta.blocks[0].first_key, "largest_key": previous[0] + previous[1],
              "min_epoch": min_epoch, "max_epoch": max_epoch, "key_count": keys,
-             "tombstone_count": tombstones, "table_ids": tuple(sorted(tables))}
+             "tombstone_count": tombstones, "table_ids": tuple(sorted(tables)),
+             "live_counts": tuple(live[t] for t in sorted(tables))}
     for name, value in found.items():
         for where, recorded in (("meta", getattr(meta, name)), ("version", getattr(info, name))):
-            if recorded != value:
+            if recorded != value and not (name == "live_counts" and recorded is None):   # a version-1 SST
                 raise CorruptionError(f"{name} in the {where} differs from the entries", object=path,
                                       expected=_show(recorded), found=_show(value))
 

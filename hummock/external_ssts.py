@@ -118,6 +118,9 @@ def verify_objects(store, infos) -> None:
                  meta.tombstone_count, tuple(meta.table_ids))
         expected = (info.smallest_key, info.largest_key, info.min_epoch, info.max_epoch, info.key_count,
                     info.tombstone_count, tuple(info.table_ids))
+        if info.live_counts is not None:   # a claimed row count must be the stored one (count(*) trusts it)
+            found += (meta.live_counts,)
+            expected += (info.live_counts,)
         if found != expected:
             raise InvalidArgumentError(f"SST {info.sst_id}: the stored object does not match its SstableInfo "
                                        f"(stored {found!r:.300}, given {expected!r:.300})")

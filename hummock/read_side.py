@@ -26,6 +26,7 @@ from hummock.object_store import ObjectStore
 from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
 from hummock.read_view import ReadHandle, ReadState, SstReader
+from hummock.row_count import count_rows
 from hummock.sstable.reader import Sstable
 
 PIN_ATTEMPTS = 5              # a reader's tries at loading a version and pinning it in time
@@ -247,6 +248,12 @@ class Snapshot:
     def iter(self, table_id: int, start=None, end=None, *, prefix=None, reverse=False):
         self._require_live()
         return self._state.iter(table_id, self.epoch, start, end, prefix=prefix, reverse=reverse)
+
+    def count_rows(self, table_id: int) -> int | None:
+        """The rows a full scan of ``table_id`` yields here, from SST metadata alone, or
+        ``None`` when the metadata cannot decide it (:mod:`hummock.row_count`)."""
+        self._require_live()
+        return count_rows(self._state, table_id, self.epoch)
 
     def _require_live(self) -> None:
         if self._released:

@@ -148,16 +148,24 @@ def _field(d, name: str, kind):
 
 
 _INFO_FIELDS = frozenset(f.name for f in dataclasses.fields(SstableInfo))
+_OPTIONAL_INFO_FIELDS = frozenset({"live_counts"})   # absent for SSTs of format version 1
 
 
 def _info_from_json(d) -> SstableInfo:
-    if not isinstance(d, dict) or set(d) != _INFO_FIELDS:
-        raise _Bad(f"SST record must have the fields {sorted(_INFO_FIELDS)}")
-    for name in _INFO_FIELDS - {"smallest_key", "largest_key", "table_ids"}:
+    if not isinstance(d, dict) or not _INFO_FIELDS - _OPTIONAL_INFO_FIELDS <= set(d) <= _INFO_FIELDS:
+        raise _Bad(f"SST record must have the fields {sorted(_INFO_FIELDS - _OPTIONAL_INFO_FIELDS)} "
+                   f"(and may have {sorted(_OPTIONAL_INFO_FIELDS)})")
+    for name in _INFO_FIELDS - {"smallest_key", "largest_key", "table_ids", "live_counts"}:
         _field(d, name, int)
-    for table_id in _field(d, "table_ids", list):
+    table_ids = _field(d, "table_ids", list)
+    for table_id in table_ids:
         if not isinstance(table_id, int) or isinstance(table_id, bool) or not 0 <= table_id < 2**32:
             raise _Bad(f"bad table id {table_id!r}")
+    if "live_counts" in d:
+        live = _field(d, "live_counts", list)
+        if len(live) != len(table_ids) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n for n in live) or sum(live) > d["key_count"]:
+            raise _Bad(f"bad live_counts {live!r:.200} for table ids {table_ids!r:.200}")
     info = SstableInfo.from_dict(d)
     if min(len(info.smallest_key), len(info.largest_key)) < MIN_FULL_KEY_LEN:
         raise _Bad(f"SST {info.sst_id} has a key shorter than a full key")

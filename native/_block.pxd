@@ -35,6 +35,8 @@ cdef class BlockBuilder:
     cdef object prefix_last          # the full key whose prefix was hashed last (None: none yet)
     cdef readonly list table_ids
     cdef uint32_t last_table_id
+    cdef list live_done              # live user keys of each finished table id (see live_counts)
+    cdef Py_ssize_t live_cur         # ... of the current (last) table id
 
     cdef void reset_block(self)
     cdef int reserve(self, Py_ssize_t extra) except -1

@@ -142,6 +142,7 @@ cdef class BlockBuilder:
         self.prefix_hash_cap = 64
         self.prefix_len = -1
         self.table_ids = []
+        self.live_done = []
         self.reset_block()
 
     def __dealloc__(self):
@@ -149,6 +150,12 @@ cdef class BlockBuilder:
         free(self.restarts)
         free(self.key_hash_buf)
         free(self.prefix_hash_buf)
+
+    @property
+    def live_counts(self):
+        """Per table id (``table_ids``' order), how many user keys added have a put as their
+        newest version here (twin's docstring)."""
+        return self.live_done + [self.live_cur] if self.key_count else []
 
     @property
     def key_hashes(self):
@@ -338,6 +345,9 @@ cdef class BlockBuilder:
         if new_user_key:
             self.push_hash(False, filter_key_hash(k, <size_t>(n - EPOCH_LEN)))
         if self.key_count == 0 or table_id != self.last_table_id:
+            if self.key_count:
+                self.live_done.append(self.live_cur)
+                self.live_cur = 0
             self.table_ids.append(table_id)
             self.last_table_id = table_id
             found = self.prefix_lens.get(table_id) if self.prefix_lens else None
@@ -356,6 +366,8 @@ cdef class BlockBuilder:
                 self.min_ep = epoch
             if epoch > self.max_ep:
                 self.max_ep = epoch
+        if new_user_key and tag != TAG_DELETE:   # the newest version of a user key comes first
+            self.live_cur += 1
         self.last_key = key
         self.key_count += 1
         if tag == TAG_DELETE:

@@ -39,7 +39,7 @@ from relational.scan_columns import ColumnScan
 from relational.state_table import table_layout
 from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
                                    decoded_rows, merge_vnodes, pk_ranges, record_batches)
-from relational.vnode import Bitmap
+from relational.vnode import VNODE_COUNT, Bitmap
 
 DEFAULT_BATCH_SIZE = 1024
 EXPORT_BATCH_SIZE = 65536
@@ -96,6 +96,18 @@ class StorageTable:
         with self.store.snapshot(epoch) as snap:
             value = snap.get(self.table_id, key)
         return None if value is None else self.serde.decode(key, value)
+
+    def row_count(self, epoch: int) -> int | None:
+        """The rows a full ``batch_iter`` at committed ``epoch`` yields, from the store's SST
+        metadata without reading a block, or ``None`` when the metadata cannot decide it
+        (:mod:`hummock.row_count`: e.g. the table is not one sorted run) or this instance owns
+        only some vnodes."""
+        epoch = self._check_epoch(epoch)
+        if len(self.vnodes) != VNODE_COUNT:
+            return None
+        with self.store.snapshot(epoch) as snap:
+            count = getattr(snap, "count_rows", None)   # stores without SST metadata: None
+            return None if count is None else count(self.table_id)
 
     def batch_iter(self, epoch: int, pk_prefix=(), start=None, end=None, columns=None, *,
                    batch_size: int = DEFAULT_BATCH_SIZE, reverse: bool = False, start_inclusive: bool = True,

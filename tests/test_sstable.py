@@ -23,7 +23,7 @@ from hummock.object_store import MemoryObjectStore
 from hummock.sstable import _block_py, _filter_py, builder as builder_module
 from hummock.sstable.builder import SstableBuilder, SstableBuilderOptions, build_sstable
 from hummock.sstable.cache import LruCache
-from hummock.sstable.meta import SstableInfo, sst_object_path
+from hummock.sstable.meta import SstableInfo, SstableMeta, sst_object_path
 from hummock.sstable.reader import Sstable
 from hummock.value import encode_value
 
@@ -31,6 +31,7 @@ from strategies import entry_lists
 
 SMALL_BLOCKS = SstableBuilderOptions(block_size=256, restart_interval=4)
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "sst_v1.sst"
+GOLDEN_V2 = pathlib.Path(__file__).parent / "golden" / "sst_v2.sst"
 
 
 def model_get(entries, user_key, epoch):
@@ -179,19 +180,28 @@ def golden_entries():
 
 def test_golden_sst_file():
     """The SST format is frozen: the committed file must decode to the known entries and be
-    rebuilt byte for byte. HUMMOCK_UPDATE_GOLDEN=1 rewrites it after a deliberate format change."""
+    rebuilt byte for byte. HUMMOCK_UPDATE_GOLDEN=1 rewrites it after a deliberate format change
+    (a new format version gets a new file; the older files stay, read as before)."""
     entries = golden_entries()
     data, info = build_sstable(entries, 9, SstableBuilderOptions(block_size=1024, restart_interval=8))
     if os.environ.get("HUMMOCK_UPDATE_GOLDEN") == "1":
-        GOLDEN.write_bytes(data)
-    golden = GOLDEN.read_bytes()
-    assert data == golden, "the SST byte layout drifted from tests/golden/sst_v1.sst"
-    store = MemoryObjectStore()
-    store.upload(sst_object_path(9), golden)
-    sst = Sstable.open(store, 9)
-    assert [k for k, _ in sst.scan()] == [k for k, _ in entries]
-    assert sst.get(encode_full_key(7, b"key\x000011", 0)[:-8], 3 << 16) == (3 << 16, None)
-    assert sst.get(encode_full_key(7, b"key\x000011", 0)[:-8], 2 << 16) == (1 << 16, b"value-7-11" * 2)
+        GOLDEN_V2.write_bytes(data)
+    golden = GOLDEN_V2.read_bytes()
+    assert data == golden, "the SST byte layout drifted from tests/golden/sst_v2.sst"
+    # the live counts: per table, user keys whose newest version is a put (every 11th key of
+    # the epoch-3 versions is a delete; each key has three versions)
+    expected = tuple(sum(1 for k, v in entries if k[:4] == t.to_bytes(4, "big") and
+                         MAX_EPOCH - int.from_bytes(k[-8:], "big") == 3 << 16 and v is not None)
+                     for t in info.table_ids)
+    assert info.live_counts == expected and all(expected)
+    for path, live in ((GOLDEN, None), (GOLDEN_V2, expected)):   # version 1 files stay readable
+        store = MemoryObjectStore()
+        store.upload(sst_object_path(9), path.read_bytes())
+        sst = Sstable.open(store, 9)
+        assert [k for k, _ in sst.scan()] == [k for k, _ in entries]
+        assert sst.get(encode_full_key(7, b"key\x000011", 0)[:-8], 3 << 16) == (3 << 16, None)
+        assert sst.get(encode_full_key(7, b"key\x000011", 0)[:-8], 2 << 16) == (1 << 16, b"value-7-11" * 2)
+        assert sst.meta.live_counts == live
 
 
 # --- corruption sweep ---------------------------------------------------------------------------
@@ -248,7 +258,7 @@ def test_specific_corruptions_name_object_and_offset():
         "truncated": data[:-1],
         "shorter than footer": data[:20],
         "bad magic": data[:-1] + bytes([data[-1] ^ 1]),
-        "unknown version": data[:-12] + (2).to_bytes(4, "little") + data[-8:],
+        "unknown version": data[:-12] + (3).to_bytes(4, "little") + data[-8:],
     }
     for name, blob in cases.items():
         with pytest.raises(CorruptionError) as raised:
@@ -256,7 +266,7 @@ def test_specific_corruptions_name_object_and_offset():
         assert raised.value.object == path, name
     with pytest.raises(CorruptionError, match="version") as raised:
         open_with(cases["unknown version"])
-    assert raised.value.expected == 1 and raised.value.found == 2
+    assert raised.value.expected == "1 or 2" and raised.value.found == 3
     with pytest.raises(CorruptionError, match="magic"):
         open_with(cases["bad magic"])
     with pytest.raises(CorruptionError, match="shorter"):
@@ -265,6 +275,12 @@ def test_specific_corruptions_name_object_and_offset():
     wrong = SstableInfo(**{**info.__dict__, "meta_offset": info.meta_offset + 1})
     with pytest.raises(CorruptionError):
         Sstable.open(store, wrong)
+    live_tag = data.index((0x564C4B48).to_bytes(4, "little"), info.meta_offset)
+    for bad_counts in ((51).to_bytes(8, "little"), b"\xff" * 4):   # over key_count; cut short
+        meta = data[info.meta_offset:live_tag + 4] + bad_counts
+        with pytest.raises(CorruptionError, match="live count") as raised:
+            SstableMeta.decode(meta, object=path, base_offset=info.meta_offset)
+        assert raised.value.object == path
     block_flip = bytearray(data)
     block_flip[5] ^= 0x10
     store.upload(path, bytes(block_flip))

@@ -100,6 +100,14 @@ class BlockBuilder:
         self.key_hashes = array.array("Q")      # filter hash of each distinct user key, in order
         self.prefix_hashes = array.array("Q")   # ... of each distinct declared prefix (below)
         self.table_ids = []
+        self._live = []                         # per table id: user keys whose newest version is a put
+
+    @property
+    def live_counts(self) -> list:
+        """Per table id (in ``table_ids``' order), how many of the user keys added have a put
+        as their newest version in this SST: the rows a read at or above ``max_epoch`` sees of
+        that table here (keys come newest version first, so a user key's first entry decides)."""
+        return list(self._live)
 
     @property
     def block_size_estimate(self) -> int:
@@ -168,11 +176,13 @@ class BlockBuilder:
 
     def _account(self, full_key: bytes, tag: bytes) -> None:
         user_key = full_key[:-_EPOCH_LEN]
-        if self.last_key is None or self.last_key[:-_EPOCH_LEN] != user_key:
+        new_user_key = self.last_key is None or self.last_key[:-_EPOCH_LEN] != user_key
+        if new_user_key:
             self.key_hashes.append(xxh64_intdigest(user_key, _HASH_SEED))
         table_id = int.from_bytes(full_key[:4], "big")
         if not self.table_ids or self.table_ids[-1] != table_id:
             self.table_ids.append(table_id)
+            self._live.append(0)
             self._prefix_len = self._prefix_lens.get(table_id)
             self._prefix_last = None
         n = self._prefix_len   # filter.prefix_hashes of the distinct user keys, as they come
@@ -185,6 +195,8 @@ class BlockBuilder:
         self.max_epoch = epoch if self.max_epoch is None else max(self.max_epoch, epoch)
         if self.smallest_key is None:
             self.smallest_key = full_key
+        if new_user_key and tag != _TAG_DELETE:
+            self._live[-1] += 1
         self.last_key = full_key
         self.key_count += 1
         if tag == _TAG_DELETE:

@@ -256,7 +256,7 @@ class SstableBuilder:
                            blocks.smallest_key, blocks.last_key, blocks.min_epoch, blocks.max_epoch,
                            blocks.key_count, blocks.tombstone_count, blocks.table_ids, prefix_lens,
                            build_filter_from_hashes(blocks.prefix_hashes, prefix_bits_per_key(bits))
-                           if prefix_lens else b"")
+                           if prefix_lens else b"", blocks.live_counts)
         encoded = meta.encode()
         meta_offset = self._offset
         self._sink.write(encoded)
@@ -265,7 +265,8 @@ class SstableBuilder:
         self._finished = True
         file_size = meta_offset + len(encoded) + FOOTER_SIZE
         return SstableInfo(self.sst_id, meta.smallest_key, meta.largest_key, file_size, meta_offset,
-                           meta.min_epoch, meta.max_epoch, meta.key_count, meta.tombstone_count, meta.table_ids)
+                           meta.min_epoch, meta.max_epoch, meta.key_count, meta.tombstone_count, meta.table_ids,
+                           meta.live_counts)
 
     def abort(self) -> None:
         """Give up: nothing becomes visible under the SST's name."""

@@ -21,7 +21,9 @@ from hummock.errors import CorruptionError
 from hummock.sstable.block import checksum, find_block
 
 SST_MAGIC = 0x31545353_4B4D5548  # b"HUMKSST1" little-endian; part of the on-disk format, do not change
-SST_FORMAT_VERSION = 1            # part of the on-disk format, do not change
+SST_FORMAT_VERSION = 2            # written; part of the on-disk format, do not change
+READABLE_FORMAT_VERSIONS = (1, 2)  # 1: no live-count section (docs/format.md 4.3)
+LIVE_COUNTS_TAG = 0x564C4B48      # b"HKLV": opens the live-count section; part of the format
 FOOTER = struct.Struct("<QIQIQ")  # meta_offset, meta_len, meta_xxh64, version, magic; part of the format
 FOOTER_SIZE = FOOTER.size         # 32 bytes
 _BLOCK_META = struct.Struct("<QIII")  # offset, stored_len, content_len, first_key_len
@@ -60,6 +62,10 @@ class SstableInfo:
     key_count: int
     tombstone_count: int
     table_ids: tuple
+    # per table id (``table_ids``' order): user keys whose newest version here is a put, i.e.
+    # the rows of that table a read at or above ``max_epoch`` sees in this SST; None for SSTs
+    # written before format version 2 (docs/format.md 4.3)
+    live_counts: tuple | None = None
 
     @property
     def object_path(self) -> str:
@@ -69,23 +75,25 @@ class SstableInfo:
         return {"sst_id": self.sst_id, "smallest_key": self.smallest_key.hex(), "largest_key": self.largest_key.hex(),
                 "file_size": self.file_size, "meta_offset": self.meta_offset, "min_epoch": self.min_epoch,
                 "max_epoch": self.max_epoch, "key_count": self.key_count, "tombstone_count": self.tombstone_count,
-                "table_ids": list(self.table_ids)}
+                "table_ids": list(self.table_ids),
+                **({} if self.live_counts is None else {"live_counts": list(self.live_counts)})}
 
     @classmethod
     def from_dict(cls, d: dict) -> SstableInfo:
+        live = d.get("live_counts")
         return cls(d["sst_id"], bytes.fromhex(d["smallest_key"]), bytes.fromhex(d["largest_key"]), d["file_size"],
                    d["meta_offset"], d["min_epoch"], d["max_epoch"], d["key_count"], d["tombstone_count"],
-                   tuple(d["table_ids"]))
+                   tuple(d["table_ids"]), None if live is None else tuple(live))
 
 
 class SstableMeta:
     """The decoded meta section of one SST."""
 
     __slots__ = ("blocks", "filter", "smallest_key", "largest_key", "min_epoch", "max_epoch", "key_count",
-                 "tombstone_count", "table_ids", "first_keys", "prefix_lens", "prefix_filter")
+                 "tombstone_count", "table_ids", "first_keys", "prefix_lens", "prefix_filter", "live_counts")
 
     def __init__(self, blocks, filter, smallest_key, largest_key, min_epoch, max_epoch, key_count,
-                 tombstone_count, table_ids, prefix_lens=None, prefix_filter=b""):
+                 tombstone_count, table_ids, prefix_lens=None, prefix_filter=b"", live_counts=None):
         self.blocks = list(blocks)
         self.filter = filter
         self.smallest_key = smallest_key
@@ -99,6 +107,8 @@ class SstableMeta:
         # the optional prefix-filter section: table id -> prefix length its filter covers
         self.prefix_lens = dict(prefix_lens or {})
         self.prefix_filter = prefix_filter
+        # per table id, the rows a read at or above max_epoch sees here (None: a version-1 SST)
+        self.live_counts = None if live_counts is None else tuple(live_counts)
 
     def block_for(self, full_key: bytes) -> int:
         """Index of the last block whose first key is <= ``full_key`` (0 if none is)."""
@@ -120,6 +130,12 @@ class SstableMeta:
         out += _U32.pack(len(self.table_ids))
         for table_id in self.table_ids:
             out += _U32.pack(table_id)
+        if self.live_counts is not None:   # format version 2's section (docs/format.md 4.3)
+            if len(self.live_counts) != len(self.table_ids):
+                raise ValueError("live_counts must have one count per table id")
+            out += _U32.pack(LIVE_COUNTS_TAG)
+            for count in self.live_counts:
+                out += _U64.pack(count)
         if self.prefix_lens:   # optional section (docs/format.md 4.3): absent in older SSTs
             out += _U32.pack(len(self.prefix_lens))
             for table_id in sorted(self.prefix_lens):
@@ -143,13 +159,20 @@ class SstableMeta:
         table_count = reader.u32("table id count")
         reader.check_count(table_count, 4, "table id count")
         table_ids = [reader.u32("table id") for _ in range(table_count)]
+        live_counts = None
+        if not reader.at_end() and reader.peek_u32() == LIVE_COUNTS_TAG:   # no prefix count is this large
+            reader.u32("live-count tag")
+            reader.check_count(table_count, 8, "live counts")
+            live_counts = [reader.unpack(_U64, "live count")[0] for _ in range(table_count)]
+            if sum(live_counts) > key_count:
+                reader.fail_value("live counts exceed the key count", f"<= {key_count}", sum(live_counts))
         prefix_lens, prefix_filter = {}, b""
         if not reader.at_end():
             prefix_lens = _decode_prefix_lens(reader)
             prefix_filter = reader.take(reader.u32("prefix filter length"), "prefix filter")
         reader.expect_end()
         return cls(blocks, filter_data, smallest, largest, min_epoch, max_epoch, key_count, tombstones, table_ids,
-                   prefix_lens, prefix_filter)
+                   prefix_lens, prefix_filter, live_counts)
 
 
 def _decode_prefix_lens(reader) -> dict:
@@ -184,9 +207,9 @@ def decode_footer(footer: bytes, *, object: str, file_size: int) -> tuple[int, i
     if magic != SST_MAGIC:
         raise CorruptionError("bad SST magic", object=object, offset=offset + 24,
                               expected=f"{SST_MAGIC:#018x}", found=f"{magic:#018x}")
-    if version != SST_FORMAT_VERSION:
+    if version not in READABLE_FORMAT_VERSIONS:
         raise CorruptionError("unknown SST format version", object=object, offset=offset + 20,
-                              expected=SST_FORMAT_VERSION, found=version)
+                              expected=" or ".join(map(str, READABLE_FORMAT_VERSIONS)), found=version)
     if meta_offset + meta_len != offset:
         raise CorruptionError("meta does not end at the footer", object=object, offset=offset,
                               expected=offset, found=meta_offset + meta_len)
@@ -215,6 +238,10 @@ class _Reader:
 
     def u32(self, what: str) -> int:
         return _U32.unpack(self.take(4, what))[0]
+
+    def peek_u32(self) -> int | None:
+        """The next u32 without moving (None when fewer than 4 bytes are left)."""
+        return _U32.unpack_from(self.data, self.pos)[0] if len(self.data) - self.pos >= 4 else None
 
     def check_count(self, count: int, min_size: int, what: str) -> None:
         if count * min_size > len(self.data) - self.pos:

@@ -44,7 +44,7 @@ from stream.expr import Cmp, Col, Lit, raising_errors
 from sql.errors import ExecutionError
 
 from sql.batch import vector
-from sql.batch.scan import scan_batches, scan_table
+from sql.batch.scan import scan_batches, scan_row_count, scan_table
 from sql.bind.time_travel import pin_scans
 from sql.plan import nodes as P
 from sql.plan import time_window
@@ -189,7 +189,24 @@ class _Exec:
             return pa.table({"_": pa.nulls(t.num_rows)})
         return _table([e.eval(cols, t.num_rows) for e in plan.exprs], plan)
 
+    def _metadata_count(self, plan: P.Agg) -> int | None:
+        """The input rows of a ``count(*)``-only Agg without GROUP BY, when its input is a
+        chain of column-only Projects over a whole-table Scan whose SST metadata decides the
+        count (``StorageTable.row_count``); None: run the plan."""
+        if plan.group or self.profile is not None or not all(
+                c.kind == "count" and c.arg is None and c.filter_col is None and not c.distinct for c in plan.calls):
+            return None
+        node = plan.input
+        while isinstance(node, P.Project) and all(isinstance(e, Col) for e in node.exprs):
+            node = node.input
+        if not isinstance(node, P.Scan) or getattr(node, "key_range", None) is not None:
+            return None
+        return scan_row_count(self.store, node, self.as_of.get(id(node), self.epoch))
+
     def _agg(self, plan: P.Agg):
+        n = self._metadata_count(plan)
+        if n is not None:
+            return _table([pa.array([n], pa.int64()) for _ in plan.calls], plan)
         t = self.run(plan.input)
         if VECTORIZED.get() and not any(c.kind in BATCH_ONLY_AGGS for c in plan.calls):
             cols = vector.aggregate(plan, t)

@@ -38,6 +38,28 @@ REPORT_AFTER = 0.5    # seconds a scan runs before it reports
 REPORT_EVERY = 0.1
 
 
+_ZEROS = [pa.allocate_buffer(0)]   # one zeroed buffer the placeholder columns share (grown on demand)
+
+
+def _zeros(nbytes: int) -> pa.Buffer:
+    if _ZEROS[0].size < nbytes:
+        _ZEROS[0] = pa.py_buffer(bytes(max(nbytes, 2 * _ZEROS[0].size)))
+    return _ZEROS[0].slice(0, nbytes)
+
+
+def _nulls(n: int, dtype: pa.DataType) -> pa.Array:
+    """``pa.nulls(n, dtype)`` for a column the plan does not read, with no allocation per call:
+    flat types share one zeroed buffer (Arrow arrays are immutable), others take ``pa.nulls``."""
+    bits = (n + 7) >> 3
+    if pa.types.is_boolean(dtype):
+        return pa.Array.from_buffers(dtype, n, [_zeros(bits), _zeros(bits)], null_count=n)
+    if pa.types.is_string(dtype) or pa.types.is_binary(dtype):
+        return pa.Array.from_buffers(dtype, n, [_zeros(bits), _zeros(4 * (n + 1)), _zeros(0)], null_count=n)
+    if pa.types.is_primitive(dtype) or pa.types.is_decimal(dtype):
+        return pa.Array.from_buffers(dtype, n, [_zeros(bits), _zeros(n * dtype.bit_width // 8)], null_count=n)
+    return pa.nulls(n, dtype)
+
+
 class _ScanReport:
     """One scan's progress (module docstring): ``add(rows)`` per batch read, ``finish()``."""
 
@@ -128,10 +150,16 @@ def _widened(scan, columns: list) -> list:
     if wanted is None:
         return columns
     n = len(columns[0]) if columns else 0
-    out = [pa.nulls(n, arrow_type(t)) for t in scan.types]
+    out = [_nulls(n, arrow_type(t)) for t in scan.types]
     for i, c in zip(wanted, columns):
         out[i] = c
     return out
+
+
+def scan_row_count(store, scan, epoch: int) -> int | None:
+    """The rows a whole-table ``scan`` reads at ``epoch``, from SST metadata alone, or None
+    (``StorageTable.row_count``)."""
+    return _storage(store, scan).row_count(epoch)
 
 
 def scan_table(store, scan, epoch: int) -> pa.Table:
@@ -141,9 +169,12 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
     wanted = getattr(scan, "columns", None)
     name = scan.relation.name
     if rng is None:
-        if wanted == []:   # no column read (count(*)): the row count alone
-            n = sum(b.num_rows for b in _reported(table.batch_iter(epoch, columns=[], batch_size=MAX_BATCH), name))
-            return plan_table([pa.nulls(n, arrow_type(t)) for t in scan.types], scan.types)
+        if wanted == []:   # no column read (count(*)): the row count alone, from SST metadata if it decides
+            n = table.row_count(epoch)
+            if n is None:
+                n = sum(b.num_rows for b in _reported(table.batch_iter(epoch, columns=[], batch_size=MAX_BATCH),
+                                                      name))
+            return plan_table([_nulls(n, arrow_type(t)) for t in scan.types], scan.types)
         whole = pa.Table.from_batches(list(_reported(table.batch_iter(epoch, columns=wanted, batch_size=MAX_BATCH),
                                                      name)), schema=table.arrow_schema(wanted))
         return plan_table(_widened(scan, _flat(whole)), scan.types)
@@ -160,7 +191,7 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
         return _empty(scan)
     if wanted == []:
         n = sum(b.num_rows for b in batches)
-        return plan_table([pa.nulls(n, arrow_type(t)) for t in scan.types], scan.types)
+        return plan_table([_nulls(n, arrow_type(t)) for t in scan.types], scan.types)
     return plan_table(_widened(scan, _flat(pa.Table.from_batches(batches))), scan.types)
 
 
@@ -184,6 +215,6 @@ def scan_batches(store, scan, epoch: int):
         try:
             for b in it:
                 yield plan_table(_widened(scan, b.columns) if wanted != [] else
-                                 [pa.nulls(b.num_rows, arrow_type(t)) for t in scan.types], scan.types)
+                                 [_nulls(b.num_rows, arrow_type(t)) for t in scan.types], scan.types)
         finally:
             it.close()   # a reader that stopped early releases the snapshot now
