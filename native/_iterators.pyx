@@ -567,7 +567,8 @@ cdef class UserScan:
             top = <_Cursor>self.heap[0]
             k, n = top.kp, top.kn
             un = n - 8
-            if self.decided_len == un and memcmp(self.decided, k, un) == 0:
+            # keys in order differ mostly in their last byte: test it before the whole key
+            if self.decided_len == un and self.decided[un - 1] == k[un - 1] and memcmp(self.decided, k, un) == 0:
                 self.advance_top()   # an older version of the key decided last
                 continue
             if not self.visible(k, n):
@@ -589,40 +590,15 @@ cdef class UserScan:
         return 0
 
     def __next__(self):
-        cdef _Cursor top
-        cdef const unsigned char* k
-        cdef Py_ssize_t n, un
-        cdef unsigned char* grown
-        if self.pending:   # a next_raw row was the last one read
-            self.pending = False
-            self.advance_top()
-        if not self.reverse:
-            while self.size > 0:
-                top = <_Cursor>self.heap[0]
-                k, n = top.kp, top.kn
-                un = n - 8
-                if self.decided_len == un and memcmp(self.decided, k, un) == 0:
-                    self.advance_top()   # an older version of the key decided last
-                    continue
-                if not self.visible(k, n):
-                    self.advance_top()
-                    continue
-                if un > self.decided_cap:
-                    grown = <unsigned char*>realloc(self.decided, un)
-                    if grown == NULL:
-                        raise MemoryError()
-                    self.decided, self.decided_cap = grown, un
-                memcpy(self.decided, k, un)
-                self.decided_len = un
-                value = top.user_value()
-                if value is not None and not (self.ranges is not None and range_hides(self.ranges, k + 4, n - 12)):
-                    result = (PyBytes_FromStringAndSize(<const char*>k + 4, n - 12), value)
-                    self.advance_top()
-                    return result
-                self.advance_top()
-            raise StopIteration
+        cdef const unsigned char* kp
+        cdef const unsigned char* vp
+        cdef Py_ssize_t kn, vn
         cdef _BatchCursor bc
         cdef bytes key
+        if not self.reverse:   # next_raw's row, copied (the top entry moves on at the next call)
+            if self.next_raw(&kp, &kn, &vp, &vn):
+                return (PyBytes_FromStringAndSize(<const char*>kp, kn), PyBytes_FromStringAndSize(<const char*>vp, vn))
+            raise StopIteration
         while self.size > 0:
             bc = <_BatchCursor>self.heap[0]   # reverse scans read batch sources only
             key, value, tagged = bc.key, bc.value, bc.tagged
