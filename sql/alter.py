@@ -356,6 +356,8 @@ def _change_columns(db, rel, actions):
                     raise error_at(UnsupportedError, "ALTER TABLE ... ADD COLUMN cannot add a primary key column "
                                                      "(the primary key is fixed: create a new table)", c)
             dtype, default, _ = column_definition(action)
+            if default is not None:   # Postgres evaluates it once here, for the rows the table holds
+                default_values(default, dtype, 1, cname)
             cols.append(_Column(cname, dtype, default, None, default))
             layout = True
         elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":

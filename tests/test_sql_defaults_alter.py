@@ -122,6 +122,21 @@ def test_defaults_persist_and_show_in_describe(tmp_path):
         assert rows(conn, "SELECT * FROM t") == [(1, 42, "it's")]
 
 
+def test_psql_describe_over_pgwire_shows_the_default(conn):
+    """psql's ``\\d t`` reads pg_attrdef's text through this query (sql/pgwire/pg_catalog.py)."""
+    from sql.pgwire import pg_catalog
+    conn.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 42, s VARCHAR)")
+    oid = pg_catalog.OID_BASE + conn.db.catalog.get("t").table_id
+    text = (f"SELECT a.attname,\n  pg_catalog.format_type(a.atttypid, a.atttypmod),\n  (SELECT pg_catalog."
+            f"pg_get_expr(d.adbin, d.adrelid, true) FROM pg_catalog.pg_attrdef d WHERE d.adrelid = a.attrelid AND "
+            f"d.adnum = a.attnum AND a.atthasdef),\n  a.attnotnull\nFROM pg_catalog.pg_attribute a\n"
+            f"WHERE a.attrelid = '{oid}' AND a.attnum > 0 AND NOT a.attisdropped\nORDER BY a.attnum;")
+    ctx = pg_catalog.Context(conn.db.catalog, "u", "d", {}, 1)
+    answer = pg_catalog.answer(text, (), ctx)
+    assert [r[:3] for r in answer.rows] == [("id", "integer", None), ("a", "integer", "42"),
+                                           ("s", "character varying", None)]
+
+
 def test_a_record_without_defaults_opens_and_a_malformed_one_is_corruption(conn):
     conn.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 1)")
     desc = conn.db.catalog.get("t").to_desc()
