@@ -140,7 +140,9 @@ def test_an_append_only_group_whose_output_is_unchanged_is_neither_emitted_nor_w
     ex.value_table.write_chunk = spy
     out = [m.rows() for m in drain(Checked(ex)) if isinstance(m, StreamChunk)]
     assert out == [[(1, (1, 5)), (1, (2, 3))], [(3, (2, 3)), (4, (2, 9))]]
-    assert written == [2, 2]   # epoch 2: group 2's update pair only; epoch 3: nothing
+    # epoch 2: group 2's new row only (the relaxed value state takes its update pair as the
+    # insert of the new row, which replaces the stored one); epoch 3: nothing
+    assert written == [2, 1]
     assert _stored_rows(ex.value_table) == 2
     ex._check()
 
@@ -206,3 +208,36 @@ def test_a_database_written_with_retractable_aggregates_reopens_and_goes_on(tmp_
         c.execute(f"CREATE MATERIALIZED VIEW m2 AS {AGG_Q}")   # a new MV is planned append-only
         assert _hash_agg(c, "m2").append_only and len(c.db.catalog.get("m2").internal_ids) == 1
         assert _rows(c, "SELECT * FROM m2") == _rows(c, AGG_Q)
+
+
+@settings(deadline=None, max_examples=max(5, settings().max_examples // 5))
+@given(epochs_ops=st.lists(st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.integers(-9, 9)),
+                                    min_size=1, max_size=12), min_size=1, max_size=5),
+       max_dirty=st.sampled_from([1, 2, 1 << 14]))
+def test_a_relaxed_value_state_ends_as_the_strict_one(epochs_ops, max_dirty):
+    """A relaxed value state (``consistent=False``) takes each update pair as the insert of the
+    new row: under inserts, deletes that empty groups and early flushes (``max_dirty_groups``)
+    its output and stored rows are the strict aggregation's."""
+    msgs, live, next_id, epochs = None, [], 0, Epochs()
+    msgs = [epochs.barrier()]
+    for batch in epochs_ops:
+        changes = []
+        for delete, g, v in batch:
+            if delete and live:
+                changes.append(("-", live.pop(v % len(live))))
+            else:
+                next_id += 1
+                live.append((next_id, g, v))
+                changes.append(("+", live[-1]))
+        msgs += [StreamChunk.from_rows(S, changes), epochs.barrier()]
+    calls = [AggCall("count"), AggCall("sum", 2), AggCall("max", 2)]
+    results = []
+    for consistent in (True, False):
+        store = HummockStorage.open("memory://")
+        ex = HashAgg(ListSource(S, [0], list(msgs)), [1], calls, store,
+                     range(10, 10 + agg_table_count(calls)), consistent=consistent, max_dirty_groups=max_dirty)
+        out = [m.rows() for m in drain(Checked(ex)) if isinstance(m, StreamChunk)]
+        ex._check()
+        results.append((out, list(ex.value_table.iter_with_prefix(()))))
+    assert results[0] == results[1]
+    assert sorted(r[0] for r in results[1][1]) == sorted({g for _, g, _ in live})

@@ -21,8 +21,9 @@ State (seed 000, all through StateTables; ``table_ids``: the value state's, then
    :class:`~stream.executors.agg_extreme.RetractableExtreme`.
 3. per ``count(DISTINCT col)``: the distinct dedup table ``group key | value -> count``.
 
-Caches (:class:`~stream.cache.StateCache` under one budget): group states (an evicted group is
-read again from the value state, batched with ``get_rows`` per chunk), and per min/max call the
+Caches (:class:`~stream.cache.StateCache` under one budget): group states (per chunk, the
+groups not dirty are looked up with one ``get_many``; an evicted group is read again from the
+value state, batched with ``get_rows``, and cached with one ``put_many``), and per min/max call the
 best ``EXTREME_CACHE_ROWS`` values of a group (a sorted multiset; the invariant: it holds every
 stored value strictly better than its worst one and at least one value equal to it, or it is
 ``complete`` and holds them all), refilled by ``iter_with_prefix(group, limit=...)`` when it
@@ -49,7 +50,9 @@ Strict mode (``consistent=True``, the default): a delete that would take a group
 or a distinct value's count, below zero raises
 :class:`~stream.errors.InconsistentStreamError` naming the executor and group; the state tables
 check each write against the stored rows too, except an append-only aggregation's value state
-(its only writer is the executor and no delete reaches it: relaxed, no probe per update).
+(its only writer is the executor and no delete reaches it: relaxed, no probe per update). A
+relaxed value state is written each update pair as the insert of its new row, which replaces
+the stored one (``_upserts``): half the rows to encode, and no per-record merge.
 
 Representations: values equal but not identical (NUMERIC 1.5 and 1.50; the planner's keys use
 Python equality, the state tables memcomparable keys) are one group. A stored group keeps the key
@@ -349,42 +352,38 @@ class HashAgg(UnaryExecutor):
 
     def _load(self, keys) -> list:
         """The state lists of ``keys`` (made dirty: their old state is remembered), reading the
-        groups missing from the dirty set and the cache with one ``get_rows``."""
+        groups missing from the dirty set from the cache in one ``get_many`` and those missing
+        there too with one ``get_rows`` (then cached with one ``put_many``)."""
         dirty = self._dirty
         states = list(map(dirty.get, keys))
         if None not in states:
             return states
         old, cache = self._old, self.groups
-        missing = []
-        for gi, state in enumerate(states):
-            if state is not None:
-                continue
-            key = keys[gi]
-            state = cache.get(key)
-            if state is None:
-                missing.append(gi)
-                continue
-            dirty[key] = states[gi] = state
+        found: dict = {}
+        missing = cache.get_many([key for key, state in zip(keys, states) if state is None], found)
+        for key, state in found.items():
+            dirty[key] = state
             old[key] = tuple(state)
         if missing:   # read, then cache (a dirty group stays in ``dirty`` if the cache evicts it)
             nk = len(self.group_key)
-            rows = self.value_table.get_rows([keys[gi] for gi in missing])
-            charge = self._group_charge
-            for gi, row in zip(missing, rows):
-                key = keys[gi]
+            rows = self.value_table.get_rows(missing)
+            charge, initial, int_slots = self._group_charge, self._initial, self._int_slots
+            puts = []
+            for key, row in zip(missing, rows):
                 if row is None:
-                    state = self._new_state()
+                    state = list(initial)
                     old[key] = None
                 else:
                     state = list(row[nk:])
-                    for at in self._int_slots:   # an integral sum read back as Decimal: an int again
+                    for at in int_slots:   # an integral sum read back as Decimal: an int again
                         v = state[at]
                         if type(v) is decimal.Decimal and v.is_finite() and v.as_tuple().exponent == 0:
                             state[at] = int(v)
                     old[key] = tuple(state)
-                dirty[key] = states[gi] = state
-                cache.put(key, state, charge)
-        return states
+                dirty[key] = state
+                puts.append((key, state, charge))
+            cache.put_many(puts)
+        return list(map(dirty.get, keys))
 
     def _apply(self, keys, states, additive, best_inserted) -> None:
         lists, ids, sources = [], {}, []   # slots sharing one delta list (by identity) share a loop variable
@@ -514,7 +513,7 @@ class HashAgg(UnaryExecutor):
         key_cols = [to_arrow(list(col), t) for col, t in zip(zip(*keys), self._key_types)] if nk else []
         slot_cols = list(zip(*states))
         state_cols = [_column(col, t) for col, t in zip(slot_cols, self.value_table.types[nk:])]
-        self._write(self.value_table, ops, key_cols + state_cols)
+        self._write(self.value_table, *_upserts(self.value_table, ops, key_cols + state_cols))
         results = []
         for c, (at, width) in zip(self.calls, self.slots):
             if c.kind == "count" or c.is_extreme:   # the slot is the result, same type
@@ -584,6 +583,24 @@ def _split(chunk: StreamChunk) -> list:
         out.append(StreamChunk(ops[at:end], [c.slice(at, end - at) for c in chunk.columns], chunk.schema))
         at = end
     return out
+
+
+def _upserts(table, ops, columns) -> tuple:
+    """``(ops, columns)`` to write into ``table`` for the changes ``ops``/``columns``, whose
+    update pairs keep their key (U- and U+ of one group): a strict table takes them as they
+    are (it checks each old row); a relaxed one, where an insert over a row replaces it
+    (relational/mem_table.py), takes each pair as the insert of its new row -- half the rows
+    to encode, and a chunk without deletes becomes an all-insert run (no merge per record)."""
+    if table.consistent:
+        return ops, columns
+    keep = ops != UPDATE_DELETE
+    if keep.all():
+        return ops, columns
+    at = np.flatnonzero(keep)
+    new_ops = ops[at]
+    new_ops[new_ops == UPDATE_INSERT] = INSERT
+    idx = pa.array(at)
+    return new_ops, [c.take(idx) for c in columns]
 
 
 def _column(values, dtype: DataType) -> pa.Array:
