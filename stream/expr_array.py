@@ -6,7 +6,8 @@ Nodes: :class:`ArrayCtor` (``ARRAY[a, b, ...]``), :class:`ArrayIndex` (``a[i]``)
 ``a op b`` between two arrays; ``@>``, ``<@``, ``&&``). Functions (``FUNCS``, merged into
 :mod:`stream.expr_funcs`' table): ``array_length``, ``cardinality``, ``array_lower``, ``array_upper``, ``array_ndims``,
 ``array_dims``, ``array_position(s)``, ``array_append``, ``array_prepend``, ``array_cat``,
-``array_remove``, ``array_replace``, ``array_to_string``, ``string_to_array``, ``regexp_match``.
+``array_remove``, ``array_replace``, ``array_to_string``, ``string_to_array``, ``regexp_match``,
+``regexp_split_to_array``.
 Text in and out (:func:`array_text`, :func:`parse_array_text`) and the casts ``LIST <-> LIST``
 (element by element) and ``VARCHAR <-> LIST`` (:func:`cast_array`, which
 :func:`stream.expr_cast.cast_to` calls).
@@ -530,6 +531,30 @@ def _regexp_match(args, columns):
     return rowwise(regexp_match, lambda ts: DataType.list(_V))(args[:1], columns)
 
 
+def _regexp_split_to_array(args, columns):
+    """``regexp_split_to_array(s, pattern [, flags])``: the text between matches, as Postgres
+    splits -- a zero-length match at the start or the end of the text, or right after the
+    previous match, splits nothing (``regexp_split_to_array('abc', '')`` is ``{a,b,c}``)."""
+    pattern = _const(args[1], "regexp_split_to_array's pattern")
+    flags = _const(args[2], "regexp_split_to_array's flags") if len(args) > 2 else ""
+    if pattern is None or flags is None:
+        return pa.scalar(None, pa.list_(pa.string()))
+    if "g" in flags:
+        raise ExpressionError("regexp_split_to_array() does not support the \"global\" option")
+    rx = _regex(pattern, flags)
+
+    def regexp_split_to_array(s):
+        out, start, prev_end = [], 0, 0
+        for m in rx.finditer(s):
+            if m.start() == m.end() and (m.start() in (0, len(s)) or m.start() == prev_end):
+                continue
+            out.append(s[start:m.start()])
+            start = prev_end = m.end()
+        out.append(s[start:])
+        return out
+    return rowwise(regexp_split_to_array, lambda ts: DataType.list(_V))(args[:1], columns)
+
+
 def _arr_typer(*rest, out):
     """Typing of ``f(array, rest...)``: ``rest`` items are "elem" (the array's element type),
     "int", "text" or "array" (the same array type); ``out`` likewise or a DataType."""
@@ -577,5 +602,7 @@ FUNCS = {
     "array_to_string": (_array_to_string, _arr_typer("text", "text", out=_V), (2, 3)),
     "string_to_array": (_fn(_string_to_array, lambda ts: DataType.list(_V), strict=False), _string_to_array_type,
                         (2, 3)),
+    "regexp_split_to_array": (_regexp_split_to_array,
+                              lambda ts: DataType.list(_V) if all(t == _V for t in ts) else None, (2, 3)),
     "regexp_match": (_regexp_match, lambda ts: DataType.list(_V) if all(t == _V for t in ts) else None, (2, 3)),
 }

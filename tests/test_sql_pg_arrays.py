@@ -43,6 +43,8 @@ CALLS = [
     "a = b", "a < b", "a >= b", "a IS DISTINCT FROM b", "a = '{1,2}'", "a::bigint[]", "s::text",
     "array_length(string_to_array(w, ','), 1)", "(string_to_array(w, ','))[2]",
     "(ARRAY[x, 2 * x])[2]", "cardinality(array_remove(a, NULL))",
+    "regexp_split_to_array(w, ',')", "regexp_split_to_array(w, '')", "regexp_split_to_array(w, ',*')",
+    "regexp_split_to_array(w, '[ab]', 'i')", "regexp_split_to_array(w, '\\s*')",
     "a @> b", "a <@ b", "a && b", "s @> ARRAY[w]", "b <@ ARRAY[x, 1]", "a && '{1,NULL}'",
 ]
 

@@ -585,7 +585,7 @@ class ExprBinder:
         "array_append": ("array", "elem"), "array_prepend": ("elem", "array"), "array_cat": ("array", "array"),
         "array_remove": ("array", "elem"), "array_replace": ("array", "elem", "elem"),
         "array_to_string": ("array", "text", "text"), "string_to_array": ("text", "text", "text"),
-        "regexp_match": ("text", "text", "text"),
+        "regexp_match": ("text", "text", "text"), "regexp_split_to_array": ("text", "text", "text"),
     }
 
     def _array_call(self, name: str, arg_nodes, node) -> E.Expr:
@@ -758,10 +758,9 @@ class ExprBinder:
             raise error_at(UnsupportedError, f"set-returning function {name} is supported in FROM "
                                              f"(FROM {name}(...) AS g(x)) and {where}, not here", node)
         shape = self._SHAPES.get(type(node))
-        if isinstance(node, exp.Anonymous) and node.name.lower() in ("regexp_matches", "regexp_split_to_array",
-                                                                      "regexp_split_to_table"):
-            raise error_at(UnsupportedError, f"function {node.name.lower()} is not supported (regexp_match, "
-                                             "regexp_replace, regexp_count, string_to_array and split_part are)", node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("regexp_matches", "regexp_split_to_table"):
+            raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} is not supported "
+                                             "(regexp_match, regexp_split_to_array and unnest are)", node)
         array_shape = self._ARRAY_SHAPES.get(type(node))
         if array_shape is not None:
             return self._array_call(*array_shape(node), node)
