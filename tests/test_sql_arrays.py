@@ -252,3 +252,21 @@ def test_unnest_in_a_materialized_view_equals_its_batch_recomputation():
             for name, q in views.items():
                 assert sorted(c.execute(f"SELECT * FROM {name}").fetchall(), key=repr) == \
                     sorted(c.execute(q).fetchall(), key=repr), name
+
+
+@pytest.mark.server_integration
+def test_psycopg_reads_and_sends_arrays_over_pgwire(tmp_path):
+    import psycopg
+    from sql.pgwire import PgServer, ServerOptions
+    server = PgServer(str(tmp_path / "db"), ServerOptions(port=0, barrier_interval_ms=0)).start_in_thread()
+    try:
+        with psycopg.connect(host="127.0.0.1", port=server.port, user="t", dbname="db", autocommit=True) as c:
+            c.execute("CREATE TABLE t (k INT PRIMARY KEY, a INT[], s TEXT[])")
+            c.execute("INSERT INTO t VALUES (1, ARRAY[1, NULL], ARRAY['a b', 'x']), (2, %s, %s)", ([3, 4], ['q"']))
+            c.execute("FLUSH")
+            assert c.execute("SELECT * FROM t ORDER BY k").fetchall() == [(1, [1, None], ["a b", "x"]),
+                                                                          (2, [3, 4], ['q"'])]
+            assert c.execute("SELECT k FROM t WHERE %s = ANY(a)", (4,)).fetchall() == [(2,)]
+            assert c.execute("SELECT a::text FROM t WHERE k = 1").fetchall() == [("{1,NULL}",)]
+    finally:
+        server.stop()
