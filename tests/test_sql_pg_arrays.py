@@ -29,6 +29,7 @@ STRINGS = ["a,b,,c", "", "a", "1,2,3", "x-y", "foo123bar", "ab", "NULL,a"]
 
 CALLS = [
     "a", "s", "b", "a[1]", "a[x]", "a[0]", "a[x + 1]", "s[2]", "a[2:3]", "a[:2]", "a[x:]", "s[2:]",
+    "a[CAST(x AS INT)]", "a[x::bigint - 1]", "a[1 + 1]", "a[-1]", "a[2147483647]", "a[NULL]", "a[x:x + 1]",
     "array_length(a, 1)", "array_length(a, 2)", "cardinality(a)", "cardinality(s)", "array_lower(a, 1)",
     "array_upper(a, 1)", "array_ndims(a)", "array_dims(s)",
     "x = ANY(a)", "x <> ALL(a)", "x < ANY(a)", "x >= ALL(a)", "w = ANY(s)", "x = ANY('{1,2,NULL}')",
