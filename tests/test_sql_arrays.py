@@ -154,6 +154,7 @@ def conn():
     ("SELECT * FROM unnest(5)", "unnest", BindError),
     ("SELECT count(*), unnest(a) FROM t", "unnest", UnsupportedError),
     ("UPDATE t SET a[1] = 5", "SET a[i]", UnsupportedError),
+    ("SELECT k, max(a) FROM t GROUP BY k", "function max(integer[]) does not exist", BindError),
 ])
 def test_refusals_name_the_construct_with_a_position(conn, text, named, error):
     with pytest.raises(error) as info:

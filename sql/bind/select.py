@@ -36,7 +36,7 @@ from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
-from sql.bind.subquery import Subqueries, special_form, where_conjunct
+from sql.bind.subquery import Subqueries, at_most_one_row, special_form, where_conjunct
 from sql.batch.execute import from_arrow_values
 from sql.errors import BindError, ExecutionError, SqlSyntaxError, UnsupportedError, error_at, execution_error
 from sql.plan import nodes as P
@@ -567,6 +567,12 @@ class QueryBinder:
                     continue
                 extra.append(bound)
                 extra_nodes.append(c)
+            if not lk and not self.batch and (at_most_one_row(right) or at_most_one_row(plan)):
+                # a join to a side of at most one row (a comma join to a global aggregate): a
+                # hash join on a constant key, whose state is the other side (sql/build.py's
+                # ScalarJoin does the same); any other keyless join stays refused below
+                lexprs.append((0, E.Lit(1, DataType.INT))), rexprs.append((0, E.Lit(1, DataType.INT)))
+                lk.append(None), rk.append(None)
             if lexprs:
                 plan, lat = _with_columns(plan, [e for _, e in lexprs], "_jkey")
                 right, rat = _with_columns(right, [e for _, e in rexprs], "_jkey")
@@ -950,7 +956,7 @@ class QueryBinder:
             else:
                 group_nodes.append(g)
         pre = [binder.bind(g) for g in group_nodes]
-        calls_pre = []   # (kind, arg idx, distinct, filter idx, text)
+        calls_pre = []   # (kind, arg idx, distinct, filter idx, text, node)
         arg_binder = ExprBinder(scope, self.params, context="aggregate arguments")
         for a in agg_nodes:
             fnode, filt = (a.this, a.expression) if isinstance(a, exp.Filter) else (a, None)
@@ -982,7 +988,7 @@ class QueryBinder:
                 distinct = False   # DISTINCT does not change these
             if distinct and kind != "count":
                 raise error_at(UnsupportedError, f"{kind}(DISTINCT ...) is not supported yet", fnode)
-            calls_pre.append((kind, arg_idx, distinct, filt_idx, a.sql(dialect="postgres")))
+            calls_pre.append((kind, arg_idx, distinct, filt_idx, a.sql(dialect="postgres"), a))
         project = P.Project(plan, pre, [f"_g{i}" for i in range(len(pre))])
         schema = Schema(list(zip(project.names, project.types)))
         specs = []
@@ -990,12 +996,13 @@ class QueryBinder:
             if isinstance(pre_call, P.AggSpec):   # a batch-only aggregate (_batch_agg), already typed
                 specs.append(pre_call)
                 continue
-            kind, arg_idx, distinct, filt_idx, text = pre_call
+            kind, arg_idx, distinct, filt_idx, text, anode = pre_call
             filt = None if filt_idx is None else E.Col(filt_idx, DataType.BOOLEAN)
             try:
                 call = AggCall(kind, arg_idx, distinct=distinct, filter=filt).bind(schema)
-            except ExecutorError as exc:
-                raise BindError(str(exc).split(": ", 1)[-1]) from None
+            except ExecutorError:   # as Postgres says it, at the call (not AggCall's "max($0): ...")
+                arg = "*" if arg_idx is None else T.description_name(project.types[arg_idx])
+                raise error_at(BindError, f"function {kind}({arg}) does not exist", anode) from None
             specs.append(P.AggSpec(kind, arg_idx, distinct, filt_idx, call.return_type, text))
         if not specs:   # GROUP BY without aggregates: a hidden count(*) keeps each group's row count
             specs.append(P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* hidden */"))
