@@ -29,11 +29,14 @@ table as it was: ``Relation.scan_layouts[table]`` records the columns it was pla
 their present names; None for one dropped since), :func:`reading_catalog` shows the binder a
 copy of the table with exactly those columns, and :func:`thaw` turns each Scan of such a copy
 into a Project from the table's rows to that layout (NULL for a dropped column, which the MV
-never reads), so every runtime builds it as any plan. Its plan, state and output are then those it had; the layout follows
-RENAME TO / RENAME COLUMN and later ADD/DROPs. RENAME TO rewrites the readers' definitions (``FROM t`` -> ``FROM u AS t``);
-RENAME COLUMN rewrites those of readers that read the table alone in one SELECT (anything
-more involved that names the column is refused by name). Indexes follow the table (their
-columns are the table's) -- a dropped column in an index key is refused.
+never reads), so every runtime builds it as any plan. Its plan, state and output are then
+those it had; the layout follows RENAME TO / RENAME COLUMN and later ADD/DROPs.
+
+Renames: RENAME TO rewrites the readers' definitions (``FROM t`` -> ``FROM u AS t``); RENAME
+COLUMN rewrites those of readers that are one SELECT over plain tables, joins included
+(:func:`_plain_select_aliases`; anything more involved that names the column is refused by
+name). Indexes follow the table (their columns are the table's) -- a dropped column in an
+index key is refused.
 
 Refused by name: ALTER of anything but a table (MVs, indexes, sources), tables fed by a
 connector or with subscriptions (for ADD/DROP: their logs hold the old layout), adding a
@@ -268,13 +271,18 @@ def _rename_table(db, rel, to: str, node):
     return Result()
 
 
-def _single_select_over(ast, table: str) -> bool:
-    """Whether ``ast`` is one SELECT reading ``table`` alone (no subquery, CTE, join or set
-    operation): then every unqualified column reference names one of ``table``'s columns."""
-    selects = list(ast.find_all(exp.Select))
-    tables = list(ast.find_all(exp.Table))
-    return (isinstance(ast, exp.Select) and len(selects) == 1 and len(tables) == 1 and
-            _name(tables[0].this) == table and not list(ast.find_all(exp.Subquery)))
+def _plain_select_aliases(ast, table: str) -> list | None:
+    """The aliases ``table`` has in ``ast`` when ``ast`` is one SELECT over plain tables (no
+    subquery, CTE, set operation or table function in FROM/JOIN), else None: then a column
+    reference qualified by one of them, or an unqualified one while ``table`` is read once
+    (the definition bound, so it was not ambiguous), names ``table``'s column."""
+    if not isinstance(ast, exp.Select) or len(list(ast.find_all(exp.Select))) != 1 or \
+            list(ast.find_all(exp.Subquery)):
+        return None
+    sources = [ast.args.get("from_") or ast.args.get("from")] + list(ast.args.get("joins") or [])
+    if any(s is None or not isinstance(s.this, exp.Table) for s in sources):
+        return None
+    return [s.this.alias_or_name for s in sources if _name(s.this.this) == table]
 
 
 def _rename_column(db, rel, old: str, to: str, node):
@@ -307,20 +315,26 @@ def _rename_column(db, rel, old: str, to: str, node):
         if reader.kind == "index":
             return None
         refs = [c for c in ast.find_all(exp.Column) if _name(c.this) == old]
-        if not refs:
-            return None
-        outputs = {e.alias_or_name for e in ast.expressions} if isinstance(ast, exp.Select) else set()
-        if not _single_select_over(ast, rel.name) or to in outputs:
+        aliases = _plain_select_aliases(ast, rel.name) if refs else None
+        if not aliases:
             return None   # planned as it is: if it names the column, it no longer binds (refused)
-        alias = _tables_named(ast, rel.name)[0].alias_or_name
+        named = {e.alias for e in ast.expressions if isinstance(e, exp.Alias)}
+        if old in named or to in named:
+            return None   # ORDER BY / GROUP BY may mean the output column: not rewritten (refused)
         for c in refs:
-            if c.table and c.table != alias:
-                continue
-            if c.parent is ast and c.arg_key == "expressions":   # SELECT a: the MV's column stays a
-                c.replace(exp.alias_(exp.Column(this=exp.to_identifier(to, quoted=True),
-                                                table=c.args.get("table")), exp.to_identifier(old, quoted=True)))
+            if c.table:
+                if c.table not in aliases:
+                    continue
+                qualifier = c.args["table"].copy()
+            elif len(aliases) == 1:
+                qualifier = exp.to_identifier(aliases[0], quoted=True)
             else:
-                c.set("this", exp.to_identifier(to, quoted=True))
+                continue
+            ref = exp.Column(this=exp.to_identifier(to, quoted=True), table=qualifier)
+            if c.parent is ast and c.arg_key == "expressions":   # SELECT a: the MV's column stays a
+                c.replace(exp.alias_(ref, exp.to_identifier(old, quoted=True)))
+            else:
+                c.replace(ref)
         return ast
 
     changed, plans = _replan_readers(db, new, rel.name, rewrite, f"reads column {old!r}")
