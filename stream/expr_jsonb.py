@@ -8,11 +8,13 @@ the casts to and from JSONB (:func:`cast_jsonb`, called by :mod:`stream.expr_cas
 A JSONB value is its normal text (relational/jsonb.py); each row is parsed into the Python
 json model, the operation applied, and a JSONB result printed back to normal text.
 
-Names (the binder maps operators to them): ``jsonb_get`` (``->``, by key for a text operand,
-by index for an integer one, a negative index counting from the end), ``jsonb_get_text``
-(``->>``), ``jsonb_get_path`` / ``jsonb_get_path_text`` (``#>`` / ``#>>`` with a text path
-``'{a,0,b}'``), ``jsonb_contains`` (``@>``; ``<@`` swaps the operands), ``jsonb_exists``
-(``?``), ``jsonb_typeof``, ``jsonb_array_length``, ``jsonb_build_object``, ``to_jsonb``.
+Names: the operators are entered under their own spelling, which no SQL call can name (the
+binder maps them): ``->`` (by key for a text operand, by index for an integer one, a negative
+index counting from the end), ``->>``, ``#>`` / ``#>>`` (a text path ``'{a,0,b}'``), ``@>``
+(``<@`` swaps the operands), ``?``, ``||`` (``jsonb_concat``), ``-`` (``jsonb_delete``: a key
+or an index); the functions ``jsonb_contains``, ``jsonb_exists``, ``jsonb_concat``,
+``jsonb_extract_path[_text]`` (variadic keys), ``jsonb_typeof``, ``jsonb_array_length``,
+``jsonb_build_object``, ``to_jsonb``.
 A top-level scalar is a one-element array to ``->`` with an index (``'"s"'::jsonb -> 0`` is
 ``"s"``), as Postgres stores it. JSON null cast to a scalar type is SQL NULL. What does not apply (a key of an array, an index of an object, a missing key, an index out of
 range) is NULL, as Postgres; ``->>`` of JSON null is NULL; ``jsonb_array_length`` of a
@@ -129,8 +131,12 @@ def parse_path(text: str) -> list:
 
 
 def _walk_path(text, path):
+    return _walk_keys(text, parse_path(path))
+
+
+def _walk_keys(text, keys):
     node = tree(text)
-    for item in parse_path(path):
+    for item in keys:
         if item is None:
             return _MISSING
         if isinstance(node, dict):
@@ -310,16 +316,56 @@ def _entry(fn, typer, name, arity):
     return impl, typer, arity
 
 
+def _concat(a_text, b_text):
+    """``a || b`` (Postgres' ``jsonb_concat``): two objects merge (the right's keys win), else
+    both sides as arrays (a scalar or an object is a one-element array) are concatenated."""
+    a, b = tree(a_text), tree(b_text)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return J.to_text(J._object(list(a.items()) + list(b.items())))
+    return J.to_text((a if isinstance(a, list) else [a]) + (b if isinstance(b, list) else [b]))
+
+
+def _delete(text, key):
+    """``j - 'key'`` (an object's key, or an array's string elements equal to it) and ``j - n``
+    (an array's element n, negative from the end), as Postgres' ``jsonb_delete``."""
+    node = tree(text)
+    if not isinstance(node, (dict, list)):
+        raise RowError("cannot delete from scalar")
+    if isinstance(key, str):
+        if isinstance(node, dict):
+            return J.to_text({k: v for k, v in node.items() if k != key})
+        return J.to_text([x for x in node if not (isinstance(x, str) and x == key)])
+    if isinstance(node, dict):
+        raise RowError("cannot delete from object using integer index")
+    i = key + len(node) if key < 0 else key
+    return J.to_text([x for n, x in enumerate(node) if n != i])
+
+
+def _path_args(text, *keys):   # jsonb_extract_path(j, VARIADIC keys): the path as its elements
+    return _out(_walk_keys(text, keys))
+
+
+#: the operators under their Postgres names (``->`` ... ``?``) and the functions; an operator's
+#: entry is named as written, so no SQL call reaches it by name and no hint suggests it
 FUNCS = {
-    "jsonb_get": _entry(_get, _get_type, "jsonb_get", (2, 2)),
-    "jsonb_get_text": _entry(_get_text, _get_text_type, "jsonb_get_text", (2, 2)),
-    "jsonb_get_path": _entry(_get_path, lambda ts: _JB if ts == [_JB, _V] else None, "jsonb_get_path", (2, 2)),
-    "jsonb_get_path_text": _entry(_get_path_text, lambda ts: _V if ts == [_JB, _V] else None,
-                                  "jsonb_get_path_text", (2, 2)),
+    "->": _entry(_get, _get_type, "->", (2, 2)),
+    "->>": _entry(_get_text, _get_text_type, "->>", (2, 2)),
+    "#>": _entry(_get_path, lambda ts: _JB if ts == [_JB, _V] else None, "#>", (2, 2)),
+    "#>>": _entry(_get_path_text, lambda ts: _V if ts == [_JB, _V] else None, "#>>", (2, 2)),
+    "@>": _entry(_contains_rows, lambda ts: DataType.BOOLEAN if ts == [_JB, _JB] else None, "@>", (2, 2)),
+    "?": _entry(_exists, lambda ts: DataType.BOOLEAN if ts == [_JB, _V] else None, "?", (2, 2)),
+    "||": _entry(_concat, lambda ts: _JB if ts == [_JB, _JB] else None, "||", (2, 2)),
+    "-": _entry(_delete, _get_type, "-", (2, 2)),
     "jsonb_contains": _entry(_contains_rows, lambda ts: DataType.BOOLEAN if ts == [_JB, _JB] else None,
                              "jsonb_contains", (2, 2)),
     "jsonb_exists": _entry(_exists, lambda ts: DataType.BOOLEAN if ts == [_JB, _V] else None, "jsonb_exists",
                            (2, 2)),
+    "jsonb_concat": _entry(_concat, lambda ts: _JB if ts == [_JB, _JB] else None, "jsonb_concat", (2, 2)),
+    "jsonb_extract_path": _entry(_path_args, lambda ts: _JB if ts[0] == _JB and all(t == _V for t in ts[1:])
+                                 else None, "jsonb_extract_path", (2, None)),
+    "jsonb_extract_path_text": _entry(lambda *a: _as_text(_walk_keys(a[0], a[1:])),
+                                      lambda ts: _V if ts[0] == _JB and all(t == _V for t in ts[1:]) else None,
+                                      "jsonb_extract_path_text", (2, None)),
     "jsonb_typeof": _entry(_typeof, lambda ts: _V if ts == [_JB] else None, "jsonb_typeof", (1, 1)),
     "jsonb_array_length": _entry(_array_length, lambda ts: DataType.INT if ts == [_JB] else None,
                                  "jsonb_array_length", (1, 1)),

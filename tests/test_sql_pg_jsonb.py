@@ -37,13 +37,16 @@ EXPRS = [
     "j", "j::text", "j -> 'a'", "j -> 'b' -> 2", "j ->> 'a'", "j -> 0", "j -> -1", "j ->> 1", "j -> 10", "j -> -10",
     "j -> 'a' -> 'b' ->> 'c'", "j #> '{a,b,c}'", "j #>> '{a,b,c,1}'", "j #> '{b,2,c}'", "j #>> '{}'", "j #> '{0}'",
     "j @> '{\"a\": 1}'", "j @> '[1]'", "j @> '1'", "j @> '{\"b\": [2]}'", "'{\"a\": 1}' <@ j", "j @> '[[4]]'",
-    "j ? 'a'", "j ? 'str'", "j ? 'b'", "jsonb_typeof(j)", "jsonb_typeof(j -> 'a')",
+    "j ? 'a'", "j ? 'str'", "j ? 'b'", "jsonb_typeof(j)", "jsonb_typeof(j -> 'a')", "jsonb_typeof(j #> '{a,b}')",
     "jsonb_build_object('k', k, 'j', j, 't', j::text, 'n', NULL, 'f', k * 1.5, 'b', k > 3)",
     "to_jsonb(k)", "to_jsonb(j::text)", "to_jsonb(k > 2)", "to_jsonb(k::float8 / 3)", "to_jsonb(j)",
     "j = '{\"a\": 1, \"b\": 2}'", "j = '12.3'", "j <> '[]'", "j < '{}'", "j >= '\"str\"'",
     "j IS DISTINCT FROM 'null'",
+    "j || '{\"z\": 0, \"a\": 5}'", "j || '[9]'", "'[0]' || j", "j || j", "j || '7'", "j::text || '!'",
+    "jsonb_extract_path(j, 'a', 'b')", "jsonb_extract_path_text(j, 'b', '2', 'c')",
+    "jsonb_contains(j, '[1]')", "jsonb_exists(j, 'a')", "jsonb_concat(j, '[1]')",
 ]
-DATA_ERRORS = ["jsonb_array_length(j)", "(j -> 0)::int", "j::int", "j::float8", "j::bool", "j::numeric",
+DATA_ERRORS = ["jsonb_array_length(j)", "j - 'a'", "j - 'two'", "j - 0", "j - -1", "j - 9", "(j -> 0)::int", "j::int", "j::float8", "j::bool", "j::numeric",
                "(j ->> 'a')::int"]
 
 
@@ -118,6 +121,9 @@ FIXED = [
     "SELECT '1.5'::jsonb::int, '2.5'::jsonb::int, '-2.5'::jsonb::bigint, '1e2'::jsonb::float8, '0.1'::jsonb::float8",
     "SELECT '\"x\"'::jsonb::text, '{\"a\":1}'::jsonb::varchar, ('{\"a\":\"q\"}'::jsonb ->> 'a') || '!'",
     "SELECT 'null'::jsonb ->> 0, '[null]'::jsonb ->> 0, '[null]'::jsonb -> 0, '{\"a\":null}'::jsonb ->> 'a'",
+    "SELECT to_jsonb(ARRAY[1, 2]), to_jsonb(ARRAY['a', NULL]), to_jsonb(DATE '2024-01-02'), "
+    "to_jsonb(TIMESTAMPTZ '2024-01-02 03:04:05.5+00'), to_jsonb(TIMESTAMP '2024-01-02 03:04:05'), to_jsonb(1e300::float8)",
+    "SELECT jsonb_extract_path('{}'::jsonb)", "SELECT '[1]'::jsonb - true",
     "SELECT '99999'::jsonb::smallint", "SELECT 'true'::jsonb::int", "SELECT '[]'::jsonb::bool",
 ]
 
@@ -161,7 +167,8 @@ def test_random_documents_agree_with_postgres(both, docs, data):
     load(conn, pg, texts)
     check(conn, pg, "SELECT k, j, j::text, jsonb_typeof(j), j -> 'a', j ->> 'b', j -> 0, j ->> -1, j ? 'a', "
                     "j #> '{a,0}' FROM t")
-    check(conn, pg, "SELECT a.k, b.k, a.j = b.j, a.j < b.j, a.j @> b.j, a.j <@ b.j FROM t a, t b")
+    check(conn, pg, "SELECT a.k, b.k, a.j = b.j, a.j < b.j, a.j @> b.j, a.j <@ b.j, a.j || b.j FROM t a, t b")
+    check(conn, pg, "SELECT k, j - 'a', j - 0 FROM t WHERE jsonb_typeof(j) IN ('object', 'array')")
     check(conn, pg, "SELECT k FROM t ORDER BY j, k", ordered=True)
 
 
@@ -234,6 +241,11 @@ def test_refusals_name_the_construct():
             conn.execute("SELECT * FROM t, jsonb_array_elements(t.j)")
         with pytest.raises(sql.errors.BindError, match="cannot cast type integer to jsonb"):
             conn.execute("SELECT k::jsonb FROM t")
+        with pytest.raises(sql.errors.UnsupportedError, match="set-returning function jsonb_each is supported in FROM"):
+            conn.execute("SELECT jsonb_each(j) FROM t")
+        with pytest.raises(sql.errors.UnsupportedError, match="function jsonb_set is not supported") as info:
+            conn.execute("SELECT jsonb_set(j, '{a}', '1') FROM t")
+        assert "->" not in str(info.value) and "#>" not in str(info.value)   # operators are not function names
         with pytest.raises(sql.errors.SqlError, match="->"):
             conn.execute("SELECT s -> 'a' FROM t")
         with pytest.raises(sql.errors.ExecutionError) as info:

@@ -40,7 +40,13 @@ MAX_DEPTH = 200
 _JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
                 exp.JSONBContainsTopKey, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Lambda)
 #: JSONB functions whose leading arguments take these types (an untyped literal becomes one)
-_JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataType.JSONB,)}
+_JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataType.JSONB,),
+               "jsonb_contains": (DataType.JSONB, DataType.JSONB), "jsonb_exists": (DataType.JSONB,),
+               "jsonb_concat": (DataType.JSONB, DataType.JSONB), "jsonb_extract_path": (DataType.JSONB,),
+               "jsonb_extract_path_text": (DataType.JSONB,)}
+#: set-returning JSONB functions: FROM only (sql/bind/jsonb_rows.py)
+_JSONB_ROWS = ("jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text",
+               "jsonb_object_keys")
 
 
 @dataclass
@@ -296,6 +302,8 @@ class ExprBinder:
                 raise error_at(UnsupportedError, "* is not allowed here", node)
             col = self.scope.resolve(_name(node.this), _name(node.args.get("table")), node)
             return E.Col(col.index, col.dtype, col.name)
+        if isinstance(node, exp.Sub) and (jsonb := self._jsonb_binary(node, "-")) is not None:   # delete
+            return jsonb
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
             op = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}[type(node)]
             left, right = self.bind_pair(node.this, node.expression)
@@ -380,6 +388,9 @@ class ExprBinder:
             array = self._array_concat(node)
             if array is not None:
                 return array
+            jsonb = self._jsonb_binary(node, "||")
+            if jsonb is not None:
+                return jsonb
             a, b = (e if e.data_type == DataType.VARCHAR else E.Cast(e, DataType.VARCHAR)
                     for e in (self.bind(node.this), self.bind(node.expression)))
             return E.Case([(E.Or(E.IsNull(a), E.IsNull(b)), E.Lit(None, DataType.VARCHAR))],
@@ -435,15 +446,15 @@ class ExprBinder:
                 return None
             if isinstance(node, exp.ArrayContainedBy):
                 left, right = right, left
-            return self._jsonb_call("jsonb_contains", [left, right], node)
+            return self._jsonb_call("@>", [left, right], node)
         left = self.bind(node.this)
         if left.data_type != DataType.JSONB:
             return None
         operand = node.expression
         if isinstance(node, exp.JSONBContainsTopKey):
-            return self._jsonb_call("jsonb_exists", [left, self.bind_as(operand, DataType.VARCHAR)], node)
+            return self._jsonb_call("?", [left, self.bind_as(operand, DataType.VARCHAR)], node)
         if isinstance(node, (exp.JSONBExtract, exp.JSONBExtractScalar)):
-            name = "jsonb_get_path" if isinstance(node, exp.JSONBExtract) else "jsonb_get_path_text"
+            name = "#>" if isinstance(node, exp.JSONBExtract) else "#>>"
             return self._jsonb_call(name, [left, self.bind_as(operand, DataType.VARCHAR)], node)
         if isinstance(operand, exp.JSONPath):
             parts = operand.expressions
@@ -455,16 +466,34 @@ class ExprBinder:
             right = E.Lit(key, DataType.VARCHAR if isinstance(parts[1], exp.JSONPathKey) else DataType.INT)
         else:
             right = self.bind_as(operand, DataType.VARCHAR)
-        name = "jsonb_get" if isinstance(node, exp.JSONExtract) else "jsonb_get_text"
+        name = "->" if isinstance(node, exp.JSONExtract) else "->>"
         return self._jsonb_call(name, [left, right], node)
+
+    def _jsonb_binary(self, node, op):
+        """``j || j2`` (an untyped literal beside a JSONB is one) and ``j - 'key'`` / ``j - n``;
+        None when the left operand (``||``: neither) is not JSONB. Operands holding a subquery
+        are left to the general path (they are bound once there)."""
+        if node.find(exp.Select) is not None:
+            return None
+        left = None if _untyped(self, node.this) else self.bind(node.this)
+        if op == "-":
+            if left is None or left.data_type != DataType.JSONB:
+                return None
+            return self._jsonb_call(op, [left, self.bind_as(node.expression, DataType.VARCHAR)], node)
+        right = None if _untyped(self, node.expression) else self.bind(node.expression)
+        if DataType.JSONB not in (left and left.data_type, right and right.data_type):
+            return None
+        left = left if left is not None else self.bind_as(node.this, DataType.JSONB)
+        right = right if right is not None else self.bind_as(node.expression, DataType.JSONB)
+        if left.data_type != right.data_type:   # jsonb || text: Postgres' anytextcat, text
+            return None
+        return self._jsonb_call(op, [left, right], node)
 
     def _jsonb_call(self, name, args, node) -> E.Expr:
         try:
             return E.Func(name, *args)
         except ExpressionError:
-            op = {"jsonb_contains": "@>", "jsonb_exists": "?", "jsonb_get": "->", "jsonb_get_text": "->>",
-                  "jsonb_get_path": "#>", "jsonb_get_path_text": "#>>"}[name]
-            raise error_at(BindError, f"operator does not exist: {args[0].data_type.sql_name().lower()} {op} "
+            raise error_at(BindError, f"operator does not exist: {args[0].data_type.sql_name().lower()} {name} "
                                       f"{args[1].data_type.sql_name().lower()}", node) from None
 
     def _like(self, node, escape) -> E.Expr:
@@ -780,6 +809,18 @@ class ExprBinder:
                 raise error_at(BindError, exc.reason, node) from None
         if isinstance(node, exp.Anonymous) and node.name.lower() in self._UNIFIED:
             return self._call(node.name.lower(), list(node.expressions), node)
+        if isinstance(node, (exp.JSONBContains, exp.JSONBExists)):   # sqlglot's nodes of these two calls
+            contains = isinstance(node, exp.JSONBContains)
+            second = node.expression if contains else node.args.get("path")
+            if isinstance(second, exp.JSONPath) and len(second.expressions) == 2 and \
+                    isinstance(second.expressions[1], exp.JSONPathKey):   # jsonb_exists(j, 'k'): a JSON path to it
+                second = exp.Literal.string(str(second.expressions[1].this))
+            return self._call_typed("jsonb_contains" if contains else "jsonb_exists",
+                                    [self.bind_as(node.this, DataType.JSONB),
+                                     self.bind_as(second, DataType.JSONB if contains else DataType.VARCHAR)], node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_ROWS:
+            raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} is supported in FROM over "
+                                             f"a constant (FROM {node.name.lower()}('...') AS e), not here", node)
         if isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_ARGS:
             name, types = node.name.lower(), _JSONB_ARGS[node.name.lower()]
             return self._call_typed(name, [self.bind_as(a, t) for a, t in zip(node.expressions, types)]
