@@ -175,12 +175,39 @@ _plan = plan_definition
 
 def _signature(plan) -> tuple:
     """What an MV's stored state depends on: its output types and key, and for each stateful
-    operator (in allocation order) its kind, its input layouts and its own."""
+    operator (in allocation order) its kind, its parameters (column positions, aggregate calls,
+    conditions -- not the names columns go by, which a RENAME COLUMN changes), its input layouts
+    and its own."""
     parts = [tuple(plan.types), tuple(plan.stream_key)]
     for n, k in count_state_tables(plan):
-        parts.append((n.label(), k, tuple(n.types), tuple(n.stream_key),
+        parts.append((type(n).__name__, k, _fingerprint(n, top=True), tuple(n.types), tuple(n.stream_key),
                       tuple((tuple(i.types), tuple(i.stream_key)) for i in n.inputs)))
     return tuple(parts)
+
+
+_NOT_PARAMETERS = {"input", "inputs", "left", "right", "relation", "alias", "names", "node"}
+
+
+def _fingerprint(value, top: bool = False):
+    """A comparable, name-free form of a plan node's parameters (:func:`_signature`)."""
+    from stream.expr_base import Col, Expr
+    from sql.plan import nodes as P
+
+    if isinstance(value, Col):
+        return ("col", value.index, value.data_type)
+    if isinstance(value, P.Node) and not top:
+        return ("node",)
+    if isinstance(value, (list, tuple)):
+        return tuple(_fingerprint(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _fingerprint(v)) for k, v in value.items()))
+    if isinstance(value, (str, int, float, bool, type(None))) or not hasattr(value, "__dict__"):
+        return value
+    fields = {k: v for k, v in vars(value).items()
+              if k not in _NOT_PARAMETERS and "name" not in k and k != "text" and not k.startswith("_scalar")}
+    if isinstance(value, Expr):
+        fields.pop("name", None)
+    return (type(value).__name__,) + tuple((k, _fingerprint(v)) for k, v in sorted(fields.items()))
 
 
 def _replan_readers(db, new, table: str, rewrite, reason: str, freeze=None) -> tuple:
@@ -321,7 +348,10 @@ def _rename_column(db, rel, old: str, to: str, node):
         named = {e.alias for e in ast.expressions if isinstance(e, exp.Alias)}
         if old in named or to in named:
             return None   # ORDER BY / GROUP BY may mean the output column: not rewritten (refused)
+        shown = any(isinstance(e, exp.Column) and _name(e.this) == old for e in ast.expressions)
         for c in refs:
+            if not c.table and shown and c.find_ancestor(exp.Order) is not None:
+                continue   # ORDER BY a: the output column a (which keeps its name)
             if c.table:
                 if c.table not in aliases:
                     continue

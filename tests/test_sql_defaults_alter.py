@@ -282,6 +282,9 @@ def test_rename_column_rewrites_plain_selects_and_refuses_the_rest_by_name(conn)
     conn.execute("INSERT INTO t VALUES (1, 2, 3)")
     conn.execute("INSERT INTO o VALUES (1, 10)")
     conn.execute("CREATE MATERIALIZED VIEW j AS SELECT t.k, v, v + w AS s FROM t JOIN o ON t.k = o.k WHERE v > 0")
+    conn.execute("CREATE MATERIALIZED VIEW agg AS SELECT x, sum(v) AS sv, max(v) FILTER (WHERE v > 1) AS mv, "
+                 "count(DISTINCT v) AS dv FROM t GROUP BY x")
+    conn.execute("CREATE MATERIALIZED VIEW top AS SELECT k, v FROM t ORDER BY v DESC LIMIT 1")
     conn.execute("CREATE MATERIALIZED VIEW sub AS SELECT k FROM t WHERE v IN (SELECT w FROM o)")
     with pytest.raises(BindError, match="materialized view 'sub' reads it"):
         conn.execute("ALTER TABLE t RENAME COLUMN v TO vv")
@@ -290,6 +293,8 @@ def test_rename_column_rewrites_plain_selects_and_refuses_the_rest_by_name(conn)
     conn.execute("INSERT INTO t VALUES (2, 5, 6)")
     conn.execute("INSERT INTO o VALUES (2, 20)")
     assert rows(conn, "SELECT * FROM j ORDER BY k") == [(1, 2, 12), (2, 5, 25)]   # j keeps its column v
+    assert rows(conn, "SELECT * FROM agg ORDER BY x") == [(3, 2, 2, 1), (6, 5, 5, 1)]
+    assert rows(conn, "SELECT * FROM top") == [(2, 5)]
     assert "\"t\".\"vv\" AS \"v\"" in conn.db.catalog.get("j").definition
     conn.execute("ALTER TABLE t RENAME COLUMN x TO y")   # j does not read x
     conn.execute("ALTER TABLE t RENAME y TO z")   # COLUMN is optional, as in Postgres
