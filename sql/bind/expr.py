@@ -5,7 +5,10 @@ Job: resolve column names (unknown -> BindError, ambiguous -> BindError), type l
 ``$n`` parameters (bound as values, never text), resolve untyped string literals and NULLs
 against the other operand's type, and map each supported operator or function to a
 ``stream.expr`` node (``IN`` -> OR of ``=``, ``BETWEEN`` -> AND, ``NULLIF`` -> CASE, ``||`` ->
-NULL-propagating concat). Anything else raises UnsupportedError naming the construct and its
+NULL-propagating concat; with an array operand ``array_cat``/``array_append``/``array_prepend``),
+arrays (``ARRAY[...]``, ``a[i]`` / ``a[lo:hi]`` with sqlglot's 0-based shift undone, ``x op ANY /
+ALL (array)``, ``@> <@ &&``, the array functions with their element arguments typed from the
+array: :mod:`stream.expr_array`). Anything else raises UnsupportedError naming the construct and its
 position. ``hook`` lets the aggregate binder replace GROUP BY expressions and aggregate calls
 by columns of the Agg output before normal binding.
 

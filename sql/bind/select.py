@@ -5,14 +5,17 @@ expressions of one side or of different numeric types, computed below the join -
 with Postgres's merged columns, ``NATURAL``), WHERE, GROUP BY with aggregates (+ FILTER), HAVING, the select
 list (``*``, ``t.*``, ``* EXCEPT (cols)``, aliases), UNION [ALL] [CORRESPONDING]; ORDER BY /
 LIMIT / OFFSET, DISTINCT ON and ROW_NUMBER() through :mod:`sql.bind.order`, EXCEPT / INTERSECT
-through :mod:`sql.bind.set_ops`. The plan's first ``n_visible`` columns are the query's output,
-named by ``plan.names``.
+through :mod:`sql.bind.set_ops`; ``unnest(...)`` in FROM (an implicit LATERAL over the FROM items
+before it, ``[LEFT] JOIN LATERAL``, ``WITH ORDINALITY``) and in the select list (one ``Unnest``
+node zipping every call). The plan's first ``n_visible`` columns are the query's output, named by
+``plan.names``.
 
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
 supported subset raise UnsupportedError naming the construct and position (so does a schema
 other than ``public``: :func:`relation_name`); a join in a
 materialized view needs at least one equality between its sides (batch joins without one are
-nested loops). Subqueries in expressions and WHERE: :mod:`sql.bind.subquery`.
+nested loops); an array is never a grouping, partitioning or join key (refused by name).
+Subqueries in expressions and WHERE: :mod:`sql.bind.subquery`.
 
 Callers: :mod:`sql.statements` (CREATE MATERIALIZED VIEW, SELECT, INSERT ... SELECT, EXPLAIN).
 """
@@ -571,7 +574,7 @@ class QueryBinder:
                 # a join to a side of at most one row (a comma join to a global aggregate): a
                 # hash join on a constant key, whose state is the other side (sql/build.py's
                 # ScalarJoin does the same); any other keyless join stays refused below
-                lexprs.append((0, E.Lit(1, DataType.INT))), rexprs.append((0, E.Lit(1, DataType.INT)))
+                lexprs.append((0, E.Lit(1, DataType.INT))), rexprs.append((0, E.Lit(2, DataType.INT)))
                 lk.append(None), rk.append(None)
             if lexprs:
                 plan, lat = _with_columns(plan, [e for _, e in lexprs], "_jkey")
