@@ -97,7 +97,7 @@ def test_every_type_maps_to_spark_and_loads_map_back():
     for dtype in SCALARS + [T.struct([("a", T.INT), ("b", T.list(T.VARCHAR))]), T.list(T.INTERVAL)]:
         stype = spark_type(dtype)
         assert stype.simpleString()
-    back = {T.DECIMAL: T.VARCHAR, T.TIME: T.VARCHAR, T.INTERVAL: T.struct(
+    back = {T.DECIMAL: T.VARCHAR, T.TIME: T.VARCHAR, T.JSONB: T.VARCHAR, T.INTERVAL: T.struct(
         [("months", T.INT), ("days", T.INT), ("microseconds", T.BIGINT)])}
     for dtype in SCALARS:
         assert from_spark_type(spark_type(dtype), "c") == back.get(dtype, dtype)
