@@ -574,7 +574,7 @@ class QueryBinder:
                 # a join to a side of at most one row (a comma join to a global aggregate): a
                 # hash join on a constant key, whose state is the other side (sql/build.py's
                 # ScalarJoin does the same); any other keyless join stays refused below
-                lexprs.append((0, E.Lit(1, DataType.INT))), rexprs.append((0, E.Lit(2, DataType.INT)))
+                lexprs.append((0, E.Lit(1, DataType.INT))), rexprs.append((0, E.Lit(1, DataType.INT)))
                 lk.append(None), rk.append(None)
             if lexprs:
                 plan, lat = _with_columns(plan, [e for _, e in lexprs], "_jkey")
