@@ -351,6 +351,37 @@ def _time_travel_before_a_layout_change(conn):
     assert rows(conn, f"SELECT * FROM t FOR SYSTEM_TIME AS OF EPOCH {after}") == [(1, 2, None)]
 
 
+def test_a_failed_rewrite_leaves_table_and_catalog_as_they_were(tmp_path, monkeypatch):
+    """ADD COLUMN's re-encoding fails half way (after one table's rows are written at the DDL's
+    epoch): nothing of it commits -- the rows, the records and the graph are the old ones."""
+    import sql.alter as alter
+
+    url = str(tmp_path / "db")
+    with sql.connect(url, implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+        conn.execute("CREATE INDEX ia ON t (a)")
+        conn.execute("INSERT INTO t VALUES (1, 10), (2, 20)")
+        real = alter._rewrite_rows
+        calls = []
+
+        def failing(*args):
+            calls.append(args[1])
+            real(*args)
+            if len(calls) == 2:   # the table's rows and the index's are written: fail now
+                raise OSError("disk full")
+        monkeypatch.setattr(alter, "_rewrite_rows", failing)
+        with pytest.raises(OSError, match="disk full"):
+            conn.execute("ALTER TABLE t ADD COLUMN b INT DEFAULT 7")
+        monkeypatch.setattr(alter, "_rewrite_rows", real)
+        assert rows(conn, "SELECT * FROM t ORDER BY id") == [(1, 10), (2, 20)]
+        assert rows(conn, "SELECT * FROM t WHERE a = 20") == [(2, 20)]
+        conn.execute("INSERT INTO t VALUES (3, 30)")
+    with sql.connect(url, implicit_flush=True) as conn:
+        assert rows(conn, "SELECT * FROM t ORDER BY id") == [(1, 10), (2, 20), (3, 30)]
+        conn.execute("ALTER TABLE t ADD COLUMN b INT DEFAULT 7")
+        assert rows(conn, "SELECT * FROM t WHERE a = 30") == [(3, 30, 7)]
+
+
 def test_read_only_connection_refuses_alter(tmp_path):
     url = str(tmp_path / "db")
     with sql.connect(url, implicit_flush=True) as conn:
