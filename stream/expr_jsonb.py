@@ -345,6 +345,15 @@ def _path_args(text, *keys):   # jsonb_extract_path(j, VARIADIC keys): the path 
     return _out(_walk_keys(text, keys))
 
 
+def _list_entry(fn, elem, name):
+    """An internal JSONB -> LIST function: what ``unnest`` expands for ``jsonb_array_elements``
+    and the like over a column (sql/bind/jsonb_rows.py); its name holds a space, so no SQL call
+    names it."""
+    typer = (lambda ts: DataType.list(elem) if ts == [_JB] else None)
+    fn.__name__ = name.split()[0]
+    return (lambda a, c: rowwise(fn, typer)(a, c)), typer, (1, 1)
+
+
 #: the operators under their Postgres names (``->`` ... ``?``) and the functions; an operator's
 #: entry is named as written, so no SQL call reaches it by name and no hint suggests it
 FUNCS = {
@@ -370,6 +379,14 @@ FUNCS = {
     "jsonb_array_length": _entry(_array_length, lambda ts: DataType.INT if ts == [_JB] else None,
                                  "jsonb_array_length", (1, 1)),
     "jsonb_build_object": (_build_object_impl, _build_object_type, (0, None)),
+    "jsonb_array_elements list": _list_entry(lambda t: array_elements(t, False), _JB, "jsonb_array_elements list"),
+    "jsonb_array_elements_text list": _list_entry(lambda t: array_elements(t, True), _V,
+                                                  "jsonb_array_elements_text list"),
+    "jsonb_each keys": _list_entry(lambda t: [k for k, _ in each(t, False)], _V, "jsonb_each keys"),
+    "jsonb_each values": _list_entry(lambda t: [v for _, v in each(t, False)], _JB, "jsonb_each values"),
+    "jsonb_each_text keys": _list_entry(lambda t: [k for k, _ in each(t, True)], _V, "jsonb_each_text keys"),
+    "jsonb_each_text values": _list_entry(lambda t: [v for _, v in each(t, True)], _V, "jsonb_each_text values"),
+    "jsonb_object_keys list": _list_entry(lambda t: object_keys(t), _V, "jsonb_object_keys list"),
     "to_jsonb": (_to_jsonb_impl, lambda ts: _JB, (1, 1)),
 }
 

@@ -237,8 +237,10 @@ def test_refusals_name_the_construct():
         conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB, s VARCHAR)")
         with pytest.raises(sql.errors.UnsupportedError, match="jsonb_each.*batch query only"):
             conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM jsonb_each('{}')")
-        with pytest.raises(sql.errors.UnsupportedError, match="LATERAL"):
-            conn.execute("SELECT * FROM t, jsonb_array_elements(t.j)")
+        with pytest.raises(sql.errors.UnsupportedError, match="jsonb_array_elements.*batch query only"):
+            conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t, jsonb_array_elements(t.j)")
+        with pytest.raises(sql.errors.BindError, match="does not exist"):
+            conn.execute("SELECT * FROM jsonb_array_elements(t.j)")
         with pytest.raises(sql.errors.BindError, match="cannot cast type integer to jsonb"):
             conn.execute("SELECT k::jsonb FROM t")
         with pytest.raises(sql.errors.UnsupportedError, match="set-returning function jsonb_each is supported in FROM"):
@@ -273,3 +275,36 @@ def test_numbers_of_another_scale_are_distinct_keys_alike_in_batch_and_mv():
             assert mv == sorted(map(repr, conn.execute(q).fetchall())), q
         assert len(conn.execute("SELECT * FROM m0").fetchall()) == 5
         assert conn.execute("SELECT * FROM m2").fetchall() == [(2, 1), (6, 2)]
+
+
+LATERAL = [
+    "SELECT t.k, e.value FROM t, jsonb_array_elements(t.j) AS e",
+    "SELECT t.k, value FROM t CROSS JOIN LATERAL jsonb_array_elements_text(t.j)",
+    "SELECT t.k, e.x FROM t LEFT JOIN LATERAL jsonb_array_elements(t.j) AS e(x) ON true",
+    "SELECT t.k, e.value ->> 'a', e.value FROM t, jsonb_array_elements(t.j) AS e WHERE e.value ? 'a'",
+    "SELECT count(*), count(DISTINCT value) FROM t, jsonb_array_elements(t.j)",
+]
+EACH = [
+    "SELECT o.k, key, value FROM o, jsonb_each(o.j)",
+    "SELECT o.k, x.kk, x.vv FROM o CROSS JOIN LATERAL jsonb_each_text(o.j) AS x(kk, vv)",
+    "SELECT o.k, jsonb_object_keys FROM o, jsonb_object_keys(o.j)",
+    "SELECT o.k, e.key FROM o LEFT JOIN LATERAL jsonb_each(o.j) AS e ON true WHERE e.value IS NULL OR e.key = 'a'",
+]
+
+
+def test_set_returning_functions_over_a_column_agree_with_postgres(both):
+    """``FROM t, jsonb_array_elements(t.j)`` and the like (an implicit LATERAL): rows, NULL
+    inputs, empty arrays and objects, and a wrong JSON type (a data error on both sides)."""
+    conn, pg = both
+    load(conn, pg, ['[1, "a", {"a": 2}, [3]]', "[]", None, '[{"a": null}, {"b": 1}]', '["x"]'])
+    for text in LATERAL:
+        assert check(conn, pg, text) == "ok", text
+    objects = ", ".join(f"({k}, {lit(d)})" for k, d in enumerate(['{"b": 1, "a": [2]}', "{}", None, '{"a": null}']))
+    for side in (conn, pg):
+        side.execute("DROP TABLE IF EXISTS o")
+        side.execute("CREATE TABLE o (k INT PRIMARY KEY, j JSONB)")
+        side.execute(f"INSERT INTO o VALUES {objects}")
+    for text in EACH:
+        assert check(conn, pg, text) == "ok", text
+    assert check(conn, pg, "SELECT * FROM o, jsonb_array_elements(o.j)") == "data"
+    assert check(conn, pg, "SELECT * FROM t, jsonb_each(t.j)") == "data"

@@ -1,16 +1,22 @@
 """The JSONB set-returning functions in FROM: ``jsonb_array_elements``,
 ``jsonb_array_elements_text``, ``jsonb_each``, ``jsonb_each_text`` and ``jsonb_object_keys``.
 
-Job: bind one such call (``FROM jsonb_each('{"a": 1}') AS e(k, v)``) to constant rows
-(:class:`sql.plan.nodes.Values`), as ``generate_series`` is bound (sql/bind/select.py): the
-argument may not read columns (LATERAL over a table's JSONB column is not supported yet), it is
-evaluated once at bind time, and the rows are Postgres' (column names ``value``, ``key`` /
+Job: bind one such call over a constant (``FROM jsonb_each('{"a": 1}') AS e(k, v)``) to
+constant rows (:class:`sql.plan.nodes.Values`), as ``generate_series`` is bound
+(sql/bind/select.py): the argument is evaluated once at bind time, and the rows are Postgres'
+(column names ``value``, ``key`` /
 ``value``, ``jsonb_object_keys``; elements and pairs in stored order). A NULL argument gives no
 rows; the wrong JSON type (elements of an object, each of an array) is a data error
 (:class:`sql.errors.ExecutionError`), as in Postgres. Batch queries only: a materialized view
 refuses them by name.
 
-Callers: :meth:`sql.bind.select.QueryBinder._from_item`.
+Over another FROM item's column (``FROM t, jsonb_array_elements(t.j) AS e``, ``CROSS JOIN
+LATERAL``, ``LEFT JOIN LATERAL ... ON TRUE``) a batch query's call is rewritten by
+:func:`lateral_to_unnest` into ``unnest`` of internal JSONB -> LIST functions
+(stream/expr_jsonb.py; ``jsonb_each`` zips its keys and values), which sql/bind/select.py binds
+as an implicit LATERAL; a row whose value is of the wrong JSON type is a data error there too.
+
+Callers: :meth:`sql.bind.select.QueryBinder._from_item` and ``_from``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,40 @@ FUNCTIONS = {
 }
 
 
+#: name -> the internal list functions unnest zips (one per output column)
+_LISTS = {"jsonb_array_elements": ["jsonb_array_elements list"],
+          "jsonb_array_elements_text": ["jsonb_array_elements_text list"],
+          "jsonb_each": ["jsonb_each keys", "jsonb_each values"],
+          "jsonb_each_text": ["jsonb_each_text keys", "jsonb_each_text values"],
+          "jsonb_object_keys": ["jsonb_object_keys list"]}
+
+
+def lateral_to_unnest(select) -> None:
+    """Rewrite, in place, each FROM item of ``select`` (a batch query's ``exp.Select``) that calls
+    a function of ``FUNCTIONS`` over columns into the ``unnest`` of its lists, keeping the
+    alias (table name; column names default to Postgres': ``value``, ``key``/``value``)."""
+    from sqlglot import exp
+
+    joins = select.args.get("joins") or []
+    for item in [j.this for j in joins]:
+        fn = item.this if isinstance(item, (exp.Table, exp.Lateral)) else None
+        if not isinstance(fn, exp.Anonymous) or fn.name.lower() not in FUNCTIONS or \
+                len(fn.expressions) != 1 or fn.expressions[0].find(exp.Column) is None:
+            continue
+        name = fn.name.lower()
+        alias = item.args.get("alias")
+        table = alias.this.copy() if alias is not None and alias.this is not None else exp.to_identifier(name)
+        given = [c.copy() for c in alias.columns] if alias is not None and alias.columns else []
+        names = FUNCTIONS[name][0]
+        columns = given + [exp.to_identifier(n) for n in names[len(given):]]
+        calls = [exp.Anonymous(this=inner, expressions=[fn.expressions[0].copy()]) for inner in _LISTS[name]]
+        alias = exp.TableAlias(this=table, columns=columns)
+        if isinstance(item, exp.Lateral):
+            item.replace(exp.Lateral(this=exp.Unnest(expressions=calls), alias=alias))
+        else:
+            item.replace(exp.Unnest(expressions=calls, alias=alias))
+
+
 def bind_rows(fn, params, batch: bool) -> P.Values:
     """The rows of the set-returning call ``fn`` (an ``exp.Anonymous`` named in ``FUNCTIONS``)."""
     from sql.batch.execute import from_arrow_values   # the batch executor imports the binder's modules
@@ -47,13 +87,7 @@ def bind_rows(fn, params, batch: bool) -> P.Values:
         raise error_at(UnsupportedError, f"{name} is supported in a batch query only; a materialized view reads "
                                          "tables and materialized views", fn)
     binder = ExprBinder(Scope(), params, context=name)
-    try:
-        arg = binder.bind_as(fn.expressions[0], DataType.JSONB)
-    except BindError as exc:
-        if "does not exist" in str(exc):
-            raise error_at(UnsupportedError, f"{name} over columns of another FROM item (LATERAL) is not "
-                                             "supported; its argument must be a constant", fn) from None
-        raise
+    arg = binder.bind_as(fn.expressions[0], DataType.JSONB)   # a column here is one of no FROM item before
     if arg.data_type != DataType.JSONB:
         raise error_at(BindError, f"function {name}({arg.data_type.sql_name().lower()}) does not exist", fn)
     with raising_errors():

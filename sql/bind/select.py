@@ -507,6 +507,8 @@ class QueryBinder:
             return P.Values([()], [], []), Scope(), where_conjuncts
         joins = node.args.get("joins") or []
         inner = bool(joins) and all(not j.side and (j.kind or "").upper() in ("", "INNER", "CROSS") for j in joins)
+        if self.batch and joins:   # FROM t, jsonb_each(t.j): unnest of its lists (sql/bind/jsonb_rows.py)
+            jsonb_rows.lateral_to_unnest(node)
         plan, scope = self._from_item(from_.this)
         if inner:   # a rank filter on one inner-joined row-number subquery: a group top-N below the join
             plan, where_conjuncts = O.push_rank_filter(plan, scope, where_conjuncts, self.params)
