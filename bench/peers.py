@@ -358,10 +358,10 @@ def main(argv=None) -> int:
     _table(queries, engines, rates, ratio)
     for note in notes:
         print("note: " + note)
-    print(json.dumps({"bench": "peers", "rows": rows, "batch": args.batch, "rounds": args.rounds,
-                      "queries": {q: QUERIES[q] for q in queries}, "events_per_s": rates,
-                      "cpu_events_per_s": cpu_rates, "ratio_hummock_sql_bytewax": ratio, "checked": True,
-                      "bytewax": version, "notes": notes, "machine": machine()}, sort_keys=True))
+    print(json.dumps({"bench": "peers", "events_per_s": rates, "cpu_events_per_s": cpu_rates,
+                      "ratio_hummock_sql_bytewax": ratio, "checked": True, "rows": rows, "batch": args.batch,
+                      "rounds": args.rounds, "queries": {q: QUERIES[q] for q in queries}, "bytewax": version,
+                      "notes": notes, "machine": machine()}))
     sys.stdout.flush()
     return 0
 

@@ -16,8 +16,7 @@ TINY = ["--rows", "2000", "--batch", "500", "--rounds", "1", "--no-warmup"]
 
 
 def _line(out: str) -> dict:
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return next(obj for obj in lines if obj.get("bench") == "peers")
+    return json.loads(next(line for line in out.splitlines() if line.startswith('{"bench": "peers"')))
 
 
 @pytest.mark.parametrize("engine", peers.ENGINES)
