@@ -31,8 +31,9 @@ Invariants: every node's ``data_type`` is fixed at construction (the binder has 
 the element operands to the array's element type); NULL array in, NULL out except where
 Postgres says otherwise (``array_append``/``array_prepend``/``array_cat`` read a NULL array as
 empty, ``string_to_array`` with a NULL delimiter splits into characters). Rows are computed in
-Python (:func:`stream.expr_pg.rowwise`), except casts, which flatten and cast the elements
-with Arrow.
+Python (:func:`stream.expr_pg.rowwise`), except ``cardinality``, ``array_length(a, 1)`` and
+``a[i]`` (Arrow kernels and numpy index arithmetic over the flattened elements) and casts, which
+flatten and cast the elements with Arrow.
 
 Callers: :mod:`stream.expr_funcs` (``FUNCS``), :mod:`stream.expr_cast` (``cast_array``), the SQL
 binder (:mod:`sql.bind.expr`), the SQL types module (text of array literals) and the CLI/pgwire
@@ -45,6 +46,7 @@ import decimal
 import math
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -316,6 +318,8 @@ class ArrayCompare(Expr):
             return rowwise(lambda a, b: test(_compare(a, b)), lambda ts: DataType.BOOLEAN)(
                 [self.left, self.right], columns)
         want_all = self.quantifier == "all"
+        if self.right.data_type.elem.kind in _VECTOR_KINDS and self.left.data_type == self.right.data_type.elem:
+            return _quantified_vec(self.op, want_all, self.left.evaluate(columns), self.right.evaluate(columns))
 
         def quantified(x, arr):
             if arr is None:
@@ -333,6 +337,56 @@ class ArrayCompare(Expr):
         if self.quantifier is None:
             return f"({self.left} {self.op} {self.right})"
         return f"({self.left} {self.op} {self.quantifier.upper()}({self.right}))"
+
+
+# element kinds whose Arrow comparison is Postgres' (no NaN, no decimal text, no intervals)
+_VECTOR_KINDS = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.VARCHAR, TypeKind.BOOLEAN,
+                 TypeKind.DATE, TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ)
+_KERNELS = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
+            ">=": pc.greater_equal}
+
+
+def _quantified_vec(op: str, want_all: bool, x, arr):
+    """``x op ANY / ALL (arr)`` with Arrow kernels: every element compared with its row's ``x``,
+    then per row the counts of true, false and unknown comparisons decide (ArrayCompare)."""
+    scalar = isinstance(arr, pa.Scalar)
+    if scalar:
+        arr = pa.array([arr.as_py()], arr.type)
+        if not isinstance(x, pa.Scalar):   # a constant array against a column: repeat the array
+            arr = pa.repeat(pa.scalar(arr[0].as_py(), arr.type), len(x)) if arr[0].is_valid else \
+                pa.nulls(len(x), arr.type)
+            scalar = False
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    lengths = np.asarray(pc.fill_null(pc.list_value_length(arr), 0), dtype=np.int64)
+    flat = arr.flatten()
+    if isinstance(x, pa.Scalar):
+        xs = x
+    else:
+        xs = (x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x).take(
+            pa.array(np.repeat(np.arange(n, dtype=np.int64), lengths)))
+    result = _KERNELS[op](xs, flat)   # x op element
+    if isinstance(result, pa.Scalar):   # no element at all
+        result = pa.nulls(0, pa.bool_())
+    unknown = np.asarray(result.is_null(), dtype=np.int64)
+    true = np.asarray(pc.fill_null(result, False), dtype=np.int64)
+    ends = np.cumsum(lengths)
+
+    def per_row(flags):   # how many of each row's elements are set
+        total = np.concatenate(([0], np.cumsum(flags)))
+        return total[ends] - total[ends - lengths]
+    n_true, n_unknown = per_row(true), per_row(unknown)
+    n_false = lengths - n_true - n_unknown
+    if want_all:
+        out = np.where(n_false > 0, False, True)
+        decided = n_false > 0
+    else:
+        out = np.where(n_true > 0, True, False)
+        decided = n_true > 0
+    null = (~decided & (n_unknown > 0)) | np.asarray(arr.is_null(), dtype=bool)
+    out = pa.array(out, pa.bool_(), mask=null)
+    return out[0] if scalar else out
 
 
 # --- nodes -------------------------------------------------------------------------------------
@@ -379,8 +433,24 @@ class ArrayIndex(Expr):
         return (self.arr, self.index)
 
     def evaluate(self, columns):
-        return rowwise(lambda a, i: a[i - 1] if 1 <= i <= len(a) else None, lambda ts: self.data_type)(
-            [self.arr, self.index], columns)
+        arr, index = self.arr.evaluate(columns), self.index.evaluate(columns)
+        if isinstance(arr, pa.Scalar):   # a constant array: row by row (rare, small)
+            return rowwise(lambda a, i: a[i - 1] if 1 <= i <= len(a) else None, lambda ts: self.data_type)(
+                [self.arr, self.index], columns)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        n = len(arr)
+        lengths = np.asarray(pc.fill_null(pc.list_value_length(arr), 0), dtype=np.int64)
+        if isinstance(index, pa.Scalar):
+            i = np.full(n, index.as_py() if index.is_valid else 0, dtype=np.int64)
+        else:
+            i = np.asarray(pc.fill_null(pc.cast(index, pa.int64()), 0), dtype=np.int64)
+        valid = (i >= 1) & (i <= lengths)   # a NULL array has length 0, a NULL index is 0: NULL
+        flat = arr.flatten()
+        if not valid.any():
+            return pa.nulls(n, flat.type)
+        at = np.cumsum(lengths) - lengths + i - 1
+        return flat.take(pa.array(np.where(valid, at, 0), mask=~valid))
 
     def __str__(self) -> str:
         return f"{self.arr}[{self.index}]"
@@ -581,10 +651,31 @@ def _fn(f, out_of, strict=True):
     return lambda a, c: rowwise(f, lambda ts: out_of(ts), strict)(a, c)
 
 
+def _lengths(arr) -> pa.Array:
+    """Each row's element count (NULL for a NULL array) as INT, vectorized."""
+    return pc.cast(pc.list_value_length(arr), pa.int32())
+
+
+def _cardinality(args, columns):
+    return _lengths(args[0].evaluate(columns))
+
+
+def _array_length_vec(args, columns):
+    """``array_length(a, 1)`` as Arrow kernels (an empty array is NULL); other dimensions, or a
+    dimension that is not a constant, row by row."""
+    value = args[1].evaluate(columns)
+    if not isinstance(value, pa.Scalar):
+        return rowwise(_array_length, lambda ts: _INT)(args, columns)
+    if not value.is_valid or value.as_py() != 1:
+        return pa.scalar(None, pa.int32())
+    lengths = _lengths(args[0].evaluate(columns))
+    return pc.if_else(pc.equal(lengths, 0), pa.scalar(None, pa.int32()), lengths)
+
+
 FUNCS = {
     # name: (implementation, result type from the argument types, (min args, max args))
-    "array_length": (_fn(_array_length, lambda ts: _INT), _arr_typer("int", out=_INT), (2, 2)),
-    "cardinality": (_fn(len, lambda ts: _INT), _arr_typer(out=_INT), (1, 1)),
+    "array_length": (_array_length_vec, _arr_typer("int", out=_INT), (2, 2)),
+    "cardinality": (_cardinality, _arr_typer(out=_INT), (1, 1)),
     "array_upper": (_fn(_array_upper, lambda ts: _INT), _arr_typer("int", out=_INT), (2, 2)),
     "array_lower": (_fn(_array_lower, lambda ts: _INT), _arr_typer("int", out=_INT), (2, 2)),
     "array_ndims": (_fn(lambda a: 1 if a else None, lambda ts: _INT), _arr_typer(out=_INT), (1, 1)),

@@ -102,6 +102,13 @@ def test_array_functions_match_the_model(rows):
                                     for r in rows]),
         (E.ArrayCompare("=", x, a, "any"), [m_any(r[2], r[0], lambda p, q: p == q) for r in rows]),
         (E.ArrayCompare("<", x, a, "all"), [m_all(r[2], r[0], lambda p, q: p < q) for r in rows]),
+        (E.ArrayCompare(">=", one, a, "any"), [m_any(1, r[0], lambda p, q: p >= q) for r in rows]),
+        (E.ArrayCompare("<>", E.Lit(None, DataType.INT), a, "all"), [m_all(None, r[0], lambda p, q: p != q)
+                                                                      for r in rows]),
+        (E.ArrayCompare("=", x, E.Lit([1, None], INT_ARR), "any"), [m_any(r[2], [1, None], lambda p, q: p == q)
+                                                                     for r in rows]),
+        (E.ArrayCompare("=", E.Cast(x, DataType.BIGINT), a, "any"),   # operand types differ: row by row
+         [m_any(r[2], r[0], lambda p, q: p == q) for r in rows]),
         (E.ArrayCtor([x, E.Lit(None, DataType.INT)], DataType.INT), [[r[2], None] for r in rows]),
     ]
     for node, expected in cases:

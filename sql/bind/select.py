@@ -47,7 +47,8 @@ from sql.plan import time_window
 
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}
-_BATCH_AGGS = {exp.GroupConcat: "string_agg", exp.ArrayAgg: "array_agg", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+_BATCH_AGGS = {exp.GroupConcat: "string_agg", exp.ArrayAgg: "array_agg", exp.Stddev: "stddev_samp",
+               exp.StddevSamp: "stddev_samp",
                exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
                exp.Mode: "mode", exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc"}
 _ORDERED_SET = ("mode", "percentile_cont", "percentile_disc")   # WITHIN GROUP (ORDER BY x)
