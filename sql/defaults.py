@@ -77,7 +77,7 @@ def declare_default(node, dtype, column: str) -> str:
             message = str(exc).rsplit(" at line ", 1)[0] if exc.line is not None else str(exc)
             raise ExecutionError(message, exc.line, exc.column) from None
         raise
-    return node.sql(dialect="postgres")
+    return node.sql(dialect="postgres", normalize_functions="lower")   # now(), as Postgres shows it
 
 
 def parse_default(text: str):

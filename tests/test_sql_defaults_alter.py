@@ -114,12 +114,14 @@ def test_a_default_that_fails_fails_the_statement_that_uses_it(conn):
 def test_defaults_persist_and_show_in_describe(tmp_path):
     url = str(tmp_path / "db")
     with sql.connect(url, implicit_flush=True) as conn:
-        conn.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 42, s VARCHAR DEFAULT 'it''s')")
+        conn.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 42, s VARCHAR DEFAULT 'it''s', "
+                     "at TIMESTAMPTZ DEFAULT NOW())")
     with sql.connect(url, implicit_flush=True) as conn:
         assert rows(conn, "DESCRIBE t") == [("id", "integer", True, None), ("a", "integer", False, "42"),
-                                            ("s", "character varying", False, "'it''s'")]
+                                            ("s", "character varying", False, "'it''s'"),
+                                            ("at", "timestamp with time zone", False, "now()")]
         conn.execute("INSERT INTO t (id) VALUES (1)")
-        assert rows(conn, "SELECT * FROM t") == [(1, 42, "it's")]
+        assert rows(conn, "SELECT id, a, s, at IS NOT NULL FROM t") == [(1, 42, "it's", True)]
 
 
 def test_psql_describe_over_pgwire_shows_the_default(conn):
