@@ -1,6 +1,7 @@
 """ALTER TABLE: ``ADD [COLUMN] [IF NOT EXISTS] c type [DEFAULT e]``, ``DROP [COLUMN] [IF EXISTS] c``,
-``ALTER [COLUMN] c SET DEFAULT e`` / ``DROP DEFAULT``, ``RENAME TO u``, ``RENAME [COLUMN] a TO b``
-(docs/sql.md "ALTER TABLE"; Postgres' grammar, RisingWave's rules for what reads the table).
+``ALTER [COLUMN] c SET DEFAULT e`` / ``DROP DEFAULT``, ``RENAME TO u``, ``RENAME [COLUMN] a TO b``;
+``ALTER MATERIALIZED VIEW | INDEX | SOURCE name RENAME TO new`` (docs/sql.md "Column defaults and
+ALTER TABLE"; Postgres' grammar, RisingWave's rules for what reads the table).
 
 Job: build the altered catalog (as every DDL: a copy, swapped in by ``Database.apply_ddl`` once
 committed) and, for ADD/DROP COLUMN, re-encode the table's rows.
@@ -38,7 +39,7 @@ COLUMN rewrites those of readers that are one SELECT over plain tables, joins in
 name). Indexes follow the table (their columns are the table's) -- a dropped column in an
 index key is refused.
 
-Refused by name: ALTER of anything but a table (MVs, indexes, sources), tables fed by a
+Refused by name: ALTER of an MV, index or source other than RENAME TO, ALTER VIEW, tables fed by a
 connector or with subscriptions (for ADD/DROP: their logs hold the old layout), adding a
 PRIMARY KEY column or a constraint other than DEFAULT / NOT NULL, dropping a primary-key
 column or the last column, ALTER COLUMN ... TYPE, RENAME mixed with other actions, CASCADE.
@@ -71,21 +72,31 @@ def alter_table(db, node, params, variables, stmt):
     from sql.statements import Result
 
     kind = (node.args.get("kind") or "").upper()
-    if kind != "TABLE":
-        raise error_at(UnsupportedError, f"ALTER {kind or spelled(node)} is not supported (ALTER TABLE is)", node)
+    if kind == "VIEW" and stmt.options.get("materialized"):
+        want, what = "mv", "MATERIALIZED VIEW"
+    elif kind == "TABLE" and stmt.options.get("source"):   # ALTER SOURCE (sql/parse.py)
+        want, what = "source", "SOURCE"
+    elif kind in ("TABLE", "INDEX"):
+        want, what = kind.lower(), kind
+    else:
+        raise error_at(UnsupportedError, f"ALTER {kind or spelled(node)} is not supported (ALTER TABLE, ALTER "
+                                         "MATERIALIZED VIEW, ALTER INDEX and ALTER SOURCE are)", node)
     if node.args.get("cascade"):
-        raise error_at(UnsupportedError, "ALTER TABLE ... CASCADE is not supported", node)
+        raise error_at(UnsupportedError, f"ALTER {what} ... CASCADE is not supported", node)
     name = relation_name(node.this)
     rel = db.catalog.get(name)
-    if rel is None:
-        if node.args.get("exists"):
+    if rel is None or rel.kind != want:
+        if node.args.get("exists") and rel is None:
             return Result()
-        raise error_at(CatalogError, f"table {name!r} does not exist", node.this)
-    if rel.kind != "table":
-        what = {"mv": "a materialized view", "index": "an index", "source": "a source"}[rel.kind]
-        raise error_at(UnsupportedError, f"ALTER TABLE of {name!r}: it is {what} (only tables can be altered; "
-                                         "create a new one instead)", node.this)
+        names = {"table": "table", "mv": "materialized view", "index": "index", "source": "source"}
+        message = f"{names[want]} {name!r} does not exist" + (f" (it is a {names[rel.kind]})" if rel else "")
+        raise error_at(CatalogError, message, node.this)
     actions = node.args.get("actions") or []
+    if want != "table":   # RisingWave: a materialized view, index or source is only renamed
+        if len(actions) != 1 or not isinstance(actions[0], exp.AlterRename) or node.args.get("options"):
+            raise error_at(UnsupportedError, f"ALTER {what} supports RENAME TO only (create a new one to change "
+                                             "its columns)", node)
+        return _rename_table(db, rel, relation_name(actions[0].this), actions[0])
     renames = [a for a in actions if isinstance(a, (exp.AlterRename, exp.RenameColumn))]
     if renames and len(actions) > 1:
         raise error_at(UnsupportedError, "RENAME cannot be combined with other ALTER TABLE actions", node)
@@ -266,6 +277,8 @@ def _tables_named(ast, name: str) -> list:
 # --- RENAME ----------------------------------------------------------------------------------------
 
 def _rename_table(db, rel, to: str, node):
+    """RENAME TO of a table, MV, index or source: its record, its readers' definitions and
+    depends_on, frozen layouts and subscriptions follow."""
     from sql.statements import Result
 
     if db.catalog.get(to) is not None:

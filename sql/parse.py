@@ -5,7 +5,9 @@ Job: split a script into statements, recognise the few statements sqlglot does n
 value``, ``DESCRIBE t``, ``EXPLAIN stmt``; the subscription statements ``CREATE SUBSCRIPTION``,
 ``DROP SUBSCRIPTION``, ``DECLARE c SUBSCRIPTION CURSOR``, ``FETCH``, ``CLOSE``; ``COPY``, whose
 query part is parsed as a statement of its own, positions kept), strip
-RisingWave's table options (``APPEND ONLY``, ``ON CONFLICT ...``) into flags, spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
+RisingWave's table options (``APPEND ONLY``, ``ON CONFLICT ...``) into flags (also ``SOURCE`` of
+CREATE / DROP / ALTER SOURCE, parsed as TABLE, and ``MATERIALIZED`` of ALTER MATERIALIZED VIEW,
+parsed as ALTER VIEW: ``options["source"]`` / ``options["materialized"]``), spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
 (same width; sqlglot has no EPOCH form), number ``%s`` placeholders as ``$1, $2, ...``, and hand
 the rest to sqlglot (Postgres dialect; :mod:`sql.dialect` keeps ``INTERVAL '...'`` strings whole).
 
@@ -161,7 +163,8 @@ _QUERY_CURSOR = re.compile(rf"\s*DECLARE\s+{_IDENT}\s+(?:(?:BINARY|INSENSITIVE|A
                            re.I | re.S)
 _FETCH_DIRECTION = re.compile(r"\s*(?:FETCH|MOVE)\s+(?:PRIOR|FIRST|LAST|ABSOLUTE|RELATIVE|FORWARD|BACKWARD|-)",
                               re.I | re.S)
-_SOURCE_DDL = re.compile(r"\s*(?:CREATE|DROP)\s+(SOURCE)\b", re.I)   # 6 characters, as "TABLE "
+_SOURCE_DDL = re.compile(r"\s*(?:CREATE|DROP|ALTER)\s+(SOURCE)\b", re.I)   # 6 characters, as "TABLE "
+_ALTER_MV = re.compile(r"\s*ALTER\s+(MATERIALIZED)\s+VIEW\b", re.I)   # blanked: sqlglot parses ALTER VIEW
 _SUB_WORDS = re.compile(r"\s*(?:CREATE\s+SUBSCRIPTION|DROP\s+SUBSCRIPTION|DECLARE|FETCH|CLOSE)\b", re.I)
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:\(\s*([^)]*)\)\s*|(ANALY[SZ]E)\s+)?", re.I)
 _EXPLAIN_OFF = ("false", "off", "0")
@@ -343,9 +346,13 @@ def _statement(text: str, start: int, end: int) -> Statement:
         return stmt
     body = _rewrite_as_of_epoch(body)
     m = _SOURCE_DDL.match(body)
-    if m:   # CREATE / DROP SOURCE parse as CREATE / DROP TABLE, marked (sql/source.py)
+    if m:   # CREATE / DROP / ALTER SOURCE parse as CREATE / DROP / ALTER TABLE, marked (sql/source.py)
         stmt.options["source"] = True
         body = body[:m.start(1)] + "TABLE " + body[m.end(1):]
+    m = _ALTER_MV.match(body)
+    if m:   # ALTER MATERIALIZED VIEW: an ALTER VIEW marked (sql/alter.py)
+        stmt.options["materialized"] = True
+        body = body[:m.start(1)] + " " * (m.end(1) - m.start(1)) + body[m.end(1):]
     if _CREATE_TABLE.match(body):
         m = _APPEND_ONLY.search(body)
         if m:

@@ -303,6 +303,28 @@ def test_rename_column_rewrites_plain_selects_and_refuses_the_rest_by_name(conn)
     assert [r[0] for r in rows(conn, "DESCRIBE t")] == ["k", "vv", "z"]
 
 
+def test_rename_a_materialized_view_an_index_and_a_source(conn):
+    """RisingWave's ALTER MATERIALIZED VIEW / INDEX / SOURCE ... RENAME TO: what reads them follows."""
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+    conn.execute("INSERT INTO t VALUES (1, 2)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, v FROM t")
+    conn.execute("CREATE MATERIALIZED VIEW mm AS SELECT m.k, count(*) AS n FROM m GROUP BY m.k")
+    conn.execute("CREATE INDEX im ON m (v)")
+    conn.execute("CREATE SOURCE s (a INT) WITH (connector = 'datagen')")
+    conn.execute("ALTER MATERIALIZED VIEW m RENAME TO m2")
+    conn.execute("ALTER INDEX im RENAME TO im2")
+    conn.execute("ALTER SOURCE s RENAME TO s2")
+    conn.execute("ALTER INDEX IF EXISTS nosuch RENAME TO y")
+    conn.execute("INSERT INTO t VALUES (2, 3)")
+    assert rows(conn, "SELECT * FROM m2 ORDER BY k") == [(1, 2), (2, 3)]
+    assert rows(conn, "SELECT * FROM mm ORDER BY k") == [(1, 1), (2, 1)]
+    assert rows(conn, "SELECT * FROM m2 WHERE v = 3") == [(2, 3)]
+    assert rows(conn, "SHOW INDEXES") == [("im2", "m2", "v")]
+    assert rows(conn, "SHOW SOURCES") == [("s2",)]
+    with pytest.raises(CatalogError, match="it is a table"):
+        conn.execute("ALTER MATERIALIZED VIEW t RENAME TO y")
+
+
 def test_alter_set_and_drop_default(conn):
     conn.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
     conn.execute("ALTER TABLE t ALTER COLUMN a SET DEFAULT 3")
@@ -317,7 +339,9 @@ def test_alter_set_and_drop_default(conn):
     ("ALTER TABLE t ADD COLUMN z INT PRIMARY KEY", UnsupportedError, "primary key"),
     ("ALTER TABLE t ALTER COLUMN a TYPE BIGINT", UnsupportedError, "SET DEFAULT"),
     ("ALTER TABLE t ADD COLUMN z INT DEFAULT 'no'", ExecutionError, "invalid input syntax"),
-    ("ALTER TABLE m ADD COLUMN z INT", UnsupportedError, "materialized view"),
+    ("ALTER TABLE m ADD COLUMN z INT", CatalogError, "it is a materialized view"),
+    ("ALTER MATERIALIZED VIEW m ADD COLUMN z INT", UnsupportedError, "RENAME TO only"),
+    ("ALTER VIEW m RENAME TO n", UnsupportedError, "ALTER VIEW is not supported"),
     ("ALTER TABLE nosuch ADD COLUMN z INT", CatalogError, "does not exist"),
     ("ALTER TABLE t DROP COLUMN nosuch", BindError, "does not exist"),
     ("ALTER TABLE t RENAME COLUMN nosuch TO y", BindError, "does not exist"),
