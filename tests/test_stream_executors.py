@@ -101,6 +101,28 @@ def test_materialize_applies_retractions_and_commits_on_every_barrier(store):
     assert store.get(1, t.serde.key_of_pk((2,)), b2.curr_epoch) is None   # deleted in the b2 epoch
 
 
+def test_materialize_writes_a_pk_keeping_update_pair_into_a_relaxed_table_as_one_insert(store):
+    e = Epochs()
+    t = table(store, consistent=False)
+    written = []
+    real = t.write_chunk
+
+    def spy(ops, columns, visibility=None):
+        written.append(list(ops))
+        return real(ops, columns, visibility)
+    t.write_chunk = spy
+    b1, b2, b3 = e.barrier(), e.barrier(), e.barrier()
+    changes = rows(("U-", (1, 1)), ("U+", (1, 5)), ("U-", (2, 2)), ("U+", (4, 2)), ("U-", (None, 3)),
+                   ("U+", (None, 6)), ("-", (3, 3)))
+    m = Materialize(src([b1, rows(("+", (1, 1)), ("+", (2, 2)), ("+", (3, 3)), ("+", (None, 3))), b2,
+                         changes, b3]), t)
+    out = drain(m)
+    assert [msg.rows() for msg in out if isinstance(msg, StreamChunk)][1] == changes.rows()   # passed on as is
+    # the pairs keeping pk 1 and the NULL pk are inserts of their new rows; the pk change is not
+    assert written[1] == [INSERT, UPDATE_DELETE, UPDATE_INSERT, INSERT, DELETE]
+    assert set(t.iter_with_prefix()) == {(None, 6), (1, 5), (4, 2)}
+
+
 def test_materialize_strict_error_names_executor_and_key_and_applies_nothing(store):
     e = Epochs()
     t = table(store)

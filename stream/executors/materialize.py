@@ -5,7 +5,9 @@ changes downstream (MV on MV).
 Conflict behaviours (``conflict``), for tables whose pk comes from the user:
 
 - ``"no_check"`` (MVs; the input's stream key is the pk, so the stream is consistent): the chunk
-  goes to ``StateTable.write_chunk`` as it is (ops, columns, visibility; no per-row Python).
+  goes to ``StateTable.write_chunk`` as it is (ops, columns, visibility; no per-row Python);
+  into a relaxed table (``consistent=False``, where an insert over a row replaces it) an update
+  pair that keeps its pk is written as the insert of its new row (``_upserts``).
   With a strict state table (``consistent=True``) an insert of an existing pk or a delete of a
   missing one raises :class:`~stream.errors.InconsistentStreamError` naming this executor and
   the pk; the table's write is all or nothing, so none of the chunk's rows is applied and the
@@ -34,7 +36,9 @@ Callers: the planner (CREATE TABLE / CREATE MATERIALIZED VIEW; ``sql/build.py`` 
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from relational.change_log import ChangeLogWriter
 from relational.errors import InconsistentOpError
@@ -78,7 +82,10 @@ class Materialize(UnaryExecutor):
     def on_chunk(self, chunk: StreamChunk):
         if self.conflict == "no_check":
             try:
-                self.table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
+                if self.table.consistent or chunk.visibility is not None:
+                    self.table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
+                else:
+                    self.table.write_chunk(*_upserts(chunk.ops, chunk.columns, self.pk_indices_))
             except InconsistentOpError as exc:
                 raise InconsistentStreamError(self.identity, exc.reason, exc.pk) from exc
             self.table.try_flush()   # spill a large epoch inside it (bounded memory)
@@ -135,6 +142,35 @@ class Materialize(UnaryExecutor):
                     builder.append(DELETE, cur)
                     current[key] = None
         return builder.take()
+
+
+def _upserts(ops, columns, pk) -> tuple:
+    """``(ops, columns)`` to write into a relaxed table (where an insert over a row replaces
+    it) for the changes ``ops``/``columns``: each update pair whose U- and U+ have the same pk
+    (compared as Arrow values of exact key types, so equal means one encoded key) is written as
+    the insert of its U+ row -- half the rows to encode, and a chunk without other deletes is
+    an all-insert run (no merge per record). Other pairs and rows are written as they are."""
+    minus = np.flatnonzero(ops == UPDATE_DELETE)
+    if not len(minus) or not pk or not all(_exact_key_type(columns[i].type) for i in pk):
+        return ops, columns
+    plus = minus + 1   # a validated chunk's pairs are adjacent
+    a, b = pa.array(minus), pa.array(plus)
+    same = np.ones(len(minus), np.bool_)
+    for i in pk:
+        x, y = columns[i].take(a), columns[i].take(b)
+        eq = pc.fill_null(pc.equal(x, y), False).to_numpy(zero_copy_only=False)
+        if x.null_count or y.null_count:   # NULL pk values: one key when both are NULL
+            eq |= (x.is_null().to_numpy(zero_copy_only=False) & y.is_null().to_numpy(zero_copy_only=False))
+        same &= eq
+    if not same.any():
+        return ops, columns
+    keep = np.ones(len(ops), np.bool_)
+    keep[minus[same]] = False
+    new_ops = ops.copy()
+    new_ops[plus[same]] = INSERT
+    at = np.flatnonzero(keep)
+    idx = pa.array(at)
+    return new_ops[at], [c.take(idx) for c in columns]
 
 
 def _exact_key_type(arrow_type) -> bool:
