@@ -147,8 +147,10 @@ def conn():
 
 @pytest.mark.parametrize("text, named, error", [
     ("CREATE MATERIALIZED VIEW m AS SELECT array_agg(k) FROM t", "array_agg", UnsupportedError),
-    ("SELECT a, count(*) FROM t GROUP BY a", "GROUP BY", UnsupportedError),
-    ("SELECT DISTINCT a FROM t", "DISTINCT", UnsupportedError),
+    ("CREATE MATERIALIZED VIEW m AS SELECT a, count(*) FROM t GROUP BY a", "GROUP BY", UnsupportedError),
+    ("CREATE MATERIALIZED VIEW m AS SELECT DISTINCT a FROM t", "DISTINCT", UnsupportedError),
+    ("SELECT k, rank() OVER (PARTITION BY a ORDER BY k) FROM t", "PARTITION BY", UnsupportedError),
+    ("SELECT * FROM t t1 JOIN t t2 USING (a)", "join key", UnsupportedError),
     ("CREATE TABLE p (a INT[] PRIMARY KEY)", "PRIMARY KEY", UnsupportedError),
     ("CREATE TABLE p (a INT[][])", "multidimensional", UnsupportedError),
     ("SELECT ARRAY[ARRAY[1]]", "multidimensional", UnsupportedError),

@@ -105,7 +105,8 @@ def test_array_expressions_agree_with_postgres(pg, data):
 
 
 FIXED_ROWS = [(1, [1, 2, None], [2], ["x", "y z"], 2, "a,b"), (2, [3, 4], None, ['a"b', None, ""], 9, ""),
-              (3, None, [], [], None, None), (4, [], [5, 5], ["NULL"], 5, "q"), (5, [4, 3, 4], [1], None, 4, "r")]
+              (3, None, [], [], None, None), (4, [], [5, 5], ["NULL"], 5, "q"), (5, [4, 3, 4], [2], None, 4, "r"),
+              (6, [1, 2, None], [], None, 1, "r")]
 
 QUERIES = [
     # unnest in FROM: implicit LATERAL, CROSS JOIN LATERAL, LEFT JOIN LATERAL, ordinality, constants
@@ -136,6 +137,12 @@ QUERIES = [
     "SELECT k FROM t WHERE cardinality(a) > 1 AND a[1] < a[2]",
     "SELECT k, CAST(a AS TEXT) FROM t ORDER BY a, k",
     "SELECT k FROM t WHERE k = ANY(SELECT x FROM t)",
+    # arrays as grouping keys (batch)
+    "SELECT CAST(b AS TEXT), count(*) FROM t GROUP BY b",
+    "SELECT DISTINCT CAST(b AS TEXT) FROM t",
+    "SELECT CAST(x AS TEXT) FROM (SELECT b AS x FROM t UNION SELECT a FROM t) AS u",
+    "SELECT count(DISTINCT b), count(DISTINCT a) FROM t",
+    "SELECT cardinality(b), CAST(array_agg(k ORDER BY k) AS TEXT) FROM t GROUP BY b",
 ]
 
 

@@ -218,7 +218,7 @@ class _Exec:
         firsts: dict = {}   # group key (every NaN one key, as Postgres) -> the first row's values
         for row in rows:
             values = tuple(row[g] for g in plan.group)
-            key = tuple(map(group_key, values))
+            key = tuple(map(_group_key, values))
             groups.setdefault(key, []).append(row)
             firsts.setdefault(key, values)
         if not plan.group and not groups:
@@ -412,6 +412,11 @@ class _Exec:
         return t.slice(plan.offset, (end - plan.offset) if end is not None else None)
 
 
+def _group_key(value):
+    """``group_key`` (every NaN one key) that also takes arrays: a list groups by its elements."""
+    return tuple(map(_group_key, value)) if isinstance(value, list) else group_key(value)
+
+
 BATCH_ONLY_AGGS = ("string_agg", "array_agg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "mode", "percentile_cont",
                    "percentile_disc")
 _EXACT = decimal.Context(prec=60)
@@ -436,10 +441,10 @@ def _batch_only_agg(spec, rows, input: P.Node):
     if spec.kind == "mode":   # the most frequent value; ties: the first in the ORDER BY
         counts: dict = {}
         for v in vals:
-            counts[group_key(v)] = counts.get(group_key(v), 0) + 1
+            counts[_group_key(v)] = counts.get(_group_key(v), 0) + 1
         best = None
         for v in vals:
-            if best is None or counts[group_key(v)] > counts[group_key(best)]:
+            if best is None or counts[_group_key(v)] > counts[_group_key(best)]:
                 best = v
         return best
     if spec.kind in ("percentile_cont", "percentile_disc"):
@@ -487,7 +492,7 @@ def _ranked_groups(rows, input: P.Node, group, order) -> list:
     types = [input.types[c] for c in tail]
     groups: dict = {}
     for row in rows:
-        groups.setdefault(tuple(group_key(row[g]) for g in group), []).append(row)
+        groups.setdefault(tuple(_group_key(row[g]) for g in group), []).append(row)
     out = []
     for members in groups.values():
         keys = encode_rows([tuple(r[c] for c in tail) for r in members], types, tail_orders)
@@ -506,7 +511,7 @@ def _slots(call, vals) -> list:
     """The state slots HashAgg would hold for the non-NULL, filtered values ``vals``."""
     kind = call.kind
     if kind == "count":
-        return [len(set(map(group_key, vals))) if call.distinct else len(vals)]
+        return [len(set(map(_group_key, vals))) if call.distinct else len(vals)]
     if kind in ("sum", "avg"):
         return call.value_slots(vals)
     if kind == "min":

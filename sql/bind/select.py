@@ -137,7 +137,7 @@ class QueryBinder:
             else:
                 raise error_at(UnsupportedError, f"query {spelled(node)} is not supported", node)
             if top:
-                _refuse_array_keys(plan, node)
+                _refuse_array_keys(plan, node, self.batch)
             if top and not self.batch:
                 plan = O.stream_row_numbers(plan)
                 O.check_streamable(plan)
@@ -1134,17 +1134,18 @@ def distinct_all(plan: P.Node) -> P.Node:
     return P.Project(agg, [E.Col(i, agg.types[i], agg.names[i]) for i in range(n)], list(plan.names[:n]))
 
 
-def _refuse_array_keys(plan: P.Node, node) -> None:
-    """UnsupportedError when an array is a grouping, partitioning or equi-join key anywhere in
-    ``plan``: the executors key their hash tables and state by Python values / Arrow dictionary
-    encoding, which arrays (lists) are not (GROUP BY, DISTINCT, UNION, PARTITION BY, JOIN ON)."""
+def _refuse_array_keys(plan: P.Node, node, batch: bool) -> None:
+    """UnsupportedError when an array is a partitioning or equi-join key anywhere in ``plan``, or
+    (in a materialized view) a grouping key: the stream executors key their hash tables and state
+    by Python values / Arrow dictionary encoding, which arrays (lists) are not (GROUP BY, DISTINCT,
+    UNION, PARTITION BY, JOIN ON); the batch Agg groups arrays by their elements."""
     todo = [plan]
     while todo:
         n = todo.pop()
         todo.extend(n.inputs)
         keys = []
-        if isinstance(n, P.Agg):
-            keys = [(n.input.types[g], "GROUP BY / DISTINCT / UNION") for g in n.group]
+        if isinstance(n, P.Agg) and not batch:
+            keys = [(n.input.types[g], "GROUP BY / DISTINCT / UNION in a materialized view") for g in n.group]
         elif isinstance(n, P.Join):
             keys = [(n.left.types[k], "a join key") for k in n.left_keys] + \
                 [(n.right.types[k], "a join key") for k in n.right_keys]
