@@ -40,6 +40,7 @@ from stream.executors.project_set import unnest_rows
 from stream.executors.top_n import top_n_layout
 from stream.schema import Schema
 from stream.expr import Cmp, Col, Lit, raising_errors
+from stream.expr_variance import variance_value
 
 from sql.errors import ExecutionError
 
@@ -475,11 +476,8 @@ def _batch_only_agg(spec, rows, input: P.Node):
         ds = [decimal.Decimal(v) for v in vals]
         if any(not d.is_finite() for d in ds):
             return decimal.Decimal("NaN")
-        total = sum(ds)
-        ss = n * sum(d * d for d in ds) - total * total
-        var = ss / (n * (n - 1) if sample else n * n)
-        out = var.sqrt() if spec.kind.startswith("stddev") else var
-        return out.quantize(decimal.Decimal(1).scaleb(-20)).normalize() if out else decimal.Decimal(0)
+        # the final step an MV's stddev/variance takes too (stream/expr_variance.py): the same digits
+        return variance_value(spec.kind, n, sum(ds), sum(d * d for d in ds), False)
 
 
 def _ranked_groups(rows, input: P.Node, group, order) -> list:

@@ -29,6 +29,7 @@ from stream import expr as E
 from stream.errors import ExpressionError
 from stream.expr import raising_errors
 from stream.expr_time import add_interval
+from stream.expr_variance import VarianceFinal
 from stream.executors.agg_call import AggCall
 from stream.errors import ExecutorError
 from stream.schema import Schema
@@ -52,6 +53,7 @@ _BATCH_AGGS = {exp.GroupConcat: "string_agg", exp.ArrayAgg: "array_agg", exp.Std
                exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
                exp.Mode: "mode", exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc"}
 _ORDERED_SET = ("mode", "percentile_cont", "percentile_disc")   # WITHIN GROUP (ORDER BY x)
+_VARIANCE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")   # in an MV: sum, sum of squares, count
 _AGG_NAMES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg",
               "stddev",
               "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop")
@@ -888,6 +890,38 @@ class QueryBinder:
         spec.extra = extra
         return spec
 
+    def _variance_calls(self, fnode, filt, node, pre, binder, derived) -> list:
+        """``stddev``/``variance`` (and their _samp/_pop forms) in a materialized view, as
+        RisingWave plans them: ``sum(x)``, ``sum(x * x)`` and ``count(x)`` (x as DOUBLE for
+        float input, else NUMERIC), maintained by HashAgg/SimpleAgg, whose outputs the select
+        list reads through :class:`~stream.expr_variance.VarianceFinal` (``derived`` maps the
+        call's text to its kind, float-ness and the three calls' texts). Returns those three
+        calls as ``_aggregate``'s plain-call tuples."""
+        kind, name = _BATCH_AGGS[type(fnode)], spelled(fnode)
+        arg = fnode.this
+        if isinstance(arg, exp.Order):
+            raise error_at(UnsupportedError, f"{name}(... ORDER BY ...) is not supported", fnode)
+        if isinstance(arg, exp.Distinct) or arg is None or isinstance(arg, exp.Star):
+            raise error_at(UnsupportedError, f"{name}({'DISTINCT ...' if arg is not None else ''}) is not supported",
+                           fnode)
+        value = binder.bind(arg)
+        if not T.is_numeric(value.data_type):
+            raise error_at(BindError, f"function {name}({value.data_type.sql_name().lower()}) does not exist", fnode)
+        floats = value.data_type.kind in (TypeKind.REAL, TypeKind.DOUBLE)
+        x = E.Cast(value, DataType.DOUBLE if floats else DataType.DECIMAL)
+        pre.extend([x, E.Arith("*", x, x)])
+        x_idx, sq_idx = len(pre) - 2, len(pre) - 1
+        filt_idx = None
+        if filt is not None:
+            pre.append(binder._bool(filt.this if isinstance(filt, exp.Where) else filt))
+            filt_idx = len(pre) - 1
+        text = node.sql(dialect="postgres")
+        a = arg.sql(dialect="postgres")
+        parts = [f"{k} /* {text} */" for k in (f"sum({a})", f"sum({a} * {a})", f"count({a})")]
+        derived[text] = (kind, floats, parts)
+        return [("sum", x_idx, False, filt_idx, parts[0], node), ("sum", sq_idx, False, filt_idx, parts[1], node),
+                ("count", x_idx, False, filt_idx, parts[2], node)]
+
     def _batch_agg(self, fnode, filt, node, pre, binder) -> P.AggSpec:
         """``string_agg(x, sep [ORDER BY ...])``, ``array_agg(x [ORDER BY ...])`` and the
         ``stddev``/``variance`` family: batch
@@ -963,10 +997,14 @@ class QueryBinder:
                 group_nodes.append(g)
         pre = [binder.bind(g) for g in group_nodes]
         calls_pre = []   # (kind, arg idx, distinct, filter idx, text, node)
+        derived = {}     # an MV's stddev/variance text -> (kind, floats, its sum/sum of squares/count texts)
         arg_binder = ExprBinder(scope, self.params, context="aggregate arguments")
         for a in agg_nodes:
             fnode, filt = (a.this, a.expression) if isinstance(a, exp.Filter) else (a, None)
             kind = _AGGS.get(type(fnode))
+            if kind is None and not self.batch and _BATCH_AGGS.get(type(fnode)) in _VARIANCE:
+                calls_pre.extend(self._variance_calls(fnode, filt, a, pre, arg_binder, derived))
+                continue
             if kind is None and (type(fnode) in _BATCH_AGGS or isinstance(fnode, exp.WithinGroup)):
                 calls_pre.append(self._batch_agg(fnode, filt, a, pre, arg_binder))
                 continue
@@ -1031,6 +1069,9 @@ class QueryBinder:
 
         def hook(node):
             text = node.sql(dialect="postgres")
+            if text in derived:   # stddev/variance in an MV: its final step over sum, sum of squares, count
+                kind, floats, parts = derived[text]
+                return VarianceFinal(kind, *(E.Col(agg_text[t], agg.types[agg_text[t]], t) for t in parts), floats)
             if text in agg_text:
                 i = agg_text[text]
                 return E.Col(i, agg.types[i], text)
