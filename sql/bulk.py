@@ -81,6 +81,13 @@ def insert_arrow_into(db, rel, data, variables, chunk_size: int = DEFAULT_CHUNK_
                 column = decimal_ops.stored_texts(column)
             except decimal_ops.RowError as exc:
                 raise BindError(f"column {name!r}: {exc}") from None
+        if rel.desc.columns[i][1].kind == TypeKind.JSONB:   # the normal text, checked before anything is written
+            from relational.jsonb import JsonbSyntaxError
+            from stream.expr_jsonb import normal_column
+            try:
+                column = normal_column(column)
+            except JsonbSyntaxError as exc:
+                raise ExecutionError(f"column {name!r}: {exc}") from None
         if rel.user_pk and i in rel.pk_indices and column.null_count:
             raise ExecutionError(f"null value in primary key column {name!r} of {rel.name!r}")
         columns.append(column)

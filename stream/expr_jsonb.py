@@ -510,3 +510,18 @@ def object_keys(text: str) -> list:
 def order_key(text: str):
     """A sort key of a JSONB value (its normal text) in Postgres' jsonb order."""
     return J.sort_key(tree(text))
+
+
+def normal_column(column) -> pa.Array:
+    """A string column of JSON texts as their normal texts (what a JSONB column stores); raises
+    :class:`relational.jsonb.JsonbSyntaxError` naming the first row that is not JSON. For the
+    bulk paths (insert_arrow, COPY) that hand Arrow columns straight to a table's stream."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    out = []
+    for row, text in enumerate(column.to_pylist()):
+        try:
+            out.append(None if text is None else J.normalize(text))
+        except J.JsonbSyntaxError as exc:
+            raise J.JsonbSyntaxError(f"row {row + 1}: {exc}", exc.position) from None
+    return pa.array(out, pa.string())
