@@ -63,8 +63,15 @@ def build_insert_chunks(rel, cols: list[str], slots: list[list[int]], seq_of_par
     columns = []
     for i, (name, dtype) in enumerate(visible):
         if name not in position:
-            if (i in rel.pk_indices and not rel.row_id) or rel.default_of(i) is not None:
-                return None  # a NULL key: the row path raises the exact error; a DEFAULT: it fills it
+            if rel.default_of(i) is not None:   # its DEFAULT, evaluated for the statement (sql/defaults.py)
+                from sql.defaults import default_columns
+                values = default_columns(rel, [i], n_rows)[i]
+                if i in rel.pk_indices and not rel.row_id and any(v is None for v in values):
+                    return None
+                columns.append(values)
+                continue
+            if i in rel.pk_indices and not rel.row_id:
+                return None  # a NULL key: the row path raises the exact error
             columns.append([None] * n_rows)
             continue
         at = position[name]

@@ -66,6 +66,9 @@ def test_now_is_one_time_per_statement_random_one_value_per_row(conn):
     got = rows(conn, "SELECT id, at, r FROM t ORDER BY id")
     assert got[0][1] == got[1][1] == got[2][1] < got[3][1]
     assert len({r for _, _, r in got}) == 4 and all(0 <= r < 1 for _, _, r in got)
+    conn.executemany("INSERT INTO t (id) VALUES (%s)", [(i,) for i in range(10, 20)])   # the columnar path
+    assert conn.execute("SELECT count(DISTINCT at), count(DISTINCT r), min(at) > %s FROM t WHERE id >= 10",
+                        (got[3][1],)).fetchall() == [(1, 10, True)]
 
 
 def test_update_set_default(conn):
