@@ -10,7 +10,9 @@ A column is taken as is only when every value already has its type's canonical P
 (``int`` in range for integers, ``float``/``int`` for floats, ``str`` encodable as UTF-8 for
 VARCHAR, ``bool`` for BOOLEAN) and no primary-key value is NULL; anything else (a string for a
 date, a Decimal, an out-of-range int, a NULL key) makes :func:`build_insert_chunks` return None,
-and the caller binds row by row, which converts or raises the exact per-row error.
+and the caller binds row by row, which converts or raises the exact per-row error. A column the
+statement leaves out takes its DEFAULT (:mod:`sql.defaults`, evaluated once for all the rows of
+the statement), else NULL.
 
 Callers: :func:`sql.statements.insert_many` only.
 """
