@@ -97,3 +97,24 @@ def test_insert_arrow_stores_the_normal_text_so_an_mv_groups_spellings_together(
         with pytest.raises(sql.errors.ExecutionError, match="row 2: invalid input syntax for type json"):
             conn.insert_arrow("t", pa.table({"k": pa.array([4, 5], pa.int32()), "j": pa.array(["[1]", "[1,"])}))
         assert conn.execute("SELECT k FROM t ORDER BY k").fetchall() == [(1,), (2,), (3,)]
+
+
+def test_a_posix_fs_source_fills_jsonb_columns_from_csv_text_and_json_values(tmp_path):
+    """A file source's JSONB column holds the normal text: from CSV text, and from a JSON
+    file's nested values (which the JSON reader parsed already)."""
+    csv_dir, json_dir = tmp_path / "csv", tmp_path / "json"
+    csv_dir.mkdir(), json_dir.mkdir()
+    (csv_dir / "a.csv").write_text('id,doc\n1,"{""b"":1, ""a"":[1,2.50]}"\n2,\n')
+    (json_dir / "a.json").write_text('{"id": 1, "doc": {"b": 1, "a": [1, 2.50, null, "x"]}}\n{"id": 2, "doc": "s"}\n'
+                                     '{"id": 3, "doc": null}\n{"id": 4}\n')
+    with sql.connect(":memory:", barrier_interval_ms=0) as conn:
+        for encode, root in (("csv", csv_dir), ("json", json_dir)):
+            conn.execute(f"CREATE TABLE t_{encode} (id INT, doc JSONB) WITH (connector = 'posix_fs', "
+                         f"posix_fs.root = '{root}', encode = '{encode}')")
+            conn.execute(f"CREATE MATERIALIZED VIEW m_{encode} AS SELECT id, doc -> 'a' AS a, doc FROM t_{encode}")
+        conn.execute("FLUSH")
+        assert sorted(conn.execute("SELECT * FROM m_csv").fetchall(), key=repr) == \
+            [(1, "[1, 2.50]", '{"a": [1, 2.50], "b": 1}'), (2, None, None)]
+        assert sorted(conn.execute("SELECT * FROM m_json").fetchall(), key=repr) == \
+            [(1, '[1, 2.50, null, "x"]', '{"a": [1, 2.50, null, "x"], "b": 1}'), (2, None, '"s"'), (3, None, None),
+             (4, None, None)]

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from relational.arrow import arrow_type
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream.chunk import INSERT, StreamChunk
 from stream.executor import UnaryExecutor
 from stream.message import Pause, Resume
@@ -81,6 +81,9 @@ class PosixFs:
                 table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types={
                     n: arrow_type(t) for i, (n, t) in enumerate(self.columns) if i != self.row_id_index},
                     strings_can_be_null=True, quoted_strings_can_be_null=False))   # COPY's CSV: empty is NULL
+            elif any(t.kind == TypeKind.JSONB for _, t in self.columns):   # any JSON value per row, not one schema
+                from stream.expr_jsonb import json_lines_table
+                table = json_lines_table(path, self.columns)
             else:
                 import pyarrow.json as pjson
                 table = pjson.read_json(path)
@@ -89,13 +92,16 @@ class PosixFs:
             for i, (col, dtype) in enumerate(self.columns):
                 if i == self.row_id_index:
                     out.append(pa.array(np.arange(first_row_id, first_row_id + n, dtype=np.int64)))
+                elif col in table.column_names and dtype.kind == TypeKind.JSONB:   # its normal text
+                    from stream.expr_jsonb import jsonb_column
+                    out.append(jsonb_column(table.column(col)))
                 elif col in table.column_names:
                     out.append(table.column(col).combine_chunks().cast(arrow_type(dtype)))
                 else:
                     out.append(pa.nulls(n, arrow_type(dtype)))
             return out
-        except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise StreamError(f"posix_fs source: file {path}: {exc}") from None
+        except (OSError, ValueError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise StreamError(f"posix_fs source: file {path}: {exc}") from None   # ValueError: bad JSON of a JSONB
 
 
 class FileSource(UnaryExecutor):
