@@ -260,4 +260,6 @@ class Func(Expr):
         return _wrap(self._impl, self, self.args, columns)
 
     def __str__(self) -> str:
+        if not self.name[:1].isalpha() and len(self.args) == 2:   # an operator's entry (j -> 'a': expr_jsonb)
+            return f"({self.args[0]} {self.name} {self.args[1]})"
         return f"{self.name}({', '.join(map(str, self.args))})"

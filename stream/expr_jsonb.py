@@ -357,14 +357,16 @@ def _list_entry(fn, elem, name):
 #: the operators under their Postgres names (``->`` ... ``?``) and the functions; an operator's
 #: entry is named as written, so no SQL call reaches it by name and no hint suggests it
 FUNCS = {
-    "->": _entry(_get, _get_type, "->", (2, 2)),
-    "->>": _entry(_get_text, _get_text_type, "->>", (2, 2)),
-    "#>": _entry(_get_path, lambda ts: _JB if ts == [_JB, _V] else None, "#>", (2, 2)),
-    "#>>": _entry(_get_path_text, lambda ts: _V if ts == [_JB, _V] else None, "#>>", (2, 2)),
-    "@>": _entry(_contains_rows, lambda ts: DataType.BOOLEAN if ts == [_JB, _JB] else None, "@>", (2, 2)),
-    "?": _entry(_exists, lambda ts: DataType.BOOLEAN if ts == [_JB, _V] else None, "?", (2, 2)),
-    "||": _entry(_concat, lambda ts: _JB if ts == [_JB, _JB] else None, "||", (2, 2)),
-    "-": _entry(_delete, _get_type, "-", (2, 2)),
+    # (the third item names the row's data errors: the Postgres function behind the operator)
+    "->": _entry(_get, _get_type, "jsonb_object_field", (2, 2)),
+    "->>": _entry(_get_text, _get_text_type, "jsonb_object_field_text", (2, 2)),
+    "#>": _entry(_get_path, lambda ts: _JB if ts == [_JB, _V] else None, "jsonb_extract_path", (2, 2)),
+    "#>>": _entry(_get_path_text, lambda ts: _V if ts == [_JB, _V] else None, "jsonb_extract_path_text", (2, 2)),
+    "@>": _entry(_contains_rows, lambda ts: DataType.BOOLEAN if ts == [_JB, _JB] else None, "jsonb_contains",
+                 (2, 2)),
+    "?": _entry(_exists, lambda ts: DataType.BOOLEAN if ts == [_JB, _V] else None, "jsonb_exists", (2, 2)),
+    "||": _entry(_concat, lambda ts: _JB if ts == [_JB, _JB] else None, "jsonb_concat", (2, 2)),
+    "-": _entry(_delete, _get_type, "jsonb_delete", (2, 2)),
     "jsonb_contains": _entry(_contains_rows, lambda ts: DataType.BOOLEAN if ts == [_JB, _JB] else None,
                              "jsonb_contains", (2, 2)),
     "jsonb_exists": _entry(_exists, lambda ts: DataType.BOOLEAN if ts == [_JB, _V] else None, "jsonb_exists",

@@ -360,3 +360,12 @@ def _number_text(v):
     if isinstance(v, decimal.Decimal) and not isinstance(v, bool):
         return ("num", v, max(0, -v.as_tuple().exponent))
     return v
+
+
+def test_explain_prints_operators_as_written_and_data_errors_name_postgres_functions():
+    with sql.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN SELECT j -> 'a', j ->> 0 FROM t WHERE j ? 'x'"))
+        assert "(j -> 'a')" in plan and "(j ->> 0)" in plan and "(j ? 'x')" in plan, plan
+        with pytest.raises(sql.errors.ExecutionError, match="cannot delete from scalar in jsonb_delete"):
+            conn.execute("SELECT '1'::jsonb - 'a'")
