@@ -25,6 +25,7 @@ from relational.catalog import TableDesc
 from relational.state_table import StateTable
 from stream.executors import Dml, Filter, HashAgg, HashJoin, Materialize, Project, SimpleAgg, Union
 from stream.executors.dynamic_filter import DynamicFilter, dynamic_filter_left_table, dynamic_filter_right_table
+from stream.executors.now import NOW_SCHEMA, Now, now_state_table
 from stream.executors import agg_table_count
 from stream.executors.agg_call import AggCall
 from stream.executors.backfill import Backfill
@@ -93,6 +94,8 @@ def count_state_tables(plan: P.Node) -> list:
             out.append((n, 1))
         elif isinstance(n, P.DynamicFilter):
             out.append((n, 2))
+        elif isinstance(n, P.Now):
+            out.append((n, 1))
     visit(plan)
     return out
 
@@ -186,6 +189,12 @@ class GraphBuilder:
         self.actors[rel.name] = self.rt.actor(Materialize(root, self._state_table(rel.desc, False), "no_check",
                                                           change_logs=self.catalog.change_logs_of(rel.name)))
 
+    def now_source(self, table_id: int):
+        """A temporal filter's clock (``P.Now``): a barrier-only source of its own feeding a
+        :class:`~stream.executors.now.Now` whose state table is ``table_id``."""
+        src = self.rt.source(f"__now__{table_id}", NOW_SCHEMA)
+        return Now(src.executor, now_state_table(self.store, table_id))
+
     def head(self, relation, backfill: bool):
         [head] = self.rt.exchange([self.actors[relation.name]], 1, "simple")
         if not backfill:
@@ -245,6 +254,11 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
             return _top_n(n, go(n.input), builder.store, ids[id(n)][0])
         if isinstance(n, P.OverWindow):
             return _over_window(n, go(n.input), builder.store, ids[id(n)][0])
+        if isinstance(n, P.Now):
+            if not hasattr(builder, "now_source"):
+                raise UnsupportedError("now() in a materialized view (a temporal filter) runs on the in-process "
+                                       "runtime only, not yet on the Spark runtime")
+            return builder.now_source(ids[id(n)][0])
         if isinstance(n, P.Unnest):   # stateless: each input row's elements (stream/executors/project_set.py)
             w = len(n.input.types)
             return ProjectSet(go(n.input), n.arrays, n.names[w:w + len(n.arrays)], n.outer)

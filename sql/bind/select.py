@@ -92,18 +92,23 @@ MAX_SERIES = 10_000_000   # rows generate_series may make (it is materialized)
 _VOLATILE_NAMES = ("now", "random", "statement_timestamp", "transaction_timestamp", "clock_timestamp")
 
 
-def _refuse_volatile(node) -> None:
+def _refuse_volatile(node, temporal_ok=frozenset()) -> None:
     """UnsupportedError for now() / current_timestamp / current_date / random() in a
-    materialized view: its rows would depend on when each was computed, and RisingWave allows
-    now() in an MV only as a temporal filter, which this engine does not maintain yet."""
+    materialized view: its rows would depend on when each was computed. As in RisingWave, now()
+    is allowed in a temporal filter (``temporal_ok``: the ids of the now() nodes the binder took
+    as one, sql/bind/subquery.py), which a DynamicFilter against the Now clock maintains."""
     for n in node.walk():
+        if id(n) in temporal_ok:
+            continue
         if isinstance(n, (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.Localtimestamp, exp.CurrentTime)) \
                 or (isinstance(n, exp.Anonymous) and n.name.lower() in _VOLATILE_NAMES) \
                 or (isinstance(n, exp.Anonymous) and n.name.lower() == "age" and len(n.expressions) == 1):
             name = spelled(n)
             name = name if name.startswith(("current", "local")) else name + "()"
+            hint = "; now() may appear only in a temporal filter: WHERE col > now() - INTERVAL '...'" \
+                if name in ("now()", "current_timestamp") else ""
             raise error_at(UnsupportedError, f"{name} is not allowed in a materialized view (its value "
-                                             "depends on when a row is computed; a batch SELECT may use it)", n)
+                                             f"depends on when a row is computed; a batch SELECT may use it{hint})", n)
 
 
 class QueryBinder:
@@ -114,6 +119,7 @@ class QueryBinder:
         self.ctes: dict = {}
         self.depends_on: list = []
         self.prebound: dict = {}   # id(subquery node) -> its plan, bound once (sql.bind.subquery)
+        self.temporal_ok: set = set()   # ids of now() nodes bound as temporal filters (sql.bind.subquery)
 
     def bind_query(self, node, top: bool = True) -> P.Node:
         if isinstance(node, exp.Subquery):
@@ -143,7 +149,7 @@ class QueryBinder:
             if top and not self.batch:
                 plan = O.stream_row_numbers(plan)
                 O.check_streamable(plan)
-                _refuse_volatile(node)
+                _refuse_volatile(node, self.temporal_ok)
             return plan
         finally:
             self.ctes = saved

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from relational.types import DataType
+from relational.types import DataType, TypeKind
 from stream import expr as E
 
 from sql import types as T
-from sql.bind.expr import ExprBinder, Scope
+from sql.bind.expr import ExprBinder, Scope, ScopeCol
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 from sql.bind.correlated import correlated_scalar, correlated_semi, fromless, fromless_expression, try_bind
@@ -52,6 +52,8 @@ def at_most_one_row(plan: P.Node) -> bool:
         return True
     if isinstance(plan, P.Values):
         return len(plan.rows) <= 1
+    if isinstance(plan, P.Now):
+        return True
     if isinstance(plan, (P.Project, P.Filter, P.Sort, P.Limit, P.DynamicFilter)):
         return at_most_one_row(plan.inputs[0])
     return False
@@ -209,7 +211,8 @@ def special_form(node) -> bool:
     negate, inner = _normalized(node)
     if isinstance(inner, exp.In) and inner.args.get("query") is not None or isinstance(inner, exp.Exists):
         return True
-    return not negate and type(inner) in _CMP and _is_subquery(inner.this) != _is_subquery(inner.expression)
+    return not negate and type(inner) in _CMP and (_is_subquery(inner.this) != _is_subquery(inner.expression)
+                                                   or _has_now(inner.this) != _has_now(inner.expression))
 
 
 def where_conjunct(qb, plan: P.Node, scope: Scope, node):
@@ -242,6 +245,10 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
         count = E.Col(len(plan.types), DataType.BIGINT)
         cond = E.Cmp("=" if negate else ">", count, E.Lit(0, DataType.BIGINT))
         return _prefix(P.Filter(joined, cond), plan)
+    if not negate and type(inner) in _CMP and not qb.batch:
+        out = _temporal_filter(qb, plan, scope, inner)
+        if out is not None:
+            return out
     if not negate and type(inner) in _CMP:
         op = _CMP[type(inner)]
         left, right = inner.this, inner.expression
@@ -255,6 +262,44 @@ def where_conjunct(qb, plan: P.Node, scope: Scope, node):
                     qb.prebound[id(_subquery_node(right))] = sub
                 return out
     return None
+
+
+def _is_now(node) -> bool:
+    return isinstance(node, exp.CurrentTimestamp) or (isinstance(node, exp.Anonymous) and node.name.lower() == "now")
+
+
+def _has_now(node) -> bool:
+    return any(_is_now(n) for n in node.walk())
+
+
+def _temporal_filter(qb, plan, scope, inner):
+    """A temporal filter in a materialized view -- ``x <op> now()`` or ``x <op> now() +/- <a
+    constant interval>`` (either side, ``current_timestamp`` alike) with ``x`` free of now() --
+    as a DynamicFilter against the Now clock (RisingWave's temporal filter: the rows passing
+    follow the time, moved at each barrier); None for any other comparison. The now() nodes it
+    takes are recorded in ``qb.temporal_ok``: the MV's volatile-function check passes them."""
+    op = _CMP[type(inner)]
+    left, right = inner.this, inner.expression
+    if _has_now(left) and not _has_now(right):
+        left, right, op = right, left, _FLIP[op]
+    if not _has_now(right) or _has_now(left) or has_subquery(left):
+        return None
+    taken = [id(n) for n in right.walk() if _is_now(n)]
+    clock = exp.column("now", table="__now__") if _is_now(right) else right.copy()
+    for n in list(clock.walk()):
+        if _is_now(n):
+            n.replace(exp.column("now", table="__now__"))
+    try:   # over the clock's one column only: a right side naming a row column is no temporal filter
+        bound = ExprBinder(Scope([ScopeCol("__now__", "now", 0, DataType.TIMESTAMPTZ)]), qb.params,
+                           context="WHERE").bind(clock)
+    except (BindError, UnsupportedError):
+        return None
+    if bound.data_type.kind not in (TypeKind.TIMESTAMPTZ, TypeKind.TIMESTAMP):
+        return None
+    out = _dynamic_filter(qb, plan, scope, left, P.Project(P.Now(), [bound], ["now"]), op)
+    if out is not None:
+        qb.temporal_ok.update(taken)
+    return out
 
 
 def _fromless_where(sel):

@@ -16,7 +16,7 @@ from sql.plan.key_range import plan_batch
 _STREAM_NAMES = {"Scan": "StreamTableScan", "Project": "StreamProject", "Filter": "StreamFilter",
                  "Agg": "StreamHashAgg", "Join": "StreamHashJoin", "Union": "StreamUnion", "TopN": "StreamTopN",
                  "ScalarJoin": "StreamScalarJoin", "DynamicFilter": "StreamDynamicFilter",
-                 "OverWindow": "StreamOverWindow"}
+                 "OverWindow": "StreamOverWindow", "Now": "StreamNow"}
 _STREAM_NAMES.update(TumbleWindow="StreamTumbleWindow", HopWindow="StreamHopWindow")   # sql/plan/time_window.py
 
 

@@ -189,6 +189,15 @@ class ScalarJoin(Node):
         return f"ScalarJoin(${len(self.left.types)} = scalar subquery)"
 
 
+class Now(Node):
+    """The current time as a one-row relation that changes every barrier (stream only: the right
+    side of a temporal filter's DynamicFilter; ``stream/executors/now.py``). Column ``now``
+    TIMESTAMPTZ, no key (one row)."""
+
+    def __init__(self):
+        self._finish(["now"], [DataType.TIMESTAMPTZ], [])
+
+
 class DynamicFilter(Node):
     """``left WHERE left[key] <op> (right's first column)``, ``right`` a one-row scalar subquery
     of the same type as the key (RisingWave's dynamic filter: the rows passing follow both
@@ -199,7 +208,8 @@ class DynamicFilter(Node):
         self._finish(left.names, left.types, left.stream_key, left.n_visible)
 
     def label(self) -> str:
-        return f"DynamicFilter(${self.key} {self.op} scalar subquery)"
+        right = "now() expression" if any(isinstance(n, Now) for n in walk(self.right)) else "scalar subquery"
+        return f"DynamicFilter(${self.key} {self.op} {right})"
 
 
 class Union(Node):
@@ -359,6 +369,7 @@ def walk(node: Node):
         yield from walk(i)
 
 
-__all__ = ["Agg", "AggSpec", "Col", "DataType", "DynamicFilter", "Filter", "Join", "Limit", "Lit", "Node", "OverWindow",
+__all__ = ["Agg", "AggSpec", "Col", "DataType", "DynamicFilter", "Filter", "Join", "Limit", "Lit", "Node", "Now",
+           "OverWindow",
            "Project", "RowNumber", "ScalarJoin", "Scan", "Sort", "TopN", "Union", "Values", "WindowCall", "inserts_only", "visible",
            "walk"]
