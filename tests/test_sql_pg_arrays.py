@@ -106,7 +106,7 @@ def test_array_expressions_agree_with_postgres(pg, data):
 
 FIXED_ROWS = [(1, [1, 2, None], [2], ["x", "y z"], 2, "a,b"), (2, [3, 4], None, ['a"b', None, ""], 9, ""),
               (3, None, [], [], None, None), (4, [], [5, 5], ["NULL"], 5, "q"), (5, [4, 3, 4], [2], None, 4, "r"),
-              (6, [1, 2, None], [], None, 1, "r")]
+              (6, [1, None], [], None, 1, "r"), (7, [1, 2], [2, None], ["a\"b", "c"], 2, "")]
 
 QUERIES = [
     # unnest in FROM: implicit LATERAL, CROSS JOIN LATERAL, LEFT JOIN LATERAL, ordinality, constants
@@ -137,6 +137,15 @@ QUERIES = [
     "SELECT k FROM t WHERE cardinality(a) > 1 AND a[1] < a[2]",
     "SELECT k, CAST(a AS TEXT) FROM t ORDER BY a, k",
     "SELECT k FROM t WHERE k = ANY(SELECT x FROM t)",
+    # ORDER BY arrays: prefixes first, NULL elements after values, NaN above numbers
+    "SELECT k, CAST(s AS TEXT) FROM t ORDER BY s, k",
+    "SELECT k FROM t ORDER BY b DESC, k",
+    "SELECT k FROM t ORDER BY a DESC NULLS LAST, k LIMIT 4",
+    "SELECT CAST(v AS TEXT) AS w FROM (VALUES ('{NaN}'::float8[]), ('{1}'), ('{1,NULL}'), ('{}'), (NULL), "
+    "('{-1,NaN}'), ('{NULL}')) AS q(v) ORDER BY v DESC",
+    "SELECT CAST(v AS TEXT) AS w FROM (VALUES ('{NaN}'::float8[]), ('{1}'), ('{1,NULL}'), ('{}'), ('{NULL}')) AS q(v) "
+    "ORDER BY v",
+    "SELECT k FROM t ORDER BY a, k",
     # arrays as grouping keys (batch)
     "SELECT CAST(b AS TEXT), count(*) FROM t GROUP BY b",
     "SELECT DISTINCT CAST(b AS TEXT) FROM t",

@@ -357,7 +357,7 @@ class _Exec:
                     from stream.expr_jsonb import order_key as jsonb_key
                     x, y = jsonb_key(x), jsonb_key(y)
                 else:
-                    x, y = order_key(x), order_key(y)   # NaN equals NaN, above every number
+                    x, y = _sort_key(x), _sort_key(y)   # NaN equals NaN, above every number
                 if x == y:
                     continue
                 r = -1 if x < y else 1
@@ -411,6 +411,14 @@ class _Exec:
         t = self.run(plan.input)
         end = None if plan.limit is None else plan.offset + plan.limit
         return t.slice(plan.offset, (end - plan.offset) if end is not None else None)
+
+
+def _sort_key(value):
+    """``order_key``, and for an array its elements' keys (a NULL element after every value), so
+    arrays sort as Postgres' array_cmp orders them (a shorter prefix first)."""
+    if isinstance(value, list):
+        return (0, [(2,) if v is None else _sort_key(v) for v in value])
+    return order_key(value)
 
 
 def _group_key(value):
