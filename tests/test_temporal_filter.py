@@ -127,3 +127,12 @@ def test_other_volatile_uses_stay_refused_by_name(q):
         c.execute("CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMPTZ)")
         with pytest.raises(sql.errors.UnsupportedError, match="not allowed in a materialized view"):
             c.execute(f"CREATE MATERIALIZED VIEW m AS {q}")
+
+
+def test_the_spark_pipeline_planner_refuses_a_temporal_filter_by_name():
+    from sql.spark_pipeline.fragments import plan_pipeline
+    with sql.connect(":memory:", barrier_interval_ms=0) as c:
+        c.execute("CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMPTZ)")
+        c.execute("CREATE MATERIALIZED VIEW m AS SELECT id FROM t WHERE ts > now() - INTERVAL '1 hour'")
+        with pytest.raises(sql.errors.UnsupportedError, match="temporal filter.*Spark runtime"):
+            plan_pipeline(c.db.catalog, c.db.plan_of)

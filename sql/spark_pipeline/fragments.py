@@ -211,6 +211,9 @@ class _Planner:
             producer, dist = self.relation_output[node.relation.name]
             edge = self._edge(producer, -1, dist, True)
             return self._leaf(edge, node), dist, [(edge, None)]
+        if isinstance(node, P.Now):
+            raise UnsupportedError("now() in a materialized view (a temporal filter) runs on the in-process runtime "
+                                   "only, not yet on the Spark runtime")
         if isinstance(node, P.Values):
             raise UnsupportedError("a constant row source (SELECT without FROM) in a materialized view is not "
                                    "supported on the Spark runtime")
