@@ -373,6 +373,10 @@ class QueryBinder:
         if isinstance(node, exp.Table):
             name = relation_name(node)
             version = node.args.get("version")
+            if version is not None and not self.batch and "proctime" in version.sql().lower():
+                raise error_at(UnsupportedError, "a temporal join (FOR SYSTEM_TIME AS OF PROCTIME()) is not supported "
+                                                 "in a materialized view yet: join the table directly (a regular "
+                                                 "join keeps both sides' changes)", version)
             if version is not None and (not self.batch or name in self.ctes):
                 raise error_at(UnsupportedError, "time travel (FOR SYSTEM_TIME AS OF) reads a table or materialized "
                                                  "view in a batch query; it is not allowed " +
