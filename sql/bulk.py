@@ -83,7 +83,7 @@ def insert_arrow_into(db, rel, data, variables, chunk_size: int = DEFAULT_CHUNK_
                 raise BindError(f"column {name!r}: {exc}") from None
         if rel.desc.columns[i][1].kind == TypeKind.JSONB:   # the normal text, checked before anything is written
             from relational.jsonb import JsonbSyntaxError
-            from stream.expr_jsonb import normal_column
+            from stream.jsonb_ingest import normal_column
             try:
                 column = normal_column(column)
             except JsonbSyntaxError as exc:

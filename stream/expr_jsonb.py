@@ -16,14 +16,20 @@ or an index); the functions ``jsonb_contains``, ``jsonb_exists``, ``jsonb_concat
 ``jsonb_extract_path[_text]`` (variadic keys), ``jsonb_typeof``, ``jsonb_array_length``,
 ``jsonb_build_object``, ``to_jsonb``.
 A top-level scalar is a one-element array to ``->`` with an index (``'"s"'::jsonb -> 0`` is
-``"s"``), as Postgres stores it. JSON null cast to a scalar type is SQL NULL. What does not apply (a key of an array, an index of an object, a missing key, an index out of
+``"s"``), as Postgres stores it. JSON null cast to a scalar type is SQL NULL. What does not
+apply (a key of an array, an index of an object, a missing key, an index out of
 range) is NULL, as Postgres; ``->>`` of JSON null is NULL; ``jsonb_array_length`` of a
 non-array, ``jsonb_build_object`` with a NULL key and a cast of the wrong JSON type to a
 scalar type are data errors (:func:`stream.expr_errors.data_error`).
 
-Callers: :mod:`stream.expr_funcs` (merges ``FUNCS``), :mod:`stream.expr_cast` (casts), the SQL
-binder (:mod:`sql.bind.expr`, :mod:`sql.bind.select` for the set-returning functions, which use
-:func:`array_elements` and :func:`each`).
+Also here: the internal JSONB -> LIST functions ``unnest`` expands for ``jsonb_each`` and the
+like over a column (sql/bind/jsonb_rows.py), and :func:`order_key` (batch ORDER BY). JSON text
+arriving in Arrow columns and files is normalised by :mod:`stream.jsonb_ingest`.
+
+Callers: :mod:`stream.expr_funcs` (merges ``FUNCS``), :mod:`stream.expr_cast` (casts),
+:mod:`stream.expr_jsonb_cmp`, the SQL binder (:mod:`sql.bind.expr`, :mod:`sql.bind.jsonb_rows`
+for the set-returning functions, which use :func:`array_elements` and :func:`each`),
+:mod:`sql.batch.execute` (ORDER BY).
 """
 
 from __future__ import annotations
@@ -428,7 +434,8 @@ def _scalar_cast(text, target: DataType):
         return node
     if target.kind in _FLOATS:
         value = float(node)
-        if value in (float("inf"), float("-inf")) or (target.kind == TypeKind.REAL and abs(value) > 3.4028234663852886e38):
+        too_big = target.kind == TypeKind.REAL and abs(value) > 3.4028234663852886e38
+        if value in (float("inf"), float("-inf")) or too_big:
             raise RowError(f"value out of range for type {name}")
         return value
     value = int(node.to_integral_value(decimal.ROUND_HALF_UP))   # numeric -> integer: half away from zero
@@ -512,67 +519,3 @@ def object_keys(text: str) -> list:
 def order_key(text: str):
     """A sort key of a JSONB value (its normal text) in Postgres' jsonb order."""
     return J.sort_key(tree(text))
-
-
-def normal_column(column) -> pa.Array:
-    """A string column of JSON texts as their normal texts (what a JSONB column stores); raises
-    :class:`relational.jsonb.JsonbSyntaxError` naming the first row that is not JSON. For the
-    bulk paths (insert_arrow, COPY) that hand Arrow columns straight to a table's stream."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    out = []
-    for row, text in enumerate(column.to_pylist()):
-        try:
-            out.append(None if text is None else J.normalize(text))
-        except J.JsonbSyntaxError as exc:
-            raise J.JsonbSyntaxError(f"row {row + 1}: {exc}", exc.position) from None
-    return pa.array(out, pa.string())
-
-
-def jsonb_column(column) -> pa.Array:
-    """A source file's column for a JSONB column: JSON text (normalised, :func:`normal_column`),
-    or values a JSON reader already parsed (structs, lists, numbers: their JSON); raises
-    :class:`relational.jsonb.JsonbSyntaxError` (a ``ValueError``) naming the row."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        return normal_column(column)
-    out = []
-    for row, value in enumerate(column.to_pylist()):
-        try:
-            out.append(None if value is None else J.to_text(J.from_python(value)))
-        except (TypeError, ValueError) as exc:
-            raise J.JsonbSyntaxError(f"row {row + 1}: {exc}") from None
-    return pa.array(out, pa.string())
-
-
-def json_lines_table(path: str, columns) -> pa.Table:
-    """A file of one JSON object per line as an Arrow table of ``columns`` (``(name, DataType)``)
-    whose JSONB columns hold each row's value as normal text, whatever its JSON type (Arrow's
-    JSON reader wants one type per column; a missing key or JSON null is NULL, as for the other
-    columns); numbers keep their digits. Other columns are
-    strings, numbers and booleans for the caller's cast. Raises ``ValueError`` (bad JSON, a
-    line that is not an object) naming the line."""
-    import json as _json
-
-    wanted = {name: dtype for name, dtype in columns}
-    values = {name: [] for name in wanted}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = _json.loads(line, parse_float=decimal.Decimal)
-            except ValueError as exc:
-                raise ValueError(f"line {number}: {exc}") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"line {number}: not a JSON object")
-            for name, dtype in wanted.items():
-                v = obj.get(name)
-                if dtype.kind == TypeKind.JSONB:
-                    v = None if v is None else J.to_text(J.from_python(v))   # JSON null: NULL, as elsewhere
-                elif isinstance(v, decimal.Decimal):
-                    v = str(v) if dtype.kind == TypeKind.DECIMAL else float(v)
-                values[name].append(v)
-    return pa.table({name: pa.array(vs, pa.string() if wanted[name].kind in (TypeKind.JSONB, TypeKind.DECIMAL)
-                                    else None) for name, vs in values.items()})

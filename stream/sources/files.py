@@ -82,7 +82,7 @@ class PosixFs:
                     n: arrow_type(t) for i, (n, t) in enumerate(self.columns) if i != self.row_id_index},
                     strings_can_be_null=True, quoted_strings_can_be_null=False))   # COPY's CSV: empty is NULL
             elif any(t.kind == TypeKind.JSONB for _, t in self.columns):   # any JSON value per row, not one schema
-                from stream.expr_jsonb import json_lines_table
+                from stream.jsonb_ingest import json_lines_table
                 table = json_lines_table(path, self.columns)
             else:
                 import pyarrow.json as pjson
@@ -93,7 +93,7 @@ class PosixFs:
                 if i == self.row_id_index:
                     out.append(pa.array(np.arange(first_row_id, first_row_id + n, dtype=np.int64)))
                 elif col in table.column_names and dtype.kind == TypeKind.JSONB:   # its normal text
-                    from stream.expr_jsonb import jsonb_column
+                    from stream.jsonb_ingest import jsonb_column
                     out.append(jsonb_column(table.column(col)))
                 elif col in table.column_names:
                     out.append(table.column(col).combine_chunks().cast(arrow_type(dtype)))
