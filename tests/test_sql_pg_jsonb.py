@@ -45,6 +45,8 @@ EXPRS = [
     "j || '{\"z\": 0, \"a\": 5}'", "j || '[9]'", "'[0]' || j", "j || j", "j || '7'", "j::text || '!'",
     "jsonb_extract_path(j, 'a', 'b')", "jsonb_extract_path_text(j, 'b', '2', 'c')",
     "jsonb_contains(j, '[1]')", "jsonb_exists(j, 'a')", "jsonb_concat(j, '[1]')",
+    "COALESCE(j, '{}')", "COALESCE(j -> 'zz', j -> 0, '\"none\"')", "CASE WHEN k > 3 THEN j ELSE '[ ]' END",
+    "CASE k WHEN 1 THEN '{\"x\": 1}' ELSE j END", "NULLIF(j, '[]')", "j IN ('\"str\"', 'true', '12.3')",
 ]
 DATA_ERRORS = ["jsonb_array_length(j)", "j - 'a'", "j - 'two'", "j - 0", "j - -1", "j - 9", "(j -> 0)::int", "j::int", "j::float8", "j::bool", "j::numeric",
                "(j ->> 'a')::int"]

@@ -373,7 +373,7 @@ class ExprBinder:
             return self._case(node)
         if isinstance(node, exp.Coalesce):
             nodes = [node.this] + list(node.expressions)
-            args, _ = self.unify([self.bind(n) for n in nodes], nodes, "COALESCE")
+            args, _ = self.unify(self._jsonb_literals([self.bind(n) for n in nodes], nodes), nodes, "COALESCE")
             return E.Func("coalesce", *args)
         if isinstance(node, exp.Nullif):
             a, b = self.bind_pair(node.this, node.expression)
@@ -471,6 +471,15 @@ class ExprBinder:
             right = self.bind_as(operand, DataType.VARCHAR)
         name = "->" if isinstance(node, exp.JSONExtract) else "->>"
         return self._jsonb_call(name, [left, right], node)
+
+    def _jsonb_literals(self, exprs, nodes) -> list:
+        """``exprs`` (bound from ``nodes``) with each untyped string literal read as JSONB when
+        another of them is JSONB (``COALESCE(j, '{}')``, ``CASE ... THEN j ELSE '[]' END``), as
+        Postgres resolves an unknown literal to the other values' type."""
+        if not any(e.data_type == DataType.JSONB for e in exprs):
+            return exprs
+        return [self.bind_as(n, DataType.JSONB) if _untyped(self, n) and self.literal(n)[0] is not None else e
+                for e, n in zip(exprs, nodes)]
 
     def _jsonb_binary(self, node, op):
         """``j || j2`` (an untyped literal beside a JSONB is one) and ``j - 'key'`` / ``j - n``;
@@ -682,7 +691,8 @@ class ExprBinder:
         if default is not None:
             values.append(self.bind(default))
             nodes.append(default)
-        values, target = self.unify(values, nodes, "CASE")
+        value_nodes = [w.args["true"] for w in node.args.get("ifs") or []] + ([default] if default is not None else [])
+        values, target = self.unify(self._jsonb_literals(values, value_nodes), nodes, "CASE")
         else_ = values[len(conds)] if default is not None else None
         return E.Case(list(zip(conds, values[:len(conds)])), else_, target)
 
