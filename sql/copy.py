@@ -293,7 +293,7 @@ def _from_text(col, dtype: DataType, name: str, where: str, locate):
     kind = dtype.kind
     if kind == TypeKind.VARCHAR:
         return col
-    if kind in (TypeKind.STRUCT, TypeKind.LIST):
+    if kind == TypeKind.STRUCT:
         raise UnsupportedError(f"{where}: column {name} is {dtype.sql_name()}: composite types are read from "
                                f"parquet only")
     if kind in _CAST:
@@ -488,7 +488,7 @@ def text_column(col, dtype: DataType, where: str = "COPY", escape=False):
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     kind = dtype.kind
-    if kind in (TypeKind.STRUCT, TypeKind.LIST):
+    if kind == TypeKind.STRUCT:
         raise UnsupportedError(f"{where}: {dtype.sql_name()} columns are written to parquet or json only")
     if kind in (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT):
         return col   # written as numbers (unquoted)
@@ -498,6 +498,9 @@ def text_column(col, dtype: DataType, where: str = "COPY", escape=False):
         out = col.cast(pa.string())
     elif kind == TypeKind.BOOLEAN:
         out = pc.if_else(col, "t", "f")
+    elif kind == TypeKind.LIST:   # Postgres' array_out: {1,2,NULL} (stream/expr_array.py)
+        from stream.expr_array import array_text
+        out = pa.array(array_text(col, dtype), pa.string())
     elif kind in (TypeKind.REAL, TypeKind.DOUBLE):   # shortest round-trip text, Postgres' spellings
         out = pc.cast(col, pa.string())
         for arrow_text, pg in (("inf", "Infinity"), ("-inf", "-Infinity"), ("nan", "NaN")):

@@ -279,3 +279,21 @@ def test_psycopg_reads_and_sends_arrays_over_pgwire(tmp_path):
             assert c.execute("SELECT a::text FROM t WHERE k = 1").fetchall() == [("{1,NULL}",)]
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("fmt, expected", [
+    ("text", '1\t{1,NULL}\t{"a b","q\\\\"t","",NULL,"x,y"}\n2\t{}\t\\N\n3\t\\N\t{z}\n'),
+    ("csv", None),
+])
+def test_copy_writes_and_reads_array_text(tmp_path, fmt, expected):
+    with sql.connect(":memory:", implicit_flush=True) as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, a INT[], s TEXT[])")
+        c.execute("INSERT INTO t VALUES (1, ARRAY[1, NULL], ARRAY['a b', 'q\"t', '', NULL, 'x,y']), (2, '{}', NULL), "
+                  "(3, NULL, '{z}')")
+        path = tmp_path / f"t.{fmt}"
+        c.execute(f"COPY t TO '{path}' WITH (format {fmt})")
+        if expected is not None:   # Postgres' COPY text: array_out, then the text format's backslash escapes
+            assert path.read_text() == expected
+        c.execute("CREATE TABLE u (k INT PRIMARY KEY, a INT[], s TEXT[])")
+        c.execute(f"COPY u FROM '{path}' WITH (format {fmt})")
+        assert c.execute("SELECT * FROM u ORDER BY k").fetchall() == c.execute("SELECT * FROM t ORDER BY k").fetchall()
