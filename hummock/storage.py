@@ -22,7 +22,9 @@ live in ``hummock/read_side.py``, a base class of ``HummockStorage``.
 Table watermarks (``update_table_watermarks``, ``truncate_table``; ``hummock/table_watermarks.py``):
 records that make reads at epochs >= theirs hide keys at once, published with the commit of
 their epoch in its version delta, applied by compaction; a truncation's whole SSTs leave the
-version after the commit (``_drop_truncated_ssts``).
+version after the commit (``_drop_truncated_ssts``). These methods live in
+``hummock/marks_side.py``, another base class of ``HummockStorage``; the argument checks in
+``hummock/arg_checks.py``.
 
 Recovery: opening replays the manifest; anything not committed is gone, and the writer's first
 vacuum removes SSTs a crash left behind. A second writer on the same URL fails with
@@ -46,26 +48,26 @@ from collections import Counter
 from hummock.compaction.host import EngineHost
 from hummock.compaction.manager import CompactionManager
 from hummock.compaction.picker import PickerConfig, pending_bytes
+from hummock.arg_checks import MAX_TABLE_ID, _check_epoch, _check_table_id, _check_user_epoch
 from hummock.compaction.spark import check_spark_store
 from hummock.errors import ExpiredEpochError, HummockError, InvalidArgumentError
 from hummock.flush import flush_imms
-from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.killpoints import kill_point
 from hummock.leases import ReaderLease, live_lease_floor
 from hummock.manifest import ConcurrentWriterError, Manifest, ManifestNotFoundError, WriterLock
 from hummock.object_store import LocalObjectStore, ObjectStore, open_object_store
 from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
+from hummock.marks_side import MarksSide
 from hummock.read_side import ReaderSstStore, ReadSide, Snapshot, open_pinned
 from hummock.read_view import ReadState, VersionView, version_groups
 from hummock.shared_buffer import ENTRY_OVERHEAD, SharedBuffer, check_batch
 from hummock.sstable.cache import LruCache
 from hummock.sstable.meta import MAX_PREFIX_LEN, sst_object_path
 from hummock.uploader import Uploader, UploadTask
-from hummock.table_watermarks import TableWatermarks, check_ranges, resolve_all, with_pending
+from hummock.table_watermarks import with_pending
 from hummock.version import VersionDelta
 
-MAX_TABLE_ID = 0xFFFFFFFF
 COMMIT_LOG_LIMIT = 65536    # commit-log entries kept without a retention window (committed_epoch_at)
 log = logging.getLogger(__name__)
 
@@ -78,28 +80,7 @@ class ReadOnlyError(HummockError, PermissionError):
     """A write was attempted on a store opened with ``read_only=True``."""
 
 
-def _check_table_id(table_id) -> int:
-    if isinstance(table_id, bool) or not isinstance(table_id, int) or not 0 <= table_id <= MAX_TABLE_ID:
-        raise InvalidArgumentError(f"table_id must be an int in [0, {MAX_TABLE_ID}], got {table_id!r}")
-    return table_id
-
-
-def _check_epoch(epoch) -> int:
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= MAX_EPOCH:
-        raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r}")
-    return epoch
-
-
-def _check_user_epoch(epoch) -> int:
-    """An epoch a writer seals, syncs or commits: its low 16 bits (spill offsets) are zero."""
-    if _check_epoch(epoch) & EPOCH_SPILL_MASK:
-        raise InvalidArgumentError(
-            f"epoch {epoch} has low 16 bits set; those hold spill offsets (use "
-            f"hummock.key.new_epoch() or multiples of 1 << 16)")
-    return epoch
-
-
-class HummockStorage(ReadSide):
+class HummockStorage(ReadSide, MarksSide):
     """An open store. Create with :meth:`open`; close with :meth:`close` or a ``with`` block."""
 
     def __init__(self, store: ObjectStore, options: StorageOptions, manifest: Manifest, lock, read_only: bool,
@@ -524,130 +505,6 @@ class HummockStorage(ReadSide):
         self._require_writer()
         epoch = _check_user_epoch(epoch)
         return landed(self, epoch, check_infos(infos, epoch))
-
-    # --- table watermarks and truncation (hummock/table_watermarks.py) --------------------------
-
-    def update_table_watermarks(self, table_id: int, epoch: int, watermarks) -> None:
-        """From ``epoch`` on, hide keys of ``table_id`` below a watermark, per vnode:
-        ``watermarks`` maps a vnode (the first 2 bytes of a table key, big-endian) to ``W``
-        (hide the keys whose bytes after the vnode are ``< W``) or to a range ``(lo, hi)`` (hide
-        those in ``[lo, hi)``; ``hi`` ``None``: no upper end). Reads on this store at epochs
-        >= ``epoch`` hide them at once, whenever the keys were written (also later);
-        reads at older epochs and snapshots still see them; the commit of ``epoch`` makes the
-        watermark durable, and compaction then drops the keys for good.
-
-        Watermarks only grow: each range is merged into its vnode's current one (their hull),
-        so one below the current is ignored and several per epoch keep the highest. REQUIRES:
-        ``epoch`` unsealed with its low 16 bits zero (as for ``ingest_batch``) and not below this
-        table's newest watermark epoch; ranges non-empty and overlapping or touching the vnode's
-        current one. Raises ``InvalidArgumentError`` otherwise; nothing changes then."""
-        self._require_writer()
-        table_id = _check_table_id(table_id)
-        epoch = _check_user_epoch(epoch)
-        ranges = check_ranges(watermarks)
-        with self._lock:
-            self._require_writer()
-            self._check_unsealed(epoch)
-            if not ranges:
-                return
-            records = self._marks.get(table_id, TableWatermarks())
-            self._install_marks(table_id, records.with_watermarks(epoch, ranges))   # checked again: cheap
-
-    def truncate_table(self, table_id: int, epoch: int) -> None:
-        """Empty ``table_id`` from ``epoch`` on (``TRUNCATE``, ``DROP``): reads at epochs >=
-        ``epoch`` see none of the versions written before this call (at ``epoch`` or earlier);
-        writes made after it, at ``epoch`` or later, stay visible. Older reads and snapshots
-        still see the old rows. The uncommitted writes of ``epoch`` it hides leave the shared
-        buffer at once (those of older epochs stay for older reads); the commit of ``epoch``
-        publishes the truncation in its version delta, and SSTs holding only
-        truncated data of this table then leave the version (as soon as no snapshot or
-        retention window needs them); compaction drops the rest. Watermarks stay.
-
-        REQUIRES: ``epoch`` unsealed with its low 16 bits zero and not below this table's newest
-        truncation epoch. Raises ``InvalidArgumentError`` otherwise; nothing changes then."""
-        self._require_writer()
-        table_id = _check_table_id(table_id)
-        epoch = _check_user_epoch(epoch)
-        with self._lock:
-            self._require_writer()
-            self._check_unsealed(epoch)
-            through = epoch + self._buffer.next_offset(table_id, epoch) - 1
-            records = self._marks.get(table_id, TableWatermarks()).with_truncation(epoch, through)
-            # its own epoch's imms no read can see any more; older ones stay for older reads
-            self._buffer.remove(lambda imm: imm.table_id == table_id and epoch <= imm.epoch <= through)
-            self._truncated_tables.add(table_id)
-            self._install_marks(table_id, records)
-
-    def table_watermarks(self, table_id: int) -> TableWatermarks:
-        """The watermark records of ``table_id`` this store's reads apply (committed, plus
-        uncommitted ones on a writer); empty if it has none."""
-        table_id = _check_table_id(table_id)
-        return self._marks.get(table_id, TableWatermarks())
-
-    def _check_unsealed(self, epoch: int) -> None:
-        if epoch <= self._buffer.sealed_epoch:
-            raise InvalidArgumentError(f"epoch {epoch} is sealed (sealed up to {self._buffer.sealed_epoch}); "
-                                       "use a newer epoch")
-
-    def _install_marks(self, table_id: int, records: TableWatermarks) -> None:
-        """Make ``records`` the table's watermark records for reads (under the lock)."""
-        marks = dict(self._marks)
-        marks[table_id] = records
-        self._marks = marks
-        self._refresh_state()
-
-    def _marks_to_publish(self, epoch: int) -> dict:
-        """The uncommitted watermark records a commit of ``epoch`` publishes (under the lock)."""
-        committed = self._version.max_committed_epoch
-        out = {}
-        for table_id, records in self._marks.items():
-            if records.newest_epoch > committed:
-                part = records.between(committed, epoch)
-                if part:
-                    out[table_id] = part
-        return out
-
-    def _drop_truncated_ssts(self) -> None:
-        """Remove from the version, in one delta, the SSTs holding only versions of one table
-        that a truncation hides, once every reader is at or above the truncation's epoch (the
-        compaction watermark: snapshots and the retention window hold it back); that delta
-        raises ``safe_epoch`` to the watermark as a compaction would. Best effort, under the
-        lock: an error is logged and the next commit retries."""
-        if not self._truncated_tables:
-            return
-        watermark = self._watermark()
-        version = self._version
-        doomed, done = [], []
-        for table_id in self._truncated_tables:
-            committed = version.table_watermarks.get(table_id, TableWatermarks()).truncations
-            applicable = [t for t in committed if t[0] <= watermark]
-            if applicable:
-                through = applicable[-1][1]
-                doomed += [info.sst_id for info in version.all_ssts()
-                           if list(info.table_ids) == [table_id] and info.max_epoch <= through]
-            newest = self._marks.get(table_id, TableWatermarks()).truncations
-            if not newest or newest[-1][0] <= watermark:
-                done.append(table_id)   # nothing left that a later commit could remove
-        if not doomed:
-            self._truncated_tables.difference_update(done)
-            return
-        try:
-            self._check_ownership()
-            delta = VersionDelta.compaction(version, doomed, {}, watermark=watermark)
-            try:
-                new = self._manifest.commit(delta)
-            finally:
-                self._set_version(self._manifest.current)
-            self._set_version(new)
-            self.counters["truncated_ssts_dropped"] += len(doomed)
-            self._truncated_tables.difference_update(done)
-        except HummockError as exc:
-            log.warning("could not remove the SSTs of truncated tables (retried at the next commit): %s", exc)
-
-    def _compaction_hide(self, watermark: int) -> dict:
-        """What a compaction at ``watermark`` may drop besides old versions (under the lock):
-        ``{table_id: resolved}`` of the committed table watermarks (``resolve_all``)."""
-        return resolve_all(self._version.table_watermarks, watermark | EPOCH_SPILL_MASK)
 
     def _check_ownership(self) -> None:
         """Raise ConcurrentWriterError if this writer was fenced: its lock was taken over or
