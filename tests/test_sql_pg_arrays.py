@@ -146,6 +146,12 @@ QUERIES = [
     "SELECT CAST(v AS TEXT) AS w FROM (VALUES ('{NaN}'::float8[]), ('{1}'), ('{1,NULL}'), ('{}'), ('{NULL}')) AS q(v) "
     "ORDER BY v",
     "SELECT k FROM t ORDER BY a, k",
+    # ARRAY(subquery): the rows in the subquery's order, {} for none, correlated too
+    "SELECT CAST(ARRAY(SELECT x FROM t ORDER BY k DESC) AS TEXT)",
+    "SELECT CAST(ARRAY(SELECT w FROM t WHERE k > 100) AS TEXT)",
+    "SELECT k, CAST(ARRAY(SELECT t2.k FROM t AS t2 WHERE t2.x = t.x ORDER BY t2.k DESC) AS TEXT) FROM t",
+    "SELECT cardinality(ARRAY(SELECT k FROM t WHERE x IS NOT NULL)), CAST(ARRAY(SELECT x * 2 AS y FROM t "
+    "ORDER BY y) AS TEXT)",
     # arrays as grouping keys (batch)
     "SELECT CAST(b AS TEXT), count(*) FROM t GROUP BY b",
     "SELECT DISTINCT CAST(b AS TEXT) FROM t",

@@ -550,8 +550,10 @@ class ExprBinder:
         """``ARRAY[a, b, ...]``: the items unified to one element type (untyped literals and NULLs
         take the typed items' type; all untyped: text, as Postgres)."""
         items = list(node.expressions)
+        if len(items) == 1 and isinstance(items[0], (exp.Select, exp.Subquery)):
+            return self._array_subquery(items[0], node)
         if any(isinstance(i, (exp.Select, exp.Subquery)) for i in items):
-            raise error_at(UnsupportedError, "ARRAY(subquery) is not supported (use array_agg)", node)
+            raise error_at(UnsupportedError, "ARRAY(subquery) is not supported here (use array_agg)", node)
         if not items:
             raise error_at(BindError, "cannot determine type of empty array (write ARRAY[]::int[])", node)
         typed = [self.bind(i) for i in items if not ((lit := self.literal(i)) is not None and lit[2])]
@@ -560,6 +562,41 @@ class ExprBinder:
         if elem.kind == TypeKind.LIST:
             raise error_at(UnsupportedError, "multidimensional arrays are not supported", node)
         return E.ArrayCtor(bound, elem)
+
+    def _array_subquery(self, query, node) -> E.Expr:
+        """``ARRAY(SELECT x FROM ... [WHERE ...] [ORDER BY ...])`` as Postgres: the rows' ``x`` in
+        the subquery's order, ``{}`` when there is none -- bound as the scalar subquery
+        ``(SELECT array_agg(x ORDER BY ...) FROM ...)`` with NULL read as ``{}``. Other shapes
+        (LIMIT, DISTINCT, GROUP BY, aggregates, several columns) are refused by name."""
+        sel = query.this if isinstance(query, exp.Subquery) else query
+        item = sel.expressions[0] if isinstance(sel, exp.Select) and len(sel.expressions) == 1 else None
+        value = item.this if isinstance(item, exp.Alias) else item
+        plain = value is not None and not isinstance(value, exp.Star) and \
+            not any(sel.args.get(k) for k in ("limit", "offset", "distinct", "group", "having", "with_", "with",
+                                              "windows", "qualify", "fetch")) and \
+            value.find(exp.AggFunc, exp.Window) is None
+        if self.subquery is None or not plain:
+            raise error_at(UnsupportedError, "ARRAY(subquery) is supported over one column of a plain SELECT [WHERE] "
+                                             "[ORDER BY] (not with LIMIT, DISTINCT, GROUP BY or aggregates: use "
+                                             "array_agg)", node)
+        alias = _name(item.args["alias"]) if isinstance(item, exp.Alias) else None
+        order = []
+        for o in (sel.args.get("order").expressions if sel.args.get("order") else []):
+            key = o.this
+            if isinstance(key, exp.Literal) and not key.is_string and key.this == "1" or \
+                    alias is not None and isinstance(key, exp.Column) and key.args.get("table") is None and \
+                    _name(key.this) == alias:   # ORDER BY 1 / ORDER BY the alias: the value itself
+                o = o.copy()
+                o.set("this", value.copy())
+            order.append(o.copy())
+        arg = exp.Order(this=value.copy(), expressions=order) if order else value.copy()
+        rewritten = sel.copy()
+        rewritten.set("order", None)
+        rewritten.set("expressions", [exp.ArrayAgg(this=arg)])
+        bound = self.subquery(exp.Subquery(this=rewritten), self)
+        if bound.data_type.kind != TypeKind.LIST:
+            raise error_at(UnsupportedError, "ARRAY(subquery) is not supported here", node)
+        return E.Func("coalesce", bound, E.ArrayCtor([], bound.data_type.elem))
 
     def _subscript(self, node) -> E.Expr:
         """``a[i]`` and ``a[lo:hi]``, 1-based as written. sqlglot's Postgres reader shifts an
