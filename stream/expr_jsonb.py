@@ -286,6 +286,8 @@ def _build_object_impl(args, columns):
     types = [a.data_type for a in args]
 
     def build(*row):
+        if len(row) % 2:   # Postgres checks it per call, at run time (a data error, 22023)
+            raise RowError("argument list must have even number of elements")
         pairs = []
         for i in range(0, len(row), 2):
             if row[i] is None:
@@ -297,7 +299,7 @@ def _build_object_impl(args, columns):
 
 
 def _build_object_type(ts):
-    return _JB if len(ts) % 2 == 0 else None
+    return _JB
 
 
 # --- the function table -----------------------------------------------------------------------

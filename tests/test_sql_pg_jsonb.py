@@ -117,7 +117,7 @@ FIXED = [
     "SELECT * FROM jsonb_array_elements('{\"a\": 1}')", "SELECT * FROM jsonb_each('[1]')",
     "SELECT * FROM jsonb_array_elements(NULL)",
     "SELECT jsonb_build_object()", "SELECT jsonb_build_object('a', NULL::jsonb, 'b', '2024-01-31 12:34:56.5'::timestamp)",
-    "SELECT jsonb_build_object(NULL, 1)", "SELECT jsonb_build_object('a', 1, 'a', 2)",
+    "SELECT jsonb_build_object(NULL, 1)", "SELECT jsonb_build_object('a', 1, 'b')", "SELECT jsonb_build_object('a', 1, 'a', 2)",
     "SELECT to_jsonb('x'::text), to_jsonb(1.50), to_jsonb('NaN'::float8), to_jsonb(1e-5::float8), to_jsonb(NULL::int)",
     "SELECT '1.0'::jsonb = '1', '[1.0, {\"a\": 2.00}]'::jsonb = '[1, {\"a\": 2}]', '\"a\"'::jsonb < '1'",
     "SELECT '1.5'::jsonb::int, '2.5'::jsonb::int, '-2.5'::jsonb::bigint, '1e2'::jsonb::float8, '0.1'::jsonb::float8",
