@@ -298,6 +298,25 @@ def _build_object_impl(args, columns):
     return rowwise(build, lambda ts: _JB, strict=False)(args, columns)
 
 
+def _build_array_impl(args, columns):
+    types = [a.data_type for a in args]
+
+    def build(*row):
+        return J.to_text([from_sql(v, t) for v, t in zip(row, types)])
+    build.__name__ = "jsonb_build_array"
+    return rowwise(build, lambda ts: _JB, strict=False)(args, columns)
+
+
+def _strip_nulls(node):
+    """Postgres' ``jsonb_strip_nulls``: object fields whose value is JSON null are dropped, at
+    every depth; array elements stay."""
+    if isinstance(node, dict):
+        return {k: _strip_nulls(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [_strip_nulls(v) for v in node]
+    return node
+
+
 def _build_object_type(ts):
     return _JB
 
@@ -389,6 +408,9 @@ FUNCS = {
     "jsonb_array_length": _entry(_array_length, lambda ts: DataType.INT if ts == [_JB] else None,
                                  "jsonb_array_length", (1, 1)),
     "jsonb_build_object": (_build_object_impl, _build_object_type, (0, None)),
+    "jsonb_build_array": (_build_array_impl, lambda ts: _JB, (0, None)),
+    "jsonb_strip_nulls": _entry(lambda t: J.to_text(_strip_nulls(tree(t))), lambda ts: _JB if ts == [_JB] else None,
+                                "jsonb_strip_nulls", (1, 1)),
     "jsonb_array_elements list": _list_entry(lambda t: array_elements(t, False), _JB, "jsonb_array_elements list"),
     "jsonb_array_elements_text list": _list_entry(lambda t: array_elements(t, True), _V,
                                                   "jsonb_array_elements_text list"),

@@ -45,6 +45,7 @@ EXPRS = [
     "j || '{\"z\": 0, \"a\": 5}'", "j || '[9]'", "'[0]' || j", "j || j", "j || '7'", "j::text || '!'",
     "jsonb_extract_path(j, 'a', 'b')", "jsonb_extract_path_text(j, 'b', '2', 'c')",
     "jsonb_contains(j, '[1]')", "jsonb_exists(j, 'a')", "jsonb_concat(j, '[1]')",
+    "jsonb_build_array(k, j, j::text, NULL, k > 2, 1.50)", "jsonb_build_array()", "jsonb_strip_nulls(j)",
     "COALESCE(j, '{}')", "COALESCE(j -> 'zz', j -> 0, '\"none\"')", "CASE WHEN k > 3 THEN j ELSE '[ ]' END",
     "CASE k WHEN 1 THEN '{\"x\": 1}' ELSE j END", "NULLIF(j, '[]')", "j IN ('\"str\"', 'true', '12.3')",
 ]
@@ -117,6 +118,7 @@ FIXED = [
     "SELECT * FROM jsonb_array_elements('{\"a\": 1}')", "SELECT * FROM jsonb_each('[1]')",
     "SELECT * FROM jsonb_array_elements(NULL)",
     "SELECT jsonb_build_object()", "SELECT jsonb_build_object('a', NULL::jsonb, 'b', '2024-01-31 12:34:56.5'::timestamp)",
+    "SELECT jsonb_strip_nulls('{\"a\": null, \"b\": [null, {\"c\": null, \"d\": 1}]}'), jsonb_strip_nulls('null')",
     "SELECT jsonb_build_object(NULL, 1)", "SELECT jsonb_build_object('a', 1, 'b')", "SELECT jsonb_build_object('a', 1, 'a', 2)",
     "SELECT to_jsonb('x'::text), to_jsonb(1.50), to_jsonb('NaN'::float8), to_jsonb(1e-5::float8), to_jsonb(NULL::int)",
     "SELECT '1.0'::jsonb = '1', '[1.0, {\"a\": 2.00}]'::jsonb = '[1, {\"a\": 2}]', '\"a\"'::jsonb < '1'",
