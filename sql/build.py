@@ -102,7 +102,8 @@ def count_state_tables(plan: P.Node) -> list:
 
 def _calls(n: P.Agg) -> list:
     return [AggCall(c.kind, c.arg, distinct=c.distinct,
-                    filter=None if c.filter_col is None else Col(c.filter_col, n.input.types[c.filter_col]))
+                    filter=None if c.filter_col is None else Col(c.filter_col, n.input.types[c.filter_col]),
+                    order=getattr(c, "extra", {}).get("order", ()), sep=getattr(c, "extra", {}).get("sep"))
             for c in n.calls]
 
 

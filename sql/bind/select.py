@@ -933,19 +933,21 @@ class QueryBinder:
                 ("count", x_idx, False, filt_idx, parts[2], node)]
 
     def _batch_agg(self, fnode, filt, node, pre, binder) -> P.AggSpec:
-        """``string_agg(x, sep [ORDER BY ...])``, ``array_agg(x [ORDER BY ...])`` and the
-        ``stddev``/``variance`` family: batch
-        only (sql/batch/execute.py computes them; no streaming state yet), refused by name in a
-        materialized view. Their argument, ORDER BY keys and filter are appended to ``pre``; the
-        spec's ``extra`` holds the separator and the order (input column, desc, nulls first)."""
+        """``string_agg(x, sep [ORDER BY ...])``, ``array_agg(x [ORDER BY ...])``, the batch
+        ``stddev``/``variance`` family and the ordered-set aggregates (sql/batch/execute.py
+        computes them in a batch query). In a materialized view string_agg/array_agg run in
+        HashAgg over an ordered materialized input (stream/executors/agg_ordered.py), the variance
+        family is ``_variance_calls``, and the ordered-set aggregates are refused by name (as
+        RisingWave, batch only). The argument, ORDER BY keys and filter are appended to ``pre``;
+        the spec's ``extra`` holds the separator and the order (input column, desc, nulls first)."""
         inner = fnode.this if isinstance(fnode, exp.WithinGroup) else fnode
         kind = _BATCH_AGGS.get(type(inner)) if isinstance(fnode, exp.WithinGroup) else _BATCH_AGGS[type(fnode)]
         name = spelled(inner)
         if kind is None or (kind in _ORDERED_SET) != isinstance(fnode, exp.WithinGroup):
             raise error_at(UnsupportedError, f"aggregate {name} is not supported"
                                              f"{' with WITHIN GROUP' if kind else ''}", fnode)
-        if not self.batch:
-            raise error_at(UnsupportedError, f"aggregate {name} is supported in a batch query only, not yet in a "
+        if not self.batch and kind not in ("string_agg", "array_agg"):   # ordered-set aggregates: as RisingWave
+            raise error_at(UnsupportedError, f"aggregate {name} is supported in a batch query only, not in a "
                                              "materialized view", fnode)
         if kind in _ORDERED_SET:
             return self._ordered_set_agg(kind, name, fnode, filt, node, pre, binder)
@@ -1062,7 +1064,8 @@ class QueryBinder:
             specs.append(P.AggSpec("count", None, False, None, DataType.BIGINT, "count(*) /* hidden */"))
         # a batch aggregate's ORDER BY columns, read by hidden count()s after the visible calls, so
         # that column pruning (which reads each call's argument and filter) keeps them
-        for c in sorted({c for spec in specs for c, _, _ in getattr(spec, "extra", {}).get("order", ())}):
+        for c in sorted({c for spec in specs for c, _, _ in getattr(spec, "extra", {}).get("order", ())
+                         if self.batch}):   # (an MV's string_agg/array_agg keep their ORDER BY columns themselves)
             specs.append(P.AggSpec("count", c, False, None, DataType.BIGINT, f"count(${c}) /* order key */"))
         k = len(group_nodes)
         agg = P.Agg(project, list(range(k)), specs, [f"_g{i}" for i in range(k)] + [f"_a{i}" for i in range(len(specs))])

@@ -2,7 +2,8 @@
 the slots of per-group state it keeps, and the vectorized per-chunk deltas of those slots.
 
 An :class:`AggCall` is ``kind`` (``count``, ``sum``, ``avg``, ``min``, ``max``, ``bool_and``,
-``bool_or``), an input column ``arg`` (``None`` only for ``count(*)``), ``distinct`` (only
+``bool_or``, ``string_agg``, ``array_agg``; the last two with ``order``, their ORDER BY as
+``(input column, desc, nulls_first)`` triples, and string_agg's delimiter ``sep``), an input column ``arg`` (``None`` only for ``count(*)``), ``distinct`` (only
 ``count(DISTINCT col)``) and an optional ``filter`` (a :mod:`stream.expr` BOOLEAN expression
 over the input columns: ``agg(...) FILTER (WHERE filter)``; a row counts only where it is TRUE).
 NULL arguments are ignored, as SQL says.
@@ -19,7 +20,8 @@ data error, counted and logged, as every data error of a streaming executor is);
 ``avg(integers|decimal)`` -> DECIMAL (scale chosen like Postgres' numeric division: at least
 16 significant digits), ``avg(real|double)`` -> DOUBLE; ``min``/``max`` -> the argument's type
 (an INTERVAL ordered by its span, 30-day months and 24-hour days, as Postgres orders it);
-``bool_and``/``bool_or`` -> BOOLEAN.
+``bool_and``/``bool_or`` -> BOOLEAN; ``string_agg(varchar)`` -> VARCHAR, ``array_agg(t)`` -> ``t[]``
+(NULL elements kept).
 
 State slots per group (all retractable, so deletes are exact): ``count`` one BIGINT;
 ``sum``/``avg`` the sum (BIGINT for small integers, DECIMAL for bigint/decimal, DOUBLE for
@@ -29,7 +31,8 @@ is deleted; the result is NaN while one is there, or both infinities are, else t
 ``sum``/``avg`` of INTERVAL the sum of microseconds (DECIMAL), the count, and the sums of months
 and of days (BIGINT); ``bool_*`` the counts of TRUE and FALSE values;
 ``count(DISTINCT)`` the number of distinct non-NULL values (their multiplicities live in the
-distinct-dedup table); ``min``/``max`` the current result (its candidates live in the
+distinct-dedup table); ``string_agg``/``array_agg`` the current result (recomputed from the
+group's ordered materialized input, :mod:`stream.executors.agg_ordered`); ``min``/``max`` the current result (its candidates live in the
 materialized-input table unless the input is append-only). Float sums are retracted by
 subtraction and so carry the usual rounding error; a stream's float sum that overflowed stays
 infinite (so NULL) after its rows are deleted, as a NaN does. An interval sum is checked once,
@@ -53,7 +56,8 @@ from stream.errors import ExecutorError, ExpressionError
 from stream.expr_errors import data_error, strict
 from stream.expr_interval import interval_fields, scale_interval
 
-KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or")
+KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "string_agg", "array_agg")
+ORDERED_KINDS = ("string_agg", "array_agg")   # values from the group's ordered materialized input
 _SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -78,7 +82,7 @@ class AggCall:
     """One aggregate call (module docstring). ``bind(input_schema)`` resolves the types."""
 
     def __init__(self, kind: str, arg: int | None = None, *, distinct: bool = False, filter=None,
-                 name: str | None = None):
+                 name: str | None = None, order=(), sep: str | None = None):
         if kind not in KINDS:
             raise ExecutorError("AggCall", f"unknown aggregate {kind!r}; known: {', '.join(KINDS)}")
         if arg is None and kind != "count":
@@ -89,18 +93,31 @@ class AggCall:
             raise ExecutorError("AggCall", f"a FILTER condition must be BOOLEAN, got {filter.data_type.sql_name()}")
         self.kind, self.arg, self.distinct, self.filter = kind, arg, distinct, filter
         self.name = name
+        # string_agg/array_agg: ORDER BY as (input column, desc, nulls_first); string_agg's delimiter
+        self.order, self.sep = [tuple(o) for o in order], sep
         self.arg_type: DataType | None = None
         self.return_type: DataType | None = None
         self.slot_types: list = []
 
     def __repr__(self) -> str:
         inner = "*" if self.arg is None else ("DISTINCT " if self.distinct else "") + f"${self.arg}"
+        if self.kind == "string_agg":
+            inner += f", {self.sep!r}"
+        if self.order:
+            inner += " ORDER BY " + ", ".join(f"${c}{' DESC' if d else ''}{' NULLS FIRST' if nf else ' NULLS LAST'}"
+                                              for c, d, nf in self.order)
         text = f"{self.kind}({inner})"
         return text if self.filter is None else f"{text} FILTER (WHERE {self.filter})"
 
     @property
     def is_extreme(self) -> bool:
         return self.kind in ("min", "max")
+
+    @property
+    def is_ordered(self) -> bool:
+        """string_agg/array_agg: the value is recomputed from the group's ordered materialized
+        input (stream/executors/agg_ordered.py), whatever the input (append-only too)."""
+        return self.kind in ORDERED_KINDS
 
     def bind(self, schema) -> AggCall:
         """Resolve argument, result and state slot types against the input ``schema``;
@@ -110,6 +127,9 @@ class AggCall:
                 raise ExecutorError("AggCall", f"{self!r}: no input column {self.arg} in {schema!r}")
             self.arg_type = t = schema.types[self.arg]
         kind, k = self.kind, (self.arg_type.kind if self.arg_type is not None else None)
+        for c, _, _ in self.order:
+            if not 0 <= c < len(schema):
+                raise ExecutorError("AggCall", f"{self!r}: no ORDER BY column {c} in {schema!r}")
         if kind == "count":
             self.return_type, self.slot_types = DataType.BIGINT, [DataType.BIGINT]
         elif kind in ("sum", "avg"):
@@ -131,6 +151,15 @@ class AggCall:
             # sum holds the finite ones): deleting the last NaN gives the finite sum back
             specials = [DataType.BIGINT] * 3 if k in _FLOATS or k == TypeKind.DECIMAL else []
             self.return_type, self.slot_types = ret, [state, DataType.BIGINT, *specials]
+        elif kind == "string_agg":
+            if k != TypeKind.VARCHAR:
+                raise ExecutorError("AggCall", f"{self!r}: string_agg needs a VARCHAR argument")
+            self.return_type, self.slot_types = DataType.VARCHAR, [DataType.VARCHAR]
+        elif kind == "array_agg":
+            if k == TypeKind.LIST:
+                raise ExecutorError("AggCall", f"{self!r}: array_agg of arrays is not supported")
+            self.return_type = DataType.list(t)
+            self.slot_types = [self.return_type]
         elif kind in ("min", "max"):
             if k not in _ORDERABLE:
                 raise ExecutorError("AggCall", f"{self!r}: {kind} of {t.sql_name()} is not supported")
@@ -144,7 +173,7 @@ class AggCall:
     # --- results ------------------------------------------------------------------------------
 
     def initial_slots(self) -> list:
-        if self.kind in ("min", "max"):
+        if self.kind in ("min", "max") or self.is_ordered:
             return [None]
         if self.kind in ("sum", "avg"):
             return [0.0 if self.arg_type.kind in _FLOATS else 0] + [0] * (len(self.slot_types) - 1)
@@ -176,7 +205,7 @@ class AggCall:
         """The call's output values of many groups at once: ``slot_cols`` are its state slots as
         columns (sequences), ``keys`` the groups (named by an overflow)."""
         kind = self.kind
-        if kind == "count" or kind in ("min", "max"):
+        if kind == "count" or kind in ("min", "max") or self.is_ordered:
             return list(slot_cols[0])
         if kind in ("sum", "avg") and self.arg_type.kind == TypeKind.INTERVAL:
             return self._interval_results(slot_cols, executor, keys)

@@ -10,7 +10,7 @@ more than ``max_dirty_groups`` groups flushes its changed groups early (emitting
 them), so a group may change twice in one epoch; every emitted change is exact.
 
 State (seed 000, all through StateTables; ``table_ids``: the value state's, then one per table of
-2. and 3. in call order; :func:`agg_table_count`; docs/format.md section 8):
+2., 3. and 4. in call order; :func:`agg_table_count`; docs/format.md section 8):
 
 1. value state ``group key | row_count, slots of every call`` (pk: the group key; distribution
    key: the group key). ``row_count`` counts the group's input rows, so an empty group is
@@ -20,6 +20,10 @@ State (seed 000, all through StateTables; ``table_ids``: the value state's, then
    first row of the group's prefix; NULL values are not stored), owned with its cache by a
    :class:`~stream.executors.agg_extreme.RetractableExtreme`.
 3. per ``count(DISTINCT col)``: the distinct dedup table ``group key | value -> count``.
+4. per ``string_agg``/``array_agg`` call (append-only inputs too): the ordered materialized
+   input ``group key | ORDER BY columns | input stream key -> value``, owned by an
+   :class:`~stream.executors.agg_ordered.OrderedInput`; a changed group's value is marked
+   unknown and recomputed from its rows in order at the flush.
 
 Caches (:class:`~stream.cache.StateCache` under one budget): group states (per chunk, the
 groups not dirty are looked up with one ``get_many``; an evicted group is read again from the
@@ -87,6 +91,7 @@ from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask,
 from stream.decimal_vec import ScaledDecimals
 from stream.executors.agg_extreme import UNKNOWN as _UNKNOWN
 from stream.executors.agg_extreme import RetractableExtreme
+from stream.executors.agg_ordered import OrderedInput
 from stream.executors.agg_kernels import group_best as _group_best
 from stream.executors.agg_kernels import group_ids as _group_ids
 from stream.executors.agg_kernels import make_adder as _make_adder
@@ -104,7 +109,7 @@ _NAN_KEY_TYPES = (DataType.REAL, DataType.DOUBLE, DataType.DECIMAL)   # one NaN 
 
 def agg_table_count(calls, append_only: bool = False) -> int:
     """How many state tables (table ids) an aggregation with ``calls`` needs."""
-    return 1 + sum(1 for c in calls if (c.is_extreme and not append_only) or c.distinct)
+    return 1 + sum(1 for c in calls if (c.is_extreme and not append_only) or c.distinct or c.is_ordered)
 
 
 class HashAgg(UnaryExecutor):
@@ -177,7 +182,15 @@ class HashAgg(UnaryExecutor):
         in_key = list(input.stream_key)
         self.extreme = {}      # call index -> RetractableExtreme (agg_extreme.py)
         self.distinct = {}     # call index -> table
+        self.ordered = {}      # call index -> OrderedInput (agg_ordered.py): string_agg/array_agg
         for j, c in enumerate(calls):
+            if c.is_ordered:
+                if not in_key:
+                    raise ExecutorError(identity, f"{c.kind} needs an input stream key")
+                self.ordered[j] = OrderedInput(
+                    store, next(ids), c, key_pairs, group_key, in_schema, in_key, write=self._write, dist=dist,
+                    vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.ordered{j}")
+                continue
             if c.is_extreme and not append_only:
                 if not in_key:
                     raise ExecutorError(identity, "a retractable min/max needs an input stream key")
@@ -205,7 +218,8 @@ class HashAgg(UnaryExecutor):
     # --- executor hooks ---------------------------------------------------------------------------
 
     def state_tables(self) -> list:
-        return [self.value_table, *(e.table for e in self.extreme.values()), *self.distinct.values()]
+        return [self.value_table, *(e.table for e in self.extreme.values()), *self.distinct.values(),
+                *(o.table for o in self.ordered.values())]
 
     def on_init(self, barrier) -> None:
         self._reset()
@@ -282,9 +296,14 @@ class HashAgg(UnaryExecutor):
         extreme_rows = []              # (call index, slot, row mask) of retractable extremes
         best_inserted = []             # (slot, per-group best, kind) of append-only extremes
         distinct_rows = []
+        ordered_rows = []              # (call index, slot, row mask) of string_agg/array_agg
         for j, c in enumerate(self.calls):
             at, _ = self.slots[j]
             fmask = filter_mask(c, columns, n)
+            if c.is_ordered:   # string_agg skips NULL values, array_agg keeps them
+                mask = valid_mask(columns[c.arg]) if c.kind == "string_agg" else np.ones(n, np.bool_)
+                ordered_rows.append((j, at, mask if fmask is None else mask & fmask))
+                continue
             if c.arg is None:
                 w = sign if fmask is None else sign * fmask
                 additive.append((at, gsum(w)))
@@ -319,6 +338,8 @@ class HashAgg(UnaryExecutor):
             self.extreme[j].apply(at, chunk, sign, mask, inv, keys, states)
         for j, at, mask in distinct_rows:
             self._apply_distinct(j, at, chunk, sign, mask, inv, keys, states)
+        for j, at, mask in ordered_rows:
+            self.ordered[j].apply(at, chunk, mask, inv, states)
         if len(self._dirty) > self.max_dirty_groups:
             return self._flush()
         return None
@@ -329,7 +350,7 @@ class HashAgg(UnaryExecutor):
         for c, (at, width) in zip(self.calls, self.slots):
             if c.arg is None:
                 ats.append(at)
-            elif not c.is_extreme and not c.distinct:
+            elif not c.is_extreme and not c.distinct and not c.is_ordered:
                 ats += range(at, at + width)
         return ats
 
@@ -466,6 +487,7 @@ class HashAgg(UnaryExecutor):
         keep_empty, append_only = self.keep_empty_group, self.append_only
         cache = self.groups
         extremes = [(j, self.slots[j][0]) for j in self.extreme]
+        ordered = [(o, self.slots[j][0]) for j, o in self.ordered.items()]
         ops, keys, states = [], [], []
         hidden = []   # positions of update pairs whose output does not change (state only)
         stored = self._stored_keys(dirty, olds) if self._scaled_key else None
@@ -476,6 +498,9 @@ class HashAgg(UnaryExecutor):
             for j, at in extremes:
                 if state[at] is _UNKNOWN:
                     state[at] = self.extreme[j].refill(key)
+            for o, at in ordered:
+                if state[at] is _UNKNOWN:
+                    state[at] = o.value(key)
             new = tuple(state)
             old = olds[key]
             if new == old:   # equal as values; keep the stored representation (1.5, not 1.50)
