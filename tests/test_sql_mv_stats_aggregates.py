@@ -1,6 +1,6 @@
 """``stddev``/``variance`` (and their _samp/_pop forms) in materialized views (issue 29 item 2):
 planned as ``sum(x)``, ``sum(x * x)``, ``count(x)`` maintained by HashAgg/SimpleAgg plus a final
-projection (stream/expr_variance.py). Each MV equals its batch recomputation under random
+projection (stream/expr_variance.py; float input summed exactly as NUMERIC). Each MV equals its batch recomputation under random
 inserts, updates and deletes with NULLs: exactly (type and digits) for integer and NUMERIC
 input, within a relative 1e-9 for float input (the batch path's two-pass sum and the stream's
 running sums round differently). The ordered-set aggregates stay refused by name."""
@@ -79,10 +79,14 @@ def test_variance_in_an_mv_is_sum_sum_of_squares_and_count_and_nan_and_one_value
         c.execute("INSERT INTO t VALUES (2, 7, 'NaN'), (3, 7, 0.3)")
         s, p, v = c.execute("SELECT * FROM m").fetchall()[0]
         assert s == decimal.Decimal(0) and p == decimal.Decimal(0) and math.isnan(v)
-        c.execute("DELETE FROM t")   # five equal floats whose running sums give n*sumsq - sum^2 < 0: clamped
+        c.execute("DELETE FROM t")   # five equal floats whose float sums give n*sumsq - sum^2 < 0
         c.execute("CREATE MATERIALIZED VIEW e AS SELECT var_pop(f) AS v, stddev_pop(f) AS s FROM t")
         c.execute("INSERT INTO t VALUES (1, 1, 0.7), (2, 1, 0.7), (3, 1, 0.7), (4, 1, 0.7), (5, 1, 0.7)")
         assert c.execute("SELECT * FROM e").fetchall() == [(0.0, 0.0)]
+        c.execute("DELETE FROM t")   # float sums would cancel to 0 here: the sums are exact NUMERICs
+        c.execute("INSERT INTO t VALUES (1, 1, 1e9), (2, 1, 1e9), (3, 1, 1e9 + 1), (4, 1, 1e300)")
+        c.execute("DELETE FROM t WHERE k = 4")   # (1e300 squared: no overflow either)
+        assert c.execute("SELECT v FROM m").fetchall() == [(1 / 3,)]
 
 
 ORDERED = {

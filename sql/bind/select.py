@@ -29,7 +29,7 @@ from stream import expr as E
 from stream.errors import ExpressionError
 from stream.expr import raising_errors
 from stream.expr_time import add_interval
-from stream.expr_variance import VarianceFinal
+from stream.expr_variance import ExactDecimal, VarianceFinal
 from stream.executors.agg_call import AggCall
 from stream.errors import ExecutorError
 from stream.schema import Schema
@@ -902,8 +902,8 @@ class QueryBinder:
 
     def _variance_calls(self, fnode, filt, node, pre, binder, derived) -> list:
         """``stddev``/``variance`` (and their _samp/_pop forms) in a materialized view, as
-        RisingWave plans them: ``sum(x)``, ``sum(x * x)`` and ``count(x)`` (x as DOUBLE for
-        float input, else NUMERIC), maintained by HashAgg/SimpleAgg, whose outputs the select
+        RisingWave plans them: ``sum(x)``, ``sum(x * x)`` and ``count(x)`` (x as NUMERIC; a
+        float exactly, :class:`~stream.expr_variance.ExactDecimal`), maintained by HashAgg/SimpleAgg, whose outputs the select
         list reads through :class:`~stream.expr_variance.VarianceFinal` (``derived`` maps the
         call's text to its kind, float-ness and the three calls' texts). Returns those three
         calls as ``_aggregate``'s plain-call tuples."""
@@ -918,8 +918,12 @@ class QueryBinder:
         if not T.is_numeric(value.data_type):
             raise error_at(BindError, f"function {name}({value.data_type.sql_name().lower()}) does not exist", fnode)
         floats = value.data_type.kind in (TypeKind.REAL, TypeKind.DOUBLE)
-        x = E.Cast(value, DataType.DOUBLE if floats else DataType.DECIMAL)
-        pre.extend([x, E.Arith("*", x, x)])
+        if floats:   # summed exactly as NUMERIC (stream/expr_variance.py: float sums cancel catastrophically)
+            x = value if value.data_type == DataType.DOUBLE else E.Cast(value, DataType.DOUBLE)
+            pre.extend([ExactDecimal(x), ExactDecimal(x, square=True)])
+        else:
+            x = E.Cast(value, DataType.DECIMAL)
+            pre.extend([x, E.Arith("*", x, x)])
         x_idx, sq_idx = len(pre) - 2, len(pre) - 1
         filt_idx = None
         if filt is not None:
