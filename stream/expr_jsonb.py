@@ -307,6 +307,55 @@ def _build_array_impl(args, columns):
     return rowwise(build, lambda ts: _JB, strict=False)(args, columns)
 
 
+def _set(text, path, new_text, create=True):
+    """Postgres' ``jsonb_set(target, path, new_value [, create_if_missing])`` (``setPath``):
+    replace the value at ``path``; a missing last key is added, and a last index before the
+    start / past the end prepends / appends, when ``create_if_missing``; a missing step on the
+    way changes nothing; a top-level scalar is an error."""
+    node = tree(text)
+    if not isinstance(node, (dict, list)):
+        raise RowError("cannot set path in scalar")
+    keys = parse_path(path) if isinstance(path, str) else list(path)
+    return J.to_text(_set_in(node, keys, 0, tree(new_text), create))
+
+
+def _set_in(node, keys, level, new, create):
+    if level == len(keys) or keys[level] is None:   # a NULL path element matches nothing
+        return node
+    key = keys[level]
+    last = level == len(keys) - 1
+    if isinstance(node, dict):
+        if key in node:
+            out = dict(node)
+            out[key] = new if last else _set_in(node[key], keys, level + 1, new, create)
+            return out
+        if last and create:
+            return J._object(list(node.items()) + [(key, new)])
+        return node
+    if isinstance(node, list):
+        try:
+            index = int(key.strip())
+        except ValueError:
+            raise RowError(f'path element at position {level + 1} is not an integer: "{key}"') from None
+        n = len(node)
+        if index < 0:
+            index = None if -index > n else n + index
+        if last and create and (index is None or n == 0):
+            return [new] + node
+        if index is None or index >= n:
+            return node + [new] if last and create else node
+        out = list(node)
+        out[index] = new if last else _set_in(node[index], keys, level + 1, new, create)
+        return out
+    return node   # a scalar on the way: nothing to set
+
+
+def _set_type(ts):
+    path_ok = len(ts) > 1 and (ts[1] == _V or ts[1] == DataType.list(_V))
+    ok = len(ts) in (3, 4) and ts[0] == _JB and path_ok and ts[2] == _JB and (len(ts) == 3 or ts[3] == DataType.BOOLEAN)
+    return _JB if ok else None
+
+
 def _strip_nulls(node):
     """Postgres' ``jsonb_strip_nulls``: object fields whose value is JSON null are dropped, at
     every depth; array elements stay."""
@@ -409,6 +458,7 @@ FUNCS = {
                                  "jsonb_array_length", (1, 1)),
     "jsonb_build_object": (_build_object_impl, _build_object_type, (0, None)),
     "jsonb_build_array": (_build_array_impl, lambda ts: _JB, (0, None)),
+    "jsonb_set": _entry(_set, _set_type, "jsonb_set", (3, 4)),
     "jsonb_strip_nulls": _entry(lambda t: J.to_text(_strip_nulls(tree(t))), lambda ts: _JB if ts == [_JB] else None,
                                 "jsonb_strip_nulls", (1, 1)),
     "jsonb_array_elements list": _list_entry(lambda t: array_elements(t, False), _JB, "jsonb_array_elements list"),

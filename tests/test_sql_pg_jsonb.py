@@ -49,7 +49,9 @@ EXPRS = [
     "COALESCE(j, '{}')", "COALESCE(j -> 'zz', j -> 0, '\"none\"')", "CASE WHEN k > 3 THEN j ELSE '[ ]' END",
     "CASE k WHEN 1 THEN '{\"x\": 1}' ELSE j END", "NULLIF(j, '[]')", "j IN ('\"str\"', 'true', '12.3')",
 ]
-DATA_ERRORS = ["jsonb_array_length(j)", "j - 'a'", "j - 'two'", "j - 0", "j - -1", "j - 9", "(j -> 0)::int", "j::int", "j::float8", "j::bool", "j::numeric",
+DATA_ERRORS = ["jsonb_set(j, '{a}', '\"new\"')", "jsonb_set(j, '{b,1}', '[0]')", "jsonb_set(j, '{0}', '0', false)",
+               "jsonb_set(j, '{-1}', 'null')", "jsonb_set(j, '{x,y}', '1')", "jsonb_set(j, '{99}', '1')",
+               "jsonb_set(j, '{-99}', '1')", "jsonb_set(j, '{a,b,c}', to_jsonb(k))", "jsonb_array_length(j)", "j - 'a'", "j - 'two'", "j - 0", "j - -1", "j - 9", "(j -> 0)::int", "j::int", "j::float8", "j::bool", "j::numeric",
                "(j ->> 'a')::int"]
 
 
@@ -119,6 +121,8 @@ FIXED = [
     "SELECT * FROM jsonb_array_elements(NULL)",
     "SELECT jsonb_build_object()", "SELECT jsonb_build_object('a', NULL::jsonb, 'b', '2024-01-31 12:34:56.5'::timestamp)",
     "SELECT jsonb_strip_nulls('{\"a\": null, \"b\": [null, {\"c\": null, \"d\": 1}]}'), jsonb_strip_nulls('null')",
+    "SELECT jsonb_set('{\"a\": 1}', '{a}', NULL), jsonb_set('{\"a\": {\"b\": 1}}', ARRAY['a', 'b'], '\"x\"')",
+    "SELECT jsonb_set('[1]', '{a}', '2')", "SELECT jsonb_set('{}', '{a,NULL}', '1')", "SELECT jsonb_set('[]', '{5}', '1')",
     "SELECT jsonb_build_object(NULL, 1)", "SELECT jsonb_build_object('a', 1, 'b')", "SELECT jsonb_build_object('a', 1, 'a', 2)",
     "SELECT to_jsonb('x'::text), to_jsonb(1.50), to_jsonb('NaN'::float8), to_jsonb(1e-5::float8), to_jsonb(NULL::int)",
     "SELECT '1.0'::jsonb = '1', '[1.0, {\"a\": 2.00}]'::jsonb = '[1, {\"a\": 2}]', '\"a\"'::jsonb < '1'",
@@ -173,6 +177,8 @@ def test_random_documents_agree_with_postgres(both, docs, data):
                     "j #> '{a,0}' FROM t")
     check(conn, pg, "SELECT a.k, b.k, a.j = b.j, a.j < b.j, a.j @> b.j, a.j <@ b.j, a.j || b.j FROM t a, t b")
     check(conn, pg, "SELECT k, j - 'a', j - 0 FROM t WHERE jsonb_typeof(j) IN ('object', 'array')")
+    check(conn, pg, "SELECT k, jsonb_set(j, '{a}', '[7]'), jsonb_set(j, '{-1}', 'true', false), jsonb_strip_nulls(j) "
+                    "FROM t WHERE jsonb_typeof(j) = 'object' OR jsonb_typeof(j) = 'array' AND j -> 0 IS NULL")
     check(conn, pg, "SELECT k FROM t ORDER BY j, k", ordered=True)
 
 
@@ -249,8 +255,8 @@ def test_refusals_name_the_construct():
             conn.execute("SELECT k::jsonb FROM t")
         with pytest.raises(sql.errors.UnsupportedError, match="set-returning function jsonb_each is supported in FROM"):
             conn.execute("SELECT jsonb_each(j) FROM t")
-        with pytest.raises(sql.errors.UnsupportedError, match="function jsonb_set is not supported") as info:
-            conn.execute("SELECT jsonb_set(j, '{a}', '1') FROM t")
+        with pytest.raises(sql.errors.UnsupportedError, match="function jsonb_insert is not supported") as info:
+            conn.execute("SELECT jsonb_insert(j, '{a}', '1') FROM t")
         assert "->" not in str(info.value) and "#>" not in str(info.value)   # operators are not function names
         with pytest.raises(sql.errors.SqlError, match="->"):
             conn.execute("SELECT s -> 'a' FROM t")

@@ -46,7 +46,8 @@ _JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JS
 _JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataType.JSONB,),
                "jsonb_contains": (DataType.JSONB, DataType.JSONB), "jsonb_exists": (DataType.JSONB,),
                "jsonb_concat": (DataType.JSONB, DataType.JSONB), "jsonb_extract_path": (DataType.JSONB,),
-               "jsonb_extract_path_text": (DataType.JSONB,), "jsonb_strip_nulls": (DataType.JSONB,)}
+               "jsonb_extract_path_text": (DataType.JSONB,), "jsonb_strip_nulls": (DataType.JSONB,),
+               "jsonb_set": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN)}
 #: set-returning JSONB functions: FROM only (sql/bind/jsonb_rows.py)
 _JSONB_ROWS = ("jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text",
                "jsonb_object_keys")
