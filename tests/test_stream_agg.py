@@ -7,12 +7,14 @@ refills, count(DISTINCT), strict-mode errors, append-only inputs, recovery, a ti
 import decimal
 from collections import Counter
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from hummock import HummockStorage
 from relational.types import DataType as T
 from stream.cache import MemoryBudget
-from stream.chunk import StreamChunk
+from stream.chunk import INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Checked
 from stream.executors import AggCall, HashAgg, SimpleAgg, agg_table_count
@@ -348,6 +350,23 @@ def test_an_epoch_over_max_dirty_groups_flushes_early_and_stays_exact():
         groups.setdefault(r[1], []).append(r[2])
     assert _final(out) == {g: (len(v), max(v)) for g, v in groups.items()}
     ex._check()
+
+
+def test_an_epoch_of_tens_of_thousands_of_groups_emits_each_group_once_by_default():
+    """The default ``max_dirty_groups`` holds an epoch of 40k groups (each hit twice, in two
+    chunks) without an early flush: each group is emitted once, as its insert with both rows."""
+    n = 40_000
+    ids = pa.array(np.arange(2 * n, dtype=np.int64))
+    groups = pa.array(np.tile(np.arange(n, dtype=np.int64), 2))
+    s = Schema([("id", T.BIGINT), ("g", T.BIGINT)])
+    e = Epochs()
+    chunks = [StreamChunk(np.full(n, INSERT, np.int8), [ids.slice(at, n), groups.slice(at, n)], s)
+              for at in (0, n)]
+    ex = HashAgg(ListSource(s, [0], [e.barrier(), *chunks, e.barrier()]), [1], [AggCall("count")],
+                 HummockStorage.open("memory://"), [10], append_only=True)
+    out = [m for m in drain(ex) if isinstance(m, StreamChunk)]
+    assert sum(len(m) for m in out) == n and all((m.ops == INSERT).all() for m in out)
+    assert {tuple(c.to_pylist()) for c in out[0].columns[1:]} == {(2,) * len(out[0])}
 
 
 def test_keys_equal_as_values_but_not_as_text_are_one_group():
