@@ -107,7 +107,7 @@ cdef uint64_t _varint_long(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
         shift += 7
 
 
-cdef inline int64_t _signed_le(const unsigned char *p, int width) noexcept nogil:
+cdef inline int64_t _signed_le(const unsigned char *p, int width) noexcept:
     """The ``width``-byte little-endian signed integer at ``p`` (width 4 or 8)."""
     cdef uint64_t v = 0
     cdef int i
@@ -154,7 +154,7 @@ cdef int _walk(_Reader *r, int code) except -1:
     return 0
 
 
-cdef inline int _fixed_width(int code) noexcept nogil:
+cdef inline int _fixed_width(int code) noexcept:
     if code == K_BOOLEAN:
         return 1
     if code == K_SMALLINT:
@@ -347,43 +347,6 @@ def count_pairs(pairs, limit):
     return n
 
 
-cdef int _alloc_outs(object codes, object wanted, Py_ssize_t cap, int *kinds, Py_ssize_t *slots,
-                     _Out *outs) except -1:
-    """Fill ``kinds``/``slots`` and allocate each wanted column's buffers for ``cap`` rows."""
-    cdef Py_ssize_t i
-    cdef _Out *o
-    for i in range(len(codes)):
-        kinds[i] = codes[i]
-        slots[i] = -1
-    for i in range(len(wanted)):
-        slots[<Py_ssize_t>wanted[i]] = i
-        o = &outs[i]
-        o.code = codes[wanted[i]]
-        o.width = _fixed_width(o.code)
-        o.valid = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
-        if o.code == K_BOOLEAN:
-            o.data = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
-        elif o.width:
-            o.data = <unsigned char *>calloc(cap * o.width + 1, 1)
-        else:
-            o.offsets = <int64_t *>calloc(cap + 1, sizeof(int64_t))
-            if o.offsets == NULL:
-                raise MemoryError()
-        if o.valid == NULL or (o.width and o.data == NULL):
-            raise MemoryError()
-    return 0
-
-
-cdef void _free_outs(_Out *outs, Py_ssize_t nwanted) noexcept:
-    cdef Py_ssize_t i
-    if outs != NULL:
-        for i in range(nwanted):
-            free(outs[i].valid)
-            free(outs[i].data)
-            free(outs[i].offsets)
-    free(outs)
-
-
 def decode_columns(pairs, limit, codes, wanted):
     """Decode at most ``limit`` rows of ``pairs`` into the ``wanted`` columns (twin's docstring)."""
     codes, wanted = _check_args(limit, codes, wanted)
@@ -397,10 +360,29 @@ def decode_columns(pairs, limit, codes, wanted):
     cdef int *kinds = <int *>malloc(sizeof(int) * (ncols + 1))
     cdef Py_ssize_t *slots = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (ncols + 1))
     cdef _Out *outs = <_Out *>calloc(nwanted + 1, sizeof(_Out))
+    cdef _Out *o
     try:
         if kinds == NULL or slots == NULL or outs == NULL:
             raise MemoryError()
-        _alloc_outs(codes, wanted, cap, kinds, slots, outs)
+        for i in range(ncols):
+            kinds[i] = codes[i]
+            slots[i] = -1
+        for i in range(nwanted):
+            slots[<Py_ssize_t>wanted[i]] = i
+            o = &outs[i]
+            o.code = codes[wanted[i]]
+            o.width = _fixed_width(o.code)
+            o.valid = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
+            if o.code == K_BOOLEAN:
+                o.data = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
+            elif o.width:
+                o.data = <unsigned char *>calloc(cap * o.width + 1, 1)
+            else:
+                o.offsets = <int64_t *>calloc(cap + 1, sizeof(int64_t))
+                if o.offsets == NULL:
+                    raise MemoryError()
+            if o.valid == NULL or (o.width and o.data == NULL):
+                raise MemoryError()
         if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place: no objects
             while n < cap and (<UserScan>pairs).next_raw(&kp, &kn, &vp, &vn):
                 _row_at(vp, vn, kinds, slots, outs, ncols, n)
@@ -415,290 +397,11 @@ def decode_columns(pairs, limit, codes, wanted):
                     break
         return n, [_buffers(&outs[i], n) for i in range(nwanted)]
     finally:
-        _free_outs(outs, nwanted)
-        free(slots)
-        free(kinds)
-
-
-# --- the GIL-free path: values gathered from a scan, decoded on another thread -----------------
-#
-# ``gather_values`` copies a batch of a forward UserScan's user values into one buffer (the scan
-# moves on, so its borrowed pointers cannot be kept); ``decode_gathered`` decodes such a batch
-# with the GIL released (``_row_nogil``), so one thread can walk the store while another decodes
-# the previous batch (relational/scan_columns.py). ``_row_nogil`` is ``_row_at`` without Python:
-# the same checks in the same order, but a defect only stops it (-1); the row is then decoded
-# again by ``_row_at``, which raises the exact DecodeError. Output bytes equal decode_columns'.
-
-cdef class Gathered:
-    """A batch of user values: ``rows`` of them, row i being ``buf[offsets[i]:offsets[i + 1]]``."""
-    cdef unsigned char *buf
-    cdef Py_ssize_t len, cap
-    cdef int64_t *offsets
-    cdef Py_ssize_t n
-
-    def __dealloc__(self):
-        free(self.buf)
-        free(self.offsets)
-
-    @property
-    def rows(self) -> int:
-        return self.n
-
-
-def can_gather(pairs) -> bool:
-    """Whether ``gather_values`` reads ``pairs`` (a forward UserScan)."""
-    return type(pairs) is UserScan and not (<UserScan>pairs).reverse
-
-
-def gather_values(UserScan scan, limit):
-    """Copy the user values of at most ``limit`` next rows of the forward ``scan``."""
-    cdef Py_ssize_t cap = _check_limit(limit)
-    cdef const unsigned char *kp
-    cdef const unsigned char *vp
-    cdef Py_ssize_t kn, vn, grown
-    cdef unsigned char *data
-    cdef Gathered g = Gathered()
-    g.offsets = <int64_t *>malloc(sizeof(int64_t) * (cap + 1))
-    g.cap = 1 << 16
-    g.buf = <unsigned char *>malloc(g.cap)
-    if g.offsets == NULL or g.buf == NULL:
-        raise MemoryError()
-    g.offsets[0] = 0
-    with nogil:   # hand the GIL to a decoder thread waiting to start (this loop never yields it)
-        pass
-    while g.n < cap and scan.next_raw(&kp, &kn, &vp, &vn):
-        if vn > g.cap - g.len:
-            if vn > PY_SSIZE_T_MAX // 4 - g.len:
-                raise MemoryError()
-            grown = g.cap * 2
-            while grown - g.len < vn:
-                grown *= 2
-            data = <unsigned char *>realloc(g.buf, grown)
-            if data == NULL:
-                raise MemoryError()
-            g.buf, g.cap = data, grown
-        memcpy(g.buf + g.len, vp, vn)
-        g.len += vn
-        g.n += 1
-        g.offsets[g.n] = g.len
-    return g
-
-
-cdef inline bint _varint_nogil(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, uint64_t *out) noexcept nogil:
-    """``_varint`` without the GIL: False at a truncated or over-long varint."""
-    cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef uint8_t byte
-    while True:
-        if pos[0] >= end:
-            return False
-        byte = p[pos[0]]
-        if shift == 63 and byte > 1:
-            return False
-        pos[0] += 1
-        result |= (<uint64_t>(byte & 0x7F)) << shift
-        if byte < 0x80:
-            out[0] = result
-            return True
-        shift += 7
-
-
-cdef bint _utf8_nogil(const unsigned char *p, Py_ssize_t n) noexcept nogil:
-    """Whether ``p[:n]`` is UTF-8 as Python's strict decoder takes it (no surrogates, no
-    overlong forms, at most U+10FFFF)."""
-    cdef Py_ssize_t i = 0
-    cdef unsigned char c, c1
-    cdef int k, extra
-    while i < n:
-        c = p[i]
-        if c < 0x80:
-            i += 1
-            continue
-        if 0xC2 <= c <= 0xDF:
-            extra = 1
-        elif 0xE0 <= c <= 0xEF:
-            extra = 2
-        elif 0xF0 <= c <= 0xF4:
-            extra = 3
-        else:
-            return False
-        if i + extra >= n:
-            return False
-        c1 = p[i + 1]
-        if (c1 & 0xC0) != 0x80:
-            return False
-        if c == 0xE0 and c1 < 0xA0 or c == 0xED and c1 > 0x9F or c == 0xF0 and c1 < 0x90 or c == 0xF4 and c1 > 0x8F:
-            return False
-        for k in range(2, extra + 1):
-            if (p[i + k] & 0xC0) != 0x80:
-                return False
-        i += extra + 1
-    return True
-
-
-cdef int _grow_nogil(_Out *o, Py_ssize_t n) noexcept nogil:
-    """``_grow`` without the GIL: -2 when memory runs out."""
-    cdef Py_ssize_t cap
-    cdef unsigned char *data
-    if n <= o.cap - o.len:
-        return 0
-    if n > PY_SSIZE_T_MAX // 2 - o.len:
-        return -2
-    cap = o.cap * 2 if o.cap <= PY_SSIZE_T_MAX // 4 else PY_SSIZE_T_MAX // 2
-    if cap < o.len + n:
-        cap = o.len + n
-    if cap < 4096:
-        cap = 4096
-    data = <unsigned char *>realloc(o.data, cap)
-    if data == NULL:
-        return -2
-    o.data = data
-    o.cap = cap
-    return 0
-
-
-cdef int _row_nogil(const unsigned char *p, Py_ssize_t n, const int *codes, const Py_ssize_t *slots, _Out *outs,
-                    Py_ssize_t ncols, Py_ssize_t j) noexcept nogil:
-    """``_row_at`` of row ``j`` without the GIL: 0, -1 at a defect, -2 out of memory."""
-    cdef Py_ssize_t pos = 1, size, bitmap, i, start
-    cdef uint64_t count, m
-    cdef int code, width
-    cdef int64_t x
-    cdef uint8_t kind
-    cdef _Out *o
-    if n < 1 or p[0] != FORMAT_TAG:
-        return -1
-    if not _varint_nogil(p, &pos, n, &count) or count != <uint64_t>ncols:
-        return -1
-    size = (ncols + 7) >> 3
-    if size > n - pos:
-        return -1
-    bitmap = pos
-    if (ncols & 7) and (p[bitmap + size - 1] >> (ncols & 7)):
-        return -1
-    pos += size
-    for i in range(ncols):
-        code = codes[i]
-        if (p[bitmap + (i >> 3)] >> (i & 7)) & 1:   # NULL
-            if slots[i] >= 0:
-                o = &outs[slots[i]]
-                o.nulls += 1
-                if o.width == 0:
-                    o.offsets[j + 1] = o.len
-            continue
-        width = _fixed_width(code)
-        if slots[i] < 0:   # walked over: _walk's checks
-            if width:
-                if width > n - pos:
-                    return -1
-                pos += width
-            elif code == K_VARCHAR or code == K_BYTEA:
-                if not _varint_nogil(p, &pos, n, &m) or m > <uint64_t>(n - pos):
-                    return -1
-                pos += <Py_ssize_t>m
-            elif code == K_INTERVAL:
-                if 16 > n - pos:
-                    return -1
-                pos += 16
-            else:   # K_DECIMAL
-                if pos >= n:
-                    return -1
-                kind = p[pos]
-                pos += 1
-                if kind >= 4:
-                    return -1
-                if kind == 0:
-                    if pos >= n or p[pos] > 1:
-                        return -1
-                    pos += 1
-                    if not _varint_nogil(p, &pos, n, &m) or not _varint_nogil(p, &pos, n, &m):
-                        return -1
-                    if m > <uint64_t>(n - pos):
-                        return -1
-                    pos += <Py_ssize_t>m
-            continue
-        o = &outs[slots[i]]
-        o.valid[j >> 3] |= <unsigned char>(1 << (j & 7))
-        if width:   # _get's checks
-            if width > n - pos:
-                return -1
-            if code == K_BOOLEAN:
-                if p[pos] > 1:
-                    return -1
-                if p[pos]:
-                    o.data[j >> 3] |= <unsigned char>(1 << (j & 7))
-                pos += 1
-                continue
-            if code == K_DATE:
-                x = _signed_le(p + pos, 4)
-                if x < MIN_DAYS or x > MAX_DAYS:
-                    return -1
-            elif code == K_TIME:
-                x = _signed_le(p + pos, 8)
-                if x < 0 or x >= USECS_PER_DAY:
-                    return -1
-            elif code == K_TIMESTAMP or code == K_TIMESTAMPTZ:
-                x = _signed_le(p + pos, 8)
-                if x < MIN_USECS or x > MAX_USECS:
-                    return -1
-            if width == 8:
-                memcpy(o.data + j * 8, p + pos, 8)
-            elif width == 4:
-                memcpy(o.data + j * 4, p + pos, 4)
-            else:
-                memcpy(o.data + j * width, p + pos, width)
-            pos += width
-            continue
-        if not _varint_nogil(p, &pos, n, &m) or m > <uint64_t>(n - pos):
-            return -1
-        if code == K_VARCHAR and not _utf8_nogil(p + pos, <Py_ssize_t>m):
-            return -1
-        if _grow_nogil(o, <Py_ssize_t>m):
-            return -2
-        memcpy(o.data + o.len, p + pos, <size_t>m)
-        o.len += <Py_ssize_t>m
-        o.offsets[j + 1] = o.len
-        pos += <Py_ssize_t>m
-    if pos != n:
-        return -1
-    return 0
-
-
-def decode_gathered(Gathered g, codes, wanted):
-    """``decode_columns`` of the rows of ``g`` (same output), the GIL released while decoding."""
-    codes, wanted = _check_args(g.n, codes, wanted)
-    cdef Py_ssize_t n = g.n
-    cdef Py_ssize_t ncols = len(codes)
-    cdef Py_ssize_t nwanted = len(wanted)
-    cdef Py_ssize_t i, j = 0
-    cdef int rc = 0
-    cdef int *kinds = <int *>malloc(sizeof(int) * (ncols + 1))
-    cdef Py_ssize_t *slots = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (ncols + 1))
-    cdef _Out *outs = <_Out *>calloc(nwanted + 1, sizeof(_Out))
-    try:
-        if kinds == NULL or slots == NULL or outs == NULL:
-            raise MemoryError()
-        _alloc_outs(codes, wanted, n, kinds, slots, outs)
-        with nogil:
-            while j < n:
-                rc = _row_nogil(g.buf + g.offsets[j], <Py_ssize_t>(g.offsets[j + 1] - g.offsets[j]), kinds, slots,
-                                outs, ncols, j)
-                if rc:
-                    break
-                j += 1
-        if rc == -2:
-            raise MemoryError()
-        if rc:   # a defect: the batch again on the GIL path, which raises the exact DecodeError
-            _free_outs(outs, nwanted)
-            outs = <_Out *>calloc(nwanted + 1, sizeof(_Out))
-            if outs == NULL:
-                raise MemoryError()
-            _alloc_outs(codes, wanted, n, kinds, slots, outs)
-            for j in range(n):
-                _row_at(g.buf + g.offsets[j], <Py_ssize_t>(g.offsets[j + 1] - g.offsets[j]), kinds, slots, outs,
-                        ncols, j)
-        return n, [_buffers(&outs[i], n) for i in range(nwanted)]
-    finally:
-        _free_outs(outs, nwanted)
+        if outs != NULL:
+            for i in range(nwanted):
+                free(outs[i].valid)
+                free(outs[i].data)
+                free(outs[i].offsets)
+        free(outs)
         free(slots)
         free(kinds)

@@ -20,9 +20,6 @@ Callers: :mod:`relational.spark`, :mod:`relational.storage_table`.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import pyarrow as pa
 
 from hummock import _twins
@@ -60,35 +57,6 @@ class ColumnScan:
         n, buffers = _impl.decode_columns(pairs, limit, self._codes, self._wanted)
         return n, [_array(t, n, b) for t, b in zip(self._types, buffers)]
 
-    def stream(self, pairs, sizes, pipelined: bool = False):
-        """``(rows, arrays)`` of ``read(pairs, size)`` for each of ``sizes`` until a read comes
-        back short. ``pipelined`` (native code, a forward store scan, columns wanted): each
-        batch's values are gathered from the scan on this thread while the previous batch is
-        decoded on the decoder thread with the GIL released, so walking the store and decoding
-        run on two cores; the batches and errors are the same, one batch may be read ahead."""
-        gather = getattr(_impl, "gather_values", None)
-        if not (pipelined and self._wanted and gather is not None and _impl.can_gather(pairs)):
-            for size in sizes:
-                n, arrays = self.read(pairs, size)
-                yield n, arrays
-                if n < size:
-                    return
-            return
-        pool, pending = _decoder(), None
-        for size in sizes:
-            batch = gather(pairs, size)
-            ahead = pool.submit(_impl.decode_gathered, batch, self._codes, self._wanted)
-            if pending is not None:
-                yield self._arrays(*pending.result())
-            pending = ahead
-            if batch.rows < size:
-                break
-        if pending is not None:
-            yield self._arrays(*pending.result())
-
-    def _arrays(self, n: int, buffers) -> tuple[int, list]:
-        return n, [_array(t, n, b) for t, b in zip(self._types, buffers)]
-
     def batches(self, pairs, batch_rows: int):
         """Yield ``(rows, arrays)`` of up to ``batch_rows`` rows until ``pairs`` runs out (no
         empty batch)."""
@@ -98,16 +66,6 @@ class ColumnScan:
                 yield n, arrays
             if n < batch_rows:
                 return
-
-
-_DECODER = [None, None]   # (pid, ThreadPoolExecutor): one decoder thread per process (a fork makes its own)
-
-
-def _decoder():
-    pid = os.getpid()
-    if _DECODER[0] != pid:
-        _DECODER[0], _DECODER[1] = pid, ThreadPoolExecutor(1, thread_name_prefix="hummock-decode")
-    return _DECODER[1]
 
 
 def _array(dtype: pa.DataType, n: int, buffers) -> pa.Array:

@@ -123,11 +123,9 @@ class StorageTable:
         schema = batch_schema(self.names, self.serde.types, idx)
         ranges = pk_ranges(self.serde, self.vnodes, pk_prefix, start, end, start_inclusive, end_inclusive)
         sizes = _grown(batch_size) if grow else repeat(batch_size)
-        # a reader that may stop early (grow) is not read ahead: ColumnScan.stream's pipeline is
-        # for whole reads
-        return self._batches(epoch, ranges, idx, schema, sizes, reverse, limit, pipelined=not grow)
+        return self._batches(epoch, ranges, idx, schema, sizes, reverse, limit)
 
-    def _batches(self, epoch, ranges, idx, schema, sizes, reverse, limit, pipelined=False):
+    def _batches(self, epoch, ranges, idx, schema, sizes, reverse, limit):
         snap = self.store.snapshot(epoch)
         try:
             streams = [snap.iter(self.table_id, lo, hi, reverse=reverse) for v, lo, hi in ranges
@@ -144,11 +142,15 @@ class StorageTable:
                     if not got or got[0].num_rows < size:
                         return
             else:   # straight into Arrow buffers, no Python value per cell
-                for n, arrays in scan.stream(iter(pairs), sizes, pipelined=pipelined):
+                pairs = iter(pairs)
+                for size in sizes:
+                    n, arrays = scan.read(pairs, size)
                     if n:
                         yield (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else   # no column: n rows
                                pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), n, [None],
                                                                                       children=[])))
+                    if n < size:
+                        return
         finally:
             snap.release()
 
