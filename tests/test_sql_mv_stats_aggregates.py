@@ -154,3 +154,14 @@ def test_ordered_set_aggregates_stay_batch_only(call):
         c.execute("CREATE TABLE t (k INT PRIMARY KEY, g INT, a INT)")
         with pytest.raises(UnsupportedError, match=f"aggregate {call.split('(')[0]} is supported in a batch query"):
             c.execute(f"CREATE MATERIALIZED VIEW m AS SELECT g, {call} AS x FROM t GROUP BY g")
+
+
+def test_result_columns_are_named_as_postgres_names_them():
+    with sql.connect(":memory:") as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR, a INT)")
+        q = ("SELECT string_agg(s, ','), array_agg(a), var_pop(a), mode() WITHIN GROUP (ORDER BY a), "
+             "percentile_cont(0.5) WITHIN GROUP (ORDER BY a), percentile_disc(0.5) WITHIN GROUP (ORDER BY a) FROM t")
+        assert [d[0] for d in c.execute(q).description] == [
+            "string_agg", "array_agg", "var_pop", "mode", "percentile_cont", "percentile_disc"]
+        c.execute("CREATE MATERIALIZED VIEW m AS SELECT string_agg(s, ','), var_pop(a) FROM t")
+        assert [d[0] for d in c.execute("SELECT * FROM m").description] == ["string_agg", "var_pop"]

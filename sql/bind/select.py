@@ -1333,8 +1333,11 @@ def _default_name(e) -> str:
             return _name(inner.this)
         return _default_name(inner) if not isinstance(inner, exp.Literal) else {
             "DOUBLE": "float8", "INT": "int4", "BIGINT": "int8"}.get(e.to.this.name, e.to.this.name.lower())
-    if isinstance(e, exp.AggFunc):
-        return {exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}.get(type(e), e.sql_name().lower())
+    if isinstance(e, exp.WithinGroup):   # an ordered-set aggregate: named by its function, as Postgres
+        return _default_name(e.this)
+    if isinstance(e, exp.AggFunc):   # Postgres' names, not sqlglot's (var_samp parses as variance: its name)
+        return {exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.GroupConcat: "string_agg",
+                exp.VariancePop: "var_pop"}.get(type(e), e.sql_name().lower())
     if isinstance(e, exp.Case):
         return "case"
     if isinstance(e, exp.Explode):
