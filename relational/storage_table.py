@@ -97,6 +97,26 @@ class StorageTable:
             value = snap.get(self.table_id, key)
         return None if value is None else self.serde.decode(key, value)
 
+    def get_rows(self, pks, epoch: int) -> list:
+        """``[get_row(pk, epoch) for pk in pks]`` from one snapshot and one ``multi_get`` (a key
+        holding a NULL matches no row: None)."""
+        epoch = self._check_epoch(epoch)
+        out = [None] * len(pks)
+        at, keys = [], []
+        for i, pk in enumerate(pks):
+            pk = as_values(pk, "pk")
+            if any(v is None for v in pk):
+                continue
+            at.append(i)
+            keys.append(self.serde.key_of_pk(pk))
+        if keys:
+            with self.store.snapshot(epoch) as snap:
+                values = snap.multi_get(self.table_id, keys)
+            for i, key, value in zip(at, keys, values):
+                if value is not None:
+                    out[i] = self.serde.decode(key, value)
+        return out
+
     def row_count(self, epoch: int) -> int | None:
         """The rows a full ``batch_iter`` at committed ``epoch`` yields, from the store's SST
         metadata without reading a block, or ``None`` when the metadata cannot decide it

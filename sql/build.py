@@ -26,6 +26,8 @@ from relational.state_table import StateTable
 from stream.executors import Dml, Filter, HashAgg, HashJoin, Materialize, Project, SimpleAgg, Union
 from stream.executors.dynamic_filter import DynamicFilter, dynamic_filter_left_table, dynamic_filter_right_table
 from stream.executors.now import NOW_SCHEMA, Now, now_state_table
+from stream.executors.temporal_join import TemporalJoin
+from relational.storage_table import StorageTable
 from stream.executors import agg_table_count
 from stream.executors.agg_call import AggCall
 from stream.executors.backfill import Backfill
@@ -88,7 +90,7 @@ def count_state_tables(plan: P.Node) -> list:
             visit(i)
         if isinstance(n, P.Agg):
             out.append((n, agg_table_count(_calls(n), agg_append_only(n))))
-        elif isinstance(n, (P.Join, P.ScalarJoin)):
+        elif isinstance(n, (P.Join, P.ScalarJoin)) and not getattr(n, "temporal", False):
             out.append((n, 4))
         elif isinstance(n, (P.TopN, P.OverWindow)):
             out.append((n, 1))
@@ -231,6 +233,10 @@ def build_plan(plan: P.Node, builder: GraphBuilder, ids: dict, backfill: bool):
             args = (n.group,) if n.group else ()
             return cls(go(n.input), *args, _calls(n), builder.store, ids[id(n)], names=n.names[len(n.group):],
                        append_only=agg_append_only(n))
+        if isinstance(n, P.Join) and getattr(n, "temporal", False):   # sql/bind/temporal.py: no right stream
+            rel = n.right.relation
+            key_of_pk = [n.left_keys[n.right_keys.index(p)] for p in rel.pk_indices]
+            return TemporalJoin(go(n.left), StorageTable.from_desc(builder.store, rel.desc), key_of_pk, n.kind)
         if isinstance(n, P.Join):
             if not n.left_keys:
                 raise UnsupportedError("a join without an equality (nested loop) is not supported in streaming")

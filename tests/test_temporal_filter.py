@@ -137,11 +137,3 @@ def test_the_spark_pipeline_planner_refuses_a_temporal_filter_by_name():
         with pytest.raises(sql.errors.UnsupportedError, match="temporal filter.*Spark runtime"):
             plan_pipeline(c.db.catalog, c.db.plan_of)
 
-
-def test_a_temporal_join_in_a_materialized_view_is_refused_by_its_name():
-    with sql.connect(":memory:") as c:
-        c.execute("CREATE TABLE t (id INT PRIMARY KEY, g INT)")
-        c.execute("CREATE TABLE u (k INT PRIMARY KEY, w INT)")
-        with pytest.raises(sql.errors.UnsupportedError, match="temporal join .*PROCTIME"):
-            c.execute("CREATE MATERIALIZED VIEW m AS SELECT t.id, u.w FROM t JOIN u FOR SYSTEM_TIME AS OF "
-                      "PROCTIME() ON t.g = u.k")

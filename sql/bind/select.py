@@ -13,8 +13,9 @@ node zipping every call). The plan's first ``n_visible`` columns are the query's
 Invariants: every name is resolved here (BindError otherwise); constructs outside the
 supported subset raise UnsupportedError naming the construct and position (so does a schema
 other than ``public``: :func:`relation_name`); a join in a
-materialized view needs at least one equality between its sides (batch joins without one are
-nested loops); an array is never a grouping, partitioning or join key (refused by name).
+materialized view needs at least one equality between its sides unless one side has at most one
+row (then a constant key: batch joins without one are nested loops), and a temporal join
+(``FOR SYSTEM_TIME AS OF PROCTIME()``) is planned by :mod:`sql.bind.temporal`; an array is never a grouping, partitioning or join key (refused by name).
 Subqueries in expressions and WHERE: :mod:`sql.bind.subquery`.
 
 Callers: :mod:`sql.statements` (CREATE MATERIALIZED VIEW, SELECT, INSERT ... SELECT, EXPLAIN).
@@ -41,6 +42,7 @@ from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelle
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, at_most_one_row, special_form, where_conjunct
+from sql.bind.temporal import check_temporal_scans, is_proctime, temporal_join
 from sql.batch.execute import from_arrow_values
 from sql.errors import BindError, ExecutionError, SqlSyntaxError, UnsupportedError, error_at, execution_error
 from sql.plan import nodes as P
@@ -150,6 +152,7 @@ class QueryBinder:
                 plan = O.stream_row_numbers(plan)
                 O.check_streamable(plan)
                 _refuse_volatile(node, self.temporal_ok)
+                check_temporal_scans(plan)
             return plan
         finally:
             self.ctes = saved
@@ -373,10 +376,9 @@ class QueryBinder:
         if isinstance(node, exp.Table):
             name = relation_name(node)
             version = node.args.get("version")
-            if version is not None and not self.batch and "proctime" in version.sql().lower():
-                raise error_at(UnsupportedError, "a temporal join (FOR SYSTEM_TIME AS OF PROCTIME()) is not supported "
-                                                 "in a materialized view yet: join the table directly (a regular "
-                                                 "join keeps both sides' changes)", version)
+            temporal = None   # in an MV, FOR SYSTEM_TIME AS OF PROCTIME(): a temporal join's right side
+            if version is not None and not self.batch and name not in self.ctes and is_proctime(version):
+                temporal, version = version, None
             if version is not None and (not self.batch or name in self.ctes):
                 raise error_at(UnsupportedError, "time travel (FOR SYSTEM_TIME AS OF) reads a table or materialized "
                                                  "view in a batch query; it is not allowed " +
@@ -406,6 +408,7 @@ class QueryBinder:
                     alias_name = None if unit_alias else alias_name
                 plan = P.Scan(rel, alias_name)
                 plan.as_of = as_of
+                plan.temporal = temporal
             return plan, self._scope_of(plan, alias_name or name, col_aliases)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
             return self._paren_join(node.this, alias_name, col_aliases)
@@ -551,7 +554,7 @@ class QueryBinder:
             if using:
                 plan, scope = self._join_using(plan, scope, right, rscope, kind, using)
                 continue
-            rscope_own = rscope
+            rscope_own, right_own = rscope, right
             rscope = rscope.shifted(len(plan.types))
             both = scope + rscope
             if on is not None:
@@ -607,6 +610,10 @@ class QueryBinder:
                 raise error_at(UnsupportedError, "a join in a materialized view needs an equality between its two "
                                                  "sides (nested-loop joins are not supported in streaming)", join)
             cond = None if not extra else (extra[0] if len(extra) == 1 else E.And(*extra))
+            if getattr(right_own, "temporal", None) is not None:
+                plan = temporal_join(plan, right, right_own, kind, lk, rk, cond, join)
+                scope = both
+                continue
             plan = P.Join(plan, right, kind, lk, rk, cond)
             scope = both
         return plan, scope, where_conjuncts

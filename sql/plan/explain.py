@@ -40,6 +40,8 @@ def explain_plan(plan: P.Node, ids: dict, stream: bool, profile: dict | None = N
                 label = "StreamSimpleAgg" + label[3:]
             elif isinstance(n, P.TopN) and n.group:
                 label = "StreamGroupTopN" + label[len(kind):]
+            elif isinstance(n, P.Join) and getattr(n, "temporal", False):   # sql/bind/temporal.py
+                label = "StreamTemporalJoin" + label[len(kind):]
             else:
                 label = _STREAM_NAMES.get(kind, kind) + label[len(kind):]
             if isinstance(n, P.Agg) and P.inserts_only(n.input):   # sql.build.agg_append_only

@@ -211,6 +211,9 @@ class _Planner:
             producer, dist = self.relation_output[node.relation.name]
             edge = self._edge(producer, -1, dist, True)
             return self._leaf(edge, node), dist, [(edge, None)]
+        if isinstance(node, P.Join) and getattr(node, "temporal", False):
+            raise UnsupportedError("a temporal join (FOR SYSTEM_TIME AS OF PROCTIME()) in a materialized view runs "
+                                   "on the in-process runtime only, not yet on the Spark runtime")
         if isinstance(node, P.Now):
             raise UnsupportedError("now() in a materialized view (a temporal filter) runs on the in-process runtime "
                                    "only, not yet on the Spark runtime")
