@@ -46,7 +46,8 @@ class RetractableExtreme:
 
     ``write(table, ops, columns, visibility)`` is the executor's state-table write (it maps
     inconsistent ops to :class:`~stream.errors.InconsistentStreamError` and spills);
-    ``identity`` names the executor in errors. REQUIRES: ``in_key`` is not empty.
+    ``identity`` names the executor in errors. An empty ``in_key`` is an input of at most one
+    row (a global aggregate's output): group key and value are then a unique key.
     """
 
     def __init__(self, store, table_id, call, key_pairs, group_key, in_schema, in_key, *, cache, limit: int,

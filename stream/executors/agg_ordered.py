@@ -35,7 +35,8 @@ class OrderedInput:
     """Call ``call`` (a bound string_agg/array_agg AggCall) of an aggregation over ``group_key``
     (input columns; ``key_pairs`` their names and types) on an input whose stream key is
     ``in_key``: its materialized-input table ``table_id`` (module docstring). ``write`` is the
-    executor's state-table write. REQUIRES: ``in_key`` is not empty."""
+    executor's state-table write. An empty ``in_key`` is an input of at most one row (a global
+    aggregate's output): group key and ORDER BY columns are then a unique key."""
 
     def __init__(self, store, table_id, call, key_pairs, group_key, in_schema, in_key, *, write, dist, vnodes,
                  consistent: bool, flush_threshold: int, name: str):

@@ -186,16 +186,14 @@ class HashAgg(UnaryExecutor):
         self.distinct = {}     # call index -> table
         self.ordered = {}      # call index -> OrderedInput (agg_ordered.py): string_agg/array_agg
         for j, c in enumerate(calls):
+            # (an input without a stream key has at most one row -- a global aggregate's --, so
+            # the materialized inputs' keys stay unique without it)
             if c.is_ordered:
-                if not in_key:
-                    raise ExecutorError(identity, f"{c.kind} needs an input stream key")
                 self.ordered[j] = OrderedInput(
                     store, next(ids), c, key_pairs, group_key, in_schema, in_key, write=self._write, dist=dist,
                     vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.ordered{j}")
                 continue
             if c.is_extreme and not append_only:
-                if not in_key:
-                    raise ExecutorError(identity, "a retractable min/max needs an input stream key")
                 self.extreme[j] = RetractableExtreme(
                     store, next(ids), c, key_pairs, group_key, in_schema, in_key,
                     cache=self.budget.cache(f"{identity}.extreme{j}"), limit=extreme_cache_rows, write=self._write,
