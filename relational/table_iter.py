@@ -198,7 +198,11 @@ def record_batches(rows, idx, types, schema: pa.Schema, batch_size: int):
         chunk = list(islice(rows, batch_size))
         if not chunk:
             return
-        arrays = [to_arrow([r[i] for r in chunk], types[i]) for i in idx]
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        if not idx:   # no column read (a count): a batch of len(chunk) rows and no column
+            yield pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), len(chunk), [None],
+                                                                         children=[]))
+        else:
+            arrays = [to_arrow([r[i] for r in chunk], types[i]) for i in idx]
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
         if len(chunk) < batch_size:
             return
