@@ -123,6 +123,14 @@ def test_materialize_writes_a_pk_keeping_update_pair_into_a_relaxed_table_as_one
     assert set(t.iter_with_prefix()) == {(None, 6), (1, 5), (4, 2)}
 
 
+def test_materialize_upserts_leave_an_unpaired_update_half_as_it_is():
+    from stream.executors.materialize import _upserts
+    ops = np.array([UPDATE_INSERT, UPDATE_DELETE, UPDATE_INSERT, UPDATE_DELETE], np.int8)
+    new_ops, columns = _upserts(ops, [pa.array([1, 2, 2, 3]), pa.array([5, 6, 7, 8])], [0])
+    assert new_ops.tolist() == [UPDATE_INSERT, INSERT, UPDATE_DELETE]
+    assert [c.to_pylist() for c in columns] == [[1, 2, 3], [5, 7, 8]]
+
+
 def test_materialize_strict_error_names_executor_and_key_and_applies_nothing(store):
     e = Epochs()
     t = table(store)

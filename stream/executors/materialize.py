@@ -153,7 +153,11 @@ def _upserts(ops, columns, pk) -> tuple:
     minus = np.flatnonzero(ops == UPDATE_DELETE)
     if not len(minus) or not pk or not all(_exact_key_type(columns[i].type) for i in pk):
         return ops, columns
-    plus = minus + 1   # a validated chunk's pairs are adjacent
+    minus = minus[minus + 1 < len(ops)]
+    minus = minus[ops[minus + 1] == UPDATE_INSERT]   # pairs: a U- right before its U+
+    if not len(minus):
+        return ops, columns
+    plus = minus + 1
     a, b = pa.array(minus), pa.array(plus)
     same = np.ones(len(minus), np.bool_)
     for i in pk:
