@@ -470,6 +470,9 @@ FUNCS = {
     "jsonb_each_text values": _list_entry(lambda t: [v for _, v in each(t, True)], _V, "jsonb_each_text values"),
     "jsonb_object_keys list": _list_entry(lambda t: object_keys(t), _V, "jsonb_object_keys list"),
     "to_jsonb": (_to_jsonb_impl, lambda ts: _JB, (1, 1)),
+    # internal (a name no SQL call can spell): the hash key of a JSONB equality in a join / IN
+    "jsonb join key": _entry(lambda t: join_key_text(t), lambda ts: _JB if ts == [_JB] else None,
+                             "jsonb join key", (1, 1)),
 }
 
 
@@ -588,6 +591,33 @@ def object_keys(text: str) -> list:
     return list(node)
 
 
+
+
+def _unscaled(node):
+    """``node`` with every number at its least scale (``1.0`` -> ``1``, ``2.50`` -> ``2.5``,
+    ``-0`` -> ``0``), by dropping trailing fractional zero digits only (no rounding, no exponent)."""
+    if isinstance(node, decimal.Decimal):
+        if node.is_zero():
+            return decimal.Decimal(0)
+        sign, digits, exp = node.as_tuple()
+        drop = 0
+        while exp + drop < 0 and len(digits) - drop > 1 and digits[len(digits) - 1 - drop] == 0:
+            drop += 1
+        return decimal.Decimal((sign, digits[:len(digits) - drop], exp + drop)) if drop else node
+    if isinstance(node, dict):
+        return {k: _unscaled(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_unscaled(v) for v in node]
+    return node
+
+
+def join_key_text(text: str) -> str:
+    """The equality key of a JSONB value: its normal text with every number at its least scale,
+    so two values are ``=`` (Postgres' jsonb equality, ``1 = 1.0``) exactly when their keys are
+    the same text (hence the same memcomparable bytes, which keep a number's scale). A join or
+    an ``IN`` hashes on this key (the internal function ``jsonb join key``); the stored and
+    returned values keep their scale. GROUP BY / DISTINCT do not use it (docs/sql.md)."""
+    return J.to_text(_unscaled(tree(text)))
 
 
 def order_key(text: str):

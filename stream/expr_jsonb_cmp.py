@@ -1,14 +1,20 @@
 """``= <> < <= > >=`` between two JSONB values in Postgres' jsonb order: :class:`JsonbCmp`.
 
-A subclass of :class:`stream.expr_ops.Cmp`, so the planner's rules about comparisons apply to it
-(an equality between two JSONB columns of a join's two sides is a hash-join key; a join hashes
-JSONB keys by their memcomparable bytes, which follow the same order), while evaluation goes row
-by row through :func:`stream.expr_jsonb.compare` (``'1.0'::jsonb = '1'`` is true; objects
+A subclass of :class:`stream.expr_ops.Cmp`, so the planner's rules about comparisons apply to it,
+while evaluation goes row by row through :func:`stream.expr_jsonb.compare` (``'1.0'::jsonb = '1'`` is true; objects
 compare by pair count, then key and value in stored order...). Kept apart from
 :mod:`stream.expr_jsonb` because :mod:`stream.expr_cast` imports that module and
 :mod:`stream.expr_ops` imports :mod:`stream.expr_cast`.
 
-Callers: :mod:`sql.bind.expr` (``_cmp`` of two JSONB operands).
+An equality between two JSONB expressions of a join's two sides (or an ``IN`` / correlated
+subquery's probe and value) is a hash key only through :func:`equality_key`: the memcomparable
+bytes of a JSONB value keep each number's scale (GROUP BY keeps ``1`` and ``1.0`` apart), so the
+join hashes on the value with every number at its least scale instead, whose bytes are equal
+exactly when the values are ``=``.
+
+Callers: :mod:`sql.bind.expr` (``_cmp`` of two JSONB operands); :func:`equality_key`:
+:mod:`sql.bind.select` (join keys), :mod:`sql.bind.subquery` / :mod:`sql.bind.correlated`
+(semi/anti-join keys).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from relational.types import DataType
 from stream.errors import ExpressionError
 from stream.expr_errors import guarded as _guarded
 from stream.expr_jsonb import compare
+from stream.expr_funcs import Func
 from stream.expr_ops import Cmp
 from stream.expr_pg import rowwise
 
@@ -51,3 +58,12 @@ class JsonbCmp(Cmp):
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
+
+
+def equality_key(expr):
+    """The hash-join key standing for ``expr`` in an equality: ``expr`` itself, or for a JSONB
+    expression its value with numbers at their least scale (``jsonb join key``), so the key
+    matches ``1`` with ``1.0`` as ``=`` does. The joined rows keep their own values."""
+    if expr.data_type != DataType.JSONB:
+        return expr
+    return Func("jsonb join key", expr)

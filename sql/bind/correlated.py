@@ -26,6 +26,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from stream import expr as E
+from stream.expr_jsonb_cmp import equality_key
 
 from sql import types as T
 from sql.bind.expr import ExprBinder, Scope, _name
@@ -141,8 +142,8 @@ def correlated_semi(qb, plan: P.Node, scope: Scope, query, probe, negate: bool, 
                 raise error_at(BindError, f"operator does not exist: {o.data_type.sql_name()} = "
                                           f"{i.data_type.sql_name()}", node)
             o, i = ob.coerce(o, sup, node), ib.coerce(i, sup, node)
-        lexprs.append(o)
-        rexprs.append(i)
+        lexprs.append(equality_key(o))   # JSONB: a key ignoring numbers' scale, as = does
+        rexprs.append(equality_key(i))
     lkeys = []
     extra = []
     width = len(plan.types)

@@ -29,6 +29,7 @@ from relational.types import DataType, TypeKind
 from stream import expr as E
 from stream.errors import ExpressionError
 from stream.expr import raising_errors
+from stream.expr_jsonb_cmp import equality_key
 from stream.expr_time import add_interval
 from stream.expr_variance import ExactDecimal, VarianceFinal
 from stream.executors.agg_call import AggCall
@@ -572,7 +573,8 @@ class QueryBinder:
             for c in conds:
                 bound = binder.bind(c)
                 if isinstance(bound, E.Cmp) and bound.op == "=" and isinstance(bound.left, E.Col) and \
-                        isinstance(bound.right, E.Col) and bound.left.data_type == bound.right.data_type:
+                        isinstance(bound.right, E.Col) and bound.left.data_type == bound.right.data_type and \
+                        bound.left.data_type != DataType.JSONB:   # JSONB: a computed key (_key_equality)
                     a, b = bound.left.index, bound.right.index
                     if b < width <= a:
                         a, b = b, a
@@ -648,7 +650,9 @@ class QueryBinder:
         # the comparison's own casts (a DATE against a TIMESTAMP) are the sides' bound alone, cast
         left = left if left.data_type == lt else E.Cast(left, lt)
         right = right if right.data_type == rt else E.Cast(right, rt)
-        return (left if lt == sup else E.Cast(left, sup)), (right if rt == sup else E.Cast(right, sup))
+        # JSONB: the key ignores numbers' scale, as ``=`` does (stream/expr_jsonb_cmp.py)
+        return (equality_key(left if lt == sup else E.Cast(left, sup)),
+                equality_key(right if rt == sup else E.Cast(right, sup)))
 
     def _join_using(self, plan, scope, right, rscope, kind, using):
         """``plan JOIN right USING (names)`` as Postgres: each name is one merged column --
@@ -671,6 +675,10 @@ class QueryBinder:
                 raise error_at(BindError, f"JOIN/USING types {l_col.dtype.sql_name()} and {r_col.dtype.sql_name()} "
                                           f"cannot be matched", ident)
             types.append(sup)
+            if sup == DataType.JSONB:   # both JSONB: keys ignoring numbers' scale, as = (the merged value below is the column's)
+                lcasts.append(equality_key(E.Col(l_col.index, sup, name)))
+                rcasts.append(equality_key(E.Col(r_col.index, sup, name)))
+                continue
             lcasts.append(None if l_col.dtype == sup else E.Cast(E.Col(l_col.index, l_col.dtype, name), sup))
             rcasts.append(None if r_col.dtype == sup else E.Cast(E.Col(r_col.index, r_col.dtype, name), sup))
 
@@ -691,8 +699,11 @@ class QueryBinder:
         self.using_joins = getattr(self, "using_joins", 0) + 1
         tag = f" using {self.using_joins}"
         merged_exprs = []
-        for i, (name, _, _, _) in enumerate(pairs):
-            lcol, rcol = E.Col(lk[i], types[i], name), E.Col(width + rk[i], types[i], name)
+        for i, (name, l_col, r_col, _) in enumerate(pairs):
+            if types[i] == DataType.JSONB:   # the values themselves, not their keys
+                lcol, rcol = E.Col(l_col.index, types[i], name), E.Col(width + r_col.index, types[i], name)
+            else:
+                lcol, rcol = E.Col(lk[i], types[i], name), E.Col(width + rk[i], types[i], name)
             merged_exprs.append(lcol if kind in ("inner", "left") else rcol if kind == "right" else
                                 E.Func("coalesce", lcol, rcol))
         if any(not isinstance(e, E.Col) for e in merged_exprs):   # FULL: the COALESCEs as trailing columns

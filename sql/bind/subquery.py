@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from relational.types import DataType, TypeKind
 from stream import expr as E
+from stream.expr_jsonb_cmp import equality_key
 
 from sql import types as T
 from sql.bind.expr import ExprBinder, Scope, ScopeCol
@@ -357,6 +358,7 @@ def _in(qb, plan, scope, node, sub, negate):
                 raise error_at(BindError, f"operator does not exist: {xt.sql_name()} = {yt.sql_name()}", node)
     if x.data_type != target:
         x = E.Lit(None, target) if isinstance(x, E.Lit) and x.value is None else E.Cast(x, target)
+    x = equality_key(x)   # JSONB: a key ignoring numbers' scale, as = does
     if isinstance(x, E.Col):
         key = x.index
     else:                                   # the probe value as one more left column
@@ -367,9 +369,10 @@ def _in(qb, plan, scope, node, sub, negate):
         key = width
 
     def right_side(sub):
-        if sub.types[0] == target:
+        if sub.types[0] == target != DataType.JSONB:
             return sub
-        return P.Project(sub, [E.Cast(E.Col(0, yt, sub.names[0]), target)], [sub.names[0]])
+        col = E.Col(0, yt, sub.names[0])
+        return P.Project(sub, [equality_key(col if yt == target else E.Cast(col, target))], [sub.names[0]])
     if not negate:
         return P.Join(plan, right_side(sub), "semi", [key], [0], None)
     anti = P.Join(plan, right_side(sub), "anti", [key], [0], None)
