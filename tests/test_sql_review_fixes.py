@@ -79,3 +79,57 @@ def test_jsonb_equality_join_keys_agree_with_postgres(pg):  # noqa: F811
             theirs, ours = run_pg(pg, q), run_ours(conn, q)
             assert theirs == ("ok", want), q
             assert ours == theirs, q
+
+
+# --- 2. LEFT JOIN LATERAL unnest(...) WITH ORDINALITY: the padded row's ordinality is NULL ----
+
+UNNEST_SETUP = [
+    "CREATE TABLE a (id INT PRIMARY KEY, t TEXT[])",
+    "INSERT INTO a VALUES (1, ARRAY['a','b']), (3, ARRAY[]::text[]), (4, NULL)",
+]
+UNNEST_QUERIES = {
+    "SELECT id, x, o FROM a LEFT JOIN LATERAL unnest(t) WITH ORDINALITY AS u(x, o) ON TRUE ORDER BY id, o":
+        [(1, "a", 1), (1, "b", 2), (3, None, None), (4, None, None)],
+    "SELECT id, o FROM a LEFT JOIN LATERAL unnest(t) WITH ORDINALITY AS u(x, o) ON TRUE WHERE o IS NULL ORDER BY id":
+        [(3, None), (4, None)],
+    # one array not empty: no padded row, every ordinality counts
+    "SELECT id, x, y, o FROM a LEFT JOIN LATERAL unnest(t, ARRAY[1]) WITH ORDINALITY AS u(x, y, o) ON TRUE "
+    "ORDER BY id, o": [(1, "a", 1, 1), (1, "b", None, 2), (3, None, 1, 1), (4, None, 1, 1)],
+}
+
+
+def test_left_lateral_unnest_padded_row_has_null_ordinality_in_batch():
+    with _conn(UNNEST_SETUP) as conn:
+        for q, want in UNNEST_QUERIES.items():
+            assert conn.execute(q).fetchall() == want, q
+
+
+def test_left_lateral_unnest_padded_row_has_null_ordinality_in_an_mv():
+    with _conn(UNNEST_SETUP) as conn:
+        body = "FROM a LEFT JOIN LATERAL unnest(t) WITH ORDINALITY AS u(x, o) ON TRUE"
+        conn.execute(f"CREATE MATERIALIZED VIEW m AS SELECT id, x, o {body}")
+        conn.execute(f"CREATE MATERIALIZED VIEW m2 AS SELECT id, x {body}")   # the ordinality only in the key
+        conn.execute("FLUSH")
+        assert sorted(conn.execute("SELECT * FROM m").fetchall(), key=repr) == \
+            [(1, "a", 1), (1, "b", 2), (3, None, None), (4, None, None)]
+        # padded rows are retracted and replaced by updates and deletes
+        conn.execute("UPDATE a SET t = ARRAY['z'] WHERE id = 3")
+        conn.execute("UPDATE a SET t = NULL WHERE id = 1")
+        conn.execute("INSERT INTO a VALUES (5, ARRAY[]::text[])")
+        conn.execute("DELETE FROM a WHERE id = 4")
+        conn.execute("FLUSH")
+        want = [(1, None, None), (3, "z", 1), (5, None, None)]
+        assert sorted(conn.execute("SELECT * FROM m").fetchall(), key=repr) == want
+        assert sorted(conn.execute("SELECT * FROM m2").fetchall(), key=repr) == [w[:2] for w in want]
+        assert conn.execute(f"SELECT id, x, o {body} ORDER BY id").fetchall() == want
+
+
+@pytest.mark.postgres
+def test_left_lateral_unnest_ordinality_agrees_with_postgres(pg):  # noqa: F811
+    for q in ("DROP TABLE IF EXISTS a", *UNNEST_SETUP):
+        pg.execute(q)
+    with _conn(UNNEST_SETUP) as conn:
+        for q, want in UNNEST_QUERIES.items():
+            theirs, ours = run_pg(pg, q), run_ours(conn, q)
+            assert theirs == ("ok", want), q
+            assert ours == theirs, q

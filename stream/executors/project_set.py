@@ -2,7 +2,8 @@
 for one set-returning function kind): the input's columns, one column per array (its elements),
 then the 1-based ordinality (BIGINT). A row yields as many rows as its longest array, the shorter
 ones padded with NULL; a row whose arrays are all NULL or empty yields none, or with ``outer``
-(``LEFT JOIN LATERAL unnest(...) ON TRUE``) one row of NULLs.
+(``LEFT JOIN LATERAL unnest(...) ON TRUE``) one row of NULLs, its ordinality NULL as well (as
+Postgres); that row is its input row's only output, so the key (input key, NULL) stays unique.
 
 Retraction rules: each output row carries its input row's op, so a delete retracts exactly the
 rows its insert produced (the expressions are deterministic). An update pair becomes a DELETE of
@@ -38,7 +39,9 @@ def unnest_rows(columns, arrays, n: int, outer: bool = False):
     taken by those rows, each array's elements (NULL past its end), the ordinality."""
     lens = [np.asarray(pc.fill_null(pc.list_value_length(a), 0), dtype=np.int64) for a in arrays]
     reps = np.maximum.reduce(lens) if lens else np.zeros(n, np.int64)
-    if outer:
+    padded = None
+    if outer:   # a row of no elements: one padded row, its ordinality NULL too (Postgres)
+        padded = reps == 0
         reps = np.maximum(reps, 1)
     total = int(reps.sum())
     rows = np.repeat(np.arange(n, dtype=np.int64), reps)
@@ -53,7 +56,10 @@ def unnest_rows(columns, arrays, n: int, outer: bool = False):
             continue
         at = np.repeat(np.cumsum(length) - length, reps) + ordinal
         out.append(flat.take(pa.array(np.where(valid, at, 0), mask=~valid)))
-    out.append(pa.array(ordinal + 1, pa.int64()))
+    if padded is not None and padded.any():
+        out.append(pa.array(ordinal + 1, pa.int64(), mask=np.repeat(padded, reps)))
+    else:
+        out.append(pa.array(ordinal + 1, pa.int64()))
     return rows, out
 
 
