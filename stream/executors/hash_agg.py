@@ -99,7 +99,7 @@ from stream.executors.agg_kernels import merge_equal_keys as _merge_equal_keys
 from stream.schema import Schema
 
 EXTREME_CACHE_ROWS = 16
-DEFAULT_MAX_DIRTY_GROUPS = 1 << 17   # ~300 B each with its old state: ~40 MiB at most; an epoch of
+DEFAULT_MAX_DIRTY_GROUPS = 1 << 17   # ~400 B each with its old state: ~50 MiB at most; an epoch of
                                      # up to 128k groups emits each group once (at 1 << 14 a 100k-group
                                      # epoch flushed every 16k rows: 3.5x the CPU)
 DEFAULT_FLUSH_BYTES = 16 << 20   # MemTable spill threshold of the state tables (real bytes: the
