@@ -15,8 +15,8 @@ Workloads (input table ``id BIGINT`` pk, ``a INT``, ``b INT``, ``s VARCHAR`` ~12
 - ``hash_exchange_2``: TableSource -> hash exchange by id -> 2 actors of Project -> Filter ->
   Materialize, each owning half the vnodes (one event loop: this shows the exchange's cost,
   not parallelism).
-- ``hash_agg_1k``, ``hash_agg_1k_retractable``, ``hash_agg_10k``, ``hash_agg_1m``, ``hash_agg_1m_retractable``: HashAgg workloads
-  (bench/stream_agg.py).
+- ``hash_agg_1k``, ``hash_agg_1k_retractable``, ``hash_agg_10k``, ``hash_agg_1m``,
+  ``hash_agg_1m_retractable``: HashAgg workloads (bench/stream_agg.py).
 - ``top_n``, ``top_n_append_only``, ``group_top_n``: TopN / GroupTopN into an MV
   (bench/stream_top_n.py).
 - ``hash_join_1to1``, ``hash_join_1ton``: HashJoin (inner) of two sides split off the input,
