@@ -133,3 +133,52 @@ def test_left_lateral_unnest_ordinality_agrees_with_postgres(pg):  # noqa: F811
             theirs, ours = run_pg(pg, q), run_ours(conn, q)
             assert theirs == ("ok", want), q
             assert ours == theirs, q
+
+
+# --- 3. JSONB set-returning functions in FROM: WHERE guards first; an alias names the column --
+
+SRF_SETUP = [
+    "CREATE TABLE a (id INT PRIMARY KEY, j JSONB)",
+    """INSERT INTO a VALUES (1, '{"a": 1, "b": [1, 2]}'), (2, '[1, "x", null]'), (3, NULL), (4, '"s"'), (5, '{}'),
+       (6, '[]')""",
+]
+SRF_QUERIES = {
+    # a WHERE conjunct over the left item filters before the function sees the row
+    "SELECT id, k, v::text FROM a, jsonb_each(j) AS e(k, v) WHERE jsonb_typeof(j) = 'object' ORDER BY id, k":
+        [(1, "a", "1"), (1, "b", "[1, 2]")],
+    "SELECT id, key FROM a, jsonb_each(j) WHERE jsonb_typeof(j) = 'object' AND key <> 'b' ORDER BY id": [(1, "a")],
+    "SELECT id, k FROM a LEFT JOIN LATERAL jsonb_object_keys(j) AS k ON TRUE WHERE jsonb_typeof(j) = 'object' "
+    "ORDER BY id, k": [(1, "a"), (1, "b"), (5, None)],
+    "SELECT count(*) FROM a CROSS JOIN LATERAL jsonb_array_elements(j) WHERE j @> '[1]' OR id = 6": [(3,)],
+    # a single-column function's table alias names its value (e), e.value and * still say value
+    "SELECT id, e::text FROM a, jsonb_array_elements(j) AS e WHERE jsonb_typeof(j) = 'array' AND e <> 'null' "
+    "ORDER BY id, e": [(2, '"x"'), (2, "1")],
+    "SELECT id, e.value::text FROM a, jsonb_array_elements(j) AS e WHERE jsonb_typeof(j) = 'array' ORDER BY e":
+        [(2, "null"), (2, '"x"'), (2, "1")],
+    "SELECT id, v FROM a, jsonb_array_elements_text(j) AS v WHERE j @> '[1]' ORDER BY id, v":
+        [(2, "1"), (2, "x"), (2, None)],
+    "SELECT e::text, e.value::text FROM jsonb_array_elements('[1, 2.0]') AS e": [("1", "1"), ("2.0", "2.0")],
+    """SELECT k FROM jsonb_object_keys('{"a": 1}') AS k""": [("a",)],
+}
+
+
+def test_jsonb_set_returning_functions_in_from_match_postgres_forms():
+    with _conn(SRF_SETUP) as conn:
+        for q, want in SRF_QUERIES.items():
+            assert conn.execute(q).fetchall() == want, q
+        cur = conn.execute("SELECT * FROM a, jsonb_array_elements(j) AS e WHERE id = 2")
+        assert [d[0] for d in cur.description] == ["id", "j", "value"]
+        # a conjunct over the function's columns still runs after it; a RIGHT join keeps the WHERE above
+        with pytest.raises(sql.errors.ExecutionError, match="non-object"):
+            conn.execute("SELECT id FROM a, jsonb_each(j) AS e(k, v) WHERE k = 'a'").fetchall()
+
+
+@pytest.mark.postgres
+def test_jsonb_set_returning_functions_in_from_agree_with_postgres(pg):  # noqa: F811
+    for q in ("DROP TABLE IF EXISTS a", *SRF_SETUP):
+        pg.execute(q)
+    with _conn(SRF_SETUP) as conn:
+        for q, want in SRF_QUERIES.items():
+            theirs, ours = run_pg(pg, q), run_ours(conn, q)
+            assert theirs == ("ok", want), q
+            assert ours == theirs, q

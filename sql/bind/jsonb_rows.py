@@ -14,7 +14,11 @@ Over another FROM item's column (``FROM t, jsonb_array_elements(t.j) AS e``, ``C
 LATERAL``, ``LEFT JOIN LATERAL ... ON TRUE``) a batch query's call is rewritten by
 :func:`lateral_to_unnest` into ``unnest`` of internal JSONB -> LIST functions
 (stream/expr_jsonb.py; ``jsonb_each`` zips its keys and values), which sql/bind/select.py binds
-as an implicit LATERAL; a row whose value is of the wrong JSON type is a data error there too.
+as an implicit LATERAL; a row whose value is of the wrong JSON type is a data error there too
+(WHERE conjuncts over the items before it filter first: ``QueryBinder._filter_before_unnest``).
+A table alias without column aliases names ``jsonb_object_keys``' column (Postgres: a function
+of a bare type), and :func:`whole_row_references` reads ``e`` of ``jsonb_array_elements(j) AS e``
+as ``e.value`` (Postgres' whole-row reference of a one-column function).
 
 Callers: :meth:`sql.bind.select.QueryBinder._from_item` and ``_from``.
 """
@@ -66,6 +70,8 @@ def lateral_to_unnest(select) -> None:
         table = alias.this.copy() if alias is not None and alias.this is not None else exp.to_identifier(name)
         given = [c.copy() for c in alias.columns] if alias is not None and alias.columns else []
         names = FUNCTIONS[name][0]
+        if name == "jsonb_object_keys" and alias is not None and alias.this is not None and not given:
+            names = [table.name]   # Postgres: a function returning a bare type names its column by the alias
         columns = given + [exp.to_identifier(n) for n in names[len(given):]]
         calls = [exp.Anonymous(this=inner, expressions=[fn.expressions[0].copy()]) for inner in _LISTS[name]]
         alias = exp.TableAlias(this=table, columns=columns)
@@ -73,6 +79,51 @@ def lateral_to_unnest(select) -> None:
             item.replace(exp.Lateral(this=exp.Unnest(expressions=calls), alias=alias))
         else:
             item.replace(exp.Unnest(expressions=calls, alias=alias))
+
+
+def whole_row_references(select) -> None:
+    """Rewrite, in place, each bare reference ``e`` in ``select``'s own clauses (not its
+    subqueries) to the single column of ``jsonb_array_elements[_text](...) AS e`` (no column
+    aliases) as ``e.value``, a select item keeping the name ``e``: Postgres reads ``e`` as the
+    item's whole row, which for a function of one OUT column (``value``) is that column's value,
+    while ``*`` and ``e.value`` still name it ``value``. A column named ``e`` of another FROM item
+    is not looked for (Postgres would prefer it)."""
+    from sqlglot import exp
+
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = ([from_.this] if from_ is not None else []) + [j.this for j in select.args.get("joins") or []]
+    aliases = set()
+    for item in items:
+        fn = item.this if isinstance(item, (exp.Table, exp.Lateral)) else None
+        alias = item.args.get("alias")
+        if isinstance(fn, exp.Anonymous) and fn.name.lower() in ("jsonb_array_elements", "jsonb_array_elements_text") \
+                and alias is not None and alias.this is not None and not alias.columns:
+            aliases.add(alias.this.name)
+    if not aliases:
+        return
+
+    def refs(node):   # bare columns named by an alias, outside nested queries
+        if isinstance(node, (exp.Subquery, exp.Select)):
+            return
+        if isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier) and \
+                node.this.name in aliases:
+            yield node
+            return
+        for child in node.iter_expressions():
+            yield from refs(child)
+
+    def value_of(col):
+        return exp.column("value", table=col.this.name)
+
+    for i, item in enumerate(select.expressions):
+        if isinstance(item, exp.Column) and list(refs(item)) == [item]:
+            select.expressions[i].replace(exp.alias_(value_of(item), item.this.name))
+    clauses = list(select.expressions) + [select.args.get(k) for k in ("where", "group", "having", "order", "qualify")]
+    clauses += [j.args.get("on") for j in select.args.get("joins") or []]
+    for clause in clauses:
+        if clause is not None:
+            for col in list(refs(clause)):
+                col.replace(value_of(col))
 
 
 def bind_rows(fn, params, batch: bool) -> P.Values:

@@ -367,6 +367,8 @@ class QueryBinder:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and \
                 node.this.name.lower() in jsonb_rows.FUNCTIONS:   # jsonb_each(...) and the like: constant rows
             plan = jsonb_rows.bind_rows(node.this, self.params, self.batch)
+            if alias_name is not None and not col_aliases and node.this.name.lower() == "jsonb_object_keys":
+                col_aliases = [alias_name]   # Postgres: a function returning a bare type names its column by the alias
             return plan, self._scope_of(plan, alias_name or node.this.name.lower(), col_aliases)
         if time_window.is_window_table(node):
             return time_window.bind_window_table(self, node, alias_name, col_aliases)
@@ -460,6 +462,29 @@ class QueryBinder:
             cols.append(ScopeCol(table, names[len(arrays)], width + len(arrays), DataType.BIGINT))
         return out, scope + Scope(cols)
 
+    def _filter_before_unnest(self, plan, scope, where_conjuncts, pushed):
+        """``plan`` filtered by the WHERE conjuncts that read only its columns (``scope``), so a
+        lateral ``jsonb_each(t.j)`` / ``unnest`` after it sees only the rows the WHERE keeps, as
+        Postgres pushes them down (``WHERE jsonb_typeof(j) = 'object'`` guards jsonb_each's data
+        error). Each stays in the WHERE too (bound again over the whole FROM: an ambiguous name
+        is still refused there; filtering twice keeps the same rows). Subqueries, aggregates,
+        windows and random() stay above; the caller skips FROMs with a RIGHT or FULL join."""
+        conds = []
+        for c in where_conjuncts:
+            if id(c) in pushed or special_form(c) or c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
+                                                             exp.Rand) is not None or \
+                    any(a.name.lower() in ("random", "clock_timestamp") for a in c.find_all(exp.Anonymous)):
+                continue
+            try:
+                bound = ExprBinder(scope, self.params, context="WHERE")._bool(c)
+            except (BindError, UnsupportedError):
+                continue   # it reads a later FROM item (or is refused where the WHERE is bound)
+            pushed.add(id(c))
+            conds.append(bound)
+        if not conds:
+            return plan
+        return P.Filter(plan, conds[0] if len(conds) == 1 else E.And(*conds))
+
     def _unnest_join(self, join, plan, scope):
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         on = join.args.get("on")
@@ -524,9 +549,12 @@ class QueryBinder:
             return P.Values([()], [], []), Scope(), where_conjuncts
         joins = node.args.get("joins") or []
         inner = bool(joins) and all(not j.side and (j.kind or "").upper() in ("", "INNER", "CROSS") for j in joins)
+        if self.batch:   # FROM t, jsonb_array_elements(t.j) AS e: SELECT e reads e.value (sql/bind/jsonb_rows.py)
+            jsonb_rows.whole_row_references(node)
         if self.batch and joins:   # FROM t, jsonb_each(t.j): unnest of its lists (sql/bind/jsonb_rows.py)
             jsonb_rows.lateral_to_unnest(node)
         plan, scope = self._from_item(from_.this)
+        pushed = set()   # ids of WHERE conjuncts already filtering below an unnest
         if inner:   # a rank filter on one inner-joined row-number subquery: a group top-N below the join
             plan, where_conjuncts = O.push_rank_filter(plan, scope, where_conjuncts, self.params)
         for join, group in _comma_groups(joins):
@@ -535,6 +563,8 @@ class QueryBinder:
                                   joins=[j.copy() for j in group])
                 right, rscope, _ = self._from(fake, [])
             elif _is_unnest(join.this):   # FROM t, unnest(t.a) / [LEFT] JOIN LATERAL unnest(...) ON TRUE
+                if self.batch and not any((j.side or "").upper() in ("RIGHT", "FULL") for j in joins):
+                    plan = self._filter_before_unnest(plan, scope, where_conjuncts, pushed)
                 plan, scope = self._unnest_join(join, plan, scope)
                 continue
             else:
