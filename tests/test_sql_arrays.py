@@ -163,7 +163,8 @@ def conn():
     ("SELECT * FROM unnest(5)", "unnest", BindError),
     ("SELECT count(*), unnest(a) FROM t", "unnest", UnsupportedError),
     ("UPDATE t SET a[1] = 5", "SET a[i]", UnsupportedError),
-    ("SELECT k, max(a) FROM t GROUP BY k", "function max(integer[]) does not exist", BindError),
+    ("SELECT k, sum(a) FROM t GROUP BY k", "function sum(integer[]) does not exist", BindError),
+    ("CREATE MATERIALIZED VIEW m AS SELECT k, max(a) AS m FROM t GROUP BY k", "max() of an array", UnsupportedError),
 ])
 def test_refusals_name_the_construct_with_a_position(conn, text, named, error):
     with pytest.raises(error) as info:

@@ -427,7 +427,7 @@ def _group_key(value):
 
 
 BATCH_ONLY_AGGS = ("string_agg", "array_agg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "mode", "percentile_cont",
-                   "percentile_disc")
+                   "percentile_disc", "array_min", "array_max")   # array_min/max: min()/max() of arrays
 _EXACT = decimal.Context(prec=60)
 
 
@@ -437,7 +437,8 @@ def _batch_only_agg(spec, rows, input: P.Node):
     values in their WITHIN GROUP order (Postgres' definitions); ``string_agg`` joins the non-NULL texts with the separator (NULL: none) in
     the call's ORDER BY (else input) order, ``array_agg`` collects every value (NULLs too) in that order; the variance family is Postgres' -- exact in NUMERIC
     for integer and NUMERIC input, double precision for float input; NULL with no values (and
-    for the sample forms with one value)."""
+    for the sample forms with one value); ``array_min`` / ``array_max`` (``min()`` / ``max()`` of
+    arrays) take the least / greatest non-NULL array in Postgres' array order (``_sort_key``)."""
     if spec.filter_col is not None:
         rows = [r for r in rows if r[spec.filter_col] is True]
     order = spec.extra.get("order") or []
@@ -447,6 +448,8 @@ def _batch_only_agg(spec, rows, input: P.Node):
     if spec.kind == "array_agg":   # every value, NULLs too, in the ORDER BY (else input) order; no row: NULL
         return [r[spec.arg] for r in rows] if rows else None
     vals = [r[spec.arg] for r in rows if r[spec.arg] is not None]
+    if spec.kind in ("array_min", "array_max"):   # min()/max() of arrays: Postgres' array order; none: NULL
+        return (min if spec.kind == "array_min" else max)(vals, key=_sort_key) if vals else None
     if spec.kind == "mode":   # the most frequent value; ties: the first in the ORDER BY
         counts: dict = {}
         for v in vals:

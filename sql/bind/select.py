@@ -1105,6 +1105,15 @@ class QueryBinder:
                 specs.append(pre_call)
                 continue
             kind, arg_idx, distinct, filt_idx, text, anode = pre_call
+            if kind in ("min", "max") and arg_idx is not None and project.types[arg_idx].kind == TypeKind.LIST:
+                # arrays in Postgres' array order (sql/batch/execute.py's _sort_key), a batch-only form
+                if not self.batch:
+                    raise error_at(UnsupportedError, f"{kind}() of an array is supported in a batch query only, "
+                                                     "not in a materialized view", anode)
+                spec = P.AggSpec(f"array_{kind}", arg_idx, False, filt_idx, project.types[arg_idx], text)
+                spec.extra = {}
+                specs.append(spec)
+                continue
             filt = None if filt_idx is None else E.Col(filt_idx, DataType.BOOLEAN)
             try:
                 call = AggCall(kind, arg_idx, distinct=distinct, filter=filt).bind(schema)
