@@ -4,6 +4,11 @@
    (``'1'::jsonb = '1.0'``): the key ignores numbers' scale (stream/expr_jsonb_cmp.py
    ``equality_key``), the joined rows keep their values; batch and MV agree. GROUP BY keeps
    ``1`` and ``1.0`` apart (docs/sql.md, a deliberate difference), untouched here.
+2. ``LEFT JOIN LATERAL unnest(...) WITH ORDINALITY ... ON TRUE``: the padded row of an empty or
+   NULL array has a NULL ordinality, in batch and in an MV (updates retract it).
+3. JSONB set-returning functions in FROM: WHERE conjuncts over the items before them filter
+   first; ``jsonb_array_elements(j) AS e`` reads ``e`` as its value.
+4. ``min()`` / ``max()`` of arrays in batch (Postgres' array order); an MV refuses them by name.
 
 The ``postgres``-marked tests run the same batch queries on the session's PostgreSQL
 (tests/pg_server.py); the others pin the same answers for batch and materialized views.
