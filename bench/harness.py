@@ -136,7 +136,7 @@ def build_info() -> dict:
     expected = _twins.expected_native_modules() if _twins is not None else []
     present, stale = [], []
     for name in expected:
-        so = glob.glob(os.path.join(_ROOT, "native", f"{name}.*.so")) + glob.glob(os.path.join(_ROOT, "native", f"{name}.*.pyd"))
+        so = [p for ext in ("so", "pyd") for p in glob.glob(os.path.join(_ROOT, "native", f"{name}.*.{ext}"))]
         if not so:
             continue
         present.append(name)
@@ -149,7 +149,8 @@ def build_info() -> dict:
             "load_failures": dict(_twins.LOAD_FAILURES) if _twins is not None else {},
             "so_present": f"{len(present)}/{len(expected)}",
             "so_missing": sorted(set(expected) - set(present)), "so_older_than_pyx": stale,
-            "cython_directives": flags.get("COMPILER_DIRECTIVES"), "extra_compile_args": flags.get("extra_compile_args"),
+            "cython_directives": flags.get("COMPILER_DIRECTIVES"),
+            "extra_compile_args": flags.get("extra_compile_args"),
             "python_cflags": sysconfig.get_config_var("CFLAGS"), "cc": sysconfig.get_config_var("CC")}
 
 
