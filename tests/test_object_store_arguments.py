@@ -82,13 +82,17 @@ def test_a_2000_level_path_is_refused_and_a_deep_one_is_created_without_recursio
             opener()
     assert list(tmp_path.iterdir()) == []
     levels = (MAX_ROOT_BYTES - len(str(tmp_path))) // 2   # as deep as a root may be: > the recursion limit
+    limit = sys.getrecursionlimit()   # CPython's default, whatever an earlier test (hypothesis) left it at
+    sys.setrecursionlimit(1000)
     assert levels > sys.getrecursionlimit()
     root = str(tmp_path) + "/a" * levels
     try:
         with open_object_store(root) as store:
             store.upload("x/y", b"1")
             assert [m.path for m in store.list()] == ["x/y"]
-    finally:   # shutil.rmtree (pytest's cleanup) recurses per level: take the tree down here
+    finally:
+        sys.setrecursionlimit(limit)
+        # shutil.rmtree (pytest's cleanup) recurses per level: take the tree down here
         import os
         import shutil
         shutil.rmtree(root + "/x", ignore_errors=True)
