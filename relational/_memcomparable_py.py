@@ -225,10 +225,14 @@ def decode_jsonb(data, pos: int, mask: int):
     _need(data, pos, 1, "JSONB type")
     if data[pos] ^ mask == jsonb.EMPTY_TOP:
         return "[]", pos + 1
-    tree, pos = _jsonb_decode_tree(data, pos, mask, 0)
-    if tree == [] and isinstance(tree, list):   # one value, one key: [] is written EMPTY_TOP only
-        raise DecodeError("non-canonical JSONB empty array", pos - 5, "memcomparable")
-    return jsonb.to_text(tree), pos
+    start = pos
+    try:   # a damaged number (an exponent no JSON text has) fails in decimal's arithmetic
+        tree, pos = _jsonb_decode_tree(data, pos, mask, 0)
+        if tree == [] and isinstance(tree, list):   # one value, one key: [] is written EMPTY_TOP only
+            raise DecodeError("non-canonical JSONB empty array", pos - 5, "memcomparable")
+        return jsonb.to_text(tree), pos
+    except decimal.DecimalException:
+        raise DecodeError("JSONB number out of range", start, "memcomparable") from None
 
 
 def _jsonb_decode_tree(data, pos: int, mask: int, depth: int):

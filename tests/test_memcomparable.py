@@ -624,3 +624,21 @@ def test_decoders_refuse_what_is_not_bytes(impl, data):
             impl.decode_rows([b"\x00" * offset + b"\x01\x01", data], [T.BOOLEAN], None, offset)
     assert impl.decode_row(bytearray(b"\x01\x01"), [T.BOOLEAN]) == impl.decode_row(memoryview(b"\x01\x01"), [T.BOOLEAN]) \
         == (True,)
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("text", ["[1.0]", '{"k": [0.50, 12]}'])
+def test_every_flipped_byte_of_a_jsonb_key_is_a_decode_error_or_a_value(impl, text):
+    """A damaged JSONB number (an exponent no JSON text has) made decimal's quantize raise
+    InvalidOperation; each one-bit (and each all-bits) change of the key decodes or raises
+    DecodeError."""
+    types = (T.struct([("f0", T.JSONB)]), T.BOOLEAN)
+    encoded = impl.encode_row(((text,), None), types)
+    for i in range(len(encoded)):
+        for x in [1 << b for b in range(8)] + [0xFF]:
+            flipped = bytearray(encoded)
+            flipped[i] ^= x
+            try:
+                impl.decode_row(bytes(flipped), types)
+            except DecodeError:
+                pass
