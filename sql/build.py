@@ -2,8 +2,9 @@
 
 Job: for every table, a source actor ``TableSource -> Dml -> Materialize`` (conflict per ON
 CONFLICT; ``_row_id`` filled by Dml for tables without a pk; a table with a connector has a
-``ConnectorSource`` after its TableSource: sql/source.py); for every source read by some
-relation, ``TableSource -> ConnectorSource -> Dml`` without a Materialize; for every MV, one actor running
+``ConnectorSource`` after its TableSource: sql/source.py; a table with a watermark has a
+``WatermarkFilter`` after its Dml: sql/watermark.py); for every source read by some
+relation, ``TableSource -> ConnectorSource -> Dml [-> WatermarkFilter]`` without a Materialize; for every MV, one actor running
 its logical plan as executors (Project, Filter, HashAgg/SimpleAgg, HashJoin -- also for semi/anti
 joins and, on a constant key, a ScalarJoin --, DynamicFilter, Union, (Ranked)GroupTopN, OverWindow) over
 ``Receiver`` heads fed by its upstream relations' Materialize actors (one simple dispatcher
@@ -41,6 +42,7 @@ from stream.schema import Schema
 
 from sql.errors import UnsupportedError
 from sql.source import connector_source
+from sql.watermark import watermark_filter
 from sql.plan import nodes as P
 from sql.plan.time_window import HopWindow, TumbleWindow, build_executor as build_window
 
@@ -170,6 +172,7 @@ class GraphBuilder:
         head = src.executor if rel.connector is None else connector_source(self, rel, src)
         dml = Dml(head, schema, rel.pk_indices,
                   row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None)
+        dml = watermark_filter(self.store, rel, dml)   # WATERMARK FOR: late rows dropped (sql/watermark.py)
         conflict = rel.conflict if rel.user_pk else "no_check"
         self.actors[rel.name] = self.rt.actor(Materialize(dml, self._state_table(rel.desc, False), conflict,
                                                           change_logs=self.catalog.change_logs_of(rel.name)))
@@ -182,8 +185,8 @@ class GraphBuilder:
         schema = Schema(list(rel.desc.columns))
         src = self.rt.source(rel.name, schema, stream_key=rel.pk_indices)
         head = connector_source(self, rel, src) if self.catalog.dependents(rel.name) else src.executor
-        self.actors[rel.name] = self.rt.actor(Dml(head, schema, rel.pk_indices,
-                                                  row_id_index=len(rel.desc.columns) - 1))
+        dml = Dml(head, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1)
+        self.actors[rel.name] = self.rt.actor(watermark_filter(self.store, rel, dml))
 
     def _mv(self, rel) -> None:
         plan = self.plan_of(rel)

@@ -35,6 +35,11 @@ They share the relations' namespace (as in Postgres), are never read by name in 
 with their table on DROP TABLE. Batch plans read them in place of the table
 (:mod:`sql.plan.key_range`).
 
+Watermarks (``WATERMARK FOR col AS expr`` of CREATE TABLE / SOURCE, docs/sql.md "Watermarks"):
+``properties.sql.watermark`` is ``{"column": name, "expr": SQL text}`` and the relation's last
+``internal_ids`` entry is the WatermarkFilter's state table (the current watermark); a record
+without it (every older one) has no watermark.
+
 Sources (``CREATE SOURCE``, docs/sql.md "Sources") are relations of kind ``"source"``: a table's
 record (columns, hidden ``_row_id``) whose table holds no rows; ``properties.sql.connector`` is
 the WITH options (strings), also on a table fed by a connector; ``internal_ids`` is the
@@ -85,6 +90,7 @@ class Relation:
     defaults: list | None = None   # a table: per visible column its DEFAULT's SQL text or None (sql/defaults.py)
     layout_epoch: int = 0          # a table / index: the epoch of its last ADD/DROP COLUMN rewrite (sql/alter.py)
     scan_layouts: dict | None = None  # an MV: {table: [(column or None, DataType)]} it reads as before an ALTER
+    watermark: tuple | None = None  # a table / source: (column name, SQL text) of WATERMARK FOR col AS expr
 
     @property
     def name(self) -> str:
@@ -128,6 +134,8 @@ class Relation:
             props["sql"]["defaults"] = list(self.defaults)
         if self.layout_epoch:
             props["sql"]["layout_epoch"] = self.layout_epoch
+        if self.watermark is not None:   # absent in older records
+            props["sql"]["watermark"] = {"column": self.watermark[0], "expr": self.watermark[1]}
         if self.scan_layouts:
             props["sql"]["scan_layouts"] = {t: [[n, type_to_json(dt)] for n, dt in cols]
                                             for t, cols in self.scan_layouts.items()}
@@ -197,10 +205,28 @@ class Relation:
                     raise _malformed(desc, "scan_layouts", "layouts of relations the MV reads", t)
                 layouts[t] = out
             scan_layouts = layouts
+        watermark = _watermark_field(desc, p.get("watermark"), kind, n_visible, internal_ids)
         return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
                    _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
                    list(internal_ids), list(depends_on), index_columns, connector, defaults, layout_epoch,
-                   scan_layouts)
+                   scan_layouts, watermark=watermark)
+
+
+def _watermark_field(desc: TableDesc, watermark, kind: str, n_visible: int, internal_ids: list):
+    """``properties.sql.watermark`` (``{"column", "expr"}``, docs/sql.md "Watermarks") as
+    ``(column, expr text)``, or None when absent (every older record); its state table is the
+    last of ``internal_ids``."""
+    if watermark is None:
+        return None
+    _sql_field(desc, watermark, dict, "watermark")
+    column = _sql_field(desc, watermark.get("column"), str, "watermark.column")
+    text = _sql_field(desc, watermark.get("expr"), str, "watermark.expr")
+    if kind not in ("table", "source") or not internal_ids:
+        raise _malformed(desc, "watermark", "a watermark of a table or source whose state table id is the last "
+                                            "of internal_ids", watermark)
+    if column not in [c for c, _ in desc.columns[:n_visible]]:
+        raise _malformed(desc, "watermark.column", "a visible column", column)
+    return column, text
 
 
 @dataclass

@@ -5,7 +5,8 @@ Job: split a script into statements, recognise the few statements sqlglot does n
 value``, ``DESCRIBE t``, ``EXPLAIN stmt``; the subscription statements ``CREATE SUBSCRIPTION``,
 ``DROP SUBSCRIPTION``, ``DECLARE c SUBSCRIPTION CURSOR``, ``FETCH``, ``CLOSE``; ``COPY``, whose
 query part is parsed as a statement of its own, positions kept), strip
-RisingWave's table options (``APPEND ONLY``, ``ON CONFLICT ...``) into flags (also ``SOURCE`` of
+RisingWave's table options (``APPEND ONLY``, ``ON CONFLICT ...``, a ``WATERMARK FOR col AS
+expr`` element: ``options["watermark"]``) into flags (also ``SOURCE`` of
 CREATE / DROP / ALTER SOURCE, parsed as TABLE, and ``MATERIALIZED`` of ALTER MATERIALIZED VIEW,
 parsed as ALTER VIEW: ``options["source"]`` / ``options["materialized"]``), spell ``[FOR SYSTEM_TIME] AS OF EPOCH n`` as ``FOR VERSION n``
 (same width; sqlglot has no EPOCH form), number ``%s`` placeholders as ``$1, $2, ...``, and hand
@@ -61,7 +62,8 @@ class Statement:
     ``options["if_exists"]``), ``"declare_cursor"`` (``name``, ``options``: ``subscription``,
     ``since`` text or ``full``), ``"fetch"`` (``name``, ``value``: the count text), ``"close"``
     (``name``, None for ALL).
-    ``options``: flags the pre-pass stripped (``append_only``, ``on_conflict``).
+    ``options``: flags the pre-pass stripped (``append_only``, ``on_conflict``, ``watermark``: the
+    column name and the sqlglot expression of ``WATERMARK FOR col AS expr``).
     ``line``/``column``: where the statement starts."""
 
     kind: str
@@ -362,6 +364,7 @@ def _statement(text: str, start: int, end: int) -> Statement:
         if m:
             stmt.options["on_conflict"] = _CONFLICT_NAMES["".join(m.group(1).upper().split())]
             body = body[:m.start()] + " " * (m.end() - m.start()) + body[m.end():]
+        body = _strip_watermark(stmt, text, start, end, body)
     padded = _blank(text[:start]) + body + _blank(text[end:])
     stmt.ast = _sqlglot(padded)
     stmt.n_params = max((int(p.this.name) for p in stmt.ast.find_all(exp.Parameter)
@@ -369,6 +372,59 @@ def _statement(text: str, start: int, end: int) -> Statement:
     if any(True for _ in stmt.ast.find_all(exp.Placeholder)):
         raise UnsupportedError("only %s and $n placeholders are supported", line, column)
     return stmt
+
+
+_WATERMARK = re.compile(rf",\s*WATERMARK\s+FOR\s+({_IDENT})\s+AS\s+", re.I | re.S)
+
+
+def _strip_watermark(stmt: Statement, text: str, start: int, end: int, body: str) -> str:
+    """A ``WATERMARK FOR col AS expr`` element of CREATE TABLE / SOURCE (RisingWave's event-time
+    watermark; sqlglot's Postgres parser has no such element): blanked out of ``body`` (with
+    its comma) and kept as ``options["watermark"] = (column name, sqlglot expression)``, the
+    expression parsed at its place in the text (positions are the user's). A second one is a
+    ``SqlSyntaxError``."""
+    quoted = [(q.start(), q.end()) for q in _QUOTED.finditer(body)]
+    found = [m for m in _WATERMARK.finditer(body) if not any(a <= m.start() < b for a, b in quoted)]
+    if not found:
+        return body
+    if len(found) > 1:
+        line, column = _line_col(text, start + found[1].start(1))
+        raise SqlSyntaxError("a table has at most one WATERMARK", line, column)
+    m = found[0]
+    stop = _element_end(body, m.end())
+    [column] = _ident_parts(m.group(1))
+    expr_text = body[m.end():stop]
+    if not expr_text.strip():
+        line, col = _line_col(text, start + m.end())
+        raise SqlSyntaxError("WATERMARK FOR ... AS needs an expression", line, col)
+    at = m.start() + 1 + (len(body[m.start() + 1:]) - len(body[m.start() + 1:].lstrip()))   # the WATERMARK word
+    head = "SELECT".ljust(m.end() - at)   # "WATERMARK FOR x AS " is wider than "SELECT"
+    select = _blank(text[:start]) + _blank(body[:at]) + head + expr_text + _blank(body[stop:]) + _blank(text[end:])
+    tree = _sqlglot(select)
+    stmt.options["watermark"] = (column, tree.expressions[0])
+    return body[:m.start()] + _blank(body[m.start():stop]) + body[stop:]
+
+
+def _element_end(body: str, begin: int) -> int:
+    """The offset of the ``,`` or ``)`` ending the list element that goes on at ``begin``
+    (quotes, comments and nested parentheses skipped); ``len(body)`` when there is none."""
+    quoted = {q.start(): q.end() for q in _QUOTED.finditer(body, begin)}
+    depth, i, n = 0, begin, len(body)
+    while i < n:
+        if i in quoted:
+            i = quoted[i]
+            continue
+        c = body[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif c == "," and depth == 0:
+            return i
+        i += 1
+    return n
 
 
 def _subscription_statement(stmt: Statement, body: str, line: int, column: int) -> Statement:

@@ -124,9 +124,10 @@ def connector_source(builder, rel, src):
     from stream.sources.connector import OFFSET_COLUMNS, ConnectorSource
     from stream.sources.files import FileSource, PosixFs
     from hummock.errors import CorruptionError
-    if len(rel.internal_ids) != 1:
+    wanted = 1 + (getattr(rel, "watermark", None) is not None)   # a watermark's state table comes last
+    if len(rel.internal_ids) != wanted:
         raise CorruptionError(f"{rel.kind} {rel.name}: a connector needs one internal table (its offset), "
-                              f"{len(rel.internal_ids)} stored", object=rel.name)
+                              f"{len(rel.internal_ids) - wanted + 1} stored", object=rel.name)
     connector = check_options(dict(rel.connector), rel.columns, rel.n_visible if rel.row_id else None)
     if isinstance(connector, PosixFs):   # the files read, not a number (stream/sources/files.py)
         table = StateTable(builder.store, rel.internal_ids[0], connector.state_columns, [0], name=f"{rel.name}_files")

@@ -45,6 +45,7 @@ from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, 
                         execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
 from sql.source import attach_connector, refuse_source_scans, refuse_with_options
+from sql.watermark import declare_watermark
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
 from sql.plan.rules import optimize
@@ -220,6 +221,7 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
     rel = Relation("table", desc, len(cols), row_id, conflict, bool(stmt.options.get("append_only")),
                    defaults=defaults if any(d is not None for d in defaults) else None)
     attach_connector(db, new, rel, node, stmt)   # WITH (connector = ...): a source or a fed table
+    declare_watermark(new, rel, stmt, node)   # WATERMARK FOR col AS expr (sql/watermark.py)
     new.add(rel)
     db.apply_ddl(new, changed=[rel])
     return Result()
@@ -265,6 +267,8 @@ def _create_table_as(db, node, stmt, params, variables) -> Result:
         return Result()
     if stmt.options.get("append_only") or stmt.options.get("on_conflict"):
         raise UnsupportedError("CREATE TABLE AS takes no APPEND ONLY or ON CONFLICT (the table has no primary key)")
+    if stmt.options.get("watermark"):
+        raise UnsupportedError("CREATE TABLE AS takes no WATERMARK (declare the table with its columns)")
     result = _select(db, node.expression, params, variables, stmt)
     names = [n for n, _ in result.columns]
     if aliases:

@@ -87,6 +87,7 @@ from stream.cache import default_budget, row_bytes
 from stream.chunk import DEFAULT_CHUNK_SIZE, DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
+from stream.message import Watermark
 from stream.executors.agg_call import EXACT_SUMS, additive_weights, filter_mask, same_nan, valid_mask
 from stream.decimal_vec import ScaledDecimals
 from stream.executors.agg_extreme import UNKNOWN as _UNKNOWN
@@ -241,7 +242,30 @@ class HashAgg(UnaryExecutor):
             extreme.cache.clear()
 
     def on_barrier(self, barrier):
-        return self._flush()
+        return self._flushed_then_watermarks(self._flush())
+
+    def on_watermark(self, watermark):
+        """A watermark on a group-key column is held, renumbered to its output column, until
+        the next barrier's flush has emitted every group changed before it (a group below it
+        changed earlier in the epoch is still to be emitted); a watermark on any other column
+        is dropped (an aggregate's value has no event-time order)."""
+        if watermark.column not in self.group_key:
+            return None
+        held = self.__dict__.setdefault("_held_watermarks", {})
+        out = self.group_key.index(watermark.column)
+        if out not in held or watermark.value > held[out]:
+            held[out] = watermark.value
+        return None
+
+    def _flushed_then_watermarks(self, flushed):
+        """``flushed`` (the flush's messages) followed by the held watermarks."""
+        held = self.__dict__.get("_held_watermarks")
+        if not held:
+            return flushed
+        out = [] if flushed is None else [flushed] if type(flushed) is StreamChunk else list(flushed)
+        out += [Watermark(column, value) for column, value in sorted(held.items())]
+        held.clear()
+        return out
 
     def on_chunk(self, chunk: StreamChunk):
         with decimal.localcontext(EXACT_SUMS):   # NUMERIC sums are exact at any size

@@ -70,8 +70,11 @@ right one, except that on an inner or left join a right stream-key column that i
 paired with a left stream-key column is dropped (always equal to it on every output row; on a
 left join the right side is NULL-padded as a whole), symmetrically on a right join. An input
 without a stream key is a one-row stream (a global aggregate: ``x IN (SELECT max(...))``); the
-other side's key alone then identifies an output row. Watermarks
-are not passed on (a join's output watermark needs the join-key mapping; not built yet).
+other side's key alone then identifies an output row. Watermarks: an input's watermarks go to
+:class:`~stream.executors.join_watermark.JoinWatermarks`, which derives the output watermarks
+of equality keys and interval conditions (``l.ts BETWEEN r.ts - a AND r.ts + b``) and, in an
+inner join, deletes the state rows no future row can match (state cleaning); a semi/anti join
+drops them.
 
 Invariants (``_check``): every cached entry equals its key's rows (and degrees) in the state
 tables; every known-absent key has no rows and no cached entry; every stored degree equals the
@@ -104,6 +107,7 @@ from stream.executor import Executor
 from stream.message import Barrier
 from stream.schema import Schema
 from stream.executors.join_key_set import KeySet
+from stream.executors.join_watermark import JoinWatermarks
 from stream.executors.semi_join import semi_anti_chunk
 
 JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "left_anti")
@@ -459,7 +463,17 @@ class HashJoin(Executor):
                 if msg.cardinality:
                     for m in self.on_side_chunk(i, msg):
                         yield m
-            # watermarks are not passed on (module docstring)
+            else:   # a Watermark (module docstring)
+                for m in self._on_watermark(i, msg):
+                    yield m
+
+    def _on_watermark(self, side: int, watermark) -> list:
+        """Input ``side``'s watermark: the output watermarks it raises, after the state
+        cleaning it allows (stream/executors/join_watermark.py)."""
+        marks = self.__dict__.get("_join_watermarks")
+        if marks is None:
+            marks = self._join_watermarks = JoinWatermarks(self)
+        return marks.on_watermark(side, watermark)
 
     def close(self) -> None:
         """Release the caches' budget (the executor is dropped)."""
