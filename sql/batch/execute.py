@@ -441,6 +441,8 @@ def _batch_only_agg(spec, rows, input: P.Node):
     arrays) take the least / greatest non-NULL array in Postgres' array order (``_sort_key``)."""
     if spec.filter_col is not None:
         rows = [r for r in rows if r[spec.filter_col] is True]
+    if spec.distinct:   # string_agg/array_agg(DISTINCT x): each value once (array_agg: NULL too),
+        rows = _distinct_rows(rows, spec.arg, spec.kind == "array_agg")   # sorted by x below
     order = spec.extra.get("order") or []
     if order and rows:
         keys = _order_keys(rows, input, order)
@@ -516,11 +518,28 @@ def _order_keys(rows, input: P.Node, order) -> list:
                        [OrderType(d, n) for _, d, n in order])
 
 
+def _distinct_rows(rows, arg: int, keep_null: bool) -> list:
+    """The first row of each distinct value of column ``arg`` (every NaN one value, ``-0.0``
+    ``0.0``, arrays by their elements; a NULL value only when ``keep_null``)."""
+    seen, out = set(), []
+    for r in rows:
+        v = r[arg]
+        if v is None and not keep_null:
+            continue
+        k = _group_key(v)
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out
+
+
 def _slots(call, vals) -> list:
     """The state slots HashAgg would hold for the non-NULL, filtered values ``vals``."""
     kind = call.kind
+    if call.distinct:   # each value once, the first of equal ones (as HashAgg's dedup table enters it)
+        vals = [r[0] for r in _distinct_rows([(v,) for v in vals], 0, False)]
     if kind == "count":
-        return [len(set(map(_group_key, vals))) if call.distinct else len(vals)]
+        return [len(vals)]
     if kind in ("sum", "avg"):
         return call.value_slots(vals)
     if kind == "min":

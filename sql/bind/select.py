@@ -37,7 +37,7 @@ from stream.errors import ExecutorError
 from stream.schema import Schema
 
 from sql import types as T
-from sql.bind import jsonb_rows, time_travel
+from sql.bind import jsonb_rows, jsonb_select, time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
@@ -472,8 +472,8 @@ class QueryBinder:
         conds = []
         for c in where_conjuncts:
             if id(c) in pushed or special_form(c) or c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
-                                                             exp.Rand) is not None or \
-                    any(a.name.lower() in ("random", "clock_timestamp") for a in c.find_all(exp.Anonymous)):
+                                                             exp.Rand, exp.CurrentTimestamp) is not None or \
+                    any(a.name.lower() in ("random", "clock_timestamp", "now") for a in c.find_all(exp.Anonymous)):
                 continue
             try:
                 bound = ExprBinder(scope, self.params, context="WHERE")._bool(c)
@@ -549,9 +549,10 @@ class QueryBinder:
             return P.Values([()], [], []), Scope(), where_conjuncts
         joins = node.args.get("joins") or []
         inner = bool(joins) and all(not j.side and (j.kind or "").upper() in ("", "INNER", "CROSS") for j in joins)
-        if self.batch:   # FROM t, jsonb_array_elements(t.j) AS e: SELECT e reads e.value (sql/bind/jsonb_rows.py)
-            jsonb_rows.whole_row_references(node)
-        if self.batch and joins:   # FROM t, jsonb_each(t.j): unnest of its lists (sql/bind/jsonb_rows.py)
+        # FROM t, jsonb_each(t.j): unnest of its lists, and SELECT e reading e.value of
+        # jsonb_array_elements(t.j) AS e (sql/bind/jsonb_rows.py; in place: jsonb_select.rewrite copied node)
+        jsonb_rows.whole_row_references(node)
+        if joins:
             jsonb_rows.lateral_to_unnest(node)
         plan, scope = self._from_item(from_.this)
         pushed = set()   # ids of WHERE conjuncts already filtering below an unnest
@@ -563,7 +564,7 @@ class QueryBinder:
                                   joins=[j.copy() for j in group])
                 right, rscope, _ = self._from(fake, [])
             elif _is_unnest(join.this):   # FROM t, unnest(t.a) / [LEFT] JOIN LATERAL unnest(...) ON TRUE
-                if self.batch and not any((j.side or "").upper() in ("RIGHT", "FULL") for j in joins):
+                if not any((j.side or "").upper() in ("RIGHT", "FULL") for j in joins):
                     plan = self._filter_before_unnest(plan, scope, where_conjuncts, pushed)
                 plan, scope = self._unnest_join(join, plan, scope)
                 continue
@@ -755,6 +756,7 @@ class QueryBinder:
 
     def _select(self, node, top: bool) -> P.Node:
         node = _srf_from(node)
+        node = jsonb_select.rewrite(node)   # jsonb_agg, jsonb_object_agg, jsonb_array_elements(j) in a select list
         for col in node.find_all(exp.Column):   # s1.t.a: only the public schema exists
             if col.args.get("catalog") is not None or \
                     col.args.get("db") is not None and _name(col.args["db"]) != "public":
@@ -1003,9 +1005,13 @@ class QueryBinder:
                                              "materialized view", fnode)
         if kind in _ORDERED_SET:
             return self._ordered_set_agg(kind, name, fnode, filt, node, pre, binder)
-        arg, order = fnode.this, []
+        arg, order, distinct = fnode.this, [], False
         if isinstance(arg, exp.Order):
             order, arg = list(arg.expressions), arg.this
+        if isinstance(arg, exp.Distinct) and kind in ("string_agg", "array_agg"):
+            if len(arg.expressions) != 1:
+                raise error_at(UnsupportedError, "DISTINCT over several arguments is not supported", fnode)
+            distinct, arg = True, arg.expressions[0]
         if isinstance(arg, exp.Distinct) or arg is None or isinstance(arg, exp.Star):
             raise error_at(UnsupportedError, f"{name}({'DISTINCT ...' if arg is not None else ''}) is not supported",
                            fnode)
@@ -1035,7 +1041,15 @@ class QueryBinder:
         pre.append(value)
         arg_idx = len(pre) - 1
         keys = []
-        for o in order:
+        if distinct:   # Postgres sorts a DISTINCT aggregate's input by its argument (ASC NULLS LAST)
+            sep_text = fnode.args["separator"].sql(dialect="postgres") if kind == "string_agg" else None
+            for o in order:
+                if o.this.sql(dialect="postgres") not in (arg.sql(dialect="postgres"), sep_text):
+                    raise error_at(BindError, "in an aggregate with DISTINCT, ORDER BY expressions must appear in "
+                                              "argument list", o)
+            first = next((o for o in order if o.this.sql(dialect="postgres") == arg.sql(dialect="postgres")), None)
+            keys.append(O.sort_key(first, arg_idx) if first is not None else (arg_idx, False, False))
+        for o in ([] if distinct else order):
             pre.append(binder.bind(o.this))
             keys.append(O.sort_key(o, len(pre) - 1))
         extra["order"] = keys
@@ -1043,7 +1057,7 @@ class QueryBinder:
         if filt is not None:
             pre.append(binder._bool(filt.this if isinstance(filt, exp.Where) else filt))
             filt_idx = len(pre) - 1
-        spec = P.AggSpec(kind, arg_idx, False, filt_idx, ret, node.sql(dialect="postgres"))
+        spec = P.AggSpec(kind, arg_idx, distinct, filt_idx, ret, node.sql(dialect="postgres"))
         spec.extra = extra
         return spec
 
@@ -1094,8 +1108,6 @@ class QueryBinder:
                 filt_idx = len(pre) - 1
             if distinct and kind in ("min", "max", "bool_and", "bool_or"):
                 distinct = False   # DISTINCT does not change these
-            if distinct and kind != "count":
-                raise error_at(UnsupportedError, f"{kind}(DISTINCT ...) is not supported yet", fnode)
             calls_pre.append((kind, arg_idx, distinct, filt_idx, a.sql(dialect="postgres"), a))
         project = P.Project(plan, pre, [f"_g{i}" for i in range(len(pre))])
         schema = Schema(list(zip(project.names, project.types)))

@@ -3,8 +3,9 @@ the slots of per-group state it keeps, and the vectorized per-chunk deltas of th
 
 An :class:`AggCall` is ``kind`` (``count``, ``sum``, ``avg``, ``min``, ``max``, ``bool_and``,
 ``bool_or``, ``string_agg``, ``array_agg``; the last two with ``order``, their ORDER BY as
-``(input column, desc, nulls_first)`` triples, and string_agg's delimiter ``sep``), an input column ``arg`` (``None`` only for ``count(*)``), ``distinct`` (only
-``count(DISTINCT col)``) and an optional ``filter`` (a :mod:`stream.expr` BOOLEAN expression
+``(input column, desc, nulls_first)`` triples, and string_agg's delimiter ``sep``), an input column ``arg`` (``None`` only for ``count(*)``), ``distinct`` (``count``,
+``sum``, ``avg``, ``string_agg``, ``array_agg`` over a column: each distinct value counts once;
+the binder drops it from min/max/bool_*, which it does not change) and an optional ``filter`` (a :mod:`stream.expr` BOOLEAN expression
 over the input columns: ``agg(...) FILTER (WHERE filter)``; a row counts only where it is TRUE).
 NULL arguments are ignored, as SQL says.
 
@@ -30,8 +31,8 @@ floats) and the count of non-NULL values, and for floats and NUMERIC the counts 
 is deleted; the result is NaN while one is there, or both infinities are, else the infinity);
 ``sum``/``avg`` of INTERVAL the sum of microseconds (DECIMAL), the count, and the sums of months
 and of days (BIGINT); ``bool_*`` the counts of TRUE and FALSE values;
-``count(DISTINCT)`` the number of distinct non-NULL values (their multiplicities live in the
-distinct-dedup table); ``string_agg``/``array_agg`` the current result (recomputed from the
+a DISTINCT call the slots of its kind over the group's distinct values (their multiplicities live
+in the distinct-dedup table, :mod:`stream.executors.agg_distinct`); ``string_agg``/``array_agg`` the current result (recomputed from the
 group's ordered materialized input, :mod:`stream.executors.agg_ordered`); ``min``/``max`` the current result (its candidates live in the
 materialized-input table unless the input is append-only). Float sums are retracted by
 subtraction and so carry the usual rounding error; a stream's float sum that overflowed stays
@@ -57,7 +58,8 @@ from stream.expr_errors import data_error, strict
 from stream.expr_interval import interval_fields, scale_interval
 
 KINDS = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "string_agg", "array_agg")
-ORDERED_KINDS = ("string_agg", "array_agg")   # values from the group's ordered materialized input
+ORDERED_KINDS = ("string_agg", "array_agg")
+DISTINCT_KINDS = ("count", "sum", "avg", "string_agg", "array_agg")   # values from the group's ordered materialized input
 _SMALL_INTS = (TypeKind.SMALLINT, TypeKind.INT)
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -87,8 +89,8 @@ class AggCall:
             raise ExecutorError("AggCall", f"unknown aggregate {kind!r}; known: {', '.join(KINDS)}")
         if arg is None and kind != "count":
             raise ExecutorError("AggCall", f"{kind} needs an argument column")
-        if distinct and (kind != "count" or arg is None):
-            raise ExecutorError("AggCall", "DISTINCT is supported for count(col) only")
+        if distinct and (kind not in DISTINCT_KINDS or arg is None):
+            raise ExecutorError("AggCall", f"DISTINCT is supported for {', '.join(DISTINCT_KINDS)} of a column only")
         if filter is not None and filter.data_type != DataType.BOOLEAN:
             raise ExecutorError("AggCall", f"a FILTER condition must be BOOLEAN, got {filter.data_type.sql_name()}")
         self.kind, self.arg, self.distinct, self.filter = kind, arg, distinct, filter

@@ -19,7 +19,10 @@ State (seed 000, all through StateTables; ``table_ids``: the value state's, then
    input stream key`` (value ascending for min, descending for max, so the best value is the
    first row of the group's prefix; NULL values are not stored), owned with its cache by a
    :class:`~stream.executors.agg_extreme.RetractableExtreme`.
-3. per ``count(DISTINCT col)``: the distinct dedup table ``group key | value -> count``.
+3. per DISTINCT call (``count``/``sum``/``avg``/``string_agg``/``array_agg``): the distinct dedup
+   table ``group key | value -> count``, owned by a
+   :class:`~stream.executors.agg_distinct.DistinctValues` (a value entering or leaving a group
+   updates the call's slots; string_agg/array_agg are recomputed from it at the flush).
 4. per ``string_agg``/``array_agg`` call (append-only inputs too): the ordered materialized
    input ``group key | ORDER BY columns | input stream key -> value``, owned by an
    :class:`~stream.executors.agg_ordered.OrderedInput`; a changed group's value is marked
@@ -93,6 +96,7 @@ from stream.decimal_vec import ScaledDecimals
 from stream.executors.agg_extreme import UNKNOWN as _UNKNOWN
 from stream.executors.agg_extreme import RetractableExtreme
 from stream.executors.agg_ordered import OrderedInput
+from stream.executors.agg_distinct import DistinctValues
 from stream.executors.agg_kernels import group_best as _group_best
 from stream.executors.agg_kernels import group_ids as _group_ids
 from stream.executors.agg_kernels import make_adder as _make_adder
@@ -184,11 +188,16 @@ class HashAgg(UnaryExecutor):
         # 2./3. materialized inputs and distinct tables
         in_key = list(input.stream_key)
         self.extreme = {}      # call index -> RetractableExtreme (agg_extreme.py)
-        self.distinct = {}     # call index -> table
+        self.distinct = {}     # call index -> DistinctValues (agg_distinct.py)
         self.ordered = {}      # call index -> OrderedInput (agg_ordered.py): string_agg/array_agg
         for j, c in enumerate(calls):
             # (an input without a stream key has at most one row -- a global aggregate's --, so
             # the materialized inputs' keys stay unique without it)
+            if c.distinct:
+                self.distinct[j] = DistinctValues(
+                    store, next(ids), c, key_pairs, write=self._write, identity=identity, dist=dist, vnodes=vnodes,
+                    consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.distinct{j}")
+                continue
             if c.is_ordered:
                 self.ordered[j] = OrderedInput(
                     store, next(ids), c, key_pairs, group_key, in_schema, in_key, write=self._write, dist=dist,
@@ -200,11 +209,6 @@ class HashAgg(UnaryExecutor):
                     cache=self.budget.cache(f"{identity}.extreme{j}"), limit=extreme_cache_rows, write=self._write,
                     identity=identity, consistent=consistent, dist=dist, vnodes=vnodes,
                     flush_threshold=flush_threshold, name=f"{identity}.input{j}")
-            elif c.distinct:
-                cols = key_pairs + [("_v", c.arg_type), ("_count", DataType.BIGINT)]
-                self.distinct[j] = StateTable(store, next(ids), cols, list(range(nk + 1)), dist_key_indices=dist,
-                                              vnodes=vnodes, consistent=consistent, flush_threshold=flush_threshold, name=f"{identity}.distinct{j}",
-                                              prefix_len_hint=nk or None)
         self._dirty: dict = {}  # group key -> state list (changed this epoch)
         self._old: dict = {}    # group key -> its state tuple before this epoch (None: new)
         self._key_types = [in_schema.types[i] for i in group_key]
@@ -219,7 +223,7 @@ class HashAgg(UnaryExecutor):
     # --- executor hooks ---------------------------------------------------------------------------
 
     def state_tables(self) -> list:
-        return [self.value_table, *(e.table for e in self.extreme.values()), *self.distinct.values(),
+        return [self.value_table, *(e.table for e in self.extreme.values()), *(d.table for d in self.distinct.values()),
                 *(o.table for o in self.ordered.values())]
 
     def on_init(self, barrier) -> None:
@@ -324,6 +328,9 @@ class HashAgg(UnaryExecutor):
         for j, c in enumerate(self.calls):
             at, _ = self.slots[j]
             fmask = filter_mask(c, columns, n)
+            if c.distinct:
+                distinct_rows.append((j, at, self.distinct[j].row_mask(columns[c.arg], fmask)))
+                continue
             if c.is_ordered:   # string_agg skips NULL values, array_agg keeps them
                 mask = valid_mask(columns[c.arg]) if c.kind == "string_agg" else np.ones(n, np.bool_)
                 ordered_rows.append((j, at, mask if fmask is None else mask & fmask))
@@ -342,9 +349,6 @@ class HashAgg(UnaryExecutor):
                 else:
                     best_inserted.append((at, _group_best(inv, order, starts, col, mask, g, c), c.kind))
                 continue
-            if c.distinct:
-                distinct_rows.append((j, at, mask))
-                continue
             w = sign if fmask is None and col.null_count == 0 else sign * mask
             for k, d in enumerate(additive_weights(c, col, w)):
                 if type(d) is tuple:   # a bigint sum's (high, low) halves
@@ -361,7 +365,7 @@ class HashAgg(UnaryExecutor):
         for j, at, mask in extreme_rows:
             self.extreme[j].apply(at, chunk, sign, mask, inv, keys, states)
         for j, at, mask in distinct_rows:
-            self._apply_distinct(j, at, chunk, sign, mask, inv, keys, states)
+            self.distinct[j].apply(at, chunk, sign, mask, inv, keys, states)
         for j, at, mask in ordered_rows:
             self.ordered[j].apply(at, chunk, mask, inv, states)
         if len(self._dirty) > self.max_dirty_groups:
@@ -448,49 +452,6 @@ class HashAgg(UnaryExecutor):
     def _negative_group(self, key):
         raise InconsistentStreamError(self.identity, "a delete of a row the group does not have", key)
 
-    # --- count(DISTINCT) ----------------------------------------------------------------------------
-
-    def _apply_distinct(self, j, at, chunk, sign, mask, inv, keys, states) -> None:
-        rows = np.flatnonzero(mask)
-        if not len(rows):
-            return
-        c = self.calls[j]
-        values = to_pylist(chunk.columns[c.arg].take(pa.array(rows)), c.arg_type)
-        if c.arg_type in _NAN_KEY_TYPES:   # one NaN, one zero: one distinct value, one state-table key
-            values = [None if v is None else same_nan(v) for v in values]
-        deltas: dict = {}
-        for gi, v, s in zip(inv[rows].tolist(), values, sign[rows].tolist()):
-            k = (gi, v)
-            deltas[k] = deltas.get(k, 0) + s
-        items = [(k, d) for k, d in deltas.items() if d]
-        if not items:
-            return
-        table = self.distinct[j]
-        pks = [(*keys[gi], v) for (gi, v), _ in items]
-        stored = table.get_rows(pks)
-        ops, out = [], []
-        for ((gi, _), d), pk, row in zip(items, pks, stored):
-            old = 0 if row is None else row[-1]
-            new = old + d
-            if new < 0:
-                if self.consistent:
-                    raise InconsistentStreamError(self.identity, f"a delete of {c!r} value the group does not have",
-                                                  keys[gi])
-                new = 0
-            if old == 0 and new > 0:
-                states[gi][at] += 1
-                ops.append(INSERT)
-                out.append((*pk, new))
-            elif old > 0 and new == 0:
-                states[gi][at] -= 1
-                ops.append(DELETE)
-                out.append(row)
-            elif old != new:
-                ops += _UPDATE
-                out += [row, (*pk, new)]
-        if ops:
-            self._write(table, np.array(ops, np.int8), _columns(out, table.types))
-
     def _write(self, table, ops, columns, visibility=None) -> None:
         try:
             table.write_chunk(ops, columns, visibility)
@@ -511,7 +472,8 @@ class HashAgg(UnaryExecutor):
         keep_empty, append_only = self.keep_empty_group, self.append_only
         cache = self.groups
         extremes = [(j, self.slots[j][0]) for j in self.extreme]
-        ordered = [(o, self.slots[j][0]) for j, o in self.ordered.items()]
+        ordered = [(o, self.slots[j][0]) for j, o in self.ordered.items()] + \
+            [(d, self.slots[j][0]) for j, d in self.distinct.items() if d.call.is_ordered]
         ops, keys, states = [], [], []
         hidden = []   # positions of update pairs whose output does not change (state only)
         stored = self._stored_keys(dirty, olds) if self._scaled_key else None
@@ -671,6 +633,3 @@ def _column(values, dtype: DataType) -> pa.Array:
         return pa.array([None if v is None else str(v) for v in values], arrow_type(dtype))
     return to_arrow(list(values), dtype)
 
-
-def _columns(rows, types) -> list:
-    return [to_arrow(list(col), t) for col, t in zip(zip(*rows), types)]
