@@ -221,7 +221,7 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
     rel = Relation("table", desc, len(cols), row_id, conflict, bool(stmt.options.get("append_only")),
                    defaults=defaults if any(d is not None for d in defaults) else None)
     attach_connector(db, new, rel, node, stmt)   # WITH (connector = ...): a source or a fed table
-    declare_watermark(new, rel, stmt, node)   # WATERMARK FOR col AS expr (sql/watermark.py)
+    declare_watermark(db, new, rel, stmt, node)   # WATERMARK FOR col AS expr (sql/watermark.py)
     new.add(rel)
     db.apply_ddl(new, changed=[rel])
     return Result()

@@ -49,14 +49,17 @@ def _bind(rel_columns, column: str, node):
     return index, e
 
 
-def declare_watermark(new, rel, stmt, node) -> None:
+def declare_watermark(db, new, rel, stmt, node) -> None:
     """Check ``stmt.options["watermark"]`` of a CREATE TABLE / SOURCE of relation ``rel`` (not
-    yet in catalog ``new``) and record it: ``rel.watermark`` and a fresh state table id last
-    in ``rel.internal_ids``. Call after the connector took its ids."""
+    yet in catalog ``new`` of database ``db``) and record it: ``rel.watermark`` and a fresh
+    state table id last in ``rel.internal_ids``. Call after the connector took its ids."""
     found = stmt.options.get("watermark")
     if found is None:
         return
     column, expr = found
+    if getattr(db, "runtime", "in_process") == "spark":
+        raise error_at(UnsupportedError, f"WATERMARK FOR {column}: watermarks run in the in-process runtime only, "
+                                         "not on Spark", expr)
     if rel.kind == "table" and not rel.append_only:
         raise error_at(UnsupportedError, f"WATERMARK FOR {column} needs an APPEND ONLY table (a watermark drops "
                                          "late rows; a table that updates or deletes rows cannot)", expr)

@@ -67,6 +67,7 @@ from sql.spark_pipeline.fragments import plan_pipeline
 from sql.spark_pipeline.task import (DRIVER_GENERATOR, EPOCH_STEP, KIND_META, RECORD_DDL, BatchContext,
                                      batch_records, blob_chunks, blobs, encode_chunk, fill_row_ids, read_meta,
                                      record_batch, run_stage_task, table_chunks)
+from sql.watermark import has_watermark
 
 log = logging.getLogger("sql.spark_pipeline")
 
@@ -181,6 +182,9 @@ class SparkRuntime:
         if fed:   # connectors run in the in-process runtime only (sql/source.py): never ignored here
             raise UnsupportedError(f"{', '.join(fed)}: sources and tables with a connector run in the in-process "
                                    "runtime only, not on Spark")
+        marked = has_watermark(catalog)
+        if marked:   # the WatermarkFilter runs in the in-process runtime only (sql/watermark.py)
+            raise UnsupportedError(f"{', '.join(marked)}: WATERMARK runs in the in-process runtime only, not on Spark")
         check_worker_python(spark)
         set_worker_env(spark)
         self.plan = plan_pipeline(catalog, plan_of)
