@@ -63,6 +63,7 @@ from sql.catalog import ROW_ID
 from sql.defaults import declare_default, default_values
 from sql.errors import BindError, CatalogError, UnsupportedError, error_at
 from sql.plan.rules import optimize
+from sql.watermark import refuse_watermarked_columns
 
 REWRITE_BATCH = 4096   # rows re-encoded per store write
 
@@ -102,6 +103,7 @@ def alter_table(db, node, params, variables, stmt):
         raise error_at(UnsupportedError, "RENAME cannot be combined with other ALTER TABLE actions", node)
     if not actions:
         raise error_at(UnsupportedError, f"{spelled(node)} is not supported", node)
+    refuse_watermarked_columns(rel, node, actions)   # sql/watermark.py
     action = actions[0]
     if isinstance(action, exp.AlterRename):
         options = node.args.get("options") or []

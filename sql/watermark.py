@@ -13,8 +13,11 @@ parameters or volatile functions); a table with a watermark is APPEND ONLY (its 
 updated or deleted, so a row dropped as late is never needed to retract one); a source is
 append-only anyway. Each refusal names the clause.
 
-Callers: :mod:`sql.statements` (CREATE TABLE / SOURCE), :mod:`sql.build`, :mod:`sql.spark_pipeline`
-(refused there: watermarks run in the in-process runtime only).
+ALTER TABLE of a table with a watermark is RENAME TO only (its column changes are refused by
+name: the stored expression names the columns).
+
+Callers: :mod:`sql.statements` (CREATE TABLE / SOURCE), :mod:`sql.build`, :mod:`sql.alter`,
+:mod:`sql.spark_pipeline` (refused there: watermarks run in the in-process runtime only).
 """
 
 from __future__ import annotations
@@ -94,6 +97,19 @@ def watermark_filter(store, rel, head):
     dtype = rel.visible_columns[index][1]
     table = watermark_state_table(store, rel.internal_ids[-1], dtype, name=f"{rel.name}_watermark")
     return WatermarkFilter(head, index, e, table, identity=f"WatermarkFilter({rel.name}.{column})")
+
+
+def refuse_watermarked_columns(rel, node, actions) -> None:
+    """ALTER TABLE of a table with a watermark: only RENAME TO (the table) passes; a column
+    change is refused by name (the watermark's stored expression names the columns)."""
+    if getattr(rel, "watermark", None) is None:
+        return
+    options = node.args.get("options") or []
+    for action in actions:
+        if not isinstance(action, exp.AlterRename) or (options and isinstance(options[0], exp.ToTableProperty)):
+            raise error_at(UnsupportedError, f"ALTER TABLE {rel.name}: the table has a WATERMARK FOR "
+                                             f"{rel.watermark[0]}; only RENAME TO changes it (create a new table "
+                                             "to change its columns)", action)
 
 
 def has_watermark(catalog) -> list:

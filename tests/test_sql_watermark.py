@@ -144,6 +144,18 @@ def test_refusals_by_name(statement, error, message):
     assert c.db.catalog.get("b") is None
 
 
+def test_alter_table_with_a_watermark_is_rename_to_only():
+    c = sql.connect(":memory:", implicit_flush=True)
+    c.execute(TABLE.format(name="a"))
+    for statement in ("ALTER TABLE a DROP COLUMN ts", "ALTER TABLE a ADD COLUMN z INT",
+                      "ALTER TABLE a RENAME COLUMN ts TO t2"):
+        with pytest.raises(UnsupportedError, match="has a WATERMARK FOR ts; only RENAME TO"):
+            c.execute(statement)
+    c.execute("ALTER TABLE a RENAME TO b")
+    insert(c, "b", [(1, 20, 1), (1, 10, 2)])
+    assert c.execute("SELECT v FROM b").fetchall() == [(1,)]
+
+
 def test_watermark_refused_on_spark_and_create_table_as():
     from sql.spark_pipeline.driver import SparkRuntime
     from sql.watermark import declare_watermark
