@@ -15,9 +15,10 @@ watermark ``w`` on ``lo``'s column every future O row has ``lo >= lo(w)`` (``lo`
 - *state cleaning* (inner joins): a row of S's state with ``hi(row) < lo(w)`` for some bound can
   match no future O row; if it is also below one of S's own watermarks (no later S message can
   delete it), it is deleted from S's rows table and cache, silently -- its joined rows stay in
-  the output, which is exact: nothing could ever retract or extend them. Cleaning runs when a
-  watermark moves a threshold, over the side's whole state (a scan: the state is what cleaning
-  keeps small). Outer joins keep their state (a cleaned inner-side row would leave a degree
+  the output, which is exact: nothing could ever retract or extend them. Cleaning runs on the
+  first watermark of an epoch that moves a threshold (later ones in the epoch wait for the
+  next: a late cleaning is only a larger state), over the side's whole state (a scan: the
+  state is what cleaning keeps small). Outer joins keep their state (a cleaned inner-side row would leave a degree
   counting a partner no longer stored);
 - *output watermarks*: an output column ``c`` of S (a bare column as ``hi``, or an equality
   key) with S's own watermark ``ws`` gets ``min(ws, max over its bounds of lo(w))``: a later
@@ -77,6 +78,7 @@ class JoinWatermarks:
         self.emitted: dict = {}      # output column -> the last watermark emitted
         self.thresholds = [None, None]   # per side: the cleaning thresholds last applied
         self.cleaned = [0, 0]        # rows cleaned per side (tests, stats)
+        self.cleaned_epoch = None    # the epoch of the last cleaning (at most one per epoch)
         # per side S: [(hi over S's columns, lo over O's columns, O's joined column)]
         self.bounds = ([], [])
         for lk, rk in zip(join.left.keys, join.right.keys):
@@ -122,7 +124,8 @@ class JoinWatermarks:
         if watermark.value is None or (watermark.column in seen and watermark.value <= seen[watermark.column]):
             return []
         seen[watermark.column] = watermark.value
-        if self.cleans:
+        if self.cleans and self.join.epoch != self.cleaned_epoch:
+            self.cleaned_epoch = self.join.epoch
             for s in (0, 1):
                 self._clean(s)
         return self._outputs()
