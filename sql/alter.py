@@ -61,7 +61,7 @@ from sql.bind.select import QueryBinder, relation_name
 from sql.build import count_state_tables
 from sql.catalog import ROW_ID
 from sql.defaults import declare_default, default_values
-from sql.errors import BindError, CatalogError, UnsupportedError, error_at
+from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError, error_at
 from sql.plan.rules import optimize
 from sql.watermark import refuse_watermarked_columns
 
@@ -140,7 +140,7 @@ def reading_catalog(catalog, reader):
         frozen.desc = dataclasses.replace(real.desc, columns=columns,
                                           pk_indices=tuple(shown.index(names[p]) for p in real.desc.pk_indices))
         frozen.n_visible = len(layout) - (1 if real.row_id else 0)
-        frozen.defaults = None
+        frozen.defaults = frozen.typmods = frozen.not_null = None
         frozen.frozen_sources = [names.index(n) if n in names else None for n, _ in layout]
         frozen.frozen_real = real
         view.relations[table] = frozen
@@ -396,12 +396,15 @@ class _Column:
     default: str | None     # the column's DEFAULT from now on
     source: int | None      # its index among the old visible columns; None: added
     fill: str | None = None  # an added column: the default its existing rows take
+    typmod: tuple | None = None   # NUMERIC(p, s): (p, s) (sql/column_checks.py)
+    not_null: bool = False        # declared NOT NULL
 
 
 def _change_columns(db, rel, actions):
-    from sql.statements import Result, column_definition
+    from sql.statements import Result, column_definition, column_modifiers
 
-    cols = [_Column(n, t, rel.default_of(i), i) for i, (n, t) in enumerate(rel.visible_columns)]
+    cols = [_Column(n, t, rel.default_of(i), i, None, rel.typmod_of(i), bool(rel.not_null and rel.not_null[i]))
+            for i, (n, t) in enumerate(rel.visible_columns)]
     layout = False   # ADD / DROP: the rows are rewritten
     for action in actions:
         if isinstance(action, exp.ColumnDef):
@@ -415,9 +418,16 @@ def _change_columns(db, rel, actions):
                     raise error_at(UnsupportedError, "ALTER TABLE ... ADD COLUMN cannot add a primary key column "
                                                      "(the primary key is fixed: create a new table)", c)
             dtype, default, _ = column_definition(action)
+            typmod, required = column_modifiers(action)
+            value = None
             if default is not None:   # Postgres evaluates it once here, for the rows the table holds
-                default_values(default, dtype, 1, cname)
-            cols.append(_Column(cname, dtype, default, None, default))
+                [value] = default_values(default, dtype, 1, cname)
+                if typmod is not None and value is not None:   # and rounds it to the typmod (or refuses it)
+                    _fill_values([value], typmod)
+            if required and value is None and _has_rows(db, rel):
+                raise error_at(ExecutionError, f'column "{cname}" of relation "{rel.name}" contains null values',
+                               action)
+            cols.append(_Column(cname, dtype, default, None, default, typmod, required))
             layout = True
         elif isinstance(action, exp.Drop) and (action.args.get("kind") or "").upper() == "COLUMN":
             if action.args.get("cascade"):
@@ -488,6 +498,9 @@ def _apply_columns(db, rel, cols, layout: bool, Result, actions):
     moved.n_visible = len(cols)
     defaults = [c.default for c in cols]
     moved.defaults = defaults if any(d is not None for d in defaults) else None
+    typmods, not_null = [c.typmod for c in cols], [c.not_null for c in cols]
+    moved.typmods = typmods if any(typmods) else None
+    moved.not_null = not_null if any(not_null) else None
     indexes = new.indexes_of(rel.name)
     for index in indexes:
         index.desc = dataclasses.replace(index.desc, columns=columns,
@@ -558,13 +571,31 @@ def _apply_columns(db, rel, cols, layout: bool, Result, actions):
     return Result()
 
 
+def _fill_values(values: list, typmod) -> list:
+    """An added column's fill values rounded to its ``NUMERIC(p, s)`` (ExecutionError when one
+    does not fit: Postgres refuses the ALTER)."""
+    if typmod is None:
+        return values
+    from relational.arrow import to_arrow, to_pylist
+    from relational.types import DataType
+    from sql.column_checks import round_column
+    return to_pylist(round_column(to_arrow(values, DataType.DECIMAL), typmod), DataType.DECIMAL)
+
+
+def _has_rows(db, rel) -> bool:
+    """Whether table ``rel`` holds a row (committed, after a flush of pending writes)."""
+    db.flush()
+    committed = db.store.max_committed_epoch
+    return next(iter(db.store.iter(rel.table_id, committed)), None) is not None
+
+
 def _rewrite_rows(store, table_id, committed, epoch, old_types, new_types, sources, fills) -> None:
     """Re-encode every row of ``table_id`` (module docstring, "Row layout")."""
     batch_keys, batch_values = [], []
 
     def flush():
         rows = value_encoding.decode_rows(batch_values, old_types)
-        filled = {k: default_values(c.fill, c.dtype, len(rows), c.name) for k, c in fills}
+        filled = {k: _fill_values(default_values(c.fill, c.dtype, len(rows), c.name), c.typmod) for k, c in fills}
         out = []
         for r, row in enumerate(rows):
             out.append(tuple(row[s] if s is not None else filled[k][r] for k, s in enumerate(sources)))

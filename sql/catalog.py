@@ -22,8 +22,12 @@ catalog as it was.
 
 Column defaults (docs/sql.md "Column defaults"): ``properties.sql.defaults``, on a table whose
 columns have any, is one entry per visible column -- the DEFAULT's SQL text or null; a record
-without it (every older one) has no defaults. ``properties.sql.layout_epoch``, on a table or
-index whose columns ADD/DROP COLUMN changed, is the epoch its rows were re-encoded at
+without it (every older one) has no defaults. ``properties.sql.typmods`` (one entry per visible
+column: ``[precision, scale]`` of a ``NUMERIC(p, s)`` column or null) and ``properties.sql.not_null``
+(one boolean per visible column: declared ``NOT NULL``) are there only when some column has
+one; a record without them (every older one) has neither (sql/column_checks.py enforces them).
+``properties.sql.layout_epoch``, on a table or index whose columns ADD/DROP COLUMN changed, is
+the epoch its rows were re-encoded at
 (sql/alter.py; absent: never). ``properties.sql.scan_layouts``, on an MV planned before an ALTER
 TABLE changed the columns of a table it reads, is ``{table: [[column or null, type], ...]}``: the
 columns (by their present names; null: dropped since) the MV reads the table as (sql/alter.py).
@@ -64,6 +68,8 @@ from hummock.errors import CorruptionError
 from relational.catalog import (CATALOG_TABLE_ID, KEY_PREFIX, Catalog, TableDesc, allocator_desc, record_name,
                                 type_from_json, type_to_json)
 from relational.change_log import SUBSCRIPTION_PROPERTY, ChangeLogSpec, subscription_properties
+from relational.types import TypeKind
+from stream.numeric_typmod import check_typmod
 from stream.executors.materialize import CONFLICT_BEHAVIOURS
 
 from sql.errors import CatalogError
@@ -90,6 +96,8 @@ class Relation:
     defaults: list | None = None   # a table: per visible column its DEFAULT's SQL text or None (sql/defaults.py)
     layout_epoch: int = 0          # a table / index: the epoch of its last ADD/DROP COLUMN rewrite (sql/alter.py)
     scan_layouts: dict | None = None  # an MV: {table: [(column or None, DataType)]} it reads as before an ALTER
+    typmods: list | None = None    # a table: per visible column (precision, scale) of NUMERIC(p, s) or None
+    not_null: list | None = None   # a table: per visible column whether it is declared NOT NULL
     watermark: tuple | None = None  # a table / source: (column name, SQL text) of WATERMARK FOR col AS expr
 
     @property
@@ -117,6 +125,20 @@ class Relation:
         """The SQL text of visible column ``i``'s DEFAULT (None: the column defaults to NULL)."""
         return self.defaults[i] if self.defaults else None
 
+    def typmod_of(self, i: int) -> tuple | None:
+        """``(precision, scale)`` of visible column ``i`` declared ``NUMERIC(p, s)``, else None."""
+        return self.typmods[i] if self.typmods else None
+
+    def not_null_of(self, i: int) -> bool:
+        """Whether visible column ``i`` refuses NULL (declared NOT NULL, or in a user primary key)."""
+        return bool(self.not_null and self.not_null[i]) or (self.user_pk and i in self.desc.pk_indices)
+
+    @property
+    def checked(self) -> bool:
+        """Whether writes into the table have typmods or NOT NULL columns to enforce
+        (sql/column_checks.py); False costs a write nothing."""
+        return bool(self.typmods and any(self.typmods)) or bool(self.not_null and any(self.not_null))
+
     @property
     def user_pk(self) -> bool:
         return self.kind == "table" and not self.row_id
@@ -134,6 +156,10 @@ class Relation:
             props["sql"]["defaults"] = list(self.defaults)
         if self.layout_epoch:
             props["sql"]["layout_epoch"] = self.layout_epoch
+        if self.typmods and any(self.typmods):   # absent in older records (no typmods)
+            props["sql"]["typmods"] = [None if t is None else list(t) for t in self.typmods]
+        if self.not_null and any(self.not_null):
+            props["sql"]["not_null"] = [bool(x) for x in self.not_null]
         if self.watermark is not None:   # absent in older records
             props["sql"]["watermark"] = {"column": self.watermark[0], "expr": self.watermark[1]}
         if self.scan_layouts:
@@ -186,6 +212,23 @@ class Relation:
                 if text is not None:
                     _sql_field(desc, text, str, f"defaults[{i}]")
             defaults = list(defaults)
+        typmods = p.get("typmods")
+        if typmods is not None:
+            if len(_sql_field(desc, typmods, list, "typmods")) != n_visible:
+                raise _malformed(desc, "typmods", f"one entry per visible column ({n_visible})", typmods)
+            for i, t in enumerate(typmods):
+                if t is not None and not (isinstance(t, list) and len(t) == 2 and
+                                          all(isinstance(x, int) and not isinstance(x, bool) for x in t) and
+                                          check_typmod(*t) is None and desc.columns[i][1].kind == TypeKind.DECIMAL):
+                    raise _malformed(desc, f"typmods[{i}]", "null or [precision, scale] of a NUMERIC column", t)
+            typmods = [None if t is None else tuple(t) for t in typmods]
+        not_null = p.get("not_null")
+        if not_null is not None:
+            if len(_sql_field(desc, not_null, list, "not_null")) != n_visible:
+                raise _malformed(desc, "not_null", f"one entry per visible column ({n_visible})", not_null)
+            for i, x in enumerate(not_null):
+                _sql_field(desc, x, bool, f"not_null[{i}]")
+            not_null = list(not_null)
         layout_epoch = _sql_field(desc, p.get("layout_epoch", 0), int, "layout_epoch")
         if not 0 <= layout_epoch < 1 << 64:
             raise _malformed(desc, "layout_epoch", "an epoch in [0, 2^64)", layout_epoch)
@@ -209,7 +252,7 @@ class Relation:
         return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
                    _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
                    list(internal_ids), list(depends_on), index_columns, connector, defaults, layout_epoch,
-                   scan_layouts, watermark=watermark)
+                   scan_layouts, typmods, not_null, watermark=watermark)
 
 
 def _watermark_field(desc: TableDesc, watermark, kind: str, n_visible: int, internal_ids: list):

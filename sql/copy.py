@@ -377,6 +377,8 @@ def copy_from(db, stmt, variables) -> int:
             if column.null_count:
                 row = pc.index(pc.is_null(column), True).as_py()
                 raise ExecutionError(f"{where}: row {row + 1}: null value in primary key column {pk!r}")
+    from sql.column_checks import check_table
+    table = check_table(rel, table, f"{where}: ")   # NUMERIC(p, s) and NOT NULL, before anything is written
     if n == 0:
         progress.finish(0, 0)
         return 0

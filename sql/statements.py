@@ -181,15 +181,18 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
         if node.args.get("exists"):
             return Result()
         raise error_at(CatalogError, f"relation {name!r} already exists", schema.this)
-    cols, pk, defaults = [], [], []
+    cols, pk, defaults, typmods, not_null = [], [], [], [], []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             cname = _name(item.this)
             if any(c == cname for c, _ in cols):
                 raise error_at(CatalogError, f"column {cname!r} specified more than once", item)
             dtype, default, is_pk = column_definition(item)
+            typmod, required = column_modifiers(item)   # enforced by sql/column_checks.py
             cols.append((cname, dtype))
             defaults.append(default)
+            typmods.append(typmod)
+            not_null.append(required)
             if is_pk:
                 pk.append(cname)
         elif isinstance(item, exp.PrimaryKey):
@@ -219,7 +222,8 @@ def _create_table(db, node, stmt, params=(), variables=None) -> Result:
         raise UnsupportedError("ON CONFLICT needs a table with a primary key")
     desc = TableDesc(tid, name, tuple(columns), pk_idx)
     rel = Relation("table", desc, len(cols), row_id, conflict, bool(stmt.options.get("append_only")),
-                   defaults=defaults if any(d is not None for d in defaults) else None)
+                   defaults=defaults if any(d is not None for d in defaults) else None,
+                   typmods=typmods if any(typmods) else None, not_null=not_null if any(not_null) else None)
     attach_connector(db, new, rel, node, stmt)   # WITH (connector = ...): a source or a fed table
     declare_watermark(db, new, rel, stmt, node)   # WATERMARK FOR col AS expr (sql/watermark.py)
     new.add(rel)
@@ -248,6 +252,28 @@ def column_definition(item) -> tuple:
         else:
             raise error_at(UnsupportedError, f"column constraint {c.sql()} is not supported", c)
     return dtype, default, is_pk
+
+
+def column_modifiers(item) -> tuple:
+    """``(typmod, not null?)`` of a column definition: ``(precision, scale)`` of a
+    ``NUMERIC(p, s)`` type (None otherwise) and whether it says ``NOT NULL``."""
+    return (T.typmod_from_sqlglot(item.args["kind"]),
+            any(isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null")
+                for c in item.constraints))
+
+
+def _select_typmods(node, n: int) -> list | None:
+    """The typmods of a query's output columns that are a top-level ``CAST(x AS NUMERIC(p, s))``
+    (CREATE TABLE AS keeps them, as Postgres does); None when there is none."""
+    if not isinstance(node, exp.Select) or len(node.expressions) != n:
+        return None
+    out = []
+    for item in node.expressions:
+        item = item.this if isinstance(item, exp.Alias) else item
+        while isinstance(item, exp.Paren):
+            item = item.this
+        out.append(T.typmod_from_sqlglot(item.to) if isinstance(item, exp.Cast) else None)
+    return out if any(out) else None
 
 
 def _create_table_as(db, node, stmt, params, variables) -> Result:
@@ -282,7 +308,8 @@ def _create_table_as(db, node, stmt, params, variables) -> Result:
     new = db.catalog.copy()
     desc = TableDesc(new.allocate_id(), name, tuple(zip(names, types)) + ((ROW_ID, DataType.BIGINT),),
                      (len(names),))
-    new.add(Relation("table", desc, len(names), True, "overwrite", False))
+    new.add(Relation("table", desc, len(names), True, "overwrite", False,
+                     typmods=_select_typmods(node.expression, len(names))))
     db.apply_ddl(new, changed=[new.get(name)])
     rel = db.catalog.get(name)
     table = pa.table(list(result.table.columns), names=names) if names else None
@@ -402,7 +429,8 @@ def write_chunks(db, rel, chunks, variables) -> None:
     """Hand ``chunks`` (any iterable) to ``rel``'s source as one statement (``Database.write``:
     kept until committed, written again if the graph fails); with implicit flush, waits for the
     checkpoint."""
-    db.write(rel, chunks)
+    from sql.column_checks import check_chunks
+    db.write(rel, check_chunks(rel, chunks))   # typmods and NOT NULL: every chunk before the first is written
     if variables.get("rw_implicit_flush") == "true":
         _checked_flush(db)
 
@@ -725,7 +753,8 @@ def _describe(db, stmt, params, variables) -> Result:
     # the relation's real primary key: a table's declared pk (none for a hidden _row_id), an
     # MV's stream key (its group columns, its input's pk, ...) where those columns are visible
     pk = set(rel.pk_indices) if rel.kind == "mv" or rel.user_pk else set()
-    rows = [(n, T.description_name(t), i in pk, rel.default_of(i)) for i, (n, t) in enumerate(rel.visible_columns)]
+    typmod = rel.typmod_of if rel.kind == "table" else (lambda i: None)
+    rows = [(n, T.type_text(t, typmod(i)), i in pk, rel.default_of(i)) for i, (n, t) in enumerate(rel.visible_columns)]
     return _rows_result([("Name", DataType.VARCHAR), ("Type", DataType.VARCHAR), ("Primary Key", DataType.BOOLEAN),
                          ("Default", DataType.VARCHAR)], rows)
 

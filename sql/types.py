@@ -22,10 +22,12 @@ import re
 
 from relational import jsonb
 from relational.types import DataType, Interval, TypeKind
-from stream import decimal_ops, interval_text
+from sqlglot import exp
+
+from stream import decimal_ops, interval_text, numeric_typmod
 from stream.expr_array import parse_array_text
 
-from sql.errors import ExecutionError, UnsupportedError, error_at, position_of
+from sql.errors import BindError, ExecutionError, UnsupportedError, error_at, position_of
 
 _BY_NAME = {
     "boolean": DataType.BOOLEAN, "bool": DataType.BOOLEAN,
@@ -95,6 +97,36 @@ def type_from_sqlglot(node) -> DataType:
         hint = " (jsonb is: JSON text is stored in its normal form)" if name == "JSON" else ""
         raise error_at(UnsupportedError, f"type {node.sql(dialect='postgres')} is not supported{hint}", node)
     return dtype
+
+
+def typmod_from_sqlglot(node) -> tuple | None:
+    """``(precision, scale)`` of a ``NUMERIC(p, s)`` / ``DECIMAL(p)`` type node (``NUMERIC(p)``
+    is scale 0), None for a plain NUMERIC or another type; an ``ExecutionError`` (Postgres'
+    22023) for a precision outside 1..1000 or a scale outside 0..1000 (stream/numeric_typmod.py)."""
+    name = node.this.name if hasattr(node.this, "name") else str(node.this)
+    if name != "DECIMAL" or not node.expressions:
+        return None
+    params = []
+    for param in node.expressions:
+        value = param.this if isinstance(param, exp.DataTypeParam) else param
+        if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+            raise error_at(BindError, f"invalid NUMERIC type modifier {param.sql(dialect='postgres')}", node)
+        params.append(int(value.this))
+    if len(params) > 2:
+        raise error_at(BindError, "invalid NUMERIC type modifier", node)
+    precision, scale = params[0], params[1] if len(params) == 2 else 0
+    message = numeric_typmod.check_typmod(precision, scale)
+    if message is not None:
+        raise error_at(ExecutionError, message, node)
+    return precision, scale
+
+
+def type_text(dtype: DataType, typmod: tuple | None = None) -> str:
+    """The Postgres name DESCRIBE / ``\\d`` / information_schema show: ``numeric(5,2)`` for
+    a column with a typmod, else :func:`description_name`."""
+    if typmod is not None and dtype.kind == TypeKind.DECIMAL:
+        return numeric_typmod.type_text(*typmod)
+    return description_name(dtype)
 
 
 def description_name(dtype: DataType) -> str:

@@ -216,10 +216,13 @@ def _decimal_cast(value, source: DataType, target: DataType, expr):
 
 
 class Cast(Expr):
-    """``CAST(arg AS data_type)``; a value that does not fit raises ``ExpressionError``."""
+    """``CAST(arg AS data_type)``; a value that does not fit raises ``ExpressionError``.
+    ``typmod``: ``(precision, scale)`` of a cast to ``NUMERIC(p, s)``, whose result is rounded
+    and range-checked as Postgres does (:mod:`stream.numeric_typmod`)."""
 
-    def __init__(self, arg: Expr, data_type: DataType):
+    def __init__(self, arg: Expr, data_type: DataType, typmod: tuple | None = None):
         self.arg, self.data_type = arg, data_type
+        self.typmod = tuple(typmod) if typmod is not None and data_type.kind == _DECIMAL else None
         array_cast = TypeKind.LIST in (arg.data_type.kind, data_type.kind) and \
             {arg.data_type.kind, data_type.kind} <= {TypeKind.LIST, TypeKind.VARCHAR}   # stream/expr_array.py
         if data_type.kind in (TypeKind.STRUCT, TypeKind.LIST) and arg.data_type != data_type and not array_cast:
@@ -238,7 +241,16 @@ class Cast(Expr):
         return _guarded(self, columns, self._compute)
 
     def _compute(self, columns):
-        return cast_to(self.arg.evaluate(columns), self.arg.data_type, self.data_type, self)
+        out = cast_to(self.arg.evaluate(columns), self.arg.data_type, self.data_type, self)
+        if self.typmod is None:
+            return out
+        from stream.numeric_typmod import apply_column
+        out, message, failed = apply_column(out, *self.typmod)
+        if failed:
+            data_error(self, message, failed)   # raises in strict mode; NULLs in a stream
+        return out
 
     def __str__(self) -> str:
+        if self.typmod is not None:
+            return f"CAST({self.arg} AS NUMERIC({self.typmod[0]}, {self.typmod[1]}))"
         return f"CAST({self.arg} AS {self.data_type.sql_name()})"

@@ -348,10 +348,12 @@ class ExprBinder:
             dtype = T.type_from_sqlglot(node.to)
             if dtype.kind == TypeKind.LIST and isinstance(node.this, exp.Array) and not node.this.expressions:
                 return E.ArrayCtor([], dtype.elem)   # ARRAY[]::int[]
+            typmod = T.typmod_from_sqlglot(node.to)   # NUMERIC(p, s): rounded and checked
             lit = self.literal(node.this)
             if lit is not None and lit[2]:
-                return self.bind_as(node.this, dtype)
-            return E.Cast(self.bind(node.this), dtype)
+                bound = self.bind_as(node.this, dtype)
+                return bound if typmod is None else E.Cast(bound, dtype, typmod)
+            return E.Cast(self.bind(node.this), dtype, typmod)
         if isinstance(node, exp.Between):
             arg = node.this
             low = self._cmp(">=", *self.bind_pair(arg, node.args["low"]), node)

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 from hummock import __version__
+from stream.numeric_typmod import pg_typmod, type_text
 
 from sql.errors import UnsupportedError
 from sql.pgwire import types as PT
@@ -202,6 +203,21 @@ def _psql_table_info(text, params, ctx):
     return Answer([(n, PT.TEXT_OID) for n in names], [row])
 
 
+def _typmod(rel, i: int):
+    """A table column's ``(precision, scale)`` of ``NUMERIC(p, s)`` (sql/column_checks.py), or None."""
+    return rel.typmod_of(i) if rel.kind == "table" else None
+
+
+def _not_null(rel, i: int) -> bool:
+    return rel.kind == "table" and bool(rel.not_null and rel.not_null[i])
+
+
+def _type_text(rel, i: int, dtype) -> str:
+    """``format_type(atttypid, atttypmod)``: ``numeric(5,2)`` for a column with a typmod."""
+    typmod = _typmod(rel, i)
+    return type_text(*typmod) if typmod else PT.format_type(dtype)
+
+
 def _psql_attributes(text, params, ctx):
     if "FROM pg_catalog.pg_attribute a" not in text or not re.match(r"\s*SELECT a\.attname,\s*pg_catalog\.format_type",
                                                                     text):
@@ -224,7 +240,8 @@ def _psql_attributes(text, params, ctx):
                                                                    if c[0] in _index_columns(rel)]
         for i, (name, dtype) in enumerate(visible):
             default = rel.default_of(i) if rel.kind == "table" else None   # pg_attrdef's text (sql/defaults.py)
-            row = [name, PT.format_type(dtype), default, "t" if name in pk else "f", None, "", ""]
+            row = [name, _type_text(rel, i, dtype), default, "t" if name in pk or _not_null(rel, i) else "f", None,
+                   "", ""]
             row += [_attr_extra(extra, dtype) for extra in extras]
             if "indexdef" in names:
                 row.append(name)
@@ -482,10 +499,12 @@ def _views(ctx: Context) -> dict:
     for r in rels:
         pk = set(_pk_names(r)) if r.kind == "table" and r.user_pk else set()
         for n, (name, dtype) in enumerate(r.visible_columns, start=1):
-            attrs.append((str(_oid(r)), name, str(PT.type_oid(dtype)), str(n), "t" if name in pk else "f", "f",
-                          "-1", str(PT.type_size(dtype)), "f"))
+            required = name in pk or _not_null(r, n - 1)
+            typmod = _typmod(r, n - 1)
+            attrs.append((str(_oid(r)), name, str(PT.type_oid(dtype)), str(n), "t" if required else "f", "f",
+                          str(pg_typmod(*typmod)) if typmod else "-1", str(PT.type_size(dtype)), "f"))
             if r.kind != "index":
-                columns.append((ctx.database, "public", r.name, name, str(n), None, "NO" if name in pk else "YES",
+                columns.append((ctx.database, "public", r.name, name, str(n), None, "NO" if required else "YES",
                                 PT.format_type(dtype), PT.PG_TYPES.get(dtype.kind, (0, "text"))[1]))
     types = [(str(oid), name, "11", str(size), "b", ",", str(arr), "0")
              for oid, name, size, arr in PT.all_types()]
