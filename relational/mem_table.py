@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import bisect
 import weakref
+from itertools import islice
 
 from hummock import _twins
 from hummock.shared_buffer import ENTRY_OVERHEAD
@@ -447,7 +448,16 @@ class MemTable:
         buffer is unchanged: the caller clears it once the batch is written. Pending runs of
         :meth:`append_run` alone are merged in C (``merge_insert_runs``), with no records."""
         if self._runs and not self._ops:
-            return _apply.merge_insert_runs(self._runs)
+            runs = self._runs
+            if len(runs) > 1 and all(a[0][-1] < b[0][0] for a, b in zip(runs, islice(runs, 1, None))):
+                # runs that follow one another (a table's increasing row ids): the merge is
+                # their concatenation -- each run ascends and holds bytes (append_run's callers)
+                keys, values = [], []
+                for run_keys, run_values in runs:
+                    keys += run_keys
+                    values += run_values
+                return keys, values
+            return _apply.merge_insert_runs(runs)
         if self._runs:
             self._settle()
         return _apply.sorted_news(self._ops)

@@ -559,6 +559,26 @@ def test_append_run_equals_inserting_its_keys_one_by_one(steps):
     assert runs.records == plain.records and len(runs) == len(plain)
 
 
+def test_runs_that_follow_one_another_are_concatenated_not_merged(monkeypatch):
+    """A table's chunks of increasing row ids leave runs each above the one before: ``columns``
+    concatenates them (no merge in C); runs that interleave or repeat a key are still merged,
+    the latest value of a key winning."""
+    import relational.mem_table as mt
+    calls = []
+    merge = mt._apply.merge_insert_runs
+    monkeypatch.setattr(mt, "_apply", type("A", (), {"merge_insert_runs": staticmethod(
+        lambda runs: calls.append(len(runs)) or merge(runs))}))
+    m = MemTable(consistent=False)
+    m.append_run([b"a", b"b"], [b"1", b"2"])
+    m.append_run([b"c"], [b"3"])
+    m.append_run([b"d", b"e"], [b"4", b"5"])
+    assert m.columns() == ([b"a", b"b", b"c", b"d", b"e"], [b"1", b"2", b"3", b"4", b"5"])
+    assert calls == []
+    m.append_run([b"b", b"z"], [b"9", b"8"])   # b again, and below e: a merge
+    assert m.columns() == ([b"a", b"b", b"c", b"d", b"e", b"z"], [b"1", b"9", b"3", b"4", b"5", b"8"])
+    assert calls == [4]
+
+
 def test_append_run_is_refused_in_strict_mode():
     with pytest.raises(AssertionError):
         MemTable(consistent=True).append_run([b"a"], [b"1"])
