@@ -430,7 +430,7 @@ class StateTable:
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
             bad = int(np.argmin(self.vnodes.mask[vnodes]))
             self._owned(keys[bad])
-        if not n or all_inserts and self._insert_all(keys, values, order):
+        if not n or all_inserts and self._insert_all(keys, values, order, self._distinct_int_pks(columns, n, order)):
             return
         inserts = (ops == OP_INSERT) | (ops == OP_UPDATE_INSERT)
         self._apply_batch(inserts, order, keys, values)
@@ -457,12 +457,31 @@ class StateTable:
             self.mem.apply(inserts.tolist(), chunk_keys, chunk_values, stored)
             raise
 
-    def _insert_all(self, keys, values, order) -> bool:
-        """All-insert chunks, ``keys`` sorted (``order``: their chunk positions). Relaxed mode:
+    def _distinct_int_pks(self, columns, n: int, order) -> bool | None:
+        """Whether the rows of a chunk sorted by key (``order``) have distinct pks, told from its
+        integer pk columns in numpy: a repeated key is a repeated pk, and sits next to its twin
+        in key order. None (ask the keys) unless every pk column is an integer without NULLs."""
+        if order is None or n < 2 or not self.serde._int_pk_widths:
+            return None
+        pks = self.serde._int_pk_columns(columns, n)
+        if pks is None:
+            return None
+        same = None
+        for values in pks:
+            values = values[order]
+            step = values[1:] == values[:-1]
+            same = step if same is None else same & step
+        return not same.any()
+
+    def _insert_all(self, keys, values, order, distinct: bool | None = None) -> bool:
+        """All-insert chunks, ``keys`` sorted (``order``: their chunk positions; ``distinct``:
+        whether they are, when the caller knows). Relaxed mode:
         the chunk becomes a MemTable run, merged with the others at commit. Strict mode: one
         sorted storage check, one dict update. False = take the general path (a key repeats or
         already has a record); nothing changed then."""
-        if any(map(eq, keys, islice(keys, 1, None))):
+        if distinct is None:
+            distinct = not any(map(eq, keys, islice(keys, 1, None)))
+        if not distinct:
             return False
         if not self.consistent:      # relaxed: a run merged at commit (MemTable.append_run)
             self.mem.append_run(keys, values)
