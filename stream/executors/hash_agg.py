@@ -78,6 +78,7 @@ Callers: the planner (GROUP BY), tests, bench/stream_agg.py.
 from __future__ import annotations
 
 import decimal
+from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -521,8 +522,10 @@ class HashAgg(UnaryExecutor):
             return None
         ops = np.array(ops, np.int8)
         nk = len(self.group_key)
-        key_cols = [to_arrow(list(col), t) for col, t in zip(zip(*keys), self._key_types)] if nk else []
-        slot_cols = list(zip(*states))
+        # columns by item getters, not ``zip(*rows)``: that builds an iterator per row (a burst
+        # of GC-tracked objects) and tuples the next steps convert back to lists
+        key_cols = [to_arrow(list(map(itemgetter(i), keys)), t) for i, t in enumerate(self._key_types)]
+        slot_cols = [list(map(itemgetter(i), states)) for i in range(self.width)]
         state_cols = [_column(col, t) for col, t in zip(slot_cols, self.value_table.types[nk:])]
         self._write(self.value_table, *_upserts(self.value_table, ops, key_cols + state_cols))
         results = []
