@@ -247,8 +247,8 @@ class Func(Expr):
             raise ExpressionError(f"{name} takes {lo}{'' if hi == lo else '+'} arguments, got {len(args)}", self)
         self.data_type = result_type([a.data_type for a in args])
         if self.data_type is None:
-            raise ExpressionError(f"function {name}({', '.join(a.data_type.sql_name().lower() for a in args)}) "
-                                  "does not exist", self)
+            raise ExpressionError(f"function {name.split(' ')[0]}("   # an internal name: its SQL function's
+                                  f"{', '.join(a.data_type.sql_name().lower() for a in args)}) does not exist", self)
 
     def children(self) -> tuple:
         return self.args

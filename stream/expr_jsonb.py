@@ -45,6 +45,7 @@ from relational import jsonb as J
 from relational.arrow import arrow_type
 from relational.types import DataType, TypeKind
 from stream.expr_errors import data_error
+from stream.expr_jsonb_edit import FUNCS as EDIT_FUNCS, delete_keys
 from stream.expr_pg import RowError, rowwise
 
 _JB = DataType.JSONB
@@ -271,8 +272,13 @@ def from_sql(value, dtype: DataType):
 
 
 def _key_text(value, dtype: DataType) -> str:
+    """A value as an object key (Postgres' ``datum_to_jsonb`` of a key): its type's text output
+    (a float as ``float8out`` prints it: ``1e+20``), date/time values in ISO form."""
     if dtype.kind == TypeKind.BOOLEAN:
         return "true" if value else "false"
+    if dtype.kind in _FLOATS:
+        from stream.expr_cast import float_text
+        return float_text(value, dtype.kind == TypeKind.REAL)
     node = from_sql(value, dtype)
     return node if isinstance(node, str) else J.to_text(node)
 
@@ -305,55 +311,6 @@ def _build_array_impl(args, columns):
         return J.to_text([from_sql(v, t) for v, t in zip(row, types)])
     build.__name__ = "jsonb_build_array"
     return rowwise(build, lambda ts: _JB, strict=False)(args, columns)
-
-
-def _set(text, path, new_text, create=True):
-    """Postgres' ``jsonb_set(target, path, new_value [, create_if_missing])`` (``setPath``):
-    replace the value at ``path``; a missing last key is added, and a last index before the
-    start / past the end prepends / appends, when ``create_if_missing``; a missing step on the
-    way changes nothing; a top-level scalar is an error."""
-    node = tree(text)
-    if not isinstance(node, (dict, list)):
-        raise RowError("cannot set path in scalar")
-    keys = parse_path(path) if isinstance(path, str) else list(path)
-    return J.to_text(_set_in(node, keys, 0, tree(new_text), create))
-
-
-def _set_in(node, keys, level, new, create):
-    if level == len(keys) or keys[level] is None:   # a NULL path element matches nothing
-        return node
-    key = keys[level]
-    last = level == len(keys) - 1
-    if isinstance(node, dict):
-        if key in node:
-            out = dict(node)
-            out[key] = new if last else _set_in(node[key], keys, level + 1, new, create)
-            return out
-        if last and create:
-            return J._object(list(node.items()) + [(key, new)])
-        return node
-    if isinstance(node, list):
-        try:
-            index = int(key.strip())
-        except ValueError:
-            raise RowError(f'path element at position {level + 1} is not an integer: "{key}"') from None
-        n = len(node)
-        if index < 0:
-            index = None if -index > n else n + index
-        if last and create and (index is None or n == 0):
-            return [new] + node
-        if index is None or index >= n:
-            return node + [new] if last and create else node
-        out = list(node)
-        out[index] = new if last else _set_in(node[index], keys, level + 1, new, create)
-        return out
-    return node   # a scalar on the way: nothing to set
-
-
-def _set_type(ts):
-    path_ok = len(ts) > 1 and (ts[1] == _V or ts[1] == DataType.list(_V))
-    ok = len(ts) in (3, 4) and ts[0] == _JB and path_ok and ts[2] == _JB and (len(ts) == 3 or ts[3] == DataType.BOOLEAN)
-    return _JB if ok else None
 
 
 def _strip_nulls(node):
@@ -407,6 +364,8 @@ def _delete(text, key):
     node = tree(text)
     if not isinstance(node, (dict, list)):
         raise RowError("cannot delete from scalar")
+    if isinstance(key, list):   # j - text[] (jsonb_delete_array)
+        return delete_keys(text, key)
     if isinstance(key, str):
         if isinstance(node, dict):
             return J.to_text({k: v for k, v in node.items() if k != key})
@@ -442,7 +401,8 @@ FUNCS = {
                  (2, 2)),
     "?": _entry(_exists, lambda ts: DataType.BOOLEAN if ts == [_JB, _V] else None, "jsonb_exists", (2, 2)),
     "||": _entry(_concat, lambda ts: _JB if ts == [_JB, _JB] else None, "jsonb_concat", (2, 2)),
-    "-": _entry(_delete, _get_type, "jsonb_delete", (2, 2)),
+    "-": _entry(_delete, lambda ts: _JB if ts == [_JB, DataType.list(_V)] else _get_type(ts), "jsonb_delete",
+                (2, 2)),
     "jsonb_contains": _entry(_contains_rows, lambda ts: DataType.BOOLEAN if ts == [_JB, _JB] else None,
                              "jsonb_contains", (2, 2)),
     "jsonb_exists": _entry(_exists, lambda ts: DataType.BOOLEAN if ts == [_JB, _V] else None, "jsonb_exists",
@@ -458,7 +418,6 @@ FUNCS = {
                                  "jsonb_array_length", (1, 1)),
     "jsonb_build_object": (_build_object_impl, _build_object_type, (0, None)),
     "jsonb_build_array": (_build_array_impl, lambda ts: _JB, (0, None)),
-    "jsonb_set": _entry(_set, _set_type, "jsonb_set", (3, 4)),
     "jsonb_strip_nulls": _entry(lambda t: J.to_text(_strip_nulls(tree(t))), lambda ts: _JB if ts == [_JB] else None,
                                 "jsonb_strip_nulls", (1, 1)),
     "jsonb_array_elements list": _list_entry(lambda t: array_elements(t, False), _JB, "jsonb_array_elements list"),
@@ -473,6 +432,7 @@ FUNCS = {
     # internal (a name no SQL call can spell): the hash key of a JSONB equality in a join / IN
     "jsonb join key": _entry(lambda t: join_key_text(t), lambda ts: _JB if ts == [_JB] else None,
                              "jsonb join key", (1, 1)),
+    **EDIT_FUNCS,   # jsonb_set, jsonb_insert, jsonb_set_lax, #-, ?|, ?&, jsonb_pretty, the aggregates' final steps
 }
 
 

@@ -247,16 +247,14 @@ def test_refusals_name_the_construct():
         conn.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB, s VARCHAR)")
         with pytest.raises(sql.errors.UnsupportedError, match="jsonb_each.*batch query only"):
             conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM jsonb_each('{}')")
-        with pytest.raises(sql.errors.UnsupportedError, match="jsonb_array_elements.*batch query only"):
-            conn.execute("CREATE MATERIALIZED VIEW m AS SELECT * FROM t, jsonb_array_elements(t.j)")
         with pytest.raises(sql.errors.BindError, match="does not exist"):
             conn.execute("SELECT * FROM jsonb_array_elements(t.j)")
         with pytest.raises(sql.errors.BindError, match="cannot cast type integer to jsonb"):
             conn.execute("SELECT k::jsonb FROM t")
-        with pytest.raises(sql.errors.UnsupportedError, match="set-returning function jsonb_each is supported in FROM"):
+        with pytest.raises(sql.errors.UnsupportedError, match="set-returning function jsonb_each in a select list"):
             conn.execute("SELECT jsonb_each(j) FROM t")
-        with pytest.raises(sql.errors.UnsupportedError, match="function jsonb_insert is not supported") as info:
-            conn.execute("SELECT jsonb_insert(j, '{a}', '1') FROM t")
+        with pytest.raises(sql.errors.UnsupportedError, match="function jsonb_path_query is not supported") as info:
+            conn.execute("SELECT jsonb_path_query(j, '$.a') FROM t")
         assert "->" not in str(info.value) and "#>" not in str(info.value)   # operators are not function names
         with pytest.raises(sql.errors.SqlError, match="->"):
             conn.execute("SELECT s -> 'a' FROM t")

@@ -41,13 +41,18 @@ from sql.errors import BindError, SqlError, UnsupportedError, error_at
 
 MAX_DEPTH = 200
 _JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
-                exp.JSONBContainsTopKey, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Lambda)
+                exp.JSONBContainsTopKey, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Lambda,
+                exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys, exp.JSONBDeleteAtPath,   # ?| ?& #-
+                exp.JSONBPathExists)   # @? (refused: jsonpath)
 #: JSONB functions whose leading arguments take these types (an untyped literal becomes one)
 _JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataType.JSONB,),
                "jsonb_contains": (DataType.JSONB, DataType.JSONB), "jsonb_exists": (DataType.JSONB,),
                "jsonb_concat": (DataType.JSONB, DataType.JSONB), "jsonb_extract_path": (DataType.JSONB,),
                "jsonb_extract_path_text": (DataType.JSONB,), "jsonb_strip_nulls": (DataType.JSONB,),
-               "jsonb_set": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN)}
+               "jsonb_set": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN),
+               "jsonb_insert": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN),
+               "jsonb_set_lax": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN, DataType.VARCHAR),
+               "jsonb_pretty": (DataType.JSONB,)}
 #: set-returning JSONB functions: FROM only (sql/bind/jsonb_rows.py)
 _JSONB_ROWS = ("jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text",
                "jsonb_object_keys")
@@ -136,7 +141,8 @@ def _closes_at(text: str, at: int) -> int:
 
 def near_names(name: str, known) -> str:
     """A hint naming the known names closest to ``name`` ("" when none is near)."""
-    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.7)
+    close = difflib.get_close_matches(name, sorted(k for k in known if k.isidentifier()), n=3, cutoff=0.7)   # not
+    # an internal name (a space in it: "jsonb_each keys")
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
@@ -453,12 +459,18 @@ class ExprBinder:
             if isinstance(node, exp.ArrayContainedBy):
                 left, right = right, left
             return self._jsonb_call("@>", [left, right], node)
+        if isinstance(node, exp.JSONBPathExists):
+            raise error_at(UnsupportedError, "operator @? is not supported (jsonpath is not: jsonb_path_* functions, "
+                                             "@? and @@)", node)
         left = self.bind(node.this)
         if left.data_type != DataType.JSONB:
             return None
         operand = node.expression
         if isinstance(node, exp.JSONBContainsTopKey):
             return self._jsonb_call("?", [left, self.bind_as(operand, DataType.VARCHAR)], node)
+        if isinstance(node, (exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys, exp.JSONBDeleteAtPath)):
+            name = {exp.JSONBContainsAnyTopKeys: "?|", exp.JSONBContainsAllTopKeys: "?&"}.get(type(node), "#-")
+            return self._jsonb_call(name, [left, self.bind_as(operand, DataType.list(DataType.VARCHAR))], node)
         if isinstance(node, (exp.JSONBExtract, exp.JSONBExtractScalar)):
             name = "#>" if isinstance(node, exp.JSONBExtract) else "#>>"
             return self._jsonb_call(name, [left, self.bind_as(operand, DataType.VARCHAR)], node)
@@ -871,6 +883,9 @@ class ExprBinder:
             return self._call_typed("jsonb_contains" if contains else "jsonb_exists",
                                     [self.bind_as(node.this, DataType.JSONB),
                                      self.bind_as(second, DataType.JSONB if contains else DataType.VARCHAR)], node)
+        if isinstance(node, exp.Anonymous) and node.name.lower().startswith("jsonb_path_"):
+            raise error_at(UnsupportedError, f"function {node.name.lower()} is not supported (jsonpath is not: "
+                                             "jsonb_path_* functions, @? and @@)", node)
         if isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_ROWS:
             raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} is supported in FROM over "
                                              f"a constant (FROM {node.name.lower()}('...') AS e), not here", node)

@@ -1,0 +1,155 @@
+"""The JSONB aggregates and the JSONB set-returning functions in a select list, as rewrites of
+the query's syntax tree into forms the binder already plans in batch and in MVs.
+
+Job: :func:`rewrite` returns the ``exp.Select`` (a copy when anything changed) with, in its own
+clauses (select list, HAVING, ORDER BY; not its subqueries, which are rewritten when they are
+bound, nor window calls):
+
+- ``jsonb_agg(x [ORDER BY ...]) [FILTER (WHERE ...)]`` ->
+  ``"jsonb_agg final"(array_agg(to_jsonb(x) [ORDER BY ...]) [FILTER (WHERE ...)])``: the values
+  as Postgres' ``to_jsonb`` makes them (a NULL stays an element, JSON null), collected in order
+  by ``array_agg`` -- in an MV over its ordered materialized input
+  (stream/executors/agg_ordered.py), so deletes and updates are exact -- then printed as one
+  array (stream/expr_jsonb_edit.py). No row (or none passing the FILTER) gives NULL, as Postgres.
+- ``jsonb_object_agg(k, v [ORDER BY ...]) [FILTER ...]`` -> ``"jsonb_object_agg final"(
+  array_agg("jsonb_object_agg pair"(k, v) ...))``: each row's ``[key, value]`` pair, then one
+  object (a later duplicate key wins; a NULL or non-scalar key is Postgres' data error).
+- a select item calling ``jsonb_array_elements``, ``jsonb_array_elements_text`` or
+  ``jsonb_object_keys`` -> ``unnest`` of the internal JSONB -> LIST function
+  (stream/expr_jsonb.py, the one FROM's lateral form uses), which the select list's ``unnest``
+  plans as a ProjectSet (stream/executors/project_set.py): one row per element, several calls
+  zipped, the shorter padded with NULL (Postgres 10+), a NULL or empty value no row; an
+  unaliased item keeps Postgres' column name (the function's).
+
+Refused here by name: ``jsonb_agg(DISTINCT ...)`` / ``jsonb_object_agg(DISTINCT ...)``, and
+``jsonb_each`` / ``jsonb_each_text`` in a select list (they return a record; FROM takes them).
+The internal names hold a space, so no SQL text calls them. Callers:
+:meth:`sql.bind.select.QueryBinder._select`.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sql.errors import BindError, UnsupportedError, error_at
+
+#: select-list set-returning functions -> the internal JSONB -> LIST function unnest expands
+SRF_LISTS = {"jsonb_array_elements": "jsonb_array_elements list",
+             "jsonb_array_elements_text": "jsonb_array_elements_text list",
+             "jsonb_object_keys": "jsonb_object_keys list"}
+_RECORDS = ("jsonb_each", "jsonb_each_text")
+
+
+def _is_jsonb_agg(node) -> bool:
+    return isinstance(node, exp.Anonymous) and node.name.lower() == "jsonb_agg"
+
+
+def _own_nodes(root):
+    """Nodes under ``root`` outside nested queries and window calls (pre-order)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Select, exp.Subquery, exp.Window)) and node is not root:
+            continue
+        yield node
+        stack.extend(reversed(list(node.iter_expressions())))
+
+
+def _needs(select) -> bool:
+    for join in select.args.get("joins") or []:   # FROM t, jsonb_each(t.j): rewritten in place by
+        fn = join.this.this if isinstance(join.this, (exp.Table, exp.Lateral)) else None   # jsonb_rows
+        if isinstance(fn, exp.Anonymous) and fn.name.lower() in (*SRF_LISTS, *_RECORDS):
+            return True
+    for clause in _clauses(select):
+        for n in _own_nodes(clause):
+            if _is_jsonb_agg(n) or isinstance(n, exp.JSONBObjectAgg):
+                return True
+    for item in select.expressions:
+        for n in _own_nodes(item):
+            if isinstance(n, exp.Anonymous) and n.name.lower() in (*SRF_LISTS, *_RECORDS):
+                return True
+    return False
+
+
+def _clauses(select) -> list:
+    return list(select.expressions) + [select.args.get(k) for k in ("having", "order") if select.args.get(k)]
+
+
+def rewrite(select):
+    """``select`` with its JSONB aggregates and select-list set-returning functions rewritten
+    (module docstring); the same object when it has none."""
+    if not isinstance(select, exp.Select) or not _needs(select):
+        return select
+    select = select.copy()
+    items = []
+    for item in select.expressions:
+        name = _srf_name(item) or _agg_name(item)
+        items.append(exp.alias_(item, name) if name else item)   # Postgres' column name, kept
+    select.set("expressions", items)
+    for clause in _clauses(select):
+        for node in list(_own_nodes(clause)):
+            if _is_jsonb_agg(node) or isinstance(node, exp.JSONBObjectAgg):
+                _rewrite_agg(node)
+    for item in select.expressions:
+        for node in list(_own_nodes(item)):
+            if isinstance(node, exp.Anonymous) and node.name.lower() in _RECORDS:
+                raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} in a select list is not "
+                                                 "supported (it returns a record): use FROM t, "
+                                                 f"{node.name.lower()}(t.j) AS e(key, value)", node)
+            if isinstance(node, exp.Anonymous) and node.name.lower() in SRF_LISTS:
+                if len(node.expressions) != 1:
+                    raise error_at(BindError, f"function {node.name.lower()} takes 1 argument", node)
+                arg = node.expressions[0].copy()
+                if isinstance(arg, exp.Literal) and arg.is_string:   # an untyped constant is JSONB here
+                    arg = exp.cast(arg, "jsonb")
+                inner = exp.Anonymous(this=SRF_LISTS[node.name.lower()], expressions=[arg])
+                node.replace(exp.Explode(this=inner))
+    return select
+
+
+def _srf_name(item):
+    return item.name.lower() if isinstance(item, exp.Anonymous) and item.name.lower() in SRF_LISTS else None
+
+
+def _agg_name(item):
+    call = item.this if isinstance(item, exp.Filter) else item
+    if _is_jsonb_agg(call):
+        return "jsonb_agg"
+    return "jsonb_object_agg" if isinstance(call, exp.JSONBObjectAgg) else None
+
+
+def _rewrite_agg(node) -> None:
+    """Replace ``node`` (a ``jsonb_agg`` / ``jsonb_object_agg`` call; a FILTER around it stays
+    around the ``array_agg``) by its final step over ``array_agg`` (module docstring)."""
+    if _is_jsonb_agg(node):
+        name = "jsonb_agg"
+        if len(node.expressions) != 1:
+            raise error_at(BindError, f"function jsonb_agg takes 1 argument, got {len(node.expressions)}", node)
+        arg = node.expressions[0]
+        order = arg if isinstance(arg, exp.Order) else None
+        value = order.this if order is not None else arg
+        _no_distinct(value, name, node)
+        element = exp.Anonymous(this="to_jsonb", expressions=[value.copy()])
+    else:
+        name = "jsonb_object_agg"
+        order = node.expression if isinstance(node.expression, exp.Order) else None
+        key, value = node.this, (order.this if order is not None else node.expression)
+        _no_distinct(key, name, node)
+        if key is None or value is None:
+            raise error_at(BindError, "function jsonb_object_agg takes 2 arguments", node)
+        element = exp.Anonymous(this="jsonb_object_agg pair", expressions=[key.copy(), value.copy()])
+    if order is not None:
+        element = exp.Order(this=element, expressions=[o.copy() for o in order.expressions])
+    collected = exp.ArrayAgg(this=element)
+    parent = node.parent
+    if isinstance(parent, exp.Filter) and parent.this is node:   # agg(...) FILTER (WHERE ...)
+        target = parent
+        collected = exp.Filter(this=collected, expression=parent.expression.copy())
+    else:
+        target = node
+    target.replace(exp.Anonymous(this=f"{name} final", expressions=[collected]))
+
+
+def _no_distinct(arg, name, node) -> None:
+    if isinstance(arg, exp.Distinct):
+        raise error_at(UnsupportedError, f"{name}(DISTINCT ...) is not supported", node)
