@@ -44,6 +44,8 @@ from relational.types import DataType, Interval, TypeKind
 from stream.errors import ExpressionError
 from stream.expr_base import Lit
 from stream.expr_errors import data_error
+from stream.expr_to_char import RowError as ToCharRowError
+from stream.expr_to_char import interval_char, number_formatter
 
 _INTS = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT)
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
@@ -797,11 +799,23 @@ _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Satu
 
 
 def _to_char_fn(fmt: str, kind):
+    """The per-row to_char of a value of type ``kind`` with the constant format ``fmt``: numbers
+    and intervals through :mod:`stream.expr_to_char`, dates and time stamps below (an empty format
+    gives NULL, as Postgres' timestamp_to_char)."""
+    if kind in _NUMS or kind == TypeKind.INTERVAL:   # (format errors raise here, when the node is built)
+        format_value = number_formatter(fmt, kind) if kind in _NUMS else interval_char(fmt)
+
+        def to_char_value(v):
+            try:
+                return format_value(v)
+            except ToCharRowError as exc:
+                raise RowError(str(exc)) from None
+        return to_char_value
     tokens = _TO_CHAR.findall(fmt)
 
     def to_char(v):
-        if kind == TypeKind.INTERVAL:
-            raise RowError("to_char of an interval is not supported")
+        if not fmt:
+            return None
         d = _as_datetime(v)
         out, fm = [], False
         for tok in tokens:
@@ -868,7 +882,8 @@ def _to_char(args, columns):
 
 
 def _to_char_type(ts):
-    return _V if len(ts) == 2 and ts[1] == _V and ts[0].kind in _TS + (TypeKind.DATE,) else None
+    return _V if len(ts) == 2 and ts[1] == _V and ts[0].kind in _TS + _NUMS + (TypeKind.DATE, TypeKind.INTERVAL) \
+        else None
 
 
 def _to_timestamp(args, columns):
