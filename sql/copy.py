@@ -17,8 +17,8 @@ column, and nothing is written. Parquet columns are matched by name (else by pos
 cast; JSON is one object per line, keys naming columns.
 
 Writing the rows: a table nothing reads (no MV, no subscription) whose conflict rule is
-overwrite (or that has no primary key) is loaded by building SSTs directly (``Database.bulk_load``):
-the fast path. Otherwise the rows are written through the table's source like any INSERT
+overwrite (or that has no primary key) and no watermark is loaded by building SSTs directly
+(``Database.bulk_load``): the fast path. Otherwise the rows are written through the table's source like any INSERT
 (``sql.bulk.insert_arrow``), so its MVs see them.
 
 Writing files: the rows of the query run as a batch SELECT at the committed epoch; CSV/text
@@ -384,7 +384,8 @@ def copy_from(db, stmt, variables) -> int:
         return 0
     progress.total = n
     fast = (not db.catalog.dependents(rel.name) and not db.catalog.subscriptions_of(rel.name)
-            and db.runtime == "in_process" and (rel.conflict == "overwrite" or rel.row_id))
+            and db.runtime == "in_process" and (rel.conflict == "overwrite" or rel.row_id)
+            and getattr(rel, "watermark", None) is None)   # a watermark drops late rows: through the graph
     if fast:
         full = pa.table([table.column(c) if c in cols else pa.nulls(n, arrow_type(t)) for c, t in visible],
                         names=[c for c, _ in visible])
