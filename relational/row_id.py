@@ -10,7 +10,11 @@ Layout of one id (a positive BIGINT; part of the stored data of every such table
 - Within one generator ids strictly increase: the sequence counts up to 4,095 within one
   millisecond; a chunk that needs more takes the next milliseconds ahead of the clock and the
   generator then sleeps until the clock has caught up, so no issued id is ever ahead of the
-  wall clock when the call returns (at most 4,096 ids per ms per generator: 4M rows/s).
+  wall clock when the call returns (at most 4,096 ids per ms per generator: 4M rows/s). The
+  DML executor defers that wait to its next barrier (``next_ids(n, wait=False)``, then
+  :meth:`RowIdGenerator.catch_up`): the work between a chunk and the barrier lets the clock
+  catch up instead of a sleep per chunk on the stream's thread, and no id is ahead of the
+  clock once the barrier passes -- before the epoch holding the ids can commit.
 - Across restarts: a new generator starts at the later of the wall clock and the physical time
   of its first epoch (which is above the store's ``max_committed_epoch``). Every id of an
   earlier run was issued at an earlier wall-clock time, so ids stay unique as long as the clock
@@ -36,6 +40,7 @@ from relational.errors import SchemaError
 TS_BITS, GENERATOR_BITS, SEQUENCE_BITS = 41, 10, 12
 MAX_GENERATOR = (1 << GENERATOR_BITS) - 1
 SEQUENCE_LIMIT = 1 << SEQUENCE_BITS
+MAX_LEAD_MS = 50   # how far ``next_ids(wait=False)`` may run ahead of the clock
 _TS_SHIFT = GENERATOR_BITS + SEQUENCE_BITS
 
 
@@ -69,8 +74,10 @@ class RowIdGenerator:
         if floor > self._ts:
             self._ts, self._seq = floor, 0
 
-    def next_ids(self, n: int) -> np.ndarray:
-        """``n`` new ids, increasing, as a numpy int64 array."""
+    def next_ids(self, n: int, wait: bool = True) -> np.ndarray:
+        """``n`` new ids, increasing, as a numpy int64 array. ``wait=False``: ids borrowed ahead
+        of the clock are not waited for here (at most ``MAX_LEAD_MS`` ahead); the caller calls
+        :meth:`catch_up` before anything makes them durable (the DML executor, at each barrier)."""
         now = self._clock()
         if now > self._ts:
             self._ts, self._seq = now, 0
@@ -87,10 +94,19 @@ class RowIdGenerator:
             filled += take
         if self._ts >= 1 << TS_BITS:
             raise self.error("row id timestamp space exhausted")
-        ahead = self._ts - self._clock()
-        if ahead > 0:   # borrowed milliseconds: wait until the clock has caught up
-            self._sleep(ahead / 1000)
+        if wait:
+            self.catch_up()
+        else:
+            ahead = self._ts - self._clock()
+            if ahead > MAX_LEAD_MS:
+                self._sleep((ahead - MAX_LEAD_MS) / 1000)
         return out
+
+    def catch_up(self) -> None:
+        """Wait until the clock has caught up with the ids issued (borrowed milliseconds)."""
+        ahead = self._ts - self._clock()
+        if ahead > 0:
+            self._sleep(ahead / 1000)
 
 
 def task_row_ids(partition: int, epoch: int, n: int, *, clock=_wall_ms, sleep=time.sleep) -> np.ndarray:

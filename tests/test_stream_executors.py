@@ -214,6 +214,45 @@ def test_row_id_generator_is_unique_increasing_and_waits_after_borrowing():
     assert split_row_id(int(restarted.next_ids(1)[0]))[0] == 2000
 
 
+def test_dml_waits_for_borrowed_row_ids_at_the_barrier_not_after_each_chunk():
+    """Chunks needing more than 4,096 ids in one millisecond borrow the next milliseconds: the
+    DML executor does not sleep after each of them (its thread runs every actor of the stream)
+    but at the next barrier, so no id is ahead of the clock once the barrier -- and the commit
+    of the epoch holding the ids -- has passed. Ids stay unique and increasing; a lead past
+    ``MAX_LEAD_MS`` is slept off at once."""
+    from relational.row_id import MAX_LEAD_MS
+    e = Epochs()
+    schema = Schema([("v", T.BIGINT), ("_row_id", T.BIGINT)])
+    b1, b2 = e.barrier(), e.barrier()
+    now = [b1.curr_epoch >> 16]
+    events = []
+
+    def chunk(n):
+        return StreamChunk(np.full(n, INSERT, np.int8), [pa.array(range(n), pa.int64()), pa.nulls(n, pa.int64())],
+                           schema)
+
+    class Clocked(Dml):
+        def on_init(self, barrier):
+            self.row_ids._clock = lambda: now[0]
+            self.row_ids._sleep = lambda s: (events.append(("sleep", s)), now.__setitem__(0, now[0] + round(s * 1000)))
+            super().on_init(barrier)
+
+        def on_chunk(self, c):
+            out = super().on_chunk(c)
+            events.append(("chunk", self.row_ids._ts - now[0]))
+            return out
+
+    out = drain(Clocked(src([b1, chunk(SEQUENCE_LIMIT), chunk(SEQUENCE_LIMIT), chunk(5), b2], schema, [1]),
+                        schema, [1], row_id_index=1))
+    assert events == [("chunk", 0), ("chunk", 1), ("chunk", 2), ("sleep", 0.002)]
+    ids = [row[1] for _, row in visible_rows(out)]
+    assert len(ids) == 2 * SEQUENCE_LIMIT + 5 and all(a < b for a, b in zip(ids, ids[1:]))
+    events.clear()
+    gen = RowIdGenerator(1, clock=lambda: now[0], sleep=lambda s: events.append(s))
+    gen.next_ids(SEQUENCE_LIMIT * (MAX_LEAD_MS + 3), wait=False)   # 52 ms past the clock
+    assert events == [0.002]
+
+
 # --- Union and alignment ------------------------------------------------------------------------
 
 def test_union_aligns_barriers_and_merges_watermarks():

@@ -12,7 +12,10 @@ an INSERT whose row id is NULL gets a new id from its :class:`~stream.row_id.Row
 (``generator`` = this DML actor's number); a U+ whose row id is NULL takes the id of its U-
 (an update keeps its row); a DELETE or U- must name its row id (it comes from reading the table),
 else ``InvalidChunkError``. Ids given on inserts are kept. The generator starts, after each
-(re)start, at the physical time of the first barrier's epoch (stream/row_id.py).
+(re)start, at the physical time of the first barrier's epoch (stream/row_id.py). Ids a chunk
+borrows ahead of the clock (over 4,096 in one millisecond) are waited for at the next barrier,
+not after each chunk (``RowIdGenerator.catch_up``): no id is ahead of the clock once a barrier
+passes, so none of a committed epoch is.
 
 Callers: the runtime's table sources, the planner (``INSERT/UPDATE/DELETE``).
 """
@@ -44,6 +47,10 @@ class Dml(UnaryExecutor):
 
     def on_init(self, barrier: Barrier) -> None:
         self.row_ids.start_at_epoch(barrier.curr_epoch)
+
+    def on_barrier(self, barrier: Barrier):
+        self.row_ids.catch_up()   # ids borrowed ahead of the clock: none is once the barrier passes
+        return None
 
     def _conform(self, chunk: StreamChunk) -> StreamChunk:
         if chunk.schema.types != self.schema.types:
@@ -77,7 +84,7 @@ class Dml(UnaryExecutor):
             # the bulk path (INSERT, insert_arrow): only new rows, every id to fill -- nothing of
             # an update pair to check, so the ids are filled in and the chunk goes on as it is
             columns = list(chunk.columns)
-            columns[r] = pa.array(self.row_ids.next_ids(n), type=pa.int64())
+            columns[r] = pa.array(self.row_ids.next_ids(n, wait=False), type=pa.int64())
             return StreamChunk(chunk.ops, columns, self.schema)
         chunk.validate()
         if not column.null_count:
@@ -91,7 +98,7 @@ class Dml(UnaryExecutor):
         ids = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=True)
         fresh = np.flatnonzero(null & (ops == INSERT))
         if len(fresh):
-            ids[fresh] = self.row_ids.next_ids(len(fresh))
+            ids[fresh] = self.row_ids.next_ids(len(fresh), wait=False)
         kept = np.flatnonzero(null & (ops == UPDATE_INSERT))
         if len(kept):
             ids[kept] = ids[kept - 1]   # the U- right before (validated above)
