@@ -33,6 +33,12 @@ into a Project from the table's rows to that layout (NULL for a dropped column, 
 never reads), so every runtime builds it as any plan. Its plan, state and output are then
 those it had; the layout follows RENAME TO / RENAME COLUMN and later ADD/DROPs.
 
+Constraints (sql/column_checks.py): an added column keeps its ``NUMERIC(p, s)`` typmod and ``NOT
+NULL`` (``Relation.typmods`` / ``not_null`` follow every ADD/DROP/RENAME); its fill value is rounded
+to the typmod (an overflow refuses the ALTER, also on an empty table, as Postgres evaluates the
+default there), and ``ADD COLUMN c ... NOT NULL`` whose fill is NULL on a table holding rows is
+refused ("column "c" of relation "t" contains null values").
+
 Renames: RENAME TO rewrites the readers' definitions (``FROM t`` -> ``FROM u AS t``); RENAME
 COLUMN rewrites those of readers that are one SELECT over plain tables, joins included
 (:func:`_plain_select_aliases`; anything more involved that names the column is refused by

@@ -5,7 +5,8 @@ Job: check ``data`` (a ``pyarrow`` RecordBatch or Table) against the table's vis
 (by name: every column present at most once, nothing else -- one left out takes its DEFAULT,
 or NULL; types cast safely to the declared Arrow
 types, so an int32 column fits a BIGINT one; NUMERIC text read and range-checked as Postgres'
-``numeric_in``), refuse NULL in a user primary key, add the hidden
+``numeric_in``), refuse NULL in a user primary key (``NUMERIC(p, s)`` and NOT NULL columns are
+checked with every DML chunk: ``sql.column_checks`` via ``write_chunks``), add the hidden
 ``_row_id`` as NULLs (the table's Dml fills them), and hand insert chunks of ``chunk_size``
 rows straight to the table's source. Same semantics as INSERT VALUES of the same rows: the
 table's ON CONFLICT applies, the rows become visible with the next checkpoint (or at once

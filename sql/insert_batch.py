@@ -12,7 +12,8 @@ VARCHAR, ``bool`` for BOOLEAN) and no primary-key value is NULL; anything else (
 date, a Decimal, an out-of-range int, a NULL key) makes :func:`build_insert_chunks` return None,
 and the caller binds row by row, which converts or raises the exact per-row error. A column the
 statement leaves out takes its DEFAULT (:mod:`sql.defaults`, evaluated once for all the rows of
-the statement), else NULL.
+the statement), else NULL. NUMERIC(p, s) typmods and NOT NULL columns are checked on the chunks
+this builds, as on every DML write (``sql.column_checks`` via ``write_chunks``).
 
 Callers: :func:`sql.statements.insert_many` only.
 """

@@ -257,9 +257,11 @@ def column_definition(item) -> tuple:
 def column_modifiers(item) -> tuple:
     """``(typmod, not null?)`` of a column definition: ``(precision, scale)`` of a
     ``NUMERIC(p, s)`` type (None otherwise) and whether it says ``NOT NULL``."""
-    return (T.typmod_from_sqlglot(item.args["kind"]),
-            any(isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null")
-                for c in item.constraints))
+    nulls = {bool(c.kind.args.get("allow_null")) for c in item.constraints
+             if isinstance(c.kind, exp.NotNullColumnConstraint)}
+    if len(nulls) > 1:   # NOT NULL NULL
+        raise error_at(BindError, f"conflicting NULL/NOT NULL declarations for column {_name(item.this)!r}", item)
+    return T.typmod_from_sqlglot(item.args["kind"]), False in nulls
 
 
 def _select_typmods(node, n: int) -> list | None:

@@ -22,6 +22,7 @@ import sql
 from hummock.errors import CorruptionError
 from sql.catalog import Relation
 from sql.errors import ExecutionError
+from test_pgwire import server  # noqa: F401  (the pgwire server fixture)
 from test_sql_pg_functions import pg  # noqa: F401,F811  (the fixture)
 
 D = decimal.Decimal
@@ -205,6 +206,8 @@ def test_typmod_validity_and_reopen(tmp_path):
         for bad in ["NUMERIC(0)", "NUMERIC(1001, 2)", "NUMERIC(5, 1001)"]:
             with pytest.raises(ExecutionError, match="must be between"):
                 c.execute(f"CREATE TABLE bad (a {bad})")
+        with pytest.raises(sql.BindError, match="conflicting NULL/NOT NULL declarations"):
+            c.execute("CREATE TABLE bad (a INT NOT NULL NULL)")
         c.execute("CREATE TABLE t (k INT PRIMARY KEY, a NUMERIC(5,2) NOT NULL, b NUMERIC(4), c NUMERIC NULL)")
         c.execute("INSERT INTO t VALUES (1, 1.005, 1.5, 1)")
     with sql.connect(path, implicit_flush=True) as c:
@@ -351,3 +354,20 @@ def test_rounding_matches_the_decimal_model(shared, values, precision, scale):
     assert failed == sum(e is None for e in expected)
     assert [None if o is None else str(D(o)) for o in out.to_pylist()] == \
         [None if e is None else str(e) for e in expected]
+
+
+# --- where types are shown: psql's \d, pg_attribute, information_schema (pgwire) ----------------------
+
+@pytest.mark.server_integration   # the pgwire server and psql: native only (pyproject markers)
+def test_pgwire_shows_typmods_and_not_null(server):   # noqa: F811  (the fixture of test_pgwire)
+    from test_pgwire import connect, run_psql
+
+    with connect(server) as c:
+        c.execute("CREATE TABLE typmods (k INT PRIMARY KEY, a NUMERIC(5,2) NOT NULL, b NUMERIC)")
+        attrs = {r[0]: r[1:] for r in c.execute("SELECT attname, atttypmod, attnotnull FROM pg_attribute")}
+        assert attrs["a"] == (str((5 << 16 | 2) + 4), "t") and attrs["b"] == ("-1", "f")   # Postgres' typmod
+        columns = c.execute("SELECT column_name, is_nullable FROM information_schema.columns "
+                            "WHERE table_name = 'typmods'").fetchall()
+        assert columns == [("k", "NO"), ("a", "NO"), ("b", "YES")]
+    out = run_psql(server, "\\d typmods\n").stdout
+    assert " a      | numeric(5,2) |           | not null |" in out and " b      | numeric      |           |" in out
