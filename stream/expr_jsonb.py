@@ -14,7 +14,9 @@ index counting from the end), ``->>``, ``#>`` / ``#>>`` (a text path ``'{a,0,b}'
 (``<@`` swaps the operands), ``?``, ``||`` (``jsonb_concat``), ``-`` (``jsonb_delete``: a key
 or an index); the functions ``jsonb_contains``, ``jsonb_exists``, ``jsonb_concat``,
 ``jsonb_extract_path[_text]`` (variadic keys), ``jsonb_typeof``, ``jsonb_array_length``,
-``jsonb_build_object``, ``to_jsonb``.
+``jsonb_build_object``, ``to_jsonb``; stream/expr_jsonb_edit.py adds the path edits
+(``jsonb_set``, ``jsonb_insert``, ``jsonb_set_lax``, ``#-``), ``?|`` / ``?&``, ``jsonb_pretty``
+and the JSONB aggregates' final steps, and ``-`` takes a text array too (``jsonb_delete_array``).
 A top-level scalar is a one-element array to ``->`` with an index (``'"s"'::jsonb -> 0`` is
 ``"s"``), as Postgres stores it. JSON null cast to a scalar type is SQL NULL. What does not
 apply (a key of an array, an index of an object, a missing key, an index out of
@@ -23,7 +25,8 @@ non-array, ``jsonb_build_object`` with a NULL key and a cast of the wrong JSON t
 scalar type are data errors (:func:`stream.expr_errors.data_error`).
 
 Also here: the internal JSONB -> LIST functions ``unnest`` expands for ``jsonb_each`` and the
-like over a column (sql/bind/jsonb_rows.py), and :func:`order_key` (batch ORDER BY). JSON text
+like over a column (sql/bind/jsonb_rows.py) or in a select list, and for each column of
+``jsonb_to_record[set]`` (sql/bind/jsonb_select.py), and :func:`order_key` (batch ORDER BY). JSON text
 arriving in Arrow columns and files is normalised by :mod:`stream.jsonb_ingest`.
 
 Callers: :mod:`stream.expr_funcs` (merges ``FUNCS``), :mod:`stream.expr_cast` (casts),
@@ -389,6 +392,14 @@ def _list_entry(fn, elem, name):
     return (lambda a, c: rowwise(fn, typer)(a, c)), typer, (1, 1)
 
 
+def _record_entry(fn, elem, name, strict=True):
+    """An internal ``jsonb_to_record[set] texts / values`` (JSONB, field name) -> LIST function
+    (sql/bind/jsonb_select.py unnests one per column of the column definition list)."""
+    typer = (lambda ts: DataType.list(elem) if ts == [_JB, _V] else None)
+    fn.__name__ = name.split()[0]
+    return (lambda a, c: rowwise(fn, typer, strict=strict)(a, c)), typer, (2, 2)
+
+
 #: the operators under their Postgres names (``->`` ... ``?``) and the functions; an operator's
 #: entry is named as written, so no SQL call reaches it by name and no hint suggests it
 FUNCS = {
@@ -428,6 +439,14 @@ FUNCS = {
     "jsonb_each_text keys": _list_entry(lambda t: [k for k, _ in each(t, True)], _V, "jsonb_each_text keys"),
     "jsonb_each_text values": _list_entry(lambda t: [v for _, v in each(t, True)], _V, "jsonb_each_text values"),
     "jsonb_object_keys list": _list_entry(lambda t: object_keys(t), _V, "jsonb_object_keys list"),
+    "jsonb_to_recordset texts": _record_entry(lambda t, n: to_recordset_column(t, n, False), _V,
+                                              "jsonb_to_recordset texts"),
+    "jsonb_to_recordset values": _record_entry(lambda t, n: to_recordset_column(t, n, True), _JB,
+                                               "jsonb_to_recordset values"),
+    "jsonb_to_record texts": _record_entry(lambda t, n: to_record_column(t, n, False), _V, "jsonb_to_record texts",
+                                           strict=False),
+    "jsonb_to_record values": _record_entry(lambda t, n: to_record_column(t, n, True), _JB,
+                                            "jsonb_to_record values", strict=False),
     "to_jsonb": (_to_jsonb_impl, lambda ts: _JB, (1, 1)),
     # internal (a name no SQL call can spell): the hash key of a JSONB equality in a join / IN
     "jsonb join key": _entry(lambda t: join_key_text(t), lambda ts: _JB if ts == [_JB] else None,
@@ -542,6 +561,36 @@ def each(text: str, as_text: bool) -> list:
         raise RowError("cannot call jsonb_each on a non-object" if not as_text else
                        "cannot call jsonb_each_text on a non-object")
     return [(k, _as_text(v) if as_text else J.to_text(v)) for k, v in node.items()]
+
+
+def _field(node, name: str, jsonb: bool):
+    """A field of a ``jsonb_to_record[set]`` object as its column reads it: the value itself
+    (a JSONB column) or its text (a string's own text, another value's JSON text); a missing
+    field or JSON null is NULL."""
+    value = node.get(name)
+    if value is None:
+        return None
+    return J.to_text(value) if jsonb else _as_text(value)
+
+
+def to_recordset_column(text: str, name: str, jsonb: bool) -> list:
+    """Column ``name`` of ``jsonb_to_recordset(text)``: one item per object of the array."""
+    node = tree(text)
+    if not isinstance(node, list):
+        raise RowError("cannot call jsonb_to_recordset on a non-array")
+    if not all(isinstance(x, dict) for x in node):
+        raise RowError("argument of jsonb_to_recordset must be an array of objects")
+    return [_field(x, name, jsonb) for x in node]
+
+
+def to_record_column(text, name: str, jsonb: bool) -> list:
+    """Column ``name`` of ``jsonb_to_record(text)``: one item (a NULL document: a row of NULLs)."""
+    if text is None:
+        return [None]
+    node = tree(text)
+    if not isinstance(node, dict):
+        raise RowError("cannot call populate_composite on " + ("an array" if isinstance(node, list) else "a scalar"))
+    return [_field(node, name, jsonb)]
 
 
 def object_keys(text: str) -> list:

@@ -234,6 +234,35 @@ def test_set_returning_functions_in_a_select_list_agree_with_postgres(both):
     assert names == ["jsonb_array_elements", "jsonb_array_elements_text", "jsonb_object_keys"]
 
 
+RECORDS = [
+    "SELECT * FROM jsonb_to_recordset('[{\"a\": 1, \"b\": \"x\"}, {\"a\": \"2\", \"b\": {\"c\": [1]}}, {}, "
+    "{\"a\": null, \"b\": 1.50, \"z\": 0}]') AS x(a int, b text)",
+    "SELECT x.* FROM jsonb_to_recordset('[{\"n\": 1.50, \"t\": \"2024-01-02T03:04:05\", \"f\": true, \"j\": \"s\", "
+    "\"d\": \"2024-02-29\"}, {\"j\": [1, {}], \"f\": \"false\", \"n\": \"-0.5\"}]') "
+    "AS x(n numeric, t timestamp, f boolean, j jsonb, d date, missing bigint)",
+    "SELECT * FROM jsonb_to_record('{\"a\": 1.5, \"B\": true, \"b\": 7}') AS x(a numeric, \"B\" bool, b int, \"A\" text)",
+    "SELECT * FROM jsonb_to_record(NULL) AS x(a int)", "SELECT * FROM jsonb_to_recordset(NULL) AS x(a int)",
+    "SELECT * FROM jsonb_to_recordset('[]') AS x(a int)",
+    "SELECT t.k, x.a, x.b FROM t, jsonb_to_recordset(t.j) AS x(a int, b jsonb) WHERE jsonb_typeof(t.j) = 'array'",
+    "SELECT t.k, x.a FROM t LEFT JOIN LATERAL jsonb_to_recordset(t.j) AS x(a numeric) ON true "
+    "WHERE jsonb_typeof(t.j) = 'array' OR t.j IS NULL",
+    "SELECT t.k, r.a, r.b FROM t, jsonb_to_record(t.j -> 0) AS r(a text, b text)",
+]
+RECORD_ERRORS = ["SELECT * FROM jsonb_to_recordset('[1]') AS x(a int)", "SELECT * FROM jsonb_to_recordset('{}') AS x(a int)",
+                 "SELECT * FROM jsonb_to_record('[1]') AS x(a int)", "SELECT * FROM jsonb_to_record('{\"a\": 1.5}') AS x(a int)",
+                 "SELECT * FROM jsonb_to_recordset('[{\"a\": \"x\"}]') AS x(a int)"]
+
+
+def test_jsonb_to_record_and_recordset_agree_with_postgres(both):
+    conn, pg = both
+    load_docs(conn, pg, ['[{"a": 1, "b": "x"}, {"a": "2", "b": {"c": 1}}]', '[]', None, '[{"j": "s", "b": null}]',
+                         '{"a": 3}', '[{"b": [true]}, {"a": -4}]'])
+    for text in RECORDS:
+        assert check(conn, pg, text) == "ok", text
+    for text in RECORD_ERRORS:
+        assert check(conn, pg, text) == "data", text
+
+
 MVS = [
     "SELECT g, jsonb_agg(x ORDER BY k) AS a, jsonb_agg(s ORDER BY s DESC, k) FILTER (WHERE x > 0) AS b, "
     "jsonb_object_agg(s, j ORDER BY k) FILTER (WHERE s IS NOT NULL) AS c, count(*) AS n FROM t GROUP BY g",
@@ -245,9 +274,10 @@ MVS = [
     "SELECT t.k, e FROM t LEFT JOIN LATERAL jsonb_array_elements(t.j) AS e ON true WHERE jsonb_typeof(t.j) = 'array'",
     "SELECT k, j #- '{a}' AS d, j ?| '{a,b}' AS y, jsonb_insert(j, '{zz}', '1') AS i FROM t "
     "WHERE jsonb_typeof(j) = 'object'",
+    "SELECT t.k, r.a, r.b FROM t, jsonb_to_recordset(t.j) AS r(a int, b jsonb) WHERE jsonb_typeof(t.j -> 0) = 'object'",
 ]
 MV_DOCS = ['{"a": 1, "b": [1, 2]}', '[1, "two", null]', '"s"', '{}', '[]', 'null', '{"c": {"d": 2.50}}',
-           '[{"a": 1}, [2]]', '7']
+           '[{"a": 1}, {"b": [2]}]', '7', '[{"a": "3", "b": null}]']
 
 
 def test_materialized_views_equal_their_batch_recomputation():

@@ -7,11 +7,11 @@ constant rows (:class:`sql.plan.nodes.Values`), as ``generate_series`` is bound
 (column names ``value``, ``key`` /
 ``value``, ``jsonb_object_keys``; elements and pairs in stored order). A NULL argument gives no
 rows; the wrong JSON type (elements of an object, each of an array) is a data error
-(:class:`sql.errors.ExecutionError`), as in Postgres. Batch queries only: a materialized view
-refuses them by name.
+(:class:`sql.errors.ExecutionError`), as in Postgres. Over a constant, batch queries only: a
+materialized view refuses them by name.
 
 Over another FROM item's column (``FROM t, jsonb_array_elements(t.j) AS e``, ``CROSS JOIN
-LATERAL``, ``LEFT JOIN LATERAL ... ON TRUE``) a batch query's call is rewritten by
+LATERAL``, ``LEFT JOIN LATERAL ... ON TRUE``), in a batch query or an MV, the call is rewritten by
 :func:`lateral_to_unnest` into ``unnest`` of internal JSONB -> LIST functions
 (stream/expr_jsonb.py; ``jsonb_each`` zips its keys and values), which sql/bind/select.py binds
 as an implicit LATERAL; a row whose value is of the wrong JSON type is a data error there too

@@ -1,9 +1,10 @@
 """The JSONB aggregates and the JSONB set-returning functions in a select list, as rewrites of
 the query's syntax tree into forms the binder already plans in batch and in MVs.
 
-Job: :func:`rewrite` returns the ``exp.Select`` (a copy when anything changed) with, in its own
-clauses (select list, HAVING, ORDER BY; not its subqueries, which are rewritten when they are
-bound, nor window calls):
+Job: :func:`rewrite` returns the ``exp.Select`` (a copy when anything changed, so that
+sql/bind/jsonb_rows.py's in-place rewrites of FROM never reach the statement's tree, whose text
+an MV's definition keeps) with, in its own clauses (select list, HAVING, ORDER BY, FROM; not
+its subqueries, which are rewritten when they are bound, nor window calls):
 
 - ``jsonb_agg(x [ORDER BY ...]) [FILTER (WHERE ...)]`` ->
   ``"jsonb_agg final"(array_agg(to_jsonb(x) [ORDER BY ...]) [FILTER (WHERE ...)])``: the values
@@ -20,6 +21,15 @@ bound, nor window calls):
   plans as a ProjectSet (stream/executors/project_set.py): one row per element, several calls
   zipped, the shorter padded with NULL (Postgres 10+), a NULL or empty value no row; an
   unaliased item keeps Postgres' column name (the function's).
+
+- a FROM item ``jsonb_to_recordset(j) AS x(a int, b text, ...)`` / ``jsonb_to_record(j) AS ...``
+  (the column definition list is required, as Postgres) -> ``unnest`` of one list per column,
+  ``CAST("jsonb_to_recordset texts"(j, 'a') AS int[])`` (the field's text: a string's own text,
+  another value's JSON text, a missing field or JSON null NULL; cast as Postgres reads the text
+  into the column's type) or, for a JSONB column, ``"... values"(j, 'b')`` (the value itself):
+  one row per object of the array (``jsonb_to_record``: one row, a NULL document a row of
+  NULLs); over another FROM item's column it is that ``unnest``'s implicit LATERAL. A non-array
+  or an element that is not an object is Postgres' data error; array-typed columns are refused.
 
 Refused here by name: ``jsonb_agg(DISTINCT ...)`` / ``jsonb_object_agg(DISTINCT ...)``, and
 ``jsonb_each`` / ``jsonb_each_text`` in a select list (they return a record; FROM takes them).
@@ -38,6 +48,8 @@ SRF_LISTS = {"jsonb_array_elements": "jsonb_array_elements list",
              "jsonb_array_elements_text": "jsonb_array_elements_text list",
              "jsonb_object_keys": "jsonb_object_keys list"}
 _RECORDS = ("jsonb_each", "jsonb_each_text")
+#: FROM functions of records whose columns a column definition list names and types
+RECORD_FUNCTIONS = ("jsonb_to_record", "jsonb_to_recordset")
 
 
 def _is_jsonb_agg(node) -> bool:
@@ -55,10 +67,21 @@ def _own_nodes(root):
         stack.extend(reversed(list(node.iter_expressions())))
 
 
+def _from_items(select) -> list:
+    from_ = select.args.get("from_") or select.args.get("from")
+    return ([from_.this] if from_ is not None else []) + [j.this for j in select.args.get("joins") or []]
+
+
+def _from_call(item):
+    """The function call of FROM item ``item`` (``f(...) AS x``, ``LATERAL f(...)``), else None."""
+    fn = item.this if isinstance(item, (exp.Table, exp.Lateral)) else None
+    return fn if isinstance(fn, exp.Anonymous) else None
+
+
 def _needs(select) -> bool:
-    for join in select.args.get("joins") or []:   # FROM t, jsonb_each(t.j): rewritten in place by
-        fn = join.this.this if isinstance(join.this, (exp.Table, exp.Lateral)) else None   # jsonb_rows
-        if isinstance(fn, exp.Anonymous) and fn.name.lower() in (*SRF_LISTS, *_RECORDS):
+    for item in _from_items(select):   # FROM t, jsonb_each(t.j): rewritten in place by jsonb_rows
+        fn = _from_call(item)
+        if fn is not None and fn.name.lower() in (*SRF_LISTS, *_RECORDS, *RECORD_FUNCTIONS):
             return True
     for clause in _clauses(select):
         for n in _own_nodes(clause):
@@ -81,6 +104,10 @@ def rewrite(select):
     if not isinstance(select, exp.Select) or not _needs(select):
         return select
     select = select.copy()
+    for item in _from_items(select):
+        fn = _from_call(item)
+        if fn is not None and fn.name.lower() in RECORD_FUNCTIONS:
+            _record_item(item, fn)
     items = []
     for item in select.expressions:
         name = _srf_name(item) or _agg_name(item)
@@ -153,3 +180,36 @@ def _rewrite_agg(node) -> None:
 def _no_distinct(arg, name, node) -> None:
     if isinstance(arg, exp.Distinct):
         raise error_at(UnsupportedError, f"{name}(DISTINCT ...) is not supported", node)
+
+
+def _record_item(item, fn) -> None:
+    """Replace FROM item ``item`` calling ``jsonb_to_record[set](j) AS x(a int, b text, ...)`` by
+    ``unnest`` of one list per column: the field's text cast to the column's type (a JSONB
+    column: the value itself), one item per object (module docstring)."""
+    name = fn.name.lower()
+    alias = item.args.get("alias")
+    columns = list(alias.columns) if alias is not None else []
+    if not columns or not all(isinstance(c, exp.ColumnDef) and c.args.get("kind") is not None for c in columns):
+        raise error_at(BindError, f"a column definition list is required for {name}: "
+                                  f"{name}(j) AS x(a int, b text)", fn)
+    if len(fn.expressions) != 1:
+        raise error_at(BindError, f"function {name} takes 1 argument", fn)
+    arg = fn.expressions[0]
+    if isinstance(arg, exp.Null) or isinstance(arg, exp.Literal) and arg.is_string:   # untyped: JSONB here
+        arg = exp.cast(arg, "jsonb")
+    calls = []
+    for c in columns:
+        kind = c.args["kind"]
+        field = c.this.name if c.this.quoted else c.this.name.lower()   # Postgres folds unquoted names
+        if kind.this == exp.DataType.Type.ARRAY or kind.args.get("nested"):
+            raise error_at(UnsupportedError, f"{name} column {field} of an array type is not supported", c)
+        if kind.this == exp.DataType.Type.JSONB:
+            calls.append(exp.Anonymous(this=f"{name} values", expressions=[arg.copy(), exp.Literal.string(field)]))
+            continue
+        texts = exp.Anonymous(this=f"{name} texts", expressions=[arg.copy(), exp.Literal.string(field)])
+        calls.append(exp.Cast(this=texts, to=exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[kind.copy()],
+                                                          nested=True)))
+    new_alias = exp.TableAlias(this=alias.this.copy() if alias.this is not None else exp.to_identifier(name),
+                               columns=[exp.Identifier(this=c.this.name, quoted=c.this.quoted) for c in columns])
+    unnest = exp.Unnest(expressions=calls, alias=new_alias)
+    item.replace(exp.Lateral(this=unnest, alias=new_alias.copy()) if isinstance(item, exp.Lateral) else unnest)
