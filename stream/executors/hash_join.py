@@ -87,6 +87,7 @@ Both inputs must be hash-distributed by their join keys when several actors run 
 
 from __future__ import annotations
 
+from itertools import chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -341,6 +342,47 @@ class _Side:
                 self.seen.change(add=first, remove=[key for key, _, _ in puts])
         if none:
             self.change_absent(add=none)
+        return out
+
+    def rows_of(self, keys) -> dict:
+        """key -> the side's rows of that key (a sequence: a cached entry's ``rows.values()``,
+        or the list read) for ``keys`` (distinct, non-NULL); a key without rows is left out.
+        The probe of an inner join's column-wise path (a side without degrees): the same
+        reads, admissions and known-absent keys as :meth:`entries`, but a key read once is
+        not made into an entry (nothing keeps it) -- one dict item per key found."""
+        out: dict = {}
+        missing = self.cache.get_many(keys, out)
+        if out:
+            for key, entry in out.items():   # (same keys: no resize while iterating)
+                out[key] = entry.rows.values()
+        if not missing:
+            return out
+        known = self.known_absent()
+        if known:
+            missing = [key for key in missing if key not in known]
+            if not missing:
+                return out
+        groups = self.table.rows_with_prefixes(missing)
+        found = {key: rows for key, rows in zip(missing, groups) if rows}
+        if len(found) < len(missing):
+            self.change_absent(add=[key for key, rows in zip(missing, groups) if not rows])
+        if not found:
+            return out
+        out.update(found)
+        rows = next(iter(found.values()))
+        self.sample(rows[0])
+        seen = self.seen.keys()
+        admitted = [key for key in found if key in seen] if seen else ()
+        if admitted:   # read before, within the seen keys' horizon: cached from now on
+            per_row = self.row_charge + _ROW_OVERHEAD   # charge_of's per-row part
+            pk_of, puts = self.pk_of, []
+            for key in admitted:
+                rows = found.pop(key)
+                entry = _KeyRows(False, dict(zip(map(pk_of, rows), rows)))
+                out[key] = entry.rows.values()
+                puts.append((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))
+            self.cache.put_many(puts)
+        self.seen.change(add=found, remove=admitted)
         return out
 
     def write(self, chunk: StreamChunk, identity: str) -> None:
@@ -658,7 +700,7 @@ class HashJoin(Executor):
         wanted = set(keys)
         if has_null:
             wanted = {k for k in wanted if None not in k}
-        entries = o.entries(wanted) if wanted else {}
+        found = o.rows_of(wanted) if wanted else {}
 
         # S's own cached entries (read-after-write for later chunks of O)
         touched = s.own_many(wanted)
@@ -682,13 +724,12 @@ class HashJoin(Executor):
         for table in s.tables():
             table.try_flush()
 
-        get, absent = entries.get, o.absent
-        matched = [get(k, absent).rows for k in keys]
+        matched = list(map(found.get, keys, repeat((), n)))
         counts = np.fromiter(map(len, matched), np.int64, n)
         total = int(counts.sum())
         if not total:
             return []
-        orows = [r for m in matched if m for r in m.values()]
+        orows = list(chain.from_iterable(matched))
         at = pa.array(np.repeat(np.arange(n, dtype=np.int64), counts))
         s_cols = [c.take(at) for c in cols]
         o_cols = [to_arrow(list(c), t) for c, t in zip(zip(*orows), o.schema.types)]
