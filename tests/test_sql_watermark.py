@@ -350,6 +350,25 @@ def test_a_one_sided_bound_cleans_one_side():
             c.execute("SELECT a.v, b.v FROM a JOIN b ON a.k = b.k AND a.ts >= b.ts").fetchall())
 
 
+def test_bounds_near_the_ends_of_time_count_no_data_errors_of_their_own():
+    """The join evaluates ``b.ts - 10 s`` at watermarks and over its state to clean it; out of
+    range there is no bound (nothing cleaned), and no data error is charged to the MV for it."""
+    c = sql.connect(":memory:", implicit_flush=True)
+    for name in ("a", "b"):
+        c.execute(TABLE.format(name=name))
+        c.execute(f"CREATE TABLE {name}2 (k INT, ts TIMESTAMP, v INT) APPEND ONLY")
+    c.execute(f"CREATE MATERIALIZED VIEW m AS {JOIN}")
+    c.execute(f"CREATE MATERIALIZED VIEW m2 AS {JOIN.replace(' a ', ' a2 a ').replace(' b ', ' b2 b ')}")
+    for name, rows in (("a", "(1, '0001-01-01 00:00:05', 1), (1, '0001-01-01 00:00:08', 2)"),
+                       ("b", "(1, '0001-01-01 00:00:07', 1)"), ("a", "(1, '9999-12-31 23:59:58', 3)"),
+                       ("b", "(1, '9999-12-31 23:59:59', 4)")):
+        c.execute(f"INSERT INTO {name} VALUES {rows}")
+        c.execute(f"INSERT INTO {name}2 VALUES {rows}")
+    errors = c.data_errors()
+    assert errors.get("m") == errors.get("m2") and errors.get("m")
+    assert sorted(c.execute("SELECT * FROM m").fetchall()) == sorted(c.execute("SELECT * FROM m2").fetchall())
+
+
 @settings(max_examples=8)
 @given(st.lists(st.tuples(st.sampled_from("ab"), st.lists(st.tuples(st.integers(0, 2), st.integers(0, 60)),
                                                            min_size=1, max_size=3)), min_size=1, max_size=14))

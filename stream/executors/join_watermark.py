@@ -32,12 +32,15 @@ Callers: :mod:`stream.executors.hash_join` (``HashJoin.execute``), tests.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyarrow.compute as pc
 
 from relational.arrow import to_arrow, to_pylist
 from relational.types import TypeKind
 from stream.chunk import DELETE
 from stream.expr_base import Col, Lit
+from stream.expr_errors import counting_into, raising_errors
 from stream.expr_ops import And, Cmp
 from stream.expr_time import TimeArith
 from stream.message import Watermark
@@ -103,8 +106,9 @@ class JoinWatermarks:
         columns = [None] * self.width
         columns[joined] = to_arrow([value], self.types[joined])
         try:
-            [out] = to_pylist(e.eval(columns, 1), e.data_type)
-        except (ArithmeticError, ValueError, OverflowError):
+            with raising_errors():   # a bound, not user data: never counted as a data error
+                [out] = to_pylist(e.eval(columns, 1), e.data_type)
+        except (ArithmeticError, ValueError):   # out of the type's range: no bound
             return None
         return out
 
@@ -170,9 +174,13 @@ class JoinWatermarks:
             columns[offset + c] = to_arrow([r[c] for r in rows], t)
         n = len(rows)
         dead = None
-        for (hi, _, _), t in bounds:
-            below = pc.less(hi.eval(columns, n), to_arrow([t], hi.data_type)[0])
-            dead = below if dead is None else pc.or_kleene(dead, below)
+        try:
+            with counting_into(Counter()):   # a row's bound out of range is NULL (kept), counted apart
+                for (hi, _, _), t in bounds:
+                    below = pc.less(hi.eval(columns, n), to_arrow([t], hi.data_type)[0])
+                    dead = below if dead is None else pc.or_kleene(dead, below)
+        except (ArithmeticError, ValueError):   # a bound out of the type's range: keep every row
+            return
         gone = None
         for c, w in own.items():
             below = pc.less(columns[offset + c], to_arrow([w], side.schema.types[c])[0])
