@@ -10,8 +10,10 @@ against a real PostgreSQL (tests/pg_server.py), and their materialized views aga
   and ``jsonb_set``'s NULL path elements over fixed and random documents (each expression over
   all rows in one query; where Postgres raises a data error, row by row: both raise it or
   both answer alike).
+- ``to_jsonb(t)`` / ``jsonb_agg(t)`` of a whole row (every column type above).
 - ``jsonb_array_elements[_text]`` / ``jsonb_object_keys`` in a select list (zipped with each
   other and with ``unnest``, the shorter padded with NULL).
+- ``jsonb_to_record[set](j) AS x(a int, ...)`` in FROM, over constants and a column.
 - materialized views of all of these (and of ``FROM t, jsonb_each(t.j)``) under random inserts,
   updates and deletes equal their batch recomputation at every step.
 
@@ -96,6 +98,9 @@ AGGREGATES = [
     "SELECT g, jsonb_agg(i ORDER BY k) -> 0, jsonb_array_length(jsonb_agg(k)), "
     "jsonb_typeof(jsonb_object_agg(k, k)) FROM t GROUP BY g HAVING jsonb_agg(k) @> '[1]' OR count(*) > 2 ORDER BY g",
     "SELECT jsonb_object_agg('k', k ORDER BY k) FROM t",
+    "SELECT k, to_jsonb(t) FROM t ORDER BY k",   # a whole row: an object of its columns
+    "SELECT g, jsonb_agg(t ORDER BY k) FILTER (WHERE k > 2) FROM t GROUP BY g ORDER BY g",
+    "SELECT to_jsonb(u) FROM (SELECT k, s AS \"S x\", j AS k2 FROM t) AS u ORDER BY u.k",
 ]
 #: a NULL key (s), a key of a non-scalar type (j, a): data errors on both sides when a row has one
 KEY_ERRORS = ["SELECT jsonb_object_agg(s, k) FROM t", "SELECT jsonb_object_agg(j, k) FROM t",
@@ -266,7 +271,8 @@ def test_jsonb_to_record_and_recordset_agree_with_postgres(both):
 MVS = [
     "SELECT g, jsonb_agg(x ORDER BY k) AS a, jsonb_agg(s ORDER BY s DESC, k) FILTER (WHERE x > 0) AS b, "
     "jsonb_object_agg(s, j ORDER BY k) FILTER (WHERE s IS NOT NULL) AS c, count(*) AS n FROM t GROUP BY g",
-    "SELECT jsonb_agg(j ORDER BY k DESC) AS a, jsonb_object_agg(k, x ORDER BY k) AS b, jsonb_agg(k) AS c FROM t",
+    "SELECT jsonb_agg(j ORDER BY k DESC) AS a, jsonb_object_agg(k, x ORDER BY k) AS b, jsonb_agg(k) AS c, "
+    "jsonb_agg(t ORDER BY k) FILTER (WHERE g = 1) AS d FROM t",
     "SELECT k, jsonb_array_elements(j) AS e, jsonb_array_elements_text(j) AS f FROM t "
     "WHERE jsonb_typeof(j) = 'array'",
     "SELECT k, jsonb_object_keys(j) AS key FROM t WHERE jsonb_typeof(j) = 'object'",

@@ -883,6 +883,11 @@ class ExprBinder:
             return self._call_typed("jsonb_contains" if contains else "jsonb_exists",
                                     [self.bind_as(node.this, DataType.JSONB),
                                      self.bind_as(second, DataType.JSONB if contains else DataType.VARCHAR)], node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "to_jsonb" and len(node.expressions) == 1:
+            from sql.bind.jsonb_select import whole_row   # to_jsonb(t) of a FROM item t: its row as an object
+            row = whole_row(self, node.expressions[0])
+            if row is not None:
+                return row
         if isinstance(node, exp.Anonymous) and node.name.lower().startswith("jsonb_path_"):
             raise error_at(UnsupportedError, f"function {node.name.lower()} is not supported (jsonpath is not: "
                                              "jsonb_path_* functions, @? and @@)", node)

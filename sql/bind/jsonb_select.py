@@ -31,6 +31,8 @@ its subqueries, which are rewritten when they are bound, nor window calls):
   NULLs); over another FROM item's column it is that ``unnest``'s implicit LATERAL. A non-array
   or an element that is not an object is Postgres' data error; array-typed columns are refused.
 
+Also :func:`whole_row`: ``to_jsonb(t)`` of a FROM item's name (sql/bind/expr.py calls it).
+
 Refused here by name: ``jsonb_agg(DISTINCT ...)`` / ``jsonb_object_agg(DISTINCT ...)``, and
 ``jsonb_each`` / ``jsonb_each_text`` in a select list (they return a record; FROM takes them).
 The internal names hold a space, so no SQL text calls them. Callers:
@@ -213,3 +215,26 @@ def _record_item(item, fn) -> None:
                                columns=[exp.Identifier(this=c.this.name, quoted=c.this.quoted) for c in columns])
     unnest = exp.Unnest(expressions=calls, alias=new_alias)
     item.replace(exp.Lateral(this=unnest, alias=new_alias.copy()) if isinstance(item, exp.Lateral) else unnest)
+
+
+def whole_row(binder, arg):
+    """``to_jsonb(t)`` (and so ``jsonb_agg(t)``) of a FROM item ``t`` of ``binder``'s scope --
+    a bare name that is no column there (a column of that name wins, as in Postgres) -- as
+    ``jsonb_build_object('c1', t.c1, ...)`` over the item's columns (Postgres' composite to
+    jsonb); None when ``arg`` is not such a name."""
+    from relational.types import DataType
+    from stream import expr as E
+
+    if not isinstance(arg, exp.Column) or arg.args.get("table") is not None or not isinstance(arg.this, exp.Identifier):
+        return None
+    name = arg.this.name if arg.this.quoted else arg.this.name.lower()
+    cols = binder.scope.cols
+    if any(c.name == name and c.unqualified for c in cols):
+        return None
+    row = [c for c in cols if c.table == name]
+    if not row:
+        return None
+    args = []
+    for c in row:
+        args += [E.Lit(c.name, DataType.VARCHAR), E.Col(c.index, c.dtype, c.name)]
+    return E.Func("jsonb_build_object", *args)
