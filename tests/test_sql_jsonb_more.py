@@ -160,7 +160,12 @@ def check_rows(conn, pg, expr) -> set:
     if run_pg(pg, text)[0] != "data":
         return {check(conn, pg, text)}
     keys = [r[0] for r in pg.execute("SELECT k FROM t").fetchall()]
-    return {check(conn, pg, f"SELECT k, {expr} FROM t WHERE k = {k}") for k in keys}
+    failing = [k for k in keys if run_pg(pg, f"{text} WHERE k = {k}")[0] == "data"]   # Postgres alone: cheap
+    verdicts = {check(conn, pg, f"{text} WHERE k = {k}") for k in failing}
+    rest = [k for k in keys if k not in failing]
+    if rest:   # the rows Postgres answers, in one query
+        verdicts.add(check(conn, pg, f"{text} WHERE k IN ({', '.join(map(str, rest))})"))
+    return verdicts
 
 
 def load_docs(conn, pg, docs) -> None:
