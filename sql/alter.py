@@ -1,5 +1,6 @@
 """ALTER TABLE: ``ADD [COLUMN] [IF NOT EXISTS] c type [DEFAULT e]``, ``DROP [COLUMN] [IF EXISTS] c``,
-``ALTER [COLUMN] c SET DEFAULT e`` / ``DROP DEFAULT``, ``RENAME TO u``, ``RENAME [COLUMN] a TO b``;
+``ALTER [COLUMN] c SET DEFAULT e`` / ``DROP DEFAULT`` / ``SET NOT NULL`` / ``DROP NOT NULL``,
+``RENAME TO u``, ``RENAME [COLUMN] a TO b``;
 ``ALTER MATERIALIZED VIEW | INDEX | SOURCE name RENAME TO new`` (docs/sql.md "Column defaults and
 ALTER TABLE"; Postgres' grammar, RisingWave's rules for what reads the table).
 
@@ -49,6 +50,8 @@ Refused by name: ALTER of an MV, index or source other than RENAME TO, ALTER VIE
 connector or with subscriptions (for ADD/DROP: their logs hold the old layout), adding a
 PRIMARY KEY column or a constraint other than DEFAULT / NOT NULL, dropping a primary-key
 column or the last column, ALTER COLUMN ... TYPE, RENAME mixed with other actions, CASCADE.
+``ALTER COLUMN c SET NOT NULL`` reads the table once (a NULL refuses it), ``DROP NOT NULL``
+changes the catalog only (a primary-key column keeps its NOT NULL).
 
 Callers: :mod:`sql.statements` (dispatch of ``exp.Alter``).
 """
@@ -464,9 +467,18 @@ def _change_columns(db, rel, actions):
                 col.default = declare_default(action.args["default"], col.dtype, cname)
             elif action.args.get("drop") and not action.args.get("allow_null") and _drops_default(action):
                 col.default = None
+            elif action.args.get("allow_null") is False and not action.args.get("drop"):   # SET NOT NULL
+                if not col.not_null and col.source is not None and _column_has_null(db, rel, col.source):
+                    raise error_at(ExecutionError, f'column "{cname}" of relation "{rel.name}" contains null '
+                                                   'values', action)
+                col.not_null = True
+            elif action.args.get("drop") and action.args.get("allow_null"):   # DROP NOT NULL
+                if col.source is not None and rel.user_pk and col.source in rel.pk_indices:
+                    raise error_at(ExecutionError, f'column "{cname}" is in a primary key', action)
+                col.not_null = False
             else:
-                raise error_at(UnsupportedError, f"ALTER TABLE ... {spelled(action)} is not supported (SET DEFAULT "
-                                                 "and DROP DEFAULT are)", action)
+                raise error_at(UnsupportedError, f"ALTER TABLE ... {spelled(action)} is not supported (SET DEFAULT, "
+                                                 "DROP DEFAULT, SET NOT NULL and DROP NOT NULL are)", action)
         else:
             raise error_at(UnsupportedError, f"ALTER TABLE ... {spelled(action)} is not supported", action)
     if not cols:
@@ -586,6 +598,22 @@ def _fill_values(values: list, typmod) -> list:
     from relational.types import DataType
     from sql.column_checks import round_column
     return to_pylist(round_column(to_arrow(values, DataType.DECIMAL), typmod), DataType.DECIMAL)
+
+
+def _column_has_null(db, rel, i: int) -> bool:
+    """Whether visible column ``i`` of table ``rel`` holds a NULL in a committed row (after a
+    flush): ALTER COLUMN ... SET NOT NULL reads the table once, as Postgres does."""
+    db.flush()
+    committed = db.store.max_committed_epoch
+    types = [t for _, t in rel.desc.columns]
+    batch = []
+    for _, value in db.store.iter(rel.table_id, committed):
+        batch.append(value)
+        if len(batch) >= REWRITE_BATCH:
+            if any(row[i] is None for row in value_encoding.decode_rows(batch, types)):
+                return True
+            batch.clear()
+    return bool(batch) and any(row[i] is None for row in value_encoding.decode_rows(batch, types))
 
 
 def _has_rows(db, rel) -> bool:

@@ -177,9 +177,19 @@ def test_alter_table_add_column():
         c.execute("ALTER TABLE t RENAME COLUMN a TO z")   # the constraints follow the column
         with pytest.raises(ExecutionError, match='null value in column "z"'):
             c.execute("UPDATE t SET z = NULL")
+        with pytest.raises(ExecutionError, match='column "x" of relation "t" contains null values'):
+            c.execute("ALTER TABLE t ALTER COLUMN x SET NOT NULL")
+        c.execute("ALTER TABLE t ALTER COLUMN z DROP NOT NULL")
+        c.execute("UPDATE t SET z = NULL WHERE k = 2")
+        with pytest.raises(ExecutionError, match='column "z" of relation "t" contains null values'):
+            c.execute("ALTER TABLE t ALTER COLUMN z SET NOT NULL")
+        c.execute("DELETE FROM t WHERE k = 2")
+        c.execute("ALTER TABLE t ALTER COLUMN z SET NOT NULL")
+        refused(c, "INSERT INTO t (k, z) VALUES (5, NULL)", 'null value in column "z"')
         c.execute("ALTER TABLE t DROP COLUMN k")
         assert c.execute("DESCRIBE t").fetchall() == [("z", "numeric(5,2)", False, "1.234"),
                                                       ("x", "integer", False, None)]
+        assert c.db.catalog.get("t").not_null == [True, False]
 
 
 def test_create_table_as_keeps_cast_typmods_and_casts_round_in_batch_and_mvs(conn):
@@ -261,6 +271,11 @@ SCRIPT = [
     "ALTER TABLE t ADD COLUMN g NUMERIC(4,1) NOT NULL DEFAULT -12.25",
     "INSERT INTO t (k, a, g) VALUES (20, 5, 999.95)",
     "INSERT INTO t (k, a, g) VALUES (20, 5, 999.94)",
+    "ALTER TABLE t ALTER COLUMN b SET NOT NULL",
+    "ALTER TABLE t ALTER COLUMN k SET NOT NULL",
+    "INSERT INTO t (k, a, g) VALUES (NULL, 1, 1)",
+    "ALTER TABLE t ALTER COLUMN k DROP NOT NULL",
+    "INSERT INTO t (k, a, g) VALUES (NULL, 1, 1)",
     "CREATE TABLE u AS SELECT k, (a * 1.5)::numeric(6,1) AS x FROM t",
     "INSERT INTO u VALUES (30, 12345.67)",
     "INSERT INTO u VALUES (30, 123456.7)",
