@@ -259,3 +259,75 @@ def test_to_char_format_errors_name_the_pattern(call, message):
     with sql.connect(":memory:") as c:
         with pytest.raises(sql.errors.Error, match=message):
             c.execute(f"SELECT {call}")
+
+
+# --- regexp_split_to_table / regexp_matches ----------------------------------------------------------
+
+REGEXP_QUERIES = [
+    "SELECT * FROM regexp_split_to_table('a,b,,c', ',')",
+    "SELECT x FROM regexp_split_to_table('a b  c', '\\s+') AS x",
+    "SELECT * FROM regexp_split_to_table('abc', '') AS x(y)",
+    "SELECT * FROM regexp_matches('a1b22c333', '(\\d)(\\d)?', 'g')",
+    "SELECT m FROM regexp_matches('a1b22c333', '\\d+') AS m",
+    "SELECT count(*) FROM regexp_matches('ab', 'b*', 'g')",
+    "SELECT regexp_split_to_table('a,b', ','), regexp_matches('1 2 3', '\\d', 'g')",
+    "SELECT k, x FROM t, regexp_split_to_table(t.s, ',') AS x",
+    "SELECT k, p FROM t CROSS JOIN LATERAL regexp_split_to_table(t.s, '[,;]') AS p WHERE k > 1",
+    "SELECT k, p FROM t LEFT JOIN LATERAL regexp_split_to_table(t.s, ',') AS p ON TRUE",
+    "SELECT k, m FROM t, regexp_matches(t.s, '([a-z])([0-9]*)', 'g') AS m",
+    "SELECT k, regexp_split_to_table(s, ',') AS part FROM t",
+    "SELECT k, regexp_matches(s, '[0-9]+', 'g'), upper(s) FROM t",
+    "SELECT k, regexp_matches(s, 'A', 'i') FROM t",
+]
+REGEXP_TEXTS = st.none() | st.sampled_from(["", "a", "a,b", "a1,b22;c", ",,", "x9y8", "A;a", "abc,1,2"])
+
+
+@pytest.mark.postgres
+@settings(max_examples=5, deadline=None)
+@given(data=st.dictionaries(st.integers(0, 9), REGEXP_TEXTS, max_size=6))
+def test_regexp_set_returning_functions_agree_with_postgres(pg, data):  # noqa: F811
+    pg.execute("DROP TABLE IF EXISTS t")
+    pg.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")
+    insert = "INSERT INTO t VALUES " + ", ".join(f"({k}, {_lit(s)})" for k, s in sorted(data.items()))
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")
+        mvs = {q: f"mv{i}" for i, q in enumerate(REGEXP_QUERIES) if "FROM t" in q and "LEFT JOIN" not in q}
+        for q, name in mvs.items():
+            conn.execute(f"CREATE MATERIALIZED VIEW {name} AS {_aliased(q)}")
+        if data:
+            pg.execute(insert)
+            conn.execute(insert)
+        _compare(pg, conn, REGEXP_QUERIES, mvs, data)
+
+
+def test_regexp_set_returning_functions_name_their_columns_as_postgres():
+    with sql.connect(":memory:") as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")
+        for q, names in [("SELECT * FROM regexp_split_to_table('a', ',')", ["regexp_split_to_table"]),
+                         ("SELECT * FROM regexp_split_to_table('a', ',') AS x", ["x"]),
+                         ("SELECT * FROM regexp_matches('a', 'a') AS m(c)", ["c"]),
+                         ("SELECT regexp_matches('a', 'a'), regexp_split_to_table('a', ',')",
+                          ["regexp_matches", "regexp_split_to_table"])]:
+            assert [d[0] for d in c.execute(q).description] == names
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["ins", "ins", "del", "upd"]), st.integers(0, 5), REGEXP_TEXTS),
+                min_size=1, max_size=15))
+def test_regexp_set_returning_mvs_equal_their_batch_recomputation(steps):
+    queries = {"split": "SELECT k, x FROM t, regexp_split_to_table(t.s, ',') AS x",
+               "matches": "SELECT k, regexp_matches(s, '[a-z][0-9]*', 'g') AS m FROM t"}
+    with sql.connect(":memory:", implicit_flush=True) as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")
+        for name, q in queries.items():
+            c.execute(f"CREATE MATERIALIZED VIEW {name} AS {q}")
+        for op, k, s in steps:
+            if op == "ins":
+                c.execute("DELETE FROM t WHERE k = %s", (k,))
+                c.execute("INSERT INTO t VALUES (%s, %s)", (k, s))
+            elif op == "del":
+                c.execute("DELETE FROM t WHERE k = %s", (k,))
+            else:
+                c.execute("UPDATE t SET s = %s WHERE k = %s", (s, k))
+        for name, q in queries.items():
+            assert _rows(c, f"SELECT * FROM {name}") == _rows(c, q), name

@@ -60,7 +60,7 @@ def refusal(conn, text):
     ("CREATE MATERIALIZED VIEW m AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM t",
      "percentile_cont"),   # batch only
     ("SELECT group_concat(s) FROM t", "string_agg"),
-    ("SELECT regexp_matches(s, 'a') FROM t", "regexp_matches"),
+    ("SELECT s FROM t WHERE regexp_matches(s, 'a') IS NULL", "regexp_matches"),
     ("SELECT xmlelement(name foo) FROM t", "xmlelement"),
     ("GRANT SELECT ON t TO someone", "GRANT"),
     ("ALTER VIEW v RENAME TO w", "ALTER VIEW"),   # ALTER TABLE is supported (sql/alter.py)
@@ -103,5 +103,5 @@ def test_a_statement_is_named_by_its_keywords(conn):
 def test_a_function_given_the_wrong_types_is_named_as_postgres_names_it(conn):
     err, message = refusal(conn, "SELECT lower(1), to_char(ts, 'YYYY') FROM t")
     assert message.startswith("function lower(int) does not exist at line 1, column 8"), message
-    err, message = refusal(conn, "SELECT to_char(INTERVAL '1 day', 'DD')")
-    assert "Interval(" not in message and "function to_char(interval, varchar) does not exist" in message
+    err, message = refusal(conn, "SELECT to_char(TRUE, 'DD')")   # (to_char of intervals is supported)
+    assert "True" not in message and "function to_char(boolean, varchar) does not exist" in message

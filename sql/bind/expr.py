@@ -853,8 +853,9 @@ class ExprBinder:
                                              f"(FROM {name}(...) AS g(x)) and {where}, not here", node)
         shape = self._SHAPES.get(type(node))
         if isinstance(node, exp.Anonymous) and node.name.lower() in ("regexp_matches", "regexp_split_to_table"):
-            raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} is not supported "
-                                             "(regexp_match, regexp_split_to_array and unnest are)", node)
+            raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} is supported in FROM "
+                                             "and in a select list (not with aggregates or window functions), not "
+                                             "here (sql/bind/regexp_rows.py)", node)
         array_shape = self._ARRAY_SHAPES.get(type(node))
         if array_shape is not None:
             return self._array_call(*array_shape(node), node)
