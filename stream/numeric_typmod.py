@@ -17,9 +17,10 @@ unchanged; +-Infinity is refused ("cannot hold an infinite value"); the result h
 
 Vectorized: values already written as plain text with at most ``p - s`` integer digits and at
 most ``s`` fraction digits (the common case: what an application sends) are matched by one regex
-over the column and padded to scale ``s`` by an Arrow ``decimal128`` round trip; only the
-other rows (more fraction digits to round, an exponent, NaN, Infinity, an overflow) are read
-row by row with Python decimals. A column without a typmod never comes here.
+over the column and padded to scale ``s`` by an Arrow ``decimal128`` round trip; plain values
+with more fraction digits are rounded by Arrow's ``round`` (half towards infinity, i.e. away
+from zero) in ``decimal128``; only the other rows (an exponent, NaN, Infinity, an overflow, more
+than 37 digits) are read row by row with Python decimals. A column without a typmod never comes here.
 
 Callers: :class:`stream.expr_cast.Cast` (a cast with a typmod, batch and MV), the SQL layer's
 write checks (``sql.column_checks``), sql.types (declared typmods).
@@ -93,6 +94,39 @@ def _fits_regex(precision: int, scale: int) -> str | None:
     return rf"^-?[0-9]{{1,{digits}}}{fraction}$"
 
 
+def _round_plain(column, out, rest, precision: int, scale: int):
+    """``(out, rest)``: the ``rest`` rows of ``column`` that are plain decimal text (no
+    exponent, NaN or Infinity) of at most 37 digits, rounded half away from zero through
+    ``decimal128`` and written into ``out`` when they fit the typmod; ``rest`` is then the rows
+    still to read one by one (None: no row is left)."""
+    plain = pc.and_(rest, pc.fill_null(pc.match_substring_regex(column, r"^-?[0-9]+\.[0-9]+$"), False))
+    if not pc.any(plain).as_py():
+        return out, rest
+    texts = pc.filter(column, plain)
+    dot = pc.find_substring(texts, ".")
+    int_digits = pc.max(pc.subtract(dot, pc.cast(pc.starts_with(texts, "-"), pa.int32()))).as_py()
+    frac_digits = pc.max(pc.subtract(pc.subtract(pc.utf8_length(texts), dot), 1)).as_py()
+    if int_digits + frac_digits + 1 > _VECTOR_PRECISION:
+        return out, rest
+    exact = pc.cast(texts, pa.decimal128(int_digits + frac_digits + 1, frac_digits))
+    rounded = pc.round(exact, ndigits=scale, round_mode="half_towards_infinity")
+    if int_digits + 1 <= precision - scale:   # rounding adds at most one digit: every row fits
+        ok = None
+    else:
+        limit = pa.scalar(decimal.Decimal(10) ** (precision - scale), pa.decimal128(precision - scale + 1, 0))
+        ok = pc.less(pc.abs(rounded), limit)
+    if ok is not None and not pc.all(ok).as_py():   # the overflows stay for the row-by-row path (its message)
+        rounded = pc.filter(rounded, ok)
+        done = pc.replace_with_mask(plain, plain, ok)
+    else:
+        done = plain
+    if len(rounded):
+        text = pc.cast(pc.cast(rounded, pa.decimal128(precision, scale), safe=False), pa.string())
+        out = pc.replace_with_mask(out, done, text)
+    rest = pc.and_(rest, pc.invert(done))
+    return out, (rest if pc.any(rest).as_py() else None)
+
+
 def apply_column(column, precision: int, scale: int):
     """``(column, first error, failed rows)``: the DECIMAL text ``column`` (array or scalar)
     with every value through :func:`apply_value`; a failed row is NULL (the caller raises
@@ -123,6 +157,10 @@ def apply_column(column, precision: int, scale: int):
             return padded, None, 0
         out = pc.replace_with_mask(out, fits, padded)
     rest = pc.invert(fits)
+    if pattern is not None:   # plain values with more fraction digits: rounded by Arrow where they fit
+        out, rest = _round_plain(column, out, rest, precision, scale)
+        if rest is None:
+            return out, None, 0
     values, message, failed = [], None, 0
     for text in pc.filter(column, rest).to_pylist():   # the others, row by row
         try:
