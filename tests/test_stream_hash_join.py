@@ -8,6 +8,8 @@ view keyed by the join's stream key (exact retractions checked), equals the batc
 inputs, and ``_check`` compares caches and degrees with the state tables.
 (The end-to-end oracle through the runtime, with kill-and-reopen: test_stream_join_oracle.py.)"""
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +20,8 @@ from stream.cache import MemoryBudget
 from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Checked
-from stream.executors import HashJoin
+from stream.executors import HashJoin, join_key_filter
+from stream.executors.join_key_filter import hash_keys
 from stream.expr import And, Cmp, Col, IsNull, Lit, Or
 from stream.message import Barrier
 from stream.schema import Schema
@@ -194,8 +197,8 @@ def test_a_one_to_one_join_on_the_keys_reuses_its_own_inserts_as_cache(store):
     d.send(0, *[("+", (i, i, i)) for i in range(10)])
     misses = d.join.left.cache.misses
     d.send(1, *[("+", (i, i, -i)) for i in range(0, 20, 2)])
-    assert d.join.left.cache.misses == misses + 5   # only the keys 10..18: the others were cached by
-    assert d.join.left.cache.hits >= 5              # the left's own inserts, without a read
+    assert d.join.left.cache.misses == misses   # the keys 10..18: the left's key filter says it never
+    assert d.join.left.cache.hits >= 5          # had them; 0..8 were cached by its own inserts, unread
     d.send(1, ("U-", (4, 4, -4)), ("U+", (4, 4, 44)))
     d.send(0, ("-", (4, 4, 4)))
 
@@ -391,6 +394,7 @@ def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypat
     them), and the join answers as the model does throughout (``verify`` runs ``_check``, which
     checks the known-absent keys too). The set stays under its limit, dropping its older half."""
     d = Driver(store, "inner")
+    d.join.right.filter.off()   # else the right's key filter answers key 7 first (tested below)
     read = []
     original = type(d.join.right.table).rows_with_prefixes
 
@@ -418,6 +422,53 @@ def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypat
     d.send(0, *[("+", (100 + k, 50 + k, 0)) for k in range(9)])
     assert len(d.join.right.known_absent()) <= 4
     d.send(1, *[("+", (200 + k, 50 + k, 1)) for k in range(9)])   # every key joins, known or not
+
+
+def test_the_key_filter_spares_reads_of_keys_the_other_side_never_had(store, monkeypatch):
+    """An inner join's probe skips the keys outside the other side's key filter (every join
+    key it ever wrote, join_key_filter.py): no read, no known-absent entry. A key with rows is
+    always read; a deleted key stays in the filter (a read finds nothing). Recovery rebuilds
+    the filter from the stored rows, so a key written before the restart is still read, and
+    the join answers as the model does throughout (``_check`` checks the filter too)."""
+    d = Driver(store, "inner")
+    reads = []
+    original = type(d.join.right.table).rows_with_prefixes
+
+    def counting(table, prefixes):
+        prefixes = list(prefixes)
+        if table is d.join.right.table:
+            reads.extend(prefixes)
+        return original(table, prefixes)
+    monkeypatch.setattr(type(d.join.right.table), "rows_with_prefixes", counting)
+    d.send(0, *[("+", (k, k, 0)) for k in range(4)])            # right never had them
+    assert reads == [] and not d.join.right.known_absent()
+    d.send(1, ("+", (100, 2, 1)), ("+", (101, 9, 1)))
+    d.send(0, ("+", (10, 2, 0)), ("+", (11, 3, 0)))              # key 2 is read, key 3 is not
+    assert reads == [(2,)]
+    d.send(1, ("-", (101, 9, 1)))
+    d.send(0, ("+", (12, 9, 0)))                                 # deleted: still in the filter
+    assert reads == [(2,), (9,)]
+    d.checkpointed_restart()                                     # rebuilt from the stored rows
+    assert d.join.right.filter.on and d.join.left.filter.on
+    d.send(0, ("+", (13, 2, 0)), ("+", (14, 5, 0)))
+    assert reads[2:] == [(2,)]
+    d.send(1, ("+", (102, 5, 1)), ("+", (103, 0, 1)))           # the left's keys from before the restart
+    assert d.join.right.filter.may_contain(hash_keys([pa.array([2, 7], pa.int32())])).tolist() == [True, False]
+
+
+def test_the_key_filter_is_bounded_and_answers_maybe_once_off(monkeypatch):
+    """Past ``MAX_BITS`` the filter turns off (every key "maybe"), so its memory is bounded;
+    until then no key it took is ever answered absent."""
+    monkeypatch.setattr(join_key_filter, "MAX_BITS", join_key_filter.FIRST_BITS * 5)
+    f = join_key_filter.KeyFilter()
+    keys = np.arange(0, join_key_filter.FIRST_BITS // 8, dtype=np.int64)
+    f.add(hash_keys([pa.array(keys)]))                           # fills the first array, opens a 4x one
+    assert f.on and len(f.arrays) == 2 and f.may_contain(hash_keys([pa.array(keys)])).all()
+    others = f.may_contain(hash_keys([pa.array(keys + (1 << 40))]))
+    assert others.mean() < 0.1                                   # false positives are rare
+    f.add(hash_keys([pa.array(keys)]))
+    f.add(hash_keys([pa.array(keys)]))                           # a third array would pass the cap
+    assert not f.on and f.bits == 0 and f.may_contain(hash_keys([pa.array(keys)])) is None
 
 
 def test_the_budget_may_drop_the_known_absent_keys(store):

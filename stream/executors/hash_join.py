@@ -87,7 +87,7 @@ Both inputs must be hash-distributed by their join keys when several actors run 
 
 from __future__ import annotations
 
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -107,6 +107,7 @@ from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Executor
 from stream.message import Barrier
 from stream.schema import Schema
+from stream.executors.join_key_filter import KeyFilter, hash_keys, supported
 from stream.executors.join_key_set import KeySet
 from stream.executors.join_watermark import JoinWatermarks
 from stream.executors.semi_join import semi_anti_chunk
@@ -208,6 +209,9 @@ class _Side:
         self.seen = KeySet(budget, f"{identity}.{label}.seen")
         self.absent = _ABSENT[outer]
         self.row_charge = row_bytes((0,) * self.width)   # refined by sample()
+        # the join keys this side ever wrote (integer-like keys only): a probe of a key outside
+        # it needs no read (stream/executors/join_key_filter.py); rebuilt by on_init
+        self.filter = KeyFilter() if supported([types[c] for c in self.keys]) else None
 
     def sample(self, row) -> None:
         """Fold ``row``'s size into the per-row charge estimate."""
@@ -385,12 +389,18 @@ class _Side:
         self.seen.change(add=found, remove=admitted)
         return out
 
-    def write(self, chunk: StreamChunk, identity: str) -> None:
-        """Apply an input chunk to the rows table (strict mode: all or nothing)."""
+    def write(self, chunk: StreamChunk, identity: str):
+        """Apply a compact input chunk to the rows table (strict mode: all or nothing) and add
+        its keys to the key filter; returns the rows' key hashes (None without a filter)."""
         try:
             self.table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
         except InconsistentOpError as exc:
             raise InconsistentStreamError(identity, f"{self.label} input: {exc.reason}", exc.pk) from exc
+        if self.filter is None:
+            return None
+        hashes = hash_keys([chunk.columns[c] for c in self.keys])
+        self.filter.add(hashes)
+        return hashes
 
     def write_rows(self, table: StateTable, ops: list, rows: list, identity: str) -> None:
         if not ops:
@@ -492,6 +502,8 @@ class HashJoin(Executor):
             side.cache.clear()
             side.absent_keys.clear()
             side.seen.clear()
+            if side.filter is not None:
+                side.filter.rebuild(side.table, side.keys)
 
     async def execute(self):
         inputs = [self.left.input.execute(), self.right.input.execute()]
@@ -531,12 +543,12 @@ class HashJoin(Executor):
         s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
         s_left = side == 0
         chunk = chunk.compact()   # once, for the write and the probe
-        s.write(chunk, self.identity)
+        hashes = s.write(chunk, self.identity)
         if self.join_type in SEMI_ANTI:
             return semi_anti_chunk(self, s, o, chunk, s_left)
         if self.condition is None and not s.outer and not o.outer:
             if not (chunk.ops >= UPDATE_DELETE).any():
-                return self._inner_chunk(s, o, chunk, s_left)
+                return self._inner_chunk(s, o, chunk, s_left, hashes)
         rows = chunk.rows()
         keys, entries, passes = self._probe(s, o, rows, s_left)
 
@@ -685,13 +697,14 @@ class HashJoin(Executor):
             out.append(last)
         return out
 
-    def _inner_chunk(self, s: _Side, o: _Side, chunk: StreamChunk, s_left: bool) -> list:
+    def _inner_chunk(self, s: _Side, o: _Side, chunk: StreamChunk, s_left: bool, hashes=None) -> list:
         """The per-chunk path of an inner join without an extra condition for a compact chunk
         of inserts and deletes only (no update pairs), written into S's table already: every
         row's output is its op with each O row of its key (entry order), so the output is
         built column-wise -- S's columns with one ``take`` of the row positions repeated by
         their match counts, O's from the matched rows -- in the order the row-by-row path
-        emits it. S's cached entries take the rows of their keys."""
+        emits it. S's cached entries take the rows of their keys. ``hashes``: the rows' key
+        hashes (``_Side.write``): keys outside O's key filter are not probed."""
         n = len(chunk.ops)
         cols = chunk.columns
         types = s.schema.types
@@ -700,7 +713,13 @@ class HashJoin(Executor):
         wanted = set(keys)
         if has_null:
             wanted = {k for k in wanted if None not in k}
-        found = o.rows_of(wanted) if wanted else {}
+        probe = wanted
+        maybe = o.filter.may_contain(hashes) if hashes is not None and o.filter is not None and wanted else None
+        if maybe is not None and not maybe.all():   # O never had the other keys
+            probe = set(compress(keys, maybe))
+            if has_null:
+                probe = {k for k in probe if None not in k}
+        found = o.rows_of(probe) if probe else {}
 
         # S's own cached entries (read-after-write for later chunks of O)
         touched = s.own_many(wanted)
@@ -790,6 +809,9 @@ class HashJoin(Executor):
                 assert key not in s.cache, (s.label, key, "cached and known absent")
                 assert not list(s.table.iter_with_prefix(key)), (s.label, key, "known absent but has rows")
             assert len(s.known_absent()) <= s.absent_limit, (s.label, len(s.known_absent()))
+            if s.filter is not None and s.filter.on:   # every stored key is in the key filter
+                for batch in s.table.iter_batches(columns=s.keys):
+                    assert s.filter.may_contain(hash_keys(batch.columns)).all(), (s.label, "key filter")
             assert len(s.seen.keys()) <= s.seen.limit, (s.label, len(s.seen.keys()))
             for key in s.cache.keys():
                 entry = s.cache.peek(key)
