@@ -3,7 +3,8 @@ dirty groups are also found by their key value (``_dirty_values``), and chunks w
 column has NULLs take the tuple-keyed path; a group touched by both kinds of chunk in one
 epoch is one group, the int-keyed map stays a subset of the dirty set (``_check``), a
 strict-mode error names the group as a key tuple, and every epoch's output equals a
-recomputation from the rows so far."""
+recomputation from the rows so far (a sum is NULL in a group of NULL values, as a BIGINT and
+as a NUMERIC sum, whose result ``_flush`` takes from the state column)."""
 
 from collections import defaultdict
 
@@ -19,18 +20,19 @@ from stream.schema import Schema
 from stream_harness import Epochs, ListSource, drain
 
 S = Schema([("id", T.BIGINT), ("g", T.BIGINT), ("v", T.INT)])
+SB = Schema([("id", T.BIGINT), ("g", T.BIGINT), ("v", T.BIGINT)])   # sum(v): NUMERIC
 CALLS = [AggCall("count"), AggCall("sum", 2), AggCall("max", 2)]
 
 
-def _run(epochs_rows, calls=CALLS, **kw):
+def _run(epochs_rows, calls=CALLS, schema=S, **kw):
     """Feed ``epochs_rows`` (per epoch, a list of chunks' rows ``(op, (id, g, v))``) through
     a HashAgg on ``g``; returns the executor and its materialized output after each epoch."""
     epochs = Epochs()
     msgs = [epochs.barrier()]
     for chunks in epochs_rows:
-        msgs += [StreamChunk.from_rows(S, rows) for rows in chunks]
+        msgs += [StreamChunk.from_rows(schema, rows) for rows in chunks]
         msgs.append(epochs.barrier())
-    agg = HashAgg(ListSource(S, [0], msgs), [1], calls, HummockStorage.open("memory://"),
+    agg = HashAgg(ListSource(schema, [0], msgs), [1], calls, HummockStorage.open("memory://"),
                   range(10, 10 + agg_table_count(calls, kw.get("append_only", False))), **kw)
     mv, views = {}, []
     for m in drain(Checked(agg))[1:]:
@@ -57,17 +59,19 @@ def _expected(rows):
     return out
 
 
+@pytest.mark.parametrize("schema", [S, SB])
 @pytest.mark.parametrize("append_only", [False, True])
-def test_int_keyed_and_null_keyed_chunks_in_one_epoch_update_one_group_each(append_only):
+def test_int_keyed_and_null_keyed_chunks_in_one_epoch_update_one_group_each(append_only, schema):
     epochs = [
         [[("+", (1, 5, 10)), ("+", (2, 7, 1))],                      # int keys only
          [("+", (3, None, 4)), ("+", (4, 5, 20)), ("+", (5, 9, 2))],  # a NULL key: tuple path
          [("+", (6, 5, 3)), ("+", (7, 9, None)), ("+", (8, 7, 8))]],
         [[("+", (9, None, 6)), ("+", (10, 11, 1))],                    # tuple path first this epoch
          [("+", (11, 11, 5)), ("+", (12, 5, 1)), ("+", (13, 2 ** 40, 7))]],
-        [[("+", (14, 2 ** 40, 9))]],
+        [[("+", (14, 2 ** 40, 9)), ("+", (15, 12, None))]],   # a group of NULL values: sum NULL
+        [[("+", (16, 12, None)), ("+", (17, 5, 2 ** 30))]],
     ]
-    agg, views = _run(epochs, append_only=append_only)
+    agg, views = _run(epochs, append_only=append_only, schema=schema)
     seen = []
     for chunks, view in zip(epochs, views):
         seen += [r for rows in chunks for r in rows]

@@ -86,6 +86,7 @@ from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from relational.arrow import arrow_type, to_arrow, to_pylist
 from relational.errors import InconsistentOpError
@@ -526,11 +527,11 @@ class HashAgg(UnaryExecutor):
             was = old is not None   # a stored HashAgg group always has rows
             if keep_empty or new[0] > 0:
                 if was:
-                    if append_only and old[1:] == new[1:]:   # same output: nothing to emit or write
-                        state[:] = old                       # (the row count lags: module docstring)
-                        continue
-                    if old[1:] == new[1:]:   # only the row count changed: same output, and the
-                        state[1:] = old[1:]  # slots keep the representation emitted before
+                    if old[1:] == new[1:]:   # only the row count changed: the same output
+                        if append_only:      # nothing to emit or write (the row count lags:
+                            state[:] = old   # module docstring)
+                            continue
+                        state[1:] = old[1:]  # the slots keep the representation emitted before
                         new = tuple(state)
                         hidden += (len(ops), len(ops) + 1)
                     ops += _UPDATE
@@ -562,6 +563,8 @@ class HashAgg(UnaryExecutor):
         for c, (at, width) in zip(self.calls, self.slots):
             if c.kind == "count" or c.is_extreme:   # the slot is the result, same type
                 results.append(state_cols[at])
+            elif _plain_sum(c):   # the total where the group has a value (count > 0), else NULL
+                results.append(_where_counted(state_cols[at], state_cols[at + 1]))
             else:
                 results.append(_column(c.result_column(slot_cols[at:at + width], self.identity, keys),
                                        c.return_type))
@@ -649,6 +652,26 @@ def _upserts(table, ops, columns) -> tuple:
     return new_ops, [c.take(idx) for c in columns]
 
 
+_INT_OR_NONE = frozenset((int, type(None)))
+
+
+def _plain_sum(call) -> bool:
+    """Whether ``call``'s result is its total slot where its count slot is > 0, else NULL, of
+    the slot's own type (``AggCall.result_column`` computes the same): a sum whose slots are
+    ``[total, count]`` (no NaN/Infinity counters), not of floats (overflow is an error there)
+    or intervals, returning the total's type."""
+    return call.kind == "sum" and len(call.slot_types) == 2 and call.return_type == call.slot_types[0] \
+        and call.arg_type.kind not in (TypeKind.REAL, TypeKind.DOUBLE, TypeKind.INTERVAL)
+
+
+def _where_counted(totals: pa.Array, counts: pa.Array) -> pa.Array:
+    """``totals`` with NULL where ``counts`` is 0 (the state column as it was built)."""
+    present = counts.to_numpy(zero_copy_only=False) > 0
+    if present.all():
+        return totals
+    return pc.if_else(pa.array(present), totals, pa.nulls(len(totals), totals.type))
+
+
 def _column(values, dtype: DataType) -> pa.Array:
     """``to_arrow(values, dtype)``, vectorized for a DECIMAL column of Python ints (a BIGINT or
     INTERVAL sum: the text of an int is its NUMERIC text) that fit int64: Arrow infers int64
@@ -657,12 +680,12 @@ def _column(values, dtype: DataType) -> pa.Array:
     if dtype.kind == TypeKind.DECIMAL:
         values = values if isinstance(values, list) else list(values)
         first = next((v for v in values if v is not None), None)
-        if type(first) is int:
-            try:
-                arr = pa.array(values)
+        if type(first) is int and _INT_OR_NONE.issuperset(map(type, values)):
+            try:   # typed (no inference pass: the types are checked above, as a typed
+                arr = pa.array(values, pa.int64())   # conversion truncates a Decimal or float)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-                arr = None
-            if arr is not None and arr.type == pa.int64():
+                arr = None   # beyond int64
+            if arr is not None:
                 return arr.cast(pa.string())
         # Decimals (or ints beyond int64): each value's own text, as ``to_arrow`` writes it
         return pa.array([None if v is None else str(v) for v in values], arrow_type(dtype))
