@@ -1,10 +1,16 @@
-"""Aggregates with DISTINCT beyond ``count(DISTINCT x)`` (issue 29 items 2/6): ``sum`` / ``avg`` /
-``string_agg`` / ``array_agg`` / ``min`` / ``max`` with DISTINCT, mixed with plain aggregates and
-FILTER, in batch queries and materialized views (HashAgg's distinct dedup table,
-stream/executors/agg_distinct.py), against a real PostgreSQL: random groups with NULLs, NaN
-and repeated values; the MVs are built before the rows arrive. MVs with DISTINCT aggregates
-under random inserts / updates / deletes equal their batch recomputation. The forms Postgres
-refuses (ORDER BY other than the argument) are refused with its message.
+"""Issue 29 (items 2, 3, 6) against a real PostgreSQL, batch queries and materialized views:
+
+- aggregates with DISTINCT beyond ``count(DISTINCT x)``: ``sum`` / ``avg`` / ``string_agg`` /
+  ``array_agg`` / ``min`` / ``max`` with DISTINCT, mixed with plain aggregates and FILTER (in MVs
+  HashAgg's distinct dedup table, stream/executors/agg_distinct.py): random groups with NULLs, NaN
+  and repeated values, the MVs built before the rows arrive; MVs under random inserts / updates /
+  deletes equal their batch recomputation; the forms Postgres refuses (ORDER BY other than the
+  argument) are refused with its message;
+- ``to_char`` of numbers and intervals (stream/expr_to_char.py): the common forms and 200 random
+  formats, one call each, the same text or an error on both sides;
+- ``regexp_split_to_table`` / ``regexp_matches`` in FROM (LATERAL too) and in a select list
+  (sql/bind/regexp_rows.py), and their MVs under DML;
+- untyped literals in CASE / COALESCE / NULLIF / GREATEST / LEAST taking the other values' type.
 """
 
 import decimal
@@ -331,3 +337,49 @@ def test_regexp_set_returning_mvs_equal_their_batch_recomputation(steps):
                 c.execute("UPDATE t SET s = %s WHERE k = %s", (s, k))
         for name, q in queries.items():
             assert _rows(c, f"SELECT * FROM {name}") == _rows(c, q), name
+
+
+# --- untyped literals in CASE / COALESCE / NULLIF / GREATEST / LEAST -----------------------------------
+
+UNKNOWN_COLUMNS = ("k INT PRIMARY KEY, ts TIMESTAMP, d DATE, tz TIMESTAMPTZ, iv INTERVAL, n NUMERIC, b BOOLEAN, "
+                   "i INT, f DOUBLE PRECISION, s VARCHAR")
+UNKNOWN_QUERIES = [
+    "SELECT k, COALESCE(ts, '2024-01-01'), COALESCE(d, '2024-02-29'), COALESCE(tz, '2024-01-01 05:00:00+02') FROM t",
+    "SELECT k, CASE WHEN k = 1 THEN d ELSE '2024-01-01' END, CASE WHEN k = 1 THEN '2024-01-01' ELSE d END FROM t",
+    "SELECT k, CASE k WHEN 1 THEN NULL WHEN 2 THEN '2024-01-01 10:00' ELSE ts END FROM t",
+    "SELECT k, CASE WHEN k > 1 THEN 1 ELSE 2.5 END, CASE WHEN k > 1 THEN i ELSE 2.5 END, CASE WHEN k > 2 THEN f ELSE 1 END "
+    "FROM t",
+    "SELECT k, COALESCE(iv, '2 hours'), COALESCE(n, '7.25'), COALESCE(b, 'true'), COALESCE(i, '5') + 1, "
+    "COALESCE(f, '1e3') FROM t",
+    "SELECT k, COALESCE(NULL, '2024-01-01', d), COALESCE(s, 'x'), COALESCE('a', 'b') FROM t",
+    "SELECT k, NULLIF(d, '2024-02-03'), NULLIF(i, '3'), NULLIF(ts, '2024-05-06 07:08:09') FROM t",
+    "SELECT k, GREATEST(ts, '2024-03-01'), LEAST('2024-03-01', d), GREATEST(i, '2', 1), LEAST(n, '0.5') FROM t",
+    "SELECT k FROM t WHERE COALESCE(d, '2000-01-01') < '2024-03-01'",
+    "SELECT k, CASE WHEN b THEN iv ELSE '1 day 02:00' END + interval '1 hour' FROM t",
+]
+
+
+@pytest.mark.postgres
+def test_untyped_literals_take_the_other_branches_type_as_in_postgres(pg):  # noqa: F811
+    insert = ("INSERT INTO t VALUES (1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), "
+              "(2, '2024-05-06 07:08:09', '2024-02-03', '2024-01-01 00:00:00+00', '1 day', 1.5, true, 3, 2.5, 'q'), "
+              "(3, '1999-12-31 23:59:59', '2024-03-01', '2030-06-01 12:00:00+00', '-3 hours', -0.25, false, -7, -1e10, '')")
+    pg.execute("DROP TABLE IF EXISTS t")
+    pg.execute(f"CREATE TABLE t ({UNKNOWN_COLUMNS})")
+    pg.execute(insert)
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute(f"CREATE TABLE t ({UNKNOWN_COLUMNS})")
+        mvs = {q: f"mv{i}" for i, q in enumerate(UNKNOWN_QUERIES) if "FROM t" in q}
+        for q, name in mvs.items():
+            conn.execute(f"CREATE MATERIALIZED VIEW {name} AS {_aliased(q)}")
+        conn.execute(insert)
+        _compare(pg, conn, UNKNOWN_QUERIES, mvs, "three rows")
+
+
+def test_an_untyped_literal_that_does_not_read_as_the_type_is_postgres_error():
+    with sql.connect(":memory:") as c:
+        c.execute(f"CREATE TABLE t ({UNKNOWN_COLUMNS})")
+        with pytest.raises(sql.errors.Error, match="date"):
+            c.execute("SELECT COALESCE(d, 'not a date') FROM t")
+        with pytest.raises(BindError, match="cannot be matched"):
+            c.execute("SELECT COALESCE(d, 5) FROM t")

@@ -382,7 +382,7 @@ class ExprBinder:
             return self._case(node)
         if isinstance(node, exp.Coalesce):
             nodes = [node.this] + list(node.expressions)
-            args, _ = self.unify(self._jsonb_literals([self.bind(n) for n in nodes], nodes), nodes, "COALESCE")
+            args, _ = self.unify(self._unknown_literals([self.bind(n) for n in nodes], nodes), nodes, "COALESCE")
             return E.Func("coalesce", *args)
         if isinstance(node, exp.Nullif):
             a, b = self.bind_pair(node.this, node.expression)
@@ -487,14 +487,26 @@ class ExprBinder:
         name = "->" if isinstance(node, exp.JSONExtract) else "->>"
         return self._jsonb_call(name, [left, right], node)
 
-    def _jsonb_literals(self, exprs, nodes) -> list:
-        """``exprs`` (bound from ``nodes``) with each untyped string literal read as JSONB when
-        another of them is JSONB (``COALESCE(j, '{}')``, ``CASE ... THEN j ELSE '[]' END``), as
-        Postgres resolves an unknown literal to the other values' type."""
-        if not any(e.data_type == DataType.JSONB for e in exprs):
+    def _unknown_literals(self, exprs, nodes) -> list:
+        """``exprs`` (bound from ``nodes``) with each untyped string literal read as the common
+        type of the others (``COALESCE(ts, '2024-01-01')`` a TIMESTAMP, ``CASE ... THEN d ELSE
+        '2024-01-01' END`` a DATE, ``COALESCE(j, '{}')`` a JSONB), as Postgres' select_common_type
+        leaves unknown literals out of the choice and then reads them as the chosen type (text
+        when every value is one; NULLs take any type). Types with no common one stay as they are:
+        ``unify`` names them."""
+        unknown = [_untyped(self, n) and self.literal(n)[0] is not None for n in nodes]
+        typed = [e for e, u in zip(exprs, unknown)
+                 if not u and not (isinstance(e, E.Lit) and e.value is None and e.data_type == DataType.VARCHAR)]
+        if not typed or not any(unknown):
             return exprs
-        return [self.bind_as(n, DataType.JSONB) if _untyped(self, n) and self.literal(n)[0] is not None else e
-                for e, n in zip(exprs, nodes)]
+        target = typed[0].data_type
+        for e in typed[1:]:
+            target = T.common_supertype(target, e.data_type)
+            if target is None:
+                return exprs
+        if target == DataType.VARCHAR:
+            return exprs
+        return [self.bind_as(n, target) if u else e for e, n, u in zip(exprs, nodes, unknown)]
 
     def _jsonb_binary(self, node, op):
         """``j || j2`` (an untyped literal beside a JSONB is one) and ``j - 'key'`` / ``j - n``;
@@ -653,6 +665,8 @@ class ExprBinder:
     def _quantified(self, op, left_node, quantifier, arr_node, node) -> E.Expr:
         """``x op ANY (array)`` / ``x op ALL (array)``: ``x`` and the elements meet at one type."""
         arr = self.bind(arr_node) if not _untyped(self, arr_node) else None
+        if isinstance(arr, E.Lit) and isinstance(arr.value, list) and all(v is None for v in arr.value):
+            arr = None   # an empty or all-NULL array parameter has no element type of its own: x's
         if arr is None:   # x = ANY ('{1,2}'): the literal is an array of x's type
             left = self.bind(left_node)
             arr = self.bind_as(arr_node, DataType.list(left.data_type))
@@ -744,7 +758,7 @@ class ExprBinder:
             values.append(self.bind(default))
             nodes.append(default)
         value_nodes = [w.args["true"] for w in node.args.get("ifs") or []] + ([default] if default is not None else [])
-        values, target = self.unify(self._jsonb_literals(values, value_nodes), nodes, "CASE")
+        values, target = self.unify(self._unknown_literals(values, value_nodes), nodes, "CASE")
         else_ = values[len(conds)] if default is not None else None
         return E.Case(list(zip(conds, values[:len(conds)])), else_, target)
 
