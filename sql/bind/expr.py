@@ -665,8 +665,6 @@ class ExprBinder:
     def _quantified(self, op, left_node, quantifier, arr_node, node) -> E.Expr:
         """``x op ANY (array)`` / ``x op ALL (array)``: ``x`` and the elements meet at one type."""
         arr = self.bind(arr_node) if not _untyped(self, arr_node) else None
-        if isinstance(arr, E.Lit) and isinstance(arr.value, list) and all(v is None for v in arr.value):
-            arr = None   # an empty or all-NULL array parameter has no element type of its own: x's
         if arr is None:   # x = ANY ('{1,2}'): the literal is an array of x's type
             left = self.bind(left_node)
             arr = self.bind_as(arr_node, DataType.list(left.data_type))
