@@ -101,6 +101,8 @@ AGGREGATES = [
     "SELECT k, to_jsonb(t) FROM t ORDER BY k",   # a whole row: an object of its columns
     "SELECT g, jsonb_agg(t ORDER BY k) FILTER (WHERE k > 2) FROM t GROUP BY g ORDER BY g",
     "SELECT to_jsonb(u) FROM (SELECT k, s AS \"S x\", j AS k2 FROM t) AS u ORDER BY u.k",
+    "SELECT k, (SELECT jsonb_agg(u.k ORDER BY u.k DESC) FROM t AS u WHERE u.g = t.g), "
+    "(SELECT jsonb_object_agg(u.k, u.d ORDER BY u.k) FROM t AS u WHERE u.g = t.g) FROM t ORDER BY k",
 ]
 #: a NULL key (s), a key of a non-scalar type (j, a): data errors on both sides when a row has one
 KEY_ERRORS = ["SELECT jsonb_object_agg(s, k) FROM t", "SELECT jsonb_object_agg(j, k) FROM t",
@@ -330,6 +332,16 @@ def test_refusals_name_the_construct():
                 ("SELECT jsonb_path_query(j, '$.a') FROM t", "function jsonb_path_query is not supported"),
                 ("SELECT j @? '$.a' FROM t", "not supported"),
                 ("CREATE TABLE u (k INT PRIMARY KEY, j JSON)", "JSON")]:
+            with pytest.raises(sql.errors.SqlError, match=message):
+                conn.execute(text)
+        for text, message in [   # no internal name in these messages
+                ("SELECT jsonb_agg(k) OVER () FROM t", r"window function jsonb_agg\(\) is not supported"),
+                ("SELECT jsonb_agg(jsonb_agg(k)) FROM t", "aggregate functions are not allowed in aggregate"),
+                ("SELECT k, jsonb_array_elements(j), count(*) FROM t GROUP BY k, j",
+                 "jsonb_array_elements in a select list is supported without GROUP BY"),
+                ("SELECT jsonb_array_elements(k) FROM t", r"function jsonb_array_elements\(int\) does not exist"),
+                ("SELECT * FROM jsonb_to_recordset('[]') AS x", "a column definition list is required"),
+                ("SELECT * FROM jsonb_to_recordset('[]') AS x(a int[])", "array type is not supported")]:
             with pytest.raises(sql.errors.SqlError, match=message):
                 conn.execute(text)
         with pytest.raises(sql.errors.BindError, match="jsonb_agg takes 1 argument"):

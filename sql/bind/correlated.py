@@ -29,6 +29,7 @@ from stream import expr as E
 from stream.expr_jsonb_cmp import equality_key
 
 from sql import types as T
+from sql.bind import jsonb_select
 from sql.bind.expr import ExprBinder, Scope, _name
 from sql.bind.expr import conjuncts as _conjuncts
 from sql.errors import BindError, UnsupportedError, error_at
@@ -174,6 +175,7 @@ def correlated_scalar(qb, scope: Scope, query, where, exists: bool = False):
     sel = _select_of(query)
     if not isinstance(sel, exp.Select):
         raise error_at(UnsupportedError, "a correlated set operation as a subquery is not supported", where)
+    sel = jsonb_select.rewrite(sel)   # jsonb_agg(...): an expression over the array_agg it becomes
     for key in ("group", "having", "distinct", "limit", "offset", "order", "with_", "with"):
         if sel.args.get(key):
             raise error_at(UnsupportedError, f"a correlated scalar subquery with {key.rstrip('_').upper()} is not "

@@ -63,8 +63,8 @@ def _own_nodes(root):
     stack = [root]
     while stack:
         node = stack.pop()
-        if isinstance(node, (exp.Select, exp.Subquery, exp.Window)) and node is not root:
-            continue
+        if isinstance(node, exp.Window) or isinstance(node, (exp.Select, exp.Subquery)) and node is not root:
+            continue   # a window's call is not an aggregate here; a subquery is rewritten when bound
         yield node
         stack.extend(reversed(list(node.iter_expressions())))
 
@@ -78,6 +78,17 @@ def _from_call(item):
     """The function call of FROM item ``item`` (``f(...) AS x``, ``LATERAL f(...)``), else None."""
     fn = item.this if isinstance(item, (exp.Table, exp.Lateral)) else None
     return fn if isinstance(fn, exp.Anonymous) else None
+
+
+def _walk(root):
+    """Nodes under ``root`` outside nested queries (window calls included)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Select, exp.Subquery)) and node is not root:
+            continue
+        yield node
+        stack.extend(node.iter_expressions())
 
 
 def _needs(select) -> bool:
@@ -116,9 +127,11 @@ def rewrite(select):
         items.append(exp.alias_(item, name) if name else item)   # Postgres' column name, kept
     select.set("expressions", items)
     for clause in _clauses(select):
-        for node in list(_own_nodes(clause)):
+        for node in reversed(list(_own_nodes(clause))):   # inner calls first (a nested one stays nested)
             if _is_jsonb_agg(node) or isinstance(node, exp.JSONBObjectAgg):
                 _rewrite_agg(node)
+    grouped = select.args.get("group") is not None or any(
+        isinstance(n, (exp.AggFunc, exp.Window)) for c in _clauses(select) for n in _walk(c))
     for item in select.expressions:
         for node in list(_own_nodes(item)):
             if isinstance(node, exp.Anonymous) and node.name.lower() in _RECORDS:
@@ -126,6 +139,10 @@ def rewrite(select):
                                                  "supported (it returns a record): use FROM t, "
                                                  f"{node.name.lower()}(t.j) AS e(key, value)", node)
             if isinstance(node, exp.Anonymous) and node.name.lower() in SRF_LISTS:
+                if grouped:
+                    raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} in a select list is "
+                                                     "supported without GROUP BY, aggregates or window functions "
+                                                     f"(FROM t, {node.name.lower()}(t.j) AS e takes them)", node)
                 if len(node.expressions) != 1:
                     raise error_at(BindError, f"function {node.name.lower()} takes 1 argument", node)
                 arg = node.expressions[0].copy()
