@@ -53,7 +53,7 @@ _JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataTyp
                "jsonb_insert": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN),
                "jsonb_set_lax": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN, DataType.VARCHAR),
                "jsonb_pretty": (DataType.JSONB,)}
-#: set-returning JSONB functions: FROM only (sql/bind/jsonb_rows.py)
+#: set-returning JSONB functions: in FROM (sql/bind/jsonb_rows.py) and a select list (sql/bind/jsonb_select.py)
 _JSONB_ROWS = ("jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text",
                "jsonb_object_keys")
 
@@ -905,8 +905,9 @@ class ExprBinder:
             raise error_at(UnsupportedError, f"function {node.name.lower()} is not supported (jsonpath is not: "
                                              "jsonb_path_* functions, @? and @@)", node)
         if isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_ROWS:
-            raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} is supported in FROM over "
-                                             f"a constant (FROM {node.name.lower()}('...') AS e), not here", node)
+            raise error_at(UnsupportedError, f"set-returning function {node.name.lower()} is supported in FROM "
+                                             f"(FROM t, {node.name.lower()}(t.j) AS e) and as a select-list item, "
+                                             "not here", node)
         if isinstance(node, exp.Anonymous) and node.name.lower() in _JSONB_ARGS:
             name, types = node.name.lower(), _JSONB_ARGS[node.name.lower()]
             return self._call_typed(name, [self.bind_as(a, t) for a, t in zip(node.expressions, types)]
