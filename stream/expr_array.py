@@ -318,8 +318,12 @@ class ArrayCompare(Expr):
             return rowwise(lambda a, b: test(_compare(a, b)), lambda ts: DataType.BOOLEAN)(
                 [self.left, self.right], columns)
         want_all = self.quantifier == "all"
-        if self.right.data_type.elem.kind in _VECTOR_KINDS and self.left.data_type == self.right.data_type.elem:
+        lk, ek = self.left.data_type.kind, self.right.data_type.elem.kind
+        if ek in _VECTOR_KINDS and self.left.data_type == self.right.data_type.elem:
             return _quantified_vec(self.op, want_all, self.left.evaluate(columns), self.right.evaluate(columns))
+        if lk in _INT_KINDS and ek in _INT_KINDS:   # integers of two widths: compared as BIGINT (exact)
+            return _quantified_vec(self.op, want_all, _as_int64(self.left.evaluate(columns)),
+                                   _as_int64(self.right.evaluate(columns)))
 
         def quantified(x, arr):
             if arr is None:
@@ -346,10 +350,41 @@ _KERNELS = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal
             ">=": pc.greater_equal}
 
 
+_INT_KINDS = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT)
+
+
+def _as_int64(v):
+    """An integer column, array column or scalar of either, widened to BIGINT."""
+    t = v.type
+    wide = pa.list_(pa.int64()) if pa.types.is_list(t) else pa.int64()
+    return v if t == wide else v.cast(wide)
+
+
+def _in_set(op: str, x, arr: pa.Scalar):
+    """``x = ANY (arr)`` / ``x <> ALL (arr)`` of a column against one constant array, by one
+    hash lookup per row (``is_in``): a match decides; else a NULL element (or a NULL x, or a NULL
+    array) makes the row NULL, as comparing with it would."""
+    n = len(x)
+    if not arr.is_valid:
+        return pa.nulls(n, pa.bool_())
+    values = arr.values
+    has_null = values.null_count > 0
+    found = pc.is_in(x, value_set=values.drop_null())   # NULL x: false here, masked below
+    x_null = np.asarray(x.is_null(), dtype=bool)
+    hit = np.asarray(pc.fill_null(found, False), dtype=bool)
+    null = x_null | (~hit & has_null)
+    out = hit if op == "=" else ~hit
+    return pa.array(out, pa.bool_(), mask=null)
+
+
 def _quantified_vec(op: str, want_all: bool, x, arr):
     """``x op ANY / ALL (arr)`` with Arrow kernels: every element compared with its row's ``x``,
     then per row the counts of true, false and unknown comparisons decide (ArrayCompare)."""
     scalar = isinstance(arr, pa.Scalar)
+    if scalar and not isinstance(x, pa.Scalar) and (op, want_all) in (("=", False), ("<>", True)):
+        if isinstance(x, pa.ChunkedArray):
+            x = x.combine_chunks()
+        return _in_set(op, x, arr)
     if scalar:
         arr = pa.array([arr.as_py()], arr.type)
         if not isinstance(x, pa.Scalar):   # a constant array against a column: repeat the array

@@ -2,7 +2,7 @@
 batches in key order, reading only what the Scan's :class:`~sql.plan.key_range.KeyRange` names.
 
 Job: :func:`scan_table` reads a Scan whole: every row (``StorageTable.to_arrow``), the point
-lookups of a range binding the whole pk (``StorageTable.get_row``), or the key ranges of its
+lookups of a range binding the whole pk (``StorageTable.get_rows``, one ``multi_get``), or the key ranges of its
 prefixes and bound (``StorageTable.batch_iter``; one vnode when the range pins it).
 :func:`scan_batches` yields the same rows in key order (descending with ``scan.reverse``) in
 batches of growing size, for a consumer that stops early (a TopN with ``early_stop``).
@@ -181,7 +181,7 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
     if rng.empty:
         return _empty(scan)
     if rng.is_point():
-        rows = [r for r in (table.get_row(p, epoch) for p in rng.points) if r is not None]
+        rows = [r for r in table.get_rows(rng.points, epoch) if r is not None]   # one multi_get
         if not rows:
             return _empty(scan)
         from sql.batch.execute import to_arrow_values

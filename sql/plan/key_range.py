@@ -5,7 +5,8 @@ Job: :func:`plan_batch` returns a copy of a batch plan whose Scans carry a :clas
 (``scan.key_range``) and a read direction (``scan.reverse``) and whose TopNs over a Scan in key
 order carry ``top.early_stop`` (the rows to read before the answer is known):
 - a Filter (chain) over a Scan: its AND-ed conjuncts ``pk_col op literal`` (op ``= < <= > >=``,
-  the column on either side, ``IN (...)`` as ORs of ``=``) give equality values on a pk prefix
+  the column on either side, ``IN (...)`` as ORs of ``=``, ``= ANY (array)`` of a constant array
+  or a parameter) give equality values on a pk prefix
   and bounds on the next pk column -> key ranges; the full pk bound by equality -> point
   lookups; equality on every distribution-key column -> only its vnode is read.
 - ``TopN(limit n, offset o, no group)`` over Project/Filter over a Scan whose order columns
@@ -49,6 +50,7 @@ from relational.memcomparable import OrderType
 from relational.types import TypeKind
 from relational.arrow import to_pylist
 from stream.expr import And, Arith, Cast, Cmp, Col, Lit, Negate, Or, raising_errors
+from stream.expr_array import ArrayCompare
 
 from sql.plan import nodes as P
 
@@ -342,6 +344,35 @@ def _in_list(e, pk_pos, types):
     return pos, values
 
 
+def _any_array(e, pk_pos, types):
+    """``(pk position, [values])`` of ``col = ANY (array)`` over one pk column and an array
+    built without columns (``ARRAY[...]``, ``'{...}'``, a parameter), or None. A NULL array or
+    no non-NULL element matches nothing (an empty list)."""
+    if not isinstance(e, ArrayCompare) or e.op != "=" or e.quantifier != "any":
+        return None
+    if not isinstance(e.left, Col) or e.left.index not in pk_pos or e.right.column_refs():
+        return None
+    dtype, elem = types[e.left.index], e.right.data_type.elem
+    if dtype.kind not in _ORDERED:
+        return None
+    try:
+        with raising_errors():
+            items = to_pylist(e.right.eval([], 1), e.right.data_type)[0]
+    except Exception:   # noqa: BLE001 -- any failure: no range, the Filter raises it
+        return None
+    values = []
+    for v in items or ():
+        bounds = _literal_bounds("=", Lit(v, elem), dtype)
+        if bounds is None:
+            return None
+        if bounds == [("none", None)]:
+            continue
+        if len(bounds) != 1 or bounds[0][0] != "=":
+            return None   # a fraction against an integer key: the span of the IN form would be needed
+        values.append(bounds[0][1])
+    return pk_pos[e.left.index], values
+
+
 def scan_range(scan: P.Scan, conds) -> KeyRange | None:
     """The :class:`KeyRange` of ``scan`` under the AND-ed ``conds``, or None (read everything)."""
     desc = scan.relation.desc
@@ -355,7 +386,7 @@ def scan_range(scan: P.Scan, conds) -> KeyRange | None:
     for c in conds:
         got = _column_cmp(c, pk_pos, scan.types)
         if got is None:
-            inl = _in_list(c, pk_pos, scan.types)
+            inl = _in_list(c, pk_pos, scan.types) or _any_array(c, pk_pos, scan.types)
             if inl is None:
                 continue
             pos, values = inl
