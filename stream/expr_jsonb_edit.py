@@ -23,6 +23,8 @@ Job: the entries of ``FUNCS`` that :mod:`stream.expr_jsonb` adds to its table (s
 - ``?|`` / ``?&`` (``jsonb_exists_any`` / ``_all``: any / all of a text array's non-NULL
   strings are top-level keys or string elements, as ``?``), ``jsonb - text[]``
   (``jsonb_delete_array``: those keys or string elements dropped; a scalar is an error).
+- ``jsonb_object(text[])`` / ``jsonb_object(keys text[], values text[])``: an object of string
+  values (NULL: JSON null; an odd count, a NULL key or arrays of other lengths: data errors).
 - ``jsonb_pretty``: Postgres' indented text (4 spaces a level, one item a line, an empty
   container as its brackets on two lines).
 - the JSONB aggregates' final steps, over the ``array_agg`` sql/bind/jsonb_select.py rewrites
@@ -209,6 +211,20 @@ def delete_keys(text, keys):
     return J.to_text([x for x in node if not (isinstance(x, str) and x in drop)])
 
 
+def jsonb_object(keys, values=None):
+    """``jsonb_object(text[])`` (alternating keys and values) / ``jsonb_object(keys, values)``:
+    values as JSON strings (NULL: JSON null), a later duplicate key winning."""
+    if values is None:
+        if len(keys) % 2:
+            raise RowError("array must have even number of elements")
+        keys, values = keys[0::2], keys[1::2]
+    elif len(keys) != len(values):
+        raise RowError("mismatched array dimensions")
+    if any(k is None for k in keys):
+        raise RowError("null value not allowed for object key")
+    return J.to_text(J._object(list(zip(keys, values))))
+
+
 # --- jsonb_pretty -------------------------------------------------------------------------------
 
 def pretty(text) -> str:
@@ -295,6 +311,8 @@ FUNCS = {
                  (2, 2)),
     "?&": _entry(exists_all, lambda ts: DataType.BOOLEAN if ts == [_JB, _TEXTS] else None, "jsonb_exists_all",
                  (2, 2)),
+    "jsonb_object": _entry(jsonb_object, lambda ts: _JB if ts in ([_TEXTS], [_TEXTS, _TEXTS]) else None, "jsonb_object",
+                           (1, 2)),
     "jsonb_pretty": _entry(pretty, lambda ts: _V if ts == [_JB] else None, "jsonb_pretty", (1, 1)),
     "jsonb_agg final": _entry(agg_final, lambda ts: _JB if ts == [DataType.list(_JB)] else None, "jsonb_agg",
                               (1, 1)),

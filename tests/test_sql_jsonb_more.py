@@ -6,7 +6,7 @@ against a real PostgreSQL (tests/pg_server.py), and their materialized views aga
   with and without a zone, times, intervals, bytea, arrays, JSONB, NULLs), and
   ``jsonb_object_agg(k, v)`` keyed by values of several types: the printed JSON must equal
   Postgres' byte for byte; a NULL or JSONB key is a data error on both sides.
-- ``#-``, ``?|``, ``?&``, ``j - text[]``, ``jsonb_insert``, ``jsonb_set_lax``, ``jsonb_pretty``
+- ``#-``, ``?|``, ``?&``, ``j - text[]``, ``jsonb_insert``, ``jsonb_set_lax``, ``jsonb_pretty``, ``jsonb_object``
   and ``jsonb_set``'s NULL path elements over fixed and random documents (each expression over
   all rows in one query; where Postgres raises a data error, row by row: both raise it or
   both answer alike).
@@ -151,7 +151,9 @@ EDITS = [
     "jsonb_set_lax(j, '{a}', NULL, true, 'other')",
     "jsonb_set(j, '{a,NULL}', '1')", "jsonb_set(j, '{NULL}', '1')", "jsonb_set(j, '{b,NULL}', '1', false)",
     "jsonb_set(j, '{\" 1\"}', '1')", "jsonb_insert(j, '{\"1 \"}', '1')", "j #- '{a,NULL}'", "jsonb_set(j, '{99999999999}', '1')",
-    "jsonb_pretty(j)", "jsonb_pretty(j -> 'b')", "jsonb_build_object(1e20::float8, 1, 1.5::real, 2, 'NaN'::float8, k)",
+    "jsonb_pretty(j)", "jsonb_pretty(j -> 'b')", "jsonb_object(ARRAY['k', k::text, 'a', NULL, 'k', jsonb_typeof(j)])",
+    "jsonb_object('{a,b}', ARRAY[j ->> 0, NULL])", "jsonb_object(ARRAY[j ->> 'a', 'v'])", "jsonb_object('{a,1,b}')",
+    "jsonb_object('{a}', '{1,2}')", "jsonb_object('{}')", "jsonb_build_object(1e20::float8, 1, 1.5::real, 2, 'NaN'::float8, k)",
 ]
 
 
@@ -189,7 +191,7 @@ def test_path_edits_and_key_operators_agree_with_postgres(both):
     # the data errors were reached (each of these raises for some document)
     for expr in ("jsonb_insert(j, '{a}', '1')", "j #- '{a}'", "jsonb_set_lax(j, '{a}', NULL, true, 'raise_exception')",
                  "jsonb_set(j, '{a,NULL}', '1')", "jsonb_set(j, '{99999999999}', '1')",
-                 "jsonb_insert(j, '{\"1 \"}', '1')"):
+                 "jsonb_insert(j, '{\"1 \"}', '1')", "jsonb_object(ARRAY[j ->> 'a', 'v'])"):
         assert "data" in verdicts[expr], expr
     load_docs(conn, pg, SCALARS)   # a top-level scalar: each edit is a data error, the key operators answer
     for expr in ("j #- '{a}'", "j #- '{}'", "jsonb_insert(j, '{0}', '1')", "jsonb_set_lax(j, '{0}', NULL)",

@@ -52,7 +52,8 @@ _JSONB_ARGS = {"jsonb_typeof": (DataType.JSONB,), "jsonb_array_length": (DataTyp
                "jsonb_set": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN),
                "jsonb_insert": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN),
                "jsonb_set_lax": (DataType.JSONB, DataType.VARCHAR, DataType.JSONB, DataType.BOOLEAN, DataType.VARCHAR),
-               "jsonb_pretty": (DataType.JSONB,)}
+               "jsonb_pretty": (DataType.JSONB,),
+               "jsonb_object": (DataType.list(DataType.VARCHAR), DataType.list(DataType.VARCHAR))}
 #: set-returning JSONB functions: in FROM (sql/bind/jsonb_rows.py) and a select list (sql/bind/jsonb_select.py)
 _JSONB_ROWS = ("jsonb_array_elements", "jsonb_array_elements_text", "jsonb_each", "jsonb_each_text",
                "jsonb_object_keys")
@@ -664,11 +665,6 @@ class ExprBinder:
 
     def _quantified(self, op, left_node, quantifier, arr_node, node) -> E.Expr:
         """``x op ANY (array)`` / ``x op ALL (array)``: ``x`` and the elements meet at one type."""
-        lit = self.literal(arr_node)
-        if lit is not None and isinstance(lit[0], list) and all(v is None for v in lit[0]):
-            left = self.bind(left_node)   # an empty or all-NULL array parameter has no element type: x's
-            return E.ArrayCompare(op, left, self._lit(list(lit[0]), DataType.list(left.data_type), arr_node),
-                                  quantifier)
         arr = self.bind(arr_node) if not _untyped(self, arr_node) else None
         if arr is None:   # x = ANY ('{1,2}'): the literal is an array of x's type
             left = self.bind(left_node)
