@@ -665,6 +665,11 @@ class ExprBinder:
 
     def _quantified(self, op, left_node, quantifier, arr_node, node) -> E.Expr:
         """``x op ANY (array)`` / ``x op ALL (array)``: ``x`` and the elements meet at one type."""
+        lit = self.literal(arr_node)
+        if lit is not None and isinstance(lit[0], list) and all(v is None for v in lit[0]):
+            left = self.bind(left_node)   # an empty or all-NULL array parameter has no element type: x's
+            return E.ArrayCompare(op, left, self._lit(list(lit[0]), DataType.list(left.data_type), arr_node),
+                                  quantifier)
         arr = self.bind(arr_node) if not _untyped(self, arr_node) else None
         if arr is None:   # x = ANY ('{1,2}'): the literal is an array of x's type
             left = self.bind(left_node)
