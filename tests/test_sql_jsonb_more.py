@@ -150,10 +150,12 @@ EDITS = [
     "jsonb_set_lax(j, '{a}', '1', NULL)", "jsonb_set_lax(j, '{a}', '2', true, NULL)",
     "jsonb_set_lax(j, '{a}', NULL, true, 'other')",
     "jsonb_set(j, '{a,NULL}', '1')", "jsonb_set(j, '{NULL}', '1')", "jsonb_set(j, '{b,NULL}', '1', false)",
-    "jsonb_set(j, '{\" 1\"}', '1')", "jsonb_insert(j, '{\"1 \"}', '1')", "j #- '{a,NULL}'", "jsonb_set(j, '{99999999999}', '1')",
-    "jsonb_pretty(j)", "jsonb_pretty(j -> 'b')", "jsonb_object(ARRAY['k', k::text, 'a', NULL, 'k', jsonb_typeof(j)])",
+    "jsonb_set(j, '{\" 1\"}', '1')", "jsonb_insert(j, '{\"1 \"}', '1')", "j #- '{a,NULL}'",
+    "jsonb_set(j, '{99999999999}', '1')", "jsonb_pretty(j)", "jsonb_pretty(j -> 'b')",
+    "jsonb_object(ARRAY['k', k::text, 'a', NULL, 'k', jsonb_typeof(j)])",
     "jsonb_object('{a,b}', ARRAY[j ->> 0, NULL])", "jsonb_object(ARRAY[j ->> 'a', 'v'])", "jsonb_object('{a,1,b}')",
-    "jsonb_object('{a}', '{1,2}')", "jsonb_object('{}')", "jsonb_build_object(1e20::float8, 1, 1.5::real, 2, 'NaN'::float8, k)",
+    "jsonb_object('{a}', '{1,2}')", "jsonb_object('{}')",
+    "jsonb_build_object(1e20::float8, 1, 1.5::real, 2, 'NaN'::float8, k)",
 ]
 
 
@@ -254,7 +256,8 @@ RECORDS = [
     "SELECT x.* FROM jsonb_to_recordset('[{\"n\": 1.50, \"t\": \"2024-01-02T03:04:05\", \"f\": true, \"j\": \"s\", "
     "\"d\": \"2024-02-29\"}, {\"j\": [1, {}], \"f\": \"false\", \"n\": \"-0.5\"}]') "
     "AS x(n numeric, t timestamp, f boolean, j jsonb, d date, missing bigint)",
-    "SELECT * FROM jsonb_to_record('{\"a\": 1.5, \"B\": true, \"b\": 7}') AS x(a numeric, \"B\" bool, b int, \"A\" text)",
+    "SELECT * FROM jsonb_to_record('{\"a\": 1.5, \"B\": true, \"b\": 7}') "
+    "AS x(a numeric, \"B\" bool, b int, \"A\" text)",
     "SELECT * FROM jsonb_to_record(NULL) AS x(a int)", "SELECT * FROM jsonb_to_recordset(NULL) AS x(a int)",
     "SELECT * FROM jsonb_to_recordset('[]') AS x(a int)",
     "SELECT t.k, x.a, x.b FROM t, jsonb_to_recordset(t.j) AS x(a int, b jsonb) WHERE jsonb_typeof(t.j) = 'array'",
@@ -262,8 +265,10 @@ RECORDS = [
     "WHERE jsonb_typeof(t.j) = 'array' OR t.j IS NULL",
     "SELECT t.k, r.a, r.b FROM t, jsonb_to_record(t.j -> 0) AS r(a text, b text)",
 ]
-RECORD_ERRORS = ["SELECT * FROM jsonb_to_recordset('[1]') AS x(a int)", "SELECT * FROM jsonb_to_recordset('{}') AS x(a int)",
-                 "SELECT * FROM jsonb_to_record('[1]') AS x(a int)", "SELECT * FROM jsonb_to_record('{\"a\": 1.5}') AS x(a int)",
+RECORD_ERRORS = ["SELECT * FROM jsonb_to_recordset('[1]') AS x(a int)",
+                 "SELECT * FROM jsonb_to_recordset('{}') AS x(a int)",
+                 "SELECT * FROM jsonb_to_record('[1]') AS x(a int)",
+                 "SELECT * FROM jsonb_to_record('{\"a\": 1.5}') AS x(a int)",
                  "SELECT * FROM jsonb_to_recordset('[{\"a\": \"x\"}]') AS x(a int)"]
 
 

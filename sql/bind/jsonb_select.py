@@ -20,8 +20,8 @@ its subqueries, which are rewritten when they are bound, nor window calls):
   (stream/expr_jsonb.py, the one FROM's lateral form uses), which the select list's ``unnest``
   plans as a ProjectSet (stream/executors/project_set.py): one row per element, several calls
   zipped, the shorter padded with NULL (Postgres 10+), a NULL or empty value no row; an
-  unaliased item keeps Postgres' column name (the function's).
-
+  unaliased item keeps Postgres' column name (the function's); refused next to GROUP BY,
+  aggregates or window functions, as ``unnest`` there.
 - a FROM item ``jsonb_to_recordset(j) AS x(a int, b text, ...)`` / ``jsonb_to_record(j) AS ...``
   (the column definition list is required, as Postgres) -> ``unnest`` of one list per column,
   ``CAST("jsonb_to_recordset texts"(j, 'a') AS int[])`` (the field's text: a string's own text,
@@ -33,10 +33,10 @@ its subqueries, which are rewritten when they are bound, nor window calls):
 
 Also :func:`whole_row`: ``to_jsonb(t)`` of a FROM item's name (sql/bind/expr.py calls it).
 
-Refused here by name: ``jsonb_agg(DISTINCT ...)`` / ``jsonb_object_agg(DISTINCT ...)``, and
-``jsonb_each`` / ``jsonb_each_text`` in a select list (they return a record; FROM takes them).
-The internal names hold a space, so no SQL text calls them. Callers:
-:meth:`sql.bind.select.QueryBinder._select`.
+Refused here by name: ``jsonb_agg(DISTINCT ...)``, and ``jsonb_each`` / ``jsonb_each_text`` in
+a select list (they return a record; FROM takes them). The internal names hold a space, so no
+SQL text calls them. Callers: :meth:`sql.bind.select.QueryBinder._select`,
+:func:`sql.bind.correlated.correlated_scalar` (before it looks for the subquery's aggregates).
 """
 
 from __future__ import annotations
