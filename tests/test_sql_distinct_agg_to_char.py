@@ -306,6 +306,16 @@ def test_regexp_set_returning_functions_agree_with_postgres(pg, data):  # noqa: 
         _compare(pg, conn, REGEXP_QUERIES, mvs, data)
 
 
+@pytest.mark.parametrize("query", ["SELECT count(*), regexp_split_to_table('a', ',')",
+                                   "SELECT k, regexp_matches(s, 'a') FROM t GROUP BY k, s",
+                                   "SELECT k FROM t WHERE regexp_matches(s, 'a') IS NULL"])
+def test_regexp_set_returning_functions_elsewhere_are_refused_by_name(query):
+    with sql.connect(":memory:") as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")
+        with pytest.raises(UnsupportedError, match="set-returning function regexp_"):
+            c.execute(query)
+
+
 def test_regexp_set_returning_functions_name_their_columns_as_postgres():
     with sql.connect(":memory:") as c:
         c.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)")

@@ -11,7 +11,8 @@ Job: :func:`rewrite` returns the ``exp.Select`` (a copy when anything changed) w
   bare type);
 - each call in the select list (its own clauses, not subqueries) replaced by ``unnest`` of the
   list (one row per element, several set-returning calls zipped, the shorter padded with NULL,
-  as Postgres 10+), an unaliased item keeping the function's name as its column name.
+  as Postgres 10+), an unaliased item keeping the function's name as its column name; with
+  aggregates, GROUP BY or window functions in the select it is refused by name (as ``unnest``).
 
 The lists: ``regexp_split_to_table`` is ``regexp_split_to_array`` unnested (the same splits);
 ``regexp_matches`` is the internal ``"regexp_matches list"`` (stream/expr_array.py): one text[]
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sql.errors import BindError, error_at
+from sql.errors import BindError, UnsupportedError, error_at
 
 #: set-returning function -> the list function its rows come from
 LISTS = {"regexp_split_to_table": "regexp_split_to_array", "regexp_matches": "regexp_matches list"}
@@ -86,6 +87,12 @@ def rewrite(select):
             item.replace(exp.Lateral(this=exp.Unnest(expressions=[_list_of(fn)]), alias=alias))
         else:
             item.replace(exp.Unnest(expressions=[_list_of(fn)], alias=alias))
+    calls = [n for item in select.expressions for n in _own_nodes(item) if _call(n)]
+    if calls and (select.args.get("group") or select.args.get("having") or any(
+            isinstance(n, (exp.AggFunc, exp.Window)) for item in select.expressions for n in _own_nodes(item))):
+        raise error_at(UnsupportedError, f"set-returning function {calls[0].name.lower()} in a select list with "
+                                         "aggregates, GROUP BY or window functions is not supported (use FROM t, "
+                                         f"{calls[0].name.lower()}(t.s, ...) AS x)", calls[0])
     items = []
     for item in select.expressions:
         fn = _call(item)
