@@ -45,7 +45,7 @@ from stream.errors import ExpressionError
 from stream.expr_base import Lit
 from stream.expr_errors import data_error
 from stream.expr_to_char import RowError as ToCharRowError
-from stream.expr_to_char import interval_char, number_formatter
+from stream.expr_to_char import datetime_char, interval_char, number_formatter
 
 _INTS = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT)
 _FLOATS = (TypeKind.REAL, TypeKind.DOUBLE)
@@ -789,7 +789,7 @@ def _to_timestamp_epoch(x):
         raise RowError(f"timestamp out of range: \"{x}\"") from None
 
 
-# to_char patterns (longest first); FM suppresses padding of the next pattern
+# date/time patterns (longest first), as to_timestamp's format reads them
 _TO_CHAR = re.compile(r'FM|"(?:[^"\\]|\\.)*"|HH24|HH12|HH|MI|SS|MS|US|AM|PM|A\.M\.|P\.M\.|am|pm|a\.m\.|p\.m\.|'
                       r'YYYY|YYY|YY|Y,YYY|Y|IYYY|MONTH|Month|month|MON|Mon|mon|MM|DAY|Day|day|DY|Dy|dy|DDD|DD|D|'
                       r'ID|IW|WW|Q|J|SSSSS|SSSS|TZ|tz|OF|CC|\\.|.', re.S)
@@ -799,79 +799,24 @@ _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Satu
 
 
 def _to_char_fn(fmt: str, kind):
-    """The per-row to_char of a value of type ``kind`` with the constant format ``fmt``: numbers
-    and intervals through :mod:`stream.expr_to_char`, dates and time stamps below (an empty format
-    gives NULL, as Postgres' timestamp_to_char)."""
+    """The per-row to_char of a value of type ``kind`` with the constant format ``fmt``, all through
+    :mod:`stream.expr_to_char`: numbers, intervals, and dates and time stamps (a DATE as its
+    midnight, with the time zone patterns of a TIMESTAMPTZ, as Postgres' date -> timestamptz); an
+    empty format gives NULL but for numbers."""
     if kind in _NUMS or kind == TypeKind.INTERVAL:   # (format errors raise here, when the node is built)
         format_value = number_formatter(fmt, kind) if kind in _NUMS else interval_char(fmt)
+    else:
+        as_text = datetime_char(fmt, kind != TypeKind.TIMESTAMP)
 
-        def to_char_value(v):
-            try:
-                return format_value(v)
-            except ToCharRowError as exc:
-                raise RowError(str(exc)) from None
-        return to_char_value
-    tokens = _TO_CHAR.findall(fmt)
+        def format_value(v):
+            return as_text(_as_datetime(v))
 
-    def to_char(v):
-        if not fmt:
-            return None
-        d = _as_datetime(v)
-        out, fm = [], False
-        for tok in tokens:
-            if tok == "FM":
-                fm = True
-                continue
-            text = _pattern(tok, d, fm)
-            fm = False
-            out.append(text)
-        return "".join(out)
-    return to_char
-
-
-def _pattern(tok: str, d: datetime.datetime, fm: bool) -> str:
-    def num(n, width):
-        return str(n) if fm else (f"{n:0{width}d}" if n >= 0 else "-" + f"{-n:0{width}d}")
-    h12 = d.hour % 12 or 12
-    dow = (d.weekday() + 1) % 7
-    if tok.startswith('"'):
-        return re.sub(r"\\(.)", r"\1", tok[1:-1])
-    if tok.startswith("\\") and len(tok) == 2:
-        return tok[1]
-    simple = {"HH24": lambda: num(d.hour, 2), "HH12": lambda: num(h12, 2), "HH": lambda: num(h12, 2),
-              "MI": lambda: num(d.minute, 2), "SS": lambda: num(d.second, 2),
-              "MS": lambda: num(d.microsecond // 1000, 3), "US": lambda: num(d.microsecond, 6),
-              "SSSS": lambda: str(d.hour * 3600 + d.minute * 60 + d.second),
-              "SSSSS": lambda: str(d.hour * 3600 + d.minute * 60 + d.second),
-              "YYYY": lambda: num(d.year, 4), "YYY": lambda: num(d.year % 1000, 3),
-              "YY": lambda: num(d.year % 100, 2), "Y": lambda: str(d.year % 10),
-              "Y,YYY": lambda: f"{d.year // 1000},{d.year % 1000:03d}",
-              "IYYY": lambda: num(d.isocalendar()[0], 4),
-              "MM": lambda: num(d.month, 2), "DDD": lambda: num(d.timetuple().tm_yday, 3),
-              "DD": lambda: num(d.day, 2), "D": lambda: str(dow + 1), "ID": lambda: str(d.isoweekday()),
-              "IW": lambda: num(d.isocalendar()[1], 2), "WW": lambda: num((d.timetuple().tm_yday - 1) // 7 + 1, 2),
-              "Q": lambda: str((d.month - 1) // 3 + 1), "J": lambda: str(d.toordinal() + 1721425),
-              "CC": lambda: num((d.year - 1) // 100 + 1, 2), "TZ": lambda: "UTC" if False else "",
-              "tz": lambda: "", "OF": lambda: "+00"}
-    if tok in simple:
-        return simple[tok]()
-    if tok in ("AM", "PM"):
-        return "AM" if d.hour < 12 else "PM"
-    if tok in ("am", "pm"):
-        return "am" if d.hour < 12 else "pm"
-    if tok in ("A.M.", "P.M."):
-        return "A.M." if d.hour < 12 else "P.M."
-    if tok in ("a.m.", "p.m."):
-        return "a.m." if d.hour < 12 else "p.m."
-    names = {"MONTH": (_MONTHS[d.month - 1].upper(), 9), "Month": (_MONTHS[d.month - 1], 9),
-             "month": (_MONTHS[d.month - 1].lower(), 9), "MON": (_MONTHS[d.month - 1][:3].upper(), 0),
-             "Mon": (_MONTHS[d.month - 1][:3], 0), "mon": (_MONTHS[d.month - 1][:3].lower(), 0),
-             "DAY": (_DAYS[dow].upper(), 9), "Day": (_DAYS[dow], 9), "day": (_DAYS[dow].lower(), 9),
-             "DY": (_DAYS[dow][:3].upper(), 0), "Dy": (_DAYS[dow][:3], 0), "dy": (_DAYS[dow][:3].lower(), 0)}
-    if tok in names:
-        text, width = names[tok]
-        return text if fm else text.ljust(width)
-    return tok
+    def to_char_value(v):
+        try:
+            return format_value(v)
+        except ToCharRowError as exc:
+            raise RowError(str(exc)) from None
+    return to_char_value
 
 
 def _to_char(args, columns):

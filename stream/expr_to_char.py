@@ -559,3 +559,132 @@ def interval_char(fmt: str):
             out.append(text + (_th(text, th == "TH") if th else ""))
         return "".join(out)
     return to_char
+
+
+# --- dates and time stamps -----------------------------------------------------------------------
+
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+_ROMAN_MONTHS = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"]
+
+
+def _cased(text: str, kw: str) -> str:
+    """A name spelled as its keyword is: ``MONTH`` upper, ``Month`` capitalised, ``month`` lower."""
+    if kw.isupper():
+        return text.upper()
+    return text.lower() if kw.islower() else text
+
+
+def datetime_char(fmt: str, with_zone: bool):
+    """A function formatting one non-NULL ``datetime.datetime`` (a DATE reads as its midnight)
+    with the constant format ``fmt`` as Postgres' timestamp[tz]_to_char (``with_zone``: the time
+    zone patterns name UTC, the only zone here; a TIMESTAMP has no zone name); an empty format
+    gives NULL."""
+    nodes = _dch_nodes(fmt)
+
+    def to_char(d):
+        if not fmt:
+            return None
+        year, mon, mday, hour = d.year, d.month, d.day, d.hour
+        yday = d.timetuple().tm_yday
+        wday = (d.weekday() + 1) % 7   # Sunday 0
+        iso_year, iso_week, iso_day = d.isocalendar()
+        usec = d.microsecond
+        out = []
+        for node in nodes:
+            kw = node[0]
+            if kw is None:
+                out.append(node[1])
+                continue
+            _, fm, th = node
+            up = kw.upper()
+
+            def num(v, width):   # C's "%0*d"; FM: no padding
+                return str(v) if fm else f"{v:0{width}d}"
+            if up in ("AM", "PM", "A.M.", "P.M."):
+                text = ("P" if hour >= 12 else "A") + ("M" if len(up) == 2 else ".M.")
+                out.append(text if kw[0].isupper() else text.lower())
+                continue
+            if up in ("AD", "BC", "A.D.", "B.C."):
+                text = "AD" if len(up) == 2 else "A.D."
+                out.append(text if kw[0].isupper() else text.lower())
+                continue
+            if up in ("MONTH", "DAY"):
+                name = _cased(_MONTHS[mon - 1] if up == "MONTH" else _DAYS[wday], kw)
+                out.append(name if fm else name.ljust(9))
+                continue
+            if up in ("MON", "DY"):
+                out.append(_cased((_MONTHS[mon - 1] if up == "MON" else _DAYS[wday])[:3], kw))
+                continue
+            if up == "RM":
+                name = _ROMAN_MONTHS[mon - 1]
+                name = name if kw == "RM" else name.lower()
+                out.append(name if fm else name.ljust(4))
+                continue
+            if up in ("TZ",):
+                if with_zone:
+                    out.append("UTC" if kw == "TZ" else "utc")
+                continue
+            if up == "FX":
+                continue
+            if up == "HH24":
+                text = num(hour, 2)
+            elif up in ("HH", "HH12"):
+                text = num(hour % 12 or 12, 2)
+            elif up == "MI":
+                text = num(d.minute, 2)
+            elif up == "SS":
+                text = num(d.second, 2)
+            elif up == "MS":
+                text = f"{usec // 1000:03d}"
+            elif up == "US":
+                text = f"{usec:06d}"
+            elif up.startswith("FF"):
+                k = int(up[2])
+                text = f"{usec // 10 ** (6 - k):0{k}d}"
+            elif up in ("SSSS", "SSSSS"):
+                text = str(hour * 3600 + d.minute * 60 + d.second)
+            elif up == "TZH":
+                text = "+00"
+            elif up == "TZM":
+                text = "00"
+            elif up == "OF":
+                text = "+0" if fm else "+00"
+            elif up == "Y,YYY":
+                text = f"{year // 1000},{year % 1000:03d}"
+            elif up in ("YYYY", "IYYY"):
+                text = num(year if up == "YYYY" else iso_year, 4)
+            elif up in ("YYY", "YY", "Y", "IYY", "IY", "I"):
+                width = len(up) if up[0] == "Y" else {"IYY": 3, "IY": 2, "I": 1}[up]
+                y = year if up[0] == "Y" else iso_year
+                text = num(y % 10 ** width, width)
+            elif up == "MM":
+                text = num(mon, 2)
+            elif up == "DD":
+                text = num(mday, 2)
+            elif up == "DDD":
+                text = num(yday, 3)
+            elif up == "IDDD":
+                text = num((iso_week - 1) * 7 + iso_day, 3)
+            elif up == "D":
+                text = str(wday + 1)
+            elif up == "ID":
+                text = str(iso_day)
+            elif up == "WW":
+                text = num((yday - 1) // 7 + 1, 2)
+            elif up == "IW":
+                text = num(iso_week, 2)
+            elif up == "W":
+                text = str((mday - 1) // 7 + 1)
+            elif up == "Q":
+                text = str((mon - 1) // 3 + 1)
+            elif up == "CC":
+                text = num((year - 1) // 100 + 1, 2)
+            elif up == "J":
+                text = str(d.toordinal() + 1721425)
+            else:   # (not reached: every keyword is handled above)
+                raise ExpressionError(f"to_char's \"{kw}\" is not supported")
+            out.append(text + (_th(text, th == "TH") if th and up not in ("TZH", "TZM", "OF") else ""))
+        return "".join(out)
+    return to_char

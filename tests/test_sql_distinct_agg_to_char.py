@@ -193,6 +193,12 @@ _IV_ATOMS = ["HH", "HH12", "HH24", "hh24", "MI", "SS", "MS", "US", "FF3", "FF1",
 _IV_VALUES = ["1 day 02:03:04", "-1 day -02:03:04.5", "1 year 2 mons", "-14 mons", "30 hours", "00:00:00.000123",
               "-00:00:01.5", "100 years 11 mons 31 days 25:61:61", "0", "-3 years -13:00", "12:00", "-12:00:00",
               "-1234 years", "-5 days 10:00", "11:59:59.999999"]
+_TS_ATOMS = ["HH", "HH12", "HH24", "hh24", "MI", "SS", "MS", "US", "FF3", "SSSS", "AM", "pm", "a.m.", "P.M.", "YYYY",
+             "YYY", "YY", "Y", "Y,YYY", "MM", "DD", "DDD", "WW", "Q", "CC", "FM", "fm", "TH", ":", " ", '"x"', "-", "J",
+             "IW", "Day", "DY", "Month", "MON", "mon", "D", "ID", "IYYY", "IDDD", "TZ", "OF", "W", "RM", "AD", "bc"]
+_TS_VALUES = [("timestamp", "2024-01-02 03:04:05.123456"), ("timestamp", "1999-12-31 23:59:59"),
+              ("timestamp", "2000-02-29 12:00:00"), ("timestamp", "2021-01-03 00:00:00"), ("date", "2024-07-04"),
+              ("timestamptz", "2024-03-10 10:00:00+00"), ("date", "2027-01-01")]
 TO_CHAR_CALLS = [   # the common forms, by hand
     "to_char(1234.5, '9,999.99')", "to_char(-1234.5, '9G999D99')", "to_char(42, 'FM999')", "to_char(7, '0000')",
     "to_char(-12, 'S999')", "to_char(12, 'S999')", "to_char(-12, '999MI')", "to_char(-3.5, '99.9PR')",
@@ -213,14 +219,18 @@ def _random_calls(rng):
     for _ in range(80):
         fmt = "".join(rng.choice(_IV_ATOMS) for _ in range(rng.randint(1, 6)))
         calls.append(f"to_char('{rng.choice(_IV_VALUES)}'::interval, '{fmt}')")
+    for _ in range(80):
+        fmt = "".join(rng.choice(_TS_ATOMS) for _ in range(rng.randint(1, 6)))
+        t, v = rng.choice(_TS_VALUES)
+        calls.append(f"to_char('{v}'::{t}, '{fmt}')")
     return calls
 
 
 @pytest.mark.postgres
 def test_to_char_of_numbers_and_intervals_agrees_with_postgres(pg):  # noqa: F811
-    """The common forms and 200 random formats (digits, signs, fill mode, separators, literal
-    text, overflow to #, NaN/infinities; interval fields with signs and FM): the same text, or
-    an error on both sides."""
+    """The common forms and 280 random formats (digits, signs, fill mode, separators, literal
+    text, overflow to #, NaN/infinities; interval fields with signs and FM; dates and time
+    stamps: every field, names, ISO weeks, FM / TH): the same text, or an error on both sides."""
     import random
     calls = TO_CHAR_CALLS + _random_calls(random.Random(29))
     bad, refused = [], 0
