@@ -1,5 +1,6 @@
-"""``to_char`` of numbers and of intervals, as PostgreSQL formats them (its ``formatting.c``,
-C locale: decimal point ``.``, group separator ``,``, currency symbol a space, signs ``+``/``-``).
+"""``to_char`` of numbers, intervals, dates and time stamps, as PostgreSQL formats them (its
+``formatting.c``, C locale: decimal point ``.``, group separator ``,``, currency symbol a space,
+signs ``+``/``-``; UTC the only time zone).
 
 Numbers (:func:`number_formatter`): the format is parsed once into pattern nodes (``9 0 . , D G S
 MI PL SG PR L FM B TH th V``, upper or lower case; ``"quoted text"``, a backslash before a
@@ -19,6 +20,12 @@ SSSS SSSSS AM PM A.M. P.M.`` (any case as Postgres' keywords) ``YYYY YYY YY Y Y,
 WW Q CC`` with ``FM``, a negative field one wider (``-05``); the day and month names, ``D``,
 ``ID``, ``IW``, ``IYYY``, ``J`` and the time zone patterns are Postgres' "invalid format
 specification for an interval value" (a :class:`RowError`, a data error per row).
+
+Dates and time stamps (:func:`datetime_char`): the same keyword parser (Postgres' table, case by
+case: ``Day`` is a name, ``DDay`` is ``DD`` then text; ``FM`` only before a keyword, ``TH``/``th``
+after a number) over the value's fields: every pattern of Postgres' ``DCH_to_char`` (ISO year,
+week and day from ``isocalendar``, ``J`` the Julian day, the time zone patterns UTC's; a TIMESTAMP
+has no zone name, so ``TZ`` prints nothing for it, as Postgres).
 
 Callers: :mod:`stream.expr_pg` (``to_char``).
 """
