@@ -597,6 +597,8 @@ def _fill_values(values: list, typmod) -> list:
     from relational.arrow import to_arrow, to_pylist
     from relational.types import DataType
     from sql.column_checks import round_column
+    if len(typmod) == 1:   # VARCHAR(n) (sql/column_checks.py)
+        return to_pylist(round_column(to_arrow(values, DataType.VARCHAR), typmod), DataType.VARCHAR)
     return to_pylist(round_column(to_arrow(values, DataType.DECIMAL), typmod), DataType.DECIMAL)
 
 

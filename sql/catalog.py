@@ -96,7 +96,7 @@ class Relation:
     defaults: list | None = None   # a table: per visible column its DEFAULT's SQL text or None (sql/defaults.py)
     layout_epoch: int = 0          # a table / index: the epoch of its last ADD/DROP COLUMN rewrite (sql/alter.py)
     scan_layouts: dict | None = None  # an MV: {table: [(column or None, DataType)]} it reads as before an ALTER
-    typmods: list | None = None    # a table: per visible column (precision, scale) of NUMERIC(p, s) or None
+    typmods: list | None = None    # a table: per visible column (precision, scale) of NUMERIC(p, s), (n,) of VARCHAR(n) or None
     not_null: list | None = None   # a table: per visible column whether it is declared NOT NULL
     watermark: tuple | None = None  # a table / source: (column name, SQL text) of WATERMARK FOR col AS expr
 
@@ -217,10 +217,14 @@ class Relation:
             if len(_sql_field(desc, typmods, list, "typmods")) != n_visible:
                 raise _malformed(desc, "typmods", f"one entry per visible column ({n_visible})", typmods)
             for i, t in enumerate(typmods):
-                if t is not None and not (isinstance(t, list) and len(t) == 2 and
-                                          all(isinstance(x, int) and not isinstance(x, bool) for x in t) and
-                                          check_typmod(*t) is None and desc.columns[i][1].kind == TypeKind.DECIMAL):
-                    raise _malformed(desc, f"typmods[{i}]", "null or [precision, scale] of a NUMERIC column", t)
+                varchar = isinstance(t, list) and len(t) == 1 and desc.columns[i][1].kind == TypeKind.VARCHAR and \
+                    isinstance(t[0], int) and not isinstance(t[0], bool) and t[0] >= 1   # VARCHAR(n)
+                if t is not None and not varchar and not (
+                        isinstance(t, list) and len(t) == 2 and
+                        all(isinstance(x, int) and not isinstance(x, bool) for x in t) and
+                        check_typmod(*t) is None and desc.columns[i][1].kind == TypeKind.DECIMAL):
+                    raise _malformed(desc, f"typmods[{i}]", "null, [precision, scale] of a NUMERIC column or "
+                                                            "[length] of a VARCHAR one", t)
             typmods = [None if t is None else tuple(t) for t in typmods]
         not_null = p.get("not_null")
         if not_null is not None:

@@ -1,11 +1,13 @@
-"""Column constraints every write into a table passes: ``NUMERIC(p, s)`` typmods and ``NOT NULL``.
+"""Column constraints every write into a table passes: ``NUMERIC(p, s)`` / ``VARCHAR(n)`` typmods and ``NOT NULL``.
 
 Job: :func:`check_columns` takes the Arrow columns of rows about to be written into a table (its
 full width: visible columns, then the hidden ``_row_id``) and returns them with each
 ``NUMERIC(p, s)`` column rounded to its scale (:mod:`stream.numeric_typmod`: half away from zero,
 ``numeric field overflow`` beyond the precision, Infinity refused, NaN kept), and refuses a NULL
 in a ``NOT NULL`` column with Postgres' message (``null value in column "c" of relation "t"
-violates not-null constraint``); both are :class:`~sql.errors.ExecutionError`.
+violates not-null constraint``); a ``VARCHAR(n)`` column refuses a longer value (``value too
+long for type character varying(n)``) unless the excess is spaces, which are cut off, as
+Postgres; all are :class:`~sql.errors.ExecutionError`.
 :func:`check_chunks` does it to the chunks of one DML statement, all of them before the first
 is written, so a refused statement writes nothing.
 
@@ -37,9 +39,30 @@ def not_null_error(rel, column: str) -> ExecutionError:
     return ExecutionError(f'null value in column "{column}" of relation "{rel.name}" violates not-null constraint')
 
 
+def fit_varchar(column, length: int, where: str = ""):
+    """A VARCHAR column checked against ``VARCHAR(length)`` as Postgres' assignment does: a value
+    longer than ``length`` characters is an ExecutionError "value too long for type character
+    varying(n)" unless the characters beyond ``length`` are all spaces, which are cut off."""
+    lengths = pc.utf8_length(column)
+    if not pc.any(pc.greater(lengths, length)).as_py():
+        return column
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    values = column.to_pylist()
+    for i, text in enumerate(values):
+        if text is not None and len(text) > length:
+            if text[length:].strip(" "):
+                raise ExecutionError(f"{where}value too long for type character varying({length})")
+            values[i] = text[:length]
+    return pa.array(values, column.type)
+
+
 def round_column(column, typmod, where: str = "") -> pa.Array:
-    """A DECIMAL column rounded to ``typmod`` (``(precision, scale)``); the first failing value's
-    error as an ExecutionError (``where`` prefixes it)."""
+    """A DECIMAL column rounded to ``typmod`` (``(precision, scale)``), or a VARCHAR column
+    checked against ``(n,)`` (:func:`fit_varchar`); the first failing value's error as an
+    ExecutionError (``where`` prefixes it)."""
+    if len(typmod) == 1:
+        return fit_varchar(column, typmod[0], where)
     out, message, failed = apply_column(column, *typmod)
     if failed:
         raise ExecutionError(f"{where}{message}")

@@ -101,9 +101,11 @@ def type_from_sqlglot(node) -> DataType:
 
 def typmod_from_sqlglot(node) -> tuple | None:
     """``(precision, scale)`` of a ``NUMERIC(p, s)`` / ``DECIMAL(p)`` type node (``NUMERIC(p)``
-    is scale 0), None for a plain NUMERIC or another type; an ``ExecutionError`` (Postgres'
+    is scale 0), ``(n,)`` of a ``VARCHAR(n)`` one, None for a plain NUMERIC or another type; an ``ExecutionError`` (Postgres'
     22023) for a precision outside 1..1000 or a scale outside 0..1000 (stream/numeric_typmod.py)."""
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
+    if name == "VARCHAR" and node.expressions:
+        return (varchar_length(node),)
     if name != "DECIMAL" or not node.expressions:
         return None
     params = []
@@ -121,9 +123,31 @@ def typmod_from_sqlglot(node) -> tuple | None:
     return precision, scale
 
 
+VARCHAR_MAX_LENGTH = 10485760   # Postgres' MaxAttrSize limit on a varchar(n) length
+
+
+def varchar_length(node) -> int:
+    """``n`` of a ``VARCHAR(n)`` type node, as Postgres' ``anychar_typmodin`` checks it (1 ..
+    10485760, else a ``BindError`` with its message)."""
+    if len(node.expressions) != 1:
+        raise error_at(BindError, "invalid type modifier", node)
+    param = node.expressions[0]
+    value = param.this if isinstance(param, exp.DataTypeParam) else param
+    if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+        raise error_at(BindError, f"invalid VARCHAR type modifier {param.sql(dialect='postgres')}", node)
+    n = int(value.this)
+    if n < 1:
+        raise error_at(BindError, "length for type varchar must be at least 1", node)
+    if n > VARCHAR_MAX_LENGTH:
+        raise error_at(BindError, f"length for type varchar cannot exceed {VARCHAR_MAX_LENGTH}", node)
+    return n
+
+
 def type_text(dtype: DataType, typmod: tuple | None = None) -> str:
     """The Postgres name DESCRIBE / ``\\d`` / information_schema show: ``numeric(5,2)`` for
     a column with a typmod, else :func:`description_name`."""
+    if typmod is not None and dtype.kind == TypeKind.VARCHAR:
+        return f"character varying({typmod[0]})"
     if typmod is not None and dtype.kind == TypeKind.DECIMAL:
         return numeric_typmod.type_text(*typmod)
     return description_name(dtype)

@@ -215,14 +215,24 @@ def _decimal_cast(value, source: DataType, target: DataType, expr):
     raise ExpressionError(f"cannot cast {source.sql_name()} to NUMERIC", expr)
 
 
+def _truncate(value, n: int):
+    """Text values cut to their first ``n`` characters (``CAST(x AS VARCHAR(n))``)."""
+    if isinstance(value, pa.Scalar):
+        text = value.as_py()
+        return pa.scalar(None if text is None else text[:n], value.type)
+    return pc.utf8_slice_codeunits(value, 0, n)
+
+
 class Cast(Expr):
     """``CAST(arg AS data_type)``; a value that does not fit raises ``ExpressionError``.
     ``typmod``: ``(precision, scale)`` of a cast to ``NUMERIC(p, s)``, whose result is rounded
-    and range-checked as Postgres does (:mod:`stream.numeric_typmod`)."""
+    and range-checked as Postgres does (:mod:`stream.numeric_typmod`); ``(n,)`` of a cast to
+    ``VARCHAR(n)``, which truncates to ``n`` characters as Postgres' explicit cast does."""
 
     def __init__(self, arg: Expr, data_type: DataType, typmod: tuple | None = None):
         self.arg, self.data_type = arg, data_type
-        self.typmod = tuple(typmod) if typmod is not None and data_type.kind == _DECIMAL else None
+        self.typmod = tuple(typmod) if typmod is not None and data_type.kind in (_DECIMAL, TypeKind.VARCHAR) \
+            else None   # (precision, scale) of NUMERIC(p, s); (n,) of VARCHAR(n)
         array_cast = TypeKind.LIST in (arg.data_type.kind, data_type.kind) and \
             {arg.data_type.kind, data_type.kind} <= {TypeKind.LIST, TypeKind.VARCHAR}   # stream/expr_array.py
         if data_type.kind in (TypeKind.STRUCT, TypeKind.LIST) and arg.data_type != data_type and not array_cast:
@@ -244,6 +254,8 @@ class Cast(Expr):
         out = cast_to(self.arg.evaluate(columns), self.arg.data_type, self.data_type, self)
         if self.typmod is None:
             return out
+        if self.data_type.kind == TypeKind.VARCHAR:   # an explicit cast to varchar(n) truncates, as Postgres
+            return _truncate(out, self.typmod[0])
         from stream.numeric_typmod import apply_column
         out, message, failed = apply_column(out, *self.typmod)
         if failed:
@@ -251,6 +263,8 @@ class Cast(Expr):
         return out
 
     def __str__(self) -> str:
+        if self.typmod is not None and len(self.typmod) == 1:
+            return f"CAST({self.arg} AS VARCHAR({self.typmod[0]}))"
         if self.typmod is not None:
             return f"CAST({self.arg} AS NUMERIC({self.typmod[0]}, {self.typmod[1]}))"
         return f"CAST({self.arg} AS {self.data_type.sql_name()})"

@@ -208,6 +208,13 @@ def _typmod(rel, i: int):
     return rel.typmod_of(i) if rel.kind == "table" else None
 
 
+def _pg_typmod(typmod) -> int:
+    """``atttypmod``: -1 without one, ``n + 4`` for VARCHAR(n), Postgres' packing for NUMERIC(p, s)."""
+    if not typmod:
+        return -1
+    return typmod[0] + 4 if len(typmod) == 1 else pg_typmod(*typmod)
+
+
 def _not_null(rel, i: int) -> bool:
     return rel.kind == "table" and bool(rel.not_null and rel.not_null[i])
 
@@ -215,6 +222,8 @@ def _not_null(rel, i: int) -> bool:
 def _type_text(rel, i: int, dtype) -> str:
     """``format_type(atttypid, atttypmod)``: ``numeric(5,2)`` for a column with a typmod."""
     typmod = _typmod(rel, i)
+    if typmod and len(typmod) == 1:   # VARCHAR(n)
+        return f"character varying({typmod[0]})"
     return type_text(*typmod) if typmod else PT.format_type(dtype)
 
 
@@ -502,7 +511,7 @@ def _views(ctx: Context) -> dict:
             required = name in pk or _not_null(r, n - 1)
             typmod = _typmod(r, n - 1)
             attrs.append((str(_oid(r)), name, str(PT.type_oid(dtype)), str(n), "t" if required else "f", "f",
-                          str(pg_typmod(*typmod)) if typmod else "-1", str(PT.type_size(dtype)), "f"))
+                          str(_pg_typmod(typmod)), str(PT.type_size(dtype)), "f"))
             if r.kind != "index":
                 columns.append((ctx.database, "public", r.name, name, str(n), None, "NO" if required else "YES",
                                 PT.format_type(dtype), PT.PG_TYPES.get(dtype.kind, (0, "text"))[1]))
