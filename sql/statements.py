@@ -447,6 +447,7 @@ def _insert(db, node, params, variables, stmt) -> Result:
     if node.expression is not None and not isinstance(node.expression, exp.Values):   # INSERT ... SELECT
         rel, cols = _insert_target(db, node)
         query = _insert_query(db, node, params, cols)
+        cols = _narrow(node, cols, len(query[0].types))
         if _columns_as_they_are(rel, cols, query[0]):
             from sql.bulk import insert_arrow_into
             table = query[1]
@@ -463,8 +464,7 @@ def _insert_query(db, node, params, cols) -> tuple:
     source = node.expression
     plan, _ = bind_select(db, source, params)
     plan = P.visible(plan)
-    if len(plan.types) != len(cols):
-        raise error_at(BindError, f"INSERT has {len(plan.types)} expressions but {len(cols)} target columns", source)
+    _check_width(len(plan.types), _narrow(node, cols, len(plan.types)), source)
     with db.lock:
         epoch = db.store.max_committed_epoch
     return plan, run_batch(plan, db.store, epoch)
@@ -518,12 +518,29 @@ def _insert_target(db, node):
     visible = rel.visible_columns
     vis_names = [n for n, _ in visible]
     cols = cols or vis_names
+    if isinstance(node.expression, exp.Values) and node.expression.expressions:
+        first = node.expression.expressions[0]
+        cols = _narrow(node, cols, len(first.expressions) if isinstance(first, exp.Tuple) else 1)
     for i, c in enumerate(cols):
         if c not in vis_names:
             raise error_at(BindError, f"column {c!r} of relation {name!r} does not exist", node)
         if c in cols[:i]:
             raise error_at(BindError, f"column {c!r} specified more than once", node)
     return rel, cols
+
+
+def _narrow(node, cols: list, width: int) -> list:
+    """The target columns of an INSERT without a column list whose source has only ``width``
+    columns: the first ``width`` of the table's (the others take their defaults, as Postgres)."""
+    return cols[:width] if not isinstance(node.this, exp.Schema) and width < len(cols) else cols
+
+
+def _check_width(width: int, cols: list, node) -> None:
+    """Postgres' errors for a source row wider or narrower than the target column list."""
+    if width > len(cols):
+        raise error_at(BindError, "INSERT has more expressions than target columns", node)
+    if width < len(cols):
+        raise error_at(BindError, "INSERT has more target columns than expressions", node)
 
 
 def _insert_rows(db, node, params, query=None):
@@ -540,8 +557,9 @@ def _insert_rows(db, node, params, query=None):
         rows = []
         for tup in source.expressions:
             items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
-            if len(items) != len(cols):
-                raise error_at(BindError, f"INSERT has {len(items)} expressions but {len(cols)} target columns", tup)
+            if rows and len(items) != len(rows[0]):
+                raise error_at(BindError, "VALUES lists must all be the same length", tup)
+            _check_width(len(items), cols, tup)
             row = []
             for item, c in zip(items, cols):
                 dtype = visible[vis_names.index(c)][1]
@@ -556,6 +574,7 @@ def _insert_rows(db, node, params, query=None):
             rows.append(row)
     else:
         plan, table = query or _insert_query(db, node, params, cols)
+        cols = _narrow(node, cols, len(plan.types))
         rows = []
         for r in (_py_rows(table, plan.types) if table.num_columns else []):
             rows.append([_coerce(v, visible[vis_names.index(c)][1], source) for v, c in zip(r, cols)])
