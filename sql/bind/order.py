@@ -180,8 +180,11 @@ _NAV_WINDOW = {exp.Rank: "rank", exp.DenseRank: "dense_rank", exp.PercentRank: "
 
 def _check_window(w) -> None:
     fn = w.this
-    if isinstance(fn, exp.Identifier) or w.args.get("alias") is not None:
-        raise error_at(UnsupportedError, "named windows (WINDOW w AS ...) are not supported", w)
+    if isinstance(fn, exp.Identifier) or w.args.get("alias") is not None:   # inlined by sql/bind/named_windows.py
+        raise error_at(UnsupportedError, "named windows (WINDOW w AS ...) are not supported here", w)
+    if isinstance(fn, (exp.IgnoreNulls, exp.RespectNulls)):   # lag(x) IGNORE NULLS OVER (...): not Postgres
+        raise error_at(UnsupportedError, f"{'IGNORE' if isinstance(fn, exp.IgnoreNulls) else 'RESPECT'} NULLS in a "
+                                         "window function is not supported", w)
     if isinstance(fn, exp.RowNumber):
         return
     if isinstance(fn, exp.Filter):

@@ -37,7 +37,7 @@ from stream.errors import ExecutorError
 from stream.schema import Schema
 
 from sql import types as T
-from sql.bind import jsonb_rows, jsonb_select, regexp_rows, time_travel
+from sql.bind import jsonb_rows, jsonb_select, named_windows, regexp_rows, time_travel
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
@@ -758,6 +758,7 @@ class QueryBinder:
         node = _srf_from(node)
         node = jsonb_select.rewrite(node)   # jsonb_agg, jsonb_object_agg, jsonb_array_elements(j) in a select list
         node = regexp_rows.rewrite(node)    # regexp_split_to_table / regexp_matches as unnest
+        node = named_windows.rewrite(node)  # WINDOW w AS (...), OVER w: inlined
         for col in node.find_all(exp.Column):   # s1.t.a: only the public schema exists
             if col.args.get("catalog") is not None or \
                     col.args.get("db") is not None and _name(col.args["db"]) != "public":
@@ -765,7 +766,7 @@ class QueryBinder:
                                                  "other than public are not supported", col)
         distinct = node.args.get("distinct")
         distinct_on_node = distinct.args.get("on") if distinct is not None else None
-        for key, what in (("qualify", "QUALIFY"), ("windows", "WINDOW")):
+        for key, what in (("qualify", "QUALIFY"),):
             if node.args.get(key):
                 raise error_at(UnsupportedError, f"{what} is not supported yet", node)
         where = node.args.get("where")
