@@ -9,7 +9,8 @@ the join's stream key. Every input row enters the join once; rows/s counts input
 - ``hash_join_1to1``: left = rows with even id, ``k = id / 2``; right = odd ids, ``k = id / 2``:
   every key has one row on each side. Neither side's stream key (``id``) is inside the join
   key, so no probe is answered by the side's own inserts: each row's probe of the other side
-  is a cache hit, or one batched prefix read (absent when the partner has not come yet).
+  is a cache hit, one batched prefix read, or -- when the partner has not come yet -- answered
+  by the other side's key filter without a read (stream/executors/join_key_filter.py).
 - ``hash_join_1ton``: left = ids divisible by 11, ``k = id / 11``; right = the others,
   ``k = id / 11``: each key has one left row and 10 right rows (output ~ 10/11 of the input).
 

@@ -38,7 +38,12 @@ cache entry of its own. Both are :class:`~stream.executors.join_key_set.KeySet` 
 ordered sets charged to the budget as one entry each, at most 1/16 of the budget (the older half
 goes when full). A key's entry is always the complete set of the side's rows with that key
 as of the state table (read-after-write), so evicting an entry loses nothing. A side whose stream key lies inside its join key has at most one row per key; its
-own inserts and deletes then create the key's entry without a read.
+own inserts and deletes then create the key's entry without a read. A side whose join key
+columns are all integer-like also keeps a *key filter* (:mod:`stream.executors.join_key_filter`:
+a Bloom filter of every join key it ever wrote, rebuilt from its rows by ``on_init``, at most
+8 MiB): an inner join's column-wise probe skips the keys outside the other side's filter --
+no cache lookup, no read, no known-absent entry (half of a 1:1 join's probes: a key's first
+row comes before its partner).
 
 Processing one chunk of side S (the other side O), in order:
 1. write the chunk into S's rows table (strict mode: all or nothing; a delete of a missing
