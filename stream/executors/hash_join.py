@@ -41,7 +41,7 @@ as of the state table (read-after-write), so evicting an entry loses nothing. A 
 own inserts and deletes then create the key's entry without a read. A side whose join key
 columns are all integer-like also keeps a *key filter* (:mod:`stream.executors.join_key_filter`:
 a Bloom filter of every join key it ever wrote, rebuilt from its rows by ``on_init``, at most
-8 MiB): an inner join's column-wise probe skips the keys outside the other side's filter --
+~10 MiB): an inner join's column-wise probe skips the keys outside the other side's filter --
 no cache lookup, no read, no known-absent entry (half of a 1:1 join's probes: a key's first
 row comes before its partner).
 

@@ -13,8 +13,9 @@ Shape: a scalable, blocked Bloom filter -- a list of bit arrays (uint64 words), 
 the size of the last, two bits of one word per key; the newest takes the adds until it holds
 ``bits // 16`` keys (~2 % false positives each). A false positive costs one read, as before.
 Deletes clear nothing (a deleted key's bits only cost reads). Memory: at most ``MAX_BITS``
-bits together (8 MiB, ~4M keys); an add beyond that turns the filter off for good (every key
-is then "maybe": the join reads as without it), so a side's filter never grows past it.
+bits together (16 MiB: arrays of 2^20 .. 2^26 bits, 10.6 MiB for ~5.5M keys); an add beyond
+that turns the filter off for good (every key is then "maybe": the join reads as without it),
+so a side's filter never grows past it.
 
 Validity: the filter answers "absent" only for keys that have no rows in the side's state
 table. A fresh executor (a new job or recovery) starts it from the state: :meth:`rebuild`
@@ -31,7 +32,7 @@ import pyarrow as pa
 
 from relational.types import TypeKind
 
-MAX_BITS = 1 << 26         # all arrays together: 8 MiB (~4M keys)
+MAX_BITS = 1 << 27         # all arrays together at most 16 MiB: 2^20..2^26 bits (~10.6 MiB, ~5.5M keys)
 FIRST_BITS = 1 << 20       # the first array: 128 KiB; each next one 4x the last
 BITS_PER_KEY = 16          # an array is full at bits // 16 keys (~2 % false positives)
 _KINDS = {TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DATE, TypeKind.TIMESTAMP,
