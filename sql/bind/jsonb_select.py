@@ -12,6 +12,8 @@ its subqueries, which are rewritten when they are bound, nor window calls):
   by ``array_agg`` -- in an MV over its ordered materialized input
   (stream/executors/agg_ordered.py), so deletes and updates are exact -- then printed as one
   array (stream/expr_jsonb_edit.py). No row (or none passing the FILTER) gives NULL, as Postgres.
+  ``jsonb_agg(DISTINCT x [ORDER BY x])`` -> ``to_jsonb(array_agg(DISTINCT x [ORDER BY x]))``:
+  x's own equality and order (Postgres'), then the array as JSON.
 - ``jsonb_object_agg(k, v [ORDER BY ...]) [FILTER ...]`` -> ``"jsonb_object_agg final"(
   array_agg("jsonb_object_agg pair"(k, v) ...))``: each row's ``[key, value]`` pair, then one
   object (a later duplicate key wins; a NULL or non-scalar key is Postgres' data error).
@@ -33,7 +35,7 @@ its subqueries, which are rewritten when they are bound, nor window calls):
 
 Also :func:`whole_row`: ``to_jsonb(t)`` of a FROM item's name (sql/bind/expr.py calls it).
 
-Refused here by name: ``jsonb_agg(DISTINCT ...)``, and ``jsonb_each`` / ``jsonb_each_text`` in
+Refused here by name: ``jsonb_each`` / ``jsonb_each_text`` in
 a select list (they return a record; FROM takes them). The internal names hold a space, so no
 SQL text calls them. Callers: :meth:`sql.bind.select.QueryBinder._select`,
 :func:`sql.bind.correlated.correlated_scalar` (before it looks for the subquery's aggregates).
@@ -174,7 +176,9 @@ def _rewrite_agg(node) -> None:
         arg = node.expressions[0]
         order = arg if isinstance(arg, exp.Order) else None
         value = order.this if order is not None else arg
-        _no_distinct(value, name, node)
+        if isinstance(value, exp.Distinct):   # to_jsonb(array_agg(DISTINCT x ...)): x's own equality and order
+            _replace_call(node, exp.Anonymous(this="to_jsonb", expressions=[exp.ArrayAgg(this=arg.copy())]))
+            return
         element = exp.Anonymous(this="to_jsonb", expressions=[value.copy()])
     else:
         name = "jsonb_object_agg"
@@ -186,14 +190,18 @@ def _rewrite_agg(node) -> None:
         element = exp.Anonymous(this="jsonb_object_agg pair", expressions=[key.copy(), value.copy()])
     if order is not None:
         element = exp.Order(this=element, expressions=[o.copy() for o in order.expressions])
-    collected = exp.ArrayAgg(this=element)
+    _replace_call(node, exp.Anonymous(this=f"{name} final", expressions=[exp.ArrayAgg(this=element)]))
+
+
+def _replace_call(node, final) -> None:
+    """Put ``final`` (a call over one ``array_agg``) where ``node`` is; a FILTER around ``node``
+    moves onto the ``array_agg``."""
     parent = node.parent
     if isinstance(parent, exp.Filter) and parent.this is node:   # agg(...) FILTER (WHERE ...)
-        target = parent
-        collected = exp.Filter(this=collected, expression=parent.expression.copy())
-    else:
-        target = node
-    target.replace(exp.Anonymous(this=f"{name} final", expressions=[collected]))
+        collected = final.expressions[0]
+        collected.replace(exp.Filter(this=collected.copy(), expression=parent.expression.copy()))
+        node = parent
+    node.replace(final)
 
 
 def _no_distinct(arg, name, node) -> None:
