@@ -139,13 +139,64 @@ def _trunc_type(ts):
     return _float_or_numeric(ts)
 
 
+# --- NUMERIC ln / log / exp at Postgres' result scale (numeric.c: numeric_ln, numeric_log, numeric_exp)
+
+def _dscale(x: decimal.Decimal) -> int:
+    return max(0, -x.as_tuple().exponent)
+
+
+def _nbase(x: decimal.Decimal) -> tuple:
+    """``(weight, first base-10000 digit, second or None)`` of ``x > 0`` as Postgres stores it."""
+    weight = x.adjusted() // 4
+    d0 = int(x.scaleb(-4 * weight))
+    rest = x - decimal.Decimal(d0).scaleb(4 * weight)
+    d1 = int(x.scaleb(-4 * (weight - 1))) % 10000 if rest != 0 else None
+    return weight, d0, d1
+
+
+def _ln_dweight(x: decimal.Decimal) -> int:
+    """Postgres' ``estimate_ln_dweight``: the decimal weight of ``ln(x)``."""
+    if x <= 0:
+        return 0
+    if decimal.Decimal("0.9") <= x <= decimal.Decimal("1.1"):
+        d = abs(x - 1)
+        if d == 0:
+            return 0
+        weight, d0, _ = _nbase(d)
+        return weight * 4 + int(math.log10(d0))
+    weight, d0, d1 = _nbase(x)
+    digits, dweight = (d0, weight * 4) if d1 is None else (d0 * 10000 + d1, weight * 4 - 4)
+    return int(math.log10(abs(math.log(digits) + dweight * 2.302585092994046)))
+
+
+def _at_scale(value: decimal.Decimal, rscale: int) -> decimal.Decimal:
+    rscale = min(max(rscale, 0), 1000)   # NUMERIC_MIN/MAX_DISPLAY_SCALE
+    return value.quantize(decimal.Decimal(1).scaleb(-rscale), rounding=decimal.ROUND_HALF_UP,
+                          context=decimal.Context(prec=max(60, value.adjusted() + rscale + 5)))
+
+
+def _precise(rscale: int, x: decimal.Decimal) -> decimal.Context:
+    return decimal.Context(prec=max(40, min(rscale, 1000) + abs(x.adjusted()) + 20), Emax=999999, Emin=-999999)
+
+
+def _ln_numeric(x: decimal.Decimal) -> decimal.Decimal:
+    rscale = max(16 - _ln_dweight(x), _dscale(x))
+    return _at_scale(x.ln(_precise(rscale, x)), rscale)
+
+
+def _log_numeric(b: decimal.Decimal, x: decimal.Decimal) -> decimal.Decimal:
+    rscale = max(16 - (_ln_dweight(x) - _ln_dweight(b)), _dscale(b), _dscale(x))
+    ctx = _precise(rscale, x if abs(x.adjusted()) > abs(b.adjusted()) else b)
+    return _at_scale(ctx.divide(x.ln(ctx), b.ln(ctx)), rscale)
+
+
 def _ln(x):
     if x == 0:
         raise RowError("cannot take logarithm of zero")
     if x < 0:
         raise RowError("cannot take logarithm of a negative number")
     if isinstance(x, decimal.Decimal):
-        return x.ln(_DEC) if x.is_finite() else x
+        return _ln_numeric(x) if x.is_finite() else x
     return math.log(x) if math.isfinite(x) else x
 
 
@@ -154,8 +205,8 @@ def _log10(x):
         raise RowError("cannot take logarithm of zero")
     if x < 0:
         raise RowError("cannot take logarithm of a negative number")
-    if isinstance(x, decimal.Decimal):
-        return x.log10(_DEC) if x.is_finite() else x
+    if isinstance(x, decimal.Decimal):   # Postgres' log(numeric) is log(10, x)
+        return _log_numeric(decimal.Decimal(10), x) if x.is_finite() else x
     return math.log10(x) if math.isfinite(x) else x
 
 
@@ -165,18 +216,26 @@ def _log_base(b, x):   # log(numeric, numeric) only, in Postgres
         raise RowError("cannot take logarithm of zero")
     if b < 0 or x < 0:
         raise RowError("cannot take logarithm of a negative number")
-    lb = b.ln(_DEC)
-    if lb == 0:
+    if b == 1:
         raise RowError("division by zero")
-    return _DEC.divide(x.ln(_DEC), lb)
+    if not (b.is_finite() and x.is_finite()):
+        lb, lx = b.ln(_DEC), x.ln(_DEC)
+        return _DEC.divide(lx, lb)
+    return _log_numeric(b, x)
 
 
 def _exp(x):
     if isinstance(x, decimal.Decimal):
+        if not x.is_finite():
+            return decimal.Decimal(0) if x.is_infinite() and x < 0 else x
+        val = min(max(float(x) * 0.434294481903252, -2000.0), 2000.0)   # NUMERIC_MAX_RESULT_SCALE
+        rscale = max(16 - int(val), _dscale(x))
         try:
-            return x.exp(decimal.Context(prec=40, Emax=999999, traps=[decimal.Overflow]))
+            out = x.exp(decimal.Context(prec=max(40, min(rscale, 1000) + max(int(val), 0) + 20),
+                                        Emax=999999, Emin=-999999, traps=[decimal.Overflow]))
         except decimal.Overflow:
             raise RowError("value overflows numeric format") from None
+        return _at_scale(out, rscale)
     if math.isnan(x) or math.isinf(x):
         return 0.0 if x == -math.inf else x
     try:
