@@ -125,7 +125,12 @@ class Lit(Expr):
     def __str__(self) -> str:
         if self.value is None:
             return "NULL"
+        if self.data_type.kind in _SQL_TEXT:   # an error names TIMESTAMP '2024-01-01 00:00:00', not a Python repr
+            return f"{self.data_type.sql_name()} '{self.value}'"
         return str(self.value) if self.data_type.kind == DECIMAL else repr(self.value)
+
+
+_SQL_TEXT = (TypeKind.DATE, TypeKind.TIME, TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ, TypeKind.INTERVAL)
 
 
 def require_bool(expr: Expr, parent) -> None:

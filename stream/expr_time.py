@@ -41,6 +41,7 @@ _MIN_US, _MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999   # 0001-01-
 _INTS = (TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT)
 _TEMPORAL = _TS + (TypeKind.DATE, TypeKind.INTERVAL)
 _DAY_US = 86_400_000_000
+_DATETIME = (TypeKind.DATE, TypeKind.TIMESTAMP, TypeKind.TIMESTAMPTZ)   # in Postgres' implicit cast order
 
 
 def is_temporal(*types: DataType) -> bool:
@@ -59,6 +60,14 @@ class TimeArith(Expr):
         self.sign = 1 if op == "+" else -1
         lk, rk = left.data_type.kind, right.data_type.kind
         plus = op == "+"
+        if not plus and lk != rk and lk in _DATETIME and rk in _DATETIME:
+            # timestamptz - timestamp, date - timestamp, ...: Postgres casts the lower one up
+            # (date -> timestamp -> timestamptz, the session zone being UTC) and subtracts
+            from stream.expr_cast import Cast
+            to = max(left.data_type, right.data_type, key=lambda t: _DATETIME.index(t.kind))
+            left, right = (e if e.data_type == to else Cast(e, to) for e in (left, right))
+            self.left, self.right = left, right
+            lk = rk = to.kind
         if lk in _TS + (TypeKind.DATE,) and rk == TypeKind.INTERVAL:
             self.mode, self.swap = "shift", False
         elif plus and lk == TypeKind.INTERVAL and rk in _TS + (TypeKind.DATE,):
