@@ -200,3 +200,38 @@ def test_refusals_name_the_construct(text, message):
         with pytest.raises(UnsupportedError, match=message) as info:
             conn.execute(text)
         assert info.value.column is not None
+
+
+NUMERIC_LOG_VALUES = ["1", "2", "10", "0.5", "1.05", "0.95", "1.0001", "0.99999", "123456.789", "0.000012", "1e10",
+                      "9999", "10001", "12345678901234567890", "0.1", "3.14159", "7.250"]
+
+
+@pytest.mark.postgres
+def test_numeric_ln_log_exp_have_postgres_digits(pg):  # noqa: F811
+    """ln / log / log10 / log(b, x) / exp of NUMERIC at Postgres' result scale (exp(1.0) is
+    2.7182818284590452, log(2, 8) 3.0000000000000000), not 40 significant digits."""
+    exprs = []
+    for v in NUMERIC_LOG_VALUES:
+        exprs += [f"ln({v}::numeric)", f"log({v}::numeric)", f"log10({v}::numeric)", f"log(2.0, {v}::numeric)",
+                  f"log({v}::numeric, 7)"]
+        if float(v) < 200:
+            exprs += [f"exp({v}::numeric)", f"exp(-{v}::numeric)"]
+    text = "SELECT " + ", ".join(f"({e})::text" for e in exprs if e != "log(1::numeric, 7)")
+    with sql.connect(":memory:") as conn:
+        assert conn.execute(text).fetchall() == [tuple(pg.execute(text).fetchone())]
+
+
+@pytest.mark.postgres
+def test_subtracting_mixed_date_and_time_stamp_types_as_postgres(pg):  # noqa: F811
+    """timestamptz - timestamp, date - timestamp, ... cast the lower type up as Postgres (was a
+    BindError, so ``now() - ts`` failed), and a refusal prints a time constant as SQL text."""
+    setup = ["CREATE TABLE t (k INT PRIMARY KEY, d DATE, ts TIMESTAMP, tz TIMESTAMPTZ)",
+             "INSERT INTO t VALUES (1, '2024-01-05', '2024-01-05 10:11:12', '2024-01-04 23:00:00+00'), "
+             "(2, '2024-02-29', '2023-12-31 00:00:00', '2024-03-01 00:00:01.5+00'), (3, NULL, NULL, NULL)"]
+    query = ["SELECT k, (ts - tz)::text, (tz - ts)::text, (d - ts)::text, (ts - d)::text, (d - tz)::text, "
+             "(tz - d)::text, (ts - '2024-01-01 00:00:00+00'::timestamptz)::text FROM t"]
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        run_script(pg, conn, setup + query)
+        with pytest.raises(SqlError) as info:
+            conn.execute("SELECT d * '2024-01-01 10:00:00'::timestamp FROM t")
+        assert "datetime" not in str(info.value) and "TIMESTAMP '2024-01-01 10:00:00'" in str(info.value)
