@@ -193,6 +193,11 @@ def test_named_windows_in_an_mv_equal_their_batch_recomputation():
 @pytest.mark.parametrize("text, message", [
     ("SELECT lag(v) IGNORE NULLS OVER (ORDER BY k) FROM t", r"^IGNORE NULLS in a window function is not supported"),
     ("SELECT first_value(v) RESPECT NULLS OVER (ORDER BY k) FROM t", r"^RESPECT NULLS in a window function"),
+    # these were silently ignored (every row returned)
+    ("SELECT k FROM t TABLESAMPLE SYSTEM (50)", r"^TABLESAMPLE is not supported"),
+    ("SELECT * FROM (SELECT k FROM t) s TABLESAMPLE BERNOULLI (5)", r"^TABLESAMPLE is not supported"),
+    ("CREATE MATERIALIZED VIEW m AS SELECT k FROM t TABLESAMPLE SYSTEM (50)", r"^TABLESAMPLE is not supported"),
+    ("SELECT k FROM t PIVOT (sum(v) FOR k IN (1, 2))", r"^PIVOT / UNPIVOT is not supported"),
 ])
 def test_refusals_name_the_construct(text, message):
     with sql.connect(":memory:") as conn:

@@ -769,6 +769,12 @@ class QueryBinder:
         for key, what in (("qualify", "QUALIFY"),):
             if node.args.get(key):
                 raise error_at(UnsupportedError, f"{what} is not supported yet", node)
+        for item in node.find_all(exp.Table, exp.Subquery):   # never silently ignored (they change the rows)
+            if item.find_ancestor(exp.Select) is node:
+                if item.args.get("sample") is not None:
+                    raise error_at(UnsupportedError, "TABLESAMPLE is not supported", item.args["sample"])
+                if item.args.get("pivots"):
+                    raise error_at(UnsupportedError, "PIVOT / UNPIVOT is not supported", item.args["pivots"][0])
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
