@@ -3,15 +3,19 @@
 
 Same name, signature, output bytes and exceptions (classes, and ``DecodeError`` offsets and
 reasons, checked in the same order) as the pure-Python twin, which is the reference and holds
-the contract. How it is fast: one C loop per row walks the row (docs/format.md section 2) and
-copies each wanted value into its column's C buffer -- fixed-width values by ``memcpy`` into a
-buffer sized for ``limit`` rows up front, VARCHAR/BYTEA bytes into a growable buffer plus an
-offsets array -- so no Python object is made per value; VARCHAR is checked for UTF-8 in C for
-ASCII values and by Python's strict decoder (whose reason the error carries) otherwise.
+the contract, except that the buffers come back as ``pyarrow.Buffer`` objects holding the same
+bytes (equal to the twin's ``bytes`` under ``==``). How it is fast: one C loop per row walks the
+row (docs/format.md section 2) and copies each wanted value straight into its column's Arrow
+buffer -- fixed-width values by ``memcpy`` into a buffer sized for ``limit`` rows up front,
+VARCHAR/BYTEA bytes into a resizable buffer plus an offsets buffer -- so no Python object is made
+per value and nothing is copied afterwards; the buffers come from Arrow's memory pool, which
+keeps freed memory for the next batch (fresh ``calloc`` blocks of this size were mapped, faulted
+in and zeroed by the kernel at every call). VARCHAR is checked for UTF-8 in C for ASCII values
+and by Python's strict decoder (whose reason the error carries) otherwise.
 
 Safety: every read is checked against the end of the row before it happens (``_need``,
 ``_varint``); ``limit`` is bounded (``MAX_LIMIT``), so the up-front buffers are too; the growable
-buffer checks its size arithmetic; every buffer is freed on every exit.
+buffer checks its size arithmetic; the buffers are Python objects, released on every exit.
 
 Callers: :mod:`relational.scan_columns` only, through ``hummock._twins.load``.
 """
@@ -21,12 +25,16 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MA
 
 cdef extern from "Python.h":
     const Py_ssize_t PY_SSIZE_T_MAX
-from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcpy
+from libc.stdlib cimport calloc, free, malloc
+from libc.stdint cimport uintptr_t
+from libc.string cimport memcpy, memset
+from cpython.ref cimport PyObject
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from native._iterators cimport UserScan
+
+import pyarrow as _pa
 
 from relational import _scan_columns_py as _twin
 from relational import _value_encoding_py as _encoding
@@ -65,7 +73,18 @@ cdef struct _Out:
     unsigned char *data       # fixed: limit*width; BOOLEAN: ceil(limit/8) bits; var: growable
     Py_ssize_t len            # var: bytes used
     Py_ssize_t cap            # var: bytes allocated
-    int64_t *offsets          # var: limit + 1 ends
+    int64_t *offsets          # var: limit + 1 ends (in the offsets buffer, narrowed to int32 at the end)
+    PyObject *data_buffer     # var: the resizable Arrow buffer behind ``data`` (owned by decode_columns)
+
+
+cdef object _allocate(Py_ssize_t size, unsigned char **p):
+    """A zeroed, mutable buffer of ``size`` bytes from Arrow's memory pool, its address in ``p``.
+    The pool keeps freed memory for the next batch, so the output pages are not faulted in and
+    zeroed by the kernel at every call as fresh ``calloc`` blocks of this size were."""
+    buf = _pa.allocate_buffer(size)
+    p[0] = <unsigned char *><uintptr_t>buf.address
+    memset(p[0], 0, <size_t>size)
+    return buf
 
 
 cdef int _fail(str reason, Py_ssize_t offset) except -1:
@@ -187,7 +206,6 @@ cdef int _check_utf8(_Reader *r, Py_ssize_t n) except -1:
 cdef int _grow(_Out *o, Py_ssize_t n) except -1:
     """Room for ``n`` more bytes in a VARCHAR/BYTEA column's data."""
     cdef Py_ssize_t cap
-    cdef unsigned char *data
     if n <= o.cap - o.len:
         return 0
     if n > PY_SSIZE_T_MAX // 2 - o.len:
@@ -197,10 +215,9 @@ cdef int _grow(_Out *o, Py_ssize_t n) except -1:
         cap = o.len + n
     if cap < 4096:
         cap = 4096
-    data = <unsigned char *>realloc(o.data, cap)
-    if data == NULL:
-        raise MemoryError()
-    o.data = data
+    buf = <object>o.data_buffer
+    buf.resize(cap)   # Arrow's pool: copies the bytes used, may move them
+    o.data = <unsigned char *><uintptr_t>buf.address
     o.cap = cap
     return 0
 
@@ -303,29 +320,29 @@ cdef int _row_at(const unsigned char *p, Py_ssize_t n, const int *codes, const P
     return 0
 
 
-cdef object _offsets_bytes(_Out *o, Py_ssize_t n):
-    """The ``n + 1`` offsets, little-endian int32 (int64 past 2**31 - 1 bytes of data)."""
-    cdef int width = 4 if o.len <= INT32_MAX else 8
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, (n + 1) * width)
-    cdef unsigned char *q = <unsigned char *>PyBytes_AS_STRING(out)
+cdef object _offsets_out(_Out *o, object buf, Py_ssize_t n):
+    """The ``n + 1`` offsets in ``buf`` (where ``o.offsets`` points), little-endian int32 (int64
+    past 2**31 - 1 bytes of data): narrowed in place, front to back, when int32."""
+    cdef int32_t *narrow = <int32_t *>o.offsets
     cdef Py_ssize_t j
-    cdef int k
-    cdef uint64_t v
-    for j in range(n + 1):
-        v = <uint64_t>o.offsets[j]
-        for k in range(width):
-            q[j * width + k] = <unsigned char>(v >> (8 * k))
-    return out
+    if o.len > INT32_MAX:
+        return buf.slice(0, (n + 1) * 8)
+    for j in range(n + 1):   # element j's 4 bytes never overlap a later int64 read
+        narrow[j] = <int32_t>o.offsets[j]
+    return buf.slice(0, (n + 1) * 4)
 
 
-cdef tuple _buffers(_Out *o, Py_ssize_t n):
+cdef tuple _buffers(_Out *o, Py_ssize_t n, list held):
+    """The twin's ``(validity, nulls, data, offsets)`` of one column, as slices of the Arrow
+    buffers ``held`` (validity, data, offsets-or-None) it was decoded into: no copy."""
     cdef Py_ssize_t bits = (n + 7) >> 3
-    validity = None if o.nulls == 0 else PyBytes_FromStringAndSize(<const char *>o.valid, bits)
+    valid_buf, data_buf, offsets_buf = held
+    validity = None if o.nulls == 0 else valid_buf.slice(0, bits)
     if o.code == K_BOOLEAN:
-        return (validity, o.nulls, PyBytes_FromStringAndSize(<const char *>o.data, bits), None)
+        return (validity, o.nulls, data_buf.slice(0, bits), None)
     if o.width:
-        return (validity, o.nulls, PyBytes_FromStringAndSize(<const char *>o.data, n * o.width), None)
-    return (validity, o.nulls, PyBytes_FromStringAndSize(<const char *>o.data, o.len), _offsets_bytes(o, n))
+        return (validity, o.nulls, data_buf.slice(0, n * o.width), None)
+    return (validity, o.nulls, data_buf.slice(0, o.len), _offsets_out(o, offsets_buf, n))
 
 
 def count_pairs(pairs, limit):
@@ -361,6 +378,8 @@ def decode_columns(pairs, limit, codes, wanted):
     cdef Py_ssize_t *slots = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (ncols + 1))
     cdef _Out *outs = <_Out *>calloc(nwanted + 1, sizeof(_Out))
     cdef _Out *o
+    cdef unsigned char *p
+    cdef list held = []   # per wanted column: [validity, data, offsets or None] Arrow buffers
     try:
         if kinds == NULL or slots == NULL or outs == NULL:
             raise MemoryError()
@@ -372,17 +391,18 @@ def decode_columns(pairs, limit, codes, wanted):
             o = &outs[i]
             o.code = codes[wanted[i]]
             o.width = _fixed_width(o.code)
-            o.valid = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
+            column = [_allocate(((cap + 7) >> 3) + 1, &o.valid), None, None]
             if o.code == K_BOOLEAN:
-                o.data = <unsigned char *>calloc(((cap + 7) >> 3) + 1, 1)
+                column[1] = _allocate(((cap + 7) >> 3) + 1, &o.data)
             elif o.width:
-                o.data = <unsigned char *>calloc(cap * o.width + 1, 1)
+                column[1] = _allocate(cap * o.width + 1, &o.data)
             else:
-                o.offsets = <int64_t *>calloc(cap + 1, sizeof(int64_t))
-                if o.offsets == NULL:
-                    raise MemoryError()
-            if o.valid == NULL or (o.width and o.data == NULL):
-                raise MemoryError()
+                column[1] = _pa.allocate_buffer(0, resizable=True)
+                o.data_buffer = <PyObject *>column[1]
+                o.data = <unsigned char *><uintptr_t>column[1].address
+                column[2] = _allocate((cap + 1) * <Py_ssize_t>sizeof(int64_t), &p)
+                o.offsets = <int64_t *>p
+            held.append(column)
         if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place: no objects
             while n < cap and (<UserScan>pairs).next_raw(&kp, &kn, &vp, &vn):
                 _row_at(vp, vn, kinds, slots, outs, ncols, n)
@@ -395,13 +415,8 @@ def decode_columns(pairs, limit, codes, wanted):
                 n += 1
                 if n == cap:
                     break
-        return n, [_buffers(&outs[i], n) for i in range(nwanted)]
-    finally:
-        if outs != NULL:
-            for i in range(nwanted):
-                free(outs[i].valid)
-                free(outs[i].data)
-                free(outs[i].offsets)
+        return n, [_buffers(&outs[i], n, <list>held[i]) for i in range(nwanted)]
+    finally:   # the column memory belongs to the Arrow buffers in ``held``
         free(outs)
         free(slots)
         free(kinds)

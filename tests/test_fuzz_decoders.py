@@ -291,6 +291,16 @@ def scan_batches(draw):
     return types, values, wanted
 
 
+def _as_bytes(decode):
+    """``decode_columns`` with its buffers as ``bytes`` (the native twin returns Arrow buffers
+    holding the same bytes), so the verdicts' reprs compare."""
+    def run(*args):
+        n, columns = decode(*args)
+        return n, [(None if valid is None else bytes(valid), nulls, bytes(data), None if ends is None else bytes(ends))
+                   for valid, nulls, data, ends in columns]
+    return run
+
+
 @FUZZ
 @given(scan_batches(), st.integers(0, 5))
 def test_fuzz_scan_columns_decoding(batch, limit):
@@ -299,7 +309,7 @@ def test_fuzz_scan_columns_decoding(batch, limit):
     types, values, wanted = batch
     codes = tuple(int(t.kind) for t in types)
     pairs = [(b"k%d" % i, v) for i, v in enumerate(values)]
-    agree([verdict(impl.decode_columns, iter(pairs), limit, codes, tuple(wanted)) for impl in SCAN_IMPLS])
+    agree([verdict(_as_bytes(impl.decode_columns), iter(pairs), limit, codes, tuple(wanted)) for impl in SCAN_IMPLS])
     agree([verdict(impl.count_pairs, iter(pairs), limit) for impl in SCAN_IMPLS])
 
 
