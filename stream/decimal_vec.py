@@ -23,12 +23,14 @@ Callers: :class:`stream.expr.Arith`, :class:`stream.expr.Cmp`, and casts to text
 from __future__ import annotations
 
 import decimal
+import re
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 _PLAIN = r"^-?[0-9]+(\.[0-9]+)?$"
+_PLAIN_RE = re.compile(r"-?([0-9]+)(\.[0-9]+)?\Z")
 _MAX_DIGITS = 38
 _ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
 _CMP = {"=": pc.equal, "<>": pc.not_equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
@@ -40,8 +42,20 @@ class _Operand:
     column scale and the integer digits it needs; ``ok`` False when it is not plain."""
 
     def __init__(self, value, n: int):
+        if isinstance(value, pa.Scalar) and value.is_valid:
+            # a constant (``0.908 * price``): its figures from its one text, kept a scalar (Arrow
+            # broadcasts it), not repeated to n rows and scanned n times
+            self.text = value
+            match = _PLAIN_RE.match(value.as_py())
+            self.ok = match is not None
+            if self.ok:
+                digits, fraction = match.group(1), match.group(2) or ""
+                self.scale = max(len(fraction) - 1, 0)
+                self.scales = pa.scalar(self.scale, pa.int32())
+                self.whole = max(len(digits), 1)
+            return
         if isinstance(value, pa.Scalar):
-            value = pa.repeat(value, n) if value.is_valid else pa.nulls(n, pa.string())
+            value = pa.nulls(n, pa.string())
         elif isinstance(value, pa.ChunkedArray):
             value = value.combine_chunks()
         self.text = value

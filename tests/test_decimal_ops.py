@@ -154,6 +154,26 @@ def test_vectorized_path_equals_the_exact_row_path(op, pairs, scalar_right):
         assert fast is not None and fast.to_pylist() == exact
 
 
+def test_vectorized_constant_operand_equals_the_same_value_repeated():
+    """A constant operand (``0.908 * price``) is kept a scalar on the fast path: either side, the
+    result (text, per-row scale, declining) is what the constant repeated to every row gives."""
+    import pyarrow as pa
+
+    from stream import decimal_vec as V
+
+    column = D.encode([Dec("123"), Dec("-4.50"), None, Dec("0.001"), Dec("99999999")], False)
+    for text in ("0.908", "-2.50", "007", "-0", "0.0000001", "NaN", "1E+5", "9" * 30):
+        constant = pa.scalar(text, pa.string())
+        repeated = pa.repeat(constant, len(column))
+        for op in ("+", "-", "*"):
+            for args, same in (((constant, column), (repeated, column)), ((column, constant), (column, repeated))):
+                got, want = V.arith(op, *args), V.arith(op, *same)
+                assert (got is None) == (want is None) and (got is None or got.equals(want)), (text, op)
+        for op in ("<", "=", ">="):
+            got, want = V.compare(op, column, constant), V.compare(op, column, repeated)
+            assert (got is None) == (want is None) and (got is None or got.equals(want)), (text, op)
+
+
 def test_vectorized_path_declines_what_it_cannot_do_exactly():
     from stream import decimal_vec as V
 
