@@ -81,6 +81,8 @@ def test_the_benchmark_prints_rates_and_a_checked_json_line(capsys):
     ran = {"q0", "q2"} | ({"q5"} & set(EXPECTED_TO_WORK))
     assert set(line["events_per_s"]) == ran and all(v > 0 for v in line["events_per_s"].values())
     assert set(line["fed_events_per_s"]) == ran and all(v > 0 for v in line["fed_events_per_s"].values())
+    assert set(line["fed_per_cpu_s"]) == ran and all(v > 0 for v in line["fed_per_cpu_s"].values())
+    assert all(0 < r["cpu_seconds"] for r in line["results"] if "fed_rows" in r)
     fed = {r["query"]: r["fed_rows"] for r in line["results"] if "fed_rows" in r}
     assert 0 < fed["q0"] < 3000   # q0 reads bids only: the persons and auctions are not fed
     assert ("q5" in line["unsupported"]) == ("q5" not in EXPECTED_TO_WORK)
