@@ -117,6 +117,18 @@ def test_counts_are_per_mv_and_survive_a_rebuild(conn):
     assert conn.data_errors() == {"m1": {"division by zero": 2}, "m2": {"integer out of range": 1}}
 
 
+def test_rows_a_filter_dropped_raise_no_error_in_the_project_above(conn):
+    """``10 / b`` under ``WHERE b <> 0``: the Project sees only the Filter's visible rows, so
+    the hidden b = 0 row neither divides by zero nor counts as a data error (as Postgres, which
+    never evaluates the select list of a row WHERE rejected)."""
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT a, 10 / b AS q FROM t WHERE b <> 0")
+    conn.execute(ROWS)
+    conn.execute("UPDATE t SET b = 0 WHERE a = 7")   # an update pair whose new row is filtered out
+    conn.execute("FLUSH")
+    assert rows(conn, "SELECT * FROM m") == sorted(rows(conn, "SELECT a, 10 / b FROM t WHERE b <> 0"), key=repr)
+    assert conn.data_errors() == {}
+
+
 def test_many_distinct_bad_values_make_one_kind(conn):
     conn.execute("CREATE MATERIALIZED VIEW m AS SELECT a::int AS n FROM t")
     conn.execute("INSERT INTO t VALUES " + ", ".join(f"({5000000000 + i}, 1)" for i in range(50)))

@@ -1,5 +1,5 @@
-"""Project: evaluates expressions over each chunk (stream/expr.py); ops and visibility pass
-through unchanged, so update pairs stay pairs.
+"""Project: evaluates expressions over each chunk (stream/expr.py); ops pass through unchanged,
+so update pairs stay pairs.
 
 Stream key: the planner passes it (``stream_key``, output indices); by default each input key
 column must be projected as a plain column reference, and its output position is the key.
@@ -7,7 +7,10 @@ A key column that is not projected is an :class:`~stream.errors.ExecutorError` a
 (the planner must keep it, as a hidden column). Watermarks: one on a column projected as a
 plain reference is re-numbered and passed on; others are dropped.
 
-Per chunk the work is one Arrow kernel per expression node, over all rows (visible or not).
+Per chunk the work is one Arrow kernel per expression node over the visible rows: a chunk with a
+visibility mask (a Filter's output) is compacted first, so hidden rows cost nothing and raise no
+data error (``10 / x`` under ``WHERE x <> 0`` never divides by zero), as RisingWave evaluates
+only visible rows. A chunk with no visible row emits nothing.
 Callers: the planner, tests.
 """
 
@@ -46,9 +49,13 @@ class Project(UnaryExecutor):
         self.exprs = exprs
 
     def on_chunk(self, chunk: StreamChunk):
+        if chunk.visibility is not None:
+            chunk = chunk.compact()
         n = len(chunk)
+        if n == 0:
+            return None
         columns = chunk.columns
-        return StreamChunk(chunk.ops, [e.eval(columns, n) for e in self.exprs], self.schema, chunk.visibility)
+        return StreamChunk(chunk.ops, [e.eval(columns, n) for e in self.exprs], self.schema)
 
     def on_watermark(self, watermark: Watermark):
         out = self._out_of.get(watermark.column)
