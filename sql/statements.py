@@ -108,9 +108,8 @@ def _refuse_on_reader(db, stmt) -> None:
 
 # DML clauses sqlglot parses that no statement here reads: refused, never silently ignored
 _UNSUPPORTED_CLAUSES = ((exp.Insert, "conflict", "INSERT ... ON CONFLICT (use the table's ON CONFLICT)"),
-                        (exp.Insert, "returning", "RETURNING"),
-                        (exp.Update, "returning", "RETURNING"), (exp.Update, "from_", "UPDATE ... FROM"),
-                        (exp.Update, "from", "UPDATE ... FROM"), (exp.Delete, "returning", "RETURNING"),
+                        (exp.Update, "from_", "UPDATE ... FROM"),
+                        (exp.Update, "from", "UPDATE ... FROM"),
                         (exp.Delete, "using", "DELETE ... USING"))
 
 
@@ -444,18 +443,23 @@ def _checked_flush(db) -> int:
 
 def _insert(db, node, params, variables, stmt) -> Result:
     query = None
+    returning = node.args.get("returning")
     if node.expression is not None and not isinstance(node.expression, exp.Values):   # INSERT ... SELECT
         rel, cols = _insert_target(db, node)
         query = _insert_query(db, node, params, cols)
         cols = _narrow(node, cols, len(query[0].types))
-        if _columns_as_they_are(rel, cols, query[0]):
+        if returning is None and _columns_as_they_are(rel, cols, query[0]):
             from sql.bulk import insert_arrow_into
             table = query[1]
             n = insert_arrow_into(db, rel, pa.table(table.columns if table.num_columns else [], names=cols),
                                   variables)
             return Result(rowcount=n)
     rel, full = _insert_rows(db, node, params, query)
+    if returning is not None:   # bound before anything is written: a wrong RETURNING writes nothing
+        returning = _bind_returning(rel, returning, params)
     _write_rows(db, rel, full, variables)
+    if returning is not None:
+        return _returning_result(rel, returning, [r for _, r in full])
     return Result(rowcount=len(full))
 
 
@@ -486,6 +490,9 @@ def insert_many(db, stmt, seq_of_params, variables) -> Result | None:
     if stmt.kind != "ast" or not isinstance(stmt.ast, exp.Insert):
         return None
     _refuse_clauses(stmt.ast)
+    if stmt.ast.args.get("returning"):
+        raise error_at(UnsupportedError, "RETURNING in executemany is not supported (execute each statement)",
+                       stmt.ast.args["returning"])
     if isinstance(stmt.ast.expression, exp.Values) and seq_of_params:
         rel, cols = _insert_target(db, stmt.ast)
         slots = parameter_slots(stmt.ast.expression, len(cols))
@@ -657,8 +664,46 @@ def _current_rows(db, rel, where, params):
 def _delete(db, node, params, variables, stmt) -> Result:
     rel = _table_for_dml(db, node, "DELETE")
     rows, _ = _current_rows(db, rel, node.args.get("where"), params)
+    returning = node.args.get("returning")
+    if returning is not None:
+        returning = _bind_returning(rel, returning, params)
     _write_rows(db, rel, [("-", r) for r in rows], variables)
+    if returning is not None:   # the deleted rows
+        return _returning_result(rel, returning, rows)
     return Result(rowcount=len(rows))
+
+
+def _bind_returning(rel, returning, params) -> list:
+    """``RETURNING`` items as ``(name, bound expression)`` over ``rel``'s stored row (``*``:
+    every visible column); names as Postgres gives them (a column's, a function's, else
+    ``?column?``)."""
+    scope = Scope([ScopeCol(rel.name, n, i, t) for i, (n, t) in enumerate(rel.visible_columns)])
+    binder = ExprBinder(scope, params, context="RETURNING")
+    out = []
+    for item in returning.expressions:
+        if isinstance(item, exp.Star) or isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+            out += [(n, binder.bind(exp.column(n, quoted=True))) for n, _ in rel.visible_columns]
+            continue
+        if isinstance(item, exp.Alias):
+            name, item = item.alias, item.this
+        elif isinstance(item, exp.Column):
+            name = item.name
+        else:
+            name = spelled(item) if isinstance(item, exp.Func) and "(" not in spelled(item) else "?column?"
+        out.append((name, binder.bind(item)))
+    return out
+
+
+def _returning_result(rel, returning, rows) -> Result:
+    """The RETURNING items over ``rows`` (full stored rows, typmods applied as written)."""
+    from sql.column_checks import check_columns
+    cols = check_columns(rel, [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(rel.columns)])
+    arrays = []
+    with raising_errors():
+        for _, e in returning:
+            arrays.append(e.eval(cols, len(rows)))
+    table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
+    return Result([(n, e.data_type) for n, e in returning], table, len(rows))
 
 
 def _bind_assignments(rel, node, scope, params) -> list:
@@ -696,8 +741,11 @@ def _update(db, node, params, variables, stmt) -> Result:
     rel = _table_for_dml(db, node, "UPDATE")
     rows, scope = _current_rows(db, rel, node.args.get("where"), params)
     sets = _bind_assignments(rel, node, scope, params)
+    returning = node.args.get("returning")
+    if returning is not None:
+        returning = _bind_returning(rel, returning, params)
     if not rows:
-        return Result(rowcount=0)
+        return _returning_result(rel, returning, []) if returning is not None else Result(rowcount=0)
     cols = [to_arrow_values([r[i] for r in rows], t) for i, (_, t) in enumerate(rel.columns)]
     new_rows = [list(r) for r in rows]
     for idx, e, dtype, n in sets:
@@ -712,6 +760,8 @@ def _update(db, node, params, variables, stmt) -> Result:
     for old, new in zip(rows, new_rows):
         changes += [("U-", old), ("U+", tuple(new))]
     _write_rows(db, rel, changes, variables)
+    if returning is not None:   # the new rows
+        return _returning_result(rel, returning, [tuple(r) for r in new_rows])
     return Result(rowcount=len(rows))
 
 

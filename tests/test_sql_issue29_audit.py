@@ -10,7 +10,11 @@ checked against the real PostgreSQL server where Postgres defines the form (``pg
   width mismatches say Postgres' messages (sql/statements.py);
 - named windows: ``WINDOW w AS (...)`` then ``OVER w`` / ``OVER (w ROWS ...)``, batch and MV
   (sql/bind/select.py);
-- refusals name the construct as written: ``IGNORE NULLS`` / ``RESPECT NULLS``.
+- ``RETURNING`` on INSERT / UPDATE / DELETE (the rows as stored, the new rows, the deleted rows;
+  Postgres' column names), also over pgwire with the DML command tag (sql/statements.py);
+- NUMERIC ``ln`` / ``log`` / ``exp`` at Postgres' result scale, mixed date/time subtraction;
+- refusals name the construct as written: ``IGNORE NULLS`` / ``RESPECT NULLS``; ``TABLESAMPLE`` and
+  ``PIVOT`` are refused instead of silently ignored.
 
 Each script runs statement by statement on both servers; every statement must succeed on both
 with the same rows or fail on both (the same message where ours copies Postgres').
@@ -20,7 +24,8 @@ import pytest
 
 import sql
 from sql.errors import SqlError, UnsupportedError
-from test_sql_pg_functions import pg  # noqa: F401  (the fixture)
+from test_pgwire import server  # noqa: F401  (the pgwire server fixture)
+from test_sql_pg_functions import pg  # noqa: F401,F811  (the fixture)
 
 import psycopg
 
@@ -240,3 +245,48 @@ def test_subtracting_mixed_date_and_time_stamp_types_as_postgres(pg):  # noqa: F
         with pytest.raises(SqlError) as info:
             conn.execute("SELECT d * '2024-01-01 10:00:00'::timestamp FROM t")
         assert "datetime" not in str(info.value) and "TIMESTAMP '2024-01-01 10:00:00'" in str(info.value)
+
+
+RETURNING_SCRIPT = [
+    "CREATE TABLE d (k INT PRIMARY KEY, a INT DEFAULT 7, b VARCHAR(3), c NUMERIC(5,2))",
+    "INSERT INTO d VALUES (1, 2, 'x', 1.234) RETURNING *",              # typmods applied, as stored
+    "INSERT INTO d (k) VALUES (2), (3) RETURNING k, a * 2 AS dbl, upper(b), c",
+    "INSERT INTO d SELECT k + 10, a, 'yy', 3.14159 FROM d RETURNING k, c, k + a",
+    "UPDATE d SET a = a + 1, c = 9.999 WHERE k > 10 RETURNING d.k, a, c",   # the new rows
+    "UPDATE d SET a = 0 WHERE k > 100 RETURNING k",
+    "DELETE FROM d WHERE k = 2 RETURNING *, length(b)",                  # the deleted rows
+    "DELETE FROM d WHERE k = 99 RETURNING k",
+    "INSERT INTO d VALUES (50) RETURNING nosuch",
+    "INSERT INTO d VALUES (51, 1, 'toolong') RETURNING k",
+    "SELECT * FROM d",
+    "CREATE TABLE h (x INT, y TEXT)",                                     # a hidden row id is not returned
+    "INSERT INTO h VALUES (1, 'a'), (2, NULL) RETURNING *",
+    "DELETE FROM h WHERE x = 1 RETURNING y, x",
+]
+
+
+@pytest.mark.postgres
+def test_returning_on_insert_update_delete_as_postgres(pg):  # noqa: F811
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        run_script(pg, conn, RETURNING_SCRIPT)
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM d")
+        for text in ("INSERT INTO d (k, a) VALUES (60, 1) RETURNING k, a * 2, upper(b), a + k AS s",
+                     "UPDATE d SET a = 5 WHERE k = 60 RETURNING *",
+                     "DELETE FROM d WHERE k = 60 RETURNING k"):
+            ours, theirs = conn.execute(text), pg.execute(text)
+            assert [d[0] for d in ours.description] == [d.name for d in theirs.description]
+            assert ours.fetchall() == [tuple(r) for r in theirs.fetchall()] and ours.rowcount == theirs.rowcount
+        assert conn.execute("SELECT * FROM m").fetchall() == pg.execute("SELECT count(*) FROM d").fetchall()
+        with pytest.raises(UnsupportedError, match="RETURNING in executemany"):
+            conn.executemany("INSERT INTO d (k) VALUES (%s) RETURNING k", [(70,), (71,)])
+
+
+def test_returning_over_pgwire_keeps_the_dml_command_tag(server):  # noqa: F811
+    from test_pgwire import connect
+    with connect(server) as c:
+        c.execute("CREATE TABLE rt (k INT PRIMARY KEY, a INT)")
+        cur = c.execute("INSERT INTO rt VALUES (1, 2), (3, 4) RETURNING k, a + 1 AS b")
+        assert cur.fetchall() == [(1, 3), (3, 5)] and cur.rowcount == 2
+        assert cur.statusmessage == "INSERT 0 2" and [d.name for d in cur.description] == ["k", "b"]
+        cur = c.execute("DELETE FROM rt WHERE k = %s RETURNING a", (3,))
+        assert cur.fetchall() == [(4,)] and cur.statusmessage == "DELETE 1"

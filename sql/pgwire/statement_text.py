@@ -160,8 +160,8 @@ def _tag(text: str, cursor) -> str:
     words = text.split(None, 3)
     first = words[0].upper().lstrip("(") if words else ""
     rows = max(cursor.rowcount, 0) if cursor is not None else 0
-    if cursor is not None and cursor.description is not None:
-        return f"SELECT {rows}" if first not in ("SHOW", "EXPLAIN", "DESCRIBE") else first
+    if cursor is not None and cursor.description is not None and first not in ("INSERT", "UPDATE", "DELETE"):
+        return f"SELECT {rows}" if first not in ("SHOW", "EXPLAIN", "DESCRIBE") else first   # (DML: RETURNING)
     if first == "INSERT":
         return f"INSERT 0 {rows}"
     if first in ("UPDATE", "DELETE", "COPY"):
