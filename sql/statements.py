@@ -41,8 +41,8 @@ from sql.build import IdAllocator, allocate, count_state_tables, mv_desc
 from sql.catalog import ROW_ID, Relation
 from sql.defaults import declare_default, default_columns, is_default_marker, parse_default
 from sql.index import attach_indexes, create_index, drop_index
-from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, UnsupportedError, error_at,
-                        execution_error)
+from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, SqlSyntaxError, UnsupportedError,
+                        error_at, execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
 from sql.source import attach_connector, refuse_source_scans, refuse_with_options
 from sql.watermark import declare_watermark
@@ -114,6 +114,12 @@ _UNSUPPORTED_CLAUSES = ((exp.Insert, "conflict", "INSERT ... ON CONFLICT (use th
 
 
 def _refuse_clauses(node) -> None:
+    # sqlglot accepts these incomplete statements; Postgres' parser does not (nothing may run)
+    if isinstance(node, exp.Insert) and node.expression is None and not node.args.get("default"):
+        raise error_at(SqlSyntaxError, "syntax error at end of input: INSERT needs VALUES, a query or DEFAULT "
+                                       "VALUES", node)
+    if isinstance(node, exp.Update) and not node.expressions:
+        raise error_at(SqlSyntaxError, "syntax error: UPDATE ... SET needs an assignment", node)
     for cls, arg, what in _UNSUPPORTED_CLAUSES:
         if isinstance(node, cls) and node.args.get(arg):
             clause = node.args[arg]

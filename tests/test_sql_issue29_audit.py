@@ -290,3 +290,15 @@ def test_returning_over_pgwire_keeps_the_dml_command_tag(server):  # noqa: F811
         assert cur.statusmessage == "INSERT 0 2" and [d.name for d in cur.description] == ["k", "b"]
         cur = c.execute("DELETE FROM rt WHERE k = %s RETURNING a", (3,))
         assert cur.fetchall() == [(4,)] and cur.statusmessage == "DELETE 1"
+
+
+@pytest.mark.parametrize("text", ["INSERT INTO t", "UPDATE t SET", "UPDATE t SET WHERE k = 1"])
+def test_incomplete_dml_is_a_syntax_error_and_writes_nothing(text):
+    """sqlglot parses these; Postgres does not. INSERT INTO t inserted a row of defaults and
+    UPDATE t SET succeeded doing nothing."""
+    from sql.errors import SqlSyntaxError
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT, a INT DEFAULT 3)")
+        with pytest.raises(SqlSyntaxError):
+            conn.execute(text)
+        assert conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
