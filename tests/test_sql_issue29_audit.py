@@ -302,3 +302,41 @@ def test_incomplete_dml_is_a_syntax_error_and_writes_nothing(text):
         with pytest.raises(SqlSyntaxError):
             conn.execute(text)
         assert conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+
+
+FILTER_SCRIPT = WINDOW_SETUP + [
+    "SELECT k, sum(v) FILTER (WHERE v > 5) OVER (PARTITION BY g) FROM t",
+    "SELECT k, count(*) FILTER (WHERE v > 5) OVER (ORDER BY k), count(v) FILTER (WHERE k % 2 = 0) OVER w, "
+    "avg(v) FILTER (WHERE v IS NOT NULL AND k > 1) OVER w, min(v) FILTER (WHERE k > 2) OVER (), "
+    "max(v) FILTER (WHERE k < 5) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t "
+    "WINDOW w AS (PARTITION BY g ORDER BY k)",
+    "SELECT g, sum(v), sum(sum(v)) FILTER (WHERE g > 1) OVER (ORDER BY g) FROM t GROUP BY g",
+    "SELECT k, count(DISTINCT v) FILTER (WHERE v > 1) OVER () FROM t",     # refused by both
+    "SELECT k, rank() FILTER (WHERE v > 1) OVER (ORDER BY k) FROM t",      # refused by both
+]
+
+
+@pytest.mark.postgres
+def test_filter_in_window_aggregates_as_postgres(pg):  # noqa: F811
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        run_script(pg, conn, FILTER_SCRIPT)
+
+
+def test_filter_in_window_aggregates_in_an_mv_equal_their_batch_recomputation():
+    import random
+    query = ("SELECT k, sum(v) FILTER (WHERE v > 1) OVER (PARTITION BY g ORDER BY k) AS s, "
+             "count(*) FILTER (WHERE v IS NULL) OVER (PARTITION BY g) AS n FROM t")
+    rnd = random.Random(7)
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        conn.execute("CREATE TABLE t (k INT PRIMARY KEY, g INT, v INT)")
+        conn.execute("CREATE MATERIALIZED VIEW m AS " + query)
+        for _ in range(30):
+            k, op = rnd.randrange(8), rnd.random()
+            if op < 0.6:
+                conn.execute("INSERT INTO t VALUES (%s, %s, %s)", (k, rnd.randrange(3), rnd.choice([None, 1, 2, 3])))
+            elif op < 0.8:
+                conn.execute("UPDATE t SET v = %s WHERE k = %s", (rnd.choice([None, 0, 4]), k))
+            else:
+                conn.execute("DELETE FROM t WHERE k = %s", (k,))
+            assert sorted(conn.execute("SELECT * FROM m").fetchall(), key=repr) == \
+                sorted(conn.execute(query).fetchall(), key=repr)

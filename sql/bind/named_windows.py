@@ -15,7 +15,7 @@ exist``), a name defined twice, overriding PARTITION BY / ORDER BY, copying a fr
 
 Windows inside subqueries belong to those subqueries' own WINDOW clauses and are left alone.
 
-Callers: :mod:`sql.bind.select` (``_select``).
+Callers: :mod:`sql.bind.select` (``_select``); :mod:`sql.bind.window_filter` uses :func:`own_windows`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def rewrite(node: exp.Select) -> exp.Select:
     """``node`` with its named windows inlined (``node`` itself when it has no WINDOW clause
     and no window names one)."""
     definitions = node.args.get("windows") or []
-    uses = [w for w in _own_windows(node) if w.args.get("alias") is not None]
+    uses = [w for w in own_windows(node) if w.args.get("alias") is not None]
     if not definitions and not uses:
         return node
     node = node.copy()
@@ -39,7 +39,7 @@ def rewrite(node: exp.Select) -> exp.Select:
         if name in named:
             raise error_at(BindError, f'window "{name}" is already defined', d)
         named[name] = _resolve(d, named, definition=True)
-    for w in _own_windows(node):
+    for w in own_windows(node):
         if w.args.get("alias") is None:
             continue
         spelled = _resolve(w, named, definition=False)
@@ -50,7 +50,7 @@ def rewrite(node: exp.Select) -> exp.Select:
     return node
 
 
-def _own_windows(node: exp.Select) -> list:
+def own_windows(node: exp.Select) -> list:
     """The ``OVER`` windows of ``node``'s select list and ORDER BY, not of its subqueries."""
     roots = list(node.expressions) + ([node.args["order"]] if node.args.get("order") is not None else [])
     return [w for root in roots for w in root.find_all(exp.Window)

@@ -187,8 +187,11 @@ def _check_window(w) -> None:
                                          "window function is not supported", w)
     if isinstance(fn, exp.RowNumber):
         return
-    if isinstance(fn, exp.Filter):
-        raise error_at(UnsupportedError, "FILTER in a window aggregate is not supported", w)
+    if isinstance(fn, exp.Filter):   # count/sum/avg/min/max: rewritten by sql/bind/window_filter.py
+        if isinstance(fn.this, tuple(_AGG_WINDOW)) and isinstance(fn.this.this, exp.Distinct):
+            raise error_at(UnsupportedError, "DISTINCT in a window aggregate is not supported", w)
+        raise error_at(UnsupportedError, f"FILTER of the window function {spelled(fn.this)} is not supported "
+                                         "(FILTER is taken by count/sum/avg/min/max OVER)", w)
     if type(fn) in _NAV_WINDOW:
         if fn.args.get("ignore_nulls") or isinstance(fn, (exp.IgnoreNulls, exp.RespectNulls)):
             raise error_at(UnsupportedError, "IGNORE/RESPECT NULLS in a window function is not supported", w)

@@ -37,7 +37,7 @@ from stream.errors import ExecutorError
 from stream.schema import Schema
 
 from sql import types as T
-from sql.bind import jsonb_rows, jsonb_select, named_windows, regexp_rows, time_travel
+from sql.bind import jsonb_rows, jsonb_select, named_windows, regexp_rows, time_travel, window_filter
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
@@ -759,6 +759,7 @@ class QueryBinder:
         node = jsonb_select.rewrite(node)   # jsonb_agg, jsonb_object_agg, jsonb_array_elements(j) in a select list
         node = regexp_rows.rewrite(node)    # regexp_split_to_table / regexp_matches as unnest
         node = named_windows.rewrite(node)  # WINDOW w AS (...), OVER w: inlined
+        node = window_filter.rewrite(node)  # agg(x) FILTER (WHERE c) OVER: agg(CASE WHEN c THEN x END) OVER
         for col in node.find_all(exp.Column):   # s1.t.a: only the public schema exists
             if col.args.get("catalog") is not None or \
                     col.args.get("db") is not None and _name(col.args["db"]) != "public":
