@@ -340,3 +340,18 @@ def test_filter_in_window_aggregates_in_an_mv_equal_their_batch_recomputation():
                 conn.execute("DELETE FROM t WHERE k = %s", (k,))
             assert sorted(conn.execute("SELECT * FROM m").fetchall(), key=repr) == \
                 sorted(conn.execute(query).fetchall(), key=repr)
+
+
+@pytest.mark.postgres
+def test_substring_from_a_pattern_as_postgres(pg):  # noqa: F811
+    """substring(s FROM pattern) was "function substr(varchar, varchar) does not exist"."""
+    script = ["CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR)",
+              "INSERT INTO t VALUES (1, 'a,b,c'), (2, 'Hello World'), (3, NULL), (4, 'xyz'), (5, 'a-b')",
+              "SELECT k, substring(s from '[a-z]+'), substring(s, '([a-z])-([a-z])'), substring(s, 'o(.)'), "
+              "substring(s from 2 for 2), substring(s, 2), substring(s for 3), substring(s, 'zzz') FROM t",
+              "SELECT substring('Thomas' from '...$'), substring('Thomas' from 'o(.)m'), substring('abc', '2')"]
+    with sql.connect(":memory:", implicit_flush=True) as conn:
+        run_script(pg, conn, script)
+        conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, substring(s from 'o(.)') AS x FROM t")
+        assert sorted(conn.execute("SELECT * FROM m").fetchall()) == \
+            sorted(pg.execute("SELECT k, substring(s from 'o(.)') FROM t").fetchall())

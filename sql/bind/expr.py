@@ -918,6 +918,14 @@ class ExprBinder:
             name, types = node.name.lower(), _JSONB_ARGS[node.name.lower()]
             return self._call_typed(name, [self.bind_as(a, t) for a, t in zip(node.expressions, types)]
                                     + [self.bind(a) for a in node.expressions[len(types):]], node)
+        if isinstance(node, exp.Substring) and node.args.get("length") is None and \
+                node.args.get("start") is not None and self.bind(node.args["start"]).data_type == DataType.VARCHAR:
+            # substring(s FROM pattern) / substring(s, pattern): the first match's first group, else the
+            # whole match (NULL without a match), as Postgres -- (regexp_match(s, pattern))[1]
+            import sqlglot
+            call = sqlglot.parse_one("SELECT (regexp_match(s, p))[1]", read="postgres").expressions[0]
+            call.this.this.set("expressions", [node.this.copy(), node.args["start"].copy()])
+            return self.bind(call)
         name = self._FUNCS.get(type(node))
         if isinstance(node, exp.Anonymous):
             name = node.name.lower()
