@@ -154,6 +154,42 @@ def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_pa
     assert again.returncode == 3 and "already holds person" in again.stderr and "Traceback" not in again.stderr
 
 
+def test_demo_live_figures_read_counter_mvs_instead_of_scanning_every_mv(tmp_path):
+    """After each FLUSH the live figures read each MV's one-row ``count(*)`` counter MV (kept from
+    the MV's change stream), never a full ``SELECT count(*)`` of the MV, and the counts are exact."""
+    import io
+    import sql
+    from cli.demo import _row_counters
+    from cli.demo_live import LiveFigures
+    from sql import nexmark_feed as feed
+    from sql.nexmark_queries import QUERIES
+    queries = [QUERIES["q1"], QUERIES["q2"]]
+    with sql.connect(str(tmp_path / "db"), barrier_interval_ms=0, compactor="local") as conn:
+        feed.setup(conn, queries)
+        counters = _row_counters(conn, queries)
+        assert counters == {"nexmark_q1": "nexmark_q1__rows", "nexmark_q2": "nexmark_q2__rows"}
+        live = LiveFigures(conn, queries, 3_000, io.StringIO(), counters)
+        executed, seen = [], []
+        execute = conn.execute
+
+        def spy(statement, *args, **kwargs):
+            executed.append(statement)
+            return execute(statement, *args, **kwargs)
+
+        def on_flush(stats):
+            conn.execute = spy
+            try:
+                rows = live.figures(stats)["rows"]
+            finally:
+                del conn.execute
+            seen.append((rows, {q.mv: execute(f"SELECT count(*) FROM {q.mv}").fetchone()[0] for q in queries}))
+
+        feed.feed(conn, 3_000, batch_size=1_000, flush_every=1_000, tables=("bid",), on_flush=on_flush)
+    assert len(seen) == 3 and seen[-1][1]["nexmark_q1"] > 0
+    assert all(figures == truth for figures, truth in seen)
+    assert executed and not any("count(*)" in s for s in executed), executed
+
+
 def test_demo_runs_against_s3(s3_server, monkeypatch):
     from s3_server import CREDENTIALS, REGION
     objects = s3_server.new_store()
