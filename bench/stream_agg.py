@@ -13,6 +13,15 @@
   same calls, append-only) -> Materialize: a million groups, so the group cache (default
   budget) evicts and the state tables spill; peak RSS must stay <= 1 GiB.
 - ``hash_agg_1m_retractable``: the same on a retractable input.
+
+``python -m bench.stream_agg`` measures these workloads in CPU seconds (issue 30: wall time on
+this shared machine swings with the load, CPU time far less): ``runtime``, the graph above
+through ``bench.stream.run_once`` (process CPU, every thread; the compaction worker process
+excluded), and ``direct``, the HashAgg alone -- its input chunks (the Project's ``g`` computed
+before the clock), ``on_chunk`` per chunk and a flush and commit every 1,000 chunks (the
+bench's checkpoint) on one thread, no runtime. Medians of ``--repeats``; ``--compactor`` as
+bench.stream's (``none`` in the test); one JSON line
+``{"bench": "stream_agg", "cpu_rows_per_s": {workload: {"runtime": ..., "direct": ...}}, "machine": ...}``.
 """
 
 from __future__ import annotations
@@ -43,3 +52,97 @@ def build_agg(workload: str, rt, store, src) -> None:
                   names=["cnt", "sum_b", "max_b"])
     table = StateTable(store, 1, agg.schema.pairs(), [0], dist_key_indices=[0], consistent=False)
     rt.actor(Materialize(agg, table))
+
+
+def direct_input(workload: str, chunks):
+    """The HashAgg's input schema, its chunks (``bench.stream``'s chunks, with the Project's
+    ``g`` computed) and the group key / argument columns."""
+    import numpy as np
+    import pyarrow as pa
+    from relational.types import DataType as T
+    from stream.chunk import StreamChunk
+    from stream.schema import Schema
+    groups = GROUPS.get(workload.removesuffix("_retractable"))
+    if groups is None:
+        return chunks[0].schema, chunks, [1], 2
+    schema = Schema([("g", T.BIGINT), ("id", T.BIGINT), ("b", T.INT)])
+    out = []
+    for c in chunks:
+        ids = c.columns[0].to_numpy()
+        out.append(StreamChunk(c.ops, [pa.array(ids % np.int64(groups)), c.columns[0], c.columns[2]], schema))
+    return schema, out, [0], 2
+
+
+def run_direct(workload: str, schema, chunks, key, b, checkpoint_every: int) -> float:
+    """CPU seconds of the HashAgg alone over ``chunks`` (module docstring)."""
+    import tempfile
+    import time
+    from hummock import HummockStorage
+    from hummock.key import new_epoch
+    from stream.executors import AggCall, HashAgg
+    from stream.executors.hash_agg import agg_table_count
+
+    class _Input:   # what an executor reads of its input at construction
+        def __init__(self):
+            self.schema, self.stream_key = schema, [0] if workload in ("hash_agg_1k", "hash_agg_1k_retractable") else [1]
+
+    append_only = not workload.endswith("_retractable")
+    calls = [AggCall("count"), AggCall("sum", b), AggCall("max", b)]
+    with tempfile.TemporaryDirectory(prefix="bench-stream-agg-") as tmp, HummockStorage.open(tmp + "/db") as store:
+        agg = HashAgg(_Input(), key, calls, store, range(10, 10 + agg_table_count(calls, append_only)),
+                      append_only=append_only, consistent=False)
+        tables = agg.state_tables()
+        epoch = new_epoch()
+        for t in tables:
+            t.init_epoch(epoch)
+        start = time.process_time()
+        for i, chunk in enumerate(chunks, 1):
+            agg.on_chunk(chunk)
+            if i % checkpoint_every == 0 or i == len(chunks):
+                agg.on_barrier(None)
+                epoch = new_epoch()
+                for t in tables:
+                    t.commit(epoch)
+        return time.process_time() - start
+
+
+def main(argv=None) -> None:
+    import argparse
+    import json
+    import statistics
+    import time
+    from bench import stream as bs
+    from bench.harness import machine
+    parser = argparse.ArgumentParser(description="bench.stream's aggregation workloads in CPU seconds")
+    parser.add_argument("--chunks", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workloads", default="hash_agg_1k,hash_agg_10k,hash_agg_1m")
+    parser.add_argument("--ways", default="runtime,direct")
+    parser.add_argument("--compactor", default="default", choices=["default", "local", "workers", "none"])
+    args = parser.parse_args(argv)
+    schema, chunks = bs.make_chunks(args.chunks)
+    rows = args.chunks * bs.CHUNK
+    ways = args.ways.split(",")
+    out = {}
+    for workload in args.workloads.split(","):
+        figures = out[workload] = {}
+        if "runtime" in ways:
+            bs.run_once(workload, schema, chunks[:max(5, len(chunks) // 20)], args.compactor)   # warm-up
+            cpus = []
+            for _ in range(args.repeats):
+                start = time.process_time()
+                bs.run_once(workload, schema, chunks, args.compactor)
+                cpus.append(time.process_time() - start)
+            figures["runtime"] = round(rows / statistics.median(cpus))
+        if "direct" in ways:
+            agg_schema, agg_chunks, key, b = direct_input(workload, chunks)
+            cpus = [run_direct(workload, agg_schema, agg_chunks, key, b, bs.CHECKPOINT_EVERY)
+                    for _ in range(args.repeats)]
+            figures["direct"] = round(rows / statistics.median(cpus))
+        print(f"{workload:26s} " + "  ".join(f"{w} {figures[w]:>12,} rows/CPU s" for w in ways), flush=True)
+    print(json.dumps({"bench": "stream_agg", "chunks": args.chunks, "repeats": args.repeats,
+                      "compactor": args.compactor, "cpu_rows_per_s": out, "machine": machine()}))
+
+
+if __name__ == "__main__":
+    main()
