@@ -84,7 +84,8 @@ def run_direct(workload: str, schema, chunks, key, b, checkpoint_every: int) -> 
 
     class _Input:   # what an executor reads of its input at construction
         def __init__(self):
-            self.schema, self.stream_key = schema, [0] if workload in ("hash_agg_1k", "hash_agg_1k_retractable") else [1]
+            projected = workload.removesuffix("_retractable") in GROUPS
+            self.schema, self.stream_key = schema, [1] if projected else [0]
 
     append_only = not workload.endswith("_retractable")
     calls = [AggCall("count"), AggCall("sum", b), AggCall("max", b)]

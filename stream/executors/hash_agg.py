@@ -451,8 +451,9 @@ class HashAgg(UnaryExecutor):
     def _states_of(self, values, need_keys: bool) -> tuple:
         """``(keys, states)`` of the groups whose one integer key column holds ``values``: the
         states by ``_dirty_values`` (an int-keyed dict hashes and compares faster than one-tuple
-        keys, and the tuples need not be built per chunk), those not dirty yet by ``_load``; ``keys`` are the ints themselves unless ``need_keys`` (the extreme,
-        distinct and ordered states take key tuples)."""
+        keys, and the tuples need not be built per chunk), those not dirty yet by ``_load``;
+        ``keys`` are the ints themselves unless ``need_keys`` (the extreme, distinct and ordered
+        states take key tuples)."""
         fast = self._dirty_values
         states = list(map(fast.get, values))
         if None in states:   # ``_load`` the others (made dirty), then remember them here
