@@ -22,6 +22,8 @@ taken as DOUBLE), and through the facade :mod:`stream.expr`, the SQL binder (``C
 from __future__ import annotations
 
 import numpy as np
+import re
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -83,6 +85,48 @@ def _clock_text(value, source: DataType):
     return text
 
 
+# boolin: these words, any case, surrounding blanks ignored, and their unambiguous prefixes
+_TRUE_TEXT = pa.array(["t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"])
+_FALSE_TEXT = pa.array(["f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"])
+
+
+def _text_bool(value, expr):
+    """VARCHAR -> BOOLEAN as Postgres' boolin reads text; anything else is 'invalid input
+    syntax for type boolean'."""
+    word = pc.utf8_lower(pc.utf8_trim_whitespace(value))
+    true, false = pc.is_in(word, value_set=_TRUE_TEXT), pc.is_in(word, value_set=_FALSE_TEXT)
+    bad = pc.and_(pc.invert(pc.or_(true, false)), pc.is_valid(word))
+    if isinstance(bad, pa.Scalar):
+        if bad.as_py():
+            raise ExpressionError(f'invalid input syntax for type boolean: "{value.as_py()}"', expr)
+        return pa.scalar(None, pa.bool_()) if not value.is_valid else true
+    if pc.any(bad).as_py():
+        first = value.filter(bad)[0].as_py()
+        raise ExpressionError(f'invalid input syntax for type boolean: "{first}"', expr)
+    return pc.if_else(pc.is_valid(word), true, pa.scalar(None, pa.bool_()))
+
+
+def _text_time(value, expr):
+    """VARCHAR -> TIME (``HH:MM[:SS[.ffffff]]``, surrounding blanks ignored): read as the time of
+    day of 1970-01-01 by Arrow's ISO 8601 parser (Arrow has no string -> time64 cast); text it
+    cannot read is Postgres' 'invalid input syntax for type time' (Postgres reads more forms, e.g.
+    ``7:05 PM``, refused here with that error)."""
+    text = pc.replace_substring_regex(pc.utf8_trim_whitespace(value), r"^(\d):", r"0\1:")   # 7:05 -> 07:05
+    try:
+        stamp = pc.cast(pc.binary_join_element_wise("1970-01-01 ", text, ""), pa.timestamp("us"))
+    except _ARROW_ERRORS as exc:
+        bad = re.search(r"'1970-01-01 (.*)' as a scalar", str(exc), re.S)
+        shown = ""
+        if bad is not None:   # the row as written (the parser saw it trimmed and padded)
+            if isinstance(value, pa.Scalar):
+                shown = f': "{value.as_py()}"'
+            else:
+                at = pc.index(text, bad.group(1)).as_py()
+                shown = f': "{value[at].as_py() if at >= 0 else bad.group(1)}"'
+        raise ExpressionError(f"invalid input syntax for type time{shown}", expr) from exc
+    return pc.cast(stamp, pa.time64("us"))
+
+
 def cast_to(value, source: DataType, target: DataType, expr):
     """``value`` (array or scalar of ``source``) as ``target``; a value that does not fit is a
     data error (module docstring)."""
@@ -119,6 +163,10 @@ def cast_to(value, source: DataType, target: DataType, expr):
         out = null_where(expr, out, pc.and_(pc.is_inf(out), pc.invert(pc.match_substring_regex(
             value, _INF_TEXT, ignore_case=True))), message)
         return null_where(expr, out, pc.and_(pc.equal(out, 0), pc.match_substring_regex(value, _NONZERO_FLOAT)), message)
+    if source.kind == TypeKind.VARCHAR and target.kind == TypeKind.TIME:
+        return _text_time(value, expr)
+    if source.kind == TypeKind.VARCHAR and target.kind == TypeKind.BOOLEAN:
+        return _text_bool(value, expr)
     if source.kind == TypeKind.DOUBLE and target.kind == TypeKind.REAL:   # float8_to_float4's checks
         return result_range(expr, _wrap(pc.cast, expr, value, pa.float32(), False), value)
     return _wrap(pc.cast, expr, value, arrow_type(target), True)

@@ -141,14 +141,28 @@ def _log(kind: str, message: str, expr, rows: int) -> None:
                 f" (and {suppressed} more row(s) since the last warning)" if suppressed else "")
 
 
+# Postgres' names of types in "invalid input syntax for type ..." (by Arrow's type in its message)
+_PARSE_NAMES = {"int16": "smallint", "int32": "integer", "int64": "bigint", "bool": "boolean", "date32[day]": "date",
+                "time64[us]": "time", "timestamp[us]": "timestamp", "timestamp[us, tz=UTC]": "timestamp with time zone"}
+_PARSE_FAILED = re.compile(r"Failed to parse string: '(.*)' as a scalar of type ([^:]+)(?::.*)?$", re.S)
+_PARSE_BOOL = re.compile(r"Failed to parse value: (.*)$", re.S)   # Arrow's string -> bool cast
+
+
 def arrow_message(exc, data_type=None) -> str:
     """The SQL message of an Arrow kernel's failure (an overflow, a cast out of range: "integer
-    out of range" for an integer ``data_type``, as Postgres says)."""
+    out of range" for an integer ``data_type``, as Postgres says; text a cast cannot read:
+    'invalid input syntax for type integer: "x"')."""
     text = str(exc)
     low = text.lower()
     if "overflow" in low or "not in range" in low or "out of bounds" in low:
         name = _INT_NAMES.get(data_type.sql_name()) if data_type is not None else None
         return f"{name} out of range" if name else "value out of range: overflow"
+    parsed = _PARSE_FAILED.match(text)
+    if parsed and parsed.group(2) in _PARSE_NAMES:
+        return f'invalid input syntax for type {_PARSE_NAMES[parsed.group(2)]}: "{parsed.group(1)}"'
+    parsed = _PARSE_BOOL.match(text)
+    if parsed and data_type is not None and data_type.sql_name() == "BOOLEAN":
+        return f'invalid input syntax for type boolean: "{parsed.group(1)}"'
     return text
 
 
