@@ -71,6 +71,14 @@ def arrow_type(dtype: DataType) -> pa.DataType:
     return _SIMPLE[dtype.kind]
 
 
+def flat_array(column):
+    """``column`` as one ``pa.Array``: a ChunkedArray of one chunk is that chunk (no copy:
+    ``combine_chunks`` copies even one chunk), of several their concatenation; an Array as is."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def arrow_schema(names, types) -> pa.Schema:
     return pa.schema([(name, arrow_type(t)) for name, t in zip(names, types)])
 

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from relational.arrow import arrow_type, to_arrow, to_pylist
+from relational.arrow import arrow_type, flat_array, to_arrow, to_pylist
 from relational.memcomparable import OrderType, encode_rows
 from stream.executors.agg_call import AggCall, group_key, order_key
 from stream.executors.over_window import bind_call, window_values
@@ -174,7 +174,7 @@ class _Exec:
         return _table(out, plan)
 
     def _columns(self, t: pa.Table):
-        return [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns]
+        return [flat_array(c) for c in t.columns]
 
     def _filter(self, plan: P.Filter):
         t = self.run(plan.input)

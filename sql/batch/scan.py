@@ -28,7 +28,7 @@ import time
 
 import pyarrow as pa
 
-from relational.arrow import arrow_type
+from relational.arrow import arrow_type, flat_array
 from relational.storage_table import StorageTable
 from relational.vnode import Bitmap
 
@@ -111,7 +111,7 @@ def _storage(store, scan):
 
 
 def _flat(t) -> list:
-    return [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in t.columns]
+    return [flat_array(c) for c in t.columns]
 
 
 def _empty(scan) -> pa.Table:

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from relational.arrow import flat_array
 from relational.types import DataType, TypeKind
 from stream.executors.agg_call import AggCall
 from stream.schema import Schema
@@ -38,8 +39,7 @@ SMALL_INTS = {TypeKind.SMALLINT, TypeKind.INT}
 INT_KINDS = {TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT}
 
 
-def _flat(col):
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+_flat = flat_array   # one Array per column, no copy of a single chunk
 
 
 # --- aggregate ----------------------------------------------------------------------------------
