@@ -96,6 +96,17 @@ def test_hop_expands_each_row_into_every_window_containing_it():
                                                (INSERT, (1, "a", 7, 6, 12))]
 
 
+def test_hop_chunk_without_update_pairs_keeps_rows_in_order_each_rows_windows_together():
+    """The path without update pairs (no reordering needed): row by row, earliest window first,
+    deletes where they were."""
+    e = Epochs()
+    chunk = rows(("+", (1, "a", 5)), ("-", (2, "b", 0)), ("+", (3, "c", 2)))
+    x = HopWindow(ListSource(S, [0], [e.barrier(), chunk, e.barrier()]), 2, slide=2, size=4)
+    assert visible_rows(drain(Checked(x))) == [
+        (INSERT, (1, "a", 5, 2, 6)), (INSERT, (1, "a", 5, 4, 8)), (DELETE, (2, "b", 0, -2, 2)),
+        (DELETE, (2, "b", 0, 0, 4)), (INSERT, (3, "c", 2, 0, 4)), (INSERT, (3, "c", 2, 2, 6))]
+
+
 def test_hop_update_pairs_stay_pairs_only_when_the_window_is_the_same():
     e = Epochs()
     chunk = rows(("U-", (1, "a", 4)), ("U+", (1, "b", 5)),     # same windows: pairs

@@ -154,8 +154,9 @@ class HopWindow(_Windowed):
         # an update pair's i-th windows adjacent as a U-/U+ pair; earliest window first
         row = np.repeat(np.arange(n), units)
         k = np.tile(np.arange(units - 1, -1, -1), n)
-        order = np.lexsort((row, -k, group[row]))
-        row, k = row[order], k[order]
+        if len(pair_at):   # without an update pair each row is its own group: already in order
+            order = np.lexsort((row, -k, group[row]))
+            row, k = row[order], k[order]
         start = last[row] - k * self.slide
         visible = base.visible_mask()[row]
         visibility = None if base.visibility is None else visible
