@@ -659,29 +659,6 @@ def _regexp_matches_list(args, columns):
     return rowwise(regexp_matches, lambda ts: DataType.list(DataType.list(_V)))(args[:1], columns)
 
 
-def _regexp_matches_list(args, columns):
-    """The rows of the set-returning ``regexp_matches(s, pattern [, flags])`` as one list per row
-    (``"regexp_matches list"``, an internal name: sql/bind/regexp_rows.py unnests it): each match's
-    capture groups (the whole match when the pattern has none; an unmatched group NULL) as text[];
-    without ``g`` the first match only, with ``g`` every match, the search going on at its end (one
-    character further after an empty match, as Python's ``finditer`` and Postgres both do)."""
-    pattern = _const(args[1], "regexp_matches' pattern")
-    flags = _const(args[2], "regexp_matches' flags") if len(args) > 2 else ""
-    if pattern is None or flags is None:
-        return pa.scalar(None, pa.list_(pa.list_(pa.string())))
-    rx = _regex(pattern, flags)
-    every = "g" in flags
-
-    def regexp_matches(s):
-        out = []
-        for m in rx.finditer(s):
-            out.append(list(m.groups()) if rx.groups else [m.group(0)])
-            if not every:
-                break
-        return out
-    return rowwise(regexp_matches, lambda ts: DataType.list(DataType.list(_V)))(args[:1], columns)
-
-
 def _regexp_split_to_array(args, columns):
     """``regexp_split_to_array(s, pattern [, flags])``: the text between matches, as Postgres
     splits -- a zero-length match at the start or the end of the text, or right after the
