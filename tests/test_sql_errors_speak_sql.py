@@ -66,6 +66,11 @@ def refusal(conn, text):
     ("ALTER VIEW v RENAME TO w", "ALTER VIEW"),   # ALTER TABLE is supported (sql/alter.py)
     ("SELECT abs(a) FILTER (WHERE a > 1) FROM t", "abs"),
     ("SELECT sinn(a) FROM t", "sinn"),
+    # other dialects' functions sqlglot renders as another construct in Postgres: their own name
+    ("SELECT count_if(a > 1) FROM t", "aggregate count_if"),
+    ("SELECT if(a > 1, 1, 2) FROM t", "function if"),
+    ("SELECT array_contains(ARRAY[a], 1) FROM t", "function array_contains"),
+    ("SELECT date_diff('day', s, s) FROM t", "function datediff"),
 ])
 def test_an_unsupported_construct_is_named_as_written_with_its_position(conn, text, named):
     err, message = refusal(conn, text)

@@ -28,7 +28,9 @@ import difflib
 import re
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel
 
 from relational.types import DataType, TypeKind
 from stream.errors import ExpressionError
@@ -120,6 +122,25 @@ def spelled(node) -> str:
         m = _STATEMENT_HEAD.match(text.upper())
         return re.sub(r"\s+", " ", m.group(1)) if m else text[:40]
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def refused_name(node) -> str:
+    """:func:`spelled` for a refusal's message: when sqlglot read a function of another dialect
+    (``count_if``, ``if``, ``date_diff``, ``array_contains``) and renders it as something else in
+    Postgres (``SUM(CASE ...)``, ``CASE WHEN ...``, ``CAST(AGE(...))``), the function's own SQL
+    name -- the one the user wrote, or its dialect's spelling -- not the rendering's head."""
+    name = spelled(node)
+    if not isinstance(node, exp.Func) or isinstance(node, exp.Anonymous):
+        return name
+    head = name if name.isidentifier() else None
+    try:
+        back = sqlglot.parse_one(f"SELECT {head}(1, 2)", read="postgres",
+                                 error_level=ErrorLevel.IGNORE).expressions[0] if head else None
+    except Exception:   # noqa: BLE001 -- the rendering's head is no function of Postgres
+        back = None
+    if back is not None and type(back) is type(node):
+        return name
+    return type(node).sql_name().lower()
 
 
 def _closes_at(text: str, at: int) -> int:
@@ -939,8 +960,12 @@ class ExprBinder:
         if name is None:
             name = spelled(node)
             if not name.isidentifier():   # an operator sqlglot reads as a function (->, ->>, @>)
+                own = refused_name(node) if re.match(r"(CASE|CAST)\b", name, re.I) else name
+                if own.isidentifier():   # another dialect's function sqlglot rendered as CASE ... / CAST(...)
+                    raise error_at(UnsupportedError, f"function {own} is not supported", node)
                 raise error_at(UnsupportedError, f"expression {name!r} is not supported", node)
             if name not in E._FUNCS:
+                name = refused_name(node)
                 raise error_at(UnsupportedError, f"function {name} is not supported"
                                                  f"{near_names(name, E._FUNCS)}", node)
         if isinstance(node, exp.Trim):   # ltrim/rtrim/btrim and TRIM([LEADING|TRAILING|BOTH] c FROM s)

@@ -39,7 +39,7 @@ from stream.schema import Schema
 from sql import types as T
 from sql.bind import jsonb_rows, jsonb_select, named_windows, regexp_rows, time_travel, window_filter
 from sql.bind import order as O
-from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, spelled
+from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, refused_name, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, at_most_one_row, special_form, where_conjunct
@@ -1096,8 +1096,9 @@ class QueryBinder:
                 calls_pre.append(self._batch_agg(fnode, filt, a, pre, arg_binder))
                 continue
             if kind is None:
-                raise error_at(UnsupportedError, f"aggregate {spelled(fnode)} is not supported"
-                                                 f"{near_names(spelled(fnode), _AGG_NAMES)}", fnode)
+                name = refused_name(fnode)
+                raise error_at(UnsupportedError, f"aggregate {name} is not supported"
+                                                 f"{near_names(name, _AGG_NAMES)}", fnode)
             arg, distinct = fnode.this, False
             if isinstance(arg, exp.Distinct):
                 distinct = True
