@@ -357,3 +357,18 @@ def test_refusals_name_the_construct():
                 conn.execute(text)
         with pytest.raises(sql.errors.BindError, match="jsonb_agg takes 1 argument"):
             conn.execute("SELECT jsonb_agg(k, k) FROM t")
+
+
+def test_a_set_returning_function_over_an_operator_on_a_bare_column():
+    """``FROM t, jsonb_array_elements(j -> 'y')``: sqlglot reads ``j -> 'y'`` inside a function's
+    arguments as a lambda; over a bare (unqualified) column it is the operator, in batch and MVs
+    (it was "column 'j' does not exist", while ``t.j -> 'y'`` worked)."""
+    with sql.connect(":memory:") as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, j JSONB)")
+        c.execute("""INSERT INTO t VALUES (1, '{"y": [1, 2], "z": {"a": 1}}'), (2, '{"y": []}')""")
+        q = "SELECT k, e FROM t, jsonb_array_elements(j -> 'y') AS e"
+        c.execute(f"CREATE MATERIALIZED VIEW m AS {q}")
+        c.execute("FLUSH")
+        assert sorted(c.execute(q).fetchall()) == [(1, "1"), (1, "2")]
+        assert sorted(c.execute("SELECT * FROM m").fetchall()) == [(1, "1"), (1, "2")]
+        assert c.execute("SELECT k, e.key FROM t, jsonb_each(j -> 'z') AS e").fetchall() == [(1, "a")]

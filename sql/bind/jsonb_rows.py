@@ -62,6 +62,12 @@ def lateral_to_unnest(select) -> None:
     joins = select.args.get("joins") or []
     for item in [j.this for j in joins]:
         fn = item.this if isinstance(item, (exp.Table, exp.Lateral)) else None
+        if isinstance(fn, exp.Anonymous) and len(fn.expressions) == 1:   # f(j -> 'k'): sqlglot reads a lambda
+            arg = fn.expressions[0]
+            if isinstance(arg, exp.Lambda) and len(arg.expressions) == 1 and \
+                    isinstance(arg.expressions[0], exp.Identifier):
+                fn.set("expressions", [exp.JSONExtract(this=exp.Column(this=arg.expressions[0].copy()),
+                                                       expression=arg.this.copy())])
         if not isinstance(fn, exp.Anonymous) or fn.name.lower() not in FUNCTIONS or \
                 len(fn.expressions) != 1 or fn.expressions[0].find(exp.Column) is None:
             continue
