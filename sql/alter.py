@@ -187,9 +187,10 @@ def plan_definition(catalog, definition: str, reader=None):
     from sql.parse import parse_script
 
     [parsed] = parse_script(definition)
+    old = reader is not None and reader.kind == "mv" and not reader.pushed_filters   # its join state as planned
     if reader is not None:
         catalog = reading_catalog(catalog, reader)
-    return optimize(thaw(QueryBinder(catalog, (), batch=False).bind_query(parsed.ast)))
+    return optimize(thaw(QueryBinder(catalog, (), batch=False).bind_query(parsed.ast)), pushdown=not old)
 
 
 _plan = plan_definition

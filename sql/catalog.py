@@ -99,6 +99,7 @@ class Relation:
     typmods: list | None = None    # a table: per visible column (precision, scale) of NUMERIC(p, s), (n,) of VARCHAR(n) or None
     not_null: list | None = None   # a table: per visible column whether it is declared NOT NULL
     watermark: tuple | None = None  # a table / source: (column name, SQL text) of WATERMARK FOR col AS expr
+    pushed_filters: bool = False   # an MV planned with WHERE conjuncts below its joins (sql/plan/rules.py)
 
     @property
     def name(self) -> str:
@@ -160,6 +161,8 @@ class Relation:
             props["sql"]["typmods"] = [None if t is None else list(t) for t in self.typmods]
         if self.not_null and any(self.not_null):
             props["sql"]["not_null"] = [bool(x) for x in self.not_null]
+        if self.pushed_filters:   # absent in older records: reopened without push_filter_below_join
+            props["sql"]["pushed_filters"] = True
         if self.watermark is not None:   # absent in older records
             props["sql"]["watermark"] = {"column": self.watermark[0], "expr": self.watermark[1]}
         if self.scan_layouts:
@@ -256,7 +259,8 @@ class Relation:
         return cls(kind, desc, n_visible, _sql_field(desc, p.get("row_id", False), bool, "row_id"), conflict,
                    _sql_field(desc, p.get("append_only", False), bool, "append_only"), definition,
                    list(internal_ids), list(depends_on), index_columns, connector, defaults, layout_epoch,
-                   scan_layouts, typmods, not_null, watermark=watermark)
+                   scan_layouts, typmods, not_null, watermark=watermark,
+                   pushed_filters=_sql_field(desc, p.get("pushed_filters", False), bool, "pushed_filters"))
 
 
 def _watermark_field(desc: TableDesc, watermark, kind: str, n_visible: int, internal_ids: list):

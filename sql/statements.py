@@ -48,6 +48,7 @@ from sql.source import attach_connector, refuse_source_scans, refuse_with_option
 from sql.watermark import declare_watermark
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
+from sql.plan import rules
 from sql.plan.rules import optimize
 
 SESSION_VARIABLES = {"rw_implicit_flush": "false", "rw_streaming_enable_delta_join": "false",
@@ -385,7 +386,8 @@ def _create_mv(db, node, params, stmt) -> Result:
     desc = mv_desc(plan, tid, name, col_names)
     definition = query.sql(dialect="postgres")
     rel = Relation("mv", desc, len(col_names), definition=definition, internal_ids=internal,
-                   depends_on=list(binder.depends_on))
+                   depends_on=list(binder.depends_on),
+                   pushed_filters=rules.push_filter_below_join in rules.RULES)   # planned with it
     new.add(rel)
     db.apply_ddl(new, changed=[rel], backfill=frozenset([name]))
     return Result()

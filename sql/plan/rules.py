@@ -109,15 +109,18 @@ def _shifted(e, delta: int):
 RULES = (drop_true_filter, merge_filters, push_filter_below_join)
 
 
-def optimize(plan: P.Node) -> P.Node:
-    """``plan`` rewritten by ``RULES`` (module docstring)."""
-    new_inputs = tuple(optimize(i) for i in plan.inputs)
+def optimize(plan: P.Node, pushdown: bool = True) -> P.Node:
+    """``plan`` rewritten by ``RULES`` (module docstring); ``pushdown=False`` leaves out
+    push_filter_below_join (an MV planned before it: its join state keeps the rows the
+    conjuncts reject, which a pushed Filter would not let it delete)."""
+    rules = RULES if pushdown else tuple(r for r in RULES if r is not push_filter_below_join)
+    new_inputs = tuple(optimize(i, pushdown) for i in plan.inputs)
     if any(a is not b for a, b in zip(new_inputs, plan.inputs)):
         plan = _with_inputs(plan, new_inputs)
     changed = True
     while changed:
         changed = False
-        for rule in RULES:
+        for rule in rules:
             out = rule(plan)
             if out is not None:
                 plan, changed = out, True
