@@ -67,6 +67,14 @@ def execute(plan: P.Node, store, epoch: int, profile: dict | None = None) -> pa.
         return _Exec(store, epoch, as_of, profile).run(plan)
 
 
+def _take(column: pa.Array, indices) -> pa.Array:
+    """``column.take(indices)``; a column of NULLs only (one the plan does not read: sql/batch/scan.py)
+    is made as NULLs of the new length instead of gathered."""
+    if column.null_count == len(column):
+        return pa.nulls(len(indices), column.type)
+    return column.take(indices)
+
+
 def _table(columns, plan) -> pa.Table:
     fields = [pa.field(f"c{i}", arrow_type(t)) for i, t in enumerate(plan.types)]
     return pa.Table.from_arrays(list(columns), schema=pa.schema(fields))
@@ -279,7 +287,7 @@ class _Exec:
             out += [(None,) * lw + rrows[j] for j in range(len(rrows)) if j not in matched]
         return _rows_table(out, plan)
 
-    def _join_vector(self, plan: P.Join, left, right, li, ri):
+    def _join_vector(self, plan: P.Join, left, right, li, ri):  # noqa: C901 -- one case per join kind
         """The row path's output from the matching pairs (``vector.join_pairs``): pairs in
         (left, right) order, then unmatched left rows, then unmatched right rows."""
         lcols, rcols = self._columns(left), self._columns(right)
@@ -292,7 +300,9 @@ class _Exec:
         if plan.kind in ("semi", "anti"):
             keep = matched if plan.kind == "semi" else ~matched
             return _table([c.filter(pa.array(keep)) for c in lcols], plan)
-        parts = [[c.take(li) for c in lcols] + [c.take(ri) for c in rcols]]
+        n = left.num_rows   # every left row matched once, in order (a foreign key join): the left columns as they are
+        whole = len(li) == n and (n == 0 or li[0] == 0 and li[-1] == n - 1 and bool((li[1:] > li[:-1]).all()))
+        parts = [[c if whole else _take(c, li) for c in lcols] + [_take(c, ri) for c in rcols]]
         if plan.kind in ("left", "full"):
             lo = np.flatnonzero(~matched)
             parts.append([c.take(lo) for c in lcols] + [pa.nulls(len(lo), c.type) for c in rcols])

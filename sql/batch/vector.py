@@ -233,8 +233,8 @@ def _unique_right_pairs(lkey: pa.Array, rkey: pa.Array):
     else:
         positions = None
     found = pc.index_in(lkey, value_set=valid)   # a NULL left key finds nothing (no NULL in the set)
-    li = np.flatnonzero(~found.is_null().to_numpy(zero_copy_only=False)).astype(np.int64)
-    ri = found.drop_null().to_numpy().astype(np.int64) if len(li) else np.zeros(0, np.int64)
+    li = np.flatnonzero(~found.is_null().to_numpy(zero_copy_only=False))   # already int64: no copy
+    ri = found.drop_null().to_numpy() if len(li) else np.zeros(0, np.int64)   # int32 positions: take() reads them
     if positions is not None:
         ri = positions[ri]
     return li, ri
