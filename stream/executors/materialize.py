@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from relational.change_log import ChangeLogWriter
 from relational.errors import InconsistentOpError
+from relational.types import TypeKind
 from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk, StreamChunkBuilder
 from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import UnaryExecutor
@@ -108,7 +109,8 @@ class Materialize(UnaryExecutor):
         """The changes that apply ``chunk`` to the table under the conflict behaviour."""
         pk = self.pk_indices_
         if chunk.visibility is None and len(chunk.ops) and bool((chunk.ops == INSERT).all()) and \
-                all(_exact_key_type(chunk.columns[i].type) for i in pk):
+                all(_exact_key_type(chunk.columns[i].type) and self.schema.types[i].kind != TypeKind.DECIMAL
+                    for i in pk):   # a NUMERIC is Arrow text: neither its value nor its equality
             # the bulk-load case (a DML batch of new keys): one read shows no key exists and no
             # key repeats, so the changes are the chunk itself -- no per-row Python
             keys = list(zip(*[chunk.columns[i].to_pylist() for i in pk]))
