@@ -41,7 +41,7 @@ from relational.types import TypeKind
 from stream.chunk import DELETE
 from stream.expr_base import Col, Lit
 from stream.expr_errors import counting_into, raising_errors
-from stream.expr_ops import And, Cmp
+from stream.expr_ops import And, Cmp, Or
 from stream.expr_time import TimeArith
 from stream.message import Watermark
 
@@ -62,7 +62,7 @@ def _monotone_column(e) -> int | None:
 def _conjuncts(e) -> list:
     if e is None:
         return []
-    if isinstance(e, And):
+    if isinstance(e, And) and not isinstance(e, Or):   # Or subclasses And: its terms are no bounds
         return [c for a in e.args for c in _conjuncts(a)]
     return [e]
 
