@@ -6,7 +6,27 @@ the other disjunct lost its joined rows."""
 
 import datetime
 
+import pytest
+
 import sql
+
+_OPEN = []
+
+
+def _connect(*args, **kwargs):
+    """``sql.connect`` whose connection the autouse fixture closes after the test (a runtime left
+    running would count in later tests' ``gc_policy.active_runtimes()``)."""
+    c = sql.connect(*args, **kwargs)
+    _OPEN.append(c)
+    return c
+
+
+@pytest.fixture(autouse=True)
+def _close_connections():
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
 
 TABLE = ("CREATE TABLE {name} (k INT, ts TIMESTAMP, v INT, WATERMARK FOR ts AS ts - INTERVAL '5 seconds') "
          "APPEND ONLY")
@@ -22,7 +42,7 @@ def _insert(c, table, rows):
 
 
 def test_an_or_in_the_condition_is_no_bound():
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     c.execute(TABLE.format(name="b"))
     c.execute(f"CREATE MATERIALIZED VIEW m AS {Q}")

@@ -31,6 +31,24 @@ from stream.message import Watermark
 from stream.schema import Schema
 from stream_harness import Epochs, ListSource, drain
 
+_OPEN = []
+
+
+def _connect(*args, **kwargs):
+    """``sql.connect`` whose connection the autouse fixture closes after the test (a runtime left
+    running would count in later tests' ``gc_policy.active_runtimes()``)."""
+    c = sql.connect(*args, **kwargs)
+    _OPEN.append(c)
+    return c
+
+
+@pytest.fixture(autouse=True)
+def _close_connections():
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 BASE = datetime.datetime(2024, 1, 1)
 DELAY = 5   # seconds
 TABLE = ("CREATE TABLE {name} (k INT, ts TIMESTAMP, v INT, WATERMARK FOR ts AS ts - INTERVAL '5 seconds') "
@@ -86,7 +104,7 @@ def state_rows(join: HashJoin) -> list:
 # --- DDL -------------------------------------------------------------------------------------------
 
 def test_ddl_round_trip_and_reopen(tmp_path):
-    c = sql.connect(str(tmp_path), implicit_flush=True)
+    c = _connect(str(tmp_path), implicit_flush=True)
     c.execute("CREATE TABLE t (id INT PRIMARY KEY, \"Ts\" TIMESTAMPTZ, "
               "WATERMARK FOR \"Ts\" AS \"Ts\" - INTERVAL '1' MINUTE) APPEND ONLY ON CONFLICT DO NOTHING")
     c.execute("CREATE TABLE u (x INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2 seconds') APPEND ONLY")
@@ -95,7 +113,7 @@ def test_ddl_round_trip_and_reopen(tmp_path):
     assert u.watermark == ("ts", "ts - INTERVAL '2 seconds'")
     assert len(u.internal_ids) == 1
     c.close()
-    c = sql.connect(str(tmp_path), implicit_flush=True)
+    c = _connect(str(tmp_path), implicit_flush=True)
     assert c.db.catalog.get("t").watermark == ("Ts", "\"Ts\" - INTERVAL '1 MINUTE'")
     assert c.db.catalog.get("u").internal_ids == u.internal_ids
     c.execute("DROP TABLE u")
@@ -138,14 +156,14 @@ def test_old_records_have_no_watermark_and_malformed_ones_are_corruption():
     ("CREATE TABLE b (ts TIMESTAMP, WATERMARK FOR ts AS ) APPEND ONLY", SqlSyntaxError, "needs an expression"),
 ])
 def test_refusals_by_name(statement, error, message):
-    c = sql.connect(":memory:")
+    c = _connect(":memory:")
     with pytest.raises(error, match=message):
         c.execute(statement)
     assert c.db.catalog.get("b") is None
 
 
 def test_alter_table_with_a_watermark_is_rename_to_only():
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     for statement in ("ALTER TABLE a DROP COLUMN ts", "ALTER TABLE a ADD COLUMN z INT",
                       "ALTER TABLE a RENAME COLUMN ts TO t2"):
@@ -159,7 +177,7 @@ def test_alter_table_with_a_watermark_is_rename_to_only():
 def test_watermark_refused_on_spark_and_create_table_as():
     from sql.spark_pipeline.driver import SparkRuntime
     from sql.watermark import declare_watermark
-    c = sql.connect(":memory:")
+    c = _connect(":memory:")
     c.execute(TABLE.format(name="a"))
     with pytest.raises(UnsupportedError, match="WATERMARK runs in the in-process runtime only"):
         SparkRuntime(None, c.db.catalog, None, None)   # refused before Spark is touched
@@ -176,7 +194,7 @@ def test_watermark_refused_on_spark_and_create_table_as():
 # --- late rows ---------------------------------------------------------------------------------------
 
 def test_late_rows_are_dropped_and_the_watermark_survives_reopen(tmp_path):
-    c = sql.connect(str(tmp_path), implicit_flush=True)
+    c = _connect(str(tmp_path), implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     c.execute("CREATE MATERIALIZED VIEW m AS SELECT v, ts FROM a WHERE v >= 0")
     model = LateModel()
@@ -188,7 +206,7 @@ def test_late_rows_are_dropped_and_the_watermark_survives_reopen(tmp_path):
     assert sorted(c.execute("SELECT v, ts FROM a").fetchall()) == expected
     assert sorted(c.execute("SELECT * FROM m").fetchall()) == expected
     c.close()
-    c = sql.connect(str(tmp_path), implicit_flush=True)   # the watermark (25 s) is back
+    c = _connect(str(tmp_path), implicit_flush=True)   # the watermark (25 s) is back
     rows = [(1, 24, 8), (1, 25, 9)]
     insert(c, "a", rows)
     model.insert(rows)
@@ -230,7 +248,7 @@ def test_copy_into_a_table_with_a_watermark_drops_late_rows(tmp_path):
     """COPY's fast path (SSTs built directly, for a table nothing reads) would skip the filter."""
     data = tmp_path / "rows.csv"
     data.write_text(f"k,ts,v\n1,{ts(20)},1\n1,{ts(10)},2\n1,{ts(16)},3\n")
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     c.execute(f"COPY a FROM '{data}' WITH (format csv, header true)")
     assert sorted(c.execute("SELECT v FROM a").fetchall()) == [(1,), (3,)]
@@ -281,7 +299,7 @@ def test_hash_agg_holds_group_watermarks_until_its_flush_and_drops_others():
 
 
 def test_mv_grouped_by_window_start_over_a_watermarked_table():
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     c.execute("CREATE MATERIALIZED VIEW w AS SELECT window_start, count(*) AS n, sum(v) AS s "
               "FROM TUMBLE(a, ts, INTERVAL '10 seconds') GROUP BY window_start")
@@ -303,7 +321,7 @@ def test_mv_grouped_by_window_start_over_a_watermarked_table():
 # --- the interval join --------------------------------------------------------------------------------
 
 def test_interval_join_state_is_cleaned_and_the_mv_stays_exact():
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     c.execute(TABLE.format(name="b"))
     c.execute(f"CREATE MATERIALIZED VIEW m AS {JOIN}")
@@ -326,7 +344,7 @@ def test_interval_join_state_is_cleaned_and_the_mv_stays_exact():
 
 
 def test_a_one_sided_bound_cleans_one_side():
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     c.execute(TABLE.format(name="b"))
     c.execute("CREATE MATERIALIZED VIEW m AS SELECT a.v, b.v AS bv FROM (SELECT k, ts + INTERVAL '0' SECOND AS ts, "
@@ -353,7 +371,7 @@ def test_a_one_sided_bound_cleans_one_side():
 def test_bounds_near_the_ends_of_time_count_no_data_errors_of_their_own():
     """The join evaluates ``b.ts - 10 s`` at watermarks and over its state to clean it; out of
     range there is no bound (nothing cleaned), and no data error is charged to the MV for it."""
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     for name in ("a", "b"):
         c.execute(TABLE.format(name=name))
         c.execute(f"CREATE TABLE {name}2 (k INT, ts TIMESTAMP, v INT) APPEND ONLY")
@@ -373,7 +391,7 @@ def test_bounds_near_the_ends_of_time_count_no_data_errors_of_their_own():
 @given(st.lists(st.tuples(st.sampled_from("ab"), st.lists(st.tuples(st.integers(0, 2), st.integers(0, 60)),
                                                            min_size=1, max_size=3)), min_size=1, max_size=14))
 def test_interval_join_equals_its_model_under_random_event_times(batches):
-    c = sql.connect(":memory:", implicit_flush=True)
+    c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
     c.execute(TABLE.format(name="b"))
     c.execute(f"CREATE MATERIALIZED VIEW m AS {JOIN}")
