@@ -270,18 +270,42 @@ def column_modifiers(item) -> tuple:
     return T.typmod_from_sqlglot(item.args["kind"]), False in nulls
 
 
-def _select_typmods(node, n: int) -> list | None:
-    """The typmods of a query's output columns that are a top-level ``CAST(x AS NUMERIC(p, s))``
-    (CREATE TABLE AS keeps them, as Postgres does); None when there is none."""
-    if not isinstance(node, exp.Select) or len(node.expressions) != n:
+def _select_typmods(db, node, n: int) -> list | None:
+    """The typmods of a query's output columns (CREATE TABLE AS keeps them, as Postgres does):
+    a top-level ``CAST(x AS NUMERIC(p, s))`` / ``VARCHAR(n)``, and a plain column of the one
+    table the query reads (``SELECT * FROM t``, ``SELECT a, b AS c FROM t``, no join), that
+    table's; None when there is none."""
+    if not isinstance(node, exp.Select):
         return None
+    source = _single_table(db, node)
     out = []
     for item in node.expressions:
         item = item.this if isinstance(item, exp.Alias) else item
         while isinstance(item, exp.Paren):
             item = item.this
-        out.append(T.typmod_from_sqlglot(item.to) if isinstance(item, exp.Cast) else None)
-    return out if any(out) else None
+        if isinstance(item, exp.Star) and source is not None:
+            out.extend(source[1].typmod_of(i) for i in range(source[1].n_visible))
+        elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star) and source is not None \
+                and item.table in (source[0], ""):
+            out.extend(source[1].typmod_of(i) for i in range(source[1].n_visible))
+        elif isinstance(item, exp.Column) and source is not None and item.table in (source[0], "") \
+                and item.name in source[2]:
+            out.append(source[1].typmod_of(source[2][item.name]))
+        else:
+            out.append(T.typmod_from_sqlglot(item.to) if isinstance(item, exp.Cast) else None)
+    return out if len(out) == n and any(out) else None
+
+
+def _single_table(db, node):
+    """``(name in the query, Relation, {column: visible index})`` of a SELECT reading one table
+    and nothing else (no join, no subquery in FROM), else None."""
+    from_ = node.args.get("from_") or node.args.get("from")
+    if from_ is None or node.args.get("joins") or not isinstance(from_.this, exp.Table) or from_.this.db:
+        return None
+    rel = db.catalog.get(from_.this.name)
+    if rel is None or rel.kind != "table":
+        return None
+    return (from_.this.alias_or_name, rel, {c: i for i, (c, _) in enumerate(rel.visible_columns)})
 
 
 def _create_table_as(db, node, stmt, params, variables) -> Result:
@@ -317,7 +341,7 @@ def _create_table_as(db, node, stmt, params, variables) -> Result:
     desc = TableDesc(new.allocate_id(), name, tuple(zip(names, types)) + ((ROW_ID, DataType.BIGINT),),
                      (len(names),))
     new.add(Relation("table", desc, len(names), True, "overwrite", False,
-                     typmods=_select_typmods(node.expression, len(names))))
+                     typmods=_select_typmods(db, node.expression, len(names))))
     db.apply_ddl(new, changed=[new.get(name)])
     rel = db.catalog.get(name)
     table = pa.table(list(result.table.columns), names=names) if names else None

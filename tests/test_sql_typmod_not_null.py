@@ -385,3 +385,19 @@ def test_pgwire_shows_typmods_and_not_null(server):   # noqa: F811  (the fixture
         assert columns == [("k", "NO"), ("a", "NO"), ("b", "YES")]
     out = run_psql(server, "\\d typmods\n").stdout
     assert " a      | numeric(5,2) |           | not null |" in out and " b      | numeric      |           |" in out
+
+
+def test_create_table_as_keeps_the_typmods_of_plain_columns_of_one_table():
+    """As Postgres: ``CREATE TABLE c AS SELECT * FROM t`` (and named, aliased or ``t.*``
+    columns) keeps ``numeric(5,2)`` / ``varchar(3)``, so later writes into ``c`` are rounded and
+    checked; an expression over a column does not (``n + 1`` is plain numeric)."""
+    with sql.connect(":memory:") as c:
+        c.execute("CREATE TABLE t (k INT PRIMARY KEY, n NUMERIC(5,2), v VARCHAR(3))")
+        c.execute("INSERT INTO t VALUES (1, 1.234, 'ab')")
+        c.execute("FLUSH")
+        c.execute("CREATE TABLE c2 AS SELECT * FROM t")
+        c.execute("CREATE TABLE c3 AS SELECT x.v, x.n + 1 AS n1 FROM t AS x")
+        assert [r[1] for r in c.execute("DESCRIBE c2").fetchall()] == ["integer", "numeric(5,2)", "character varying(3)"]
+        assert [r[1] for r in c.execute("DESCRIBE c3").fetchall()] == ["character varying(3)", "numeric"]
+        with pytest.raises(ExecutionError, match="numeric field overflow"):
+            c.execute("INSERT INTO c2 VALUES (2, 1234.5, 'x')")
