@@ -6,26 +6,7 @@ the other disjunct lost its joined rows."""
 
 import datetime
 
-import pytest
-
-import sql
-
-_OPEN = []
-
-
-def _connect(*args, **kwargs):
-    """``sql.connect`` whose connection the autouse fixture closes after the test (a runtime left
-    running would count in later tests' ``gc_policy.active_runtimes()``)."""
-    c = sql.connect(*args, **kwargs)
-    _OPEN.append(c)
-    return c
-
-
-@pytest.fixture(autouse=True)
-def _close_connections():
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
+from test_sql_watermark import _close_connections, _connect  # noqa: F401  (the autouse fixture closes them)
 
 
 TABLE = ("CREATE TABLE {name} (k INT, ts TIMESTAMP, v INT, WATERMARK FOR ts AS ts - INTERVAL '5 seconds') "
