@@ -27,6 +27,15 @@ table key and user value as borrowed pointers, valid until the scan moves on (th
 to ``next_raw`` or ``__next__``, or ``close``); 0 at the end. Native consumers that only read
 the bytes (``_scan_columns``: counts and column decoding) use it.
 
+``UserScan.drain(sink, ctx, cap)`` (forward scans) hands the same rows as ``next_raw`` to a C
+callback, ``sink(ctx, value, value_len)`` (the value borrowed for the call only), at most ``cap``
+of them, and returns how many. While the scan reads a single SST run (one source and no watermark
+ranges: a compacted table) it walks each block's entries in C *without the GIL*, so scans of other
+key ranges run in other threads meanwhile; ``sink`` must then need no GIL (it may take it to raise).
+An entry that walk does not take in its stride (a bad tag, a long varint, a key longer than the
+iterator's buffer, the end bound) is handed to ``next_raw``, so rows, order and errors are
+``next_raw``'s.
+
 ``UserScan`` is built either by its Python constructor (a list of sources) or, by the read path,
 with ``scan_new`` + ``scan_add_run``/``scan_add_batches`` per source + ``scan_ready``: the
 same scan without an ``SstRun`` object or argument parsing per source.
@@ -37,6 +46,24 @@ from libc.stdint cimport uint64_t
 
 from native._block cimport Block, BlockIterator
 from native._lru cimport LruCache
+
+
+ctypedef int (*row_sink)(void* ctx, const unsigned char* value, Py_ssize_t value_len) except -1 nogil
+
+
+cdef struct BlockWalk:
+    # one block walk of ``UserScan.drain`` (see ``_iterators.pyx``)
+    const unsigned char* p        # the block's content
+    Py_ssize_t limit              # its entries' end
+    unsigned char* key            # the iterator's key buffer (holds the current entry's key)
+    Py_ssize_t key_cap
+    const unsigned char* end      # the scan's end bound (a full key), or NULL: the block is below it
+    Py_ssize_t end_len
+    Py_ssize_t off                # the current entry (parsed): its offset, value and next entry
+    Py_ssize_t value_start, value_end, next_off, key_len
+    Py_ssize_t rows               # out: rows handed to the sink
+    Py_ssize_t parsed             # out: entries the walk decoded
+    int status                    # out: WALK_CONSUMED or WALK_STOP (see ``_iterators.pyx``)
 
 
 cdef class ScanSst:
@@ -118,6 +145,8 @@ cdef class UserScan:
     cdef object finish_group(self)
     cdef int next_raw(self, const unsigned char** kp, Py_ssize_t* kn, const unsigned char** vp,
                       Py_ssize_t* vn) except -1
+    cdef int walk_block(self, BlockWalk* w, row_sink sink, void* ctx, Py_ssize_t cap) except -1 nogil
+    cdef Py_ssize_t drain(self, row_sink sink, void* ctx, Py_ssize_t cap) except -1
 
 
 cdef UserScan scan_new(uint64_t read_epoch, bint reverse, object owner, object hide)

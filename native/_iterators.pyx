@@ -16,7 +16,7 @@ points ``scan_new``/``scan_add_run``/``scan_add_batches``/``scan_ready`` (``_ite
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy
 
@@ -28,6 +28,8 @@ from hummock.errors import CorruptionError, InvalidArgumentError
 
 DEF TAG_PUT = 0x01
 DEF TAG_DELETE = 0x02
+DEF WALK_CONSUMED = 0   # walk_block: every entry through w.off is done
+DEF WALK_STOP = 1       # walk_block: entry w.off is not done (next_raw takes it)
 
 
 cdef inline int cmp_raw(const unsigned char* a, Py_ssize_t na, bytes b) noexcept:
@@ -416,7 +418,7 @@ cdef inline object table_key(bytes full_key):
     return PyBytes_FromStringAndSize(PyBytes_AS_STRING(full_key) + 4, PyBytes_GET_SIZE(full_key) - 12)
 
 
-cdef inline uint64_t ptr_epoch(const unsigned char* k, Py_ssize_t n) noexcept:
+cdef inline uint64_t ptr_epoch(const unsigned char* k, Py_ssize_t n) noexcept nogil:
     cdef const unsigned char* p = k + n - 8
     cdef uint64_t x = 0
     cdef int i
@@ -588,6 +590,154 @@ cdef class UserScan:
                 return 1
             self.advance_top()
         return 0
+
+    cdef int walk_block(self, BlockWalk* w, row_sink sink, void* ctx, Py_ssize_t cap) except -1 nogil:
+        """From the current (parsed) entry ``w.off`` to at most the block's end, do what
+        ``next_raw`` does per entry -- skip older versions, versions above the read epoch or
+        truncated, and deletes; hand each other value to ``sink`` -- without the GIL, until
+        ``cap`` rows are handed or an entry needs ``next_raw`` (``_iterators.pxd``).
+
+        Ends in one of two states, the key buffer holding the key of ``w.off``:
+        ``WALK_CONSUMED``: every entry through ``w.off`` is done (the block ended, or ``cap``);
+        ``WALK_STOP``: entry ``w.off`` is not done (``w.key_len``: the length of the key in the
+        buffer, the previous entry's if ``w.off``'s header was not read): the caller re-reads
+        it through the iterator (``parse``: its checks and errors) and hands it to ``next_raw``.
+        Each header check below is ``BlockIterator.parse``'s, so an entry that fails one
+        stops the walk and ``parse`` raises the iterator's error for it."""
+        cdef const unsigned char* p = w.p
+        cdef unsigned char* key = w.key
+        cdef Py_ssize_t off = w.off, vs = w.value_start, ve = w.value_end, nxt = w.next_off
+        cdef Py_ssize_t kn = w.key_len, un, pos, need, i
+        cdef uint32_t fields[3]
+        cdef uint64_t e, x
+        cdef unsigned char byte
+        cdef unsigned char* grown
+        cdef const unsigned char* v
+        cdef bint put, bad
+        cdef int f, shift
+        w.rows = 0
+        w.parsed = 0
+        while True:
+            # entry ``off`` is read: key ``key[:kn]``, stored value ``p[vs:ve]``, next entry at ``nxt``
+            un = kn - 8
+            if not (self.decided_len == un and self.decided[un - 1] == key[un - 1]
+                    and memcmp(self.decided, key, un) == 0):
+                e = ptr_epoch(key, kn)
+                if e <= self.read_epoch and not (self.has_floor and e <= self.floor):
+                    v = p + vs
+                    if ve - vs >= 1 and v[0] == TAG_PUT:
+                        put = True
+                    elif ve - vs == 1 and v[0] == TAG_DELETE:
+                        put = False
+                    else:   # a bad tag: next_raw raises its error
+                        break
+                    if un > self.decided_cap:
+                        grown = <unsigned char*>realloc(self.decided, un)
+                        if grown == NULL:
+                            break   # next_raw raises MemoryError
+                        self.decided, self.decided_cap = grown, un
+                    memcpy(self.decided, key, un)
+                    self.decided_len = un
+                    if put:
+                        sink(ctx, v + 1, ve - vs - 1)
+                        w.rows += 1
+                        if w.rows == cap:
+                            w.status = WALK_CONSUMED
+                            w.off, w.key_len = off, kn
+                            return 0
+            if nxt >= w.limit:   # the block is done
+                w.status = WALK_CONSUMED
+                w.off, w.key_len = off, kn
+                return 0
+            pos = nxt
+            bad = False
+            for f in range(3):   # shared, unshared, value length: varint32s
+                x = 0
+                shift = 0
+                while True:
+                    if pos >= w.limit or shift > 28:
+                        bad = True
+                        break
+                    byte = p[pos]
+                    pos += 1
+                    x |= (<uint64_t>(byte & 0x7F)) << shift
+                    if not (byte & 0x80):
+                        break
+                    shift += 7
+                if bad or (x >> 32) != 0:
+                    bad = True
+                    break
+                fields[f] = <uint32_t>x
+            if bad:
+                w.status = WALK_STOP
+                w.off, w.key_len = nxt, kn
+                return 0
+            need = <Py_ssize_t>fields[0] + fields[1]
+            if (fields[0] > kn or fields[1] > w.limit - pos or fields[2] > w.limit - pos - fields[1]
+                    or need < 12 or need > w.key_cap):
+                w.status = WALK_STOP
+                w.off, w.key_len = nxt, kn
+                return 0
+            memcpy(key + fields[0], p + pos, fields[1])
+            w.parsed += 1
+            off, kn = nxt, need
+            vs = pos + fields[1]
+            ve = vs + fields[2]
+            nxt = ve
+            if w.end != NULL and cmp_full_keys(key, kn, w.end, w.end_len) >= 0:
+                break   # at or past the end: position() ends the run
+        w.status = WALK_STOP
+        w.off, w.key_len = off, kn
+        return 0
+
+    cdef Py_ssize_t drain(self, row_sink sink, void* ctx, Py_ssize_t cap) except -1:
+        """Forward only: hand at most ``cap`` rows' user values to ``sink`` -- ``next_raw``'s rows,
+        order and errors -- and return how many (fewer than ``cap`` only at the end). One SST
+        run is walked block by block without the GIL (``_iterators.pxd``, ``walk_block``)."""
+        cdef Py_ssize_t n = 0, before
+        cdef const unsigned char* kp
+        cdef const unsigned char* vp
+        cdef Py_ssize_t kn, vn
+        cdef _SstRunCursor c
+        cdef BlockIterator it
+        cdef BlockWalk w
+        if self.reverse:
+            raise InvalidArgumentError("drain reads forward scans only")
+        while n < cap:
+            if self.pending:
+                self.pending = False
+                self.advance_top()
+                continue
+            if self.size == 1 and self.ranges is None and type(self.heap[0]) is _SstRunCursor:
+                c = <_SstRunCursor>self.heap[0]
+                it = c.it
+                w.p, w.limit, w.key, w.key_cap = it.p, it.limit, it.key_ptr, it.key_cap
+                if c.below_end:
+                    w.end, w.end_len = NULL, 0
+                else:
+                    w.end = <const unsigned char*>PyBytes_AS_STRING(c.end)
+                    w.end_len = PyBytes_GET_SIZE(c.end)
+                w.off, w.value_start, w.value_end = it.current, it.value_start, it.value_end
+                w.next_off, w.key_len = it.next_off, it.key_len
+                with nogil:
+                    self.walk_block(&w, sink, ctx, cap - n)
+                n += w.rows
+                before = it.decoded
+                it.parse(w.off, w.key_len)   # the iterator on the walk's last entry (its checks)
+                it.decoded = before + w.parsed
+                if w.status == WALK_CONSUMED:
+                    c.kp, c.kn = it.key_ptr, it.key_len
+                    self.pending = True   # move past it next
+                    continue
+                if not c.load():   # the end bound: the run is done
+                    self.size = 0
+                    self.heap.pop()
+                    continue
+            if not self.next_raw(&kp, &kn, &vp, &vn):
+                break
+            sink(ctx, vp, vn)
+            n += 1
+        return n
 
     def __next__(self):
         cdef const unsigned char* kp

@@ -32,7 +32,7 @@ from cpython.ref cimport PyObject
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-from native._iterators cimport UserScan
+from native._iterators cimport UserScan, row_sink
 
 import pyarrow as _pa
 
@@ -91,13 +91,14 @@ cdef int _fail(str reason, Py_ssize_t offset) except -1:
     raise DecodeError(reason, offset, "value")
 
 
-cdef inline int _need(_Reader *r, uint64_t n) except -1:
+cdef inline int _need(_Reader *r, uint64_t n) except -1 nogil:
     if n > <uint64_t>(r.end - r.pos):
-        _fail(f"truncated: need {n} bytes, {r.end - r.pos} left", r.pos)
+        with gil:
+            _fail(f"truncated: need {n} bytes, {r.end - r.pos} left", r.pos)
     return 0
 
 
-cdef inline uint64_t _varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
+cdef inline uint64_t _varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF nogil:
     """The varint at ``r.pos`` (one byte inline: the common case of counts and short lengths)."""
     cdef uint8_t byte
     if r.pos < r.end:
@@ -108,17 +109,19 @@ cdef inline uint64_t _varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
     return _varint_long(r)
 
 
-cdef uint64_t _varint_long(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
+cdef uint64_t _varint_long(_Reader *r) except? 0xFFFFFFFFFFFFFFFF nogil:
     cdef Py_ssize_t start = r.pos
     cdef uint64_t result = 0
     cdef int shift = 0
     cdef uint8_t byte
     while True:
         if r.pos >= r.end:
-            _fail("truncated varint", start)
+            with gil:
+                _fail("truncated varint", start)
         byte = r.p[r.pos]
         if shift == 63 and byte > 1:
-            _fail("varint exceeds 64 bits", start)
+            with gil:
+                _fail("varint exceeds 64 bits", start)
         r.pos += 1
         result |= (<uint64_t>(byte & 0x7F)) << shift
         if byte < 0x80:
@@ -126,7 +129,7 @@ cdef uint64_t _varint_long(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
         shift += 7
 
 
-cdef inline int64_t _signed_le(const unsigned char *p, int width) noexcept:
+cdef inline int64_t _signed_le(const unsigned char *p, int width) noexcept nogil:
     """The ``width``-byte little-endian signed integer at ``p`` (width 4 or 8)."""
     cdef uint64_t v = 0
     cdef int i
@@ -137,7 +140,7 @@ cdef inline int64_t _signed_le(const unsigned char *p, int width) noexcept:
     return <int64_t>v
 
 
-cdef int _walk(_Reader *r, int code) except -1:
+cdef int _walk(_Reader *r, int code) except -1 nogil:
     """Step over one non-NULL value of a column that is not wanted (twin's ``_walk``)."""
     cdef int width = _fixed_width(code)
     cdef uint64_t n
@@ -159,12 +162,14 @@ cdef int _walk(_Reader *r, int code) except -1:
         kind = r.p[r.pos]
         r.pos += 1
         if kind >= 4:
-            _fail(f"unknown DECIMAL kind 0x{kind:02x}", start)
+            with gil:
+                _fail(f"unknown DECIMAL kind 0x{kind:02x}", start)
         if kind != 0:
             return 0
         _need(r, 1)
         if r.p[r.pos] > 1:
-            _fail(f"DECIMAL sign byte must be 0 or 1, found 0x{r.p[r.pos]:02x}", r.pos)
+            with gil:
+                _fail(f"DECIMAL sign byte must be 0 or 1, found 0x{r.p[r.pos]:02x}", r.pos)
         r.pos += 1
         _varint(r)
         n = _varint(r)
@@ -173,7 +178,7 @@ cdef int _walk(_Reader *r, int code) except -1:
     return 0
 
 
-cdef inline int _fixed_width(int code) noexcept:
+cdef inline int _fixed_width(int code) noexcept nogil:
     if code == K_BOOLEAN:
         return 1
     if code == K_SMALLINT:
@@ -185,7 +190,7 @@ cdef inline int _fixed_width(int code) noexcept:
     return 0
 
 
-cdef int _check_utf8(_Reader *r, Py_ssize_t n) except -1:
+cdef int _check_utf8(_Reader *r, Py_ssize_t n) except -1 nogil:
     """Raise the row decoder's DecodeError unless the ``n`` bytes at ``r.pos`` are UTF-8."""
     cdef const unsigned char *p = r.p + r.pos
     cdef Py_ssize_t i
@@ -194,6 +199,13 @@ cdef int _check_utf8(_Reader *r, Py_ssize_t n) except -1:
         high |= p[i]
     if high < 0x80:
         return 0
+    with gil:
+        return _check_utf8_text(r, n)
+
+
+cdef int _check_utf8_text(_Reader *r, Py_ssize_t n) except -1:
+    """:func:`_check_utf8` of bytes that are not all ASCII: Python's strict decoder decides."""
+    cdef const unsigned char *p = r.p + r.pos
     try:
         PyUnicode_DecodeUTF8(<const char *>p, n, NULL)
     except UnicodeDecodeError as exc:
@@ -203,11 +215,17 @@ cdef int _check_utf8(_Reader *r, Py_ssize_t n) except -1:
     _fail(f"VARCHAR is not valid UTF-8: {reason}", r.pos)
 
 
-cdef int _grow(_Out *o, Py_ssize_t n) except -1:
+cdef inline int _grow(_Out *o, Py_ssize_t n) except -1 nogil:
     """Room for ``n`` more bytes in a VARCHAR/BYTEA column's data."""
-    cdef Py_ssize_t cap
     if n <= o.cap - o.len:
         return 0
+    with gil:
+        return _grow_buffer(o, n)
+
+
+cdef int _grow_buffer(_Out *o, Py_ssize_t n) except -1:
+    """:func:`_grow` when the column's buffer is full: Arrow's pool resizes it."""
+    cdef Py_ssize_t cap
     if n > PY_SSIZE_T_MAX // 2 - o.len:
         raise MemoryError()
     cap = o.cap * 2 if o.cap <= PY_SSIZE_T_MAX // 4 else PY_SSIZE_T_MAX // 2
@@ -222,7 +240,7 @@ cdef int _grow(_Out *o, Py_ssize_t n) except -1:
     return 0
 
 
-cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1:
+cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1 nogil:
     """Read one non-NULL value into row ``j`` of ``o`` (twin's ``_get``)."""
     cdef int width = o.width
     cdef const unsigned char *p
@@ -233,7 +251,8 @@ cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1:
         p = r.p + r.pos
         if o.code == K_BOOLEAN:
             if p[0] > 1:
-                _fail(f"BOOLEAN byte must be 0 or 1, found 0x{p[0]:02x}", r.pos)
+                with gil:
+                    _fail(f"BOOLEAN byte must be 0 or 1, found 0x{p[0]:02x}", r.pos)
             if p[0]:
                 o.data[j >> 3] |= <unsigned char>(1 << (j & 7))
             r.pos += 1
@@ -241,15 +260,18 @@ cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1:
         if o.code == K_DATE:
             x = _signed_le(p, 4)
             if x < MIN_DAYS or x > MAX_DAYS:
-                _fail(f"DATE {x} days from 1970-01-01 is out of range", r.pos)
+                with gil:
+                    _fail(f"DATE {x} days from 1970-01-01 is out of range", r.pos)
         elif o.code == K_TIME:
             x = _signed_le(p, 8)
             if x < 0 or x >= USECS_PER_DAY:
-                _fail(f"TIME {x} usecs after midnight is out of range", r.pos)
+                with gil:
+                    _fail(f"TIME {x} usecs after midnight is out of range", r.pos)
         elif o.code == K_TIMESTAMP or o.code == K_TIMESTAMPTZ:
             x = _signed_le(p, 8)
             if x < MIN_USECS or x > MAX_USECS:
-                _fail(f"TIMESTAMP {x} usecs from 1970-01-01 is out of range", r.pos)
+                with gil:
+                    _fail(f"TIMESTAMP {x} usecs from 1970-01-01 is out of range", r.pos)
         if width == 8:   # constant sizes: the compiler inlines the copy (no libc call per value)
             memcpy(o.data + j * 8, p, 8)
         elif width == 4:
@@ -280,7 +302,7 @@ cdef int _row(object data, const int *codes, const Py_ssize_t *slots, _Out *outs
 
 
 cdef int _row_at(const unsigned char *p, Py_ssize_t n, const int *codes, const Py_ssize_t *slots, _Out *outs,
-                 Py_ssize_t ncols, Py_ssize_t j) except -1:
+                 Py_ssize_t ncols, Py_ssize_t j) except -1 nogil:
     """:func:`_row` of the encoded row ``p[:n]``."""
     cdef _Reader r
     cdef uint64_t count
@@ -291,16 +313,19 @@ cdef int _row_at(const unsigned char *p, Py_ssize_t n, const int *codes, const P
     r.end = n
     _need(&r, 1)
     if r.p[0] != FORMAT_TAG:
-        _fail(f"unknown format tag 0x{<int>r.p[0]:02x}", 0)
+        with gil:
+            _fail(f"unknown format tag 0x{<int>r.p[0]:02x}", 0)
     r.pos = 1
     count = _varint(&r)
     if count != <uint64_t>ncols:
-        _fail(f"row has {count} columns, schema has {ncols}", 1)
+        with gil:
+            _fail(f"row has {count} columns, schema has {ncols}", 1)
     size = (ncols + 7) >> 3
     _need(&r, size)
     bitmap = r.pos
     if (ncols & 7) and (r.p[bitmap + size - 1] >> (ncols & 7)):
-        _fail("nonzero padding bits in null bitmap", bitmap + size - 1)
+        with gil:
+            _fail("nonzero padding bits in null bitmap", bitmap + size - 1)
     r.pos += size
     for i in range(ncols):
         if slots[i] < 0:
@@ -316,7 +341,8 @@ cdef int _row_at(const unsigned char *p, Py_ssize_t n, const int *codes, const P
             o.valid[j >> 3] |= <unsigned char>(1 << (j & 7))
             _get(&r, o, j)
     if r.pos != r.end:
-        _fail(f"{r.end - r.pos} trailing bytes after the row", r.pos)
+        with gil:
+            _fail(f"{r.end - r.pos} trailing bytes after the row", r.pos)
     return 0
 
 
@@ -345,6 +371,28 @@ cdef tuple _buffers(_Out *o, Py_ssize_t n, list held):
     return (validity, o.nulls, data_buf.slice(0, o.len), _offsets_out(o, offsets_buf, n))
 
 
+cdef struct _Decode:
+    # what ``_decode_sink`` needs: the schema's codes, the wanted columns' slots and outputs
+    const int *kinds
+    const Py_ssize_t *slots
+    _Out *outs
+    Py_ssize_t ncols
+    Py_ssize_t n              # rows decoded so far (the next row's index)
+
+
+cdef int _decode_sink(void *ctx, const unsigned char *value, Py_ssize_t value_len) except -1 nogil:
+    """``UserScan.drain``'s sink of :func:`decode_columns`: the row into row ``n``."""
+    cdef _Decode *d = <_Decode *>ctx
+    _row_at(value, value_len, d.kinds, d.slots, d.outs, d.ncols, d.n)
+    d.n += 1
+    return 0
+
+
+cdef int _count_sink(void *ctx, const unsigned char *value, Py_ssize_t value_len) except -1 nogil:
+    """``UserScan.drain``'s sink of :func:`count_pairs`: nothing to decode."""
+    return 0
+
+
 def count_pairs(pairs, limit):
     """How many items (at most ``limit``) the iterator ``pairs`` yields (twin's docstring)."""
     cdef Py_ssize_t cap = _check_limit(limit)
@@ -353,9 +401,7 @@ def count_pairs(pairs, limit):
     cdef const unsigned char *vp
     cdef Py_ssize_t kn, vn
     if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place: no objects
-        while n < cap and (<UserScan>pairs).next_raw(&kp, &kn, &vp, &vn):
-            n += 1
-        return n
+        return (<UserScan>pairs).drain(_count_sink, NULL, cap)
     if cap:
         for _ in pairs:
             n += 1
@@ -380,6 +426,7 @@ def decode_columns(pairs, limit, codes, wanted):
     cdef _Out *o
     cdef unsigned char *p
     cdef list held = []   # per wanted column: [validity, data, offsets or None] Arrow buffers
+    cdef _Decode ctx
     try:
         if kinds == NULL or slots == NULL or outs == NULL:
             raise MemoryError()
@@ -403,10 +450,9 @@ def decode_columns(pairs, limit, codes, wanted):
                 column[2] = _allocate((cap + 1) * <Py_ssize_t>sizeof(int64_t), &p)
                 o.offsets = <int64_t *>p
             held.append(column)
-        if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place: no objects
-            while n < cap and (<UserScan>pairs).next_raw(&kp, &kn, &vp, &vn):
-                _row_at(vp, vn, kinds, slots, outs, ncols, n)
-                n += 1
+        if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place, blocks without the GIL
+            ctx.kinds, ctx.slots, ctx.outs, ctx.ncols, ctx.n = kinds, slots, outs, ncols, 0
+            n = (<UserScan>pairs).drain(_decode_sink, &ctx, cap)
         elif cap:
             for pair in pairs:
                 if type(pair) is not tuple or len(<tuple>pair) != 2:
