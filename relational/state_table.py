@@ -400,6 +400,26 @@ class StateTable:
         that does not encode, a store error while probing or (strict mode) a row that fails its
         check raises and applies none of its rows; an inconsistent row is the first one in
         chunk order that fails, named by ``InconsistentOpError.pk``."""
+        self._write_chunk(ops, columns, visibility, None)
+
+    def write_chunk_fresh(self, ops, columns, fresh, visibility=None) -> None:
+        """:meth:`write_chunk`, told which rows' pks have no row: ``fresh`` (one bool per row,
+        chunk order, before ``visibility``; numpy or a sequence) marks the rows whose pk the
+        caller knows has no row in the table -- neither stored nor in the MemTable -- before
+        this chunk (a join side whose Bloom filter of every join key it ever wrote does not
+        hold the row's key). Strict mode then probes the store only for the other rows; the
+        MemTable's own checks run as before (a pk repeated inside the chunk, or one with a
+        record, is checked as ever). What is written is exactly what :meth:`write_chunk`
+        writes; a row wrongly marked fresh only escapes strict mode's store check. Relaxed
+        mode ignores ``fresh``. ``SchemaError`` when ``fresh`` has not one entry per row."""
+        fresh = np.asarray(fresh, dtype=np.bool_)
+        n = len(ops)
+        if fresh.ndim != 1 or len(fresh) != n:
+            raise SchemaError(f"state table {self.name}: fresh has {fresh.size} entries for {n} rows")
+        self._write_chunk(ops, columns, visibility, fresh if self.consistent and fresh.any() else None)
+
+    def _write_chunk(self, ops, columns, visibility, fresh) -> None:
+        """:meth:`write_chunk`; ``fresh``: :meth:`write_chunk_fresh`'s mask or None."""
         self._require_epoch()
         ops = self._ops_array(ops)
         if not isinstance(columns, (list, tuple)):
@@ -417,6 +437,8 @@ class StateTable:
                 ops = ops[mask]
                 columns = self._visible_columns(columns, mask)
                 visible_rows = np.flatnonzero(mask)
+                if fresh is not None:
+                    fresh = fresh[mask]
         n = len(ops)
         all_inserts = bool(n) and bool((ops == OP_INSERT).all())
         if not all_inserts and n:
@@ -430,19 +452,31 @@ class StateTable:
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
             bad = int(np.argmin(self.vnodes.mask[vnodes]))
             self._owned(keys[bad])
-        if not n or all_inserts and self._insert_all(keys, values, order, self._distinct_int_pks(columns, n, order)):
+        if fresh is not None:   # key order, as ``keys``
+            fresh = fresh if order is None else fresh[order]
+        if not n or all_inserts and self._insert_all(keys, values, order, self._distinct_int_pks(columns, n, order),
+                                                     fresh):
             return
         inserts = (ops == OP_INSERT) | (ops == OP_UPDATE_INSERT)
-        self._apply_batch(inserts, order, keys, values)
+        self._apply_batch(inserts, order, keys, values, fresh)
 
-    def _apply_batch(self, inserts: np.ndarray, order, keys: list, values: list) -> None:
+    def _apply_batch(self, inserts: np.ndarray, order, keys: list, values: list, fresh=None) -> None:
         """Apply rows given in key order (``order``: their chunk positions); ``inserts`` (chunk
         order) tells inserts from deletes. Strict mode: one ``multi_get`` of the keys without a
-        MemTable record. Raises, changing nothing, at the first row in chunk order that fails."""
+        MemTable record (but those ``fresh`` marks: key order, known to have no row). Raises,
+        changing nothing, at the first row in chunk order that fails."""
         stored = None
         if self.consistent:
-            probe = self.mem.unrecorded(keys)
+            if fresh is not None:
+                known = dict.fromkeys(compress(keys, fresh))
+                probe = [key for key in self.mem.unrecorded(keys) if key not in known]
+            else:
+                known = None
+                probe = self.mem.unrecorded(keys)
             stored = dict(zip(probe, self.store.multi_get(self.table_id, probe, self.epoch))) if probe else {}
+            if known:
+                for key in known:   # (a fresh key with a record is checked against the record)
+                    stored.setdefault(key, None)
         sorted_inserts = (inserts if order is None else inserts[order]).tolist()
         try:
             self.mem.apply(sorted_inserts, keys, values, stored)
@@ -473,9 +507,10 @@ class StateTable:
             same = step if same is None else same & step
         return not same.any()
 
-    def _insert_all(self, keys, values, order, distinct: bool | None = None) -> bool:
+    def _insert_all(self, keys, values, order, distinct: bool | None = None, fresh=None) -> bool:
         """All-insert chunks, ``keys`` sorted (``order``: their chunk positions; ``distinct``:
-        whether they are, when the caller knows). Relaxed mode:
+        whether they are, when the caller knows; ``fresh``: key order, the keys known to have
+        no row, not probed). Relaxed mode:
         the chunk becomes a MemTable run, merged with the others at commit. Strict mode: one
         sorted storage check, one dict update. False = take the general path (a key repeats or
         already has a record); nothing changed then."""
@@ -490,8 +525,16 @@ class StateTable:
         if records and not records.keys().isdisjoint(keys):
             return False
         if self.consistent:
-            found = self.store.multi_get(self.table_id, keys, self.epoch)
+            if fresh is None:
+                at = None
+                found = self.store.multi_get(self.table_id, keys, self.epoch)
+            else:
+                at = np.flatnonzero(~fresh).tolist()
+                found = self.store.multi_get(self.table_id, [keys[j] for j in at], self.epoch) if at else []
             if found.count(None) != len(found):   # name the first such row in chunk order
+                if at is not None:
+                    found = dict(zip(at, found))
+                    found = [found.get(j) for j in range(len(keys))]
                 _, j = min((int(order[j]), j) for j, v in enumerate(found) if v is not None)
                 key = keys[j]
                 raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)

@@ -329,6 +329,39 @@ def test_a_failing_mixed_chunk_names_its_first_bad_row_in_chunk_order(store):
     assert (dict(t.mem.records), t.mem.approx_bytes) == before
 
 
+def test_write_chunk_fresh_probes_only_the_rows_not_known_new(store):
+    """``write_chunk_fresh``: rows marked fresh (the caller knows their pk has no row) are not
+    probed in the store, on the all-insert path and on the mixed path; the others are, and
+    their inconsistencies still raise with nothing applied; a fresh pk that has a MemTable
+    record is still refused by the MemTable's own check. What is stored equals
+    ``write_chunk``'s result."""
+    counting = CountingStore(store)
+    t = _table(counting)
+    t.write_chunk([OP_INSERT] * 3, _cols([(1, 10, "a"), (2, 20, "b"), (3, 30, "c")]))
+    _commit(store, t)
+    counting.multi_get_keys = 0
+    t.write_chunk_fresh([OP_INSERT] * 3, _cols([(4, 1, "d"), (5, 2, "e"), (6, 3, "f")]), [True, False, True])
+    assert counting.multi_get_keys == 1                       # only 5 was probed
+    t.write_chunk_fresh([OP_INSERT] * 2, _cols([(7, 1, "g"), (8, 2, "h")]), np.array([True, True]))
+    assert counting.multi_get_keys == 1                       # nothing probed
+    with pytest.raises(InconsistentOpError, match=r"pk=\(2,\)"):   # stored, not marked: probed, refused
+        t.write_chunk_fresh([OP_INSERT] * 2, _cols([(9, 1, "i"), (2, 2, "j")]), [True, False])
+    assert t.get_row((9,)) is None
+    with pytest.raises(InconsistentOpError, match=r"pk=\(4,\)"):   # a MemTable record: still checked
+        t.write_chunk_fresh([OP_INSERT] * 2, _cols([(10, 1, "k"), (4, 2, "l")]), [True, True])
+    assert t.get_row((10,)) is None
+    counting.multi_get_keys = 0   # the mixed path: a delete of a stored row and two inserts
+    t.write_chunk_fresh([OP_DELETE, OP_INSERT, OP_INSERT], _cols([(1, 10, "a"), (11, 1, "m"), (12, 2, "n")]),
+                        [False, True, False])
+    assert counting.multi_get_keys == 2                       # 1 and 12, not 11
+    with pytest.raises(SchemaError, match="fresh has 1 entries for 2 rows"):
+        t.write_chunk_fresh([OP_INSERT] * 2, _cols([(13, 1, "o"), (14, 2, "p")]), [True])
+    t.write_chunk_fresh([OP_INSERT, OP_INSERT], _cols([(15, 1, "q"), (16, 2, "r")]), [True, True],
+                        visibility=[False, True])             # fresh is in chunk order, before visibility
+    _commit(store, t)
+    assert [r[0] for r in t.iter_with_prefix()] == [2, 3, 4, 5, 6, 7, 8, 11, 12, 16]
+
+
 # --- update_vnode_bitmap ----------------------------------------------------------------------
 
 def test_rescale_moves_vnodes_between_instances(store):

@@ -456,6 +456,34 @@ def test_the_key_filter_spares_reads_of_keys_the_other_side_never_had(store, mon
     assert d.join.right.filter.may_contain(hash_keys([pa.array([2, 7], pa.int32())])).tolist() == [True, False]
 
 
+def test_the_own_key_filter_spares_the_strict_insert_probe_of_new_keys(store, monkeypatch):
+    """A strict side's insert whose join key its own key filter has never seen cannot repeat a
+    stored pk, so the state table is told it is fresh and probes nothing in the store
+    (``StateTable.write_chunk_fresh``); an insert of a key the side wrote before is probed,
+    and a repeated pk -- in the MemTable or, after a restart, only in the store -- still
+    raises with nothing applied."""
+    d = Driver(store, "inner")
+    probed = []
+    original = store.multi_get
+
+    def counting(table_id, keys, epoch):
+        keys = list(keys)
+        if table_id in (1, 2):
+            probed.extend(keys)
+        return original(table_id, keys, epoch)
+    monkeypatch.setattr(store, "multi_get", counting)
+    d.send(0, *[("+", (k, k, 0)) for k in range(6)])
+    d.send(1, *[("+", (100 + k, k, 1)) for k in range(3)])
+    assert probed == []                                   # every key new to its side
+    d.send(0, ("+", (50, 2, 0)), ("+", (51, 77, 0)))      # key 2 was written by the left before
+    assert len(probed) == 1
+    d.checkpointed_restart()                              # the rows are in the store only now
+    with pytest.raises(InconsistentStreamError, match="already has a row"):
+        d.join.on_side_chunk(0, StreamChunk.from_rows(L, [("+", (60, 78, 0)), ("+", (3, 3, 0))]))
+    assert d.join.left.table.get_row((78, 60)) is None
+    d.verify()
+
+
 def test_the_key_filter_is_bounded_and_answers_maybe_once_off(monkeypatch):
     """Past ``MAX_BITS`` the filter turns off (every key "maybe"), so its memory is bounded;
     until then no key it took is ever answered absent."""

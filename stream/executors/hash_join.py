@@ -396,15 +396,25 @@ class _Side:
 
     def write(self, chunk: StreamChunk, identity: str):
         """Apply a compact input chunk to the rows table (strict mode: all or nothing) and add
-        its keys to the key filter; returns the rows' key hashes (None without a filter)."""
+        its keys to the key filter; returns the rows' key hashes (None without a filter). A
+        strict table is told which rows' join keys the filter proves new to this side
+        (``StateTable.write_chunk_fresh``): their pks cannot have a row, so they need no store
+        probe -- in a 1:1 join, every insert."""
+        table, filt = self.table, self.filter
+        hashes = None
         try:
-            self.table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
+            if filt is None:
+                table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
+            else:
+                hashes = hash_keys([chunk.columns[c] for c in self.keys])
+                if table.consistent and filt.on:
+                    table.write_chunk_fresh(chunk.ops, chunk.columns, ~filt.may_contain(hashes), chunk.visibility)
+                else:
+                    table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
         except InconsistentOpError as exc:
             raise InconsistentStreamError(identity, f"{self.label} input: {exc.reason}", exc.pk) from exc
-        if self.filter is None:
-            return None
-        hashes = hash_keys([chunk.columns[c] for c in self.keys])
-        self.filter.add(hashes)
+        if filt is not None:
+            filt.add(hashes)
         return hashes
 
     def write_rows(self, table: StateTable, ops: list, rows: list, identity: str) -> None:
