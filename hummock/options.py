@@ -24,7 +24,10 @@ class StorageOptions:
     # --- SST format
     block_size: int = 64 * KiB              # target block size before compression
     restart_interval: int = 16              # entries between restart points in a block
-    compression: str = "lz4"                # "lz4" or "none"
+    compression: str = "lz4"                # "lz4" or "none": compaction outputs (and bulk loads)
+    flush_compression: str = "none"         # "lz4" or "none": the L0 SSTs a sync or spill uploads
+    #                                         from the shared buffer (RisingWave's L0 default: they
+    #                                         live until the next L0 compaction, which compresses)
     bloom_bits_per_key: int = 10
     target_sst_size: int = 64 * MiB         # sync and compaction cut outputs at this size
     # --- memory (real bytes: charges count CPython's per-object overhead; the defaults let a
@@ -62,6 +65,9 @@ class StorageOptions:
 
     def __post_init__(self):
         self.sst_builder_options()  # checks block_size, restart_interval, compression, bloom bits
+        if self.flush_compression not in ("lz4", "none"):
+            raise InvalidArgumentError(f"StorageOptions.flush_compression must be 'lz4' or 'none', "
+                                       f"got {self.flush_compression!r}")
         _at_least("target_sst_size", self.target_sst_size, 4 * KiB)
         _at_least("shared_buffer_capacity", self.shared_buffer_capacity, 64 * KiB)
         _at_least("block_cache_capacity", self.block_cache_capacity, 0)

@@ -127,6 +127,7 @@ class HummockStorage(ReadSide, MarksSide):
         self._uploading_imms: set[int] = set()   # id() of the imms of those tasks
         self._upload_log = None   # a list collecting (kind, lowest, highest, submitted, finished)
         self._builder_options = None   # cache of _sst_builder_options()
+        self._flush_options = None     # cache of _flush_builder_options(): (its base, it)
         self._closed = False
         self._state = None
         self._handle = None   # the stable get/multi_get/iter (ReadHandle) over self._state
@@ -580,7 +581,7 @@ class HummockStorage(ReadSide, MarksSide):
         try:
             if self._closed:
                 raise StoreClosedError("the store was closed before this upload ran")
-            infos = flush_imms(task.imms, self._store, self._sst_builder_options(),
+            infos = flush_imms(task.imms, self._store, self._flush_builder_options(),
                                self.options.target_sst_size, new_sst_id)
             kill_point("flush.after_sst_upload")
         except BaseException as exc:   # noqa: BLE001 -- handed to the waiters
@@ -840,6 +841,16 @@ class HummockStorage(ReadSide, MarksSide):
         if cached is None or cached.prefix_lens != lens:
             cached = self._builder_options = self.options.sst_builder_options().replace(prefix_lens=lens)
         return cached
+
+    def _flush_builder_options(self):
+        """The SST builder settings of the L0 SSTs a sync or spill uploads: the compaction ones
+        (:meth:`_sst_builder_options`) with ``flush_compression`` (default none: an L0 SST lives
+        until the next L0 compaction rewrites it compressed, and lz4 was half of a flush's CPU)."""
+        options = self._sst_builder_options()
+        cached = self._flush_options
+        if cached is None or cached[0] is not options:
+            cached = self._flush_options = (options, options.replace(compression=self.options.flush_compression))
+        return cached[1]
 
     @property
     def object_store(self):
