@@ -327,7 +327,7 @@ class HashAgg(UnaryExecutor):
                 return [sum(x)]
             out = [0] * g
             for gi, v in zip(inv.tolist(), x):
-                if v:
+                if type(v) is not int or v:   # a Decimal('0.0') counts: its scale is the sum's
                     out[gi] += v
             return out
 
