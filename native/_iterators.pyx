@@ -678,7 +678,11 @@ cdef class UserScan:
                 w.status = WALK_STOP
                 w.off, w.key_len = nxt, kn
                 return 0
-            memcpy(key + fields[0], p + pos, fields[1])
+            if fields[1] <= 16:   # keys in order mostly differ in a few bytes: no libc call
+                for i in range(fields[1]):
+                    key[fields[0] + i] = p[pos + i]
+            else:
+                memcpy(key + fields[0], p + pos, fields[1])
             w.parsed += 1
             off, kn = nxt, need
             vs = pos + fields[1]

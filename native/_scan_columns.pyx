@@ -91,10 +91,13 @@ cdef int _fail(str reason, Py_ssize_t offset) except -1:
     raise DecodeError(reason, offset, "value")
 
 
+cdef int _truncated(_Reader *r, uint64_t n) except -1 with gil:
+    _fail(f"truncated: need {n} bytes, {r.end - r.pos} left", r.pos)
+
+
 cdef inline int _need(_Reader *r, uint64_t n) except -1 nogil:
-    if n > <uint64_t>(r.end - r.pos):
-        with gil:
-            _fail(f"truncated: need {n} bytes, {r.end - r.pos} left", r.pos)
+    if n > <uint64_t>(r.end - r.pos):   # the error out of line: this stays small enough to inline
+        return _truncated(r, n)
     return 0
 
 
@@ -246,6 +249,7 @@ cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1 nogil:
     cdef const unsigned char *p
     cdef int64_t x
     cdef uint64_t n
+    cdef Py_ssize_t i
     if width:
         _need(r, width)
         p = r.p + r.pos
@@ -285,7 +289,11 @@ cdef int _get(_Reader *r, _Out *o, Py_ssize_t j) except -1 nogil:
     if o.code == K_VARCHAR:
         _check_utf8(r, <Py_ssize_t>n)
     _grow(o, <Py_ssize_t>n)
-    memcpy(o.data + o.len, r.p + r.pos, <size_t>n)
+    if n <= 16:   # short text: no libc call
+        for i in range(<Py_ssize_t>n):
+            o.data[o.len + i] = r.p[r.pos + i]
+    else:
+        memcpy(o.data + o.len, r.p + r.pos, <size_t>n)
     o.len += <Py_ssize_t>n
     o.offsets[j + 1] = o.len
     r.pos += <Py_ssize_t>n
@@ -307,6 +315,7 @@ cdef int _row_at(const unsigned char *p, Py_ssize_t n, const int *codes, const P
     cdef _Reader r
     cdef uint64_t count
     cdef Py_ssize_t size, bitmap, i
+    cdef int width
     cdef _Out *o
     r.p = p
     r.pos = 0
@@ -330,7 +339,12 @@ cdef int _row_at(const unsigned char *p, Py_ssize_t n, const int *codes, const P
     for i in range(ncols):
         if slots[i] < 0:
             if not ((r.p[bitmap + (i >> 3)] >> (i & 7)) & 1):
-                _walk(&r, codes[i])
+                width = _fixed_width(codes[i])
+                if width:   # a fixed-width value not wanted: stepped over here, not by a call
+                    _need(&r, width)
+                    r.pos += width
+                else:
+                    _walk(&r, codes[i])
             continue
         o = &outs[slots[i]]
         if (r.p[bitmap + (i >> 3)] >> (i & 7)) & 1:
