@@ -27,6 +27,7 @@ from hummock.object_store.base import ObjectNotFoundError, ObjectStoreError
 from hummock.options import StorageOptions
 from hummock.read_view import ReadHandle, ReadState, SstReader
 from hummock.row_count import count_rows
+from hummock.scan_splits import split_keys
 from hummock.sstable.reader import Sstable
 
 PIN_ATTEMPTS = 5              # a reader's tries at loading a version and pinning it in time
@@ -254,6 +255,14 @@ class Snapshot:
         ``None`` when the metadata cannot decide it (:mod:`hummock.row_count`)."""
         self._require_live()
         return count_rows(self._state, table_id, self.epoch)
+
+    def split_keys(self, table_id: int, parts: int, start: bytes | None = None, end: bytes | None = None,
+                   min_bytes: int = 4 << 20) -> list[bytes]:
+        """Table keys cutting ``[start, end)`` of ``table_id`` into at most ``parts`` ranges of
+        about equal stored bytes, each at least ``min_bytes``, from SST metadata alone
+        (:mod:`hummock.scan_splits`); ascending, strictly inside the range; ``[]``: read it whole."""
+        self._require_live()
+        return split_keys(self._state, table_id, parts, start, end, min_bytes)
 
     def _require_live(self) -> None:
         if self._released:

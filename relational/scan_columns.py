@@ -26,6 +26,9 @@ from hummock import _twins
 from relational.arrow import arrow_type
 
 _impl = _twins.load("_scan_columns", "relational._scan_columns_py")
+# Native decoding walks a compacted table's blocks without the GIL (``UserScan.drain``): scans of
+# disjoint key ranges in threads then run on separate cores. The twin holds the GIL throughout.
+DECODES_WITHOUT_GIL = _impl.__name__.startswith("native.")
 _SMALL_TO_LARGE = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
 
 

@@ -247,3 +247,46 @@ def test_column_path_batches_equal_the_row_path(data):
                 assert [norm(v) for v in g.column(name).to_pylist()] == [norm(v) for v in e.column(name).to_pylist()]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("dist", [(), (0,)])
+@pytest.mark.parametrize("compact", [False, True])
+def test_a_read_split_into_parts_equals_the_whole_scan(store, dist, compact):
+    """``read_split`` cuts the key range where the stored bytes split (block first keys) and
+    decodes the parts in threads: the batches hold the rows of ``batch_iter``, in pk order,
+    with every column choice; a table spread over vnodes (rows interleaved in pk order), a row
+    path column or one worker reads whole."""
+    t = StateTable(store, 3, SCHEMA, [1, 0], dist_key_indices=list(dist) if dist else None)
+    epoch = new_epoch()
+    t.init_epoch(epoch)
+    model = {}
+    for round_ in range(3):   # overwrites and deletes over three checkpoints: versions across SSTs
+        for i in range(round_, 3000, 1 + round_):
+            row = (i, i % 5, f"r{round_}-{i}" * (1 + i % 3))
+            if i in model and round_ == 2 and i % 7 == 0:
+                t.delete(model.pop(i))
+            elif i in model:
+                t.update(model[i], row)
+                model[i] = row
+            else:
+                t.insert(row)
+                model[i] = row
+        nxt = new_epoch()
+        t.commit(nxt)
+        store.checkpoint(epoch)
+        epoch = nxt
+    read_at = store.max_committed_epoch
+    if compact and hasattr(store, "compact_all"):
+        store.compact_all()
+    reader = StorageTable(store, 3, SCHEMA, [1, 0], dist_key_indices=list(dist) if dist else None)
+    with store.snapshot(read_at) as snap:
+        cuts = snap.split_keys(3, 4, min_bytes=1)
+    assert cuts == sorted(set(cuts)) and len(cuts) == 3   # four parts: the split is exercised
+    for columns in (None, ["s", "id"], [], ["g"]):
+        whole = _rows(reader.batch_iter(read_at, columns=columns, batch_size=500))
+        for workers in (1, 2, 4):
+            got = reader.read_split(read_at, columns=columns, workers=workers, batch_size=500, min_part_bytes=1)
+            assert all(b.num_rows <= 500 for b in got)
+            assert sum(b.num_rows for b in got) == len(whole) > 0
+            if columns != []:
+                assert _rows(got) == whole

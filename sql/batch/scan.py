@@ -29,7 +29,8 @@ import time
 import pyarrow as pa
 
 from relational.arrow import arrow_type, flat_array
-from relational.storage_table import StorageTable
+from relational.scan_columns import DECODES_WITHOUT_GIL
+from relational.storage_table import StorageTable, usable_cores
 from relational.vnode import Bitmap
 
 MAX_BATCH = 65536
@@ -175,8 +176,10 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
                 n = sum(b.num_rows for b in _reported(table.batch_iter(epoch, columns=[], batch_size=MAX_BATCH),
                                                       name))
             return plan_table([_nulls(n, arrow_type(t)) for t in scan.types], scan.types)
-        whole = pa.Table.from_batches(list(_reported(table.batch_iter(epoch, columns=wanted, batch_size=MAX_BATCH),
-                                                     name)), schema=table.arrow_schema(wanted))
+        workers = usable_cores() if DECODES_WITHOUT_GIL else 1   # parts side by side (read_split)
+        whole = pa.Table.from_batches(list(_reported(table.read_split(epoch, columns=wanted, workers=workers,
+                                                                      batch_size=MAX_BATCH), name)),
+                                      schema=table.arrow_schema(wanted))
         return plan_table(_widened(scan, _flat(whole)), scan.types)
     if rng.empty:
         return _empty(scan)
