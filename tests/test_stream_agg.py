@@ -380,3 +380,14 @@ def test_keys_equal_as_values_but_not_as_text_are_one_group():
     assert sorted(r for _, r in visible_rows(drain(by_n))) == [(D("1.0"), 2), (D("2"), 1)]
     by_x = HashAgg(ListSource(schema, [0], msgs), [2], [AggCall("count")], HummockStorage.open("memory://"), [1])
     assert sorted(r for _, r in visible_rows(drain(by_x))) == [(0.0, 2), (1.0, 1)]
+
+
+def test_an_append_only_bigint_extreme_with_nulls_in_the_chunk_stays_exact():
+    # the per-chunk min/max of a BIGINT column holding NULLs was taken over float64 (Arrow's
+    # to_numpy of a column with NULLs): 2**53 + 1 came out as 2**53
+    calls = [AggCall("max", 3), AggCall("min", 3)]
+    big = 2 ** 53 + 1
+    for key in ([1], [4]):   # an integer key (also the columnar state's) and a VARCHAR key
+        ex, out = run(hash_agg(key, calls, append_only=True),
+                      [[chunk(("+", (1, 1, 0, None, "a", None)), ("+", (2, 1, 0, big, "a", None)))]])
+        assert [row[-2:] for _, row in out[0]] == [(big, big)]

@@ -76,7 +76,9 @@ def group_best(inv, order, starts, column, mask, g, call) -> list:
     """Per group, the min or max of ``column`` over the rows in ``mask`` (None: no such row)."""
     kind = call.kind
     if column.type in _NUMERIC_EXTREMES:
-        values = column.to_numpy(zero_copy_only=False)
+        # NULLs filled first: an integer column with NULLs would convert to float64 (inexact
+        # beyond 2**53); the masked rows are replaced below anyway
+        values = (column.fill_null(0) if column.null_count else column).to_numpy(zero_copy_only=False)
         if values.dtype.kind == "f":   # NaN is the largest value (Postgres): max keeps it, min skips it
             fill, reduce = (np.inf, np.fmin) if kind == "min" else (-np.inf, np.maximum)
         else:
