@@ -82,6 +82,7 @@ from relational.row_serde import RowSerde
 from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
                                    decoded_rows, merge_mem_over_storage, merge_vnodes, pinned_vnode, pk_ranges,
                                    record_batches)
+from relational.arrow import to_arrow
 from relational.types import DataType
 from relational.vnode import SINGLETON_VNODE, VNODE_BYTES, Bitmap
 
@@ -726,29 +727,84 @@ class StateTable:
         read one by one. Same results, snapshot and errors as :meth:`iter_with_prefix`
         (``VnodeNotOwnedError`` for a prefix whose vnode is not owned), raised before anything
         is read."""
+        prefixes, los = self._prefix_keys(prefixes, "rows_with_prefixes")
+        if not prefixes:
+            return []
+        if los is None:
+            return [list(self.iter_with_prefix(p)) for p in prefixes]
+        keys, values, ends = self._prefix_pairs(los)
+        rows = self.serde.decode_many(keys, values) if keys else []
+        return [rows[begin:end] for begin, end in zip([0, *ends], ends)]
+
+    def pairs_with_prefixes(self, prefixes) -> tuple[list, list, list]:
+        """The stored form of :meth:`rows_with_prefixes`: ``(keys, values, ends)``, the encoded
+        pairs of every row found, prefix ``i``'s being ``keys[ends[i-1]:ends[i]]`` (from 0 for
+        the first), each prefix's in pk order -- one list for all prefixes, not one per prefix,
+        and nothing decoded (:meth:`decode_columns` turns them into Arrow columns, ``serde``'s
+        ``decode_many`` into rows). The same reads, snapshot and errors as
+        :meth:`rows_with_prefixes`."""
+        prefixes, los = self._prefix_keys(prefixes, "pairs_with_prefixes")
+        if not prefixes:
+            return [], [], []
+        if los is not None:
+            return self._prefix_pairs(los)
+        keys, values, ends = [], [], []
+        for p in prefixes:   # (prefixes of mixed widths, or not covering the distribution key)
+            for key, value in self._pairs(p, None, None, True, False, False, None):
+                keys.append(key)
+                values.append(value)
+            ends.append(len(keys))
+        return keys, values, ends
+
+    def decode_columns(self, keys: list, values: list) -> list:
+        """The rows of the encoded pairs ``keys``/``values`` (this table's, e.g. from
+        :meth:`pairs_with_prefixes`) as Arrow arrays, one per column in schema order -- equal
+        to ``relational.arrow.to_arrow`` of ``serde.decode_many``'s values, of the types
+        ``iter_batches`` gives. Integer pk columns come from the keys and value columns from
+        the values without a Python tuple per row where the layout allows
+        (``relational/pair_columns.py``); else through the rows. Raises ``DecodeError`` for a
+        malformed pair."""
+        decoder = self.__dict__.get("_pair_columns", False)
+        if decoder is False:
+            from relational.pair_columns import PairColumns
+            decoder = self._pair_columns = PairColumns.of(self.serde)
+        if decoder is not None:
+            columns = decoder.decode(keys, values)
+            if columns is not None:
+                return columns
+        rows = self.serde.decode_many(keys, values) if keys else []
+        if not rows:
+            return [to_arrow([], t) for t in self.serde.types]
+        return [to_arrow(list(c), t) for c, t in zip(zip(*rows), self.serde.types)]
+
+    def _prefix_keys(self, prefixes, what: str) -> tuple[list, list | None]:
+        """``(prefixes, los)``: the prefixes as a list of value sequences and, when they all have
+        one width and cover the distribution key, their encoded key prefixes (None: read one by
+        one); ``RowError`` / ``VnodeNotOwnedError`` before anything is read."""
         self._require_epoch()
         if isinstance(prefixes, _NOT_A_ROW) or not isinstance(prefixes, Iterable):
-            raise RowError(f"state table {self.name}: rows_with_prefixes takes a sequence of pk prefixes, "
+            raise RowError(f"state table {self.name}: {what} takes a sequence of pk prefixes, "
                            f"got {type(prefixes).__name__}")
         prefixes = list(prefixes)
         if not _TUPLE_OR_LIST.issuperset(map(type, prefixes)):
             prefixes = [as_values(p, "pk prefix") for p in prefixes]
         if not prefixes:
-            return []
+            return prefixes, None
         width = len(prefixes[0])
         los = None
         if 1 <= width <= len(self.serde.pk_types) and len(set(map(len, prefixes))) == 1:
             los = self.serde.keys_of_prefixes(prefixes, width)
         if los is None:
-            return [list(self.iter_with_prefix(p)) for p in prefixes]
+            if not self._owns_all:   # (iter_with_prefix's check, for every prefix before any read)
+                for p in prefixes:
+                    self._pairs(p, None, None, True, False, False, 0)
+            return prefixes, None
         if not self._owns_all:
             for lo, p in zip(los, prefixes):
                 if (lo[0] << 8 | lo[1]) not in self.vnodes:
                     raise VnodeNotOwnedError(f"state table {self.name}: pk prefix {tuple(p)!r} is in vnode "
                                              f"{lo[0] << 8 | lo[1]}, which this instance does not own")
-        keys, values, ends = self._prefix_pairs(los)
-        rows = self.serde.decode_many(keys, values) if keys else []
-        return [rows[begin:end] for begin, end in zip([0, *ends], ends)]
+        return prefixes, los
 
     def _prefix_pairs(self, los: list) -> tuple[list, list, list]:
         """``(keys, values, ends)`` of the key prefixes ``los`` (``HummockStorage.scan_prefixes``'s

@@ -388,6 +388,23 @@ def test_inner_joins_without_a_condition_emit_what_the_row_path_emits(store, ste
             j._check()
 
 
+def _count_reads(monkeypatch, table_of) -> list:
+    """The prefixes the table ``table_of()`` gives at the time (a restart builds new tables) is
+    probed for from now on (its batched reads: rows or pairs)."""
+    reads = []
+    cls = type(table_of())
+    for name in ("rows_with_prefixes", "pairs_with_prefixes"):
+        original = getattr(cls, name)
+
+        def counting(self, prefixes, original=original):
+            prefixes = list(prefixes)
+            if self is table_of():
+                reads.extend(prefixes)
+            return original(self, prefixes)
+        monkeypatch.setattr(cls, name, counting)
+    return reads
+
+
 def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypatch):
     """A probe of a key without rows remembers it: probing it again reads nothing; rows added
     to it (by the side itself) take it out of the set (write-around: the next probe reads
@@ -395,15 +412,7 @@ def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypat
     checks the known-absent keys too). The set stays under its limit, dropping its older half."""
     d = Driver(store, "inner")
     d.join.right.filter.off()   # else the right's key filter answers key 7 first (tested below)
-    read = []
-    original = type(d.join.right.table).rows_with_prefixes
-
-    def counting(table, prefixes):   # reads of the right side's rows only
-        prefixes = list(prefixes)
-        if table is d.join.right.table:
-            read.extend(prefixes)
-        return original(table, prefixes)
-    monkeypatch.setattr(type(d.join.right.table), "rows_with_prefixes", counting)
+    read = _count_reads(monkeypatch, lambda: d.join.right.table)   # reads of the right side's rows only
     d.send(0, ("+", (1, 7, 0)))                    # right has no key 7: read once
     assert read == [(7,)] and (7,) in d.join.right.known_absent()
     d.send(0, ("+", (2, 7, 0)))                    # known absent: no read
@@ -431,15 +440,7 @@ def test_the_key_filter_spares_reads_of_keys_the_other_side_never_had(store, mon
     the filter from the stored rows, so a key written before the restart is still read, and
     the join answers as the model does throughout (``_check`` checks the filter too)."""
     d = Driver(store, "inner")
-    reads = []
-    original = type(d.join.right.table).rows_with_prefixes
-
-    def counting(table, prefixes):
-        prefixes = list(prefixes)
-        if table is d.join.right.table:
-            reads.extend(prefixes)
-        return original(table, prefixes)
-    monkeypatch.setattr(type(d.join.right.table), "rows_with_prefixes", counting)
+    reads = _count_reads(monkeypatch, lambda: d.join.right.table)
     d.send(0, *[("+", (k, k, 0)) for k in range(4)])            # right never had them
     assert reads == [] and not d.join.right.known_absent()
     d.send(1, ("+", (100, 2, 1)), ("+", (101, 9, 1)))
@@ -543,15 +544,7 @@ def test_entries_read_once_are_not_cached_a_second_read_admits_them(store, monke
     d = Driver(store, "inner")
     d.send(1, *[("+", (100 + k, k, 1)) for k in range(6)])
     d.barrier()
-    reads = []
-    original = type(d.join.right.table).rows_with_prefixes
-
-    def counting(table, prefixes):
-        prefixes = list(prefixes)
-        if table is d.join.right.table:
-            reads.extend(prefixes)
-        return original(table, prefixes)
-    monkeypatch.setattr(type(d.join.right.table), "rows_with_prefixes", counting)
+    reads = _count_reads(monkeypatch, lambda: d.join.right.table)
     right = d.join.right
     d.send(0, *[("+", (k, k, 0)) for k in range(3)])            # first reads: seen, not cached
     assert sorted(reads) == [(0,), (1,), (2,)] and len(right.cache) == 0

@@ -61,7 +61,12 @@ An inner join without an extra condition does steps 3-4 column-wise for a chunk 
 and deletes (no update pairs; ``_inner_chunk``): each row's output is its own op with every O
 row of its key, so S's output columns are one ``take`` of the row positions repeated by their
 match counts and O's are built from the matched rows -- the same rows in the same order as the
-row walk (tests/test_stream_hash_join.py compares the two).
+row walk (tests/test_stream_hash_join.py compares the two). Its probe (``_Side.probe_columns``)
+reads the missing keys' stored pairs in one call (``StateTable.pairs_with_prefixes``) and
+decodes them straight into Arrow columns (``StateTable.decode_columns``), O's output columns
+being one ``take`` of those: no tuple per O row read, no list per key. A strict side is told
+which of its inserts have a join key its own key filter never saw (``_Side.write``,
+``StateTable.write_chunk_fresh``): such a pk cannot have a row, so it is not probed.
 
 Cache charges: an entry costs a fixed overhead plus, per row, the side's ``row_charge`` -- a
 moving average of ``row_bytes`` over one or two sampled rows per chunk -- so rows are added and
@@ -92,7 +97,7 @@ Both inputs must be hash-distributed by their join keys when several actors run 
 
 from __future__ import annotations
 
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -353,46 +358,70 @@ class _Side:
             self.change_absent(add=none)
         return out
 
-    def rows_of(self, keys) -> dict:
-        """key -> the side's rows of that key (a sequence: a cached entry's ``rows.values()``,
-        or the list read) for ``keys`` (distinct, non-NULL); a key without rows is left out.
-        The probe of an inner join's column-wise path (a side without degrees): the same
-        reads, admissions and known-absent keys as :meth:`entries`, but a key read once is
-        not made into an entry (nothing keeps it) -- one dict item per key found."""
-        out: dict = {}
-        missing = self.cache.get_many(keys, out)
-        if out:
-            for key, entry in out.items():   # (same keys: no resize while iterating)
-                out[key] = entry.rows.values()
-        if not missing:
-            return out
-        known = self.known_absent()
-        if known:
-            missing = [key for key in missing if key not in known]
-            if not missing:
-                return out
-        groups = self.table.rows_with_prefixes(missing)
-        found = {key: rows for key, rows in zip(missing, groups) if rows}
-        if len(found) < len(missing):
-            self.change_absent(add=[key for key, rows in zip(missing, groups) if not rows])
+    def probe_columns(self, keys):
+        """The rows of ``keys`` (distinct, non-NULL) as columns, for the probe of an inner join's
+        column-wise path (a side without degrees): ``(index, starts, counts, columns)`` -- key ->
+        its number ``j``, whose rows are ``columns[c][starts[j]:starts[j] + counts[j]]`` (a cached
+        entry's in entry order, a read key's in pk order; only keys with rows are numbered) --
+        or None when no key has rows. The same reads, admissions and known-absent keys as
+        :meth:`entries`, but a key read once is not made into an entry (nothing keeps it), and
+        the rows read are decoded straight into Arrow columns (``StateTable.pairs_with_prefixes``
+        and ``decode_columns``): no tuple per row, no list per key."""
+        cached: dict = {}
+        missing = self.cache.get_many(keys, cached)
+        if missing:
+            known = self.known_absent()
+            if known:
+                missing = [key for key in missing if key not in known]
+        found, parts, starts, counts = [], [], [], []
+        if missing:
+            bkeys, bvalues, ends = self.table.pairs_with_prefixes(missing)
+            ends = np.asarray(ends, np.int64)
+            sizes = np.diff(ends, prepend=np.int64(0))
+            has = sizes > 0
+            if not has.all():
+                self.change_absent(add=list(compress(missing, ~has)))
+            if bkeys:
+                found = list(compress(missing, has))
+                sizes = sizes[has]
+                firsts = (ends[has] - sizes)
+                self.sample(self.table.serde.decode(bkeys[0], bvalues[0]))
+                seen = self.seen.keys()
+                admitted = [j for j, key in enumerate(found) if key in seen] if seen else ()
+                if admitted:   # read before, within the seen keys' horizon: cached from now on
+                    per_row = self.row_charge + _ROW_OVERHEAD   # charge_of's per-row part
+                    pk_of, decode, puts = self.pk_of, self.table.serde.decode_many, []
+                    for j in admitted:
+                        a = int(firsts[j])
+                        b = a + int(sizes[j])
+                        rows = decode(bkeys[a:b], bvalues[a:b])
+                        puts.append((found[j], _KeyRows(False, dict(zip(map(pk_of, rows), rows))),
+                                     _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))
+                    self.cache.put_many(puts)
+                    self.seen.change(add=[key for j, key in enumerate(found) if j not in set(admitted)],
+                                     remove=[found[j] for j in admitted])
+                else:
+                    self.seen.change(add=found)
+                parts.append(self.table.decode_columns(bkeys, bvalues))
+                starts.append(firsts)
+                counts.append(sizes)
+        if cached:
+            rows = []
+            sizes = []
+            for entry in cached.values():
+                sizes.append(len(entry.rows))
+                rows += entry.rows.values()
+            sizes = np.array(sizes, np.int64)
+            offset = len(parts[0][0]) if parts else 0
+            starts.append(np.cumsum(sizes) - sizes + offset)
+            counts.append(sizes)
+            found += cached.keys()
+            parts.append([to_arrow(list(c), t) for c, t in zip(zip(*rows), self.schema.types)])
         if not found:
-            return out
-        out.update(found)
-        rows = next(iter(found.values()))
-        self.sample(rows[0])
-        seen = self.seen.keys()
-        admitted = [key for key in found if key in seen] if seen else ()
-        if admitted:   # read before, within the seen keys' horizon: cached from now on
-            per_row = self.row_charge + _ROW_OVERHEAD   # charge_of's per-row part
-            pk_of, puts = self.pk_of, []
-            for key in admitted:
-                rows = found.pop(key)
-                entry = _KeyRows(False, dict(zip(map(pk_of, rows), rows)))
-                out[key] = entry.rows.values()
-                puts.append((key, entry, _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))
-            self.cache.put_many(puts)
-        self.seen.change(add=found, remove=admitted)
-        return out
+            return None
+        columns = parts[0] if len(parts) == 1 else [pa.concat_arrays(pair) for pair in zip(*parts)]
+        index = dict(zip(found, range(len(found))))
+        return index, np.concatenate(starts), np.concatenate(counts), columns
 
     def write(self, chunk: StreamChunk, identity: str):
         """Apply a compact input chunk to the rows table (strict mode: all or nothing) and add
@@ -734,7 +763,7 @@ class HashJoin(Executor):
             probe = set(compress(keys, maybe))
             if has_null:
                 probe = {k for k in probe if None not in k}
-        found = o.rows_of(probe) if probe else {}
+        probed = o.probe_columns(probe) if probe else None
 
         # S's own cached entries (read-after-write for later chunks of O)
         touched = s.own_many(wanted)
@@ -758,15 +787,21 @@ class HashJoin(Executor):
         for table in s.tables():
             table.try_flush()
 
-        matched = list(map(found.get, keys, repeat((), n)))
-        counts = np.fromiter(map(len, matched), np.int64, n)
+        if probed is None:
+            return []
+        index, starts, counts, o_block = probed
+        none = len(index)   # the number of "no rows": count 0
+        which = np.fromiter(map(index.get, keys, repeat(none, n)), np.int64, n)
+        starts = np.append(starts, np.int64(0))[which]
+        counts = np.append(counts, np.int64(0))[which]
         total = int(counts.sum())
         if not total:
             return []
-        orows = list(chain.from_iterable(matched))
         at = pa.array(np.repeat(np.arange(n, dtype=np.int64), counts))
+        first = np.cumsum(counts) - counts   # each row's first output position
+        o_at = pa.array(np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64))
         s_cols = [c.take(at) for c in cols]
-        o_cols = [to_arrow(list(c), t) for c, t in zip(zip(*orows), o.schema.types)]
+        o_cols = [c.take(o_at) for c in o_block]
         columns = s_cols + o_cols if s_left else o_cols + s_cols
         ops = np.repeat(chunk.ops, counts)
         size = self.chunk_size
