@@ -103,6 +103,7 @@ from stream.executors.agg_extreme import UNKNOWN as _UNKNOWN
 from stream.executors.agg_extreme import RetractableExtreme
 from stream.executors.agg_ordered import OrderedInput
 from stream.executors.agg_distinct import DistinctValues
+from stream.executors.agg_columnar import ColumnarGroups, columnar_eligible
 from stream.executors.agg_kernels import group_best as _group_best
 from stream.executors.agg_kernels import group_ids as _group_ids
 from stream.executors.agg_kernels import make_adder as _make_adder
@@ -135,7 +136,7 @@ class HashAgg(UnaryExecutor):
                  vnodes=None, consistent: bool = True, budget=None, names=None,
                  max_dirty_groups: int = DEFAULT_MAX_DIRTY_GROUPS, extreme_cache_rows: int = EXTREME_CACHE_ROWS,
                  flush_threshold: int = DEFAULT_FLUSH_BYTES,
-                 identity: str | None = None):
+                 identity: str | None = None, columnar: bool = True):
         identity = identity or f"{type(self).__name__}({', '.join(map(repr, calls))})"
         in_schema = input.schema
         group_key = list(group_key)
@@ -227,6 +228,10 @@ class HashAgg(UnaryExecutor):
         # bytes charged per cached group: a key of small scalars, the state list, dict slots
         self._group_charge = row_bytes([None] * nk) + 32 * nk + row_bytes(self._initial) + 32 * self.width \
             + _STATE_OVERHEAD
+        # append-only over one integer key with count/sum/min/max of integers: the groups'
+        # states in numpy columns (stream/executors/agg_columnar.py); ``columnar=False`` keeps
+        # the per-group states below (the tests' reference)
+        self._columnar = ColumnarGroups(self) if columnar and columnar_eligible(self) else None
 
     # --- executor hooks ---------------------------------------------------------------------------
 
@@ -247,6 +252,8 @@ class HashAgg(UnaryExecutor):
             self._reset()
 
     def _reset(self) -> None:
+        if self._columnar is not None:
+            self._columnar.reset()
         self._dirty.clear()
         self._dirty_values.clear()
         self._old.clear()
@@ -293,6 +300,8 @@ class HashAgg(UnaryExecutor):
         negative = (ops == DELETE) | (ops == UPDATE_DELETE)
         if self.append_only and negative.any():
             raise ExecutorError(self.identity, "a delete reached an append-only aggregation")
+        if self._columnar is not None:
+            return self._columnar.on_chunk(chunk, n)
         sign = np.where(negative, -1, 1).astype(np.int64)
         columns = chunk.columns
         inv, order, starts, uniq = _group_ids([columns[i] for i in self.group_key], n)
@@ -497,6 +506,9 @@ class HashAgg(UnaryExecutor):
         """Write every dirty group's state and return its changes (chunks of at most
         ``DEFAULT_CHUNK_SIZE`` rows, update pairs kept together). Column-wise: the changes are
         ``(op, key, state)`` triples whose ops are the same for the value state and the output."""
+        if self._columnar is not None:
+            out = self._columnar.flush()
+            return None if out is None else _split(out)
         if not self._dirty:
             return None
         dirty, self._dirty = self._dirty, {}
@@ -596,6 +608,10 @@ class HashAgg(UnaryExecutor):
 
     def _check(self) -> None:
         """Cached states equal the value state; extreme caches keep their invariant."""
+        if self._columnar is not None:
+            self._columnar._check()
+            self.budget._check()
+            return
         nk = len(self.group_key)
         for value, state in self._dirty_values.items():
             assert self._dirty[(value,)] is state, value
