@@ -29,6 +29,7 @@ Callers: the SQL layer's batch SELECT, library users.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -200,14 +201,19 @@ class StorageTable:
             snap.release()
 
     def read_split(self, epoch: int, columns=None, *, workers: int, batch_size: int = EXPORT_BATCH_SIZE,
-                   min_part_bytes: int = SPLIT_MIN_BYTES) -> list:
+                   min_part_bytes: int = SPLIT_MIN_BYTES, each=None) -> list:
         """The record batches of a whole-table ``batch_iter`` at committed ``epoch`` (the same
         rows, in pk order), read in up to ``workers`` parts side by side: the key range is cut
         where the stored bytes split evenly (``Snapshot.split_keys``, parts of at least
         ``min_part_bytes``) and each part is decoded in a thread of a shared pool. A native
         scan walks a compacted table's blocks without the GIL, so the parts use separate
         cores. A table whose rows interleave several vnode ranges, a column the fast decoder
-        does not read, a small table or ``workers < 2`` reads as ``batch_iter`` does."""
+        does not read, a small table or ``workers < 2`` reads as ``batch_iter`` does.
+
+        ``each``: a callable applied to every batch where it is decoded (in the part's thread,
+        under a copy of the caller's ``contextvars`` context); the list then holds its results
+        instead of the batches, still in key order. An exception it or the read raises
+        propagates (the first part's first)."""
         epoch = self._check_epoch(epoch)
         batch_size = check_batch_size(batch_size, self.name)
         idx = self._column_indices(columns)
@@ -220,17 +226,19 @@ class StorageTable:
             cuts = (split(self.table_id, workers, ranges[0][1], ranges[0][2], min_part_bytes)
                     if workers > 1 and scan is not None and len(ranges) == 1 and split is not None else [])
             if not cuts:
-                return list(self._batches(epoch, ranges, idx, schema, repeat(batch_size), False, None))
+                batches = self._batches(epoch, ranges, idx, schema, repeat(batch_size), False, None)
+                return [b if each is None else each(b) for b in batches]
             bounds = list(zip([ranges[0][1], *cuts], [*cuts, ranges[0][2]]))
 
             def part(bound):
                 out = []
                 for n, arrays in scan.batches(snap.iter(self.table_id, *bound), batch_size):
-                    out.append(pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
-                               pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), n, [None],
-                                                                                      children=[])))
+                    b = (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
+                         pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), n, [None], children=[])))
+                    out.append(b if each is None else each(b))
                 return out
-            return [b for got in _pool().map(part, bounds) for b in got]
+            contexts = [contextvars.copy_context() for _ in bounds]   # one per thread: a context runs in one at a time
+            return [b for got in _pool().map(lambda cb: cb[0].run(part, cb[1]), zip(contexts, bounds)) for b in got]
         finally:
             snap.release()
 

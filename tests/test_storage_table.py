@@ -290,3 +290,27 @@ def test_a_read_split_into_parts_equals_the_whole_scan(store, dist, compact):
             assert sum(b.num_rows for b in got) == len(whole) > 0
             if columns != []:
                 assert _rows(got) == whole
+
+
+def test_read_split_applies_each_in_the_callers_context(store):
+    """``each`` runs on every batch where it is decoded, under a copy of the caller's
+    ``contextvars`` context (expression evaluation reads its error mode from one), and its
+    results come back in key order; its exception propagates."""
+    import contextvars
+    mode = contextvars.ContextVar("mode", default="unset")
+    t, e1 = _filled(store, n=3000, dist=())
+    reader = StorageTable(store, 3, SCHEMA, [1, 0])
+    whole = _rows(reader.batch_iter(e1, batch_size=100))
+    token = mode.set("caller's")
+    try:
+        got = reader.read_split(e1, workers=2, batch_size=100, min_part_bytes=1,
+                                each=lambda b: (mode.get(), _rows([b])))
+    finally:
+        mode.reset(token)
+    assert {m for m, _ in got} == {"caller's"}
+    assert [r for _, rows in got for r in rows] == whole
+
+    def fail(b):
+        raise ValueError("from each")
+    with pytest.raises(ValueError, match="from each"):
+        reader.read_split(e1, workers=2, batch_size=100, min_part_bytes=1, each=fail)

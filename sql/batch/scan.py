@@ -24,6 +24,7 @@ node returns). Callers: :mod:`sql.batch.execute`.
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 
 import pyarrow as pa
@@ -62,19 +63,27 @@ def _nulls(n: int, dtype: pa.DataType) -> pa.Array:
 
 
 class _ScanReport:
-    """One scan's progress (module docstring): ``add(rows)`` per batch read, ``finish()``."""
+    """One scan's progress (module docstring): ``add(rows)`` per batch read (from any of the
+    scan's threads: the callback is called in the one that passes the report's interval),
+    ``finish()``."""
 
-    __slots__ = ("callback", "name", "started", "last", "done", "progress")
+    __slots__ = ("callback", "name", "started", "last", "done", "progress", "lock")
 
     def __init__(self, name: str):
         self.callback, self.name = SCAN_PROGRESS.get(), name
         self.started = self.last = time.monotonic()
         self.done, self.progress = 0, None
+        self.lock = threading.Lock()
 
     def add(self, rows: int) -> None:
-        self.done += rows
         if self.callback is None:
+            self.done += rows   # read only at finish(), after the threads are done
             return
+        with self.lock:
+            self._add(rows)
+
+    def _add(self, rows: int) -> None:
+        self.done += rows
         now = time.monotonic()
         if now - self.started < REPORT_AFTER or now - self.last < REPORT_EVERY:
             return
@@ -177,9 +186,14 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
                                                       name))
             return plan_table([_nulls(n, arrow_type(t)) for t in scan.types], scan.types)
         workers = usable_cores() if DECODES_WITHOUT_GIL else 1   # parts side by side (read_split)
-        whole = pa.Table.from_batches(list(_reported(table.read_split(epoch, columns=wanted, workers=workers,
-                                                                      batch_size=MAX_BATCH), name)),
-                                      schema=table.arrow_schema(wanted))
+        report = _ScanReport(name)
+
+        def read(b):   # in the part's thread: progress while the parts are read
+            report.add(b.num_rows)
+            return b
+        got = table.read_split(epoch, columns=wanted, workers=workers, batch_size=MAX_BATCH, each=read)
+        report.finish()
+        whole = pa.Table.from_batches(got, schema=table.arrow_schema(wanted))
         return plan_table(_widened(scan, _flat(whole)), scan.types)
     if rng.empty:
         return _empty(scan)
