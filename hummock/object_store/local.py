@@ -248,8 +248,11 @@ class LocalObjectStore(ObjectStore):
                 raise _io_error("delete", path, exc) from exc
 
     def _list(self, prefix):
+        # start in the deepest directory the prefix names (``manifest/checkpoint`` lists only
+        # ``manifest/``): the engine lists the manifest's checkpoints after every commit
+        rel = prefix[:prefix.rfind("/") + 1]
         try:
-            return list(self._walk(self.root, "", prefix))
+            return list(self._walk(os.path.join(self.root, rel) if rel else self.root, rel, prefix))
         except OSError as exc:
             raise ObjectStoreError(f"cannot list {self.root!r} (prefix {prefix!r}): {exc}") from exc
 
@@ -257,12 +260,15 @@ class LocalObjectStore(ObjectStore):
         """Yield metas of the files below ``directory`` (path ``rel``) that start with prefix."""
         try:
             entries = list(os.scandir(directory))
-        except FileNotFoundError:
-            return  # removed concurrently
+        except (FileNotFoundError, NotADirectoryError):
+            return  # removed concurrently, or the prefix's directory part names a file (no object below)
         for entry in entries:
-            if entry.name.startswith("."):
+            name = entry.name
+            if name.startswith("."):
                 continue  # temporary files (and nothing else: object segments never start so)
-            path = rel + entry.name
+            path = rel + name
+            if not (path.startswith(prefix) or prefix.startswith(path)):
+                continue  # neither this name nor anything below it (path + "/...") can match
             if entry.is_dir(follow_symlinks=False):
                 path += "/"
                 if path.startswith(prefix) or prefix.startswith(path):
