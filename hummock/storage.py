@@ -115,6 +115,7 @@ class HummockStorage(ReadSide, MarksSide):
         # vacuum bookkeeping: sst id -> (id of the version it left, monotonic time it left)
         self._retired: dict[int, tuple[int, float]] = {}
         self._opened = (manifest.current.id, time.monotonic())   # retirement of unknown SSTs
+        self._last_vacuum = self._opened[1]   # when the last vacuum listed the SSTs (_vacuum_due)
         self._leases_seen: dict = {}   # vacuum's memory of reader leases (leases.live_lease_floor)
         # retention: (monotonic time, epoch) of commits, oldest first; epochs committed before
         # open count as committed at open
@@ -621,6 +622,18 @@ class HummockStorage(ReadSide, MarksSide):
         with self._manifest_lock, self._lock:
             return self._new_sst_id()
 
+    def _hand_out_ids(self, count: int) -> range:
+        """``count`` consecutive fresh ids, held (under the lock; a compaction's outputs): the
+        front of the block ``_new_sst_id`` takes from when it holds enough -- already
+        persisted as reserved, so no manifest write -- else a reservation of their own."""
+        self._check_ownership()
+        block = self._reserved_ids
+        if 0 < count <= len(block):   # the block is one ascending run of ids (a range's list)
+            ids = range(block[0], block[0] + count)
+            del block[:count]
+            return ids
+        return self._reserve_ids(count)
+
     def _reserve_ids(self, count: int) -> range:
         """Persist a ``reserve_ids`` delta for ``count`` fresh ids and hold them (vacuum spares
         held ids until ``_release_ids`` or a version holds them). Under the lock; the one place
@@ -713,12 +726,34 @@ class HummockStorage(ReadSide, MarksSide):
         return self._version.safe_epoch
 
     def _after_compaction(self) -> None:
-        """Delete what the last compaction made unreachable (called holding no lock). Best effort: the
-        compaction is applied either way, and the next vacuum retries."""
+        """Delete what the last compaction made unreachable (called holding no lock), when
+        something may be due (:meth:`_vacuum_due`). Best effort: the compaction is applied
+        either way, and the next vacuum retries."""
+        if not self._vacuum_due():
+            self.counters["vacuums_not_due"] += 1
+            return
         try:
             self.vacuum()
         except HummockError as exc:
             log.warning("vacuum after compaction failed (retried by the next one): %s", exc)
+
+    def _vacuum_due(self) -> bool:
+        """Whether a vacuum now may delete anything: with ``vacuum_min_age_s`` = 0 always;
+        else when the SST that left the version first (``_retired`` is in leaving order) left
+        it that long ago, or, once that long passed since the open, when the last vacuum was
+        that long ago (orphans: an object is deleted only when older than that). A compaction
+        retires SSTs only ``vacuum_min_age_s`` (600 s) after it ran, so listing and
+        statting every SST after each compaction (one per few epochs) deleted nothing; an
+        orphan waits at most one more such interval."""
+        grace = self.options.vacuum_min_age_s
+        if grace == 0:
+            return True
+        now = time.monotonic()
+        with self._lock:
+            first = next(iter(self._retired.values()), None)
+            if first is not None and now - first[1] >= grace:
+                return True
+            return now - self._opened[1] >= grace and now - self._last_vacuum >= grace
 
     def compact_all(self) -> int:
         """Compact until all data is in the last level (space reclaimed, reads from one run);
@@ -934,6 +969,7 @@ class HummockStorage(ReadSide, MarksSide):
         with self._manifest_lock:   # no version change meanwhile; writers and reads go on
             with self._lock:
                 self._adopt_pending()
+                self._last_vacuum = time.monotonic()
                 version = self._version
                 keep = set(version.sst_ids())
                 for pinned in self._pinned_versions.values():

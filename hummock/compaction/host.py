@@ -139,7 +139,7 @@ class EngineHost(CompactionHost):
     def reserve_ids(self, count: int) -> range:
         storage = self._storage
         with storage._manifest_lock, storage._lock:
-            return storage._reserve_ids(count)
+            return storage._hand_out_ids(count)
 
     def release_ids(self, ids) -> None:
         self._storage._release_ids(ids)
