@@ -169,14 +169,14 @@ class IntSlotMap:
             p = pos[todo]
             free = tslots[p] == _EMPTY
             cand, pc = todo[free], p[free]
-            # among the keys aiming at one free position the first takes it; the rest probe on
-            taken, first = np.unique(pc, return_index=True)
-            won = cand[first]
-            tslots[taken] = slots[won]
-            tkeys[taken] = keys[won]
-            keep = np.ones(len(keys), np.bool_)
-            keep[won] = False
-            todo = todo[keep[todo]]
+            # among the keys aiming at one free position one takes it (a scatter: whichever
+            # write lands, read back to see who won); the rest probe on
+            tslots[pc] = slots[cand]
+            won = tslots[pc] == slots[cand]
+            tkeys[pc[won]] = keys[cand[won]]
+            placed = np.zeros(len(keys), np.bool_)
+            placed[cand[won]] = True
+            todo = todo[~placed[todo]]
             pos[todo] = (pos[todo] + 1) & mask
 
     def rebuild(self, keys: np.ndarray, null_slot: int = -1) -> None:
