@@ -20,14 +20,17 @@ through ``bench.stream.run_once`` (process CPU, every thread; the compaction wor
 excluded), and ``direct``, the HashAgg alone -- its input chunks (the Project's ``g`` computed
 before the clock), ``on_chunk`` per chunk and a flush and commit every 1,000 chunks (the
 bench's checkpoint) on one thread, no runtime. Medians of ``--repeats``; ``--compactor`` as
-bench.stream's (``none`` in the test); one JSON line
-``{"bench": "stream_agg", "cpu_rows_per_s": {workload: {"runtime": ..., "direct": ...}}, "machine": ...}``.
+bench.stream's (``none`` in the test); ``--per-group`` builds every HashAgg with
+``columnar=False`` (the per-group states of hash_agg.py, not agg_columnar.py's columns: the
+"before" of issue 30's figures); one JSON line
+``{"bench": "stream_agg", "cpu_rows_per_s": {workload: {"runtime": ..., "direct": ...}}, "columnar": ..., "machine": ...}``.
 """
 
 from __future__ import annotations
 
 AGG_WORKLOADS = ["hash_agg_1k", "hash_agg_1k_retractable", "hash_agg_10k", "hash_agg_1m", "hash_agg_1m_retractable"]
 GROUPS = {"hash_agg_10k": 10_000, "hash_agg_1m": 1_000_000}   # a Project's ``id % n`` key
+COLUMNAR = {"on": True}   # ``--per-group`` turns it off: HashAgg(columnar=...) of both ways
 
 
 def build_agg(workload: str, rt, store, src) -> None:
@@ -49,7 +52,7 @@ def build_agg(workload: str, rt, store, src) -> None:
     calls = [AggCall("count"), AggCall("sum", b), AggCall("max", b)]
     ids = list(range(10, 10 + agg_table_count(calls, append_only)))
     agg = HashAgg(head, group, calls, store, ids, append_only=append_only, consistent=False,
-                  names=["cnt", "sum_b", "max_b"])
+                  names=["cnt", "sum_b", "max_b"], columnar=COLUMNAR["on"])
     table = StateTable(store, 1, agg.schema.pairs(), [0], dist_key_indices=[0], consistent=False)
     rt.actor(Materialize(agg, table))
 
@@ -91,7 +94,7 @@ def run_direct(workload: str, schema, chunks, key, b, checkpoint_every: int) -> 
     calls = [AggCall("count"), AggCall("sum", b), AggCall("max", b)]
     with tempfile.TemporaryDirectory(prefix="bench-stream-agg-") as tmp, HummockStorage.open(tmp + "/db") as store:
         agg = HashAgg(_Input(), key, calls, store, range(10, 10 + agg_table_count(calls, append_only)),
-                      append_only=append_only, consistent=False)
+                      append_only=append_only, consistent=False, columnar=COLUMNAR["on"])
         tables = agg.state_tables()
         epoch = new_epoch()
         for t in tables:
@@ -120,7 +123,10 @@ def main(argv=None) -> None:
     parser.add_argument("--workloads", default="hash_agg_1k,hash_agg_10k,hash_agg_1m")
     parser.add_argument("--ways", default="runtime,direct")
     parser.add_argument("--compactor", default="default", choices=["default", "local", "workers", "none"])
+    parser.add_argument("--per-group", action="store_true",
+                        help="HashAgg(columnar=False): the per-group states instead of the columns")
     args = parser.parse_args(argv)
+    COLUMNAR["on"] = not args.per_group
     schema, chunks = bs.make_chunks(args.chunks)
     rows = args.chunks * bs.CHUNK
     ways = args.ways.split(",")
@@ -142,7 +148,7 @@ def main(argv=None) -> None:
             figures["direct"] = round(rows / statistics.median(cpus))
         print(f"{workload:26s} " + "  ".join(f"{w} {figures[w]:>12,} rows/CPU s" for w in ways), flush=True)
     print(json.dumps({"bench": "stream_agg", "chunks": args.chunks, "repeats": args.repeats,
-                      "compactor": args.compactor, "cpu_rows_per_s": out, "machine": machine()}))
+                      "compactor": args.compactor, "columnar": COLUMNAR["on"], "cpu_rows_per_s": out, "machine": machine()}))
 
 
 if __name__ == "__main__":

@@ -27,3 +27,13 @@ def test_the_direct_input_computes_the_projected_group_key():
     ids = chunks[1].columns[0].to_pylist()
     assert out[1].columns[0].to_pylist() == [i % 10_000 for i in ids]
     assert out[1].columns[2].equals(chunks[1].columns[2])
+
+
+def test_per_group_builds_the_hash_aggs_without_the_columnar_state(capsys):
+    try:
+        stream_agg.main(["--chunks", "2", "--repeats", "1", "--workloads", "hash_agg_10k", "--ways", "direct",
+                         "--compactor", "none", "--per-group"])
+        line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert line["columnar"] is False and line["cpu_rows_per_s"]["hash_agg_10k"]["direct"] > 0
+    finally:
+        stream_agg.COLUMNAR["on"] = True
