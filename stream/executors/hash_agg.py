@@ -57,6 +57,11 @@ a subset of the dirty set: an int-keyed dict is about twice as fast as one-tuple
 chunk whose groups are all dirty builds no key tuples unless min/max, DISTINCT or ordered
 states need them).
 
+Columnar groups: an append-only HashAgg over one SMALLINT/INT/BIGINT key whose calls are all
+``count``, ``sum`` and ``min``/``max`` of integers (no DISTINCT) keeps its groups in numpy
+columns instead (:mod:`stream.executors.agg_columnar`: no Python per group; the same changes, the
+same value state); ``columnar=False`` keeps the per-group states described here.
+
 Strict mode (``consistent=True``, the default): a delete that would take a group's row count,
 or a distinct value's count, below zero raises
 :class:`~stream.errors.InconsistentStreamError` naming the executor and group; the state tables
