@@ -420,7 +420,8 @@ def test_known_absent_keys_spare_reads_and_leave_when_rows_come(store, monkeypat
     d.send(1, ("+", (10, 7, 1)))                   # right gets key 7: it leaves the set
     assert (7,) not in d.join.right.known_absent() and (7,) not in d.join.right.cache
     d.send(0, ("+", (3, 7, 0)))                    # read again: its first read with rows, not cached
-    assert read == [(7,), (7,)] and (7,) not in d.join.right.cache and (7,) in d.join.right.seen.keys()
+    assert read == [(7,), (7,)] and (7,) not in d.join.right.cache
+    assert d.join.right.seen_hashes.peek(0).contains(hash_keys([pa.array([7], pa.int32())])).all()
     d.send(0, ("+", (5, 7, 0)))                    # read again, now cached with its row
     assert read == [(7,), (7,), (7,)] and (7,) in d.join.right.cache
     d.send(1, ("-", (10, 7, 1)))                   # its last row goes: absent again
@@ -536,30 +537,58 @@ def test_rows_store_exact_key_columns_once_and_read_back_exactly(store):
             repr((1, -0.0, decimal.Decimal("1.50"), 2, 0.0, decimal.Decimal("1.5")))]
 
 
-def test_entries_read_once_are_not_cached_a_second_read_admits_them(store, monkeypatch):
+LS = Schema([("id", T.BIGINT), ("k", T.VARCHAR), ("v", T.INT)])
+RS = Schema([("rid", T.BIGINT), ("k", T.VARCHAR), ("w", T.INT)])
+
+
+@pytest.mark.parametrize("key_type", ["int", "varchar"])
+def test_entries_read_once_are_not_cached_a_second_read_admits_them(store, monkeypatch, key_type):
     """A key whose rows are read from the store is cached only on its second read within the
     side's seen keys (an admission test): in a 1:1 join every key is probed once per side, so
     its entry would only be put and evicted. Caching changes no output (``verify``), and the
-    budget may drop the seen keys (the next read of a key is then a first one again)."""
-    d = Driver(store, "inner")
-    d.send(1, *[("+", (100 + k, k, 1)) for k in range(6)])
+    budget may drop the seen keys (the next read of a key is then a first one again). Integer
+    keys keep them as a filter of key hashes (``SeenFilter``, fixed size), others as a bounded
+    key set."""
+    if key_type == "int":
+        d, k = Driver(store, "inner"), (lambda i: i)
+    else:
+        d, k = Driver(store, "inner", left=LS, right=RS), (lambda i: f"k{i}")
+    right = d.join.right
+    assert (right.seen_hashes is not None) == (key_type == "int")
+
+    def seen():
+        """The keys 0..5 and 50..58 the right side's seen keys hold."""
+        keys = [*range(6), *range(50, 59)]
+        if right.seen_hashes is None:
+            return {i for i in keys if (k(i),) in right.seen.keys()}
+        sf = right.seen_hashes.peek(0)
+        if sf is None:
+            return set()
+        column = pa.array(keys, pa.int32())
+        return set(np.array(keys)[sf.contains(hash_keys([column]))].tolist())
+
+    def forget():   # what an eviction of the seen keys does
+        (right.seen if right.seen_hashes is None else right.seen_hashes).clear()
+    d.send(1, *[("+", (100 + i, k(i), 1)) for i in range(6)])
     d.barrier()
     reads = _count_reads(monkeypatch, lambda: d.join.right.table)
-    right = d.join.right
-    d.send(0, *[("+", (k, k, 0)) for k in range(3)])            # first reads: seen, not cached
-    assert sorted(reads) == [(0,), (1,), (2,)] and len(right.cache) == 0
-    assert set(right.seen.keys()) == {(0,), (1,), (2,)}
-    d.send(0, *[("+", (10 + k, k, 0)) for k in range(2)])       # second reads: admitted
-    assert sorted(reads[3:]) == [(0,), (1,)] and set(right.cache.keys()) == {(0,), (1,)}
-    assert set(right.seen.keys()) == {(2,)}
-    d.send(0, ("+", (20, 0, 0)), ("+", (21, 1, 0)))             # cache hits: no read
+    d.send(0, *[("+", (i, k(i), 0)) for i in range(3)])          # first reads: seen, not cached
+    assert sorted(reads) == [(k(0),), (k(1),), (k(2),)] and len(right.cache) == 0
+    assert seen() == {0, 1, 2}
+    d.send(0, *[("+", (10 + i, k(i), 0)) for i in range(2)])     # second reads: admitted
+    assert sorted(reads[3:]) == [(k(0),), (k(1),)] and set(right.cache.keys()) == {(k(0),), (k(1),)}
+    d.send(0, ("+", (20, k(0), 0)), ("+", (21, k(1), 0)))       # cache hits: no read
     assert len(reads) == 5
-    right.seen.clear()                                          # what an eviction of the set does
-    d.send(0, ("+", (22, 2, 0)))                                # a first read again
-    assert reads[-1] == (2,) and (2,) not in right.cache and (2,) in right.seen.keys()
-    right.seen.limit = 4                                        # the set stays bounded
-    d.send(0, *[("+", (30 + k, k, 0)) for k in range(3, 6)])
-    d.send(1, *[("+", (200 + k, 50 + k, 1)) for k in range(9)])
+    forget()
+    d.send(0, ("+", (22, k(2), 0)))                              # a first read again
+    assert reads[-1] == (k(2),) and (k(2),) not in right.cache and seen() == {2}
+    d.send(0, *[("+", (30 + i, k(i), 0)) for i in range(3, 6)])
+    d.send(1, *[("+", (200 + i, k(50 + i), 1)) for i in range(9)])
     d.barrier()
-    d.send(0, *[("+", (300 + k, 50 + k, 0)) for k in range(9)])
-    assert len(right.seen.keys()) <= 4
+    d.send(0, *[("+", (300 + i, k(50 + i), 0)) for i in range(9)])
+    if right.seen_hashes is None:   # the set stays bounded
+        right.seen.limit = 4
+        d.send(0, *[("+", (400 + i, k(50 + i), 0)) for i in range(9)])
+        assert len(right.seen.keys()) <= 4
+    else:   # a fixed size, charged to the budget
+        assert right.seen_hashes.used >= right.seen_hashes.peek(0).nbytes > 0

@@ -117,7 +117,7 @@ from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Executor
 from stream.message import Barrier
 from stream.schema import Schema
-from stream.executors.join_key_filter import KeyFilter, hash_keys, supported
+from stream.executors.join_key_filter import KeyFilter, SeenFilter, hash_keys, supported
 from stream.executors.join_key_set import KeySet
 from stream.executors.join_watermark import JoinWatermarks
 from stream.executors.semi_join import semi_anti_chunk
@@ -222,6 +222,9 @@ class _Side:
         # the join keys this side ever wrote (integer-like keys only): a probe of a key outside
         # it needs no read (stream/executors/join_key_filter.py); rebuilt by on_init
         self.filter = KeyFilter() if supported([types[c] for c in self.keys]) else None
+        # the column-wise probe's seen keys, by key hash (join_key_filter.SeenFilter; the same
+        # key types as the key filter), under the budget: dropped, it is rebuilt empty
+        self.seen_hashes = budget.cache(f"{identity}.{label}.seen_hashes") if self.filter is not None else None
 
     def sample(self, row) -> None:
         """Fold ``row``'s size into the per-row charge estimate."""
@@ -366,7 +369,9 @@ class _Side:
         or None when no key has rows. The same reads, admissions and known-absent keys as
         :meth:`entries`, but a key read once is not made into an entry (nothing keeps it), and
         the rows read are decoded straight into Arrow columns (``StateTable.pairs_with_prefixes``
-        and ``decode_columns``): no tuple per row, no list per key."""
+        and ``decode_columns``): no tuple per row, no list per key. With integer-like join keys
+        the seen keys are a :class:`SeenFilter` of their hashes (one vectorized test for all
+        keys read), else the side's seen :class:`KeySet`."""
         cached: dict = {}
         missing = self.cache.get_many(keys, cached)
         if missing:
@@ -385,9 +390,25 @@ class _Side:
                 found = list(compress(missing, has))
                 sizes = sizes[has]
                 firsts = (ends[has] - sizes)
+                block = self.table.decode_columns(bkeys, bvalues)
                 self.sample(self.table.serde.decode(bkeys[0], bvalues[0]))
-                seen = self.seen.keys()
-                admitted = [j for j, key in enumerate(found) if key in seen] if seen else ()
+                if self.seen_hashes is not None:   # the seen test on the keys' hashes, vectorized
+                    seen = self.seen_hashes.get(0)
+                    if seen is None:
+                        seen = SeenFilter(self.seen.limit)
+                        self.seen_hashes.put(0, seen, seen.nbytes)
+                    at = pa.array(firsts)
+                    again = seen.seen_then_add(hash_keys([block[c].take(at) for c in self.keys]))
+                    admitted = np.flatnonzero(again).tolist() if again.any() else ()
+                else:
+                    seen = self.seen.keys()
+                    admitted = [j for j, key in enumerate(found) if key in seen] if seen else ()
+                    if admitted:
+                        taken = set(admitted)
+                        self.seen.change(add=[key for j, key in enumerate(found) if j not in taken],
+                                         remove=[found[j] for j in admitted])
+                    else:
+                        self.seen.change(add=found)
                 if admitted:   # read before, within the seen keys' horizon: cached from now on
                     per_row = self.row_charge + _ROW_OVERHEAD   # charge_of's per-row part
                     pk_of, decode, puts = self.pk_of, self.table.serde.decode_many, []
@@ -398,11 +419,7 @@ class _Side:
                         puts.append((found[j], _KeyRows(False, dict(zip(map(pk_of, rows), rows))),
                                      _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))
                     self.cache.put_many(puts)
-                    self.seen.change(add=[key for j, key in enumerate(found) if j not in set(admitted)],
-                                     remove=[found[j] for j in admitted])
-                else:
-                    self.seen.change(add=found)
-                parts.append(self.table.decode_columns(bkeys, bvalues))
+                parts.append(block)
                 starts.append(firsts)
                 counts.append(sizes)
         if cached:
@@ -539,13 +556,16 @@ class HashJoin(Executor):
     def caches(self) -> list:
         """Each side's entries, known-absent keys and seen keys (the key sets' caches sit two
         levels down, below what ``Executor.caches`` looks through)."""
-        return [c for side in (self.left, self.right) for c in (side.cache, side.absent_keys.cache, side.seen.cache)]
+        return [c for side in (self.left, self.right)
+                for c in (side.cache, side.absent_keys.cache, side.seen.cache, side.seen_hashes) if c is not None]
 
     def on_init(self, barrier: Barrier) -> None:
         for side in (self.left, self.right):   # refill from the committed state
             side.cache.clear()
             side.absent_keys.clear()
             side.seen.clear()
+            if side.seen_hashes is not None:
+                side.seen_hashes.clear()
             if side.filter is not None:
                 side.filter.rebuild(side.table, side.keys)
 
@@ -579,6 +599,8 @@ class HashJoin(Executor):
             side.cache.close()
             side.absent_keys.close()
             side.seen.close()
+            if side.seen_hashes is not None:
+                side.seen_hashes.close()
 
     # --- one chunk -----------------------------------------------------------------------------
 

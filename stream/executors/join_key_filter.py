@@ -141,3 +141,44 @@ class KeyFilter:
             if not self.on:
                 return
             self.add(hash_keys(batch.columns))
+
+
+class SeenFilter:
+    """The keys a side read recently, by key hash (:func:`hash_keys`): the column-wise probe's
+    admission test (``_Side.probe_columns``: a key read with rows is cached on its second read
+    within the horizon). Two generations of a blocked Bloom filter (as :class:`KeyFilter`'s
+    arrays, two bits of one word a key): the newest takes the adds until it holds ``horizon //
+    2`` keys, then becomes the older one and a cleared array the newest -- so a key is
+    remembered for between ``horizon // 2`` and ``horizon`` later adds (as a
+    :class:`~stream.executors.join_key_set.KeySet` drops its older half). A false positive
+    (~1 %) admits a key on its first read: one cache entry more, nothing else; the test never
+    changes what the join outputs. Memory: ``nbytes`` (2 x 16 bits a key of the horizon,
+    rounded up to a power of two), charged to the budget by the side."""
+
+    def __init__(self, horizon: int):
+        self.capacity = max(512, horizon // 2)
+        bits = 1 << max(10, (self.capacity * BITS_PER_KEY - 1).bit_length())
+        self.arrays = [np.zeros(bits >> 6, np.uint64), np.zeros(bits >> 6, np.uint64)]   # newest, older
+        self.wmask = np.uint64((bits >> 6) - 1)
+        self.count = 0
+        self.nbytes = 2 * (bits >> 3)
+
+    def contains(self, h: np.ndarray) -> np.ndarray:
+        """A bool array: which of the key hashes ``h`` were added within the horizon (no add)."""
+        at, bits = _probe(h, self.wmask)
+        return ((self.arrays[0][at] & bits) == bits) | ((self.arrays[1][at] & bits) == bits)
+
+    def seen_then_add(self, h: np.ndarray) -> np.ndarray:
+        """A bool array: which of the key hashes ``h`` (distinct) were added within the
+        horizon; then adds them all (as the newest)."""
+        at, bits = _probe(h, self.wmask)
+        newest, older = self.arrays
+        seen = ((newest[at] & bits) == bits) | ((older[at] & bits) == bits)
+        if self.count + len(h) > self.capacity:   # the newest is full: it becomes the older one
+            older[:] = 0
+            self.arrays = [older, newest]
+            newest = older
+            self.count = 0
+        np.bitwise_or.at(newest, at, bits)
+        self.count += len(h)
+        return seen
