@@ -201,11 +201,11 @@ class StorageTable:
             snap.release()
 
     def read_split(self, epoch: int, columns=None, *, workers: int, batch_size: int = EXPORT_BATCH_SIZE,
-                   min_part_bytes: int = SPLIT_MIN_BYTES, each=None) -> list:
+                   min_part_bytes: int | None = None, each=None) -> list:
         """The record batches of a whole-table ``batch_iter`` at committed ``epoch`` (the same
         rows, in pk order), read in up to ``workers`` parts side by side: the key range is cut
         where the stored bytes split evenly (``Snapshot.split_keys``, parts of at least
-        ``min_part_bytes``) and each part is decoded in a thread of a shared pool. A native
+        ``min_part_bytes``, default ``SPLIT_MIN_BYTES``) and each part is decoded in a thread of a shared pool. A native
         scan walks a compacted table's blocks without the GIL, so the parts use separate
         cores. A table whose rows interleave several vnode ranges, a column the fast decoder
         does not read, a small table or ``workers < 2`` reads as ``batch_iter`` does.
@@ -216,6 +216,7 @@ class StorageTable:
         propagates (the first part's first)."""
         epoch = self._check_epoch(epoch)
         batch_size = check_batch_size(batch_size, self.name)
+        min_part_bytes = SPLIT_MIN_BYTES if min_part_bytes is None else min_part_bytes
         idx = self._column_indices(columns)
         schema = batch_schema(self.names, self.serde.types, idx)
         ranges = pk_ranges(self.serde, self.vnodes)

@@ -172,9 +172,15 @@ def scan_row_count(store, scan, epoch: int) -> int | None:
     return _storage(store, scan).row_count(epoch)
 
 
-def scan_table(store, scan, epoch: int) -> pa.Table:
-    """Every row ``scan`` reads at ``epoch`` (module docstring), in key order."""
+def scan_table(store, scan, epoch: int, each=None) -> pa.Table:
+    """Every row ``scan`` reads at ``epoch`` (module docstring), in key order. ``each``: a
+    row-wise step applied to what is read (a Filter's, :func:`sql.batch.execute._Exec._filter`)
+    -- table in, table out, with no effect across rows -- so that a whole-table read applies it
+    to each batch in the thread that decoded it, and the batches it drops are never kept; the
+    result is ``each`` of the whole."""
     rng = getattr(scan, "key_range", None)
+    if each is not None and not (rng is None and getattr(scan, "columns", None) != []):
+        return each(scan_table(store, scan, epoch))
     table = _storage(store, scan)
     wanted = getattr(scan, "columns", None)
     name = scan.relation.name
@@ -190,9 +196,11 @@ def scan_table(store, scan, epoch: int) -> pa.Table:
 
         def read(b):   # in the part's thread: progress while the parts are read
             report.add(b.num_rows)
-            return b
+            return b if each is None else each(plan_table(_widened(scan, b.columns), scan.types))
         got = table.read_split(epoch, columns=wanted, workers=workers, batch_size=MAX_BATCH, each=read)
         report.finish()
+        if each is not None:
+            return pa.concat_tables(got) if got else each(_empty(scan))
         whole = pa.Table.from_batches(got, schema=table.arrow_schema(wanted))
         return plan_table(_widened(scan, _flat(whole)), scan.types)
     if rng.empty:
