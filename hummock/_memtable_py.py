@@ -1,7 +1,8 @@
 """Pure-Python twin of ``native/_memtable.pyx``: checking ingest batches and merging imms.
 
 - :func:`check_batch` validates a batch (sorted strictly ascending, bytes keys, bytes-or-None
-  values) and splits it into parallel key and value lists;
+  values) and splits it into parallel key and value lists; :func:`check_columns` does the same
+  for a batch given as those two lists;
 - :func:`merge_runs` merges the imms of one table into full keys in full-key order (table key
   ascending, versioned epoch descending), for flushing them into SSTs.
 
@@ -57,6 +58,18 @@ def check_batch(kv_pairs):
         values.append(value)
         size += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD
     return keys, values, size
+
+
+def check_columns(keys, values):
+    """:func:`check_batch` of ``zip(keys, values)`` given as two lists of one length (what a
+    state table's MemTable hands over), without making a pair per entry: the same checks, errors
+    and messages, and new lists (the caller's are not kept)."""
+    if not isinstance(keys, list) or not isinstance(values, list):
+        raise InvalidArgumentError(f"keys and values must be lists, got {type(keys).__name__} "
+                                   f"and {type(values).__name__}")
+    if len(keys) != len(values):
+        raise InvalidArgumentError(f"{len(keys)} keys but {len(values)} values")
+    return check_batch(zip(keys, values))
 
 
 def merge_runs(prefix: bytes, runs):

@@ -29,12 +29,36 @@ from hummock.key import EPOCH_SPILL_MASK
 from hummock.sstable.filter import FilterReader, build_filter
 
 _impl = _twins.load("_memtable", "hummock._memtable_py")
-#: ``check_batch(kv_pairs) -> (keys, values, size)``: validate a batch (native or twin).
-check_batch = _impl.check_batch
+
+
+class KeyValueColumns:
+    """A batch for ``ingest_batch`` given as two parallel lists -- what a state table's MemTable
+    hands over -- instead of ``(key, value)`` pairs: iterating it yields the pairs, and
+    :func:`check_batch` checks the lists without making a pair per entry."""
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self, keys: list, values: list):
+        self.keys, self.values = keys, values
+
+    def __iter__(self):
+        return zip(self.keys, self.values)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def check_batch(kv_pairs):
+    """``(keys, values, size)`` of a validated batch (native or twin): ``(key, value)`` pairs,
+    or a :class:`KeyValueColumns` (same checks and errors; new lists either way)."""
+    if type(kv_pairs) is KeyValueColumns:
+        return _impl.check_columns(kv_pairs.keys, kv_pairs.values)
+    return _impl.check_batch(kv_pairs)
+
 #: ``merge_runs(prefix, [(epoch, keys, values)]) -> (full_keys, values)``: merge one table's imms.
 merge_runs = _impl.merge_runs
 
-__all__ = ["Imm", "SharedBuffer", "check_batch", "merge_runs", "ENTRY_OVERHEAD"]
+__all__ = ["Imm", "KeyValueColumns", "SharedBuffer", "check_batch", "merge_runs", "ENTRY_OVERHEAD"]
 
 
 #: Imms with fewer keys get no bloom filter: their binary search costs about as much as a probe.

@@ -64,6 +64,47 @@ def check_batch(kv_pairs):
 
 
 @cython.boundscheck(False)
+@cython.wraparound(False)
+def check_columns(keys, values):
+    """``check_batch(zip(keys, values))`` of two lists, with no pair per entry (see the twin)."""
+    cdef list ks, vs, out_keys, out_values
+    cdef Py_ssize_t n, i, size = 0
+    cdef bytes previous = None, k
+    cdef int c
+    if not isinstance(keys, list) or not isinstance(values, list):
+        raise InvalidArgumentError(f"keys and values must be lists, got {type(keys).__name__} "
+                                   f"and {type(values).__name__}")
+    ks, vs = <list>keys, <list>values
+    n = len(ks)
+    if len(vs) != n:
+        raise InvalidArgumentError(f"{n} keys but {len(vs)} values")
+    out_keys = [None] * n
+    out_values = [None] * n
+    for i in range(n):
+        key = ks[i]
+        value = vs[i]
+        if type(key) is not bytes:
+            if not isinstance(key, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(f"batch item {i}: key must be bytes, got {type(key).__name__}")
+            key = bytes(key)
+        if value is not None and type(value) is not bytes:
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise InvalidArgumentError(f"batch item {i}: value must be bytes or None, got {type(value).__name__}")
+            value = bytes(value)
+        k = <bytes>key
+        if previous is not None:
+            c = cmp_bytes(k, previous)
+            if c <= 0:
+                raise InvalidArgumentError(
+                    f"batch item {i}: {'duplicate key' if c == 0 else 'keys not sorted ascending'}")
+        previous = k
+        out_keys[i] = k
+        out_values[i] = value
+        size += PyBytes_GET_SIZE(k) + (PyBytes_GET_SIZE(value) if value is not None else 0) + ENTRY_OVERHEAD
+    return out_keys, out_values, size
+
+
+@cython.boundscheck(False)
 def merge_runs(bytes prefix, runs):
     """Merge ``(versioned_epoch, keys, values)`` runs of one table into ``(full_keys, values)``
     in full-key order (see the twin). Runs with disjoint key ranges (sequential writes) are just

@@ -445,10 +445,13 @@ class MemTable:
     def columns(self) -> tuple[list, list]:
         """The KV batch of this buffer as two lists, ``(keys, new_values_or_None)``, sorted by
         key (the sort merges the ascending runs that chunk inserts leave, in dict order). The
-        buffer is unchanged: the caller clears it once the batch is written. Pending runs of
+        buffer is unchanged: the caller clears it once the batch is written (the lists may be
+        the buffer's own: the caller does not change them). Pending runs of
         :meth:`append_run` alone are merged in C (``merge_insert_runs``), with no records."""
         if self._runs and not self._ops:
             runs = self._runs
+            if len(runs) == 1:   # one chunk this epoch: the run is the batch (the caller copies it)
+                return runs[0]
             if len(runs) > 1 and all(a[0][-1] < b[0][0] for a, b in zip(runs, islice(runs, 1, None))):
                 # runs that follow one another (a table's increasing row ids): the merge is
                 # their concatenation -- each run ascends and holds bytes (append_run's callers)

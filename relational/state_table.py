@@ -72,6 +72,7 @@ import pyarrow as pa
 import numpy as np
 
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH, prefix_end
+from hummock.shared_buffer import KeyValueColumns
 from hummock.table_watermarks import TableWatermarks
 
 from relational.errors import EpochError, InconsistentOpError, RowError, SchemaError, VnodeNotOwnedError
@@ -239,7 +240,7 @@ class StateTable:
         new_epoch = check_epoch_arg(new_epoch, "commit", self.name, epoch)
         keys, values = self.mem.columns()
         if keys:
-            self.store.ingest_batch(self.table_id, zip(keys, values), epoch)
+            self.store.ingest_batch(self.table_id, KeyValueColumns(keys, values), epoch)
         if self._watermark is not None:
             ranges = self._watermark_ranges()
             if ranges:   # cannot be refused once the batch was taken (same epoch, same store)
@@ -258,7 +259,7 @@ class StateTable:
             return False
         keys, values = self.mem.columns()
         if keys:
-            self.store.ingest_batch(self.table_id, zip(keys, values), epoch)
+            self.store.ingest_batch(self.table_id, KeyValueColumns(keys, values), epoch)
         self.mem.clear()
         return True
 

@@ -1,6 +1,8 @@
 """Ingest-batch checking and imm merging (native and twin) against plain Python models."""
 
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,6 +28,40 @@ def test_check_batch_accepts_sorted_unique(impl, keys, data):
     got_keys, got_values, size = impl.check_batch(pairs)
     assert got_keys == [k for k, _ in pairs] and got_values == [v for _, v in pairs]
     assert size == sum(len(k) + len(v or b"") + _memtable_py.ENTRY_OVERHEAD for k, v in pairs)
+
+
+@IMPLS
+@given(st.lists(st.sampled_from([b"", b"a", b"a\x00", b"ab", b"b", b"\xff"]), max_size=6), st.data())
+def test_check_columns_is_check_batch_of_the_pairs(impl, keys, data):
+    """Same result, or the same error and message, as ``check_batch(zip(keys, values))``;
+    new lists (the caller's are not kept)."""
+    keys = [bytearray(k) if data.draw(st.booleans()) else k for k in keys]   # sorted or not
+    values = [data.draw(st.one_of(st.none(), st.binary(max_size=3), st.just(memoryview(b"m")))) for _ in keys]
+    try:
+        expected = impl.check_batch(list(zip(keys, values)))
+    except InvalidArgumentError as exc:
+        with pytest.raises(InvalidArgumentError, match="^" + re.escape(str(exc)) + "$"):
+            impl.check_columns(keys, values)
+        return
+    got = impl.check_columns(keys, values)
+    assert got == expected and got[0] is not keys and got[1] is not values
+
+
+@IMPLS
+def test_check_columns_rejects_what_is_not_two_lists_of_one_length(impl):
+    for keys, values, what in (([b"a"], [], "1 keys but 0 values"), ((b"a",), [b""], "must be lists"),
+                               ([b"a"], None, "must be lists"), ([b"a", 5], [b"", b""], "key must be bytes")):
+        with pytest.raises(InvalidArgumentError, match=what):
+            impl.check_columns(keys, values)
+
+
+def test_the_facade_checks_key_value_columns_as_the_pairs_they_hold():
+    from hummock.shared_buffer import KeyValueColumns, check_batch
+    batch = KeyValueColumns([b"a", b"b"], [b"1", None])
+    assert list(batch) == [(b"a", b"1"), (b"b", None)] and len(batch) == 2
+    assert check_batch(batch) == check_batch(list(batch))
+    with pytest.raises(InvalidArgumentError, match="batch item 1: keys not sorted ascending"):
+        check_batch(KeyValueColumns([b"b", b"a"], [b"", b""]))
 
 
 @IMPLS
