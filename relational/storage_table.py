@@ -30,15 +30,13 @@ Callers: the SQL layer's batch SELECT, library users.
 from __future__ import annotations
 
 import contextvars
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from itertools import islice, repeat
 
 import numpy as np
 import pyarrow as pa
 
 from relational.errors import EpochError, SchemaError
+from relational.parallel import in_pool, pool
 from relational.scan_columns import ColumnScan
 from relational.state_table import table_layout
 from relational.table_iter import (as_values, batch_schema, check_batch_size, check_limit, column_indices,
@@ -51,27 +49,6 @@ GROW_FIRST = 64
 
 
 SPLIT_MIN_BYTES = 4 << 20   # a part of ``read_split`` holds at least this much stored data
-_POOL = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The threads ``read_split`` decodes parts in: one per usable core, made on first use."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="hummock-scan")
-        return _POOL
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the OS tells it)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:   # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def _grown(batch_size: int):
     """Batch sizes ``GROW_FIRST``, 8 times more each, up to ``batch_size`` (then repeated)."""
     size = min(GROW_FIRST, batch_size)
@@ -205,10 +182,11 @@ class StorageTable:
         """The record batches of a whole-table ``batch_iter`` at committed ``epoch`` (the same
         rows, in pk order), read in up to ``workers`` parts side by side: the key range is cut
         where the stored bytes split evenly (``Snapshot.split_keys``, parts of at least
-        ``min_part_bytes``, default ``SPLIT_MIN_BYTES``) and each part is decoded in a thread of a shared pool. A native
-        scan walks a compacted table's blocks without the GIL, so the parts use separate
-        cores. A table whose rows interleave several vnode ranges, a column the fast decoder
-        does not read, a small table or ``workers < 2`` reads as ``batch_iter`` does.
+        ``min_part_bytes``, default ``SPLIT_MIN_BYTES``) and each part is decoded in a thread of
+        the shared pool (:mod:`relational.parallel`). A native scan walks a compacted table's
+        blocks without the GIL, so the parts use separate cores. A table whose rows interleave
+        several vnode ranges, a column the fast decoder does not read, a small table,
+        ``workers < 2`` or a call from a pool thread reads as ``batch_iter`` does.
 
         ``each``: a callable applied to every batch where it is decoded (in the part's thread,
         under a copy of the caller's ``contextvars`` context); the list then holds its results
@@ -225,7 +203,8 @@ class StorageTable:
         try:
             split = getattr(snap, "split_keys", None)
             cuts = (split(self.table_id, workers, ranges[0][1], ranges[0][2], min_part_bytes)
-                    if workers > 1 and scan is not None and len(ranges) == 1 and split is not None else [])
+                    if workers > 1 and scan is not None and len(ranges) == 1 and split is not None
+                    and not in_pool() else [])
             if not cuts:
                 batches = self._batches(epoch, ranges, idx, schema, repeat(batch_size), False, None)
                 return [b if each is None else each(b) for b in batches]
@@ -239,7 +218,7 @@ class StorageTable:
                     out.append(b if each is None else each(b))
                 return out
             contexts = [contextvars.copy_context() for _ in bounds]   # one per thread: a context runs in one at a time
-            return [b for got in _pool().map(lambda cb: cb[0].run(part, cb[1]), zip(contexts, bounds)) for b in got]
+            return [b for got in pool().map(lambda cb: cb[0].run(part, cb[1]), zip(contexts, bounds)) for b in got]
         finally:
             snap.release()
 

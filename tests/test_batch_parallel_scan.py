@@ -82,3 +82,37 @@ def test_explain_analyze_counts_the_rows_the_scan_read(conn, parts):
     expected = sum(1 for r in model() if r[1] < 10)
     assert "BatchFilter(" in text and f"actual rows={expected} " in text
     assert "BatchScan(t, " in text and f"actual rows={ROWS} " in text
+
+
+def test_a_group_by_in_two_phases_equals_the_model(conn, parts, monkeypatch):
+    """Row ranges hashed side by side, then their partial results merged (sql/batch/vector.py
+    ``_group_by``): the groups and every call's result are those of one pass; NULL keys form
+    one group; a DISTINCT count (no merge) and a many-group input take one pass."""
+    from sql.batch import vector
+    monkeypatch.setattr(vector, "PARALLEL_ROWS", 3000)
+    monkeypatch.setattr(vector, "usable_cores", lambda: 3)
+    two_phase = []   # one entry per GROUP BY that hashed its row ranges side by side
+    real_pool = vector.pool
+    monkeypatch.setattr(vector, "pool", lambda: two_phase.append(1) or real_pool())
+    rows = model()
+    got = conn.execute("SELECT x % 10 AS k, count(*), count(s), sum(x), min(s), max(x), avg(x), bool_and(d > 0.1) "
+                       "FROM t GROUP BY 1 ORDER BY 1").fetchall()
+    expected = []
+    for k in range(10):
+        g = [r for r in rows if r[1] % 10 == k]
+        ss = [r[2] for r in g if r[2] is not None]
+        expected.append((k, len(g), len(ss), sum(r[1] for r in g), min(ss), max(r[1] for r in g),
+                         sum(r[1] for r in g) / len(g), all(r[3] > 0.1 for r in g)))
+    assert len(got) == 10 and len(two_phase) == 1
+    for a, b in zip(got, expected):
+        assert a[:6] == b[:6] and abs(float(a[6]) - b[6]) < 1e-9 and a[7] == b[7]
+    nulls = conn.execute("SELECT s IS NULL, count(*) FROM t GROUP BY s IS NULL ORDER BY 1").fetchall()
+    assert nulls == [(False, sum(1 for r in rows if r[2] is not None)), (True, sum(1 for r in rows if r[2] is None))]
+    by_null_key = conn.execute("SELECT CASE WHEN x < 100 THEN NULL ELSE x % 3 END AS k, count(*) FROM t "
+                               "GROUP BY 1 ORDER BY 1 NULLS FIRST").fetchall()
+    assert by_null_key == [(None, sum(1 for r in rows if r[1] < 100))] + [
+        (k, sum(1 for r in rows if r[1] >= 100 and r[1] % 3 == k)) for k in range(3)]
+    assert len(two_phase) == 3
+    assert conn.execute("SELECT count(DISTINCT x) FROM t GROUP BY x % 2 ORDER BY 1").fetchall() == [(500,), (500,)]
+    assert conn.execute("SELECT count(*) FROM (SELECT id, count(*) FROM t GROUP BY id) q").fetchall() == [(ROWS,)]
+    assert len(two_phase) == 3   # a DISTINCT count and 20,000 groups: one pass each

@@ -31,7 +31,8 @@ import pyarrow as pa
 
 from relational.arrow import arrow_type, flat_array
 from relational.scan_columns import DECODES_WITHOUT_GIL
-from relational.storage_table import StorageTable, usable_cores
+from relational.parallel import usable_cores
+from relational.storage_table import StorageTable
 from relational.vnode import Bitmap
 
 MAX_BATCH = 65536

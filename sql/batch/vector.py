@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from relational.arrow import flat_array
+from relational.parallel import in_pool, pool, usable_cores
 from relational.types import DataType, TypeKind
 from stream.executors.agg_call import AggCall
 from stream.schema import Schema
@@ -118,9 +119,7 @@ def aggregate(plan, t: pa.Table):
             add(p + "c", arg, "count", pc.CountOptions("only_valid"))
         slot_of.append(names)
     if plan.group:
-        table = pa.table(data)
-        out = table.group_by([f"g{g}" for g in plan.group], use_threads=False).aggregate(
-            [(name, fn, opts) if opts else (name, fn) for name, fn, opts in aggs])
+        out = _group_by(pa.table(data), [f"g{g}" for g in plan.group], aggs)
     else:   # one group: each call over its whole column, no hash table
         out = pa.table({f"{name}_{fn}": _whole_column(data[name], fn, opts) for name, fn, opts in aggs})
     result = [_flat(out.column(f"g{g}")) for g in plan.group]
@@ -129,6 +128,38 @@ def aggregate(plan, t: pa.Table):
         slots = [_flat(out.column(nm)) for nm in names]
         result.append(_result(spec, slots, schema, types, _LazyKeys(out, plan, types)))
     return result
+
+
+PARALLEL_ROWS = 1 << 18      # a GROUP BY over at least twice this many rows hashes row ranges side by side
+SAMPLE_ROWS = 1 << 16        # ... unless this many first rows hold more than SAMPLE_GROUPS groups
+SAMPLE_GROUPS = 1 << 12
+_MERGE = {"sum": "sum", "count": "sum", "min": "min", "max": "max"}   # partial result -> how partials combine
+
+
+def _group_by(table: pa.Table, keys: list, aggs: list) -> pa.Table:
+    """``table.group_by(keys).aggregate(aggs)`` (columns named ``<name>_<fn>``, groups in order of
+    first appearance). A large input with few groups is aggregated in two phases: its row
+    ranges each hashed in a thread (Arrow's kernels release the GIL), then the partial results,
+    concatenated in range order, grouped again with each call's merge (``_MERGE``: counts add,
+    sums add, min of mins, max of maxes): the same groups and results (a float sum adds its
+    ranges' sums; the groups' order, which SQL leaves open without ORDER BY, is Arrow's either
+    way and may differ between the two). Many groups (the first ``SAMPLE_ROWS`` rows hold more than
+    ``SAMPLE_GROUPS``) would make the merge as large as the input: one phase then, as for an
+    aggregate without a merge (a DISTINCT count)."""
+    spec = [(name, fn, opts) if opts else (name, fn) for name, fn, opts in aggs]
+    parts = 1 if in_pool() else min(usable_cores(), table.num_rows // PARALLEL_ROWS)
+    if parts >= 2 and all(fn in _MERGE for _, fn, _ in aggs):
+        sample = table.select(keys).slice(0, SAMPLE_ROWS)
+        if sample.group_by(keys, use_threads=False).aggregate([]).num_rows > SAMPLE_GROUPS:
+            parts = 1
+    if parts < 2 or not all(fn in _MERGE for _, fn, _ in aggs):
+        return table.group_by(keys, use_threads=False).aggregate(spec)
+    step = -(-table.num_rows // parts)
+    ranges = [table.slice(i * step, step) for i in range(parts)]
+    partials = list(pool().map(lambda t: t.group_by(keys, use_threads=False).aggregate(spec), ranges))
+    merged = pa.concat_tables(partials).group_by(keys, use_threads=False).aggregate(
+        [(f"{name}_{fn}", _MERGE[fn]) for name, fn, _ in aggs])
+    return merged.rename_columns([c[:c.rindex("_")] if c not in keys else c for c in merged.column_names])
 
 
 def _whole_column(column, fn: str, opts) -> pa.Array:
