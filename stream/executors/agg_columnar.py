@@ -65,6 +65,7 @@ _ENTRY = "columnar groups"   # the one entry of the group cache that charges the
 EVICTED_LIMIT = 1 << 22
 _F53 = 1 << 53   # below it a float64 sum of integers is exact (np.bincount's weights)
 _I62 = 1 << 62
+_I63 = 1 << 63
 
 
 def columnar_eligible(agg) -> bool:
@@ -232,6 +233,7 @@ class ColumnarGroups:
         self.map = IntSlotMap()
         cap = len(self.map.keys)
         self.cur = [np.zeros(cap, np.int64) for _ in range(self.width)]
+        self._bounds = [0] * self.width   # per column: at least every |value| (``_add``)
         self.has = {at: np.zeros(cap, np.bool_) for at in self.extreme_of}
         self.dirty = np.zeros(cap, np.bool_)
         self.stored = np.zeros(cap, np.bool_)   # the slot's group has a value-state row
@@ -330,15 +332,15 @@ class ColumnarGroups:
         self.last[slots] = self.tick
         counts_all = np.bincount(inv, minlength=g)
         cur = self.cur
-        self._add(0, slots, counts_all)
+        self._add(0, slots, counts_all, n)
         memo = {}
         for c, (at, width) in zip(agg.calls, agg.slots):
             fmask = filter_mask(c, columns, n)
             if c.arg is None:
                 if fmask is None:
-                    self._add(at, slots, counts_all)
+                    self._add(at, slots, counts_all, n)
                 else:
-                    self._add(at, slots, np.bincount(inv, weights=fmask, minlength=g).astype(np.int64))
+                    self._add(at, slots, np.bincount(inv, weights=fmask, minlength=g).astype(np.int64), n)
                 continue
             arg = columns[c.arg]
             mask = None
@@ -348,7 +350,7 @@ class ColumnarGroups:
                 mask = fmask if mask is None else mask & fmask
             if c.kind == "count":
                 self._add(at, slots, counts_all if mask is None else
-                          np.bincount(inv, weights=mask, minlength=g).astype(np.int64))
+                          np.bincount(inv, weights=mask, minlength=g).astype(np.int64), n)
                 continue
             values = memo.get(c.arg)
             if values is None:
@@ -356,8 +358,8 @@ class ColumnarGroups:
                     zero_copy_only=False).astype(np.int64, copy=False)
             if c.kind == "sum":
                 present = counts_all if mask is None else np.bincount(inv, weights=mask, minlength=g).astype(np.int64)
-                self._add(at + 1, slots, present)
-                self._add(at, slots, _group_sums(values if mask is None else np.where(mask, values, 0), inv, g))
+                self._add(at + 1, slots, present, n)
+                self._add(at, slots, *_group_sums(values if mask is None else np.where(mask, values, 0), inv, g))
                 continue
             # append-only min/max
             is_min = c.kind == "min"
@@ -380,14 +382,21 @@ class ColumnarGroups:
             return agg._flush()
         return None
 
-    def _add(self, at: int, slots: np.ndarray, delta) -> None:
-        """``cur[at][slots] += delta`` exactly: an int64 column turns into Python ints where
-        the sum would leave int64 (``delta`` may be an object array of Python ints)."""
+    def _add(self, at: int, slots: np.ndarray, delta, bound: int) -> None:
+        """``cur[at][slots] += delta`` exactly (``bound``: at least every ``|delta|``). While
+        ``_bounds[at]`` (at least every ``|cur[at]|``) plus ``bound`` fits int64 the int64 add
+        cannot overflow; past it the add is checked, and an int64 column turns into Python ints
+        where the sum would leave int64 (``delta`` may be an object array of Python ints)."""
         col = self.cur[at]
+        total = self._bounds[at] + bound
+        self._bounds[at] = total
         if col.dtype == object or (isinstance(delta, np.ndarray) and delta.dtype == object):
             if col.dtype != object:
                 col = self.cur[at] = col.astype(object)
             col[slots] = col[slots] + np.asarray(delta, dtype=object)
+            return
+        if total < _I63:
+            col[slots] += delta
             return
         old = col[slots]
         new = old + delta
@@ -447,6 +456,7 @@ class ColumnarGroups:
                         continue
                     self.has[at][slot] = True
                 v = _to_int(v)
+                self._bounds[at] = max(self._bounds[at], abs(v))
                 col = self.cur[at]
                 if col.dtype != object and not -(1 << 63) <= v < (1 << 63):
                     col = self.cur[at] = col.astype(object)
@@ -590,19 +600,20 @@ def _group(col: pa.Array, n: int) -> tuple:
     return uniq, inv, True
 
 
-def _group_sums(values: np.ndarray, inv: np.ndarray, g: int):
-    """Per-group sums of int64 ``values``, exact: float64 weights below 2**53 in all, int64
-    below 2**62, else Python ints (an object array)."""
+def _group_sums(values: np.ndarray, inv: np.ndarray, g: int) -> tuple:
+    """``(sums, bound)``: per-group sums of int64 ``values``, exact (float64 weights below 2**53
+    in all, int64 below 2**62, else Python ints: an object array), and a bound of their
+    absolute values."""
     if not len(values):
-        return np.zeros(g, np.int64)
+        return np.zeros(g, np.int64), 0
     lo, hi = int(values.min()), int(values.max())
     bound = max(abs(lo), abs(hi)) * len(values)
     if bound < _F53:
-        return np.bincount(inv, weights=values, minlength=g).astype(np.int64)
+        return np.bincount(inv, weights=values, minlength=g).astype(np.int64), bound
     if bound < _I62:
         out = np.zeros(g, np.int64)
         np.add.at(out, inv, values)
-        return out
+        return out, bound
     out = np.zeros(g, dtype=object)
     np.add.at(out, inv, values.astype(object))
-    return out
+    return out, bound
