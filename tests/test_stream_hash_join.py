@@ -575,10 +575,12 @@ def test_entries_read_once_are_not_cached_a_second_read_admits_them(store, monke
     d.send(0, *[("+", (i, k(i), 0)) for i in range(3)])          # first reads: seen, not cached
     assert sorted(reads) == [(k(0),), (k(1),), (k(2),)] and len(right.cache) == 0
     assert seen() == {0, 1, 2}
-    d.send(0, *[("+", (10 + i, k(i), 0)) for i in range(2)])     # second reads: admitted
-    assert sorted(reads[3:]) == [(k(0),), (k(1),)] and set(right.cache.keys()) == {(k(0),), (k(1),)}
+    d.send(0, *[("+", (10 + i, k(i), 0)) for i in range(2)], ("+", (13, k(3), 0)))   # second reads: admitted
+    assert sorted(reads[3:]) == [(k(0),), (k(1),), (k(3),)] and set(right.cache.keys()) == {(k(0),), (k(1),)}
+    assert {pk: row for e in map(right.cache.peek, right.cache.keys()) for pk, row in e.rows.items()} == {
+        (k(0), 100): (100, k(0), 1), (k(1), 101): (101, k(1), 1)}
     d.send(0, ("+", (20, k(0), 0)), ("+", (21, k(1), 0)))       # cache hits: no read
-    assert len(reads) == 5
+    assert len(reads) == 6
     forget()
     d.send(0, ("+", (22, k(2), 0)))                              # a first read again
     assert reads[-1] == (k(2),) and (k(2),) not in right.cache and seen() == {2}

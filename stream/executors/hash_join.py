@@ -411,13 +411,22 @@ class _Side:
                         self.seen.change(add=found)
                 if admitted:   # read before, within the seen keys' horizon: cached from now on
                     per_row = self.row_charge + _ROW_OVERHEAD   # charge_of's per-row part
-                    pk_of, decode, puts = self.pk_of, self.table.serde.decode_many, []
-                    for j in admitted:
-                        a = int(firsts[j])
-                        b = a + int(sizes[j])
-                        rows = decode(bkeys[a:b], bvalues[a:b])
+                    pk_of, puts = self.pk_of, []
+                    spans = list(zip(firsts[admitted].tolist(), sizes[admitted].tolist()))
+                    if len(spans) == len(found):
+                        decoded = self.table.serde.decode_many(bkeys, bvalues)
+                    else:   # the admitted keys' pairs, decoded in one call
+                        ks, vs = [], []
+                        for a, size in spans:
+                            ks += bkeys[a:a + size]
+                            vs += bvalues[a:a + size]
+                        decoded = self.table.serde.decode_many(ks, vs)
+                    at = 0
+                    for j, (_, size) in zip(admitted, spans):
+                        rows = decoded[at:at + size]
+                        at += size
                         puts.append((found[j], _KeyRows(False, dict(zip(map(pk_of, rows), rows))),
-                                     _ENTRY_BYTES + _FIRST_ROW_BYTES + len(rows) * per_row))
+                                     _ENTRY_BYTES + _FIRST_ROW_BYTES + size * per_row))
                     self.cache.put_many(puts)
                 parts.append(block)
                 starts.append(firsts)
