@@ -4,23 +4,24 @@ slot id, so a chunk's work is a few numpy calls per column, not Python per group
 
 Applies (:func:`columnar_eligible`) to an append-only HashAgg (not SimpleAgg) whose one group key
 is SMALLINT, INT or BIGINT and whose calls are all ``count``, ``sum`` of SMALLINT/INT/BIGINT and
-``min``/``max`` of SMALLINT/INT/BIGINT, none DISTINCT (FILTER is fine) -- Nexmark's and issue
-30's ``qa`` (``count(*), sum(price), max(price) GROUP BY auction``). Every other aggregation keeps
+``min``/``max`` of SMALLINT/INT/BIGINT, none DISTINCT (FILTER is fine) -- such as issue 30's
+``qa`` (``count(*), sum(price), max(price) GROUP BY auction``) over an APPEND ONLY table. Every other aggregation keeps
 the per-group states of hash_agg.py; both produce the same changes and the same value state.
 
 Structures:
 
 - :class:`IntSlotMap`: int64 key -> slot id ``0..n-1`` (dense, in insertion order), an
   open-addressing table (linear probing, Fibonacci hashing, load <= 1/2) probed and filled with
-  vectorized rounds; ``keys[slot]`` is each slot's key. A NULL key is one slot of its own
-  (``null_slot``), outside the table.
+  vectorized rounds; ``keys[slot]`` is each slot's key. A NULL key has a slot of its own
+  (``null_slot``), which the table does not hold.
 - :class:`ColumnarGroups`: per state index of the HashAgg's value state (``row_count``, then the
   calls' slots, hash_agg.py's layout) one array ``cur[at]`` over slots (int64; a sum that leaves
-  int64 turns its column into Python ints, ``dtype=object``, exact from then on) and for a
-  min/max slot a ``has[at]`` bool array (False: NULL). The dirty set is a bool array ``dirty``
-  plus the slots in the order they became dirty and, taken then, their state before the epoch
-  (``_snaps``) and whether they were stored (``_existed``): the flush compares and emits from
-  those, so only dirty groups carry an old copy.
+  int64 turns its column into Python ints, ``dtype=object``, exact from then on; while a
+  column's bound ``_bounds[at]`` plus a chunk's cannot overflow the add is not checked) and
+  for a min/max slot a ``has[at]`` bool array (False: NULL). The dirty set is a bool array
+  ``dirty`` plus the slots in the order they became dirty and, taken then, their state before
+  the epoch (``_snaps``); ``stored`` says which groups have a value-state row. The flush
+  compares and emits from those, so only dirty groups carry an old copy.
 
 Semantics are hash_agg.py's for append-only inputs: per flush a new group is ``+``, a group
 whose slots (the row count aside) changed is ``U-``/``U+``, one whose only change is its row
@@ -218,9 +219,7 @@ class ColumnarGroups:
     def __init__(self, agg):
         self.agg = agg
         self.width = agg.width
-        calls = agg.calls
-        # per state index: 'rc' | 'count' | 'total' | 'extreme'
-        self.extreme_of = {at: c for c, (at, _) in zip(calls, agg.slots) if c.is_extreme}   # min/max slots
+        self.extreme_of = {at: c for c, (at, _) in zip(agg.calls, agg.slots) if c.is_extreme}   # min/max slots
         self.key_type = agg._key_types[0]
         self._state_types = agg.value_table.types[1:]
         self.reset()
@@ -239,7 +238,7 @@ class ColumnarGroups:
         self.stored = np.zeros(cap, np.bool_)   # the slot's group has a value-state row
         self.last = np.zeros(cap, np.int64)
         self.tick = 0
-        self._order, self._snaps, self._existed = [], [], []
+        self._order, self._snaps = [], []   # per chunk: the slots turned dirty, their old state
         self.n_dirty = 0
         self._maybe_stored = None   # unknown until the next chunk
         self._evicted = np.empty(0, np.int64)
@@ -260,7 +259,8 @@ class ColumnarGroups:
 
     @property
     def nbytes(self) -> int:
-        size = self.map.nbytes + self.dirty.nbytes + self.stored.nbytes + self.last.nbytes + sum(a.nbytes for a in self.has.values())
+        size = self.map.nbytes + self.dirty.nbytes + self.stored.nbytes + self.last.nbytes
+        size += sum(a.nbytes for a in self.has.values())
         for a in self.cur:
             size += a.nbytes if a.dtype != object else 40 * len(a)
         return size
