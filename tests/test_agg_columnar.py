@@ -161,3 +161,18 @@ def test_an_sql_mv_over_an_append_only_table_equals_its_batch_recomputation():
             c.execute("FLUSH")
             assert sorted(c.execute("SELECT * FROM m").fetchall(), key=repr) == \
                 sorted(c.execute(q).fetchall(), key=repr)
+
+
+def test_check_catches_a_clean_group_that_differs_from_its_stored_row_and_a_lost_dirty_slot():
+    import pytest
+    rows = [[[("+", (1, 3, 10, 5, True)), ("+", (2, 4, 20, 6, True))]]]
+    agg, _, _ = _run(HummockStorage.open("memory://"), S, rows, True)
+    col = agg._columnar
+    col._check()
+    col.cur[1][0] += 1   # the count of a clean (flushed) group
+    with pytest.raises(AssertionError):
+        col._check()
+    col.cur[1][0] -= 1
+    col.dirty[1] = True  # dirty without being in the dirty order
+    with pytest.raises(AssertionError):
+        col._check()
