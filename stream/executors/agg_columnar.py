@@ -238,6 +238,7 @@ class ColumnarGroups:
         self.stored = np.zeros(cap, np.bool_)   # the slot's group has a value-state row
         self.last = np.zeros(cap, np.int64)
         self.tick = 0
+        self._scratch = np.empty(1024, np.int64)   # ``_row_slots``'s slot -> row scatter
         self._order, self._snaps = [], []   # per chunk: the slots turned dirty, their old state
         self.n_dirty = 0
         self._maybe_stored = None   # unknown until the next chunk
@@ -319,8 +320,7 @@ class ColumnarGroups:
         self.tick += 1
         self._charge()
         col = columns[agg.group_key[0]]
-        uniq, inv, has_null = _group(col, n)
-        slots = self._slots(uniq, has_null)
+        slots, inv = self._row_slots(col, n)
         g = len(slots)
         # the groups' state before this chunk, for those not dirty yet (the flush's old rows)
         fresh = slots[~self.dirty[slots]]
@@ -406,10 +406,45 @@ class ColumnarGroups:
             return
         col[slots] = new
 
-    def _slots(self, uniq: np.ndarray, has_null: bool) -> np.ndarray:
+    def _row_slots(self, col: pa.Array, n: int) -> tuple:
+        """``(slots, inv)``: the distinct slots of the chunk's groups and each row's index into
+        them -- every row's key looked up in the map at once, the missing keys given slots
+        (``_slots``), then the rows' slots numbered densely with a scatter into ``_scratch``
+        (no sort: the groups come in no particular order)."""
+        if col.null_count:
+            valid = col.is_valid().to_numpy(zero_copy_only=False)
+            keys = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        else:
+            valid = None
+            keys = col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        rs = self.map.lookup(keys)
+        if valid is not None:
+            rs[~valid] = -2   # the NULL key's rows: not looked up
+        miss = rs == -1
+        any_miss = bool(miss.any())
+        if any_miss or (valid is not None and self.map.null_slot < 0):
+            missing = keys[miss]
+            uniq = np.unique(missing) if any_miss else missing
+            new = self._slots(uniq, valid is not None, known_missing=True)
+            if any_miss:
+                rs[miss] = new[np.searchsorted(uniq, missing)]
+        if valid is not None:
+            rs[~valid] = self.map.null_slot
+        scratch = self._scratch
+        if len(scratch) < self.map.n:
+            scratch = self._scratch = np.empty(max(2 * len(scratch), self.map.n), np.int64)
+        rows = np.arange(n)
+        scratch[rs] = rows        # one row per slot wins the write: the group's representative
+        rep = scratch[rs]
+        first = rep == rows
+        gid = np.cumsum(first) - 1
+        return rs[first], gid[rep]
+
+    def _slots(self, uniq: np.ndarray, has_null: bool, known_missing: bool = False) -> np.ndarray:
         """The slots of the chunk's groups (``uniq`` keys, then the NULL key if ``has_null``),
-        new ones read from the value state or made empty."""
-        slots = self.map.lookup(uniq)
+        new ones read from the value state or made empty (``known_missing``: none of ``uniq``
+        is in the map)."""
+        slots = np.full(len(uniq), -1, np.int64) if known_missing else self.map.lookup(uniq)
         miss = np.flatnonzero(slots < 0)
         null_new = has_null and self.map.null_slot < 0
         if len(miss) or null_new:
@@ -583,21 +618,6 @@ class ColumnarGroups:
                     v = self.cur[at][slot]
                     state.append(int(v))
             assert [_to_int(v) for v in row[1:]] == state, (key, row, state)
-
-
-def _group(col: pa.Array, n: int) -> tuple:
-    """``(uniq, inv, has_null)``: the distinct non-NULL keys (int64, sorted), each row's group
-    index (the NULL group, when there is one, is ``len(uniq)``)."""
-    if col.null_count == 0:
-        v = col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        uniq, inv = np.unique(v, return_inverse=True)
-        return uniq, inv, False
-    valid = col.is_valid().to_numpy(zero_copy_only=False)
-    v = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    uniq, inv_valid = np.unique(v[valid], return_inverse=True)
-    inv = np.full(n, len(uniq), np.int64)
-    inv[valid] = inv_valid
-    return uniq, inv, True
 
 
 def _group_sums(values: np.ndarray, inv: np.ndarray, g: int) -> tuple:
