@@ -30,6 +30,7 @@ Callers: the SQL layer's batch SELECT, library users.
 from __future__ import annotations
 
 import contextvars
+from concurrent.futures import wait
 from itertools import islice, repeat
 
 import numpy as np
@@ -191,7 +192,8 @@ class StorageTable:
         ``each``: a callable applied to every batch where it is decoded (in the part's thread,
         under a copy of the caller's ``contextvars`` context); the list then holds its results
         instead of the batches, still in key order. An exception it or the read raises
-        propagates (the first part's first)."""
+        propagates (the first part's first) once every part has stopped (the parts after a
+        failed one stop at their next batch): none reads on after the snapshot is released."""
         epoch = self._check_epoch(epoch)
         batch_size = check_batch_size(batch_size, self.name)
         min_part_bytes = SPLIT_MIN_BYTES if min_part_bytes is None else min_part_bytes
@@ -209,16 +211,27 @@ class StorageTable:
                 batches = self._batches(epoch, ranges, idx, schema, repeat(batch_size), False, None)
                 return [b if each is None else each(b) for b in batches]
             bounds = list(zip([ranges[0][1], *cuts], [*cuts, ranges[0][2]]))
+            failed = [len(bounds)]   # the lowest part that raised: the parts after it stop early
 
-            def part(bound):
+            def part(i, bound):
                 out = []
-                for n, arrays in scan.batches(snap.iter(self.table_id, *bound), batch_size):
-                    b = (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
-                         pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), n, [None], children=[])))
-                    out.append(b if each is None else each(b))
+                try:
+                    for n, arrays in scan.batches(snap.iter(self.table_id, *bound), batch_size):
+                        if failed[0] < i:   # its rows are not wanted: an earlier part's error is raised
+                            break
+                        b = (pa.RecordBatch.from_arrays(arrays, schema=schema) if arrays else
+                             pa.RecordBatch.from_struct_array(pa.Array.from_buffers(pa.struct([]), n, [None],
+                                                                                    children=[])))
+                        out.append(b if each is None else each(b))
+                except BaseException:
+                    failed[0] = min(failed[0], i)
+                    raise
                 return out
-            contexts = [contextvars.copy_context() for _ in bounds]   # one per thread: a context runs in one at a time
-            return [b for got in pool().map(lambda cb: cb[0].run(part, cb[1]), zip(contexts, bounds)) for b in got]
+            # one context per thread (a context runs in one at a time); every part has stopped
+            # before the snapshot is released, also when one raised
+            futures = [pool().submit(contextvars.copy_context().run, part, i, bound) for i, bound in enumerate(bounds)]
+            wait(futures)
+            return [b for f in futures for b in f.result()]
         finally:
             snap.release()
 

@@ -314,3 +314,43 @@ def test_read_split_applies_each_in_the_callers_context(store):
         raise ValueError("from each")
     with pytest.raises(ValueError, match="from each"):
         reader.read_split(e1, workers=2, batch_size=100, min_part_bytes=1, each=fail)
+
+
+def test_read_split_releases_its_snapshot_only_after_every_part_stopped(store, monkeypatch):
+    """When one part fails, ``read_split`` raises only once the other parts have stopped: none
+    reads on from the snapshot after it was released (nor runs on, unseen, after the call)."""
+    import threading
+    t, e1 = _filled(store, n=3000, dist=())
+    reader = StorageTable(store, 3, SCHEMA, [1, 0])
+    first = _rows(reader.batch_iter(e1, batch_size=1))[0]
+    released, other_started, late = threading.Event(), threading.Event(), []
+    real = store.snapshot
+
+    class Snap:   # the store's snapshot, telling when it is released
+        def __init__(self, snap):
+            self.snap = snap
+
+        def __getattr__(self, name):
+            return getattr(self.snap, name)
+
+        def release(self):
+            released.set()
+            self.snap.release()
+    monkeypatch.setattr(store, "snapshot", lambda epoch: Snap(real(epoch)))
+
+    def each(b):
+        if _rows([b])[0] == first:   # the first part fails once the other one runs
+            other_started.wait(5)
+            raise ValueError("part 0")
+        if other_started.is_set():   # (the old code released the snapshot meanwhile)
+            released.wait(0.25)
+        other_started.set()
+        late.append(released.is_set())
+        return b
+    with pytest.raises(ValueError, match="part 0"):
+        reader.read_split(e1, workers=2, batch_size=20, min_part_bytes=1, each=each)
+    from relational.parallel import pool, usable_cores
+    gate = threading.Barrier(usable_cores(), timeout=10)   # passed once every worker is free
+    for f in [pool().submit(gate.wait) for _ in range(usable_cores())]:
+        f.result()
+    assert released.is_set() and late and not any(late)
