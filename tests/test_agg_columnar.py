@@ -176,3 +176,19 @@ def test_check_catches_a_clean_group_that_differs_from_its_stored_row_and_a_lost
     col.dirty[1] = True  # dirty without being in the dirty order
     with pytest.raises(AssertionError):
         col._check()
+
+
+def test_an_entry_the_budget_evicted_with_nothing_clean_to_drop_is_charged_again():
+    """When the budget evicts the arrays' cache entry while every group is dirty, nothing can
+    be dropped and the arrays keep their size: the entry is put back, so they stay charged."""
+    from stream.executors.agg_columnar import _ENTRY
+    store = HummockStorage.open("memory://")
+    rows = [[[("+", (i, i % 4, 1, 1, True)) for i in range(1, 9)]]]
+    agg, _, _ = _run(store, S, rows, True)
+    col = agg._columnar
+    n = col.map.n
+    col.dirty[:n] = True   # as mid-epoch, before the flush: no clean group to drop
+    agg.groups.pop(_ENTRY)  # what the budget's eviction does
+    col._charge()
+    assert agg.groups.get(_ENTRY) is not None
+    col.dirty[:n] = False

@@ -272,6 +272,7 @@ class ColumnarGroups:
         cache = self.agg.groups
         if self._charged >= 0 and cache.get(_ENTRY) is None:
             self._evict()
+            self._charged = -1   # gone from the cache: put back for what is kept, even if nothing went
         size = self.nbytes
         if size != self._charged:
             self._charged = size
