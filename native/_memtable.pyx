@@ -21,12 +21,40 @@ cdef inline int cmp_bytes(bytes a, bytes b) noexcept:
     return (na > nb) - (na < nb)
 
 
+cdef inline bytes _entry_key(object key, Py_ssize_t i):
+    """Batch item ``i``'s key as bytes; the twin's error."""
+    if type(key) is not bytes:
+        if not isinstance(key, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"batch item {i}: key must be bytes, got {type(key).__name__}")
+        key = bytes(key)
+    return <bytes>key
+
+
+cdef inline int _check_after(bytes k, bytes previous, Py_ssize_t i) except -1:
+    """Batch item ``i``'s key ``k`` is above ``previous`` (None: the first); the twin's errors."""
+    cdef int c
+    if previous is not None:
+        c = cmp_bytes(k, previous)
+        if c <= 0:
+            raise InvalidArgumentError(
+                f"batch item {i}: {'duplicate key' if c == 0 else 'keys not sorted ascending'}")
+    return 0
+
+
+cdef inline object _entry_value(object value, Py_ssize_t i):
+    """Batch item ``i``'s value as bytes or None; the twin's error."""
+    if value is not None and type(value) is not bytes:
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"batch item {i}: value must be bytes or None, got {type(value).__name__}")
+        value = bytes(value)
+    return value
+
+
 def check_batch(kv_pairs):
     """Validate an ingest batch; return ``(keys, values, size_in_bytes)`` (see the twin)."""
     cdef list keys = [], values = []
     cdef Py_ssize_t size = 0, i = 0
     cdef bytes previous = None, k
-    cdef int c
     try:
         kv_pairs = iter(kv_pairs)
     except TypeError:
@@ -41,20 +69,9 @@ def check_batch(kv_pairs):
                 key, value = pair
             except (TypeError, ValueError):
                 raise InvalidArgumentError(f"batch item {i} is not a (key, value) pair") from None
-        if type(key) is not bytes:
-            if not isinstance(key, (bytes, bytearray, memoryview)):
-                raise InvalidArgumentError(f"batch item {i}: key must be bytes, got {type(key).__name__}")
-            key = bytes(key)
-        if value is not None and type(value) is not bytes:
-            if not isinstance(value, (bytes, bytearray, memoryview)):
-                raise InvalidArgumentError(f"batch item {i}: value must be bytes or None, got {type(value).__name__}")
-            value = bytes(value)
-        k = <bytes>key
-        if previous is not None:
-            c = cmp_bytes(k, previous)
-            if c <= 0:
-                raise InvalidArgumentError(
-                    f"batch item {i}: {'duplicate key' if c == 0 else 'keys not sorted ascending'}")
+        k = _entry_key(key, i)
+        value = _entry_value(value, i)
+        _check_after(k, previous, i)
         previous = k
         keys.append(k)
         values.append(value)
@@ -70,7 +87,6 @@ def check_columns(keys, values):
     cdef list ks, vs, out_keys, out_values
     cdef Py_ssize_t n, i, size = 0
     cdef bytes previous = None, k
-    cdef int c
     if not isinstance(keys, list) or not isinstance(values, list):
         raise InvalidArgumentError(f"keys and values must be lists, got {type(keys).__name__} "
                                    f"and {type(values).__name__}")
@@ -83,20 +99,9 @@ def check_columns(keys, values):
     for i in range(n):
         key = ks[i]
         value = vs[i]
-        if type(key) is not bytes:
-            if not isinstance(key, (bytes, bytearray, memoryview)):
-                raise InvalidArgumentError(f"batch item {i}: key must be bytes, got {type(key).__name__}")
-            key = bytes(key)
-        if value is not None and type(value) is not bytes:
-            if not isinstance(value, (bytes, bytearray, memoryview)):
-                raise InvalidArgumentError(f"batch item {i}: value must be bytes or None, got {type(value).__name__}")
-            value = bytes(value)
-        k = <bytes>key
-        if previous is not None:
-            c = cmp_bytes(k, previous)
-            if c <= 0:
-                raise InvalidArgumentError(
-                    f"batch item {i}: {'duplicate key' if c == 0 else 'keys not sorted ascending'}")
+        k = _entry_key(key, i)
+        value = _entry_value(value, i)
+        _check_after(k, previous, i)
         previous = k
         out_keys[i] = k
         out_values[i] = value
