@@ -16,7 +16,7 @@
 
 ``python -m bench.stream_agg`` measures these workloads in CPU seconds (issue 30: wall time on
 this shared machine swings with the load, CPU time far less): ``runtime``, the graph above
-through ``bench.stream.run_once`` (process CPU, every thread; the compaction worker process
+through ``bench.stream.run_once`` (its timed part's process CPU, every thread; the compaction worker process
 excluded), and ``direct``, the HashAgg alone -- its input chunks (the Project's ``g`` computed
 before the clock), ``on_chunk`` per chunk and a flush and commit every 1,000 chunks (the
 bench's checkpoint) on one thread, no runtime. Medians of ``--repeats``; ``--compactor`` as
@@ -135,11 +135,7 @@ def main(argv=None) -> None:
         figures = out[workload] = {}
         if "runtime" in ways:
             bs.run_once(workload, schema, chunks[:max(5, len(chunks) // 20)], args.compactor)   # warm-up
-            cpus = []
-            for _ in range(args.repeats):
-                start = time.process_time()
-                bs.run_once(workload, schema, chunks, args.compactor)
-                cpus.append(time.process_time() - start)
+            cpus = [bs.run_once(workload, schema, chunks, args.compactor)[1] for _ in range(args.repeats)]
             figures["runtime"] = round(rows / statistics.median(cpus))
         if "direct" in ways:
             agg_schema, agg_chunks, key, b = direct_input(workload, chunks)
