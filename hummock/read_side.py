@@ -222,6 +222,11 @@ class ReaderSstStore:
         except ObjectNotFoundError as exc:
             raise self._expired(path, exc) from exc
 
+    def local_file(self, path: str) -> bytes | None:
+        """The wrapped store's :meth:`~hummock.object_store.ObjectStore.local_file` (a vacuumed
+        SST's file fails the native read, whose fallback to :meth:`read` raises as above)."""
+        return self._store.local_file(path)
+
     def size(self, path: str) -> int:
         try:
             return self._store.size(path)

@@ -295,6 +295,23 @@ class ObjectStore(abc.ABC):
         self._require_open()
         return self._size(path)
 
+    def local_file(self, path: str) -> bytes | None:
+        """The name of the local file holding the object under ``path`` (``os.fsencode``d), for
+        readers that ``pread`` it directly (the native block loader), or None when this backend
+        keeps no such file (S3, memory, wrappers) or the store is closed. Whether the object
+        exists is not checked: a reader of a missing file fails and falls back to :meth:`read`,
+        which raises the store's own error."""
+        path = check_path(path)
+        return None if self._closed else self._local_file(path)
+
+    def _local_file(self, path: str) -> bytes | None:
+        return None
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (every later call raises ``ObjectStoreError``)."""
+        return self._closed
+
     def exists(self, path: str) -> bool:
         """Whether an object is stored under ``path``."""
         path = check_path(path)

@@ -220,6 +220,9 @@ class LocalObjectStore(ObjectStore):
                                    f"{len(data)} bytes", path=path)
         return data
 
+    def _local_file(self, path: str) -> bytes:
+        return os.fsencode(self._file(path))
+
     def _stat(self, path: str) -> os.stat_result | None:
         try:
             st = os.stat(self._file(path))
