@@ -227,6 +227,10 @@ class ReaderSstStore:
         SST's file fails the native read, whose fallback to :meth:`read` raises as above)."""
         return self._store.local_file(path)
 
+    @property
+    def closed(self) -> bool:
+        return self._store.closed
+
     def size(self, path: str) -> int:
         try:
             return self._store.size(path)

@@ -139,6 +139,7 @@ cdef class Block:
     cdef bint ridx_in_arena         # ridx came from arena_alloc (else malloc)
     cdef Py_ssize_t cp_len          # bytes every restart's user key shares
     cdef object corrupt(self, message, offset, expected=*, found=*)
+    cdef int check_restarts(self) except -1
     cdef object c_get(self, bytes uk, uint64_t epoch)
     cdef object c_find(self, const unsigned char* target, Py_ssize_t tn, int* status, uint64_t* version)
     cdef object c_find_from(self, Py_ssize_t restart, const unsigned char* target, Py_ssize_t tn, int* status,

@@ -731,6 +731,8 @@ cdef class BlockIterator:
 
 include "_block_arena.pxi"
 
+_UNFILLED = object()   # Block(_UNFILLED, name): an empty block for load_file_block to fill
+
 
 # --- validated block, shared by iterators; native point lookups -------------------------------
 
@@ -741,9 +743,14 @@ cdef class Block:
     through a restart index built on the first one (:meth:`build_index`)."""
 
     def __cinit__(self, content, object=None):
-        cdef Py_ssize_t n, i
-        cdef uint32_t num, offset, previous = 0
-        cdef bytes data = content if type(content) is bytes else bytes(content)
+        cdef Py_ssize_t n
+        cdef bytes data
+        self.object_name = object
+        self.shared_iter = None
+        self.busy = False
+        if content is _UNFILLED:           # load_file_block fills the content, then checks it
+            return
+        data = content if type(content) is bytes else bytes(content)
         n = PyBytes_GET_SIZE(data)
         self.size = n
         self.arena_p = arena_alloc(n)
@@ -753,7 +760,12 @@ cdef class Block:
         else:
             self.data = data
             self.p = <const unsigned char*>PyBytes_AS_STRING(data)
-        self.object_name = object
+        self.check_restarts()
+
+    cdef int check_restarts(self) except -1:
+        """Check the trailer and the restart array of the content at ``p`` (``size`` bytes)."""
+        cdef Py_ssize_t n = self.size, i
+        cdef uint32_t num, offset, previous = 0
         if n < 4:
             raise self.corrupt("block shorter than its trailer", 0, ">= 4 bytes", n)
         num = load_u32(self.p + n - 4)
@@ -766,8 +778,7 @@ cdef class Block:
             if (i > 0 and offset <= previous) or offset >= self.limit or (i == 0 and offset != 0):
                 raise self.corrupt("bad restart offset", self.limit + 4 * i, f"increasing, < {self.limit}", offset)
             previous = offset
-        self.shared_iter = None
-        self.busy = False
+        return 0
 
     cdef object corrupt(self, message, offset, expected=None, found=None):
         return CorruptionError(message, object=self.object_name or "block", offset=offset,
@@ -1147,3 +1158,6 @@ cdef dict check_prefix_lens(object prefix_lens):
         if type(n) is not int or not 1 <= n <= 0xFFFF:
             raise InvalidArgumentError(f"prefix_lens: bad prefix length {n!r} of table {table_id}")
     return <dict>prefix_lens
+
+
+include "_block_load.pxi"

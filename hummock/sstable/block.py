@@ -34,6 +34,10 @@ Block = _impl.Block
 find_block = _impl.find_block
 #: ``find_block_for_version(first_keys, user_key, epoch) -> int``
 find_block_for_version = _impl.find_block_for_version
+#: ``load_file_block(file_name, offset, stored_len, content_len, object_name) -> Block | None``:
+#: the native loader (pread, checksum and lz4 without the GIL; native/_block_load.pxi), or None
+#: in the pure-Python twin, whose blocks are always read through the object store.
+load_file_block = getattr(_impl, "load_file_block", None)
 
 COMPRESSION_NONE = 0  # part of the on-disk format, do not change
 COMPRESSION_LZ4 = 1   # part of the on-disk format, do not change

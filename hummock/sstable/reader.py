@@ -25,7 +25,9 @@ from __future__ import annotations
 from hummock.errors import CorruptionError
 from hummock.key import MAX_EPOCH, compare_full_keys
 from hummock.object_store import ObjectRangeError
-from hummock.sstable.block import Block, BlockIterator, checksum, decode_stored_block, find_block_for_version
+from hummock.sstable.block import (
+    Block, BlockIterator, checksum, decode_stored_block, find_block_for_version, load_file_block,
+)
 from hummock.sstable.cache import LruCache
 from hummock.sstable.filter import FilterReader
 from hummock.sstable.meta import FOOTER_SIZE, SstableInfo, SstableMeta, decode_footer, sst_object_path
@@ -45,6 +47,9 @@ class Sstable:
         self.meta = meta
         self.path = sst_object_path(sst_id)
         self._block_cache = block_cache
+        # the local file behind the SST, for the native loader (None: read through the store)
+        local_file = getattr(store, "local_file", None) if load_file_block is not None else None
+        self._file = local_file(self.path) if local_file is not None else None
         self._filter = FilterReader(meta.filter, object_name=self.path)
         self._may_contain = self._filter.may_contain
         self._first_keys = meta.first_keys
@@ -111,6 +116,13 @@ class Sstable:
 
     def _load_block(self, index: int) -> Block:
         bm = self.meta.blocks[index]
+        if self._file is not None and not self.store.closed:
+            # read, checked and unpacked in C without the GIL; None: anything off, and the
+            # store's read below raises the canonical error (see native/_block_load.pxi)
+            block = load_file_block(self._file, bm.offset, bm.stored_len, bm.content_len,
+                                    f"{self.path} block {index}")
+            if block is not None:
+                return block
         stored = _read_exact(self.store, self.path, bm.offset, bm.offset + bm.stored_len)
         content = decode_stored_block(stored, object=self.path, offset=bm.offset, expected_content_len=bm.content_len)
         return Block(content, f"{self.path} block {index}")
