@@ -151,8 +151,8 @@ def _temporal_column(column: pa.Array, kind):
     return width, np.ascontiguousarray(values, dtype=np.int64), None, nulls
 
 
-_PLAIN_DECIMAL = r"^-?[0-9]+(\.[0-9]+)?$"
-_POW256 = np.array([1 << (8 * k) for k in range(8)], dtype=np.int64)
+_POW256 = np.array([1 << (8 * k) for k in range(8)], dtype=np.int64)   # the byte-length thresholds
+_OFFSET_TYPES = {pa.string(): np.int32, pa.large_string(): np.int64}
 
 
 def _decimal_column(column: pa.Array, n: int):
@@ -160,43 +160,86 @@ def _decimal_column(column: pa.Array, n: int):
     (``-12.50``: no exponent, NaN or Infinity) with at most 18 digits, as each value's encoding
     (``_value_encoding_py.put_decimal``: class byte, sign, zigzag exponent, coefficient length,
     big-endian coefficient) built with numpy -- the -1 (pre-encoded) descriptor; else None."""
-    if column.type not in (pa.string(), pa.large_string()):
+    if column.type not in _OFFSET_TYPES:
         return None
     nulls = None
     text = column
     if column.null_count:
         nulls = column.is_null().to_numpy(zero_copy_only=False).view(np.uint8)
         text = column.fill_null("0")
-    if not pc.all(pc.match_substring_regex(text, _PLAIN_DECIMAL)).as_py():
+    parsed = _plain_numerals(text, n)
+    if parsed is None:
         return None
-    negative = pc.starts_with(text, "-").to_numpy(zero_copy_only=False)
-    length = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
-    dot = pc.find_substring(text, ".").to_numpy(zero_copy_only=False).astype(np.int64)
-    scale = np.where(dot >= 0, length - dot - 1, 0)
-    if int((length - negative - (dot >= 0)).max()) > 18:   # the coefficient must fit an int64
-        return None
-    digits = pc.replace_substring(pc.replace_substring(text, "-", ""), ".", "")
-    coefficient = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
-    nbytes = (coefficient[:, None] >= _POW256[None, :]).sum(axis=1)   # minimal big-endian length
-    sizes = 4 + nbytes                       # class, sign, zigzag exponent (< 128: one byte), length
+    negative, scale, coefficient = parsed
+    nbytes = np.searchsorted(_POW256, coefficient, side="right")   # minimal big-endian length
+    # each row's 12 candidate bytes: class, sign, zigzag exponent (< 128: one byte), length and
+    # the coefficient's 8 big-endian bytes, of which the last ``nbytes`` are kept
+    cells = np.empty((n, 12), np.uint8)
+    cells[:, 0] = DECIMAL_FINITE
+    cells[:, 1] = negative
+    cells[:, 2] = 2 * scale - (scale > 0)
+    cells[:, 3] = nbytes
+    cells[:, 4:] = coefficient.astype(">u8").view(np.uint8).reshape(n, 8)
+    keep = np.empty((n, 12), np.bool_)
+    keep[:, :4] = True
+    keep[:, 4:] = np.arange(8) >= (8 - nbytes)[:, None]
+    sizes = 4 + nbytes
     if nulls is not None:
-        sizes[nulls.view(bool)] = 0
+        keep[nulls.view(np.bool_)] = False
+        sizes[nulls.view(np.bool_)] = 0
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    at = offsets[:-1]
-    out = np.zeros(int(offsets[-1]), dtype=np.uint8)
-    live = sizes > 0
-    at, sign, zigzag, nb, coef = at[live], negative[live], 2 * scale[live] - (scale[live] > 0), nbytes[live], \
-        coefficient[live]
-    out[at] = DECIMAL_FINITE
-    out[at + 1] = sign
-    out[at + 2] = zigzag
-    out[at + 3] = nb
-    for b in range(8):                        # byte b of each coefficient, most significant first
-        has = nb > b
-        shift = 8 * (nb[has] - 1 - b)
-        out[at[has] + 4 + b] = (coef[has] >> shift) & 0xFF
-    return -1, offsets, out, nulls
+    return -1, offsets, cells[keep], nulls
+
+
+def _plain_numerals(text: pa.Array, n: int):
+    """``(negative, scale, coefficient)`` (numpy bool, int64, int64) of a string array whose
+    every value matches ``-?[0-9]+(\\.[0-9]+)?`` with at most 18 digits, or None when some value
+    does not: the bytes are checked with numpy, and the digits alone (a copy without the '-'
+    and '.' bytes, when there are any) are cast to int64 by Arrow."""
+    dtype = _OFFSET_TYPES[text.type]
+    _, offset_buf, data_buf = text.buffers()
+    ends = np.frombuffer(offset_buf, dtype, n + 1, text.offset * np.dtype(dtype).itemsize).astype(np.int64)
+    lengths = np.diff(ends)
+    if not n or int(lengths.min()) < 1:   # (an empty string is no numeral)
+        return None
+    base = int(ends[0])
+    ends -= base
+    starts = ends[:-1]
+    data = np.frombuffer(data_buf, np.uint8, int(ends[-1]), base)
+    is_digit = (data - np.uint8(48)) <= 9   # '0'..'9' (any other byte wraps above 9)
+    if is_digit.all():                     # integers: the text is the digits
+        if int(lengths.max()) > 18:        # the coefficient must fit an int64
+            return None
+        return np.zeros(n, np.bool_), np.zeros(n, np.int64), \
+            pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False)
+    is_minus = data == 45
+    is_dot = data == 46
+    if not (is_digit | is_minus | is_dot).all():
+        return None
+    negative = data[starts] == 45          # a '-' only as a value's first byte
+    if int(is_minus.sum()) != int(negative.sum()):
+        return None
+    stripped = negative.astype(np.int64)   # per value: its bytes that are not digits
+    scale = np.zeros(n, np.int64)
+    dots = np.flatnonzero(is_dot)
+    if len(dots):                          # at most one '.' a value, with digits on both sides
+        rows = np.searchsorted(starts, dots, side="right") - 1
+        if len(rows) > 1 and not (np.diff(rows) > 0).all():
+            return None
+        ends_of = ends[rows + 1]
+        if ((dots <= starts[rows] + negative[rows]) | (dots >= ends_of - 1)).any():
+            return None
+        scale[rows] = ends_of - 1 - dots
+        stripped[rows] += 1
+    ndigits = lengths - stripped
+    if int(ndigits.min()) < 1 or int(ndigits.max()) > 18:   # '-' alone; past an int64
+        return None
+    digit_ends = np.zeros(n + 1, np.int64)
+    np.cumsum(ndigits, out=digit_ends[1:])
+    digits = pa.Array.from_buffers(pa.large_string(), n,
+                                   [None, pa.py_buffer(digit_ends), pa.py_buffer(data[is_digit])])
+    return negative, scale, pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
 
 
 _USECS_MIN, _USECS_MAX = -62_135_596_800_000_000, 253_402_300_799_999_999   # 0001-01-01 .. 9999-12-31

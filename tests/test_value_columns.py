@@ -237,6 +237,27 @@ def test_decimal_text_columns_encode_as_their_rows(texts):
     assert got == encode_rows([(None if t is None else decimal.Decimal(t),) for t in texts], [T.DECIMAL])
 
 
+
+# text near a plain numeral: a sign, a dot or a digit too many or misplaced, other bytes
+NEAR_DECIMAL = st.text(alphabet="0123456789-.+ e", min_size=0, max_size=22)
+
+
+@given(st.lists(st.one_of(st.none(), DECIMAL_TEXT, NEAR_DECIMAL), min_size=1, max_size=40),
+       st.integers(0, 3), st.booleans())
+def test_decimal_text_buffers_are_read_wherever_the_values_start(texts, skip, large):
+    """The numerals are checked and parsed from the string buffers: a sliced column (its
+    values start past the buffer's start) and large_string (int64 offsets) give the row
+    path's bytes too, and any text that is no plain numeral of at most 18 digits -- '-' alone,
+    '1.', '.5', '1-', '1..2', '' -- falls back."""
+    column = pa.array(["9.5"] * skip + texts, type=pa.large_string() if large else pa.string()).slice(skip)
+    got = value_columns.encode_columns([column], [T.DECIMAL], len(texts))
+    plain = [t for t in texts if t is not None]
+    takes = all(re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", t) and len(re.sub(r"[-.]", "", t)) <= 18 for t in plain)
+    if not takes:
+        assert got is None
+        return
+    assert got == encode_rows([(None if t is None else decimal.Decimal(t),) for t in texts], [T.DECIMAL])
+
 def test_invalid_utf8_falls_back_to_the_row_path():
     bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32).tobytes()),
                                                  pa.py_buffer(b"\xff\xfe")])
