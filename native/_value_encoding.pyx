@@ -28,6 +28,7 @@ from libc.math cimport isinf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_AsDouble, PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLongLong
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
@@ -41,6 +42,7 @@ from native._outbuf cimport put_u8 as _put_u8
 from native._outbuf cimport put_varint as _put_varint
 
 import datetime as _datetime
+import sys as _sys
 
 from relational import _value_encoding_py as _twin
 from relational.errors import DecodeError, SchemaError, TypeMismatchError, ValueOutOfRangeError
@@ -563,6 +565,28 @@ def decode_rows(datas, types):
 COLUMN_WIDTHS = (-1, 0, 1, 2, 4, 8)   # -1: pre-encoded values (no length prefix)
 
 
+cdef bint _LITTLE_ENDIAN = _sys.byteorder == "little"
+
+
+cdef inline Py_ssize_t _varint_len(uint64_t v) noexcept:
+    """Bytes of ``v`` as a varint (``put_varint``'s LEB128)."""
+    cdef Py_ssize_t n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+cdef inline unsigned char* _write_varint(unsigned char* w, uint64_t v) noexcept:
+    """Write ``v`` as a varint at ``w`` (room checked by the caller); return the end."""
+    while v >= 0x80:
+        w[0] = <uint8_t>((v & 0x7F) | 0x80)
+        w += 1
+        v >>= 7
+    w[0] = <uint8_t>v
+    return w + 1
+
+
 cdef struct _Col:
     int width                 # 1, 2, 4, 8: fixed little-endian; 0: varint length + bytes
     const int64_t* values     # n values, or n + 1 offsets (width 0)
@@ -589,14 +613,14 @@ def encode_column_buffers(cols, n, order=None):
     cdef bint ordered = order is not None
     cdef Py_ssize_t r
     cdef _Col* cs = <_Col*>malloc(sizeof(_Col) * (ncols if ncols else 1))
-    cdef _Buf b
-    cdef list out = []
+    cdef list out
     cdef uint64_t v
+    cdef Py_ssize_t head, total
+    cdef bytes row
+    cdef unsigned char* w
+    cdef unsigned char* bitmap
     if cs == NULL:
         raise MemoryError()
-    b.data = NULL
-    b.len = 0
-    b.cap = 0
     try:
         for i in range(ncols):
             col = cols[i]
@@ -637,31 +661,50 @@ def encode_column_buffers(cols, n, order=None):
                 if rows_order[j] < 0 or rows_order[j] >= rows:
                     raise ValueError(f"order entry {j} is {rows_order[j]}, outside [0, {rows})")
         size = (ncols + 7) >> 3
+        head = 1 + _varint_len(<uint64_t>ncols)
+        out = PyList_New(rows)
         for r in range(rows):
             j = rows_order[r] if ordered else r
-            b.len = 0
-            _put_u8(&b, FORMAT_TAG)
-            _put_varint(&b, <uint64_t>ncols)
-            _grow(&b, size)
-            memset(b.data + b.len, 0, size)
-            k = b.len
-            b.len += size
+            # the row's exact size first, then its bytes written in place (no copy, no growth)
+            total = head + size
             for i in range(ncols):
                 if cs[i].nulls != NULL and cs[i].nulls[j]:
-                    b.data[k + (i >> 3)] |= <uint8_t>(1 << (i & 7))
+                    continue
+                if cs[i].width > 0:
+                    total += cs[i].width
+                else:
+                    start = cs[i].values[j + 1] - cs[i].values[j]
+                    total += start + (_varint_len(<uint64_t>start) if cs[i].width == 0 else 0)
+            row = PyBytes_FromStringAndSize(NULL, total)
+            w = <unsigned char*>PyBytes_AS_STRING(row)
+            w[0] = FORMAT_TAG
+            w = _write_varint(w + 1, <uint64_t>ncols)
+            bitmap = w
+            memset(bitmap, 0, size)
+            w += size
+            for i in range(ncols):
+                if cs[i].nulls != NULL and cs[i].nulls[j]:
+                    bitmap[i >> 3] |= <uint8_t>(1 << (i & 7))
                 elif cs[i].width > 0:
-                    _put_le(&b, <uint64_t>cs[i].values[j], cs[i].width)
+                    v = <uint64_t>cs[i].values[j]
+                    if _LITTLE_ENDIAN:
+                        memcpy(w, &v, cs[i].width)
+                    else:
+                        for k in range(cs[i].width):
+                            w[k] = <uint8_t>(v >> (8 * k))
+                    w += cs[i].width
                 else:
                     start = cs[i].values[j]
                     end = cs[i].values[j + 1]
                     if cs[i].width == 0:
-                        _put_varint(&b, <uint64_t>(end - start))
+                        w = _write_varint(w, <uint64_t>(end - start))
                     if end > start:
-                        _put_bytes(&b, <const char*>(cs[i].data + start), end - start)
-            out.append(PyBytes_FromStringAndSize(<char *>b.data, b.len))
+                        memcpy(w, cs[i].data + start, end - start)
+                        w += end - start
+            Py_INCREF(row)
+            PyList_SET_ITEM(out, r, row)
     finally:
         free(cs)
-        free(b.data)
     return out
 
 
