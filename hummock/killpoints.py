@@ -4,7 +4,8 @@ to be killed there with SIGKILL -- no cleanup, no ``finally``, exactly like a po
 
 With the variable unset (every process but a crash test's child) a call costs one comparison.
 ``KILL_POINTS`` lists every name the engine uses, so a test can check each one is hit.
-Callers: the manifest, the storage engine's flush and vacuum, the compaction manager.
+Callers: the manifest, the storage engine's flush and vacuum, the compaction manager,
+the local object store's atomic create.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ ENV_VAR = "HUMMOCK_KILL_POINT"
 KILL_POINTS = (
     "flush.after_sst_upload",          # staging SSTs uploaded, not yet in any delta
     "manifest.before_delta_write",     # a delta is about to be uploaded
+    "object_store.after_barrier",      # local upload_if_absent: deferred uploads and the new
+    #                                    object's temp file fsynced, the object not yet linked
     "manifest.after_delta_write",      # the delta is stored; the writer has not seen the reply
     "compaction.after_outputs",        # compaction outputs uploaded, their delta not yet written
     "compaction.after_install",        # the compaction delta is stored, vacuum not yet run

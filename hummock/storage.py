@@ -582,8 +582,11 @@ class HummockStorage(ReadSide, MarksSide):
         try:
             if self._closed:
                 raise StoreClosedError("the store was closed before this upload ran")
-            infos = flush_imms(task.imms, self._store, self._flush_builder_options(),
-                               self.options.target_sst_size, new_sst_id)
+            # published unsynced: the commit delta's upload_if_absent syncs them together
+            # with itself (ObjectStore.deferred_durability; uncommitted SSTs need no durability)
+            with self._store.deferred_durability():
+                infos = flush_imms(task.imms, self._store, self._flush_builder_options(),
+                                   self.options.target_sst_size, new_sst_id)
             kill_point("flush.after_sst_upload")
         except BaseException as exc:   # noqa: BLE001 -- handed to the waiters
             error = exc

@@ -50,6 +50,10 @@ CASES = [
     ("manifest.before_delta_write", 7, "committing", 4),
     ("manifest.after_delta_write", 7, "committing", 4),
     ("manifest.after_delta_write", 9, "compacting", 6),
+    # the local store's barrier: the deferred flush SST and the delta's temp file are synced,
+    # the delta not linked (hit 9: the commit of epoch 5; hit 11: a compaction delta)
+    ("object_store.after_barrier", 9, "committing", 4),
+    ("object_store.after_barrier", 11, "compacting", 6),
     ("compaction.after_outputs", 2, "compacting", 6),
     ("compaction.after_install", 2, "compacting", 6),
     ("vacuum.mid_delete", 10, "compacting", 6),
@@ -57,6 +61,7 @@ CASES = [
 PHASES = {"flush.after_sst_upload": {"syncing"},
           "manifest.before_delta_write": {"syncing", "committing", "compacting"},
           "manifest.after_delta_write": {"syncing", "committing", "compacting"},
+          "object_store.after_barrier": {"syncing", "committing", "compacting"},
           "compaction.after_outputs": {"compacting"},
           "compaction.after_install": {"compacting"},
           "vacuum.mid_delete": {"compacting"}}
@@ -194,7 +199,7 @@ def test_kill_at_point_then_recover(kind, point, hit, phase, acked_at_kill, tmp_
     print(f"  recovered epoch {committed} (acknowledged {acked}); {len(leftovers)} leftover SSTs "
           f"vacuumed at reopen")
     if point in ("flush.after_sst_upload", "compaction.after_outputs", "compaction.after_install",
-                 "vacuum.mid_delete"):
+                 "vacuum.mid_delete", "object_store.after_barrier"):
         assert leftovers, f"a kill at {point} should leave unreferenced SSTs for the reopen's vacuum"
 
 

@@ -18,6 +18,9 @@ Invariants every backend keeps:
 4. **Atomic create.** ``upload_if_absent`` publishes an object only if none exists under its
    path, in one step: of two racing callers exactly one gets ``True``. The version manifest
    fences concurrent writers with it (``hummock/manifest.py``).
+   **It is also a durability barrier**: before it publishes its object, every object this
+   handle published under :meth:`ObjectStore.deferred_durability` is durable (a manifest delta
+   never survives a crash that the SSTs it names did not).
 5. **One error tree.** Backends raise :class:`ObjectStoreError` subclasses for I/O failures and
    :class:`~hummock.errors.InvalidArgumentError` for bad arguments; messages, reprs and logs never
    contain credentials.
@@ -31,6 +34,7 @@ Callers: the SST builder/reader, the version manifest, vacuum, and ``open_object
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import datetime
 import errno
@@ -260,6 +264,19 @@ class ObjectStore(abc.ABC):
         self._require_open()
         self._upload_scratch(path, data)
 
+    def deferred_durability(self):
+        """A context manager: streaming uploads this thread *starts* inside it may be published
+        (atomically, as ever: readers see the whole object or none) before they are durable;
+        they become durable no later than the next :meth:`upload_if_absent` on this handle, and
+        before that call publishes its own object (module invariant 4). After a crash such an
+        object may be missing or partial: only for objects nothing durable names yet, whose
+        path is never written twice (SSTs under fresh ids, which the manifest delta written by
+        that ``upload_if_absent`` names). Backends whose uploads are durable when they return
+        (memory, S3) and wrappers ignore it (the default here): the contract holds trivially.
+        The engine's uploader thread wraps its flushes in it (``hummock/storage.py``), so a
+        checkpoint pays its fsyncs once, together with the delta's (docs/object_store.md)."""
+        return contextlib.nullcontext()
+
     def upload_if_absent(self, path: str, data) -> bool:
         """Store ``data`` under ``path`` only if no object is there; return whether it did.
 
@@ -268,6 +285,8 @@ class ObjectStore(abc.ABC):
         existing object is never modified. ``False`` means the object already existed (its bytes
         may differ from ``data``). Raises ObjectStoreError on failure; then, as for ``upload``,
         the object may or may not have been created (on S3 a lost reply leaves it unknown).
+        Whatever it returns, the uploads deferred under :meth:`deferred_durability` before the
+        call are durable once it returns (a barrier, module invariant 4).
         """
         path = check_path(path)
         data = _check_data(data)

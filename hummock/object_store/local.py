@@ -24,6 +24,19 @@ hard-linked to the final name with ``os.link``, which fails with ``EEXIST`` if t
 (the POSIX atomic create), and unlinked; the directory is fsynced. REQUIRES a file system with
 hard links (every local POSIX one; not some FUSE or SMB mounts, where it raises ObjectStoreError).
 
+Deferred durability (``deferred_durability()``, base.py invariant 4): a streaming upload the
+thread starts inside it is written to its temporary file and renamed into place at ``finish``
+without any fsync -- readers see it whole at once, as ever -- and its file is remembered. The
+next ``upload_if_absent`` is the barrier: it fsyncs every remembered file and their directories
+*concurrently* with its own temporary file (threads of a small pool; a journalling file system
+commits the lot in one journal commit), and only then links its object. So a checkpoint (one
+flush SST, one manifest delta) waits for two rounds of fsyncs instead of four: {SST, SST
+directory, delta temp} and {manifest directory} (docs/performance.md has the figures). A crash
+before the barrier may leave such an object missing or partial under its final name: the engine
+uses it only for SSTs under fresh ids, which nothing durable names before that barrier; vacuum
+removes them as orphans. A remembered file deleted before the barrier (an orphan vacuumed) is
+skipped.
+
 Writer lock hook: :meth:`LocalObjectStore.lock_file_path` is ``<root>/.writer-lock``, outside
 the object namespace (no object path starts a segment with '.', ``list`` skips it and
 ``cleanup_temp`` only removes ``.tmp-`` names); ``hummock.manifest.WriterLock`` flocks it.
@@ -34,13 +47,18 @@ uploads of one path leave one of the complete objects (the last rename wins).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import functools
 import os
 import stat
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from hummock.errors import InvalidArgumentError
+from hummock.killpoints import kill_point
 from hummock.object_store.base import (
     MAX_PATH_LEN, ObjectMeta, ObjectNotFoundError, ObjectStore, ObjectStoreError, StreamingUploader,
     check_text, resolve_range,
@@ -67,6 +85,52 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+def _fsync_file(file: str) -> None:
+    """fsync the file at ``file`` (any descriptor of the inode flushes its data); a file
+    deleted since (an orphan vacuum removed) needs nothing."""
+    try:
+        fd = os.open(file, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_FSYNC_THREADS = 4
+_fsync_pool_state: tuple[int, ThreadPoolExecutor] | None = None   # (pid that made it, pool)
+_fsync_pool_lock = threading.Lock()
+
+
+def _fsync_pool() -> ThreadPoolExecutor:
+    """The process's pool for concurrent fsyncs (made again in a forked child, which inherits
+    the parent's pool object but none of its threads)."""
+    global _fsync_pool_state
+    with _fsync_pool_lock:
+        if _fsync_pool_state is None or _fsync_pool_state[0] != os.getpid():
+            _fsync_pool_state = (os.getpid(), ThreadPoolExecutor(_FSYNC_THREADS, thread_name_prefix="hummock-fsync"))
+        return _fsync_pool_state[1]
+
+
+def _fsync_concurrently(jobs: list) -> None:
+    """Run every fsync job at once (the first on this thread, the others on the pool) and wait
+    for all; raise the first OSError after every job ended (none is left running)."""
+    futures = [_fsync_pool().submit(job) for job in jobs[1:]]
+    error = None
+    try:
+        jobs[0]()
+    except OSError as exc:
+        error = exc
+    for future in futures:
+        try:
+            future.result()
+        except OSError as exc:
+            error = error or exc
+    if error is not None:
+        raise error
+
+
 def _io_error(action: str, path: str, exc: OSError) -> ObjectStoreError:
     return ObjectStoreError(f"cannot {action} object {path!r}: {exc}", path=path)
 
@@ -82,6 +146,9 @@ class LocalObjectStore(ObjectStore):
         openers), ObjectNotFoundError if it does not exist: nothing is created then."""
         super().__init__()
         self._temp_tag = ""   # WRITER_TEMP_TAG once this handle holds the writer lock
+        self._deferring = threading.local()   # .on: this thread is inside deferred_durability()
+        self._unsynced: set[str] = set()      # files of deferred uploads the barrier has not synced
+        self._unsynced_lock = threading.Lock()
         try:
             root = os.fspath(root)
         except TypeError:
@@ -146,8 +213,45 @@ class LocalObjectStore(ObjectStore):
         _fsync_dir(os.path.dirname(final))
 
     def _upload(self, path, data):
-        with self._streaming_upload(path) as uploader:
+        with self._open_uploader(path, deferred=False) as uploader:
             uploader.write(data)
+
+    @contextlib.contextmanager
+    def deferred_durability(self):
+        """Streaming uploads this thread starts inside are published unsynced; the next
+        ``upload_if_absent`` makes them durable first (module doc)."""
+        before = getattr(self._deferring, "on", False)
+        self._deferring.on = True
+        try:
+            yield
+        finally:
+            self._deferring.on = before
+
+    def _publish_deferred(self, fd: int, temp: str, path: str) -> None:
+        """Close ``fd`` and rename ``temp`` to ``path``'s file without an fsync; the next
+        barrier (``_sync_deferred``) makes it durable."""
+        os.close(fd)
+        final = self._file(path)
+        os.replace(temp, final)
+        with self._unsynced_lock:
+            self._unsynced.add(final)
+
+    def _sync_deferred(self, fd: int) -> None:
+        """fsync ``fd`` (a temporary file about to be published) together with every deferred
+        upload's file and directory, concurrently; forget those files once all succeeded. A
+        file stays remembered until a barrier that started after its publication ends, so
+        concurrent barriers never skip one another's files."""
+        with self._unsynced_lock:
+            files = list(self._unsynced)
+        if not files:
+            os.fsync(fd)
+            return
+        directories = sorted({os.path.dirname(file) for file in files})
+        _fsync_concurrently([functools.partial(os.fsync, fd)]
+                            + [functools.partial(_fsync_file, file) for file in files]
+                            + [functools.partial(_fsync_dir, directory) for directory in directories])
+        with self._unsynced_lock:
+            self._unsynced.difference_update(files)
 
     def _upload_scratch(self, path, data):
         """A temporary file renamed into place, neither fsynced nor its directory (module doc:
@@ -175,9 +279,10 @@ class LocalObjectStore(ObjectStore):
         try:
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
+                self._sync_deferred(fd)   # the barrier: deferred uploads durable before we link
             finally:
                 os.close(fd)
+            kill_point("object_store.after_barrier")
             try:
                 os.link(temp, final)  # atomic create: EEXIST if anything is at final
             except FileExistsError:
@@ -285,11 +390,14 @@ class LocalObjectStore(ObjectStore):
                 yield ObjectMeta(path, st.st_size, modified)
 
     def _streaming_upload(self, path):
+        return self._open_uploader(path, deferred=getattr(self._deferring, "on", False))
+
+    def _open_uploader(self, path: str, *, deferred: bool) -> _LocalUploader:
         try:
             fd, temp = self._open_temp(path)
         except OSError as exc:
             raise _io_error("start the upload of", path, exc) from exc
-        return _LocalUploader(self, path, fd, temp)
+        return _LocalUploader(self, path, fd, temp, deferred)
 
     def cleanup_temp(self, older_than_seconds: float = 0.0, *, writer_files: bool = False) -> int:
         """Remove temporary files older than ``older_than_seconds``; return how many. With
@@ -325,13 +433,15 @@ class LocalObjectStore(ObjectStore):
 
 
 class _LocalUploader(StreamingUploader):
-    """Appends to an open temporary file that ``finish`` publishes (``upload`` is one write)."""
+    """Appends to an open temporary file that ``finish`` publishes (``upload`` is one write);
+    ``deferred``: published without an fsync, synced by the store's next barrier (module doc)."""
 
-    def __init__(self, store: LocalObjectStore, path: str, fd: int, temp: str):
+    def __init__(self, store: LocalObjectStore, path: str, fd: int, temp: str, deferred: bool = False):
         super().__init__(path)
         self._store = store
         self._fd: int | None = fd
         self._temp = temp
+        self._deferred = deferred
 
     def _write(self, data):
         try:
@@ -342,7 +452,10 @@ class _LocalUploader(StreamingUploader):
     def _finish(self):
         fd, self._fd = self._fd, None
         try:
-            self._store._publish(fd, self._temp, self.path)
+            if self._deferred:
+                self._store._publish_deferred(fd, self._temp, self.path)
+            else:
+                self._store._publish(fd, self._temp, self.path)
         except OSError as exc:
             raise _io_error("publish", self.path, exc) from exc
 
