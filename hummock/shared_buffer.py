@@ -66,7 +66,9 @@ IMM_FILTER_MIN_KEYS = 64
 
 
 class Imm:
-    """One immutable sorted batch. ``keys``/``values`` are parallel lists; do not mutate them.
+    """One immutable sorted batch. ``keys``/``values`` are parallel lists; do not mutate them
+    (the native :func:`check_batch` hands them over untracked by the cycle collector, which
+    then never walks their entries: native/_memtable.pyx).
 
     ``filter`` is ``None`` until a native point read first asks for it (:meth:`build_filter`),
     then a bloom :class:`~hummock.sstable.filter.FilterReader` over the table keys (``False``

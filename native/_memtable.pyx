@@ -1,6 +1,16 @@
 # cython: language_level=3
 """Native batch checking and imm merging; twin of ``hummock/_memtable_py.py`` (same names, same
-errors and messages, identical output)."""
+errors and messages, identical output).
+
+The key and value lists ``check_batch`` and ``check_columns`` return -- an imm's lists, kept in
+the shared buffer until they are flushed -- are untracked by CPython's cycle collector
+(:func:`_untrack`): they hold only bytes and ``None``, which reference nothing, so they cannot
+be part of a cycle, and a full collection then does not visit each of their items (every item
+visit reads the item's header: one cache miss per entry; the 1:n join's imms of ~77k entries
+made full collections take ~80 ms each, 13 % of the run). The twin cannot untrack from Python;
+nothing else differs. The lists must stay as they are (imms are never mutated): an untracked
+list that later held a container would hide it from the collector.
+"""
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -9,6 +19,9 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
 
 from hummock.errors import InvalidArgumentError
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(object)
 
 DEF ENTRY_OVERHEAD = 96   # = hummock/_memtable_py.py ENTRY_OVERHEAD (what CPython spends per entry)
 
@@ -77,7 +90,15 @@ def check_batch(kv_pairs):
         values.append(value)
         size += PyBytes_GET_SIZE(k) + (PyBytes_GET_SIZE(value) if value is not None else 0) + ENTRY_OVERHEAD
         i += 1
+    _untrack(keys)
+    _untrack(values)
     return keys, values, size
+
+
+cdef inline void _untrack(list checked) noexcept:
+    """Stop the cycle collector from traversing ``checked``, a new list of bytes and ``None``
+    only (module docstring). Idempotent; the list is freed by reference counting as ever."""
+    PyObject_GC_UnTrack(checked)
 
 
 @cython.boundscheck(False)
@@ -106,6 +127,8 @@ def check_columns(keys, values):
         out_keys[i] = k
         out_values[i] = value
         size += PyBytes_GET_SIZE(k) + (PyBytes_GET_SIZE(value) if value is not None else 0) + ENTRY_OVERHEAD
+    _untrack(out_keys)
+    _untrack(out_values)
     return out_keys, out_values, size
 
 

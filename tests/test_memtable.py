@@ -1,14 +1,18 @@
 """Ingest-batch checking and imm merging (native and twin) against plain Python models."""
 
 
+import gc
 import re
+import tempfile
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import twins
-from hummock import _memtable_py
+from hummock import HummockStorage, _memtable_py, _twins
+from hummock.key import new_epoch
+from hummock.shared_buffer import KeyValueColumns
 from hummock.errors import InvalidArgumentError
 from hummock.key import encode_full_key, full_key_sort_key
 
@@ -101,3 +105,25 @@ def test_merge_runs_of_disjoint_runs_in_any_order(impl, sizes, rnd, touching):
     expected = sorted(((encode_full_key(9, k, epoch), v) for epoch, ks, vs in runs for k, v in zip(ks, vs)),
                       key=lambda e: full_key_sort_key(e[0]))
     assert list(zip(full_keys, values)) == expected
+
+
+def test_native_checked_lists_are_not_traversed_by_the_cycle_collector():
+    """The lists an imm keeps (check_batch / check_columns, native) are untracked: a full
+    collection does not visit their entries. They still read back as they were, and the store
+    still reads the imm they became."""
+    if _twins.pure_python_forced():
+        pytest.skip("HUMMOCK_PURE_PYTHON=1: the twin cannot untrack a list")
+    native = implementations()[1]
+    keys, values, _ = native.check_batch([(b"a", b"1"), (b"b", None)])
+    assert not gc.is_tracked(keys) and not gc.is_tracked(values)
+    assert (keys, values) == ([b"a", b"b"], [b"1", None])
+    keys, values, _ = native.check_columns([b"a", bytearray(b"c")], [memoryview(b"x"), None])
+    assert not gc.is_tracked(keys) and not gc.is_tracked(values)
+    assert (keys, values) == ([b"a", b"c"], [b"x", None])
+    with tempfile.TemporaryDirectory() as tmp, HummockStorage.open(tmp + "/db") as store:
+        epoch = new_epoch()
+        store.ingest_batch(3, KeyValueColumns([b"k1", b"k2"], [b"v1", b"v2"]), epoch)
+        (imm,) = store._buffer.imms(3)
+        assert not gc.is_tracked(imm.keys) and not gc.is_tracked(imm.values)
+        gc.collect()
+        assert store.get(3, b"k2", epoch) == b"v2"
