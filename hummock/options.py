@@ -33,7 +33,9 @@ class StorageOptions:
     # --- memory (real bytes: charges count CPython's per-object overhead; the defaults let a
     #     streaming process with default options stay under 1 GiB, docs/streaming.md)
     shared_buffer_capacity: int = 128 * MiB  # uncommitted imms; past it, data spills to staging SSTs
-    block_cache_capacity: int = 128 * MiB
+    block_cache_capacity: int = field(default_factory=lambda: default_block_cache_capacity())
+    #                                         default: a sixteenth of the memory the process may use,
+    #                                         128 MiB to 2 GiB (docs/streaming.md, the memory split)
     meta_cache_capacity: int = 32 * MiB
     # --- compaction (docs/compaction.md)
     compactor: str = "local"                # "local" (background thread), "spark" (PySpark jobs), "none"
@@ -120,6 +122,40 @@ def default_compaction_workers() -> int:
     has a second core for it (a merge in the background thread holds the interpreter lock, so
     it runs serially with every reader and writer of the process), none on one core."""
     return 1 if (os.cpu_count() or 1) >= 2 else 0
+
+
+BLOCK_CACHE_MIN = 128 * MiB
+BLOCK_CACHE_MAX = 2048 * MiB
+
+
+def default_block_cache_capacity() -> int:
+    """``StorageOptions.block_cache_capacity`` unless given: 1/16 of :func:`usable_memory`,
+    clamped to [128 MiB, 2 GiB]. A cache is a bound, not an allocation: it fills only with
+    blocks that reads bring in. Why it scales: a whole-table scan larger than the cache gets no
+    hit at all from an LRU cache (each pass evicts the blocks the next pass needs first), so
+    every repeated query reads and decompresses the table again; 1/16 of a 24 GiB machine
+    (1.5 GiB) holds a 10M-row table's blocks (~430 MiB). Databases size their caches from
+    memory likewise (DuckDB's buffer pool takes 80% of it; RisingWave's docs suggest 30% of a
+    serving node's memory for its block cache); 1/16 keeps a streaming process's split modest."""
+    return min(max(usable_memory() // 16, BLOCK_CACHE_MIN), BLOCK_CACHE_MAX)
+
+
+def usable_memory() -> int:
+    """Physical memory, or the cgroup's memory limit (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``) when it is lower; 0 when neither can be read."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        total = 0
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) and (total == 0 or int(text) < total):
+            total = int(text)
+    return max(total, 0)
 
 
 def _at_least(name: str, value, minimum: int) -> None:
