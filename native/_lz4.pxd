@@ -57,7 +57,12 @@ cdef inline Py_ssize_t lz4_decode(const uint8_t* src, Py_ssize_t n, uint8_t* dst
                 return -1
             memcpy(dst + op, src + ip, length)
             return end
-        memcpy(dst + op, src + ip, length)
+        if length <= 16 and ip + 16 <= n and op + 16 <= cap:
+            # short literals: one fixed-size copy (the bytes past ``end`` are rewritten later;
+            # the copy stays inside both buffers)
+            memcpy(dst + op, src + ip, 16)
+        else:
+            memcpy(dst + op, src + ip, length)
         ip += length
         op = end
         # ip + 8 <= n here (the test above), so the offset's two bytes are in bounds
@@ -82,7 +87,16 @@ cdef inline Py_ssize_t lz4_decode(const uint8_t* src, Py_ssize_t n, uint8_t* dst
         if end > cap - LASTLITERALS:
             return -1
         start = op - offset
-        if offset >= length:
+        if offset >= 8 and end + 8 <= cap:
+            # 8 bytes at a time: each chunk reads bytes at least 8 back, all written already
+            # (also by this copy's earlier chunks); the last chunk may pass ``end`` by up to 7
+            # bytes, inside the output, rewritten later
+            while op < end:
+                memcpy(dst + op, dst + start, 8)
+                op += 8
+                start += 8
+            op = end
+        elif offset >= length:
             memcpy(dst + op, dst + start, length)
             op = end
         else:
