@@ -66,7 +66,12 @@ reads the missing keys' stored pairs in one call (``StateTable.pairs_with_prefix
 decodes them straight into Arrow columns (``StateTable.decode_columns``), O's output columns
 being one ``take`` of those: no tuple per O row read, no list per key. A strict side is told
 which of its inserts have a join key its own key filter never saw (``_Side.write``,
-``StateTable.write_chunk_fresh``): such a pk cannot have a row, so it is not probed.
+``StateTable.write_chunk_fresh``): such a pk cannot have a row, so it is not probed. Such an
+insert, its key once in its chunk, is also kept column-wise in the side's *fresh rows*
+(:mod:`stream.executors.join_fresh_rows`: an inner join without an extra condition, every
+column integer-like; a table under the budget, at most a third of it) until the side writes
+that key again: the other side's probe of a key found there takes its one row from there, with
+no cache lookup and no read -- in a 1:1 join most probes that find a partner.
 
 Cache charges: an entry costs a fixed overhead plus, per row, the side's ``row_charge`` -- a
 moving average of ``row_bytes`` over one or two sampled rows per chunk -- so rows are added and
@@ -117,7 +122,9 @@ from stream.errors import ExecutorError, InconsistentStreamError
 from stream.executor import Executor
 from stream.message import Barrier
 from stream.schema import Schema
-from stream.executors.join_key_filter import KeyFilter, SeenFilter, hash_keys, supported
+from stream.executors import join_fresh_rows
+from stream.executors.join_fresh_rows import FreshRows
+from stream.executors.join_key_filter import KeyFilter, SeenFilter, _as_int64, hash_keys, supported
 from stream.executors.join_key_set import KeySet
 from stream.executors.join_watermark import JoinWatermarks
 from stream.executors.semi_join import semi_anti_chunk
@@ -225,6 +232,19 @@ class _Side:
         # the column-wise probe's seen keys, by key hash (join_key_filter.SeenFilter; the same
         # key types as the key filter), under the budget: dropped, it is rebuilt empty
         self.seen_hashes = budget.cache(f"{identity}.{label}.seen_hashes") if self.filter is not None else None
+        # the rows inserted under keys new to this side, column-wise, for the other side's
+        # column-wise probe (stream/executors/join_fresh_rows.py); set by an inner HashJoin
+        # without an extra condition (``keep_fresh_rows``)
+        self.fresh: FreshRows | None = None
+
+    def keep_fresh_rows(self, budget, identity: str) -> None:
+        """Keep this side's fresh rows when it can (a strict table with a key filter, every
+        column integer-like), in at most a third of the budget."""
+        types = self.schema.types
+        if self.filter is None or not self.table.consistent or not join_fresh_rows.supported(types):
+            return
+        slots = budget.capacity // (3 * join_fresh_rows.slot_bytes(types))
+        self.fresh = FreshRows(types, self.keys, budget.cache(f"{identity}.{self.label}.fresh"), slots)
 
     def sample(self, row) -> None:
         """Fold ``row``'s size into the per-row charge estimate."""
@@ -456,25 +476,49 @@ class _Side:
         (``StateTable.write_chunk_fresh``): their pks cannot have a row, so they need no store
         probe -- in a 1:1 join, every insert."""
         table, filt = self.table, self.filter
-        hashes = None
+        hashes = fresh = None
         try:
             if filt is None:
                 table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
             else:
                 hashes = hash_keys([chunk.columns[c] for c in self.keys])
                 if table.consistent and filt.on:
-                    table.write_chunk_fresh(chunk.ops, chunk.columns, ~filt.may_contain(hashes), chunk.visibility)
+                    fresh = ~filt.may_contain(hashes)
+                    table.write_chunk_fresh(chunk.ops, chunk.columns, fresh, chunk.visibility)
                 else:
                     table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
         except InconsistentOpError as exc:
             raise InconsistentStreamError(identity, f"{self.label} input: {exc.reason}", exc.pk) from exc
         if filt is not None:
             filt.add(hashes)
+        if self.fresh is not None:
+            self._keep_fresh(chunk, hashes, fresh)
         return hashes
+
+    def _keep_fresh(self, chunk: StreamChunk, hashes, fresh) -> None:
+        """Hand a written chunk to the fresh rows: its keys are forgotten, and its inserts of
+        keys the key filter proved new (``new``), each once in the chunk and without a NULL,
+        kept."""
+        new = fresh
+        if fresh is not None and fresh.any():
+            fresh = fresh & (chunk.ops == INSERT)
+            if fresh.any():
+                h = np.sort(hashes)
+                twice = h[1:][h[1:] == h[:-1]]
+                if len(twice):   # a hash twice in the chunk: a key's second row or op (or a collision)
+                    fresh &= ~np.isin(hashes, twice)
+                for c in self.keys:
+                    if chunk.columns[c].null_count:
+                        fresh &= chunk.columns[c].is_valid().to_numpy(zero_copy_only=False)
+        else:
+            fresh = np.zeros(0, np.bool_)
+        self.fresh.write(hashes, chunk.columns, fresh, new)
 
     def write_rows(self, table: StateTable, ops: list, rows: list, identity: str) -> None:
         if not ops:
             return
+        if table is self.table and self.fresh is not None:   # (the watermark's state cleaning)
+            self.fresh.clear()
         columns = [list(c) for c in zip(*rows)]
         try:
             table.write_chunk(ops, columns)
@@ -531,6 +575,9 @@ class HashJoin(Executor):
                           table_ids[2], budget, vnodes, consistent, identity, flush_threshold)
         self.right = _Side("right", right, right_keys, join_type in ("right", "full"), store, table_ids[1],
                            table_ids[3], budget, vnodes, consistent, identity, flush_threshold)
+        if join_type == "inner" and condition is None:   # the column-wise path's probes (``_inner_chunk``)
+            for side in (self.left, self.right):
+                side.keep_fresh_rows(budget, identity)
 
     @staticmethod
     def _output_schema(left: Schema, right: Schema) -> Schema:
@@ -566,7 +613,8 @@ class HashJoin(Executor):
         """Each side's entries, known-absent keys and seen keys (the key sets' caches sit two
         levels down, below what ``Executor.caches`` looks through)."""
         return [c for side in (self.left, self.right)
-                for c in (side.cache, side.absent_keys.cache, side.seen.cache, side.seen_hashes) if c is not None]
+                for c in (side.cache, side.absent_keys.cache, side.seen.cache, side.seen_hashes,
+                          side.fresh and side.fresh.cache) if c is not None]
 
     def on_init(self, barrier: Barrier) -> None:
         for side in (self.left, self.right):   # refill from the committed state
@@ -575,6 +623,8 @@ class HashJoin(Executor):
             side.seen.clear()
             if side.seen_hashes is not None:
                 side.seen_hashes.clear()
+            if side.fresh is not None:
+                side.fresh.clear()
             if side.filter is not None:
                 side.filter.rebuild(side.table, side.keys)
 
@@ -610,6 +660,8 @@ class HashJoin(Executor):
             side.seen.close()
             if side.seen_hashes is not None:
                 side.seen_hashes.close()
+            if side.fresh is not None:
+                side.fresh.cache.close()
 
     # --- one chunk -----------------------------------------------------------------------------
 
@@ -790,6 +842,12 @@ class HashJoin(Executor):
             wanted = {k for k in wanted if None not in k}
         probe = wanted
         maybe = o.filter.may_contain(hashes) if hashes is not None and o.filter is not None and wanted else None
+        fresh = self._fresh_hits(s, o, chunk, hashes, maybe, has_null) if o.fresh is not None and wanted else None
+        if fresh is not None:   # the keys O's fresh rows answer are not probed
+            if maybe is None:
+                maybe = np.ones(n, np.bool_)
+            maybe = maybe.copy()
+            maybe[fresh[0]] = False
         if maybe is not None and not maybe.all():   # O never had the other keys
             probe = set(compress(keys, maybe))
             if has_null:
@@ -818,13 +876,24 @@ class HashJoin(Executor):
         for table in s.tables():
             table.try_flush()
 
-        if probed is None:
+        if probed is None and fresh is None:
             return []
-        index, starts, counts, o_block = probed
-        none = len(index)   # the number of "no rows": count 0
-        which = np.fromiter(map(index.get, keys, repeat(none, n)), np.int64, n)
-        starts = np.append(starts, np.int64(0))[which]
-        counts = np.append(counts, np.int64(0))[which]
+        if probed is not None:
+            index, starts, counts, o_block = probed
+            none = len(index)   # the number of "no rows": count 0
+            which = np.fromiter(map(index.get, keys, repeat(none, n)), np.int64, n)
+            starts = np.append(starts, np.int64(0))[which]
+            counts = np.append(counts, np.int64(0))[which]
+        else:
+            starts = np.zeros(n, np.int64)
+            counts = np.zeros(n, np.int64)
+            o_block = None
+        if fresh is not None:   # each hit row's one O row, after the rows read
+            at, f_block = fresh
+            offset = len(o_block[0]) if o_block else 0
+            starts[at] = np.arange(offset, offset + len(at), dtype=np.int64)
+            counts[at] = 1
+            o_block = f_block if not o_block else [pa.concat_arrays(pair) for pair in zip(o_block, f_block)]
         total = int(counts.sum())
         if not total:
             return []
@@ -840,6 +909,40 @@ class HashJoin(Executor):
             return [StreamChunk(ops, columns, self.schema)]
         return [StreamChunk(ops[a:a + size], [c.slice(a, size) for c in columns], self.schema)
                 for a in range(0, total, size)]
+
+    @staticmethod
+    def _fresh_hits(s: _Side, o: _Side, chunk: StreamChunk, hashes, maybe, has_null: bool):
+        """The rows of S's chunk whose key O's fresh rows hold (its one row):
+        ``(row positions, O's columns of their rows)``, or None when no row's is there. Only
+        rows O's key filter passes (``maybe``) are looked up, and a hash found counts only when
+        the key's values are the row's."""
+        cols = chunk.columns
+        if maybe is not None:
+            at = np.flatnonzero(maybe)
+        else:
+            at = np.arange(len(chunk.ops))
+        if has_null:
+            ok = np.ones(len(chunk.ops), np.bool_)
+            for c in s.keys:
+                if cols[c].null_count:
+                    ok &= cols[c].is_valid().to_numpy(zero_copy_only=False)
+            at = at[ok[at]]
+        if not len(at):
+            return None
+        looked = o.fresh.lookup(hashes[at])
+        if looked is None:
+            return None
+        found, slots, table = looked
+        if not found.any():
+            return None
+        at, slots = at[found], slots[found]
+        same = o.fresh.keys_equal(table, slots, [_as_int64(cols[c])[at] for c in s.keys])
+        if not same.all():
+            at, slots = at[same], slots[same]
+            if not len(at):
+                return None
+        o.fresh.hits += len(at)
+        return at, o.fresh.take(table, slots)
 
     def _probe(self, s, o, rows, s_left: bool):
         """``(keys, entries, passes)`` of side ``s``'s ``rows``: their join keys, the other side's
@@ -894,6 +997,12 @@ class HashJoin(Executor):
                 for batch in s.table.iter_batches(columns=s.keys):
                     assert s.filter.may_contain(hash_keys(batch.columns)).all(), (s.label, "key filter")
             assert len(s.seen.keys()) <= s.seen.limit, (s.label, len(s.seen.keys()))
+            if s.fresh is not None:   # a key kept is the key's one stored row
+                kept = s.fresh.kept()
+                types = s.schema.types
+                for row in zip(*[to_pylist(c, t) for c, t in zip(kept, types)]):
+                    stored = list(s.table.iter_with_prefix(s.key_of(row)))
+                    assert stored == [row], (s.label, "fresh", row, stored)
             for key in s.cache.keys():
                 entry = s.cache.peek(key)
                 stored = {s.pk_of(r): r for r in s.table.iter_with_prefix(key)}

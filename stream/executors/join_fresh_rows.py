@@ -1,0 +1,246 @@
+"""A HashJoin side's *fresh rows*: the rows it inserted under a join key it never had before,
+kept column-wise in numpy arrays, so the other side's probe of such a key takes the row from
+here instead of reading the store (stream/executors/hash_join.py, the inner join's column-wise
+path). In a 1:1 join every row is such a row, and every probe that finds a partner finds it
+here while the partner is still kept.
+
+What is kept: a row of an insert whose join key (a) the side's key filter proved new
+(``join_key_filter.KeyFilter``: the key has no row in the side's state table) and (b) occurs
+once in its chunk -- so at that moment the row is the key's only row. Any later write of the
+side to that key (an insert or delete the filter does not prove new) removes the key from here
+(:meth:`FreshRows.write`), so a key found here always has exactly this one row. A state-table
+write that bypasses ``_Side.write`` (the watermark's state cleaning) clears everything
+(:meth:`FreshRows.clear`). A key the filter proves new cannot be here: every key kept went into
+the filter, which forgets nothing and answers by the key's hash alone.
+
+Shape: a two-way set-associative table, as a CPU cache: a key may sit in one of two slots,
+given by two bit fields of its 64-bit hash (``join_key_filter.hash_keys``), and each slot holds
+the hash, the order the key came in and the row's values, one numpy array per column (and a
+validity array from a column's first NULL). A new key takes the empty one of its slots, else
+the one whose key came in first (that key is then read from the store again): no probing, two
+gathers a lookup. A hash found is checked against the key's values by the caller
+(:meth:`FreshRows.keys_equal`), so a collision costs a store read, never a wrong row. The table
+starts at ``FIRST_SLOTS`` slots and doubles (re-slotting its keys) each time as many keys went
+in as half its slots or a chunk's keys would push out more than 1/16 of their number of older
+keys, up to ``max_slots``. Only sides whose columns are all fixed-width
+integer-like (SMALLINT, INT, BIGINT, DATE, TIMESTAMP, TIMESTAMPTZ: :func:`supported`) keep fresh
+rows: they come back as the very Arrow arrays the store read gives (``StateTable.decode_columns``:
+``relational.arrow.arrow_type`` of each column).
+
+Memory: the table is one entry of the side's cache under the runtime's
+:class:`~stream.cache.MemoryBudget`, charged ``nbytes`` (12 bytes a slot for the hash and the
+order, the columns' widths, one byte a slot per validity array); evicted, it is simply gone
+(its keys are read from the store again) and a new one starts small.
+
+Invariants (``HashJoin._check``): every key kept has exactly one row in the side's state table,
+equal to the row kept. Who may call: the side owning it, on the event-loop thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from relational.arrow import arrow_type
+from relational.types import TypeKind
+
+FIRST_SLOTS = 1 << 12
+_DTYPES = {TypeKind.SMALLINT: np.int16, TypeKind.INT: np.int32, TypeKind.BIGINT: np.int64, TypeKind.DATE: np.int32,
+           TypeKind.TIMESTAMP: np.int64, TypeKind.TIMESTAMPTZ: np.int64}
+_EMPTY = np.uint64(0)   # a slot's hash when it holds no key (a key hashing to 0 is never kept)
+_SECOND = np.uint64(32)  # the second slot: the hash's bits from 32 up
+
+
+def supported(types) -> bool:
+    """Whether a side with these column types can keep fresh rows (module docstring)."""
+    return all(t.kind in _DTYPES for t in types)
+
+
+def slot_bytes(types) -> int:
+    """The bytes of one slot of a side with these column types (validity arrays included)."""
+    return 12 + sum(np.dtype(_DTYPES[t.kind]).itemsize for t in types)
+
+
+class _Table:
+    """The slots: hashes, and the columns' values and validity (None: no NULL so far)."""
+
+    __slots__ = ("hashes", "ages", "size", "columns", "valid", "added", "clock", "nbytes")
+
+    def __init__(self, slots: int, dtypes: list):
+        self.hashes = np.zeros(slots, np.uint64)
+        self.ages = np.zeros(slots, np.int32)   # the order keys came in (larger: later)
+        self.size = np.uint64(slots)
+        self.columns = [np.zeros(slots, dt) for dt in dtypes]
+        self.valid: list = [None] * len(dtypes)
+        self.added = 0   # keys put in since the table got this size
+        self.clock = 0   # the last age handed out
+        self.nbytes = slots * (12 + sum(np.dtype(dt).itemsize for dt in dtypes))
+
+    def charge(self) -> int:
+        return self.nbytes + sum(len(v) for v in self.valid if v is not None)
+
+    def homes(self, h: np.ndarray):
+        """Each hash's two slots."""
+        size = self.size
+        return (h % size).astype(np.int64), ((h >> _SECOND) % size).astype(np.int64)
+
+    def find(self, h: np.ndarray):
+        """``(found, slot)`` of each hash (the slot meaningless where not found)."""
+        a, b = self.homes(h)
+        hashes = self.hashes
+        in_a = hashes[a] == h
+        in_b = hashes[b] == h
+        return in_a | in_b, np.where(in_a, a, b)
+
+    def places(self, h: np.ndarray) -> np.ndarray:
+        """The slot each new hash takes: an empty one of its two, else the older key's."""
+        a, b = self.homes(h)
+        hashes, ages = self.hashes, self.ages
+        take_b = (hashes[a] != _EMPTY) & ((hashes[b] == _EMPTY) | (ages[b] < ages[a]))
+        return np.where(take_b, b, a)
+
+    def put(self, at: np.ndarray, h: np.ndarray, values: list, valids: list) -> None:
+        """Slots ``at`` (distinct) take hashes ``h`` and the rows' values."""
+        if self.clock > (1 << 30):   # renumber the ages, order kept
+            order = np.argsort(self.ages, kind="stable")
+            self.ages[order] = np.arange(len(order), dtype=np.int32)
+            self.clock = len(order)
+        self.hashes[at] = h
+        self.ages[at] = np.arange(self.clock + 1, self.clock + 1 + len(at), dtype=np.int32)
+        self.clock += len(at)
+        for c, (v, ok) in enumerate(zip(values, valids)):
+            self.columns[c][at] = v
+            if ok is not None or self.valid[c] is not None:
+                if self.valid[c] is None:
+                    self.valid[c] = np.ones(len(self.hashes), np.bool_)
+                self.valid[c][at] = True if ok is None else ok
+
+
+class FreshRows:
+    """One side's fresh rows (module docstring)."""
+
+    def __init__(self, types, key_indices, cache, max_slots: int):
+        self.types = list(types)
+        self.dtypes = [_DTYPES[t.kind] for t in self.types]
+        self.arrow_types = [arrow_type(t) for t in self.types]
+        self.keys = list(key_indices)
+        self.cache = cache          # 0 -> the _Table, under the budget
+        self.max_slots = max(FIRST_SLOTS, max_slots)
+        self.hits = 0               # probing rows answered here (tests, stats)
+
+    def table(self) -> _Table | None:
+        return self.cache.get(0)
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+    def write(self, h: np.ndarray, columns: list, keep: np.ndarray, new: np.ndarray | None) -> None:
+        """A chunk of the side was written (its rows' key hashes ``h``, its columns): the keys
+        of the rows not proved new (``new``: the key filter's proof per row, None for none)
+        are forgotten, then the rows ``keep`` marks (inserts of keys proved new, each once
+        in the chunk, no NULL in the key) are kept."""
+        table = self.cache.get(0)
+        if table is not None:
+            old = h if new is None else h[~new]
+            if len(old):
+                hit, at = table.find(old)
+                if hit.any():
+                    table.hashes[at[hit]] = _EMPTY
+        rows = np.flatnonzero(keep)
+        if not len(rows):
+            return
+        for column, t in zip(columns, self.arrow_types):
+            if column.type != t:   # not the store's Arrow type: not kept (the store answers)
+                return
+        hk = h[rows]
+        if not hk.all():   # (a key hashing to 0 is not kept)
+            rows = rows[hk != _EMPTY]
+            hk = h[rows]
+        if table is None:
+            table = _Table(FIRST_SLOTS, self.dtypes)
+            self.cache.put(0, table, table.charge())
+        elif table.added + len(rows) > len(table.hashes) // 2 and len(table.hashes) < self.max_slots:
+            table = self._grow(table)
+        at = table.places(hk)
+        while len(table.hashes) < self.max_slots and 16 * int((table.hashes[at] != _EMPTY).sum()) > len(at):
+            table = self._grow(table)   # (below its size limit, a table grows rather than drop many keys)
+            at = table.places(hk)
+        order = np.argsort(at, kind="stable")
+        sorted_at = at[order]
+        if len(order) > 1 and (sorted_at[1:] == sorted_at[:-1]).any():   # two keys, one slot: the last one
+            last = np.ones(len(order), np.bool_)
+            last[:-1] = sorted_at[1:] != sorted_at[:-1]
+            pick = order[last]
+            rows, hk, at = rows[pick], hk[pick], at[pick]
+        values, valids = [], []
+        for column, dt in zip(columns, self.dtypes):
+            v = np.frombuffer(column.buffers()[1], dt, len(column), column.offset * np.dtype(dt).itemsize)
+            values.append(v[rows])
+            valids.append(column.is_valid().to_numpy(zero_copy_only=False)[rows] if column.null_count else None)
+        had_valid = sum(v is not None for v in table.valid)
+        table.put(at, hk, values, valids)
+        table.added += len(rows)
+        if sum(v is not None for v in table.valid) != had_valid:   # a validity array more
+            self.cache.put(0, table, table.charge())
+
+    def _grow(self, table: _Table) -> _Table:
+        """The table at twice its slots, its keys re-slotted (two that meet: the later one)."""
+        bigger = _Table(min(self.max_slots, 2 * len(table.hashes)), self.dtypes)
+        live = np.flatnonzero(table.hashes != _EMPTY)
+        live = live[np.argsort(table.ages[live], kind="stable")]   # in the order they came in
+        h = table.hashes[live]
+        values = [c[live] for c in table.columns]
+        valids = [None if v is None else v[live] for v in table.valid]
+        for half in (slice(0, len(live) // 2), slice(len(live) // 2, None)):   # the older half first
+            hh = h[half]
+            at = bigger.places(hh)
+            order = np.argsort(at, kind="stable")
+            last = np.ones(len(order), np.bool_)
+            last[:-1] = at[order][1:] != at[order][:-1]
+            pick = np.sort(order[last])
+            bigger.put(at[pick], hh[pick], [v[half][pick] for v in values],
+                       [None if v is None else v[half][pick] for v in valids])
+        bigger.added = len(live)
+        self.cache.put(0, bigger, bigger.charge())
+        return bigger
+
+    def lookup(self, h: np.ndarray):
+        """``(found, slots, table)``: which of the hashes ``h`` (no 0) are kept and at which
+        slot; None when the table is gone or empty."""
+        table = self.cache.get(0)
+        if table is None:
+            return None
+        found, at = table.find(h)
+        return found & (h != _EMPTY), at, table
+
+    def keys_equal(self, table: _Table, at: np.ndarray, probe: list) -> np.ndarray:
+        """Per slot of ``at``: whether its key equals ``probe``'s (the probing rows' key values,
+        int64 numpy per key column, no NULLs) -- a hash may be another key's."""
+        ok = None
+        for c, values in zip(self.keys, probe):
+            same = table.columns[c][at].astype(np.int64) == values
+            if table.valid[c] is not None:
+                same &= table.valid[c][at]
+            ok = same if ok is None else ok & same
+        return ok
+
+    def take(self, table: _Table, at: np.ndarray) -> list:
+        """The rows of slots ``at`` as Arrow arrays, one per column."""
+        n = len(at)
+        out = []
+        for values, valid, t in zip(table.columns, table.valid, self.arrow_types):
+            bitmap = None
+            if valid is not None:
+                ok = valid[at]
+                if not ok.all():
+                    bitmap = pa.py_buffer(np.packbits(ok, bitorder="little"))
+            out.append(pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(values[at])],
+                                             null_count=-1 if bitmap is not None else 0))
+        return out
+
+    def kept(self) -> list:
+        """Every row kept, as Arrow arrays (``HashJoin._check``)."""
+        table = self.cache.peek(0)
+        if table is None:
+            return [pa.array([], t) for t in self.arrow_types]
+        return self.take(table, np.flatnonzero(table.hashes != _EMPTY))

@@ -1,0 +1,131 @@
+"""A HashJoin side's fresh rows (stream/executors/join_fresh_rows.py): the rows inserted under a
+key new to the side, kept column-wise, answer the other side's probe of that key without a
+store read -- and only while the key's one stored row is that row. Every ``Driver.send`` checks
+the join's output against the batch join of both inputs and ``HashJoin._check``, which checks
+that every kept key's stored rows are exactly the row kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hummock import HummockStorage
+from relational.types import DataType as T
+from stream.cache import MemoryBudget
+from stream.executors.join_fresh_rows import FreshRows, supported
+from stream.executors.join_key_filter import hash_keys
+from stream.schema import Schema
+from test_stream_hash_join import Driver, _count_reads
+
+R = Schema([("rid", T.BIGINT), ("k", T.INT), ("w", T.INT)])
+
+
+@pytest.fixture
+def store():
+    s = HummockStorage.open("memory://")
+    yield s
+    s.close()
+
+
+def test_a_partner_inserted_under_a_new_key_is_taken_unread(store, monkeypatch):
+    """Right inserts keys 0..4 (new to it), left's inserts of 0..4 take their rows from the
+    right's fresh rows: no read. A key the right wrote twice (two rows in one chunk, or a
+    second row later), a key deleted or deleted and inserted again are not kept: those probes
+    read the store and get every row."""
+    d = Driver(store, "inner")
+    reads = _count_reads(monkeypatch, lambda: d.join.right.table)
+    d.send(1, *[("+", (100 + k, k, k)) for k in range(5)], ("+", (110, 7, 1)), ("+", (111, 7, 2)))
+    out = d.send(0, *[("+", (k, k, 0)) for k in range(5)])
+    assert reads == [] and d.join.right.fresh.hits == 5 and len(out) == 5
+    d.send(0, ("+", (7, 7, 0)))                                  # two rows in one chunk: read
+    assert reads == [(7,)]
+    d.send(1, ("+", (120, 3, 9)))                                # a second row of key 3
+    d.send(1, ("-", (104, 4, 4)))                                # key 4 deleted ...
+    d.send(0, ("+", (13, 3, 0)), ("+", (14, 4, 0)))
+    assert sorted(reads[1:]) == [(3,), (4,)]
+    d.send(1, ("+", (121, 4, 5)))                                # ... and inserted again: not new
+    d.send(0, ("+", (24, 4, 0)))
+    assert reads[3:] == [(4,)] and d.join.right.fresh.hits == 5
+    d.send(1, ("-", (100, 0, 0)))                                # a delete of a kept key's row
+    d.send(0, ("+", (30, 0, 0)))
+    assert reads[4:] == [(0,)]
+
+
+def test_nulls_outside_the_key_come_back_and_null_keys_are_not_kept(store, monkeypatch):
+    d = Driver(store, "inner")
+    reads = _count_reads(monkeypatch, lambda: d.join.right.table)
+    d.send(1, ("+", (100, 1, None)), ("+", (101, 2, 5)), ("+", (102, None, 6)))
+    out = d.send(0, ("+", (1, 1, 0)), ("+", (2, 2, None)), ("+", (3, None, 0)))
+    assert reads == [] and d.join.right.fresh.hits == 2
+    assert sorted(row for _, row in out) == [(1, 1, 0, 100, 1, None), (2, 2, None, 101, 2, 5)]
+
+
+def test_a_restart_or_an_evicted_table_only_costs_reads(store, monkeypatch):
+    """The fresh rows start empty after recovery; the budget may drop them at any time (a
+    budget too small for them): the join answers alike, reading the store."""
+    d = Driver(store, "inner")
+    d.send(1, *[("+", (100 + k, k, k)) for k in range(4)])
+    d.checkpointed_restart()
+    reads = _count_reads(monkeypatch, lambda: d.join.right.table)
+    d.send(0, *[("+", (k, k, 0)) for k in range(4)])
+    assert sorted(reads) == [(k,) for k in range(4)] and d.join.right.fresh.hits == 0
+    small = Driver(store, "inner", budget=MemoryBudget(64 << 10), ids=(5, 6, 7, 8))
+    for i in range(3):
+        small.send(1, *[("+", (1000 * i + k, 100 * i + k, k)) for k in range(50)])
+        small.send(0, *[("+", (1000 * i + k, 100 * i + k, 0)) for k in range(0, 50, 3)])
+
+
+def test_a_hash_shared_by_two_keys_answers_only_its_own_key():
+    """The table finds keys by hash; a hash found is checked against the key's values, so a
+    key that shares another's hash is not answered with that key's row."""
+    fresh = FreshRows(list(R.types), [1], MemoryBudget().cache("t"), 1 << 12)
+    columns = [pa.array([7], pa.int64()), pa.array([5], pa.int32()), pa.array([1], pa.int32())]
+    h = np.array([12345], np.uint64)
+    fresh.write(h, columns, np.array([True]), np.array([True]))
+    found, slots, table = fresh.lookup(h)
+    assert found.tolist() == [True]
+    assert fresh.keys_equal(table, slots, [np.array([5])]).tolist() == [True]
+    assert fresh.keys_equal(table, slots, [np.array([6])]).tolist() == [False]
+    assert [c.to_pylist() for c in fresh.take(table, slots)] == [[7], [5], [1]]
+    fresh.write(h, columns, np.array([False]), np.array([False]))   # the key written again: forgotten
+    assert fresh.lookup(h)[0].tolist() == [False]
+    assert supported(R.types) and not supported([T.BIGINT, T.VARCHAR])
+
+
+_OPS = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 11), st.booleans()), min_size=1, max_size=60)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_OPS, st.integers(1, 6))
+def test_any_history_joins_as_the_batch_join(store, ops, chunk):
+    """Inserts and deletes of few keys on both sides, in chunks, with a budget that keeps
+    evicting: the output equals the batch join after every chunk, and every kept key is its
+    one stored row (``Driver.send``)."""
+    global _RUN
+    _RUN += 1
+    d = Driver(store, "inner", budget=MemoryBudget(48 << 10), ids=tuple(range(10 * _RUN, 10 * _RUN + 4)))
+    live = ({}, {})          # per side: id -> key
+    next_id = [0]
+    pending = ([], [])
+    for side, key, insert in ops:
+        mine = live[side]
+        gone = [i for i, k in mine.items() if k == key]
+        if insert or not gone:
+            next_id[0] += 1
+            mine[next_id[0]] = key
+            pending[side].append(("+", (next_id[0], key, next_id[0] % 3)))
+        else:
+            del mine[gone[0]]
+            pending[side].append(("-", (gone[0], key, gone[0] % 3)))
+        if len(pending[side]) >= chunk:
+            d.send(side, *pending[side])
+            pending[side].clear()
+    for side in (0, 1):
+        if pending[side]:
+            d.send(side, *pending[side])
+
+
+_RUN = 0
