@@ -22,7 +22,7 @@ from libc.string cimport memcmp, memcpy
 
 from native._block cimport Block, BlockIterator
 from native._lru cimport LruCache
-from native._keycmp cimport cmp_full_keys
+from native._keycmp cimport cmp_full_keys, load_be64
 
 from hummock.errors import CorruptionError, InvalidArgumentError
 
@@ -419,12 +419,7 @@ cdef inline object table_key(bytes full_key):
 
 
 cdef inline uint64_t ptr_epoch(const unsigned char* k, Py_ssize_t n) noexcept nogil:
-    cdef const unsigned char* p = k + n - 8
-    cdef uint64_t x = 0
-    cdef int i
-    for i in range(8):
-        x = (x << 8) | p[i]
-    return ~x   # 2**64-1 - x in C
+    return ~load_be64(k + n - 8)   # 2**64-1 - x in C
 
 
 cdef UserScan scan_new(uint64_t read_epoch, bint reverse, object owner, object hide):
@@ -609,7 +604,7 @@ cdef class UserScan:
         cdef Py_ssize_t off = w.off, vs = w.value_start, ve = w.value_end, nxt = w.next_off
         cdef Py_ssize_t kn = w.key_len, un, pos, need, i
         cdef uint32_t fields[3]
-        cdef uint64_t e, x
+        cdef uint64_t e = ptr_epoch(key, kn), x
         cdef unsigned char byte
         cdef unsigned char* grown
         cdef const unsigned char* v
@@ -622,7 +617,6 @@ cdef class UserScan:
             un = kn - 8
             if not (self.decided_len == un and self.decided[un - 1] == key[un - 1]
                     and memcmp(self.decided, key, un) == 0):
-                e = ptr_epoch(key, kn)
                 if e <= self.read_epoch and not (self.has_floor and e <= self.floor):
                     v = p + vs
                     if ve - vs >= 1 and v[0] == TAG_PUT:
@@ -678,11 +672,16 @@ cdef class UserScan:
                 w.status = WALK_STOP
                 w.off, w.key_len = nxt, kn
                 return 0
-            if fields[1] <= 16:   # keys in order mostly differ in a few bytes: no libc call
-                for i in range(fields[1]):
-                    key[fields[0] + i] = p[pos + i]
+            if fields[1] <= 16 and fields[0] + 16 <= w.key_cap and 16 <= w.limit - pos:
+                # keys in order mostly differ in a few bytes: one fixed 16-byte move (inside the
+                # key buffer and the entry area; bytes past the key are never read)
+                memcpy(key + fields[0], p + pos, 16)
             else:
                 memcpy(key + fields[0], p + pos, fields[1])
+            if fields[1] >= 8:   # the epoch from the block, not from bytes just stored one by one
+                e = ~load_be64(p + pos + fields[1] - 8)
+            else:
+                e = ptr_epoch(key, need)
             w.parsed += 1
             off, kn = nxt, need
             vs = pos + fields[1]
