@@ -625,12 +625,15 @@ cdef class UserScan:
                         put = False
                     else:   # a bad tag: next_raw raises its error
                         break
-                    if un > self.decided_cap:
-                        grown = <unsigned char*>realloc(self.decided, un)
+                    if un > self.decided_cap or self.decided_cap < 16:
+                        grown = <unsigned char*>realloc(self.decided, un if un > 16 else 16)
                         if grown == NULL:
                             break   # next_raw raises MemoryError
-                        self.decided, self.decided_cap = grown, un
-                    memcpy(self.decided, key, un)
+                        self.decided, self.decided_cap = grown, (un if un > 16 else 16)
+                    if un <= 16 and kn >= 16:   # a fixed 16-byte move, not a libc call per row
+                        memcpy(self.decided, key, 16)
+                    else:
+                        memcpy(self.decided, key, un)
                     self.decided_len = un
                     if put:
                         sink(ctx, v + 1, ve - vs - 1)
