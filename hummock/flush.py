@@ -4,7 +4,9 @@
 descending), cuts it into SSTs of about ``target_sst_size`` bytes -- only between two user keys,
 so the versions of a key never straddle two SSTs of one flush -- and uploads each SST to the
 object store as it is built. It returns the ``SstableInfo`` of every SST written, in key order,
-so one flush's SSTs never overlap each other.
+so one flush's SSTs never overlap each other; given a ``metas`` list, it appends each SST's
+:class:`~hummock.sstable.meta.SstableMeta` as built (parallel to the infos) for the caller's
+meta cache.
 
 REQUIRES: imms that are immutable and have distinct versioned epochs per table.
 On error every SST this call started is aborted or left as an orphan that vacuum removes; the
@@ -18,8 +20,9 @@ from hummock.shared_buffer import merge_runs
 from hummock.sstable.builder import SstableOutputs
 
 
-def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id) -> list:
-    """Build and upload SSTs holding every entry of ``imms``; return their infos in key order."""
+def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, metas: list | None = None) -> list:
+    """Build and upload SSTs holding every entry of ``imms``; return their infos in key order
+    (and append their metas to ``metas``, when given, once every SST is uploaded)."""
     by_table: dict[int, list] = {}
     for imm in imms:
         by_table.setdefault(imm.table_id, []).append(imm)
@@ -32,4 +35,6 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id) -
                 i = outputs.current().add_batch(keys, values, i, stop_at_size=target_sst_size)
                 if i < len(keys):
                     outputs.cut()
+    if metas is not None:
+        metas.extend(outputs.metas)
     return outputs.infos

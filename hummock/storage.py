@@ -578,7 +578,7 @@ class HummockStorage(ReadSide, MarksSide):
         def new_sst_id():
             handed_out.append(self._new_sst_id_locked())
             return handed_out[-1]
-        infos, error = None, None
+        infos, error, metas = None, None, []
         try:
             if self._closed:
                 raise StoreClosedError("the store was closed before this upload ran")
@@ -586,7 +586,7 @@ class HummockStorage(ReadSide, MarksSide):
             # with itself (ObjectStore.deferred_durability; uncommitted SSTs need no durability)
             with self._store.deferred_durability():
                 infos = flush_imms(task.imms, self._store, self._flush_builder_options(),
-                                   self.options.target_sst_size, new_sst_id)
+                                   self.options.target_sst_size, new_sst_id, metas)
             kill_point("flush.after_sst_upload")
         except BaseException as exc:   # noqa: BLE001 -- handed to the waiters
             error = exc
@@ -598,10 +598,13 @@ class HummockStorage(ReadSide, MarksSide):
             if error is not None:
                 self._release_ids(handed_out)   # never in a delta: an orphan for vacuum
             else:
-                for info in infos:
+                for info, meta in zip(infos, metas):
                     self._unsettled_ids.discard(info.sst_id)
                     self._staging.append(info)
                     self._staging_epochs[info.sst_id] = (task.lowest, task.highest)
+                    # the meta as built: the SST's first open (a read, compaction planning)
+                    # neither reads nor decodes it
+                    self._meta_cache.put(info.sst_id, meta, meta.size_in_memory)
                 taken = {id(m) for m in task.imms}
                 self._buffer.remove(lambda imm: id(imm) in taken)
                 self.counters["flushed_ssts"] += len(infos)

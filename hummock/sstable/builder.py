@@ -9,6 +9,10 @@ Per-key work is one native call; per-block work is Python. The filters are built
 block builder took as keys came (``key_hashes``, ``prefix_hashes``): a 64 MiB SST of 2M keys kept
 every user key as a bytes object until ``finish`` (~120 MB in a compaction worker).
 
+After ``finish`` the builder's :attr:`SstableBuilder.meta` is the :class:`SstableMeta` it wrote
+(equal to what a reader decodes from the file): the engine hands a flush's metas to its meta
+cache, so the first open of a new SST reads and decodes nothing.
+
 Sinks: anything with ``write(bytes)``, ``finish()`` and ``abort()`` -- :class:`BytesSink` keeps
 the SST in memory; an object store's ``streaming_upload(path)`` uploads it as it is built.
 
@@ -125,6 +129,7 @@ class SstableBuilder:
         self._prefix_lens = self.options.prefix_len_map
         self._offset = 0
         self._finished = False
+        self.meta: SstableMeta | None = None   # the meta written, once finished
 
     @classmethod
     def to_store(cls, store, sst_id: int, options: SstableBuilderOptions | None = None) -> SstableBuilder:
@@ -263,6 +268,7 @@ class SstableBuilder:
         self._sink.write(encode_footer(meta_offset, encoded))
         self._sink.finish()
         self._finished = True
+        self.meta = meta
         file_size = meta_offset + len(encoded) + FOOTER_SIZE
         return SstableInfo(self.sst_id, meta.smallest_key, meta.largest_key, file_size, meta_offset,
                            meta.min_epoch, meta.max_epoch, meta.key_count, meta.tombstone_count, meta.table_ids,
@@ -277,7 +283,8 @@ class SstableBuilder:
 class SstableOutputs:
     """A sequence of SSTs written to a store, one at a time: what a flush or a compaction
     produces. ``current()`` is the open builder (started on demand with a fresh id), ``cut()``
-    finishes it, ``infos`` lists the finished SSTs in order. As a context manager it aborts the
+    finishes it, ``infos`` lists the finished SSTs in order and ``metas`` their metas
+    (:attr:`SstableBuilder.meta`), parallel to ``infos``. As a context manager it aborts the
     open builder when the block raises (finished SSTs stay: orphans until committed or vacuumed).
     """
 
@@ -287,6 +294,7 @@ class SstableOutputs:
         self._new_sst_id = new_sst_id
         self._builder = None
         self.infos: list[SstableInfo] = []
+        self.metas: list[SstableMeta] = []
 
     @property
     def is_open(self) -> bool:
@@ -302,6 +310,7 @@ class SstableOutputs:
         if self._builder is not None:
             builder, self._builder = self._builder, None
             self.infos.append(builder.finish())
+            self.metas.append(builder.meta)
 
     def __enter__(self) -> SstableOutputs:
         return self
