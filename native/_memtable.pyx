@@ -154,36 +154,47 @@ def merge_runs(bytes prefix, runs):
     r = _Runs(n)
     for i in range(n):
         epoch, ks, vs = run_list[i]
-        ks = list(ks)
-        vs = list(vs)
+        if type(ks) is not list:   # an imm's lists: no copy on the concatenating path (below)
+            ks = list(ks)
+        if type(vs) is not list:
+            vs = list(vs)
         if len(ks) != len(vs):
+            _check_key_types(keys_of)   # an earlier run's bad key is reported first, as the twin does
             raise InvalidArgumentError("a run's keys and values differ in length")
-        for k in ks:
-            if type(k) is not bytes:
-                raise InvalidArgumentError("run keys must be bytes")
+        if ks and (type((<list>ks)[0]) is not bytes or type((<list>ks)[len(<list>ks) - 1]) is not bytes):
+            raise InvalidArgumentError("run keys must be bytes")
         keys_of.append(ks)
         values_of.append(vs)
         r.inv[i] = ~(<uint64_t>epoch)   # 2**64-1 - epoch in C
         r.pos[i] = 0
         r.length[i] = len(ks)
         r.done[i] = r.length[i] == 0
-        if not r.done[i]:
-            r.load_head(i, <list>ks)
         total += r.length[i]
     out_keys = [None] * total
     out_values = [None] * total
-    order = disjoint_order(keys_of)
+    order = disjoint_order(keys_of)   # (reads each run's first and last key: checked above)
     if order is not None:   # e.g. sequential batches: concatenate, no comparisons
         j = 0
         for i in order:
             ks = <list>keys_of[i]
             vs = <list>values_of[i]
             inv = r.inv[i]
-            for top in range(len(ks)):
-                out_keys[j] = full_key(prefix, <bytes>ks[top], inv)
-                out_values[j] = vs[top]
-                j += 1
+            with cython.boundscheck(True):   # the caller's lists: every index checked
+                for top in range(len(ks)):
+                    k = (<list>ks)[top]
+                    if type(k) is not bytes:   # checked as it is read: one pass over the keys
+                        raise InvalidArgumentError("run keys must be bytes")
+                    out_keys[j] = full_key(prefix, <bytes>k, inv)
+                    out_values[j] = (<list>vs)[top]
+                    j += 1
         return out_keys, out_values
+    # the loser tree keeps C pointers into the keys: its own lists hold them, all checked first
+    keys_of = [list(ks) for ks in keys_of]
+    values_of = [list(vs) for vs in values_of]
+    _check_key_types(keys_of)
+    for i in range(n):
+        if not r.done[i]:
+            r.load_head(i, <list>keys_of[i])
     r.build()
     for j in range(total):
         top = r.tree[0]
@@ -204,6 +215,15 @@ def merge_runs(bytes prefix, runs):
             r.load_head(top, <list>keys_of[top])
         r.replay(top)
     return out_keys, out_values
+
+
+cdef int _check_key_types(list keys_of) except -1:
+    """The twin's error unless every key of every run in ``keys_of`` is bytes."""
+    for ks in keys_of:
+        for k in <list>ks:
+            if type(k) is not bytes:
+                raise InvalidArgumentError("run keys must be bytes")
+    return 0
 
 
 cdef object disjoint_order(list keys_of):

@@ -127,3 +127,33 @@ def test_native_checked_lists_are_not_traversed_by_the_cycle_collector():
         assert not gc.is_tracked(imm.keys) and not gc.is_tracked(imm.values)
         gc.collect()
         assert store.get(3, b"k2", epoch) == b"v2"
+
+
+@pytest.mark.parametrize("runs", [
+    [(1 << 16, [b"a", "b", b"c"], [b"1", b"2", b"3"])],                      # disjoint: a bad key inside
+    [(1 << 16, [b"a", bytearray(b"b")], [b"1", b"2"]), (2 << 16, [b"x"], [b"9"])],
+    [(1 << 16, [b"a", 5, b"c"], [b"1", b"2", b"3"]), (2 << 16, [b"b"], [b"1", b"2"])],   # which error first
+    [(1 << 16, [b"a", b"c"], [b"1", b"2"]), (2 << 16, [b"b", None, b"d"], [b"1", b"2", b"3"])],   # overlapping
+    [(1 << 16, [b"a"], [b"1"]), (2 << 16, [b"b"], [])],
+], ids=["inside", "disjoint-bytearray", "type-before-length", "overlapping", "length"])
+def test_merge_runs_refuses_bad_runs_as_the_twin_does(runs):
+    """Every implementation raises the twin's error (class and message) for the first bad run,
+    wherever its bad key sits (the native merge checks the keys of sequential runs as it copies
+    them), and a failed merge changes none of the runs."""
+    outcomes = []
+    for impl in implementations():
+        copies = [(e, list(ks), list(vs)) for e, ks, vs in runs]
+        with pytest.raises(InvalidArgumentError) as info:
+            impl.merge_runs(b"\x00\x00\x00\x09", copies)
+        assert copies == runs
+        outcomes.append(str(info.value))
+    assert len(set(outcomes)) == 1, outcomes
+
+
+@IMPLS
+def test_merge_runs_takes_tuples_and_leaves_the_lists_alone(impl):
+    keys, values = [b"a", b"b"], [b"1", None]
+    full_keys, out = impl.merge_runs(b"\x00\x00\x00\x09", [(1 << 16, tuple(keys), tuple(values))])
+    assert full_keys == [encode_full_key(9, k, 1 << 16) for k in keys] and out == values
+    full_keys, out = impl.merge_runs(b"\x00\x00\x00\x09", [(1 << 16, keys, values)])
+    assert out == values and out is not values and keys == [b"a", b"b"]
