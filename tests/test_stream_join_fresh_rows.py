@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hummock import HummockStorage
 from relational.types import DataType as T
 from stream.cache import MemoryBudget
-from stream.executors.join_fresh_rows import FreshRows, supported
+from stream.executors.join_fresh_rows import FIRST_SLOTS, FreshRows, supported
 from stream.executors.join_key_filter import hash_keys
 from stream.schema import Schema
 from test_stream_hash_join import Driver, _count_reads
@@ -93,6 +93,22 @@ def test_a_hash_shared_by_two_keys_answers_only_its_own_key():
     fresh.write(h, columns, np.array([False]), np.array([False]))   # the key written again: forgotten
     assert fresh.lookup(h)[0].tolist() == [False]
     assert supported(R.types) and not supported([T.BIGINT, T.VARCHAR])
+
+
+
+def test_the_table_grows_to_a_third_of_the_budget_it_is_charged_to():
+    """The size limit follows the cache's budget, also after a runtime adopts the cache."""
+    small, big = MemoryBudget(3 << 20), MemoryBudget(30 << 20)
+    fresh = FreshRows(list(R.types), [1], small.cache("t"))
+    assert fresh.slot_bytes == 12 + 8 + 4 + 4   # hash and age, BIGINT, INT, INT
+    assert fresh.max_slots == (3 << 20) // (3 * 28)
+    big.adopt(fresh.cache)
+    assert fresh.max_slots == (30 << 20) // (3 * 28)
+    ids = np.arange(200_000, dtype=np.int64)
+    columns = [pa.array(ids), pa.array((ids // 2).astype(np.int32)), pa.array(ids.astype(np.int32))]
+    fresh.write(hash_keys([columns[1]]), columns, ids % 2 == 0, np.ones(len(ids), np.bool_))
+    assert FIRST_SLOTS < len(fresh.table().hashes) <= fresh.max_slots
+    assert fresh.cache.used <= big.capacity
 
 
 _OPS = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 11), st.booleans()), min_size=1, max_size=60)

@@ -243,8 +243,7 @@ class _Side:
         types = self.schema.types
         if self.filter is None or not self.table.consistent or not join_fresh_rows.supported(types):
             return
-        slots = budget.capacity // (3 * join_fresh_rows.slot_bytes(types))
-        self.fresh = FreshRows(types, self.keys, budget.cache(f"{identity}.{self.label}.fresh"), slots)
+        self.fresh = FreshRows(types, self.keys, budget.cache(f"{identity}.{self.label}.fresh"))
 
     def sample(self, row) -> None:
         """Fold ``row``'s size into the per-row charge estimate."""

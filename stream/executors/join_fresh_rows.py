@@ -22,7 +22,7 @@ gathers a lookup. A hash found is checked against the key's values by the caller
 (:meth:`FreshRows.keys_equal`), so a collision costs a store read, never a wrong row. The table
 starts at ``FIRST_SLOTS`` slots and doubles (re-slotting its keys) each time as many keys went
 in as half its slots or a chunk's keys would push out more than 1/16 of their number of older
-keys, up to ``max_slots``. Only sides whose columns are all fixed-width
+keys, up to ``max_slots`` (by default as many as a third of the budget holds). Only sides whose columns are all fixed-width
 integer-like (SMALLINT, INT, BIGINT, DATE, TIMESTAMP, TIMESTAMPTZ: :func:`supported`) keep fresh
 rows: they come back as the very Arrow arrays the store read gives (``StateTable.decode_columns``:
 ``relational.arrow.arrow_type`` of each column).
@@ -119,14 +119,24 @@ class _Table:
 class FreshRows:
     """One side's fresh rows (module docstring)."""
 
-    def __init__(self, types, key_indices, cache, max_slots: int):
+    def __init__(self, types, key_indices, cache, max_slots: int | None = None):
         self.types = list(types)
         self.dtypes = [_DTYPES[t.kind] for t in self.types]
         self.arrow_types = [arrow_type(t) for t in self.types]
         self.keys = list(key_indices)
         self.cache = cache          # 0 -> the _Table, under the budget
-        self.max_slots = max(FIRST_SLOTS, max_slots)
+        self._max_slots = max_slots   # None: a third of the cache's budget (as it is then: a runtime
+        self.slot_bytes = slot_bytes(self.types)   # may adopt the cache into its own budget)
         self.hits = 0               # probing rows answered here (tests, stats)
+
+    @property
+    def max_slots(self) -> int:
+        """The most slots the table grows to: ``max_slots`` as given, else what a third of the
+        cache's budget holds."""
+        n = self._max_slots
+        if n is None:
+            n = self.cache.budget.capacity // (3 * self.slot_bytes)
+        return max(FIRST_SLOTS, n)
 
     def table(self) -> _Table | None:
         return self.cache.get(0)
@@ -159,7 +169,7 @@ class FreshRows:
         if table is None:
             table = _Table(FIRST_SLOTS, self.dtypes)
             self.cache.put(0, table, table.charge())
-        elif table.added + len(rows) > len(table.hashes) // 2 and len(table.hashes) < self.max_slots:
+        while table.added + len(rows) > len(table.hashes) // 2 and len(table.hashes) < self.max_slots:
             table = self._grow(table)
         at = table.places(hk)
         while len(table.hashes) < self.max_slots and 16 * int((table.hashes[at] != _EMPTY).sum()) > len(at):
