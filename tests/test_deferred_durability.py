@@ -240,10 +240,12 @@ def test_barrier_skips_a_deleted_deferred_file_and_keeps_a_failed_one(tmp_path, 
     with pytest.raises(ObjectStoreError, match="injected"):
         store.upload_if_absent("manifest/delta-1", b"d")
     assert not store.exists("manifest/delta-1")   # never linked without the barrier
-    assert failing in store._unsynced             # still owed: the next barrier retries it
+    assert failing in store._unsynced             # still owed
     monkeypatch.setattr(os, "fsync", real_fsync)
-    assert store.upload_if_absent("manifest/delta-1", b"d") is True
-    assert store._unsynced == set()
+    # lost for good: a retried fsync would return success without the data (tests/test_review_s38.py)
+    with pytest.raises(ObjectStoreError, match="earlier fsync"):
+        store.upload_if_absent("manifest/delta-1", b"d")
+    assert not store.exists("manifest/delta-1")
 
 
 def test_other_stores_ignore_deferral(tmp_path):

@@ -35,7 +35,10 @@ directory, delta temp} and {manifest directory} (docs/performance.md has the fig
 before the barrier may leave such an object missing or partial under its final name: the engine
 uses it only for SSTs under fresh ids, which nothing durable names before that barrier; vacuum
 removes them as orphans. A remembered file deleted before the barrier (an orphan vacuumed) is
-skipped.
+skipped. A remembered file whose fsync (or its directory's) failed is lost for good: Linux
+reports a writeback error to one fsync only and a retry returns success although the data never
+reached the disk, so every later barrier of the handle fails (a delta naming it must never
+become durable; before deferral the SST's own fsync failed its flush instead).
 
 Writer lock hook: :meth:`LocalObjectStore.lock_file_path` is ``<root>/.writer-lock``, outside
 the object namespace (no object path starts a segment with '.', ``list`` skips it and
@@ -49,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import functools
 import os
 import stat
@@ -148,6 +152,7 @@ class LocalObjectStore(ObjectStore):
         self._temp_tag = ""   # WRITER_TEMP_TAG once this handle holds the writer lock
         self._deferring = threading.local()   # .on: this thread is inside deferred_durability()
         self._unsynced: set[str] = set()      # files of deferred uploads the barrier has not synced
+        self._lost: set[str] = set()          # deferred files whose fsync failed: never durable
         self._unsynced_lock = threading.Lock()
         try:
             root = os.fspath(root)
@@ -243,13 +248,40 @@ class LocalObjectStore(ObjectStore):
         concurrent barriers never skip one another's files."""
         with self._unsynced_lock:
             files = list(self._unsynced)
+            lost = sorted(self._lost)
+        if lost:
+            # Linux reports a writeback error to one fsync only: a retry returns success though
+            # the data never reached the disk, so nothing naming this file may become durable
+            raise OSError(errno.EIO, f"an earlier fsync of the deferred upload {lost[0]!r} failed: "
+                                     f"its data may be lost, and no later fsync can tell")
         if not files:
             os.fsync(fd)
             return
+        failed = []   # deferred files (a directory: its files) whose fsync raised
+
+        def sync_file(file):
+            try:
+                _fsync_file(file)
+            except OSError:
+                failed.append(file)
+                raise
+
+        def sync_dir(directory):
+            try:
+                _fsync_dir(directory)
+            except OSError:
+                failed.extend(file for file in files if os.path.dirname(file) == directory)
+                raise
+
         directories = sorted({os.path.dirname(file) for file in files})
-        _fsync_concurrently([functools.partial(os.fsync, fd)]
-                            + [functools.partial(_fsync_file, file) for file in files]
-                            + [functools.partial(_fsync_dir, directory) for directory in directories])
+        try:
+            _fsync_concurrently([functools.partial(os.fsync, fd)]
+                                + [functools.partial(sync_file, file) for file in files]
+                                + [functools.partial(sync_dir, directory) for directory in directories])
+        except OSError:
+            with self._unsynced_lock:
+                self._lost.update(failed)
+            raise
         with self._unsynced_lock:
             self._unsynced.difference_update(files)
 
