@@ -309,11 +309,19 @@ class HummockStorage(ReadSide, MarksSide):
         an epoch already synced does nothing."""
         self._require_writer()
         epoch = _check_user_epoch(epoch)
-        with self._lock:
-            self._buffer.seal(epoch)
-            waits = self._start_upload(epoch, "sync")
-        for task in waits:
-            task.wait()
+        me, waits = threading.get_ident(), []
+        try:
+            with self._lock:
+                self._buffer.seal(epoch)
+                waits = self._start_upload(epoch, "sync")   # its task reserved for this thread
+            for task in waits:
+                if task.reserved == me:
+                    self._uploader.run_inline(task)   # on this thread, in its turn: no hand-offs
+                task.wait()
+        finally:
+            for task in waits:
+                if task.reserved == me:   # not run here (an earlier task failed): the worker's
+                    self._uploader.release(task)
         with self._lock:
             self._require_writer()
             # every task waited for succeeded; imms <= epoch left over can only be those of a
@@ -566,7 +574,7 @@ class HummockStorage(ReadSide, MarksSide):
         task.submitted = time.perf_counter()
         self._uploading.append(task)
         self._uploading_imms.update(id(m) for m in imms)
-        self._uploader.submit(task)
+        self._uploader.submit(task, inline=kind == "sync")   # sync() runs it or releases it
 
     def _upload(self, task: UploadTask) -> None:
         """The uploader thread's work: build and upload ``task``'s SSTs without the engine lock,

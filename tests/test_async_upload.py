@@ -257,3 +257,85 @@ def test_reads_racing_uploads_that_install_new_states_are_exact():
         stop.set()
         thread.join(10)
         assert "error" not in box and scans > 10 and committed
+
+
+def test_a_sync_runs_the_next_upload_on_its_own_thread_when_the_uploader_is_idle(monkeypatch):
+    """``sync`` (a FLUSH's checkpoint) builds the SST itself instead of handing it to the worker
+    and sleeping until it is done: two thread hand-offs fewer per checkpoint."""
+    threads = []
+    real = HummockStorage._upload
+
+    def upload(self, task):
+        threads.append((task.kind, threading.current_thread().name))
+        real(self, task)
+    monkeypatch.setattr(HummockStorage, "_upload", upload)
+    store = HummockStorage.open(MemoryObjectStore(), OPTIONS)
+    try:
+        store.ingest_batch(1, _rows(b"a"), E)
+        store.checkpoint(E)
+        assert threads == [("sync", threading.current_thread().name)]
+        assert store.get(1, b"k003", E) == b"a3"
+    finally:
+        store.close()
+
+
+def test_a_reserved_task_runs_on_its_caller_in_its_turn_and_a_released_one_on_the_worker():
+    from hummock.uploader import Uploader, UploadTask
+    started, release, ran = threading.Event(), threading.Event(), []
+
+    def run(task):
+        ran.append((task.lowest, threading.current_thread().name))
+        if task.lowest == 1:
+            started.set()
+            release.wait(10)
+        task.done.set()
+
+    uploader = Uploader(run, name="test-uploader")
+    first, second, third, fourth = (UploadTask([], e, e, "sync") for e in (1, 2, 3, 4))
+    uploader.submit(first)
+    assert started.wait(10)
+    queued = threading.Event()
+
+    def caller():
+        uploader.submit(second, inline=True)
+        queued.set()
+        uploader.run_inline(second)     # waits for the first one, then runs here
+    thread = threading.Thread(target=caller, name="the-caller")
+    thread.start()
+    assert queued.wait(10)
+    uploader.submit(third)              # behind the reserved one: the worker must wait for it
+    release.set()
+    thread.join(10)
+    third.wait(10)
+    assert ran == [(1, "test-uploader"), (2, "the-caller"), (3, "test-uploader")]
+    uploader.submit(fourth, inline=True)
+    uploader.release(fourth)            # its caller gave up on it: the worker runs it
+    fourth.wait(10)
+    assert ran[-1] == (4, "test-uploader")
+    uploader.close(RuntimeError("closed"))
+
+
+def test_close_waits_for_a_task_run_inline():
+    from hummock.uploader import Uploader, UploadTask
+    inside, release = threading.Event(), threading.Event()
+
+    def run(task):
+        inside.set()
+        release.wait(10)
+        task.done.set()
+
+    uploader = Uploader(run)
+    task = UploadTask([], 1, 1, "sync")
+
+    def caller():
+        uploader.submit(task, inline=True)
+        uploader.run_inline(task)
+    runner, _ = _run(caller)
+    assert inside.wait(10)
+    closer, box = _run(lambda: uploader.close(RuntimeError("closed")))
+    closer.join(0.2)
+    assert closer.is_alive(), "close returned while a task ran inline"
+    release.set()
+    closer.join(10)
+    runner.join(10)
+    assert not closer.is_alive() and "error" not in box and task.done.is_set()
