@@ -84,3 +84,43 @@ def test_a_barrier_that_failed_on_its_own_temp_file_only_is_retried(tmp_path, mo
         store.upload_if_absent("manifest/delta-1", b"d")
     assert store.upload_if_absent("manifest/delta-1", b"d") is True
     assert store._unsynced == set()
+
+
+# --- d2a8a8c: the imm lists check_batch/check_columns return are untracked by the cycle collector
+
+
+class _SelfBytes(bytes):
+    """A bytes subclass whose ``bytes()`` is itself: ``bytes(x)`` then returns the subclass
+    instance, which keeps a ``__dict__`` (so it can reference the list holding it)."""
+
+    def __bytes__(self):
+        return self
+
+
+class _Marker:
+    pass
+
+
+@pytest.mark.parametrize("where", ["key", "value"])
+@pytest.mark.parametrize("columns", [False, True])
+def test_imm_lists_holding_a_container_stay_collectable(where, columns):
+    """The lists are untracked only when they hold nothing but exact bytes and None: an untracked
+    list is never traversed, so a cycle through it (here: list -> item -> its __dict__ -> list)
+    would never be collected."""
+    import gc
+    import weakref
+
+    from hummock.shared_buffer import KeyValueColumns, check_batch
+
+    item = _SelfBytes(b"k")
+    pair = (item, b"v") if where == "key" else (b"k", item)
+    batch = KeyValueColumns([pair[0]], [pair[1]]) if columns else [pair]
+    keys, values, _ = check_batch(batch)
+    held = keys if where == "key" else values
+    assert held[0] is item or held[0] == item
+    marker = _Marker()
+    held[0].cycle = (held, marker)   # the list's item references the list: a cycle
+    alive = weakref.ref(marker)
+    del item, pair, batch, keys, values, held, marker
+    gc.collect()
+    assert alive() is None, "a cycle through an untracked imm list was never collected"
