@@ -36,6 +36,9 @@ from relational.storage_table import StorageTable
 from relational.vnode import Bitmap
 
 MAX_BATCH = 65536
+#: rows per batch of a whole-table scan read in parts (``read_split``): each batch costs a round
+#: of Python work under the GIL (Arrow arrays, the Filter), which the other part then waits for
+SPLIT_BATCH = 262144
 SCAN_PROGRESS = contextvars.ContextVar("batch_scan_progress", default=None)   # progress= callback or None
 REPORT_AFTER = 0.5    # seconds a scan runs before it reports
 REPORT_EVERY = 0.1
@@ -198,7 +201,7 @@ def scan_table(store, scan, epoch: int, each=None) -> pa.Table:
         def read(b):   # in the part's thread: progress while the parts are read
             report.add(b.num_rows)
             return b if each is None else each(plan_table(_widened(scan, b.columns), scan.types))
-        got = table.read_split(epoch, columns=wanted, workers=workers, batch_size=MAX_BATCH, each=read)
+        got = table.read_split(epoch, columns=wanted, workers=workers, batch_size=SPLIT_BATCH, each=read)
         report.finish()
         if each is not None:
             return pa.concat_tables(got) if got else each(_empty(scan))
