@@ -150,3 +150,21 @@ def test_count_over_rows_without_columns_counts_them():
                 assert conn.execute("SELECT count(*) FROM (SELECT 1 WHERE false) x").fetchall() == [(0,)]
                 assert conn.execute("SELECT count(*), sum(1) FROM (SELECT 1 UNION ALL SELECT 2) x").fetchall() == \
                     [(2, 2)]
+
+
+def test_index_in_over_row_ranges_equals_one_call(monkeypatch):
+    """A foreign-key join's lookup over ranges side by side gives ``index_in``'s answer (NULLs,
+    misses, range edges), in order."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from sql.batch import vector
+
+    monkeypatch.setattr(vector, "PARALLEL_ROWS", 1000)
+    monkeypatch.setattr(vector, "usable_cores", lambda: 3)
+    rng = np.random.default_rng(1)
+    value_set = pa.array(np.arange(0, 400))
+    for n in (0, 1, 1999, 2000, 2001, 3001, 20000):
+        keys = pa.array(rng.integers(-5, 500, n), mask=rng.random(n) < 0.1) if n else pa.array([], pa.int64())
+        assert vector._index_in(keys, value_set).equals(pc.index_in(keys, value_set=value_set)), n

@@ -263,12 +263,23 @@ def _unique_right_pairs(lkey: pa.Array, rkey: pa.Array):
         positions = np.flatnonzero(~rkey.is_null().to_numpy(zero_copy_only=False))
     else:
         positions = None
-    found = pc.index_in(lkey, value_set=valid)   # a NULL left key finds nothing (no NULL in the set)
+    found = _index_in(lkey, valid)   # a NULL left key finds nothing (no NULL in the set)
     li = np.flatnonzero(~found.is_null().to_numpy(zero_copy_only=False))   # already int64: no copy
     ri = found.drop_null().to_numpy() if len(li) else np.zeros(0, np.int64)   # int32 positions: take() reads them
     if positions is not None:
         ri = positions[ri]
     return li, ri
+
+
+def _index_in(lkey: pa.Array, valid: pa.Array) -> pa.Array:
+    """``pc.index_in(lkey, value_set=valid)``, over row ranges side by side for a long ``lkey``
+    (Arrow's kernel runs without the GIL; each range hashes ``valid`` again, small beside it)."""
+    parts = 1 if in_pool() else min(usable_cores(), len(lkey) // PARALLEL_ROWS)
+    if parts < 2:
+        return pc.index_in(lkey, value_set=valid)
+    step = -(-len(lkey) // parts)
+    ranges = [lkey.slice(i, step) for i in range(0, len(lkey), step)]
+    return pa.concat_arrays(list(pool().map(lambda r: pc.index_in(r, value_set=valid), ranges)))
 
 
 # --- sort ---------------------------------------------------------------------------------------
