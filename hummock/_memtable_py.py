@@ -45,11 +45,11 @@ def check_batch(kv_pairs):
         if type(key) is not bytes:
             if not isinstance(key, (bytes, bytearray, memoryview)):
                 raise InvalidArgumentError(f"batch item {i}: key must be bytes, got {type(key).__name__}")
-            key = bytes(key)
+            key = bytes(memoryview(key))   # exact bytes (bytes() of a subclass may return it)
         if value is not None and type(value) is not bytes:
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise InvalidArgumentError(f"batch item {i}: value must be bytes or None, got {type(value).__name__}")
-            value = bytes(value)
+            value = bytes(memoryview(value))
         if previous is not None and key <= previous:
             problem = "duplicate key" if key == previous else "keys not sorted ascending"
             raise InvalidArgumentError(f"batch item {i}: {problem}")

@@ -4,12 +4,12 @@ errors and messages, identical output).
 
 The key and value lists ``check_batch`` and ``check_columns`` return -- an imm's lists, kept in
 the shared buffer until they are flushed -- are untracked by CPython's cycle collector
-(:func:`_untrack`) when they hold only exact ``bytes`` and ``None``, which reference nothing, so
-they cannot be part of a cycle (a bytes subclass whose ``__bytes__`` returns itself passes
-through ``bytes(x)`` unchanged and may reference anything: such a batch's list stays tracked),
-and a full collection then does not visit each of their items (every item visit reads the
-item's header: one cache miss per entry; the 1:n join's imms of ~77k entries made full
-collections take ~80 ms each, 13 % of the run). The twin cannot untrack from Python;
+(:func:`_untrack`): they hold only exact ``bytes`` and ``None``, which reference nothing, so
+they cannot be part of a cycle (bytes-like keys and values are copied into exact bytes through a
+memoryview: ``bytes(x)`` of a subclass whose ``__bytes__`` returns itself gives that instance,
+which may reference anything), and a full collection then does not visit each of their items
+(every item visit reads the item's header: one cache miss per entry; the 1:n join's imms of
+~77k entries made full collections take ~80 ms each, 13 % of the run). The twin cannot untrack from Python;
 nothing else differs. The lists must stay as they are (imms are never mutated): an untracked
 list that later held a container would hide it from the collector.
 """
@@ -41,7 +41,8 @@ cdef inline bytes _entry_key(object key, Py_ssize_t i):
     if type(key) is not bytes:
         if not isinstance(key, (bytes, bytearray, memoryview)):
             raise InvalidArgumentError(f"batch item {i}: key must be bytes, got {type(key).__name__}")
-        key = bytes(key)
+        key = bytes(memoryview(key))   # exact bytes: bytes() of a subclass whose __bytes__ returns
+        #                                itself gives that instance, which merge_runs refuses
     return <bytes>key
 
 
@@ -61,7 +62,7 @@ cdef inline object _entry_value(object value, Py_ssize_t i):
     if value is not None and type(value) is not bytes:
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise InvalidArgumentError(f"batch item {i}: value must be bytes or None, got {type(value).__name__}")
-        value = bytes(value)
+        value = bytes(memoryview(value))
     return value
 
 
@@ -70,7 +71,6 @@ def check_batch(kv_pairs):
     cdef list keys = [], values = []
     cdef Py_ssize_t size = 0, i = 0
     cdef bytes previous = None, k
-    cdef bint plain_keys = True, plain_values = True   # exact bytes (and None) only: untracked
     try:
         kv_pairs = iter(kv_pairs)
     except TypeError:
@@ -93,14 +93,8 @@ def check_batch(kv_pairs):
         values.append(value)
         size += PyBytes_GET_SIZE(k) + (PyBytes_GET_SIZE(value) if value is not None else 0) + ENTRY_OVERHEAD
         i += 1
-        if type(k) is not bytes:   # a subclass whose __bytes__ returned itself: may hold references
-            plain_keys = False
-        if value is not None and type(value) is not bytes:
-            plain_values = False
-    if plain_keys:
-        _untrack(keys)
-    if plain_values:
-        _untrack(values)
+    _untrack(keys)
+    _untrack(values)
     return keys, values, size
 
 
@@ -117,7 +111,6 @@ def check_columns(keys, values):
     cdef list ks, vs, out_keys, out_values
     cdef Py_ssize_t n, i, size = 0
     cdef bytes previous = None, k
-    cdef bint plain_keys = True, plain_values = True   # exact bytes (and None) only: untracked
     if not isinstance(keys, list) or not isinstance(values, list):
         raise InvalidArgumentError(f"keys and values must be lists, got {type(keys).__name__} "
                                    f"and {type(values).__name__}")
@@ -137,14 +130,8 @@ def check_columns(keys, values):
         out_keys[i] = k
         out_values[i] = value
         size += PyBytes_GET_SIZE(k) + (PyBytes_GET_SIZE(value) if value is not None else 0) + ENTRY_OVERHEAD
-        if type(k) is not bytes:
-            plain_keys = False
-        if value is not None and type(value) is not bytes:
-            plain_values = False
-    if plain_keys:
-        _untrack(out_keys)
-    if plain_values:
-        _untrack(out_values)
+    _untrack(out_keys)
+    _untrack(out_values)
     return out_keys, out_values, size
 
 
