@@ -9,13 +9,15 @@ only (seal, build and upload the SST, write the delta), for ``--epochs`` epochs.
 Two protocols, run alternately in the same process (``--rounds`` rounds, each runs both, the
 order alternating), so both see the same disk:
 
-- ``upload_fsync``: the protocol before this bench -- the flush SST fsynced at upload (file,
-  rename, directory), then the delta (its temporary file fsynced, linked, directory fsynced):
-  four fsyncs waited for one after the other. Obtained by turning off
-  ``LocalObjectStore.deferred_durability`` for the run.
-- ``deferred``: the engine's protocol (docs/object_store.md): the SST published unsynced, then
-  the delta's ``upload_if_absent`` fsyncs {SST, SST directory, delta temp} concurrently and,
-  after the link, the manifest directory: two rounds.
+- ``before``: the commit path before issue 30's durability work -- the sync's upload handed to
+  the uploader thread, the flush SST fsynced at upload (file, rename, directory), then the
+  delta (its temporary file fsynced, linked, directory fsynced): four fsyncs waited for one
+  after the other. Obtained by turning off ``LocalObjectStore.deferred_durability`` and the
+  uploader's inline runs (``Uploader.submit(inline=...)``) for the run.
+- ``after``: the engine's path: ``sync`` builds and uploads the SST on the calling thread
+  (hummock/uploader.py), published unsynced; the delta's ``upload_if_absent`` fsyncs {SST, SST
+  directory, delta temp} concurrently and, after the link, the manifest directory: two rounds
+  (docs/object_store.md, "Deferred durability").
 
 Figures per protocol: median and mean ms per checkpoint over every epoch of every round, fsyncs
 per epoch (every ``os.fsync`` of this process counted), and the median fsync duration. fsync
@@ -42,8 +44,9 @@ import time
 from bench.harness import machine
 from hummock import HummockStorage, StorageOptions
 from hummock.object_store import LocalObjectStore
+from hummock.uploader import Uploader
 
-PROTOCOLS = ("upload_fsync", "deferred")
+PROTOCOLS = ("before", "after")
 
 
 class _FsyncCounter:
@@ -72,15 +75,16 @@ class _FsyncCounter:
 
 @contextlib.contextmanager
 def _protocol(name: str):
-    if name == "deferred":
+    if name == "after":
         yield
         return
-    saved = LocalObjectStore.deferred_durability
+    deferred, submit = LocalObjectStore.deferred_durability, Uploader.submit
     LocalObjectStore.deferred_durability = lambda self: contextlib.nullcontext()
+    Uploader.submit = lambda self, task, inline=False: submit(self, task)
     try:
         yield
     finally:
-        LocalObjectStore.deferred_durability = saved
+        LocalObjectStore.deferred_durability, Uploader.submit = deferred, submit
 
 
 def run_once(protocol: str, epochs: int, rows: int) -> dict:
@@ -107,7 +111,7 @@ def run_once(protocol: str, epochs: int, rows: int) -> dict:
 
 def run(epochs: int, rounds: int, rows: int) -> dict:
     runs = {p: [] for p in PROTOCOLS}
-    run_once("deferred", 3, rows)   # warm-up: imports, caches
+    run_once("after", 3, rows)   # warm-up: imports, caches
     for r in range(rounds):
         for protocol in (PROTOCOLS if r % 2 == 0 else PROTOCOLS[::-1]):
             runs[protocol].append(run_once(protocol, epochs, rows))

@@ -8,12 +8,13 @@ import json
 
 from bench import commit
 from hummock.object_store import LocalObjectStore
+from hummock.uploader import Uploader
 
 
 def test_both_protocols_run_and_the_switch_is_undone(capsys):
-    before = LocalObjectStore.deferred_durability
+    before = LocalObjectStore.deferred_durability, Uploader.submit
     assert commit.main(["--epochs", "3", "--rounds", "2", "--rows", "10"]) == 0
-    assert LocalObjectStore.deferred_durability is before
+    assert (LocalObjectStore.deferred_durability, Uploader.submit) == before
     line = json.loads(next(x for x in capsys.readouterr().out.splitlines() if x.startswith('{"bench": "commit"')))
     assert set(line["protocols"]) == set(commit.PROTOCOLS)
     for figures in line["protocols"].values():
