@@ -141,21 +141,50 @@ def default_block_cache_capacity() -> int:
 
 
 def usable_memory() -> int:
-    """Physical memory, or the cgroup's memory limit (v2 ``memory.max``, v1
-    ``memory.limit_in_bytes``) when it is lower; 0 when neither can be read."""
+    """Physical memory, or the lowest memory limit of the process's cgroup and its ancestors
+    when that is lower (:func:`cgroup_limit_files`); 0 when none of them can be read."""
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         total = 0
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    for path in cgroup_limit_files():
         try:
             with open(path) as f:
                 text = f.read().strip()
         except OSError:
             continue
         if text.isdigit() and 0 < int(text) and (total == 0 or int(text) < total):
-            total = int(text)
+            total = int(text)   # "max" (v2) or a huge number (v1): no limit
     return max(total, 0)
+
+
+def cgroup_limit_files(proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list:
+    """The memory-limit files of the process's cgroup and of each ancestor up to the root:
+    v2's ``memory.max`` under the unified hierarchy (the ``0::<path>`` line of
+    ``/proc/self/cgroup``), v1's ``memory.limit_in_bytes`` under the memory controller's. A limit
+    on any of them bounds the process."""
+    try:
+        with open(proc_cgroup) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    files = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hid, controllers, path = parts
+        if hid == "0" and controllers == "":
+            base, name = root if os.path.exists(os.path.join(root, "cgroup.controllers")) \
+                else os.path.join(root, "unified"), "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = os.path.join(root, "memory"), "memory.limit_in_bytes"
+        else:
+            continue
+        segments = [s for s in path.split("/") if s and s not in (".", "..")]
+        for i in range(len(segments), -1, -1):
+            files.append(os.path.join(base, *segments[:i], name))
+    return files
 
 
 def _at_least(name: str, value, minimum: int) -> None:
