@@ -731,7 +731,8 @@ cdef class BlockIterator:
 
 include "_block_arena.pxi"
 
-_UNFILLED = object()   # Block(_UNFILLED, name): an empty block for load_file_block to fill
+cdef object _UNFILLED = object()   # Block(_UNFILLED, name): an empty block for load_file_block to fill
+#                                  (a C-level name: Python code cannot reach it and build an empty Block)
 
 
 # --- validated block, shared by iterators; native point lookups -------------------------------
