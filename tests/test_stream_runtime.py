@@ -189,7 +189,8 @@ def test_the_runtime_owns_one_budget_for_its_executors_caches(store):
     own = MemoryBudget(4096)
     kept = HashAgg(explicit_in, [1], [AggCall("count")], store, [40], budget=own)
     mine = [join.left.cache, join.right.cache, join.left.absent_cache, join.right.absent_cache, join.left.seen.cache,
-            join.right.seen.cache, join.left.seen_hashes, join.right.seen_hashes, agg.groups]
+            join.right.seen.cache, join.left.seen_hashes, join.right.seen_hashes, join.left.fresh.cache,
+            join.right.fresh.cache, agg.groups]
     # by identity: cache names repeat across tests, and the default budget is process-wide
     assert all(any(c is d for d in default_budget()._caches) for c in mine)
     rt.actor(join)
