@@ -28,9 +28,26 @@ DEF LASTLITERALS = 5
 DEF MFLIMIT = 12
 
 
+cdef inline Py_ssize_t _extended(const uint8_t* src, Py_ssize_t n, Py_ssize_t* ip, Py_ssize_t length,
+                                 Py_ssize_t limit) noexcept nogil:
+    """``length`` (15) plus the length bytes at ``ip[0]`` (each 255 continues), ``ip[0]`` moved
+    past them; -1 when the input ends first or the length passes ``limit``."""
+    cdef unsigned int b
+    while True:
+        if ip[0] >= n:
+            return -1
+        b = src[ip[0]]
+        ip[0] += 1
+        length += b
+        if length > limit:
+            return -1
+        if b != 255:
+            return length
+
+
 cdef inline Py_ssize_t lz4_decode(const uint8_t* src, Py_ssize_t n, uint8_t* dst, Py_ssize_t cap) noexcept nogil:
     cdef Py_ssize_t ip = 0, op = 0, length, offset, end, chunk, start
-    cdef unsigned int token, b
+    cdef unsigned int token
     if n <= 0 or cap < 0:
         return -1
     while True:
@@ -40,16 +57,9 @@ cdef inline Py_ssize_t lz4_decode(const uint8_t* src, Py_ssize_t n, uint8_t* dst
         ip += 1
         length = token >> 4
         if length == 15:
-            while True:
-                if ip >= n:
-                    return -1
-                b = src[ip]
-                ip += 1
-                length += b
-                if length > n:          # literals cannot be longer than the input
-                    return -1
-                if b != 255:
-                    break
+            length = _extended(src, n, &ip, length, n)    # literals cannot be longer than the input
+            if length < 0:
+                return -1
         end = op + length
         if end > cap - MFLIMIT or ip + length > n - (2 + 1 + LASTLITERALS):
             # the last sequence: its literals end the input exactly and fit the output
@@ -72,16 +82,9 @@ cdef inline Py_ssize_t lz4_decode(const uint8_t* src, Py_ssize_t n, uint8_t* dst
             return -1
         length = token & 15
         if length == 15:
-            while True:
-                if ip >= n:
-                    return -1
-                b = src[ip]
-                ip += 1
-                length += b
-                if length > cap:
-                    return -1
-                if b != 255:
-                    break
+            length = _extended(src, n, &ip, length, cap)
+            if length < 0:
+                return -1
         length += MINMATCH
         end = op + length
         if end > cap - LASTLITERALS:

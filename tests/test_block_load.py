@@ -70,6 +70,18 @@ def loader_outcome(tmp_path, stored: bytes, content_len: int, pad: int = 0):
     return ("fallback", None) if block is None else ("content", block.content)
 
 
+def extended(src: bytes, ip: int, length: int):
+    """A 15 length plus its continuation bytes (255: another follows): (length, ip), or
+    (None, ip) when the input ends first."""
+    while True:
+        if ip >= len(src):
+            return None, ip
+        length += src[ip]
+        ip += 1
+        if src[ip - 1] != 255:
+            return length, ip
+
+
 def lz4_model(src: bytes, cap: int):
     """The LZ4 block rules of native/_lz4.pxd in Python (its model): the decoded bytes, or None."""
     ip, out, n = 0, bytearray(), len(src)
@@ -80,13 +92,9 @@ def lz4_model(src: bytes, cap: int):
         ip += 1
         length = token >> 4
         if length == 15:
-            while True:
-                if ip >= n:
-                    return None
-                length += src[ip]
-                ip += 1
-                if src[ip - 1] != 255:
-                    break
+            length, ip = extended(src, ip, length)
+            if length is None:
+                return None
         if len(out) + length > cap - 12 or ip + length > n - 8:    # the last sequence
             if ip + length != n or len(out) + length > cap:
                 return None
@@ -99,13 +107,9 @@ def lz4_model(src: bytes, cap: int):
             return None
         length = token & 15
         if length == 15:
-            while True:
-                if ip >= n:
-                    return None
-                length += src[ip]
-                ip += 1
-                if src[ip - 1] != 255:
-                    break
+            length, ip = extended(src, ip, length)
+            if length is None:
+                return None
         length += 4
         if len(out) + length > cap - 5:
             return None
