@@ -25,6 +25,7 @@ from libc.stdint cimport (int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from libc.math cimport isinf
+from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_AsDouble, PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLongLong
@@ -42,6 +43,7 @@ from native._outbuf cimport put_u8 as _put_u8
 from native._outbuf cimport put_varint as _put_varint
 
 import datetime as _datetime
+import decimal as _decimal
 import sys as _sys
 
 from relational import _value_encoding_py as _twin
@@ -74,6 +76,8 @@ cdef int64_t MAX_USECS = _twin.MAX_USECS
 cdef object _UTC = _datetime.timezone.utc
 cdef object _put_decimal = _twin.put_decimal
 cdef object _get_decimal = _twin.get_decimal
+cdef object _Decimal = _decimal.Decimal
+cdef uint8_t DECIMAL_FINITE = _twin.DECIMAL_FINITE
 cdef type _date = _datetime.date
 cdef type _time = _datetime.time
 cdef type _datetime_t = _datetime.datetime
@@ -413,6 +417,63 @@ cdef uint64_t _get_varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
         shift += 7
 
 
+cdef object _decimal_fast(_Reader *r):
+    """The DECIMAL at ``r.pos`` when it is finite, its exponent within +-10**6 and its
+    coefficient at most 8 bytes once leading zero bytes are skipped (every value a BIGINT sum
+    or a NUMERIC of up to 19 digits holds); else None, ``r.pos`` unchanged, and the caller asks
+    the twin (``get_decimal``), which decodes the rest and raises every error. The value is
+    the twin's: the same text, ``[-]<coefficient>E<exponent>``, goes to ``Decimal``. Such an
+    exponent and coefficient pass the twin's range checks (adjusted exponent below 2**30)."""
+    cdef const unsigned char *p = r.p
+    cdef Py_ssize_t pos = r.pos, end = r.end, stop
+    cdef uint64_t zigzag = 0, length = 0, coef = 0
+    cdef int64_t exponent
+    cdef int shift = 0, n
+    cdef uint8_t byte, sign
+    cdef char text[64]
+    if end - pos < 4 or p[pos] != DECIMAL_FINITE or p[pos + 1] > 1:
+        return None
+    sign = p[pos + 1]
+    pos += 2
+    while True:                 # the zigzag exponent: at most 4 varint bytes here
+        if pos >= end or shift > 21:
+            return None
+        byte = p[pos]
+        pos += 1
+        zigzag |= (<uint64_t>(byte & 0x7F)) << shift
+        if byte < 0x80:
+            break
+        shift += 7
+    exponent = <int64_t>(zigzag >> 1) ^ -<int64_t>(zigzag & 1)
+    if exponent > 1000000 or exponent < -1000000:
+        return None
+    shift = 0
+    while True:                 # the coefficient's length: at most 3 varint bytes here
+        if pos >= end or shift > 14:
+            return None
+        byte = p[pos]
+        pos += 1
+        length |= (<uint64_t>(byte & 0x7F)) << shift
+        if byte < 0x80:
+            break
+        shift += 7
+    if length > <uint64_t>(end - pos):
+        return None
+    stop = pos + <Py_ssize_t>length
+    while pos < stop and p[pos] == 0:
+        pos += 1
+    if stop - pos > 8:
+        return None
+    while pos < stop:
+        coef = (coef << 8) | p[pos]
+        pos += 1
+    n = snprintf(text, sizeof(text), "%s%lluE%lld", <const char*>("-" if sign else ""),
+                 <unsigned long long>coef, <long long>exponent)
+    value = _Decimal(text[:n].decode("ascii"))
+    r.pos = stop
+    return value
+
+
 cdef object _get_datetime(_Reader *r, object tz):
     cdef Py_ssize_t start = r.pos
     cdef int64_t usecs = <int64_t>_get_le(r, 8)
@@ -493,8 +554,10 @@ cdef object _get_value(_Reader *r, _Node node, object data):
         days = <int32_t><uint32_t>_get_le(r, 4)
         return _Interval(months, days, <int64_t>_get_le(r, 8))
     elif kind == K_DECIMAL:
-        value, pos = _get_decimal(data, r.pos)
-        r.pos = pos
+        value = _decimal_fast(r)
+        if value is None:   # anything else, and every error, as the twin decodes it
+            value, pos = _get_decimal(data, r.pos)
+            r.pos = pos
         return value
     elif kind == K_STRUCT:
         return _get_values(r, node, node.n, data)

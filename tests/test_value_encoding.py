@@ -452,3 +452,56 @@ def test_golden_small_row_spelled_out():
     # tag 01 | count 03 | bitmap 0b010 (column 1 NULL) | INT 1 as i32le | VARCHAR len 2 "ab"
     for impl in implementations():
         assert impl.encode_row((1, None, "ab"), [T.INT, T.BIGINT, T.VARCHAR]).hex() == "0103020100000002" "6162"
+
+
+# --- DECIMAL: the native fast path's edges ---------------------------------------------------
+# The native decoder reads a finite DECIMAL with an exponent within +-10**6 and at most 8
+# significant coefficient bytes itself, and hands everything else to the twin's get_decimal:
+# values and errors on both sides of each limit must be the twin's.
+
+def _varint(n: int, pad: int = 0) -> bytes:
+    """``n`` as a varint, with ``pad`` redundant continuation bytes (non-canonical, still valid)."""
+    out = bytearray()
+    while True:
+        out.append(n & 0x7F)
+        n >>= 7
+        if not n:
+            break
+        out[-1] |= 0x80
+    if pad:
+        out[-1] |= 0x80
+        out.extend(b"\x80" * (pad - 1) + b"\x00")
+    return bytes(out)
+
+
+def _decimal_row(kind: int, sign: int, exponent: int, coefficient: bytes, pad: int = 0, length=None) -> bytes:
+    zigzag = (exponent << 1) ^ (exponent >> 63) if exponent < 0 else exponent << 1
+    length = len(coefficient) if length is None else length
+    row_head = bytes([pure.FORMAT_TAG, 1, 0])   # the format tag, one column, no NULLs
+    return row_head + bytes([kind, sign]) + _varint(zigzag & (2 ** 64 - 1), pad) + _varint(length, pad) + coefficient
+
+
+@given(kind=st.sampled_from([pure.DECIMAL_FINITE, pure.DECIMAL_FINITE, pure.DECIMAL_FINITE, 0x01, 0x09]),
+       sign=st.sampled_from([0, 1, 1, 2]),
+       exponent=st.one_of(st.integers(-1_000_002, 1_000_002), st.integers(-2 ** 40, 2 ** 40),
+                          st.sampled_from([-1_000_001, -1_000_000, 1_000_000, 1_000_001, 0])),
+       zeros=st.integers(0, 3), significant=st.binary(max_size=10), pad=st.integers(0, 2),
+       length_delta=st.sampled_from([0, 0, 0, -1, 1]))
+def test_decimal_fast_path_edges_match_pure(kind, sign, exponent, zeros, significant, pad, length_delta):
+    coefficient = b"\x00" * zeros + significant
+    data = _decimal_row(kind, sign, exponent, coefficient, pad, max(0, len(coefficient) + length_delta))
+    outcomes = {outcome(impl, data, [T.DECIMAL]) for impl in implementations()}
+    assert len(outcomes) == 1, outcomes
+
+
+def test_decimal_fast_path_limits_decode_exactly():
+    cases = [(0, 0, b""), (1, 0, b""), (1, 5, b""), (0, -3, b"\x00\x00"),          # zeros keep sign and exponent
+             (0, 0, b"\xff" * 8), (1, 1_000_000, b"\xff" * 8), (0, -1_000_000, b"\x01"),   # the fast path's limits
+             (0, 0, b"\x01" + b"\x00" * 8), (0, 1_000_001, b"\x07"), (1, -1_000_001, b"\x07"),  # just past them
+             (0, 2, b"\x00\x00\x00\x30\x39")]                                        # leading zero bytes
+    for sign, exponent, coefficient in cases:
+        want = D(f"{'-' if sign else ''}{int.from_bytes(coefficient, 'big')}E{exponent}")
+        for pad in (0, 1):
+            data = _decimal_row(pure.DECIMAL_FINITE, sign, exponent, coefficient, pad)
+            for impl in implementations():
+                assert fingerprint(impl.decode_row(data, [T.DECIMAL])) == ("tuple", (fingerprint(want),))
