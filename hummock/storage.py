@@ -92,6 +92,7 @@ class HummockStorage(ReadSide, MarksSide):
         self.options = options
         self.read_only = read_only
         self._manifest = manifest
+        manifest.background_rotation = not read_only   # a commit never waits for its deletes
         self._writer_lock = lock
         self._lock = threading.RLock()
         # serializes changes of the manifest (commits, compactions, id reservations, vacuum);
@@ -231,6 +232,7 @@ class HummockStorage(ReadSide, MarksSide):
                     log.warning("closing with a manifest delta of unknown outcome (a reopen "
                                 "sees whether it landed): %s", exc)
             self._publish_unpublished_epoch()
+            self._manifest.close()   # the deletes of a background rotation end under the lock
             self._closed = True
             self._handle.closed_error = StoreClosedError
             self._buffer.clear()

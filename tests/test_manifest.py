@@ -98,6 +98,34 @@ def test_checkpoint_rotation(object_store):
     assert Manifest.open(object_store).current == versions[-1]
 
 
+def test_background_rotation_deletes_the_same_objects_off_the_commit(object_store):
+    """background_rotation (the engine's writer): the deletes run on the rotation thread, the
+    same objects as a rotation in line; close() waits for them; a reopen sees the same."""
+    deltas, versions = script(20)
+    manifest = Manifest.open(object_store, checkpoint_interval=4)
+    manifest.background_rotation = True
+    deleting, real, release = [], object_store.delete, threading.Event()
+
+    def delete(paths):
+        deleting.append(threading.current_thread().name)
+        release.wait(10)   # held: the commits go on without waiting for it
+        real(paths)
+    object_store.delete = delete
+    try:
+        for delta in deltas:
+            manifest.commit(delta)
+        assert manifest.current == versions[-1]
+        release.set()
+        manifest.close()
+    finally:
+        del object_store.delete
+    assert deleting and all(name.startswith("hummock-rotation") for name in deleting)
+    assert manifest_names(object_store) == [checkpoint_path(0), checkpoint_path(16), checkpoint_path(20)] + [
+        delta_path(i) for i in range(17, 21)]
+    assert Manifest.open(object_store).current == versions[-1]
+    manifest.close()   # idempotent
+
+
 def test_conflicting_delta_writes_nothing(object_store):
     deltas, versions = script(3)
     manifest = Manifest.open(object_store)
