@@ -31,6 +31,9 @@ DEF EPOCH_LEN = 8
 DEF MIN_FULL_KEY_LEN = 12
 DEF TAG_PUT = 0x01
 DEF TAG_DELETE = 0x02
+# A C constant: compared with a bare literal this large, a C integer becomes a Python int
+# (three PyLongs a key in c_add, one a varint in the iterator, before this was typed).
+cdef Py_ssize_t U32_MAX = <Py_ssize_t>0xFFFFFFFFU
 
 
 cdef inline uint32_t load_u32(const unsigned char* p) noexcept nogil:
@@ -285,7 +288,7 @@ cdef class BlockBuilder:
         cdef Py_ssize_t last_n, shared = 0, limit
         cdef uint32_t* grown
         cdef const unsigned char* first
-        if n > 0xFFFFFFFF or plen + 1 > 0xFFFFFFFF:
+        if n > U32_MAX or plen + 1 > U32_MAX:
             raise InvalidArgumentError("key or value longer than 4 GiB")
         if self.block_entry_count:
             first = <const unsigned char*>PyBytes_AS_STRING(self.block_first_key)
@@ -313,7 +316,7 @@ cdef class BlockBuilder:
                 shared += 1
         if not self.block_entry_count:
             self.block_first_key = key
-        if self.buf_len + 15 + (n - shared) + 1 + plen > 0xFFFFFFFF:
+        if self.buf_len + 15 + (n - shared) + 1 + plen > U32_MAX:
             raise InvalidArgumentError("block larger than 4 GiB")
         self.reserve(15 + (n - shared) + 1 + plen)
         self.put_varint(<uint32_t>shared)
@@ -448,7 +451,7 @@ cdef class BlockIterator:
             pos += 1
             result |= (<uint64_t>(byte & 0x7F)) << shift
             if not (byte & 0x80):
-                if result > 0xFFFFFFFF:
+                if result > <uint64_t>U32_MAX:
                     raise self.corrupt("varint exceeds 32 bits", start)
                 out[0] = <uint32_t>result
                 ppos[0] = pos

@@ -58,7 +58,7 @@ cdef object scan_prefixes_batched(ReadState state, unsigned long tid, uint64_t r
             lo_users[i], starts[i], prefix_ends[i] = lo_user, start, p_end
             if p_end is not None:
                 hi_users[i] = with_table(tid, <bytes>p_end)
-            elif tid < 0xFFFFFFFF:
+            elif tid < <uint64_t>0xFFFFFFFFU:
                 hi_users[i] = table_prefixed(tid + 1, None, 0)
             order[i].p, order[i].n, order[i].i = <const unsigned char*>PyBytes_AS_STRING(start), \
                 PyBytes_GET_SIZE(lo_user), i   # sorts (and walks) by the user key lo_user
@@ -187,7 +187,7 @@ cdef class ImmPrefixIndex:
         cdef uint64_t h, at
         if n < 1:
             raise InvalidArgumentError(f"prefix length must be >= 1, got {n}")
-        if count >= 0xFFFFFFFF:
+        if count >= <Py_ssize_t>0xFFFFFFFFU:
             raise InvalidArgumentError(f"an imm of {count} keys is too large for a prefix index")
         self.keys, self.n = keys, n
         for i in range(count):
@@ -233,7 +233,7 @@ cdef class ImmPrefixIndex:
             if s == 0:
                 return False
             if (s >> 32) == (h >> 32):
-                j = <Py_ssize_t>(s & 0xFFFFFFFF) - 1
+                j = <Py_ssize_t>(s & <uint64_t>0xFFFFFFFFU) - 1
                 k = <bytes>self.keys[j]
                 if memcmp(PyBytes_AS_STRING(k), p, <size_t>self.n) == 0:
                     first[0] = j
@@ -494,7 +494,7 @@ cdef class ScanContext:
             end = self.prefix_ends[i]
             if end is not None:
                 end_full = full_key_from(self.tid, end)
-            elif self.tid == 0xFFFFFFFF:
+            elif self.tid == <uint64_t>0xFFFFFFFFU:
                 end_full = None
             else:
                 end_full = full_key_from(self.tid + 1, None)

@@ -956,7 +956,7 @@ cdef class ReadState:
                 unpack_hide(hide, &has_floor, &floor)
         if hi_user is not None:
             end_full = full_key_from(table_id, end)
-        elif table_id == 0xFFFFFFFF:
+        elif table_id == <uint64_t>0xFFFFFFFFU:
             end_full = None
         else:
             end_full = full_key_from(table_id + 1, None)
