@@ -176,55 +176,6 @@ def test_checkpoints_commit_in_epoch_order_and_latencies_are_recorded(store):
     assert all(collect <= commit for collect, commit in rt.barrier_loop.latencies)
 
 
-def test_a_flush_checkpoints_on_the_calling_thread_in_epoch_order(store):
-    threads, real = [], store.checkpoint
-
-    def recording(epoch):
-        threads.append((threading.get_ident(), epoch))
-        real(epoch)
-    store.checkpoint = recording
-    rt = StreamRuntime(store)
-    src = rt.source("t", S, [0])
-    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
-    rt.start()
-    try:
-        rt.write(src, inserts([1]))
-        rt.barrier(False)                   # committed by the next checkpoint
-        rt.write(src, inserts([2]))
-        first = rt.flush()
-        second = rt.flush()
-        assert threads == [(threading.get_ident(), first), (threading.get_ident(), second)]
-        assert store.max_committed_epoch == second > first
-        assert contents(store, 1, first) == [(1, 0), (2, 0)]
-    finally:
-        rt.stop()
-    assert threads[-1][1] == store.max_committed_epoch
-
-
-def test_an_abandoned_handoff_is_checkpointed_by_the_loop(store):
-    """A waiter that leaves (interrupted) before its turn: the loop runs the checkpoint itself."""
-    from stream.runtime.barrier_loop import Handoff
-    from stream.runtime.runtime import _result
-    rt = StreamRuntime(store)
-    src = rt.source("t", S, [0])
-    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
-    rt.start()
-    try:
-        rt.write(src, inserts([3]))
-        handoff = Handoff(rt._loop)
-
-        async def inject():
-            return await rt.barrier_loop.inject(True, None, handoff)
-        future = rt._call(inject())
-        handoff.abandon()
-        barrier = rt._call(_result(future))
-        assert store.max_committed_epoch == barrier.prev_epoch
-        assert contents(store, 1, barrier.prev_epoch) == [(3, 0)]
-        assert rt.flush() > barrier.prev_epoch   # the loop goes on
-    finally:
-        rt.stop()
-
-
 def test_the_runtime_owns_one_budget_for_its_executors_caches(store):
     from stream.cache import MemoryBudget, default_budget
     from stream.executors import AggCall, HashAgg, HashJoin

@@ -12,17 +12,6 @@ sealed epoch), then the barrier's future resolves. A non-checkpoint barrier reso
 collected; its epoch is committed by the next checkpoint (``commit_epoch`` publishes every
 epoch up to its argument).
 
-Checkpoint by the waiter (:class:`Handoff`): a barrier injected with a handoff (a thread blocked
-in ``StreamRuntime.barrier``, e.g. SQL ``FLUSH``) has its checkpoint run by that thread instead
-of a worker: in its turn the task resolves ``handoff.turn``, the waiting thread wakes, runs
-``store.checkpoint(prev_epoch)`` and reports the outcome to ``handoff.done`` without waiting
-(``Handoff.finish``), and the task goes on as after a worker's checkpoint. The order is the
-same (the task waits for ``done`` before finishing any later barrier) and so is a failure's path
-(the error goes to ``on_checkpoint_failure`` and fails every barrier); it saves two thread
-hand-offs per checkpoint (loop -> worker -> loop, each a wake-up and a GIL switch). A waiter that
-leaves before its turn (interrupted, or the graph failed) abandons the handoff, and the task
-runs that checkpoint in a worker as before.
-
 A checkpoint that raises fails every barrier not finished and calls ``on_checkpoint_failure``
 (the runtime then fails the graph: nothing after it can commit).
 
@@ -50,60 +39,11 @@ def _retrieve(future) -> None:
         future.exception()
 
 
-ABANDONED = object()   # Handoff.done's value when its waiter left: the loop checkpoints itself
-
-
-def _resolve(future, value) -> None:
-    if not future.done():
-        future.set_result(value)
-
-
-class Handoff:
-    """A checkpoint run by the thread that waits for its barrier (module docstring): ``turn``
-    resolves on the loop when the checkpoint may run, ``done`` gets its outcome."""
-
-    __slots__ = ("loop", "turn", "done", "barrier")
-
-    def __init__(self, loop):
-        """Made by the waiting thread before it injects, so it can always abandon it."""
-        self.loop = loop
-        self.barrier = None   # set by inject
-        self.turn = self.loop.create_future()
-        self.turn.add_done_callback(_retrieve)   # failed by fail() after its waiter left
-        self.done = self.loop.create_future()
-
-    def _give_turn(self) -> bool:
-        """On the loop: wake the waiter; False if it already left (abandoned or failed)."""
-        if self.turn.done():
-            return False
-        self.turn.set_result(None)
-        return True
-
-    def finish(self, error: BaseException | None) -> None:
-        """From the waiter's thread, after ``store.checkpoint``: its error, or None; never waits."""
-        self._post(error)
-
-    def abandon(self) -> None:
-        """From the waiter's thread when it leaves without running the checkpoint."""
-        self._post(ABANDONED)
-
-    def _post(self, outcome) -> None:
-        def post():
-            if not self.turn.done():
-                self.turn.cancel()   # the turn has not come: the loop will not give it
-            _resolve(self.done, outcome)
-        try:
-            self.loop.call_soon_threadsafe(post)
-        except RuntimeError:   # the loop is closed (the runtime shut down): nobody waits
-            pass
-
-
 class _Inflight:
-    __slots__ = ("barrier", "remaining", "future", "injected", "collected", "handoff")
+    __slots__ = ("barrier", "remaining", "future", "injected", "collected")
 
-    def __init__(self, barrier, remaining, future, handoff=None):
+    def __init__(self, barrier, remaining, future):
         self.barrier, self.remaining, self.future = barrier, remaining, future
-        self.handoff = handoff
         self.injected = time.perf_counter()
         self.collected = None
 
@@ -133,19 +73,16 @@ class BarrierLoop:
             epoch = self.epoch + (1 << EPOCH_PHYSICAL_SHIFT)
         return epoch
 
-    async def inject(self, checkpoint: bool = True, mutation=None, handoff: Handoff | None = None) -> asyncio.Future:
+    async def inject(self, checkpoint: bool = True, mutation=None) -> asyncio.Future:
         """Send a new barrier into every source; returns the future of its completion
-        (resolves to the barrier once collected, and checkpointed if ``checkpoint``). With a
-        ``handoff`` (a checkpoint barrier) its waiter runs the checkpoint (module docstring)."""
+        (resolves to the barrier once collected, and checkpointed if ``checkpoint``)."""
         if self.failure is not None:
             raise self.failure
         barrier = Barrier(self.epoch, self.next_epoch(), checkpoint, mutation)
         self.epoch = barrier.curr_epoch
         future = asyncio.get_running_loop().create_future()
         future.add_done_callback(_retrieve)   # a ticker's barrier has no waiter: no "never retrieved"
-        inflight = _Inflight(barrier, set(self.actor_ids), future, handoff if checkpoint else None)
-        if inflight.handoff is not None:
-            handoff.barrier = barrier
+        inflight = _Inflight(barrier, set(self.actor_ids), future)
         self._inflight[barrier.curr_epoch] = inflight
         self._order.append(inflight)
         if isinstance(mutation, Stop):
@@ -177,13 +114,7 @@ class BarrierLoop:
             barrier = inflight.barrier
             try:
                 if barrier.checkpoint:
-                    handoff, outcome = inflight.handoff, ABANDONED
-                    if handoff is not None and handoff._give_turn():
-                        outcome = await handoff.done   # its waiter runs the checkpoint
-                    if outcome is ABANDONED:
-                        await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
-                    elif outcome is not None:
-                        raise outcome   # the waiter's checkpoint failed
+                    await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
             except asyncio.CancelledError:   # the runtime shuts down
                 for pending in self._order:
                     pending.future.cancel()
@@ -209,8 +140,6 @@ class BarrierLoop:
         for inflight in self._order:
             if not inflight.future.done():
                 inflight.future.set_exception(exc)
-            if inflight.handoff is not None and not inflight.handoff.turn.done():
-                inflight.handoff.turn.set_exception(exc)
 
     def stop(self) -> None:
         if self._task is not None:

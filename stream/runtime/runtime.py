@@ -18,8 +18,7 @@ store's ``max_committed_epoch``, not a checkpoint): every state table then reads
 committed state -- which is how recovery works: reopen the store, build the same graph,
 ``start()``. ``write(source, chunk)`` hands a DML chunk to the source (from any thread, without waiting
 for the loop; it blocks while ``channel_capacity`` chunks of that source are in flight). ``barrier(checkpoint=True)`` injects a barrier and returns once every
-actor passed it and (for a checkpoint) the store committed its ``prev_epoch`` (on the calling
-thread: barrier_loop.py, "Checkpoint by the waiter"); ``flush()`` is
+actor passed it and (for a checkpoint) the store committed its ``prev_epoch``; ``flush()`` is
 that and returns the committed epoch (SQL ``FLUSH``). With ``barrier_interval_ms`` a ticker
 injects barriers by itself, every ``checkpoint_frequency``-th one a checkpoint
 (``start_ticker(ms)`` starts it later for a runtime started without an interval). ``stop()``
@@ -59,7 +58,7 @@ from stream.executors.source import TableSource
 from stream.message import Stop
 from stream.runtime import gc_policy
 from stream.runtime.actor import Actor
-from stream.runtime.barrier_loop import BarrierLoop, Handoff
+from stream.runtime.barrier_loop import BarrierLoop
 from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver, SourceChannel
 from stream.runtime.dispatch import BroadcastDispatcher, HashDispatcher, SimpleDispatcher, vnode_mapping
 from stream.schema import Schema
@@ -71,10 +70,6 @@ def _stamp(ticket: WriteTicket, rt: StreamRuntime) -> None:
     """On the loop, as the chunk enters its source queue: the epoch it joins is the current
     barrier's (``BarrierLoop.epoch``: sends of a barrier to every source never yield between)."""
     ticket.epoch = rt.barrier_loop.epoch
-
-
-async def _result(future):
-    return await future
 
 
 class WriteTicket:
@@ -314,32 +309,7 @@ class StreamRuntime:
             if self._loop is None:
                 raise StreamError("the graph is not running: call start()")
             return asyncio.run_coroutine_threadsafe(go(), self._loop)
-        if not checkpoint or self._loop is None:
-            return self._call(go())
-        return self._checkpoint_here(mutation)
-
-    def _checkpoint_here(self, mutation):
-        """``barrier(True, mutation)`` whose checkpoint runs on this, the waiting, thread
-        (barrier_loop.py, "Checkpoint by the waiter"): two thread hand-offs fewer per FLUSH."""
-        handoff = Handoff(self._loop)
-
-        async def until_turn():
-            future = await self.barrier_loop.inject(True, mutation, handoff)
-            await handoff.turn
-            return future
-        try:
-            future = self._call(until_turn())
-        except BaseException:
-            handoff.abandon()   # the loop runs the checkpoint in a worker, if it is still due
-            raise
-        try:
-            self.store.checkpoint(handoff.barrier.prev_epoch)
-        except BaseException as exc:
-            handoff.finish(exc)   # the loop fails the graph, as after a worker's checkpoint
-            self._call(_result(future))   # raises the graph's failure
-            raise
-        handoff.finish(None)
-        return handoff.barrier
+        return self._call(go())
 
     def flush(self) -> int:
         """Make everything written so far visible: a checkpoint barrier; the committed epoch."""
