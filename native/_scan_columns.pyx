@@ -77,14 +77,30 @@ cdef struct _Out:
     PyObject *data_buffer     # var: the resizable Arrow buffer behind ``data`` (owned by decode_columns)
 
 
-cdef object _allocate(Py_ssize_t size, unsigned char **p):
-    """A zeroed, mutable buffer of ``size`` bytes from Arrow's memory pool, its address in ``p``.
-    The pool keeps freed memory for the next batch, so the output pages are not faulted in and
-    zeroed by the kernel at every call as fresh ``calloc`` blocks of this size were."""
+cdef object _allocate(Py_ssize_t size, unsigned char **p, bint zero):
+    """A mutable buffer of ``size`` bytes from Arrow's memory pool, its address in ``p``; zeroed
+    when ``zero`` (the bitmaps, whose bits are or-ed in). The pool keeps freed memory for the
+    next batch, so the output pages are not faulted in and zeroed by the kernel at every call as
+    fresh ``calloc`` blocks of this size were. Value and offset buffers are sized for ``limit``
+    rows but not zeroed: every row decoded writes its slot (a NULL's fixed-width slot is zeroed
+    by ``_zero_null_slots`` once the rows are in), and zeroing megabytes for a scan that finds
+    a few rows was most of a small scan's cost."""
     buf = _pa.allocate_buffer(size)
     p[0] = <unsigned char *><uintptr_t>buf.address
-    memset(p[0], 0, <size_t>size)
+    if zero:
+        memset(p[0], 0, <size_t>size)
     return buf
+
+
+cdef void _zero_null_slots(_Out *o, Py_ssize_t n) noexcept:
+    """Zero the value slot of each NULL among the first ``n`` rows of a fixed-width column (the
+    decoder skips them; the output holds zeros there, as the twin's does)."""
+    cdef Py_ssize_t j
+    if o.nulls == 0 or o.width == 0 or o.code == K_BOOLEAN:
+        return
+    for j in range(n):
+        if not ((o.valid[j >> 3] >> (j & 7)) & 1):
+            memset(o.data + j * o.width, 0, <size_t>o.width)
 
 
 cdef int _fail(str reason, Py_ssize_t offset) except -1:
@@ -508,17 +524,18 @@ def decode_columns(pairs, limit, codes, wanted):
             o = &outs[i]
             o.code = codes[wanted[i]]
             o.width = _fixed_width(o.code)
-            column = [_allocate(((cap + 7) >> 3) + 1, &o.valid), None, None]
+            column = [_allocate(((cap + 7) >> 3) + 1, &o.valid, True), None, None]
             if o.code == K_BOOLEAN:
-                column[1] = _allocate(((cap + 7) >> 3) + 1, &o.data)
+                column[1] = _allocate(((cap + 7) >> 3) + 1, &o.data, True)
             elif o.width:
-                column[1] = _allocate(cap * o.width + 1, &o.data)
+                column[1] = _allocate(cap * o.width + 1, &o.data, False)
             else:
                 column[1] = _pa.allocate_buffer(0, resizable=True)
                 o.data_buffer = <PyObject *>column[1]
                 o.data = <unsigned char *><uintptr_t>column[1].address
-                column[2] = _allocate((cap + 1) * <Py_ssize_t>sizeof(int64_t), &p)
+                column[2] = _allocate((cap + 1) * <Py_ssize_t>sizeof(int64_t), &p, False)
                 o.offsets = <int64_t *>p
+                o.offsets[0] = 0   # every row writes its end, NULLs too
             held.append(column)
         if cap and type(pairs) is UserScan and not (<UserScan>pairs).reverse:   # rows in place, blocks without the GIL
             ctx.kinds, ctx.slots, ctx.outs, ctx.ncols, ctx.n = kinds, slots, outs, ncols, 0
@@ -531,6 +548,8 @@ def decode_columns(pairs, limit, codes, wanted):
                 n += 1
                 if n == cap:
                     break
+        for i in range(nwanted):
+            _zero_null_slots(&outs[i], n)
         return n, [_buffers(&outs[i], n, <list>held[i]) for i in range(nwanted)]
     finally:   # the column memory belongs to the Arrow buffers in ``held``
         free(outs)

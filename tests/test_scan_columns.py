@@ -208,3 +208,36 @@ def test_column_scan_batches_cover_every_row_once():
     assert table.column("s").to_pylist() == [None if i % 3 == 0 else f"v{i}" for i in range(10)]
     assert list(scan.batches(_pairs(datas), 5))[-1][0] == 5 and len(list(scan.batches(_pairs(datas), 5))) == 2
     assert list(islice(scan.batches(_pairs([]), 5), 3)) == []
+
+
+def test_null_slots_and_offsets_do_not_show_what_the_memory_held_before():
+    """The native decoder does not zero its value and offset buffers up front (sized for
+    ``limit`` rows, most of a small scan's cost): a NULL's fixed-width slot must still read
+    zero and every offset be written, also when Arrow's pool hands back memory that held other
+    values. Each round first decodes rows of all-ones values into big buffers, then rows with
+    NULLs, and compares with the twin (which builds its buffers from Python values)."""
+    import datetime
+    types = [T.BIGINT, T.INT, T.SMALLINT, T.DOUBLE, T.REAL, T.DATE, T.TIMESTAMP, T.BOOLEAN, T.VARCHAR]
+    codes = tuple(int(t.kind) for t in types)
+    wanted = tuple(range(len(types)))
+    full = encode_row([-1, -1, -1, -1.0, -1.0, datetime.date(2020, 1, 1),
+                       datetime.datetime(2020, 1, 1, 1, 1, 1), True, "x" * 40], types)
+    holes = [encode_row([None if (i + c) % 3 == 0 else v for c, v in enumerate(
+        [i, -i, i % 100, i / 3, 1.5, datetime.date(2021, 1, 1 + i % 28), datetime.datetime(2021, 1, 1, i % 24),
+         i % 2 == 0, "v%d" % i])], types) for i in range(300)]
+    for _ in range(3):
+        for impl in IMPLS:
+            impl.decode_columns(_pairs([full] * 3000), 4096, codes, wanted)
+        results = [impl.decode_columns(_pairs(holes), 4096, codes, wanted) for impl in IMPLS]
+        assert all(r == results[0] for r in results)
+        n, buffers = results[0]
+        assert n == 300
+        for (validity, nulls, data, offsets), t in zip(buffers, types):
+            assert nulls == 100
+            if t.kind not in (TypeKind.BOOLEAN, TypeKind.VARCHAR):
+                width = len(data) // n
+                bits = bytes(validity)
+                raw = bytes(data)
+                for j in range(n):
+                    if not (bits[j >> 3] >> (j & 7)) & 1:
+                        assert raw[j * width:(j + 1) * width] == bytes(width)
