@@ -104,6 +104,9 @@ def vnode_prefix(vnode: int) -> bytes:
     return vnode.to_bytes(VNODE_BYTES, "big")
 
 
+_FULL: dict = {}   # Bitmap.full()'s instance, per class
+
+
 class Bitmap:
     """An immutable set of vnodes (``0 <= v < 256``): the vnodes one table instance owns.
 
@@ -126,7 +129,13 @@ class Bitmap:
 
     @classmethod
     def full(cls) -> Bitmap:
-        return cls(range(VNODE_COUNT))
+        """Every vnode: one shared instance (a bitmap is immutable), as every table without a
+        vnode split asks for it -- each query's StorageTable, each StateTable -- and building
+        it checks 256 ints (~0.5 ms, a third of a small SELECT)."""
+        full = _FULL.get(cls)
+        if full is None:
+            full = _FULL[cls] = cls(range(VNODE_COUNT))
+        return full
 
     @classmethod
     def from_range(cls, start: int, stop: int) -> Bitmap:
