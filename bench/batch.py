@@ -4,7 +4,8 @@ through DuckDB over the same rows in a Parquet file, in one run.
 Data: ``orders(order_id BIGINT PRIMARY KEY, customer INT, amount DOUBLE, status VARCHAR,
 qty INT)`` with ``--rows`` rows (customer = order_id % 100,000: a 1k-group key is
 ``customer % 1000``, a 1M-group key is ``order_id``) and ``customers(customer INT PRIMARY KEY,
-name VARCHAR, region INT)`` with 100,000 rows; loaded with ``insert_arrow``, flushed, an index
+name VARCHAR, region INT)`` with 100,000 rows, and ``regions(region INT PRIMARY KEY, name
+VARCHAR, manager INT)`` with 10 (the latency of a query over a small table); loaded with ``insert_arrow``, flushed, an index
 ``orders_customer ON orders (customer DESC)`` created (its backfill timed), then ``compact_all``
 (one sorted run). Each table is also exported with ``StorageTable.to_parquet``
 at the same epoch, and DuckDB reads those files (``read_parquet``), so both engines see the
@@ -60,6 +61,8 @@ QUERIES = (
     ("index lookup", "SELECT * FROM orders WHERE customer = {c}"),
     ("index range count", "SELECT count(*) FROM orders WHERE customer BETWEEN {c} AND {c} + 99"),
     ("index order by limit 10", "SELECT order_id, customer FROM orders ORDER BY customer DESC, order_id LIMIT 10"),
+    ("small table scan", "SELECT * FROM regions"),
+    ("small table group by", "SELECT manager % 3 AS g, count(*) FROM regions GROUP BY 1"),
 )
 DML = (
     ("update by pk", "UPDATE orders SET qty = qty + 1 WHERE order_id = {k}"),
@@ -81,17 +84,25 @@ def customer_table() -> pa.Table:
                      "region": (ids % 10).astype(np.int32)})
 
 
+def region_table() -> pa.Table:
+    ids = np.arange(10, dtype=np.int32)
+    return pa.table({"region": ids, "name": pa.array([f"r{i}" for i in ids], pa.string()),
+                     "manager": (ids * 7 % 10).astype(np.int32)})
+
+
 def load(path: str, rows: int) -> dict:
-    """Create and fill the two tables at ``path`` (then FLUSH and ``compact_all``); seconds per stage."""
+    """Create and fill the three tables at ``path`` (then FLUSH and ``compact_all``); seconds per stage."""
     out = {}
     with sql.connect(path) as conn:
         conn.execute("CREATE TABLE orders (order_id BIGINT PRIMARY KEY, customer INT, amount DOUBLE, "
                      "status VARCHAR, qty INT)")
         conn.execute("CREATE TABLE customers (customer INT PRIMARY KEY, name VARCHAR, region INT)")
+        conn.execute("CREATE TABLE regions (region INT PRIMARY KEY, name VARCHAR, manager INT)")
         start = time.perf_counter()
         for at in range(0, rows, 200_000):
             conn.insert_arrow("orders", order_batch(at, min(rows, at + 200_000)), chunk_size=65536)
         conn.insert_arrow("customers", customer_table(), chunk_size=65536)
+        conn.insert_arrow("regions", region_table())
         conn.execute("FLUSH")
         out["load_s"] = time.perf_counter() - start
         start = time.perf_counter()
@@ -109,7 +120,7 @@ def export_parquet(conn, directory: str) -> dict:
     store = conn.db.store
     epoch = store.max_committed_epoch
     out = {}
-    for name in ("orders", "customers"):
+    for name in ("orders", "customers", "regions"):
         rel = conn.db.catalog.get(name)
         visible = [n for n, _ in rel.visible_columns]
         StorageTable.from_desc(store, rel.desc).to_parquet(f"{directory}/{name}", epoch, columns=visible)
