@@ -10,8 +10,10 @@ types has no filter (``KeyFilter`` is not built). Both sides hash alike: the joi
 are equal pairwise (HashJoin refuses others).
 
 Shape: a scalable, blocked Bloom filter -- a list of bit arrays (uint64 words), each new one 4x
-the size of the last, two bits of one word per key; the newest takes the adds until it holds
-``bits // 16`` keys (~2 % false positives each). A false positive costs one read, as before.
+the size of the last, four bits of one word per key; the newest takes the adds until it holds
+``bits // 16`` keys (~0.5 % false positives each, full; two bits a key gave 1.6 %: in a 1:1
+join of 1M keys ~2.6 % of each side's rows then were not kept as fresh rows and as many
+probes of absent keys read the store). A false positive costs one read, as before.
 Deletes clear nothing (a deleted key's bits only cost reads). Memory: at most ``MAX_BITS``
 bits together (16 MiB: arrays of 2^20 .. 2^26 bits, 10.6 MiB for ~5.5M keys); an add beyond
 that turns the filter off for good (every key is then "maybe": the join reads as without it),
@@ -34,11 +36,12 @@ from relational.types import TypeKind
 
 MAX_BITS = 1 << 27         # all arrays together at most 16 MiB: 2^20..2^26 bits (~10.6 MiB, ~5.5M keys)
 FIRST_BITS = 1 << 20       # the first array: 128 KiB; each next one 4x the last
-BITS_PER_KEY = 16          # an array is full at bits // 16 keys (~2 % false positives)
+BITS_PER_KEY = 16          # an array is full at bits // 16 keys (~0.5 % false positives)
 _KINDS = {TypeKind.SMALLINT, TypeKind.INT, TypeKind.BIGINT, TypeKind.DATE, TypeKind.TIMESTAMP,
           TypeKind.TIMESTAMPTZ}
 _C1, _C2, _C3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31, _S12, _S6 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(12), np.uint64(6)
+_S52, _S58 = np.uint64(52), np.uint64(58)
 _ONE, _63 = np.uint64(1), np.uint64(63)
 
 
@@ -78,9 +81,11 @@ def hash_keys(columns) -> np.ndarray:
 
 
 def _probe(h: np.ndarray, wmask):
-    """(word index, the key's two bits in that word) of each hash: a blocked Bloom filter,
-    one memory access a key."""
-    return (h >> _S12) & wmask, (_ONE << (h & _63)) | (_ONE << ((h >> _S6) & _63))
+    """(word index, the key's four bits in that word) of each hash: a blocked Bloom filter,
+    one memory access a key (the bits from the hash's lowest 12 and highest 12 bits; the word
+    from the bits above 12, at most 2^20 words)."""
+    return (h >> _S12) & wmask, ((_ONE << (h & _63)) | (_ONE << ((h >> _S6) & _63))
+                                 | (_ONE << ((h >> _S52) & _63)) | (_ONE << (h >> _S58)))
 
 
 class KeyFilter:
@@ -147,11 +152,11 @@ class SeenFilter:
     """The keys a side read recently, by key hash (:func:`hash_keys`): the column-wise probe's
     admission test (``_Side.probe_columns``: a key read with rows is cached on its second read
     within the horizon). Two generations of a blocked Bloom filter (as :class:`KeyFilter`'s
-    arrays, two bits of one word a key): the newest takes the adds until it holds ``horizon //
+    arrays, four bits of one word a key): the newest takes the adds until it holds ``horizon //
     2`` keys, then becomes the older one and a cleared array the newest -- so a key is
     remembered for between ``horizon // 2`` and ``horizon`` later adds (as a
     :class:`~stream.executors.join_key_set.KeySet` drops its older half). A false positive
-    (~1 %) admits a key on its first read: one cache entry more, nothing else; the test never
+    (< 1 %) admits a key on its first read: one cache entry more, nothing else; the test never
     changes what the join outputs. Memory: ``nbytes`` (2 x 16 bits a key of the horizon,
     rounded up to a power of two), charged to the budget by the side."""
 
