@@ -96,6 +96,52 @@ def test_a_hash_shared_by_two_keys_answers_only_its_own_key():
 
 
 
+def _fresh_with(hashes, slots=FIRST_SLOTS):
+    """A table of ``slots`` slots that cannot grow, holding keys ``k`` = 0, 1, ... under the given
+    hashes (one chunk each, in order)."""
+    fresh = FreshRows(list(R.types), [1], MemoryBudget().cache("t"), slots)
+    for k, h in enumerate(hashes):
+        fresh.write(np.array([h], np.uint64), _row(k), np.array([True]), np.array([True]))
+    return fresh
+
+
+def _row(k):
+    return [pa.array([100 + k], pa.int64()), pa.array([k], pa.int32()), pa.array([k], pa.int32())]
+
+
+def _kept(fresh, h) -> bool:
+    return bool(fresh.lookup(np.array([h], np.uint64))[0][0])
+
+
+def test_a_row_a_probe_took_goes_before_a_row_still_waiting():
+    """A new key whose two slots are full pushes out the key whose row a probe already took
+    (in a 1:1 join never probed again), even when the waiting key came in earlier."""
+    n = FIRST_SLOTS
+    a, b = (2 << 32) | 1, (1 << 32) | 2          # a: slots 1, 2 (takes 1); b: slots 2, 1 (takes 2)
+    fresh = _fresh_with([a, b])
+    found, slots, table = fresh.lookup(np.array([b], np.uint64))
+    fresh.taken(table, slots[found])
+    c = (2 << 32) | (n + 1)                       # slots 1 and 2: a (waiting, older), b (taken)
+    fresh.write(np.array([c], np.uint64), _row(2), np.array([True]), np.array([True]))
+    assert _kept(fresh, a) and _kept(fresh, c) and not _kept(fresh, b)
+    untaken = _fresh_with([a, b])                 # nothing taken: the older key goes
+    untaken.write(np.array([c], np.uint64), _row(2), np.array([True]), np.array([True]))
+    assert not _kept(untaken, a) and _kept(untaken, b) and _kept(untaken, c)
+
+
+def test_keys_of_one_chunk_that_want_one_slot_all_go_in():
+    """Two keys of a chunk whose first slot is the same empty one: one takes it, the other
+    its own second slot (a table that grows re-slots its keys the same way)."""
+    d, e = (7 << 32) | 9, (8 << 32) | 9
+    fresh = FreshRows(list(R.types), [1], MemoryBudget().cache("t"), FIRST_SLOTS)
+    columns = [pa.array([1, 2], pa.int64()), pa.array([5, 6], pa.int32()), pa.array([0, 0], pa.int32())]
+    both = np.array([True, True])
+    fresh.write(np.array([d, e], np.uint64), columns, both, both)
+    assert _kept(fresh, d) and _kept(fresh, e)
+    found, slots, table = fresh.lookup(np.array([d, e], np.uint64))
+    assert sorted(slots.tolist()) == [7, 9]
+    assert [c.to_pylist() for c in fresh.take(table, slots)] == [[1, 2], [5, 6], [0, 0]]
+
 def test_the_table_grows_to_a_third_of_the_budget_it_is_charged_to():
     """The size limit follows the cache's budget, also after a runtime adopts the cache."""
     small, big = MemoryBudget(3 << 20), MemoryBudget(30 << 20)

@@ -941,6 +941,7 @@ class HashJoin(Executor):
             if not len(at):
                 return None
         o.fresh.hits += len(at)
+        o.fresh.taken(table, slots)
         return at, o.fresh.take(table, slots)
 
     def _probe(self, s, o, rows, s_left: bool):

@@ -17,14 +17,20 @@ Shape: a two-way set-associative table, as a CPU cache: a key may sit in one of 
 given by two bit fields of its 64-bit hash (``join_key_filter.hash_keys``), and each slot holds
 the hash, the order the key came in and the row's values, one numpy array per column (and a
 validity array from a column's first NULL). A new key takes the empty one of its slots, else
+one whose row a probe has taken already (:meth:`FreshRows.taken`: its age becomes 0), else
 the one whose key came in first (that key is then read from the store again): no probing, two
-gathers a lookup. A hash found is checked against the key's values by the caller
-(:meth:`FreshRows.keys_equal`), so a collision costs a store read, never a wrong row. The table
-starts at ``FIRST_SLOTS`` slots and doubles (re-slotting its keys) each time as many keys went
-in as half its slots or a chunk's keys would push out more than 1/16 of their number of older
-keys, up to ``max_slots`` (by default as many as a third of the budget holds). Only sides whose columns are all fixed-width
-integer-like (SMALLINT, INT, BIGINT, DATE, TIMESTAMP, TIMESTAMPTZ: :func:`supported`) keep fresh
-rows: they come back as the very Arrow arrays the store read gives (``StateTable.decode_columns``:
+gathers a lookup. A taken row stays until its slot is needed: in a 1:1 join its key is never
+probed again, and without that rule the table filled with such rows and pushed out rows still
+waiting for their partner; in a 1:n join the one side's row stays for the n probes while its
+slots are not needed. Keys of one chunk that want one slot take turns (:meth:`_Table.insert`:
+the others try their other slot), as do a growing table's. A hash found is checked against
+the key's values by the caller (:meth:`FreshRows.keys_equal`), so a collision costs a store
+read, never a wrong row. The table starts at ``FIRST_SLOTS`` slots and doubles (re-slotting
+its keys) each time as many keys went in as half its slots or a chunk's keys would push out
+more than 1/64 of their number of keys still waiting, up to ``max_slots`` (by default as many
+as a third of the budget holds). Only sides whose columns are all fixed-width integer-like
+(SMALLINT, INT, BIGINT, DATE, TIMESTAMP, TIMESTAMPTZ: :func:`supported`) keep fresh rows: they
+come back as the very Arrow arrays the store read gives (``StateTable.decode_columns``:
 ``relational.arrow.arrow_type`` of each column).
 
 Memory: the table is one entry of the side's cache under the runtime's
@@ -45,6 +51,7 @@ from relational.arrow import arrow_type
 from relational.types import TypeKind
 
 FIRST_SLOTS = 1 << 12
+_ROUNDS = 3   # the tries of keys that want one slot at once (_Table.insert)
 _DTYPES = {TypeKind.SMALLINT: np.int16, TypeKind.INT: np.int32, TypeKind.BIGINT: np.int64, TypeKind.DATE: np.int32,
            TypeKind.TIMESTAMP: np.int64, TypeKind.TIMESTAMPTZ: np.int64}
 _EMPTY = np.uint64(0)   # a slot's hash when it holds no key (a key hashing to 0 is never kept)
@@ -61,6 +68,11 @@ def slot_bytes(types) -> int:
     return 12 + sum(np.dtype(_DTYPES[t.kind]).itemsize for t in types)
 
 
+def _waiting(table, at: np.ndarray) -> int:
+    """How many of slots ``at`` hold a key no probe has taken yet."""
+    return int(((table.hashes[at] != _EMPTY) & (table.ages[at] != 0)).sum())
+
+
 class _Table:
     """The slots: hashes, and the columns' values and validity (None: no NULL so far)."""
 
@@ -68,7 +80,7 @@ class _Table:
 
     def __init__(self, slots: int, dtypes: list):
         self.hashes = np.zeros(slots, np.uint64)
-        self.ages = np.zeros(slots, np.int32)   # the order keys came in (larger: later)
+        self.ages = np.zeros(slots, np.int32)   # the order keys came in (larger: later; 0: taken)
         self.size = np.uint64(slots)
         self.columns = [np.zeros(slots, dt) for dt in dtypes]
         self.valid: list = [None] * len(dtypes)
@@ -93,17 +105,56 @@ class _Table:
         return in_a | in_b, np.where(in_a, a, b)
 
     def places(self, h: np.ndarray) -> np.ndarray:
-        """The slot each new hash takes: an empty one of its two, else the older key's."""
+        """The slot each new hash takes: an empty one of its two, else the older key's (a key
+        whose row a probe took is the oldest)."""
         a, b = self.homes(h)
         hashes, ages = self.hashes, self.ages
         take_b = (hashes[a] != _EMPTY) & ((hashes[b] == _EMPTY) | (ages[b] < ages[a]))
         return np.where(take_b, b, a)
 
+    def insert(self, h: np.ndarray, values: list, valids: list, taken=None, at=None) -> int:
+        """Put the keys of hashes ``h`` (distinct, none in the table) with their rows' values,
+        each in the slot :meth:`places` gives (``at``: already asked); of keys that want one
+        slot at once the last one takes it, and the others try again against the table as it
+        then is (an empty second slot, or an older key's), up to ``_ROUNDS`` times in all.
+        ``taken``: which keys stay taken (a grown table's). Returns how many keys went in."""
+        idx = None   # the keys still to place (None: all)
+        done = 0
+        for _ in range(_ROUNDS):
+            if at is None:
+                at = self.places(h if idx is None else h[idx])
+            order = np.argsort(at, kind="stable")
+            sorted_at = at[order]
+            if len(order) > 1 and (sorted_at[1:] == sorted_at[:-1]).any():   # two keys, one slot: the last one
+                last = np.ones(len(order), np.bool_)
+                last[:-1] = sorted_at[1:] != sorted_at[:-1]
+                win = np.sort(order[last])
+            else:
+                win = None
+            pick = idx if win is None else (win if idx is None else idx[win])
+            slots = at if win is None else at[win]
+            if pick is None:
+                self.put(slots, h, values, valids)
+            else:
+                self.put(slots, h[pick], [v[pick] for v in values], [None if v is None else v[pick] for v in valids])
+            if taken is not None:
+                self.ages[slots[taken if pick is None else taken[pick]]] = 0   # (taken stays taken)
+            done += len(slots)
+            if win is None:
+                break
+            lost = np.ones(len(at), np.bool_)
+            lost[win] = False
+            idx = np.flatnonzero(lost) if idx is None else idx[lost]
+            at = None
+        return done
+
     def put(self, at: np.ndarray, h: np.ndarray, values: list, valids: list) -> None:
         """Slots ``at`` (distinct) take hashes ``h`` and the rows' values."""
-        if self.clock > (1 << 30):   # renumber the ages, order kept
+        if self.clock > (1 << 30):   # renumber the ages from 1, order kept (taken: still 0)
+            taken = self.ages == 0
             order = np.argsort(self.ages, kind="stable")
-            self.ages[order] = np.arange(len(order), dtype=np.int32)
+            self.ages[order] = np.arange(1, len(order) + 1, dtype=np.int32)
+            self.ages[taken] = 0
             self.clock = len(order)
         self.hashes[at] = h
         self.ages[at] = np.arange(self.clock + 1, self.clock + 1 + len(at), dtype=np.int32)
@@ -172,24 +223,16 @@ class FreshRows:
         while table.added + len(rows) > len(table.hashes) // 2 and len(table.hashes) < self.max_slots:
             table = self._grow(table)
         at = table.places(hk)
-        while len(table.hashes) < self.max_slots and 16 * int((table.hashes[at] != _EMPTY).sum()) > len(at):
-            table = self._grow(table)   # (below its size limit, a table grows rather than drop many keys)
+        while len(table.hashes) < self.max_slots and 64 * _waiting(table, at) > len(at):
+            table = self._grow(table)   # (below its size limit, a table grows rather than drop many waiting keys)
             at = table.places(hk)
-        order = np.argsort(at, kind="stable")
-        sorted_at = at[order]
-        if len(order) > 1 and (sorted_at[1:] == sorted_at[:-1]).any():   # two keys, one slot: the last one
-            last = np.ones(len(order), np.bool_)
-            last[:-1] = sorted_at[1:] != sorted_at[:-1]
-            pick = order[last]
-            rows, hk, at = rows[pick], hk[pick], at[pick]
         values, valids = [], []
         for column, dt in zip(columns, self.dtypes):
             v = np.frombuffer(column.buffers()[1], dt, len(column), column.offset * np.dtype(dt).itemsize)
             values.append(v[rows])
             valids.append(column.is_valid().to_numpy(zero_copy_only=False)[rows] if column.null_count else None)
         had_valid = sum(v is not None for v in table.valid)
-        table.put(at, hk, values, valids)
-        table.added += len(rows)
+        table.added += table.insert(hk, values, valids, at=at)
         if sum(v is not None for v in table.valid) != had_valid:   # a validity array more
             self.cache.put(0, table, table.charge())
 
@@ -197,19 +240,14 @@ class FreshRows:
         """The table at twice its slots, its keys re-slotted (two that meet: the later one)."""
         bigger = _Table(min(self.max_slots, 2 * len(table.hashes)), self.dtypes)
         live = np.flatnonzero(table.hashes != _EMPTY)
-        live = live[np.argsort(table.ages[live], kind="stable")]   # in the order they came in
+        live = live[np.argsort(table.ages[live], kind="stable")]   # in the order they came in (taken first)
         h = table.hashes[live]
+        taken = table.ages[live] == 0
         values = [c[live] for c in table.columns]
         valids = [None if v is None else v[live] for v in table.valid]
         for half in (slice(0, len(live) // 2), slice(len(live) // 2, None)):   # the older half first
-            hh = h[half]
-            at = bigger.places(hh)
-            order = np.argsort(at, kind="stable")
-            last = np.ones(len(order), np.bool_)
-            last[:-1] = at[order][1:] != at[order][:-1]
-            pick = np.sort(order[last])
-            bigger.put(at[pick], hh[pick], [v[half][pick] for v in values],
-                       [None if v is None else v[half][pick] for v in valids])
+            bigger.insert(h[half], [v[half] for v in values], [None if v is None else v[half] for v in valids],
+                          taken[half])
         bigger.added = len(live)
         self.cache.put(0, bigger, bigger.charge())
         return bigger
@@ -222,6 +260,12 @@ class FreshRows:
             return None
         found, at = table.find(h)
         return found & (h != _EMPTY), at, table
+
+    @staticmethod
+    def taken(table: _Table, at: np.ndarray) -> None:
+        """A probe took the rows of slots ``at`` (found, keys equal): they go first when a new
+        key needs their slot (module docstring)."""
+        table.ages[at] = 0
 
     def keys_equal(self, table: _Table, at: np.ndarray, probe: list) -> np.ndarray:
         """Per slot of ``at``: whether its key equals ``probe``'s (the probing rows' key values,
