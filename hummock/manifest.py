@@ -340,7 +340,10 @@ class Manifest:
             if doomed and self.background_rotation and not raise_errors:
                 if self._deleter is None:
                     self._deleter = ThreadPoolExecutor(1, thread_name_prefix="hummock-rotation")
-                self._deleter.submit(self._delete_rotated, version.id, doomed)
+                try:
+                    self._deleter.submit(self._delete_rotated, version.id, doomed)
+                except RuntimeError:   # interpreter shutdown, or no thread: delete in line
+                    self.store.delete(doomed)
             elif doomed:
                 self.store.delete(doomed)
         except ObjectStoreError as exc:
