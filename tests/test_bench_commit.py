@@ -19,4 +19,6 @@ def test_both_protocols_run_and_the_switch_is_undone(capsys):
     assert set(line["protocols"]) == set(commit.PROTOCOLS)
     for figures in line["protocols"].values():
         assert figures["fsyncs_per_epoch"] >= 4 and len(figures["round_medians_ms"]) == 2
+        assert figures["ms_per_checkpoint_max"] >= figures["ms_per_checkpoint_median"]
+        assert figures["cpu_ms_per_checkpoint_mean"] > 0
     assert "conditions" in line["machine"]
