@@ -159,12 +159,17 @@ def test_checkpoints_are_durable_in_order_under_a_power_cut(tmp_path, fslog):
         assert reader.get(1, b"000007-000199", 7 << 16) == b"v7" * 8
 
 
-def test_a_flush_sst_is_synced_by_the_commit_together_with_the_delta(tmp_path, fslog):
-    """The point of deferring: the SST's fsyncs start inside the delta's upload (after its
+@pytest.mark.parametrize("early", [False, True])
+def test_a_flush_sst_is_synced_by_the_commit_together_with_the_delta(tmp_path, fslog, early):
+    """The point of deferring: the SST's fsyncs are not waited for one after the other before
+    the delta's. Without ``early_fsync`` both start inside the delta's upload (after its
     temporary file exists), so the checkpoint waits for {SST, SST dir, delta temp} at once and
-    then the manifest directory -- not for four fsyncs one after the other."""
+    then the manifest directory; with it the SST file's own fsync starts as soon as the SST is
+    renamed into place and the barrier waits for it, its directory's fsync still starts in the
+    barrier. Either way both end before the delta is linked, and there are four fsyncs."""
     root = str(tmp_path / "db")
     with HummockStorage.open(root, StorageOptions(compactor="none")) as store:
+        store.object_store.early_fsync = early
         store.ingest_batch(1, _epoch_rows(1), 1 << 16)
         store.checkpoint(1 << 16)   # the first one also reserves SST ids and makes sst/
         start = len(fslog.events)
@@ -174,14 +179,26 @@ def test_a_flush_sst_is_synced_by_the_commit_together_with_the_delta(tmp_path, f
     sst_file = next(d[1] for _, k, *d in events if k == "rename" and d[1].endswith(".sst"))
     delta_temp = next(d[0] for _, k, *d in events if k == "link_start" and "delta-" in d[1])
     created = next(seq for seq, k, *d in events if k == "create" and d[0] == delta_temp)
-    sst_syncs = [seq for seq, k, *d in events if k == "fsync_start" and d[0] in (sst_file, os.path.dirname(sst_file))]
-    assert len(sst_syncs) == 2 and min(sst_syncs) > created, "the SST was fsynced before the commit"
+    renamed = next(seq for seq, k, *d in events if k == "rename" and d[1] == sst_file)
+    linked = next(seq for seq, k, *d in events if k == "link_start" and "delta-" in d[1])
+    file_sync = [seq for seq, k, *d in events if k == "fsync_start" and d[0] == sst_file]
+    dir_sync = [seq for seq, k, *d in events if k == "fsync_start" and d[0] == os.path.dirname(sst_file)]
+    ends = [seq for seq, k, *d in events if k == "fsync_end" and d[0] in (sst_file, os.path.dirname(sst_file))]
+    assert len(file_sync) == 1 and len(dir_sync) == 1 and len(ends) == 2
+    assert dir_sync[0] > created, "the SST's directory was fsynced before the commit"
+    if early:
+        assert renamed < file_sync[0] < linked
+    else:
+        assert file_sync[0] > created, "the SST was fsynced before the commit"
+    assert max(ends) < linked, "the delta was linked before the SST was durable"
     assert not any(k == "fsync_start" and ".tmp-" in d[0] and "/sst/" in d[0] for _, k, *d in events)
     assert sum(k == "fsync_start" for _, k, *d in events) == 4
 
 
-def test_deferred_upload_is_readable_at_once_and_durable_at_the_barrier(tmp_path, fslog):
+@pytest.mark.parametrize("early", [False, True])
+def test_deferred_upload_is_readable_at_once_and_durable_at_the_barrier(tmp_path, fslog, early):
     store = LocalObjectStore(tmp_path)
+    store.early_fsync = early
     with store.deferred_durability():
         with store.streaming_upload("sst/1.sst") as up:
             up.write(b"one")
@@ -189,12 +206,18 @@ def test_deferred_upload_is_readable_at_once_and_durable_at_the_barrier(tmp_path
     assert store.read("sst/1.sst") == b"one"
     synced = [d[0] for _, k, *d in fslog.events if k == "fsync_end"]
     file = os.path.join(str(tmp_path), "sst", "1.sst")
-    assert file not in synced and not any("/sst/" in p for p in synced)
+    assert os.path.dirname(file) not in synced           # its directory: only in the barrier
+    if not early:
+        assert file not in synced and not any("/sst/" in p for p in synced)
     assert any("/plain/" in p for p in synced)            # the plain upload synced its own
     before = len(fslog.events)
     assert store.upload_if_absent("manifest/delta-1", b"d") is True
+    linked = next(seq for seq, k, *d in fslog.events if k == "link_start" and "delta-1" in d[1])
+    file_ends = [seq for seq, k, *d in fslog.events if k == "fsync_end" and d[0] == file]
+    assert len(file_ends) == 1 and file_ends[0] < linked   # early or in the barrier, done before the link
     synced = [d[0] for _, k, *d in fslog.events[before:] if k == "fsync_end"]
-    assert file in synced and os.path.dirname(file) in synced
+    assert os.path.dirname(file) in synced and (early or file in synced)
+    assert store._early == {}
     before = len(fslog.events)
     assert store.upload_if_absent("manifest/delta-2", b"d") is True   # nothing deferred any more
     assert not any(d[0] == file for _, k, *d in fslog.events[before:] if k == "fsync_end")
@@ -221,13 +244,12 @@ def test_deferral_is_per_thread(tmp_path, fslog):
     assert store._unsynced == set()
 
 
-def test_barrier_skips_a_deleted_deferred_file_and_keeps_a_failed_one(tmp_path, monkeypatch):
+@pytest.mark.parametrize("early", [False, True])
+def test_barrier_skips_a_deleted_deferred_file_and_keeps_a_failed_one(tmp_path, monkeypatch, early):
+    """Without ``early_fsync`` the barrier's own fsync of the file fails; with it, the fsync
+    started when the file was published fails, and the barrier reports it the same way."""
     store = LocalObjectStore(tmp_path)
-    with store.deferred_durability():
-        for name in ("sst/1.sst", "sst/2.sst"):
-            with store.streaming_upload(name) as up:
-                up.write(b"x")
-    store.delete("sst/1.sst")   # an orphan vacuumed before the barrier: nothing to sync
+    store.early_fsync = early
     real_fsync = os.fsync
     failing = os.path.join(str(tmp_path), "sst", "2.sst")
 
@@ -236,6 +258,13 @@ def test_barrier_skips_a_deleted_deferred_file_and_keeps_a_failed_one(tmp_path, 
             raise OSError(errno.EIO, "injected I/O error")
         real_fsync(fd)
 
+    if early:
+        monkeypatch.setattr(os, "fsync", fsync)
+    with store.deferred_durability():
+        for name in ("sst/1.sst", "sst/2.sst"):
+            with store.streaming_upload(name) as up:
+                up.write(b"x")
+    store.delete("sst/1.sst")   # an orphan vacuumed before the barrier: nothing to sync
     monkeypatch.setattr(os, "fsync", fsync)
     with pytest.raises(ObjectStoreError, match="injected"):
         store.upload_if_absent("manifest/delta-1", b"d")

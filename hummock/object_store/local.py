@@ -38,7 +38,11 @@ removes them as orphans. A remembered file deleted before the barrier (an orphan
 skipped. A remembered file whose fsync (or its directory's) failed is lost for good: Linux
 reports a writeback error to one fsync only and a retry returns success although the data never
 reached the disk, so every later barrier of the handle fails (a delta naming it must never
-become durable; before deferral the SST's own fsync failed its flush instead).
+become durable; before deferral the SST's own fsync failed its flush instead). The file's own
+fsync starts at once on the pool when it is published (``early_fsync``, on by default): its data
+is written back while the engine prepares the delta, and the barrier waits for that fsync
+instead of starting one -- the directories it still fsyncs itself, after every rename. An early
+fsync that fails loses the file exactly as the barrier's would.
 
 Writer lock hook: :meth:`LocalObjectStore.lock_file_path` is ``<root>/.writer-lock``, outside
 the object namespace (no object path starts a segment with '.', ``list`` skips it and
@@ -142,6 +146,10 @@ def _io_error(action: str, path: str, exc: OSError) -> ObjectStoreError:
 class LocalObjectStore(ObjectStore):
     """Objects as files under ``root`` (created, with its parents, if missing)."""
 
+    #: Start a deferred upload's own fsync when it is published (module doc); an instance may
+    #: turn it off (tests, benchmarks).
+    early_fsync = True
+
     def __init__(self, root: str | os.PathLike, *, create: bool = True):
         """Raises InvalidArgumentError for a root that is no path, holds a NUL byte (no file
         system accepts one) or a lone surrogate (no UTF-8 name spells it; pass ``bytes`` for a
@@ -153,6 +161,7 @@ class LocalObjectStore(ObjectStore):
         self._deferring = threading.local()   # .on: this thread is inside deferred_durability()
         self._unsynced: set[str] = set()      # files of deferred uploads the barrier has not synced
         self._lost: set[str] = set()          # deferred files whose fsync failed: never durable
+        self._early: dict = {}                # deferred file -> its early fsync's Future (module doc)
         self._unsynced_lock = threading.Lock()
         try:
             root = os.fspath(root)
@@ -238,8 +247,11 @@ class LocalObjectStore(ObjectStore):
         os.close(fd)
         final = self._file(path)
         os.replace(temp, final)
+        early = _fsync_pool().submit(_fsync_file, final) if self.early_fsync else None
         with self._unsynced_lock:
             self._unsynced.add(final)
+            if early is not None:
+                self._early[final] = early
 
     def _sync_deferred(self, fd: int) -> None:
         """fsync ``fd`` (a temporary file about to be published) together with every deferred
@@ -249,6 +261,7 @@ class LocalObjectStore(ObjectStore):
         with self._unsynced_lock:
             files = list(self._unsynced)
             lost = sorted(self._lost)
+            early = {file: self._early[file] for file in files if file in self._early}
         if lost:
             # Linux reports a writeback error to one fsync only: a retry returns success though
             # the data never reached the disk, so nothing naming this file may become durable
@@ -274,16 +287,27 @@ class LocalObjectStore(ObjectStore):
                 raise
 
         directories = sorted({os.path.dirname(file) for file in files})
-        try:
+        error = None
+        try:   # (the early fsyncs run on the pool meanwhile; no job here waits for another)
             _fsync_concurrently([functools.partial(os.fsync, fd)]
-                                + [functools.partial(sync_file, file) for file in files]
+                                + [functools.partial(sync_file, file) for file in files if file not in early]
                                 + [functools.partial(sync_dir, directory) for directory in directories])
-        except OSError:
+        except OSError as exc:
+            error = exc
+        for file, future in early.items():
+            try:
+                future.result()
+            except OSError as exc:
+                failed.append(file)
+                error = error or exc
+        if error is not None:
             with self._unsynced_lock:
                 self._lost.update(failed)
-            raise
+            raise error
         with self._unsynced_lock:
             self._unsynced.difference_update(files)
+            for file in early:
+                self._early.pop(file, None)
 
     def _upload_scratch(self, path, data):
         """A temporary file renamed into place, neither fsynced nor its directory (module doc:
