@@ -41,11 +41,8 @@ cdef inline uint32_t load_u32(const unsigned char* p) noexcept nogil:
 
 
 cdef inline uint64_t load_u64_be(const unsigned char* p) noexcept nogil:
-    cdef uint64_t x = 0
-    cdef int i
-    for i in range(8):
-        x = (x << 8) | p[i]
-    return x
+    """The 8 bytes at ``p``, big-endian: one load and a byte swap (``_keycmp.load_be64``)."""
+    return load_be64(p)
 
 
 cdef inline bytes bytes_arg(object value, str what):
@@ -103,10 +100,19 @@ cdef inline uint64_t word_at(const unsigned char* k, Py_ssize_t ulen, Py_ssize_t
     return w
 
 
+cdef extern from *:
+    int __builtin_clzll(unsigned long long) nogil   # GCC/Clang; REQUIRES a nonzero argument
+
+
 cdef inline Py_ssize_t common_len(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
-    """How many leading bytes of ``a`` and ``b`` (``n`` each) are equal."""
+    """How many leading bytes of ``a`` and ``b`` (``n`` each) are equal: 8 bytes at a time, the
+    first differing byte of a word from its leading zero bits (big-endian loads)."""
     cdef Py_ssize_t i = 0
-    while i + 8 <= n and load_be64(a + i) == load_be64(b + i):
+    cdef uint64_t x
+    while i + 8 <= n:
+        x = load_be64(a + i) ^ load_be64(b + i)
+        if x:
+            return i + (__builtin_clzll(x) >> 3)
         i += 8
     while i < n and a[i] == b[i]:
         i += 1
@@ -114,12 +120,8 @@ cdef inline Py_ssize_t common_len(const unsigned char* a, const unsigned char* b
 
 
 cdef inline int memcmp_eq(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
-    """1 if the first ``n`` bytes are equal, else 0."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        if a[i] != b[i]:
-            return 0
-    return 1
+    """1 if the first ``n`` bytes are equal, else 0 (8 bytes at a time)."""
+    return common_len(a, b, n) == n
 
 
 # --- builder ---------------------------------------------------------------------------------
@@ -312,8 +314,7 @@ cdef class BlockBuilder:
             last = <const unsigned char*>PyBytes_AS_STRING(self.block_last)
             last_n = PyBytes_GET_SIZE(self.block_last)
             limit = last_n if last_n < n else n
-            while shared < limit and last[shared] == k[shared]:
-                shared += 1
+            shared = common_len(last, k, limit)
         if not self.block_entry_count:
             self.block_first_key = key
         if self.buf_len + 15 + (n - shared) + 1 + plen > U32_MAX:
