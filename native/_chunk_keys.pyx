@@ -24,8 +24,9 @@ cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint64_t, uint16_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 
+from native._keycmp cimport HUMMOCK_LOAD_BE64
 from native._keysort cimport KeyRef, sort_key_refs
 
 import numpy as np
@@ -87,8 +88,11 @@ def sorted_int_keys(vnodes, columns, widths, descending):
                 row = buf + i * width + pos
                 row[0] = 0x01
                 u = ((<uint64_t>col[i]) & mask) ^ sign
-                for b in range(w):
-                    row[1 + b] = ((u >> (8 * (w - 1 - b))) & 0xFF) ^ flip
+                if flip:
+                    u = ~u & mask
+                # big-endian: the low w bytes of the byte-swapped word are its last w bytes
+                u = HUMMOCK_LOAD_BE64(u)
+                memcpy(row + 1, (<unsigned char*>&u) + (8 - w), <size_t>w)
             pos += 1 + w
         if not _in_order(buf, n, width):
             sort_key_refs(rows, n)
