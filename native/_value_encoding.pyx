@@ -743,15 +743,23 @@ def encode_column_buffers(cols, n, order=None):
             w[0] = FORMAT_TAG
             w = _write_varint(w + 1, <uint64_t>ncols)
             bitmap = w
-            memset(bitmap, 0, size)
+            if size == 1:
+                bitmap[0] = 0
+            else:
+                memset(bitmap, 0, size)
             w += size
             for i in range(ncols):
                 if cs[i].nulls != NULL and cs[i].nulls[j]:
                     bitmap[i >> 3] |= <uint8_t>(1 << (i & 7))
                 elif cs[i].width > 0:
                     v = <uint64_t>cs[i].values[j]
-                    if _LITTLE_ENDIAN:
-                        memcpy(w, &v, cs[i].width)
+                    if _LITTLE_ENDIAN:   # constant sizes: the compiler inlines the copy (no libc call)
+                        if cs[i].width == 8:
+                            memcpy(w, &v, 8)
+                        elif cs[i].width == 4:
+                            memcpy(w, &v, 4)
+                        else:
+                            memcpy(w, &v, cs[i].width)
                     else:
                         for k in range(cs[i].width):
                             w[k] = <uint8_t>(v >> (8 * k))
