@@ -277,6 +277,29 @@ def test_barrier_skips_a_deleted_deferred_file_and_keeps_a_failed_one(tmp_path, 
     assert not store.exists("manifest/delta-1")
 
 
+def test_a_file_whose_early_fsync_failed_is_skipped_once_deleted(tmp_path, monkeypatch):
+    """An early fsync that failed, of a file vacuumed before the barrier: nothing can name the
+    file any more, so the barrier skips it (as it skips a deleted file it would fsync itself)
+    instead of making every later commit fail."""
+    store = LocalObjectStore(tmp_path)
+    real_fsync = os.fsync
+    failing = os.path.join(str(tmp_path), "sst", "3.sst")
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}") == failing:
+            raise OSError(errno.EIO, "injected I/O error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with store.deferred_durability():
+        with store.streaming_upload("sst/3.sst") as up:
+            up.write(b"x")
+    store._early[failing].exception()   # the early fsync has run (and failed)
+    store.delete("sst/3.sst")
+    assert store.upload_if_absent("manifest/delta-1", b"d") is True
+    assert store._unsynced == set() and store._lost == set()
+
+
 def test_other_stores_ignore_deferral(tmp_path):
     from hummock.object_store import MemoryObjectStore
     store = MemoryObjectStore()

@@ -298,6 +298,8 @@ class LocalObjectStore(ObjectStore):
             try:
                 future.result()
             except OSError as exc:
+                if not os.path.lexists(file):
+                    continue   # deleted since (an orphan vacuumed): nothing names it, as in sync_file
                 failed.append(file)
                 error = error or exc
         if error is not None:
