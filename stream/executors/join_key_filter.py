@@ -156,8 +156,8 @@ class SeenFilter:
     2`` keys, then becomes the older one and a cleared array the newest -- so a key is
     remembered for between ``horizon // 2`` and ``horizon`` later adds (as a
     :class:`~stream.executors.join_key_set.KeySet` drops its older half). A false positive
-    (< 1 %) admits a key on its first read: one cache entry more, nothing else; the test never
-    changes what the join outputs. Memory: ``nbytes`` (2 x 16 bits a key of the horizon,
+    (about 1 % with both arrays full, less on average) admits a key on its first read: one
+    cache entry more, nothing else; the test never changes what the join outputs. Memory: ``nbytes`` (2 x 16 bits a key of the horizon,
     rounded up to a power of two), charged to the budget by the side."""
 
     def __init__(self, horizon: int):
