@@ -417,6 +417,27 @@ cdef uint64_t _get_varint(_Reader *r) except? 0xFFFFFFFFFFFFFFFF:
         shift += 7
 
 
+cdef inline bint _short_varint(const unsigned char *p, Py_ssize_t *ppos, Py_ssize_t end, int most,
+                               uint64_t *out) noexcept:
+    """The varint at ``ppos[0]`` if it ends within ``most`` bytes before ``end`` (True, value in
+    ``out``, ``ppos`` past it); else False and nothing moved. For ``_decimal_fast`` only."""
+    cdef Py_ssize_t pos = ppos[0]
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    cdef uint8_t byte
+    while True:
+        if pos >= end or shift >= 7 * most:
+            return False
+        byte = p[pos]
+        pos += 1
+        value |= (<uint64_t>(byte & 0x7F)) << shift
+        if byte < 0x80:
+            out[0] = value
+            ppos[0] = pos
+            return True
+        shift += 7
+
+
 cdef object _decimal_fast(_Reader *r):
     """The DECIMAL at ``r.pos`` when it is finite, its exponent within +-10**6 and its
     coefficient at most 8 bytes once leading zero bytes are skipped (every value a BIGINT sum
@@ -428,35 +449,20 @@ cdef object _decimal_fast(_Reader *r):
     cdef Py_ssize_t pos = r.pos, end = r.end, stop
     cdef uint64_t zigzag = 0, length = 0, coef = 0
     cdef int64_t exponent
-    cdef int shift = 0, n
-    cdef uint8_t byte, sign
+    cdef int n
+    cdef uint8_t sign
     cdef char text[64]
     if end - pos < 4 or p[pos] != DECIMAL_FINITE or p[pos + 1] > 1:
         return None
     sign = p[pos + 1]
     pos += 2
-    while True:                 # the zigzag exponent: at most 4 varint bytes here
-        if pos >= end or shift > 21:
-            return None
-        byte = p[pos]
-        pos += 1
-        zigzag |= (<uint64_t>(byte & 0x7F)) << shift
-        if byte < 0x80:
-            break
-        shift += 7
+    if not _short_varint(p, &pos, end, 4, &zigzag):     # the zigzag exponent
+        return None
     exponent = <int64_t>(zigzag >> 1) ^ -<int64_t>(zigzag & 1)
     if exponent > 1000000 or exponent < -1000000:
         return None
-    shift = 0
-    while True:                 # the coefficient's length: at most 3 varint bytes here
-        if pos >= end or shift > 14:
-            return None
-        byte = p[pos]
-        pos += 1
-        length |= (<uint64_t>(byte & 0x7F)) << shift
-        if byte < 0x80:
-            break
-        shift += 7
+    if not _short_varint(p, &pos, end, 3, &length):     # the coefficient's length
+        return None
     if length > <uint64_t>(end - pos):
         return None
     stop = pos + <Py_ssize_t>length
