@@ -244,6 +244,17 @@ def test_deferral_is_per_thread(tmp_path, fslog):
     assert store._unsynced == set()
 
 
+def _fsync_failing_for(failing: str):
+    """``os.fsync`` that raises EIO for a descriptor of the file ``failing`` (any thread)."""
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}") == failing:
+            raise OSError(errno.EIO, "injected I/O error")
+        real_fsync(fd)
+    return fsync
+
+
 @pytest.mark.parametrize("early", [False, True])
 def test_barrier_skips_a_deleted_deferred_file_and_keeps_a_failed_one(tmp_path, monkeypatch, early):
     """Without ``early_fsync`` the barrier's own fsync of the file fails; with it, the fsync
@@ -252,12 +263,7 @@ def test_barrier_skips_a_deleted_deferred_file_and_keeps_a_failed_one(tmp_path, 
     store.early_fsync = early
     real_fsync = os.fsync
     failing = os.path.join(str(tmp_path), "sst", "2.sst")
-
-    def fsync(fd):
-        if os.readlink(f"/proc/self/fd/{fd}") == failing:
-            raise OSError(errno.EIO, "injected I/O error")
-        real_fsync(fd)
-
+    fsync = _fsync_failing_for(failing)
     if early:
         monkeypatch.setattr(os, "fsync", fsync)
     with store.deferred_durability():
@@ -282,14 +288,8 @@ def test_a_file_whose_early_fsync_failed_is_skipped_once_deleted(tmp_path, monke
     file any more, so the barrier skips it (as it skips a deleted file it would fsync itself)
     instead of making every later commit fail."""
     store = LocalObjectStore(tmp_path)
-    real_fsync = os.fsync
     failing = os.path.join(str(tmp_path), "sst", "3.sst")
-
-    def fsync(fd):
-        if os.readlink(f"/proc/self/fd/{fd}") == failing:
-            raise OSError(errno.EIO, "injected I/O error")
-        real_fsync(fd)
-
+    fsync = _fsync_failing_for(failing)
     monkeypatch.setattr(os, "fsync", fsync)
     with store.deferred_durability():
         with store.streaming_upload("sst/3.sst") as up:
