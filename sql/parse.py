@@ -41,6 +41,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from sql.bind.frozen import freeze
 from sql.dialect import Hummock
 from sql.errors import SqlSyntaxError, UnsupportedError
 
@@ -196,8 +197,9 @@ def _rewrite_as_of_epoch(body: str) -> str:
 
 def parse_script(text: str) -> list:
     """Every statement of ``text`` (empty statements skipped), as :class:`Statement`. Results
-    are cached by text (statements are never mutated after parsing), so ``executemany`` and
-    repeated queries parse once."""
+    are cached by text (statements are never mutated after parsing: each tree is frozen, and the
+    binder keeps facts such as SQL texts on its nodes, sql/bind/frozen.py), so ``executemany``
+    and repeated queries parse once."""
     if not isinstance(text, str):
         raise SqlSyntaxError(f"SQL text must be a str, got {type(text).__name__}")
     with stack_headroom():
@@ -274,7 +276,13 @@ def check_nesting(text: str) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _parse_cached(text: str) -> tuple:
-    return tuple(_parse(text))
+    out = tuple(_parse(text))
+    for stmt in out:   # never mutated from here on: facts about its nodes are kept (sql/bind/frozen.py)
+        while stmt is not None:
+            if stmt.ast is not None:
+                freeze(stmt.ast)
+            stmt = stmt.inner
+    return out
 
 
 def _parse(text: str) -> list:

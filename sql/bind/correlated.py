@@ -32,6 +32,7 @@ from sql import types as T
 from sql.bind import jsonb_select
 from sql.bind.expr import ExprBinder, Scope, _name
 from sql.bind.expr import conjuncts as _conjuncts
+from sql.bind.frozen import pg_text
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 
@@ -248,7 +249,7 @@ def _empty_value(qb, item, right: P.Node, n_keys: int, where):
 
     def hook(node):
         if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc) or isinstance(node, exp.AggFunc):
-            return empty.get(node.sql(dialect="postgres"))
+            return empty.get(pg_text(node))
         return None
     try:
         value = ExprBinder(Scope(), qb.params, hook=hook, context="a correlated subquery").bind(item)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sql.bind.frozen import kept
 from sql.errors import BindError, UnsupportedError, error_at
 
 #: select-list set-returning functions -> the internal JSONB -> LIST function unnest expands
@@ -116,7 +117,7 @@ def _clauses(select) -> list:
 def rewrite(select):
     """``select`` with its JSONB aggregates and select-list set-returning functions rewritten
     (module docstring); the same object when it has none."""
-    if not isinstance(select, exp.Select) or not _needs(select):
+    if not isinstance(select, exp.Select) or not kept(select, "hummock_jsonb_select", _needs):
         return select
     select = select.copy()
     for item in _from_items(select):

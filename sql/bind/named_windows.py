@@ -22,15 +22,14 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sql.bind.frozen import kept
 from sql.errors import BindError, error_at
 
 
 def rewrite(node: exp.Select) -> exp.Select:
     """``node`` with its named windows inlined (``node`` itself when it has no WINDOW clause
     and no window names one)."""
-    definitions = node.args.get("windows") or []
-    uses = [w for w in own_windows(node) if w.args.get("alias") is not None]
-    if not definitions and not uses:
+    if not kept(node, "hummock_named_windows", _needs):
         return node
     node = node.copy()
     named: dict[str, exp.Window] = {}
@@ -48,6 +47,10 @@ def rewrite(node: exp.Select) -> exp.Select:
             w.set(key, spelled.args.get(key).copy() if spelled.args.get(key) is not None else None)
     node.set("windows", None)
     return node
+
+
+def _needs(node: exp.Select) -> bool:
+    return bool(node.args.get("windows")) or any(w.args.get("alias") is not None for w in own_windows(node))
 
 
 def own_windows(node: exp.Select) -> list:

@@ -44,6 +44,7 @@ from stream.executors.over_window import FRAMELESS, bind_call
 from stream.schema import Schema
 
 from sql.bind.expr import ExprBinder, _name, spelled
+from sql.bind.frozen import kept, pg_text
 from sql.errors import BindError, UnsupportedError, error_at
 from sql.plan import nodes as P
 
@@ -64,7 +65,7 @@ def order_target(target, names, n_exprs: int, extra: list, extra_text: list, bin
         return ordinal(target, n_exprs, clause)
     if isinstance(target, exp.Column) and target.args.get("table") is None and _name(target.this) in names:
         return names.index(_name(target.this))
-    text = target.sql(dialect="postgres")
+    text = pg_text(target)
     if text in extra_text:
         return n_exprs + extra_text.index(text)
     extra.append(binder.bind(target))
@@ -155,6 +156,10 @@ def distinct_on(plan: P.Node, on_cols, sort_keys, node) -> P.Node:
 def find_windows(nodes) -> list:
     """The window-function calls of ``nodes`` (not inside subqueries), in order; one that is
     not ``ROW_NUMBER() OVER (...)`` is an UnsupportedError naming it."""
+    return [w for n in nodes if n is not None for w in kept(n, "hummock_windows", _windows_under)]
+
+
+def _windows_under(root) -> list:
     found = []
 
     def visit(n):
@@ -166,9 +171,7 @@ def find_windows(nodes) -> list:
             return
         for child in n.iter_expressions():
             visit(child)
-    for n in nodes:
-        if n is not None:
-            visit(n)
+    visit(root)
     return found
 
 
@@ -251,7 +254,7 @@ def bind_windows(plan: P.Node, scope, params, windows, binder=None) -> tuple:
     columns: dict = {}
     specs: dict = {}     # (partition, order, frame) text -> the aggregate windows sharing it
     for w in windows:
-        text = w.sql(dialect="postgres")
+        text = pg_text(w)
         if text in columns:
             continue
         columns[text] = None
@@ -260,8 +263,8 @@ def bind_windows(plan: P.Node, scope, params, windows, binder=None) -> tuple:
             continue
         order_node = w.args.get("order")
         frame = ("range", None) if _NAV_WINDOW.get(type(w.this)) in FRAMELESS else window_frame(w)
-        key = (tuple(p.sql(dialect="postgres") for p in w.args.get("partition_by") or []),
-               order_node.sql(dialect="postgres") if order_node is not None else "", frame)
+        key = (tuple(pg_text(p) for p in w.args.get("partition_by") or []),
+               pg_text(order_node) if order_node is not None else "", frame)
         specs.setdefault(key, []).append(w)
     frame_of = {id(group[0]): key[2] if key[0] != "row_number" else None for key, group in specs.items()}
     for group in specs.values():
@@ -281,7 +284,7 @@ def bind_windows(plan: P.Node, scope, params, windows, binder=None) -> tuple:
         if isinstance(w.this, exp.RowNumber):
             pre = _pre(plan, exprs, width)
             plan = P.RowNumber(pre, partition, order, source=w)
-            columns[w.sql(dialect="postgres")] = len(plan.types) - 1
+            columns[pg_text(w)] = len(plan.types) - 1
             continue
         args = [_window_arg(x.this, column) for x in group]
         pre = _pre(plan, exprs, width)
@@ -299,12 +302,12 @@ def bind_windows(plan: P.Node, scope, params, windows, binder=None) -> tuple:
             calls.append(P.WindowCall(kind, arg, ret, f"{kind}({'*' if arg is None else f'${arg}'})"))
         plan = P.OverWindow(pre, partition, order, calls, frame_of[id(w)], [c.kind for c in calls], source=w)
         for i, x in enumerate(group):
-            columns[x.sql(dialect="postgres")] = len(pre.types) + i
+            columns[pg_text(x)] = len(pre.types) + i
     final = plan
 
     def hook(node):
         if isinstance(node, exp.Window):
-            i = columns[node.sql(dialect="postgres")]
+            i = columns[pg_text(node)]
             return E.Col(i, final.types[i], final.names[i])
         return None
     return plan, hook

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sql.bind.frozen import kept
 from sql.errors import BindError, UnsupportedError, error_at
 
 #: set-returning function -> the list function its rows come from
@@ -68,7 +69,7 @@ def _needs(select) -> bool:
 def rewrite(select):
     """``select`` with its regexp set-returning calls as ``unnest`` (module docstring); the same
     object when it has none."""
-    if not isinstance(select, exp.Select) or not _needs(select):
+    if not isinstance(select, exp.Select) or not kept(select, "hummock_regexp_rows", _needs):
         return select
     select = select.copy()
     for item in _from_items(select):

@@ -41,6 +41,7 @@ from sql.bind import jsonb_rows, jsonb_select, named_windows, regexp_rows, time_
 from sql.bind import order as O
 from sql.bind.expr import ExprBinder, Scope, ScopeCol, _name, near_names, refused_name, spelled
 from sql.bind.expr import conjuncts as _conjuncts   # re-exported: sql.statements imports it from here
+from sql.bind.frozen import kept, pg_text
 from sql.bind.set_ops import bind_except_intersect, corresponding_sides
 from sql.bind.subquery import Subqueries, at_most_one_row, special_form, where_conjunct
 from sql.bind.temporal import check_temporal_scans, is_proctime, temporal_join
@@ -760,22 +761,9 @@ class QueryBinder:
         node = regexp_rows.rewrite(node)    # regexp_split_to_table / regexp_matches as unnest
         node = named_windows.rewrite(node)  # WINDOW w AS (...), OVER w: inlined
         node = window_filter.rewrite(node)  # agg(x) FILTER (WHERE c) OVER: agg(CASE WHEN c THEN x END) OVER
-        for col in node.find_all(exp.Column):   # s1.t.a: only the public schema exists
-            if col.args.get("catalog") is not None or \
-                    col.args.get("db") is not None and _name(col.args["db"]) != "public":
-                raise error_at(UnsupportedError, f"schema-qualified column {col.sql(dialect='postgres')!r}: schemas "
-                                                 "other than public are not supported", col)
+        kept(node, "hummock_select_checked", _refuse_unsupported)
         distinct = node.args.get("distinct")
         distinct_on_node = distinct.args.get("on") if distinct is not None else None
-        for key, what in (("qualify", "QUALIFY"),):
-            if node.args.get(key):
-                raise error_at(UnsupportedError, f"{what} is not supported yet", node)
-        for item in node.find_all(exp.Table, exp.Subquery):   # never silently ignored (they change the rows)
-            if item.find_ancestor(exp.Select) is node:
-                if item.args.get("sample") is not None:
-                    raise error_at(UnsupportedError, "TABLESAMPLE is not supported", item.args["sample"])
-                if item.args.get("pivots"):
-                    raise error_at(UnsupportedError, "PIVOT / UNPIVOT is not supported", item.args["pivots"][0])
         where = node.args.get("where")
         conjuncts = _conjuncts(where.this) if where is not None else []
         plan, scope, conjuncts = self._from(node, conjuncts)
@@ -917,7 +905,7 @@ class QueryBinder:
             elif isinstance(e, exp.Column):
                 items.append((e, _name(e.this)))
             else:
-                items.append((e, _default_name(e)))
+                items.append((e, kept(e, "hummock_default_name", _default_name)))
         return items
 
     # --- GROUP BY / aggregates --------------------------------------------------------------------
@@ -955,7 +943,7 @@ class QueryBinder:
         if filt is not None:
             pre.append(binder._bool(filt.this if isinstance(filt, exp.Where) else filt))
             filt_idx = len(pre) - 1
-        spec = P.AggSpec(kind, arg_idx, False, filt_idx, ret, node.sql(dialect="postgres"))
+        spec = P.AggSpec(kind, arg_idx, False, filt_idx, ret, pg_text(node))
         spec.extra = extra
         return spec
 
@@ -988,8 +976,8 @@ class QueryBinder:
         if filt is not None:
             pre.append(binder._bool(filt.this if isinstance(filt, exp.Where) else filt))
             filt_idx = len(pre) - 1
-        text = node.sql(dialect="postgres")
-        a = arg.sql(dialect="postgres")
+        text = pg_text(node)
+        a = pg_text(arg)
         parts = [f"{k} /* {text} */" for k in (f"sum({a})", f"sum({a} * {a})", f"count({a})")]
         derived[text] = (kind, floats, parts)
         return [("sum", x_idx, False, filt_idx, parts[0], node), ("sum", sq_idx, False, filt_idx, parts[1], node),
@@ -1051,12 +1039,12 @@ class QueryBinder:
         arg_idx = len(pre) - 1
         keys = []
         if distinct:   # Postgres sorts a DISTINCT aggregate's input by its argument (ASC NULLS LAST)
-            sep_text = fnode.args["separator"].sql(dialect="postgres") if kind == "string_agg" else None
+            sep_text = pg_text(fnode.args["separator"]) if kind == "string_agg" else None
             for o in order:
-                if o.this.sql(dialect="postgres") not in (arg.sql(dialect="postgres"), sep_text):
+                if pg_text(o.this) not in (pg_text(arg), sep_text):
                     raise error_at(BindError, "in an aggregate with DISTINCT, ORDER BY expressions must appear in "
                                               "argument list", o)
-            first = next((o for o in order if o.this.sql(dialect="postgres") == arg.sql(dialect="postgres")), None)
+            first = next((o for o in order if pg_text(o.this) == pg_text(arg)), None)
             keys.append(O.sort_key(first, arg_idx) if first is not None else (arg_idx, False, False))
         for o in ([] if distinct else order):
             pre.append(binder.bind(o.this))
@@ -1066,7 +1054,7 @@ class QueryBinder:
         if filt is not None:
             pre.append(binder._bool(filt.this if isinstance(filt, exp.Where) else filt))
             filt_idx = len(pre) - 1
-        spec = P.AggSpec(kind, arg_idx, distinct, filt_idx, ret, node.sql(dialect="postgres"))
+        spec = P.AggSpec(kind, arg_idx, distinct, filt_idx, ret, pg_text(node))
         spec.extra = extra
         return spec
 
@@ -1118,7 +1106,7 @@ class QueryBinder:
                 filt_idx = len(pre) - 1
             if distinct and kind in ("min", "max", "bool_and", "bool_or"):
                 distinct = False   # DISTINCT does not change these
-            calls_pre.append((kind, arg_idx, distinct, filt_idx, a.sql(dialect="postgres"), a))
+            calls_pre.append((kind, arg_idx, distinct, filt_idx, pg_text(a), a))
         project = P.Project(plan, pre, [f"_g{i}" for i in range(len(pre))])
         schema = Schema(list(zip(project.names, project.types)))
         specs = []
@@ -1152,7 +1140,7 @@ class QueryBinder:
             specs.append(P.AggSpec("count", c, False, None, DataType.BIGINT, f"count(${c}) /* order key */"))
         k = len(group_nodes)
         agg = P.Agg(project, list(range(k)), specs, [f"_g{i}" for i in range(k)] + [f"_a{i}" for i in range(len(specs))])
-        group_text = {g.sql(dialect="postgres"): i for i, g in enumerate(group_nodes)}
+        group_text = {pg_text(g): i for i, g in enumerate(group_nodes)}
         agg_text = {s.text: k + j for j, s in enumerate(specs)}
         group_plain = {}
         for i, g in enumerate(group_nodes):
@@ -1164,7 +1152,7 @@ class QueryBinder:
                     pass
 
         def hook(node):
-            text = node.sql(dialect="postgres")
+            text = pg_text(node)
             if text in derived:   # stddev/variance in an MV: its final step over sum, sum of squares, count
                 kind, floats, parts = derived[text]
                 return VarianceFinal(kind, *(E.Col(agg_text[t], agg.types[agg_text[t]], t) for t in parts), floats)
@@ -1183,6 +1171,26 @@ class QueryBinder:
                                           "aggregate function", node)
             return None
         return agg, ExprBinder(Scope(), self.params, hook=hook, context="SELECT")
+
+
+def _refuse_unsupported(node) -> bool:
+    """UnsupportedError for what a SELECT may spell but no plan runs: a schema other than public
+    in a column, QUALIFY, TABLESAMPLE, PIVOT (never silently ignored: they change the rows);
+    True when there is none (kept per frozen node: sql/bind/frozen.py)."""
+    for col in node.find_all(exp.Column):   # s1.t.a: only the public schema exists
+        if col.args.get("catalog") is not None or \
+                col.args.get("db") is not None and _name(col.args["db"]) != "public":
+            raise error_at(UnsupportedError, f"schema-qualified column {col.sql(dialect='postgres')!r}: schemas "
+                                             "other than public are not supported", col)
+    if node.args.get("qualify"):
+        raise error_at(UnsupportedError, "QUALIFY is not supported yet", node)
+    for item in node.find_all(exp.Table, exp.Subquery):
+        if item.find_ancestor(exp.Select) is node:
+            if item.args.get("sample") is not None:
+                raise error_at(UnsupportedError, "TABLESAMPLE is not supported", item.args["sample"])
+            if item.args.get("pivots"):
+                raise error_at(UnsupportedError, "PIVOT / UNPIVOT is not supported", item.args["pivots"][0])
+    return True
 
 
 def _natural_using(left: Scope, right: Scope, join) -> list:
@@ -1367,15 +1375,25 @@ def _take_equalities(conjuncts, left: Scope, right: Scope):
 
 
 def _find_aggs(nodes) -> list:
+    """The aggregate calls of ``nodes`` (not inside subqueries or as window calls), in order,
+    one per text."""
     found, seen = [], set()
+    for n in nodes:
+        for a in kept(n, "hummock_aggs", _aggs_under):
+            text = pg_text(a)
+            if text not in seen:
+                seen.add(text)
+                found.append(a)
+    return found
+
+
+def _aggs_under(root) -> list:
+    found = []
 
     def visit(n):
         if isinstance(n, exp.Filter) and isinstance(n.this, (exp.AggFunc, exp.WithinGroup)) or \
                 isinstance(n, exp.AggFunc) or isinstance(n, exp.WithinGroup):   # WITHIN GROUP: one aggregate
-            text = n.sql(dialect="postgres")
-            if text not in seen:
-                seen.add(text)
-                found.append(n)
+            found.append(n)
             return
         if isinstance(n, exp.Window):   # a window's call is not an aggregate; its arguments may hold some
             fn = n.this.this if isinstance(n.this, exp.Filter) else n.this
@@ -1387,8 +1405,7 @@ def _find_aggs(nodes) -> list:
             return
         for child in n.iter_expressions():
             visit(child)
-    for n in nodes:
-        visit(n)
+    visit(root)
     return found
 
 

@@ -18,9 +18,14 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sql.bind.frozen import kept
 from sql.bind.named_windows import own_windows
 
 _AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+def _needs(node: exp.Select) -> bool:
+    return any(_rewritable(w) for w in own_windows(node))
 
 
 def _rewritable(w) -> bool:
@@ -31,7 +36,7 @@ def _rewritable(w) -> bool:
 
 def rewrite(node: exp.Select) -> exp.Select:
     """``node`` with its window aggregates' FILTERs folded into their arguments."""
-    if not any(_rewritable(w) for w in own_windows(node)):
+    if not kept(node, "hummock_window_filter", _needs):
         return node
     node = node.copy()
     for w in own_windows(node):
