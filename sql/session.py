@@ -35,6 +35,7 @@ session, sharing one Database).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pyarrow as pa
@@ -414,7 +415,24 @@ def format_params(sql: str, params):
         raise ParameterError(f"parameters must be a sequence of values, got {type(params).__name__}") from None
     if not isinstance(sql, str) or ("%" not in sql and not any(isinstance(p, tuple) for p in params)):
         return sql, [_python_value(p) for p in params]
-    out, values, k, i, n = [], [], 0, 0, len(sql)
+    text, k = _format_text(sql, tuple(len(p) if isinstance(p, tuple) else -1 for p in params))
+    values = []
+    for value in params[:k]:
+        if isinstance(value, tuple):
+            values.extend(_python_value(v) for v in value)
+        else:
+            values.append(_python_value(value))
+    values.extend(_python_value(v) for v in params[k:])   # $n placeholders take them as given
+    return text, values
+
+
+@functools.lru_cache(maxsize=256)
+def _format_text(sql: str, shape: tuple) -> tuple:
+    """``(text, k)`` of :func:`format_params` for ``sql`` and parameters of ``shape`` (per
+    parameter: a tuple's length, else -1): the text with ``%%`` made ``%`` and each ``%s`` of a
+    tuple made ``(%s, %s, ...)``; ``k`` the parameters its ``%s`` placeholders take. Cached by
+    text and shape, as parses are: re-running a statement scans its text once."""
+    out, k, i, n = [], 0, 0, len(sql)
     while i < n:
         c = sql[i]
         if c in ("'", '"'):
@@ -437,24 +455,18 @@ def format_params(sql: str, params):
             out.append("% " if sql.startswith("s", i + 2) else "%")
             i += 2
         elif sql.startswith("%s", i):
-            if k >= len(params):
-                raise ParameterError(f"the statement has more %s placeholders than the {len(params)} "
+            if k >= len(shape):
+                raise ParameterError(f"the statement has more %s placeholders than the {len(shape)} "
                                      "parameter(s) given")
-            value = params[k]
+            width = shape[k]
             k += 1
-            if isinstance(value, tuple):
-                if not value:
-                    raise ParameterError("an empty tuple parameter: 'x IN ()' is not SQL (pass at least one value)")
-                out.append("(" + ", ".join(["%s"] * len(value)) + ")")
-                values.extend(_python_value(v) for v in value)
-            else:
-                out.append("%s")
-                values.append(_python_value(value))
+            if width == 0:
+                raise ParameterError("an empty tuple parameter: 'x IN ()' is not SQL (pass at least one value)")
+            out.append("(" + ", ".join(["%s"] * width) + ")" if width > 0 else "%s")
             i += 2
         else:
             out.append(c)
             i += 1
-    values.extend(_python_value(v) for v in params[k:])   # $n placeholders take them as given
-    return "".join(out), values
+    return "".join(out), k
 
 
