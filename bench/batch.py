@@ -5,7 +5,9 @@ Data: ``orders(order_id BIGINT PRIMARY KEY, customer INT, amount DOUBLE, status 
 qty INT)`` with ``--rows`` rows (customer = order_id % 100,000: a 1k-group key is
 ``customer % 1000``, a 1M-group key is ``order_id``) and ``customers(customer INT PRIMARY KEY,
 name VARCHAR, region INT)`` with 100,000 rows, and ``regions(region INT PRIMARY KEY, name
-VARCHAR, manager INT)`` with 10 (the latency of a query over a small table); loaded with ``insert_arrow``, flushed, an index
+VARCHAR, manager INT)`` with 10 (the latency of a query over a small table: scan, count with a
+filter, GROUP BY with one and two aggregates, a self-join, a point query by parameter; medians of
+at least ``SMALL_REPEATS`` runs, whatever ``--repeats`` says); loaded with ``insert_arrow``, flushed, an index
 ``orders_customer ON orders (customer DESC)`` created (its backfill timed), then ``compact_all``
 (one sorted run). Each table is also exported with ``StorageTable.to_parquet``
 at the same epoch, and DuckDB reads those files (``read_parquet``), so both engines see the
@@ -63,7 +65,13 @@ QUERIES = (
     ("index order by limit 10", "SELECT order_id, customer FROM orders ORDER BY customer DESC, order_id LIMIT 10"),
     ("small table scan", "SELECT * FROM regions"),
     ("small table group by", "SELECT manager % 3 AS g, count(*) FROM regions GROUP BY 1"),
+    ("small table count where", "SELECT count(*) FROM regions WHERE manager > 3"),
+    ("small table group by 2 aggs", "SELECT manager % 3 AS g, count(*), sum(region) FROM regions GROUP BY 1"),
+    ("small table join", "SELECT a.name, b.manager FROM regions a JOIN regions b ON a.region = b.manager"),
+    ("small table point (parameter)", "SELECT * FROM regions WHERE region = {p}"),
 )
+SMALL_REPEATS = 200   # the small-table queries take ~0.5-1.5 ms: medians of at least this many runs
+PARAMETER = 7         # {p} in a query: this value as a parameter (%s in Hummock, $1 in DuckDB), not text
 DML = (
     ("update by pk", "UPDATE orders SET qty = qty + 1 WHERE order_id = {k}"),
     ("delete by pk", "DELETE FROM orders WHERE order_id = {k}"),
@@ -160,9 +168,12 @@ def run(rows: int, repeats: int, tmp: str, block_cache_mib: int | None = None) -
             duck.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{glob}')")
         key = rows // 2
         for label, text in QUERIES:
-            q = text.format(k=key, c=CUSTOMERS // 2 + 7)
-            h_ms, h_out = timed(lambda i: conn.execute(q).fetch_arrow(), repeats)
-            d_ms, d_out = timed(lambda i: duck.sql(q).to_arrow_table(), repeats)
+            q = text.format(k=key, c=CUSTOMERS // 2 + 7, p="%s")
+            dq = text.format(k=key, c=CUSTOMERS // 2 + 7, p="$1")
+            args = [PARAMETER] if "{p}" in text else None
+            n = max(repeats, SMALL_REPEATS) if label.startswith("small table") else repeats
+            h_ms, h_out = timed(lambda i: conn.execute(q, args).fetch_arrow(), n)
+            d_ms, d_out = timed(lambda i: duck.sql(dq, params=args).to_arrow_table(), n)
             same = _rows(h_out) == _rows(d_out)
             results.append({"query": label, "hummock_ms": h_ms, "duckdb_ms": d_ms, "ratio": d_ms / h_ms,
                             "equal": same})
