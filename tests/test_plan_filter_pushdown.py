@@ -95,3 +95,25 @@ def test_explain_shows_where_each_conjunct_goes():
         assert "BatchScan(a" in volatile and "random" not in volatile.split("BatchJoin")[1]
         keyed = _explain(conn, "SELECT * FROM a JOIN b ON a.j = b.j WHERE a.k = 3")
         assert "BatchScan(a, table_id=1, points=[(3)])" in keyed   # the pushed conjunct gives a key range
+
+
+def test_a_conjunct_reading_a_column_twice_is_shifted_once(without_rule):
+    """NULLIF(b.d, 0) binds as CASE WHEN d = 0 THEN NULL ELSE d with one shared ``d``: pushed to
+    the right side its column is shifted by the left's width once (twice it read a column of
+    another type, or none: a batch SchemaError, an MV's actor failing)."""
+    queries = ["SELECT b.k, b.d FROM a, b WHERE a.j = b.j AND 0 >= NULLIF(b.d, 0)",
+               "SELECT a.k AS ak, b.k AS bk FROM a JOIN b ON a.j = b.j WHERE NULLIF(b.d, 1) IS NULL"]
+    got = {}
+    for rule in (True, False):
+        if not rule:
+            without_rule()
+        with sql.connect(":memory:") as conn:
+            _fill(conn, random.Random(7))
+            for i, q in enumerate(queries):
+                conn.execute(f"CREATE MATERIALIZED VIEW mv{i} AS {q}")
+            conn.execute("INSERT INTO b VALUES (100, 1, 0), (101, 2, -3), (102, NULL, 1)")
+            conn.execute("FLUSH")
+            got[rule] = [(_rows(conn, q), _rows(conn, f"SELECT * FROM mv{i}")) for i, q in enumerate(queries)]
+    assert got[True] == got[False]
+    for batch, mv in got[True]:
+        assert batch == mv and batch

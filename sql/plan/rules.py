@@ -93,13 +93,18 @@ def _volatile(e) -> bool:
 
 
 def _shifted(e, delta: int):
-    """A copy of the expression ``e`` reading column ``i + delta`` wherever it read ``i``."""
+    """A copy of the expression ``e`` reading column ``i + delta`` wherever it read ``i``. A
+    subexpression may appear twice in ``e`` (NULLIF(a, b) is CASE WHEN a = b THEN NULL ELSE a,
+    with one ``a``), and the copy keeps that sharing: each node is shifted once."""
     import copy
     from stream.expr import Col
     out = copy.deepcopy(e)
-    stack = [out]
+    stack, seen = [out], set()
     while stack:
         x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
         if isinstance(x, Col):
             x.index += delta
         stack.extend(x.children())
