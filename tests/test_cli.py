@@ -39,6 +39,47 @@ def hummock_json(*args):
     return json.loads(hummock(*args, "--json", check_rc=0).stdout)
 
 
+# Several command lines in one subprocess: each runs through cli.main as ``python -m cli`` runs it
+# (its own stdout and stderr, its exit code: main's return value, a SystemExit's code, or 1 and the
+# traceback for an uncaught exception), one after another. The interpreter and the command modules
+# are imported once (about a second each time on a quiet machine, several under load) instead of
+# once per command line. Only for command lines with nothing done in between (the test checks after).
+_EACH = """\
+import contextlib, io, json, sys, traceback
+from cli.main import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) or exc.code is None else 1
+            if not isinstance(exc.code, int) and exc.code is not None:
+                print(exc.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+            rc = 1
+    results.append([0 if rc is None else rc, out.getvalue(), err.getvalue()])
+sys.stdout.write(json.dumps(results))
+"""
+
+
+def hummock_each(*invocations, check_rc=None) -> list:
+    """``hummock(*args)`` for each argument list, all in one subprocess (see ``_EACH``)."""
+    argvs = [[str(a) for a in args] for args in invocations]
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", _EACH, json.dumps(argvs)], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    outs = [subprocess.CompletedProcess(["hummock", *argv], rc, stdout, stderr)
+            for argv, (rc, stdout, stderr) in zip(argvs, json.loads(done.stdout))]
+    if check_rc is not None:
+        for out in outs:
+            assert out.returncode == check_rc, (out.args, out.returncode, out.stdout, out.stderr)
+    return outs
+
+
 def write_store(path, rounds: int = 3, rows: int = 100) -> dict:
     """A store with one catalogued table (ids 0..rounds*rows, id 5 deleted in the last round),
     one uncatalogued raw KV pair, one L0 sub-level per commit; returns the table's rows."""
@@ -95,10 +136,11 @@ def test_help_lists_every_subcommand_and_each_has_help():
     out = hummock("--help", check_rc=0).stdout
     for name in ("demo", "sql", "run", "inspect", "compact", "bench"):
         assert name in out
-    for args in (["inspect", "--help"], ["inspect", "x", "levels", "--help"], ["inspect", "x", "sst", "--help"],
-                 ["inspect", "x", "manifest", "--help"], ["inspect", "x", "verify", "--help"],
-                 ["compact", "--help"], ["demo", "--help"], ["sql", "--help"], ["run", "--help"]):
-        assert hummock(*args, check_rc=0).stdout.startswith("usage: hummock")
+    for sub in hummock_each(["inspect", "--help"], ["inspect", "x", "levels", "--help"], ["inspect", "x", "sst", "--help"],
+                            ["inspect", "x", "manifest", "--help"], ["inspect", "x", "verify", "--help"],
+                            ["compact", "--help"], ["demo", "--help"], ["sql", "--help"], ["run", "--help"],
+                            check_rc=0):
+        assert sub.stdout.startswith("usage: hummock"), sub.args
 
 
 def test_top_level_help_imports_no_command_module_and_matches_their_help():
@@ -128,8 +170,7 @@ def test_version_flag():
 
 
 def test_bad_usage_exits_2():
-    assert hummock("inspect").returncode == 2
-    assert hummock("inspect", "/nowhere", "nonsense").returncode == 2
+    assert [out.returncode for out in hummock_each(["inspect"], ["inspect", "/nowhere", "nonsense"])] == [2, 2]
 
 
 def test_demo_streams_nexmark_into_mvs_compacts_and_passes_its_self_check(tmp_path):
@@ -210,7 +251,9 @@ def test_demo_runs_against_s3(s3_server, monkeypatch):
 # --- inspect levels / sst / manifest -----------------------------------------------------------
 
 def test_inspect_levels_shows_every_sst_of_the_version(store):
-    report = hummock_json("inspect", store, "levels")
+    as_json, as_text = hummock_each(["inspect", store, "levels", "--json"], ["inspect", store, "levels", "--ssts"],
+                                    check_rc=0)
+    report = json.loads(as_json.stdout)
     with HummockStorage.open(str(store), read_only=True) as db:
         version = db.version()
     assert report["version_id"] == version.id
@@ -218,7 +261,7 @@ def test_inspect_levels_shows_every_sst_of_the_version(store):
     assert report["level_bytes"] == list(version.level_sizes())
     assert sorted(s["sst"] for s in report["ssts"]) == sorted(version.sst_ids())
     assert [g["level"] for g in report["groups"][:4]] == [f"L0.{s.sub_level_id}" for s in version.l0]
-    text = hummock("inspect", store, "levels", "--ssts", check_rc=0).stdout
+    text = as_text.stdout
     assert "L0." in text and "L6" in text and f"{TABLE_ID}:" in text
 
 
@@ -226,7 +269,14 @@ def test_inspect_sst_decodes_entries_through_the_catalog(store):
     levels = hummock_json("inspect", store, "levels")
     by_tables = {tuple(s["tables"]): s["sst"] for s in levels["ssts"]}
     first = by_tables[(TABLE_ID, 0xFFFFFFFF)]          # the first commit: rows and the catalog record
-    report = hummock_json("inspect", store, "sst", first, "--limit", "-1")
+    with_tombstones = [s["sst"] for s in levels["ssts"] if s["tombstones"]]
+    full, raw, unknown, text, *tombstoned = hummock_each(
+        ["inspect", store, "sst", first, "--limit", "-1", "--json"],
+        ["inspect", store, "sst", first, "--raw", "--limit", "3", "--json"],
+        ["inspect", store, "sst", by_tables[(RAW_TABLE_ID,)], "--json"],
+        ["inspect", store, "sst", first],
+        *(["inspect", store, "sst", sst, "--limit", "-1", "--json"] for sst in with_tombstones), check_rc=0)
+    report = json.loads(full.stdout)
     assert report["key_count"] == len(report["entries"]) == 101
     assert report["tables"] == {str(TABLE_ID): "people", str(0xFFFFFFFF): "(catalog)"}
     rows = [e for e in report["entries"] if e["table_id"] == TABLE_ID]
@@ -238,17 +288,15 @@ def test_inspect_sst_decodes_entries_through_the_catalog(store):
     assert record["key"] == f"table/{TABLE_ID}" and record["value"].startswith("people(id BIGINT")
     assert sum(b["stored_len"] for b in report["blocks"]) < report["file_size"]
 
-    raw = hummock_json("inspect", store, "sst", first, "--raw", "--limit", "3")
+    raw = json.loads(raw.stdout)
     assert len(raw["entries"]) == 3 and all("pk=" not in e["key"] for e in raw["entries"])
 
-    deletes = [e for s in levels["ssts"] if s["tombstones"]
-               for e in hummock_json("inspect", store, "sst", s["sst"], "--limit", "-1")["entries"]
-               if e["kind"] == "delete"]
+    deletes = [e for out in tombstoned for e in json.loads(out.stdout)["entries"] if e["kind"] == "delete"]
     assert len(deletes) == 1 and deletes[0]["key"].endswith("pk=(5)") and deletes[0].get("value") is None
 
-    unknown = hummock_json("inspect", store, "sst", by_tables[(RAW_TABLE_ID,)])
+    unknown = json.loads(unknown.stdout)
     assert unknown["entries"] == [dict(unknown["entries"][0], key=b"raw".hex(), value="0001")]
-    text = hummock("inspect", store, "sst", first, check_rc=0).stdout
+    text = text.stdout
     assert "people" in text and "name='n" in text and "compression" in text
 
 
@@ -258,13 +306,15 @@ def test_inspect_sst_of_an_unknown_id_is_an_error(store):
 
 
 def test_inspect_manifest_lists_the_version_history(store):
-    report = hummock_json("inspect", store, "manifest")
+    as_json, as_text = hummock_each(["inspect", store, "manifest", "--json"], ["inspect", store, "manifest"],
+                                    check_rc=0)
+    report = json.loads(as_json.stdout)
     deltas = [o for o in report["objects"] if o["type"] == "delta"]
     assert [o["id"] for o in deltas] == list(range(1, report["version_id"] + 1))
     commits = [o for o in deltas if o["kind"] == "commit"]
     assert len(commits) == 4 and all(len(o["added"]) == 1 for o in commits)
     assert commits[-1]["max_committed_epoch"] == report["max_committed_epoch"]
-    assert "commit epoch" in hummock("inspect", store, "manifest", check_rc=0).stdout
+    assert "commit epoch" in as_text.stdout
 
 
 def test_inspect_on_a_missing_store_fails_cleanly(tmp_path):
@@ -280,9 +330,10 @@ def test_inspect_reads_a_store_on_s3(s3_server, monkeypatch):
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["access_key_id"])
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["secret_access_key"])
         url = f"s3://{objects.bucket}/{objects.prefix}?endpoint={s3_server.endpoint_url}&region={REGION}"
-        levels = hummock_json("inspect", url, "levels")
+        levels, report = (json.loads(out.stdout) for out in
+                          hummock_each(["inspect", url, "levels", "--json"], ["inspect", url, "verify", "--json"],
+                                       check_rc=0))
         assert sum(levels["level_ssts"]) == 3
-        report = hummock_json("inspect", url, "verify")
         assert report["ok"] and report["ssts"] == 3 and report["keys"] == 1 + 20 + 1 + 1
         sst = hummock_json("inspect", url, "sst", levels["ssts"][-1]["sst"])
         assert sst["tables"] == {str(TABLE_ID): "people", str(0xFFFFFFFF): "(catalog)"}
@@ -295,9 +346,9 @@ def test_inspect_reads_a_store_on_s3(s3_server, monkeypatch):
 
 def test_verify_passes_on_a_sound_store_and_modifies_nothing(store):
     before = files_of(store)
-    out = hummock("inspect", store, "verify", check_rc=0)
+    out, as_json = hummock_each(["inspect", store, "verify"], ["inspect", store, "verify", "--json"], check_rc=0)
     assert "0 problem(s): store is consistent" in out.stdout
-    report = hummock_json("inspect", store, "verify")
+    report = json.loads(as_json.stdout)
     assert report["ok"] and report["ssts"] == 4 and report["keys"] == 303 and report["catalog_records"] == 1
     assert files_of(store) == before
     assert not list((store / "leases").glob("*")) if (store / "leases").exists() else True
@@ -312,10 +363,10 @@ def test_verify_names_a_corrupted_sst_and_exits_1(store, where):
     victim = _sst_paths(store)[1]
     size = victim.stat().st_size
     flip_byte(victim, {"first block": 10, "meta": size - 40, "footer": size - 5}[where])
-    out = hummock("inspect", store, "verify")
+    out, as_json = hummock_each(["inspect", store, "verify"], ["inspect", store, "verify", "--json"])
     assert out.returncode == 1, out.stdout + out.stderr
     assert f"CORRUPT sst/{victim.name}" in out.stdout and "store is CORRUPT" in out.stdout
-    report = json.loads(hummock("inspect", store, "verify", "--json").stdout)
+    report = json.loads(as_json.stdout)
     assert [p["object"] for p in report["problems"]] == [f"sst/{victim.name}"]
 
 
@@ -332,9 +383,8 @@ def test_verify_finds_a_truncated_and_a_missing_sst(store):
 def test_verify_names_a_corrupted_manifest_delta(store):
     delta = sorted((store / "manifest").glob("delta-*"))[2]
     flip_byte(delta, 30)
-    out = hummock("inspect", store, "verify")
+    out, listing = hummock_each(["inspect", store, "verify"], ["inspect", store, "manifest"])
     assert out.returncode == 1 and f"CORRUPT manifest/{delta.name}" in out.stdout
-    listing = hummock("inspect", store, "manifest")
     assert listing.returncode == 1 and "CORRUPT" in listing.stdout
 
 
@@ -371,11 +421,11 @@ def test_verify_reports_a_checksum_valid_catalog_record_with_malformed_content(s
         epoch = new_epoch()
         db.ingest_batch(0xFFFFFFFF, [(b"table/" + TABLE_ID.to_bytes(4, "big"), record)], epoch)
         db.checkpoint(epoch)
-    out = hummock("inspect", store, "verify")
+    out, as_json = hummock_each(["inspect", store, "verify"], ["inspect", store, "verify", "--json"])
     assert out.returncode == 1, out.stdout + out.stderr
     name = "catalog record b'table/\\x00\\x00\\x00\\x07' (table 4294967295)"
     assert f"CORRUPT {name}:" in out.stdout and what in out.stdout and "store is CORRUPT" in out.stdout
-    report = json.loads(hummock("inspect", store, "verify", "--json").stdout)
+    report = json.loads(as_json.stdout)
     assert [p["object"] for p in report["problems"]] == [name]
 
 
@@ -411,11 +461,12 @@ def test_compact_refuses_a_store_another_process_writes(tmp_path):
 # --- bench -------------------------------------------------------------------------------------
 
 def test_bench_help_lists_the_benchmarks_and_unknown_names_fail():
-    out = hummock("bench", "--help", check_rc=0).stdout
+    listing, bad = hummock_each(["bench", "--help"], ["bench", "no_such_bench"])
+    assert listing.returncode == 0
+    out = listing.stdout
     for name in ("kv", "compaction", "state_table", "nexmark.generator"):
         assert f"  {name} " in out
     assert "harness" not in out
-    bad = hummock("bench", "no_such_bench")
     assert bad.returncode == 2 and "unknown benchmark" in bad.stderr
 
 
@@ -452,8 +503,9 @@ def test_epochs_beyond_the_datetime_range_are_shown_not_raised(tmp_path):
     with HummockStorage.open(str(path), StorageOptions(compactor="none")) as db:
         db.ingest_batch(RAW_TABLE_ID, [(b"k", b"v")], far)
         db.checkpoint(far)
-    for what in (["levels", "--ssts"], ["manifest"], ["sst", "1"], ["verify"]):
-        out = hummock("inspect", path, *what)
+    whats = (["levels", "--ssts"], ["manifest"], ["sst", "1"], ["verify"])
+    outs = dict(zip(map(tuple, whats), hummock_each(*(["inspect", path, *what] for what in whats))))
+    for what, out in outs.items():
         assert out.returncode == 0 and "Traceback" not in out.stderr, (what, out.stderr)
-    assert f"{far} (time out of range)" in hummock("inspect", path, "manifest").stdout
-    assert f"epochs {far} (time out of range)" in hummock("inspect", path, "sst", "1").stdout
+    assert f"{far} (time out of range)" in outs[("manifest",)].stdout
+    assert f"epochs {far} (time out of range)" in outs[("sst", "1")].stdout
