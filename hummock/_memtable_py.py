@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
 from hummock.errors import InvalidArgumentError
 
 #: bytes charged per entry on top of its key and value: what CPython 3.11 spends besides the
@@ -70,6 +72,49 @@ def check_columns(keys, values):
     if len(keys) != len(values):
         raise InvalidArgumentError(f"{len(keys)} keys but {len(values)} values")
     return check_batch(zip(keys, values))
+
+
+def check_packed(keys, width, values, offsets) -> int:
+    """Validate a packed batch (``hummock.packed_batch.PackedColumns``: ``n`` keys of ``width``
+    bytes back to back in ``keys``, their values ``values[offsets[i]:offsets[i+1]]``); return
+    its size as :func:`check_batch` counts it (keys + values + ``ENTRY_OVERHEAD`` per entry).
+    ``InvalidArgumentError`` for: ``keys``/``values`` not bytes, a width below 1 or key bytes
+    that are not whole keys, ``offsets`` not a 1-D int64 numpy array of ``n + 1`` entries
+    starting at 0, decreasing or ending elsewhere than ``len(values)``, and keys not strictly
+    ascending (:func:`check_batch`'s messages)."""
+    if type(keys) is not bytes or type(values) is not bytes:
+        raise InvalidArgumentError(f"packed keys and values must be bytes, got {type(keys).__name__} "
+                                   f"and {type(values).__name__}")
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1 or len(keys) % width:
+        raise InvalidArgumentError(f"{len(keys)} key bytes are not keys of {width!r:.20} bytes")
+    n = len(keys) // width
+    if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.ndim != 1:
+        raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array")
+    if len(offsets) != n + 1:
+        raise InvalidArgumentError(f"{len(offsets)} value offsets for {n} keys")
+    if int(offsets[0]) != 0 or int(offsets[-1]) != len(values) or (n and bool((offsets[1:] < offsets[:-1]).any())):
+        raise InvalidArgumentError(f"value offsets must rise from 0 to {len(values)}")
+    for i in range(1, n):
+        previous, key = keys[(i - 1) * width:i * width], keys[i * width:(i + 1) * width]
+        if key <= previous:
+            raise InvalidArgumentError(f"batch item {i}: {'duplicate key' if key == previous else 'keys not sorted ascending'}")
+    return len(keys) + len(values) + ENTRY_OVERHEAD * n
+
+
+def split_packed(keys: bytes, width: int, values: bytes, offsets) -> tuple[list, list]:
+    """A packed batch checked by :func:`check_packed` as ``(keys, values)``, two lists of bytes."""
+    if width < 1 or len(keys) % width:
+        raise InvalidArgumentError(f"{len(keys)} key bytes are not keys of {width} bytes")
+    n = len(keys) // width
+    if len(offsets) != n + 1:
+        raise InvalidArgumentError(f"{len(offsets)} value offsets for {n} keys")
+    bounds = offsets.tolist()
+    for i in range(n):
+        lo, hi = bounds[i], bounds[i + 1]
+        if lo < 0 or hi < lo or hi > len(values):
+            raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {len(values)}]")
+    return ([keys[i * width:(i + 1) * width] for i in range(n)],
+            [values[bounds[i]:bounds[i + 1]] for i in range(n)])
 
 
 def merge_runs(prefix: bytes, runs):

@@ -4,7 +4,8 @@
 descending), cuts it into SSTs of about ``target_sst_size`` bytes -- only between two user keys,
 so the versions of a key never straddle two SSTs of one flush -- and uploads each SST to the
 object store as it is built. It returns the ``SstableInfo`` of every SST written, in key order,
-so one flush's SSTs never overlap each other; given a ``metas`` list, it appends each SST's
+so one flush's SSTs never overlap each other (a table whose imms are all packed, with disjoint key
+ranges, is added straight from their buffers: ``SstableBuilder.add_packed``); given a ``metas`` list, it appends each SST's
 :class:`~hummock.sstable.meta.SstableMeta` as built (parallel to the infos) for the caller's
 meta cache.
 
@@ -16,7 +17,7 @@ Callers: :mod:`hummock.storage`.
 
 from __future__ import annotations
 
-from hummock.shared_buffer import merge_runs
+from hummock.shared_buffer import PackedImm, merge_runs
 from hummock.sstable.builder import SstableOutputs
 
 
@@ -28,8 +29,18 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, m
         by_table.setdefault(imm.table_id, []).append(imm)
     with SstableOutputs(store, builder_options, new_sst_id) as outputs:
         for table_id in sorted(by_table):
+            prefix = table_id.to_bytes(4, "big")
+            packed = _packed_in_order(by_table[table_id])
+            if packed is not None:   # straight from the buffers: no bytes object per entry
+                for imm in packed:
+                    i, n = 0, len(imm)
+                    while i < n:
+                        i = outputs.current().add_packed(prefix, imm.epoch, imm.packed, i, stop_at_size=target_sst_size)
+                        if i < n:
+                            outputs.cut()
+                continue
             runs = [(imm.epoch, imm.keys, imm.values) for imm in by_table[table_id]]
-            keys, values = merge_runs(table_id.to_bytes(4, "big"), runs)
+            keys, values = merge_runs(prefix, runs)
             i = 0
             while i < len(keys):
                 i = outputs.current().add_batch(keys, values, i, stop_at_size=target_sst_size)
@@ -38,3 +49,16 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, m
     if metas is not None:
         metas.extend(outputs.metas)
     return outputs.infos
+
+
+def _packed_in_order(imms: list):
+    """``imms`` (one table's) in key order when every one is a ``PackedImm`` and their key
+    ranges are disjoint -- the merge is then their concatenation, each a single version per
+    key -- else None (the general merge)."""
+    if not all(type(imm) is PackedImm for imm in imms):
+        return None
+    ordered = sorted(imms, key=lambda imm: imm.packed.first_key)
+    for a, b in zip(ordered, ordered[1:]):
+        if a.packed.last_key >= b.packed.first_key:
+            return None
+    return ordered

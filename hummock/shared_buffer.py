@@ -1,6 +1,7 @@
 """The shared buffer: uncommitted writes, as immutable memtables (imms), until they become SSTs.
 
-Every ``ingest_batch`` becomes one :class:`Imm`: one table, one *versioned* epoch, the batch's
+Every ``ingest_batch`` becomes one :class:`Imm` (a :class:`PackedImm` for a packed batch, whose
+lists are built only if something reads it): one table, one *versioned* epoch, the batch's
 table keys (strictly ascending) and values (``None`` = delete). Several batches of one table in
 one epoch get distinct versioned epochs ``epoch + spill_offset`` (offset 0, 1, 2, ... in
 arrival order), so a later batch always shadows an earlier one and every version stays distinct
@@ -26,6 +27,7 @@ from hummock import _twins
 from hummock._memtable_py import ENTRY_OVERHEAD
 from hummock.errors import InvalidArgumentError
 from hummock.key import EPOCH_SPILL_MASK
+from hummock.packed_batch import PackedColumns
 from hummock.sstable.filter import FilterReader, build_filter
 
 _impl = _twins.load("_memtable", "hummock._memtable_py")
@@ -50,15 +52,19 @@ class KeyValueColumns:
 
 def check_batch(kv_pairs):
     """``(keys, values, size)`` of a validated batch (native or twin): ``(key, value)`` pairs,
-    or a :class:`KeyValueColumns` (same checks and errors; new lists either way)."""
+    or a :class:`KeyValueColumns` (same checks and errors; new lists either way), or a
+    :class:`~hummock.packed_batch.PackedColumns`, which gives ``(the batch, None, size)``."""
     if type(kv_pairs) is KeyValueColumns:
         return _impl.check_columns(kv_pairs.keys, kv_pairs.values)
+    if type(kv_pairs) is PackedColumns:
+        b = kv_pairs
+        return b, None, _impl.check_packed(b.keys, b.key_width, b.values, b.offsets)
     return _impl.check_batch(kv_pairs)
 
 #: ``merge_runs(prefix, [(epoch, keys, values)]) -> (full_keys, values)``: merge one table's imms.
 merge_runs = _impl.merge_runs
 
-__all__ = ["Imm", "KeyValueColumns", "SharedBuffer", "check_batch", "merge_runs", "ENTRY_OVERHEAD"]
+__all__ = ["Imm", "PackedImm", "KeyValueColumns", "SharedBuffer", "check_batch", "merge_runs", "ENTRY_OVERHEAD"]
 
 
 #: Imms with fewer keys get no bloom filter: their binary search costs about as much as a probe.
@@ -141,6 +147,34 @@ class Imm:
         return f"Imm(table={self.table_id}, epoch={self.epoch}, entries={len(self.keys)}, bytes={self.size})"
 
 
+class PackedImm(Imm):
+    """An imm holding a :class:`~hummock.packed_batch.PackedColumns` (the packed insert path):
+    the flush builds its SST from the buffers (``flush.flush_imms``); :attr:`keys` and
+    :attr:`values` -- what every reader takes -- are the batch's lists, built on first use."""
+
+    __slots__ = ("packed",)
+
+    def __init__(self, table_id: int, epoch: int, packed, size: int):
+        self.table_id = table_id
+        self.epoch = epoch
+        self.packed = packed
+        self.size = size
+        self.filter = None
+        self.prefix_filter = None
+        self.prefix_index = None
+
+    @property
+    def keys(self) -> list:
+        return self.packed.lists()[0]
+
+    @property
+    def values(self) -> list:
+        return self.packed.lists()[1]
+
+    def __len__(self) -> int:
+        return len(self.packed)
+
+
 class SharedBuffer:
     """All uncommitted imms of a store, by table, oldest first within a table."""
 
@@ -170,12 +204,17 @@ class SharedBuffer:
         """The spill offset the next batch of ``(table_id, epoch)`` gets (the batches so far)."""
         return self._spill_offsets.get((table_id, epoch), 0)
 
-    def add(self, table_id: int, epoch: int, keys: list, values: list, size: int) -> Imm:
-        """Add a checked batch as a new imm at the next spill offset of ``(table_id, epoch)``."""
+    def add(self, table_id: int, epoch: int, keys, values, size: int) -> Imm:
+        """Add a checked batch as a new imm at the next spill offset of ``(table_id, epoch)``:
+        ``keys``/``values`` two lists, or ``keys`` a checked ``PackedColumns`` and ``values``
+        None (a :class:`PackedImm`)."""
         self.check_add(table_id, epoch)
         offset = self._spill_offsets.get((table_id, epoch), 0)
         self._spill_offsets[(table_id, epoch)] = offset + 1
-        imm = Imm(table_id, epoch + offset, keys, values, size)
+        if values is None:
+            imm = PackedImm(table_id, epoch + offset, keys, size)
+        else:
+            imm = Imm(table_id, epoch + offset, keys, values, size)
         imms = self._tables.setdefault(table_id, [])
         if imms and imms[-1].epoch > imm.epoch:
             bisect.insort(imms, imm, key=lambda m: m.epoch)

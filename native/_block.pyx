@@ -15,7 +15,7 @@ goes back at once).
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -277,6 +277,47 @@ cdef class BlockBuilder:
                 added = self.c_add(as_key(keys[i]), TAG_PUT, <const unsigned char*>PyBytes_AS_STRING(payload),
                                    PyBytes_GET_SIZE(payload))
             if not added:
+                return i
+            i += 1
+            if self.buf_len + 4 * self.n_restarts + 4 >= block_size:
+                return i
+        return i
+
+    def add_packed(self, bytes prefix, epoch, bytes keys, Py_ssize_t width, bytes values, offsets,
+                   Py_ssize_t start, Py_ssize_t block_size):
+        """Add the puts of a packed batch from entry ``start`` as :meth:`add_batch` would (see
+        the twin): entry ``i``'s full key is ``prefix + keys[i*width:(i+1)*width] + ~epoch``
+        (big-endian), its value ``values[offsets[i]:offsets[i+1]]``. Every length and offset
+        is checked before it is read."""
+        cdef const int64_t[::1] offs = offsets
+        cdef Py_ssize_t n, i = start, fn = width + 12, lo, hi, vn = PyBytes_GET_SIZE(values)
+        cdef uint64_t inv = ~(<uint64_t>PyLong_AsUnsignedLongLong(epoch))
+        cdef const unsigned char* kp = <const unsigned char*>PyBytes_AS_STRING(keys)
+        cdef const unsigned char* vp = <const unsigned char*>PyBytes_AS_STRING(values)
+        cdef bytes full
+        cdef unsigned char* w
+        cdef int b
+        if PyBytes_GET_SIZE(prefix) != 4:
+            raise InvalidArgumentError("prefix must be the 4-byte table id")
+        if width < 1 or PyBytes_GET_SIZE(keys) % width:
+            raise InvalidArgumentError(f"{PyBytes_GET_SIZE(keys)} key bytes are not keys of {width} bytes")
+        n = PyBytes_GET_SIZE(keys) // width
+        if offs.shape[0] != n + 1:
+            raise InvalidArgumentError(f"{offs.shape[0]} value offsets for {n} keys")
+        if start < 0 or start > n:
+            raise InvalidArgumentError(f"start {start} outside [0, {n}]")
+        while i < n:
+            lo = <Py_ssize_t>offs[i]
+            hi = <Py_ssize_t>offs[i + 1]
+            if lo < 0 or hi < lo or hi > vn:
+                raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {vn}]")
+            full = PyBytes_FromStringAndSize(NULL, fn)
+            w = <unsigned char*>PyBytes_AS_STRING(full)
+            memcpy(w, PyBytes_AS_STRING(prefix), 4)
+            memcpy(w + 4, kp + i * width, <size_t>width)
+            for b in range(8):
+                w[4 + width + b] = <unsigned char>((inv >> (8 * (7 - b))) & 0xFF)
+            if not self.c_add(full, TAG_PUT, vp + lo, hi - lo):
                 return i
             i += 1
             if self.buf_len + 4 * self.n_restarts + 4 >= block_size:

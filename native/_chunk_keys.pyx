@@ -8,7 +8,8 @@ big-endian value with its sign bit flipped, inverted when descending), a sort of
 references by the keys' bytes and then by row number (so the sort is stable;
 ``native/_keysort.pxd``) -- skipped when one pass finds the keys already in order, as an
 ``APPEND ONLY`` table's increasing row ids are (the sort's ~log2(n) comparisons per row were
-half the call) -- then one ``bytes`` object per key in that order. It replaces a dozen
+half the call) -- then one ``bytes`` object per key in that order (``sorted_int_keys``) or one
+``bytes`` object of all the keys back to back (``sorted_int_key_buffer``, the packed insert path). It replaces a dozen
 numpy/Arrow calls per chunk (the key matrix, an Arrow binary array, ``lexsort``, ``take``,
 ``to_pylist``).
 
@@ -21,7 +22,7 @@ Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` only, through ``humm
 """
 
 cimport cython
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint64_t, uint16_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
@@ -45,6 +46,16 @@ cdef bint _in_order(const unsigned char* buf, Py_ssize_t n, Py_ssize_t width) no
 
 def sorted_int_keys(vnodes, columns, widths, descending):
     """See the twin's docstring."""
+    return _sorted_keys(vnodes, columns, widths, descending, False)
+
+
+def sorted_int_key_buffer(vnodes, columns, widths, descending):
+    """See the twin's docstring."""
+    return _sorted_keys(vnodes, columns, widths, descending, True)
+
+
+cdef _sorted_keys(vnodes, columns, widths, descending, bint packed):
+    """``sorted_int_keys`` (``packed`` false) or ``sorted_int_key_buffer`` (true)."""
     cdef Py_ssize_t n = check_args(vnodes, columns, widths, descending)
     cdef list cols = list(columns), ws = list(widths), ds = list(descending)
     cdef Py_ssize_t ncol = len(cols), width = 2, i, j, b, pos, w
@@ -59,9 +70,12 @@ def sorted_int_keys(vnodes, columns, widths, descending):
     cdef unsigned char flip
     cdef int64_t[::1] out_order
     cdef list keys = []
+    cdef bytes packed_keys
+    cdef unsigned char* out
+    cdef bint distinct = True
     order = np.empty(n, dtype=np.int64)
     if n == 0:
-        return order, keys
+        return (order, b"", width, True) if packed else (order, keys)
     out_order = order
     try:
         buf = <unsigned char*>malloc(<size_t>(n * width))
@@ -98,6 +112,15 @@ def sorted_int_keys(vnodes, columns, widths, descending):
             sort_key_refs(rows, n)
         for i in range(n):
             out_order[i] = rows[i].i
+        if packed:   # one bytes object of n keys of ``width`` bytes, in key order
+            packed_keys = PyBytes_FromStringAndSize(NULL, n * width)
+            out = <unsigned char*>PyBytes_AS_STRING(packed_keys)
+            for i in range(n):
+                memcpy(out + i * width, rows[i].p, <size_t>width)
+                if i and distinct and memcmp(rows[i - 1].p, rows[i].p, <size_t>width) == 0:
+                    distinct = False
+            return order, packed_keys, width, distinct
+        for i in range(n):
             keys.append(PyBytes_FromStringAndSize(<const char*>rows[i].p, width))
         return order, keys
     finally:

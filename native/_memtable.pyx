@@ -16,9 +16,11 @@ list that later held a container would hide it from the collector.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
+
+import numpy as np
 
 from hummock.errors import InvalidArgumentError
 
@@ -133,6 +135,65 @@ def check_columns(keys, values):
     _untrack(out_keys)
     _untrack(out_values)
     return out_keys, out_values, size
+
+
+def check_packed(keys, width, values, offsets):
+    """See the twin's docstring (same checks, messages and result)."""
+    cdef Py_ssize_t w, n, i, kn, vn
+    cdef const int64_t[::1] offs
+    cdef const unsigned char* kp
+    cdef int c
+    if type(keys) is not bytes or type(values) is not bytes:
+        raise InvalidArgumentError(f"packed keys and values must be bytes, got {type(keys).__name__} "
+                                   f"and {type(values).__name__}")
+    kn = PyBytes_GET_SIZE(keys)
+    vn = PyBytes_GET_SIZE(values)
+    if type(width) is not int or width < 1 or kn % <Py_ssize_t>width:
+        raise InvalidArgumentError(f"{kn} key bytes are not keys of {width!r:.20} bytes")
+    w = width
+    n = kn // w
+    if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.ndim != 1:
+        raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array")
+    if offsets.shape[0] != n + 1:
+        raise InvalidArgumentError(f"{offsets.shape[0]} value offsets for {n} keys")
+    offs = np.ascontiguousarray(offsets)
+    if offs[0] != 0 or offs[n] != vn:
+        raise InvalidArgumentError(f"value offsets must rise from 0 to {vn}")
+    for i in range(n):
+        if offs[i + 1] < offs[i]:
+            raise InvalidArgumentError(f"value offsets must rise from 0 to {vn}")
+    kp = <const unsigned char*>PyBytes_AS_STRING(keys)
+    for i in range(1, n):
+        c = memcmp(kp + i * w, kp + (i - 1) * w, <size_t>w)
+        if c <= 0:
+            raise InvalidArgumentError(f"batch item {i}: {'duplicate key' if c == 0 else 'keys not sorted ascending'}")
+    return kn + vn + ENTRY_OVERHEAD * n
+
+
+def split_packed(bytes keys, Py_ssize_t width, bytes values, offsets):
+    """See the twin's docstring; bounds checked again (the batch may be any caller's)."""
+    cdef const int64_t[::1] offs = offsets
+    cdef Py_ssize_t n, i, lo, hi, vn = PyBytes_GET_SIZE(values)
+    cdef const char* kp = PyBytes_AS_STRING(keys)
+    cdef const char* vp = PyBytes_AS_STRING(values)
+    cdef list out_keys, out_values
+    if width < 1 or PyBytes_GET_SIZE(keys) % width:
+        raise InvalidArgumentError(f"{PyBytes_GET_SIZE(keys)} key bytes are not keys of {width} bytes")
+    n = PyBytes_GET_SIZE(keys) // width
+    if offs.shape[0] != n + 1:
+        raise InvalidArgumentError(f"{offs.shape[0]} value offsets for {n} keys")
+    out_keys = [None] * n
+    out_values = [None] * n
+    for i in range(n):
+        lo = <Py_ssize_t>offs[i]
+        hi = <Py_ssize_t>offs[i + 1]
+        if lo < 0 or hi < lo or hi > vn:
+            raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {vn}]")
+        out_keys[i] = PyBytes_FromStringAndSize(kp + i * width, width)
+        out_values[i] = PyBytes_FromStringAndSize(vp + lo, hi - lo)
+    _untrack(out_keys)
+    _untrack(out_values)
+    return out_keys, out_values
 
 
 @cython.boundscheck(False)

@@ -43,6 +43,8 @@ from native._outbuf cimport put_u8 as _put_u8
 from native._outbuf cimport put_varint as _put_varint
 
 import datetime as _datetime
+
+import numpy as np
 import decimal as _decimal
 import sys as _sys
 
@@ -669,11 +671,76 @@ def encode_column_buffers(cols, n, order=None):
     Every descriptor is checked before anything is written: widths, buffer lengths, and that
     the offsets of a bytes column never decrease and stay within its data, so the loop below
     reads only inside the buffers it holds (memoryviews keep them alive)."""
+    return _encode_buffers(cols, n, order, False)
+
+
+def encode_column_buffer(cols, n, order=None):
+    """See the twin's docstring: :func:`encode_column_buffers` as one buffer and its offsets."""
+    return _encode_buffers(cols, n, order, True)
+
+
+cdef inline Py_ssize_t _row_size(_Col* cs, Py_ssize_t ncols, Py_ssize_t j, Py_ssize_t fixed) noexcept:
+    """Bytes of row ``j``'s encoding (``fixed``: its header and bitmap)."""
+    cdef Py_ssize_t i, total = fixed, length
+    for i in range(ncols):
+        if cs[i].nulls != NULL and cs[i].nulls[j]:
+            continue
+        if cs[i].width > 0:
+            total += cs[i].width
+        else:
+            length = cs[i].values[j + 1] - cs[i].values[j]
+            total += length + (_varint_len(<uint64_t>length) if cs[i].width == 0 else 0)
+    return total
+
+
+cdef inline unsigned char* _write_row(unsigned char* w, _Col* cs, Py_ssize_t ncols, Py_ssize_t j,
+                                      Py_ssize_t size) noexcept:
+    """Write row ``j``'s encoding at ``w`` (exactly ``_row_size`` bytes); return the end."""
+    cdef Py_ssize_t i, k, start, end
+    cdef uint64_t v
+    cdef unsigned char* bitmap
+    w[0] = FORMAT_TAG
+    w = _write_varint(w + 1, <uint64_t>ncols)
+    bitmap = w
+    if size == 1:
+        bitmap[0] = 0
+    else:
+        memset(bitmap, 0, size)
+    w += size
+    for i in range(ncols):
+        if cs[i].nulls != NULL and cs[i].nulls[j]:
+            bitmap[i >> 3] |= <uint8_t>(1 << (i & 7))
+        elif cs[i].width > 0:
+            v = <uint64_t>cs[i].values[j]
+            if _LITTLE_ENDIAN:   # constant sizes: the compiler inlines the copy (no libc call)
+                if cs[i].width == 8:
+                    memcpy(w, &v, 8)
+                elif cs[i].width == 4:
+                    memcpy(w, &v, 4)
+                else:
+                    memcpy(w, &v, cs[i].width)
+            else:
+                for k in range(cs[i].width):
+                    w[k] = <uint8_t>(v >> (8 * k))
+            w += cs[i].width
+        else:
+            start = cs[i].values[j]
+            end = cs[i].values[j + 1]
+            if cs[i].width == 0:
+                w = _write_varint(w, <uint64_t>(end - start))
+            if end > start:
+                memcpy(w, cs[i].data + start, end - start)
+                w += end - start
+    return w
+
+
+cdef _encode_buffers(cols, n, order, bint packed):
+    """``encode_column_buffers`` (a list of rows) or, ``packed``, ``encode_column_buffer``."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"the row count must be an int >= 0, got {n!r:.40}")
     if not isinstance(cols, (list, tuple)):
         raise TypeError(f"columns must be a list of descriptors, got {type(cols).__name__}")
-    cdef Py_ssize_t rows = n, ncols = len(cols), i, j, k, size, start, end, previous
+    cdef Py_ssize_t rows = n, ncols = len(cols), i, j, previous, end
     cdef const int64_t[::1] values
     cdef const unsigned char[::1] data
     cdef const unsigned char[::1] nulls
@@ -683,11 +750,10 @@ def encode_column_buffers(cols, n, order=None):
     cdef Py_ssize_t r
     cdef _Col* cs = <_Col*>malloc(sizeof(_Col) * (ncols if ncols else 1))
     cdef list out
-    cdef uint64_t v
-    cdef Py_ssize_t head, total
+    cdef Py_ssize_t size, fixed, total
     cdef bytes row
     cdef unsigned char* w
-    cdef unsigned char* bitmap
+    cdef int64_t[::1] offs
     if cs == NULL:
         raise MemoryError()
     try:
@@ -730,54 +796,26 @@ def encode_column_buffers(cols, n, order=None):
                 if rows_order[j] < 0 or rows_order[j] >= rows:
                     raise ValueError(f"order entry {j} is {rows_order[j]}, outside [0, {rows})")
         size = (ncols + 7) >> 3
-        head = 1 + _varint_len(<uint64_t>ncols)
+        fixed = 1 + _varint_len(<uint64_t>ncols) + size
+        if packed:   # every row's size first (the offsets), then one buffer written in place
+            offsets = np.empty(rows + 1, dtype=np.int64)
+            offs = offsets
+            offs[0] = 0
+            total = 0
+            for r in range(rows):
+                total += _row_size(cs, ncols, rows_order[r] if ordered else r, fixed)
+                offs[r + 1] = total
+            row = PyBytes_FromStringAndSize(NULL, total)
+            w = <unsigned char*>PyBytes_AS_STRING(row)
+            for r in range(rows):
+                w = _write_row(w, cs, ncols, rows_order[r] if ordered else r, size)
+            return row, offsets
         out = PyList_New(rows)
         for r in range(rows):
             j = rows_order[r] if ordered else r
             # the row's exact size first, then its bytes written in place (no copy, no growth)
-            total = head + size
-            for i in range(ncols):
-                if cs[i].nulls != NULL and cs[i].nulls[j]:
-                    continue
-                if cs[i].width > 0:
-                    total += cs[i].width
-                else:
-                    start = cs[i].values[j + 1] - cs[i].values[j]
-                    total += start + (_varint_len(<uint64_t>start) if cs[i].width == 0 else 0)
-            row = PyBytes_FromStringAndSize(NULL, total)
-            w = <unsigned char*>PyBytes_AS_STRING(row)
-            w[0] = FORMAT_TAG
-            w = _write_varint(w + 1, <uint64_t>ncols)
-            bitmap = w
-            if size == 1:
-                bitmap[0] = 0
-            else:
-                memset(bitmap, 0, size)
-            w += size
-            for i in range(ncols):
-                if cs[i].nulls != NULL and cs[i].nulls[j]:
-                    bitmap[i >> 3] |= <uint8_t>(1 << (i & 7))
-                elif cs[i].width > 0:
-                    v = <uint64_t>cs[i].values[j]
-                    if _LITTLE_ENDIAN:   # constant sizes: the compiler inlines the copy (no libc call)
-                        if cs[i].width == 8:
-                            memcpy(w, &v, 8)
-                        elif cs[i].width == 4:
-                            memcpy(w, &v, 4)
-                        else:
-                            memcpy(w, &v, cs[i].width)
-                    else:
-                        for k in range(cs[i].width):
-                            w[k] = <uint8_t>(v >> (8 * k))
-                    w += cs[i].width
-                else:
-                    start = cs[i].values[j]
-                    end = cs[i].values[j + 1]
-                    if cs[i].width == 0:
-                        w = _write_varint(w, <uint64_t>(end - start))
-                    if end > start:
-                        memcpy(w, cs[i].data + start, end - start)
-                        w += end - start
+            row = PyBytes_FromStringAndSize(NULL, _row_size(cs, ncols, j, fixed))
+            _write_row(<unsigned char*>PyBytes_AS_STRING(row), cs, ncols, j, size)
             Py_INCREF(row)
             PyList_SET_ITEM(out, r, row)
     finally:

@@ -23,7 +23,13 @@ that order. Raises ``ValueError`` when lengths differ, a width is not 2, 4 or 8,
 not fit its width, or the lists of columns, widths and orders differ in length; ``TypeError``
 when an array has another dtype or is not 1-D.
 
-Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` only, through ``hummock._twins.load``.
+``sorted_int_key_buffer(vnodes, columns, widths, descending)``: the same keys packed, for the
+packed insert path: ``(order, keys, width, distinct)`` with ``keys`` one ``bytes`` object of
+the ``n`` keys of ``width`` bytes each back to back in key order (``b""`` when ``n`` is 0),
+``width`` the key width (2 + the sum of 1 + each column's width) and ``distinct`` whether no two
+keys are equal. Same checks and exceptions.
+
+Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` and ``encode_chunk_packed`` only, through ``hummock._twins.load``.
 """
 
 from __future__ import annotations
@@ -74,3 +80,11 @@ def sorted_int_keys(vnodes, columns, widths, descending):
     keys = [data[i * width:(i + 1) * width] for i in range(n)]
     order = sorted(range(n), key=keys.__getitem__)   # stable
     return np.array(order, dtype=np.int64), [keys[i] for i in order]
+
+
+def sorted_int_key_buffer(vnodes, columns, widths, descending):
+    """See the module docstring."""
+    order, keys = sorted_int_keys(vnodes, columns, widths, descending)
+    width = 2 + sum(1 + int(w) for w in widths)
+    distinct = all(a != b for a, b in zip(keys, keys[1:]))
+    return order, b"".join(keys), width, distinct

@@ -64,7 +64,8 @@ import weakref
 from itertools import islice
 
 from hummock import _twins
-from hummock.shared_buffer import ENTRY_OVERHEAD
+from hummock.packed_batch import PackedColumns
+from hummock.shared_buffer import ENTRY_OVERHEAD, KeyValueColumns
 from relational._rel_memapply_py import RECORD_OVERHEAD
 from relational.errors import InconsistentOpError
 
@@ -119,7 +120,8 @@ class MemTable:
         runs, self._runs = self._runs, []
         ops = self._ops
         approx = self.approx_bytes         # append_run counted these bytes already, as run entries
-        for keys, values in runs:
+        for run in runs:
+            keys, values = run if type(run) is tuple else run.lists()
             if not ops or ops.keys().isdisjoint(keys):
                 _apply.insert_new(ops, keys, values)
                 if self._sorted is not None:
@@ -324,6 +326,21 @@ class MemTable:
         self._runs.append((keys, values))
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + RUN_OVERHEAD)
 
+    def append_packed(self, batch: PackedColumns) -> None:
+        """:meth:`append_run` of a packed batch (``hummock.packed_batch``: keys strictly
+        ascending, one width): it waits as it is, and :meth:`batch` hands a buffer of packed
+        runs that follow one another to the store as one packed batch, with no ``bytes`` object
+        per entry. Anything that reads or changes records first turns it into lists. REQUIRES
+        relaxed mode."""
+        if self.consistent:
+            raise AssertionError("append_packed is for relaxed MemTables")
+        if not len(batch):
+            return
+        if self._live:
+            self._freeze_live()
+        self._runs.append(batch)
+        self.approx_bytes += batch.nbytes + len(batch) * RUN_OVERHEAD
+
     def apply(self, inserts, keys: list, values: list, stored=None) -> None:
         """Apply a run of operations all or nothing: ``inserts[i]`` true inserts ``values[i]``
         under ``keys[i]``, false deletes the row ``values[i]`` (the old row). The result is
@@ -449,7 +466,7 @@ class MemTable:
         the buffer's own: the caller does not change them). Pending runs of
         :meth:`append_run` alone are merged in C (``merge_insert_runs``), with no records."""
         if self._runs and not self._ops:
-            runs = self._runs
+            runs = [run if type(run) is tuple else run.lists() for run in self._runs]
             if len(runs) == 1:   # one chunk this epoch: the run is the batch (the caller copies it)
                 return runs[0]
             if len(runs) > 1 and all(a[0][-1] < b[0][0] for a, b in zip(runs, islice(runs, 1, None))):
@@ -464,6 +481,20 @@ class MemTable:
         if self._runs:
             self._settle()
         return _apply.sorted_news(self._ops)
+
+    def batch(self):
+        """The KV batch of this buffer for ``HummockStorage.ingest_batch``, or None when it is
+        empty: a ``PackedColumns`` when it holds only packed runs (:meth:`append_packed`) whose
+        keys follow one another (a table's increasing row ids), else a ``KeyValueColumns`` of
+        :meth:`columns`. The buffer is unchanged (as :meth:`columns`)."""
+        runs = self._runs
+        if runs and not self._ops and all(type(run) is PackedColumns for run in runs) and all(
+                a.last_key < b.first_key for a, b in zip(runs, islice(runs, 1, None))):
+            return PackedColumns.concat(runs)
+        if not self._runs and not self._ops:
+            return None
+        keys, values = self.columns()
+        return KeyValueColumns(keys, values) if keys else None
 
     def drain(self) -> list:
         """The KV batch of this buffer, ``[(key, new_value_or_None), ...]`` sorted by key, and
@@ -499,7 +530,8 @@ class MemTable:
 
     def _check(self) -> None:
         """Verify every invariant in the module docstring; raises ``AssertionError``."""
-        for keys, values in self._runs:
+        for run in self._runs:
+            keys, values = run if type(run) is tuple else run.lists()
             assert not self.consistent, "append_run runs in strict mode"
             assert len(keys) == len(values) and all(a < b for a, b in zip(keys, keys[1:])), "a run out of order"
         for key, rec in self._ops.items():

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from hummock import _twins
+from hummock.packed_batch import PackedColumns
 from relational import memcomparable, value_columns, value_encoding
 from relational.arrow import as_arrow, to_pylist
 from relational.errors import SchemaError
@@ -335,6 +336,33 @@ class RowSerde:
         if return_order:
             return vnodes, keys, values, order
         return vnodes, keys, values
+
+
+    def encode_chunk_packed(self, columns, num_rows: int):
+        """The packed insert path's :meth:`encode_chunk` (``sort=True``) of a chunk whose pk
+        columns are all integers without NULLs and whose value columns are all ones
+        :mod:`relational.value_columns` encodes from buffers: ``(vnodes, batch, distinct)``
+        with ``vnodes`` in key order, ``batch`` a ``hummock.packed_batch.PackedColumns`` of
+        the same keys and values :meth:`encode_chunk` gives (its ``lists()`` equal them, byte
+        for byte) and ``distinct`` whether no pk repeats. ``None`` for any other chunk (or no
+        rows, or a table storing no value columns); nothing is encoded twice then beyond the
+        pk check."""
+        if num_rows == 0 or self._int_pk_widths is None or not self.value_indices:
+            return None
+        if len(columns) != len(self.types):
+            raise SchemaError(f"a chunk has {len(self.types)} columns, got {len(columns)}")
+        described = value_columns.describe_columns([columns[i] for i in self.value_indices], self.value_types,
+                                                   num_rows)
+        if described is None:
+            return None
+        int_pk = self._int_pk_columns(columns, num_rows)
+        if int_pk is None:
+            return None
+        vnodes = compute_vnodes([columns[i] for i in self.dist_key_indices], self.dist_types, num_rows)
+        order, keys, width, distinct = _chunk_keys.sorted_int_key_buffer(vnodes, int_pk, self._int_pk_widths,
+                                                                        self._pk_descending)
+        data, offsets = value_columns.encode_described(described, num_rows, order)
+        return vnodes[order], PackedColumns(keys, width, data, offsets), distinct
 
 
 def _take(column, perm: pa.Array, num_rows: int, i: int):

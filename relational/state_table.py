@@ -72,7 +72,6 @@ import pyarrow as pa
 import numpy as np
 
 from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH, prefix_end
-from hummock.shared_buffer import KeyValueColumns
 from hummock.table_watermarks import TableWatermarks
 
 from relational.errors import EpochError, InconsistentOpError, RowError, SchemaError, VnodeNotOwnedError
@@ -238,9 +237,9 @@ class StateTable:
         are unchanged and the error propagates; calling ``commit`` again retries."""
         epoch = self._require_epoch()
         new_epoch = check_epoch_arg(new_epoch, "commit", self.name, epoch)
-        keys, values = self.mem.columns()
-        if keys:
-            self.store.ingest_batch(self.table_id, KeyValueColumns(keys, values), epoch)
+        batch = self.mem.batch()
+        if batch is not None:
+            self.store.ingest_batch(self.table_id, batch, epoch)
         if self._watermark is not None:
             ranges = self._watermark_ranges()
             if ranges:   # cannot be refused once the batch was taken (same epoch, same store)
@@ -257,9 +256,9 @@ class StateTable:
         epoch = self._require_epoch()
         if self.mem.approx_bytes < self.flush_threshold:
             return False
-        keys, values = self.mem.columns()
-        if keys:
-            self.store.ingest_batch(self.table_id, KeyValueColumns(keys, values), epoch)
+        batch = self.mem.batch()
+        if batch is not None:
+            self.store.ingest_batch(self.table_id, batch, epoch)
         self.mem.clear()
         return True
 
@@ -450,6 +449,8 @@ class StateTable:
                 row = i if visible_rows is None else int(visible_rows[i])
                 raise SchemaError(f"state table {self.name}: unknown op {int(ops[i])} at row {row} "
                                   "(1 insert, 2 delete, 3/4 update -/+); nothing applied")
+        if all_inserts and not self.consistent and fresh is None and self._packed_insert(columns, n):
+            return
         vnodes, keys, values, order = self.serde.encode_chunk(columns, n, sort=True, return_order=True)
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
             bad = int(np.argmin(self.vnodes.mask[vnodes]))
@@ -461,6 +462,24 @@ class StateTable:
             return
         inserts = (ops == OP_INSERT) | (ops == OP_UPDATE_INSERT)
         self._apply_batch(inserts, order, keys, values, fresh)
+
+    def _packed_insert(self, columns, n: int) -> bool:
+        """Relaxed mode, an all-insert chunk: encode it packed (``RowSerde.encode_chunk_packed``:
+        integer pks, value columns from buffers) and add it to the MemTable as one packed run
+        (``MemTable.append_packed``) -- no ``bytes`` object per row, here or in the store, unless
+        something reads the rows before the flush. False (nothing changed) when the chunk does
+        not encode packed or repeats a pk: the general path then takes it."""
+        encoded = self.serde.encode_chunk_packed(columns, n)
+        if encoded is None:
+            return False
+        vnodes, batch, distinct = encoded
+        if not self._owns_all and not self.vnodes.mask[vnodes].all():
+            bad = int(np.argmin(self.vnodes.mask[vnodes]))
+            self._owned(batch.keys[bad * batch.key_width:(bad + 1) * batch.key_width])
+        if not distinct:
+            return False
+        self.mem.append_packed(batch)
+        return True
 
     def _apply_batch(self, inserts: np.ndarray, order, keys: list, values: list, fresh=None) -> None:
         """Apply rows given in key order (``order``: their chunk positions); ``inserts`` (chunk

@@ -29,6 +29,9 @@ DECIMAL        Arrow string of plain numerals (``-12.50``) of at most 18 digits,
 Anything else (another type, a Python sequence, a ChunkedArray of several chunks, a column of
 the wrong length) gives ``None``.
 
+:func:`describe_columns` then :func:`encode_described` give the same bytes as one buffer and
+its offsets (the packed insert path: no ``bytes`` object per row).
+
 Callers: :mod:`relational.row_serde` only.
 """
 
@@ -56,6 +59,19 @@ def encode_columns(columns, types, num_rows: int, order=None):
     """``encode_rows`` of the rows held by ``columns`` (value order, one per type), or
     ``None`` when a column is not one the module docstring lists. ``order`` (a numpy int64
     array of row numbers, optional): the rows in that order instead of the columns' order."""
+    descriptors = describe_columns(columns, types, num_rows)
+    return None if descriptors is None else _impl.encode_column_buffers(descriptors, num_rows, order)
+
+
+def encode_described(descriptors: list, num_rows: int, order=None):
+    """:func:`encode_columns` packed, of columns :func:`describe_columns` took: ``(data,
+    offsets)`` -- the rows' encodings back to back in one ``bytes`` object and a numpy
+    ``int64`` array of ``num_rows + 1`` offsets, starting at 0."""
+    return _impl.encode_column_buffer(descriptors, num_rows, order)
+
+
+def describe_columns(columns, types, num_rows: int):
+    """Each column's ``encode_column_buffers`` descriptor, or None when one is not listed."""
     if num_rows == 0:
         return None
     descriptors = []
@@ -64,7 +80,7 @@ def encode_columns(columns, types, num_rows: int, order=None):
         if descriptor is None:
             return None
         descriptors.append(descriptor)
-    return _impl.encode_column_buffers(descriptors, num_rows, order)
+    return descriptors
 
 
 def _describe(column, dtype, n: int):

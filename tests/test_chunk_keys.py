@@ -51,6 +51,11 @@ def test_sorted_int_keys_equal_the_row_encoder_sorted(impl, case):
     positions = sorted(range(len(rows)), key=expected.__getitem__)
     assert order.dtype == np.int64 and order.tolist() == positions
     assert keys == [expected[i] for i in positions]
+    # packed (the packed insert path): the same keys back to back, their width, no repeat
+    order2, packed, width, distinct = impl.sorted_int_key_buffer(np.array(vnodes, dtype=np.uint16), columns,
+                                                                 widths, desc)
+    assert order2.tolist() == positions and packed == b"".join(keys)
+    assert width == 2 + sum(1 + w for w in widths) and distinct == (len(set(keys)) == len(keys))
 
 
 @pytest.mark.parametrize("impl", IMPLS, ids=lambda m: m.__name__)
@@ -68,6 +73,8 @@ def test_sorted_int_keys_refuse_bad_arguments(impl):
     for args, exc in cases:
         with pytest.raises(exc):
             impl.sorted_int_keys(*args)
+        with pytest.raises(exc):
+            impl.sorted_int_key_buffer(*args)
 
 
 def test_twins_agree_on_a_large_chunk():

@@ -61,6 +61,11 @@ def test_twins_agree_on_random_buffers(case, data):
     order = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
     for impl in IMPLS:   # rows written in a given order: the same rows, permuted
         assert impl.encode_column_buffers(cols, n, order) == [results[0][i] for i in order]
+        # packed (the packed insert path): the same rows back to back, with their offsets
+        data, offsets = impl.encode_column_buffer(cols, n, order)
+        rows = [results[0][i] for i in order]
+        assert data == b"".join(rows) and offsets.dtype == np.int64
+        assert offsets.tolist() == [sum(map(len, rows[:i])) for i in range(n + 1)]
 
 
 def test_buffers_equal_rows_spelled_out():
@@ -115,6 +120,8 @@ def test_bad_descriptors_raise_the_same_class(name, cols, n, error):
     for impl in IMPLS:
         with pytest.raises(error):
             impl.encode_column_buffers(cols, n)
+        with pytest.raises(error):
+            impl.encode_column_buffer(cols, n)
 
 
 ONE = [(8, np.array([1, 2], np.int64), None, None)]
@@ -131,6 +138,8 @@ def test_bad_order_raises_the_same_class(order, error):
     for impl in IMPLS:
         with pytest.raises(error):
             impl.encode_column_buffers(ONE, 2, order)
+        with pytest.raises(error):
+            impl.encode_column_buffer(ONE, 2, order)
 
 
 # --- the facade against the row path -------------------------------------------------------

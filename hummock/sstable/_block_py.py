@@ -136,6 +136,36 @@ class BlockBuilder:
                 return i
         return i
 
+    def add_packed(self, prefix: bytes, epoch: int, keys: bytes, width: int, values: bytes, offsets,
+                   start: int, block_size: int) -> int:
+        """Add the puts of a packed batch (``hummock.packed_batch.PackedColumns``) from entry
+        ``start`` as :meth:`add_batch` would: entry ``i``'s full key is ``prefix`` (the 4-byte
+        table id) + ``keys[i*width:(i+1)*width]`` + the inverted ``epoch`` (big-endian), its
+        value ``values[offsets[i]:offsets[i+1]]``. Raises ``InvalidArgumentError`` for a prefix
+        that is not 4 bytes, key bytes that are not whole keys, not ``n + 1`` offsets, a
+        ``start`` outside ``[0, n]`` or a value span outside ``values`` (checked as reached)."""
+        if len(prefix) != 4:
+            raise InvalidArgumentError("prefix must be the 4-byte table id")
+        if width < 1 or len(keys) % width:
+            raise InvalidArgumentError(f"{len(keys)} key bytes are not keys of {width} bytes")
+        n = len(keys) // width
+        if len(offsets) != n + 1:
+            raise InvalidArgumentError(f"{len(offsets)} value offsets for {n} keys")
+        if not 0 <= start <= n:
+            raise InvalidArgumentError(f"start {start} outside [0, {n}]")
+        suffix = (_MAX_EPOCH - epoch).to_bytes(8, "big")
+        i = start
+        while i < n:
+            lo, hi = int(offsets[i]), int(offsets[i + 1])
+            if lo < 0 or hi < lo or hi > len(values):
+                raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {len(values)}]")
+            if not self.add(prefix + keys[i * width:(i + 1) * width] + suffix, values[lo:hi]):
+                return i
+            i += 1
+            if self.block_size_estimate >= block_size:
+                return i
+        return i
+
     def add_tagged(self, full_key, tagged_value) -> bool:
         """Add a value that already carries its tag byte (as read from another SST)."""
         if not isinstance(tagged_value, (bytes, bytearray, memoryview)):

@@ -182,6 +182,24 @@ class SstableBuilder:
                 self._cut()
         return i
 
+    def add_packed(self, prefix: bytes, epoch: int, packed, start: int = 0, stop_at_size: int | None = None) -> int:
+        """Add the puts of ``packed`` (a checked ``PackedColumns``: distinct keys) from entry
+        ``start``, every full key ``prefix`` (the table id) + key + ``epoch``, as
+        :meth:`add_batch` would add them as lists, one native call per block. With
+        ``stop_at_size``, stop once :attr:`estimated_size` reaches it (every entry is a user-key
+        boundary). Returns the index of the first entry not added."""
+        blocks = self._blocks
+        keys, width, values, offsets = packed.keys, packed.key_width, packed.values, packed.offsets
+        n = len(packed)
+        i = start
+        while i < n:
+            if stop_at_size is not None and self.estimated_size >= stop_at_size:
+                return i
+            i = blocks.add_packed(prefix, epoch, keys, width, values, offsets, i, self._block_size)
+            if i < n or blocks.block_size_estimate >= self._block_size:
+                self._cut()
+        return i
+
     def add_tagged(self, full_key: bytes, tagged_value: bytes) -> None:
         """Add a value that carries its tag byte (copying entries from other SSTs)."""
         blocks = self._blocks
