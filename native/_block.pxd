@@ -17,22 +17,30 @@ cdef class BlockBuilder:
     cdef uint32_t* restarts
     cdef Py_ssize_t n_restarts, restarts_cap
     cdef int counter
-    cdef bytes block_last
     cdef readonly int restart_interval
-    cdef readonly object block_first_key
     cdef readonly Py_ssize_t block_entry_count
     cdef readonly Py_ssize_t key_count
     cdef readonly Py_ssize_t tombstone_count
     cdef uint64_t min_ep, max_ep
     cdef readonly object smallest_key
-    cdef readonly object last_key
+    # the last full key added (the open block's last when it has entries), its open block's
+    # first, and the full key whose declared prefix was hashed last: C copies, not bytes
+    # objects, so adding an entry makes no Python object (``last_key``/``block_first_key``
+    # are properties built from them)
+    cdef unsigned char* last_buf
+    cdef Py_ssize_t last_len, last_cap
+    cdef bint has_last
+    cdef unsigned char* first_buf
+    cdef Py_ssize_t first_len, first_cap
+    cdef unsigned char* prefix_buf
+    cdef Py_ssize_t prefix_cap
+    cdef bint has_prefix
     cdef uint64_t* key_hash_buf      # filter hash of each distinct user key, in order
     cdef Py_ssize_t key_hash_n, key_hash_cap
     cdef uint64_t* prefix_hash_buf   # filter hash of each distinct declared prefix (see the twin)
     cdef Py_ssize_t prefix_hash_n, prefix_hash_cap
     cdef dict prefix_lens            # table id -> declared prefix length (empty: none)
     cdef Py_ssize_t prefix_len       # the current table's declared length (-1: none)
-    cdef object prefix_last          # the full key whose prefix was hashed last (None: none yet)
     cdef readonly list table_ids
     cdef uint32_t last_table_id
     cdef list live_done              # live user keys of each finished table id (see live_counts)
@@ -49,7 +57,9 @@ cdef class BlockBuilder:
         self.buf[self.buf_len] = v
         self.buf_len += 1
     cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1
-    cdef int account(self, bytes key, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1
+    cdef bint c_add_raw(self, const unsigned char* k, Py_ssize_t n, unsigned char tag, const unsigned char* payload,
+                        Py_ssize_t plen) except -1
+    cdef int account(self, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1
     cdef int push_hash(self, bint prefix, uint64_t h) except -1
     cdef inline Py_ssize_t c_size_estimate(self) noexcept:
         """``block_size_estimate`` without a Python call."""

@@ -126,6 +126,23 @@ cdef inline int memcmp_eq(const unsigned char* a, const unsigned char* b, Py_ssi
 
 # --- builder ---------------------------------------------------------------------------------
 
+cdef int _copy_key(unsigned char** buf, Py_ssize_t* cap, const unsigned char* k, Py_ssize_t n) except -1:
+    """Copy ``k[:n]`` into ``*buf``, growing it (``*cap``) when needed."""
+    cdef Py_ssize_t want
+    cdef unsigned char* grown
+    if n > cap[0]:
+        want = 2 * cap[0]
+        if want < n:
+            want = n
+        grown = <unsigned char*>realloc(buf[0], <size_t>want)
+        if grown == NULL:
+            raise MemoryError()
+        buf[0] = grown
+        cap[0] = want
+    memcpy(buf[0], k, <size_t>n)
+    return 0
+
+
 cdef class BlockBuilder:
     """See the twin's docstring: one block at a time plus SST-wide accounting (attributes
     declared in ``_block.pxd``, where other native modules find ``c_add``)."""
@@ -139,8 +156,13 @@ cdef class BlockBuilder:
         self.restarts = <uint32_t*>malloc(64 * sizeof(uint32_t))
         self.key_hash_buf = <uint64_t*>malloc(256 * sizeof(uint64_t))
         self.prefix_hash_buf = <uint64_t*>malloc(64 * sizeof(uint64_t))
-        if self.buf == NULL or self.restarts == NULL or self.key_hash_buf == NULL or self.prefix_hash_buf == NULL:
+        self.last_buf = <unsigned char*>malloc(64)
+        self.first_buf = <unsigned char*>malloc(64)
+        self.prefix_buf = <unsigned char*>malloc(64)
+        if self.buf == NULL or self.restarts == NULL or self.key_hash_buf == NULL or self.prefix_hash_buf == NULL \
+                or self.last_buf == NULL or self.first_buf == NULL or self.prefix_buf == NULL:
             raise MemoryError()
+        self.last_cap = self.first_cap = self.prefix_cap = 64
         self.buf_cap = 4096
         self.restarts_cap = 64
         self.key_hash_cap = 256
@@ -155,6 +177,21 @@ cdef class BlockBuilder:
         free(self.restarts)
         free(self.key_hash_buf)
         free(self.prefix_hash_buf)
+        free(self.last_buf)
+        free(self.first_buf)
+        free(self.prefix_buf)
+
+    @property
+    def last_key(self):
+        """The last full key added (None before the first)."""
+        return PyBytes_FromStringAndSize(<const char*>self.last_buf, self.last_len) if self.has_last else None
+
+    @property
+    def block_first_key(self):
+        """The open block's first full key (None while it is empty)."""
+        if not self.block_entry_count:
+            return None
+        return PyBytes_FromStringAndSize(<const char*>self.first_buf, self.first_len)
 
     @property
     def live_counts(self):
@@ -199,8 +236,6 @@ cdef class BlockBuilder:
         self.restarts[0] = 0
         self.n_restarts = 1
         self.counter = 0
-        self.block_last = b""
-        self.block_first_key = None
         self.block_entry_count = 0
 
     cdef int reserve(self, Py_ssize_t extra) except -1:
@@ -294,8 +329,7 @@ cdef class BlockBuilder:
         cdef uint64_t inv = ~(<uint64_t>PyLong_AsUnsignedLongLong(epoch))
         cdef const unsigned char* kp = <const unsigned char*>PyBytes_AS_STRING(keys)
         cdef const unsigned char* vp = <const unsigned char*>PyBytes_AS_STRING(values)
-        cdef bytes full
-        cdef unsigned char* w
+        cdef unsigned char* w = NULL
         cdef int b
         if PyBytes_GET_SIZE(prefix) != 4:
             raise InvalidArgumentError("prefix must be the 4-byte table id")
@@ -306,40 +340,46 @@ cdef class BlockBuilder:
             raise InvalidArgumentError(f"{offs.shape[0]} value offsets for {n} keys")
         if start < 0 or start > n:
             raise InvalidArgumentError(f"start {start} outside [0, {n}]")
-        while i < n:
-            lo = <Py_ssize_t>offs[i]
-            hi = <Py_ssize_t>offs[i + 1]
-            if lo < 0 or hi < lo or hi > vn:
-                raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {vn}]")
-            full = PyBytes_FromStringAndSize(NULL, fn)
-            w = <unsigned char*>PyBytes_AS_STRING(full)
+        w = <unsigned char*>malloc(<size_t>fn)   # each full key is built here, then copied by c_add_raw
+        if w == NULL:
+            raise MemoryError()
+        try:
             memcpy(w, PyBytes_AS_STRING(prefix), 4)
-            memcpy(w + 4, kp + i * width, <size_t>width)
             for b in range(8):
                 w[4 + width + b] = <unsigned char>((inv >> (8 * (7 - b))) & 0xFF)
-            if not self.c_add(full, TAG_PUT, vp + lo, hi - lo):
-                return i
-            i += 1
-            if self.buf_len + 4 * self.n_restarts + 4 >= block_size:
-                return i
-        return i
+            while i < n:
+                lo = <Py_ssize_t>offs[i]
+                hi = <Py_ssize_t>offs[i + 1]
+                if lo < 0 or hi < lo or hi > vn:
+                    raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {vn}]")
+                memcpy(w + 4, kp + i * width, <size_t>width)
+                if not self.c_add_raw(w, fn, TAG_PUT, vp + lo, hi - lo):
+                    return i
+                i += 1
+                if self.buf_len + 4 * self.n_restarts + 4 >= block_size:
+                    return i
+            return i
+        finally:
+            free(w)
 
     cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1:
-        cdef const unsigned char* k = <const unsigned char*>PyBytes_AS_STRING(key)
-        cdef Py_ssize_t n = PyBytes_GET_SIZE(key)
-        cdef const unsigned char* last
-        cdef Py_ssize_t last_n, shared = 0, limit
+        return self.c_add_raw(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), tag, payload, plen)
+
+    cdef bint c_add_raw(self, const unsigned char* k, Py_ssize_t n, unsigned char tag, const unsigned char* payload,
+                        Py_ssize_t plen) except -1:
+        """Add the full key ``k[:n]`` (REQUIRES ``n >= MIN_FULL_KEY_LEN``) with its tag and payload;
+        False (nothing added) when the open block holds another table id. ``k`` is copied: the
+        caller may reuse its memory at once."""
+        cdef Py_ssize_t shared = 0, limit
         cdef uint32_t* grown
-        cdef const unsigned char* first
         if n > U32_MAX or plen + 1 > U32_MAX:
             raise InvalidArgumentError("key or value longer than 4 GiB")
         if self.block_entry_count:
-            first = <const unsigned char*>PyBytes_AS_STRING(self.block_first_key)
-            if first[0] != k[0] or first[1] != k[1] or first[2] != k[2] or first[3] != k[3]:
+            if self.first_buf[0] != k[0] or self.first_buf[1] != k[1] or self.first_buf[2] != k[2] \
+                    or self.first_buf[3] != k[3]:
                 return False
-        if self.last_key is not None:
-            last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
-            if cmp_full_keys(last, PyBytes_GET_SIZE(self.last_key), k, n) >= 0:
+        if self.has_last:
+            if cmp_full_keys(self.last_buf, self.last_len, k, n) >= 0:
                 raise InvalidArgumentError("keys must be added in strictly increasing full-key order")
         if self.counter >= self.restart_interval:
             if self.n_restarts == self.restarts_cap:
@@ -351,16 +391,15 @@ cdef class BlockBuilder:
             self.restarts[self.n_restarts] = <uint32_t>self.buf_len
             self.n_restarts += 1
             self.counter = 0
-        else:
-            last = <const unsigned char*>PyBytes_AS_STRING(self.block_last)
-            last_n = PyBytes_GET_SIZE(self.block_last)
-            limit = last_n if last_n < n else n
-            shared = common_len(last, k, limit)
-        if not self.block_entry_count:
-            self.block_first_key = key
+        elif self.block_entry_count:   # shared with the block's last key (the last key added)
+            limit = self.last_len if self.last_len < n else n
+            shared = common_len(self.last_buf, k, limit)
         if self.buf_len + 15 + (n - shared) + 1 + plen > U32_MAX:
             raise InvalidArgumentError("block larger than 4 GiB")
         self.reserve(15 + (n - shared) + 1 + plen)
+        if not self.block_entry_count:
+            _copy_key(&self.first_buf, &self.first_cap, k, n)
+            self.first_len = n
         self.put_varint(<uint32_t>shared)
         self.put_varint(<uint32_t>(n - shared))
         self.put_varint(<uint32_t>(1 + plen))
@@ -372,21 +411,16 @@ cdef class BlockBuilder:
             memcpy(self.buf + self.buf_len, payload, plen)
             self.buf_len += plen
         self.counter += 1
-        self.block_last = key
         self.block_entry_count += 1
-        self.account(key, k, n, tag)
+        self.account(k, n, tag)
         return True
 
-    cdef int account(self, bytes key, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1:
-        cdef const unsigned char* last
-        cdef Py_ssize_t last_n
+    cdef int account(self, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1:
         cdef uint64_t epoch = ~load_u64_be(k + n - EPOCH_LEN)   # 2**64-1 - x in C (a literal would be a Python int)
         cdef uint32_t table_id = (<uint32_t>k[0] << 24) | (<uint32_t>k[1] << 16) | (<uint32_t>k[2] << 8) | k[3]
         cdef bint new_user_key = True
-        if self.last_key is not None:
-            last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
-            last_n = PyBytes_GET_SIZE(self.last_key)
-            new_user_key = last_n != n or not memcmp_eq(last, k, n - EPOCH_LEN)
+        if self.has_last:
+            new_user_key = self.last_len != n or not memcmp_eq(self.last_buf, k, n - EPOCH_LEN)
         if new_user_key:
             self.push_hash(False, filter_key_hash(k, <size_t>(n - EPOCH_LEN)))
         if self.key_count == 0 or table_id != self.last_table_id:
@@ -397,15 +431,15 @@ cdef class BlockBuilder:
             self.last_table_id = table_id
             found = self.prefix_lens.get(table_id) if self.prefix_lens else None
             self.prefix_len = -1 if found is None else <Py_ssize_t>found
-            self.prefix_last = None
+            self.has_prefix = False
         if self.prefix_len >= 0 and n - EPOCH_LEN >= 4 + self.prefix_len and (
-                self.prefix_last is None or
-                not memcmp_eq(<const unsigned char*>PyBytes_AS_STRING(self.prefix_last), k, 4 + self.prefix_len)):
+                not self.has_prefix or not memcmp_eq(self.prefix_buf, k, 4 + self.prefix_len)):
             self.push_hash(True, filter_key_hash(k, <size_t>(4 + self.prefix_len)))
-            self.prefix_last = key
+            _copy_key(&self.prefix_buf, &self.prefix_cap, k, 4 + self.prefix_len)
+            self.has_prefix = True
         if self.key_count == 0:
             self.min_ep = self.max_ep = epoch
-            self.smallest_key = key
+            self.smallest_key = PyBytes_FromStringAndSize(<const char*>k, n)
         else:
             if epoch < self.min_ep:
                 self.min_ep = epoch
@@ -413,7 +447,9 @@ cdef class BlockBuilder:
                 self.max_ep = epoch
         if new_user_key and tag != TAG_DELETE:   # the newest version of a user key comes first
             self.live_cur += 1
-        self.last_key = key
+        _copy_key(&self.last_buf, &self.last_cap, k, n)
+        self.last_len = n
+        self.has_last = True
         self.key_count += 1
         if tag == TAG_DELETE:
             self.tombstone_count += 1

@@ -5,9 +5,9 @@
 The input runs are walked by the read path's SST-run cursors (``native/_iterators.pxd``), block by
 block, in a binary heap ordered by the full-key comparator; the heap compares the cursors'
 borrowed key pointers, so merging copies nothing. The retention rule runs on those pointers too
-(the current user key is kept in a C buffer). A surviving entry costs one new bytes object (its
-full key, which the block builder keeps as the last key) and one ``BlockBuilder.c_add`` that
-copies the value straight from the input block. Python is called once per output block
+(the current user key is kept in a C buffer). A surviving entry costs one
+``BlockBuilder.c_add_raw`` that copies its key and value straight from the input block (no
+Python object). Python is called once per output block
 (``SstableBuilder.cut_block``: compression, checksum, upload) and once per output SST.
 
 Table watermarks (``hide``, see the twin): the table's resolved record is looked up when the
@@ -20,7 +20,6 @@ Callers: :mod:`hummock.compaction.core` only (through ``_twins.load``).
 """
 
 cimport cython
-from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsUnsignedLongLong
 from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
@@ -130,7 +129,6 @@ def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_si
     cdef bint settled = False, emitted = False, tombstone
     cdef BlockBuilder blocks = None
     cdef object builder = None
-    cdef bytes key
     cdef Py_ssize_t n_in = 0, n_out = 0, dropped_versions = 0, dropped_tombstones = 0, dropped_hidden = 0
     cdef unsigned char hide_table[4]     # table id whose record has_floor/floor/ranges hold
     cdef bint have_table = False, has_floor = False, in_range = False
@@ -205,11 +203,10 @@ def compact_into(runs, watermark, bint bottom, outputs, Py_ssize_t target_sst_si
                     written = builder.written
                 memcpy(last_table, k, 4)
                 emitted = True
-            key = PyBytes_FromStringAndSize(<const char*>k, n)
-            if not blocks.c_add(key, v[0], v + 1, vn - 1):
+            if not blocks.c_add_raw(k, n, v[0], v + 1, vn - 1):   # (copies the key: no bytes object)
                 builder.cut_block()
                 written = builder.written
-                blocks.c_add(key, v[0], v + 1, vn - 1)
+                blocks.c_add_raw(k, n, v[0], v + 1, vn - 1)
             if blocks.c_size_estimate() >= block_size:
                 builder.cut_block()
                 written = builder.written
