@@ -1,0 +1,197 @@
+"""Review tests of the packed insert path and of the block builder's C key buffers (issue 30):
+the corners tests/test_packed_insert.py does not reach.
+
+Block builder: keys longer than its 64-byte buffers (growth), table ids that change inside a
+block and between blocks with declared prefix lengths (prefix hashes), a refused add (another
+table id) and a failed add (out of order) leaving ``last_key``/``block_first_key`` as they were,
+native against the twin. Packed batches: ``add_packed`` of wide keys with prefix lengths against
+``add_batch``. Store:
+several packed imms of one table in one flush (spills), a packed imm beside a list imm of the
+same table, overlapping packed imms, the shared-buffer size and the SSTs equal to the list
+path's; the task store's vnodes of a packed batch.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import twins
+from hummock import HummockStorage, StorageOptions, _memtable_py
+from hummock.errors import InvalidArgumentError
+from hummock.key import new_epoch
+from hummock.packed_batch import PackedColumns
+from hummock.shared_buffer import KeyValueColumns, PackedImm
+from hummock.sstable import _block_py
+from hummock.task_store import _packed_prefixes, _prefixes
+
+MEMTABLES = twins.implementations(_memtable_py, "_memtable")
+BLOCKS = twins.implementations(_block_py, "_block")
+MAX = (1 << 64) - 1
+
+
+def packed_of(keys: list, values: list, width: int) -> PackedColumns:
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum([len(v) for v in values], out=offsets[1:])
+    return PackedColumns(b"".join(keys), width, b"".join(values), offsets)
+
+
+def _state(b):
+    return (b.last_key, b.block_first_key, b.block_entry_count, b.key_count, b.smallest_key,
+            b.block_size_estimate, list(b.key_hashes), list(b.prefix_hashes), b.live_counts, list(b.table_ids))
+
+
+@st.composite
+def entry_plans(draw):
+    """Full keys in order over tables 1..4 (user keys of 0..300 bytes, so past 64), each with
+    one to three versions, puts and deletes."""
+    out = []
+    for table in sorted(draw(st.sets(st.integers(1, 4), min_size=1, max_size=4))):
+        uks = sorted(set(draw(st.lists(st.binary(min_size=0, max_size=300), min_size=1, max_size=8))))
+        for uk in uks:
+            for epoch in sorted(draw(st.sets(st.integers(1, 1000), min_size=1, max_size=3)), reverse=True):
+                value = draw(st.one_of(st.none(), st.binary(max_size=40)))
+                out.append((table.to_bytes(4, "big") + uk + (MAX - epoch).to_bytes(8, "big"), value))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(entry_plans(), st.sampled_from([1, 2, 16]), st.sampled_from([64, 300, 4096]),
+       st.sampled_from([None, {1: 1, 3: 40}, {2: 1, 4: 100}]))
+def test_builder_state_after_every_add_equals_the_twin(plan, restart, block_size, prefix_lens):
+    results = []
+    for impl in BLOCKS:
+        b = impl.BlockBuilder(restart, prefix_lens)
+        trace, blocks = [], []
+        for key, value in plan:
+            if b.last_key is not None:   # a failed add changes nothing
+                with pytest.raises(InvalidArgumentError):
+                    b.add(b.last_key, b"x")
+                trace.append(_state(b))
+            if not b.add(key, value):   # another table id: nothing added
+                trace.append(_state(b))
+                blocks.append((b.block_first_key, b.finish_block()))
+                assert b.add(key, value)
+            trace.append(_state(b))
+            if b.block_size_estimate >= block_size:
+                blocks.append((b.block_first_key, b.finish_block()))
+                trace.append(_state(b))
+        if b.block_entry_count:
+            blocks.append((b.block_first_key, b.finish_block()))
+        results.append((trace, blocks))
+    assert all(r == results[0] for r in results)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(65, 200), st.lists(st.binary(max_size=30), min_size=1, max_size=30),
+       st.sampled_from([None, {7: 3}, {7: 70}, {7: 500}]), st.sampled_from([100, 4096]))
+def test_add_packed_of_wide_keys_builds_what_add_batch_builds(width, values, prefix_lens, block_size):
+    keys = [i.to_bytes(width, "big") for i in range(len(values))]
+    b = packed_of(keys, values, width)
+    prefix, epoch = (7).to_bytes(4, "big"), 5 << 16
+    full = [prefix + k + (MAX - epoch).to_bytes(8, "big") for k in keys]
+    results = []
+    for impl in BLOCKS:
+        for packed in (False, True):
+            builder = impl.BlockBuilder(4, prefix_lens)
+            builder.add(b"\x00\x00\x00\x06" + b"z" * 90 + (MAX - 1).to_bytes(8, "big"), b"v")  # another table first
+            blocks, i = [], 0
+            while i < len(keys):
+                if packed:
+                    i = builder.add_packed(prefix, epoch, b.keys, width, b.values, b.offsets, i, block_size)
+                else:
+                    i = builder.add_batch(full, list(values), i, block_size)
+                blocks.append((builder.block_first_key, builder.finish_block()))
+            results.append((blocks, _state(builder)))
+    assert all(r == results[0] for r in results)
+
+
+# --- store --------------------------------------------------------------------------------
+
+def _rows(lo, hi, width=8, salt=b""):
+    keys = [i.to_bytes(width, "big") for i in range(lo, hi)]
+    return keys, [salt + b"v%d" % i for i in range(lo, hi)]
+
+
+def _ssts(path):
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            if f.endswith(".sst"):
+                with open(os.path.join(root, f), "rb") as fh:
+                    out[f] = fh.read()
+    return out
+
+
+def _write(path, batches, packed: bool, base: int, prefix_len=None, capacity=None):
+    """Ingest ``batches`` -- ``(table, epoch_index, keys, values)`` -- packed or as lists;
+    return the shared-buffer sizes seen, the rows read before and after the checkpoint, and
+    the SSTs written."""
+    options = StorageOptions(compactor="none") if capacity is None else \
+        StorageOptions(compactor="none", shared_buffer_capacity=capacity)
+    sizes, before = [], []
+    with HummockStorage.open(str(path), options) as store:
+        if prefix_len is not None:
+            for t in {b[0] for b in batches}:
+                store.set_table_options(t, prefix_len=prefix_len)
+        epochs = sorted({b[1] for b in batches})
+        for table, e, keys, values in batches:
+            width = len(keys[0])
+            batch = packed_of(keys, values, width) if packed else KeyValueColumns(list(keys), list(values))
+            store.ingest_batch(table, batch, base + (e << 16))
+            sizes.append(store._buffer.size)
+        last = base + (epochs[-1] << 16)
+        tables = sorted({b[0] for b in batches})
+        before = {t: list(store.iter(t, last)) for t in tables}
+        for e in epochs:
+            store.checkpoint(base + (e << 16))
+        after = {t: list(store.iter(t, last)) for t in tables}
+    return sizes, before, after, _ssts(path)
+
+
+CASES = {
+    "spills of one table, disjoint": [(1, 0, *_rows(0, 300)), (1, 0, *_rows(300, 700)), (1, 0, *_rows(700, 900))],
+    "spills out of key order": [(1, 0, *_rows(500, 900)), (1, 0, *_rows(0, 500))],
+    "spills that overlap": [(1, 0, *_rows(0, 400)), (1, 0, *_rows(200, 600, salt=b"new"))],
+    "two epochs, overlapping": [(1, 0, *_rows(0, 400)), (1, 1, *_rows(100, 300, salt=b"e1"))],
+    "two tables, long keys": [(2, 0, *_rows(0, 200, 90)), (1, 0, *_rows(0, 300, 70)), (2, 0, *_rows(200, 400, 90))],
+}
+
+
+@pytest.mark.parametrize("prefix_len", [None, 3, 80])
+@pytest.mark.parametrize("name", list(CASES))
+def test_packed_imms_flush_to_the_list_path_sst(tmp_path, name, prefix_len):
+    batches = CASES[name]
+    base = new_epoch()
+    packed = _write(tmp_path / "packed", batches, True, base, prefix_len)
+    listed = _write(tmp_path / "listed", batches, False, base, prefix_len)
+    assert packed[0] == listed[0]        # the shared buffer's size, batch by batch
+    assert packed[1] == listed[1] and packed[2] == listed[2] == packed[1]
+    assert packed[3] and packed[3] == listed[3]   # the same SSTs, byte for byte
+
+
+def test_a_packed_imm_beside_a_list_imm_of_the_same_table(tmp_path):
+    with HummockStorage.open(str(tmp_path / "s"), StorageOptions(compactor="none")) as store:
+        epoch = new_epoch()
+        keys, values = _rows(0, 100)
+        store.ingest_batch(1, packed_of(keys, values, 8), epoch)
+        store.ingest_batch(1, KeyValueColumns(keys[10:20], [None] * 10), epoch)   # deletes, a list imm
+        store.ingest_batch(1, packed_of(keys[15:30], [b"again"] * 15, 8), epoch)
+        kinds = [type(imm) for imm in store._buffer.all_imms()]
+        assert kinds.count(PackedImm) == 2 and len(kinds) == 3
+        expected = [(k, v) for k, v in zip(keys, values) if not 10 <= int.from_bytes(k, "big") < 30] + \
+            [(k, b"again") for k in keys[15:30]]
+        expected.sort()
+        assert list(store.iter(1, epoch)) == expected
+        store.checkpoint(epoch)
+        assert list(store.iter(1, epoch)) == expected
+
+
+def test_task_store_vnodes_of_a_packed_batch_are_the_list_paths():
+    for width in (1, 2, 3, 9):
+        keys = sorted({bytes([a, b]) + bytes(width - 2) if width >= 2 else bytes([a])
+                       for a in (0, 1, 255) for b in (0, 7, 255)})
+        batch = packed_of(keys, [b"v"] * len(keys), width)
+        assert _packed_prefixes(batch) == _prefixes(keys)
