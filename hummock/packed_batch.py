@@ -10,7 +10,8 @@ the shared buffer keeps it as one imm (:class:`~hummock.shared_buffer.PackedImm`
 builds the SST from it (``BlockBuilder.add_packed``): no per-entry Python object is made on the
 way unless something reads the imm, which then gets the usual lists once (:meth:`lists`).
 
-Invariants: the object is immutable (the offsets array is made read-only); ``keys`` holds whole
+Invariants: the object is immutable (the offsets array is made read-only, and C-contiguous: a
+strided array is copied); ``keys`` holds whole
 keys of ``key_width`` bytes; ``offsets`` starts at 0, never decreases and ends at
 ``len(values)``. Sortedness and those bounds are checked by ``ingest_batch``
 (``check_packed``, native with a twin), not here: building one costs no pass over the entries.
@@ -41,6 +42,8 @@ class PackedColumns:
             raise InvalidArgumentError("packed keys and values must be bytes")
         if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.ndim != 1:
             raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array")
+        if not offsets.flags.c_contiguous:   # the native readers (split_packed, add_packed) take C-contiguous offsets
+            offsets = np.ascontiguousarray(offsets)
         offsets.flags.writeable = False   # handed over: nobody changes it from here on
         self.keys, self.key_width, self.values, self.offsets = keys, key_width, values, offsets
         self._lists = None

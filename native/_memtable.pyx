@@ -148,10 +148,10 @@ def check_packed(keys, width, values, offsets):
                                    f"and {type(values).__name__}")
     kn = PyBytes_GET_SIZE(keys)
     vn = PyBytes_GET_SIZE(values)
-    if type(width) is not int or width < 1 or kn % <Py_ssize_t>width:
+    if type(width) is not int or width < 1 or kn % width:   # Python ints: a huge width is refused, not overflowed
         raise InvalidArgumentError(f"{kn} key bytes are not keys of {width!r:.20} bytes")
-    w = width
-    n = kn // w
+    n = kn // width
+    w = width if n else 1
     if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.ndim != 1:
         raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array")
     if offsets.shape[0] != n + 1:

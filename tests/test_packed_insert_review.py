@@ -5,7 +5,7 @@ Block builder: keys longer than its 64-byte buffers (growth), table ids that cha
 block and between blocks with declared prefix lengths (prefix hashes), a refused add (another
 table id) and a failed add (out of order) leaving ``last_key``/``block_first_key`` as they were,
 native against the twin. Packed batches: ``add_packed`` of wide keys with prefix lengths against
-``add_batch``. Store:
+``add_batch``; offsets that are not C-contiguous; a width too large for a C integer. Store:
 several packed imms of one table in one flush (spills), a packed imm beside a list imm of the
 same table, overlapping packed imms, the shared-buffer size and the SSTs equal to the list
 path's; the task store's vnodes of a packed batch.
@@ -106,6 +106,26 @@ def test_add_packed_of_wide_keys_builds_what_add_batch_builds(width, values, pre
                 blocks.append((builder.block_first_key, builder.finish_block()))
             results.append((blocks, _state(builder)))
     assert all(r == results[0] for r in results)
+
+
+def test_offsets_that_are_not_contiguous_are_read_as_any_other(tmp_path):
+    """A ``PackedColumns`` built on a strided offsets view: accepted at ingest, so its reads
+    and its flush must work too (the native readers take C-contiguous offsets only)."""
+    strided = np.array([0, 9, 2, 9, 4, 9, 6], np.int64)[::2]
+    batch = PackedColumns(b"\x00\x01\x00\x02\x00\x03", 2, b"aabbcc", strided)
+    assert batch.lists() == ([b"\x00\x01", b"\x00\x02", b"\x00\x03"], [b"aa", b"bb", b"cc"])
+    with HummockStorage.open(str(tmp_path / "s"), StorageOptions(compactor="none")) as store:
+        epoch = new_epoch()
+        store.ingest_batch(1, PackedColumns(b"\x00\x01\x00\x02\x00\x03", 2, b"aabbcc", strided), epoch)
+        store.checkpoint(epoch)
+        assert list(store.iter(1, epoch)) == [(b"\x00\x01", b"aa"), (b"\x00\x02", b"bb"), (b"\x00\x03", b"cc")]
+
+
+@pytest.mark.parametrize("impl", MEMTABLES, ids=lambda m: m.__name__)
+def test_a_width_too_large_for_c_is_an_invalid_argument(impl):
+    with pytest.raises(InvalidArgumentError, match="not keys of"):
+        impl.check_packed(b"ab", 1 << 70, b"", np.array([0, 0], np.int64))
+    assert impl.check_packed(b"", 1 << 70, b"", np.array([0], np.int64)) == 0
 
 
 # --- store --------------------------------------------------------------------------------
