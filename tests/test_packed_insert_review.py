@@ -8,7 +8,10 @@ native against the twin. Packed batches: ``add_packed`` of wide keys with prefix
 ``add_batch``; offsets that are not C-contiguous; a width too large for a C integer. Store:
 several packed imms of one table in one flush (spills), a packed imm beside a list imm of the
 same table, overlapping packed imms, the shared-buffer size and the SSTs equal to the list
-path's; the task store's vnodes of a packed batch.
+path's; the task store's vnodes and SSTs of packed batches. Compaction of keys past 64 bytes
+(the core hands the builder borrowed key pointers): the twin's output, byte for byte. State
+tables: a packed chunk costs the MemTable and the shared buffer what the list path's does; a
+chunk with a row of an unowned vnode is refused whole.
 """
 
 import os
@@ -215,3 +218,148 @@ def test_task_store_vnodes_of_a_packed_batch_are_the_list_paths():
                        for a in (0, 1, 255) for b in (0, 7, 255)})
         batch = packed_of(keys, [b"v"] * len(keys), width)
         assert _packed_prefixes(batch) == _prefixes(keys)
+
+
+# --- compaction: the core passes borrowed key pointers to c_add_raw ------------------------
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.binary(max_size=200), st.integers(1, 8),
+                          st.one_of(st.none(), st.binary(max_size=30))), min_size=1, max_size=60),
+       st.integers(1, 3), st.booleans(), st.sampled_from([(), ((1, 2),), ((1, 70), (2, 1))]), st.data())
+def test_compaction_of_long_keys_writes_the_twins_bytes(raw, n_runs, bottom, prefix_lens, data):
+    import itertools
+
+    from hummock.compaction import _compact_py
+    from hummock.compaction.core import CompactionStats
+    from hummock.iterators import SstRun
+    from hummock.key import encode_full_key, full_key_sort_key
+    from hummock.object_store import MemoryObjectStore
+    from hummock.sstable.builder import SstableBuilderOptions, SstableOutputs, build_sstable
+    from hummock.sstable.reader import Sstable
+
+    class _Reader:
+        def __init__(self, sst):
+            self.sst = sst
+
+    options = SstableBuilderOptions(block_size=256, restart_interval=4, prefix_lens=prefix_lens)
+    unique = {encode_full_key(t, k, e): v for t, k, e, v in raw}
+    buckets = [[] for _ in range(n_runs)]
+    for kv in unique.items():
+        buckets[data.draw(st.integers(0, n_runs - 1))].append(kv)
+    outputs_of = []
+    for impl in twins.implementations(_compact_py, "_compact"):
+        store, ids = MemoryObjectStore(), itertools.count(100)
+        runs = []
+        for bucket in buckets:
+            if bucket:
+                entries = sorted(bucket, key=lambda kv: full_key_sort_key(kv[0]))
+                blob, info = build_sstable(entries, next(ids), options)
+                store.upload(info.object_path, blob)
+                runs.append(SstRun([_Reader(Sstable.open(store, info))], None, None))
+        with SstableOutputs(store, options, lambda: next(ids)) as outputs:
+            impl.compact_into(runs, 3, bottom, outputs, 2048, CompactionStats())
+        outputs_of.append([(info, store.read(info.object_path)) for info in outputs.infos])
+    assert all(o == outputs_of[0] for o in outputs_of)
+
+
+# --- state tables ---------------------------------------------------------------------------
+
+def _int_schema():
+    from relational.types import DataType as T
+    return [("a", T.BIGINT), ("b", T.INT), ("v", T.BIGINT), ("s", T.VARCHAR)]
+
+
+def _int_chunk(rows):
+    import pyarrow as pa
+    cols = list(zip(*rows))
+    return [pa.array(cols[0], pa.int64()), pa.array(cols[1], pa.int32()), pa.array(cols[2], pa.int64()),
+            pa.array(cols[3], pa.string())]
+
+
+def _table_pair(store, **kw):
+    from relational.state_table import StateTable
+    packed = StateTable(store, 1, _int_schema(), [0, 1], consistent=False, flush_threshold=1 << 30, **kw)
+    listed = StateTable(store, 2, _int_schema(), [0, 1], consistent=False, flush_threshold=1 << 30, **kw)
+    listed._packed_insert = lambda columns, n: False   # the list path only
+    return packed, listed
+
+
+def test_memtable_and_shared_buffer_count_a_packed_chunk_as_the_list_path(tmp_path):
+    with HummockStorage.open(str(tmp_path / "s"), StorageOptions(compactor="none")) as store:
+        packed, listed = _table_pair(store)
+        epoch = new_epoch()
+        rows = [(i // 3, i % 3, i * 7, "x" * (i % 5)) for i in range(300)]
+        for t in (packed, listed):
+            t.init_epoch(epoch)
+            t.write_chunk(np.ones(150, np.int16), _int_chunk(rows[:150]))
+            t.write_chunk(np.ones(150, np.int16), _int_chunk(rows[150:]))
+        assert packed.mem.approx_bytes == listed.mem.approx_bytes
+        packed.commit(epoch + (1 << 16))
+        packed_size = store._buffer.size
+        listed.commit(epoch + (1 << 16))
+        imms = store._buffer.all_imms()
+        assert [type(imm) for imm in imms].count(PackedImm) == 1
+        assert store._buffer.size == 2 * packed_size
+        assert sorted(imm.size for imm in imms)[0] == sorted(imm.size for imm in imms)[1]
+
+
+def test_a_chunk_with_an_unowned_vnode_is_refused_whole_on_the_packed_path(tmp_path):
+    from relational.errors import VnodeNotOwnedError
+    from relational.state_table import StateTable
+    from relational.vnode import Bitmap
+    with HummockStorage.open(str(tmp_path / "s"), StorageOptions(compactor="none")) as store:
+        tables = [StateTable(store, t, _int_schema(), [0, 1], dist_key_indices=[0], consistent=False,
+                             vnodes=Bitmap.from_range(0, 128)) for t in (1, 2)]
+        tables[1]._packed_insert = lambda columns, n: False
+        epoch = new_epoch()
+        rows = [(i, 0, i, "r") for i in range(64)]   # some of these hash to vnodes >= 128
+        for t in tables:
+            t.init_epoch(epoch)
+            before = t.mem.approx_bytes
+            with pytest.raises(VnodeNotOwnedError):
+                t.write_chunk(np.ones(len(rows), np.int16), _int_chunk(rows))
+            assert t.mem.approx_bytes == before and not t.mem._runs
+            t.commit(epoch + (1 << 16))
+        assert not store._buffer.all_imms()
+
+
+def _sst_bytes_of_tables(path, base, packed: bool, prefix_len_hint):
+    from relational.state_table import StateTable
+    with HummockStorage.open(str(path), StorageOptions(compactor="none", target_sst_size=4096)) as store:
+        t = StateTable(store, 5, _int_schema(), [0, 1], consistent=False, flush_threshold=3000,
+                       prefix_len_hint=prefix_len_hint)
+        if not packed:
+            t._packed_insert = lambda columns, n: False
+        t.init_epoch(base)
+        for step in range(6):   # a spill between chunks (flush_threshold), then the commit
+            rows = [(step * 1000 + i // 2, i % 2, i, "v" * (i % 7)) for i in range(120)]
+            t.write_chunk(np.ones(len(rows), np.int16), _int_chunk(rows))
+            t.try_flush()
+        t.commit(base + (1 << 16))
+        store.checkpoint(base)
+        scanned = [tuple(r) for r in t.iter_with_prefix(())]
+    return scanned, _ssts(path)
+
+
+def test_a_task_store_flushes_a_packed_batch_as_the_list_path():
+    from hummock.object_store import MemoryObjectStore
+    from hummock.task_store import TaskStore
+    from hummock.version import HummockVersion
+
+    outs = []
+    for packed in (True, False):
+        object_store = MemoryObjectStore()
+        epoch = 7 << 16
+        task = TaskStore(object_store, HummockVersion.empty() if hasattr(HummockVersion, "empty") else HummockVersion(),
+                         epoch, options=StorageOptions(compactor="none", target_sst_size=4096, block_size=256))
+        keys, values = _rows(0, 400, 10)
+        keys = [bytes([i % 3, 0]) + k for i, k in enumerate(keys)]
+        keys, values = zip(*sorted(zip(keys, values)))
+        for lo, hi in ((0, 150), (150, 400)):
+            batch = packed_of(list(keys[lo:hi]), list(values[lo:hi]), 12) if packed else \
+                KeyValueColumns(list(keys[lo:hi]), list(values[lo:hi]))
+            task.ingest_batch(3, batch, epoch)
+        assert list(task.iter(3, epoch)) == list(zip(keys, values))
+        out = task.finish(range(1000, 1100))
+        outs.append((out, sorted((m.path, object_store.read(m.path)) for m in object_store.list(""))))
+    assert outs[0] == outs[1]
