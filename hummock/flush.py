@@ -32,10 +32,11 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, m
             prefix = table_id.to_bytes(4, "big")
             packed = _packed_in_order(by_table[table_id])
             if packed is not None:   # straight from the buffers: no bytes object per entry
-                for imm in packed:
+                for j, imm in enumerate(packed):
                     i, n = 0, len(imm)
-                    while i < n:
-                        i = outputs.current().add_packed(prefix, imm.epoch, imm.packed, i, stop_at_size=target_sst_size)
+                    while i < n:   # cut where add_batch of the merged lists would: the same SSTs
+                        i = outputs.current().add_packed(prefix, imm.epoch, imm.packed, i, stop_at_size=target_sst_size,
+                                                         continued=j > 0 and i == 0)
                         if i < n:
                             outputs.cut()
                 continue

@@ -325,7 +325,7 @@ def test_a_chunk_with_an_unowned_vnode_is_refused_whole_on_the_packed_path(tmp_p
 
 def _sst_bytes_of_tables(path, base, packed: bool, prefix_len_hint):
     from relational.state_table import StateTable
-    with HummockStorage.open(str(path), StorageOptions(compactor="none", target_sst_size=4096)) as store:
+    with HummockStorage.open(str(path), StorageOptions(compactor="none", target_sst_size=4096, block_size=8192)) as store:
         t = StateTable(store, 5, _int_schema(), [0, 1], consistent=False, flush_threshold=3000,
                        prefix_len_hint=prefix_len_hint)
         if not packed:
@@ -339,6 +339,15 @@ def _sst_bytes_of_tables(path, base, packed: bool, prefix_len_hint):
         store.checkpoint(base)
         scanned = [tuple(r) for r in t.iter_with_prefix(())]
     return scanned, _ssts(path)
+
+
+@pytest.mark.parametrize("prefix_len_hint", [None, 1])
+def test_a_spilled_relaxed_table_writes_the_list_paths_ssts(tmp_path, prefix_len_hint):
+    base = new_epoch()
+    packed = _sst_bytes_of_tables(tmp_path / "p", base, True, prefix_len_hint)
+    listed = _sst_bytes_of_tables(tmp_path / "l", base, False, prefix_len_hint)
+    assert len(packed[0]) == 720 and packed[0] == listed[0]
+    assert len(packed[1]) > 1 and packed[1] == listed[1]
 
 
 def test_a_task_store_flushes_a_packed_batch_as_the_list_path():

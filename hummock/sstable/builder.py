@@ -182,19 +182,27 @@ class SstableBuilder:
                 self._cut()
         return i
 
-    def add_packed(self, prefix: bytes, epoch: int, packed, start: int = 0, stop_at_size: int | None = None) -> int:
+    def add_packed(self, prefix: bytes, epoch: int, packed, start: int = 0, stop_at_size: int | None = None,
+                   *, continued: bool = False) -> int:
         """Add the puts of ``packed`` (a checked ``PackedColumns``: distinct keys) from entry
         ``start``, every full key ``prefix`` (the table id) + key + ``epoch``, as
         :meth:`add_batch` would add them as lists, one native call per block. With
         ``stop_at_size``, stop once :attr:`estimated_size` reaches it (every entry is a user-key
-        boundary). Returns the index of the first entry not added."""
+        boundary), checked where :meth:`add_batch` checks it: on entry and after each block cut.
+        ``continued``: these entries follow the previous call's in the one list
+        :meth:`add_batch` would have been given (the next imm of a flush), so no check on entry
+        while the open block holds entries -- else the SST would be cut at every imm boundary
+        once full, where the list path cuts at block boundaries only. Returns the index of the
+        first entry not added."""
         blocks = self._blocks
         keys, width, values, offsets = packed.keys, packed.key_width, packed.values, packed.offsets
         n = len(packed)
         i = start
+        check = not continued or not blocks.block_entry_count
         while i < n:
-            if stop_at_size is not None and self.estimated_size >= stop_at_size:
+            if check and stop_at_size is not None and self.estimated_size >= stop_at_size:
                 return i
+            check = True
             i = blocks.add_packed(prefix, epoch, keys, width, values, offsets, i, self._block_size)
             if i < n or blocks.block_size_estimate >= self._block_size:
                 self._cut()
