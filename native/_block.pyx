@@ -24,6 +24,8 @@ from native._keycmp cimport cmp_full_keys, cmp_mem, load_be64
 
 import array
 
+import numpy as np
+
 from hummock.errors import CorruptionError, InvalidArgumentError
 
 # part of the on-disk format, do not change (mirrored in the twin and hummock/key.py)
@@ -324,13 +326,19 @@ cdef class BlockBuilder:
         the twin): entry ``i``'s full key is ``prefix + keys[i*width:(i+1)*width] + ~epoch``
         (big-endian), its value ``values[offsets[i]:offsets[i+1]]``. Every length and offset
         is checked before it is read."""
-        cdef const int64_t[::1] offs = offsets
+        cdef const int64_t[::1] offs
         cdef Py_ssize_t n, i = start, fn = width + 12, lo, hi, vn = PyBytes_GET_SIZE(values)
-        cdef uint64_t inv = ~(<uint64_t>PyLong_AsUnsignedLongLong(epoch))
+        cdef uint64_t inv
         cdef const unsigned char* kp = <const unsigned char*>PyBytes_AS_STRING(keys)
         cdef const unsigned char* vp = <const unsigned char*>PyBytes_AS_STRING(values)
         cdef unsigned char* w = NULL
         cdef int b
+        if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.ndim != 1:
+            raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array")
+        if type(epoch) is not int or not 0 <= epoch <= 0xFFFFFFFFFFFFFFFF:
+            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r:.40}")
+        offs = np.ascontiguousarray(offsets)   # (a strided array: read from a C-order copy, as the twin reads it)
+        inv = ~(<uint64_t>PyLong_AsUnsignedLongLong(epoch))
         if PyBytes_GET_SIZE(prefix) != 4:
             raise InvalidArgumentError("prefix must be the 4-byte table id")
         if width < 1 or PyBytes_GET_SIZE(keys) % width:
@@ -340,6 +348,8 @@ cdef class BlockBuilder:
             raise InvalidArgumentError(f"{offs.shape[0]} value offsets for {n} keys")
         if start < 0 or start > n:
             raise InvalidArgumentError(f"start {start} outside [0, {n}]")
+        if i == n:   # nothing to add (and a width no key has may be too large to allocate)
+            return i
         w = <unsigned char*>malloc(<size_t>fn)   # each full key is built here, then copied by c_add_raw
         if w == NULL:
             raise MemoryError()

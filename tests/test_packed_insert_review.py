@@ -372,3 +372,30 @@ def test_a_task_store_flushes_a_packed_batch_as_the_list_path():
         out = task.finish(range(1000, 1100))
         outs.append((out, sorted((m.path, object_store.read(m.path)) for m in object_store.list(""))))
     assert outs[0] == outs[1]
+
+
+def _odd_add_packed_calls():
+    ok = np.array([0, 1, 2], np.int64)
+    return {
+        "empty, width past memory": ((b"tttt", 1, b"", 1 << 62, b"", np.array([0], np.int64), 0, 100), 0),
+        "negative epoch": ((b"tttt", -1, b"ab", 1, b"xy", ok, 0, 100), "epoch must be"),
+        "epoch past 2**64": ((b"tttt", 1 << 64, b"ab", 1, b"xy", ok, 0, 100), "epoch must be"),
+        "epoch a float": ((b"tttt", 1.0, b"ab", 1, b"xy", ok, 0, 100), "epoch must be"),
+        "strided offsets": ((b"tttt", 1, b"ab", 1, b"xy", np.array([0, 9, 1, 9, 2], np.int64)[::2], 0, 100), 2),
+        "offsets a list": ((b"tttt", 1, b"ab", 1, b"xy", [0, 1, 2], 0, 100), "int64 array"),
+        "offsets int32": ((b"tttt", 1, b"ab", 1, b"xy", ok.astype(np.int32), 0, 100), "int64 array"),
+        "offsets 2-D": ((b"tttt", 1, b"ab", 1, b"xy", ok.reshape(1, 3), 0, 100), "int64 array"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_odd_add_packed_calls()))
+def test_add_packed_answers_odd_calls_as_the_twin(name):
+    """Each implementation returns the same index or raises ``InvalidArgumentError`` with the
+    same message (native raised MemoryError, OverflowError, ValueError or TypeError here)."""
+    args, expected = _odd_add_packed_calls()[name]
+    for impl in BLOCKS:
+        if isinstance(expected, int):
+            assert impl.BlockBuilder(4).add_packed(*args) == expected
+        else:
+            with pytest.raises(InvalidArgumentError, match=expected):
+                impl.BlockBuilder(4).add_packed(*args)

@@ -15,6 +15,7 @@ import array
 import bisect
 import struct
 
+import numpy as np
 from xxhash import xxh64_intdigest
 
 from hummock._key_py import compare_full_keys
@@ -143,7 +144,12 @@ class BlockBuilder:
         table id) + ``keys[i*width:(i+1)*width]`` + the inverted ``epoch`` (big-endian), its
         value ``values[offsets[i]:offsets[i+1]]``. Raises ``InvalidArgumentError`` for a prefix
         that is not 4 bytes, key bytes that are not whole keys, not ``n + 1`` offsets, a
-        ``start`` outside ``[0, n]`` or a value span outside ``values`` (checked as reached)."""
+        ``start`` outside ``[0, n]`` or a value span outside ``values`` (checked as reached),
+        and first for ``offsets`` not a 1-D numpy int64 array or an epoch not in ``[0, 2**64)``."""
+        if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.ndim != 1:
+            raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array")
+        if type(epoch) is not int or not 0 <= epoch <= _MAX_EPOCH:
+            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r:.40}")
         if len(prefix) != 4:
             raise InvalidArgumentError("prefix must be the 4-byte table id")
         if width < 1 or len(keys) % width:
