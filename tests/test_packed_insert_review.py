@@ -399,3 +399,37 @@ def test_add_packed_answers_odd_calls_as_the_twin(name):
         else:
             with pytest.raises(InvalidArgumentError, match=expected):
                 impl.BlockBuilder(4).add_packed(*args)
+
+
+def test_readers_on_other_threads_build_a_packed_imms_lists_once_and_all_see_its_rows(tmp_path):
+    """Reader threads racing to the first read of a packed imm (its lists are built lazily):
+    every get and scan sees every row and every reader gets equal lists (two may build them)."""
+    import threading
+
+    with HummockStorage.open(str(tmp_path / "s"), StorageOptions(compactor="none")) as store:
+        epoch = new_epoch()
+        keys, values = _rows(0, 20000)
+        store.ingest_batch(1, packed_of(keys, values, 8), epoch)
+        (imm,) = store._buffer.all_imms()
+        assert type(imm) is PackedImm and imm.packed._lists is None
+        start, errors, seen = threading.Barrier(4), [], []
+
+        def reader(j):
+            try:
+                start.wait()
+                for i in range(j, 20000, 997):
+                    assert store.get(1, keys[i], epoch) == values[i]
+                assert list(store.iter(1, epoch, keys[100 * j], keys[100 * j + 50])) == \
+                    list(zip(keys[100 * j:100 * j + 50], values[100 * j:100 * j + 50]))
+                seen.append(imm.packed.lists())
+            except BaseException as e:   # noqa: BLE001 - handed to the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=reader, args=(j,)) for j in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert all(s is imm.packed.lists() or s == imm.packed.lists() for s in seen)
+        assert imm.keys == keys and imm.values == values
