@@ -11,7 +11,9 @@ same table, overlapping packed imms, the shared-buffer size and the SSTs equal t
 path's; the task store's vnodes and SSTs of packed batches. Compaction of keys past 64 bytes
 (the core hands the builder borrowed key pointers): the twin's output, byte for byte. State
 tables: a packed chunk costs the MemTable and the shared buffer what the list path's does; a
-chunk with a row of an unowned vnode is refused whole.
+chunk with a row of an unowned vnode is refused whole; a spilled table's SSTs equal the list
+path's (one flush of several imms cuts where the list path cuts). ``add_packed`` answers odd
+calls (bad epochs and offsets) as its twin; reader threads racing to a packed imm's first read.
 """
 
 import os
