@@ -333,12 +333,22 @@ cdef class BlockBuilder:
         cdef const unsigned char* vp = <const unsigned char*>PyBytes_AS_STRING(values)
         cdef unsigned char* w = NULL
         cdef int b
-        if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.ndim != 1:
+        # (called once per block: the checks below cost no numpy call when the arguments are
+        # what a PackedColumns holds -- a C-contiguous int64 array and an int epoch)
+        if not isinstance(offsets, np.ndarray):
             raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array")
-        if type(epoch) is not int or not 0 <= epoch <= 0xFFFFFFFFFFFFFFFF:
+        try:
+            offs = offsets
+        except ValueError:   # another dtype or shape, or strided
+            if offsets.dtype != np.int64 or offsets.ndim != 1:
+                raise InvalidArgumentError("value offsets must be a 1-D numpy int64 array") from None
+            offs = np.ascontiguousarray(offsets)   # strided: read from a C-order copy, as the twin reads it
+        if type(epoch) is not int:
             raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r:.40}")
-        offs = np.ascontiguousarray(offsets)   # (a strided array: read from a C-order copy, as the twin reads it)
-        inv = ~(<uint64_t>PyLong_AsUnsignedLongLong(epoch))
+        try:
+            inv = ~(<uint64_t>PyLong_AsUnsignedLongLong(epoch))
+        except OverflowError:
+            raise InvalidArgumentError(f"epoch must be an int in [0, 2**64), got {epoch!r:.40}") from None
         if PyBytes_GET_SIZE(prefix) != 4:
             raise InvalidArgumentError("prefix must be the 4-byte table id")
         if width < 1 or PyBytes_GET_SIZE(keys) % width:
