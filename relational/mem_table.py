@@ -100,6 +100,10 @@ class MemTable:
         self._bucket_len = 0                      # the prefix length of _buckets
         self._bucket_pending: list[bytes] = []    # keys added since, not yet in _buckets
         self.approx_bytes = 0
+        #: packed runs turned into records by a read or a write (:meth:`_settle`), over the
+        #: MemTable's life (``clear`` keeps it): the state table stops packing chunks once a
+        #: packed run had to be read back, as an upsert table's own reads do every chunk
+        self.packed_settled = 0
 
     # --- state ------------------------------------------------------------------------------
 
@@ -121,7 +125,11 @@ class MemTable:
         ops = self._ops
         approx = self.approx_bytes         # append_run counted these bytes already, as run entries
         for run in runs:
-            keys, values = run if type(run) is tuple else run.lists()
+            if type(run) is tuple:
+                keys, values = run
+            else:
+                keys, values = run.lists()
+                self.packed_settled += 1
             if not ops or ops.keys().isdisjoint(keys):
                 _apply.insert_new(ops, keys, values)
                 if self._sorted is not None:

@@ -449,7 +449,8 @@ class StateTable:
                 row = i if visible_rows is None else int(visible_rows[i])
                 raise SchemaError(f"state table {self.name}: unknown op {int(ops[i])} at row {row} "
                                   "(1 insert, 2 delete, 3/4 update -/+); nothing applied")
-        if all_inserts and not self.consistent and fresh is None and self._packed_insert(columns, n):
+        if all_inserts and not self.consistent and fresh is None and not self.mem.packed_settled and \
+                self._packed_insert(columns, n):
             return
         vnodes, keys, values, order = self.serde.encode_chunk(columns, n, sort=True, return_order=True)
         if not self._owns_all and n and not self.vnodes.mask[vnodes].all():
@@ -468,7 +469,10 @@ class StateTable:
         integer pks, value columns from buffers) and add it to the MemTable as one packed run
         (``MemTable.append_packed``) -- no ``bytes`` object per row, here or in the store, unless
         something reads the rows before the flush. False (nothing changed) when the chunk does
-        not encode packed or repeats a pk: the general path then takes it."""
+        not encode packed or repeats a pk: the general path then takes it. Not tried once the
+        MemTable had to turn a packed run back into records (``MemTable.packed_settled``: a
+        table read while it is written, e.g. an upsert table's conflict check, gains nothing
+        from packing and pays for the lists twice)."""
         encoded = self.serde.encode_chunk_packed(columns, n)
         if encoded is None:
             return False

@@ -250,3 +250,25 @@ def test_chunks_it_cannot_pack_take_the_list_path(tmp_path):
         store.checkpoint(epoch)
         assert _scan(table) == [(5, 2, 2, "b", 2.0), (6, 1, 2, "c", 3.0)]
         assert _scan(texts) == [("x", 1), ("y", 2)]
+
+
+def test_a_table_read_while_written_stops_packing(tmp_path):
+    """An upsert table reads its pks every chunk: once a packed run had to be turned back into
+    records, the table writes lists (packing would pay for the lists twice); answers unchanged."""
+    with HummockStorage.open(str(tmp_path / "s"), StorageOptions(compactor="none")) as store:
+        table = StateTable(store, 1, SCHEMA, [0], consistent=False)
+        epoch = new_epoch()
+        table.init_epoch(epoch)
+        first = [(i, 0, i, "a", 0.5) for i in range(10)]
+        table.write_chunk(np.ones(10, np.int16), _chunk(first))
+        assert table.mem.packed_settled == 0
+        assert table.get_row((3,)) == first[3]          # the read settles the packed run
+        assert table.mem.packed_settled == 1
+        second = [(i, 1, i, "b", 1.5) for i in range(10, 20)]
+        table.write_chunk(np.ones(10, np.int16), _chunk(second))
+        assert not any(type(run) is not tuple for run in table.mem._runs)   # a list run now
+        table.commit(epoch + (1 << 16))
+        assert not any(type(imm) is PackedImm for imm in store._buffer.all_imms())
+        store.checkpoint(epoch)
+        assert _scan(table) == first + second
+        assert table.mem.packed_settled == 1            # kept across the commit
