@@ -96,10 +96,15 @@ class Imm:
     __slots__ = ("table_id", "epoch", "keys", "values", "size", "filter", "prefix_filter", "prefix_index")
 
     def __init__(self, table_id: int, epoch: int, keys: list, values: list, size: int):
-        self.table_id = table_id
-        self.epoch = epoch          # versioned epoch: user epoch + spill offset
         self.keys = keys
         self.values = values
+        self._init(table_id, epoch, size)
+
+    def _init(self, table_id: int, epoch: int, size: int) -> None:
+        """Set every field but :attr:`keys` and :attr:`values`, which are the subclass's to
+        provide (a :class:`PackedImm` builds them on first use)."""
+        self.table_id = table_id
+        self.epoch = epoch          # versioned epoch: user epoch + spill offset
         self.size = size
         self.filter = None
         self.prefix_filter = None
@@ -155,13 +160,8 @@ class PackedImm(Imm):
     __slots__ = ("packed",)
 
     def __init__(self, table_id: int, epoch: int, packed, size: int):
-        self.table_id = table_id
-        self.epoch = epoch
         self.packed = packed
-        self.size = size
-        self.filter = None
-        self.prefix_filter = None
-        self.prefix_index = None
+        self._init(table_id, epoch, size)
 
     @property
     def keys(self) -> list:
