@@ -4,10 +4,11 @@
 descending), cuts it into SSTs of about ``target_sst_size`` bytes -- only between two user keys,
 so the versions of a key never straddle two SSTs of one flush -- and uploads each SST to the
 object store as it is built. It returns the ``SstableInfo`` of every SST written, in key order,
-so one flush's SSTs never overlap each other (a table whose imms are all packed, with disjoint key
-ranges, is added straight from their buffers: ``SstableBuilder.add_packed``); given a ``metas`` list, it appends each SST's
-:class:`~hummock.sstable.meta.SstableMeta` as built (parallel to the infos) for the caller's
-meta cache.
+so one flush's SSTs never overlap each other (a table whose imms are all packed and unread, with
+disjoint key ranges, is added straight from their buffers: ``SstableBuilder.add_packed``; a read
+packed imm holds lists instead, and its table takes the general merge, which writes the same
+bytes); given a ``metas`` list, it appends each SST's :class:`~hummock.sstable.meta.SstableMeta`
+as built (parallel to the infos) for the caller's meta cache.
 
 REQUIRES: imms that are immutable and have distinct versioned epochs per table.
 On error every SST this call started is aborted or left as an orphan that vacuum removes; the
@@ -32,10 +33,10 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, m
             prefix = table_id.to_bytes(4, "big")
             packed = _packed_in_order(by_table[table_id])
             if packed is not None:   # straight from the buffers: no bytes object per entry
-                for j, imm in enumerate(packed):
-                    i, n = 0, len(imm)
+                for j, (epoch, batch) in enumerate(packed):
+                    i, n = 0, len(batch)
                     while i < n:   # cut where add_batch of the merged lists would: the same SSTs
-                        i = outputs.current().add_packed(prefix, imm.epoch, imm.packed, i, stop_at_size=target_sst_size,
+                        i = outputs.current().add_packed(prefix, epoch, batch, i, stop_at_size=target_sst_size,
                                                          continued=j > 0 and i == 0)
                         if i < n:
                             outputs.cut()
@@ -53,13 +54,21 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, m
 
 
 def _packed_in_order(imms: list):
-    """``imms`` (one table's) in key order when every one is a ``PackedImm`` and their key
-    ranges are disjoint -- the merge is then their concatenation, each a single version per
-    key -- else None (the general merge)."""
-    if not all(type(imm) is PackedImm for imm in imms):
-        return None
-    ordered = sorted(imms, key=lambda imm: imm.packed.first_key)
-    for a, b in zip(ordered, ordered[1:]):
-        if a.packed.last_key >= b.packed.first_key:
+    """``[(versioned epoch, PackedColumns)]`` of ``imms`` (one table's) in key order when every
+    one is a ``PackedImm`` that still holds its buffers (a read replaces them with lists) and
+    their key ranges are disjoint -- the merge is then their concatenation, each a single
+    version per key -- else None (the general merge). Each imm's ``packed`` is read once: a
+    reader dropping it meanwhile leaves the flush the buffers it took."""
+    batches = []
+    for imm in imms:
+        if type(imm) is not PackedImm:
             return None
-    return ordered
+        batch = imm.packed
+        if batch is None:
+            return None
+        batches.append((imm.epoch, batch))
+    batches.sort(key=lambda pair: pair[1].first_key)
+    for (_, a), (_, b) in zip(batches, batches[1:]):
+        if a.last_key >= b.first_key:
+            return None
+    return batches

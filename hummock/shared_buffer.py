@@ -148,31 +148,64 @@ class Imm:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def at_epoch(self, epoch: int) -> Imm:
+        """A copy of this imm at versioned epoch ``epoch`` (a task store's spill offset applied),
+        sharing its batch."""
+        return Imm(self.table_id, epoch, self.keys, self.values, self.size)
+
     def __repr__(self) -> str:
-        return f"Imm(table={self.table_id}, epoch={self.epoch}, entries={len(self.keys)}, bytes={self.size})"
+        return f"{type(self).__name__}(table={self.table_id}, epoch={self.epoch}, entries={len(self)}, bytes={self.size})"
 
 
 class PackedImm(Imm):
     """An imm holding a :class:`~hummock.packed_batch.PackedColumns` (the packed insert path):
     the flush builds its SST from the buffers (``flush.flush_imms``); :attr:`keys` and
-    :attr:`values` -- what every reader takes -- are the batch's lists, built on first use."""
+    :attr:`values` -- what every reader takes -- are the batch's lists, built on first use.
 
-    __slots__ = ("packed",)
+    The lists replace the buffers: once built, :attr:`packed` is ``None`` and the imm holds
+    what a list :class:`Imm` of the batch holds -- what the shared buffer counted for it
+    (:attr:`size`, the list path's count, never changes) -- not that and the buffers. Its
+    flush then takes the list path (``merge_runs`` + ``add_batch``), which writes the same
+    SSTs byte for byte. Racing readers may each build the lists (equal ones); the lists are
+    stored before ``packed`` is cleared, so whoever sees ``packed is None`` finds them. A
+    flush reads :attr:`packed` once per imm and keeps that reference while it adds it."""
+
+    __slots__ = ("packed", "_lists")
 
     def __init__(self, table_id: int, epoch: int, packed, size: int):
         self.packed = packed
+        self._lists = None
         self._init(table_id, epoch, size)
+
+    def _unpacked(self) -> tuple:
+        """``(keys, values)``, built from the buffers on the first call, which drops them."""
+        lists = self._lists
+        if lists is None:
+            packed = self.packed
+            if packed is None:      # another reader built them after our first look
+                return self._lists
+            lists = self._lists = packed.lists()
+            self.packed = None
+        return lists
 
     @property
     def keys(self) -> list:
-        return self.packed.lists()[0]
+        return self._unpacked()[0]
 
     @property
     def values(self) -> list:
-        return self.packed.lists()[1]
+        return self._unpacked()[1]
+
+    def at_epoch(self, epoch: int) -> Imm:
+        packed = self.packed
+        if packed is None:          # read already: the lists are what it holds
+            keys, values = self._lists
+            return Imm(self.table_id, epoch, keys, values, self.size)
+        return PackedImm(self.table_id, epoch, packed, self.size)
 
     def __len__(self) -> int:
-        return len(self.packed)
+        packed = self.packed
+        return len(packed) if packed is not None else len(self._lists[0])
 
 
 class SharedBuffer:

@@ -55,7 +55,7 @@ from hummock.key import EPOCH_SPILL_MASK, MAX_EPOCH
 from hummock.options import StorageOptions
 from hummock.pinned_read import _PinnedSstStore
 from hummock.read_view import ReadHandle, ReadState, SstReader, VersionView, version_groups
-from hummock.shared_buffer import Imm, PackedImm, SharedBuffer, check_batch
+from hummock.shared_buffer import SharedBuffer, check_batch
 from hummock.sstable.builder import check_prefix_lens
 from hummock.sstable.cache import LruCache
 from hummock.sstable.meta import MAX_PREFIX_LEN, SstableInfo
@@ -387,8 +387,7 @@ class TaskStore:
                 raise InvalidArgumentError(f"sst_ids must hold ints in [0, 2**64), got {sst_id!r}")
             return sst_id
 
-        shifted = [PackedImm(imm.table_id, imm.epoch + spill_offset, imm.packed, imm.size) if type(imm) is PackedImm
-                   else Imm(imm.table_id, imm.epoch + spill_offset, imm.keys, imm.values, imm.size) for imm in imms]
+        shifted = [imm.at_epoch(imm.epoch + spill_offset) for imm in imms]
         builder_options = self.options.sst_builder_options().replace(
             prefix_lens=check_prefix_lens(self._prefix_lens))
         infos = flush_imms(shifted, self._store, builder_options, self.options.target_sst_size, new_sst_id) \
