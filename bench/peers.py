@@ -12,6 +12,9 @@ Engines (each run on a fresh store in a temporary directory):
 
 - ``hummock_sql``: ``sql.connect(path)``, an ``APPEND ONLY`` table and the MV, per batch
   ``insert_arrow`` + ``FLUSH`` (bench.sql_ingest.run_sql).
+- ``hummock_push``: as ``hummock_sql``, but ``bids`` is ``CREATE SOURCE bids (...) WITH
+  (connector = 'push')``: the same ``insert_arrow`` + ``FLUSH`` per batch, and nothing stores the
+  input rows (a source keeps none; only the MV's rows are stored).
 - ``hummock_source``: the MV over ``CREATE SOURCE bids (...) WITH (connector = 'posix_fs',
   encode = 'parquet')`` -- a source stores no rows. A source is fed by its connector, not by
   DML, so Python feeds it files: each batch is written to Parquet before the clock starts and,
@@ -34,7 +37,8 @@ prices, each row one of the input's rows with that price); a mismatch stops the 
 then ``--rounds`` rounds (>= 3 by default); in each round every query runs on every engine,
 engines in a rotating order (interleaved, so each sees the same machine state); the figure is
 the median wall-clock events/s (CPU events/s of this process beside it: Hummock's compactor
-worker process is in neither). Prints a table, the ratio hummock_sql / bytewax per query, and
+worker process is in neither). Prints a table, the ratios hummock_sql / bytewax and hummock_push /
+bytewax per query, and
 one JSON line ``{"bench": "peers", "events_per_s": {engine: {query: ...}}, ...}`` with
 ``machine`` (bench.harness: build, environment, versions, load before and after).
 
@@ -60,9 +64,9 @@ import numpy as np
 import pyarrow as pa
 
 from bench.harness import _fmt, machine
-from bench.sql_ingest import QUERIES, make_batches, run_sql, run_stream
+from bench.sql_ingest import PUSH_SOURCE, QUERIES, make_batches, run_sql, run_stream
 
-ENGINES = ("hummock_sql", "hummock_source", "hummock_stream", "bytewax")
+ENGINES = ("hummock_sql", "hummock_push", "hummock_source", "hummock_stream", "bytewax")
 COLUMNS = ("auction", "bidder", "price", "channel", "date_time")
 SOURCE = ("CREATE SOURCE bids (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, date_time TIMESTAMP) "
           "WITH (connector = 'posix_fs', posix_fs.root = '{root}', encode = 'parquet')")
@@ -125,6 +129,10 @@ class Feed:
 
 def run_hummock_sql(query: str, feed: Feed):
     return run_sql(query, feed.batches)
+
+
+def run_hummock_push(query: str, feed: Feed):
+    return run_sql(query, feed.batches, create=PUSH_SOURCE)
 
 
 def run_hummock_stream(query: str, feed: Feed):
@@ -217,7 +225,7 @@ def run_bytewax(query: str, feed: Feed):
     return wall, cpu, rows
 
 
-RUNNERS = {"hummock_sql": run_hummock_sql, "hummock_source": run_hummock_source,
+RUNNERS = {"hummock_sql": run_hummock_sql, "hummock_push": run_hummock_push, "hummock_source": run_hummock_source,
            "hummock_stream": run_hummock_stream, "bytewax": run_bytewax}
 
 
@@ -355,20 +363,23 @@ def main(argv=None) -> int:
                  for e in engines}
     ratio = ({q: round(rates["hummock_sql"][q] / rates["bytewax"][q], 3) for q in queries}
              if "hummock_sql" in rates and "bytewax" in rates else None)
-    _table(queries, engines, rates, ratio)
+    push_ratio = ({q: round(rates["hummock_push"][q] / rates["bytewax"][q], 3) for q in queries}
+                  if "hummock_push" in rates and "bytewax" in rates else None)
+    _table(queries, engines, rates, {"sql/bytewax": ratio, "push/bytewax": push_ratio})
     for note in notes:
         print("note: " + note)
     print(json.dumps({"bench": "peers", "events_per_s": rates, "cpu_events_per_s": cpu_rates,
-                      "ratio_hummock_sql_bytewax": ratio, "checked": True, "rows": rows, "batch": args.batch,
+                      "ratio_hummock_sql_bytewax": ratio, "ratio_hummock_push_bytewax": push_ratio, "checked": True, "rows": rows, "batch": args.batch,
                       "rounds": args.rounds, "queries": {q: QUERIES[q] for q in queries}, "bytewax": version,
                       "notes": notes, "machine": machine()}))
     sys.stdout.flush()
     return 0
 
 
-def _table(queries, engines, rates, ratio) -> None:
-    cols = ["query", *(f"{e} ev/s" for e in engines)] + (["sql/bytewax"] if ratio else [])
-    body = [[q, *(_fmt(float(rates[e][q])) for e in engines)] + ([f"{ratio[q]:.2f}"] if ratio else [])
+def _table(queries, engines, rates, ratios: dict) -> None:
+    ratios = {name: r for name, r in ratios.items() if r}
+    cols = ["query", *(f"{e} ev/s" for e in engines), *ratios]
+    body = [[q, *(_fmt(float(rates[e][q])) for e in engines), *(f"{r[q]:.2f}" for r in ratios.values())]
             for q in queries]
     widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))

@@ -54,6 +54,8 @@ QUERIES = {
 }
 TABLE = ("CREATE TABLE bids (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, "
          "date_time TIMESTAMP) APPEND ONLY")
+PUSH_SOURCE = ("CREATE SOURCE bids (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, "
+               "date_time TIMESTAMP) WITH (connector = 'push')")
 
 
 def make_batches(rows: int, seed: int = 11) -> list:
@@ -73,13 +75,14 @@ def make_batches(rows: int, seed: int = 11) -> list:
     return [table.slice(at, BATCH) for at in range(0, rows, BATCH)]
 
 
-def run_sql(query: str, batches, profiler=None) -> tuple[float, float, list]:
-    """(wall s, CPU s, the MV's rows) of the SQL path."""
+def run_sql(query: str, batches, profiler=None, create: str = TABLE) -> tuple[float, float, list]:
+    """(wall s, CPU s, the MV's rows) of the SQL path (``create``: the bids relation's DDL, the
+    APPEND ONLY table or ``PUSH_SOURCE``)."""
     import sql
     tmp = tempfile.mkdtemp(prefix="bench-sql-ingest-")
     try:
         with sql.connect(tmp + "/db") as c:
-            c.execute(TABLE)
+            c.execute(create)
             c.execute(f"CREATE MATERIALIZED VIEW mv AS {QUERIES[query]}")
             if profiler is not None:
                 profiler.enable()

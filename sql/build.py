@@ -41,7 +41,7 @@ from stream.expr import Col, Lit
 from stream.schema import Schema
 
 from sql.errors import UnsupportedError
-from sql.source import connector_source
+from sql.source import connector_source, is_push
 from sql.watermark import watermark_filter
 from sql.plan import nodes as P
 from sql.plan.time_window import HopWindow, TumbleWindow, build_executor as build_window
@@ -181,10 +181,15 @@ class GraphBuilder:
     def _source(self, rel) -> None:
         """A source's actor ``TableSource -> ConnectorSource -> Dml``, no Materialize (it stores
         no rows). A source no relation reads runs without its connector (barriers only), so its
-        offset moves only while something reads its rows."""
+        offset moves only while something reads its rows. A push source has no connector
+        executor: its INSERTs come down its channel (``sources``) as a table's do."""
         schema = Schema(list(rel.desc.columns))
         src = self.rt.source(rel.name, schema, stream_key=rel.pk_indices)
-        head = connector_source(self, rel, src) if self.catalog.dependents(rel.name) else src.executor
+        if is_push(rel):   # its rows are INSERTs (sql/source.py): written to its channel as a table's
+            head = src.executor
+            self.sources[rel.name] = src
+        else:
+            head = connector_source(self, rel, src) if self.catalog.dependents(rel.name) else src.executor
         dml = Dml(head, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1)
         self.actors[rel.name] = self.rt.actor(watermark_filter(self.store, rel, dml))
 

@@ -32,6 +32,7 @@ from stream.chunk import INSERT, StreamChunk
 from stream.schema import Schema
 
 from sql.errors import BindError, CatalogError, ExecutionError
+from sql.source import kind_name, takes_inserts
 
 DEFAULT_CHUNK_SIZE = 4096
 
@@ -44,9 +45,9 @@ def insert_arrow(db, table: str, data, variables, chunk_size: int = DEFAULT_CHUN
     if not isinstance(data, pa.Table):
         raise BindError(f"insert_arrow needs a pyarrow RecordBatch or Table, got {type(data).__name__}")
     rel = db.catalog.get(table.lower())
-    if rel is None or rel.kind != "table":
+    if rel is None or not takes_inserts(rel):
         raise (CatalogError(f"table {table!r} does not exist") if rel is None
-               else BindError(f"cannot insert into materialized view {table!r}"))
+               else BindError(f"cannot insert into {kind_name(rel)} {table!r}"))
     return insert_arrow_into(db, rel, data, variables, chunk_size)
 
 

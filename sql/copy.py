@@ -47,6 +47,7 @@ from relational.types import DataType, TypeKind
 
 from sql import types as T
 from sql.errors import BindError, CatalogError, ExecutionError, UnsupportedError
+from sql.source import kind_name, takes_inserts
 
 FORMATS = ("csv", "text", "parquet", "json")
 _EXTENSIONS = {".csv": "csv", ".tsv": "text", ".txt": "text", ".parquet": "parquet", ".pq": "parquet",
@@ -346,8 +347,8 @@ def copy_from(db, stmt, variables) -> int:
     rel = db.catalog.get(name)
     if rel is None:
         raise CatalogError(f"relation {name!r} does not exist", stmt.line, stmt.column)
-    if rel.kind != "table":
-        raise BindError(f"cannot copy to materialized view {name!r}", stmt.line, stmt.column)
+    if not takes_inserts(rel):
+        raise BindError(f"cannot copy to {kind_name(rel)} {name!r}", stmt.line, stmt.column)
     visible = rel.visible_columns
     cols = opts["columns"] or [n for n, _ in visible]
     vis = dict(visible)
@@ -383,7 +384,7 @@ def copy_from(db, stmt, variables) -> int:
         progress.finish(0, 0)
         return 0
     progress.total = n
-    fast = (not db.catalog.dependents(rel.name) and not db.catalog.subscriptions_of(rel.name)
+    fast = (rel.kind == "table" and not db.catalog.dependents(rel.name) and not db.catalog.subscriptions_of(rel.name)
             and db.runtime == "in_process" and (rel.conflict == "overwrite" or rel.row_id)
             and getattr(rel, "watermark", None) is None)   # a watermark drops late rows: through the graph
     if fast:

@@ -10,7 +10,9 @@ in the catalog record) and a fresh table id for the connector's offset goes to `
 
 A source stores no rows of its own: MVs read the rows its connector emits (each barrier the next
 batch; docs/sql.md); a batch query reading it directly is refused (:func:`refuse_source_scans`),
-as is DML into it. A table with a connector stores its rows as any table (and takes DML too).
+as is DML into it -- except INSERT (and COPY FROM, ``insert_arrow``) into a source with the
+``push`` connector, whose rows come from DML only (:func:`takes_inserts`; it has no offset table).
+A table with a connector stores its rows as any table (and takes DML too).
 
 Invariants: a source has no primary key (its hidden ``_row_id`` is the connector's row ordinal);
 WITH options without a ``connector`` are refused.
@@ -75,11 +77,11 @@ def attach_connector(db, new, rel, node, stmt) -> None:
     if options is None:
         if source:
             raise error_at(BindError, "CREATE SOURCE needs WITH (connector = '...') (connectors: datagen, nexmark, "
-                                      "posix_fs)", node)
+                                      "posix_fs, push)", node)
         return
     if "connector" not in options:
         raise error_at(BindError, f"WITH options ({', '.join(options)}) need a connector: WITH (connector = "
-                                  "'datagen' | 'nexmark' | 'posix_fs', ...)", node)
+                                  "'datagen' | 'nexmark' | 'posix_fs' | 'push', ...)", node)
     if source and rel.user_pk:
         raise error_at(UnsupportedError, "a source has no primary key (its rows are appended; declare a TABLE "
                                          "with the connector to keep rows by key)", node)
@@ -87,10 +89,32 @@ def attach_connector(db, new, rel, node, stmt) -> None:
         raise error_at(UnsupportedError, "connectors run in the in-process runtime only, not on Spark", node)
     options["connector"] = options["connector"].lower()
     check_options(options, rel.columns, rel.n_visible if rel.row_id else None, node)
+    if options["connector"] == "push" and not source:
+        raise error_at(UnsupportedError, "connector 'push' feeds a SOURCE (CREATE SOURCE s (cols) WITH (connector = "
+                                         "'push')): a table takes INSERT as it is", node)
     rel.connector = options
-    rel.internal_ids = [new.allocate_id()]
+    rel.internal_ids = [] if options["connector"] == "push" else [new.allocate_id()]   # push: no offset
     if source:
         rel.kind = "source"
+
+
+def is_push(rel) -> bool:
+    """Whether ``rel`` is a source with the ``push`` connector (its rows come from DML)."""
+    return rel.kind == "source" and rel.connector is not None and rel.connector.get("connector") == "push"
+
+
+def kind_name(rel) -> str:
+    """What DML refuses to write into, named (a source's rows come from its connector only; a
+    push source takes INSERTs but keeps no rows to update or delete)."""
+    if is_push(rel):
+        return "push source (it stores no rows)"
+    return {"source": "source (its connector writes it)", "index": "index"}.get(rel.kind, "materialized view")
+
+
+def takes_inserts(rel) -> bool:
+    """Whether INSERT, COPY FROM and ``insert_arrow`` may write into ``rel``: a table, or a push
+    source (module docstring)."""
+    return rel.kind == "table" or is_push(rel)
 
 
 def check_options(options: dict, columns, row_id_index, node=None):
@@ -112,8 +136,9 @@ def refuse_source_scans(plan) -> None:
     while stack:
         n = stack.pop()
         if isinstance(n, P.Scan) and n.relation.kind == "source":
+            keep = "an APPEND ONLY table" if is_push(n.relation) else "a TABLE with its connector"
             raise UnsupportedError(f"{n.relation.name} is a source: it stores no rows to query (create a "
-                                   f"materialized view over it, or a TABLE with its connector to keep the rows)")
+                                   f"materialized view over it, or {keep} to keep the rows)")
         stack.extend(n.inputs)
 
 

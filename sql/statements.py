@@ -44,7 +44,7 @@ from sql.index import attach_indexes, create_index, drop_index
 from sql.errors import (BindError, CatalogError, ExecutionError, ReadOnlyError, SqlSyntaxError, UnsupportedError,
                         error_at, execution_error)
 from sql.insert_batch import build_insert_chunks, parameter_slots
-from sql.source import attach_connector, refuse_source_scans, refuse_with_options
+from sql.source import attach_connector, refuse_source_scans, refuse_with_options, kind_name, takes_inserts
 from sql.watermark import declare_watermark
 from sql.plan import nodes as P
 from sql.plan.explain import explain_plan
@@ -550,7 +550,7 @@ def _insert_target(db, node):
         target = target.this
     name = relation_name(target)
     rel = db.catalog.get(name)
-    if rel is None or rel.kind != "table":
+    if rel is None or not takes_inserts(rel):
         raise error_at(CatalogError if rel is None else BindError,
                        f"table {name!r} does not exist" if rel is None else f"cannot insert into {_kind_name(rel)} {name!r}",
                        target)
@@ -670,8 +670,8 @@ def _table_for_dml(db, node, what):
 
 
 def _kind_name(rel) -> str:
-    """What DML refuses to write, named: a source's rows come from its connector only."""
-    return {"source": "source (its connector writes it)", "index": "index"}.get(rel.kind, "materialized view")
+    """What DML refuses to write, named (sql/source.py ``kind_name``)."""
+    return kind_name(rel)
 
 
 def _dml_plan(db, rel, where, params):
@@ -917,7 +917,7 @@ def _explain_dml(db, node, params) -> str:
     if isinstance(node, exp.Insert):
         target = node.this.this if isinstance(node.this, exp.Schema) else node.this
         rel = db.catalog.get(relation_name(target))
-        if rel is None or rel.kind != "table":
+        if rel is None or not takes_inserts(rel):
             raise error_at(CatalogError if rel is None else BindError,
                            f"table {relation_name(target)!r} does not exist" if rel is None else
                            f"cannot insert into {_kind_name(rel)} {rel.name!r}", target)

@@ -58,7 +58,7 @@ def _rows(c, q):
 
 def test_create_table_with_an_unknown_connector_is_refused_not_a_plain_table(conn):
     with pytest.raises(UnsupportedError, match=r"connector 'kafka' is not supported \(supported: "
-                                               r"datagen, nexmark, posix_fs\)"):
+                                               r"datagen, nexmark, posix_fs, push\)"):
         conn.execute("CREATE TABLE k (a INT) WITH (connector = 'kafka', topic = 'x')")
     assert conn.db.catalog.get("k") is None
     with pytest.raises(UnsupportedError, match="'kafka'"):

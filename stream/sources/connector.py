@@ -16,7 +16,9 @@ of how the rows are cut into batches:
   table's columns, by name, with Nexmark's types.
 
 A third, ``posix_fs`` (a directory of files, each read once), has its own executor and state:
-:mod:`stream.sources.files`.
+:mod:`stream.sources.files`. A fourth, ``push`` (:class:`Push`), generates nothing: a source
+with it takes the rows its program pushes (INSERT, COPY FROM, ``Connection.insert_arrow``)
+and stores none of them; it has no options, no offset and no executor (sql/source.py).
 
 The offset is the connector's position: rows emitted (datagen) or events consumed (nexmark).
 The hidden ``_row_id`` of a relation without a primary key is the row's ordinal (datagen) or
@@ -48,7 +50,7 @@ from stream.chunk import INSERT, StreamChunk
 from stream.executor import UnaryExecutor
 from stream.message import Pause
 
-CONNECTORS = ("datagen", "nexmark", "posix_fs")
+CONNECTORS = ("datagen", "nexmark", "posix_fs", "push")
 OFFSET_COLUMNS = (("id", DataType.INT), ("offset", DataType.BIGINT))
 _DATAGEN_FIELD_KEYS = ("kind", "start", "end", "min", "max", "length", "seed")
 _DATAGEN_KEYS = ("datagen.rows.per.second", "datagen.rows.total")
@@ -103,6 +105,8 @@ def make_connector(options: dict, columns, row_id_index: int | None):
     if name == "posix_fs":   # a directory of files (stream/sources/files.py)
         from stream.sources.files import PosixFs
         return PosixFs(options, columns, row_id_index)
+    if name == "push":
+        return Push(options)
     raise ConnectorError(f"connector {name!r} is not supported (supported: {', '.join(CONNECTORS)})", "connector")
 
 
@@ -110,13 +114,21 @@ def _refuse_unknown(options: dict, known) -> None:
     for key in options:
         if key != "connector" and key not in known:
             raise ConnectorError(f"option {key!r} is not an option of connector {options['connector']!r} "
-                                 f"(known: {', '.join(sorted(known))})", "option")
+                                 + (f"(known: {', '.join(sorted(known))})" if known else "(it takes none)"), "option")
 
 
 def _hash_uniform(seed: int, salt: int, n: np.ndarray) -> np.ndarray:
     """Floats uniform in [0, 1), a pure function of ``(seed, salt, n)`` (splitmix64)."""
     from stream.sources.nexmark import _uniforms
     return _uniforms((seed * 1_000_003 + salt) % (1 << 64), n, 1)[0]
+
+
+class Push:
+    """The ``push`` connector: the rows come from DML, not from a generator (module docstring).
+    Takes no option."""
+
+    def __init__(self, options: dict):
+        _refuse_unknown(options, ())
 
 
 class Datagen:
