@@ -522,6 +522,9 @@ def test_a_full_key_filter_array_has_under_one_percent_false_positives():
 def test_the_budget_may_drop_the_known_absent_keys(store):
     budget = MemoryBudget(1 << 20)
     d = Driver(store, "left", budget=budget)
+    # keys the right side had once: inside its key filter (keys outside it need no entry)
+    d.send(1, *[("+", (100 + i, i, 1)) for i in range(20)])
+    d.send(1, *[("-", (100 + i, i, 1)) for i in range(20)])
     d.send(0, *[("+", (i, i, 0)) for i in range(20)])
     assert len(d.join.right.known_absent()) == 20
     d.join.right.absent_cache.clear()             # what an eviction does
@@ -612,3 +615,28 @@ def test_entries_read_once_are_not_cached_a_second_read_admits_them(store, monke
         assert len(right.seen.keys()) <= 4
     else:   # a fixed size, charged to the budget
         assert right.seen_hashes.used >= right.seen_hashes.peek(0).nbytes > 0
+
+
+def test_keys_new_to_a_side_skip_its_entries_and_known_absent_keys_stay_in_its_filter(store):
+    """The column-wise path looks up S's cached entries and known-absent keys only for rows
+    whose key S's key filter had seen (a key new to S has neither): a key that became known
+    absent on S (deleted), an admitted cached key and a key new to S, written in one chunk,
+    all join as the batch join says; the row path's probe (an update pair) answers keys
+    outside the probed side's key filter without an entry, so known-absent keys stay inside
+    it (``_check`` after every chunk). No fresh rows: the probes read."""
+    d = Driver(store, "inner", fresh_rows=False)
+    d.send(1, ("+", (100, 1, 0)), ("+", (101, 2, 0)))
+    d.send(1, ("-", (100, 1, 0)))                      # key 1 inside right's filter, no rows
+    d.send(0, ("+", (1, 1, 0)), ("+", (2, 2, 0)))      # probes right: 1 known absent, 2 read once
+    assert (1,) in d.join.right.known_absent()
+    d.send(0, ("+", (3, 2, 0)))                        # 2 read again: admitted to right's cache
+    assert (2,) in d.join.right.cache
+    # right writes: 1 (known absent), 2 (cached), 9 (new) in one column-wise chunk
+    d.send(1, ("+", (102, 1, 5)), ("+", (103, 2, 5)), ("+", (104, 9, 5)))
+    assert (1,) not in d.join.right.known_absent()
+    assert len(d.join.right.cache.peek((2,)).rows) == 2
+    d.send(0, ("+", (4, 1, 0)), ("+", (5, 2, 0)), ("+", (6, 9, 0)))
+    # the row path (an update pair) probing keys the right side never had: no entry
+    d.send(0, ("U-", (6, 9, 0)), ("U+", (6, 7, 1)), ("U-", (5, 2, 0)), ("U+", (5, 8, 1)))
+    assert (7,) not in d.join.right.known_absent() and (8,) not in d.join.right.known_absent()
+    d.send(1, ("+", (105, 7, 5)), ("+", (106, 8, 5)))

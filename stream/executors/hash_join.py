@@ -43,7 +43,9 @@ columns are all integer-like also keeps a *key filter* (:mod:`stream.executors.j
 a Bloom filter of every join key it ever wrote, rebuilt from its rows by ``on_init``, at most
 ~10 MiB): an inner join's column-wise probe skips the keys outside the other side's filter --
 no cache lookup, no read, no known-absent entry (half of a 1:1 join's probes: a key's first
-row comes before its partner).
+row comes before its partner); the row-by-row probe reads none of them either. So a side's
+cached and known-absent keys all lie inside its filter, and its own rows of keys the filter
+proves new need no lookup of either.
 
 Processing one chunk of side S (the other side O), in order:
 1. write the chunk into S's rows table (strict mode: all or nothing; a delete of a missing
@@ -92,7 +94,8 @@ inner join, deletes the state rows no future row can match (state cleaning); a s
 drops them.
 
 Invariants (``_check``): every cached entry equals its key's rows (and degrees) in the state
-tables; every known-absent key has no rows and no cached entry; every stored degree equals the
+tables; every known-absent key has no rows and no cached entry (and, while the side's key
+filter is on, lies inside it); every stored degree equals the
 number of matching rows of the other side.
 
 Callers: the planner (``FROM a [LEFT|RIGHT|FULL] JOIN b ON ...``), tests, bench/stream_join.py.
@@ -326,7 +329,9 @@ class _Side:
 
     def entries(self, keys) -> dict:
         """key -> :class:`_KeyRows` for ``keys`` (distinct, non-NULL): cached ones, the others
-        read with one batched prefix read per table and cached."""
+        read with one batched prefix read per table and cached; keys outside the side's key
+        filter are absent without a read (and, as in the column-wise probe, get no known-absent
+        entry: the known-absent keys stay inside the filter, which ``_inner_chunk`` relies on)."""
         out: dict = {}
         missing = self.cache.get_many(keys, out)
         if not missing:
@@ -340,6 +345,16 @@ class _Side:
                     if key in known:
                         out[key] = absent
                 missing = unknown
+                if not missing:
+                    return out
+        if self.filter is not None and self.filter.on:   # keys this side never wrote: no read, and
+            types = self.schema.types                      # no known-absent entry (``_inner_chunk``)
+            maybe = self.filter.may_contain(hash_keys([to_arrow([key[j] for key in missing], types[c])
+                                                       for j, c in enumerate(self.keys)]))
+            if not maybe.all():
+                for key in compress(missing, ~maybe):
+                    out[key] = absent
+                missing = list(compress(missing, maybe))
                 if not missing:
                     return out
         groups = self.table.rows_with_prefixes(missing)
@@ -470,10 +485,11 @@ class _Side:
 
     def write(self, chunk: StreamChunk, identity: str):
         """Apply a compact input chunk to the rows table (strict mode: all or nothing) and add
-        its keys to the key filter; returns the rows' key hashes (None without a filter). A
-        strict table is told which rows' join keys the filter proves new to this side
-        (``StateTable.write_chunk_fresh``): their pks cannot have a row, so they need no store
-        probe -- in a 1:1 join, every insert."""
+        its keys to the key filter; returns ``(hashes, new)``: the rows' key hashes (None
+        without a filter) and which rows' join keys the filter proved new to this side before
+        this chunk (None unless the table is strict and the filter on). A strict table is told
+        those rows (``StateTable.write_chunk_fresh``): their pks cannot have a row, so they need
+        no store probe -- in a 1:1 join, every insert."""
         table, filt = self.table, self.filter
         hashes = fresh = None
         try:
@@ -492,7 +508,7 @@ class _Side:
             filt.add(hashes)
         if self.fresh is not None:
             self._keep_fresh(chunk, hashes, fresh)
-        return hashes
+        return hashes, fresh
 
     def _keep_fresh(self, chunk: StreamChunk, hashes, fresh) -> None:
         """Hand a written chunk to the fresh rows: its keys are forgotten, and its inserts of
@@ -669,12 +685,12 @@ class HashJoin(Executor):
         s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
         s_left = side == 0
         chunk = chunk.compact()   # once, for the write and the probe
-        hashes = s.write(chunk, self.identity)
+        hashes, new = s.write(chunk, self.identity)
         if self.join_type in SEMI_ANTI:
             return semi_anti_chunk(self, s, o, chunk, s_left)
         if self.condition is None and not s.outer and not o.outer:
             if not (chunk.ops >= UPDATE_DELETE).any():
-                return self._inner_chunk(s, o, chunk, s_left, hashes)
+                return self._inner_chunk(s, o, chunk, s_left, hashes, new)
         rows = chunk.rows()
         keys, entries, passes = self._probe(s, o, rows, s_left)
 
@@ -823,54 +839,71 @@ class HashJoin(Executor):
             out.append(last)
         return out
 
-    def _inner_chunk(self, s: _Side, o: _Side, chunk: StreamChunk, s_left: bool, hashes=None) -> list:
+    def _inner_chunk(self, s: _Side, o: _Side, chunk: StreamChunk, s_left: bool, hashes=None, new=None) -> list:
         """The per-chunk path of an inner join without an extra condition for a compact chunk
         of inserts and deletes only (no update pairs), written into S's table already: every
         row's output is its op with each O row of its key (entry order), so the output is
         built column-wise -- S's columns with one ``take`` of the row positions repeated by
         their match counts, O's from the matched rows -- in the order the row-by-row path
         emits it. S's cached entries take the rows of their keys. ``hashes``: the rows' key
-        hashes (``_Side.write``): keys outside O's key filter are not probed."""
+        hashes (``_Side.write``): keys outside O's key filter are not probed. ``new``: the rows
+        whose key S's key filter proved new before this chunk (``_Side.write``): such a key has
+        no cached entry and is not known absent on S (both only hold keys inside the filter),
+        so a side that is not ``unique`` looks up its entries only for the other rows. Key
+        tuples are made only for the rows probed or looked up."""
         n = len(chunk.ops)
         cols = chunk.columns
         types = s.schema.types
-        keys = list(zip(*[to_pylist(cols[c], types[c]) for c in s.keys]))
-        has_null = any(cols[c].null_count for c in s.keys)
-        wanted = set(keys)
-        if has_null:
-            wanted = {k for k in wanted if None not in k}
-        probe = wanted
-        maybe = o.filter.may_contain(hashes) if hashes is not None and o.filter is not None and wanted else None
-        fresh = self._fresh_hits(s, o, chunk, hashes, maybe, has_null) if o.fresh is not None and wanted else None
+        valid = None   # rows without a NULL in the key (None: all)
+        if any(cols[c].null_count for c in s.keys):
+            valid = np.ones(n, np.bool_)
+            for c in s.keys:
+                if cols[c].null_count:
+                    valid &= cols[c].is_valid().to_numpy(zero_copy_only=False)
+        maybe = o.filter.may_contain(hashes) if hashes is not None and o.filter is not None else None
+        fresh = self._fresh_hits(s, o, chunk, hashes, maybe, valid) if o.fresh is not None else None
+        probing = np.ones(n, np.bool_) if maybe is None else maybe.copy()   # O may have rows of their key
         if fresh is not None:   # the keys O's fresh rows answer are not probed
-            if maybe is None:
-                maybe = np.ones(n, np.bool_)
-            maybe = maybe.copy()
-            maybe[fresh[0]] = False
-        if maybe is not None and not maybe.all():   # O never had the other keys
-            probe = set(compress(keys, maybe))
-            if has_null:
-                probe = {k for k in probe if None not in k}
+            probing[fresh[0]] = False
+        owning = ~new if new is not None and not s.unique else np.ones(n, np.bool_)   # S's entries to look up
+        if valid is not None:
+            probing &= valid
+            owning &= valid
+        wanted = probing | owning
+        if wanted.all():
+            keys = list(zip(*[to_pylist(cols[c], types[c]) for c in s.keys]))
+            rows = None   # keys[j] is row j's
+        else:
+            rows = np.flatnonzero(wanted)
+            at = pa.array(rows)
+            keys = list(zip(*[to_pylist(cols[c].take(at), types[c]) for c in s.keys]))
+            probing, owning = probing[rows], owning[rows]
+        probe = set(compress(keys, probing))
         probed = o.probe_columns(probe) if probe else None
 
         # S's own cached entries (read-after-write for later chunks of O)
-        touched = s.own_many(wanted)
-        need = [i for i, key in enumerate(keys) if key in touched] if touched else None
+        touched = s.own_many(set(compress(keys, owning))) if owning.any() else None
+        need = [j for j, key in enumerate(keys) if key in touched] if touched else None
         if need:
-            if len(need) == n:
+            if rows is not None:
+                need_rows = rows[need].tolist()
+            else:
+                need_rows = need
+            if len(need_rows) == n:
                 srows = list(zip(*[to_pylist(c, t) for c, t in zip(cols, types)]))
             else:
-                at = pa.array(need, pa.int64())
+                at = pa.array(need_rows, pa.int64())
                 srows = list(zip(*[to_pylist(c.take(at), t) for c, t in zip(cols, types)]))
             s.sample(srows[0])
             pk_of = s.pk_of
             ops = chunk.ops.tolist()
-            for i, row in zip(need, srows):
-                entry = touched[keys[i]]
+            for i, j, row in zip(need_rows, need, srows):
+                entry = touched[keys[j]]
                 if ops[i] == INSERT:
                     entry.add(pk_of(row), row, None)
                 else:
                     entry.remove(pk_of(row))
+        if touched:
             s.put_back(touched)
         for table in s.tables():
             table.try_flush()
@@ -880,7 +913,10 @@ class HashJoin(Executor):
         if probed is not None:
             index, starts, counts, o_block = probed
             none = len(index)   # the number of "no rows": count 0
-            which = np.fromiter(map(index.get, keys, repeat(none, n)), np.int64, n)
+            probed_at = np.flatnonzero(probing)   # (rows not probed have no rows read)
+            which = np.full(n, none, np.int64)
+            which[probed_at if rows is None else rows[probed_at]] = np.fromiter(
+                map(index.get, compress(keys, probing), repeat(none, len(probed_at))), np.int64, len(probed_at))
             starts = np.append(starts, np.int64(0))[which]
             counts = np.append(counts, np.int64(0))[which]
         else:
@@ -910,22 +946,16 @@ class HashJoin(Executor):
                 for a in range(0, total, size)]
 
     @staticmethod
-    def _fresh_hits(s: _Side, o: _Side, chunk: StreamChunk, hashes, maybe, has_null: bool):
+    def _fresh_hits(s: _Side, o: _Side, chunk: StreamChunk, hashes, maybe, valid):
         """The rows of S's chunk whose key O's fresh rows hold (its one row):
         ``(row positions, O's columns of their rows)``, or None when no row's is there. Only
-        rows O's key filter passes (``maybe``) are looked up, and a hash found counts only when
-        the key's values are the row's."""
+        rows O's key filter passes (``maybe``) and without a NULL in the key (``valid``; None:
+        all) are looked up, and a hash found counts only when the key's values are the row's."""
         cols = chunk.columns
         if maybe is not None:
-            at = np.flatnonzero(maybe)
+            at = np.flatnonzero(maybe if valid is None else maybe & valid)
         else:
-            at = np.arange(len(chunk.ops))
-        if has_null:
-            ok = np.ones(len(chunk.ops), np.bool_)
-            for c in s.keys:
-                if cols[c].null_count:
-                    ok &= cols[c].is_valid().to_numpy(zero_copy_only=False)
-            at = at[ok[at]]
+            at = np.arange(len(chunk.ops)) if valid is None else np.flatnonzero(valid)
         if not len(at):
             return None
         looked = o.fresh.lookup(hashes[at])
@@ -996,6 +1026,11 @@ class HashJoin(Executor):
             if s.filter is not None and s.filter.on:   # every stored key is in the key filter
                 for batch in s.table.iter_batches(columns=s.keys):
                     assert s.filter.may_contain(hash_keys(batch.columns)).all(), (s.label, "key filter")
+                known = list(s.known_absent())   # and so is every known-absent key (``_inner_chunk``)
+                if known:
+                    types = s.schema.types
+                    h = hash_keys([to_arrow([k[j] for k in known], types[c]) for j, c in enumerate(s.keys)])
+                    assert s.filter.may_contain(h).all(), (s.label, "a known-absent key outside the key filter")
             assert len(s.seen.keys()) <= s.seen.limit, (s.label, len(s.seen.keys()))
             if s.fresh is not None:   # a key kept is the key's one stored row
                 kept = s.fresh.kept()
