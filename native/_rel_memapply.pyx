@@ -16,23 +16,25 @@ at its next pass); a MemTable whose records are all untracked stays an untracked
 the collector never traverses (an epoch's MemTable holds tens of thousands of records).
 
 Callers: :meth:`relational.mem_table.MemTable.apply`, ``insert_many``, ``unrecorded``
-(``probe_keys``) and ``columns`` (``merge_insert_runs``, ``sorted_news``) only, through
-``hummock._twins.load``.
+(``probe_keys``), ``columns`` (``merge_insert_runs``, ``sorted_news``) and
+``records_with_prefixes`` (``PrefixIndex``) only, through ``hummock._twins.load``.
 """
 
 cimport cython
 
 DEF RECORD_OVERHEAD = 192   # = relational/_rel_memapply_py.py RECORD_OVERHEAD
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM
 
 from native._keysort cimport KeyRef, sort_key_refs
+from native._xxh64 cimport xxh64
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
@@ -337,44 +339,146 @@ def sorted_news(records):
         free(objs)
 
 
-def bucket_keys(dict buckets, added, Py_ssize_t prefix_len):
-    """See the twin."""
-    cdef PyObject* found
-    cdef bytes key, prefix
-    for obj in added:
-        if type(obj) is not bytes:
-            raise TypeError(f"MemTable keys must be bytes, got {type(obj).__name__}")
-        key = <bytes>obj
-        prefix = key[:prefix_len]
-        found = PyDict_GetItem(buckets, prefix)
-        if found == NULL:
-            buckets[prefix] = key
-        elif type(<object>found) is bytes:
-            if <bytes>found != key:
-                buckets[prefix] = [<object>found, key]
-        else:
-            (<list>found).append(key)
+cdef class PrefixIndex:
+    """See the twin. The keys are kept in a list (in the order added); per entry the xxh64 of
+    its prefix (``key[:prefix_len]``) and the next entry of its chain, in C arrays, with a
+    table of chain heads by hash (power-of-two size, at least the number of entries): an add
+    is one hash and three stores, no ``bytes`` object for the prefix and no dict insert. A
+    lookup walks one chain and compares each hash-equal entry's prefix bytes."""
+    cdef readonly Py_ssize_t prefix_len
+    cdef list _keys
+    cdef uint64_t* _hashes
+    cdef int64_t* _next
+    cdef int64_t* _heads
+    cdef Py_ssize_t _n, _cap
+    cdef uint64_t _mask
 
+    def __cinit__(self, prefix_len):
+        if type(prefix_len) is not int or prefix_len < 0:
+            raise ValueError(f"prefix_len is an int >= 0, got {prefix_len!r}")
+        self.prefix_len = prefix_len
+        self._keys = []
+        self._n = 0
+        self._cap = 0
+        self._hashes = NULL
+        self._next = NULL
+        self._heads = NULL
+        self._resize(64)
 
-def prefix_records(dict buckets, dict records, prefixes):
-    """See the twin."""
-    cdef list out = [], found_list, keys
-    cdef PyObject* bucket
-    cdef PyObject* record
-    for prefix in prefixes:
-        bucket = PyDict_GetItem(buckets, prefix)
-        if bucket == NULL:
-            out.append(None)
-        elif type(<object>bucket) is bytes:
-            record = PyDict_GetItem(records, <object>bucket)
-            out.append(None if record == NULL else [(<object>bucket, <object>record)])
-        else:
-            keys = sorted(set(<object>bucket))
-            buckets[prefix] = keys
-            found_list = []
-            for key in keys:
-                record = PyDict_GetItem(records, key)
-                if record != NULL:
-                    found_list.append((key, <object>record))
-            out.append(found_list or None)
-    return out
+    def __dealloc__(self):
+        free(self._hashes)
+        free(self._next)
+        free(self._heads)
+
+    cdef int _resize(self, Py_ssize_t cap) except -1:
+        """Room for ``cap`` entries and a head table of ``cap`` slots, the chains rebuilt."""
+        cdef uint64_t* hashes = <uint64_t*>realloc(self._hashes, cap * sizeof(uint64_t))
+        if hashes == NULL:
+            raise MemoryError()
+        self._hashes = hashes
+        cdef int64_t* nxt = <int64_t*>realloc(self._next, cap * sizeof(int64_t))
+        if nxt == NULL:
+            raise MemoryError()
+        self._next = nxt
+        cdef int64_t* heads = <int64_t*>malloc(cap * sizeof(int64_t))
+        if heads == NULL:
+            raise MemoryError()
+        free(self._heads)
+        self._heads = heads
+        self._cap = cap
+        self._mask = <uint64_t>(cap - 1)
+        cdef Py_ssize_t i
+        cdef uint64_t b
+        for i in range(cap):
+            heads[i] = -1
+        for i in range(self._n):
+            b = hashes[i] & self._mask
+            nxt[i] = heads[b]
+            heads[b] = i
+        return 0
+
+    def add(self, keys):
+        """See the twin."""
+        cdef list ks = list(keys)
+        cdef Py_ssize_t n = len(ks), i, at, plen = self.prefix_len, kn
+        cdef uint64_t h, b
+        cdef object key
+        for i in range(n):
+            if type(ks[i]) is not bytes:
+                raise TypeError(f"MemTable keys must be bytes, got {type(ks[i]).__name__}")
+        if self._n + n > self._cap:
+            at = self._cap
+            while self._n + n > at:
+                at *= 2
+            self._resize(at)
+        for i in range(n):
+            key = ks[i]
+            kn = PyBytes_GET_SIZE(<bytes>key)
+            if kn > plen:
+                kn = plen
+            h = xxh64(<const uint8_t*>PyBytes_AS_STRING(<bytes>key), <size_t>kn, 0)
+            at = self._n
+            self._hashes[at] = h
+            b = h & self._mask
+            self._next[at] = self._heads[b]
+            self._heads[b] = at
+            self._n = at + 1
+        self._keys.extend(ks)
+
+    cdef list _find(self, bytes prefix):
+        """The keys added under ``prefix`` (may repeat, newest first), or None for none."""
+        cdef Py_ssize_t pn = PyBytes_GET_SIZE(prefix), kn, plen = self.prefix_len
+        cdef const char* pp = PyBytes_AS_STRING(prefix)
+        cdef uint64_t h
+        cdef int64_t i
+        cdef object key
+        cdef list found = None
+        if pn > plen:
+            return None
+        h = xxh64(<const uint8_t*>pp, <size_t>pn, 0)
+        i = self._heads[h & self._mask]
+        while i >= 0:
+            if self._hashes[i] == h:
+                key = <object>PyList_GET_ITEM(self._keys, i)
+                kn = PyBytes_GET_SIZE(<bytes>key)
+                if kn > plen:
+                    kn = plen
+                if kn == pn and memcmp(PyBytes_AS_STRING(<bytes>key), pp, <size_t>pn) == 0:
+                    if found is None:
+                        found = [key]
+                    else:
+                        found.append(key)
+            i = self._next[i]
+        return found
+
+    def find(self, prefix):
+        """See the twin."""
+        if type(prefix) is not bytes:
+            raise TypeError(f"a key prefix is bytes, got {type(prefix).__name__}")
+        found = self._find(<bytes>prefix)
+        return [] if found is None else sorted(set(found))
+
+    def records(self, records, prefixes):
+        """See the twin."""
+        if type(records) is not dict:
+            raise TypeError(f"records is a dict, got {type(records).__name__}")
+        cdef dict d = <dict>records
+        cdef list out = [], found, found_list
+        cdef PyObject* record
+        for prefix in prefixes:
+            if type(prefix) is not bytes:
+                raise TypeError(f"a key prefix is bytes, got {type(prefix).__name__}")
+            found = self._find(<bytes>prefix)
+            if found is None:
+                out.append(None)
+            elif len(found) == 1:
+                record = PyDict_GetItem(d, found[0])
+                out.append(None if record == NULL else [(found[0], <object>record)])
+            else:
+                found_list = []
+                for key in sorted(set(found)):
+                    record = PyDict_GetItem(d, key)
+                    if record != NULL:
+                        found_list.append((key, <object>record))
+                out.append(found_list or None)
+        return out

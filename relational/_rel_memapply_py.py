@@ -28,9 +28,8 @@ adds: ``len(key) + len(value) + RECORD_OVERHEAD`` each time a key without a reco
 
 ``probe_keys(records, keys)``: the keys a strict chunk must look up in storage (below).
 
-``bucket_keys(buckets, added, prefix_len)`` and ``prefix_records(buckets, records, prefixes)``:
-the MemTable's per-prefix index of its keys, and the records of many prefixes read from it
-(below; ``MemTable.records_with_prefixes``).
+``PrefixIndex(prefix_len)``: the MemTable's per-prefix index of its keys, and the records of
+many prefixes read from it (below; ``MemTable.records_with_prefixes``).
 
 ``sorted_news(records)``: the MemTable's KV batch, keys ascending (below; ``MemTable.columns``).
 
@@ -183,37 +182,67 @@ def _checked_runs(runs) -> list:
     return out
 
 
-def bucket_keys(buckets: dict, added, prefix_len: int) -> None:
-    """Add each key of ``added`` to ``buckets`` (``key[:prefix_len] -> bucket``): a bucket is
-    the one key of its prefix (bytes), or a list of its keys (unsorted, may repeat) once a
-    second distinct key comes."""
-    for key in added:
-        if type(key) is not bytes:
-            raise TypeError(f"MemTable keys must be bytes, got {type(key).__name__}")
-        prefix = key[:prefix_len]
-        bucket = buckets.get(prefix)
-        if bucket is None:
-            buckets[prefix] = key
-        elif type(bucket) is bytes:
-            if bucket != key:
-                buckets[prefix] = [bucket, key]
-        else:
-            bucket.append(key)
+class PrefixIndex:
+    """The MemTable's per-prefix index of its keys (``MemTable.records_with_prefixes``): keys
+    are added (repeats allowed; a key shorter than ``prefix_len`` is its own prefix) and read
+    back by prefix. The twin keeps a dict ``key[:prefix_len] -> bucket``: a bucket is the one
+    key of its prefix (bytes), or a list of its keys (unsorted, may repeat) once a second
+    distinct key comes; the native class hashes the prefixes in C (no ``bytes`` object for a
+    prefix). ``ValueError`` for a ``prefix_len`` that is not an int >= 0; ``TypeError`` for a
+    key or prefix that is not ``bytes`` (``add`` then adds nothing) or records not a dict."""
 
+    def __init__(self, prefix_len):
+        if type(prefix_len) is not int or prefix_len < 0:
+            raise ValueError(f"prefix_len is an int >= 0, got {prefix_len!r}")
+        self.prefix_len = prefix_len
+        self._buckets: dict = {}
 
-def prefix_records(buckets: dict, records: dict, prefixes) -> list:
-    """For each prefix: ``[(key, record)]`` of its keys that still have a record, ascending,
-    or ``None`` for none. A list bucket read is replaced by its sorted distinct keys."""
-    out = []
-    for prefix in prefixes:
-        bucket = buckets.get(prefix)
+    def add(self, keys) -> None:
+        """Index each key of ``keys`` under its prefix."""
+        keys = list(keys)
+        for key in keys:
+            if type(key) is not bytes:
+                raise TypeError(f"MemTable keys must be bytes, got {type(key).__name__}")
+        buckets, plen = self._buckets, self.prefix_len
+        for key in keys:
+            prefix = key[:plen]
+            bucket = buckets.get(prefix)
+            if bucket is None:
+                buckets[prefix] = key
+            elif type(bucket) is bytes:
+                if bucket != key:
+                    buckets[prefix] = [bucket, key]
+            else:
+                bucket.append(key)
+
+    def find(self, prefix: bytes) -> list:
+        """The distinct keys added under ``prefix``, ascending."""
+        if type(prefix) is not bytes:
+            raise TypeError(f"a key prefix is bytes, got {type(prefix).__name__}")
+        bucket = self._buckets.get(prefix)
         if bucket is None:
-            out.append(None)
-        elif type(bucket) is bytes:
-            record = records.get(bucket)
-            out.append(None if record is None else [(bucket, record)])
-        else:
-            bucket = buckets[prefix] = sorted(set(bucket))
-            found = [(key, records[key]) for key in bucket if key in records]
-            out.append(found or None)
-    return out
+            return []
+        return [bucket] if type(bucket) is bytes else sorted(set(bucket))
+
+    def records(self, records: dict, prefixes) -> list:
+        """For each prefix: ``[(key, record)]`` of its keys that have a record in ``records``,
+        ascending, or ``None`` for none. A list bucket read is replaced by its sorted distinct
+        keys."""
+        if type(records) is not dict:
+            raise TypeError(f"records is a dict, got {type(records).__name__}")
+        buckets = self._buckets
+        out = []
+        for prefix in prefixes:
+            if type(prefix) is not bytes:
+                raise TypeError(f"a key prefix is bytes, got {type(prefix).__name__}")
+            bucket = buckets.get(prefix)
+            if bucket is None:
+                out.append(None)
+            elif type(bucket) is bytes:
+                record = records.get(bucket)
+                out.append(None if record is None else [(bucket, record)])
+            else:
+                bucket = buckets[prefix] = sorted(set(bucket))
+                found = [(key, records[key]) for key in bucket if key in records]
+                out.append(found or None)
+        return out

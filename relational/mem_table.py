@@ -96,8 +96,7 @@ class MemTable:
         self._pending: list[bytes] = []           # keys added since, not yet in _sorted
         self._stale = 0                           # removed keys still in _sorted
         self._live: dict = {}                     # id -> weakref of range iterators reading _sorted, _ops
-        self._buckets: dict | None = None         # key prefix -> keys, built on the first prefix read
-        self._bucket_len = 0                      # the prefix length of _buckets
+        self._buckets = None                      # the PrefixIndex, built on the first prefix read
         self._bucket_pending: list[bytes] = []    # keys added since, not yet in _buckets
         self.approx_bytes = 0
         #: packed runs turned into records by a read or a write (:meth:`_settle`), over the
@@ -439,16 +438,15 @@ class MemTable:
         changes) and then takes the keys each write adds (removed keys are skipped)."""
         if self._runs:
             self._settle()
-        buckets = self._buckets
-        if buckets is None or self._bucket_len != prefix_len:
-            buckets = self._buckets = {}
-            self._bucket_len = prefix_len
+        index = self._buckets
+        if index is None or index.prefix_len != prefix_len:
+            index = self._buckets = _apply.PrefixIndex(prefix_len)
             added = list(self._ops)
         else:
             added = self._bucket_pending
         self._bucket_pending = []
-        _apply.bucket_keys(buckets, added, prefix_len)   # a bucket: one key, or a list of keys
-        return _apply.prefix_records(buckets, self._ops, prefixes)
+        index.add(added)   # (native: the prefixes hashed in C, no bytes object or dict entry a key)
+        return index.records(self._ops, prefixes)
 
     def has_range(self, start: bytes | None, end: bytes | None) -> bool:
         """True when some live key lies in ``[start, end)``."""
@@ -556,11 +554,9 @@ class MemTable:
             indexed = set(self._sorted) | set(self._pending)
             assert set(self._ops) <= indexed, "a live key is missing from the index"
         if self._buckets is not None:
-            n = self._bucket_len
-            buckets = {p: [b] if type(b) is bytes else b for p, b in self._buckets.items()}
-            indexed = {k for bucket in buckets.values() for k in bucket} | set(self._bucket_pending)
-            assert set(self._ops) <= indexed, "a live key is missing from the prefix index"
-            assert all(k[:n] == p for p, bucket in buckets.items() for k in bucket), "a key in a wrong bucket"
+            index, n, pending = self._buckets, self._buckets.prefix_len, set(self._bucket_pending)
+            for key in self._ops:
+                assert key in pending or key in index.find(key[:n]), "a live key is missing from the prefix index"
         for it in filter(None, (ref() for ref in self._live.values())):
             assert it._keys is self._sorted and it._ops is self._ops, "a live iterator reads stale structures"
 

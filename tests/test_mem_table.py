@@ -397,28 +397,49 @@ def test_probe_keys_refuses_bad_input(impl):
 
 @pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
 @given(st.lists(st.lists(st.binary(max_size=4), max_size=12), min_size=1, max_size=4),
-       st.sets(st.binary(max_size=4), max_size=16), st.lists(st.binary(max_size=4), max_size=10),
-       st.integers(1, 3))
+       st.sets(st.binary(max_size=4), max_size=16), st.lists(st.binary(max_size=5), max_size=10),
+       st.integers(0, 3))
 def test_prefix_records_are_the_model_s_after_any_additions(impl, additions, recorded, prefixes, plen):
-    """Keys added in several rounds (repeats included), then prefixes read after each round:
-    each prefix's recorded keys, ascending, with their records; None for none."""
+    """Keys added in several rounds (repeats included, keys shorter than the prefix length
+    among them), then prefixes read after each round (some longer than the prefix length):
+    each prefix's recorded keys, ascending, with their records; None for none. ``find`` gives
+    every key added under a prefix."""
     records = {k: (1, None, k) for k in recorded}
-    buckets, added = {}, []
+    index, added = impl.PrefixIndex(plen), []
     for round_keys in additions:
-        impl.bucket_keys(buckets, round_keys, plen)
+        index.add(round_keys)
         added += round_keys
-        wanted = [p[:plen] for p in prefixes]
+        wanted = [p[:plen + 1] for p in prefixes]
         expected = []
         for p in wanted:
             found = sorted({k for k in added if k[:plen] == p and k in records})
             expected.append([(k, records[k]) for k in found] or None)
-        assert impl.prefix_records(buckets, records, wanted) == expected
+        assert index.records(records, wanted) == expected
+        assert all(index.find(p) == sorted({k for k in added if k[:plen] == p}) for p in wanted)
 
 
 @pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
-def test_bucket_keys_refuses_bad_keys(impl):
+def test_prefix_index_keeps_many_keys_and_refuses_bad_input(impl):
+    """Past its first table size the index still finds every key (the native chains are
+    rebuilt as it grows); a key or prefix that is not bytes raises TypeError and adds
+    nothing, a bad prefix length ValueError."""
+    index = impl.PrefixIndex(3)
+    keys = [i.to_bytes(4, "big") for i in range(5000)]
+    index.add(keys[:70])
+    index.add(keys[70:])
+    recorded = {k: k for k in keys[::7]}
+    prefixes = [k[:3] for k in keys[::600]]
+    assert index.records(recorded, prefixes) == [[(k, k) for k in keys if k[:3] == p and k in recorded]
+                                                 for p in prefixes]
     with pytest.raises(TypeError):
-        impl.bucket_keys({}, [b"a", "b"], 1)
+        index.add([b"abcd", "b"])
+    assert index.find(b"abc") == []
+    for args in [({}, ["ab"]), ([], [b"ab"])]:
+        with pytest.raises(TypeError):
+            index.records(*args)
+    for bad in (-1, 1.0, None):
+        with pytest.raises(ValueError):
+            impl.PrefixIndex(bad)
 
 
 def test_native_records_are_left_to_no_garbage_collection():
