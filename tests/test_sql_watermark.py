@@ -68,18 +68,19 @@ def insert(c, table: str, rows) -> None:
 
 
 class LateModel:
-    """Which rows a table keeps: per INSERT, the watermark becomes the largest ``ts - delay``
-    so far (this INSERT's rows included), and rows below it are dropped."""
+    """Which rows a table keeps (RisingWave's WatermarkFilterExecutor): per INSERT, rows below the
+    watermark the earlier INSERTs set are dropped; then the watermark becomes the largest
+    ``ts - delay`` so far (this INSERT's rows included, late ones too)."""
 
     def __init__(self):
         self.watermark = None
         self.kept = []
 
     def insert(self, rows) -> None:
+        self.kept += [r for r in rows if self.watermark is None or r[1] >= self.watermark]
         top = max(s for _, s, _ in rows) - DELAY
         if self.watermark is None or top > self.watermark:
             self.watermark = top
-        self.kept += [r for r in rows if r[1] >= self.watermark]
 
 
 def join_model(left, right) -> list:
@@ -170,8 +171,9 @@ def test_alter_table_with_a_watermark_is_rename_to_only():
         with pytest.raises(UnsupportedError, match="has a WATERMARK FOR ts; only RENAME TO"):
             c.execute(statement)
     c.execute("ALTER TABLE a RENAME TO b")
-    insert(c, "b", [(1, 20, 1), (1, 10, 2)])
-    assert c.execute("SELECT v FROM b").fetchall() == [(1,)]
+    insert(c, "b", [(1, 20, 1), (1, 10, 2)])   # one chunk: its rows never make each other late
+    insert(c, "b", [(1, 12, 3)])                # below the watermark of the first (20 - 5)
+    assert sorted(c.execute("SELECT v FROM b").fetchall()) == [(1,), (2,)]
 
 
 def test_watermark_refused_on_spark_and_create_table_as():
@@ -201,7 +203,7 @@ def test_late_rows_are_dropped_and_the_watermark_survives_reopen(tmp_path):
     for rows in ([(1, 10, 1), (1, 20, 2)], [(1, 14, 3), (1, 16, 4)], [(1, 30, 5)], [(2, 24, 6), (2, 26, 7)]):
         insert(c, "a", rows)
         model.insert(rows)
-    assert [r[2] for r in model.kept] == [2, 4, 5, 7]
+    assert [r[2] for r in model.kept] == [1, 2, 4, 5, 7]
     expected = sorted((v, ts(s)) for _, s, v in model.kept)
     assert sorted(c.execute("SELECT v, ts FROM a").fetchall()) == expected
     assert sorted(c.execute("SELECT * FROM m").fetchall()) == expected
@@ -237,20 +239,22 @@ def test_a_source_with_a_watermark_drops_late_rows(tmp_path):
         c.execute("FLUSH")
         _write(files, "2.csv", f"id,ts\n3,{ts(14)}\n4,{ts(30)}\n")
         c.execute("FLUSH")
-        assert sorted(c.execute("SELECT id FROM v").fetchall()) == [(1,), (4,)]
+        assert sorted(c.execute("SELECT id FROM v").fetchall()) == [(1,), (2,), (4,)]
     with sql.connect(str(tmp_path / "db"), barrier_interval_ms=0) as c:   # offset and watermark both back
         _write(files, "3.csv", f"id,ts\n5,{ts(24)}\n6,{ts(26)}\n")
         c.execute("FLUSH")
-        assert sorted(c.execute("SELECT id FROM v").fetchall()) == [(1,), (4,), (6,)]
+        assert sorted(c.execute("SELECT id FROM v").fetchall()) == [(1,), (2,), (4,), (6,)]
 
 
 def test_copy_into_a_table_with_a_watermark_drops_late_rows(tmp_path):
     """COPY's fast path (SSTs built directly, for a table nothing reads) would skip the filter."""
-    data = tmp_path / "rows.csv"
-    data.write_text(f"k,ts,v\n1,{ts(20)},1\n1,{ts(10)},2\n1,{ts(16)},3\n")
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text(f"k,ts,v\n1,{ts(20)},1\n")
+    second.write_text(f"k,ts,v\n1,{ts(10)},2\n1,{ts(16)},3\n")
     c = _connect(":memory:", implicit_flush=True)
     c.execute(TABLE.format(name="a"))
-    c.execute(f"COPY a FROM '{data}' WITH (format csv, header true)")
+    c.execute(f"COPY a FROM '{first}' WITH (format csv, header true)")
+    c.execute(f"COPY a FROM '{second}' WITH (format csv, header true)")   # 10 is below 20 - 5
     assert sorted(c.execute("SELECT v FROM a").fetchall()) == [(1,), (3,)]
 
 
@@ -270,10 +274,11 @@ def test_watermark_filter_emits_after_the_chunk_and_on_recovery():
     b0 = epochs.barrier()
     f, out = run([b0, StreamChunk.from_rows(schema, [(1, (ts(20),)), (1, (ts(10),))]),
                   StreamChunk.from_rows(schema, [(1, (ts(12),)), (1, (None,))]), epochs.barrier()])
-    # 10 is below the chunk's own watermark (20 - 5); the second chunk (12, NULL) is all late
+    # the first chunk's rows are all kept (RisingWave: a chunk is filtered by the watermark before
+    # it; 10 is below the 15 it raises); the second chunk (12, NULL) is all late
     assert [type(m).__name__ for m in out] == ["Barrier", "StreamChunk", "Watermark", "Barrier"]
-    assert out[1].rows() == [(1, (ts(20),))] and out[2] == Watermark(0, ts(15))
-    assert f.dropped == 3
+    assert out[1].rows() == [(1, (ts(20),)), (1, (ts(10),))] and out[2] == Watermark(0, ts(15))
+    assert f.dropped == 2
     _, again = run([epochs.barrier(), epochs.barrier()])
     assert again[1] == Watermark(0, ts(15))
 

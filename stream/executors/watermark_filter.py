@@ -1,13 +1,15 @@
 """WatermarkFilter: event-time watermarks of a table or source (``WATERMARK FOR ts AS expr``,
 RisingWave's WatermarkFilterExecutor) and the drop of late rows.
 
-Per chunk (visible rows only): the watermark expression is evaluated over every row; its
-largest non-NULL value, when above the current watermark, becomes the new watermark. Then every
-row whose event-time column ``column`` is below the (new) watermark -- or NULL, once there is a
-watermark -- is dropped: it is *late* (RisingWave does the same; the row never reaches the
-table or any MV). With ``ts - INTERVAL 'd'`` as the expression a row is late when it is more
-than ``d`` older than the newest event time of the rows before it or in its own chunk. The
-chunk is emitted (without the late rows), then -- when the watermark advanced -- one
+Per chunk (visible rows only): every row whose event-time column ``column`` is below the
+watermark as it stood *before* the chunk -- or NULL, once there is a watermark -- is dropped: it
+is *late* (the row never reaches the table or any MV). Then the watermark expression is
+evaluated over every row of the chunk; its largest non-NULL value, when above the current
+watermark, becomes the new watermark. This is RisingWave's order (its WatermarkFilterExecutor
+builds the ``column >= watermark`` predicate before it takes the chunk's maximum): with
+``ts - INTERVAL 'd'`` as the expression a row is late when it is more than ``d`` older than the
+newest event time of the chunks before its own; rows of one chunk never make each other late.
+The chunk is emitted (without the late rows), then -- when the watermark advanced -- one
 :class:`~stream.message.Watermark` ``(column, value)``: at most one per chunk. An update pair
 with one late half is split as Filter splits it (docs: the input is append-only in practice).
 
@@ -17,7 +19,8 @@ written on the barrier after it advanced and committed with it. On the first bar
 barrier, so late rows stay late across restarts and readers re-learn the watermark.
 
 Invariants: the watermark never goes down; no row emitted after a ``Watermark(column, w)`` has
-``column`` below ``w`` (or NULL). Input watermarks are dropped (this executor is the origin).
+``column`` below ``w`` (or NULL) -- a chunk's rows are emitted before the watermark they raise.
+Input watermarks are dropped (this executor is the origin).
 
 Callers: :mod:`sql.build` (between the Dml and the Materialize of a table with a watermark, after
 the Dml of a source with one), tests.
@@ -106,7 +109,15 @@ class WatermarkFilter(UnaryExecutor):
         n = len(chunk.ops)
         if not n:
             return None
-        values = self.expr.eval(chunk.columns, n)
+        values = self.expr.eval(chunk.columns, n)   # (of every row: late ones still raise it)
+        if self.watermark is not None:   # late against the watermark before this chunk
+            keep = pc.greater_equal(chunk.columns[self.column], self._scalar)
+            if keep.null_count:
+                keep = pc.fill_null(keep, False)
+            passed = keep.to_numpy(zero_copy_only=False)
+            if not passed.all():
+                self.dropped += int(n - np.count_nonzero(passed))
+                chunk = filter_chunk(chunk, passed)
         advanced = False
         if values.null_count < n:
             top = pc.max(values)
@@ -115,14 +126,6 @@ class WatermarkFilter(UnaryExecutor):
                 if self.watermark is None or value > self.watermark:
                     self._set(value)
                     advanced = True
-        if self.watermark is not None:
-            keep = pc.greater_equal(chunk.columns[self.column], self._scalar)
-            if keep.null_count:
-                keep = pc.fill_null(keep, False)
-            passed = keep.to_numpy(zero_copy_only=False)
-            if not passed.all():
-                self.dropped += int(n - np.count_nonzero(passed))
-                chunk = filter_chunk(chunk, passed)
         if not advanced:
             return chunk
         return ([chunk] if chunk is not None else []) + [Watermark(self.column, self.watermark)]
