@@ -519,6 +519,22 @@ def test_a_full_key_filter_array_has_under_one_percent_false_positives():
     assert others.mean() < 0.01
 
 
+def test_the_key_filter_answers_alike_with_the_hashes_probe_parts():
+    """``add`` and ``may_contain`` given the hashes' ``probe_parts`` (computed once for a
+    chunk's two filters) set and answer exactly as without them, across arrays (an add that
+    fills one array and opens the next splits the parts with the hashes)."""
+    with_parts, without = join_key_filter.KeyFilter(), join_key_filter.KeyFilter()
+    full = join_key_filter.FIRST_BITS // join_key_filter.BITS_PER_KEY
+    for a, b in ((0, full - 100), (full - 100, full + 300), (full + 300, full + 900)):
+        h = hash_keys([pa.array(np.arange(a, b, dtype=np.int64))])
+        with_parts.add(h, join_key_filter.probe_parts(h))
+        without.add(h)
+    assert len(with_parts.arrays) == len(without.arrays) == 2
+    assert all((x[0] == y[0]).all() and x[2:] == y[2:] for x, y in zip(with_parts.arrays, without.arrays))
+    h = hash_keys([pa.array(np.arange(0, 4 * full, 7, dtype=np.int64))])
+    assert (with_parts.may_contain(h, join_key_filter.probe_parts(h)) == without.may_contain(h)).all()
+
+
 def test_the_budget_may_drop_the_known_absent_keys(store):
     budget = MemoryBudget(1 << 20)
     d = Driver(store, "left", budget=budget)

@@ -127,7 +127,7 @@ from stream.message import Barrier
 from stream.schema import Schema
 from stream.executors import join_fresh_rows
 from stream.executors.join_fresh_rows import FreshRows
-from stream.executors.join_key_filter import KeyFilter, SeenFilter, _as_int64, hash_keys, supported
+from stream.executors.join_key_filter import KeyFilter, SeenFilter, _as_int64, hash_keys, probe_parts, supported
 from stream.executors.join_key_set import KeySet
 from stream.executors.join_watermark import JoinWatermarks
 from stream.executors.semi_join import semi_anti_chunk
@@ -416,7 +416,8 @@ class _Side:
         if missing:
             bkeys, bvalues, ends = self.table.pairs_with_prefixes(missing)
             ends = np.asarray(ends, np.int64)
-            sizes = np.diff(ends, prepend=np.int64(0))
+            sizes = ends.copy()
+            sizes[1:] -= ends[:-1]
             has = sizes > 0
             if not has.all():
                 self.change_absent(add=list(compress(missing, ~has)))
@@ -485,30 +486,32 @@ class _Side:
 
     def write(self, chunk: StreamChunk, identity: str):
         """Apply a compact input chunk to the rows table (strict mode: all or nothing) and add
-        its keys to the key filter; returns ``(hashes, new)``: the rows' key hashes (None
-        without a filter) and which rows' join keys the filter proved new to this side before
-        this chunk (None unless the table is strict and the filter on). A strict table is told
+        its keys to the key filter; returns ``(hashes, parts, new)``: the rows' key hashes and
+        their ``probe_parts`` (None without a filter) and which rows' join keys the filter
+        proved new to this side before this chunk (None unless the table is strict and the
+        filter on). A strict table is told
         those rows (``StateTable.write_chunk_fresh``): their pks cannot have a row, so they need
         no store probe -- in a 1:1 join, every insert."""
         table, filt = self.table, self.filter
-        hashes = fresh = None
+        hashes = parts = fresh = None
         try:
             if filt is None:
                 table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
             else:
                 hashes = hash_keys([chunk.columns[c] for c in self.keys])
+                parts = probe_parts(hashes)   # (for this side's filter and the other's)
                 if table.consistent and filt.on:
-                    fresh = ~filt.may_contain(hashes)
+                    fresh = ~filt.may_contain(hashes, parts)
                     table.write_chunk_fresh(chunk.ops, chunk.columns, fresh, chunk.visibility)
                 else:
                     table.write_chunk(chunk.ops, chunk.columns, chunk.visibility)
         except InconsistentOpError as exc:
             raise InconsistentStreamError(identity, f"{self.label} input: {exc.reason}", exc.pk) from exc
         if filt is not None:
-            filt.add(hashes)
+            filt.add(hashes, parts)
         if self.fresh is not None:
             self._keep_fresh(chunk, hashes, fresh)
-        return hashes, fresh
+        return hashes, parts, fresh
 
     def _keep_fresh(self, chunk: StreamChunk, hashes, fresh) -> None:
         """Hand a written chunk to the fresh rows: its keys are forgotten, and its inserts of
@@ -685,12 +688,12 @@ class HashJoin(Executor):
         s, o = (self.left, self.right) if side == 0 else (self.right, self.left)
         s_left = side == 0
         chunk = chunk.compact()   # once, for the write and the probe
-        hashes, new = s.write(chunk, self.identity)
+        hashes, parts, new = s.write(chunk, self.identity)
         if self.join_type in SEMI_ANTI:
             return semi_anti_chunk(self, s, o, chunk, s_left)
         if self.condition is None and not s.outer and not o.outer:
             if not (chunk.ops >= UPDATE_DELETE).any():
-                return self._inner_chunk(s, o, chunk, s_left, hashes, new)
+                return self._inner_chunk(s, o, chunk, s_left, hashes, new, parts)
         rows = chunk.rows()
         keys, entries, passes = self._probe(s, o, rows, s_left)
 
@@ -839,7 +842,8 @@ class HashJoin(Executor):
             out.append(last)
         return out
 
-    def _inner_chunk(self, s: _Side, o: _Side, chunk: StreamChunk, s_left: bool, hashes=None, new=None) -> list:
+    def _inner_chunk(self, s: _Side, o: _Side, chunk: StreamChunk, s_left: bool, hashes=None, new=None,
+                     parts=None) -> list:
         """The per-chunk path of an inner join without an extra condition for a compact chunk
         of inserts and deletes only (no update pairs), written into S's table already: every
         row's output is its op with each O row of its key (entry order), so the output is
@@ -850,7 +854,8 @@ class HashJoin(Executor):
         whose key S's key filter proved new before this chunk (``_Side.write``): such a key has
         no cached entry and is not known absent on S (both only hold keys inside the filter),
         so a side that is not ``unique`` looks up its entries only for the other rows. Key
-        tuples are made only for the rows probed or looked up."""
+        tuples are made only for the rows probed or looked up. ``parts``: the hashes'
+        ``probe_parts``."""
         n = len(chunk.ops)
         cols = chunk.columns
         types = s.schema.types
@@ -860,7 +865,7 @@ class HashJoin(Executor):
             for c in s.keys:
                 if cols[c].null_count:
                     valid &= cols[c].is_valid().to_numpy(zero_copy_only=False)
-        maybe = o.filter.may_contain(hashes) if hashes is not None and o.filter is not None else None
+        maybe = o.filter.may_contain(hashes, parts) if hashes is not None and o.filter is not None else None
         fresh = self._fresh_hits(s, o, chunk, hashes, maybe, valid) if o.fresh is not None else None
         probing = np.ones(n, np.bool_) if maybe is None else maybe.copy()   # O may have rows of their key
         if fresh is not None:   # the keys O's fresh rows answer are not probed

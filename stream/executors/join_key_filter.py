@@ -80,12 +80,20 @@ def hash_keys(columns) -> np.ndarray:
     return h
 
 
-def _probe(h: np.ndarray, wmask):
+def probe_parts(h: np.ndarray) -> tuple:
+    """What :func:`_probe` needs of each hash whatever the array's size: ``(h >> 12, the key's
+    four bits)``. A chunk's key hashes probe several filters (the side's own, the other
+    side's; every array of each): their parts are computed once (``KeyFilter``'s ``parts``)."""
+    return h >> _S12, ((_ONE << (h & _63)) | (_ONE << ((h >> _S6) & _63))
+                       | (_ONE << ((h >> _S52) & _63)) | (_ONE << (h >> _S58)))
+
+
+def _probe(h: np.ndarray, wmask, parts=None):
     """(word index, the key's four bits in that word) of each hash: a blocked Bloom filter,
     one memory access a key (the bits from the hash's lowest 12 and highest 12 bits; the word
-    from the bits above 12, at most 2^20 words)."""
-    return (h >> _S12) & wmask, ((_ONE << (h & _63)) | (_ONE << ((h >> _S6) & _63))
-                                 | (_ONE << ((h >> _S52) & _63)) | (_ONE << (h >> _S58)))
+    from the bits above 12, at most 2^20 words). ``parts``: :func:`probe_parts` of ``h``."""
+    shifted, bits = probe_parts(h) if parts is None else parts
+    return (shifted & wmask).view(np.int64), bits   # (an int64 index gathers faster than a uint64 one)
 
 
 class KeyFilter:
@@ -111,8 +119,11 @@ class KeyFilter:
         self.arrays = []
         self.bits = 0
 
-    def add(self, h: np.ndarray) -> None:
-        """Record the key hashes ``h`` (a chunk's keys; repeats are fine)."""
+    def add(self, h: np.ndarray, parts=None) -> None:
+        """Record the key hashes ``h`` (a chunk's keys; repeats are fine); ``parts``: their
+        :func:`probe_parts`, when the caller has them."""
+        if parts is None and self.on and len(h):
+            parts = probe_parts(h)
         while self.on and len(h):
             entry = self.arrays[-1]
             room = entry[2] - entry[3]
@@ -120,20 +131,24 @@ class KeyFilter:
                 self._grow()
                 continue
             part, h = h[:room], h[room:]
-            at, bits = _probe(part, entry[1])
+            at, bits = _probe(part, entry[1], (parts[0][:room], parts[1][:room]))
+            parts = (parts[0][room:], parts[1][room:])
             np.bitwise_or.at(entry[0], at, bits)
             entry[3] += len(part)
 
-    def may_contain(self, h: np.ndarray):
+    def may_contain(self, h: np.ndarray, parts=None):
         """A bool array: False where the key surely has no rows; None when the filter is off
-        (every key may have rows)."""
+        (every key may have rows). ``parts``: :func:`probe_parts` of ``h``, when the caller
+        has them."""
         if not self.on:
             return None
         out = None
         for words, wmask, _, count in self.arrays:
             if not count:
                 continue
-            at, bits = _probe(h, wmask)
+            if parts is None:
+                parts = probe_parts(h)
+            at, bits = _probe(h, wmask, parts)
             hit = (words[at] & bits) == bits
             out = hit if out is None else out | hit
         return np.zeros(len(h), bool) if out is None else out
