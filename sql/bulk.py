@@ -91,7 +91,8 @@ def insert_arrow_into(db, rel, data, variables, chunk_size: int = DEFAULT_CHUNK_
             except JsonbSyntaxError as exc:
                 raise ExecutionError(f"column {name!r}: {exc}") from None
         if rel.user_pk and i in rel.pk_indices and column.null_count:
-            raise ExecutionError(f"null value in primary key column {name!r} of {rel.name!r}")
+            from sql.column_checks import not_null_error
+            raise not_null_error(rel, name)   # a pk column is NOT NULL
         columns.append(column)
     if rel.row_id:
         columns.append(pa.nulls(data.num_rows, pa.int64()))

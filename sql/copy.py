@@ -369,15 +369,16 @@ def copy_from(db, stmt, variables) -> int:
             c, t = visible[i]
             table = table.append_column(c, to_arrow(values[i], t))
         cols = cols + [visible[i][0] for i in defaulted]
-    if rel.user_pk:
+    if rel.user_pk:   # a pk column is NOT NULL
+        from sql.column_checks import not_null_error
         for i in rel.pk_indices:
             pk = visible[i][0]
             if pk not in cols:
-                raise ExecutionError(f"{where}: null value in primary key column {pk!r} (not in the column list)")
+                raise ExecutionError(f"{where}: {not_null_error(rel, pk)}")
             column = table.column(pk)
             if column.null_count:
                 row = pc.index(pc.is_null(column), True).as_py()
-                raise ExecutionError(f"{where}: row {row + 1}: null value in primary key column {pk!r}")
+                raise ExecutionError(f"{where}: row {row + 1}: {not_null_error(rel, pk)}")
     from sql.column_checks import check_table
     table = check_table(rel, table, f"{where}: ")   # NUMERIC(p, s) and NOT NULL, before anything is written
     if n == 0:

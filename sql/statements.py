@@ -633,7 +633,8 @@ def _insert_rows(db, node, params, query=None):
             out.append(None)
         for i in rel.pk_indices:
             if out[i] is None and not rel.row_id:
-                raise ExecutionError(f"null value in primary key column {rel.desc.columns[i][0]!r} of {name!r}")
+                from sql.column_checks import not_null_error
+                raise not_null_error(rel, rel.desc.columns[i][0])   # a pk column is NOT NULL
         full.append(("+", tuple(out)))
     return rel, full
 

@@ -56,7 +56,7 @@ def test_insert_arrow_refuses_bad_input_and_writes_nothing():
             conn.insert_arrow("t", pa.table({"k": [1], "zz": [2]}))
         with pytest.raises(BindError, match="does not fit"):
             conn.insert_arrow("p", pa.table({"id": [1], "v": [2**40]}))
-        with pytest.raises(ExecutionError, match="null value in primary key"):
+        with pytest.raises(ExecutionError, match='null value in column "id" of relation "p" violates not-null constraint'):
             conn.insert_arrow("p", pa.table({"id": [1, None], "v": [1, 2]}))
         with pytest.raises(BindError):
             conn.insert_arrow("t", [(1, 2, "x")])

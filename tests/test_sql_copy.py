@@ -128,7 +128,7 @@ def test_column_list_leaves_the_other_columns_null(conn, tmp_path):
     ("1,2\n2,x\n", r"line 2, column n: invalid input for type integer: 'x'"),
     ("1,2\n2,3\n3,99999999999\n", r"line 3, column n: invalid input for type integer"),
     ("1,2\n2,3,4\n", r"wrong number of columns"),
-    ("1,2\n,3\n", r"row 2: null value in primary key column 'id'"),
+    ("1,2\n,3\n", r'row 2: null value in column "id" of relation "t" violates not-null constraint'),
 ])
 def test_conversion_errors_name_line_and_column_and_write_nothing(conn, tmp_path, text, message):
     path = tmp_path / "bad.csv"

@@ -105,7 +105,7 @@ def test_insert_select_as_columns_equals_the_row_path(conn, files):
     want = [(1, "a", 1.5), (2, "b", 2.5), (3, None, None), (4, "d", 4.5)]   # id 2 overwritten
     assert conn.execute("SELECT * FROM a ORDER BY id").fetchall() == want
     assert conn.execute("SELECT * FROM b ORDER BY id").fetchall() == want
-    with pytest.raises(ExecutionError, match="null value in primary key column 'id'"):
+    with pytest.raises(ExecutionError, match='null value in column "id" of relation "a" violates not-null constraint'):
         conn.execute("INSERT INTO a SELECT NULL::BIGINT, 'x', 1.0::DOUBLE PRECISION")
     assert conn.execute("INSERT INTO a (name, id, v) SELECT name, id + 10, v FROM a").rowcount == 4
     assert conn.execute("SELECT count(*) FROM a WHERE id > 10").fetchall() == [(4,)]

@@ -89,7 +89,7 @@ def test_fast_path_rows_and_mv():
 
 
 @pytest.mark.parametrize("stmt, bad, error", [
-    ("INSERT INTO t (b, id) VALUES (%s, %s)", (3, None), "null value in primary key"),
+    ("INSERT INTO t (b, id) VALUES (%s, %s)", (3, None), 'null value in column "id" of relation "t" violates not-null'),
     ("INSERT INTO t (id, b) VALUES (%s, %s)", (2 ** 31, 3), "out of range|cannot store"),
     ("INSERT INTO t VALUES (%s, %s)", ("x", 3), "invalid input|cannot store"),
 ])
