@@ -27,7 +27,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
-from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_Next
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
@@ -38,6 +38,7 @@ from native._xxh64 cimport xxh64
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
+    PyObject* PyDict_SetDefault(object d, object key, object defaultobj)
 
 
 cdef inline tuple _record(object op, object old, object new):
@@ -141,6 +142,34 @@ def insert_new(records, keys, values):
             raise TypeError(f"keys and values are bytes, got {type(ks[i]).__name__} and {type(vs[i]).__name__}")
     for i in range(n):
         d[ks[i]] = _record(_INSERT, None, vs[i])
+
+
+def insert_absent(records, keys, values):
+    """See the twin. One dict probe a key (``PyDict_SetDefault``) where a check of every key
+    and then ``insert_new`` took two: a key found with a record stops the run, and the keys
+    this call added are deleted again (they were absent, so nothing else changed)."""
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    cdef list ks = list(keys), vs = list(values)
+    cdef Py_ssize_t n = len(ks), i, j
+    cdef dict d = <dict>records
+    cdef tuple rec
+    cdef PyObject* got
+    if len(vs) != n:
+        raise ValueError(f"keys and values differ in length: {n}, {len(vs)}")
+    for i in range(n):
+        if type(ks[i]) is not bytes or type(vs[i]) is not bytes:
+            raise TypeError(f"keys and values are bytes, got {type(ks[i]).__name__} and {type(vs[i]).__name__}")
+    for i in range(n):
+        rec = _record(_INSERT, None, vs[i])
+        got = PyDict_SetDefault(d, ks[i], rec)
+        if got == NULL or got != <PyObject*>rec:   # a MemoryError, or the key had a record
+            for j in range(i):
+                PyDict_DelItem(d, ks[j])
+            if got == NULL:
+                raise MemoryError()
+            return False
+    return True
 
 
 def probe_keys(records, keys):

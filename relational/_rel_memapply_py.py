@@ -24,7 +24,8 @@ adds: ``len(key) + len(value) + RECORD_OVERHEAD`` each time a key without a reco
 ``ValueError`` when the three sequences differ in length or a record is not a 3-tuple, and
 ``TypeError`` when ``records`` or ``stored`` is not a dict or a key or value is not ``bytes``.
 
-``insert_new(records, keys, values)``: the all-insert chunk's records (below).
+``insert_new(records, keys, values)``: the all-insert chunk's records (below);
+``insert_absent`` the same when no key has a record, in one dict probe a key natively.
 
 ``probe_keys(records, keys)``: the keys a strict chunk must look up in storage (below).
 
@@ -126,6 +127,24 @@ def insert_new(records, keys, values) -> None:
         if type(key) is not bytes or type(value) is not bytes:
             raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
     records.update(zip(keys, [(INSERT, None, value) for value in values]))
+
+
+def insert_absent(records, keys, values) -> bool:
+    """:func:`insert_new` when no key of ``keys`` has a record in ``records`` (the caller
+    checked that none repeats), returning True; else False, and ``records`` is unchanged.
+    The same ``TypeError`` / ``ValueError`` as :func:`insert_new`, before anything changes."""
+    if type(records) is not dict:
+        raise TypeError(f"records is a dict, got {type(records).__name__}")
+    keys, values = list(keys), list(values)
+    if len(keys) != len(values):
+        raise ValueError(f"keys and values differ in length: {len(keys)}, {len(values)}")
+    for key, value in zip(keys, values):
+        if type(key) is not bytes or type(value) is not bytes:
+            raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
+    if not records.keys().isdisjoint(keys):
+        return False
+    records.update(zip(keys, [(INSERT, None, value) for value in values]))
+    return True
 
 
 def probe_keys(records, keys) -> list:

@@ -318,6 +318,23 @@ class MemTable:
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + RECORD_OVERHEAD if keys else 0)
         return True
 
+    def insert_absent(self, keys: list, values: list) -> bool:
+        """:meth:`insert_many` of keys the caller knows are distinct: inserts them all and
+        returns True when none has a record, else returns False and changes nothing (one dict
+        probe a key natively, ``insert_absent``)."""
+        if self._runs:
+            self._settle()
+        if self._live:
+            self._freeze_live()
+        if not _apply.insert_absent(self._ops, keys, values):
+            return False
+        if self._sorted is not None:
+            self._pending.extend(keys)
+        if self._buckets is not None:
+            self._bucket_pending.extend(keys)
+        self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + RECORD_OVERHEAD if keys else 0)
+        return True
+
     def append_run(self, keys: list, values: list) -> None:
         """Relaxed mode: insert a run of new values (``keys`` strictly ascending, as a sorted
         chunk's) without touching the records: the run waits in a list, and :meth:`columns`

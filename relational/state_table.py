@@ -537,8 +537,9 @@ class StateTable:
         whether they are, when the caller knows; ``fresh``: key order, the keys known to have
         no row, not probed). Relaxed mode:
         the chunk becomes a MemTable run, merged with the others at commit. Strict mode: one
-        sorted storage check, one dict update. False = take the general path (a key repeats or
-        already has a record); nothing changed then."""
+        sorted storage check, then the keys go in unless one has a record (one dict probe a
+        key). False = take the general path (a key repeats or already has a record); nothing
+        changed then."""
         if distinct is None:
             distinct = not any(map(eq, keys, islice(keys, 1, None)))
         if not distinct:
@@ -546,24 +547,25 @@ class StateTable:
         if not self.consistent:      # relaxed: a run merged at commit (MemTable.append_run)
             self.mem.append_run(keys, values)
             return True
-        records = self.mem.records
-        if records and not records.keys().isdisjoint(keys):
-            return False
-        if self.consistent:
-            if fresh is None:
-                at = None
-                found = self.store.multi_get(self.table_id, keys, self.epoch)
-            else:
-                at = np.flatnonzero(~fresh).tolist()
-                found = self.store.multi_get(self.table_id, [keys[j] for j in at], self.epoch) if at else []
-            if found.count(None) != len(found):   # name the first such row in chunk order
-                if at is not None:
-                    found = dict(zip(at, found))
-                    found = [found.get(j) for j in range(len(keys))]
-                _, j = min((int(order[j]), j) for j, v in enumerate(found) if v is not None)
-                key = keys[j]
-                raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
-        return self.mem.insert_many(keys, values, distinct=True)
+        # strict: the store check, then the records' check fused with the insert
+        # (MemTable.insert_absent: nothing changes when a key has a record)
+        if fresh is None:
+            at = None
+            found = self.store.multi_get(self.table_id, keys, self.epoch)
+        else:
+            at = np.flatnonzero(~fresh).tolist()
+            found = self.store.multi_get(self.table_id, [keys[j] for j in at], self.epoch) if at else []
+        if found.count(None) != len(found):   # name the first such row in chunk order
+            records = self.mem.records
+            if records and not records.keys().isdisjoint(keys):
+                return False   # (a record decides over the store: the general path)
+            if at is not None:
+                found = dict(zip(at, found))
+                found = [found.get(j) for j in range(len(keys))]
+            _, j = min((int(order[j]), j) for j, v in enumerate(found) if v is not None)
+            key = keys[j]
+            raise InconsistentOpError("insert of a pk that already has a row", self._describe_key(key), self.name)
+        return self.mem.insert_absent(keys, values)
 
     # --- watermark --------------------------------------------------------------------------
 

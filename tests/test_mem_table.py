@@ -25,6 +25,7 @@ OPS = st.lists(st.one_of(
     st.tuples(st.just("update"), KEYS, VALS, VALS),
     st.tuples(st.just("range"), st.one_of(st.none(), KEYS), st.one_of(st.none(), KEYS), st.booleans()),
     st.tuples(st.just("insert_many"), st.lists(KEYS, max_size=3), VALS),
+    st.tuples(st.just("insert_absent"), st.lists(KEYS, max_size=3, unique=True), VALS),
 ), max_size=40)
 BASE = st.dictionaries(KEYS, VALS, max_size=4)
 
@@ -67,6 +68,16 @@ class Harness:
                 return   # StateTable's storage check refuses this chunk before the MemTable sees it
             if self.mem.insert_many(keys, [value] * len(keys)):
                 assert len(set(keys)) == len(keys) and not any(self.mem_had.get(k) for k in keys)
+                for k in keys:
+                    self.model[k] = value
+            return
+        if kind == "insert_absent":   # (distinct keys: the caller's promise)
+            _, keys, value = step
+            if self.mem.consistent and any(self.base.get(k) is not None and self.mem.get(k) is None for k in keys):
+                return
+            had = any(self.mem.get(k) is not None for k in keys)
+            assert self.mem.insert_absent(keys, [value] * len(keys)) == (not had)
+            if not had:
                 for k in keys:
                     self.model[k] = value
             return
@@ -369,6 +380,28 @@ def test_insert_new_refuses_bad_input_and_changes_nothing(impl):
                       (({}, [b"k", "j"], [b"v", b"w"]), TypeError), (({}, [b"k", b"j"], [b"v", 5]), TypeError)]:
         with pytest.raises(exc):
             impl.insert_new(*args)
+        assert args[0] in (None, {})
+
+
+@pytest.mark.parametrize("impl", APPLY_IMPLS, ids=lambda m: m.__name__)
+@given(st.dictionaries(st.binary(max_size=3), st.binary(max_size=3), max_size=8),
+       st.dictionaries(st.binary(max_size=3), st.binary(max_size=3), max_size=8))
+def test_insert_absent_inserts_all_or_changes_nothing(impl, before, new):
+    """``insert_absent``: every key added as ``insert_new`` adds it when none has a record
+    (True); else False with the records exactly as before (the native one deletes again the
+    keys it added before meeting a recorded one), in dict order too."""
+    records = {k: (2, v, None) for k, v in before.items()}
+    was = list(records.items())
+    done = impl.insert_absent(records, list(new), list(new.values()))
+    assert done == set(before).isdisjoint(new)
+    if done:
+        assert list(records.items()) == was + [(k, (1, None, v)) for k, v in new.items()]
+    else:
+        assert list(records.items()) == was
+    for args, exc in [((None, [], []), TypeError), (({}, [b"k"], []), ValueError),
+                      (({}, [b"k", "j"], [b"v", b"w"]), TypeError), (({}, [b"k", b"j"], [b"v", 5]), TypeError)]:
+        with pytest.raises(exc):
+            impl.insert_absent(*args)
         assert args[0] in (None, {})
 
 
