@@ -191,3 +191,17 @@ def test_any_history_joins_as_the_batch_join(store, ops, chunk):
 
 
 _RUN = 0
+
+
+def test_a_table_s_slots_are_the_hash_modulo_its_size_masked_or_not():
+    """A power-of-two table finds a hash's two slots with a mask, any other size (a table
+    capped at ``max_slots``) by the modulo: both are ``h % size`` and ``(h >> 32) % size``."""
+    from stream.executors.join_fresh_rows import _Table
+    h = np.random.default_rng(3).integers(0, 2**63, 2000, dtype=np.int64).view(np.uint64) * np.uint64(3)
+    for slots in (4096, 1 << 20, 5000, 12_345):
+        table = _Table(slots, [np.int64])
+        a, b = table.homes(h)
+        assert (table.mask is not None) == (slots & (slots - 1) == 0)
+        assert a.dtype == b.dtype == np.int64
+        assert (a == (h % np.uint64(slots)).astype(np.int64)).all()
+        assert (b == ((h >> np.uint64(32)) % np.uint64(slots)).astype(np.int64)).all()

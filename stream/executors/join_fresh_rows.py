@@ -76,12 +76,13 @@ def _waiting(table, at: np.ndarray) -> int:
 class _Table:
     """The slots: hashes, and the columns' values and validity (None: no NULL so far)."""
 
-    __slots__ = ("hashes", "ages", "size", "columns", "valid", "added", "clock", "nbytes")
+    __slots__ = ("hashes", "ages", "size", "mask", "columns", "valid", "added", "clock", "nbytes")
 
     def __init__(self, slots: int, dtypes: list):
         self.hashes = np.zeros(slots, np.uint64)
         self.ages = np.zeros(slots, np.int32)   # the order keys came in (larger: later; 0: taken)
         self.size = np.uint64(slots)
+        self.mask = np.uint64(slots - 1) if slots & (slots - 1) == 0 else None   # (a power of two)
         self.columns = [np.zeros(slots, dt) for dt in dtypes]
         self.valid: list = [None] * len(dtypes)
         self.added = 0   # keys put in since the table got this size
@@ -92,7 +93,11 @@ class _Table:
         return self.nbytes + sum(len(v) for v in self.valid if v is not None)
 
     def homes(self, h: np.ndarray):
-        """Each hash's two slots."""
+        """Each hash's two slots (``h % size`` and ``(h >> 32) % size``; a mask when the size
+        is a power of two, as it is below ``max_slots``)."""
+        mask = self.mask
+        if mask is not None:
+            return (h & mask).view(np.int64), ((h >> _SECOND) & mask).view(np.int64)
         size = self.size
         return (h % size).astype(np.int64), ((h >> _SECOND) % size).astype(np.int64)
 
