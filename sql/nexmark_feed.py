@@ -2,9 +2,11 @@
 ``Connection.insert_arrow`` (the SQL layer's bulk INSERT, sql/bulk.py) into the person,
 auction and bid tables, with a ``FLUSH`` (a checkpoint) every ``flush_every`` events.
 
-:func:`setup` creates the tables (and the MVs asked for); :func:`feed` inserts events
-``[start, start + count)``; :func:`check` compares each MV with a batch recomputation of its
-query at the same committed epoch (after a FLUSH, nothing changes between the two SELECTs).
+:func:`setup` creates the tables -- or push sources, which store nothing -- (and the MVs asked
+for); :func:`feed` inserts events ``[start, start + count)``; :func:`check` compares each MV
+with a batch recomputation of its query at the same committed epoch (after a FLUSH, nothing
+changes between the two SELECTs); :func:`check_against` recomputes it on another database
+holding the same events in tables (an MV over push sources).
 
 Invariant: the events are the generator's, cut into ranges of ``batch_size``; a table the
 caller leaves out of ``tables`` gets none of its events (a query's unread streams cost
@@ -26,10 +28,10 @@ from stream.sources.nexmark import NexmarkEvents, NexmarkGenerator
 from sql.nexmark_queries import TABLES, Query, create_tables_sql
 
 
-def setup(conn, queries=()) -> None:
-    """Create the three tables and each query's MV (``UnsupportedError`` from a query that
-    needs a missing feature propagates)."""
-    for stmt in create_tables_sql():
+def setup(conn, queries=(), push: bool = False) -> None:
+    """Create the three tables (``push``: push sources, which store nothing) and each query's MV
+    (``UnsupportedError`` from a query that needs a missing feature propagates)."""
+    for stmt in create_tables_sql(push):
         conn.execute(stmt)
     for q in queries:
         conn.execute(q.create_sql())
@@ -136,11 +138,18 @@ def check(conn, query: Query) -> tuple:
     the same committed epoch), as sorted Arrow tables. Equal tables are equal results; tables
     that differ are compared again as Python values (a DECIMAL kept as text may print its scale
     differently), which decides."""
+    return check_against(conn, conn, query)
+
+
+def check_against(conn, tables_conn, query: Query) -> tuple:
+    """:func:`check` with the batch query run on ``tables_conn`` (holding the same events in
+    tables) -- for an MV over push sources, which keep no rows to recompute from."""
     conn.execute("FLUSH")
+    tables_conn.execute("FLUSH")
     maintained = _arrow_sorted(conn.execute(f"SELECT * FROM {query.mv}").fetch_arrow())
-    recomputed = _arrow_sorted(conn.execute(query.select).fetch_arrow())
+    recomputed = _arrow_sorted(tables_conn.execute(query.select).fetch_arrow())
     ok = maintained.equals(recomputed)
     if not ok and maintained.num_rows == recomputed.num_rows:
         ok = normalized(conn.execute(f"SELECT * FROM {query.mv}").fetchall()) == \
-            normalized(conn.execute(query.select).fetchall())
+            normalized(tables_conn.execute(query.select).fetchall())
     return ok, maintained, recomputed

@@ -39,9 +39,13 @@ class Query:
         return f"CREATE MATERIALIZED VIEW {self.mv} AS\n{self.select}"
 
 
-def create_tables_sql() -> list:
-    """``CREATE TABLE`` of person, auction and bid (append-only, hidden row ids)."""
-    return [f"CREATE TABLE {name} ({', '.join(f'{c} {t.sql_name()}' for c, t in columns)}) APPEND ONLY"
+def create_tables_sql(push: bool = False) -> list:
+    """``CREATE TABLE`` of person, auction and bid (append-only, hidden row ids); with ``push``,
+    ``CREATE SOURCE ... WITH (connector = 'push')`` of the same columns instead: fed the same way
+    (INSERT / ``insert_arrow``), stored nowhere -- RisingWave runs Nexmark over sources."""
+    tail = " WITH (connector = 'push')" if push else " APPEND ONLY"
+    kind = "SOURCE" if push else "TABLE"
+    return [f"CREATE {kind} {name} ({', '.join(f'{c} {t.sql_name()}' for c, t in columns)}){tail}"
             for name, columns in TABLES.items()]
 
 

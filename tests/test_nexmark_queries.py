@@ -87,3 +87,26 @@ def test_the_benchmark_prints_rates_and_a_checked_json_line(capsys):
     assert 0 < fed["q0"] < 3000   # q0 reads bids only: the persons and auctions are not fed
     assert ("q5" in line["unsupported"]) == ("q5" not in EXPECTED_TO_WORK)
     assert any(s.startswith("  q0:") and "MV = batch" in s for s in lines)
+
+
+@pytest.mark.parametrize("query", _params())
+def test_mv_over_push_sources_equals_the_batch_query_over_tables(query):
+    """bench.nexmark --push: the same events into push sources (nothing stored) and into tables;
+    the MV over the sources equals the query run in batch over the tables."""
+    with sql.connect(":memory:", barrier_interval_ms=0) as conn, \
+            sql.connect(":memory:", barrier_interval_ms=0) as tables:
+        feed.setup(conn, [query], push=True)
+        assert {conn.db.catalog.get(t).kind for t in ("person", "auction", "bid")} == {"source"}
+        feed.setup(tables)
+        for c in (conn, tables):
+            feed.feed(c, EVENTS, batch_size=1_000, flush_every=2_000, tables=query.reads)
+        ok, maintained, recomputed = feed.check_against(conn, tables, query)
+        assert ok, (maintained.slice(0, 5).to_pylist(), recomputed.slice(0, 5).to_pylist())
+        assert maintained.num_rows
+
+
+def test_the_benchmark_over_push_sources_checks_against_tables(capsys):
+    import json
+    assert bench_main(["--query", "q0", "q3", "--events", "3000", "--flush-every", "1000", "--push"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["relations"] == "push" and line["checked"] is True and set(line["events_per_s"]) == {"q0", "q3"}

@@ -12,7 +12,10 @@ per-row rate, which is the figure to hold against RisingWave's per-core rates), 
 ``fed_per_cpu_s`` the fed rows over the process CPU time (every thread) of those inserts and
 FLUSHes: on a shared machine the wall figures fall with the load beside the bench, this one
 hardly moves (merges run in compaction worker processes are not in it). Then the MV is compared
-with its query run in batch at the same committed epoch. A query that needs a feature not
+with its query run in batch at the same committed epoch. ``--push``: the three relations are
+push sources (``CREATE SOURCE ... WITH (connector = 'push')``, fed by the same ``insert_arrow``
+calls and storing nothing), as RisingWave runs Nexmark over sources; the batch recomputation
+then runs on a second, in-memory database fed the same events into tables (after the clock). A query that needs a feature not
 built yet is reported and left out. The last line is one JSON object
 ``{"bench": "nexmark", "events_per_s": {...}, "checked": true, ...}``; ``checked`` is true when
 every query that ran matched (``--no-check`` skips the comparison and reports false).
@@ -36,13 +39,13 @@ from bench.nexmark.queries import RISINGWAVE_PER_CORE, resolve
 
 
 def run_query(query, events: int, url: str | None, *, batch_size: int, flush_every: int, seed: int,
-              check: bool) -> dict:
+              check: bool, push: bool = False) -> dict:
     """One query on a fresh database: ``{"query", "events_per_s", "seconds", "rows", "checked"}``
     or ``{"query", "unsupported": message}``."""
     with tempfile.TemporaryDirectory(prefix=f"nexmark-{query.name}-") as tmp:
         with sql.connect(url.replace("{query}", query.name) if url else tmp, barrier_interval_ms=0) as conn:
             try:
-                feed.setup(conn, [query])
+                feed.setup(conn, [query], push=push)
             except sql.SqlError as exc:
                 return {"query": query.name, "unsupported": f"{type(exc).__name__}: {exc}"}
             stats = feed.feed(conn, events, generator=NexmarkGenerator(NexmarkConfig(seed=seed)),
@@ -53,7 +56,14 @@ def run_query(query, events: int, url: str | None, *, batch_size: int, flush_eve
                       "seconds": round(stats.seconds, 3), "flushes": stats.flushes}
             if check:
                 began = time.perf_counter()
-                ok, maintained, recomputed = feed.check(conn, query)
+                if push:   # the sources kept nothing: the same events into tables elsewhere
+                    with sql.connect(":memory:", barrier_interval_ms=0) as tables:
+                        feed.setup(tables)
+                        feed.feed(tables, events, generator=NexmarkGenerator(NexmarkConfig(seed=seed)),
+                                  batch_size=batch_size, flush_every=events, tables=query.reads)
+                        ok, maintained, recomputed = feed.check_against(conn, tables, query)
+                else:
+                    ok, maintained, recomputed = feed.check(conn, query)
                 result.update(rows=len(maintained), checked=ok, check_seconds=round(time.perf_counter() - began, 3))
                 if not ok:
                     result["batch_rows"] = len(recomputed)
@@ -74,6 +84,8 @@ def main(argv=None) -> int:
                         help="a fresh database per query: a URL where {query} stands for the query's name, e.g. "
                              "'s3://bucket/nexmark-{query}?endpoint=...' (default: a temporary directory per query)")
     parser.add_argument("--no-check", action="store_true", help="skip the batch recomputation")
+    parser.add_argument("--push", action="store_true",
+                        help="feed push sources (stored nowhere, as RisingWave's Nexmark sources) instead of tables")
     args = parser.parse_args(argv)
     try:
         queries = resolve(args.query)
@@ -82,10 +94,11 @@ def main(argv=None) -> int:
     if args.url and len(queries) > 1 and "{query}" not in args.url:
         parser.error("--url needs {query} in it when several queries run (each needs a fresh database)")
     rates, fed_rates, cpu_rates, results, all_ok = {}, {}, {}, [], not args.no_check
-    print(f"Nexmark, {args.events:,} events per query, one core (FLUSH every {args.flush_every:,} events)")
+    print(f"Nexmark, {args.events:,} events per query, one core (FLUSH every {args.flush_every:,} events), "
+          f"{'push sources' if args.push else 'APPEND ONLY tables'}")
     for query in queries:
         result = run_query(query, args.events, args.url, batch_size=args.batch, flush_every=args.flush_every,
-                           seed=args.seed, check=not args.no_check)
+                           seed=args.seed, check=not args.no_check, push=args.push)
         results.append(result)
         if "unsupported" in result:
             print(f"  {query.name}: not supported yet -- {result['unsupported']}")
@@ -101,7 +114,8 @@ def main(argv=None) -> int:
               f"{f'; RisingWave {ref:,}/core' if ref else ''}){verdict}")
         all_ok = all_ok and bool(result.get("checked"))
     from bench.harness import machine
-    print(json.dumps({"bench": "nexmark", "events": args.events, "events_per_s": rates,
+    print(json.dumps({"bench": "nexmark", "events": args.events, "relations": "push" if args.push else "tables",
+                      "events_per_s": rates,
                       "fed_events_per_s": fed_rates, "fed_per_cpu_s": cpu_rates, "checked": all_ok,
                       "unsupported": [r["query"] for r in results if "unsupported" in r],
                       "results": results, "machine": machine()}, sort_keys=True))
