@@ -43,7 +43,8 @@ class PairColumns:
     def __init__(self, scan, from_value: list, from_key: list, key_len: int, width: int):
         self._scan = scan                # ColumnScan of the ``from_value`` columns, or None
         self._from_value = from_value    # schema positions, in the scan's order
-        self._from_key = from_key        # [(schema position, key offset of its tag, numpy dtype, descending)]
+        self._from_key = from_key        # [(schema position, key offset of its tag, numpy dtype, descending,
+        #                                   its size, big-endian dtype, its minimum: the sign bit)]
         self._key_len = key_len
         self._width = width
 
@@ -68,7 +69,9 @@ class PairColumns:
             if c in in_value and value_kinds[c] in _scan_impl.WANTABLE:
                 from_value.append(c)
             elif c in offsets and key_len is not None and t.kind in _INT_KEYS:
-                from_key.append((c, offsets[c], _INT_KEYS[t.kind], orders[c].descending))
+                dtype = np.dtype(_INT_KEYS[t.kind])
+                from_key.append((c, offsets[c], dtype, orders[c].descending, dtype.itemsize,
+                                 dtype.newbyteorder(">"), np.array(np.iinfo(dtype).min, dtype)))
             else:
                 return None
         scan = None
@@ -89,15 +92,14 @@ class PairColumns:
             if len(joined) != n * self._key_len:   # no key is longer: some is shorter (a NULL)
                 return None
             grid = np.frombuffer(joined, np.uint8).reshape(n, self._key_len)
-            for c, at, dtype, descending in self._from_key:
+            for c, at, dtype, descending, size, big_endian, sign in self._from_key:
                 if n and not (grid[:, at] == _TAG_NOT_NULL).all():
                     return None
-                size = np.dtype(dtype).itemsize
                 raw = np.ascontiguousarray(grid[:, at + 1:at + 1 + size])
                 if descending:
                     raw = raw ^ np.uint8(0xFF)
-                bits = raw.view(np.dtype(dtype).newbyteorder(">")).reshape(n).astype(dtype)
-                bits ^= np.array(np.iinfo(dtype).min, dtype)   # flip the sign bit back
+                bits = raw.view(big_endian).reshape(n).astype(dtype)
+                bits ^= sign   # flip the sign bit back
                 out[c] = pa.array(bits)
         if self._scan is not None:
             _, arrays = self._scan.read(zip(keys, values), n)
