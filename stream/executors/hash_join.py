@@ -170,6 +170,15 @@ def _key_values(column, dtype: DataType, rows=None) -> list:
     return to_pylist(column if rows is None else column.take(pa.array(rows, pa.int64())), dtype)
 
 
+def _take(column, rows: np.ndarray, at=None):
+    """``column.take`` of positions ``rows`` (int64 numpy; ``at``: the same as an Arrow array,
+    made when needed): an integer Arrow column without NULLs is gathered by numpy (equal
+    values and type, no validity buffer)."""
+    if isinstance(column, pa.Array) and not column.null_count and pa.types.is_integer(column.type):
+        return pa.Array.from_buffers(column.type, len(rows), [None, pa.py_buffer(column.to_numpy()[rows])])
+    return column.take(pa.array(rows) if at is None else at)
+
+
 class _KeyRows:
     """A cache entry: every row of one join key on one side (state pk -> row) and their degrees
     (state pk -> int; outer sides only). Its byte charge is :meth:`_Side.charge_of`: a per-row
@@ -949,11 +958,11 @@ class HashJoin(Executor):
         total = int(counts.sum())
         if not total:
             return []
-        at = pa.array(np.repeat(np.arange(n, dtype=np.int64), counts))
+        at = np.repeat(np.arange(n, dtype=np.int64), counts)
         first = np.cumsum(counts) - counts   # each row's first output position
-        o_at = pa.array(np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64))
-        s_cols = [c.take(at) for c in cols]
-        o_cols = [c.take(o_at) for c in o_block]
+        o_at = np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64)
+        s_cols = [_take(c, at) for c in cols]
+        o_cols = [_take(c, o_at) for c in o_block]
         columns = s_cols + o_cols if s_left else o_cols + s_cols
         ops = np.repeat(chunk.ops, counts)
         size = self.chunk_size
