@@ -454,8 +454,7 @@ class _Side:
                     if seen is None:
                         seen = SeenFilter(self.seen.limit)
                         self.seen_hashes.put(0, seen, seen.nbytes)
-                    at = pa.array(firsts)
-                    again = seen.seen_then_add(hash_keys([block[c].take(at) for c in self.keys]))
+                    again = seen.seen_then_add(hash_keys([_take(block[c], firsts) for c in self.keys]))
                     admitted = np.flatnonzero(again).tolist() if again.any() else ()
                 else:
                     seen = self.seen.keys()
