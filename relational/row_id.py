@@ -11,10 +11,13 @@ Layout of one id (a positive BIGINT; part of the stored data of every such table
   millisecond; a chunk that needs more takes the next milliseconds ahead of the clock and the
   generator then sleeps until the clock has caught up, so no issued id is ever ahead of the
   wall clock when the call returns (at most 4,096 ids per ms per generator: 4M rows/s). The
-  DML executor defers that wait to its next barrier (``next_ids(n, wait=False)``, then
-  :meth:`RowIdGenerator.catch_up`): the work between a chunk and the barrier lets the clock
-  catch up instead of a sleep per chunk on the stream's thread, and no id is ahead of the
-  clock once the barrier passes -- before the epoch holding the ids can commit.
+  DML executor defers that wait (``next_ids(n, wait=False)``): to its next barrier
+  (:meth:`RowIdGenerator.catch_up`), or, in the in-process runtime, to the commit itself -- it
+  notes its last id's millisecond in the runtime's :class:`RowIdHorizon` at each barrier, and
+  the runtime's barrier loop waits for the clock to pass the horizon before it commits the
+  epoch (building the epoch's SSTs meanwhile). Either way the work between a chunk and the
+  commit lets the clock catch up instead of a sleep on the stream's thread, and no id is ahead
+  of the clock when the epoch holding it commits.
 - Across restarts: a new generator starts at the later of the wall clock and the physical time
   of its first epoch (which is above the store's ``max_committed_epoch``). Every id of an
   earlier run was issued at an earlier wall-clock time, so ids stay unique as long as the clock
@@ -30,6 +33,7 @@ and :mod:`relational.spark_sink` (:func:`task_row_ids`).
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -107,6 +111,31 @@ class RowIdGenerator:
         ahead = self._ts - self._clock()
         if ahead > 0:
             self._sleep(ahead / 1000)
+
+    @property
+    def last_ms(self) -> int:
+        """The millisecond of the last id issued (-1 before the first)."""
+        return self._ts
+
+
+class RowIdHorizon:
+    """The latest millisecond of the ids that generators deferring their wait to a commit have
+    issued (module docstring): ``note(ms)`` from each DML executor at each barrier, any thread;
+    ``ahead_s()`` is how long until the wall clock reaches that millisecond (> 0: wait before
+    committing; to the nanosecond, not rounded up to whole milliseconds)."""
+
+    def __init__(self, clock_ns=time.time_ns):
+        self._clock_ns = clock_ns
+        self._ms = -1
+        self._lock = threading.Lock()
+
+    def note(self, ms: int) -> None:
+        with self._lock:
+            if ms > self._ms:
+                self._ms = ms
+
+    def ahead_s(self) -> float:
+        return ((self._ms + EPOCH_BASE_UNIX_MS) * 1_000_000 - self._clock_ns()) / 1e9
 
 
 def task_row_ids(partition: int, epoch: int, n: int, *, clock=_wall_ms, sleep=time.sleep) -> np.ndarray:

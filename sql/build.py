@@ -171,7 +171,7 @@ class GraphBuilder:
         src = self.rt.source(rel.name, schema, stream_key=rel.pk_indices)
         head = src.executor if rel.connector is None else connector_source(self, rel, src)
         dml = Dml(head, schema, rel.pk_indices,
-                  row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None)
+                  row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None, horizon=self.rt.row_id_horizon)
         dml = watermark_filter(self.store, rel, dml)   # WATERMARK FOR: late rows dropped (sql/watermark.py)
         conflict = rel.conflict if rel.user_pk else "no_check"
         self.actors[rel.name] = self.rt.actor(Materialize(dml, self._state_table(rel.desc, False), conflict,
@@ -190,7 +190,7 @@ class GraphBuilder:
             self.sources[rel.name] = src
         else:
             head = connector_source(self, rel, src) if self.catalog.dependents(rel.name) else src.executor
-        dml = Dml(head, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1)
+        dml = Dml(head, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1, horizon=self.rt.row_id_horizon)
         self.actors[rel.name] = self.rt.actor(watermark_filter(self.store, rel, dml))
 
     def _mv(self, rel) -> None:

@@ -14,8 +14,10 @@ an INSERT whose row id is NULL gets a new id from its :class:`~stream.row_id.Row
 else ``InvalidChunkError``. Ids given on inserts are kept. The generator starts, after each
 (re)start, at the physical time of the first barrier's epoch (stream/row_id.py). Ids a chunk
 borrows ahead of the clock (over 4,096 in one millisecond) are waited for at the next barrier,
-not after each chunk (``RowIdGenerator.catch_up``): no id is ahead of the clock once a barrier
-passes, so none of a committed epoch is.
+not after each chunk (``RowIdGenerator.catch_up``) -- or, given the runtime's ``horizon``
+(:class:`~stream.row_id.RowIdHorizon`), noted there at each barrier for the runtime to wait
+for before it commits the epoch (the barrier passes at once; the epoch's SSTs are built
+meanwhile). Either way none of a committed epoch's ids is ahead of the clock.
 
 Callers: the runtime's table sources, the planner (``INSERT/UPDATE/DELETE``).
 """
@@ -38,18 +40,22 @@ class Dml(UnaryExecutor):
     """Conforms DML chunks to ``schema`` and fills row ids (module docstring)."""
 
     def __init__(self, input, schema, stream_key, row_id_index: int | None = None, generator: int = 0,
-                 identity: str | None = None):
+                 identity: str | None = None, horizon=None):
         super().__init__(input, schema, stream_key, identity or "Dml")
         if row_id_index is not None and self.schema.types[row_id_index] != DataType.BIGINT:
             raise InvalidChunkError(f"{self.identity}: the row id column must be BIGINT")
         self.row_id_index = row_id_index
         self.row_ids = RowIdGenerator(generator)
+        self.horizon = horizon   # a RowIdHorizon the runtime waits for before commits, or None
 
     def on_init(self, barrier: Barrier) -> None:
         self.row_ids.start_at_epoch(barrier.curr_epoch)
 
     def on_barrier(self, barrier: Barrier):
-        self.row_ids.catch_up()   # ids borrowed ahead of the clock: none is once the barrier passes
+        if self.horizon is not None:   # the runtime waits for the clock before the commit
+            self.horizon.note(self.row_ids.last_ms)
+        else:
+            self.row_ids.catch_up()   # ids borrowed ahead of the clock: none is once the barrier passes
         return None
 
     def _conform(self, chunk: StreamChunk) -> StreamChunk:

@@ -12,6 +12,12 @@ sealed epoch), then the barrier's future resolves. A non-checkpoint barrier reso
 collected; its epoch is committed by the next checkpoint (``commit_epoch`` publishes every
 epoch up to its argument).
 
+Row ids borrowed ahead of the clock (``row_id_horizon``, a :class:`~stream.row_id.RowIdHorizon`
+the runtime's DML executors note at each barrier): a checkpoint whose horizon is still ahead of
+the clock first syncs the epoch (its SSTs are built and uploaded), then sleeps until the clock
+has passed the horizon, then commits -- no committed id is ahead of the clock, and the wait
+overlaps the SST build instead of holding up the barrier in every DML executor.
+
 A checkpoint that raises fails every barrier not finished and calls ``on_checkpoint_failure``
 (the runtime then fails the graph: nothing after it can commit).
 
@@ -51,9 +57,11 @@ class _Inflight:
 class BarrierLoop:
     """Injection, collection and checkpoints (module docstring)."""
 
-    def __init__(self, store, source_channels, actor_ids, prev_epoch: int, on_checkpoint_failure=None):
+    def __init__(self, store, source_channels, actor_ids, prev_epoch: int, on_checkpoint_failure=None,
+                 row_id_horizon=None):
         self.store = store
         self.on_checkpoint_failure = on_checkpoint_failure
+        self.row_id_horizon = row_id_horizon
         self.source_channels = list(source_channels)
         self.actor_ids = set(actor_ids)
         self.epoch = prev_epoch
@@ -114,6 +122,7 @@ class BarrierLoop:
             barrier = inflight.barrier
             try:
                 if barrier.checkpoint:
+                    await self._wait_for_row_ids(barrier.prev_epoch)
                     await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
             except asyncio.CancelledError:   # the runtime shuts down
                 for pending in self._order:
@@ -129,6 +138,16 @@ class BarrierLoop:
             self.latencies.append((inflight.collected - inflight.injected, done - inflight.injected))
             if not inflight.future.done():
                 inflight.future.set_result(barrier)
+
+    async def _wait_for_row_ids(self, epoch: int) -> None:
+        """Before ``epoch`` commits: sync it, then wait for the clock to pass the row ids
+        borrowed ahead of it, if any (module docstring)."""
+        horizon = self.row_id_horizon
+        if horizon is None or horizon.ahead_s() <= 0:
+            return
+        await asyncio.to_thread(self.store.sync, epoch)   # the epoch's SSTs while the clock catches up
+        while (ahead := horizon.ahead_s()) > 0:   # (as RowIdGenerator.catch_up: the clock reaches it)
+            await asyncio.sleep(ahead)
 
     def in_flight(self) -> int:
         return len(self._order)

@@ -58,6 +58,7 @@ from stream.executors.source import TableSource
 from stream.message import Stop
 from stream.runtime import gc_policy
 from stream.runtime.actor import Actor
+from stream.row_id import RowIdHorizon
 from stream.runtime.barrier_loop import BarrierLoop
 from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver, SourceChannel
 from stream.runtime.dispatch import BroadcastDispatcher, HashDispatcher, SimpleDispatcher, vnode_mapping
@@ -117,6 +118,9 @@ class StreamRuntime:
         self._tasks: list = []
         self._failure: BaseException | None = None
         self.barrier_loop: BarrierLoop | None = None
+        # ids the DML executors borrowed ahead of the clock: waited for before each commit
+        # (stream/runtime/barrier_loop.py), not at each barrier in the DML executors
+        self.row_id_horizon = RowIdHorizon()
         self._ticker = None
         self._gc_held = False
 
@@ -203,7 +207,8 @@ class StreamRuntime:
     async def _start(self):
         self.barrier_loop = BarrierLoop(self.store, [s.channel for s in self.sources],
                                         [a.actor_id for a in self.actors], self.store.max_committed_epoch,
-                                        on_checkpoint_failure=self._checkpoint_failed)
+                                        on_checkpoint_failure=self._checkpoint_failed,
+                                        row_id_horizon=self.row_id_horizon)
         self.barrier_loop.start()
         for actor in self.actors:
             task = asyncio.ensure_future(actor.run())
@@ -362,6 +367,10 @@ class StreamRuntime:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            # close the async generators still suspended (an actor's input stream), as asyncio.run
+            # does: else the collector finalizes them later on the closed loop ("Task was
+            # destroyed but it is pending!")
+            await loop.shutdown_asyncgens()
         asyncio.run_coroutine_threadsafe(quiesce(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
         self._thread.join()
