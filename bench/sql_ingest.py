@@ -43,9 +43,10 @@ import numpy as np
 import pyarrow as pa
 
 from bench.harness import machine
+from sql.bulk import DEFAULT_CHUNK_SIZE
 
 BATCH = 10_000
-CHUNK = 4096
+CHUNK = DEFAULT_CHUNK_SIZE   # the executors' chunks as insert_arrow cuts them (sql/bulk.py)
 QUERIES = {
     "q1": "SELECT auction, bidder, price * 0.908::float8 AS p, date_time FROM bids",
     "q2": "SELECT auction, price FROM bids WHERE auction % 123 = 0",

@@ -34,7 +34,10 @@ from stream.schema import Schema
 from sql.errors import BindError, CatalogError, ExecutionError
 from sql.source import kind_name, takes_inserts
 
-DEFAULT_CHUNK_SIZE = 4096
+# rows per chunk handed to the graph: every executor has a per-chunk cost, so a larger chunk is
+# cheaper per row (bench.peers through a push source at 10k-row batches: 4,096 -> 16,384 gave
+# q1 +10-20 %, qt +5-25 % events per CPU second); the chunks are slices of ``data`` (no copy)
+DEFAULT_CHUNK_SIZE = 16384
 
 
 def insert_arrow(db, table: str, data, variables, chunk_size: int = DEFAULT_CHUNK_SIZE) -> int:

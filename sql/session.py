@@ -45,6 +45,7 @@ from stream.errors import ExpressionError, StreamError
 
 from sql import types as T
 from sql.batch.execute import from_arrow_values
+from sql.bulk import DEFAULT_CHUNK_SIZE
 from sql.database import Database
 from sql import errors as E
 from sql.errors import ClosedError, ExecutionError, ParameterError, SqlError, SqlSyntaxError, execution_error
@@ -102,7 +103,7 @@ class Connection:
         raise E.NotSupportedError("rollback(): Hummock has no transactions -- each statement is kept once it "
                                   "returns and committed at the next barrier (or FLUSH / commit())")
 
-    def insert_arrow(self, table: str, data, chunk_size: int = 4096) -> int:
+    def insert_arrow(self, table: str, data, chunk_size: int = DEFAULT_CHUNK_SIZE) -> int:
         """Bulk INSERT of a pyarrow RecordBatch/Table into ``table`` (columns by name); returns
         the row count. The fast path for feeders (sql/bulk.py)."""
         self._check()
