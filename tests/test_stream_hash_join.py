@@ -363,7 +363,10 @@ def test_inner_joins_without_a_condition_emit_what_the_row_path_emits(store, ste
     """An inner join without an extra condition builds the output of insert/delete chunks
     column-wise (``HashJoin._inner_chunk``); a TRUE condition takes the row-by-row path. Both
     must emit the same chunks, row for row and op for op (split at the same ``chunk_size``),
-    and leave the same caches (``_check``)."""
+    except for the order of one input row's matches: the two paths cache the other side's keys
+    differently (a key the column-wise probe reads once is not made an entry), and a cached
+    entry keeps its rows in arrival order, a key read from the store comes in pk order. Both
+    leave consistent caches (``_check``)."""
     base = 1000 * _fresh_ids()
     joins = []
     for offset, condition in ((0, None), (10, Lit(True, T.BOOLEAN))):
@@ -386,12 +389,28 @@ def test_inner_joins_without_a_condition_emit_what_the_row_path_emits(store, ste
             continue
         schema = L if side == 0 else R
         fast, slow = (j.on_side_chunk(side, StreamChunk.from_rows(schema, rows)) for j in joins)
-        assert [(c.ops.tolist(), c.rows()) for c in fast] == [(c.ops.tolist(), c.rows()) for c in slow]
+        assert [len(c) for c in fast] == [len(c) for c in slow]
+        assert _matches_in_order(fast, side) == _matches_in_order(slow, side)
         for c in fast:
             c.validate(joins[0].stream_key)
             assert len(c) <= 3
         for j in joins:
             j._check()
+
+
+def _matches_in_order(chunks, side: int) -> list:
+    """The ``(op, row)`` pairs of ``chunks`` in order, each input row's matches (a run of one op
+    and one row of the chunk's side, ``side``: 0 the left columns, 1 the right) sorted."""
+    pairs = [pair for c in chunks for pair in c.rows()]
+    width = len(L.names)
+    own = (lambda row: row[:width]) if side == 0 else (lambda row: row[width:])
+    out, run = [], []
+    for op, row in pairs:
+        if run and (run[0][0], own(run[0][1])) != (op, own(row)):
+            out.extend(sorted(run, key=repr))
+            run = []
+        run.append((op, row))
+    return out + sorted(run, key=repr)
 
 
 def _count_reads(monkeypatch, table_of) -> list:

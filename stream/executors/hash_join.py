@@ -870,7 +870,9 @@ class HashJoin(Executor):
         row's output is its op with each O row of its key (entry order), so the output is
         built column-wise -- S's columns with one ``take`` of the row positions repeated by
         their match counts, O's from the matched rows -- in the order the row-by-row path
-        emits it. S's cached entries take the rows of their keys. ``hashes``: the rows' key
+        emits it, up to the order of one row's matches (a key this probe reads is not made an
+        entry, so its rows come in pk order where the row path's entry may hold them in
+        arrival order). S's cached entries take the rows of their keys. ``hashes``: the rows' key
         hashes (``_Side.write``): keys outside O's key filter are not probed. ``new``: the rows
         whose key S's key filter proved new before this chunk (``_Side.write``): such a key has
         no cached entry and is not known absent on S (both only hold keys inside the filter),
