@@ -216,6 +216,26 @@ def test_copy_from_stdin_and_to_stdout(server):
         assert c.execute("SELECT count(*) FROM copied").fetchone() == (52,)
 
 
+def test_a_push_source_takes_inserts_and_copy_over_the_wire(server):
+    """A push source (docs/sql.md "Sources") fed by a psycopg INSERT with parameters and by COPY
+    FROM STDIN: the MV over it gets every row; the source itself refuses a query with its
+    SQLSTATE, and the session goes on."""
+    with connect(server) as c:
+        c.execute("CREATE SOURCE pushed (k INT, v VARCHAR) WITH (connector = 'push')")
+        c.execute("CREATE MATERIALIZED VIEW pushed_counts AS SELECT k, count(*) AS n FROM pushed GROUP BY k")
+        assert c.execute("INSERT INTO pushed VALUES (%s, %s), (%s, %s)", (1, "a", 2, "b")).rowcount == 2
+        with c.cursor() as cur:
+            with cur.copy("COPY pushed (k, v) FROM STDIN") as copy:
+                for k in (1, 1, 3):
+                    copy.write_row((k, None))
+            assert cur.rowcount == 3
+        c.execute("FLUSH")
+        assert c.execute("SELECT k, n FROM pushed_counts ORDER BY k").fetchall() == [(1, 3), (2, 1), (3, 1)]
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="pushed is a source: it stores no rows"):
+            c.execute("SELECT * FROM pushed")
+        assert c.execute("SELECT sum(n) FROM pushed_counts").fetchone() == (5,)
+
+
 def test_server_files_are_refused_without_the_option(server, tmp_path):
     with connect(server) as c:
         c.execute("CREATE TABLE filey (k INT)")
