@@ -112,12 +112,9 @@ def merge_ops(records, inserts, keys, values, stored, consistent, error):
     return overlay, gone, added
 
 
-def insert_new(records, keys, values) -> None:
-    """``records[k] = (INSERT, None, v)`` for each pair of ``keys`` and ``values`` (bytes; the
-    caller checked that no key repeats or has a record). Checks everything before it changes
-    anything: ``TypeError`` unless ``records`` is a dict and every key and value bytes,
-    ``ValueError`` when the lengths differ. (The native module leaves these records untracked by
-    the garbage collector, as it does merge_ops' records.)"""
+def _checked_pairs(records, keys, values) -> tuple:
+    """``(keys, values)`` as lists, after the checks :func:`insert_new` and
+    :func:`insert_absent` make before they change anything."""
     if type(records) is not dict:
         raise TypeError(f"records is a dict, got {type(records).__name__}")
     keys, values = list(keys), list(values)
@@ -126,6 +123,16 @@ def insert_new(records, keys, values) -> None:
     for key, value in zip(keys, values):
         if type(key) is not bytes or type(value) is not bytes:
             raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
+    return keys, values
+
+
+def insert_new(records, keys, values) -> None:
+    """``records[k] = (INSERT, None, v)`` for each pair of ``keys`` and ``values`` (bytes; the
+    caller checked that no key repeats or has a record). Checks everything before it changes
+    anything: ``TypeError`` unless ``records`` is a dict and every key and value bytes,
+    ``ValueError`` when the lengths differ. (The native module leaves these records untracked by
+    the garbage collector, as it does merge_ops' records.)"""
+    keys, values = _checked_pairs(records, keys, values)
     records.update(zip(keys, [(INSERT, None, value) for value in values]))
 
 
@@ -133,14 +140,7 @@ def insert_absent(records, keys, values) -> bool:
     """:func:`insert_new` when no key of ``keys`` has a record in ``records`` (the caller
     checked that none repeats), returning True; else False, and ``records`` is unchanged.
     The same ``TypeError`` / ``ValueError`` as :func:`insert_new`, before anything changes."""
-    if type(records) is not dict:
-        raise TypeError(f"records is a dict, got {type(records).__name__}")
-    keys, values = list(keys), list(values)
-    if len(keys) != len(values):
-        raise ValueError(f"keys and values differ in length: {len(keys)}, {len(values)}")
-    for key, value in zip(keys, values):
-        if type(key) is not bytes or type(value) is not bytes:
-            raise TypeError(f"keys and values are bytes, got {type(key).__name__} and {type(value).__name__}")
+    keys, values = _checked_pairs(records, keys, values)
     if not records.keys().isdisjoint(keys):
         return False
     records.update(zip(keys, [(INSERT, None, value) for value in values]))

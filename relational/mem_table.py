@@ -311,12 +311,17 @@ class MemTable:
         if self._live:
             self._freeze_live()
         _apply.insert_new(ops, keys, values)
+        self._note_inserted(keys, values)
+        return True
+
+    def _note_inserted(self, keys: list, values: list) -> None:
+        """The indexes and the size after ``keys`` got new INSERT records (``insert_many``,
+        ``insert_absent``)."""
         if self._sorted is not None:
             self._pending.extend(keys)
         if self._buckets is not None:
             self._bucket_pending.extend(keys)
         self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + RECORD_OVERHEAD if keys else 0)
-        return True
 
     def insert_absent(self, keys: list, values: list) -> bool:
         """:meth:`insert_many` of keys the caller knows are distinct: inserts them all and
@@ -328,11 +333,7 @@ class MemTable:
             self._freeze_live()
         if not _apply.insert_absent(self._ops, keys, values):
             return False
-        if self._sorted is not None:
-            self._pending.extend(keys)
-        if self._buckets is not None:
-            self._bucket_pending.extend(keys)
-        self.approx_bytes += sum(map(len, values)) + len(keys) * (len(keys[0]) + RECORD_OVERHEAD if keys else 0)
+        self._note_inserted(keys, values)
         return True
 
     def append_run(self, keys: list, values: list) -> None:
