@@ -25,6 +25,7 @@ NUMERIC -> float), :mod:`stream.expr_funcs` (``power``).
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -48,12 +49,26 @@ def null_where(expr, values, mask, message: str):
     return pc.if_else(mask, pa.scalar(None, values.type), values)
 
 
+def _cannot_fail(out, zero_matters: bool) -> bool:
+    """Whether no row of the float array ``out`` is infinite (nor zero, when ``zero_matters``):
+    every check above fires only on such rows, so they may all be skipped. One numpy pass
+    instead of a dozen Arrow kernels (a DOUBLE product over 10k rows: ~0.4 ms -> ~15 us)."""
+    if not isinstance(out, pa.Array) or not pa.types.is_floating(out.type):
+        return False
+    values = out.to_numpy(zero_copy_only=False)   # a NULL reads as NaN: neither infinite nor zero
+    if np.isinf(values).any():
+        return False
+    return not zero_matters or bool(values.all())
+
+
 def _finite_or_nan(v):
     return pc.invert(pc.is_inf(v))
 
 
 def arith_range(expr, op: str, left, right, out):
     """``out`` = ``left op right`` (floats) with Postgres' checks (module docstring)."""
+    if _cannot_fail(out, op in ("*", "/")):
+        return out
     over = pc.and_(pc.is_inf(out), _finite_or_nan(left) if op == "/" else
                    pc.and_(_finite_or_nan(left), _finite_or_nan(right)))
     out = null_where(expr, out, over, OVERFLOW)
@@ -70,6 +85,8 @@ def result_range(expr, out, *args):
     """``out`` computed from float ``args`` (a cast's source, or power's base and exponent):
     infinite from finite ``args`` is an overflow; zero from a non-zero first argument and finite
     others is an underflow."""
+    if _cannot_fail(out, True):
+        return out
     finite = _finite_or_nan(args[0])
     for a in args[1:]:
         finite = pc.and_(finite, _finite_or_nan(a))

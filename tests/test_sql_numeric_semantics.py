@@ -213,3 +213,38 @@ def test_unary_minus_of_a_float_zero_is_negative_zero(conn):
         x, r, n, i = conn.execute(q).fetchall()[0]
         assert math.copysign(1, x) == -1 and math.copysign(1, r) == -1, q
         assert str(n) == "0" and i == 0, q
+
+
+_FLOATS = st.one_of(st.none(), st.sampled_from([0.0, -0.0, 1e-300, 1e300, math.inf, -math.inf, math.nan]),
+                    st.floats(allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from("+-*/"), st.lists(st.tuples(_FLOATS, _FLOATS), min_size=1, max_size=40))
+def test_float_range_checks_skipped_only_when_none_can_fire(op, pairs):
+    """arith_range's numpy pre-check (no infinite and, for * and /, no zero result) gives what
+    the exact Arrow checks give, NULLs and error counts included."""
+    import pyarrow.compute as pc
+
+    from stream import expr_float
+
+    left = pa.array([a for a, _ in pairs], pa.float64())
+    right = pa.array([b if b != 0 or op != "/" else 1.0 for _, b in pairs], pa.float64())
+    kernel = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}[op]
+    out = kernel(left, right)
+    results = []
+    for skip in (True, False):
+        before = dict(error_counts())
+        if skip:
+            got = expr_float.arith_range(None, op, left, right, out)
+        else:
+            fast, expr_float._cannot_fail = expr_float._cannot_fail, lambda *_: False
+            try:
+                got = expr_float.arith_range(None, op, left, right, out)
+            finally:
+                expr_float._cannot_fail = fast
+        after = error_counts()
+        results.append((got.to_pylist(), {k: after[k] - before.get(k, 0) for k in after}))
+    norm = [([("nan" if isinstance(v, float) and math.isnan(v) else v) for v in vals], counts)
+            for vals, counts in results]
+    assert norm[0] == norm[1]
