@@ -35,7 +35,7 @@ from stream.errors import ExpressionError
 from stream.expr_base import DECIMAL as _DECIMAL
 from stream.expr_base import FLOATS as _FLOATS
 from stream.expr_base import INTS as _INTS
-from stream.expr_base import Expr
+from stream.expr_base import Expr, Lit
 from stream.expr_errors import ARROW_ERRORS as _ARROW_ERRORS
 from stream.expr_errors import data_error
 from stream.expr_errors import guarded as _guarded
@@ -291,12 +291,22 @@ class Cast(Expr):
                                   self)
         if _DECIMAL in kinds and not kinds <= {_DECIMAL, TypeKind.VARCHAR, TypeKind.JSONB, *_INTS, *_FLOATS}:
             raise ExpressionError(f"cannot cast {arg.data_type.sql_name()} to {data_type.sql_name()}", self)
+        # a cast of a non-NULL numeric literal to a numeric type is one value: kept once computed
+        # (``0.908::float8`` through the NUMERIC path costs ~0.4 ms a chunk); a failed cast is
+        # never kept, so every chunk still raises or counts its data error
+        self._foldable = isinstance(arg, Lit) and arg.value is not None and kinds <= {_DECIMAL, *_INTS, *_FLOATS}
+        self._folded = None
 
     def children(self) -> tuple:
         return (self.arg,)
 
     def evaluate(self, columns):
-        return _guarded(self, columns, self._compute)
+        if self._folded is not None:
+            return self._folded
+        out = _guarded(self, columns, self._compute)
+        if self._foldable and isinstance(out, pa.Scalar) and out.is_valid:
+            self._folded = out
+        return out
 
     def _compute(self, columns):
         out = cast_to(self.arg.evaluate(columns), self.arg.data_type, self.data_type, self)

@@ -248,3 +248,22 @@ def test_float_range_checks_skipped_only_when_none_can_fire(op, pairs):
     norm = [([("nan" if isinstance(v, float) and math.isnan(v) else v) for v in vals], counts)
             for vals, counts in results]
     assert norm[0] == norm[1]
+
+
+def test_a_numeric_literal_cast_is_computed_once_and_a_failing_one_every_time(conn):
+    """Cast keeps a numeric literal's successful cast (the value never changes); a cast that
+    fails is not kept, so an MV counts its data error on every chunk."""
+    from relational.types import DataType
+    from stream.expr import Cast, Lit
+
+    cast = Cast(Lit(decimal.Decimal("0.908"), DataType.DECIMAL), DataType.DOUBLE)
+    first = cast.evaluate([])
+    assert first.as_py() == 0.908 and cast.evaluate([]) is first
+    conn.execute("CREATE TABLE t (k INT PRIMARY KEY)")
+    conn.execute("CREATE MATERIALIZED VIEW m AS SELECT k, k * 1e400::numeric::float8 AS x FROM t")
+    message = "numeric value out of range for type double precision"
+    before = error_counts().get(message, 0)
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.execute("INSERT INTO t VALUES (2)")
+    assert sorted(conn.execute("SELECT * FROM m").fetchall()) == [(1, None), (2, None)]
+    assert error_counts().get(message, 0) == before + 2
