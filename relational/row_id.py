@@ -10,7 +10,12 @@ Layout of one id (a positive BIGINT; part of the stored data of every such table
 - Within one generator ids strictly increase: the sequence counts up to 4,095 within one
   millisecond; a chunk that needs more takes the next milliseconds ahead of the clock and the
   generator then sleeps until the clock has caught up, so no issued id is ever ahead of the
-  wall clock when the call returns (at most 4,096 ids per ms per generator: 4M rows/s). The
+  wall clock when the call returns (at most 4,096 ids per ms per generator: 4M rows/s). A
+  generator may own several consecutive generator numbers (``width``; RisingWave's DML actor
+  owns all its vnodes the same way): it fills one number's sequences, then the next one's, in
+  the same millisecond, so its ids still increase. The SQL runtime's table and source DML
+  actors own ``SQL_DML_WIDTH`` numbers from 0: 65,536 ids a millisecond, so a 10k-row chunk
+  borrows no time from the clock that the commit would then wait for. The
   DML executor defers that wait (``next_ids(n, wait=False)``): to its next barrier
   (:meth:`RowIdGenerator.catch_up`), or, in the in-process runtime, to the commit itself -- it
   notes its last id's millisecond in the runtime's :class:`RowIdHorizon` at each barrier, and
@@ -44,6 +49,7 @@ from relational.errors import SchemaError
 TS_BITS, GENERATOR_BITS, SEQUENCE_BITS = 41, 10, 12
 MAX_GENERATOR = (1 << GENERATOR_BITS) - 1
 SEQUENCE_LIMIT = 1 << SEQUENCE_BITS
+SQL_DML_WIDTH = 16   # generator numbers the SQL runtime's DML actor of a table owns (above)
 MAX_LEAD_MS = 50   # how far ``next_ids(wait=False)`` may run ahead of the clock
 _TS_SHIFT = GENERATOR_BITS + SEQUENCE_BITS
 
@@ -58,19 +64,24 @@ def split_row_id(row_id: int) -> tuple[int, int, int]:
 
 
 class RowIdGenerator:
-    """Issues row ids for one generator id (module docstring). Not thread-safe. ``error``: the
-    class raised for a generator out of range or an exhausted timestamp space (each layer
-    raises its own)."""
+    """Issues row ids for the generator ids ``generator`` .. ``generator + width - 1`` (module
+    docstring): within a millisecond it uses up the first one's sequences, then the next one's,
+    so its ids still increase and it issues ``width`` x 4,096 a millisecond. Not thread-safe.
+    ``error``: the class raised for a generator out of range or an exhausted timestamp space
+    (each layer raises its own)."""
 
     error = SchemaError
 
-    def __init__(self, generator: int = 0, clock=_wall_ms, sleep=time.sleep):
+    def __init__(self, generator: int = 0, clock=_wall_ms, sleep=time.sleep, *, width: int = 1):
         if not 0 <= generator <= MAX_GENERATOR:
             raise self.error(f"a row id generator is in [0, {MAX_GENERATOR}], got {generator}")
-        self.generator = generator
+        if not 1 <= width <= MAX_GENERATOR + 1 - generator:
+            raise self.error(f"generators {generator}.. {width} wide do not fit in [0, {MAX_GENERATOR}]")
+        self.generator, self.width = generator, width
         self._clock, self._sleep = clock, sleep
+        self._per_ms = width * SEQUENCE_LIMIT   # ids a millisecond: generator numbers x sequences
         self._ts = -1      # ms of the last id issued
-        self._seq = SEQUENCE_LIMIT
+        self._seq = self._per_ms   # position in the millisecond: generator offset << 12 | sequence
 
     def start_at_epoch(self, epoch: int) -> None:
         """Never issue ids below the physical time of ``epoch`` (the first epoch of a run)."""
@@ -86,14 +97,14 @@ class RowIdGenerator:
         if now > self._ts:
             self._ts, self._seq = now, 0
         out = np.empty(n, dtype=np.int64)
-        base = self.generator << SEQUENCE_BITS
+        base = self.generator << SEQUENCE_BITS   # (the generators are consecutive: base + position)
         filled = 0
         while filled < n:
-            if self._seq == SEQUENCE_LIMIT:
+            if self._seq == self._per_ms:
                 self._ts, self._seq = self._ts + 1, 0
-            take = min(n - filled, SEQUENCE_LIMIT - self._seq)
+            take = min(n - filled, self._per_ms - self._seq)
             high = (self._ts << _TS_SHIFT) | base
-            out[filled:filled + take] = np.arange(self._seq, self._seq + take, dtype=np.int64) | high
+            out[filled:filled + take] = np.arange(self._seq, self._seq + take, dtype=np.int64) + high
             self._seq += take
             filled += take
         if self._ts >= 1 << TS_BITS:

@@ -25,6 +25,7 @@ from hummock.errors import CorruptionError
 from relational.catalog import TableDesc
 from relational.state_table import StateTable
 from stream.executors import Dml, Filter, HashAgg, HashJoin, Materialize, Project, SimpleAgg, Union
+from stream.row_id import SQL_DML_WIDTH
 from stream.executors.dynamic_filter import DynamicFilter, dynamic_filter_left_table, dynamic_filter_right_table
 from stream.executors.now import NOW_SCHEMA, Now, now_state_table
 from stream.executors.temporal_join import TemporalJoin
@@ -170,8 +171,8 @@ class GraphBuilder:
         schema = Schema(list(rel.desc.columns))
         src = self.rt.source(rel.name, schema, stream_key=rel.pk_indices)
         head = src.executor if rel.connector is None else connector_source(self, rel, src)
-        dml = Dml(head, schema, rel.pk_indices,
-                  row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None, horizon=self.rt.row_id_horizon)
+        dml = Dml(head, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1 if rel.row_id else None,
+                  horizon=self.rt.row_id_horizon, generator_width=SQL_DML_WIDTH)
         dml = watermark_filter(self.store, rel, dml)   # WATERMARK FOR: late rows dropped (sql/watermark.py)
         conflict = rel.conflict if rel.user_pk else "no_check"
         self.actors[rel.name] = self.rt.actor(Materialize(dml, self._state_table(rel.desc, False), conflict,
@@ -190,7 +191,8 @@ class GraphBuilder:
             self.sources[rel.name] = src
         else:
             head = connector_source(self, rel, src) if self.catalog.dependents(rel.name) else src.executor
-        dml = Dml(head, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1, horizon=self.rt.row_id_horizon)
+        dml = Dml(head, schema, rel.pk_indices, row_id_index=len(rel.desc.columns) - 1, horizon=self.rt.row_id_horizon,
+                  generator_width=SQL_DML_WIDTH)
         self.actors[rel.name] = self.rt.actor(watermark_filter(self.store, rel, dml))
 
     def _mv(self, rel) -> None:

@@ -9,7 +9,7 @@ Callers: :mod:`stream.executors.dml`.
 from __future__ import annotations
 
 from relational.row_id import (_TS_SHIFT, GENERATOR_BITS, MAX_GENERATOR, SEQUENCE_BITS, SEQUENCE_LIMIT,
-                               TS_BITS, RowIdHorizon, _wall_ms, split_row_id)
+                               SQL_DML_WIDTH, TS_BITS, RowIdHorizon, _wall_ms, split_row_id)
 from relational.row_id import RowIdGenerator as _RowIdGenerator
 from stream.errors import StreamError
 
@@ -22,4 +22,4 @@ class RowIdGenerator(_RowIdGenerator):
 
 
 __all__ = ["RowIdGenerator", "RowIdHorizon", "split_row_id", "TS_BITS", "GENERATOR_BITS", "SEQUENCE_BITS", "MAX_GENERATOR",
-           "SEQUENCE_LIMIT", "_TS_SHIFT", "_wall_ms"]
+           "SEQUENCE_LIMIT", "SQL_DML_WIDTH", "_TS_SHIFT", "_wall_ms"]

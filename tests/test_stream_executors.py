@@ -14,13 +14,13 @@ from relational import StateTable
 from relational.types import DataType as T
 from relational.vnode import compute_vnodes
 from stream.chunk import DELETE, INSERT, UPDATE_DELETE, UPDATE_INSERT, StreamChunk
-from stream.errors import BarrierError, ExecutorError, InconsistentStreamError, InvalidChunkError
+from stream.errors import BarrierError, ExecutorError, InconsistentStreamError, InvalidChunkError, StreamError
 from stream.executor import Checked, UnaryExecutor
 from stream.executors import Dml, Filter, Materialize, Project, Union
 from stream.executors.filter import filter_chunk
 from stream.expr import Arith, Cmp, Col, Lit
 from stream.message import Watermark
-from stream.row_id import SEQUENCE_LIMIT, RowIdGenerator, split_row_id
+from stream.row_id import MAX_GENERATOR, SEQUENCE_LIMIT, RowIdGenerator, split_row_id
 from stream.runtime.dispatch import split_by_vnode, vnode_mapping
 from stream.schema import Schema
 from stream_harness import Epochs, ListSource, drain, visible_rows
@@ -213,6 +213,25 @@ def test_row_id_generator_is_unique_increasing_and_waits_after_borrowing():
     restarted.start_at_epoch(2000 << 16)
     assert split_row_id(int(restarted.next_ids(1)[0]))[0] == 2000
 
+
+
+def test_a_wide_row_id_generator_fills_its_generator_numbers_in_order_within_a_millisecond():
+    """A generator ``width`` numbers wide issues width x 4,096 ids a millisecond: the first
+    number's sequences, then the next one's; ids still increase, stay unique, and keep to its
+    numbers; a chunk past that borrows the next millisecond as a narrow one does."""
+    now = [1000]
+    slept = []
+    gen = RowIdGenerator(2, clock=lambda: now[0], sleep=lambda s: (slept.append(s), now.__setitem__(0, now[0] + 1)),
+                         width=3)
+    ids = gen.next_ids(SEQUENCE_LIMIT * 3 + 7)
+    assert (np.diff(ids) > 0).all() and len(set(ids.tolist())) == len(ids)
+    parts = [split_row_id(int(i)) for i in ids]
+    assert {g for _, g, _ in parts} == {2, 3, 4}
+    assert parts[0] == (1000, 2, 0) and parts[SEQUENCE_LIMIT] == (1000, 3, 0)
+    assert parts[3 * SEQUENCE_LIMIT - 1] == (1000, 4, SEQUENCE_LIMIT - 1) and parts[-1] == (1001, 2, 6)
+    assert slept == [0.001]
+    with pytest.raises(StreamError, match="do not fit"):
+        RowIdGenerator(MAX_GENERATOR, width=2)
 
 def test_dml_waits_for_borrowed_row_ids_at_the_barrier_not_after_each_chunk():
     """Chunks needing more than 4,096 ids in one millisecond borrow the next milliseconds: the

@@ -9,7 +9,8 @@ only INSERTs whose row ids are all NULL -- the bulk path -- only gets its ids: i
 
 Row ids (``row_id_index`` set: the table's hidden BIGINT pk column, RisingWave's ``_row_id``):
 an INSERT whose row id is NULL gets a new id from its :class:`~stream.row_id.RowIdGenerator`
-(``generator`` = this DML actor's number); a U+ whose row id is NULL takes the id of its U-
+(``generator`` = this DML actor's first generator number, ``generator_width`` how many it
+owns); a U+ whose row id is NULL takes the id of its U-
 (an update keeps its row); a DELETE or U- must name its row id (it comes from reading the table),
 else ``InvalidChunkError``. Ids given on inserts are kept. The generator starts, after each
 (re)start, at the physical time of the first barrier's epoch (stream/row_id.py). Ids a chunk
@@ -40,12 +41,12 @@ class Dml(UnaryExecutor):
     """Conforms DML chunks to ``schema`` and fills row ids (module docstring)."""
 
     def __init__(self, input, schema, stream_key, row_id_index: int | None = None, generator: int = 0,
-                 identity: str | None = None, horizon=None):
+                 identity: str | None = None, horizon=None, generator_width: int = 1):
         super().__init__(input, schema, stream_key, identity or "Dml")
         if row_id_index is not None and self.schema.types[row_id_index] != DataType.BIGINT:
             raise InvalidChunkError(f"{self.identity}: the row id column must be BIGINT")
         self.row_id_index = row_id_index
-        self.row_ids = RowIdGenerator(generator)
+        self.row_ids = RowIdGenerator(generator, width=generator_width)
         self.horizon = horizon   # a RowIdHorizon the runtime waits for before commits, or None
 
     def on_init(self, barrier: Barrier) -> None:
