@@ -8,13 +8,16 @@ A key column that is not projected is an :class:`~stream.errors.ExecutorError` a
 plain reference is re-numbered and passed on; others are dropped.
 
 Per chunk the work is one Arrow kernel per expression node over the visible rows: a chunk with a
-visibility mask (a Filter's output) is compacted first, so hidden rows cost nothing and raise no
-data error (``10 / x`` under ``WHERE x <> 0`` never divides by zero), as RisingWave evaluates
-only visible rows. A chunk with no visible row emits nothing.
+visibility mask (a Filter's output) is compacted first -- only the columns the expressions read
+(``column_refs``; the others are all-NULL placeholders of the right length) -- so hidden rows
+cost nothing and raise no data error (``10 / x`` under ``WHERE x <> 0`` never divides by
+zero), as RisingWave evaluates only visible rows. A chunk with no visible row emits nothing.
 Callers: the planner, tests.
 """
 
 from __future__ import annotations
+
+import pyarrow as pa
 
 from stream.chunk import StreamChunk
 from stream.errors import ExecutorError
@@ -47,15 +50,23 @@ class Project(UnaryExecutor):
             stream_key = [self._out_of[k] for k in input.stream_key]
         super().__init__(input, schema, stream_key, identity)
         self.exprs = exprs
+        self._reads = set().union(*(e.column_refs() for e in exprs))
 
     def on_chunk(self, chunk: StreamChunk):
-        if chunk.visibility is not None:
-            chunk = chunk.compact()
-        n = len(chunk)
+        visibility = chunk.visibility
+        if visibility is None:
+            ops, columns = chunk.ops, chunk.columns
+        else:   # only the columns an expression reads are compacted (a Filter's wide input)
+            ops = chunk.ops[visibility]
+            if not len(ops):
+                return None
+            mask = pa.array(visibility)
+            unread = pa.nulls(len(ops))   # (a NullArray: no buffers; no expression reads it)
+            columns = [c.filter(mask) if i in self._reads else unread for i, c in enumerate(chunk.columns)]
+        n = len(ops)
         if n == 0:
             return None
-        columns = chunk.columns
-        return StreamChunk(chunk.ops, [e.eval(columns, n) for e in self.exprs], self.schema)
+        return StreamChunk(ops, [e.eval(columns, n) for e in self.exprs], self.schema)
 
     def on_watermark(self, watermark: Watermark):
         out = self._out_of.get(watermark.column)
