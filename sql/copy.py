@@ -374,6 +374,8 @@ def copy_from(db, stmt, variables) -> int:
         for i in rel.pk_indices:
             pk = visible[i][0]
             if pk not in cols:
+                if not n:   # Postgres refuses a row, not the column list: nothing to copy is fine
+                    continue
                 raise ExecutionError(f"{where}: {not_null_error(rel, pk)}")
             column = table.column(pk)
             if column.null_count:

@@ -136,4 +136,7 @@ def test_copy_of_a_null_pk(conn, tmp_path):
     narrow.write_text("id,v\n1,a\n")
     with pytest.raises(ExecutionError, match=f"^COPY t: {MESSAGE.format('g')}$"):   # g left out: NULL
         conn.execute(f"COPY t (id, v) FROM '{narrow}' WITH (FORMAT csv, HEADER true)")
+    empty = tmp_path / "empty.csv"   # Postgres refuses a row, not the column list: no row, no error
+    empty.write_text("id,v\n")
+    assert conn.execute(f"COPY t (id, v) FROM '{empty}' WITH (FORMAT csv, HEADER true)").rowcount == 0
     assert conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
