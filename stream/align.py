@@ -22,6 +22,7 @@ import asyncio
 
 from stream.errors import BarrierError
 from stream.message import Barrier
+from stream.tasks import lives_with_the_loop
 
 
 async def align_barriers(streams, identity: str):
@@ -36,8 +37,8 @@ async def align_barriers(streams, identity: str):
     blocked: dict = {}
     ended: set = set()
 
-    def arm(i: int) -> None:
-        pending[asyncio.ensure_future(iters[i].__anext__())] = i
+    def arm(i: int) -> None:   # (a pull lives as long as its actor: stream/tasks.py)
+        pending[lives_with_the_loop(asyncio.ensure_future(iters[i].__anext__()))] = i
 
     try:
         for i in range(n):

@@ -232,3 +232,33 @@ def test_executor_caches_are_its_own_not_every_cache_of_its_budget(store):
     assert mine.caches() == [mine.groups]
     rt.actor(mine)
     assert stranger.groups.budget is default_budget() and mine.groups.budget is rt.budget
+
+
+def test_an_interpreter_exiting_with_a_runtime_running_prints_no_asyncio_warnings(tmp_path):
+    """A connection never closed leaves its runtime's loop thread (a daemon) running at exit;
+    the runtime's own tasks (actors, the barrier loop, a fan-in's pulls) are then collected
+    pending, which asyncio would report as "Task was destroyed but it is pending!" -- noise,
+    since exiting loses only what a crash would (stream/tasks.py). Without a ticker
+    (``barrier_interval_ms=0``) it was printed for every actor."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "unclosed.py"
+    script.write_text(
+        "import sql\n"
+        "c = sql.connect(':memory:', barrier_interval_ms=0)\n"
+        "c.execute(\"CREATE SOURCE s (v BIGINT) WITH (connector = 'push')\")\n"
+        "c.execute('CREATE MATERIALIZED VIEW m AS SELECT v FROM s')\n"
+        "c.execute('CREATE TABLE a (v BIGINT)')\n"   # fan-ins: a union's and a join's pulls
+        "c.execute('CREATE MATERIALIZED VIEW u AS SELECT v FROM a UNION ALL SELECT v FROM s')\n"
+        "c.execute('CREATE MATERIALIZED VIEW j AS SELECT a.v FROM a JOIN m ON a.v = m.v')\n"
+        "c.execute('INSERT INTO s VALUES (1)')\n"
+        "c.execute('FLUSH')\n"
+        "print(c.execute('SELECT count(*) FROM m').fetchall())\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[(1,)]"
+    assert "Task was destroyed" not in done.stderr, done.stderr

@@ -38,6 +38,7 @@ from collections import deque
 from hummock.key import EPOCH_PHYSICAL_SHIFT, new_epoch
 from stream.errors import BarrierError
 from stream.message import Barrier, Stop
+from stream.tasks import lives_with_the_loop
 
 
 def _retrieve(future) -> None:
@@ -73,7 +74,7 @@ class BarrierLoop:
         self.latencies: list = []   # (collect seconds, commit seconds) per barrier
 
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._finish_in_order())
+        self._task = lives_with_the_loop(asyncio.ensure_future(self._finish_in_order()))
 
     def next_epoch(self) -> int:
         epoch = new_epoch()

@@ -63,6 +63,7 @@ from stream.runtime.barrier_loop import BarrierLoop
 from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver, SourceChannel
 from stream.runtime.dispatch import BroadcastDispatcher, HashDispatcher, SimpleDispatcher, vnode_mapping
 from stream.schema import Schema
+from stream.tasks import lives_with_the_loop
 
 _POLL_S = 0.05
 
@@ -211,13 +212,13 @@ class StreamRuntime:
                                         row_id_horizon=self.row_id_horizon)
         self.barrier_loop.start()
         for actor in self.actors:
-            task = asyncio.ensure_future(actor.run())
+            task = lives_with_the_loop(asyncio.ensure_future(actor.run()))
             task.add_done_callback(lambda t, a=actor: self._actor_done(a, t))
             self._tasks.append(task)
         future = await self.barrier_loop.inject(checkpoint=False)
         barrier = await future
         if self.barrier_interval_ms:
-            self._ticker = asyncio.ensure_future(self._tick())
+            self._ticker = lives_with_the_loop(asyncio.ensure_future(self._tick()))
         return barrier
 
     def start_ticker(self, barrier_interval_ms: int) -> None:
@@ -229,7 +230,7 @@ class StreamRuntime:
         async def go():
             if self._ticker is None:
                 self.barrier_interval_ms = barrier_interval_ms
-                self._ticker = asyncio.ensure_future(self._tick())
+                self._ticker = lives_with_the_loop(asyncio.ensure_future(self._tick()))
         self._call(go())
 
     def _actor_done(self, actor: Actor, task: asyncio.Task) -> None:
