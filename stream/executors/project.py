@@ -58,11 +58,10 @@ class Project(UnaryExecutor):
             ops, columns = chunk.ops, chunk.columns
         else:   # only the columns an expression reads are compacted (a Filter's wide input)
             ops = chunk.ops[visibility]
-            if not len(ops):
-                return None
             mask = pa.array(visibility)
             unread = pa.nulls(len(ops))   # (a NullArray: no buffers; no expression reads it)
             columns = [c.filter(mask) if i in self._reads else unread for i, c in enumerate(chunk.columns)]
+            # (the placeholders never leave this method: a chunk must match its schema's types)
         n = len(ops)
         if n == 0:
             return None
