@@ -12,7 +12,11 @@ average when this module was imported (a bench imports it before it starts) and 
 is written, the CPUs this process may use, its nice value, the kernel's autogroup setting (with
 autogroup on, nice only ranks processes of the same session), the share of CPU time the
 hypervisor stole between the two points (``/proc/stat``), and a speed probe (:func:`probe`) at
-both points. Linux-only items are None elsewhere.
+both points. Under ``"fs"``: the file system the stores' temporary directories live on (type,
+whether it journals) and a file-system probe (:func:`fs_probe`) at both points -- on this VM's
+journal-less ext4, creating one file costs 20-80 us on a quiet file system and 150-1,000 us
+after recent file churn, and every checkpoint creates two (docs/performance.md, "Conditions").
+Linux-only items are None elsewhere.
 
 Callers: every ``bench/*.py`` (``report`` / ``machine`` / ``median_rate``), bench.report.
 """
@@ -24,9 +28,11 @@ import glob
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import sysconfig
+import tempfile
 import time
 
 #: environment variables a figure depends on (allocators, glibc, BLAS threads, the twins switch)
@@ -67,7 +73,80 @@ def probe() -> dict:
     return {"min_ns": round(min(walls), 2), "median_ns": round(statistics.median(walls), 2)}
 
 
+def fs_probe(directory: str | None = None, files: int = 24, durable: int = 6) -> dict:
+    """File creation as a store meets it, in a fresh directory under ``directory`` (default: the
+    temporary directory the benches' stores use): ``create_us`` the median CPU microseconds of
+    creating one file (``O_CREAT | O_EXCL``, 1 KiB written, closed) over ``files`` files, and
+    ``durable_ms`` the median wall milliseconds of one durable object as the local store
+    writes it (temporary file written and fsynced, renamed, directory fsynced) over ``durable``
+    ones. On a journal-less ext4 the kernel skips every recently freed inode of the directory's
+    block group on each create (``recently_deleted``), so ``create_us`` moves 10x with the
+    file churn of the last ~30 s. The probe's files are removed again. ~10-80 ms."""
+    root = tempfile.mkdtemp(prefix="hummock-fs-probe-", dir=directory)
+    data = b"\0" * 1024
+    creates, durables = [], []
+    try:
+        for i in range(files):
+            start = time.thread_time()
+            fd = os.open(os.path.join(root, f"f{i}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            creates.append((time.thread_time() - start) * 1e6)
+        for i in range(durable):
+            start = time.perf_counter()
+            temp = os.path.join(root, f".t{i}")
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, os.path.join(root, f"d{i}"))
+            dir_fd = os.open(root, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+            durables.append((time.perf_counter() - start) * 1e3)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {"create_us": round(statistics.median(creates), 1), "durable_ms": round(statistics.median(durables), 3)}
+
+
+def fs_info(directory: str | None = None, *, mounts: str = "/proc/mounts", jbd2: str = "/proc/fs/jbd2") -> dict:
+    """The file system holding ``directory`` (default: the temporary directory): its mount point,
+    type, device, and whether it journals (ext3/ext4: a ``jbd2`` entry ``<device>-<n>`` for the
+    device; None when unknown)."""
+    path = os.path.realpath(directory or tempfile.gettempdir())
+    best = None
+    try:
+        with open(mounts) as f:
+            for line in f:
+                device, mount, fstype = line.split()[:3]
+                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+                if inside and (best is None or len(mount) > len(best[1])):
+                    best = (device, mount, fstype)
+    except OSError:
+        return {"mount": None, "type": None, "device": None, "journal": None}
+    if best is None:
+        return {"mount": None, "type": None, "device": None, "journal": None}
+    device, mount, fstype = best
+    journal = None
+    if fstype in ("ext3", "ext4"):
+        base = os.path.basename(device)
+        try:
+            journal = any(name.startswith(base + "-") for name in os.listdir(jbd2))
+        except FileNotFoundError:
+            journal = False   # no journaled ext file system is mounted at all
+        except OSError:
+            journal = None
+    return {"mount": mount, "type": fstype, "device": device, "journal": journal}
+
+
 _PROBE_AT_IMPORT = probe()
+_FS_PROBE_AT_IMPORT = fs_probe()
 _LOAD_AT_IMPORT = _load_1m()
 _CPU_AT_IMPORT = _cpu_times()
 _TIME_AT_IMPORT = time.time()
@@ -105,9 +184,10 @@ def machine() -> dict:
 
 
 def conditions() -> dict:
-    """Build mode, environment, versions and load of this run (module docstring)."""
+    """Build mode, environment, versions, load and file system of this run (module docstring)."""
     return {"build": build_info(), "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
-            "versions": _versions(), "load": load_info()}
+            "versions": _versions(), "load": load_info(),
+            "fs": {**fs_info(), "probe_before": _FS_PROBE_AT_IMPORT, "probe_after": fs_probe()}}
 
 
 def load_info() -> dict:

@@ -36,6 +36,36 @@ def test_machine_carries_build_env_versions_and_load(monkeypatch):
     assert isinstance(load["load_avg_1m_before"], float) and isinstance(load["load_avg_1m_after"], float)
     for point in ("probe_before", "probe_after"):
         assert 0 < load[point]["min_ns"] <= load[point]["median_ns"]
+    fs = c["fs"]
+    assert set(fs) == {"mount", "type", "device", "journal", "probe_before", "probe_after"}
+    for point in ("probe_before", "probe_after"):
+        assert fs[point]["create_us"] > 0 and fs[point]["durable_ms"] > 0
+
+
+def test_fs_probe_measures_and_leaves_nothing_behind(tmp_path):
+    result = harness.fs_probe(str(tmp_path), files=5, durable=2)
+    assert result["create_us"] > 0 and result["durable_ms"] > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fs_info_names_the_deepest_mount_and_its_journal(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("/dev/vda / ext4 rw 0 0\n"
+                      "/dev/vdb /data ext4 rw 0 0\n"
+                      "tmpfs /data/scratch tmpfs rw 0 0\n"
+                      "/dev/vdc /database xfs rw 0 0\n")
+    jbd2 = tmp_path / "jbd2"
+    jbd2.mkdir()
+    (jbd2 / "vdb-8").mkdir()
+
+    def info(path):
+        return harness.fs_info(path, mounts=str(mounts), jbd2=str(jbd2))
+    assert info("/data/x") == {"mount": "/data", "type": "ext4", "device": "/dev/vdb", "journal": True}
+    assert info("/no-such-hummock-dir/srv") == {"mount": "/", "type": "ext4", "device": "/dev/vda", "journal": False}
+    assert info("/data/scratch/y")["type"] == "tmpfs" and info("/data/scratch/y")["journal"] is None
+    assert info("/database/z")["mount"] == "/database"   # not "/data": a prefix of the name only
+    assert harness.fs_info("/no-such-hummock-dir/srv", mounts=str(mounts), jbd2=str(tmp_path / "absent"))["journal"] is False
+    assert harness.fs_info("/no-such-hummock-dir/srv", mounts=str(tmp_path / "absent"))["type"] is None
 
 
 def test_so_files_missing_or_older_than_their_source_are_named(tmp_path, monkeypatch):
