@@ -52,14 +52,25 @@ def epoch_batches(i: int):
     return out
 
 
-def main(url: str, extra: dict) -> int:
+def open_store(url: str, extra: dict) -> tuple[HummockStorage, int]:
+    """(the store at ``url`` opened as the writer, the first epoch index to write), after
+    printing ``opened``; deletes in batches of ``TEST_VACUUM_BATCH`` (module docstring)."""
     hummock.storage.VACUUM_BATCH = TEST_VACUUM_BATCH
     store = HummockStorage.open(url, OPTIONS.replace(**extra))
     first = (store.max_committed_epoch >> 16) + 1
     print(f"opened {first - 1}", flush=True)
+    return store, first
+
+
+def run_epochs(store: HummockStorage, first: int, write_epoch, before_sync=None) -> int:
+    """The writers' protocol (module docstring) from epoch index ``first``: per epoch
+    ``write_epoch(i)``, then ``before_sync()`` (a progress line of the caller's, if any), sync,
+    commit, and every ``COMPACT_EVERY`` epochs ``compact_all()``, each step announced; then
+    ``done``, the store closed, and exit status 3 returned."""
     for i in range(first, first + MAX_EPOCHS):
-        for table, batch in epoch_batches(i):
-            store.ingest_batch(table, batch, i << 16)
+        write_epoch(i)
+        if before_sync is not None:
+            before_sync()
         print(f"syncing {i}", flush=True)
         store.sync(i << 16)
         print(f"committing {i}", flush=True)
@@ -72,6 +83,15 @@ def main(url: str, extra: dict) -> int:
     print("done", flush=True)
     store.close()
     return 3
+
+
+def main(url: str, extra: dict) -> int:
+    store, first = open_store(url, extra)
+
+    def write(i: int) -> None:
+        for table, batch in epoch_batches(i):
+            store.ingest_batch(table, batch, i << 16)
+    return run_epochs(store, first, write)
 
 
 if __name__ == "__main__":

@@ -41,11 +41,9 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import hummock.storage  # noqa: E402
-from hummock import HummockStorage  # noqa: E402
 from hummock.flush import _packed_in_order  # noqa: E402
 from hummock.shared_buffer import PackedImm  # noqa: E402
-from kill_writer import COMPACT_EVERY, MAX_EPOCHS, OPTIONS, TEST_VACUUM_BATCH  # noqa: E402
+from kill_writer import open_store, run_epochs  # noqa: E402
 from relational.state_table import StateTable  # noqa: E402
 from relational.types import DataType as T  # noqa: E402
 
@@ -104,30 +102,16 @@ def write_epoch(tables: dict, i: int) -> None:
 
 
 def main(url: str, extra: dict) -> int:
-    hummock.storage.VACUUM_BATCH = TEST_VACUUM_BATCH
-    store = HummockStorage.open(url, OPTIONS.replace(**extra))
-    first = (store.max_committed_epoch >> 16) + 1
-    print(f"opened {first - 1}", flush=True)
+    store, first = open_store(url, extra)
     tables = open_tables(store, first << 16)
-    for i in range(first, first + MAX_EPOCHS):
-        write_epoch(tables, i)
+
+    def report_imms() -> None:
         imms = store._buffer.all_imms()
         packed = [imm for imm in imms if type(imm) is PackedImm]
         direct = [t for t in TABLES if _packed_in_order(store._buffer.imms(t)) is not None]
         print(f"imms {sum(imm.packed is not None for imm in packed)} {len(packed)} {len(imms)} "
               f"{','.join(map(str, direct)) or '-'}", flush=True)
-        print(f"syncing {i}", flush=True)
-        store.sync(i << 16)
-        print(f"committing {i}", flush=True)
-        store.commit_epoch(i << 16)
-        print(f"committed {i}", flush=True)
-        if i % COMPACT_EVERY == 0:
-            print(f"compacting {i}", flush=True)
-            tasks = store.compact_all()
-            print(f"compacted {tasks}", flush=True)
-    print("done", flush=True)
-    store.close()
-    return 3
+    return run_epochs(store, first, lambda i: write_epoch(tables, i), report_imms)
 
 
 if __name__ == "__main__":

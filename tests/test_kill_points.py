@@ -72,11 +72,13 @@ def test_the_cases_cover_every_kill_point():
     assert {point for point, *_ in CASES} == set(KILL_POINTS) == set(PHASES)
 
 
-def _params():
+def case_params(cases, s3_cases) -> list:
+    """pytest params ``(kind, point, hit, phase, acked)``: every case on a local store, those
+    in ``s3_cases`` on S3 too (shared with tests/test_packed_kill_points.py)."""
     out = []
-    for point, hit, phase, acked in CASES:
+    for point, hit, phase, acked in cases:
         out.append(pytest.param("local", point, hit, phase, acked, id=f"local-{point}:{hit}"))
-        if (point, hit) in S3_CASES:
+        if (point, hit) in s3_cases:
             out.append(pytest.param("s3", point, hit, phase, acked, id=f"s3-{point}:{hit}"))
     return out
 
@@ -104,12 +106,14 @@ def _location(kind, tmp_path, request):
              "s3_secret_access_key": CREDENTIALS["secret_access_key"]})
 
 
-def run_child(url: str, extra: dict, kill: str | None) -> tuple[int, list[str], str]:
+def run_child(url: str, extra: dict, kill: str | None, writer: str = WRITER) -> tuple[int, list[str], str]:
+    """(exit status, progress lines, stderr) of the child ``writer`` on ``url``, killed at
+    ``kill`` (``point:hit``; None: runs to the end)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop(ENV_VAR, None)
     if kill:
         env[ENV_VAR] = kill
-    child = subprocess.run([sys.executable, WRITER, url, json.dumps(extra)], capture_output=True,
+    child = subprocess.run([sys.executable, writer, url, json.dumps(extra)], capture_output=True,
                            text=True, env=env, timeout=CHILD_TIMEOUT_S)
     return child.returncode, child.stdout.splitlines(), child.stderr
 
@@ -145,7 +149,7 @@ def open_writer(url, options, monkeypatch):
     return HummockStorage.open(url, options)
 
 
-@pytest.mark.parametrize("kind, point, hit, phase, acked_at_kill", _params())
+@pytest.mark.parametrize("kind, point, hit, phase, acked_at_kill", case_params(CASES, S3_CASES))
 def test_kill_at_point_then_recover(kind, point, hit, phase, acked_at_kill, tmp_path, request,
                                     monkeypatch):
     url, extra = _location(kind, tmp_path, request)

@@ -19,28 +19,25 @@ Local stores for every point, S3 (moto; ``s3_integration``, native run only, as
 tests/test_kill_points.py's) for the packed flush's kill.
 """
 
-import json
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
 
-from hummock.killpoints import ENV_VAR, KILL_POINTS
+from hummock.killpoints import KILL_POINTS
 from relational.errors import EpochError
 from relational.storage_table import StorageTable
 
 sys.path.insert(0, os.path.dirname(__file__))
 from kill_writer import OPTIONS  # noqa: E402
 from packed_kill_writer import DIST_KEYS, SCHEMA, TABLES, epoch_chunks, open_tables, write_epoch  # noqa: E402
-from test_kill_points import PHASES, _location, open_writer, sst_ids_on  # noqa: E402
+from test_kill_points import PHASES, _location, case_params, open_writer, run_child, sst_ids_on  # noqa: E402
 
 from hummock import HummockStorage  # noqa: E402
 from hummock.shared_buffer import PackedImm  # noqa: E402
 
 WRITER = os.path.join(os.path.dirname(__file__), "packed_kill_writer.py")
-CHILD_TIMEOUT_S = 120
 
 # (kill point, hit, the child's phase at the kill, acknowledged epochs by then)
 CASES = [
@@ -62,15 +59,6 @@ def test_the_cases_cover_every_kill_point():
     assert {point for point, *_ in CASES} == set(KILL_POINTS) == set(PHASES)
 
 
-def _params():
-    out = []
-    for point, hit, phase, acked in CASES:
-        out.append(pytest.param("local", point, hit, phase, acked, id=f"local-{point}:{hit}"))
-        if (point, hit) in S3_CASES:
-            out.append(pytest.param("s3", point, hit, phase, acked, id=f"s3-{point}:{hit}"))
-    return out
-
-
 def model_up_to(last: int) -> list[dict]:
     """``[{table: {pk: row}}]`` after each epoch 0..``last`` (index 0: empty)."""
     tables = {t: {} for t in TABLES}
@@ -81,16 +69,6 @@ def model_up_to(last: int) -> list[dict]:
                 tables[table][r[0]] = r          # relaxed: the newer row of a pk wins
         out.append({t: dict(rows) for t, rows in tables.items()})
     return out
-
-
-def run_child(url: str, extra: dict, kill: str | None) -> tuple[int, list[str], str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.pop(ENV_VAR, None)
-    if kill:
-        env[ENV_VAR] = kill
-    child = subprocess.run([sys.executable, WRITER, url, json.dumps(extra)], capture_output=True,
-                           text=True, env=env, timeout=CHILD_TIMEOUT_S)
-    return child.returncode, child.stdout.splitlines(), child.stderr
 
 
 def _rows(store, table: int, epoch: int) -> list:
@@ -121,12 +99,12 @@ def _write_next(store, nxt: int) -> int:
     return packed
 
 
-@pytest.mark.parametrize("kind, point, hit, phase, acked_at_kill", _params())
+@pytest.mark.parametrize("kind, point, hit, phase, acked_at_kill", case_params(CASES, S3_CASES))
 def test_kill_the_packed_writer_at_point_then_recover(kind, point, hit, phase, acked_at_kill, tmp_path, request,
                                                      monkeypatch):
     url, extra = _location(kind, tmp_path, request)
     options = OPTIONS.replace(**extra)
-    code, lines, err = run_child(url, extra, f"{point}:{hit}")
+    code, lines, err = run_child(url, extra, f"{point}:{hit}", WRITER)
     assert code == -signal.SIGKILL, f"child exited {code}, not by SIGKILL at {point}:{hit}\n{err[-3000:]}"
     progress = [line for line in lines if not line.startswith("imms ")]
     assert progress and progress[-1].split()[0] != "done"
@@ -172,7 +150,7 @@ def test_packed_child_without_kill_point_runs_to_the_end(tmp_path):
     """The harness itself: without HUMMOCK_KILL_POINT the child completes (exit 3, 'done'),
     and every epoch reads as the model."""
     path = str(tmp_path / "store")
-    code, lines, err = run_child(path, {}, None)
+    code, lines, err = run_child(path, {}, None, WRITER)
     assert code == 3 and lines[-1] == "done", err[-2000:]
     with HummockStorage.open(path, OPTIONS, read_only=True) as store:
         committed = store.max_committed_epoch >> 16
