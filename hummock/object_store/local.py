@@ -423,27 +423,38 @@ class LocalObjectStore(ObjectStore):
             raise ObjectStoreError(f"cannot list {self.root!r} (prefix {prefix!r}): {exc}") from exc
 
     def _walk(self, directory: str, rel: str, prefix: str):
-        """Yield metas of the files below ``directory`` (path ``rel``) that start with prefix."""
+        """Yield metas of the files below ``directory`` (path ``rel``) that start with prefix.
+        REQUIRES: ``rel`` starts the prefix or the prefix starts ``rel`` (so does every
+        directory recursed into).
+
+        Names come from ``os.listdir`` (about half the cost of ``os.scandir``'s entries) and
+        only those that can match are ``lstat``-ed: the engine lists the manifest's checkpoints
+        after every commit, in a directory of up to ~130 deltas."""
         try:
-            entries = list(os.scandir(directory))
+            names = os.listdir(directory)
         except (FileNotFoundError, NotADirectoryError):
             return  # removed concurrently, or the prefix's directory part names a file (no object below)
-        for entry in entries:
-            name = entry.name
+        if len(prefix) > len(rel):
+            # what a name must start, or be a start of (a directory on the prefix's way), to
+            # match: everything else is dropped in one pass, before any path is built
+            rest = prefix[len(rel):]
+            names = [name for name in names if name.startswith(rest) or rest.startswith(name)]
+        for name in names:
             if name.startswith("."):
                 continue  # temporary files (and nothing else: object segments never start so)
             path = rel + name
             if not (path.startswith(prefix) or prefix.startswith(path)):
                 continue  # neither this name nor anything below it (path + "/...") can match
-            if entry.is_dir(follow_symlinks=False):
+            full = os.path.join(directory, name)
+            try:
+                st = os.lstat(full)
+            except FileNotFoundError:
+                continue  # deleted between the listing and the stat: not listed
+            if stat.S_ISDIR(st.st_mode):
                 path += "/"
                 if path.startswith(prefix) or prefix.startswith(path):
-                    yield from self._walk(entry.path, path, prefix)
-            elif entry.is_file(follow_symlinks=False) and path.startswith(prefix):
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue  # deleted between scandir and stat: not listed
+                    yield from self._walk(full, path, prefix)
+            elif stat.S_ISREG(st.st_mode) and path.startswith(prefix):
                 modified = datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc)
                 yield ObjectMeta(path, st.st_size, modified)
 
