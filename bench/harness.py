@@ -81,8 +81,12 @@ def fs_probe(directory: str | None = None, files: int = 24, durable: int = 6) ->
     writes it (temporary file written and fsynced, renamed, directory fsynced) over ``durable``
     ones. On a journal-less ext4 the kernel skips every recently freed inode of the directory's
     block group on each create (``recently_deleted``), so ``create_us`` moves 10x with the
-    file churn of the last ~30 s. The probe's files are removed again. ~10-80 ms."""
-    root = tempfile.mkdtemp(prefix="hummock-fs-probe-", dir=directory)
+    file churn of the last ~30 s. The probe's files are removed again. ~10-80 ms. Both are
+    None when the directory cannot be written."""
+    try:
+        root = tempfile.mkdtemp(prefix="hummock-fs-probe-", dir=directory)
+    except OSError:
+        return {"create_us": None, "durable_ms": None}
     data = b"\0" * 1024
     creates, durables = [], []
     try:

@@ -46,6 +46,7 @@ def test_fs_probe_measures_and_leaves_nothing_behind(tmp_path):
     result = harness.fs_probe(str(tmp_path), files=5, durable=2)
     assert result["create_us"] > 0 and result["durable_ms"] > 0
     assert list(tmp_path.iterdir()) == []
+    assert harness.fs_probe(str(tmp_path / "missing")) == {"create_us": None, "durable_ms": None}
 
 
 def test_fs_info_names_the_deepest_mount_and_its_journal(tmp_path):
