@@ -18,12 +18,19 @@ journal-less ext4, creating one file costs 20-80 us on a quiet file system and 1
 after recent file churn, and every checkpoint creates two (docs/performance.md, "Conditions").
 Linux-only items are None elsewhere.
 
+:func:`run_dir` gives each timed run a fresh directory for its store and removes it when the
+bench process exits, not when the run ends: deleting one run's store (hundreds of files) while
+the next runs are measured would charge them for the harness's own cleanup on such a file
+system (the same reason).
+
 Callers: every ``bench/*.py`` (``report`` / ``machine`` / ``median_rate``), bench.report.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
+import contextlib
 import glob
 import json
 import os
@@ -75,6 +82,31 @@ def probe() -> dict:
     return {"min_ns": round(min(walls), 2), "median_ns": round(statistics.median(walls), 2)}
 
 
+_run_dirs: list[str] = []   # run_dir's directories, removed at exit
+
+
+@contextlib.contextmanager
+def run_dir(prefix: str):
+    """A fresh temporary directory for one timed run (its store, its input files), removed when
+    this process exits rather than when the ``with`` block ends. On a journal-less ext4 every
+    file create scans past the inodes its block group freed in the last 60 s (300 s more while
+    their inode-table block is unwritten; ``recently_deleted`` in fs/ext4/ialloc.c): measured
+    in one ``bench.peers`` run that removed each store after its run, a store's file create
+    went from 129 to 423 us (median) over 12 runs -- 0.9 ms of a 6.5 ms checkpointed batch by
+    the last. So the runs of one bench leave their directories to the exit (a 1M-row
+    ``bench.peers`` run keeps a few GB until then)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if not _run_dirs:
+        atexit.register(_remove_run_dirs)
+    _run_dirs.append(path)
+    yield path
+
+
+def _remove_run_dirs() -> None:
+    while _run_dirs:
+        shutil.rmtree(_run_dirs.pop(), ignore_errors=True)
+
+
 def fs_probe(directory: str | None = None, files: int = 24, durable: int = 6) -> dict:
     """File creation as a store meets it, in a fresh directory under ``directory`` (default: the
     temporary directory the benches' stores use): ``create_us`` the median CPU microseconds of
@@ -83,7 +115,7 @@ def fs_probe(directory: str | None = None, files: int = 24, durable: int = 6) ->
     file written and fsynced, renamed, directory fsynced) over ``durable`` ones. On a
     journal-less ext4 the kernel skips every recently freed inode of the directory's block
     group on each create (``recently_deleted``), so ``create_us`` moves 10x with the file
-    churn of the last ~30 s. The probe's files are removed again. ~10-80 ms. Both are
+    churn of the last 60-360 s (:func:`run_dir`). The probe's files are removed again. ~10-80 ms. Both are
     None when the directory cannot be written."""
     try:
         root = tempfile.mkdtemp(prefix="hummock-fs-probe-", dir=directory)

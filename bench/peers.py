@@ -63,7 +63,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from bench.harness import _fmt, machine
+from bench.harness import _fmt, machine, run_dir
 from bench.sql_ingest import PUSH_SOURCE, QUERIES, make_batches, run_sql, run_stream
 
 ENGINES = ("hummock_sql", "hummock_push", "hummock_source", "hummock_stream", "bytewax")
@@ -142,14 +142,13 @@ def run_hummock_stream(query: str, feed: Feed):
 def run_hummock_source(query: str, feed: Feed):
     """(wall s, CPU s, the MV's rows) of the MV over a posix_fs source (module docstring)."""
     import sql
-    tmp = tempfile.mkdtemp(prefix="bench-peers-source-")
-    root = os.path.join(tmp, "in")
-    os.mkdir(root)
-    staged = []
-    for path in feed.files:   # hard links: the prepared files stay for the next run
-        staged.append(os.path.join(tmp, "." + os.path.basename(path)))
-        os.link(path, staged[-1])
-    try:
+    with run_dir("bench-peers-source-") as tmp:
+        root = os.path.join(tmp, "in")
+        os.mkdir(root)
+        staged = []
+        for path in feed.files:   # hard links: the prepared files stay for the next run
+            staged.append(os.path.join(tmp, "." + os.path.basename(path)))
+            os.link(path, staged[-1])
         with sql.connect(os.path.join(tmp, "db")) as c:
             c.execute(SOURCE.format(root=root))
             c.execute(f"CREATE MATERIALIZED VIEW mv AS {QUERIES[query]}")
@@ -160,8 +159,6 @@ def run_hummock_source(query: str, feed: Feed):
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             rows = c.execute("SELECT * FROM mv").fetchall()
         return wall, cpu, rows
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _qa_step(state, row):

@@ -34,15 +34,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import tempfile
 import time
 
 import numpy as np
 import pyarrow as pa
 
-from bench.harness import machine
+from bench.harness import machine, run_dir
 from sql.bulk import DEFAULT_CHUNK_SIZE
 
 BATCH = 10_000
@@ -80,8 +78,7 @@ def run_sql(query: str, batches, profiler=None, create: str = TABLE) -> tuple[fl
     """(wall s, CPU s, the MV's rows) of the SQL path (``create``: the bids relation's DDL, the
     APPEND ONLY table or ``PUSH_SOURCE``)."""
     import sql
-    tmp = tempfile.mkdtemp(prefix="bench-sql-ingest-")
-    try:
+    with run_dir("bench-sql-ingest-") as tmp:
         with sql.connect(tmp + "/db") as c:
             c.execute(create)
             c.execute(f"CREATE MATERIALIZED VIEW mv AS {QUERIES[query]}")
@@ -96,8 +93,6 @@ def run_sql(query: str, batches, profiler=None, create: str = TABLE) -> tuple[fl
                 profiler.disable()
             rows = c.execute("SELECT * FROM mv").fetchall()
         return wall, cpu, rows
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class _Builder:
@@ -148,8 +143,7 @@ def run_stream(query: str, batches, profiler=None) -> tuple[float, float, list]:
             parts.append(StreamChunk(np.full(part.num_rows, INSERT, np.int8),
                                      [col.chunk(0) for col in part.columns], schema))
         chunks.append(parts)
-    tmp = tempfile.mkdtemp(prefix="bench-sql-ingest-")
-    try:
+    with run_dir("bench-sql-ingest-") as tmp:
         with HummockStorage.open(tmp + "/db") as store:
             rt = StreamRuntime(store)
             src = rt.source("bids", schema, stream_key=bids.pk_indices)
@@ -173,8 +167,6 @@ def run_stream(query: str, batches, profiler=None) -> tuple[float, float, list]:
             rows = [tuple(r[:plan.n_visible]) for r in table.iter_with_prefix(())]
             rt.stop()
         return wall, cpu, rows
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 RUNNERS = {"sql": run_sql, "stream": run_stream}

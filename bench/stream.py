@@ -49,16 +49,14 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import statistics
-import tempfile
 import time
 
 import numpy as np
 import pyarrow as pa
 
 from bench import stream_top_n
-from bench.harness import COMPACTORS, _fmt, compactor_options, machine
+from bench.harness import COMPACTORS, _fmt, compactor_options, machine, run_dir
 from bench.stream_agg import AGG_WORKLOADS, build_agg
 
 CHUNK = 1024
@@ -144,8 +142,7 @@ def run_once(workload: str, schema, chunks, compactor: str, profiler=None):
     """(seconds, CPU seconds of this process, barrier latencies in ms) of one fresh run;
     ``profiler`` (cProfile) profiles the event loop's thread, where the graph runs."""
     from hummock import HummockStorage
-    tmp = tempfile.mkdtemp(prefix="bench-stream-")
-    try:
+    with run_dir("bench-stream-") as tmp:
         with HummockStorage.open(tmp + "/db", options(compactor)) as store:
             rt, src = build(workload, store, schema)
             rt.start()
@@ -163,8 +160,6 @@ def run_once(workload: str, schema, chunks, compactor: str, profiler=None):
             latencies = [commit * 1000 for _, commit in rt.barrier_loop.latencies[1:]]   # not the initial one
             rt.stop()
         return elapsed, cpu, latencies
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def print_table(rows: list, columns: list) -> None:

@@ -49,6 +49,22 @@ def test_fs_probe_measures_and_leaves_nothing_behind(tmp_path):
     assert harness.fs_probe(str(tmp_path / "missing")) == {"create_us": None, "durable_ms": None}
 
 
+def test_run_dirs_outlive_their_run_and_go_at_exit(tmp_path, monkeypatch):
+    registered = []
+    monkeypatch.setattr(harness.atexit, "register", registered.append)
+    monkeypatch.setattr(harness, "_run_dirs", [])
+    monkeypatch.setattr(harness.tempfile, "tempdir", str(tmp_path))
+    with harness.run_dir("run-a-") as a:
+        with open(os.path.join(a, "f"), "w") as f:
+            f.write("x")
+    with harness.run_dir("run-b-") as b:
+        pass
+    assert a != b and os.path.isfile(os.path.join(a, "f")) and os.path.isdir(b)   # kept after the run
+    assert registered == [harness._remove_run_dirs]   # one exit hook for every run
+    harness._remove_run_dirs()
+    assert not os.path.exists(a) and not os.path.exists(b) and harness._run_dirs == []
+
+
 def test_fs_info_names_the_deepest_mount_and_its_journal(tmp_path):
     mounts = tmp_path / "mounts"
     mounts.write_text("/dev/vda / ext4 rw 0 0\n"

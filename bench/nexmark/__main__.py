@@ -29,10 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 
 import sql
+from bench.harness import run_dir
 from bench.nexmark import feed
 from bench.nexmark.generator import NexmarkConfig, NexmarkGenerator
 from bench.nexmark.queries import RISINGWAVE_PER_CORE, resolve
@@ -42,7 +42,7 @@ def run_query(query, events: int, url: str | None, *, batch_size: int, flush_eve
               check: bool, push: bool = False) -> dict:
     """One query on a fresh database: ``{"query", "events_per_s", "seconds", "rows", "checked"}``
     or ``{"query", "unsupported": message}``."""
-    with tempfile.TemporaryDirectory(prefix=f"nexmark-{query.name}-") as tmp:
+    with run_dir(f"nexmark-{query.name}-") as tmp:
         with sql.connect(url.replace("{query}", query.name) if url else tmp, barrier_interval_ms=0) as conn:
             try:
                 feed.setup(conn, [query], push=push)
