@@ -47,7 +47,7 @@ from collections import Counter
 
 from hummock.compaction.host import EngineHost
 from hummock.compaction.manager import CompactionManager
-from hummock.compaction.picker import PickerConfig, pending_bytes
+from hummock.compaction.picker import L0_STOP_FACTOR, PickerConfig, pending_bytes
 from hummock.arg_checks import MAX_TABLE_ID, _check_epoch, _check_table_id, _check_user_epoch
 from hummock.compaction.spark import check_spark_store
 from hummock.errors import ExpiredEpochError, HummockError, InvalidArgumentError
@@ -1078,7 +1078,6 @@ def _sst_id_of(path: str) -> int | None:
 
 
 VACUUM_BATCH = 1000           # objects deleted between two lease confirmations
-L0_STOP_FACTOR = 3            # writers stall while L0 has this many times the trigger's sub-levels
-L0_STALL_LIMIT_SECONDS = 30.0  # ... for at most this long per commit
+L0_STALL_LIMIT_SECONDS = 30.0  # writers stall (L0_STOP_FACTOR) for at most this long per commit
 
 __all__ = ["HummockStorage", "StorageOptions", "Snapshot", "StoreClosedError", "ReadOnlyError"]

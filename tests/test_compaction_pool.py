@@ -15,15 +15,17 @@ from hypothesis import strategies as st
 
 from hummock import HummockStorage, StorageOptions
 from hummock.compaction import pool
+from hummock.compaction.picker import L0_STOP_FACTOR, PickerConfig, pick
+from hummock.errors import HummockError
 
 E = 1 << 16
 OPTIONS = StorageOptions(block_size=512, target_sst_size=16 * 1024, shared_buffer_capacity=1 << 20, compactor="none",
                           vacuum_min_age_s=0)
 
 
-def fill(store, seed: int, epochs: int = 6, keys: int = 300):
+def fill(store, seed: int, epochs: int = 6, keys: int = 300, first: int = 1):
     rng = random.Random(seed)
-    for n in range(1, epochs + 1):
+    for n in range(first, first + epochs):
         batch = {b"%05d" % rng.randrange(keys): (None if rng.random() < 0.2 else rng.randbytes(rng.randrange(1, 60)))
                  for _ in range(keys // 2)}
         store.ingest_batch(1 + n % 2, sorted(batch.items()), n * E)
@@ -155,6 +157,8 @@ def test_workers_exit_when_the_writer_is_killed(tmp_path):
 import os, random, sys, threading, time
 from hummock import HummockStorage, StorageOptions
 from hummock.compaction import pool
+from hummock.compaction.picker import L0_STOP_FACTOR, PickerConfig, pick
+from hummock.errors import HummockError
 store = HummockStorage.open({str(db)!r}, StorageOptions(compactor="local", compaction_workers=1,
                                                        target_sst_size=256 * 1024))
 rng = random.Random(5)
@@ -184,3 +188,62 @@ sys.stdin.read()
     assert not any(_alive(p) for p in pids), "a compaction worker outlived its killed writer"
     after = {p.name for p in (db / "sst").iterdir() if p.suffix == ".sst"}
     assert after <= at_death, f"SSTs written after the writer died: {sorted(after - at_death)}"
+
+
+# --- priority: the writer's threads first (pool module doc) ---------------------------------
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
+def test_background_splits_get_a_niced_thread_and_the_main_thread_keeps_its_priority(monkeypatch):
+    monkeypatch.delenv(pool.NICE_ENV, raising=False)
+    me = threading.get_native_id()
+    before = os.getpriority(os.PRIO_PROCESS, me)
+    executor = pool._background_thread()
+    try:
+        niced = executor.submit(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result()
+    finally:
+        executor.shutdown()
+    assert niced == max(pool.BACKGROUND_NICE, before)
+    assert os.getpriority(os.PRIO_PROCESS, me) == before   # only that thread was lowered
+    monkeypatch.setenv(pool.NICE_ENV, "0")
+    assert pool._background_thread() is None   # off: background splits run on the main thread
+
+
+def test_the_nice_setting_is_checked_when_the_store_opens(tmp_path, monkeypatch):
+    monkeypatch.setenv(pool.NICE_ENV, "7")
+    assert pool.background_nice() == 7
+    for bad in ("-1", "20", "low"):
+        monkeypatch.setenv(pool.NICE_ENV, bad)
+        with pytest.raises(HummockError, match=pool.NICE_ENV):
+            HummockStorage.open(str(tmp_path / f"db{bad}"), OPTIONS.replace(compactor="local", compaction_workers=1))
+
+
+def test_picked_tasks_run_in_the_background_and_waited_for_ones_in_front(tmp_path, monkeypatch):
+    seen = []
+    run = pool.PoolRunner.run
+
+    def recording(self, task, stats, commit, *, background=False):
+        seen.append((task.target_level, background))
+        return run(self, task, stats, commit, background=background)
+    monkeypatch.setattr(pool.PoolRunner, "run", recording)
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(compactor="local", compaction_workers=1)) as store:
+        manager = store._compactor
+        manager.stop()   # this test picks and runs the loop's tasks itself
+        fill(store, 5, epochs=3)
+        with store.snapshot(E):   # every epoch stays readable across the compactions
+            expected = answers(store, range(1, 4))
+            store.compact_all()                 # a caller waits: in front
+            assert seen and not any(background for _, background in seen)
+            assert answers(store, range(1, 4)) == expected and not store.version().l0
+            fill(store, 6, epochs=4, first=4)
+            expected = answers(store, range(1, 8))
+            task = pick(store.version(), PickerConfig(l0_trigger=2, l0_intra_trigger=2), frozenset(), {})
+            assert task is not None and task.kind == "compact"
+            assert manager._background(task)   # L0 is shallow: the loop would run it in the background
+            manager._run(task, background=True)   # through a worker's niced thread: same answers
+            assert seen[-1][1] is True and answers(store, range(1, 8)) == expected
+
+    class Deep:   # a version whose L0 is half-way to stalling writers
+        l0 = [()] * (manager.config.l0_trigger * L0_STOP_FACTOR // 2)
+    monkeypatch.setattr(manager._host, "version", lambda: Deep)
+    assert not manager._background(task)

@@ -30,7 +30,7 @@ import threading
 import time
 
 from hummock.compaction.core import CompactionStats, compact
-from hummock.compaction.picker import PickerConfig, pick, pick_all, pick_bottom_rewrite, pick_range
+from hummock.compaction.picker import L0_STOP_FACTOR, PickerConfig, pick, pick_all, pick_bottom_rewrite, pick_range
 from hummock.compaction.pool import PoolRunner, can_use_workers
 from hummock.iterators import SstRun
 from hummock.killpoints import kill_point
@@ -86,7 +86,7 @@ class CompactionManager:
                     continue
                 self._busy |= task.input_ids
             try:
-                self._run(task)
+                self._run(task, background=self._background(task))
                 failed_in_a_row = 0
             except Exception:  # a failed task leaves the version untouched
                 self.stats["failures"] += 1
@@ -154,7 +154,13 @@ class CompactionManager:
                     self._busy -= task.input_ids
                     self._wake.notify_all()
 
-    def _run(self, task) -> int:
+    def _background(self, task) -> bool:
+        """Whether a task the loop picked may run at the workers' background priority
+        (``hummock.compaction.pool``): yes unless L0 already holds half the sub-levels at
+        which writers stall -- compaction is then behind, and a writer will soon wait on it."""
+        return len(self._host.version().l0) < self.config.l0_trigger * L0_STOP_FACTOR // 2
+
+    def _run(self, task, *, background: bool = False) -> int:
         host = self._host
         if task.kind == "move":
             return self._apply(lambda v: VersionDelta.move(v, task.input_ids, task.target_level))
@@ -164,7 +170,8 @@ class CompactionManager:
                 task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
         if self._pool is not None:
             return self._pool.run(
-                task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark))
+                task, stats, lambda outputs, watermark: self._commit(task, outputs, stats, watermark),
+                background=background)
         watermark = host.watermark()
         hide = host.hide(watermark)
         runs = [SstRun([host.input_reader(info) for info in run], None, None) for run in task.runs]

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _EPOCH_LEN = 8
+L0_STOP_FACTOR = 3   # writers stall while L0 has this many times ``l0_trigger`` sub-levels (the engine)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,18 @@ them), elsewhere a lifeline pipe whose write end only the parent holds reaches E
 nothing is applied unless every split succeeded; while a task runs its reserved ids
 are "unsettled" (vacuum spares them) and afterwards every one not in the version is an orphan
 for the next vacuum. A worker that dies breaks the pool: the task fails (version unchanged)
-and the next task starts a fresh pool. Only stores another process can open qualify (a local
+and the next task starts a fresh pool.
+
+Priority: the writer's own threads come first. A *background* split (one the compaction
+thread picked by itself) runs in the worker on a thread of its own whose nice value is
+``BACKGROUND_NICE`` (Linux keeps a nice value per thread; env ``HUMMOCK_COMPACTION_NICE``
+overrides it, 0 turns it off); anything a caller waits for -- ``compact_all``,
+``compact_range``, a task picked while L0 is deep enough to stall writers soon -- runs on the
+worker's main thread at the process's own priority. Why per thread: an unprivileged process
+can lower its priority but never raise it again, so one niced worker could not serve an urgent
+split at full speed. On two cores the writer's threads and a merge otherwise share both: in
+alternating ``bench.peers``-style runs q1 through a push source was 12-14 % faster with the
+merge at nice 19 (docs/performance.md). Only stores another process can open qualify (a local
 directory, S3); a memory store compacts in the thread as before. Tasks of several stores take
 turns on the pool.
 
@@ -50,6 +61,9 @@ WORKER_BLOCK_CACHE_BYTES = 8 << 20   # each split's private block cache in a wor
 #: Test hook, shipped with each request: the split with this index raises after its first output
 #: (or at its end). ``None`` (always, outside tests): off.
 FAIL_SPLIT_FOR_TESTS: int | None = None
+
+BACKGROUND_NICE = 19        # the nice value of a worker's background-split thread (module doc)
+NICE_ENV = "HUMMOCK_COMPACTION_NICE"
 
 _lock = threading.Lock()    # one task at a time on the pool
 _workers: list = []         # the live _Worker processes
@@ -164,11 +178,13 @@ class PoolRunner:
     def __init__(self, host, workers: int):
         self._host = host            # a CompactionHost (hummock/compaction/host.py)
         self._workers = workers
+        background_nice()            # a bad HUMMOCK_COMPACTION_NICE fails here, not in a worker
         self._store = StoreDescription.of(host.store, host.options)
 
-    def run(self, task, stats: CompactionStats, commit) -> int:
+    def run(self, task, stats: CompactionStats, commit, *, background: bool = False) -> int:
         """Compact ``task`` in the workers, then ``commit(outputs, watermark)`` (1 if applied,
-        0 if discarded). Raises WorkerError if a split fails: nothing is applied."""
+        0 if discarded); ``background``: at the workers' background priority (module doc).
+        Raises WorkerError if a split fails: nothing is applied."""
         host = self._host
         options = host.options
         watermark = host.watermark()
@@ -187,9 +203,9 @@ class PoolRunner:
                 first, sent, results, failure = reserved.start, [], [], None
                 for worker, split, quota in zip(workers, splits, quotas):
                     try:
-                        worker.send((self._store, split, first, quota, watermark, task.bottom,
-                                     builder_options, options.target_sst_size,
-                                     FAIL_SPLIT_FOR_TESTS, hide or None))
+                        worker.send((background, (self._store, split, first, quota, watermark, task.bottom,
+                                                  builder_options, options.target_sst_size,
+                                                  FAIL_SPLIT_FOR_TESTS, hide or None)))
                         sent.append(worker)
                     except OSError as exc:
                         failure = failure or WorkerError(f"compaction worker {worker.proc.pid} is gone: {exc}")
@@ -244,20 +260,58 @@ def _watch_lifeline() -> None:
     threading.Thread(target=watch, name="hummock-lifeline", daemon=True).start()
 
 
+def background_nice() -> int:
+    """The nice value background splits run at: ``HUMMOCK_COMPACTION_NICE`` if set (0..19),
+    else ``BACKGROUND_NICE``."""
+    value = os.environ.get(NICE_ENV)
+    if value is None:
+        return BACKGROUND_NICE
+    try:
+        nice = int(value)
+    except ValueError:
+        raise HummockError(f"{NICE_ENV} must be an integer in [0, 19], got {value!r}") from None
+    if not 0 <= nice <= 19:
+        raise HummockError(f"{NICE_ENV} must be an integer in [0, 19], got {value!r}")
+    return nice
+
+
+def _background_thread():
+    """Worker side: the executor of background splits -- one thread that lowers its own
+    priority to :func:`background_nice` as it starts -- or None where a nice value is not per
+    thread (not Linux) or the value is 0: background splits then run on the main thread."""
+    nice = background_nice()
+    if nice == 0 or not sys.platform.startswith("linux"):
+        return None
+
+    def lower():   # (PRIO_PROCESS with a thread id: that thread only, on Linux)
+        me = threading.get_native_id()
+        try:   # never below the process's own value: raising a priority needs privilege
+            os.setpriority(os.PRIO_PROCESS, me, max(nice, os.getpriority(os.PRIO_PROCESS, me)))
+        except OSError:
+            pass   # (a sandbox refusing it) the splits still run, at the process's priority
+    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hummock-background-split",
+                                                 initializer=lower)
+
+
 def _serve() -> None:
-    """Worker main loop: run each pickled split from stdin, reply ``("ok", result)`` or
+    """Worker main loop: run each pickled ``(background, split arguments)`` from stdin -- a
+    background one on the low-priority thread (module doc) -- and reply ``("ok", result)`` or
     ``("error", text)`` on stdout; exit at end of input, or at once when the parent dies
     (:func:`_bind_to_parent`)."""
     _bind_to_parent()
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr    # a stray print must not corrupt the reply stream
+    low_priority = _background_thread()
     while True:
         try:
-            request = pickle.load(requests)
+            background, request = pickle.load(requests)
         except EOFError:
             return
         try:
-            reply = ("ok", _run_split(*request))
+            if background and low_priority is not None:
+                reply = ("ok", low_priority.submit(_run_split, *request).result())
+            else:
+                reply = ("ok", _run_split(*request))
         except Exception as exc:   # reported to the parent, which fails the task
             reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
