@@ -12,7 +12,7 @@ from hummock import HummockStorage
 from relational import StateTable, StorageTable
 from relational.types import DataType as T
 from stream.chunk import StreamChunk
-from stream.errors import ActorFailedError, InconsistentStreamError, StreamError
+from stream.errors import ActorFailedError, CheckpointFailedError, InconsistentStreamError, StreamError
 from stream.executors import Dml, Materialize
 from stream.message import Pause, Resume
 from stream.runtime import StreamRuntime
@@ -262,3 +262,73 @@ def test_an_interpreter_exiting_with_a_runtime_running_prints_no_asyncio_warning
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[(1,)]"
     assert "Task was destroyed" not in done.stderr, done.stderr
+
+
+# --- a waiting caller runs its checkpoint (barrier_loop module doc, "Checkpoints run by their waiter")
+
+
+def test_flush_runs_its_checkpoint_on_the_calling_thread_in_epoch_order(store):
+    threads, commits = [], []
+    real = store.checkpoint
+
+    def recording(epoch):
+        threads.append(threading.current_thread().name)
+        commits.append(epoch)
+        real(epoch)
+    store.checkpoint = recording
+    rt = StreamRuntime(store, barrier_interval_ms=1, checkpoint_frequency=1)   # the ticker's too
+    src = rt.source("t", S, [0])
+    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
+    rt.start()
+    caller = threading.current_thread().name
+    flushed = []
+    for k in range(20):
+        rt.write(src, inserts([k]))
+        flushed.append(rt.flush())
+        assert store.max_committed_epoch >= flushed[-1]   # committed when FLUSH returns
+        assert contents(store, 1, flushed[-1]) == [(i, 0) for i in range(k + 1)]
+    rt.stop()
+    assert commits == sorted(commits) and len(set(commits)) == len(commits)   # strictly in order
+    assert set(flushed) <= set(commits)
+    assert caller in threads and any(name != caller for name in threads)   # ticker ones on the loop's worker
+
+
+def test_a_checkpoint_failing_on_the_caller_fails_the_graph_as_on_the_loop(store):
+    rt = StreamRuntime(store)
+    src = rt.source("t", S, [0])
+    rt.actor(Materialize(Dml(src.executor, S, [0]), table(store, 1)))
+    rt.start()
+    rt.write(src, inserts([1]))
+    committed = rt.flush()
+    real = store.checkpoint
+
+    def broken(epoch):
+        raise OSError("disk gone")
+    store.checkpoint = broken
+    rt.write(src, inserts([2]))
+    with pytest.raises(CheckpointFailedError) as info:
+        rt.flush()
+    assert isinstance(info.value.__cause__, OSError) and rt.failure is info.value
+    store.checkpoint = real
+    with pytest.raises(CheckpointFailedError):   # the graph stays failed: nothing commits after it
+        rt.flush()
+    assert store.max_committed_epoch == committed
+    rt.abort()
+
+
+def test_a_caller_that_gives_up_leaves_its_checkpoint_to_the_loop():
+    from stream.runtime.barrier_loop import CheckpointHandoff
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        given_back = CheckpointHandoff()
+        assert given_back.withdraw()             # before its turn: the loop must run it
+        assert given_back.request("barrier", loop) is None
+        taken = CheckpointHandoff()
+        outcome = taken.request("barrier", loop)
+        assert taken.wait(0) and taken.barrier == "barrier"
+        assert not taken.withdraw()              # handed over: the caller must run it
+        await asyncio.to_thread(taken.finish, OSError("x"))
+        with pytest.raises(OSError):
+            await outcome
+    asyncio.run(scenario())

@@ -21,6 +21,15 @@ overlaps the SST build instead of holding up the barrier in every DML executor.
 A checkpoint that raises fails every barrier not finished and calls ``on_checkpoint_failure``
 (the runtime then fails the graph: nothing after it can commit).
 
+Checkpoints run by their waiter: a barrier injected with a :class:`CheckpointHandoff` (a
+thread blocked in ``StreamRuntime.barrier(wait=True)``, e.g. SQL ``FLUSH``) has its checkpoint
+run on that waiting thread instead of a worker thread: when its turn comes the loop hands the
+epoch over and awaits the outcome, and the waiter returns as soon as the commit did. A FLUSH
+then wakes one thread after the barrier is collected instead of three (loop -> worker ->
+loop -> waiter); each wake-up of a sleeping thread costs this VM ~0.1-0.3 ms. Order, failure
+handling and the row-id wait are the same either way. A waiter that gives up first (the graph
+failed while it waited) withdraws the offer, and the loop runs the checkpoint itself.
+
 Invariants: an epoch is checkpointed only after every actor committed its state tables for
 it, so ``max_committed_epoch`` is always a consistent cut of the whole graph (an MV equals its
 computation over the base tables at that epoch). Stop mutations shrink the actor set.
@@ -32,6 +41,7 @@ Callers: :mod:`stream.runtime.runtime` (on the event loop's thread only).
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import deque
 
@@ -46,13 +56,63 @@ def _retrieve(future) -> None:
         future.exception()
 
 
-class _Inflight:
-    __slots__ = ("barrier", "remaining", "future", "injected", "collected")
+class CheckpointHandoff:
+    """A waiting thread's offer to run its checkpoint barrier's checkpoint (module docstring).
+    The loop calls :meth:`request` in the barrier's turn; the waiter waits for it
+    (:meth:`wait`), runs the checkpoint and reports with :meth:`finish`; or gives it back first
+    (:meth:`withdraw`)."""
 
-    def __init__(self, barrier, remaining, future):
+    __slots__ = ("_lock", "_ready", "_withdrawn", "_loop", "_outcome", "barrier")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._withdrawn = False
+        self._loop = self._outcome = self.barrier = None
+
+    def request(self, barrier, loop) -> asyncio.Future | None:
+        """Loop side: hand ``barrier``'s checkpoint to the waiter; the future of its outcome, or
+        None if the waiter withdrew (the loop checkpoints itself)."""
+        with self._lock:
+            if self._withdrawn:
+                return None
+            self.barrier, self._loop = barrier, loop
+            self._outcome = loop.create_future()
+            self._ready.set()
+            return self._outcome
+
+    def wait(self, timeout: float) -> bool:
+        """Waiter side: True once the checkpoint is this thread's to run."""
+        return self._ready.wait(timeout)
+
+    def withdraw(self) -> bool:
+        """Waiter side: give the checkpoint back to the loop; False if it was already handed
+        over (the waiter must run it and :meth:`finish`)."""
+        with self._lock:
+            if self._ready.is_set():
+                return False
+            self._withdrawn = True
+            return True
+
+    def finish(self, error: BaseException | None) -> None:
+        """Waiter side: report the checkpoint's outcome to the loop (from any thread)."""
+        def settle():
+            if not self._outcome.done():
+                if error is None:
+                    self._outcome.set_result(None)
+                else:
+                    self._outcome.set_exception(error)
+        self._loop.call_soon_threadsafe(settle)
+
+
+class _Inflight:
+    __slots__ = ("barrier", "remaining", "future", "injected", "collected", "handoff")
+
+    def __init__(self, barrier, remaining, future, handoff=None):
         self.barrier, self.remaining, self.future = barrier, remaining, future
         self.injected = time.perf_counter()
         self.collected = None
+        self.handoff = handoff
 
 
 class BarrierLoop:
@@ -82,16 +142,18 @@ class BarrierLoop:
             epoch = self.epoch + (1 << EPOCH_PHYSICAL_SHIFT)
         return epoch
 
-    async def inject(self, checkpoint: bool = True, mutation=None) -> asyncio.Future:
+    async def inject(self, checkpoint: bool = True, mutation=None, handoff: CheckpointHandoff | None = None
+                     ) -> asyncio.Future:
         """Send a new barrier into every source; returns the future of its completion
-        (resolves to the barrier once collected, and checkpointed if ``checkpoint``)."""
+        (resolves to the barrier once collected, and checkpointed if ``checkpoint``).
+        ``handoff``: a checkpoint barrier's waiter runs the checkpoint (module docstring)."""
         if self.failure is not None:
             raise self.failure
         barrier = Barrier(self.epoch, self.next_epoch(), checkpoint, mutation)
         self.epoch = barrier.curr_epoch
         future = asyncio.get_running_loop().create_future()
         future.add_done_callback(_retrieve)   # a ticker's barrier has no waiter: no "never retrieved"
-        inflight = _Inflight(barrier, set(self.actor_ids), future)
+        inflight = _Inflight(barrier, set(self.actor_ids), future, handoff if checkpoint else None)
         self._inflight[barrier.curr_epoch] = inflight
         self._order.append(inflight)
         if isinstance(mutation, Stop):
@@ -123,8 +185,13 @@ class BarrierLoop:
             barrier = inflight.barrier
             try:
                 if barrier.checkpoint:
-                    await self._wait_for_row_ids(barrier.prev_epoch)
-                    await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
+                    outcome = None if inflight.handoff is None else inflight.handoff.request(
+                        barrier, asyncio.get_running_loop())
+                    if outcome is not None:
+                        await outcome   # run by the waiter: checkpoint_for_waiter
+                    else:
+                        await self._wait_for_row_ids(barrier.prev_epoch)
+                        await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
             except asyncio.CancelledError:   # the runtime shuts down
                 for pending in self._order:
                     pending.future.cancel()
@@ -149,6 +216,16 @@ class BarrierLoop:
         await asyncio.to_thread(self.store.sync, epoch)   # the epoch's SSTs while the clock catches up
         while (ahead := horizon.ahead_s()) > 0:   # (as RowIdGenerator.catch_up: the clock reaches it)
             await asyncio.sleep(ahead)
+
+    def checkpoint_for_waiter(self, epoch: int) -> None:
+        """What the loop would do for ``epoch``'s checkpoint, on the waiter's thread: the
+        row-id wait (``_wait_for_row_ids``, with sleeps) and ``store.checkpoint``."""
+        horizon = self.row_id_horizon
+        if horizon is not None and horizon.ahead_s() > 0:
+            self.store.sync(epoch)
+            while (ahead := horizon.ahead_s()) > 0:
+                time.sleep(ahead)
+        self.store.checkpoint(epoch)
 
     def in_flight(self) -> int:
         return len(self._order)

@@ -59,7 +59,7 @@ from stream.message import Stop
 from stream.runtime import gc_policy
 from stream.runtime.actor import Actor
 from stream.row_id import RowIdHorizon
-from stream.runtime.barrier_loop import BarrierLoop
+from stream.runtime.barrier_loop import BarrierLoop, CheckpointHandoff
 from stream.runtime.channel import DEFAULT_CAPACITY, Channel, Merge, Receiver, SourceChannel
 from stream.runtime.dispatch import BroadcastDispatcher, HashDispatcher, SimpleDispatcher, vnode_mapping
 from stream.schema import Schema
@@ -276,14 +276,23 @@ class StreamRuntime:
         if self._loop is None:
             coro.close()
             raise StreamError("the graph is not running: call start()")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        while True:
+        return self._wait(asyncio.run_coroutine_threadsafe(coro, self._loop))
+
+    def _wait(self, future):
+        """The result of ``future`` (of a coroutine on the loop), raising the graph's failure
+        if an actor failed while it was awaited."""
+        while self._failure is None or not future.done():
             try:
                 return future.result(_POLL_S)
             except FutureTimeout:
                 if self._failure is not None:   # an actor failed: what we wait for may never come
                     future.cancel()
-                    raise self._failure from None
+                    break
+        if future.done() and not future.cancelled():
+            return future.result()
+        # raised outside the except block: ``raise ... from None`` would clear the failure's
+        # own __cause__ (the actor's or the checkpoint's error) for every later reader
+        raise self._failure
 
     def _check(self) -> None:
         if self._failure is not None:
@@ -307,15 +316,34 @@ class StreamRuntime:
         once a ``concurrent.futures.Future`` of it (the writer goes on while the barrier
         flows and the checkpoint runs, as with the ticker)."""
         self._check()
+        handoff = CheckpointHandoff() if wait and checkpoint else None
 
         async def go():
-            future = await self.barrier_loop.inject(checkpoint, mutation)
+            future = await self.barrier_loop.inject(checkpoint, mutation, handoff)
             return await future
         if not wait:
             if self._loop is None:
                 raise StreamError("the graph is not running: call start()")
             return asyncio.run_coroutine_threadsafe(go(), self._loop)
-        return self._call(go())
+        if handoff is None:
+            return self._call(go())
+        if self._loop is None:
+            raise StreamError("the graph is not running: call start()")
+        future = asyncio.run_coroutine_threadsafe(go(), self._loop)
+        while not handoff.wait(_POLL_S):   # this thread runs the checkpoint (barrier_loop doc)
+            if (future.done() or self._failure is not None) and handoff.withdraw():
+                return self._wait(future)   # failed before its turn: raises the failure
+        barrier = handoff.barrier
+        try:
+            self.barrier_loop.checkpoint_for_waiter(barrier.prev_epoch)
+        except Exception as exc:
+            handoff.finish(exc)        # the loop fails the graph with it, as for its own
+            return self._wait(future)  # raises the graph's failure (CheckpointFailedError)
+        except BaseException as exc:   # (KeyboardInterrupt: never into the loop's tasks)
+            handoff.finish(StreamError(f"the checkpoint was interrupted ({type(exc).__name__})"))
+            raise
+        handoff.finish(None)
+        return barrier
 
     def flush(self) -> int:
         """Make everything written so far visible: a checkpoint barrier; the committed epoch."""
