@@ -29,8 +29,8 @@ overrides it, 0 turns it off); anything a caller waits for -- ``compact_all``,
 worker's main thread at the process's own priority. Why per thread: an unprivileged process
 can lower its priority but never raise it again, so one niced worker could not serve an urgent
 split at full speed. On two cores the writer's threads and a merge otherwise share both: in
-alternating ``bench.peers``-style runs q1 through a push source was 12-14 % faster with the
-merge at nice 19 (docs/performance.md). Only stores another process can open qualify (a local
+alternating runs of bench.peers' q1 and q2 through a push source, +24 % and +13 % with
+background splits at nice 19 (docs/compaction.md, "Priority"). Only stores another process can open qualify (a local
 directory, S3); a memory store compacts in the thread as before. Tasks of several stores take
 turns on the pool.
 

@@ -102,7 +102,10 @@ class CheckpointHandoff:
                     self._outcome.set_result(None)
                 else:
                     self._outcome.set_exception(error)
-        self._loop.call_soon_threadsafe(settle)
+        try:
+            self._loop.call_soon_threadsafe(settle)
+        except RuntimeError:   # the loop is closed (the runtime was aborted): no one awaits it
+            pass
 
 
 class _Inflight:

@@ -273,10 +273,14 @@ class StreamRuntime:
 
     def _call(self, coro, timeout: float | None = None):
         """Run ``coro`` on the loop and wait for it, raising the graph's failure if any."""
+        return self._wait(self._submit(coro))
+
+    def _submit(self, coro):
+        """Schedule ``coro`` on the loop; its ``concurrent.futures.Future``."""
         if self._loop is None:
             coro.close()
             raise StreamError("the graph is not running: call start()")
-        return self._wait(asyncio.run_coroutine_threadsafe(coro, self._loop))
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def _wait(self, future):
         """The result of ``future`` (of a coroutine on the loop), raising the graph's failure
@@ -322,15 +326,16 @@ class StreamRuntime:
             future = await self.barrier_loop.inject(checkpoint, mutation, handoff)
             return await future
         if not wait:
-            if self._loop is None:
-                raise StreamError("the graph is not running: call start()")
-            return asyncio.run_coroutine_threadsafe(go(), self._loop)
+            return self._submit(go())
         if handoff is None:
             return self._call(go())
-        if self._loop is None:
-            raise StreamError("the graph is not running: call start()")
-        future = asyncio.run_coroutine_threadsafe(go(), self._loop)
-        while not handoff.wait(_POLL_S):   # this thread runs the checkpoint (barrier_loop doc)
+        return self._checkpoint_here(handoff, self._submit(go()))
+
+    def _checkpoint_here(self, handoff: CheckpointHandoff, future):
+        """Wait for ``handoff``'s barrier and run its checkpoint on this thread (barrier_loop
+        module doc); the barrier. ``future``: the barrier's own, which raises the graph's
+        failure when the barrier or its checkpoint fails."""
+        while not handoff.wait(_POLL_S):
             if (future.done() or self._failure is not None) and handoff.withdraw():
                 return self._wait(future)   # failed before its turn: raises the failure
         barrier = handoff.barrier
