@@ -119,6 +119,12 @@ def test_the_interactive_prompt_in_a_real_terminal(tmp_path):
                 assert time.monotonic() < deadline, f"never saw {text!r}:\n{screen()}"
                 time.sleep(0.2)
 
+        def wait_for_input_line(ending):   # the line being edited, not text printed earlier
+            deadline = time.monotonic() + 60
+            while not screen().rstrip().endswith(ending):
+                assert time.monotonic() < deadline, f"the input line never ended with {ending!r}:\n{screen()}"
+                time.sleep(0.2)
+
         def send(*keys):   # tmux reads an argument ending in ';' as a command separator: escape it
             keys = [k[:-1] + "\\;" if k.endswith(";") else k for k in keys]
             subprocess.run(["tmux", "send-keys", "-t", name, *keys], check=True)
@@ -140,12 +146,14 @@ def test_the_interactive_prompt_in_a_real_terminal(tmp_path):
         assert " answer | b" in text and "     42 | x" in text and "LINE 1: SELECT 1 AS one, nosuch" in text
         send("\\x", "Enter")
         wait_for("Expanded display is off.")
-        send("SEL", "Tab")   # completion: a keyword, then a table name from the catalog
-        wait_for("SELECT")
+        # completion: a keyword, then a table name from the catalog. prompt_toolkit completes
+        # asynchronously and drops a completion when more keys arrive first: wait for each one
+        send("SEL", "Tab")
+        wait_for_input_line("hummock=> SELECT")
         send(" * FROM wid", "Tab")
-        wait_for("* FROM widgets")
+        wait_for_input_line("* FROM widgets")
         send(" WHERE w", "Enter")   # not complete: a new line, the same entry
-        wait_for("hummock-> ")
+        wait_for_input_line("hummock->")
         send("  IS NULL;", "Enter")
         wait_for("(0 rows)")
         send("Up")   # history: the whole two-line statement comes back as one entry
