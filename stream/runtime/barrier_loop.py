@@ -191,10 +191,9 @@ class BarrierLoop:
                     outcome = None if inflight.handoff is None else inflight.handoff.request(
                         barrier, asyncio.get_running_loop())
                     if outcome is not None:
-                        await outcome   # run by the waiter: checkpoint_for_waiter
+                        await outcome   # run by the waiter: self.checkpoint on its thread
                     else:
-                        await self._wait_for_row_ids(barrier.prev_epoch)
-                        await asyncio.to_thread(self.store.checkpoint, barrier.prev_epoch)
+                        await asyncio.to_thread(self.checkpoint, barrier.prev_epoch)
             except asyncio.CancelledError:   # the runtime shuts down
                 for pending in self._order:
                     pending.future.cancel()
@@ -210,23 +209,14 @@ class BarrierLoop:
             if not inflight.future.done():
                 inflight.future.set_result(barrier)
 
-    async def _wait_for_row_ids(self, epoch: int) -> None:
-        """Before ``epoch`` commits: sync it, then wait for the clock to pass the row ids
-        borrowed ahead of it, if any (module docstring)."""
-        horizon = self.row_id_horizon
-        if horizon is None or horizon.ahead_s() <= 0:
-            return
-        await asyncio.to_thread(self.store.sync, epoch)   # the epoch's SSTs while the clock catches up
-        while (ahead := horizon.ahead_s()) > 0:   # (as RowIdGenerator.catch_up: the clock reaches it)
-            await asyncio.sleep(ahead)
-
-    def checkpoint_for_waiter(self, epoch: int) -> None:
-        """What the loop would do for ``epoch``'s checkpoint, on the waiter's thread: the
-        row-id wait (``_wait_for_row_ids``, with sleeps) and ``store.checkpoint``."""
+    def checkpoint(self, epoch: int) -> None:
+        """``epoch``'s checkpoint, on the calling thread (a worker thread of the loop's, or the
+        waiter's): if row ids were borrowed ahead of the clock, sync the epoch and sleep until
+        the clock passes them (module docstring); then ``store.checkpoint``."""
         horizon = self.row_id_horizon
         if horizon is not None and horizon.ahead_s() > 0:
-            self.store.sync(epoch)
-            while (ahead := horizon.ahead_s()) > 0:
+            self.store.sync(epoch)   # the epoch's SSTs while the clock catches up
+            while (ahead := horizon.ahead_s()) > 0:   # (as RowIdGenerator.catch_up)
                 time.sleep(ahead)
         self.store.checkpoint(epoch)
 

@@ -340,7 +340,7 @@ class StreamRuntime:
                 return self._wait(future)   # failed before its turn: raises the failure
         barrier = handoff.barrier
         try:
-            self.barrier_loop.checkpoint_for_waiter(barrier.prev_epoch)
+            self.barrier_loop.checkpoint(barrier.prev_epoch)
         except Exception as exc:
             handoff.finish(exc)        # the loop fails the graph with it, as for its own
             return self._wait(future)  # raises the graph's failure (CheckpointFailedError)
