@@ -140,7 +140,10 @@ def test_pending_bytes_counts_l0_past_a_trigger_and_levels_over_target():
     config = PickerConfig(base_level_bytes=2 * MiB, multiplier=10)
     assert pending_bytes(version(), config) == 0
     assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(3)]), config) == 0
-    assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(4)]), config) == 4 * MiB
+    assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(4)], levels={6: [sst(5, 6)]}),
+                         config) == 4 * MiB
+    assert pending_bytes(version(l0=[([sst(0, 9)], False) for _ in range(4)]), config) == 0, \
+        "nothing below: L0 -> base at its trigger rewrites each byte once"
     def tiers():
         return [([sst(0, 9, MiB)], False) for _ in range(3)] + [([sst(0, 9, 8 * MiB)], False)]
     assert pending_bytes(version(l0=tiers()), config) == 0, "4 sub-levels but no tier to merge: nothing to do"

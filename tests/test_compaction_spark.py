@@ -200,7 +200,7 @@ def test_l0_to_bottom_level_job(spark, store_url):
 def test_the_background_thread_runs_spark_jobs_at_the_l0_trigger(spark, tmp_path):
     model = KvModel()
     with HummockStorage.open(str(tmp_path), OPTIONS) as store:
-        write_history(store, model, 5)                   # passes the L0 trigger (4 sub-levels)
+        write_history(store, model, 12)                  # reaches the L0 -> base trigger (12 sub-levels)
         deadline = time.monotonic() + 120                # a bound for a loaded machine, not a timing
         # wait for a merge (a Spark job): a trivial move may be applied first (no job, no bytes)
         while store.stats()["compaction"]["output_bytes"] == 0 and time.monotonic() < deadline:
@@ -208,7 +208,7 @@ def test_the_background_thread_runs_spark_jobs_at_the_l0_trigger(spark, tmp_path
         stats = store.stats()["compaction"]
         assert stats["tasks"] - stats["moves"] >= 1 and stats["failures"] == 0 and stats["output_bytes"] > 0
         assert len(store.version().l0) < 5
-        assert answers(store, 5 * EPOCH)[0] == model.items(1, 5 * EPOCH)
+        assert answers(store, 12 * EPOCH)[0] == model.items(1, 12 * EPOCH)
 
 
 # each key a prefix of the next: split bounds (user key + 8 zero bytes) must order by full key
