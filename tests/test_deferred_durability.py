@@ -163,7 +163,7 @@ def test_checkpoints_are_durable_in_order_under_a_power_cut(tmp_path, fslog):
 def test_a_flush_sst_is_synced_by_the_commit_together_with_the_delta(tmp_path, fslog, early):
     """The point of deferring: the SST's fsyncs are not waited for one after the other before
     the delta's. Without ``early_fsync`` both start inside the delta's upload (after its
-    temporary file exists), so the checkpoint waits for {SST, SST dir, delta temp} at once and
+    temporary file is written), so the checkpoint waits for {SST, SST dir, delta temp} at once and
     then the manifest directory; with it the SST file's own fsync starts as soon as the SST is
     renamed into place and the barrier waits for it, its directory's fsync still starts in the
     barrier. Either way both end before the delta is linked, and there are four fsyncs."""
@@ -178,7 +178,8 @@ def test_a_flush_sst_is_synced_by_the_commit_together_with_the_delta(tmp_path, f
         events = fslog.events[start:]
     sst_file = next(d[1] for _, k, *d in events if k == "rename" and d[1].endswith(".sst"))
     delta_temp = next(d[0] for _, k, *d in events if k == "link_start" and "delta-" in d[1])
-    created = next(seq for seq, k, *d in events if k == "create" and d[0] == delta_temp)
+    # (the delta's temporary file may be a spare made earlier: its upload starts with its write)
+    created = next(seq for seq, k, *d in events if k == "write" and d[0] == delta_temp)
     renamed = next(seq for seq, k, *d in events if k == "rename" and d[1] == sst_file)
     linked = next(seq for seq, k, *d in events if k == "link_start" and "delta-" in d[1])
     file_sync = [seq for seq, k, *d in events if k == "fsync_start" and d[0] == sst_file]
