@@ -83,6 +83,24 @@ def test_intra_l0_merges_a_window_of_similar_sub_levels():
     assert pick(v, PickerConfig(l0_trigger=5)).target_level == 6, "L0 -> base comes first"
 
 
+def test_no_intra_l0_while_l0_lies_beside_the_base_level():
+    """Keys that only grow (a row-id table): L0 meets no base SST, so L0 -> base at its trigger
+    rewrites each byte once and intra-L0 would only add rewrites -- until L0 has twice the
+    trigger's sub-levels (an L0 -> base running long), when it merges again."""
+    base = [sst(0, 99, 4 * MiB)]
+    def appended(n):
+        return [([sst(100 + 10 * i, 109 + 10 * i)], False) for i in reversed(range(n))]
+    v = version(l0=appended(11), levels={6: base})
+    assert pick(v) is None and pending_bytes(v) == 0
+    task = pick(version(l0=appended(12), levels={6: base}))
+    assert (task.input_level, task.target_level) == (0, 6) and base[0].sst_id not in task.input_ids
+    busy = version(l0=appended(24), levels={6: base})
+    held = frozenset(s.sst_id for sub in busy.l0[-12:] for s in sub.ssts)   # the oldest half in a task
+    assert pick(busy, busy=held).target_level == 0, "at twice the trigger, intra-L0 runs again"
+    overlapping = version(l0=appended(3) + [([sst(50, 60)], False)], levels={6: base})
+    assert pick(overlapping).target_level == 0, "L0 meets the base level: intra-L0 as before"
+
+
 def test_base_level_rises_as_the_tree_grows():
     config = PickerConfig(base_level_bytes=10 * MiB, multiplier=10)
     big = version(levels={6: [sst(i * 10, i * 10 + 9, 100 * MiB) for i in range(10)]})  # 1000 MiB in L6

@@ -18,7 +18,7 @@ Rules, first match wins:
    only grow, as a row-id table's or an append-only MV's; or an empty base level) and has
    fewer than twice ``l0_trigger`` sub-levels: then rule 1 rewrites each L0 byte exactly once
    and touches nothing below, so merging inside L0 first would only add rewrites (q1 of
-   bench.peers: 82 MB of compaction input per 1M rows with it, about half without).
+   bench.peers: 82 MB of compaction input per 1M rows with it, 55 MB without).
 3. L_i -> L_i+1 for the level (base <= i < n) with the highest ``size / target`` above 1: one SST
    of L_i (taking turns through the key space) plus the SSTs of L_i+1 it overlaps; with none, a
    trivial move.
