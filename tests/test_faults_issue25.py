@@ -286,13 +286,15 @@ def test_temp_files_of_a_crashed_writer_go_at_the_next_open_whatever_their_age(t
                           capture_output=True, timeout=120)
     assert done.returncode == 9, done.stderr.decode()[-2000:]
     crashed = [p for p in (path / "sst").iterdir() if p.name.startswith(".tmp-")]
-    assert len(crashed) == 1 and crashed[0].stat().st_size == 100_000
+    # the interrupted upload's file, and maybe the writer's empty spares (object_store/spares.py)
+    sizes = sorted(p.stat().st_size for p in crashed)
+    assert sizes[-1] == 100_000 and set(sizes[:-1]) <= {0}, sizes
     loader = LocalObjectStore(path)                   # a live non-writer upload, young too
     task = loader.streaming_upload("sst/00000000000000888888.sst")
     task.write(b"y" * 10)
     theirs = [p for p in (path / "sst").iterdir() if p.name.startswith(".tmp-") and p not in crashed]
     with HummockStorage.open(str(path), OPTIONS.replace(vacuum_min_age_s=3600)) as db:
-        assert not crashed[0].exists()                # the dead writer's: gone at open
+        assert not any(p.exists() for p in crashed)   # the dead writer's: gone at open
         assert all(p.exists() for p in theirs)        # the live loader's: kept (age rule)
         assert list(db.iter(1, E)) == _rows(last=1)
     task.finish()                                     # and it still publishes
