@@ -74,14 +74,14 @@ class SpareFiles:
 
     def close(self) -> None:
         """Stop refilling; close and unlink every unused spare (in the process that made them)."""
+        if os.getpid() != self._pid:
+            return   # a forked child: the files are its parent's (and the lock may be held forever)
         with self._lock:
             self._closed = True
             spares = [spare for ready in self._ready.values() for spare in ready]
             self._ready.clear()
             self._wanted.notify_all()
             thread = self._thread
-        if os.getpid() != self._pid:
-            return   # a forked child: the files are its parent's
         for fd, path in spares:
             _discard(fd, path)
         if thread is not None and thread is not threading.current_thread():
