@@ -95,7 +95,8 @@ class Uploader:
                 return
             task.reserved = threading.get_ident() if inline else None
             self._queue.append(task)
-            self._wake()
+            if not inline:   # a reserved task is its caller's: the worker has nothing new to run
+                self._wake()
 
     def run_inline(self, task: UploadTask) -> None:
         """Wait until the reserved ``task`` is at the head of the queue with nothing running,
@@ -114,9 +115,11 @@ class Uploader:
         finally:
             with self._cond:
                 self._running = False
-                if self._queue:
+                if self._queue:   # the worker, or another task's inline caller, may go on
                     self._wake()
-                self._cond.notify_all()
+                elif self._closed_error is not None:
+                    self._cond.notify_all()   # close() waits for the running task
+                # (else nobody waits: every waiter's condition involves a queued task)
 
     def release(self, task: UploadTask) -> None:
         """Hand a reserved task that its caller will not run (it stopped early) to the worker."""
