@@ -36,16 +36,34 @@ def test_uploads_take_the_spares_made_ahead_and_close_removes_the_rest(tmp_path)
     store = writer_store(tmp_path / "root")
     directory = tmp_path / "root" / "sst"
     store.upload("sst/a", b"first")          # creates its own file; the directory is stocked after
-    wait_for(lambda: len(spares_in(directory)) == LocalObjectStore.spare_files, "two spares")
+    full = LocalObjectStore.spare_files
+    wait_for(lambda: len(spares_in(directory)) == full, "the directory stocked")
     ready = spares_in(directory)
     store.upload("sst/b", b"second")
     assert len(ready - spares_in(directory)) == 1, "the upload used one of the spares"
     assert store.upload_if_absent("sst/c", b"third") and not store.upload_if_absent("sst/c", b"other")
     assert [store.read(p) for p in ("sst/a", "sst/b", "sst/c")] == [b"first", b"second", b"third"]
     assert [m.path for m in store.list("sst/")] == ["sst/a", "sst/b", "sst/c"], "spares are not objects"
-    wait_for(lambda: len(spares_in(directory)) == LocalObjectStore.spare_files, "refilled")
+    # three takes (the failed upload_if_absent took one too) would leave 1: the refill ran
+    wait_for(lambda: len(spares_in(directory)) > full // 2, "restocked")
     store.close()
     assert not spares_in(directory) and not any(n.startswith(TEMP_PREFIX) for n in os.listdir(directory))
+
+
+def test_the_thread_refills_a_directory_once_half_of_its_spares_are_taken(tmp_path):
+    spares = SpareFiles(SPARE, 4)
+    spares.want(str(tmp_path))
+    wait_for(lambda: len(spares_in(tmp_path)) == 4, "four spares")
+    taken = [spares.take(str(tmp_path))]
+    time.sleep(0.2)
+    assert len(spares_in(tmp_path)) == 4 and len(spares._ready[str(tmp_path)]) == 3, "no refill above half"
+    taken.append(spares.take(str(tmp_path)))   # two left: the thread tops the directory up
+    wait_for(lambda: len(spares._ready[str(tmp_path)]) == 4, "refilled to four")
+    assert len({path for _, path in taken}) == 2 and not {path for _, path in taken} & {
+        path for _, path in spares._ready[str(tmp_path)]}, "a spare is handed out once"
+    spares.close()
+    for fd, _ in taken:
+        os.close(fd)
 
 
 def test_the_writers_temp_cleanup_at_open_keeps_its_uploads_working(tmp_path):

@@ -155,8 +155,8 @@ class LocalObjectStore(ObjectStore):
     #: turn it off (tests, benchmarks).
     early_fsync = True
     #: Empty temporary files a writer handle keeps ready per directory (``spares.py``: a
-    #: create off the upload's path); 0 turns it off.
-    spare_files = 2
+    #: create off the upload's path, refilled once half are gone); 0 turns it off.
+    spare_files = 4
 
     def __init__(self, root: str | os.PathLike, *, create: bool = True):
         """Raises InvalidArgumentError for a root that is no path, holds a NUL byte (no file
