@@ -8,8 +8,9 @@ the buffer change in the order the engine asked for), calling back into the engi
 work itself (``run(task)``: build, upload, install). A caller that will wait for its task
 anyway may reserve it (``submit(task, inline=True)``) and run it on its own thread when its
 turn comes (:meth:`Uploader.run_inline`): ``sync`` does, so the FLUSH of a checkpoint per batch
-pays no thread hand-off. Which thread runs a task is thus fixed by its kind, never by timing:
-seal and spill tasks on the worker, sync tasks on their caller.
+pays no thread hand-off -- nor a wasted wake-up: a reserved task does not wake the worker, and
+an inline run's end wakes it only if tasks wait. Which thread runs a task is thus fixed by its
+kind, never by timing: seal and spill tasks on the worker, sync tasks on their caller.
 
 Invariants:
 - a task's imms stay in the shared buffer, visible to reads, until the engine installs the
