@@ -196,3 +196,75 @@ def test_pick_range_moves_only_the_range_and_takes_l0_whole():
     task = pick_bottom_rewrite(v, key(0), None)
     assert task.input_ids == {dead.sst_id} and task.target_level == task.input_level == 6 and task.bottom
     check_applies(v, task)
+
+
+def multi(ranges: dict, size: int = MiB) -> SstableInfo:
+    """An SST holding, per table id, the keys ``ranges[table] = (lo, hi)``."""
+    tables = sorted(ranges)
+    return SstableInfo(next(_ids), encode_full_key(tables[0], b"%06d" % ranges[tables[0]][0], 9),
+                       encode_full_key(tables[-1], b"%06d" % ranges[tables[-1]][1], 1),
+                       size, size - 100, 1, 9, 10, 0, tuple(tables))
+
+
+def test_l0_to_base_takes_base_ssts_table_by_table():
+    """A row-id table and its MV flushed into one SST a checkpoint (the APPEND ONLY table path):
+    their new keys lie beside each table's older ones, so neither the L0 -> base task nor the
+    intra-L0 rule's exception looks at the MV's base SSTs lying between the two tables' keys."""
+    base = [sst(0, 49, 4 * MiB, table=1), sst(0, 49, 4 * MiB, table=2)]
+    def appended(n, split):
+        return [([sst(50 + 10 * i, 59 + 10 * i, table=1), sst(50 + 10 * i, 59 + 10 * i, table=2)] if split
+                 else [multi({1: (50 + 10 * i, 59 + 10 * i), 2: (50 + 10 * i, 59 + 10 * i)})], False)
+                for i in reversed(range(n))]
+    task = pick(version(l0=appended(12, split=True), levels={6: base}))
+    assert (task.input_level, task.target_level) == (0, 6) and not task.input_ids & {s.sst_id for s in base}
+    assert pick(version(l0=appended(11, split=True), levels={6: base})) is None, "no intra-L0 beside the base"
+    # one SST holding both tables: table 2's span in it starts at its prefix, so it meets table 2's base
+    together = pick(version(l0=appended(12, split=False), levels={6: base}))
+    assert together.input_ids & {s.sst_id for s in base} == {base[1].sst_id}
+    assert pick(version(l0=appended(11, split=False), levels={6: base})).target_level == 0
+    # a base SST holding two tables: every base SST meeting the whole L0 span, as before
+    mixed = [sst(0, 49, table=1), multi({2: (0, 49), 3: (0, 9)})]
+    task = pick(version(l0=appended(12, split=True), levels={6: mixed}))
+    assert task.input_ids & {s.sst_id for s in mixed} == {mixed[1].sst_id}, "table 1's base lies below L0"
+    assert pick(version(l0=appended(11, split=True), levels={6: mixed})).target_level == 0
+
+
+@given(st.lists(st.dictionaries(st.integers(1, 3), st.tuples(st.integers(0, 90), st.integers(0, 9)),
+                                min_size=1, max_size=3), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(1, 3), st.integers(0, 90), st.integers(0, 9)), max_size=10),
+       st.booleans())
+def test_l0_to_base_outputs_cut_per_table_always_fit_the_base_level(l0_spec, base_spec, with_mixed):
+    """Whatever the L0 and base SSTs, the task's outputs -- one per table, spanning that table's
+    keys of every input (the compaction core cuts between tables) -- never overlap a base SST
+    left out; and the task takes no base SST the whole-L0-span rule would not."""
+    model = {}   # sst_id -> {table: (lo, hi)}
+    def make(ranges):
+        info = multi(ranges)
+        model[info.sst_id] = ranges
+        return info
+    l0 = [([make({t: (lo, lo + w) for t, (lo, w) in ranges.items()})], False) for ranges in l0_spec]
+    base, used = [], []
+    for t, lo, w in base_spec:
+        key = (t, lo, lo + w)
+        if all(u[0] != t or u[2] < lo or u[1] > lo + w for u in used):
+            used.append(key)
+            base.append(make({t: (lo, lo + w)}))
+    if with_mixed and all(u[0] not in (1, 2) or (u[0] == 1 and u[2] < 95) or (u[0] == 2 and u[1] > 3) for u in used):
+        base.append(make({1: (95, 99), 2: (0, 3)}))   # spans the end of table 1 and the start of table 2
+    v = version(l0=l0, levels={6: base})
+    task = pick(v, PickerConfig(l0_trigger=1))
+    assert task is not None and (task.input_level, task.target_level) == (0, 6)
+    l0_ssts = [s for sub in v.l0 for s in sub.ssts]
+    low = min(s.smallest_key for s in l0_ssts)
+    high = max(s.largest_key for s in l0_ssts)
+    whole = {s.sst_id for s in base if not (s.largest_key[:-8] < low[:-8] or s.smallest_key[:-8] > high[:-8])}
+    assert task.input_ids - {s.sst_id for s in l0_ssts} <= whole
+    per_table = {}
+    for sst_id in task.input_ids:
+        for t, (lo, hi) in model[sst_id].items():
+            known = per_table.get(t, (lo, hi))
+            per_table[t] = (min(known[0], lo), max(known[1], hi))
+    outputs = [SstableInfo(v.next_sst_id - 1000 + i, encode_full_key(t, b"%06d" % lo, 9),
+                           encode_full_key(t, b"%06d" % hi, 1), MiB, MiB - 100, 1, 9, 1, 0, (t,))
+               for i, (t, (lo, hi)) in enumerate(sorted(per_table.items()))]
+    apply(v, VersionDelta.compaction(v, task.input_ids, {6: outputs}))   # raises if an output overlaps

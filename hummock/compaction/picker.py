@@ -7,7 +7,7 @@ level* (where L0 goes) is the highest level whose target is still at least
 
 Rules, first match wins:
 1. L0 -> base level when L0 has ``l0_trigger`` sub-levels or ``l0_bytes_trigger`` bytes: every
-   L0 SST plus the base-level SSTs they overlap.
+   L0 SST plus the base-level SSTs they overlap, table by table (``_base_below``).
 2. Intra-L0 when L0 has ``l0_intra_trigger`` sub-levels: the newest window of at least that many
    consecutive sub-levels of similar size (none more than ``l0_intra_size_ratio`` times the
    window's newest one, together under ``l0_bytes_trigger``) merges into one non-overlapping
@@ -135,9 +135,7 @@ def pick(version, config: PickerConfig = PickerConfig(), busy: frozenset = froze
     l0_ssts = [s for sub in version.l0 for s in sub.ssts]
     if l0_ssts and (len(version.l0) >= config.l0_trigger or sizes[0] >= config.l0_bytes_trigger):
         if not any(s.sst_id in busy for s in l0_ssts):
-            low = min(_range(s)[0] for s in l0_ssts)
-            high = max(_range(s)[1] for s in l0_ssts)
-            below = _overlapping(version.levels[base - 1].ssts, low, high)
+            below = _base_below(version.levels[base - 1].ssts, l0_ssts)
             if not any(s.sst_id in busy for s in below):
                 runs = []
                 for sub in version.l0:
@@ -188,14 +186,48 @@ def _pick_intra_l0(version, config: PickerConfig, busy) -> CompactionTask | None
 
 
 def _l0_meets_base(version, config: PickerConfig) -> bool:
-    """Whether the key span of all of L0 meets an SST of the base level."""
+    """Whether an L0 -> base task would take any base-level SST (:func:`_base_below`)."""
     l0_ssts = [s for sub in version.l0 for s in sub.ssts]
     if not l0_ssts:
         return False
     base, _ = level_targets(version, config)
+    return bool(_base_below(version.levels[base - 1].ssts, l0_ssts))
+
+
+def _base_below(base_ssts, l0_ssts) -> list:
+    """The base-level SSTs an L0 -> base task must take with all of ``l0_ssts``: per table,
+    those meeting the span of that table's keys in L0.
+
+    Why per table: outputs are cut between table ids (the compaction core), so an output of
+    table t holds only t's keys and spans at most the L0 SSTs holding t plus the base SSTs
+    taken for t; a base SST of table t outside that span can stay. (A table keyed by row id
+    next to its MV -- one flush SST holding both -- would otherwise drag the MV's whole base
+    level into each task, and always count as meeting the base.) A table's span in an L0 SST
+    holding several tables is the SST's range clamped to the table's key prefix. When a base
+    SST meeting the whole L0 span holds several tables, or an L0 SST names none, this falls
+    back to every base SST meeting the whole L0 span (the output of one table could then
+    reach past a base SST left out)."""
     low = min(_range(s)[0] for s in l0_ssts)
     high = max(_range(s)[1] for s in l0_ssts)
-    return bool(_overlapping(version.levels[base - 1].ssts, low, high))
+    whole = _overlapping(base_ssts, low, high)
+    if not whole or any(len(s.table_ids) != 1 for s in whole) or any(not s.table_ids for s in l0_ssts):
+        return whole
+    spans: dict = {}
+    for sst in l0_ssts:
+        sst_low, sst_high = _range(sst)
+        for table_id in sst.table_ids:
+            table_low, table_high = _table_bounds(table_id)
+            span = (max(sst_low, table_low), sst_high if table_high is None else min(sst_high, table_high))
+            known = spans.get(table_id)
+            spans[table_id] = span if known is None else (min(known[0], span[0]), max(known[1], span[1]))
+    return [s for s in whole if s.table_ids[0] in spans and _overlapping((s,), *spans[s.table_ids[0]])]
+
+
+def _table_bounds(table_id: int) -> tuple:
+    """Inclusive user-key bounds of ``table_id``'s keys: its prefix, and the next table's prefix
+    (no key of this table reaches it; meeting it exactly only takes one SST more), or None for
+    the last table id (no bound above)."""
+    return table_id.to_bytes(4, "big"), (table_id + 1).to_bytes(4, "big") if table_id < 0xFFFFFFFF else None
 
 
 def _pick_level(version, level: int, busy, cursor, reason: str) -> CompactionTask | None:
