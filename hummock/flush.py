@@ -3,7 +3,12 @@
 :func:`flush_imms` merges imms into one stream in full-key order (table id, table key, epoch
 descending), cuts it into SSTs of about ``target_sst_size`` bytes -- only between two user keys,
 so the versions of a key never straddle two SSTs of one flush -- and uploads each SST to the
-object store as it is built. It returns the ``SstableInfo`` of every SST written, in key order,
+object store as it is built. It also cuts between two tables when either side is large (at
+least ``TABLE_OWN_SST_BYTES``: the next table's imms, or the SST so far), so a large table's
+keys sit in SSTs of their own and the compaction picker sees each table's own key span in L0
+(a table keyed by row id flushed together with its MV would otherwise make every L0 SST span
+the MV's older keys too); small tables still share one SST, as the many small state tables of
+one checkpoint do. It returns the ``SstableInfo`` of every SST written, in key order,
 so one flush's SSTs never overlap each other (a table whose imms are all packed and unread, with
 disjoint key ranges, is added straight from their buffers: ``SstableBuilder.add_packed``; a read
 packed imm holds lists instead, and its table takes the general merge, which writes the same
@@ -21,6 +26,10 @@ from __future__ import annotations
 from hummock.shared_buffer import PackedImm, merge_runs
 from hummock.sstable.builder import SstableOutputs
 
+#: A table with at least this many bytes in one flush gets SSTs of its own, and so does the
+#: next table after an SST that already holds this many (module doc).
+TABLE_OWN_SST_BYTES = 256 << 10
+
 
 def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, metas: list | None = None) -> list:
     """Build and upload SSTs holding every entry of ``imms``; return their infos in key order
@@ -30,6 +39,9 @@ def flush_imms(imms, store, builder_options, target_sst_size: int, new_sst_id, m
         by_table.setdefault(imm.table_id, []).append(imm)
     with SstableOutputs(store, builder_options, new_sst_id) as outputs:
         for table_id in sorted(by_table):
+            if outputs.is_open and (outputs.current().estimated_size >= TABLE_OWN_SST_BYTES
+                                    or sum(imm.size for imm in by_table[table_id]) >= TABLE_OWN_SST_BYTES):
+                outputs.cut()   # a large table's keys get SSTs of their own (module doc)
             prefix = table_id.to_bytes(4, "big")
             packed = _packed_in_order(by_table[table_id])
             if packed is not None:   # straight from the buffers: no bytes object per entry
