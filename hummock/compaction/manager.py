@@ -32,11 +32,16 @@ import time
 from hummock.compaction.core import CompactionStats, compact
 from hummock.compaction.picker import L0_STOP_FACTOR, PickerConfig, pick, pick_all, pick_bottom_rewrite, pick_range
 from hummock.compaction.pool import PoolRunner, can_use_workers
+from hummock.errors import HummockError
 from hummock.iterators import SstRun
 from hummock.killpoints import kill_point
 from hummock.version import KIND_MOVE, VersionDelta
 
 log = logging.getLogger(__name__)
+
+#: Tasks in a row that conflicted with the version (each re-picked at once) before the runner
+#: treats it as a failure: a task that can never apply must not be re-run forever.
+CONFLICTS_IN_A_ROW = 20
 
 
 class CompactionManager:
@@ -75,7 +80,7 @@ class CompactionManager:
             self._thread.join()
 
     def _loop(self) -> None:
-        failed_in_a_row = 0
+        failed_in_a_row = conflicts = 0
         while True:
             with self._wake:
                 if self._stopping:
@@ -85,19 +90,27 @@ class CompactionManager:
                     self._wake.wait(timeout=5.0)
                     continue
                 self._busy |= task.input_ids
+            back_off = False
             try:
-                self._run(task, background=self._background(task))
-                failed_in_a_row = 0
+                if self._run(task, background=self._background(task)):
+                    failed_in_a_row = conflicts = 0
+                else:   # a conflict (the version moved): picked again at once, unless it keeps on
+                    conflicts += 1
+                    if conflicts >= CONFLICTS_IN_A_ROW:
+                        conflicts, failed_in_a_row, back_off = 0, failed_in_a_row + 1, True
+                        log.error("%d compaction tasks in a row conflicted with the version, the last "
+                                  "(%s) against version %d; backing off", CONFLICTS_IN_A_ROW, task.reason,
+                                  self._host.version().id)
             except Exception:  # a failed task leaves the version untouched
                 self.stats["failures"] += 1
-                failed_in_a_row += 1
+                failed_in_a_row, conflicts, back_off = failed_in_a_row + 1, 0, True
                 log.exception("compaction task failed; the version is unchanged")
             finally:
                 with self._wake:
                     self._busy -= task.input_ids
                     self._wake.notify_all()
             # after a failure back off 1 s, 2 s, ... 60 s: a retry reserves ids (on Spark: runs a job)
-            if failed_in_a_row and self._pause(min(60.0, 2.0 ** (failed_in_a_row - 1))):
+            if back_off and self._pause(min(60.0, 2.0 ** (failed_in_a_row - 1))):
                 return
 
     def _pause(self, seconds: float) -> bool:
@@ -136,8 +149,10 @@ class CompactionManager:
 
     def _run_until_done(self, pick_task) -> int:
         """Run ``pick_task(version, busy)``'s tasks in this thread until it has none and no
-        background task holds inputs; returns the number applied."""
-        applied = 0
+        background task holds inputs; returns the number applied. Raises HummockError after
+        ``CONFLICTS_IN_A_ROW`` tasks in a row conflicted with the version (a task that cannot
+        apply would else be picked and run again forever)."""
+        applied = conflicts = 0
         while True:
             with self._wake:
                 task = pick_task(self._host.version(), frozenset(self._busy))
@@ -148,11 +163,18 @@ class CompactionManager:
                     continue
                 self._busy |= task.input_ids
             try:
-                applied += self._run(task)
+                done = self._run(task)
             finally:
                 with self._wake:
                     self._busy -= task.input_ids
                     self._wake.notify_all()
+            applied += done
+            conflicts = 0 if done else conflicts + 1
+            if conflicts >= CONFLICTS_IN_A_ROW:
+                raise HummockError(
+                    f"{conflicts} compaction tasks in a row conflicted with the version, the last "
+                    f"({task.reason}; input SSTs {sorted(task.input_ids)[:8]}) against version "
+                    f"{self._host.version().id}: the tasks picked cannot apply")
 
     def _background(self, task) -> bool:
         """Whether a task the loop picked may run at the workers' background priority
