@@ -15,9 +15,16 @@ MiB = 1 << 20
 _ids = itertools.count(1)
 
 
+def multi(ranges: dict, size: int = MiB) -> SstableInfo:
+    """An SST holding, per table id, the keys ``ranges[table] = (lo, hi)``."""
+    tables = sorted(ranges)
+    return SstableInfo(next(_ids), encode_full_key(tables[0], b"%06d" % ranges[tables[0]][0], 9),
+                       encode_full_key(tables[-1], b"%06d" % ranges[tables[-1]][1], 1),
+                       size, size - 100, 1, 9, 10, 0, tuple(tables))
+
+
 def sst(lo: int, hi: int, size: int = MiB, table: int = 1) -> SstableInfo:
-    return SstableInfo(next(_ids), encode_full_key(table, b"%06d" % lo, 9), encode_full_key(table, b"%06d" % hi, 1),
-                       size, size - 100, 1, 9, 10, 0, (table,))
+    return multi({table: (lo, hi)}, size)
 
 
 def version(l0=(), levels=None, n=6) -> HummockVersion:
@@ -196,14 +203,6 @@ def test_pick_range_moves_only_the_range_and_takes_l0_whole():
     task = pick_bottom_rewrite(v, key(0), None)
     assert task.input_ids == {dead.sst_id} and task.target_level == task.input_level == 6 and task.bottom
     check_applies(v, task)
-
-
-def multi(ranges: dict, size: int = MiB) -> SstableInfo:
-    """An SST holding, per table id, the keys ``ranges[table] = (lo, hi)``."""
-    tables = sorted(ranges)
-    return SstableInfo(next(_ids), encode_full_key(tables[0], b"%06d" % ranges[tables[0]][0], 9),
-                       encode_full_key(tables[-1], b"%06d" % ranges[tables[-1]][1], 1),
-                       size, size - 100, 1, 9, 10, 0, tuple(tables))
 
 
 def test_l0_to_base_takes_base_ssts_table_by_table():
