@@ -114,6 +114,47 @@ def test_workers_outlive_the_thread_that_started_them(tmp_path):
         assert [w.proc.pid for w in pool._workers] == pids
 
 
+def _kill_pool():
+    with pool._lock:
+        for worker in pool._pool(1):
+            worker.proc.kill()
+            worker.proc.wait()
+        pool._workers.clear()
+
+
+def test_a_writer_starts_the_workers_as_it_opens(tmp_path):
+    """The pool is warmed when a writer opens (manager docstring "Warm-up"), before any task:
+    a writer that checkpoints at once must not wait for an interpreter to start at its first
+    compaction. A reader starts none."""
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(compactor="local", compaction_workers=1)) as store:
+        store.ingest_batch(1, [(b"k", b"v")], E)
+        store.checkpoint(E)
+    _kill_pool()
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(compactor="local", compaction_workers=1),
+                             read_only=True) as reader:
+        assert reader._compactor is None and list(reader.iter(1, E)) == [(b"k", b"v")]
+    assert pool._workers == [], "a reader started a compaction worker"
+    with HummockStorage.open(str(tmp_path / "db"), OPTIONS.replace(compactor="local", compaction_workers=1)) as store:
+        deadline = time.monotonic() + 60
+        while not pool._workers and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [w.proc.poll() for w in pool._workers] == [None], "no worker started as the writer opened"
+        assert store.stats()["compaction"]["tasks"] == 0
+        pids = [w.proc.pid for w in pool._workers]
+        fill(store, 11, epochs=13, first=2)
+        assert store.compact_all() >= 1
+        assert [w.proc.pid for w in pool._workers] == pids, "the first task started another worker"
+
+
+def test_stopping_a_worker_that_is_still_starting_kills_it():
+    """``_shutdown`` (under the pool lock: nothing in flight) does not wait for a worker that
+    has not read its input yet -- a short-lived writer's warmed pool -- it kills it."""
+    worker = object.__new__(pool._Worker)
+    worker.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE)
+    worker.stop()
+    assert worker.proc.returncode == -9
+
+
 def test_the_memory_store_compacts_in_the_thread():
     opts = OPTIONS.replace(compactor="local", compaction_workers=2)
     with HummockStorage.open("memory://", opts) as store:

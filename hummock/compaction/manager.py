@@ -12,6 +12,13 @@ picks tasks and applies results, but each rewrite runs as one Spark job
 (:class:`~hummock.compaction.pool.PoolRunner`), leaving the interpreter lock to readers and
 writers.
 
+Warm-up: the background thread starts the worker processes as the store opens, not when the
+first task needs them: a worker's start (an interpreter importing the engine, numpy and
+pyarrow) takes ~0.4 s, long enough for a writer that checkpoints every few ms to fill L0 to
+the stall point and wait ~100-250 ms at its first compaction (started at the first commit
+instead, the wait stayed). The pool is shared by the process's stores, so only the first
+writer's open starts one; a reader starts none.
+
 Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
 reader at or above it can see survives; what table watermarks and truncations hide at it is
 dropped (``HummockStorage._compaction_hide``, passed to every runner).
@@ -80,6 +87,8 @@ class CompactionManager:
             self._thread.join()
 
     def _loop(self) -> None:
+        if self._pool is not None:
+            self._pool.warm()   # here, not on the opening thread: a spawn takes a few ms
         failed_in_a_row = conflicts = 0
         while True:
             with self._wake:

@@ -2,7 +2,8 @@
 
 With ``StorageOptions(compaction_workers=N)``, N >= 1, the in-process runner's background thread
 still picks tasks and applies results, but the merge runs in a pool of N worker processes,
-shared by every store of this process and started on first use: plain child interpreters
+shared by every store of this process and started ahead of the first task (``PoolRunner.warm``, when a writer
+opens) or on first use: plain child interpreters
 (``python -m hummock.compaction.worker``) that read pickled splits on stdin and write results on
 stdout, so nothing of the parent is forked and its main module is never re-imported. A task is cut into
 up to N key-range splits (:mod:`hummock.compaction.splits`, as for Spark), SST ids for all of
@@ -62,6 +63,7 @@ WORKER_BLOCK_CACHE_BYTES = 8 << 20   # each split's private block cache in a wor
 #: (or at its end). ``None`` (always, outside tests): off.
 FAIL_SPLIT_FOR_TESTS: int | None = None
 
+STOP_GRACE_S = 0.2           # how long ``_shutdown`` waits for an idle worker before killing it
 BACKGROUND_NICE = 19        # the nice value of a worker's background-split thread (module doc)
 NICE_ENV = "HUMMOCK_COMPACTION_NICE"
 
@@ -116,11 +118,16 @@ class _Worker:
         return payload
 
     def stop(self) -> None:
+        """End the worker (under ``_lock``: no split is in flight, so nothing is lost): an idle
+        one exits at the end of its input; one still starting up (a pool warmed by a store that
+        then closed) is killed rather than waited for, so a short-lived writer does not pay for
+        a start it never used."""
         try:
             self.proc.stdin.close()
-            self.proc.wait(timeout=30)
+            self.proc.wait(timeout=STOP_GRACE_S)
         except Exception:
             self.proc.kill()
+            self.proc.wait()
 
 
 def _spawn(args, **kwargs) -> subprocess.Popen:
@@ -180,6 +187,17 @@ class PoolRunner:
         self._workers = workers
         background_nice()            # a bad HUMMOCK_COMPACTION_NICE fails here, not in a worker
         self._store = StoreDescription.of(host.store, host.options)
+
+    def warm(self) -> None:
+        """Start the pool's workers now, if none runs yet, so the first task does not wait for
+        an interpreter to start (the manager's thread calls it as a writer opens). Never
+        blocks on a running task: one holding the pool has started it already."""
+        if not _lock.acquire(blocking=False):
+            return
+        try:
+            _pool(self._workers)
+        finally:
+            _lock.release()
 
     def run(self, task, stats: CompactionStats, commit, *, background: bool = False) -> int:
         """Compact ``task`` in the workers, then ``commit(outputs, watermark)`` (1 if applied,
