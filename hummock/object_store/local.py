@@ -46,7 +46,11 @@ fsync that fails loses the file exactly as the barrier's would.
 
 Spare files: a handle holding the writer lock takes each temporary file from a few it keeps
 ready per directory, created ahead by a thread (``spares.py`` says why: a create can cost 0.8
-ms here); the file is the same either way, and unused spares go at ``close``.
+ms here); the file is the same either way, and unused spares go at ``close``. Recycled files:
+the same handle's deletes keep a few deleted files per directory it uploads to (renamed to
+temporary names) and its next uploads there overwrite them and truncate them to size at
+``finish``, before any fsync or rename (``spares.py``, "Recycled files"); a crash leaves them
+as a dead writer's temporary files.
 
 Writer lock hook: :meth:`LocalObjectStore.lock_file_path` is ``<root>/.writer-lock``, outside
 the object namespace (no object path starts a segment with '.', ``list`` skips it and
@@ -218,20 +222,53 @@ class LocalObjectStore(ObjectStore):
                 continue  # created concurrently, or a file stands there: the open of the temp fails
             _fsync_dir(os.path.dirname(directory))
 
-    def _open_temp(self, path: str) -> tuple[int, str]:
-        """Create and open a fresh temporary file in the directory of ``path`` (a writer
-        handle's: one of its spares, when one is ready)."""
+    def _open_temp(self, path: str) -> tuple[int, str, bool]:
+        """Open a temporary file for writing in the directory of ``path``: ``(fd, temp,
+        recycled)``. A writer handle's is a recycled file when one is kept there (``recycled``:
+        it holds old bytes -- the caller writes from offset 0 and truncates to what it wrote),
+        else one of its spares, when one is ready; anything else is created here."""
         directory = os.path.dirname(self._file(path))
         if self._spares is not None:
+            recycled = self._spares.take_recycled(directory)
+            if recycled is not None:
+                return (*recycled, True)
             spare = self._spares.take(directory)
             if spare is not None:
-                return spare
+                return (*spare, False)
         self._make_dirs(directory)
         temp = os.path.join(directory, f"{TEMP_PREFIX}{self._temp_tag}{uuid.uuid4().hex}")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         if self._spares is not None:
             self._spares.want(directory)
-        return fd, temp
+        return fd, temp, False
+
+    def _recycle(self, file: str) -> bool:
+        """Keep the file of a deleted object for reuse (``spares.py``, "Recycled files") instead
+        of unlinking it; False if it is not kept (the caller unlinks it). A file already gone
+        counts as deleted."""
+        directory = os.path.dirname(file)
+        if not self._spares.accepts_recycled(directory):
+            return False
+        try:
+            fd = os.open(file, os.O_WRONLY)
+        except _NOT_FOUND:
+            return True
+        except OSError:
+            return False   # (not writable, say: the unlink decides)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or not self._spares.accepts_recycled(directory, info.st_size):
+                os.close(fd)
+                return False
+            temp = os.path.join(directory, f"{TEMP_PREFIX}{self._temp_tag}{uuid.uuid4().hex}")
+            os.rename(file, temp)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not self._spares.recycle(directory, fd, temp, info.st_size):
+            os.close(fd)
+            _remove_quietly(temp)
+        return True
 
     def _publish(self, fd: int, temp: str, path: str) -> None:
         """fsync and close ``fd``, rename ``temp`` to ``path``'s file, fsync the directory."""
@@ -347,13 +384,15 @@ class LocalObjectStore(ObjectStore):
 
     def _upload_if_absent(self, path, data):
         try:
-            fd, temp = self._open_temp(path)
+            fd, temp, recycled = self._open_temp(path)
         except OSError as exc:
             raise _io_error("start the upload of", path, exc) from exc
         final = self._file(path)
         try:
             try:
                 _write_all(fd, data)
+                if recycled:
+                    os.ftruncate(fd, len(memoryview(data).cast("B")))
                 self._sync_deferred(fd)   # the barrier: deferred uploads durable before we link
             finally:
                 os.close(fd)
@@ -430,6 +469,8 @@ class LocalObjectStore(ObjectStore):
     def _delete(self, paths):
         for path in paths:
             try:
+                if self._spares is not None and self._recycle(self._file(path)):
+                    continue
                 os.unlink(self._file(path))
             except _NOT_FOUND:
                 pass
@@ -486,10 +527,10 @@ class LocalObjectStore(ObjectStore):
 
     def _open_uploader(self, path: str, *, deferred: bool) -> _LocalUploader:
         try:
-            fd, temp = self._open_temp(path)
+            fd, temp, recycled = self._open_temp(path)
         except OSError as exc:
             raise _io_error("start the upload of", path, exc) from exc
-        return _LocalUploader(self, path, fd, temp, deferred)
+        return _LocalUploader(self, path, fd, temp, deferred, recycled)
 
     def cleanup_temp(self, older_than_seconds: float = 0.0, *, writer_files: bool = False) -> int:
         """Remove temporary files older than ``older_than_seconds``; return how many. With
@@ -531,12 +572,14 @@ class _LocalUploader(StreamingUploader):
     """Appends to an open temporary file that ``finish`` publishes (``upload`` is one write);
     ``deferred``: published without an fsync, synced by the store's next barrier (module doc)."""
 
-    def __init__(self, store: LocalObjectStore, path: str, fd: int, temp: str, deferred: bool = False):
+    def __init__(self, store: LocalObjectStore, path: str, fd: int, temp: str, deferred: bool = False,
+                 recycled: bool = False):
         super().__init__(path)
         self._store = store
         self._fd: int | None = fd
         self._temp = temp
         self._deferred = deferred
+        self._recycled = recycled   # the file holds an old object's bytes past what is written
 
     def _write(self, data):
         try:
@@ -547,6 +590,13 @@ class _LocalUploader(StreamingUploader):
     def _finish(self):
         fd, self._fd = self._fd, None
         try:
+            if self._recycled:   # (writes are sequential from offset 0: the offset is the size)
+                try:
+                    os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))
+                except OSError:
+                    os.close(fd)
+                    _remove_quietly(self._temp)
+                    raise
             if self._deferred:
                 self._store._publish_deferred(fd, self._temp, self.path)
             else:

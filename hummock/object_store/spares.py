@@ -19,6 +19,16 @@ no more spares (the caller's own create then reports the error). A crash leaves 
 spares as temporary files of a dead writer, which the next writer's open removes
 (``cleanup_temp(writer_files=True)``).
 
+Recycled files: a file the writer deletes in a stocked directory is renamed to a temporary
+name and kept open here instead (at most ``RECYCLE_PER_DIRECTORY`` a directory holding at most
+``RECYCLE_DIRECTORY_BYTES``, each at most ``RECYCLE_MAX_BYTES``), and the next upload there overwrites it in place and truncates it to
+what it wrote (RocksDB's ``recycle_log_file_num``, for every object). Overwriting blocks a
+file already has skips the create, the page and block allocation of a new file, and most of its
+fsync's metadata work: a 580 KB SST written and fsynced took 127 us of CPU and a 524 us fsync
+into a recycled file against 243 us and 806 us into a new one on this project's VM. The engine
+deletes an object only when nothing can read it any more (vacuum's rules), and every read opens
+the file by name, so a recycled file is never read again under its old name.
+
 Callers: :class:`~hummock.object_store.local.LocalObjectStore`, for a handle holding the
 writer lock.
 """
@@ -29,7 +39,16 @@ import os
 import threading
 import uuid
 
-__all__ = ["SpareFiles"]
+__all__ = ["SpareFiles", "RECYCLE_MAX_BYTES", "RECYCLE_PER_DIRECTORY", "RECYCLE_DIRECTORY_BYTES"]
+
+#: Largest deleted file kept for reuse: a flush SST's size (larger ones -- compaction outputs --
+#: would be cut down by most reuses, which costs what the reuse saves).
+RECYCLE_MAX_BYTES = 8 << 20
+#: Recycled files kept a directory, and their bytes at most: a compaction frees its inputs --
+#: a dozen flush SSTs at the default L0 trigger -- and a manifest rotation dozens of deltas at
+#: once, which the next as many uploads reuse.
+RECYCLE_PER_DIRECTORY = 32
+RECYCLE_DIRECTORY_BYTES = 64 << 20
 
 
 class SpareFiles:
@@ -44,6 +63,7 @@ class SpareFiles:
         self._lock = threading.Lock()
         self._wanted = threading.Condition(self._lock)
         self._ready: dict[str, list] = {}   # directory -> [(fd, path)], refilled by the thread
+        self._recycled: dict[str, list] = {}   # directory -> [(fd, path)] of deleted files to overwrite
         self._failed: set[str] = set()
         self._pid = os.getpid()
         self._closed = False
@@ -63,6 +83,44 @@ class SpareFiles:
                 self._wanted.notify()
         return spare
 
+    def accepts_recycled(self, directory: str, size: int = 0) -> bool:
+        """Whether :meth:`recycle` would keep a file of ``size`` bytes in ``directory`` now (a
+        stocked directory with room), so that a delete elsewhere does not rename in vain."""
+        if os.getpid() != self._pid or size > RECYCLE_MAX_BYTES:
+            return False
+        with self._lock:
+            return self._room(directory, size)
+
+    def _room(self, directory: str, size: int) -> bool:
+        recycled = self._recycled.get(directory, ())
+        return (not self._closed and directory in self._ready and len(recycled) < RECYCLE_PER_DIRECTORY
+                and sum(n for _, _, n in recycled) + size <= RECYCLE_DIRECTORY_BYTES)
+
+    def recycle(self, directory: str, fd: int, path: str, size: int) -> bool:
+        """Keep ``(fd, path)`` -- a deleted object's file of ``size`` bytes, renamed to a
+        temporary name of this handle in ``directory`` and open for writing -- for
+        :meth:`take_recycled`; False (the caller discards it) when closed, full, not this
+        process's or not a stocked directory."""
+        if os.getpid() != self._pid or size > RECYCLE_MAX_BYTES:
+            return False
+        with self._lock:
+            if not self._room(directory, size):
+                return False
+            self._recycled.setdefault(directory, []).append((fd, path, size))
+        return True
+
+    def take_recycled(self, directory: str) -> tuple[int, str] | None:
+        """A recycled ``(fd, path)`` in ``directory`` (old content: the caller overwrites it
+        from offset 0 and truncates it to what it wrote), or None."""
+        if os.getpid() != self._pid:
+            return None
+        with self._lock:
+            recycled = self._recycled.get(directory)
+            if self._closed or not recycled:
+                return None
+            fd, path, _ = recycled.pop()
+            return fd, path
+
     def want(self, directory: str) -> None:
         """Keep ``directory`` (which exists) stocked from now on."""
         if os.getpid() != self._pid:
@@ -77,13 +135,16 @@ class SpareFiles:
             self._wanted.notify()
 
     def close(self) -> None:
-        """Stop refilling; close and unlink every unused spare (in the process that made them)."""
+        """Stop refilling; close and unlink every unused spare and recycled file (in the process
+        that made them)."""
         if os.getpid() != self._pid:
             return   # a forked child: the files are its parent's (and the lock may be held forever)
         with self._lock:
             self._closed = True
             spares = [spare for ready in self._ready.values() for spare in ready]
+            spares += [(fd, path) for recycled in self._recycled.values() for fd, path, _ in recycled]
             self._ready.clear()
+            self._recycled.clear()
             self._wanted.notify_all()
             thread = self._thread
         for fd, path in spares:
