@@ -13,10 +13,11 @@ picks tasks and applies results, but each rewrite runs as one Spark job
 writers.
 
 Warm-up: the background thread starts the worker processes as the store opens, not when the
-first task needs them: a worker's start (an interpreter importing the engine, numpy and
-pyarrow) takes ~0.4 s, long enough for a writer that checkpoints every few ms to fill L0 to
-the stall point and wait ~100-250 ms at its first compaction (started at the first commit
-instead, the wait stayed). The pool is shared by the process's stores, so only the first
+first task needs them: a worker's start (an interpreter importing the engine and numpy) takes
+~0.4 s, long enough for a writer that checkpoints every few ms to fill L0 to the stall point
+and wait 150-250 ms at its first compaction. A writer that writes at once after the open
+still waits ~100 ms; one opened after any other writer of the process, not at all
+(docs/compaction.md "Warm-up"). The pool is shared by the process's stores, so only the first
 writer's open starts one; a reader starts none.
 
 Watermark: the lowest epoch a snapshot pins, else ``max_committed_epoch``: every version a
