@@ -146,6 +146,25 @@ def test_a_writer_starts_the_workers_as_it_opens(tmp_path):
         assert [w.proc.pid for w in pool._workers] == pids, "the first task started another worker"
 
 
+def test_a_writer_whose_workers_cannot_start_still_opens_and_writes(tmp_path, monkeypatch):
+    """A failed warm-up is logged, not fatal: the background thread lives on and the first task
+    tries again (and fails as a task does, version unchanged)."""
+    _kill_pool()
+
+    def no_worker():
+        raise OSError("no processes left")
+    monkeypatch.setattr(pool, "_Worker", no_worker)
+    opts = OPTIONS.replace(compactor="local", compaction_workers=1)
+    with HummockStorage.open(str(tmp_path / "db"), opts) as store:
+        fill(store, 12, epochs=3)
+        assert store._compactor._thread.is_alive()
+        with pytest.raises(OSError, match="no processes left"):
+            store.compact_all()
+        expected = answers(store, [3])
+        monkeypatch.undo()
+        assert store.compact_all() >= 1 and answers(store, [3]) == expected
+
+
 def test_stopping_a_worker_that_is_still_starting_kills_it():
     """``_shutdown`` (under the pool lock: nothing in flight) does not wait for a worker that
     has not read its input yet -- a short-lived writer's warmed pool -- it kills it."""

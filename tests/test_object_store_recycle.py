@@ -107,6 +107,20 @@ def test_large_files_are_unlinked_and_each_directory_keeps_at_most_its_share(tmp
     assert not temps(tmp_path / "root" / "sst")
 
 
+def test_a_recycled_file_is_a_temporary_file_of_now_for_the_age_rule(tmp_path):
+    store = writer_store(tmp_path / "root")
+    store.upload("sst/old", b"o" * 100)
+    os.utime(store._file("sst/old"), (1_000_000, 1_000_000))   # written long ago
+    store.delete("sst/old")
+    (fd, path, _), = store._spares._recycled[str(tmp_path / "root" / "sst")]
+    other = LocalObjectStore(tmp_path / "root")   # another handle's cleanup: the age rule only
+    assert other.cleanup_temp(older_than_seconds=600) == 0 and os.path.exists(path)
+    other.close()
+    store.upload("sst/new", b"n")
+    assert store.read("sst/new") == b"n"
+    store.close()
+
+
 def test_a_crashed_writers_recycled_files_go_with_its_other_temporary_files(tmp_path):
     root = tmp_path / "root"
     store = writer_store(root)

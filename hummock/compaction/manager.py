@@ -88,8 +88,11 @@ class CompactionManager:
             self._thread.join()
 
     def _loop(self) -> None:
-        if self._pool is not None:
-            self._pool.warm()   # here, not on the opening thread: a spawn takes a few ms
+        if self._pool is not None:   # here, not on the opening thread: a spawn takes a few ms
+            try:
+                self._pool.warm()
+            except Exception:   # the first task starts the pool again and fails as a task does
+                log.warning("could not start the compaction workers ahead of the first task", exc_info=True)
         failed_in_a_row = conflicts = 0
         while True:
             with self._wake:

@@ -2,8 +2,8 @@
 
 With ``StorageOptions(compaction_workers=N)``, N >= 1, the in-process runner's background thread
 still picks tasks and applies results, but the merge runs in a pool of N worker processes,
-shared by every store of this process and started ahead of the first task (``PoolRunner.warm``, when a writer
-opens) or on first use: plain child interpreters
+shared by every store of this process and started ahead of the first task
+(``PoolRunner.warm``, when a writer opens) or on first use: plain child interpreters
 (``python -m hummock.compaction.worker``) that read pickled splits on stdin and write results on
 stdout, so nothing of the parent is forked and its main module is never re-imported. A task is cut into
 up to N key-range splits (:mod:`hummock.compaction.splits`, as for Spark), SST ids for all of

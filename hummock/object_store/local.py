@@ -262,6 +262,7 @@ class LocalObjectStore(ObjectStore):
                 return False
             temp = os.path.join(directory, f"{TEMP_PREFIX}{self._temp_tag}{uuid.uuid4().hex}")
             os.rename(file, temp)
+            os.utime(fd)   # a temporary file of now: ``cleanup_temp``'s age rule sees a fresh one
         except BaseException:
             os.close(fd)
             raise
