@@ -21,9 +21,10 @@ taken as DOUBLE), and through the facade :mod:`stream.expr`, the SQL binder (``C
 
 from __future__ import annotations
 
-import numpy as np
+import functools
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -85,16 +86,22 @@ def _clock_text(value, source: DataType):
     return text
 
 
-# boolin: these words, any case, surrounding blanks ignored, and their unambiguous prefixes
-_TRUE_TEXT = pa.array(["t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"])
-_FALSE_TEXT = pa.array(["f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"])
+@functools.cache
+def _bool_words() -> tuple[pa.Array, pa.Array]:
+    """boolin's words, any case, surrounding blanks ignored, and their unambiguous prefixes:
+    (true, false). Made on first use: ``pa.array`` asks pyarrow whether pandas is installed,
+    which imports pandas (~0.25 s) -- at import time that was on the path of every
+    ``sql.connect`` (bench.startup)."""
+    return (pa.array(["t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"]),
+            pa.array(["f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"]))
 
 
 def _text_bool(value, expr):
     """VARCHAR -> BOOLEAN as Postgres' boolin reads text; anything else is 'invalid input
     syntax for type boolean'."""
     word = pc.utf8_lower(pc.utf8_trim_whitespace(value))
-    true, false = pc.is_in(word, value_set=_TRUE_TEXT), pc.is_in(word, value_set=_FALSE_TEXT)
+    true_words, false_words = _bool_words()
+    true, false = pc.is_in(word, value_set=true_words), pc.is_in(word, value_set=false_words)
     bad = pc.and_(pc.invert(pc.or_(true, false)), pc.is_valid(word))
     if isinstance(bad, pa.Scalar):
         if bad.as_py():
