@@ -168,15 +168,19 @@ def test_executemany_takes_numpy_scalars_and_percent_percent(conn):
 
 
 def test_import_sql_and_a_local_database_stay_light(tmp_path):
-    """Issue 28 item 5: boto3 loads only for s3:// URLs, pyspark only for Spark, pandas not at
-    ``import sql`` (a fresh interpreter: this process has them all loaded already)."""
+    """Issue 28 item 5: boto3 loads only for s3:// URLs, pyspark only for Spark, pandas neither
+    at ``import sql`` nor for a local database (a fresh interpreter: this process has them all
+    loaded already). A ``pa.array`` built at import time imported pandas (pyarrow asks whether
+    it is installed) on every connect."""
     import subprocess
     import sys
 
-    code = ("import sys, sql; before = sorted(m for m in ('boto3', 'pandas', 'pyspark') if m in sys.modules); "
+    heavy = "sorted(m for m in ('boto3', 'pandas', 'pyspark') if m in sys.modules)"
+    code = (f"import sys, sql; before = {heavy}; "
             "from hummock import HummockStorage; "   # the store a local connect opens (compactor included)
             f"HummockStorage.open({str(tmp_path / 'db')!r}).close(); "
-            "after = sorted(m for m in ('boto3', 'pyspark') if m in sys.modules); print(before, after)")
+            f"sql.connect({str(tmp_path / 'sqldb')!r}).close(); "
+            f"after = {heavy}; print(before, after)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "[]"]
