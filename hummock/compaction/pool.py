@@ -63,7 +63,6 @@ WORKER_BLOCK_CACHE_BYTES = 8 << 20   # each split's private block cache in a wor
 #: (or at its end). ``None`` (always, outside tests): off.
 FAIL_SPLIT_FOR_TESTS: int | None = None
 
-STOP_GRACE_S = 0.2           # how long ``_shutdown`` waits for an idle worker before killing it
 BACKGROUND_NICE = 19        # the nice value of a worker's background-split thread (module doc)
 NICE_ENV = "HUMMOCK_COMPACTION_NICE"
 
@@ -118,16 +117,16 @@ class _Worker:
         return payload
 
     def stop(self) -> None:
-        """End the worker (under ``_lock``: no split is in flight, so nothing is lost): an idle
-        one exits at the end of its input; one still starting up (a pool warmed by a store that
-        then closed) is killed rather than waited for, so a short-lived writer does not pay for
-        a start it never used."""
+        """End the worker. Called under ``_lock``, so no split is in flight and the worker holds
+        nothing: it is killed, not waited for -- an idle one would only read the end of its input
+        and exit, and one still starting (a pool warmed by a short-lived writer) would make that
+        writer's exit wait for an interpreter start it never used."""
         try:
             self.proc.stdin.close()
-            self.proc.wait(timeout=STOP_GRACE_S)
-        except Exception:
-            self.proc.kill()
-            self.proc.wait()
+        except OSError:
+            pass
+        self.proc.kill()
+        self.proc.wait()
 
 
 def _spawn(args, **kwargs) -> subprocess.Popen:
