@@ -65,7 +65,7 @@ class SpareFiles:
         self._lock = threading.Lock()
         self._wanted = threading.Condition(self._lock)
         self._ready: dict[str, list] = {}   # directory -> [(fd, path)], refilled by the thread
-        self._recycled: dict[str, list] = {}   # directory -> [(fd, path)] of deleted files to overwrite
+        self._recycled: dict[str, list] = {}   # directory -> [(fd, path, size)] of deleted files to overwrite
         self._failed: set[str] = set()
         self._pid = os.getpid()
         self._closed = False
@@ -77,13 +77,16 @@ class SpareFiles:
         if os.getpid() != self._pid:
             return None
         with self._lock:
-            ready = self._ready.get(directory)
-            if self._closed or not ready:
-                return None
-            spare = ready.pop()
-            if len(ready) <= self._per_directory // 2:   # at the low-water mark: refill them all
-                self._wanted.notify()
+            spare = self._pop(self._ready, directory)
+            if spare is not None and len(self._ready[directory]) <= self._per_directory // 2:
+                self._wanted.notify()   # at the low-water mark: refill them all
         return spare
+
+    def _pop(self, stock: dict, directory: str):
+        """Under the lock: the last file ``stock`` keeps for ``directory``, or None (closed,
+        or none kept)."""
+        files = stock.get(directory)
+        return None if self._closed or not files else files.pop()
 
     def accepts_recycled(self, directory: str, size: int = 0) -> bool:
         """Whether :meth:`recycle` would keep a file of ``size`` bytes in ``directory`` now (a
@@ -117,11 +120,8 @@ class SpareFiles:
         if os.getpid() != self._pid:
             return None
         with self._lock:
-            recycled = self._recycled.get(directory)
-            if self._closed or not recycled:
-                return None
-            fd, path, _ = recycled.pop()
-            return fd, path
+            recycled = self._pop(self._recycled, directory)
+        return None if recycled is None else recycled[:2]
 
     def want(self, directory: str) -> None:
         """Keep ``directory`` (which exists) stocked from now on."""
