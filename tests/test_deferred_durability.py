@@ -295,10 +295,44 @@ def test_a_file_whose_early_fsync_failed_is_skipped_once_deleted(tmp_path, monke
     with store.deferred_durability():
         with store.streaming_upload("sst/3.sst") as up:
             up.write(b"x")
+        with store.streaming_upload("sst/4.sst") as up:   # its open starts 3.sst's early fsync
+            up.write(b"y")
     store._early[failing].exception()   # the early fsync has run (and failed)
     store.delete("sst/3.sst")
     assert store.upload_if_absent("manifest/delta-1", b"d") is True
-    assert store._unsynced == set() and store._lost == set()
+    assert store._unsynced == set() and store._lost == set() and store._early == {}
+
+
+def test_early_fsync_starts_when_the_next_deferred_upload_opens(tmp_path, fslog):
+    """A deferred file's early fsync starts as the handle opens its next deferred upload (the
+    flush goes on with another SST), never for the last file before the barrier: the barrier
+    fsyncs that one itself, together with the delta's temporary file. Each file is fsynced
+    once, and all before the link."""
+    store = LocalObjectStore(tmp_path)
+    files = [os.path.join(str(tmp_path), "sst", f"{i}.sst") for i in (1, 2, 3)]
+    with store.deferred_durability():
+        for i, file in enumerate(files, 1):
+            with store.streaming_upload(f"sst/{i}.sst") as up:
+                up.write(b"x" * i)
+            assert set(store._early) == set(files[:i - 1]), "an early fsync started at publish"
+            assert store._early_due == [file]
+        store.upload("plain/x", b"x")   # not deferred: starts none
+        assert set(store._early) == set(files[:2])
+    for future in list(store._early.values()):
+        future.result()
+    before = len(fslog.events)
+    assert store.upload_if_absent("manifest/delta-1", b"d") is True
+    linked = next(seq for seq, k, *d in fslog.events if k == "link_start" and "delta-1" in d[1])
+    barrier = [d[0] for _, k, *d in fslog.events[before:] if k == "fsync_start"]
+    assert files[2] in barrier and files[0] not in barrier and files[1] not in barrier
+    for file in files:
+        ends = [seq for seq, k, *d in fslog.events if k == "fsync_end" and d[0] == file]
+        assert len(ends) == 1 and ends[0] < linked
+    assert store._early == {} and store._early_due == [] and store._unsynced == set()
+    with store.deferred_durability():   # a barrier left nothing due: the next open starts none
+        with store.streaming_upload("sst/4.sst") as up:
+            up.write(b"4")
+    assert store._early == {}
 
 
 def test_other_stores_ignore_deferral(tmp_path):

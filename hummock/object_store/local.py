@@ -39,10 +39,14 @@ skipped. A remembered file whose fsync (or its directory's) failed is lost for g
 reports a writeback error to one fsync only and a retry returns success although the data never
 reached the disk, so every later barrier of the handle fails (a delta naming it must never
 become durable; before deferral the SST's own fsync failed its flush instead). The file's own
-fsync starts at once on the pool when it is published (``early_fsync``, on by default): its data
-is written back while the engine prepares the delta, and the barrier waits for that fsync
-instead of starting one -- the directories it still fsyncs itself, after every rename. An early
-fsync that fails loses the file exactly as the barrier's would.
+fsync starts on the pool once the same handle opens its next deferred upload (``early_fsync``, on
+by default): its data is written back while the next SST of the flush is built, and the barrier
+waits for that fsync instead of starting one -- the directories it still fsyncs itself, after
+every rename. The last file before a barrier gets no early fsync: the barrier comes right after
+it, and a pool thread started at its publication only took the interpreter lock turns of the
+delta's preparation (docs/performance.md: q1 through a push source, one SST a checkpoint, 6 of
+8 alternating pairs faster without it, twice). An early fsync that fails loses the file
+exactly as the barrier's would.
 
 Spare files: a handle holding the writer lock takes each temporary file from a few it keeps
 ready per directory, created ahead by a thread (``spares.py`` says why: a create can cost 0.8
@@ -155,8 +159,8 @@ def _io_error(action: str, path: str, exc: OSError) -> ObjectStoreError:
 class LocalObjectStore(ObjectStore):
     """Objects as files under ``root`` (created, with its parents, if missing)."""
 
-    #: Start a deferred upload's own fsync when it is published (module doc); an instance may
-    #: turn it off (tests, benchmarks).
+    #: Start a deferred upload's own fsync when the next deferred upload opens (module doc); an
+    #: instance may turn it off (tests, benchmarks).
     early_fsync = True
     #: Empty temporary files a writer handle keeps ready per directory (``spares.py``: a
     #: create off the upload's path, refilled once half are gone); 0 turns it off.
@@ -175,6 +179,7 @@ class LocalObjectStore(ObjectStore):
         self._unsynced: set[str] = set()      # files of deferred uploads the barrier has not synced
         self._lost: set[str] = set()          # deferred files whose fsync failed: never durable
         self._early: dict = {}                # deferred file -> its early fsync's Future (module doc)
+        self._early_due: list[str] = []       # deferred files whose early fsync the next open starts
         self._unsynced_lock = threading.Lock()
         try:
             root = os.fspath(root)
@@ -302,11 +307,20 @@ class LocalObjectStore(ObjectStore):
         os.close(fd)
         final = self._file(path)
         os.replace(temp, final)
-        early = _fsync_pool().submit(_fsync_file, final) if self.early_fsync else None
         with self._unsynced_lock:
             self._unsynced.add(final)
-            if early is not None:
-                self._early[final] = early
+            if self.early_fsync:
+                self._early_due.append(final)
+
+    def _start_early_fsyncs(self) -> None:
+        """Start the early fsync of every deferred file published since the last open or barrier
+        (a deferred upload is opening: the flush goes on with another SST; module doc)."""
+        with self._unsynced_lock:
+            if not self._early_due:
+                return
+            due, self._early_due = self._early_due, []
+            for file in due:
+                self._early[file] = _fsync_pool().submit(_fsync_file, file)
 
     def _sync_deferred(self, fd: int) -> None:
         """fsync ``fd`` (a temporary file about to be published) together with every deferred
@@ -317,6 +331,7 @@ class LocalObjectStore(ObjectStore):
             files = list(self._unsynced)
             lost = sorted(self._lost)
             early = {file: self._early[file] for file in files if file in self._early}
+            self._early_due.clear()   # each one is in ``files``: synced by this barrier
         if lost:
             # Linux reports a writeback error to one fsync only: a retry returns success though
             # the data never reached the disk, so nothing naming this file may become durable
@@ -527,6 +542,8 @@ class LocalObjectStore(ObjectStore):
         return self._open_uploader(path, deferred=getattr(self._deferring, "on", False))
 
     def _open_uploader(self, path: str, *, deferred: bool) -> _LocalUploader:
+        if deferred and self._early_due:
+            self._start_early_fsyncs()
         try:
             fd, temp, recycled = self._open_temp(path)
         except OSError as exc:
