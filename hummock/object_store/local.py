@@ -38,15 +38,16 @@ removes them as orphans. A remembered file deleted before the barrier (an orphan
 skipped. A remembered file whose fsync (or its directory's) failed is lost for good: Linux
 reports a writeback error to one fsync only and a retry returns success although the data never
 reached the disk, so every later barrier of the handle fails (a delta naming it must never
-become durable; before deferral the SST's own fsync failed its flush instead). The file's own
-fsync starts on the pool once the same handle opens its next deferred upload (``early_fsync``, on
-by default): its data is written back while the next SST of the flush is built, and the barrier
-waits for that fsync instead of starting one -- the directories it still fsyncs itself, after
-every rename. The last file before a barrier gets no early fsync: the barrier comes right after
-it, and a pool thread started at its publication only took the interpreter lock turns of the
-delta's preparation (docs/performance.md: q1 through a push source, one SST a checkpoint, 6 of
-8 alternating pairs faster without it, twice). An early fsync that fails loses the file
-exactly as the barrier's would.
+become durable; before deferral the SST's own fsync failed its flush instead). Each deferred
+file's write-back is started as it is published (``writeback_hint``: ``sync_file_range``, a
+hint that neither waits nor touches the error state; ``writeback.py``), so the barrier's fsync
+finds most of its pages written. The file's own fsync starts on the pool once the same handle
+opens its next deferred upload (``early_fsync``, on by default): it runs while the next SST of
+the flush is built, and the barrier waits for it instead of starting one -- the directories it
+still fsyncs itself, after every rename. The last file before a barrier gets no early fsync: the
+barrier comes right after it, and a pool thread started at its publication only competed for
+the interpreter lock while the engine prepared the delta. docs/performance.md has the figures.
+An early fsync that fails loses the file exactly as the barrier's would.
 
 Spare files: a handle holding the writer lock takes each temporary file from a few it keeps
 ready per directory, created ahead by a thread (``spares.py`` says why: a create can cost 0.8
@@ -85,6 +86,7 @@ from hummock.object_store.base import (
 )
 from hummock.object_store.locks import FlockLock
 from hummock.object_store.spares import SpareFiles
+from hummock.object_store.writeback import start_writeback
 
 __all__ = ["LocalObjectStore", "TEMP_PREFIX", "WRITER_TEMP_TAG", "LOCK_FILE_NAME", "MAX_ROOT_BYTES"]
 
@@ -162,6 +164,9 @@ class LocalObjectStore(ObjectStore):
     #: Start a deferred upload's own fsync when the next deferred upload opens (module doc); an
     #: instance may turn it off (tests, benchmarks).
     early_fsync = True
+    #: Start a deferred upload's write-back as it is published (``writeback.py``; module doc);
+    #: an instance may turn it off (tests, benchmarks).
+    writeback_hint = True
     #: Empty temporary files a writer handle keeps ready per directory (``spares.py``: a
     #: create off the upload's path, refilled once half are gone); 0 turns it off.
     spare_files = 4
@@ -303,7 +308,9 @@ class LocalObjectStore(ObjectStore):
 
     def _publish_deferred(self, fd: int, temp: str, path: str) -> None:
         """Close ``fd`` and rename ``temp`` to ``path``'s file without an fsync; the next
-        barrier (``_sync_deferred``) makes it durable."""
+        barrier (``_sync_deferred``) makes it durable; its write-back starts now (module doc)."""
+        if self.writeback_hint:
+            start_writeback(fd)
         os.close(fd)
         final = self._file(path)
         os.replace(temp, final)
