@@ -15,11 +15,12 @@ goes back at once).
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from native._filter cimport filter_key_hash
+from native._xxh64 cimport xxh64
 from native._keycmp cimport cmp_full_keys, cmp_mem, load_be64
 
 import array
@@ -33,6 +34,8 @@ DEF EPOCH_LEN = 8
 DEF MIN_FULL_KEY_LEN = 12
 DEF TAG_PUT = 0x01
 DEF TAG_DELETE = 0x02
+DEF STORED_TRAILER_LEN = 13              # u8 compression tag, u32 content length, u64 xxh64 (format 4.2)
+DEF MAX_STORED_CONTENT = 1073741824      # MAX_BLOCK_CONTENT, part of the format
 # A C constant: compared with a bare literal this large, a C integer becomes a Python int
 # (three PyLongs a key in c_add, one a varint in the iterator, before this was typed).
 cdef Py_ssize_t U32_MAX = <Py_ssize_t>0xFFFFFFFFU
@@ -494,6 +497,45 @@ cdef class BlockBuilder:
         content = PyBytes_FromStringAndSize(<const char*>self.buf, self.buf_len)
         self.reset_block()
         return content
+
+    def finish_stored_block(self):
+        """``(stored, content_len)``: the finished block in its stored form without compression
+        -- the bytes ``encode_stored_block(self.finish_block(), COMPRESSION_NONE)`` gives
+        (docs/format.md 4.2: content, tag 0, u32 content length, u64 xxh64 of all before it) --
+        made in the builder's buffer and copied once, where that call copies the content three
+        times; resets the block as :meth:`finish_block` does."""
+        cdef Py_ssize_t i, content_len
+        cdef uint32_t v
+        cdef uint64_t h
+        cdef unsigned char* out
+        if not self.block_entry_count:
+            raise InvalidArgumentError("finish_block on an empty block")
+        self.reserve(4 * self.n_restarts + 4 + STORED_TRAILER_LEN)
+        for i in range(self.n_restarts + 1):
+            v = self.restarts[i] if i < self.n_restarts else <uint32_t>self.n_restarts
+            out = self.buf + self.buf_len
+            out[0] = v & 0xFF
+            out[1] = (v >> 8) & 0xFF
+            out[2] = (v >> 16) & 0xFF
+            out[3] = (v >> 24) & 0xFF
+            self.buf_len += 4
+        content_len = self.buf_len
+        if content_len > MAX_STORED_CONTENT:
+            self.reset_block()
+            raise InvalidArgumentError(f"block content of {content_len} bytes exceeds {MAX_STORED_CONTENT}")
+        out = self.buf + content_len
+        out[0] = 0   # COMPRESSION_NONE
+        v = <uint32_t>content_len
+        out[1] = v & 0xFF
+        out[2] = (v >> 8) & 0xFF
+        out[3] = (v >> 16) & 0xFF
+        out[4] = (v >> 24) & 0xFF
+        h = xxh64(<const uint8_t*>self.buf, <size_t>(content_len + 5), 0)
+        for i in range(8):
+            out[5 + i] = <unsigned char>((h >> (8 * i)) & 0xFF)
+        stored = PyBytes_FromStringAndSize(<const char*>self.buf, content_len + STORED_TRAILER_LEN)
+        self.reset_block()
+        return stored, content_len
 
 
 # --- iterator --------------------------------------------------------------------------------

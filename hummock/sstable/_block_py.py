@@ -27,6 +27,9 @@ _MIN_FULL_KEY_LEN = 12
 _MAX_EPOCH = (1 << 64) - 1
 _TAG_PUT = b"\x01"
 _TAG_DELETE = b"\x02"
+_TAG_LEN = struct.Struct("<BI")       # a stored block's compression tag and content length (format 4.2)
+_U64 = struct.Struct("<Q")            # ... and its xxh64, seed 0, of everything before it
+_MAX_STORED_CONTENT = 1 << 30         # MAX_BLOCK_CONTENT, part of the format
 _U32 = struct.Struct("<I")
 _HASH_SEED = 0x48554D4D4F434B00   # the filters' key-hash seed (hummock/sstable/_filter_py.py)
 
@@ -251,6 +254,16 @@ class BlockBuilder:
         content = bytes(out)
         self._reset_block()
         return content
+
+    def finish_stored_block(self) -> tuple[bytes, int]:
+        """``(stored, content_len)``: the finished block stored without compression, the bytes
+        ``encode_stored_block(self.finish_block(), COMPRESSION_NONE)`` gives (docs/format.md
+        4.2; the native twin makes them with one copy); resets the block."""
+        content = self.finish_block()
+        if len(content) > _MAX_STORED_CONTENT:
+            raise InvalidArgumentError(f"block content of {len(content)} bytes exceeds {_MAX_STORED_CONTENT}")
+        head = content + _TAG_LEN.pack(0, len(content))
+        return head + _U64.pack(xxh64_intdigest(head, 0)), len(content)
 
     def _reset_block(self) -> None:
         self._buf = bytearray()

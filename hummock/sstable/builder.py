@@ -257,8 +257,12 @@ class SstableBuilder:
         if not blocks.block_entry_count:
             return
         first_key = blocks.block_first_key
-        content = blocks.finish_block()
-        stored = encode_stored_block(content, self._block_compression())
+        compression = self._block_compression()
+        if compression == COMPRESSION_NONE:   # (one copy of the content instead of three)
+            stored, content_len = blocks.finish_stored_block()
+        else:
+            content = blocks.finish_block()
+            stored, content_len = encode_stored_block(content, compression), len(content)
         if self._compression == COMPRESSION_LZ4 and not self._lz4_skip:
             if stored[-BLOCK_TRAILER_SIZE] == COMPRESSION_LZ4:
                 self._lz4_backoff = 0
@@ -266,7 +270,7 @@ class SstableBuilder:
                 self._lz4_backoff = min(2 * self._lz4_backoff or 1, LZ4_MAX_BACKOFF)
                 self._lz4_skip = self._lz4_backoff + 1
         self._sink.write(stored)
-        self._metas.append(BlockMeta(self._offset, len(stored), len(content), first_key))
+        self._metas.append(BlockMeta(self._offset, len(stored), content_len, first_key))
         self._offset += len(stored)
 
     def finish(self) -> SstableInfo:
