@@ -35,7 +35,11 @@ qa: the same multiset of rows, qa's sum compared exactly as an integer; qt: the 
 prices, each row one of the input's rows with that price); a mismatch stops the bench
 (``CheckError``, exit 1). Method: one warm-up run of every engine and query on two batches,
 then ``--rounds`` rounds (>= 3 by default); in each round every query runs on every engine,
-engines in a rotating order (interleaved, so each sees the same machine state); the figure is
+engines in a rotating order (interleaved, so each sees the same machine state), each timed run
+after the previous run's result is dropped and ``gc.collect()`` -- so every run starts from the
+same heap: a q1 result left alive is 1M tuples, which every collection during the next run
+would traverse (Bytewax, allocating a tuple per row, measured 1.86M against 2.76M events/s on
+q1 depending on what ran before it); the figure is
 the median wall-clock events/s (CPU events/s of this process beside it: Hummock's compactor
 worker process is in neither). Prints a table, the ratios hummock_sql / bytewax and hummock_push /
 bytewax per query, and
@@ -51,6 +55,7 @@ Callers: users, tests/test_bench_peers.py (tiny sizes; only the result checks).
 from __future__ import annotations
 
 import argparse
+import gc
 import heapq
 import json
 import os
@@ -314,6 +319,8 @@ def measure(feed: Feed, queries, engines, rounds: int, warmup: bool = True) -> d
         order = list(engines[r % len(engines):]) + list(engines[:r % len(engines)])
         for q in queries:
             for e in order:
+                rows = None   # every run starts from the same heap (below)
+                gc.collect()
                 wall, cpu, rows = RUNNERS[e](q, feed)
                 check(e, q, rows, refs[q])
                 times[e][q]["wall"].append(wall)
