@@ -8,7 +8,9 @@ big-endian value with its sign bit flipped, inverted when descending), a sort of
 references by the keys' bytes and then by row number (so the sort is stable;
 ``native/_keysort.pxd``) -- skipped when one pass finds the keys already in order, as an
 ``APPEND ONLY`` table's increasing row ids are (the sort's ~log2(n) comparisons per row were
-half the call) -- then one ``bytes`` object per key in that order (``sorted_int_keys``) or one
+half the call); else a counting sort by vnode first, after which each vnode's rows are usually
+in order already (a pk that grows along the chunk, spread over vnodes by its hash: q1's MV
+keyed by row id), so the comparison sort runs only on the vnodes that need it -- then one ``bytes`` object per key in that order (``sorted_int_keys``) or one
 ``bytes`` object of all the keys back to back (``sorted_int_key_buffer``, the packed insert path). It replaces a dozen
 numpy/Arrow calls per chunk (the key matrix, an Arrow binary array, ``lexsort``, ``take``,
 ``to_pylist``).
@@ -24,7 +26,7 @@ Callers: :meth:`relational.row_serde.RowSerde.encode_chunk` only, through ``humm
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint64_t, uint16_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcmp, memcpy
 
 from native._keycmp cimport HUMMOCK_LOAD_BE64
@@ -42,6 +44,49 @@ cdef bint _in_order(const unsigned char* buf, Py_ssize_t n, Py_ssize_t width) no
         if memcmp(buf + (i - 1) * width, buf + i * width, <size_t>width) > 0:
             return False
     return True
+
+
+cdef int _sort_rows(KeyRef* rows, Py_ssize_t n, const uint16_t[::1] vn) except -1:
+    """Put ``rows`` (built in row order; each key starts with its row's big-endian vnode) in
+    ``sort_key_refs`` order: a stable counting sort by vnode, then each vnode's rows by their
+    keys -- a pass finds them already in order when the pk grows along the chunk (row ids, a
+    time), so no comparison sort runs at all. Same result as ``sort_key_refs`` over all rows
+    (bytes, then row number: the vnode is the keys' first two bytes, and the counting sort
+    keeps row order within a vnode). Small chunks go to ``sort_key_refs`` directly."""
+    cdef Py_ssize_t i, v, top = 0, start, end
+    cdef Py_ssize_t* starts = NULL
+    cdef KeyRef* sorted_rows = NULL
+    if n < 256:
+        sort_key_refs(rows, n)
+        return 0
+    for i in range(n):
+        if vn[i] > top:
+            top = vn[i]
+    try:
+        starts = <Py_ssize_t*>calloc(<size_t>(top + 2), sizeof(Py_ssize_t))
+        sorted_rows = <KeyRef*>malloc(<size_t>n * sizeof(KeyRef))
+        if starts == NULL or sorted_rows == NULL:
+            raise MemoryError()
+        for i in range(n):
+            starts[vn[i] + 1] += 1
+        for v in range(top + 1):
+            starts[v + 1] += starts[v]
+        for i in range(n):   # (rows[i] is row i: the vnode of its key is vn[i])
+            sorted_rows[starts[vn[i]]] = rows[i]
+            starts[vn[i]] += 1
+        start = 0
+        for v in range(top + 1):   # starts[v] is now the end of vnode v's rows
+            end = starts[v]
+            for i in range(start + 1, end):
+                if memcmp(sorted_rows[i - 1].p, sorted_rows[i].p, <size_t>sorted_rows[i].n) > 0:
+                    sort_key_refs(sorted_rows + start, end - start)
+                    break
+            start = end
+        memcpy(rows, sorted_rows, <size_t>n * sizeof(KeyRef))
+    finally:
+        free(starts)
+        free(sorted_rows)
+    return 0
 
 
 def sorted_int_keys(vnodes, columns, widths, descending):
@@ -109,7 +154,7 @@ cdef _sorted_keys(vnodes, columns, widths, descending, bint packed):
                 memcpy(row + 1, (<unsigned char*>&u) + (8 - w), <size_t>w)
             pos += 1 + w
         if not _in_order(buf, n, width):
-            sort_key_refs(rows, n)
+            _sort_rows(rows, n, vn)
         for i in range(n):
             out_order[i] = rows[i].i
         if packed:   # one bytes object of n keys of ``width`` bytes, in key order
