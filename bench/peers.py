@@ -44,7 +44,10 @@ the median wall-clock events/s (CPU events/s of this process beside it: Hummock'
 worker process is in neither). Prints a table, the ratios hummock_sql / bytewax and hummock_push /
 bytewax per query, and
 one JSON line ``{"bench": "peers", "events_per_s": {engine: {query: ...}}, ...}`` with
-``machine`` (bench.harness: build, environment, versions, load before and after).
+``machine`` (bench.harness: build, environment, versions, load before and after) and
+``batch_ms``: for hummock_sql and hummock_push, each batch's ``insert_arrow`` + FLUSH timed over
+every round, as p50 / p90 / p99 / max / mean ms (also printed) -- the wall figure is the mean,
+and on this shared disk a few fsyncs of 50-500 ms can move it while the p50 stays put.
 
 Run: ``python -m bench.peers [--quick] [--rows N] [--batch B] [--rounds R] [--queries q1,qa]
 [--engines hummock_sql,bytewax]``. ``--quick``: 100,000 rows, 3 rounds.
@@ -132,12 +135,12 @@ class Feed:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def run_hummock_sql(query: str, feed: Feed):
-    return run_sql(query, feed.batches)
+def run_hummock_sql(query: str, feed: Feed, batch_times: list | None = None):
+    return run_sql(query, feed.batches, batch_times=batch_times)
 
 
-def run_hummock_push(query: str, feed: Feed):
-    return run_sql(query, feed.batches, create=PUSH_SOURCE)
+def run_hummock_push(query: str, feed: Feed, batch_times: list | None = None):
+    return run_sql(query, feed.batches, create=PUSH_SOURCE, batch_times=batch_times)
 
 
 def run_hummock_stream(query: str, feed: Feed):
@@ -229,6 +232,8 @@ def run_bytewax(query: str, feed: Feed):
 
 RUNNERS = {"hummock_sql": run_hummock_sql, "hummock_push": run_hummock_push, "hummock_source": run_hummock_source,
            "hummock_stream": run_hummock_stream, "bytewax": run_bytewax}
+#: Engines whose runs also time each batch (``insert_arrow`` + FLUSH): the JSON's ``batch_ms``
+BATCH_TIMED = ("hummock_sql", "hummock_push")
 
 
 # --- the pandas reference and the checks ----------------------------------------------------
@@ -314,14 +319,17 @@ def measure(feed: Feed, queries, engines, rounds: int, warmup: bool = True) -> d
         for q in queries:
             for e in engines:
                 check(e, q, RUNNERS[e](q, small)[2], small_refs[q])
-    times = {e: {q: {"wall": [], "cpu": []} for q in queries} for e in engines}
+    times = {e: {q: {"wall": [], "cpu": [], "batches": []} for q in queries} for e in engines}
     for r in range(rounds):
         order = list(engines[r % len(engines):]) + list(engines[:r % len(engines)])
         for q in queries:
             for e in order:
                 rows = None   # every run starts from the same heap (below)
                 gc.collect()
-                wall, cpu, rows = RUNNERS[e](q, feed)
+                if e in BATCH_TIMED:
+                    wall, cpu, rows = RUNNERS[e](q, feed, batch_times=times[e][q]["batches"])
+                else:
+                    wall, cpu, rows = RUNNERS[e](q, feed)
                 check(e, q, rows, refs[q])
                 times[e][q]["wall"].append(wall)
                 times[e][q]["cpu"].append(cpu)
@@ -370,14 +378,31 @@ def main(argv=None) -> int:
     push_ratio = ({q: round(rates["hummock_push"][q] / rates["bytewax"][q], 3) for q in queries}
                   if "hummock_push" in rates and "bytewax" in rates else None)
     _table(queries, engines, rates, {"sql/bytewax": ratio, "push/bytewax": push_ratio})
+    batch_ms = {e: {q: batch_percentiles(times[e][q]["batches"]) for q in queries}
+                for e in engines if e in BATCH_TIMED}
+    for e, per_query in batch_ms.items():
+        print(f"{e} ms a batch (insert_arrow + FLUSH, every round), p50 / p99 / max: " + "; ".join(
+            f"{q} {v['p50']} / {v['p99']} / {v['max']}" for q, v in per_query.items() if v))
     for note in notes:
         print("note: " + note)
-    print(json.dumps({"bench": "peers", "events_per_s": rates, "cpu_events_per_s": cpu_rates,
+    print(json.dumps({"bench": "peers", "events_per_s": rates, "cpu_events_per_s": cpu_rates, "batch_ms": batch_ms,
                       "ratio_hummock_sql_bytewax": ratio, "ratio_hummock_push_bytewax": push_ratio, "checked": True, "rows": rows, "batch": args.batch,
                       "rounds": args.rounds, "queries": {q: QUERIES[q] for q in queries}, "bytewax": version,
                       "notes": notes, "machine": machine()}))
     sys.stdout.flush()
     return 0
+
+
+def batch_percentiles(seconds: list) -> dict:
+    """``{"p50", "p90", "p99", "max", "mean"}`` in ms of the batches' times (empty: ``{}``). The
+    wall figure is the mean; a p50 well below it says the time went to a few slow batches (an
+    fsync the shared disk held up, a write stall), not to every batch."""
+    if not seconds:
+        return {}
+    ms = sorted(s * 1000 for s in seconds)
+    at = lambda f: round(ms[min(len(ms) - 1, int(f * len(ms)))], 2)   # noqa: E731
+    return {"p50": round(statistics.median(ms), 2), "p90": at(0.9), "p99": at(0.99), "max": round(ms[-1], 2),
+            "mean": round(statistics.fmean(ms), 2)}
 
 
 def _table(queries, engines, rates, ratios: dict) -> None:

@@ -74,9 +74,11 @@ def make_batches(rows: int, seed: int = 11) -> list:
     return [table.slice(at, BATCH) for at in range(0, rows, BATCH)]
 
 
-def run_sql(query: str, batches, profiler=None, create: str = TABLE) -> tuple[float, float, list]:
+def run_sql(query: str, batches, profiler=None, create: str = TABLE,
+            batch_times: list | None = None) -> tuple[float, float, list]:
     """(wall s, CPU s, the MV's rows) of the SQL path (``create``: the bids relation's DDL, the
-    APPEND ONLY table or ``PUSH_SOURCE``)."""
+    APPEND ONLY table or ``PUSH_SOURCE``); ``batch_times``, if given, gets each batch's seconds
+    (its ``insert_arrow`` and FLUSH)."""
     import sql
     with run_dir("bench-sql-ingest-") as tmp:
         with sql.connect(tmp + "/db") as c:
@@ -86,8 +88,11 @@ def run_sql(query: str, batches, profiler=None, create: str = TABLE) -> tuple[fl
                 profiler.enable()
             wall, cpu = time.perf_counter(), time.process_time()
             for batch in batches:
+                started = time.perf_counter()
                 c.insert_arrow("bids", batch)
                 c.execute("FLUSH")
+                if batch_times is not None:
+                    batch_times.append(time.perf_counter() - started)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             if profiler is not None:
                 profiler.disable()

@@ -29,6 +29,18 @@ def test_each_engine_answers_every_query_as_pandas_does(engine, capsys):
     assert set(line["events_per_s"]) == {engine}
     assert set(line["events_per_s"][engine]) == set(peers.QUERIES)
     assert line["rows"] == 2000 and "conditions" in line["machine"]
+    if engine in peers.BATCH_TIMED:   # 4 batches of 500 rows a query, one round
+        for stats in line["batch_ms"][engine].values():
+            assert 0 < stats["p50"] <= stats["p90"] <= stats["p99"] <= stats["max"]
+            assert stats["p50"] <= stats["max"] and stats["mean"] > 0
+    else:
+        assert engine not in line["batch_ms"]
+
+
+def test_batch_percentiles():
+    assert peers.batch_percentiles([]) == {}
+    stats = peers.batch_percentiles([0.001 * i for i in range(1, 101)])   # 1..100 ms
+    assert stats == {"p50": 50.5, "p90": 91.0, "p99": 100.0, "max": 100.0, "mean": 50.5}
 
 
 @pytest.mark.parametrize("query", sorted(peers.QUERIES))

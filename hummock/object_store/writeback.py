@@ -8,7 +8,7 @@ back only inside that fsync, so the barrier waits for the whole write (~580 KB a
 this VM's disk). With it the device writes while the engine prepares the delta, and the
 barrier's fsync finds most of the pages clean. A pool thread calling fsync at publication
 cannot do this: it needs the interpreter lock first, which the thread preparing the delta
-holds (docs/performance.md, "Durable checkpoint").
+holds (docs/performance.md, the bench.peers section: the session of 2026-11-29).
 
 Invariants: a hint only -- durability still comes from the barrier's fsync alone, and nothing
 here reports or consumes a write-back error (``SYNC_FILE_RANGE_WRITE`` without the wait flags
