@@ -17,7 +17,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 from native._filter cimport filter_key_hash
 from native._xxh64 cimport xxh64
@@ -370,20 +370,89 @@ cdef class BlockBuilder:
             memcpy(w, PyBytes_AS_STRING(prefix), 4)
             for b in range(8):
                 w[4 + width + b] = <unsigned char>((inv >> (8 * (7 - b))) & 0xFF)
-            while i < n:
-                lo = <Py_ssize_t>offs[i]
-                hi = <Py_ssize_t>offs[i + 1]
-                if lo < 0 or hi < lo or hi > vn:
-                    raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {vn}]")
-                memcpy(w + 4, kp + i * width, <size_t>width)
-                if not self.c_add_raw(w, fn, TAG_PUT, vp + lo, hi - lo):
-                    return i
-                i += 1
-                if self.buf_len + 4 * self.n_restarts + 4 >= block_size:
-                    return i
-            return i
+            # the call's first entry: every check and all the accounting (c_add_raw)
+            lo = <Py_ssize_t>offs[i]
+            hi = <Py_ssize_t>offs[i + 1]
+            if lo < 0 or hi < lo or hi > vn:
+                raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {vn}]")
+            memcpy(w + 4, kp + i * width, <size_t>width)
+            if not self.c_add_raw(w, fn, TAG_PUT, vp + lo, hi - lo):
+                return i
+            i += 1
+            if self.buf_len + 4 * self.n_restarts + 4 >= block_size:
+                return i
+            # the others share its table id and epoch: what c_add_raw would find per entry is
+            # known (a new user key, a put, the same table and epoch), so only the order, the
+            # shared prefix, the filter hashes and the bytes remain (the same block bytes and
+            # accounting); the last key is copied once, on the way out
+            try:
+                while i < n:
+                    lo = <Py_ssize_t>offs[i]
+                    hi = <Py_ssize_t>offs[i + 1]
+                    if lo < 0 or hi < lo or hi > vn:
+                        raise InvalidArgumentError(f"value {i} spans [{lo}, {hi}), outside [0, {vn}]")
+                    self.c_add_packed_next(w, kp + (i - 1) * width, kp + i * width, width, vp + lo, hi - lo)
+                    i += 1
+                    if self.buf_len + 4 * self.n_restarts + 4 >= block_size:
+                        return i
+                return i
+            finally:   # w holds the last entry added (a failed one was not copied into it)
+                _copy_key(&self.last_buf, &self.last_cap, w, fn)
+                self.last_len = fn
         finally:
             free(w)
+
+    cdef int c_add_packed_next(self, unsigned char* w, const unsigned char* prev, const unsigned char* cur,
+                               Py_ssize_t width, const unsigned char* payload, Py_ssize_t plen) except -1:
+        """Add the packed entry ``cur`` (``width`` key bytes) right after ``prev``, the entry
+        this call added last, into the open block (which holds entries: the call's first went
+        through ``c_add_raw``). ``w`` holds ``prev``'s full key (table id, key, inverted epoch)
+        and gets ``cur``'s once nothing can fail before the entry's bytes are written. Leaves
+        ``last_buf`` to the caller."""
+        cdef Py_ssize_t shared = 0, n = width + 12
+        cdef uint32_t* grown
+        if memcmp(prev, cur, <size_t>width) >= 0:
+            raise InvalidArgumentError("keys must be added in strictly increasing full-key order")
+        if plen + 1 > U32_MAX:
+            raise InvalidArgumentError("key or value longer than 4 GiB")
+        if self.counter < self.restart_interval:   # (the keys differ within ``width``: the epoch is never shared)
+            shared = 4 + common_len(prev, cur, width)
+        if self.buf_len + 15 + (n - shared) + 1 + plen > U32_MAX:
+            raise InvalidArgumentError("block larger than 4 GiB")
+        self.reserve(15 + (n - shared) + 1 + plen)
+        if self.counter >= self.restart_interval:
+            if self.n_restarts == self.restarts_cap:
+                grown = <uint32_t*>realloc(self.restarts, 2 * self.restarts_cap * sizeof(uint32_t))
+                if grown == NULL:
+                    raise MemoryError()
+                self.restarts = grown
+                self.restarts_cap *= 2
+            self.restarts[self.n_restarts] = <uint32_t>self.buf_len
+            self.n_restarts += 1
+            self.counter = 0
+        memcpy(w + 4, cur, <size_t>width)   # w: this entry's full key from here on
+        self.put_varint(<uint32_t>shared)
+        self.put_varint(<uint32_t>(n - shared))
+        self.put_varint(<uint32_t>(1 + plen))
+        memcpy(self.buf + self.buf_len, w + shared, n - shared)
+        self.buf_len += n - shared
+        self.buf[self.buf_len] = TAG_PUT
+        self.buf_len += 1
+        if plen:
+            memcpy(self.buf + self.buf_len, payload, plen)
+            self.buf_len += plen
+        self.counter += 1
+        self.block_entry_count += 1
+        # account(): a new user key (the keys ascend), a put, the table id and epoch unchanged
+        self.push_hash(False, filter_key_hash(w, <size_t>(n - EPOCH_LEN)))
+        if self.prefix_len >= 0 and n - EPOCH_LEN >= 4 + self.prefix_len and (
+                not self.has_prefix or not memcmp_eq(self.prefix_buf, w, 4 + self.prefix_len)):
+            self.push_hash(True, filter_key_hash(w, <size_t>(4 + self.prefix_len)))
+            _copy_key(&self.prefix_buf, &self.prefix_cap, w, 4 + self.prefix_len)
+            self.has_prefix = True
+        self.live_cur += 1
+        self.key_count += 1
+        return 0
 
     cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1:
         return self.c_add_raw(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), tag, payload, plen)

@@ -122,6 +122,76 @@ def test_add_packed_builds_what_add_batch_builds(case, epoch, block_size):
     assert all(r == results[0] for r in results)
 
 
+@st.composite
+def long_sorted_batches(draw):
+    """Up to 120 keys sharing long prefixes (restart points, shared lengths up to the width)."""
+    width = draw(st.integers(1, 10))
+    stem = draw(st.binary(min_size=width, max_size=width))
+    cut = draw(st.integers(0, width))
+    tails = draw(st.lists(st.binary(min_size=width - cut, max_size=width - cut), max_size=120))
+    keys = sorted({stem[:cut] + t for t in tails})
+    values = draw(st.lists(st.binary(max_size=12), min_size=len(keys), max_size=len(keys)))
+    return keys, values, width
+
+
+@given(long_sorted_batches(), st.integers(0, 1 << 40), st.sampled_from([60, 300, 4096]), st.sampled_from([1, 2, 3, 16]),
+       st.sampled_from([None, 1, 3, 9]), st.booleans())
+def test_add_packed_accounts_as_add_does(case, epoch, block_size, restart_interval, prefix_len, earlier):
+    """The packed path (its first entry checked and accounted in full, the rest as known
+    continuations of it) against one ``add`` per entry in both twins: the same blocks and the
+    same SST-wide accounting -- filter and prefix hashes, live counts, table ids, epochs,
+    first and last keys -- over restart intervals, declared prefixes and a builder already
+    holding an entry of the table (so the packed call continues its block)."""
+    keys, values, width = case
+    b = packed_of(keys, values, width)
+    prefix = (7).to_bytes(4, "big")
+    inverted = ((1 << 64) - 1 - epoch).to_bytes(8, "big")
+    full = [prefix + k + inverted for k in keys]
+    lens = None if prefix_len is None else {7: prefix_len}
+    first_full = prefix + ((1 << 64) - 1 - (epoch + 1)).to_bytes(8, "big")   # the bare table id: below them all
+
+    def run(impl, packed):
+        builder, blocks = impl.BlockBuilder(restart_interval, lens), []
+        if earlier:
+            builder.add(first_full, b"e")
+        if packed:
+            i = 0
+            while i < len(b):
+                i = builder.add_packed(prefix, epoch, b.keys, b.key_width, b.values, b.offsets, i, block_size)
+                if builder.block_entry_count and (i < len(b) or builder.block_size_estimate >= block_size):
+                    blocks.append(builder.finish_block())
+        else:
+            for key, value in zip(full, values):
+                if builder.block_entry_count and builder.block_size_estimate >= block_size:
+                    blocks.append(builder.finish_block())
+                builder.add(key, value)
+        if builder.block_entry_count:
+            blocks.append(builder.finish_block())
+        return (b"".join(blocks), builder.key_count, builder.tombstone_count, builder.smallest_key, builder.last_key,
+                list(builder.key_hashes), list(builder.prefix_hashes), builder.live_counts, list(builder.table_ids),
+                builder.min_epoch, builder.max_epoch)
+
+    for impl in BLOCKS:
+        packed, listed = run(impl, True), run(impl, False)
+        assert packed[1:] == listed[1:]
+        assert packed == run(BLOCKS[0], True)
+
+
+@pytest.mark.parametrize("impl", BLOCKS, ids=lambda m: m.__name__)
+def test_add_packed_refuses_keys_out_of_order_and_keeps_the_last_added(impl):
+    """A packed batch whose keys stop ascending (equal or smaller) raises where they do; the
+    entries before it stay added and ``last_key`` names the last of them."""
+    prefix, epoch = (7).to_bytes(4, "big"), 5
+    inverted = ((1 << 64) - 1 - epoch).to_bytes(8, "big")
+    for bad in (b"c", b"b"):   # a repeat, then a smaller key
+        b = packed_of([b"a", b"c", bad, b"d"], [b"1", b"2", b"3", b"4"], 1)
+        builder = impl.BlockBuilder(16)
+        with pytest.raises(InvalidArgumentError, match="strictly increasing"):
+            builder.add_packed(prefix, epoch, b.keys, 1, b.values, b.offsets, 0, 4096)
+        assert builder.key_count == 2 and builder.last_key == prefix + b"c" + inverted
+        assert builder.block_entry_count == 2
+
+
 @pytest.mark.parametrize("impl", BLOCKS, ids=lambda m: m.__name__)
 def test_add_packed_refuses_what_it_cannot_read(impl):
     ok = np.array([0, 1, 2], dtype=np.int64)
