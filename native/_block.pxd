@@ -57,6 +57,8 @@ cdef class BlockBuilder:
         self.buf[self.buf_len] = v
         self.buf_len += 1
     cdef bint c_add(self, bytes key, unsigned char tag, const unsigned char* payload, Py_ssize_t plen) except -1
+    cdef int c_append(self, const unsigned char* k, Py_ssize_t n, Py_ssize_t shared, unsigned char tag,
+                      const unsigned char* payload, Py_ssize_t plen) except -1
     cdef int c_add_packed_next(self, unsigned char* w, const unsigned char* prev, const unsigned char* cur,
                                Py_ssize_t width, const unsigned char* payload, Py_ssize_t plen) except -1
     cdef bint c_add_raw(self, const unsigned char* k, Py_ssize_t n, unsigned char tag, const unsigned char* payload,

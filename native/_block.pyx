@@ -407,42 +407,21 @@ cdef class BlockBuilder:
         """Add the packed entry ``cur`` (``width`` key bytes) right after ``prev``, the entry
         this call added last, into the open block (which holds entries: the call's first went
         through ``c_add_raw``). ``w`` holds ``prev``'s full key (table id, key, inverted epoch)
-        and gets ``cur``'s once nothing can fail before the entry's bytes are written. Leaves
+        and ``cur``'s once the entry is added (``prev``'s again if adding it fails). Leaves
         ``last_buf`` to the caller."""
         cdef Py_ssize_t shared = 0, n = width + 12
-        cdef uint32_t* grown
         if memcmp(prev, cur, <size_t>width) >= 0:
             raise InvalidArgumentError("keys must be added in strictly increasing full-key order")
         if plen + 1 > U32_MAX:
             raise InvalidArgumentError("key or value longer than 4 GiB")
         if self.counter < self.restart_interval:   # (the keys differ within ``width``: the epoch is never shared)
             shared = 4 + common_len(prev, cur, width)
-        if self.buf_len + 15 + (n - shared) + 1 + plen > U32_MAX:
-            raise InvalidArgumentError("block larger than 4 GiB")
-        self.reserve(15 + (n - shared) + 1 + plen)
-        if self.counter >= self.restart_interval:
-            if self.n_restarts == self.restarts_cap:
-                grown = <uint32_t*>realloc(self.restarts, 2 * self.restarts_cap * sizeof(uint32_t))
-                if grown == NULL:
-                    raise MemoryError()
-                self.restarts = grown
-                self.restarts_cap *= 2
-            self.restarts[self.n_restarts] = <uint32_t>self.buf_len
-            self.n_restarts += 1
-            self.counter = 0
-        memcpy(w + 4, cur, <size_t>width)   # w: this entry's full key from here on
-        self.put_varint(<uint32_t>shared)
-        self.put_varint(<uint32_t>(n - shared))
-        self.put_varint(<uint32_t>(1 + plen))
-        memcpy(self.buf + self.buf_len, w + shared, n - shared)
-        self.buf_len += n - shared
-        self.buf[self.buf_len] = TAG_PUT
-        self.buf_len += 1
-        if plen:
-            memcpy(self.buf + self.buf_len, payload, plen)
-            self.buf_len += plen
-        self.counter += 1
-        self.block_entry_count += 1
+        memcpy(w + 4, cur, <size_t>width)   # w: this entry's full key
+        try:
+            self.c_append(w, n, shared, TAG_PUT, payload, plen)
+        except BaseException:
+            memcpy(w + 4, prev, <size_t>width)   # not added: w names the last entry added again
+            raise
         # account(): a new user key (the keys ascend), a put, the table id and epoch unchanged
         self.push_hash(False, filter_key_hash(w, <size_t>(n - EPOCH_LEN)))
         if self.prefix_len >= 0 and n - EPOCH_LEN >= 4 + self.prefix_len and (
@@ -463,7 +442,6 @@ cdef class BlockBuilder:
         False (nothing added) when the open block holds another table id. ``k`` is copied: the
         caller may reuse its memory at once."""
         cdef Py_ssize_t shared = 0, limit
-        cdef uint32_t* grown
         if n > U32_MAX or plen + 1 > U32_MAX:
             raise InvalidArgumentError("key or value longer than 4 GiB")
         if self.block_entry_count:
@@ -473,6 +451,23 @@ cdef class BlockBuilder:
         if self.has_last:
             if cmp_full_keys(self.last_buf, self.last_len, k, n) >= 0:
                 raise InvalidArgumentError("keys must be added in strictly increasing full-key order")
+        if self.counter < self.restart_interval and self.block_entry_count:
+            limit = self.last_len if self.last_len < n else n   # shared with the block's last key
+            shared = common_len(self.last_buf, k, limit)
+        if not self.block_entry_count:
+            _copy_key(&self.first_buf, &self.first_cap, k, n)
+            self.first_len = n
+        self.c_append(k, n, shared, tag, payload, plen)
+        self.account(k, n, tag)
+        return True
+
+    cdef int c_append(self, const unsigned char* k, Py_ssize_t n, Py_ssize_t shared, unsigned char tag,
+                      const unsigned char* payload, Py_ssize_t plen) except -1:
+        """Write the entry ``k[:n]`` + tag + payload into the open block once its checks passed:
+        a restart point first when one is due (nothing is shared then: the caller computes
+        ``shared`` with the block's last key only when ``counter < restart_interval``), the
+        three varints, the key bytes past ``shared``, the tag, the payload."""
+        cdef uint32_t* grown
         if self.counter >= self.restart_interval:
             if self.n_restarts == self.restarts_cap:
                 grown = <uint32_t*>realloc(self.restarts, 2 * self.restarts_cap * sizeof(uint32_t))
@@ -483,15 +478,10 @@ cdef class BlockBuilder:
             self.restarts[self.n_restarts] = <uint32_t>self.buf_len
             self.n_restarts += 1
             self.counter = 0
-        elif self.block_entry_count:   # shared with the block's last key (the last key added)
-            limit = self.last_len if self.last_len < n else n
-            shared = common_len(self.last_buf, k, limit)
+            shared = 0
         if self.buf_len + 15 + (n - shared) + 1 + plen > U32_MAX:
             raise InvalidArgumentError("block larger than 4 GiB")
         self.reserve(15 + (n - shared) + 1 + plen)
-        if not self.block_entry_count:
-            _copy_key(&self.first_buf, &self.first_cap, k, n)
-            self.first_len = n
         self.put_varint(<uint32_t>shared)
         self.put_varint(<uint32_t>(n - shared))
         self.put_varint(<uint32_t>(1 + plen))
@@ -504,8 +494,7 @@ cdef class BlockBuilder:
             self.buf_len += plen
         self.counter += 1
         self.block_entry_count += 1
-        self.account(k, n, tag)
-        return True
+        return 0
 
     cdef int account(self, const unsigned char* k, Py_ssize_t n, unsigned char tag) except -1:
         cdef uint64_t epoch = ~load_u64_be(k + n - EPOCH_LEN)   # 2**64-1 - x in C (a literal would be a Python int)
