@@ -48,6 +48,7 @@ cdef class BlockBuilder:
 
     cdef void reset_block(self)
     cdef int reserve(self, Py_ssize_t extra) except -1
+    cdef int close_block(self, Py_ssize_t extra) except -1
     cdef inline void put_varint(self, uint32_t v) noexcept:
         """REQUIRES: 5 bytes reserved."""
         while v >= 0x80:

@@ -536,14 +536,15 @@ cdef class BlockBuilder:
             self.tombstone_count += 1
         return 0
 
-    def finish_block(self):
-        """The finished block content; resets the block (not the SST-wide accounting)."""
+    cdef int close_block(self, Py_ssize_t extra) except -1:
+        """Append the restart offsets and their count (the block content is then
+        ``buf[:buf_len]``), reserving ``extra`` bytes more behind them (a stored trailer)."""
         cdef Py_ssize_t i
         cdef uint32_t v
         cdef unsigned char* out
         if not self.block_entry_count:
             raise InvalidArgumentError("finish_block on an empty block")
-        self.reserve(4 * self.n_restarts + 4)
+        self.reserve(4 * self.n_restarts + 4 + extra)
         for i in range(self.n_restarts + 1):
             v = self.restarts[i] if i < self.n_restarts else <uint32_t>self.n_restarts
             out = self.buf + self.buf_len
@@ -552,6 +553,11 @@ cdef class BlockBuilder:
             out[2] = (v >> 16) & 0xFF
             out[3] = (v >> 24) & 0xFF
             self.buf_len += 4
+        return 0
+
+    def finish_block(self):
+        """The finished block content; resets the block (not the SST-wide accounting)."""
+        self.close_block(0)
         content = PyBytes_FromStringAndSize(<const char*>self.buf, self.buf_len)
         self.reset_block()
         return content
@@ -566,17 +572,7 @@ cdef class BlockBuilder:
         cdef uint32_t v
         cdef uint64_t h
         cdef unsigned char* out
-        if not self.block_entry_count:
-            raise InvalidArgumentError("finish_block on an empty block")
-        self.reserve(4 * self.n_restarts + 4 + STORED_TRAILER_LEN)
-        for i in range(self.n_restarts + 1):
-            v = self.restarts[i] if i < self.n_restarts else <uint32_t>self.n_restarts
-            out = self.buf + self.buf_len
-            out[0] = v & 0xFF
-            out[1] = (v >> 8) & 0xFF
-            out[2] = (v >> 16) & 0xFF
-            out[3] = (v >> 24) & 0xFF
-            self.buf_len += 4
+        self.close_block(STORED_TRAILER_LEN)
         content_len = self.buf_len
         if content_len > MAX_STORED_CONTENT:
             self.reset_block()
