@@ -40,3 +40,24 @@ def test_native_modules_built_unless_pure_forced():
     assert all(_twins.LOADED.values()), _twins.LOADED
     for name in _twins.expected_native_modules():
         importlib.import_module(f"native.{name}")
+
+
+def test_the_source_distribution_carries_every_native_source():
+    """MANIFEST.in must name every kind of file the native build reads (``.pyx``, the ``.pxd``
+    other modules cimport, the ``.pxi`` parts a module includes): an sdist without one of them
+    does not compile (``.pxi`` parts were missing from it until 2026-11-29)."""
+    import fnmatch
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    patterns = []
+    with open(os.path.join(root, "MANIFEST.in"), encoding="utf-8") as f:
+        for line in f:
+            words = line.split()
+            if words[:2] == ["recursive-include", "native"]:
+                patterns.extend(words[2:])
+    sources = [name for name in os.listdir(os.path.join(root, "native"))
+               if os.path.splitext(name)[1] in (".pyx", ".pxd", ".pxi")]
+    assert {os.path.splitext(name)[1] for name in sources} == {".pyx", ".pxd", ".pxi"}
+    missing = [name for name in sources if not any(fnmatch.fnmatch(name, p) for p in patterns)]
+    assert not missing, f"MANIFEST.in leaves these native sources out of the sdist: {missing}"
