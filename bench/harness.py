@@ -35,6 +35,7 @@ import glob
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import sys
@@ -238,6 +239,22 @@ def load_info() -> dict:
             "probe_before": _PROBE_AT_IMPORT, "probe_after": probe()}
 
 
+_INCLUDE = re.compile(r'^include\s+"([^"]+)"', re.MULTILINE)
+
+
+def _source_mtime(pyx: str) -> float:
+    """The newest modification time of a ``.pyx`` and the ``.pxi`` files it includes (one
+    level: an included file is part of the same extension module), so a module rebuilt before
+    one of its parts changed counts as stale."""
+    newest = os.path.getmtime(pyx)
+    with open(pyx, encoding="utf-8") as f:
+        for part in _INCLUDE.findall(f.read()):
+            path = os.path.join(os.path.dirname(pyx), part)
+            if os.path.exists(path):
+                newest = max(newest, os.path.getmtime(path))
+    return newest
+
+
 def build_info() -> dict:
     """Native modules or twins, setup.py's Cython directives and flags, the .so files' state."""
     try:
@@ -251,7 +268,7 @@ def build_info() -> dict:
         if not so:
             continue
         present.append(name)
-        if os.path.getmtime(so[0]) < os.path.getmtime(os.path.join(_ROOT, "native", f"{name}.pyx")):
+        if os.path.getmtime(so[0]) < _source_mtime(os.path.join(_ROOT, "native", f"{name}.pyx")):
             stale.append(name)
     flags = _setup_flags()
     return {"pure_python_forced": _twins.pure_python_forced() if _twins is not None else None,

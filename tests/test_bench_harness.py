@@ -88,17 +88,22 @@ def test_fs_info_names_the_deepest_mount_and_its_journal(tmp_path):
 def test_so_files_missing_or_older_than_their_source_are_named(tmp_path, monkeypatch):
     native = tmp_path / "native"
     native.mkdir()
-    for name in ("_a", "_b", "_c"):
+    for name in ("_a", "_b", "_c", "_d"):
         (native / f"{name}.pyx").write_text("")
-    (native / "_a.cpython-311-x86_64-linux-gnu.so").write_text("")
-    (native / "_b.cpython-311-x86_64-linux-gnu.so").write_text("")
+    (native / "_d.pyx").write_text('# cython: language_level=3\ninclude "_d_part.pxi"\n')
+    for name in ("_a", "_b", "_d"):
+        (native / f"{name}.cpython-311-x86_64-linux-gnu.so").write_text("")
     os.utime(native / "_b.cpython-311-x86_64-linux-gnu.so", (1, 1))   # built before its .pyx changed
+    (native / "_d_part.pxi").write_text("")   # a part of _d changed after _d was built
+    os.utime(native / "_d.pyx", (1, 1))
+    os.utime(native / "_d.cpython-311-x86_64-linux-gnu.so", (2, 2))
     (tmp_path / "setup.py").write_text('COMPILER_DIRECTIVES = {"boundscheck": False}\n'
                                        'Extension("x", [], extra_compile_args=["-O2", "-march=native"])\n')
     monkeypatch.setattr(harness, "_ROOT", str(tmp_path))
-    monkeypatch.setattr(_twins, "expected_native_modules", lambda: ["_a", "_b", "_c"])
+    monkeypatch.setattr(_twins, "expected_native_modules", lambda: ["_a", "_b", "_c", "_d"])
     build = harness.build_info()
-    assert build["so_present"] == "2/3" and build["so_missing"] == ["_c"] and build["so_older_than_pyx"] == ["_b"]
+    assert build["so_present"] == "3/4" and build["so_missing"] == ["_c"]
+    assert build["so_older_than_pyx"] == ["_b", "_d"]
     assert build["cython_directives"] == {"boundscheck": False}
     assert build["extra_compile_args"] == ["-O2", "-march=native"]
 
