@@ -15,9 +15,8 @@ what a user sees from the second start on (pip writes the cache of what it insta
 editable checkout's is written on its first import) -- and **cold** -- an empty prefix that is
 never written, so every module, the project's and its dependencies', is compiled from source:
 a first start, or every start where ``PYTHONDONTWRITEBYTECODE`` is set and nothing was cached
-(this project's CI machines set it; ``connect_local`` measured 0.79-1.08 s cold there and
-0.20 s warm, 2026-11-29). The JSON's top-level figures are the warm ones; ``cold`` holds the
-others.
+(this project's CI machines set it: ``connect_local`` measured 1.45 s cold and 0.42 s warm
+there, 2026-11-29). The JSON's top-level figures are the warm ones; ``cold`` holds the others.
 
 Then, for ``import sql`` and ``hummock --help``, the heaviest modules by cumulative import time
 (``python -X importtime``), and whether boto3, pandas or pyspark were loaded -- none should be
