@@ -47,7 +47,21 @@ the flush is built, and the barrier waits for it instead of starting one -- the 
 still fsyncs itself, after every rename. The last file before a barrier gets no early fsync: the
 barrier comes right after it, and a pool thread started at its publication only competed for
 the interpreter lock while the engine prepared the delta. docs/performance.md has the figures.
-An early fsync that fails loses the file exactly as the barrier's would.
+An early fsync that fails loses the file exactly as the barrier's would. A file has one fsync
+in flight at a time (``_early``: its early fsync, or the one a barrier started), and every
+barrier that needs the file waits for that one, so an error it reports reaches all of them.
+A deferred file is never recycled while its durability is pending (``_recycle``), so the
+error of a deleted file's fsync belongs to no live object and the barrier may skip it.
+
+Directories (fsync errors): an entry -- a created file, a rename, a link, a new directory -- is
+durable once its directory is fsynced. A directory whose fsync fails is lost for the handle
+(``_lost_dirs``) for the reason a file is: every later upload into it or below it, and every
+barrier whose files live there, fails. A directory fsync counts as a success only once every
+other fsync of that directory in flight ended without failing (``_fsync_dir_tracked``), since
+another may have taken the error covering this caller's entry. A directory's own entry is
+fsynced into its parent when the handle creates it, and also when the handle first uses one
+that already existed (a racing thread, or a crashed process, may have made it without that
+fsync); the store's root levels likewise when the store makes them (``_make_root``).
 
 Spare files: a handle holding the writer lock takes each temporary file from a few it keeps
 ready per directory, created ahead by a thread (``spares.py`` says why: a create can cost 0.8
@@ -183,9 +197,13 @@ class LocalObjectStore(ObjectStore):
         self._deferring = threading.local()   # .on: this thread is inside deferred_durability()
         self._unsynced: set[str] = set()      # files of deferred uploads the barrier has not synced
         self._lost: set[str] = set()          # deferred files whose fsync failed: never durable
-        self._early: dict = {}                # deferred file -> its early fsync's Future (module doc)
+        self._early: dict = {}                # deferred file -> its fsync's Future in flight (module doc)
         self._early_due: list[str] = []       # deferred files whose early fsync the next open starts
         self._unsynced_lock = threading.Lock()
+        self._lost_dirs: set[str] = set()     # directories whose fsync failed: nothing in them is durable
+        self._dir_fsyncs: dict[str, int] = {}   # directory -> fsyncs of it in flight
+        self._dirs_settled = threading.Condition(self._unsynced_lock)
+        self._ready_dirs: set[str] = set()    # directories this handle made durable (``_make_dirs``)
         try:
             root = os.fspath(root)
         except TypeError:
@@ -219,18 +237,65 @@ class LocalObjectStore(ObjectStore):
         return os.path.join(self.root, *path.split("/"))
 
     def _make_dirs(self, directory: str) -> None:
-        """Create ``directory`` and missing parents below root, fsyncing each new entry's parent
-        (iteratively: an object path may have hundreds of levels)."""
+        """Create ``directory`` and missing parents below root (iteratively: an object path may
+        have hundreds of levels) and make their entries durable: the parent of each level found
+        missing is fsynced -- also when another thread's mkdir won the race, since its fsync may
+        not have happened yet -- and, on a directory's first use by this handle, its own parent
+        (a process that crashed after its mkdir may never have fsynced it). A failed fsync
+        loses the parent (``_fsync_dir_tracked``). Later calls for the directory cost a set
+        lookup."""
+        if directory in self._ready_dirs:
+            return
         missing = []
-        while not os.path.isdir(directory):
-            missing.append(directory)
-            directory = os.path.dirname(directory)
-        for directory in reversed(missing):
+        level = directory
+        while not os.path.isdir(level):
+            missing.append(level)
+            level = os.path.dirname(level)
+        for level in reversed(missing):
             try:
-                os.mkdir(directory)
+                os.mkdir(level)
             except FileExistsError:
-                continue  # created concurrently, or a file stands there: the open of the temp fails
-            _fsync_dir(os.path.dirname(directory))
+                pass  # created concurrently, or a file stands there: the open of the temp fails
+        for level in reversed(missing or [directory]):
+            self._fsync_dir_tracked(os.path.dirname(level))
+        self._ready_dirs.add(directory)
+
+    def _check_dir(self, directory: str) -> None:
+        """Raise ``OSError(EIO)`` when ``directory`` or one above it had a failed fsync in this
+        handle: Linux reports a directory's write-back error to one fsync only, so no later
+        fsync can tell whether an entry made in it reached the disk (module doc)."""
+        if not self._lost_dirs:
+            return
+        with self._unsynced_lock:
+            for lost in self._lost_dirs:
+                if directory == lost or directory.startswith(lost.rstrip(os.sep) + os.sep):
+                    raise OSError(errno.EIO, f"an earlier fsync of the directory {lost!r} failed: "
+                                             f"entries made in it may be lost, and no later fsync can tell")
+
+    def _fsync_dir_tracked(self, directory: str) -> None:
+        """fsync ``directory`` for this handle: a failure loses it for good (``_check_dir``); a
+        success counts only once every other fsync of it in flight has ended without losing it
+        -- one of them may have taken the error that covered this caller's entries."""
+        with self._dirs_settled:
+            self._dir_fsyncs[directory] = self._dir_fsyncs.get(directory, 0) + 1
+        try:
+            _fsync_dir(directory)
+        except OSError:
+            with self._dirs_settled:
+                self._lost_dirs.add(directory)
+            raise
+        finally:
+            with self._dirs_settled:
+                left = self._dir_fsyncs[directory] - 1
+                if left:
+                    self._dir_fsyncs[directory] = left
+                else:
+                    del self._dir_fsyncs[directory]
+                    self._dirs_settled.notify_all()
+        with self._dirs_settled:
+            while self._dir_fsyncs.get(directory):
+                self._dirs_settled.wait()
+        self._check_dir(directory)
 
     def _open_temp(self, path: str) -> tuple[int, str, bool]:
         """Open a temporary file for writing in the directory of ``path``: ``(fd, temp,
@@ -238,6 +303,7 @@ class LocalObjectStore(ObjectStore):
         it holds old bytes -- the caller writes from offset 0 and truncates to what it wrote),
         else one of its spares, when one is ready; anything else is created here."""
         directory = os.path.dirname(self._file(path))
+        self._check_dir(directory)
         if self._spares is not None:
             recycled = self._spares.take_recycled(directory)
             if recycled is not None:
@@ -257,6 +323,11 @@ class LocalObjectStore(ObjectStore):
         of unlinking it; False if it is not kept (the caller unlinks it). A file already gone
         counts as deleted."""
         directory = os.path.dirname(file)
+        with self._unsynced_lock:
+            if file in self._unsynced or file in self._early:
+                # a deferred file not yet durable: an fsync of it may still report an error,
+                # which must not reach a new object written into the same inode
+                return False
         if not self._spares.accepts_recycled(directory):
             return False
         try:
@@ -289,7 +360,7 @@ class LocalObjectStore(ObjectStore):
             os.close(fd)
         final = self._file(path)
         os.replace(temp, final)
-        _fsync_dir(os.path.dirname(final))
+        self._fsync_dir_tracked(os.path.dirname(final))
 
     def _upload(self, path, data):
         with self._open_uploader(path, deferred=False) as uploader:
@@ -329,64 +400,58 @@ class LocalObjectStore(ObjectStore):
             for file in due:
                 self._early[file] = _fsync_pool().submit(_fsync_file, file)
 
-    def _sync_deferred(self, fd: int) -> None:
-        """fsync ``fd`` (a temporary file about to be published) together with every deferred
-        upload's file and directory, concurrently; forget those files once all succeeded. A
-        file stays remembered until a barrier that started after its publication ends, so
-        concurrent barriers never skip one another's files."""
+    def _sync_deferred(self, fd: int, own_dir: str) -> None:
+        """fsync ``fd`` (a temporary file about to be published in ``own_dir``) together with
+        every deferred upload's file and directory, concurrently; forget those files once all
+        succeeded. A file stays remembered until a barrier that started after its publication
+        ends, so concurrent barriers never skip one another's files; each file has one fsync in
+        flight at a time (``_early``: an early fsync, or one a barrier started), which every
+        barrier needing the file waits for, so an error it reports reaches each of them (Linux
+        reports it to that one fsync only)."""
         with self._unsynced_lock:
             files = list(self._unsynced)
             lost = sorted(self._lost)
-            early = {file: self._early[file] for file in files if file in self._early}
             self._early_due.clear()   # each one is in ``files``: synced by this barrier
+            for file in files:
+                if file not in self._early:
+                    self._early[file] = _fsync_pool().submit(_fsync_file, file)
+            pending = {file: self._early[file] for file in files}
         if lost:
             # Linux reports a writeback error to one fsync only: a retry returns success though
             # the data never reached the disk, so nothing naming this file may become durable
             raise OSError(errno.EIO, f"an earlier fsync of the deferred upload {lost[0]!r} failed: "
                                      f"its data may be lost, and no later fsync can tell")
+        directories = sorted({os.path.dirname(file) for file in files})
+        for directory in [own_dir, *directories]:
+            self._check_dir(directory)
         if not files:
             os.fsync(fd)
             return
-        failed = []   # deferred files (a directory: its files) whose fsync raised
-
-        def sync_file(file):
-            try:
-                _fsync_file(file)
-            except OSError:
-                failed.append(file)
-                raise
-
-        def sync_dir(directory):
-            try:
-                _fsync_dir(directory)
-            except OSError:
-                failed.extend(file for file in files if os.path.dirname(file) == directory)
-                raise
-
-        directories = sorted({os.path.dirname(file) for file in files})
         error = None
-        try:   # (the early fsyncs run on the pool meanwhile; no job here waits for another)
+        try:   # this file and the directories here, the files' fsyncs on the pool meanwhile
             _fsync_concurrently([functools.partial(os.fsync, fd)]
-                                + [functools.partial(sync_file, file) for file in files if file not in early]
-                                + [functools.partial(sync_dir, directory) for directory in directories])
+                                + [functools.partial(self._fsync_dir_tracked, directory) for directory in directories])
         except OSError as exc:
             error = exc
-        for file, future in early.items():
+        failed = []
+        for file, future in pending.items():
             try:
                 future.result()
             except OSError as exc:
                 if not os.path.lexists(file):
-                    continue   # deleted since (an orphan vacuumed): nothing names it, as in sync_file
+                    continue   # deleted since (an orphan vacuumed; never recycled while pending: nothing names it)
                 failed.append(file)
                 error = error or exc
-        if error is not None:
-            with self._unsynced_lock:
-                self._lost.update(failed)
-            raise error
         with self._unsynced_lock:
-            self._unsynced.difference_update(files)
-            for file in early:
-                self._early.pop(file, None)
+            if failed:
+                self._lost.update(failed)
+            for file, future in pending.items():   # (a concurrent barrier may have dropped it already)
+                if self._early.get(file) is future:
+                    del self._early[file]
+            if error is None:
+                self._unsynced.difference_update(files)
+        if error is not None:
+            raise error
 
     def _upload_scratch(self, path, data):
         """A temporary file renamed into place, neither fsynced nor its directory (module doc:
@@ -416,7 +481,7 @@ class LocalObjectStore(ObjectStore):
                 _write_all(fd, data)
                 if recycled:
                     os.ftruncate(fd, len(memoryview(data).cast("B")))
-                self._sync_deferred(fd)   # the barrier: deferred uploads durable before we link
+                self._sync_deferred(fd, os.path.dirname(final))   # the barrier: deferred uploads durable before we link
             finally:
                 os.close(fd)
             kill_point("object_store.after_barrier")
@@ -427,7 +492,7 @@ class LocalObjectStore(ObjectStore):
                     raise ObjectStoreError(f"cannot create object {path!r}: a directory of other "
                                            f"objects has its name", path=path) from None
                 return False
-            _fsync_dir(os.path.dirname(final))
+            self._fsync_dir_tracked(os.path.dirname(final))
             return True
         except OSError as exc:
             raise _io_error("create", path, exc) from exc
@@ -641,7 +706,8 @@ class _LocalUploader(StreamingUploader):
 
 def _make_root(directory) -> None:
     """``os.makedirs(directory, exist_ok=True)`` without its recursion (one frame per missing
-    level: a root of a thousand levels would overflow the stack)."""
+    level: a root of a thousand levels would overflow the stack), each level it made fsynced
+    into its parent (a root made and then lost in a crash would lose every commit under it)."""
     missing = []
     while not os.path.isdir(directory):
         missing.append(directory)
@@ -655,6 +721,8 @@ def _make_root(directory) -> None:
         except FileExistsError:
             if not os.path.isdir(directory):
                 raise
+    for directory in reversed(missing):   # each new entry durable in its parent
+        _fsync_dir(os.path.dirname(directory))
 
 
 def _write_all(fd: int, data) -> None:
