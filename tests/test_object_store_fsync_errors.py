@@ -11,6 +11,7 @@ entry could be lost; each failed on the code before the fix.
 
 import errno
 import os
+import shutil
 import threading
 import time
 
@@ -212,3 +213,137 @@ def test_a_new_root_is_made_durable_in_its_parents(tmp_path, monkeypatch):
     calls = _failing_dir_fsync(monkeypatch, "/no-such-directory")
     LocalObjectStore(tmp_path / "a" / "b")
     assert calls == [str(tmp_path), str(tmp_path / "a")]
+
+
+# --- what the rules above must not break (a second review of 2026-11-29) ----------------------
+
+def test_a_directory_removed_since_its_first_use_is_made_again(tmp_path):
+    store = LocalObjectStore(tmp_path)
+    store.upload("x/y/1", b"1")
+    shutil.rmtree(tmp_path / "x")
+    store.upload("x/y/2", b"2")
+    assert store.read("x/y/2") == b"2"
+
+
+def test_a_file_at_a_directorys_name_blocks_it_only_while_it_stands(tmp_path):
+    store = LocalObjectStore(tmp_path)
+    store.upload("a", b"file")
+    with pytest.raises(ObjectStoreError):
+        store.upload("a/b", b"x")
+    store.delete(["a"])
+    store.upload("a/b", b"x")
+    assert store.read("a/b") == b"x"
+
+
+def test_a_directory_that_cannot_be_opened_is_not_lost(tmp_path, monkeypatch):
+    """``os.open`` of the directory fails (out of descriptors): no fsync ran and no write-back
+    error was taken, so only that upload fails."""
+    store = LocalObjectStore(tmp_path)
+    store.upload("sst/0", b"0")
+    real_open = os.open
+    armed = [True]
+
+    def open_(path, flags, *args, **kwargs):
+        if armed[0] and flags == os.O_RDONLY and os.path.isdir(path):
+            armed[0] = False
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_)
+    with pytest.raises(ObjectStoreError):
+        store.upload("sst/1", b"1")
+    monkeypatch.setattr(os, "open", real_open)
+    store.upload("sst/2", b"2")
+    assert store.read("sst/2") == b"2"
+
+
+def test_an_object_at_the_root_fsyncs_nothing_above_the_root(tmp_path, monkeypatch):
+    store = LocalObjectStore(tmp_path / "store")
+    calls = _failing_dir_fsync(monkeypatch, "/no-such-directory")
+    store.upload("top", b"x")
+    assert calls == [store.root]
+
+
+def test_every_level_of_a_directory_is_made_durable_on_its_first_use(tmp_path, monkeypatch):
+    """A thread that finds ``a/b`` made by another thread (whose fsyncs may not have run) fsyncs
+    the entry of every level itself before its first object there is acknowledged."""
+    store = LocalObjectStore(tmp_path)
+    os.makedirs(tmp_path / "a" / "b")   # as a racing thread or a crashed process left it
+    calls = _failing_dir_fsync(monkeypatch, "/no-such-directory")
+    store.upload("a/b/c/o", b"o")
+    root = store.root
+    assert calls == [root, os.path.join(root, "a"), os.path.join(root, "a", "b"),
+                     os.path.join(root, "a", "b", "c")]
+
+
+def test_a_directory_fsync_waits_only_for_the_fsyncs_running_as_it_ends(tmp_path, monkeypatch):
+    """Steady overlapping fsyncs of one directory must not starve a caller: it waits for those
+    running when its own ended, not for ones started later."""
+    store = LocalObjectStore(tmp_path)
+    store.upload("sst/0", b"0")
+    directory = os.path.join(store.root, "sst")
+    real = local_mod._fsync_dir
+
+    def slow(d):
+        time.sleep(0.05)
+        real(d)
+
+    monkeypatch.setattr(local_mod, "_fsync_dir", slow)
+    stop = time.monotonic() + 1.5
+
+    def traffic(offset):
+        time.sleep(offset)
+        while time.monotonic() < stop:
+            store._fsync_dir_tracked(directory)
+
+    threads = [threading.Thread(target=traffic, args=(offset,)) for offset in (0.0, 0.025)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    store._fsync_dir_tracked(directory)
+    waited = time.monotonic() - started
+    for thread in threads:
+        thread.join()
+    assert waited < 0.5, f"a 50 ms directory fsync returned after {waited:.2f} s"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_does_not_wait_for_the_parents_fsyncs(tmp_path, monkeypatch):
+    """Forked while a parent thread fsyncs ``sst/``: the child's own upload there must not wait
+    for an fsync that runs only in the parent."""
+    store = LocalObjectStore(tmp_path)
+    store.upload("sst/0", b"0")
+    real = local_mod._fsync_dir
+    in_fsync = threading.Event()
+
+    def slow(d):
+        if threading.current_thread().name == "slow":
+            in_fsync.set()
+            time.sleep(1.0)
+        real(d)
+
+    monkeypatch.setattr(local_mod, "_fsync_dir", slow)
+    thread = threading.Thread(target=store.upload, args=("sst/1", b"1"), name="slow")
+    thread.start()
+    assert in_fsync.wait(5)
+    pid = os.fork()
+    if pid == 0:   # the child: exits 0 once its upload returned
+        try:
+            store.upload("sst/child", b"c")
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 10
+    status = None
+    while time.monotonic() < deadline:
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = code
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    thread.join()
+    assert status == 0, "the forked child hung (or failed) on the parent's directory fsync"
+    assert store.read("sst/child") == b"c"

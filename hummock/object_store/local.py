@@ -56,12 +56,17 @@ error of a deleted file's fsync belongs to no live object and the barrier may sk
 Directories (fsync errors): an entry -- a created file, a rename, a link, a new directory -- is
 durable once its directory is fsynced. A directory whose fsync fails is lost for the handle
 (``_lost_dirs``) for the reason a file is: every later upload into it or below it, and every
-barrier whose files live there, fails. A directory fsync counts as a success only once every
-other fsync of that directory in flight ended without failing (``_fsync_dir_tracked``), since
-another may have taken the error covering this caller's entry. A directory's own entry is
-fsynced into its parent when the handle creates it, and also when the handle first uses one
-that already existed (a racing thread, or a crashed process, may have made it without that
-fsync); the store's root levels likewise when the store makes them (``_make_root``).
+barrier whose files live there, fails (scratch uploads, never fsynced, excepted). An ``open``
+of the directory that fails (``_OPEN_ERRNOS``: no such directory, no permission, out of
+descriptors) ran no fsync and loses nothing. A directory fsync counts as a success once every
+fsync of that directory still running when it ended has ended without failing
+(``_fsync_dir_tracked``): one of those may have taken the error covering this caller's entry.
+On a directory's first use the handle fsyncs the entry of every level below the root into its
+parent (levels a racing thread or a crashed process made without that fsync included; nothing
+above the root); the store fsyncs the root levels it creates (``_make_root``; a parent it may
+not read stays unsynced, as before). All of this is per handle: an error another handle or
+process took -- a failed root creation retried by a new handle included -- cannot be seen.
+A forked child gets fresh locks and no fsync in flight (``_reset_after_fork``).
 
 Spare files: a handle holding the writer lock takes each temporary file from a few it keeps
 ready per directory, created ahead by a thread (``spares.py`` says why: a create can cost 0.8
@@ -90,6 +95,7 @@ import stat
 import threading
 import time
 import uuid
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 from hummock.errors import InvalidArgumentError
@@ -134,6 +140,20 @@ def _fsync_file(file: str) -> None:
     finally:
         os.close(fd)
 
+
+#: ``os.open`` failures of a directory to fsync: no fsync ran, so no write-back error was taken
+_OPEN_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EMFILE,
+                          errno.ENFILE, errno.ELOOP, errno.ENAMETOOLONG})
+_LIVE_STORES = weakref.WeakSet()   # every LocalObjectStore of the process (``_reset_after_fork``)
+
+
+def _reset_stores_after_fork() -> None:
+    for store in list(_LIVE_STORES):
+        store._reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_stores_after_fork)
 
 _FSYNC_THREADS = 4
 _fsync_pool_state: tuple[int, ThreadPoolExecutor] | None = None   # (pid that made it, pool)
@@ -201,9 +221,11 @@ class LocalObjectStore(ObjectStore):
         self._early_due: list[str] = []       # deferred files whose early fsync the next open starts
         self._unsynced_lock = threading.Lock()
         self._lost_dirs: set[str] = set()     # directories whose fsync failed: nothing in them is durable
-        self._dir_fsyncs: dict[str, int] = {}   # directory -> fsyncs of it in flight
+        self._dir_fsyncs: dict[str, set] = {}   # directory -> tickets of its fsyncs running
+        self._dir_ticket = 0
         self._dirs_settled = threading.Condition(self._unsynced_lock)
         self._ready_dirs: set[str] = set()    # directories this handle made durable (``_make_dirs``)
+        _LIVE_STORES.add(self)
         try:
             root = os.fspath(root)
         except TypeError:
@@ -238,14 +260,16 @@ class LocalObjectStore(ObjectStore):
 
     def _make_dirs(self, directory: str) -> None:
         """Create ``directory`` and missing parents below root (iteratively: an object path may
-        have hundreds of levels) and make their entries durable: the parent of each level found
-        missing is fsynced -- also when another thread's mkdir won the race, since its fsync may
-        not have happened yet -- and, on a directory's first use by this handle, its own parent
-        (a process that crashed after its mkdir may never have fsynced it). A failed fsync
-        loses the parent (``_fsync_dir_tracked``). Later calls for the directory cost a set
-        lookup."""
+        have hundreds of levels) and, on the directory's first use by this handle, make the
+        entry of every level below the root durable in its parent, from the top: a level made
+        by a racing thread whose fsync has not happened yet, or by a process that crashed before
+        it, is covered too. A failed fsync loses the parent (``_fsync_dir_tracked``). Later
+        calls cost a set lookup and a stat; a directory removed since (tests, an operator) is
+        made again."""
         if directory in self._ready_dirs:
-            return
+            if os.path.isdir(directory):
+                return
+            self._ready_dirs.discard(directory)
         missing = []
         level = directory
         while not os.path.isdir(level):
@@ -256,9 +280,15 @@ class LocalObjectStore(ObjectStore):
                 os.mkdir(level)
             except FileExistsError:
                 pass  # created concurrently, or a file stands there: the open of the temp fails
-        for level in reversed(missing or [directory]):
+        levels = []
+        level = directory
+        while level != self.root and level.startswith(self.root + os.sep):   # never above the root
+            levels.append(level)
+            level = os.path.dirname(level)
+        for level in reversed(levels):
             self._fsync_dir_tracked(os.path.dirname(level))
-        self._ready_dirs.add(directory)
+        if os.path.isdir(directory):
+            self._ready_dirs.add(directory)
 
     def _check_dir(self, directory: str) -> None:
         """Raise ``OSError(EIO)`` when ``directory`` or one above it had a failed fsync in this
@@ -273,29 +303,45 @@ class LocalObjectStore(ObjectStore):
                                              f"entries made in it may be lost, and no later fsync can tell")
 
     def _fsync_dir_tracked(self, directory: str) -> None:
-        """fsync ``directory`` for this handle: a failure loses it for good (``_check_dir``); a
-        success counts only once every other fsync of it in flight has ended without losing it
-        -- one of them may have taken the error that covered this caller's entries."""
+        """fsync ``directory`` for this handle. A failed fsync loses it for good
+        (``_check_dir``); an ``open`` of it that fails (no such directory, no permission, out
+        of descriptors: ``_OPEN_ERRNOS``) ran no fsync and consumed no error, so it only fails
+        this call. A success counts once every fsync of the directory still running when this
+        one ended has ended too without losing it: one of them may have taken the error that
+        covered this caller's entries (later ones cannot have)."""
         with self._dirs_settled:
-            self._dir_fsyncs[directory] = self._dir_fsyncs.get(directory, 0) + 1
+            self._dir_ticket += 1
+            ticket = self._dir_ticket
+            self._dir_fsyncs.setdefault(directory, set()).add(ticket)
         try:
             _fsync_dir(directory)
-        except OSError:
-            with self._dirs_settled:
-                self._lost_dirs.add(directory)
+        except OSError as exc:
+            if exc.errno not in _OPEN_ERRNOS:
+                with self._dirs_settled:
+                    self._lost_dirs.add(directory)
             raise
         finally:
             with self._dirs_settled:
-                left = self._dir_fsyncs[directory] - 1
-                if left:
-                    self._dir_fsyncs[directory] = left
-                else:
+                running = self._dir_fsyncs[directory]
+                running.discard(ticket)
+                if not running:
                     del self._dir_fsyncs[directory]
-                    self._dirs_settled.notify_all()
+                self._dirs_settled.notify_all()
         with self._dirs_settled:
-            while self._dir_fsyncs.get(directory):
+            earlier = set(self._dir_fsyncs.get(directory, ()))
+            while earlier and earlier & self._dir_fsyncs.get(directory, set()):
                 self._dirs_settled.wait()
         self._check_dir(directory)
+
+    def _reset_after_fork(self) -> None:
+        """In a forked child: the parent's locks may have been held by threads the child does
+        not have, and its fsync futures and running directory fsyncs never finish here. Fresh
+        locks and no fsync in flight; the deferred files stay remembered (``_unsynced``), so the
+        child's next barrier fsyncs them itself."""
+        self._unsynced_lock = threading.Lock()
+        self._dirs_settled = threading.Condition(self._unsynced_lock)
+        self._dir_fsyncs = {}
+        self._early = {}
 
     def _open_temp(self, path: str) -> tuple[int, str, bool]:
         """Open a temporary file for writing in the directory of ``path``: ``(fd, temp,
@@ -408,14 +454,17 @@ class LocalObjectStore(ObjectStore):
         flight at a time (``_early``: an early fsync, or one a barrier started), which every
         barrier needing the file waits for, so an error it reports reaches each of them (Linux
         reports it to that one fsync only)."""
+        # one section: a file a concurrent barrier found failed is in ``lost`` by now, or its
+        # failed future is still in ``_early`` and becomes this barrier's too
         with self._unsynced_lock:
             files = list(self._unsynced)
             lost = sorted(self._lost)
             self._early_due.clear()   # each one is in ``files``: synced by this barrier
-            for file in files:
-                if file not in self._early:
-                    self._early[file] = _fsync_pool().submit(_fsync_file, file)
-            pending = {file: self._early[file] for file in files}
+            if not lost:
+                for file in files:
+                    if file not in self._early:
+                        self._early[file] = _fsync_pool().submit(_fsync_file, file)
+            pending = {file: self._early[file] for file in files} if not lost else {}
         if lost:
             # Linux reports a writeback error to one fsync only: a retry returns success though
             # the data never reached the disk, so nothing naming this file may become durable
@@ -722,7 +771,11 @@ def _make_root(directory) -> None:
             if not os.path.isdir(directory):
                 raise
     for directory in reversed(missing):   # each new entry durable in its parent
-        _fsync_dir(os.path.dirname(directory))
+        try:
+            _fsync_dir(os.path.dirname(directory))
+        except OSError as exc:
+            if exc.errno not in _OPEN_ERRNOS:
+                raise   # (a parent this process cannot open for reading: as before, unsynced)
 
 
 def _write_all(fd: int, data) -> None:
