@@ -36,6 +36,15 @@ def make_rows(n: int) -> list[tuple]:
     return [(int(ids[i]), f"user-{i:011d}", i * 0.25, None if i % 3 == 0 else i) for i in range(n)]
 
 
+def with_x_pure(results: list[dict]) -> list[dict]:
+    """``results`` with each native row's ``x_pure``: its rate over the pure twin's."""
+    by_key = {(r["workload"], r["impl"]): r["per_s"] for r in results}
+    for r in results:
+        if r["impl"] == "native":
+            r["x_pure"] = r["per_s"] / by_key[(r["workload"], "pure")]
+    return results
+
+
 def bench_implementations(rows: list[tuple]) -> list[dict]:
     results = []
     impls = {
@@ -57,11 +66,7 @@ def bench_implementations(rows: list[tuple]) -> list[dict]:
         }
         for workload, rate in figures.items():
             results.append({"workload": workload, "impl": name, "per_s": rate})
-    by_key = {(r["workload"], r["impl"]): r["per_s"] for r in results}
-    for r in results:
-        if r["impl"] == "native":
-            r["x_pure"] = r["per_s"] / by_key[(r["workload"], "pure")]
-    return results
+    return with_x_pure(results)
 
 
 def bench_vector(n: int) -> list[dict]:
@@ -84,11 +89,7 @@ def bench_column_buffers(chunk: int = 10_000) -> list[dict]:
         for workload, cols in (("value_columns_fixed", fixed), ("value_columns_mixed", mixed)):
             rate = median_rate(lambda: impl.encode_column_buffer(cols, chunk, order), chunk)
             results.append({"workload": workload, "impl": name, "per_s": rate})
-    by_key = {(r["workload"], r["impl"]): r["per_s"] for r in results}
-    for r in results:
-        if r["impl"] == "native":
-            r["x_pure"] = r["per_s"] / by_key[(r["workload"], "pure")]
-    return results
+    return with_x_pure(results)
 
 
 def main(argv=None) -> None:
